@@ -1,0 +1,304 @@
+//! CQL data types: the closed set of types a column, a bind marker or a
+//! function argument can have, parsed from and printed as CQL type text.
+//!
+//! The printed form is the one `system_schema.columns.type` holds in Cassandra
+//! 4+/ScyllaDB (`text`, `frozen<list<int>>`, `map<text, int>`), because the
+//! drivers parse exactly that text to build their metadata.
+
+use std::fmt;
+
+use thiserror::Error;
+
+/// A CQL type. `Frozen` wraps a collection or tuple whose value is stored and
+/// replaced as one cell; unfrozen collections are stored one cell per element.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub enum CqlType {
+    Ascii,
+    Bigint,
+    Blob,
+    Boolean,
+    Counter,
+    Date,
+    Decimal,
+    Double,
+    Duration,
+    Float,
+    Inet,
+    Int,
+    Smallint,
+    Text,
+    Time,
+    Timestamp,
+    Timeuuid,
+    Tinyint,
+    Uuid,
+    Varint,
+    List(Box<CqlType>),
+    Set(Box<CqlType>),
+    Map(Box<CqlType>, Box<CqlType>),
+    Tuple(Vec<CqlType>),
+    Frozen(Box<CqlType>),
+}
+
+#[derive(Debug, Error, PartialEq, Eq)]
+pub enum TypeError {
+    #[error("unknown type '{0}'")]
+    Unknown(String),
+    #[error("malformed type '{text}': {why}")]
+    Malformed { text: String, why: &'static str },
+}
+
+impl CqlType {
+    /// The native type named `name` (case-insensitive; `varchar` is `text`).
+    pub fn native(name: &str) -> Option<CqlType> {
+        let ty = match name.to_ascii_lowercase().as_str() {
+            "ascii" => CqlType::Ascii,
+            "bigint" => CqlType::Bigint,
+            "blob" => CqlType::Blob,
+            "boolean" => CqlType::Boolean,
+            "counter" => CqlType::Counter,
+            "date" => CqlType::Date,
+            "decimal" => CqlType::Decimal,
+            "double" => CqlType::Double,
+            "duration" => CqlType::Duration,
+            "float" => CqlType::Float,
+            "inet" => CqlType::Inet,
+            "int" => CqlType::Int,
+            "smallint" => CqlType::Smallint,
+            "text" | "varchar" => CqlType::Text,
+            "time" => CqlType::Time,
+            "timestamp" => CqlType::Timestamp,
+            "timeuuid" => CqlType::Timeuuid,
+            "tinyint" => CqlType::Tinyint,
+            "uuid" => CqlType::Uuid,
+            "varint" => CqlType::Varint,
+            _ => return None,
+        };
+        Some(ty)
+    }
+
+    /// Parses CQL type text such as `frozen<map<text, list<int>>>`.
+    pub fn parse(text: &str) -> Result<CqlType, TypeError> {
+        let mut parser = TypeParser { text, pos: 0 };
+        let ty = parser.parse_type()?;
+        parser.skip_spaces();
+        if parser.pos != text.len() {
+            return Err(parser.malformed("trailing characters"));
+        }
+        Ok(ty)
+    }
+
+    /// The type with any `frozen<...>` wrapper removed.
+    pub fn unfrozen(&self) -> &CqlType {
+        match self {
+            CqlType::Frozen(inner) => inner.unfrozen(),
+            other => other,
+        }
+    }
+
+    pub fn is_frozen(&self) -> bool {
+        matches!(self, CqlType::Frozen(_))
+    }
+
+    /// A list, set or map that is not frozen: stored one cell per element.
+    pub fn is_multi_cell(&self) -> bool {
+        matches!(self, CqlType::List(_) | CqlType::Set(_) | CqlType::Map(..))
+    }
+
+    pub fn is_collection(&self) -> bool {
+        matches!(
+            self.unfrozen(),
+            CqlType::List(_) | CqlType::Set(_) | CqlType::Map(..)
+        )
+    }
+
+    pub fn is_counter(&self) -> bool {
+        matches!(self, CqlType::Counter)
+    }
+
+    /// The fixed serialized size of a value of this type, if it has one.
+    pub fn fixed_size_bytes(&self) -> Option<usize> {
+        match self {
+            CqlType::Boolean | CqlType::Tinyint => Some(1),
+            CqlType::Smallint => Some(2),
+            CqlType::Int | CqlType::Float | CqlType::Date => Some(4),
+            CqlType::Bigint
+            | CqlType::Counter
+            | CqlType::Double
+            | CqlType::Time
+            | CqlType::Timestamp => Some(8),
+            CqlType::Uuid | CqlType::Timeuuid => Some(16),
+            _ => None,
+        }
+    }
+}
+
+impl fmt::Display for CqlType {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let name = match self {
+            CqlType::Ascii => "ascii",
+            CqlType::Bigint => "bigint",
+            CqlType::Blob => "blob",
+            CqlType::Boolean => "boolean",
+            CqlType::Counter => "counter",
+            CqlType::Date => "date",
+            CqlType::Decimal => "decimal",
+            CqlType::Double => "double",
+            CqlType::Duration => "duration",
+            CqlType::Float => "float",
+            CqlType::Inet => "inet",
+            CqlType::Int => "int",
+            CqlType::Smallint => "smallint",
+            CqlType::Text => "text",
+            CqlType::Time => "time",
+            CqlType::Timestamp => "timestamp",
+            CqlType::Timeuuid => "timeuuid",
+            CqlType::Tinyint => "tinyint",
+            CqlType::Uuid => "uuid",
+            CqlType::Varint => "varint",
+            CqlType::List(elem) => return write!(f, "list<{elem}>"),
+            CqlType::Set(elem) => return write!(f, "set<{elem}>"),
+            CqlType::Map(key, value) => return write!(f, "map<{key}, {value}>"),
+            CqlType::Frozen(inner) => return write!(f, "frozen<{inner}>"),
+            CqlType::Tuple(fields) => {
+                f.write_str("tuple<")?;
+                for (i, field) in fields.iter().enumerate() {
+                    if i > 0 {
+                        f.write_str(", ")?;
+                    }
+                    write!(f, "{field}")?;
+                }
+                return f.write_str(">");
+            }
+        };
+        f.write_str(name)
+    }
+}
+
+/// Recursive-descent parser over type text; depth is bounded by the input
+/// length, which callers bound (a CQL statement or a schema row).
+struct TypeParser<'a> {
+    text: &'a str,
+    pos: usize,
+}
+
+impl TypeParser<'_> {
+    fn malformed(&self, why: &'static str) -> TypeError {
+        TypeError::Malformed { text: self.text.to_string(), why }
+    }
+
+    fn skip_spaces(&mut self) {
+        let rest = &self.text[self.pos..];
+        self.pos += rest.len() - rest.trim_start().len();
+    }
+
+    fn word(&mut self) -> &str {
+        self.skip_spaces();
+        let rest = &self.text[self.pos..];
+        let len = rest
+            .find(|c: char| !(c.is_ascii_alphanumeric() || c == '_'))
+            .unwrap_or(rest.len());
+        self.pos += len;
+        &rest[..len]
+    }
+
+    fn expect(&mut self, c: char) -> Result<(), TypeError> {
+        self.skip_spaces();
+        if self.text[self.pos..].starts_with(c) {
+            self.pos += 1;
+            Ok(())
+        } else {
+            Err(self.malformed(match c {
+                '<' => "expected '<'",
+                '>' => "expected '>'",
+                _ => "expected ','",
+            }))
+        }
+    }
+
+    fn parse_type(&mut self) -> Result<CqlType, TypeError> {
+        let name = self.word().to_ascii_lowercase();
+        if name.is_empty() {
+            return Err(self.malformed("expected a type name"));
+        }
+        if let Some(native) = CqlType::native(&name) {
+            return Ok(native);
+        }
+        let ty = match name.as_str() {
+            "frozen" => {
+                self.expect('<')?;
+                let inner = self.parse_type()?;
+                self.expect('>')?;
+                return Ok(CqlType::Frozen(Box::new(inner)));
+            }
+            "list" | "set" => {
+                self.expect('<')?;
+                let elem = Box::new(self.parse_type()?);
+                self.expect('>')?;
+                if name == "list" {
+                    CqlType::List(elem)
+                } else {
+                    CqlType::Set(elem)
+                }
+            }
+            "map" => {
+                self.expect('<')?;
+                let key = Box::new(self.parse_type()?);
+                self.expect(',')?;
+                let value = Box::new(self.parse_type()?);
+                self.expect('>')?;
+                CqlType::Map(key, value)
+            }
+            "tuple" => {
+                self.expect('<')?;
+                let mut fields = vec![self.parse_type()?];
+                self.skip_spaces();
+                while self.text[self.pos..].starts_with(',') {
+                    self.pos += 1;
+                    fields.push(self.parse_type()?);
+                    self.skip_spaces();
+                }
+                self.expect('>')?;
+                CqlType::Tuple(fields)
+            }
+            _ => return Err(TypeError::Unknown(name)),
+        };
+        Ok(ty)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parses_and_prints_round_trip() {
+        for text in [
+            "int",
+            "text",
+            "frozen<list<int>>",
+            "map<text, frozen<set<uuid>>>",
+            "tuple<int, text, blob>",
+        ] {
+            assert_eq!(CqlType::parse(text).map(|t| t.to_string()).as_deref(), Ok(text));
+        }
+        assert_eq!(CqlType::parse("VARCHAR"), Ok(CqlType::Text));
+        assert_eq!(CqlType::parse(" map < int , text > ").map(|t| t.to_string()).as_deref(), Ok("map<int, text>"));
+    }
+
+    #[test]
+    fn rejects_bad_text() {
+        assert!(matches!(CqlType::parse("nosuch"), Err(TypeError::Unknown(_))));
+        assert!(CqlType::parse("list<int").is_err());
+        assert!(CqlType::parse("map<int>").is_err());
+        assert!(CqlType::parse("int int").is_err());
+        assert!(CqlType::parse("").is_err());
+    }
+
+    #[test]
+    fn tuples_are_not_multi_cell() {
+        assert!(CqlType::parse("list<int>").map(|t| t.is_multi_cell()).unwrap_or(false));
+        assert!(!CqlType::parse("frozen<list<int>>").map(|t| t.is_multi_cell()).unwrap_or(true));
+        assert!(!CqlType::parse("tuple<int>").map(|t| t.is_multi_cell()).unwrap_or(true));
+    }
+}
