@@ -1,1 +1,19 @@
-//! placeholder
+//! Shards: one pinned OS thread per core, each running its own single-threaded
+//! async executor, and the message passing between them.
+//!
+//! The vocabulary is Seastar's: a *shard* owns its data outright; other shards
+//! reach it only with [`submit_to`], which ships a closure to the owner's
+//! thread and brings the answer back. Nothing here is shared mutably between
+//! threads except the lock-free inbox queues.
+//!
+//! This crate (with the `io` layer later) is the only place that names the
+//! underlying executor (compio, io_uring based); everything above uses the
+//! re-exports in [`net`] and [`time`] and the functions here.
+
+mod inbox;
+mod shard;
+
+pub mod net;
+pub mod time;
+
+pub use shard::{nr_shards, spawn, start_shards, submit_to, this_shard, ShardError, Shards};

@@ -1,0 +1,3 @@
+//! Timers on the shard's executor.
+
+pub use compio::runtime::time::{interval, sleep, timeout, Elapsed};

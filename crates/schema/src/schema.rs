@@ -1,0 +1,199 @@
+//! Keyspace and table metadata, and the immutable schema snapshot.
+//!
+//! Invariants:
+//! - a `Schema` is never changed in place: a DDL statement builds a new one
+//!   with a fresh `version`, and shards swap their `Arc<Schema>`;
+//! - a table's columns are ordered as `SELECT *` shows them: partition key
+//!   columns, clustering columns, then static and regular columns by name;
+//! - a column's `id` is never reused within a table, so a dropped and
+//!   re-added column never resurrects the old column's cells.
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+use uuid::Uuid;
+
+use crate::types::CqlType;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ColumnKind {
+    PartitionKey,
+    Clustering,
+    Static,
+    Regular,
+}
+
+impl ColumnKind {
+    /// The name `system_schema.columns.kind` uses.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ColumnKind::PartitionKey => "partition_key",
+            ColumnKind::Clustering => "clustering",
+            ColumnKind::Static => "static",
+            ColumnKind::Regular => "regular",
+        }
+    }
+
+    pub fn is_primary_key(self) -> bool {
+        matches!(self, ColumnKind::PartitionKey | ColumnKind::Clustering)
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ClusteringOrder {
+    Asc,
+    Desc,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct ColumnMeta {
+    /// Stable within the table; cells are stored under it.
+    pub id: u32,
+    pub name: String,
+    pub ty: CqlType,
+    pub kind: ColumnKind,
+    /// Position within the partition or clustering key; -1 otherwise.
+    pub position: i32,
+    pub order: ClusteringOrder,
+}
+
+/// Table options, as stored and shown (`system_schema.tables`, DESCRIBE).
+/// Map-valued options keep their entries as text, as Cassandra does.
+#[derive(Debug, Clone, PartialEq)]
+pub struct TableOptions {
+    pub comment: String,
+    pub default_time_to_live_s: i32,
+    pub gc_grace_seconds: i32,
+    pub bloom_filter_fp_chance: f64,
+    pub crc_check_chance: f64,
+    pub memtable_flush_period_in_ms: i32,
+    pub min_index_interval: i32,
+    pub max_index_interval: i32,
+    pub speculative_retry: String,
+    pub caching: BTreeMap<String, String>,
+    pub compaction: BTreeMap<String, String>,
+    pub compression: BTreeMap<String, String>,
+}
+
+impl Default for TableOptions {
+    fn default() -> Self {
+        let map = |entries: &[(&str, &str)]| {
+            entries.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect()
+        };
+        TableOptions {
+            comment: String::new(),
+            default_time_to_live_s: 0,
+            gc_grace_seconds: 864_000,
+            bloom_filter_fp_chance: 0.01,
+            crc_check_chance: 1.0,
+            memtable_flush_period_in_ms: 0,
+            min_index_interval: 128,
+            max_index_interval: 2048,
+            speculative_retry: "99PERCENTILE".to_string(),
+            caching: map(&[("keys", "ALL"), ("rows_per_partition", "ALL")]),
+            compaction: map(&[(
+                "class",
+                "org.apache.cassandra.db.compaction.SizeTieredCompactionStrategy",
+            )]),
+            compression: map(&[
+                ("chunk_length_in_kb", "64"),
+                ("class", "org.apache.cassandra.io.compress.LZ4Compressor"),
+            ]),
+        }
+    }
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct TableMeta {
+    pub id: Uuid,
+    pub keyspace: String,
+    pub name: String,
+    pub columns: Vec<ColumnMeta>,
+    pub options: TableOptions,
+    /// The id the next added column gets.
+    pub next_column_id: u32,
+}
+
+impl TableMeta {
+    pub fn column(&self, name: &str) -> Option<&ColumnMeta> {
+        self.columns.iter().find(|c| c.name == name)
+    }
+
+    pub fn column_index(&self, name: &str) -> Option<usize> {
+        self.columns.iter().position(|c| c.name == name)
+    }
+
+    pub fn partition_key(&self) -> impl Iterator<Item = &ColumnMeta> {
+        self.columns.iter().filter(|c| c.kind == ColumnKind::PartitionKey)
+    }
+
+    pub fn clustering_key(&self) -> impl Iterator<Item = &ColumnMeta> {
+        self.columns.iter().filter(|c| c.kind == ColumnKind::Clustering)
+    }
+
+    pub fn partition_key_len(&self) -> usize {
+        self.partition_key().count()
+    }
+
+    pub fn clustering_key_len(&self) -> usize {
+        self.clustering_key().count()
+    }
+
+    pub fn has_static_columns(&self) -> bool {
+        self.columns.iter().any(|c| c.kind == ColumnKind::Static)
+    }
+
+    /// Orders columns as `SELECT *` shows them and renumbers key positions.
+    /// Call after adding, removing or renaming columns.
+    pub fn normalize_columns(&mut self) {
+        self.columns.sort_by(|a, b| {
+            let rank = |c: &ColumnMeta| match c.kind {
+                ColumnKind::PartitionKey => 0,
+                ColumnKind::Clustering => 1,
+                ColumnKind::Static | ColumnKind::Regular => 2,
+            };
+            let key = |c: &ColumnMeta| if c.kind.is_primary_key() { c.position } else { 0 };
+            rank(a).cmp(&rank(b)).then(key(a).cmp(&key(b))).then_with(|| a.name.cmp(&b.name))
+        });
+        debug_assert!(self.partition_key().enumerate().all(|(i, c)| c.position == i as i32));
+        debug_assert!(self.clustering_key().enumerate().all(|(i, c)| c.position == i as i32));
+    }
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct KeyspaceMeta {
+    pub name: String,
+    /// Includes the `class` entry, with the full Java class name.
+    pub replication: BTreeMap<String, String>,
+    pub durable_writes: bool,
+    pub tables: BTreeMap<String, Arc<TableMeta>>,
+}
+
+/// One immutable version of the whole schema.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Schema {
+    pub version: Uuid,
+    pub keyspaces: BTreeMap<String, Arc<KeyspaceMeta>>,
+}
+
+impl Schema {
+    pub fn empty() -> Schema {
+        Schema { version: Uuid::nil(), keyspaces: BTreeMap::new() }
+    }
+
+    pub fn keyspace(&self, name: &str) -> Option<&Arc<KeyspaceMeta>> {
+        self.keyspaces.get(name)
+    }
+
+    pub fn table(&self, keyspace: &str, table: &str) -> Option<&Arc<TableMeta>> {
+        self.keyspaces.get(keyspace)?.tables.get(table)
+    }
+
+    pub fn tables(&self) -> impl Iterator<Item = &Arc<TableMeta>> {
+        self.keyspaces.values().flat_map(|ks| ks.tables.values())
+    }
+
+    pub fn table_by_id(&self, id: Uuid) -> Option<&Arc<TableMeta>> {
+        self.tables().find(|t| t.id == id)
+    }
+}

@@ -1,0 +1,384 @@
+//! Partitions, rows and cells, and how two versions of them merge.
+//!
+//! Merging is Cassandra's reconciliation: the higher write timestamp wins; at
+//! equal timestamps a deletion beats a live value, and between two live values
+//! the later expiry, then the greater value bytes, win, so every replica and
+//! every merge order reaches the same result (merge is commutative and
+//! associative). Shadowed data is kept until read or compaction; reads apply
+//! tombstones and expiry with the reader's clock.
+
+use std::cmp::Ordering;
+use std::collections::BTreeMap;
+use std::ops::Bound;
+
+use bytes::Bytes;
+
+/// Where a partition sits in the ring: by token, then by key bytes.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct PartitionPosition {
+    pub token: i64,
+    pub key: Bytes,
+}
+
+/// A deletion at `timestamp` (microseconds, the writer's clock), made at
+/// `deletion_time_s` (seconds, the node's clock; drives gc_grace purging).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Tombstone {
+    pub timestamp: i64,
+    pub deletion_time_s: i64,
+}
+
+impl Tombstone {
+    /// Whether data written at `timestamp` is deleted by this tombstone.
+    pub fn shadows(&self, timestamp: i64) -> bool {
+        timestamp <= self.timestamp
+    }
+
+    fn merge(a: Option<Tombstone>, b: Option<Tombstone>) -> Option<Tombstone> {
+        match (a, b) {
+            (Some(a), Some(b)) => Some(if (b.timestamp, b.deletion_time_s) > (a.timestamp, a.deletion_time_s) { b } else { a }),
+            (a, b) => a.or(b),
+        }
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Expiry {
+    pub ttl_s: i32,
+    pub expires_at_s: i64,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum CellValue {
+    Live { value: Bytes, expiry: Option<Expiry> },
+    Dead { deletion_time_s: i64 },
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Cell {
+    pub timestamp: i64,
+    pub value: CellValue,
+}
+
+impl Cell {
+    pub fn live(timestamp: i64, value: Bytes, expiry: Option<Expiry>) -> Cell {
+        Cell { timestamp, value: CellValue::Live { value, expiry } }
+    }
+
+    pub fn dead(timestamp: i64, deletion_time_s: i64) -> Cell {
+        Cell { timestamp, value: CellValue::Dead { deletion_time_s } }
+    }
+
+    /// The value, if the cell is live at `now_s`.
+    pub fn live_value(&self, now_s: i64) -> Option<&Bytes> {
+        match &self.value {
+            CellValue::Live { value, expiry } if expiry.is_none_or(|e| e.expires_at_s > now_s) => Some(value),
+            _ => None,
+        }
+    }
+
+    pub fn expiry(&self) -> Option<Expiry> {
+        match &self.value {
+            CellValue::Live { expiry, .. } => *expiry,
+            CellValue::Dead { .. } => None,
+        }
+    }
+
+    /// Which of two versions of a cell wins (see the module doc).
+    pub fn reconcile(a: Cell, b: Cell) -> Cell {
+        if Cell::beats(&b, &a) {
+            b
+        } else {
+            a
+        }
+    }
+
+    fn beats(b: &Cell, a: &Cell) -> bool {
+        match b.timestamp.cmp(&a.timestamp) {
+            Ordering::Greater => return true,
+            Ordering::Less => return false,
+            Ordering::Equal => {}
+        }
+        match (&a.value, &b.value) {
+            (CellValue::Live { .. }, CellValue::Dead { .. }) => true,
+            (CellValue::Dead { .. }, CellValue::Live { .. }) => false,
+            (CellValue::Dead { deletion_time_s: da }, CellValue::Dead { deletion_time_s: db }) => db > da,
+            (CellValue::Live { value: va, expiry: ea }, CellValue::Live { value: vb, expiry: eb }) => {
+                let expires = |e: &Option<Expiry>| e.map_or(i64::MAX, |e| e.expires_at_s);
+                (expires(eb), vb) > (expires(ea), va)
+            }
+        }
+    }
+}
+
+/// One element of a non-frozen collection. `sort_key` orders elements (an
+/// order-preserving encoding of the map key / set element, or a time-based
+/// key for lists); `key` is the element's serialized key as clients see it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CollectionCell {
+    pub key: Bytes,
+    pub cell: Cell,
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Collection {
+    /// Deletes every element written at or before it (`SET c = ...` writes
+    /// one just below its own timestamp, so the new elements survive).
+    pub tombstone: Option<Tombstone>,
+    pub cells: BTreeMap<Bytes, CollectionCell>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ColumnData {
+    Atomic(Cell),
+    Collection(Collection),
+}
+
+impl ColumnData {
+    fn merge(a: ColumnData, b: ColumnData) -> ColumnData {
+        match (a, b) {
+            (ColumnData::Atomic(a), ColumnData::Atomic(b)) => ColumnData::Atomic(Cell::reconcile(a, b)),
+            (ColumnData::Collection(mut a), ColumnData::Collection(b)) => {
+                a.tombstone = Tombstone::merge(a.tombstone, b.tombstone);
+                for (sort_key, incoming) in b.cells {
+                    let merged = match a.cells.remove(&sort_key) {
+                        Some(current) => CollectionCell {
+                            key: incoming.key,
+                            cell: Cell::reconcile(current.cell, incoming.cell),
+                        },
+                        None => incoming,
+                    };
+                    a.cells.insert(sort_key, merged);
+                }
+                ColumnData::Collection(a)
+            }
+            // Only after a column was dropped and re-added with another kind
+            // of type, which the schema layer forbids; keep the newer shape.
+            (_, b) => b,
+        }
+    }
+}
+
+/// The liveness of a row written by INSERT: the row exists even when all its
+/// regular columns are null.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct RowMarker {
+    pub timestamp: i64,
+    pub expiry: Option<Expiry>,
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Row {
+    pub marker: Option<RowMarker>,
+    pub deletion: Option<Tombstone>,
+    /// By column id.
+    pub columns: BTreeMap<u32, ColumnData>,
+}
+
+impl Row {
+    pub fn is_empty(&self) -> bool {
+        self.marker.is_none() && self.deletion.is_none() && self.columns.is_empty()
+    }
+
+    pub fn merge(&mut self, other: Row) {
+        self.marker = match (self.marker, other.marker) {
+            (Some(a), Some(b)) => Some(if b.timestamp >= a.timestamp { b } else { a }),
+            (a, b) => a.or(b),
+        };
+        self.deletion = Tombstone::merge(self.deletion, other.deletion);
+        for (id, incoming) in other.columns {
+            let merged = match self.columns.remove(&id) {
+                Some(current) => ColumnData::merge(current, incoming),
+                None => incoming,
+            };
+            self.columns.insert(id, merged);
+        }
+    }
+}
+
+/// A clustered row with its clustering key as clients see it (one
+/// serialized value per clustering column).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct ClusteredRow {
+    pub clustering: Vec<Bytes>,
+    pub row: Row,
+}
+
+/// A range of clustering keys, as bounds over their order-preserving
+/// encodings.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ClusteringRange {
+    pub start: Bound<Bytes>,
+    pub end: Bound<Bytes>,
+}
+
+impl ClusteringRange {
+    pub fn all() -> ClusteringRange {
+        ClusteringRange { start: Bound::Unbounded, end: Bound::Unbounded }
+    }
+
+    pub fn contains(&self, key: &[u8]) -> bool {
+        let after_start = match &self.start {
+            Bound::Included(s) => key >= &s[..],
+            Bound::Excluded(s) => key > &s[..],
+            Bound::Unbounded => true,
+        };
+        let before_end = match &self.end {
+            Bound::Included(e) => key <= &e[..],
+            Bound::Excluded(e) => key < &e[..],
+            Bound::Unbounded => true,
+        };
+        after_start && before_end
+    }
+
+    fn as_bounds(&self) -> (Bound<&Bytes>, Bound<&Bytes>) {
+        (self.start.as_ref(), self.end.as_ref())
+    }
+
+    /// Whether no key can fall in the range.
+    pub fn is_empty(&self) -> bool {
+        match (&self.start, &self.end) {
+            (Bound::Included(s), Bound::Included(e)) => s > e,
+            (Bound::Included(s) | Bound::Excluded(s), Bound::Excluded(e))
+            | (Bound::Excluded(s), Bound::Included(e)) => s >= e,
+            _ => false,
+        }
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RangeTombstone {
+    pub range: ClusteringRange,
+    pub tombstone: Tombstone,
+}
+
+/// A partition's data, or an update to it: the same shape serves both.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Partition {
+    pub tombstone: Option<Tombstone>,
+    pub static_row: Row,
+    /// By the order-preserving encoding of the clustering key.
+    pub rows: BTreeMap<Bytes, ClusteredRow>,
+    pub range_tombstones: Vec<RangeTombstone>,
+}
+
+/// A write: the update for one partition of one table.
+pub type PartitionUpdate = Partition;
+
+impl Partition {
+    pub fn merge(&mut self, other: Partition) {
+        self.tombstone = Tombstone::merge(self.tombstone, other.tombstone);
+        self.static_row.merge(other.static_row);
+        for (key, incoming) in other.rows {
+            match self.rows.get_mut(&key) {
+                Some(current) => current.row.merge(incoming.row),
+                None => {
+                    self.rows.insert(key, incoming);
+                }
+            }
+        }
+        self.range_tombstones.extend(other.range_tombstones);
+    }
+
+    /// A copy holding only what a read of `ranges` needs: the partition
+    /// tombstone, the static row, the rows in the ranges and the range
+    /// tombstones that overlap them.
+    pub fn slice(&self, ranges: &[ClusteringRange]) -> Partition {
+        let mut rows = BTreeMap::new();
+        for range in ranges {
+            for (key, row) in self.rows.range::<Bytes, _>(range.as_bounds()) {
+                rows.insert(key.clone(), row.clone());
+            }
+        }
+        Partition {
+            tombstone: self.tombstone,
+            static_row: self.static_row.clone(),
+            rows,
+            range_tombstones: self.range_tombstones.clone(),
+        }
+    }
+
+    /// The strongest deletion covering the row at `key`.
+    pub fn deletion_for_row(&self, key: &[u8]) -> Option<Tombstone> {
+        let ranges = self.range_tombstones.iter().filter(|rt| rt.range.contains(key)).map(|rt| Some(rt.tombstone));
+        ranges.fold(self.tombstone, Tombstone::merge)
+    }
+
+    /// Approximate heap bytes, for memtable accounting.
+    pub fn size_estimate_bytes(&self) -> usize {
+        const ROW_OVERHEAD_BYTES: usize = 96;
+        const CELL_OVERHEAD_BYTES: usize = 48;
+        let row_bytes = |row: &Row| {
+            row.columns.values().map(|c| match c {
+                ColumnData::Atomic(cell) => CELL_OVERHEAD_BYTES + cell_bytes(cell),
+                ColumnData::Collection(coll) => coll.cells.iter().map(|(k, c)| CELL_OVERHEAD_BYTES + k.len() + c.key.len() + cell_bytes(&c.cell)).sum(),
+            }).sum::<usize>() + ROW_OVERHEAD_BYTES
+        };
+        let clustered: usize = self.rows.iter().map(|(k, r)| k.len() + r.clustering.iter().map(Bytes::len).sum::<usize>() + row_bytes(&r.row)).sum();
+        clustered + row_bytes(&self.static_row) + self.range_tombstones.len() * ROW_OVERHEAD_BYTES
+    }
+}
+
+fn cell_bytes(cell: &Cell) -> usize {
+    match &cell.value {
+        CellValue::Live { value, .. } => value.len(),
+        CellValue::Dead { .. } => 0,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn live(ts: i64, v: &'static [u8]) -> Cell {
+        Cell::live(ts, Bytes::from_static(v), None)
+    }
+
+    #[test]
+    fn newer_timestamp_wins_and_ties_prefer_deletion() {
+        assert_eq!(Cell::reconcile(live(1, b"a"), live(2, b"b")), live(2, b"b"));
+        assert_eq!(Cell::reconcile(live(2, b"b"), live(1, b"a")), live(2, b"b"));
+        assert_eq!(Cell::reconcile(live(2, b"b"), Cell::dead(2, 9)), Cell::dead(2, 9));
+        assert_eq!(Cell::reconcile(Cell::dead(2, 9), live(2, b"b")), Cell::dead(2, 9));
+        // Equal timestamps, both live: the greater value, whatever the order.
+        assert_eq!(Cell::reconcile(live(3, b"a"), live(3, b"b")), live(3, b"b"));
+        assert_eq!(Cell::reconcile(live(3, b"b"), live(3, b"a")), live(3, b"b"));
+    }
+
+    #[test]
+    fn expired_cells_are_not_live() {
+        let cell = Cell::live(1, Bytes::from_static(b"v"), Some(Expiry { ttl_s: 10, expires_at_s: 100 }));
+        assert!(cell.live_value(99).is_some());
+        assert!(cell.live_value(100).is_none());
+    }
+
+    #[test]
+    fn partition_merge_keeps_newest_cells_and_strongest_tombstone() {
+        let mut stored = Partition::default();
+        let mut row = Row::default();
+        row.columns.insert(1, ColumnData::Atomic(live(5, b"old")));
+        stored.rows.insert(Bytes::from_static(b"k"), ClusteredRow { clustering: vec![], row });
+        let mut update = Partition { tombstone: Some(Tombstone { timestamp: 3, deletion_time_s: 1 }), ..Partition::default() };
+        let mut row = Row::default();
+        row.columns.insert(1, ColumnData::Atomic(live(6, b"new")));
+        update.rows.insert(Bytes::from_static(b"k"), ClusteredRow { clustering: vec![], row });
+        stored.merge(update);
+        assert_eq!(stored.tombstone.map(|t| t.timestamp), Some(3));
+        let cell = &stored.rows[&Bytes::from_static(b"k")].row.columns[&1];
+        assert_eq!(cell, &ColumnData::Atomic(live(6, b"new")));
+    }
+
+    #[test]
+    fn range_tombstones_cover_only_their_range() {
+        let p = Partition {
+            range_tombstones: vec![RangeTombstone {
+                range: ClusteringRange { start: Bound::Included(Bytes::from_static(b"b")), end: Bound::Excluded(Bytes::from_static(b"d")) },
+                tombstone: Tombstone { timestamp: 7, deletion_time_s: 0 },
+            }],
+            ..Partition::default()
+        };
+        assert!(p.deletion_for_row(b"a").is_none());
+        assert_eq!(p.deletion_for_row(b"c").map(|t| t.timestamp), Some(7));
+        assert!(p.deletion_for_row(b"d").is_none());
+    }
+}
