@@ -1,1 +1,30 @@
-//! placeholder
+//! The CQL language: parsing statement text ([`parser`]), checking it against
+//! the schema, and executing it through the coordinator ([`processor`]).
+//!
+//! Flow of a statement: text → [`parser::parse_statement`] → [`ast`] →
+//! for writes, [`restrictions`] and [`modification`] build partition
+//! updates; for reads, [`select`] builds a read command and shapes the rows;
+//! schema statements go to [`schema_service`] on shard 0, which uses [`ddl`].
+//! Values are checked against their receiver's type in [`values`], so what
+//! reaches storage is always well-formed.
+
+pub mod ast;
+pub mod bind_types;
+pub mod ddl;
+pub mod error;
+pub mod functions;
+pub mod lexer;
+pub mod modification;
+pub mod parser;
+pub mod processor;
+pub mod restrictions;
+pub mod result;
+pub mod schema_service;
+pub mod select;
+pub mod system;
+pub mod values;
+
+pub use error::{CqlError, CqlResult};
+pub use processor::{BatchStatement, QueryOptions, Session};
+pub use result::{ColumnSpec, PreparedInfo, QueryResult, Rows};
+pub use values::BoundValue;

@@ -1,1 +1,26 @@
-//! placeholder
+//! The replica: one shard's share of the database.
+//!
+//! Each shard holds a [`Database`]: its own copy of the current schema
+//! snapshot and, for every table, the storage engine's [`shoal_storage::Table`]
+//! for the tokens this shard owns. Only the owning shard's thread touches it
+//! (it lives in a thread-local, reached with [`local`]); other shards reach it
+//! through the coordinator, by message.
+//!
+//! The replica answers what is asked of one shard: apply this partition
+//! update, read these partitions or this token range with these clustering
+//! ranges, filters and limits. Choosing the shard (and later the replicas and
+//! consistency level) is the coordinator's job, above.
+
+mod database;
+mod filter;
+mod read;
+
+pub use database::{local, Database, ReplicaError, SchemaListener};
+pub use filter::{FilterOp, RowFilter};
+pub use read::{PartitionSelection, ReadCommand, ReadResult, ResultCell, ResultRow, RowPosition};
+
+/// Runs `command` over a storage table outside any shard's database (the
+/// virtual system tables use this).
+pub fn read_table(meta: &shoal_schema::TableMeta, table: &shoal_storage::Table, command: &ReadCommand) -> Result<ReadResult, ReplicaError> {
+    read::execute(meta, table, command)
+}

@@ -197,3 +197,33 @@ impl Schema {
         self.tables().find(|t| t.id == id)
     }
 }
+
+/// What a DDL statement changed, as told to clients in SCHEMA_CHANGE.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SchemaChange {
+    pub kind: SchemaChangeKind,
+    pub target: SchemaChangeTarget,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SchemaChangeKind {
+    Created,
+    Updated,
+    Dropped,
+}
+
+impl SchemaChangeKind {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            SchemaChangeKind::Created => "CREATED",
+            SchemaChangeKind::Updated => "UPDATED",
+            SchemaChangeKind::Dropped => "DROPPED",
+        }
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum SchemaChangeTarget {
+    Keyspace(String),
+    Table { keyspace: String, table: String },
+}

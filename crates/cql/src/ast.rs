@@ -1,0 +1,524 @@
+//! The CQL syntax tree the parser produces and the executor consumes.
+//!
+//! The tree is syntax only: names are resolved (unquoted names lowercased,
+//! quoted names kept), literals keep their source text where a conversion
+//! needs the target column type (integers, floats, durations), and nothing
+//! is checked against a schema. Column types are already [`CqlType`]s.
+//!
+//! Bind markers (`?`, `:name`) appear in the tree as [`Term::Bind`] indexes
+//! into [`Parsed::bind_markers`], numbered in order of appearance in the text.
+
+use std::fmt;
+
+use shoal_schema::CqlType;
+
+/// A parsed statement and the bind markers it contains.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Parsed {
+    pub statement: Statement,
+    /// One entry per `?` or `:name`, in text order; a name used twice gets
+    /// two entries.
+    pub bind_markers: Vec<BindMarker>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct BindMarker {
+    /// `Some` for `:name` markers (lowercased unless quoted), `None` for `?`.
+    pub name: Option<String>,
+}
+
+/// `WITH` options in the order written; names are lowercased.
+pub type Options = Vec<(String, OptionValue)>;
+
+/// One statement. Variants wrap a struct per statement so the executor can
+/// hand each kind to its own function.
+// The statement is built once per query and moved, so boxing the larger
+// variants would buy nothing but noise at every use site.
+#[allow(clippy::large_enum_variant)]
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Statement {
+    /// `USE ks`
+    Use(String),
+    CreateKeyspace(CreateKeyspace),
+    AlterKeyspace(AlterKeyspace),
+    DropKeyspace(DropKeyspace),
+    CreateTable(CreateTable),
+    AlterTable(AlterTable),
+    DropTable(DropTable),
+    Truncate(Truncate),
+    Insert(Insert),
+    InsertJson(InsertJson),
+    Update(Update),
+    Delete(Delete),
+    Batch(Batch),
+    Select(Select),
+}
+
+/// A value on the right of `name = ...` in a `WITH` clause.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum OptionValue {
+    /// A quoted string, or an unquoted word (`NONE`), as written.
+    String(String),
+    /// A number as written, sign included (`1`, `0.01`, `-5`).
+    Number(String),
+    Bool(bool),
+    /// `{'class': 'SimpleStrategy', 'replication_factor': 1}`: keys and values
+    /// rendered to strings (numbers as written, booleans as `true`/`false`),
+    /// in the order written.
+    Map(Vec<(String, String)>),
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CreateKeyspace {
+    pub name: String,
+    pub if_not_exists: bool,
+    pub options: Options,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct AlterKeyspace {
+    pub name: String,
+    pub options: Options,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct DropKeyspace {
+    pub name: String,
+    pub if_exists: bool,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ColumnDef {
+    pub name: String,
+    pub ty: CqlType,
+    pub is_static: bool,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Order {
+    Asc,
+    Desc,
+}
+
+/// `CREATE TABLE`. The parser guarantees exactly one primary key was declared
+/// (inline or as a clause), so `partition_key` is never empty; it does not
+/// check that key columns are among `columns`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CreateTable {
+    pub keyspace: Option<String>,
+    pub name: String,
+    pub if_not_exists: bool,
+    pub columns: Vec<ColumnDef>,
+    pub partition_key: Vec<String>,
+    pub clustering_key: Vec<String>,
+    /// From `WITH CLUSTERING ORDER BY (...)`, as written (may be partial).
+    pub clustering_order: Vec<(String, Order)>,
+    pub options: Options,
+    pub compact_storage: bool,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct AlterTable {
+    pub keyspace: Option<String>,
+    pub name: String,
+    pub op: AlterTableOp,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum AlterTableOp {
+    /// `ADD c t [STATIC]` or `ADD (c1 t1, c2 t2 STATIC)`.
+    Add(Vec<ColumnDef>),
+    /// `DROP c` or `DROP (c1, c2)`.
+    Drop(Vec<String>),
+    /// `RENAME a TO b [AND c TO d]`, as (from, to) pairs.
+    Rename(Vec<(String, String)>),
+    /// `WITH name = value AND ...`.
+    With(Options),
+    /// `ALTER c TYPE t`.
+    AlterType { column: String, ty: CqlType },
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct DropTable {
+    pub keyspace: Option<String>,
+    pub name: String,
+    pub if_exists: bool,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Truncate {
+    pub keyspace: Option<String>,
+    pub name: String,
+}
+
+/// `USING TTL .. AND TIMESTAMP .. AND TIMEOUT ..`, each at most once. The
+/// parser only admits the options the statement kind allows (DELETE and
+/// BATCH: no TTL; SELECT: TIMEOUT only).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Using {
+    pub ttl: Option<Term>,
+    pub timestamp: Option<Term>,
+    pub timeout: Option<Term>,
+}
+
+/// `INSERT INTO t (cols) VALUES (terms)`; `columns` and `values` have the
+/// same length (the parser checks).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Insert {
+    pub keyspace: Option<String>,
+    pub table: String,
+    pub columns: Vec<String>,
+    pub values: Vec<Term>,
+    pub if_not_exists: bool,
+    pub using: Using,
+}
+
+/// `INSERT INTO t JSON '...' [DEFAULT NULL|UNSET]`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct InsertJson {
+    pub keyspace: Option<String>,
+    pub table: String,
+    /// A string literal or a bind marker.
+    pub json: Term,
+    /// `DEFAULT UNSET`: columns missing from the JSON are left alone instead
+    /// of being set to null (the default, `DEFAULT NULL`).
+    pub default_unset: bool,
+    pub if_not_exists: bool,
+    pub using: Using,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Update {
+    pub keyspace: Option<String>,
+    pub table: String,
+    pub using: Using,
+    pub assignments: Vec<Assignment>,
+    pub where_clause: Vec<Relation>,
+    pub condition: Condition,
+}
+
+/// One `SET` item of an UPDATE.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Assignment {
+    /// `c = term`
+    Set { column: String, value: Term },
+    /// `c = c + term` or `c += term`: counter increment, collection append
+    /// or union.
+    Add { column: String, value: Term },
+    /// `c = term + c`: list prepend.
+    Prepend { column: String, value: Term },
+    /// `c = c - term` or `c -= term`: counter decrement or element removal.
+    Subtract { column: String, value: Term },
+    /// `c[key] = term`: list index or map key.
+    SetElement {
+        column: String,
+        key: Term,
+        value: Term,
+    },
+}
+
+/// A column, or one element of a collection column (`c[term]`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ColumnTarget {
+    pub column: String,
+    pub element: Option<Term>,
+}
+
+/// The `IF` clause of an UPDATE or DELETE (INSERT's `IF NOT EXISTS` is a flag).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub enum Condition {
+    #[default]
+    None,
+    IfExists,
+    IfColumns(Vec<ColumnCondition>),
+}
+
+/// `IF c op term`. For [`Operator::In`] the value is a [`Term::List`] of the
+/// candidates, or a [`Term::Bind`] for `IN ?`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ColumnCondition {
+    pub target: ColumnTarget,
+    pub op: Operator,
+    pub value: Term,
+}
+
+/// `DELETE [targets] FROM t ...`; no targets means the whole row(s).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Delete {
+    pub keyspace: Option<String>,
+    pub table: String,
+    pub columns: Vec<ColumnTarget>,
+    pub using: Using,
+    pub where_clause: Vec<Relation>,
+    pub condition: Condition,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum BatchKind {
+    Logged,
+    Unlogged,
+    Counter,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Batch {
+    pub kind: BatchKind,
+    pub using: Using,
+    /// Only `Insert`, `InsertJson`, `Update` and `Delete`; may be empty.
+    pub statements: Vec<Statement>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Select {
+    pub keyspace: Option<String>,
+    pub table: String,
+    pub distinct: bool,
+    pub json: bool,
+    pub selection: Selection,
+    pub where_clause: Vec<Relation>,
+    pub group_by: Vec<String>,
+    pub order_by: Vec<(String, Order)>,
+    pub per_partition_limit: Option<Term>,
+    pub limit: Option<Term>,
+    pub allow_filtering: bool,
+    pub bypass_cache: bool,
+    /// `USING TIMEOUT`, written after the table name or at the very end.
+    pub timeout: Option<Term>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Selection {
+    /// `*`
+    Wildcard,
+    Selectors(Vec<Selector>),
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Selector {
+    pub expr: SelectorExpr,
+    /// `AS alias`.
+    pub alias: Option<String>,
+}
+
+/// One selected expression. Its `Display` is the result column name Cassandra
+/// gives it when there is no alias (`writetime(v)`, `count`, `system.now()`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum SelectorExpr {
+    Column(String),
+    /// `COUNT(*)` or `COUNT(1)`.
+    CountStar,
+    /// `WRITETIME(c)`
+    WriteTime(String),
+    /// `TTL(c)`
+    Ttl(String),
+    /// `f(args)`, including `token(a, b)`, `count(c)`, `min(c)`, `now()`.
+    /// The name is lowercased unless quoted; `ks.f` is kept joined.
+    FunctionCall {
+        name: String,
+        args: Vec<SelectorExpr>,
+    },
+    /// `CAST(expr AS type)`
+    Cast {
+        expr: Box<SelectorExpr>,
+        ty: CqlType,
+    },
+    /// A constant or bind marker (`'a'`, `1`, `?`).
+    Term(Term),
+}
+
+/// One `WHERE` restriction; restrictions are joined by `AND`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Relation {
+    /// `c op term`, op anything but `In`.
+    Simple {
+        column: String,
+        op: Operator,
+        value: Term,
+    },
+    /// `c IN (t1, t2)` or `c IN ?`.
+    In { column: String, values: InValues },
+    /// `(c1, c2) op (t1, t2)` or `(c1, c2) op ?`; op is a comparison.
+    MultiColumn {
+        columns: Vec<String>,
+        op: Operator,
+        value: Term,
+    },
+    /// `(c1, c2) IN ((t1, t2), (t3, t4))` or `(c1, c2) IN ?`.
+    MultiColumnIn {
+        columns: Vec<String>,
+        values: InValues,
+    },
+    /// `token(a, b) op term`; op is a comparison.
+    Token {
+        columns: Vec<String>,
+        op: Operator,
+        value: Term,
+    },
+    /// `c IS NOT NULL` (materialized-view syntax, accepted for completeness).
+    IsNotNull { column: String },
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum InValues {
+    /// The parenthesized list, possibly empty; elements may be bind markers.
+    Terms(Vec<Term>),
+    /// `IN ?`: one marker bound to the whole list.
+    Bind(usize),
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Operator {
+    Eq,
+    Lt,
+    Le,
+    Gt,
+    Ge,
+    Ne,
+    In,
+    Contains,
+    ContainsKey,
+    Like,
+}
+
+/// A value expression.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Term {
+    Literal(Literal),
+    /// Index into [`Parsed::bind_markers`].
+    Bind(usize),
+    /// `[a, b]`
+    List(Vec<Term>),
+    /// `{a, b}` (at least one element).
+    Set(Vec<Term>),
+    /// `{k: v, ...}` (at least one entry).
+    Map(Vec<(Term, Term)>),
+    /// `{}`: an empty map or an empty set; only the target type can tell.
+    EmptyBraces,
+    /// `(a, b)`; also a 1-tuple `(a)`.
+    Tuple(Vec<Term>),
+    /// `now()`, `toTimestamp(now())`, `system.now()`; name lowercased unless
+    /// quoted, keyspace-qualified names joined with `.`.
+    FunctionCall {
+        name: String,
+        args: Vec<Term>,
+    },
+    /// `(type) term`
+    Cast {
+        ty: CqlType,
+        term: Box<Term>,
+    },
+}
+
+/// A constant. Numbers and durations keep their text (sign included) because
+/// their meaning depends on the column type they are bound to.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Literal {
+    String(String),
+    /// Arbitrary-length integer text, e.g. `-9223372036854775808`.
+    Integer(String),
+    /// Decimal/exponent text, or `NaN`, `Infinity`, `-Infinity`.
+    Float(String),
+    Boolean(bool),
+    Null,
+    /// An unquoted UUID as written.
+    Uuid(String),
+    /// A `0x...` literal, decoded.
+    Blob(Vec<u8>),
+    /// As written: `1h30m`, `-5s`, `P1DT2H`.
+    Duration(String),
+}
+
+impl fmt::Display for Order {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            Order::Asc => "ASC",
+            Order::Desc => "DESC",
+        })
+    }
+}
+
+fn write_list<T: fmt::Display>(f: &mut fmt::Formatter<'_>, items: &[T]) -> fmt::Result {
+    for (i, item) in items.iter().enumerate() {
+        if i > 0 {
+            f.write_str(", ")?;
+        }
+        write!(f, "{item}")?;
+    }
+    Ok(())
+}
+
+/// Renders CQL text that parses back to the same literal.
+impl fmt::Display for Literal {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Literal::String(s) => write!(f, "'{}'", s.replace('\'', "''")),
+            Literal::Integer(s) | Literal::Float(s) | Literal::Uuid(s) | Literal::Duration(s) => {
+                f.write_str(s)
+            }
+            Literal::Boolean(b) => write!(f, "{b}"),
+            Literal::Null => f.write_str("null"),
+            Literal::Blob(bytes) => {
+                f.write_str("0x")?;
+                bytes.iter().try_for_each(|b| write!(f, "{b:02x}"))
+            }
+        }
+    }
+}
+
+/// Renders CQL text; bind markers print as `?`.
+impl fmt::Display for Term {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Term::Literal(lit) => write!(f, "{lit}"),
+            Term::Bind(_) => f.write_str("?"),
+            Term::List(items) => {
+                f.write_str("[")?;
+                write_list(f, items)?;
+                f.write_str("]")
+            }
+            Term::Set(items) => {
+                f.write_str("{")?;
+                write_list(f, items)?;
+                f.write_str("}")
+            }
+            Term::Map(entries) => {
+                f.write_str("{")?;
+                for (i, (k, v)) in entries.iter().enumerate() {
+                    let sep = if i > 0 { ", " } else { "" };
+                    write!(f, "{sep}{k}: {v}")?;
+                }
+                f.write_str("}")
+            }
+            Term::EmptyBraces => f.write_str("{}"),
+            Term::Tuple(items) => {
+                f.write_str("(")?;
+                write_list(f, items)?;
+                f.write_str(")")
+            }
+            Term::FunctionCall { name, args } => {
+                write!(f, "{name}(")?;
+                write_list(f, args)?;
+                f.write_str(")")
+            }
+            Term::Cast { ty, term } => write!(f, "({ty}){term}"),
+        }
+    }
+}
+
+impl fmt::Display for SelectorExpr {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            SelectorExpr::Column(name) => f.write_str(name),
+            SelectorExpr::CountStar => f.write_str("count"),
+            SelectorExpr::WriteTime(c) => write!(f, "writetime({c})"),
+            SelectorExpr::Ttl(c) => write!(f, "ttl({c})"),
+            SelectorExpr::FunctionCall { name, args } => {
+                write!(f, "{name}(")?;
+                write_list(f, args)?;
+                f.write_str(")")
+            }
+            SelectorExpr::Cast { expr, ty } => write!(f, "cast({expr} as {ty})"),
+            SelectorExpr::Term(term) => write!(f, "{term}"),
+        }
+    }
+}

@@ -1,0 +1,263 @@
+//! The type and name of every bind marker of a statement, as PREPARE tells
+//! drivers (they serialize values by these types), and which markers carry
+//! the partition key (drivers compute the token from them to route).
+
+use shoal_schema::{CqlType, Schema, TableMeta};
+
+use crate::ast::{Assignment, InValues, Operator, Parsed, Relation, Statement, Term, Using};
+use crate::ddl::qualify;
+use crate::error::{invalid, CqlResult};
+use crate::result::ColumnSpec;
+
+struct Collector<'a> {
+    specs: Vec<Option<ColumnSpec>>,
+    meta: Option<&'a TableMeta>,
+    keyspace: String,
+    table: String,
+}
+
+impl Collector<'_> {
+    fn mark(&mut self, index: usize, name: &str, ty: &CqlType) {
+        if let Some(slot) = self.specs.get_mut(index) {
+            if slot.is_none() {
+                *slot = Some(ColumnSpec { keyspace: self.keyspace.clone(), table: self.table.clone(), name: name.to_string(), ty: ty.clone() });
+            }
+        }
+    }
+
+    /// Walks `term` received by `name` of type `ty`, marking its markers.
+    fn term(&mut self, term: &Term, name: &str, ty: &CqlType) {
+        let ty = ty.unfrozen();
+        match term {
+            Term::Bind(i) => self.mark(*i, name, ty),
+            Term::List(items) | Term::Set(items) => {
+                if let CqlType::List(e) | CqlType::Set(e) = ty {
+                    items.iter().for_each(|t| self.term(t, name, e));
+                }
+            }
+            Term::Map(entries) => {
+                if let CqlType::Map(k, v) = ty {
+                    for (key, value) in entries {
+                        self.term(key, name, k);
+                        self.term(value, name, v);
+                    }
+                }
+            }
+            Term::Tuple(items) => {
+                if let CqlType::Tuple(fields) = ty {
+                    items.iter().zip(fields).for_each(|(t, f)| self.term(t, name, f));
+                }
+            }
+            Term::Cast { ty, term } => self.term(term, name, ty),
+            Term::FunctionCall { args, .. } => args.iter().for_each(|a| self.term(a, name, &CqlType::Timeuuid)),
+            Term::Literal(_) | Term::EmptyBraces => {}
+        }
+    }
+
+    fn column_type(&self, name: &str) -> CqlType {
+        self.meta.and_then(|m| m.column(name)).map_or(CqlType::Blob, |c| c.ty.clone())
+    }
+
+    fn using(&mut self, using: &Using) {
+        if let Some(t) = &using.ttl {
+            self.term(t, "[ttl]", &CqlType::Int);
+        }
+        if let Some(t) = &using.timestamp {
+            self.term(t, "[timestamp]", &CqlType::Bigint);
+        }
+    }
+
+    fn relations(&mut self, relations: &[Relation]) {
+        for relation in relations {
+            match relation {
+                Relation::Simple { column, op, value } => {
+                    let ty = self.column_type(column);
+                    let ty = match (op, ty.unfrozen()) {
+                        (Operator::Contains, CqlType::List(e) | CqlType::Set(e) | CqlType::Map(_, e)) => e.as_ref().clone(),
+                        (Operator::ContainsKey, CqlType::Map(k, _)) => k.as_ref().clone(),
+                        _ => ty,
+                    };
+                    self.term(value, column, &ty);
+                }
+                Relation::In { column, values } => {
+                    let ty = self.column_type(column);
+                    match values {
+                        InValues::Bind(i) => self.mark(*i, &format!("in({column})"), &CqlType::List(Box::new(ty))),
+                        InValues::Terms(terms) => terms.iter().for_each(|t| self.term(t, column, &ty)),
+                    }
+                }
+                Relation::Token { value, .. } => self.term(value, "partition key token", &CqlType::Bigint),
+                Relation::MultiColumn { columns, value, .. } => {
+                    let tuple = CqlType::Tuple(columns.iter().map(|c| self.column_type(c)).collect());
+                    self.term(value, &format!("({})", columns.join(",")), &tuple);
+                }
+                Relation::MultiColumnIn { columns, values } => {
+                    let tuple = CqlType::Tuple(columns.iter().map(|c| self.column_type(c)).collect());
+                    let name = format!("in({})", columns.join(","));
+                    match values {
+                        InValues::Bind(i) => self.mark(*i, &name, &CqlType::List(Box::new(tuple))),
+                        InValues::Terms(terms) => terms.iter().for_each(|t| self.term(t, &name, &tuple)),
+                    }
+                }
+                Relation::IsNotNull { .. } => {}
+            }
+        }
+    }
+
+    fn assignment(&mut self, assignment: &Assignment) {
+        match assignment {
+            Assignment::Set { column, value } | Assignment::Add { column, value } | Assignment::Prepend { column, value } => {
+                let ty = self.column_type(column);
+                self.term(value, column, &ty);
+            }
+            Assignment::Subtract { column, value } => {
+                let ty = match self.column_type(column) {
+                    CqlType::Map(k, _) => CqlType::Set(k),
+                    other => other,
+                };
+                self.term(value, column, &ty);
+            }
+            Assignment::SetElement { column, key, value } => {
+                let (key_ty, value_ty) = match self.column_type(column) {
+                    CqlType::Map(k, v) => (*k, *v),
+                    CqlType::List(e) => (CqlType::Int, *e),
+                    other => (CqlType::Blob, other),
+                };
+                self.term(key, column, &key_ty);
+                self.term(value, column, &value_ty);
+            }
+        }
+    }
+}
+
+/// (keyspace, table) a statement works on, if it names one.
+fn target(statement: &Statement) -> Option<(Option<&str>, &str)> {
+    Some(match statement {
+        Statement::Insert(s) => (s.keyspace.as_deref(), s.table.as_str()),
+        Statement::Update(s) => (s.keyspace.as_deref(), s.table.as_str()),
+        Statement::Delete(s) => (s.keyspace.as_deref(), s.table.as_str()),
+        Statement::Select(s) => (s.keyspace.as_deref(), s.table.as_str()),
+        _ => return None,
+    })
+}
+
+fn resolve<'s>(schema: &'s Schema, statement: &Statement, session: Option<&str>) -> CqlResult<Option<&'s TableMeta>> {
+    let Some((named, table)) = target(statement) else { return Ok(None) };
+    let keyspace = qualify(named, session)?;
+    if schema.keyspace(keyspace).is_none() {
+        return Err(invalid(format!("Keyspace {keyspace} does not exist")));
+    }
+    schema.table(keyspace, table).map(|t| Some(t.as_ref())).ok_or_else(|| invalid(format!("unconfigured table {table}")))
+}
+
+pub fn bind_specs(schema: &Schema, parsed: &Parsed, session: Option<&str>) -> CqlResult<Vec<ColumnSpec>> {
+    let meta = resolve(schema, &parsed.statement, session)?;
+    let mut c = Collector {
+        specs: vec![None; parsed.bind_markers.len()],
+        meta,
+        keyspace: meta.map_or_else(|| session.unwrap_or_default().to_string(), |m| m.keyspace.clone()),
+        table: meta.map_or_else(String::new, |m| m.name.clone()),
+    };
+    walk(&mut c, schema, &parsed.statement, session)?;
+    Ok(c.specs
+        .into_iter()
+        .zip(&parsed.bind_markers)
+        .map(|(spec, marker)| {
+            let mut spec = spec.unwrap_or(ColumnSpec { keyspace: c.keyspace.clone(), table: c.table.clone(), name: String::new(), ty: CqlType::Blob });
+            if let Some(name) = &marker.name {
+                spec.name = name.clone();
+            }
+            spec
+        })
+        .collect())
+}
+
+fn walk<'s>(c: &mut Collector<'s>, schema: &'s Schema, statement: &Statement, session: Option<&str>) -> CqlResult<()> {
+    match statement {
+        Statement::Insert(s) => {
+            for (column, value) in s.columns.iter().zip(&s.values) {
+                let ty = c.column_type(column);
+                c.term(value, column, &ty);
+            }
+            c.using(&s.using);
+        }
+        Statement::Update(s) => {
+            c.using(&s.using);
+            s.assignments.iter().for_each(|a| c.assignment(a));
+            c.relations(&s.where_clause);
+        }
+        Statement::Delete(s) => {
+            for target in &s.columns {
+                if let Some(key) = &target.element {
+                    let ty = match c.column_type(&target.column) {
+                        CqlType::Map(k, _) => *k,
+                        CqlType::Set(e) => *e,
+                        _ => CqlType::Int,
+                    };
+                    c.term(key, &target.column, &ty);
+                }
+            }
+            c.using(&s.using);
+            c.relations(&s.where_clause);
+        }
+        Statement::Select(s) => {
+            c.relations(&s.where_clause);
+            if let Some(t) = &s.per_partition_limit {
+                c.term(t, "[per_partition_limit]", &CqlType::Int);
+            }
+            if let Some(t) = &s.limit {
+                c.term(t, "[limit]", &CqlType::Int);
+            }
+        }
+        Statement::Batch(batch) => {
+            c.using(&batch.using);
+            for inner in &batch.statements {
+                let meta = resolve(schema, inner, session)?;
+                let saved = std::mem::replace(&mut c.meta, meta);
+                walk(c, schema, inner, session)?;
+                c.meta = saved;
+            }
+        }
+        _ => {}
+    }
+    Ok(())
+}
+
+/// Marker indexes of the partition key columns, in key order, when each is
+/// bound by exactly one `=` marker (or INSERT value); empty otherwise.
+pub fn partition_key_indexes(schema: &Schema, parsed: &Parsed, session: Option<&str>) -> Vec<u16> {
+    let Ok(Some(meta)) = resolve(schema, &parsed.statement, session) else { return Vec::new() };
+    let bound: Vec<(&str, usize)> = match &parsed.statement {
+        Statement::Insert(s) => s.columns.iter().zip(&s.values).filter_map(|(c, v)| marker(v).map(|i| (c.as_str(), i))).collect(),
+        Statement::Update(s) => equal_markers(&s.where_clause),
+        Statement::Delete(s) => equal_markers(&s.where_clause),
+        Statement::Select(s) => equal_markers(&s.where_clause),
+        _ => Vec::new(),
+    };
+    let mut indexes = Vec::new();
+    for column in meta.partition_key() {
+        match bound.iter().find(|(name, _)| *name == column.name) {
+            Some((_, i)) => indexes.push(*i as u16),
+            None => return Vec::new(),
+        }
+    }
+    indexes
+}
+
+fn marker(term: &Term) -> Option<usize> {
+    match term {
+        Term::Bind(i) => Some(*i),
+        Term::Cast { term, .. } => marker(term),
+        _ => None,
+    }
+}
+
+fn equal_markers(relations: &[Relation]) -> Vec<(&str, usize)> {
+    relations
+        .iter()
+        .filter_map(|r| match r {
+            Relation::Simple { column, op: Operator::Eq, value } => marker(value).map(|i| (column.as_str(), i)),
+            _ => None,
+        })
+        .collect()
+}

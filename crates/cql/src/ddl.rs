@@ -1,0 +1,359 @@
+//! Schema statements: from the current schema and a CREATE/ALTER/DROP to the
+//! next schema and the change clients are told about.
+//!
+//! Pure functions: persisting the new schema and installing it on every
+//! shard is the caller's job (see `schema_service`).
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+use shoal_schema::{
+    ClusteringOrder, ColumnKind, ColumnMeta, CqlType, KeyspaceMeta, Schema, SchemaChange, SchemaChangeKind, SchemaChangeTarget,
+    TableMeta, TableOptions,
+};
+use uuid::Uuid;
+
+use crate::ast::{AlterTableOp, ColumnDef, CreateTable, OptionValue, Options, Order, Statement};
+use crate::error::{invalid, CqlError, CqlResult};
+
+/// Keyspaces that belong to the node, not to users.
+pub const SYSTEM_KEYSPACES: [&str; 2] = ["system", "system_schema"];
+
+/// Longest keyspace or table name, as in Cassandra (file names use them).
+const NAME_LENGTH_MAX: usize = 48;
+
+/// The next schema and its change; `None` when an `IF [NOT] EXISTS` made the
+/// statement a no-op.
+pub fn apply(schema: &Schema, statement: &Statement, keyspace: Option<&str>) -> CqlResult<Option<(Schema, SchemaChange)>> {
+    let mut next = schema.clone();
+    let change = match statement {
+        Statement::CreateKeyspace(s) => {
+            if next.keyspaces.contains_key(&s.name) {
+                if s.if_not_exists {
+                    return Ok(None);
+                }
+                return Err(CqlError::AlreadyExists { keyspace: s.name.clone(), table: String::new(), message: format!("Keyspace '{}' already exists", s.name) });
+            }
+            check_name(&s.name, "Keyspace")?;
+            let (replication, durable_writes) = keyspace_options(&s.options, None)?;
+            let meta = KeyspaceMeta { name: s.name.clone(), replication, durable_writes, tables: BTreeMap::new() };
+            next.keyspaces.insert(s.name.clone(), Arc::new(meta));
+            change(SchemaChangeKind::Created, SchemaChangeTarget::Keyspace(s.name.clone()))
+        }
+        Statement::AlterKeyspace(s) => {
+            let current = user_keyspace(&next, &s.name)?;
+            let (replication, durable_writes) = keyspace_options(&s.options, Some(current))?;
+            let meta = KeyspaceMeta { replication, durable_writes, ..current.as_ref().clone() };
+            next.keyspaces.insert(s.name.clone(), Arc::new(meta));
+            change(SchemaChangeKind::Updated, SchemaChangeTarget::Keyspace(s.name.clone()))
+        }
+        Statement::DropKeyspace(s) => {
+            if !next.keyspaces.contains_key(&s.name) {
+                if s.if_exists {
+                    return Ok(None);
+                }
+                return Err(CqlError::Config(format!("Cannot drop non existing keyspace '{}'.", s.name)));
+            }
+            user_keyspace(&next, &s.name)?;
+            next.keyspaces.remove(&s.name);
+            change(SchemaChangeKind::Dropped, SchemaChangeTarget::Keyspace(s.name.clone()))
+        }
+        Statement::CreateTable(s) => {
+            let ks = qualify(s.keyspace.as_deref(), keyspace)?;
+            let current = user_keyspace(&next, ks)?;
+            if current.tables.contains_key(&s.name) {
+                if s.if_not_exists {
+                    return Ok(None);
+                }
+                return Err(CqlError::AlreadyExists { keyspace: ks.to_string(), table: s.name.clone(), message: format!("Table '{ks}.{}' already exists", s.name) });
+            }
+            check_name(&s.name, "Table")?;
+            let table = create_table(ks, s)?;
+            put_table(&mut next, table);
+            change(SchemaChangeKind::Created, table_target(ks, &s.name))
+        }
+        Statement::AlterTable(s) => {
+            let ks = qualify(s.keyspace.as_deref(), keyspace)?;
+            let current = user_table(&next, ks, &s.name)?;
+            let table = alter_table(current, &s.op)?;
+            put_table(&mut next, table);
+            change(SchemaChangeKind::Updated, table_target(ks, &s.name))
+        }
+        Statement::DropTable(s) => {
+            let ks = qualify(s.keyspace.as_deref(), keyspace)?;
+            if next.table(ks, &s.name).is_none() && s.if_exists {
+                return Ok(None);
+            }
+            user_table(&next, ks, &s.name)?;
+            let mut meta = next.keyspaces[ks].as_ref().clone();
+            meta.tables.remove(&s.name);
+            next.keyspaces.insert(ks.to_string(), Arc::new(meta));
+            change(SchemaChangeKind::Dropped, table_target(ks, &s.name))
+        }
+        _ => return Err(CqlError::Server("not a schema statement".to_string())),
+    };
+    next.version = Uuid::new_v4();
+    Ok(Some((next, change)))
+}
+
+fn change(kind: SchemaChangeKind, target: SchemaChangeTarget) -> SchemaChange {
+    SchemaChange { kind, target }
+}
+
+fn table_target(keyspace: &str, table: &str) -> SchemaChangeTarget {
+    SchemaChangeTarget::Table { keyspace: keyspace.to_string(), table: table.to_string() }
+}
+
+/// The keyspace a statement names, or the session's (`USE`).
+pub fn qualify<'a>(named: Option<&'a str>, session: Option<&'a str>) -> CqlResult<&'a str> {
+    named.or(session).ok_or_else(|| invalid("No keyspace has been specified. USE a keyspace, or explicitly specify keyspace.tablename"))
+}
+
+fn check_name(name: &str, what: &str) -> CqlResult<()> {
+    if name.is_empty() || name.len() > NAME_LENGTH_MAX || !name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_') {
+        return Err(invalid(format!("{what} name must not be empty, more than {NAME_LENGTH_MAX} characters long, or contain non-alphanumeric-underscore characters (got \"{name}\")")));
+    }
+    Ok(())
+}
+
+fn user_keyspace<'s>(schema: &'s Schema, name: &str) -> CqlResult<&'s Arc<KeyspaceMeta>> {
+    if SYSTEM_KEYSPACES.contains(&name) {
+        return Err(CqlError::Config(format!("Cannot modify system keyspace {name}")));
+    }
+    schema.keyspace(name).ok_or_else(|| invalid(format!("Keyspace '{name}' doesn't exist")))
+}
+
+fn user_table<'s>(schema: &'s Schema, keyspace: &str, name: &str) -> CqlResult<&'s Arc<TableMeta>> {
+    user_keyspace(schema, keyspace)?;
+    schema.table(keyspace, name).ok_or_else(|| invalid(format!("unconfigured table {name}")))
+}
+
+fn put_table(schema: &mut Schema, table: TableMeta) {
+    let mut keyspace = schema.keyspaces[&table.keyspace].as_ref().clone();
+    keyspace.tables.insert(table.name.clone(), Arc::new(table));
+    schema.keyspaces.insert(keyspace.name.clone(), Arc::new(keyspace));
+}
+
+fn option_text(value: &OptionValue) -> String {
+    match value {
+        OptionValue::String(s) | OptionValue::Number(s) => s.clone(),
+        OptionValue::Bool(b) => b.to_string(),
+        OptionValue::Map(_) => String::new(),
+    }
+}
+
+fn keyspace_options(options: &Options, current: Option<&Arc<KeyspaceMeta>>) -> CqlResult<(BTreeMap<String, String>, bool)> {
+    let mut replication = current.map(|k| k.replication.clone());
+    let mut durable_writes = current.is_none_or(|k| k.durable_writes);
+    for (name, value) in options {
+        match (name.to_ascii_lowercase().as_str(), value) {
+            ("replication", OptionValue::Map(entries)) => replication = Some(replication_map(entries)?),
+            ("durable_writes", OptionValue::Bool(b)) => durable_writes = *b,
+            ("durable_writes", v) => durable_writes = option_text(v).eq_ignore_ascii_case("true"),
+            (other, _) => return Err(CqlError::Syntax(format!("Unknown property '{other}'"))),
+        }
+    }
+    let replication = replication.ok_or_else(|| CqlError::Config("Missing mandatory option 'replication'".to_string()))?;
+    Ok((replication, durable_writes))
+}
+
+fn replication_map(entries: &[(String, String)]) -> CqlResult<BTreeMap<String, String>> {
+    let mut map: BTreeMap<String, String> = entries.iter().cloned().collect();
+    let class = map.remove("class").ok_or_else(|| CqlError::Config("Missing replication strategy class".to_string()))?;
+    let short = class.rsplit('.').next().unwrap_or(&class).to_string();
+    let full = match short.as_str() {
+        "SimpleStrategy" => {
+            if !map.contains_key("replication_factor") {
+                return Err(CqlError::Config("SimpleStrategy requires a replication_factor strategy option.".to_string()));
+            }
+            "org.apache.cassandra.locator.SimpleStrategy"
+        }
+        "NetworkTopologyStrategy" => {
+            // Cassandra 4+: a plain replication_factor applies to every data
+            // center; this node's is datacenter1.
+            if let Some(rf) = map.remove("replication_factor") {
+                map.entry(crate::system::DATA_CENTER.to_string()).or_insert(rf);
+            }
+            "org.apache.cassandra.locator.NetworkTopologyStrategy"
+        }
+        "LocalStrategy" | "EverywhereStrategy" => return Err(CqlError::Config(format!("{short} is for system keyspaces only"))),
+        _ => return Err(CqlError::Config(format!("Unable to find replication strategy class '{class}'"))),
+    };
+    for (key, value) in &map {
+        if value.parse::<u32>().is_err() {
+            return Err(CqlError::Config(format!("Replication factor must be a non-negative integer; found {value} for {key}")));
+        }
+    }
+    map.insert("class".to_string(), full.to_string());
+    Ok(map)
+}
+
+fn new_column(id: u32, def: &ColumnDef, kind: ColumnKind, position: i32) -> ColumnMeta {
+    ColumnMeta { id, name: def.name.clone(), ty: def.ty.clone(), kind, position, order: ClusteringOrder::Asc }
+}
+
+pub fn create_table(keyspace: &str, s: &CreateTable) -> CqlResult<TableMeta> {
+    if s.compact_storage {
+        return Err(invalid("COMPACT STORAGE tables are not supported"));
+    }
+    if s.partition_key.is_empty() {
+        return Err(invalid("No PRIMARY KEY specified (exactly one required)"));
+    }
+    let mut columns: Vec<ColumnMeta> = Vec::new();
+    for (id, def) in s.columns.iter().enumerate() {
+        if columns.iter().any(|c| c.name == def.name) {
+            return Err(invalid(format!("Multiple definition of identifier {}", def.name)));
+        }
+        let pk = s.partition_key.iter().position(|n| n == &def.name);
+        let ck = s.clustering_key.iter().position(|n| n == &def.name);
+        let (kind, position) = match (pk, ck) {
+            (Some(p), _) => (ColumnKind::PartitionKey, p as i32),
+            (None, Some(c)) => (ColumnKind::Clustering, c as i32),
+            (None, None) if def.is_static => (ColumnKind::Static, -1),
+            (None, None) => (ColumnKind::Regular, -1),
+        };
+        check_column_type(def, kind)?;
+        columns.push(new_column(id as u32, def, kind, position));
+    }
+    for name in s.partition_key.iter().chain(&s.clustering_key) {
+        if !columns.iter().any(|c| &c.name == name) {
+            return Err(invalid(format!("Unknown definition {name} referenced in PRIMARY KEY")));
+        }
+    }
+    if s.clustering_key.is_empty() && columns.iter().any(|c| c.kind == ColumnKind::Static) {
+        return Err(invalid("Static columns are only useful (and thus allowed) if the table has at least one clustering column"));
+    }
+    apply_clustering_order(&mut columns, &s.clustering_key, &s.clustering_order)?;
+    let (options, id) = table_options(&s.options, TableOptions::default())?;
+    let next_column_id = columns.len() as u32;
+    let mut table = TableMeta { id: id.unwrap_or_else(Uuid::new_v4), keyspace: keyspace.to_string(), name: s.name.clone(), columns, options, next_column_id };
+    table.normalize_columns();
+    Ok(table)
+}
+
+fn check_column_type(def: &ColumnDef, kind: ColumnKind) -> CqlResult<()> {
+    if kind.is_primary_key() && def.ty.is_multi_cell() {
+        return Err(invalid(format!("Invalid non-frozen collection type {} for PRIMARY KEY component {}", def.ty, def.name)));
+    }
+    if kind.is_primary_key() && def.is_static {
+        return Err(invalid(format!("Static column {} cannot be part of the PRIMARY KEY", def.name)));
+    }
+    if kind.is_primary_key() && *def.ty.unfrozen() == CqlType::Duration {
+        return Err(invalid(format!("duration type is not supported for PRIMARY KEY column '{}'", def.name)));
+    }
+    if def.ty.is_counter() {
+        return Err(invalid(format!("Counter columns are not supported yet ({})", def.name)));
+    }
+    Ok(())
+}
+
+fn apply_clustering_order(columns: &mut [ColumnMeta], clustering: &[String], order: &[(String, Order)]) -> CqlResult<()> {
+    for (i, (name, direction)) in order.iter().enumerate() {
+        if clustering.get(i) != Some(name) {
+            return Err(invalid(match clustering.contains(name) {
+                true => "The order of columns in the CLUSTERING ORDER directive must be the one of the clustering key".to_string(),
+                false => format!("Only clustering key columns can be defined in CLUSTERING ORDER directive: {name}"),
+            }));
+        }
+        if let Some(column) = columns.iter_mut().find(|c| &c.name == name) {
+            column.order = if *direction == Order::Desc { ClusteringOrder::Desc } else { ClusteringOrder::Asc };
+        }
+    }
+    Ok(())
+}
+
+/// Table options over `base`; also returns a table id given as `id = ...`
+/// (how the schema file keeps ids across restarts).
+pub fn table_options(options: &Options, mut base: TableOptions) -> CqlResult<(TableOptions, Option<Uuid>)> {
+    let mut id = None;
+    for (name, value) in options {
+        let text = option_text(value);
+        let number = |what: &str| -> CqlResult<i32> { text.parse().map_err(|_| CqlError::Syntax(format!("Invalid value for {what}: {text}"))) };
+        let float = |what: &str| -> CqlResult<f64> { text.parse().map_err(|_| CqlError::Syntax(format!("Invalid value for {what}: {text}"))) };
+        match (name.to_ascii_lowercase().as_str(), value) {
+            ("comment", _) => base.comment = text,
+            ("default_time_to_live", _) => base.default_time_to_live_s = number("default_time_to_live")?,
+            ("gc_grace_seconds", _) => base.gc_grace_seconds = number("gc_grace_seconds")?,
+            ("bloom_filter_fp_chance", _) => base.bloom_filter_fp_chance = float("bloom_filter_fp_chance")?,
+            ("crc_check_chance", _) => base.crc_check_chance = float("crc_check_chance")?,
+            ("memtable_flush_period_in_ms", _) => base.memtable_flush_period_in_ms = number("memtable_flush_period_in_ms")?,
+            ("min_index_interval", _) => base.min_index_interval = number("min_index_interval")?,
+            ("max_index_interval", _) => base.max_index_interval = number("max_index_interval")?,
+            ("speculative_retry", _) => base.speculative_retry = text,
+            ("caching", OptionValue::Map(m)) => base.caching = m.iter().cloned().collect(),
+            ("compaction", OptionValue::Map(m)) => base.compaction = compaction_options(m)?,
+            ("compression", OptionValue::Map(m)) => base.compression = m.iter().cloned().collect(),
+            ("id", _) => id = Some(Uuid::parse_str(&text).map_err(|_| CqlError::Syntax(format!("Invalid table id {text}")))?),
+            // Accepted for scripts written for Cassandra 3 (and DESCRIBE output).
+            ("read_repair_chance" | "dclocal_read_repair_chance" | "cdc", _) => {}
+            (other, _) => return Err(CqlError::Syntax(format!("Unknown property '{other}'"))),
+        }
+    }
+    if base.default_time_to_live_s < 0 {
+        return Err(invalid("default_time_to_live must be greater than or equal to 0"));
+    }
+    Ok((base, id))
+}
+
+fn compaction_options(entries: &[(String, String)]) -> CqlResult<BTreeMap<String, String>> {
+    let mut map: BTreeMap<String, String> = entries.iter().cloned().collect();
+    let class = map.get("class").cloned().ok_or_else(|| CqlError::Config("Missing sub-option 'class' for the 'compaction' option.".to_string()))?;
+    let short = class.rsplit('.').next().unwrap_or(&class);
+    let full = match short {
+        "SizeTieredCompactionStrategy" | "LeveledCompactionStrategy" | "TimeWindowCompactionStrategy" => format!("org.apache.cassandra.db.compaction.{short}"),
+        _ => return Err(CqlError::Config(format!("Unable to find compaction strategy class '{class}'"))),
+    };
+    map.insert("class".to_string(), full);
+    Ok(map)
+}
+
+fn alter_table(current: &TableMeta, op: &AlterTableOp) -> CqlResult<TableMeta> {
+    let mut table = current.clone();
+    match op {
+        AlterTableOp::Add(defs) => {
+            for def in defs {
+                if table.column(&def.name).is_some() {
+                    return Err(invalid(format!("Invalid column name {} because it conflicts with an existing column", def.name)));
+                }
+                if def.is_static && table.clustering_key_len() == 0 {
+                    return Err(invalid("Static columns are only useful (and thus allowed) if the table has at least one clustering column"));
+                }
+                let kind = if def.is_static { ColumnKind::Static } else { ColumnKind::Regular };
+                check_column_type(def, kind)?;
+                table.columns.push(new_column(table.next_column_id, def, kind, -1));
+                table.next_column_id += 1;
+            }
+        }
+        AlterTableOp::Drop(names) => {
+            for name in names {
+                let column = table.column(name).ok_or_else(|| invalid(format!("Column {name} was not found in table {}", table.name)))?;
+                if column.kind.is_primary_key() {
+                    return Err(invalid(format!("Cannot drop PRIMARY KEY part {name}")));
+                }
+                table.columns.retain(|c| &c.name != name);
+            }
+        }
+        AlterTableOp::Rename(pairs) => {
+            for (from, to) in pairs {
+                if table.column(to).is_some() {
+                    return Err(invalid(format!("Cannot rename column {from} to {to} in table {}; another column of that name already exist", table.name)));
+                }
+                let column = table.columns.iter_mut().find(|c| &c.name == from).ok_or_else(|| invalid(format!("Column {from} was not found in table {}", current.name)))?;
+                if !column.kind.is_primary_key() {
+                    return Err(invalid(format!("Cannot rename non PRIMARY KEY column {from}")));
+                }
+                column.name = to.clone();
+            }
+        }
+        AlterTableOp::With(options) => {
+            let (options, id) = table_options(options, table.options.clone())?;
+            if id.is_some() {
+                return Err(CqlError::Config("Cannot update table id".to_string()));
+            }
+            table.options = options;
+        }
+        AlterTableOp::AlterType { .. } => return Err(invalid("Altering column types is no longer supported")),
+    }
+    table.normalize_columns();
+    Ok(table)
+}

@@ -1,0 +1,48 @@
+//! Errors of the CQL layer, each naming the protocol error it becomes at the
+//! edge (the transport maps them one to one).
+
+use thiserror::Error;
+
+#[derive(Debug, Clone, Error, PartialEq)]
+pub enum CqlError {
+    /// SyntaxError (0x2000); the message carries line and column.
+    #[error("{0}")]
+    Syntax(String),
+    /// Invalid (0x2200): a well-formed request that cannot be run.
+    #[error("{0}")]
+    Invalid(String),
+    /// AlreadyExists (0x2400).
+    #[error("{message}")]
+    AlreadyExists { keyspace: String, table: String, message: String },
+    /// Unprepared (0x2500): the client must prepare the statement again.
+    #[error("Prepared query with ID {} not found (either the query was not prepared on this host (maybe the host has been restarted?) or you have prepared too many queries and it has been evicted from the internal cache)", hex(.0))]
+    Unprepared(Vec<u8>),
+    /// Unauthorized (0x2100).
+    #[error("{0}")]
+    Unauthorized(String),
+    /// ConfigError (0x2300).
+    #[error("{0}")]
+    Config(String),
+    /// ProtocolError (0x000A): the request itself is malformed.
+    #[error("{0}")]
+    Protocol(String),
+    /// ServerError (0x0000): our fault, not the client's.
+    #[error("{0}")]
+    Server(String),
+}
+
+pub type CqlResult<T> = Result<T, CqlError>;
+
+pub(crate) fn invalid(message: impl Into<String>) -> CqlError {
+    CqlError::Invalid(message.into())
+}
+
+fn hex(bytes: &[u8]) -> String {
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+impl From<shoal_coordinator::CoordinatorError> for CqlError {
+    fn from(e: shoal_coordinator::CoordinatorError) -> CqlError {
+        CqlError::Server(e.to_string())
+    }
+}

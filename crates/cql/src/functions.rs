@@ -1,0 +1,241 @@
+//! Native scalar functions: `now()`, `uuid()`, `currentTimestamp()` and
+//! friends, the time conversions (`toTimestamp`, `toDate`, ...) and the blob
+//! conversions (`blobAsInt`, `textAsBlob`, ...).
+//!
+//! One implementation serves both places a function appears: in a term
+//! (`VALUES (toTimestamp(now()))`) and in a selector (`SELECT blobAsText(b)`).
+
+use std::cell::Cell;
+use std::time::{SystemTime, UNIX_EPOCH};
+
+use bytes::Bytes;
+use shoal_schema::value::validate;
+use shoal_schema::CqlType;
+
+use crate::ast::{Literal, Term};
+use crate::error::{invalid, CqlResult};
+use crate::values::{eval, Bindings, Evaluated, Receiver};
+
+/// 100-ns intervals between the UUID epoch (1582-10-15) and the Unix epoch.
+const UUID_EPOCH_OFFSET_100NS: i64 = 0x01B2_1DD2_1381_4000;
+const MS_PER_DAY: i64 = 86_400_000;
+/// `date` values count days with 2^31 as the Unix epoch.
+const DATE_EPOCH: i64 = 1 << 31;
+
+pub fn now_ms() -> i64 {
+    SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |d| d.as_millis() as i64)
+}
+
+pub fn now_micros() -> i64 {
+    SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |d| d.as_micros() as i64)
+}
+
+/// Evaluates a function call term for `receiver`.
+pub fn call(name: &str, args: &[Term], receiver: Receiver<'_>, bindings: Bindings<'_>) -> CqlResult<Evaluated> {
+    let name = name.trim_start_matches("system.");
+    let mut values = Vec::with_capacity(args.len());
+    let arg_types = argument_types(name, args)?;
+    for (arg, ty) in args.iter().zip(&arg_types) {
+        match eval(arg, Receiver { name: receiver.name, ty }, bindings)? {
+            Evaluated::Value(v) => values.push(v),
+            // Functions of null are null, as in Cassandra.
+            Evaluated::Null | Evaluated::Unset => return Ok(Evaluated::Null),
+        }
+    }
+    let (result_ty, value) = apply(name, &arg_types, &values)?;
+    if result_ty != *receiver.ty.unfrozen() && !(result_ty == CqlType::Timeuuid && *receiver.ty.unfrozen() == CqlType::Uuid) {
+        return Err(invalid(format!(
+            "Type error: cannot assign result of function system.{name} (type {result_ty}) to {} (type {})",
+            receiver.name, receiver.ty
+        )));
+    }
+    Ok(Evaluated::Value(value))
+}
+
+/// The types a function's arguments are evaluated as. For the conversions
+/// that accept several types, the argument's own shape decides.
+fn argument_types(name: &str, args: &[Term]) -> CqlResult<Vec<CqlType>> {
+    let expected = arity(name).ok_or_else(|| invalid(format!("Unknown function '{name}'")))?;
+    if args.len() != expected {
+        return Err(invalid(format!("Invalid number of arguments in call to function system.{name}: {expected} required but {} provided", args.len())));
+    }
+    let Some(arg) = args.first() else { return Ok(Vec::new()) };
+    let ty = if let Some(source) = name.strip_suffix("asblob") {
+        CqlType::native(source).ok_or_else(|| invalid(format!("Unknown function '{name}'")))?
+    } else if name.starts_with("blobas") {
+        CqlType::Blob
+    } else if matches!(name, "mintimeuuid" | "maxtimeuuid") {
+        CqlType::Timestamp
+    } else if matches!(name, "dateof" | "unixtimestampof") {
+        CqlType::Timeuuid
+    } else {
+        inferred_type(arg).unwrap_or(CqlType::Timeuuid)
+    };
+    Ok(vec![ty])
+}
+
+fn arity(name: &str) -> Option<usize> {
+    match name {
+        "now" | "uuid" | "currenttimestamp" | "currentdate" | "currenttime" | "currenttimeuuid" => Some(0),
+        "totimestamp" | "todate" | "tounixtimestamp" | "dateof" | "unixtimestampof" | "mintimeuuid" | "maxtimeuuid" => Some(1),
+        _ if conversion_type(name).is_some() => Some(1),
+        _ => None,
+    }
+}
+
+/// For `blobAsX` and `xAsBlob`: the type X.
+fn conversion_type(name: &str) -> Option<CqlType> {
+    let other = name.strip_prefix("blobas").or_else(|| name.strip_suffix("asblob"))?;
+    CqlType::native(other)
+}
+
+/// The type a term has on its own, when it says so itself.
+fn inferred_type(term: &Term) -> Option<CqlType> {
+    match term {
+        Term::FunctionCall { name, args } => {
+            let name = name.trim_start_matches("system.");
+            let types = argument_types(name, args).ok()?;
+            result_type(name, &types)
+        }
+        Term::Cast { ty, .. } => Some(ty.clone()),
+        Term::Literal(Literal::String(_)) => Some(CqlType::Timestamp),
+        Term::Literal(Literal::Integer(_)) => Some(CqlType::Timestamp),
+        _ => None,
+    }
+}
+
+pub fn result_type(name: &str, arg_types: &[CqlType]) -> Option<CqlType> {
+    let ty = match name {
+        "now" | "currenttimeuuid" | "mintimeuuid" | "maxtimeuuid" => CqlType::Timeuuid,
+        "uuid" => CqlType::Uuid,
+        "currenttimestamp" | "totimestamp" | "dateof" => CqlType::Timestamp,
+        "currentdate" | "todate" => CqlType::Date,
+        "currenttime" => CqlType::Time,
+        "tounixtimestamp" | "unixtimestampof" => CqlType::Bigint,
+        _ if name.starts_with("blobas") => conversion_type(name)?,
+        _ if name.ends_with("asblob") => CqlType::Blob,
+        _ => return None,
+    };
+    let _ = arg_types;
+    Some(ty)
+}
+
+/// Applies function `name` to serialized arguments of `arg_types`.
+pub fn apply(name: &str, arg_types: &[CqlType], args: &[Bytes]) -> CqlResult<(CqlType, Bytes)> {
+    let ret = result_type(name, arg_types).ok_or_else(|| invalid(format!("Unknown function '{name}'")))?;
+    let arg = args.first();
+    let arg_ty = arg_types.first();
+    let out = match name {
+        "now" | "currenttimeuuid" => Bytes::copy_from_slice(&timeuuid_now()),
+        "uuid" => Bytes::copy_from_slice(uuid::Uuid::new_v4().as_bytes()),
+        "currenttimestamp" => Bytes::copy_from_slice(&now_ms().to_be_bytes()),
+        "currentdate" => date_bytes(now_ms()),
+        "currenttime" => Bytes::copy_from_slice(&((now_micros() % (MS_PER_DAY * 1000)) * 1000).to_be_bytes()),
+        "totimestamp" | "dateof" | "tounixtimestamp" | "unixtimestampof" => {
+            Bytes::copy_from_slice(&to_ms(arg_ty, arg).to_be_bytes())
+        }
+        "todate" => date_bytes(to_ms(arg_ty, arg)),
+        "mintimeuuid" | "maxtimeuuid" => {
+            let ms = to_ms(arg_ty, arg);
+            Bytes::copy_from_slice(&timeuuid_at(ms, name == "maxtimeuuid"))
+        }
+        _ => {
+            let value = arg.cloned().unwrap_or_default();
+            validate(ret.unfrozen(), &value).map_err(|e| invalid(format!("In call to function system.{name}, value {e}")))?;
+            value
+        }
+    };
+    Ok((ret, out))
+}
+
+/// Milliseconds since the Unix epoch of a timeuuid, timestamp or date value.
+fn to_ms(ty: Option<&CqlType>, value: Option<&Bytes>) -> i64 {
+    let Some(value) = value else { return 0 };
+    match ty {
+        Some(CqlType::Timestamp) | Some(CqlType::Bigint) => value.get(..8).map_or(0, |b| i64::from_be_bytes(b.try_into().unwrap_or_default())),
+        Some(CqlType::Date) => {
+            let days = value.get(..4).map_or(0, |b| u32::from_be_bytes(b.try_into().unwrap_or_default())) as i64;
+            (days - DATE_EPOCH) * MS_PER_DAY
+        }
+        _ => timeuuid_ms(value),
+    }
+}
+
+fn date_bytes(ms: i64) -> Bytes {
+    let days = ms.div_euclid(MS_PER_DAY) + DATE_EPOCH;
+    Bytes::copy_from_slice(&(days as u32).to_be_bytes())
+}
+
+/// The Unix milliseconds in a version-1 UUID.
+pub fn timeuuid_ms(value: &[u8]) -> i64 {
+    let Some(b) = value.get(..8) else { return 0 };
+    let time_low = u32::from_be_bytes([b[0], b[1], b[2], b[3]]) as i64;
+    let time_mid = u16::from_be_bytes([b[4], b[5]]) as i64;
+    let time_hi = (u16::from_be_bytes([b[6], b[7]]) & 0x0fff) as i64;
+    let ts_100ns = (time_hi << 48) | (time_mid << 32) | time_low;
+    (ts_100ns - UUID_EPOCH_OFFSET_100NS).div_euclid(10_000)
+}
+
+thread_local! {
+    /// Last 100-ns tick handed out on this shard, so timeuuids are unique.
+    static LAST_TICK: Cell<i64> = const { Cell::new(0) };
+    static NODE: Cell<u64> = Cell::new(rand::random::<u64>() | 0x0100_0000_0000);
+}
+
+fn timeuuid_now() -> [u8; 16] {
+    let now_ticks = now_micros() * 10 + UUID_EPOCH_OFFSET_100NS;
+    let tick = LAST_TICK.with(|last| {
+        let tick = now_ticks.max(last.get() + 1);
+        last.set(tick);
+        tick
+    });
+    let node = NODE.with(Cell::get);
+    timeuuid_from(tick, (node >> 48) as u16 & 0x3fff, node & 0xffff_ffff_ffff)
+}
+
+/// The smallest (or greatest) timeuuid at a millisecond, as Cassandra's
+/// minTimeuuid/maxTimeuuid.
+fn timeuuid_at(ms: i64, greatest: bool) -> [u8; 16] {
+    let base = ms * 10_000 + UUID_EPOCH_OFFSET_100NS;
+    if greatest {
+        timeuuid_from(base + 9_999, 0x3f7f & 0x3fff, 0x7f7f_7f7f_7f7f)
+    } else {
+        timeuuid_from(base, 0x0080, 0x8080_8080_8080)
+    }
+}
+
+fn timeuuid_from(ticks: i64, clock_seq: u16, node: u64) -> [u8; 16] {
+    let mut out = [0u8; 16];
+    out[0..4].copy_from_slice(&(ticks as u32).to_be_bytes());
+    out[4..6].copy_from_slice(&((ticks >> 32) as u16).to_be_bytes());
+    out[6..8].copy_from_slice(&((((ticks >> 48) as u16) & 0x0fff) | 0x1000).to_be_bytes());
+    out[8..10].copy_from_slice(&((clock_seq & 0x3fff) | 0x8000).to_be_bytes());
+    out[10..16].copy_from_slice(&node.to_be_bytes()[2..8]);
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn timeuuids_carry_their_time_and_are_unique() {
+        let before = now_ms();
+        let a = timeuuid_now();
+        let b = timeuuid_now();
+        assert_ne!(a, b);
+        assert_eq!(a[6] >> 4, 1, "version 1");
+        let ms = timeuuid_ms(&a);
+        assert!(ms >= before && ms <= now_ms());
+        assert_eq!(timeuuid_ms(&timeuuid_at(1_000, false)), 1_000);
+        assert_eq!(timeuuid_ms(&timeuuid_at(1_000, true)), 1_000);
+    }
+
+    #[test]
+    fn conversions_know_their_types() {
+        assert_eq!(result_type("blobastext", &[]), Some(CqlType::Text));
+        assert_eq!(result_type("intasblob", &[]), Some(CqlType::Blob));
+        assert_eq!(result_type("totimestamp", &[]), Some(CqlType::Timestamp));
+        assert_eq!(result_type("nosuch", &[]), None);
+    }
+}

@@ -1,0 +1,414 @@
+//! INSERT, UPDATE and DELETE: from a statement and its bound values to the
+//! partition updates that carry it out.
+//!
+//! Cassandra's semantics: INSERT writes a row marker (the row exists even
+//! with every column null), UPDATE does not; setting a non-frozen collection
+//! replaces it with a collection tombstone one microsecond below the write;
+//! a null value is a cell tombstone; an unset value leaves the column alone.
+
+use std::cell::Cell as StdCell;
+
+use bytes::Bytes;
+use shoal_schema::comparable;
+use shoal_schema::{ColumnKind, ColumnMeta, CqlType, TableMeta};
+use shoal_storage::{
+    Cell, ClusteredRow, Collection, CollectionCell, ColumnData, Expiry, Partition, PartitionPosition, PartitionUpdate,
+    RangeTombstone, Row, RowMarker, Tombstone,
+};
+use uuid::Uuid;
+
+use crate::ast::{Assignment, ColumnTarget, Delete, Insert, Term, Update, Using};
+use crate::error::{invalid, CqlResult};
+use crate::restrictions::{analyze, position_of, PartitionRestriction};
+use crate::values::{collection_items, eval, eval_required, Bindings, Evaluated, Receiver};
+
+/// Cassandra's ceiling on TTLs: 20 years.
+const TTL_MAX_S: i64 = 20 * 365 * 24 * 3600;
+
+/// One partition update to apply.
+#[derive(Debug, Clone)]
+pub struct Write {
+    pub table: Uuid,
+    pub position: PartitionPosition,
+    pub update: PartitionUpdate,
+}
+
+/// What every write of one statement (or batch) shares.
+#[derive(Debug, Clone, Copy)]
+pub struct WriteContext<'a> {
+    pub bindings: Bindings<'a>,
+    /// The client's default timestamp, or one the server chose (µs).
+    pub timestamp: i64,
+    pub now_s: i64,
+}
+
+/// Write attributes resolved from USING.
+struct Attributes {
+    timestamp: i64,
+    expiry: Option<Expiry>,
+    now_s: i64,
+}
+
+fn attributes(meta: &TableMeta, using: &Using, ctx: WriteContext<'_>) -> CqlResult<Attributes> {
+    let timestamp = match &using.timestamp {
+        Some(term) => match eval(term, Receiver { name: "[timestamp]", ty: &CqlType::Bigint }, ctx.bindings)? {
+            Evaluated::Value(v) => i64::from_be_bytes(v[..].try_into().map_err(|_| invalid("Invalid timestamp"))?),
+            _ => ctx.timestamp,
+        },
+        None => ctx.timestamp,
+    };
+    let ttl_s = match &using.ttl {
+        Some(term) => match eval(term, Receiver { name: "[ttl]", ty: &CqlType::Int }, ctx.bindings)? {
+            Evaluated::Value(v) => i32::from_be_bytes(v[..].try_into().map_err(|_| invalid("Invalid TTL"))?) as i64,
+            _ => meta.options.default_time_to_live_s as i64,
+        },
+        None => meta.options.default_time_to_live_s as i64,
+    };
+    if ttl_s < 0 {
+        return Err(invalid(format!("A TTL must be greater or equal to 0, but was {ttl_s}")));
+    }
+    if ttl_s > TTL_MAX_S {
+        return Err(invalid(format!("ttl is too large. requested ({ttl_s}) maximum ({TTL_MAX_S})")));
+    }
+    let expiry = (ttl_s > 0).then(|| Expiry { ttl_s: ttl_s as i32, expires_at_s: ctx.now_s + ttl_s });
+    Ok(Attributes { timestamp, expiry, now_s: ctx.now_s })
+}
+
+pub fn insert(meta: &TableMeta, statement: &Insert, ctx: WriteContext<'_>) -> CqlResult<Write> {
+    if statement.columns.len() != statement.values.len() {
+        return Err(invalid("Unmatched column names/values"));
+    }
+    let attrs = attributes(meta, &statement.using, ctx)?;
+    let mut key_values: Vec<Option<Bytes>> = vec![None; meta.columns.len()];
+    let mut row = Row { marker: Some(RowMarker { timestamp: attrs.timestamp, expiry: attrs.expiry }), ..Row::default() };
+    let mut static_row = Row::default();
+    let mut seen = vec![false; meta.columns.len()];
+    for (name, term) in statement.columns.iter().zip(&statement.values) {
+        let index = meta.column_index(name).ok_or_else(|| invalid(format!("Undefined column name {name}")))?;
+        if std::mem::replace(&mut seen[index], true) {
+            return Err(invalid(format!("Multiple definitions found for column {name}")));
+        }
+        let column = &meta.columns[index];
+        let value = eval(term, Receiver { name, ty: &column.ty }, ctx.bindings)?;
+        if column.kind.is_primary_key() {
+            match value {
+                Evaluated::Value(v) => key_values[index] = Some(v),
+                _ => return Err(invalid(format!("Invalid null value in condition for column {name}"))),
+            }
+            continue;
+        }
+        let target = if column.kind == ColumnKind::Static { &mut static_row } else { &mut row };
+        write_value(target, column, value, &attrs)?;
+    }
+    let position = partition_position(meta, &key_values)?;
+    let mut update = Partition { static_row, ..Partition::default() };
+    let clustering: Vec<Option<Bytes>> = meta.clustering_key().map(|c| key_values[column_index(meta, c)].clone()).collect();
+    let only_static = row.columns.is_empty() && !update.static_row.columns.is_empty();
+    match clustering.iter().cloned().collect::<Option<Vec<Bytes>>>() {
+        Some(values) => {
+            update.rows.insert(encode_clustering(meta, &values), ClusteredRow { clustering: values, row });
+        }
+        None if only_static && clustering.iter().all(Option::is_none) => {}
+        None => {
+            let missing: Vec<&str> = meta.clustering_key().filter(|c| key_values[column_index(meta, c)].is_none()).map(|c| c.name.as_str()).collect();
+            return Err(invalid(format!("Some clustering keys are missing: {}", missing.join(", "))));
+        }
+    }
+    Ok(Write { table: meta.id, position, update })
+}
+
+pub fn update(meta: &TableMeta, statement: &Update, ctx: WriteContext<'_>) -> CqlResult<Vec<Write>> {
+    let attrs = attributes(meta, &statement.using, ctx)?;
+    let restrictions = analyze(meta, &statement.where_clause, ctx.bindings)?;
+    let PartitionRestriction::Keys(positions) = restrictions.partitions else {
+        return Err(invalid(missing_key_message(meta, "partition key")));
+    };
+    let mut row = Row::default();
+    let mut static_row = Row::default();
+    for assignment in &statement.assignments {
+        let name = assignment_column(assignment);
+        let column = meta.column(name).ok_or_else(|| invalid(format!("Undefined column name {name}")))?;
+        if column.kind.is_primary_key() {
+            return Err(invalid(format!("PRIMARY KEY part {name} found in SET part")));
+        }
+        let target = if column.kind == ColumnKind::Static { &mut static_row } else { &mut row };
+        assign(target, column, assignment, &attrs, ctx.bindings)?;
+    }
+    let has_regular = !row.columns.is_empty();
+    let keys = match restrictions.clustering_keys {
+        Some(keys) if meta.clustering_key_len() > 0 || keys.len() == 1 => keys,
+        _ if !has_regular => Vec::new(),
+        _ => return Err(invalid(missing_key_message(meta, "clustering key"))),
+    };
+    Ok(positions
+        .into_iter()
+        .map(|position| {
+            let mut update = Partition { static_row: static_row.clone(), ..Partition::default() };
+            if has_regular {
+                for (encoded, values) in &keys {
+                    update.rows.insert(encoded.clone(), ClusteredRow { clustering: values.clone(), row: row.clone() });
+                }
+            }
+            Write { table: meta.id, position, update }
+        })
+        .collect())
+}
+
+pub fn delete(meta: &TableMeta, statement: &Delete, ctx: WriteContext<'_>) -> CqlResult<Vec<Write>> {
+    if statement.using.ttl.is_some() {
+        return Err(invalid("A DELETE statement cannot use TTL"));
+    }
+    let attrs = attributes(meta, &statement.using, ctx)?;
+    let tombstone = Tombstone { timestamp: attrs.timestamp, deletion_time_s: attrs.now_s };
+    let restrictions = analyze(meta, &statement.where_clause, ctx.bindings)?;
+    if !restrictions.filters.is_empty() {
+        return Err(invalid("Invalid restrictions in DELETE: only the primary key can be restricted, by = and IN, and the last clustering column by a range"));
+    }
+    let PartitionRestriction::Keys(positions) = restrictions.partitions else {
+        return Err(invalid(missing_key_message(meta, "partition key")));
+    };
+    let mut update = Partition::default();
+    if statement.columns.is_empty() {
+        match &restrictions.clustering_keys {
+            Some(keys) if meta.clustering_key_len() > 0 => {
+                for (encoded, values) in keys {
+                    let row = Row { deletion: Some(tombstone), ..Row::default() };
+                    update.rows.insert(encoded.clone(), ClusteredRow { clustering: values.clone(), row });
+                }
+            }
+            _ if restrictions.clustering_ranges.iter().any(|r| r != &shoal_storage::ClusteringRange::all()) => {
+                update.range_tombstones = restrictions.clustering_ranges.iter().map(|range| RangeTombstone { range: range.clone(), tombstone }).collect();
+            }
+            _ => update.tombstone = Some(tombstone),
+        }
+    } else {
+        delete_columns(meta, statement, &restrictions.clustering_keys, &attrs, ctx.bindings, &mut update)?;
+    }
+    Ok(positions.into_iter().map(|position| Write { table: meta.id, position, update: update.clone() }).collect())
+}
+
+fn delete_columns(
+    meta: &TableMeta,
+    statement: &Delete,
+    keys: &Option<Vec<(Bytes, Vec<Bytes>)>>,
+    attrs: &Attributes,
+    bindings: Bindings<'_>,
+    update: &mut Partition,
+) -> CqlResult<()> {
+    let mut row = Row::default();
+    for ColumnTarget { column: name, element } in &statement.columns {
+        let column = meta.column(name).ok_or_else(|| invalid(format!("Undefined column name {name}")))?;
+        if column.kind.is_primary_key() {
+            return Err(invalid(format!("Invalid identifier {name} for deletion (should not be a PRIMARY KEY part)")));
+        }
+        let target = if column.kind == ColumnKind::Static { &mut update.static_row } else { &mut row };
+        match element {
+            None => write_value(target, column, Evaluated::Null, attrs)?,
+            Some(key) => delete_element(target, column, key, attrs, bindings)?,
+        }
+    }
+    if !row.columns.is_empty() {
+        let Some(keys) = keys else { return Err(invalid(missing_key_message(meta, "clustering key"))) };
+        for (encoded, values) in keys {
+            update.rows.insert(encoded.clone(), ClusteredRow { clustering: values.clone(), row: row.clone() });
+        }
+    }
+    Ok(())
+}
+
+fn delete_element(row: &mut Row, column: &ColumnMeta, key: &Term, attrs: &Attributes, bindings: Bindings<'_>) -> CqlResult<()> {
+    let key_ty = match &column.ty {
+        CqlType::Map(k, _) => k.as_ref(),
+        CqlType::Set(e) => e.as_ref(),
+        CqlType::List(_) => return Err(invalid(format!("Deleting a list element by index ({}[i]) is not supported yet", column.name))),
+        _ => return Err(invalid(format!("Invalid element deletion on non-collection column {}", column.name))),
+    };
+    let key = eval_required(key, Receiver { name: &column.name, ty: key_ty }, bindings)?;
+    let cell = Cell::dead(attrs.timestamp, attrs.now_s);
+    collection_of(row, column).cells.insert(sort_key(key_ty, &key), CollectionCell { key, cell });
+    Ok(())
+}
+
+fn assignment_column(assignment: &Assignment) -> &str {
+    match assignment {
+        Assignment::Set { column, .. }
+        | Assignment::Add { column, .. }
+        | Assignment::Prepend { column, .. }
+        | Assignment::Subtract { column, .. }
+        | Assignment::SetElement { column, .. } => column,
+    }
+}
+
+fn assign(row: &mut Row, column: &ColumnMeta, assignment: &Assignment, attrs: &Attributes, bindings: Bindings<'_>) -> CqlResult<()> {
+    let receiver = Receiver { name: &column.name, ty: &column.ty };
+    if column.ty.is_counter() {
+        return Err(invalid(format!("Counter columns are not supported yet ({})", column.name)));
+    }
+    match assignment {
+        Assignment::Set { value, .. } => write_value(row, column, eval(value, receiver, bindings)?, attrs),
+        Assignment::Add { value, .. } | Assignment::Prepend { value, .. } => {
+            if !column.ty.is_multi_cell() {
+                return Err(invalid(format!("Invalid operation ({0} = {0} + ?) for non counter column {0}", column.name)));
+            }
+            let Evaluated::Value(items) = eval(value, receiver, bindings)? else { return Ok(()) };
+            let prepend = matches!(assignment, Assignment::Prepend { .. });
+            add_elements(collection_of(row, column), &column.ty, &items, attrs, prepend);
+            Ok(())
+        }
+        Assignment::Subtract { value, .. } => subtract(row, column, value, attrs, bindings),
+        Assignment::SetElement { key, value, .. } => {
+            let CqlType::Map(key_ty, value_ty) = &column.ty else {
+                return Err(invalid(format!("Setting a list element by index ({}[i] = ...) is not supported yet; only maps take m[key] = value", column.name)));
+            };
+            let key = eval_required(key, Receiver { name: &column.name, ty: key_ty }, bindings)?;
+            let cell = match eval(value, Receiver { name: &column.name, ty: value_ty }, bindings)? {
+                Evaluated::Value(v) => Cell::live(attrs.timestamp, v, attrs.expiry),
+                Evaluated::Null => Cell::dead(attrs.timestamp, attrs.now_s),
+                Evaluated::Unset => return Ok(()),
+            };
+            collection_of(row, column).cells.insert(sort_key(key_ty, &key), CollectionCell { key, cell });
+            Ok(())
+        }
+    }
+}
+
+fn subtract(row: &mut Row, column: &ColumnMeta, value: &Term, attrs: &Attributes, bindings: Bindings<'_>) -> CqlResult<()> {
+    let (key_ty, operand_ty) = match &column.ty {
+        CqlType::Set(e) => (e.as_ref().clone(), column.ty.clone()),
+        CqlType::Map(k, _) => (k.as_ref().clone(), CqlType::Set(k.clone())),
+        CqlType::List(_) => return Err(invalid(format!("Removing list elements by value ({0} = {0} - [...]) is not supported yet", column.name))),
+        _ => return Err(invalid(format!("Invalid operation ({0} = {0} - ?) for non counter column {0}", column.name))),
+    };
+    let Evaluated::Value(items) = eval(value, Receiver { name: &column.name, ty: &operand_ty }, bindings)? else { return Ok(()) };
+    let collection = collection_of(row, column);
+    for key in collection_items(&items) {
+        let cell = Cell::dead(attrs.timestamp, attrs.now_s);
+        collection.cells.insert(sort_key(&key_ty, &key), CollectionCell { key, cell });
+    }
+    Ok(())
+}
+
+/// Writes a whole value (or null) into a column: a cell, or for a
+/// non-frozen collection, a tombstone plus one cell per element.
+fn write_value(row: &mut Row, column: &ColumnMeta, value: Evaluated, attrs: &Attributes) -> CqlResult<()> {
+    if column.ty.is_counter() {
+        return Err(invalid(format!("Counter columns are not supported yet ({})", column.name)));
+    }
+    if column.ty.is_multi_cell() {
+        let tombstone = Tombstone { timestamp: attrs.timestamp - 1, deletion_time_s: attrs.now_s };
+        let collection = collection_of(row, column);
+        match value {
+            Evaluated::Unset => {}
+            Evaluated::Null => collection.tombstone = Some(tombstone),
+            Evaluated::Value(items) => {
+                collection.tombstone = Some(tombstone);
+                add_elements(collection, &column.ty, &items, attrs, false);
+            }
+        }
+        return Ok(());
+    }
+    let cell = match value {
+        Evaluated::Value(v) => Cell::live(attrs.timestamp, v, attrs.expiry),
+        Evaluated::Null => Cell::dead(attrs.timestamp, attrs.now_s),
+        Evaluated::Unset => return Ok(()),
+    };
+    row.columns.insert(column.id, ColumnData::Atomic(cell));
+    Ok(())
+}
+
+fn collection_of<'r>(row: &'r mut Row, column: &ColumnMeta) -> &'r mut Collection {
+    let data = row.columns.entry(column.id).or_insert_with(|| ColumnData::Collection(Collection::default()));
+    if !matches!(data, ColumnData::Collection(_)) {
+        *data = ColumnData::Collection(Collection::default());
+    }
+    match data {
+        ColumnData::Collection(c) => c,
+        ColumnData::Atomic(_) => unreachable!("replaced by a collection just above"),
+    }
+}
+
+fn add_elements(collection: &mut Collection, ty: &CqlType, items: &Bytes, attrs: &Attributes, prepend: bool) {
+    let items = collection_items(items);
+    match ty {
+        CqlType::List(_) => {
+            let keys: Vec<Bytes> = (0..items.len()).map(|_| list_key(prepend)).collect();
+            // Prepending [a, b] must read a, b: the later key goes first.
+            let order: Box<dyn Iterator<Item = (Bytes, Bytes)>> =
+                if prepend { Box::new(keys.into_iter().zip(items.into_iter().rev())) } else { Box::new(keys.into_iter().zip(items)) };
+            for (key, value) in order {
+                let cell = Cell::live(attrs.timestamp, value, attrs.expiry);
+                collection.cells.insert(key.clone(), CollectionCell { key, cell });
+            }
+        }
+        CqlType::Set(elem) => {
+            for item in items {
+                let cell = Cell::live(attrs.timestamp, Bytes::new(), attrs.expiry);
+                collection.cells.insert(sort_key(elem, &item), CollectionCell { key: item, cell });
+            }
+        }
+        CqlType::Map(key_ty, _) => {
+            for pair in items.chunks(2) {
+                if let [key, value] = pair {
+                    let cell = Cell::live(attrs.timestamp, value.clone(), attrs.expiry);
+                    collection.cells.insert(sort_key(key_ty, key), CollectionCell { key: key.clone(), cell });
+                }
+            }
+        }
+        _ => {}
+    }
+}
+
+fn sort_key(ty: &CqlType, key: &[u8]) -> Bytes {
+    let mut out = Vec::new();
+    comparable::encode(ty.unfrozen(), key, false, &mut out);
+    Bytes::from(out)
+}
+
+thread_local! {
+    static LIST_SEQ: StdCell<u64> = const { StdCell::new(0) };
+}
+
+/// A list element key: appends sort after every earlier element and
+/// prepends before, by time; a shard-local sequence breaks ties.
+fn list_key(prepend: bool) -> Bytes {
+    const MIDDLE: u64 = 1 << 63;
+    let seq = LIST_SEQ.with(|s| {
+        s.set(s.get() + 1);
+        s.get() % 1024
+    });
+    let tick = (crate::functions::now_micros() as u64).saturating_mul(1024) + seq;
+    let key = if prepend { MIDDLE - tick } else { MIDDLE + tick };
+    Bytes::copy_from_slice(&key.to_be_bytes())
+}
+
+fn column_index(meta: &TableMeta, column: &ColumnMeta) -> usize {
+    meta.columns.iter().position(|c| c.id == column.id).unwrap_or_default()
+}
+
+pub fn encode_clustering(meta: &TableMeta, values: &[Bytes]) -> Bytes {
+    let mut out = Vec::new();
+    for (column, value) in meta.clustering_key().zip(values) {
+        comparable::encode(column.ty.unfrozen(), value, column.order == shoal_schema::ClusteringOrder::Desc, &mut out);
+    }
+    Bytes::from(out)
+}
+
+fn partition_position(meta: &TableMeta, key_values: &[Option<Bytes>]) -> CqlResult<PartitionPosition> {
+    let mut parts = Vec::new();
+    let mut missing = Vec::new();
+    for column in meta.partition_key() {
+        match &key_values[column_index(meta, column)] {
+            Some(v) => parts.push(v.clone()),
+            None => missing.push(column.name.as_str()),
+        }
+    }
+    if !missing.is_empty() {
+        return Err(invalid(format!("Some partition key parts are missing: {}", missing.join(", "))));
+    }
+    position_of(&parts)
+}
+
+fn missing_key_message(meta: &TableMeta, what: &str) -> String {
+    let names: Vec<&str> = if what == "partition key" { meta.partition_key().map(|c| c.name.as_str()).collect() } else { meta.clustering_key().map(|c| c.name.as_str()).collect() };
+    format!("Some {what} parts are missing or not restricted by = or IN: {}", names.join(", "))
+}

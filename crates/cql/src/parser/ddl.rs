@@ -1,0 +1,370 @@
+//! Schema statements: CREATE/ALTER/DROP KEYSPACE, CREATE/ALTER/DROP TABLE,
+//! TRUNCATE, and `WITH` option lists. Other schema objects (indexes, types,
+//! functions, views, roles) are refused with a clear error.
+
+use super::{PResult, Parser};
+use crate::ast::{
+    AlterKeyspace, AlterTable, AlterTableOp, ColumnDef, CreateKeyspace, CreateTable, DropKeyspace,
+    DropTable, OptionValue, Options, Statement, Truncate,
+};
+use crate::lexer::{Sym, TokenKind};
+
+/// What follows CREATE/ALTER/DROP, classified.
+enum Object {
+    Keyspace,
+    Table,
+    /// A known but unsupported object, named for the error message.
+    Unsupported(&'static str),
+    Unknown,
+}
+
+fn classify(word: &str) -> Object {
+    match word {
+        "keyspace" | "schema" => Object::Keyspace,
+        "table" | "columnfamily" => Object::Table,
+        "index" | "custom" => Object::Unsupported("INDEX"),
+        "type" => Object::Unsupported("TYPE"),
+        "function" | "or" => Object::Unsupported("FUNCTION"),
+        "aggregate" => Object::Unsupported("AGGREGATE"),
+        "materialized" | "view" => Object::Unsupported("MATERIALIZED VIEW"),
+        "role" => Object::Unsupported("ROLE"),
+        "user" => Object::Unsupported("USER"),
+        "trigger" => Object::Unsupported("TRIGGER"),
+        "service_level" => Object::Unsupported("SERVICE LEVEL"),
+        _ => Object::Unknown,
+    }
+}
+
+impl Parser<'_> {
+    /// Consumes `verb object` and tells which object it was; errors for
+    /// unsupported or unknown objects.
+    fn schema_object(&mut self, verb: &str) -> PResult<Object> {
+        let start = self.advance();
+        let object = classify(self.word_at(0).unwrap_or(""));
+        match object {
+            Object::Unsupported(what) => Err(self.unsupported(&start, &format!("{verb} {what}"))),
+            Object::Unknown => Err(self.mismatched("KEYSPACE or TABLE")),
+            _ => {
+                self.advance();
+                Ok(object)
+            }
+        }
+    }
+
+    pub(super) fn create(&mut self) -> PResult<Statement> {
+        match self.schema_object("CREATE")? {
+            Object::Keyspace => self.create_keyspace(),
+            _ => self.create_table(),
+        }
+    }
+
+    pub(super) fn alter(&mut self) -> PResult<Statement> {
+        match self.schema_object("ALTER")? {
+            Object::Keyspace => {
+                let name = self.ident("keyspace name")?;
+                self.expect_kw("with")?;
+                let options = self.options()?;
+                Ok(Statement::AlterKeyspace(AlterKeyspace { name, options }))
+            }
+            _ => self.alter_table(),
+        }
+    }
+
+    pub(super) fn drop(&mut self) -> PResult<Statement> {
+        match self.schema_object("DROP")? {
+            Object::Keyspace => {
+                let if_exists = self.if_exists()?;
+                let name = self.ident("keyspace name")?;
+                Ok(Statement::DropKeyspace(DropKeyspace { name, if_exists }))
+            }
+            _ => {
+                let if_exists = self.if_exists()?;
+                let (keyspace, name) = self.qualified_name("table name")?;
+                Ok(Statement::DropTable(DropTable {
+                    keyspace,
+                    name,
+                    if_exists,
+                }))
+            }
+        }
+    }
+
+    pub(super) fn truncate(&mut self) -> PResult<Statement> {
+        self.advance();
+        if !self.eat_kw("table") {
+            self.eat_kw("columnfamily");
+        }
+        let (keyspace, name) = self.qualified_name("table name")?;
+        Ok(Statement::Truncate(Truncate { keyspace, name }))
+    }
+
+    fn create_keyspace(&mut self) -> PResult<Statement> {
+        let if_not_exists = self.if_not_exists()?;
+        let name = self.ident("keyspace name")?;
+        self.expect_kw("with")?;
+        let options = self.options()?;
+        Ok(Statement::CreateKeyspace(CreateKeyspace {
+            name,
+            if_not_exists,
+            options,
+        }))
+    }
+
+    fn create_table(&mut self) -> PResult<Statement> {
+        let if_not_exists = self.if_not_exists()?;
+        let (keyspace, name) = self.qualified_name("table name")?;
+        let mut table = CreateTable {
+            keyspace,
+            name,
+            if_not_exists,
+            columns: Vec::new(),
+            partition_key: Vec::new(),
+            clustering_key: Vec::new(),
+            clustering_order: Vec::new(),
+            options: Vec::new(),
+            compact_storage: false,
+        };
+        let open = self.peek().clone();
+        self.expect_sym(Sym::LParen)?;
+        let mut key_declared = false;
+        loop {
+            self.table_element(&mut table, &mut key_declared)?;
+            if !self.eat_sym(Sym::Comma) {
+                break;
+            }
+        }
+        self.expect_sym(Sym::RParen)?;
+        if !key_declared {
+            let message = "no PRIMARY KEY specified (exactly one required)".to_string();
+            return Err(self.error_at_token(&open, message));
+        }
+        if self.eat_kw("with") {
+            self.table_options(&mut table)?;
+        }
+        Ok(Statement::CreateTable(table))
+    }
+
+    /// One item inside CREATE TABLE's parentheses: a column definition
+    /// (maybe with an inline PRIMARY KEY) or a PRIMARY KEY clause.
+    fn table_element(&mut self, table: &mut CreateTable, key_declared: &mut bool) -> PResult<()> {
+        let start = self.peek().clone();
+        let key_clause = self.is_kw("primary") && self.is_kw_at(1, "key");
+        let (partition, clustering) = if key_clause {
+            self.advance_pair();
+            self.primary_key_clause()?
+        } else {
+            let column = self.column_def()?;
+            let inline_key = self.eat_kw("primary");
+            if inline_key {
+                self.expect_kw("key")?;
+            }
+            let name = column.name.clone();
+            table.columns.push(column);
+            if !inline_key {
+                return Ok(());
+            }
+            (vec![name], Vec::new())
+        };
+        if *key_declared {
+            let message = "multiple PRIMARY KEYs specified (exactly one required)".to_string();
+            return Err(self.error_at_token(&start, message));
+        }
+        *key_declared = true;
+        table.partition_key = partition;
+        table.clustering_key = clustering;
+        Ok(())
+    }
+
+    fn advance_pair(&mut self) {
+        self.advance();
+        self.advance();
+    }
+
+    /// `( partition_key [, clustering...] )` after PRIMARY KEY, where the
+    /// partition key is one column or a parenthesized list.
+    fn primary_key_clause(&mut self) -> PResult<(Vec<String>, Vec<String>)> {
+        self.expect_sym(Sym::LParen)?;
+        let partition = if self.is_sym(Sym::LParen) {
+            self.paren_idents("column name")?
+        } else {
+            vec![self.ident("column name")?]
+        };
+        let mut clustering = Vec::new();
+        while self.eat_sym(Sym::Comma) {
+            clustering.push(self.ident("column name")?);
+        }
+        self.expect_sym(Sym::RParen)?;
+        Ok((partition, clustering))
+    }
+
+    /// `name type [STATIC]`.
+    fn column_def(&mut self) -> PResult<ColumnDef> {
+        let name = self.ident("column name")?;
+        let ty = self.cql_type()?;
+        let is_static = self.eat_kw("static");
+        Ok(ColumnDef {
+            name,
+            ty,
+            is_static,
+        })
+    }
+
+    /// CREATE TABLE's `WITH`: CLUSTERING ORDER BY, COMPACT STORAGE and
+    /// ordinary options, joined by AND.
+    fn table_options(&mut self, table: &mut CreateTable) -> PResult<()> {
+        loop {
+            if self.eat_kw("clustering") {
+                self.expect_kw("order")?;
+                self.expect_kw("by")?;
+                self.expect_sym(Sym::LParen)?;
+                table.clustering_order = self.comma_list(Self::ordering)?;
+                self.expect_sym(Sym::RParen)?;
+            } else if self.eat_kw("compact") {
+                self.expect_kw("storage")?;
+                table.compact_storage = true;
+            } else {
+                self.option(&mut table.options)?;
+            }
+            if !self.eat_kw("and") {
+                return Ok(());
+            }
+        }
+    }
+
+    fn alter_table(&mut self) -> PResult<Statement> {
+        let (keyspace, name) = self.qualified_name("table name")?;
+        let word = self.word_at(0).unwrap_or("").to_string();
+        let op = match word.as_str() {
+            "add" => {
+                self.advance();
+                AlterTableOp::Add(self.one_or_parenthesized(Self::column_def)?)
+            }
+            "drop" => {
+                self.advance();
+                AlterTableOp::Drop(self.one_or_parenthesized(|p| p.ident("column name"))?)
+            }
+            "rename" => {
+                self.advance();
+                let mut pairs = vec![self.rename_pair()?];
+                while self.eat_kw("and") {
+                    pairs.push(self.rename_pair()?);
+                }
+                AlterTableOp::Rename(pairs)
+            }
+            "with" => {
+                self.advance();
+                AlterTableOp::With(self.options()?)
+            }
+            "alter" => {
+                self.advance();
+                let column = self.ident("column name")?;
+                self.expect_kw("type")?;
+                AlterTableOp::AlterType {
+                    column,
+                    ty: self.cql_type()?,
+                }
+            }
+            _ => return Err(self.mismatched("ADD, DROP, RENAME, WITH or ALTER")),
+        };
+        Ok(Statement::AlterTable(AlterTable { keyspace, name, op }))
+    }
+
+    /// `item` or `(item, ...)`.
+    fn one_or_parenthesized<T>(
+        &mut self,
+        mut item: impl FnMut(&mut Self) -> PResult<T>,
+    ) -> PResult<Vec<T>> {
+        if !self.eat_sym(Sym::LParen) {
+            return Ok(vec![item(self)?]);
+        }
+        let items = self.comma_list(item)?;
+        self.expect_sym(Sym::RParen)?;
+        Ok(items)
+    }
+
+    fn rename_pair(&mut self) -> PResult<(String, String)> {
+        let from = self.ident("column name")?;
+        self.expect_kw("to")?;
+        Ok((from, self.ident("column name")?))
+    }
+
+    /// `name = value (AND name = value)*`.
+    fn options(&mut self) -> PResult<Options> {
+        let mut options = Vec::new();
+        loop {
+            self.option(&mut options)?;
+            if !self.eat_kw("and") {
+                return Ok(options);
+            }
+        }
+    }
+
+    fn option(&mut self, options: &mut Options) -> PResult<()> {
+        let at = self.peek().clone();
+        let name = self.ident("option name")?;
+        if options.iter().any(|(existing, _)| *existing == name) {
+            let message = format!("multiple definitions of option '{name}'");
+            return Err(self.error_at_token(&at, message));
+        }
+        self.expect_sym(Sym::Eq)?;
+        let value = if self.is_sym(Sym::LBrace) {
+            OptionValue::Map(self.option_map()?)
+        } else {
+            self.option_scalar()?
+        };
+        options.push((name, value));
+        Ok(())
+    }
+
+    /// `{ key: value, ... }`, keys and values rendered to strings.
+    fn option_map(&mut self) -> PResult<Vec<(String, String)>> {
+        self.advance();
+        let mut entries = Vec::new();
+        if self.eat_sym(Sym::RBrace) {
+            return Ok(entries);
+        }
+        loop {
+            let key = render(self.option_scalar()?);
+            self.expect_sym(Sym::Colon)?;
+            entries.push((key, render(self.option_scalar()?)));
+            if !self.eat_sym(Sym::Comma) {
+                break;
+            }
+        }
+        self.expect_sym(Sym::RBrace)?;
+        Ok(entries)
+    }
+
+    /// A string, number, boolean or bare word.
+    fn option_scalar(&mut self) -> PResult<OptionValue> {
+        let value = match &self.peek().kind {
+            TokenKind::Sym(Sym::Minus) => {
+                return Ok(OptionValue::Number(self.negative_literal()?.to_string()))
+            }
+            TokenKind::Str(s) | TokenKind::Uuid(s) => OptionValue::String(s.clone()),
+            TokenKind::Integer(n) | TokenKind::Float(n) => OptionValue::Number(n.clone()),
+            TokenKind::Ident(w) if w == "true" => OptionValue::Bool(true),
+            TokenKind::Ident(w) if w == "false" => OptionValue::Bool(false),
+            TokenKind::Ident(_) => {
+                let token = self.peek();
+                OptionValue::String(
+                    self.src
+                        .get(token.start..token.end)
+                        .unwrap_or("")
+                        .to_string(),
+                )
+            }
+            _ => return Err(self.mismatched("an option value (string, number, boolean or map)")),
+        };
+        self.advance();
+        Ok(value)
+    }
+}
+
+fn render(value: OptionValue) -> String {
+    match value {
+        OptionValue::String(s) | OptionValue::Number(s) => s,
+        OptionValue::Bool(b) => b.to_string(),
+        OptionValue::Map(_) => String::new(),
+    }
+}

@@ -1,0 +1,202 @@
+//! SELECT: the selection list and its selector expressions, and the clauses
+//! after FROM (WHERE, GROUP BY, ORDER BY, limits, ALLOW FILTERING, BYPASS
+//! CACHE, USING TIMEOUT).
+
+use super::{PResult, Parser};
+use crate::ast::{Order, Select, Selection, Selector, SelectorExpr, Statement, Using};
+use crate::lexer::{Sym, TokenKind};
+
+use super::dml::UsingRules;
+
+const SELECT: UsingRules = UsingRules {
+    statement: "SELECT",
+    ttl: false,
+    timestamp: false,
+};
+
+impl Parser<'_> {
+    pub(super) fn select(&mut self) -> PResult<Statement> {
+        self.advance();
+        let json = self.select_flag("json");
+        let distinct = self.select_flag("distinct");
+        let selection = if self.eat_sym(Sym::Star) {
+            Selection::Wildcard
+        } else {
+            Selection::Selectors(self.comma_list(Self::selector)?)
+        };
+        self.expect_kw("from")?;
+        let (keyspace, table) = self.qualified_name("table name")?;
+        let mut select = Select {
+            keyspace,
+            table,
+            distinct,
+            json,
+            selection,
+            where_clause: Vec::new(),
+            group_by: Vec::new(),
+            order_by: Vec::new(),
+            per_partition_limit: None,
+            limit: None,
+            allow_filtering: false,
+            bypass_cache: false,
+            timeout: None,
+        };
+        self.select_timeout(&mut select)?;
+        self.select_clauses(&mut select)?;
+        self.select_timeout(&mut select)?;
+        Ok(Statement::Select(select))
+    }
+
+    /// `JSON` / `DISTINCT` right after SELECT, unless the word is really a
+    /// column named so (`SELECT json FROM t`, `SELECT distinct, x ...`).
+    fn select_flag(&mut self, keyword: &str) -> bool {
+        let is_column =
+            self.is_kw_at(1, "from") || self.is_kw_at(1, "as") || self.is_sym_at(1, Sym::Comma);
+        self.is_kw(keyword) && !is_column && self.eat_kw(keyword)
+    }
+
+    /// `USING TIMEOUT t`, which drivers put after the table name or at the end.
+    fn select_timeout(&mut self, select: &mut Select) -> PResult<()> {
+        if !self.is_kw("using") {
+            return Ok(());
+        }
+        let token = self.advance();
+        if select.timeout.is_some() {
+            let message = "USING TIMEOUT given twice".to_string();
+            return Err(self.error_at_token(&token, message));
+        }
+        let mut using = Using::default();
+        self.using_options(&mut using, SELECT)?;
+        select.timeout = using.timeout;
+        Ok(())
+    }
+
+    fn select_clauses(&mut self, select: &mut Select) -> PResult<()> {
+        if self.eat_kw("where") {
+            select.where_clause = self.where_clause()?;
+        }
+        if self.is_kw("group") {
+            self.advance();
+            self.expect_kw("by")?;
+            select.group_by = self.comma_list(|p| p.ident("column name"))?;
+        }
+        if self.is_kw("order") {
+            self.advance();
+            self.expect_kw("by")?;
+            select.order_by = self.comma_list(Self::ordering)?;
+        }
+        if self.eat_kw("per") {
+            self.expect_kw("partition")?;
+            self.expect_kw("limit")?;
+            select.per_partition_limit = Some(self.term()?);
+        }
+        if self.eat_kw("limit") {
+            select.limit = Some(self.term()?);
+        }
+        if self.eat_kw("allow") {
+            self.expect_kw("filtering")?;
+            select.allow_filtering = true;
+        }
+        if self.eat_kw("bypass") {
+            self.expect_kw("cache")?;
+            select.bypass_cache = true;
+        }
+        Ok(())
+    }
+
+    /// `column [ASC | DESC]`, shared with CLUSTERING ORDER BY.
+    pub(super) fn ordering(&mut self) -> PResult<(String, Order)> {
+        let column = self.ident("column name")?;
+        let order = if self.eat_kw("desc") {
+            Order::Desc
+        } else {
+            self.eat_kw("asc");
+            Order::Asc
+        };
+        Ok((column, order))
+    }
+
+    fn selector(&mut self) -> PResult<Selector> {
+        let expr = self.selector_expr()?;
+        let alias = if self.eat_kw("as") {
+            Some(self.ident("alias")?)
+        } else {
+            None
+        };
+        Ok(Selector { expr, alias })
+    }
+
+    fn selector_expr(&mut self) -> PResult<SelectorExpr> {
+        self.nested(|p| p.selector_inner())
+    }
+
+    fn selector_inner(&mut self) -> PResult<SelectorExpr> {
+        if self.at_function_call() {
+            return self.selector_call();
+        }
+        match &self.peek().kind {
+            TokenKind::Ident(word) if !matches!(word.as_str(), "true" | "false" | "null") => {
+                Ok(SelectorExpr::Column(self.ident("column name")?))
+            }
+            TokenKind::QuotedIdent(_) => Ok(SelectorExpr::Column(self.ident("column name")?)),
+            _ => Ok(SelectorExpr::Term(self.term()?)),
+        }
+    }
+
+    /// `name(...)`, with COUNT(*), WRITETIME, TTL and CAST handled apart
+    /// because their arguments are not ordinary selectors.
+    fn selector_call(&mut self) -> PResult<SelectorExpr> {
+        let count_all = self.is_kw("count")
+            && self.is_sym_at(3, Sym::RParen)
+            && (self.is_sym_at(2, Sym::Star)
+                || self.peek_nth(2).kind == TokenKind::Integer("1".into()));
+        let special = if count_all {
+            "count(*)".to_string()
+        } else if self.is_sym_at(1, Sym::Dot) {
+            String::new()
+        } else {
+            self.word_at(0).unwrap_or("").to_string()
+        };
+        match special.as_str() {
+            "count(*)" => {
+                self.advance_n(4);
+                Ok(SelectorExpr::CountStar)
+            }
+            "writetime" | "ttl" => {
+                self.advance_n(2);
+                let column = self.ident("column name")?;
+                self.expect_sym(Sym::RParen)?;
+                Ok(if special == "ttl" {
+                    SelectorExpr::Ttl(column)
+                } else {
+                    SelectorExpr::WriteTime(column)
+                })
+            }
+            "cast" => {
+                self.advance_n(2);
+                let expr = Box::new(self.selector_expr()?);
+                self.expect_kw("as")?;
+                let ty = self.cql_type()?;
+                self.expect_sym(Sym::RParen)?;
+                Ok(SelectorExpr::Cast { expr, ty })
+            }
+            _ => {
+                let name = self.function_name()?;
+                self.expect_sym(Sym::LParen)?;
+                let args = if self.is_sym(Sym::RParen) {
+                    Vec::new()
+                } else {
+                    self.comma_list(Self::selector_expr)?
+                };
+                self.expect_sym(Sym::RParen)?;
+                Ok(SelectorExpr::FunctionCall { name, args })
+            }
+        }
+    }
+
+    fn advance_n(&mut self, n: usize) {
+        for _ in 0..n {
+            self.advance();
+        }
+    }
+}

@@ -1,0 +1,258 @@
+//! Terms (literals, bind markers, collection and tuple literals, function
+//! calls, casts) and the CQL type grammar, which casts and DDL share.
+
+use shoal_schema::CqlType;
+
+use super::{PResult, Parser};
+use crate::ast::{BindMarker, Literal, Term};
+use crate::lexer::{Sym, TokenKind};
+
+/// Words that are constants wherever a term is expected.
+fn keyword_literal(word: &str) -> Option<Literal> {
+    Some(match word {
+        "true" => Literal::Boolean(true),
+        "false" => Literal::Boolean(false),
+        "null" => Literal::Null,
+        "nan" => Literal::Float("NaN".into()),
+        "infinity" => Literal::Float("Infinity".into()),
+        _ => return None,
+    })
+}
+
+fn token_literal(kind: &TokenKind) -> Option<Literal> {
+    Some(match kind {
+        TokenKind::Str(s) => Literal::String(s.clone()),
+        TokenKind::Integer(s) => Literal::Integer(s.clone()),
+        TokenKind::Float(s) => Literal::Float(s.clone()),
+        TokenKind::Uuid(s) => Literal::Uuid(s.clone()),
+        TokenKind::Blob(b) => Literal::Blob(b.clone()),
+        TokenKind::Duration(s) => Literal::Duration(s.clone()),
+        TokenKind::Ident(word) => return keyword_literal(word),
+        _ => return None,
+    })
+}
+
+impl Parser<'_> {
+    pub(super) fn term(&mut self) -> PResult<Term> {
+        self.nested(|p| p.term_inner())
+    }
+
+    fn term_inner(&mut self) -> PResult<Term> {
+        match &self.peek().kind {
+            TokenKind::Sym(Sym::Minus) => self.negative_literal().map(Term::Literal),
+            TokenKind::Sym(Sym::Question) | TokenKind::Sym(Sym::Colon) => self.bind_marker(),
+            TokenKind::Sym(Sym::LBracket) => self.list_literal(),
+            TokenKind::Sym(Sym::LBrace) => self.braces_literal(),
+            TokenKind::Sym(Sym::LParen) => self.paren_term(),
+            TokenKind::Ident(_) | TokenKind::QuotedIdent(_) if self.at_function_call() => {
+                self.function_call()
+            }
+            kind => match token_literal(kind) {
+                Some(literal) => {
+                    self.advance();
+                    Ok(Term::Literal(literal))
+                }
+                None => Err(self.mismatched("a value (literal, bind marker or function call)")),
+            },
+        }
+    }
+
+    /// `- number`, folded into one literal so `-5` stays the integer `-5`.
+    pub(super) fn negative_literal(&mut self) -> PResult<Literal> {
+        self.advance();
+        let literal = match &self.peek().kind {
+            TokenKind::Integer(s) => Literal::Integer(format!("-{s}")),
+            TokenKind::Float(s) => Literal::Float(format!("-{s}")),
+            TokenKind::Duration(s) => Literal::Duration(format!("-{s}")),
+            TokenKind::Ident(w) if w == "infinity" => Literal::Float("-Infinity".into()),
+            TokenKind::Ident(w) if w == "nan" => Literal::Float("NaN".into()),
+            _ => return Err(self.mismatched("a number after '-'")),
+        };
+        self.advance();
+        Ok(literal)
+    }
+
+    /// `?` or `:name`, registered in text order.
+    pub(super) fn bind_marker(&mut self) -> PResult<Term> {
+        let name = if self.eat_sym(Sym::Question) {
+            None
+        } else {
+            self.expect_sym(Sym::Colon)?;
+            Some(self.any_name("bind marker name")?)
+        };
+        self.binds.push(BindMarker { name });
+        Ok(Term::Bind(self.binds.len() - 1))
+    }
+
+    /// A name where keywords cannot be confused with anything (function and
+    /// bind marker names): any unquoted word or a quoted identifier.
+    fn any_name(&mut self, what: &str) -> PResult<String> {
+        let name = match &self.peek().kind {
+            TokenKind::Ident(word) => word.clone(),
+            TokenKind::QuotedIdent(name) => name.clone(),
+            _ => return Err(self.mismatched(what)),
+        };
+        self.advance();
+        Ok(name)
+    }
+
+    /// Whether the cursor is at `name (` or `ks.name (`.
+    pub(super) fn at_function_call(&self) -> bool {
+        let is_name = |n| {
+            matches!(
+                self.peek_nth(n).kind,
+                TokenKind::Ident(_) | TokenKind::QuotedIdent(_)
+            )
+        };
+        is_name(0)
+            && (self.is_sym_at(1, Sym::LParen)
+                || (self.is_sym_at(1, Sym::Dot) && is_name(2) && self.is_sym_at(3, Sym::LParen)))
+    }
+
+    /// `name` or `ks.name` of a function, joined with `.`.
+    pub(super) fn function_name(&mut self) -> PResult<String> {
+        let mut name = self.any_name("function name")?;
+        if self.eat_sym(Sym::Dot) {
+            name = format!("{name}.{}", self.any_name("function name")?);
+        }
+        Ok(name)
+    }
+
+    fn function_call(&mut self) -> PResult<Term> {
+        let name = self.function_name()?;
+        self.expect_sym(Sym::LParen)?;
+        let args = if self.is_sym(Sym::RParen) {
+            Vec::new()
+        } else {
+            self.comma_list(Self::term)?
+        };
+        self.expect_sym(Sym::RParen)?;
+        Ok(Term::FunctionCall { name, args })
+    }
+
+    /// Terms up to `close`, allowing none.
+    fn terms_until(&mut self, close: Sym) -> PResult<Vec<Term>> {
+        if self.eat_sym(close) {
+            return Ok(Vec::new());
+        }
+        let items = self.comma_list(Self::term)?;
+        self.expect_sym(close)?;
+        Ok(items)
+    }
+
+    fn list_literal(&mut self) -> PResult<Term> {
+        self.advance();
+        Ok(Term::List(self.terms_until(Sym::RBracket)?))
+    }
+
+    /// `{}`, `{a, b}` or `{k: v, ...}`; the first element decides set or map.
+    fn braces_literal(&mut self) -> PResult<Term> {
+        self.advance();
+        if self.eat_sym(Sym::RBrace) {
+            return Ok(Term::EmptyBraces);
+        }
+        let first = self.term()?;
+        if !self.eat_sym(Sym::Colon) {
+            let mut items = vec![first];
+            while self.eat_sym(Sym::Comma) {
+                items.push(self.term()?);
+            }
+            self.expect_sym(Sym::RBrace)?;
+            return Ok(Term::Set(items));
+        }
+        let mut entries = vec![(first, self.term()?)];
+        while self.eat_sym(Sym::Comma) {
+            let key = self.term()?;
+            self.expect_sym(Sym::Colon)?;
+            entries.push((key, self.term()?));
+        }
+        self.expect_sym(Sym::RBrace)?;
+        Ok(Term::Map(entries))
+    }
+
+    /// `(type) term` or a tuple `(a, b)`.
+    fn paren_term(&mut self) -> PResult<Term> {
+        self.advance();
+        if self.at_cast_type() {
+            let ty = self.cql_type()?;
+            self.expect_sym(Sym::RParen)?;
+            let term = Box::new(self.term()?);
+            return Ok(Term::Cast { ty, term });
+        }
+        let items = self.comma_list(Self::term)?;
+        self.expect_sym(Sym::RParen)?;
+        Ok(Term::Tuple(items))
+    }
+
+    /// After `(`: a lone name (not a constant word) before `)`, or a
+    /// parameterized type. A lone unknown name is taken as a cast too, so it
+    /// is reported as an unknown type rather than a bad value.
+    fn at_cast_type(&self) -> bool {
+        let Some(word) = self.word_at(0) else {
+            return false;
+        };
+        if self.is_sym_at(1, Sym::RParen) {
+            return keyword_literal(word).is_none();
+        }
+        matches!(word, "frozen" | "list" | "set" | "map" | "tuple") && self.is_sym_at(1, Sym::Lt)
+    }
+
+    /// A CQL type: native names, `list<t>`, `set<t>`, `map<k, v>`,
+    /// `tuple<t, ...>`, `frozen<t>`. User-defined types are not supported.
+    pub(super) fn cql_type(&mut self) -> PResult<CqlType> {
+        self.nested(|p| p.cql_type_inner())
+    }
+
+    fn cql_type_inner(&mut self) -> PResult<CqlType> {
+        let token = self.peek().clone();
+        let name = match &token.kind {
+            TokenKind::Ident(word) => word.clone(),
+            TokenKind::QuotedIdent(name) => {
+                return Err(self.error_at_token(&token, format!("unknown type '{name}'")))
+            }
+            TokenKind::Str(_) => {
+                let message = "custom types are not supported".to_string();
+                return Err(self.error_at_token(&token, message));
+            }
+            _ => return Err(self.mismatched("a type")),
+        };
+        self.advance();
+        if let Some(native) = CqlType::native(&name) {
+            return Ok(native);
+        }
+        match name.as_str() {
+            "frozen" => Ok(CqlType::Frozen(Box::new(self.single_type_param()?))),
+            "list" => Ok(CqlType::List(Box::new(self.single_type_param()?))),
+            "set" => Ok(CqlType::Set(Box::new(self.single_type_param()?))),
+            "map" => {
+                self.expect_sym(Sym::Lt)?;
+                let key = self.cql_type()?;
+                self.expect_sym(Sym::Comma)?;
+                let value = self.cql_type()?;
+                self.expect_sym(Sym::Gt)?;
+                Ok(CqlType::Map(Box::new(key), Box::new(value)))
+            }
+            "tuple" => {
+                self.expect_sym(Sym::Lt)?;
+                let fields = self.comma_list(Self::cql_type)?;
+                self.expect_sym(Sym::Gt)?;
+                Ok(CqlType::Tuple(fields))
+            }
+            _ => {
+                let mut full = name;
+                if self.eat_sym(Sym::Dot) {
+                    full = format!("{full}.{}", self.any_name("type name")?);
+                }
+                Err(self.error_at_token(&token, format!("unknown type '{full}'")))
+            }
+        }
+    }
+
+    /// `<t>`.
+    fn single_type_param(&mut self) -> PResult<CqlType> {
+        self.expect_sym(Sym::Lt)?;
+        let ty = self.cql_type()?;
+        self.expect_sym(Sym::Gt)?;
+        Ok(ty)
+    }
+}

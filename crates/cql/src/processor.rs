@@ -1,0 +1,308 @@
+//! The query processor: runs QUERY, PREPARE, EXECUTE and BATCH requests for
+//! one connection's session on the shard the connection lives on.
+//!
+//! Prepared statements are cached per shard under an id derived from the
+//! statement text and keyspace, so every shard gives the same id; a shard
+//! that has not seen the statement answers Unprepared and the driver
+//! prepares it there. Schema statements go to shard 0 (`schema_service`).
+
+use std::cell::RefCell;
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use bytes::Bytes;
+use futures_util::future::join_all;
+use shoal_schema::{Schema, TableMeta};
+
+use crate::ast::{BatchKind, Condition, Parsed, Statement};
+use crate::bind_types::{bind_specs, partition_key_indexes};
+use crate::ddl::qualify;
+use crate::error::{invalid, CqlError, CqlResult};
+use crate::modification::{self, Write, WriteContext};
+use crate::result::{PreparedInfo, QueryResult};
+use crate::select::{self, SelectOptions};
+use crate::values::{BoundValue, Bindings};
+use crate::{functions, schema_service};
+
+/// Prepared statements kept per shard; past this, the oldest half goes.
+const PREPARED_CACHE_ENTRIES_MAX: usize = 10_000;
+
+/// A connection's session state.
+#[derive(Debug, Default, Clone)]
+pub struct Session {
+    pub keyspace: Option<String>,
+}
+
+/// Per-request options (the protocol's query parameters).
+#[derive(Debug, Default, Clone)]
+pub struct QueryOptions {
+    pub values: Vec<BoundValue>,
+    /// Names of `values`, when sent by name.
+    pub names: Option<Vec<String>>,
+    pub page_size: Option<i32>,
+    pub paging_state: Option<Bytes>,
+    /// Client-side write timestamp (µs).
+    pub timestamp: Option<i64>,
+}
+
+/// One statement of a BATCH request.
+#[derive(Debug, Clone)]
+pub enum BatchStatement {
+    Query(String),
+    Prepared(Bytes),
+}
+
+struct Prepared {
+    parsed: Arc<Parsed>,
+    keyspace: Option<String>,
+    sequence: u64,
+}
+
+#[derive(Default)]
+struct PreparedCache {
+    entries: HashMap<Bytes, Prepared>,
+    sequence: u64,
+}
+
+thread_local! {
+    static PREPARED: RefCell<PreparedCache> = RefCell::new(PreparedCache::default());
+    static LAST_TIMESTAMP: std::cell::Cell<i64> = const { std::cell::Cell::new(0) };
+}
+
+fn parse(text: &str) -> CqlResult<Parsed> {
+    crate::parser::parse_statement(text).map_err(|e| CqlError::Syntax(e.to_string()))
+}
+
+pub async fn query(text: &str, session: &mut Session, options: QueryOptions) -> CqlResult<QueryResult> {
+    let parsed = parse(text)?;
+    let keyspace = session.keyspace.clone();
+    execute_parsed(&parsed, keyspace.as_deref(), session, options).await
+}
+
+pub fn prepare(text: &str, session: &Session) -> CqlResult<PreparedInfo> {
+    let parsed = parse(text)?;
+    let keyspace = session.keyspace.clone();
+    let schema = shoal_replica::local().schema();
+    let variables = bind_specs(&schema, &parsed, keyspace.as_deref())?;
+    let pk_indexes = partition_key_indexes(&schema, &parsed, keyspace.as_deref());
+    let result_columns = match &parsed.statement {
+        Statement::Select(s) => select::result_columns(table(&schema, s.keyspace.as_deref(), keyspace.as_deref(), &s.table)?.as_ref(), s)?,
+        _ => Vec::new(),
+    };
+    let id = statement_id(text, keyspace.as_deref());
+    PREPARED.with(|cache| {
+        let mut cache = cache.borrow_mut();
+        if cache.entries.len() >= PREPARED_CACHE_ENTRIES_MAX {
+            let mut sequences: Vec<u64> = cache.entries.values().map(|p| p.sequence).collect();
+            sequences.sort_unstable();
+            let cutoff = sequences[sequences.len() / 2];
+            cache.entries.retain(|_, p| p.sequence > cutoff);
+        }
+        cache.sequence += 1;
+        let sequence = cache.sequence;
+        cache.entries.insert(id.clone(), Prepared { parsed: Arc::new(parsed), keyspace, sequence });
+    });
+    Ok(PreparedInfo { id, variables, pk_indexes, result_columns })
+}
+
+pub async fn execute(id: &[u8], session: &mut Session, options: QueryOptions) -> CqlResult<QueryResult> {
+    let (parsed, keyspace) = lookup(id)?;
+    execute_parsed(&parsed, keyspace.as_deref(), session, options).await
+}
+
+fn lookup(id: &[u8]) -> CqlResult<(Arc<Parsed>, Option<String>)> {
+    PREPARED.with(|cache| {
+        let cache = cache.borrow();
+        let prepared = cache.entries.get(id).ok_or_else(|| CqlError::Unprepared(id.to_vec()))?;
+        Ok((Arc::clone(&prepared.parsed), prepared.keyspace.clone()))
+    })
+}
+
+/// The same 16-byte id on every shard for the same text and keyspace.
+fn statement_id(text: &str, keyspace: Option<&str>) -> Bytes {
+    let key = format!("{}\u{0}{text}", keyspace.unwrap_or(""));
+    Bytes::copy_from_slice(uuid::Uuid::new_v5(&uuid::Uuid::NAMESPACE_OID, key.as_bytes()).as_bytes())
+}
+
+/// A server-side write timestamp: the clock in µs, strictly increasing on
+/// this shard so two writes of one client never tie.
+fn next_timestamp() -> i64 {
+    LAST_TIMESTAMP.with(|last| {
+        let ts = functions::now_micros().max(last.get() + 1);
+        last.set(ts);
+        ts
+    })
+}
+
+fn now_s() -> i64 {
+    functions::now_ms() / 1000
+}
+
+/// Values in marker order, whether sent by position or by name.
+fn ordered_values(parsed: &Parsed, options: &mut QueryOptions) -> CqlResult<Vec<BoundValue>> {
+    let values = std::mem::take(&mut options.values);
+    let values = match options.names.take() {
+        None => values,
+        Some(names) => {
+            let by_name: HashMap<String, BoundValue> = names.into_iter().map(|n| n.to_lowercase()).zip(values).collect();
+            parsed
+                .bind_markers
+                .iter()
+                .map(|m| {
+                    let name = m.name.as_deref().ok_or_else(|| invalid("Named values were sent for a statement with positional markers"))?;
+                    by_name.get(&name.to_lowercase()).cloned().ok_or_else(|| invalid(format!("No value given for bind marker :{name}")))
+                })
+                .collect::<CqlResult<Vec<_>>>()?
+        }
+    };
+    if values.len() != parsed.bind_markers.len() {
+        return Err(invalid(format!("There were {} markers(?) in CQL but {} bound variables", parsed.bind_markers.len(), values.len())));
+    }
+    Ok(values)
+}
+
+fn table(schema: &Schema, named: Option<&str>, session: Option<&str>, table: &str) -> CqlResult<Arc<TableMeta>> {
+    let keyspace = qualify(named, session)?;
+    if schema.keyspace(keyspace).is_none() {
+        return Err(invalid(format!("Keyspace {keyspace} does not exist")));
+    }
+    schema.table(keyspace, table).cloned().ok_or_else(|| invalid(format!("unconfigured table {table}")))
+}
+
+async fn execute_parsed(parsed: &Parsed, keyspace: Option<&str>, session: &mut Session, mut options: QueryOptions) -> CqlResult<QueryResult> {
+    let values = ordered_values(parsed, &mut options)?;
+    let bindings = Bindings { values: &values };
+    let schema = shoal_replica::local().schema();
+    match &parsed.statement {
+        Statement::Use(name) => {
+            if schema.keyspace(name).is_none() {
+                return Err(invalid(format!("Keyspace '{name}' does not exist")));
+            }
+            session.keyspace = Some(name.clone());
+            Ok(QueryResult::SetKeyspace(name.clone()))
+        }
+        Statement::CreateKeyspace(_)
+        | Statement::AlterKeyspace(_)
+        | Statement::DropKeyspace(_)
+        | Statement::CreateTable(_)
+        | Statement::AlterTable(_)
+        | Statement::DropTable(_) => {
+            let statement = parsed.statement.clone();
+            let keyspace = keyspace.map(str::to_string);
+            let change = shoal_runtime::submit_to(0, move || schema_service::announce(statement, keyspace))
+                .await
+                .map_err(|e| CqlError::Server(e.to_string()))??;
+            Ok(change.map_or(QueryResult::Void, QueryResult::SchemaChange))
+        }
+        Statement::Truncate(t) => {
+            let meta = table(&schema, t.keyspace.as_deref(), keyspace, &t.name)?;
+            if crate::system::is_system_keyspace(&meta.keyspace) {
+                return Err(invalid("Cannot truncate a system table"));
+            }
+            shoal_coordinator::truncate(meta.id).await?;
+            Ok(QueryResult::Void)
+        }
+        Statement::Select(s) => {
+            let meta = table(&schema, s.keyspace.as_deref(), keyspace, &s.table)?;
+            let page_size = options.page_size.filter(|p| *p > 0).map(|p| p as usize);
+            let select_options = SelectOptions { bindings, page_size, paging_state: options.paging_state.clone(), now_s: now_s() };
+            Ok(QueryResult::Rows(select::execute(meta, Arc::clone(&schema), s, select_options).await?))
+        }
+        Statement::InsertJson(_) => Err(invalid("INSERT JSON is not supported yet")),
+        Statement::Insert(_) | Statement::Update(_) | Statement::Delete(_) | Statement::Batch(_) => {
+            let ctx = WriteContext { bindings, timestamp: options.timestamp.unwrap_or_else(next_timestamp), now_s: now_s() };
+            let writes = writes(&schema, &parsed.statement, keyspace, ctx)?;
+            apply_writes(writes).await?;
+            Ok(QueryResult::Void)
+        }
+    }
+}
+
+/// The partition updates of a modification statement (or a CQL-text batch).
+fn writes(schema: &Schema, statement: &Statement, keyspace: Option<&str>, ctx: WriteContext<'_>) -> CqlResult<Vec<Write>> {
+    let unsupported_condition = || invalid("Conditional updates (IF ...) are not supported yet");
+    match statement {
+        Statement::Insert(s) => {
+            if s.if_not_exists {
+                return Err(unsupported_condition());
+            }
+            let meta = writable_table(schema, s.keyspace.as_deref(), keyspace, &s.table)?;
+            Ok(vec![modification::insert(&meta, s, ctx)?])
+        }
+        Statement::Update(s) => {
+            if s.condition != Condition::None {
+                return Err(unsupported_condition());
+            }
+            let meta = writable_table(schema, s.keyspace.as_deref(), keyspace, &s.table)?;
+            modification::update(&meta, s, ctx)
+        }
+        Statement::Delete(s) => {
+            if s.condition != Condition::None {
+                return Err(unsupported_condition());
+            }
+            let meta = writable_table(schema, s.keyspace.as_deref(), keyspace, &s.table)?;
+            modification::delete(&meta, s, ctx)
+        }
+        Statement::Batch(batch) => {
+            if batch.kind == BatchKind::Counter {
+                return Err(invalid("Counter batches are not supported yet"));
+            }
+            let ctx = match &batch.using.timestamp {
+                Some(term) => {
+                    let receiver = crate::values::Receiver { name: "[timestamp]", ty: &shoal_schema::CqlType::Bigint };
+                    let ts = crate::values::eval_required(term, receiver, ctx.bindings)?;
+                    WriteContext { timestamp: i64::from_be_bytes(ts[..].try_into().map_err(|_| invalid("Invalid timestamp"))?), ..ctx }
+                }
+                None => ctx,
+            };
+            let mut all = Vec::new();
+            for statement in &batch.statements {
+                all.extend(writes(schema, statement, keyspace, ctx)?);
+            }
+            Ok(all)
+        }
+        _ => Err(invalid("Only INSERT, UPDATE and DELETE statements are allowed in a batch")),
+    }
+}
+
+fn writable_table(schema: &Schema, named: Option<&str>, session: Option<&str>, name: &str) -> CqlResult<Arc<TableMeta>> {
+    let meta = table(schema, named, session, name)?;
+    if crate::system::is_system_keyspace(&meta.keyspace) {
+        return Err(CqlError::Unauthorized(format!("{} keyspace is not user-modifiable.", meta.keyspace)));
+    }
+    Ok(meta)
+}
+
+async fn apply_writes(writes: Vec<Write>) -> CqlResult<()> {
+    let results = join_all(writes.into_iter().map(|w| shoal_coordinator::mutate(w.table, w.position, w.update))).await;
+    for result in results {
+        result?;
+    }
+    Ok(())
+}
+
+/// Runs a BATCH request: every statement's updates, applied together.
+pub async fn batch(kind: BatchKind, statements: Vec<(BatchStatement, Vec<BoundValue>)>, session: &mut Session, options: QueryOptions) -> CqlResult<QueryResult> {
+    if kind == BatchKind::Counter {
+        return Err(invalid("Counter batches are not supported yet"));
+    }
+    let schema = shoal_replica::local().schema();
+    let timestamp = options.timestamp.unwrap_or_else(next_timestamp);
+    let now = now_s();
+    let mut all = Vec::new();
+    for (statement, values) in statements {
+        let (parsed, keyspace) = match statement {
+            BatchStatement::Query(text) => (Arc::new(parse(&text)?), session.keyspace.clone()),
+            BatchStatement::Prepared(id) => lookup(&id)?,
+        };
+        if !matches!(parsed.statement, Statement::Insert(_) | Statement::Update(_) | Statement::Delete(_)) {
+            return Err(invalid("Invalid statement in batch: only UPDATE, INSERT and DELETE statements are allowed."));
+        }
+        let mut statement_options = QueryOptions { values, ..QueryOptions::default() };
+        let values = ordered_values(&parsed, &mut statement_options)?;
+        let ctx = WriteContext { bindings: Bindings { values: &values }, timestamp, now_s: now };
+        all.extend(writes(&schema, &parsed.statement, keyspace.as_deref(), ctx)?);
+    }
+    apply_writes(all).await?;
+    Ok(QueryResult::Void)
+}

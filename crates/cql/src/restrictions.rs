@@ -1,0 +1,447 @@
+//! WHERE clauses: which partitions, which clustering ranges, which filters.
+//!
+//! Restrictions on the partition key become partition keys (`=`, `IN`) or a
+//! token range (`token(...)`); restrictions on a prefix of the clustering key
+//! become byte ranges over the order-preserving clustering encoding (so a
+//! `DESC` column flips its bounds); everything else becomes a row filter,
+//! which needs ALLOW FILTERING, as in Cassandra.
+
+use std::collections::HashMap;
+use std::ops::Bound;
+
+use bytes::Bytes;
+use shoal_replica::{FilterOp, RowFilter};
+use shoal_schema::comparable;
+use shoal_schema::token::{murmur3_token, serialize_partition_key};
+use shoal_schema::{ClusteringOrder, ColumnKind, ColumnMeta, CqlType, TableMeta};
+use shoal_storage::{ClusteringRange, PartitionPosition};
+
+use crate::ast::{InValues, Operator, Relation, Term};
+use crate::error::{invalid, CqlResult};
+use crate::values::{collection_items, eval_required, Bindings, Receiver};
+
+/// Combinations of IN values above this are refused (Cassandra's
+/// `max_clustering_key_restrictions_per_query` default is 100).
+const CARTESIAN_PRODUCT_MAX: usize = 100;
+
+#[derive(Debug, Clone)]
+pub enum PartitionRestriction {
+    /// Exactly these partitions.
+    Keys(Vec<PartitionPosition>),
+    /// The partitions whose tokens lie between the bounds.
+    TokenRange { from: Bound<i64>, to: Bound<i64> },
+}
+
+#[derive(Debug, Clone)]
+pub struct Restrictions {
+    pub partitions: PartitionRestriction,
+    /// Full clustering keys when every clustering column is restricted by
+    /// `=`/`IN` (what UPDATE needs), as (encoding, values).
+    pub clustering_keys: Option<Vec<(Bytes, Vec<Bytes>)>>,
+    pub clustering_ranges: Vec<ClusteringRange>,
+    pub filters: Vec<RowFilter>,
+    /// Restrictions that make the read scan more than it returns.
+    pub needs_filtering: bool,
+}
+
+struct Analysis<'a> {
+    meta: &'a TableMeta,
+    bindings: Bindings<'a>,
+    /// Values per column index for `=` (one) and `IN` (several).
+    equal: HashMap<usize, Vec<Bytes>>,
+    /// Slice bounds per clustering column index.
+    slices: HashMap<usize, Vec<(Operator, Bytes)>>,
+    token_from: Bound<i64>,
+    token_to: Bound<i64>,
+    has_token: bool,
+    filters: Vec<RowFilter>,
+    multi: Option<(Vec<usize>, Operator, Vec<Vec<Bytes>>)>,
+}
+
+pub fn analyze(meta: &TableMeta, relations: &[Relation], bindings: Bindings<'_>) -> CqlResult<Restrictions> {
+    let mut a = Analysis {
+        meta,
+        bindings,
+        equal: HashMap::new(),
+        slices: HashMap::new(),
+        token_from: Bound::Unbounded,
+        token_to: Bound::Unbounded,
+        has_token: false,
+        filters: Vec::new(),
+        multi: None,
+    };
+    for relation in relations {
+        a.relation(relation)?;
+    }
+    a.finish()
+}
+
+impl Analysis<'_> {
+    fn column(&self, name: &str) -> CqlResult<(usize, &ColumnMeta)> {
+        let index = self.meta.column_index(name).ok_or_else(|| invalid(format!("Undefined column name {name} in table {}.{}", self.meta.keyspace, self.meta.name)))?;
+        Ok((index, &self.meta.columns[index]))
+    }
+
+    fn value(&self, term: &Term, column: &ColumnMeta) -> CqlResult<Bytes> {
+        eval_required(term, Receiver { name: &column.name, ty: &column.ty }, self.bindings)
+    }
+
+    fn in_values(&self, values: &InValues, column: &ColumnMeta) -> CqlResult<Vec<Bytes>> {
+        match values {
+            InValues::Terms(terms) => terms.iter().map(|t| self.value(t, column)).collect(),
+            InValues::Bind(_) => {
+                let list_ty = CqlType::List(Box::new(column.ty.clone()));
+                let term = match values {
+                    InValues::Bind(i) => Term::Bind(*i),
+                    InValues::Terms(_) => unreachable!("matched above"),
+                };
+                let list = eval_required(&term, Receiver { name: &column.name, ty: &list_ty }, self.bindings)?;
+                Ok(collection_items(&list))
+            }
+        }
+    }
+
+    fn relation(&mut self, relation: &Relation) -> CqlResult<()> {
+        match relation {
+            Relation::Simple { column, op, value } => {
+                let (index, meta) = self.column(column)?;
+                let meta = meta.clone();
+                self.simple(index, &meta, *op, value)
+            }
+            Relation::In { column, values } => {
+                let (index, meta) = self.column(column)?;
+                let meta = meta.clone();
+                let values = self.in_values(values, &meta)?;
+                if meta.kind.is_primary_key() {
+                    self.restrict_equal(index, &meta, values)
+                } else {
+                    self.filters.push(RowFilter { column: index, op: FilterOp::In, values });
+                    Ok(())
+                }
+            }
+            Relation::Token { columns, op, value } => self.token(columns, *op, value),
+            Relation::MultiColumn { columns, op, value } => self.multi_column(columns, *op, std::slice::from_ref(value)),
+            Relation::MultiColumnIn { columns, values } => match values {
+                InValues::Terms(terms) => self.multi_column(columns, Operator::In, terms),
+                InValues::Bind(_) => Err(invalid("IN ? on several clustering columns is not supported yet; list the tuples")),
+            },
+            Relation::IsNotNull { .. } => Ok(()),
+        }
+    }
+
+    fn simple(&mut self, index: usize, column: &ColumnMeta, op: Operator, term: &Term) -> CqlResult<()> {
+        let filter_op = match op {
+            Operator::Eq => FilterOp::Eq,
+            Operator::Ne => FilterOp::Ne,
+            Operator::Lt => FilterOp::Lt,
+            Operator::Le => FilterOp::Le,
+            Operator::Gt => FilterOp::Gt,
+            Operator::Ge => FilterOp::Ge,
+            Operator::Contains | Operator::ContainsKey => {
+                let ty = column.ty.unfrozen();
+                let elem_ty = match (op, ty) {
+                    (Operator::ContainsKey, CqlType::Map(k, _)) => k.as_ref().clone(),
+                    (Operator::Contains, CqlType::Map(_, v) | CqlType::List(v) | CqlType::Set(v)) => v.as_ref().clone(),
+                    _ => return Err(invalid(format!("Cannot use {} on non-collection column {}", if op == Operator::Contains { "CONTAINS" } else { "CONTAINS KEY" }, column.name))),
+                };
+                let value = eval_required(term, Receiver { name: &column.name, ty: &elem_ty }, self.bindings)?;
+                let op = if op == Operator::Contains { FilterOp::Contains } else { FilterOp::ContainsKey };
+                self.filters.push(RowFilter { column: index, op, values: vec![value] });
+                return Ok(());
+            }
+            Operator::In | Operator::Like => return Err(invalid(format!("Unsupported operator on column {}", column.name))),
+        };
+        let value = self.value(term, column)?;
+        match (column.kind, op) {
+            (ColumnKind::PartitionKey | ColumnKind::Clustering, Operator::Eq) => self.restrict_equal(index, column, vec![value]),
+            (ColumnKind::Clustering, Operator::Lt | Operator::Le | Operator::Gt | Operator::Ge) => {
+                self.slices.entry(index).or_default().push((op, value));
+                Ok(())
+            }
+            _ => {
+                self.filters.push(RowFilter { column: index, op: filter_op, values: vec![value] });
+                Ok(())
+            }
+        }
+    }
+
+    fn restrict_equal(&mut self, index: usize, column: &ColumnMeta, values: Vec<Bytes>) -> CqlResult<()> {
+        if self.equal.insert(index, values).is_some() {
+            return Err(invalid(format!("{} cannot be restricted by more than one relation if it includes an Equal", column.name)));
+        }
+        Ok(())
+    }
+
+    fn token(&mut self, columns: &[String], op: Operator, term: &Term) -> CqlResult<()> {
+        let key: Vec<&str> = self.meta.partition_key().map(|c| c.name.as_str()).collect();
+        if columns.iter().map(String::as_str).ne(key.iter().copied()) {
+            return Err(invalid(format!("The token function arguments must be in the partition key order: {}", key.join(", "))));
+        }
+        let value = eval_required(term, Receiver { name: "partition key token", ty: &CqlType::Bigint }, self.bindings)?;
+        let token = i64::from_be_bytes(value[..].try_into().map_err(|_| invalid("token must be a bigint"))?);
+        self.has_token = true;
+        match op {
+            Operator::Gt => self.token_from = Bound::Excluded(token),
+            Operator::Ge => self.token_from = Bound::Included(token),
+            Operator::Lt => self.token_to = Bound::Excluded(token),
+            Operator::Le => self.token_to = Bound::Included(token),
+            Operator::Eq => {
+                self.token_from = Bound::Included(token);
+                self.token_to = Bound::Included(token);
+            }
+            _ => return Err(invalid("Only =, <, <=, > and >= are supported on token()")),
+        }
+        Ok(())
+    }
+
+    fn multi_column(&mut self, names: &[String], op: Operator, terms: &[Term]) -> CqlResult<()> {
+        let mut indexes = Vec::new();
+        let mut types = Vec::new();
+        for (i, name) in names.iter().enumerate() {
+            let (index, column) = self.column(name)?;
+            if column.kind != ColumnKind::Clustering || column.position as usize != i {
+                return Err(invalid(format!("Multi-column relations can only be applied to clustering columns in key order, starting with the first: {name}")));
+            }
+            indexes.push(index);
+            types.push(column.ty.clone());
+        }
+        let tuple_ty = CqlType::Tuple(types);
+        let receiver_name = format!("({})", names.join(","));
+        let mut tuples = Vec::new();
+        for term in terms {
+            let tuple = eval_required(term, Receiver { name: &receiver_name, ty: &tuple_ty }, self.bindings)?;
+            let fields = tuple_fields(&tuple, names.len()).ok_or_else(|| invalid(format!("Invalid tuple for {receiver_name}")))?;
+            tuples.push(fields);
+        }
+        self.multi = Some((indexes, op, tuples));
+        Ok(())
+    }
+
+    fn finish(mut self) -> CqlResult<Restrictions> {
+        let pk: Vec<usize> = (0..self.meta.columns.len()).filter(|i| self.meta.columns[*i].kind == ColumnKind::PartitionKey).collect();
+        let pk_complete = pk.iter().all(|i| self.equal.contains_key(i));
+        let partitions = if pk_complete && !self.has_token {
+            PartitionRestriction::Keys(self.partition_keys(&pk)?)
+        } else {
+            // Partial key restrictions become filters over a scan.
+            for index in pk {
+                if let Some(values) = self.equal.remove(&index) {
+                    let op = if values.len() == 1 { FilterOp::Eq } else { FilterOp::In };
+                    self.filters.push(RowFilter { column: index, op, values });
+                }
+            }
+            PartitionRestriction::TokenRange { from: self.token_from, to: self.token_to }
+        };
+        let single_partition = matches!(&partitions, PartitionRestriction::Keys(_));
+        let (clustering_keys, clustering_ranges, clustering_filtered) = self.clustering()?;
+        let needs_filtering = !self.filters.is_empty() || (clustering_filtered && !single_partition);
+        Ok(Restrictions { partitions, clustering_keys, clustering_ranges, filters: self.filters, needs_filtering })
+    }
+
+    fn partition_keys(&self, pk: &[usize]) -> CqlResult<Vec<PartitionPosition>> {
+        let combos = cartesian(pk.iter().map(|i| self.equal[i].clone()).collect())?;
+        Ok(combos
+            .into_iter()
+            .map(|parts| position_of(&parts))
+            .collect::<CqlResult<_>>()?)
+    }
+
+    /// Clustering restrictions as (full keys if all restricted by =/IN,
+    /// ranges, whether some restriction must be checked by filtering).
+    #[allow(clippy::type_complexity)]
+    fn clustering(&mut self) -> CqlResult<(Option<Vec<(Bytes, Vec<Bytes>)>>, Vec<ClusteringRange>, bool)> {
+        let ck: Vec<usize> = (0..self.meta.columns.len()).filter(|i| self.meta.columns[*i].kind == ColumnKind::Clustering).collect();
+        if let Some((indexes, op, tuples)) = self.multi.take() {
+            return self.multi_ranges(&ck, &indexes, op, tuples);
+        }
+        let mut prefix_values: Vec<Vec<Bytes>> = Vec::new();
+        let mut used = 0;
+        for index in &ck {
+            match self.equal.remove(index) {
+                Some(values) => {
+                    prefix_values.push(values);
+                    used += 1;
+                }
+                None => break,
+            }
+        }
+        let slice_column = ck.get(used).copied();
+        let slice = slice_column.and_then(|i| self.slices.remove(&i));
+        // Restrictions past the prefix (or past the slice) are filters.
+        let mut filtered = false;
+        for index in ck.iter().skip(used) {
+            if let Some(values) = self.equal.remove(index) {
+                let op = if values.len() == 1 { FilterOp::Eq } else { FilterOp::In };
+                self.filters.push(RowFilter { column: *index, op, values });
+                filtered = true;
+            }
+            if let Some(bounds) = self.slices.remove(index) {
+                for (op, value) in bounds {
+                    self.filters.push(RowFilter { column: *index, op: filter_op(op), values: vec![value] });
+                }
+                filtered = true;
+            }
+        }
+        let prefixes = cartesian(prefix_values)?;
+        let full_keys = (used == ck.len()).then(|| prefixes.iter().map(|p| (self.encode(&ck, p), p.clone())).collect());
+        let mut ranges: Vec<ClusteringRange> = prefixes
+            .iter()
+            .map(|prefix| {
+                let encoded = self.encode(&ck, prefix);
+                match (&slice, slice_column) {
+                    (Some(bounds), Some(column)) => self.slice_range(encoded, column, bounds),
+                    _ => prefix_range(encoded),
+                }
+            })
+            .filter(|r| !r.is_empty())
+            .collect();
+        ranges.sort_by(|a, b| bound_key(&a.start).cmp(&bound_key(&b.start)));
+        Ok((full_keys, ranges, filtered || (used > 0 || slice.is_some())))
+    }
+
+    fn encode(&self, ck: &[usize], values: &[Bytes]) -> Bytes {
+        let mut out = Vec::new();
+        for (index, value) in ck.iter().zip(values) {
+            let column = &self.meta.columns[*index];
+            comparable::encode(column.ty.unfrozen(), value, column.order == ClusteringOrder::Desc, &mut out);
+        }
+        Bytes::from(out)
+    }
+
+    fn slice_range(&self, prefix: Bytes, column: usize, bounds: &[(Operator, Bytes)]) -> ClusteringRange {
+        let meta = &self.meta.columns[column];
+        let desc = meta.order == ClusteringOrder::Desc;
+        let mut range = prefix_range(prefix.clone());
+        for (op, value) in bounds {
+            let mut key = prefix.to_vec();
+            comparable::encode(meta.ty.unfrozen(), value, desc, &mut key);
+            let key = Bytes::from(key);
+            // In storage order, `>` on a DESC column is a bound from above.
+            let op = if desc { flip(*op) } else { *op };
+            match op {
+                Operator::Gt => range.start = successor(&key).map_or(Bound::Excluded(key.clone()), Bound::Included),
+                Operator::Ge => range.start = Bound::Included(key),
+                Operator::Lt => range.end = Bound::Excluded(key),
+                Operator::Le => range.end = successor(&key).map_or(Bound::Unbounded, Bound::Excluded),
+                _ => {}
+            }
+        }
+        range
+    }
+
+    #[allow(clippy::type_complexity)]
+    fn multi_ranges(&self, ck: &[usize], indexes: &[usize], op: Operator, tuples: Vec<Vec<Bytes>>) -> CqlResult<(Option<Vec<(Bytes, Vec<Bytes>)>>, Vec<ClusteringRange>, bool)> {
+        let columns = &ck[..indexes.len()];
+        let orders: Vec<bool> = columns.iter().map(|i| self.meta.columns[*i].order == ClusteringOrder::Desc).collect();
+        if matches!(op, Operator::Lt | Operator::Le | Operator::Gt | Operator::Ge) && orders.iter().any(|d| *d != orders[0]) {
+            return Err(invalid("Multi-column slices over clustering columns of mixed order are not supported yet"));
+        }
+        let full = indexes.len() == ck.len();
+        let mut ranges = Vec::new();
+        let mut keys = Vec::new();
+        for tuple in &tuples {
+            let encoded = self.encode(columns, tuple);
+            match op {
+                Operator::Eq | Operator::In => {
+                    keys.push((encoded.clone(), tuple.clone()));
+                    ranges.push(prefix_range(encoded));
+                }
+                _ => {
+                    let op = if orders[0] { flip(op) } else { op };
+                    let mut range = ClusteringRange::all();
+                    match op {
+                        Operator::Gt => range.start = successor(&encoded).map_or(Bound::Excluded(encoded.clone()), Bound::Included),
+                        Operator::Ge => range.start = Bound::Included(encoded),
+                        Operator::Lt => range.end = Bound::Excluded(encoded),
+                        _ => range.end = successor(&encoded).map_or(Bound::Unbounded, Bound::Excluded),
+                    }
+                    ranges.push(range);
+                }
+            }
+        }
+        ranges.sort_by(|a, b| bound_key(&a.start).cmp(&bound_key(&b.start)));
+        let full_keys = (full && matches!(op, Operator::Eq | Operator::In)).then_some(keys);
+        Ok((full_keys, ranges, true))
+    }
+}
+
+fn filter_op(op: Operator) -> FilterOp {
+    match op {
+        Operator::Lt => FilterOp::Lt,
+        Operator::Le => FilterOp::Le,
+        Operator::Gt => FilterOp::Gt,
+        _ => FilterOp::Ge,
+    }
+}
+
+fn flip(op: Operator) -> Operator {
+    match op {
+        Operator::Gt => Operator::Lt,
+        Operator::Ge => Operator::Le,
+        Operator::Lt => Operator::Gt,
+        Operator::Le => Operator::Ge,
+        other => other,
+    }
+}
+
+fn bound_key(bound: &Bound<Bytes>) -> Option<&Bytes> {
+    match bound {
+        Bound::Included(b) | Bound::Excluded(b) => Some(b),
+        Bound::Unbounded => None,
+    }
+}
+
+/// All keys that start with `prefix`.
+fn prefix_range(prefix: Bytes) -> ClusteringRange {
+    if prefix.is_empty() {
+        return ClusteringRange::all();
+    }
+    let end = successor(&prefix).map_or(Bound::Unbounded, Bound::Excluded);
+    ClusteringRange { start: Bound::Included(prefix), end }
+}
+
+/// Where the partition with these key components lives.
+pub fn position_of(parts: &[Bytes]) -> CqlResult<PartitionPosition> {
+    let refs: Vec<&[u8]> = parts.iter().map(|b| &b[..]).collect();
+    let key = Bytes::from(serialize_partition_key(&refs).map_err(|e| invalid(format!("Invalid partition key: {e}")))?);
+    Ok(PartitionPosition { token: murmur3_token(&key), key })
+}
+
+/// The smallest byte string greater than every string starting with `key`.
+fn successor(key: &[u8]) -> Option<Bytes> {
+    let mut out = key.to_vec();
+    while let Some(last) = out.pop() {
+        if last < u8::MAX {
+            out.push(last + 1);
+            return Some(Bytes::from(out));
+        }
+    }
+    None
+}
+
+fn cartesian(columns: Vec<Vec<Bytes>>) -> CqlResult<Vec<Vec<Bytes>>> {
+    let mut combos: Vec<Vec<Bytes>> = vec![Vec::new()];
+    for values in columns {
+        if combos.len().saturating_mul(values.len()) > CARTESIAN_PRODUCT_MAX {
+            return Err(invalid(format!("IN restrictions produce more than {CARTESIAN_PRODUCT_MAX} key combinations; split the query")));
+        }
+        combos = combos.iter().flat_map(|c| values.iter().map(move |v| {
+            let mut next = c.clone();
+            next.push(v.clone());
+            next
+        })).collect();
+    }
+    Ok(combos)
+}
+
+/// The fields of a serialized tuple; `None` if malformed or a field is null.
+fn tuple_fields(tuple: &[u8], count: usize) -> Option<Vec<Bytes>> {
+    let mut fields = Vec::with_capacity(count);
+    let mut rest = tuple;
+    for _ in 0..count {
+        let len = usize::try_from(i32::from_be_bytes(rest.get(..4)?.try_into().ok()?)).ok()?;
+        fields.push(Bytes::copy_from_slice(rest.get(4..4 + len)?));
+        rest = &rest[4 + len..];
+    }
+    Some(fields)
+}

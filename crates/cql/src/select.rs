@@ -1,0 +1,462 @@
+//! SELECT: from a statement to a read command, and from the rows read to
+//! the result clients see (selectors, aggregates, paging).
+//!
+//! Paging: a page reads at most `page_size` rows; when the read stopped at
+//! that limit, the result carries a paging state naming the last row and the
+//! rows left of the statement's LIMIT, and the next page resumes after it.
+
+use std::ops::Bound;
+use std::sync::Arc;
+
+use bytes::{Buf, BufMut, Bytes, BytesMut};
+use shoal_replica::{PartitionSelection, ReadCommand, ReadResult, ResultRow, RowPosition};
+use shoal_schema::token::split_partition_key;
+use shoal_schema::value::{add, compare, divide_for_avg, Value};
+use shoal_schema::{ClusteringOrder, ColumnKind, CqlType, Schema, TableMeta};
+use shoal_storage::{ClusteringRange, PartitionPosition};
+
+use crate::ast::{Order, Select, Selection, SelectorExpr, Term};
+use crate::error::{invalid, CqlError, CqlResult};
+use crate::functions;
+use crate::restrictions::{analyze, PartitionRestriction};
+use crate::result::{ColumnSpec, Rows};
+use crate::system;
+use crate::values::{eval, eval_required, Bindings, Receiver};
+
+/// Rows per internal page when a statement reads everything (aggregates).
+const AGGREGATE_PAGE_ROWS: usize = 10_000;
+const PAGING_STATE_VERSION: u8 = 1;
+
+/// One output column's computation.
+#[derive(Debug, Clone)]
+enum Sel {
+    Column(usize),
+    WriteTime(usize),
+    Ttl(usize),
+    Function { name: String, arg_types: Vec<CqlType>, args: Vec<Sel> },
+    Literal(Option<Bytes>),
+    Aggregate { kind: AggregateKind, arg: Option<Box<Sel>>, ty: CqlType },
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum AggregateKind {
+    Count,
+    Min,
+    Max,
+    Sum,
+    Avg,
+}
+
+pub struct SelectOptions<'a> {
+    pub bindings: Bindings<'a>,
+    pub page_size: Option<usize>,
+    pub paging_state: Option<Bytes>,
+    pub now_s: i64,
+}
+
+/// The result columns a SELECT produces (for PREPARE's metadata).
+pub fn result_columns(meta: &TableMeta, select: &Select) -> CqlResult<Vec<ColumnSpec>> {
+    Ok(selectors(meta, select)?.into_iter().map(|(spec, _)| spec).collect())
+}
+
+pub async fn execute(meta: Arc<TableMeta>, schema: Arc<Schema>, select: &Select, options: SelectOptions<'_>) -> CqlResult<Rows> {
+    let selected = selectors(&meta, select)?;
+    let (columns, sels): (Vec<ColumnSpec>, Vec<Sel>) = selected.into_iter().unzip();
+    let aggregate = sels.iter().any(|s| matches!(s, Sel::Aggregate { .. }));
+    if aggregate && sels.iter().any(|s| matches!(s, Sel::Column(_) | Sel::WriteTime(_) | Sel::Ttl(_))) {
+        return Err(invalid("Mixing aggregate and non-aggregate selectors is not supported yet (GROUP BY is not supported)"));
+    }
+    if !select.group_by.is_empty() {
+        return Err(invalid("GROUP BY is not supported yet"));
+    }
+    let mut command = read_command(&meta, select, options.bindings, options.now_s)?;
+    let limit = limit(select.limit.as_ref(), "LIMIT", options.bindings)?.unwrap_or(usize::MAX);
+    let (start_after, remaining) = match &options.paging_state {
+        Some(state) => decode_paging_state(state)?,
+        None => (None, limit),
+    };
+    command.start_after = start_after;
+    let virtual_table = match system::is_system_keyspace(&meta.keyspace) {
+        true => Some(system::contents(&meta, &schema)?),
+        false => None,
+    };
+    let read = |command: ReadCommand| {
+        let virtual_table = virtual_table.as_ref();
+        let meta = Arc::clone(&meta);
+        async move {
+            match virtual_table {
+                Some(table) => shoal_replica::read_table(&meta, table, &command).map_err(|e| CqlError::Server(e.to_string())),
+                None => Ok(shoal_coordinator::read(command).await?),
+            }
+        }
+    };
+    if aggregate {
+        let mut rows = Vec::new();
+        command.row_limit = AGGREGATE_PAGE_ROWS;
+        loop {
+            let page = read(command.clone()).await?;
+            command.start_after = page.rows.last().map(|r| r.position.clone());
+            let done = !page.limit_reached;
+            rows.extend(page.rows);
+            if done {
+                break;
+            }
+        }
+        let row = aggregate_row(&meta, &sels, &rows)?;
+        return Ok(Rows { columns, rows: vec![row], paging_state: None });
+    }
+    let page_rows = options.page_size.unwrap_or(usize::MAX).min(remaining);
+    if page_rows == 0 {
+        return Ok(Rows { columns, rows: Vec::new(), paging_state: None });
+    }
+    command.row_limit = page_rows;
+    let ReadResult { rows, limit_reached } = read(command).await?;
+    let left = remaining - rows.len();
+    let paging_state = match rows.last() {
+        Some(last) if limit_reached && left > 0 && rows.len() == page_rows => Some(encode_paging_state(&last.position, left)),
+        _ => None,
+    };
+    let out = rows.iter().map(|row| sels.iter().map(|s| evaluate(&meta, s, row)).collect()).collect::<CqlResult<_>>()?;
+    Ok(Rows { columns, rows: out, paging_state })
+}
+
+fn limit(term: Option<&Term>, what: &str, bindings: Bindings<'_>) -> CqlResult<Option<usize>> {
+    let Some(term) = term else { return Ok(None) };
+    let value = eval_required(term, Receiver { name: &format!("[{}]", what.to_ascii_lowercase()), ty: &CqlType::Int }, bindings)?;
+    let n = i32::from_be_bytes(value[..].try_into().map_err(|_| invalid(format!("Invalid {what}")))?);
+    if n <= 0 {
+        return Err(invalid(format!("{what} must be strictly positive")));
+    }
+    Ok(Some(n as usize))
+}
+
+fn read_command(meta: &TableMeta, select: &Select, bindings: Bindings<'_>, now_s: i64) -> CqlResult<ReadCommand> {
+    let restrictions = analyze(meta, &select.where_clause, bindings)?;
+    let system = system::is_system_keyspace(&meta.keyspace);
+    if restrictions.needs_filtering && !select.allow_filtering && !system {
+        return Err(invalid("Cannot execute this query as it might involve data filtering and thus may have unpredictable performance. If you want to execute this query despite the performance unpredictability, use ALLOW FILTERING"));
+    }
+    let partitions = match restrictions.partitions {
+        PartitionRestriction::Keys(keys) => PartitionSelection::Keys(keys),
+        PartitionRestriction::TokenRange { from, to } => PartitionSelection::Range { from: token_start(from), to: token_end(to) },
+    };
+    if select.distinct && meta.columns.iter().any(|c| c.kind == ColumnKind::Clustering) && !restrictions.clustering_ranges.iter().all(|r| r == &ClusteringRange::all()) {
+        return Err(invalid("SELECT DISTINCT with clustering column restrictions is not allowed"));
+    }
+    let reversed = ordering_reversed(meta, select)?;
+    let clustering = if restrictions.clustering_ranges.is_empty() && restrictions.clustering_keys.is_none() {
+        vec![ClusteringRange::all()]
+    } else {
+        restrictions.clustering_ranges
+    };
+    Ok(ReadCommand {
+        table: meta.id,
+        partitions,
+        clustering: if clustering.is_empty() { vec![empty_range()] } else { clustering },
+        reversed,
+        filters: restrictions.filters,
+        distinct: select.distinct,
+        row_limit: usize::MAX,
+        per_partition_limit: limit(select.per_partition_limit.as_ref(), "PER PARTITION LIMIT", bindings)?.unwrap_or(usize::MAX),
+        start_after: None,
+        now_s,
+    })
+}
+
+/// A range no key falls in (an `IN ()` on a clustering column).
+fn empty_range() -> ClusteringRange {
+    ClusteringRange { start: Bound::Excluded(Bytes::new()), end: Bound::Excluded(Bytes::new()) }
+}
+
+/// Partitions with token > t begin at (t + 1, empty key): the empty key
+/// sorts first among a token's partitions.
+fn token_start(bound: Bound<i64>) -> Bound<PartitionPosition> {
+    let at = |token: i64| PartitionPosition { token, key: Bytes::new() };
+    match bound {
+        Bound::Included(t) => Bound::Included(at(t)),
+        Bound::Excluded(t) => t.checked_add(1).map_or(Bound::Excluded(at(i64::MAX)), |t| Bound::Included(at(t))),
+        Bound::Unbounded => Bound::Unbounded,
+    }
+}
+
+fn token_end(bound: Bound<i64>) -> Bound<PartitionPosition> {
+    let at = |token: i64| PartitionPosition { token, key: Bytes::new() };
+    match bound {
+        Bound::Included(t) => t.checked_add(1).map_or(Bound::Unbounded, |t| Bound::Excluded(at(t))),
+        Bound::Excluded(t) => Bound::Excluded(at(t)),
+        Bound::Unbounded => Bound::Unbounded,
+    }
+}
+
+fn ordering_reversed(meta: &TableMeta, select: &Select) -> CqlResult<bool> {
+    let clustering: Vec<_> = meta.clustering_key().collect();
+    let mut reversed = None;
+    for (i, (name, order)) in select.order_by.iter().enumerate() {
+        let column = clustering.get(i).filter(|c| &c.name == name).ok_or_else(|| {
+            invalid(format!("Order by currently only supports the ordering of columns following their declared order in the PRIMARY KEY ({name})"))
+        })?;
+        let natural = if column.order == ClusteringOrder::Desc { Order::Desc } else { Order::Asc };
+        let this = *order != natural;
+        if reversed.is_some_and(|r| r != this) {
+            return Err(invalid("Unsupported order by relation"));
+        }
+        reversed = Some(this);
+    }
+    Ok(reversed.unwrap_or(false))
+}
+
+fn spec(meta: &TableMeta, name: String, ty: CqlType) -> ColumnSpec {
+    ColumnSpec { keyspace: meta.keyspace.clone(), table: meta.name.clone(), name, ty }
+}
+
+fn selectors(meta: &TableMeta, select: &Select) -> CqlResult<Vec<(ColumnSpec, Sel)>> {
+    let list = match &select.selection {
+        Selection::Wildcard => {
+            return Ok(meta
+                .columns
+                .iter()
+                .enumerate()
+                .filter(|(_, c)| !select.distinct || matches!(c.kind, ColumnKind::PartitionKey | ColumnKind::Static))
+                .map(|(i, c)| (spec(meta, c.name.clone(), c.ty.clone()), Sel::Column(i)))
+                .collect())
+        }
+        Selection::Selectors(list) => list,
+    };
+    list.iter()
+        .map(|selector| {
+            let (name, ty, sel) = selector_expr(meta, &selector.expr)?;
+            if select.distinct {
+                if let Sel::Column(i) = sel {
+                    if !matches!(meta.columns[i].kind, ColumnKind::PartitionKey | ColumnKind::Static) {
+                        return Err(invalid(format!("SELECT DISTINCT queries must only request partition key columns and/or static columns (not {name})")));
+                    }
+                }
+            }
+            Ok((spec(meta, selector.alias.clone().unwrap_or(name), ty), sel))
+        })
+        .collect()
+}
+
+fn column_ref(meta: &TableMeta, name: &str) -> CqlResult<usize> {
+    meta.column_index(name).ok_or_else(|| invalid(format!("Undefined column name {name} in selection clause")))
+}
+
+fn selector_expr(meta: &TableMeta, expr: &SelectorExpr) -> CqlResult<(String, CqlType, Sel)> {
+    Ok(match expr {
+        SelectorExpr::Column(name) => {
+            let i = column_ref(meta, name)?;
+            (name.clone(), meta.columns[i].ty.clone(), Sel::Column(i))
+        }
+        SelectorExpr::CountStar => ("count".to_string(), CqlType::Bigint, Sel::Aggregate { kind: AggregateKind::Count, arg: None, ty: CqlType::Bigint }),
+        SelectorExpr::WriteTime(name) | SelectorExpr::Ttl(name) => {
+            let i = column_ref(meta, name)?;
+            let column = &meta.columns[i];
+            let is_ttl = matches!(expr, SelectorExpr::Ttl(_));
+            let what = if is_ttl { "ttl" } else { "writetime" };
+            if column.kind.is_primary_key() {
+                return Err(invalid(format!("Cannot use selection function {what} on PRIMARY KEY part {name}")));
+            }
+            if column.ty.is_multi_cell() {
+                return Err(invalid(format!("Cannot use selection function {what} on non-frozen collection {name}")));
+            }
+            let (ty, sel) = if is_ttl { (CqlType::Int, Sel::Ttl(i)) } else { (CqlType::Bigint, Sel::WriteTime(i)) };
+            (format!("{what}({name})"), ty, sel)
+        }
+        SelectorExpr::FunctionCall { name, args } => function_selector(meta, name, args)?,
+        SelectorExpr::Cast { expr, ty } => {
+            let (name, from, sel) = selector_expr(meta, expr)?;
+            if from.unfrozen() != ty.unfrozen() {
+                return Err(invalid(format!("Casting {name} from {from} to {ty} is not supported yet")));
+            }
+            (format!("cast({name} as {ty})"), ty.clone(), sel)
+        }
+        SelectorExpr::Term(term) => {
+            let text = format!("{term:?}");
+            let value = eval(term, Receiver { name: &text, ty: &CqlType::Int }, Bindings { values: &[] })?;
+            (text, CqlType::Int, Sel::Literal(value.into_option()))
+        }
+    })
+}
+
+fn function_selector(meta: &TableMeta, name: &str, args: &[SelectorExpr]) -> CqlResult<(String, CqlType, Sel)> {
+    let name = name.trim_start_matches("system.").to_ascii_lowercase();
+    let compiled = args.iter().map(|a| selector_expr(meta, a)).collect::<CqlResult<Vec<_>>>()?;
+    let arg_names: Vec<&str> = compiled.iter().map(|(n, _, _)| n.as_str()).collect();
+    let display = format!("system.{name}({})", arg_names.join(", "));
+    let kind = match name.as_str() {
+        "count" => Some(AggregateKind::Count),
+        "min" => Some(AggregateKind::Min),
+        "max" => Some(AggregateKind::Max),
+        "sum" => Some(AggregateKind::Sum),
+        "avg" => Some(AggregateKind::Avg),
+        _ => None,
+    };
+    if let Some(kind) = kind {
+        let [(_, ty, arg)] = <[_; 1]>::try_from(compiled).map_err(|_| invalid(format!("Invalid number of arguments in call to function {display}")))?;
+        let result_ty = if kind == AggregateKind::Count { CqlType::Bigint } else { ty };
+        let display = if kind == AggregateKind::Count { "count".to_string() } else { display };
+        return Ok((display, result_ty.clone(), Sel::Aggregate { kind, arg: Some(Box::new(arg)), ty: result_ty }));
+    }
+    if name == "token" {
+        let expected: Vec<usize> = meta.partition_key().filter_map(|c| meta.column_index(&c.name)).collect();
+        let given: Vec<Option<usize>> = compiled.iter().map(|(_, _, s)| if let Sel::Column(i) = s { Some(*i) } else { None }).collect();
+        if given != expected.iter().map(|i| Some(*i)).collect::<Vec<_>>() {
+            return Err(invalid("token() takes the partition key columns, in key order"));
+        }
+        return Ok((display, CqlType::Bigint, Sel::Function { name, arg_types: Vec::new(), args: Vec::new() }));
+    }
+    let arg_types: Vec<CqlType> = compiled.iter().map(|(_, t, _)| t.clone()).collect();
+    let ty = functions::result_type(&name, &arg_types).ok_or_else(|| invalid(format!("Unknown function '{name}'")))?;
+    let args = compiled.into_iter().map(|(_, _, s)| s).collect();
+    Ok((display, ty, Sel::Function { name, arg_types, args }))
+}
+
+/// The value of key column `index` in `row`.
+fn key_value(meta: &TableMeta, index: usize, row: &ResultRow) -> CqlResult<Option<Bytes>> {
+    let column = &meta.columns[index];
+    Ok(match column.kind {
+        ColumnKind::PartitionKey => {
+            let key = &row.position.partition.key;
+            let parts = split_partition_key(meta.partition_key_len(), key).map_err(|e| CqlError::Server(format!("corrupt partition key: {e}")))?;
+            parts.get(column.position as usize).map(|p| key.slice_ref(p))
+        }
+        ColumnKind::Clustering => row.clustering.get(column.position as usize).cloned(),
+        _ => row.cells[index].as_ref().map(|c| c.value.clone()),
+    })
+}
+
+fn evaluate(meta: &TableMeta, sel: &Sel, row: &ResultRow) -> CqlResult<Option<Bytes>> {
+    Ok(match sel {
+        Sel::Column(i) => key_value(meta, *i, row)?,
+        Sel::WriteTime(i) => row.cells[*i].as_ref().map(|c| Bytes::copy_from_slice(&c.timestamp.to_be_bytes())),
+        Sel::Ttl(i) => row.cells[*i].as_ref().and_then(|c| c.ttl_s).map(|t| Bytes::copy_from_slice(&t.to_be_bytes())),
+        Sel::Literal(v) => v.clone(),
+        Sel::Function { name, .. } if name == "token" => Some(Bytes::copy_from_slice(&row.position.partition.token.to_be_bytes())),
+        Sel::Function { name, arg_types, args } => {
+            let mut values = Vec::with_capacity(args.len());
+            for arg in args {
+                match evaluate(meta, arg, row)? {
+                    Some(v) => values.push(v),
+                    None => return Ok(None),
+                }
+            }
+            Some(functions::apply(name, arg_types, &values)?.1)
+        }
+        Sel::Aggregate { .. } => return Err(CqlError::Server("aggregate evaluated per row".to_string())),
+    })
+}
+
+fn aggregate_row(meta: &TableMeta, sels: &[Sel], rows: &[ResultRow]) -> CqlResult<Vec<Option<Bytes>>> {
+    sels.iter()
+        .map(|sel| {
+            let Sel::Aggregate { kind, arg, ty } = sel else {
+                // A constant beside aggregates, such as `count(1)`'s literal.
+                return rows.first().map_or(Ok(None), |r| evaluate(meta, sel, r));
+            };
+            let values: Vec<Bytes> = match arg {
+                None => return Ok(Some(Bytes::copy_from_slice(&(rows.len() as i64).to_be_bytes()))),
+                Some(arg) => rows.iter().map(|r| evaluate(meta, arg, r)).collect::<CqlResult<Vec<_>>>()?.into_iter().flatten().collect(),
+            };
+            aggregate(*kind, ty, values)
+        })
+        .collect()
+}
+
+fn aggregate(kind: AggregateKind, ty: &CqlType, values: Vec<Bytes>) -> CqlResult<Option<Bytes>> {
+    let ty = ty.unfrozen();
+    match kind {
+        AggregateKind::Count => Ok(Some(Bytes::copy_from_slice(&(values.len() as i64).to_be_bytes()))),
+        AggregateKind::Min => Ok(values.into_iter().min_by(|a, b| compare(ty, a, b))),
+        AggregateKind::Max => Ok(values.into_iter().max_by(|a, b| compare(ty, a, b))),
+        AggregateKind::Sum | AggregateKind::Avg => {
+            let zero = zero_of(ty)?;
+            let mut sum = zero;
+            for value in &values {
+                let value = Value::deserialize(ty, value).map_err(|e| CqlError::Server(e.to_string()))?;
+                sum = add(ty, &sum, &value).map_err(|e| invalid(e.to_string()))?;
+            }
+            if kind == AggregateKind::Avg && !values.is_empty() {
+                sum = divide_for_avg(ty, &sum, values.len() as u64).map_err(|e| invalid(e.to_string()))?;
+            }
+            Ok(Some(Bytes::from(sum.to_bytes())))
+        }
+    }
+}
+
+fn zero_of(ty: &CqlType) -> CqlResult<Value> {
+    Ok(match ty {
+        CqlType::Tinyint => Value::Tinyint(0),
+        CqlType::Smallint => Value::Smallint(0),
+        CqlType::Int => Value::Int(0),
+        CqlType::Bigint => Value::Bigint(0),
+        CqlType::Counter => Value::Counter(0),
+        CqlType::Float => Value::Float(0.0),
+        CqlType::Double => Value::Double(0.0),
+        CqlType::Varint => Value::Varint(vec![0]),
+        CqlType::Decimal => Value::Decimal { scale: 0, unscaled: vec![0] },
+        other => return Err(invalid(format!("Invalid call to a numeric aggregate on a column of type {other}"))),
+    })
+}
+
+fn encode_paging_state(position: &RowPosition, remaining: usize) -> Bytes {
+    let mut out = BytesMut::new();
+    out.put_u8(PAGING_STATE_VERSION);
+    out.put_i64(position.partition.token);
+    out.put_u32(position.partition.key.len() as u32);
+    out.put_slice(&position.partition.key);
+    match &position.clustering {
+        Some(ck) => {
+            out.put_u8(1);
+            out.put_u32(ck.len() as u32);
+            out.put_slice(ck);
+        }
+        None => out.put_u8(0),
+    }
+    out.put_u64(remaining as u64);
+    out.freeze()
+}
+
+fn decode_paging_state(state: &Bytes) -> CqlResult<(Option<RowPosition>, usize)> {
+    let bad = || CqlError::Protocol("Invalid paging state: it was not produced by this server for this query".to_string());
+    let mut buf = state.clone();
+    let take = |buf: &mut Bytes, n: usize| if buf.remaining() >= n { Ok(buf.split_to(n)) } else { Err(bad()) };
+    if take(&mut buf, 1)?[0] != PAGING_STATE_VERSION {
+        return Err(bad());
+    }
+    let token = take(&mut buf, 8)?.get_i64();
+    let key_len = take(&mut buf, 4)?.get_u32() as usize;
+    let key = take(&mut buf, key_len)?;
+    let clustering = match take(&mut buf, 1)?[0] {
+        0 => None,
+        1 => {
+            let len = take(&mut buf, 4)?.get_u32() as usize;
+            Some(take(&mut buf, len)?)
+        }
+        _ => return Err(bad()),
+    };
+    let remaining = take(&mut buf, 8)?.get_u64() as usize;
+    Ok((Some(RowPosition { partition: PartitionPosition { token, key }, clustering }), remaining))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn paging_state_round_trips_and_rejects_garbage() {
+        let position = RowPosition { partition: PartitionPosition { token: -42, key: Bytes::from_static(b"key") }, clustering: Some(Bytes::from_static(b"ck")) };
+        let state = encode_paging_state(&position, 17);
+        assert_eq!(decode_paging_state(&state).ok(), Some((Some(position), 17)));
+        for len in 0..state.len() {
+            assert!(decode_paging_state(&state.slice(..len)).is_err());
+        }
+        assert!(decode_paging_state(&Bytes::from_static(b"\x07garbage")).is_err());
+    }
+
+    #[test]
+    fn token_bounds_become_partition_bounds() {
+        assert_eq!(token_start(Bound::Excluded(5)), Bound::Included(PartitionPosition { token: 6, key: Bytes::new() }));
+        assert_eq!(token_end(Bound::Included(i64::MAX)), Bound::Unbounded);
+        assert_eq!(token_end(Bound::Excluded(0)), Bound::Excluded(PartitionPosition { token: 0, key: Bytes::new() }));
+    }
+}

@@ -1,0 +1,257 @@
+//! The system tables drivers read to learn the node and the schema:
+//! `system.local`, `system.peers`, `system.peers_v2` and `system_schema.*`.
+//!
+//! They are virtual: their definitions are CQL (parsed at start), and their
+//! rows are generated from the node's identity and the current schema
+//! snapshot when read, into a throwaway storage table, so the ordinary read
+//! path (restrictions, filtering, limits, paging) serves them unchanged.
+//! `notes/drivers.md` lists what each driver reads.
+
+use std::collections::BTreeMap;
+use std::net::IpAddr;
+use std::sync::{Arc, OnceLock};
+
+use bytes::Bytes;
+use shoal_schema::{KeyspaceMeta, Schema, TableMeta};
+use shoal_storage::{Cell, ClusteredRow, ColumnData, Partition, PartitionPosition, Row, RowMarker, Table};
+use uuid::Uuid;
+
+use crate::ast::Statement;
+use crate::ddl;
+use crate::error::CqlResult;
+use crate::modification::encode_clustering;
+use crate::restrictions::position_of;
+use crate::values::serialize_items;
+
+pub const DATA_CENTER: &str = "datacenter1";
+pub const RACK: &str = "rack1";
+/// What ScyllaDB reports; 4.x would make drivers query virtual keyspaces.
+pub const RELEASE_VERSION: &str = "3.0.8";
+pub const CQL_VERSION: &str = "3.3.1";
+
+/// Who this node is, fixed at start.
+#[derive(Debug, Clone)]
+pub struct NodeInfo {
+    pub cluster_name: String,
+    pub host_id: Uuid,
+    pub address: IpAddr,
+    pub tokens: Vec<i64>,
+}
+
+static NODE: OnceLock<NodeInfo> = OnceLock::new();
+static TABLES: OnceLock<BTreeMap<(&'static str, &'static str), Arc<TableMeta>>> = OnceLock::new();
+
+/// Sets the node's identity; call once at start, before serving.
+pub fn set_node_info(info: NodeInfo) {
+    // A second call (tests starting several nodes in one process) keeps the first.
+    let _ = NODE.set(info);
+}
+
+fn node() -> NodeInfo {
+    NODE.get().cloned().unwrap_or_else(|| NodeInfo {
+        cluster_name: "Shoal Cluster".to_string(),
+        host_id: Uuid::nil(),
+        address: IpAddr::from([127, 0, 0, 1]),
+        tokens: vec![0],
+    })
+}
+
+const DEFINITIONS: &[(&str, &str, &str)] = &[
+    ("system", "local", "key text PRIMARY KEY, bootstrapped text, broadcast_address inet, cluster_name text, cql_version text, data_center text, gossip_generation int, host_id uuid, listen_address inet, native_protocol_version text, partitioner text, rack text, release_version text, rpc_address inet, schema_version uuid, tokens set<text>, truncated_at map<uuid, blob>"),
+    ("system", "peers", "peer inet PRIMARY KEY, data_center text, host_id uuid, preferred_ip inet, rack text, release_version text, rpc_address inet, schema_version uuid, tokens set<text>"),
+    ("system", "peers_v2", "peer inet, peer_port int, data_center text, host_id uuid, native_address inet, native_port int, preferred_ip inet, preferred_port int, rack text, release_version text, schema_version uuid, tokens set<text>, PRIMARY KEY (peer, peer_port)"),
+    ("system_schema", "keyspaces", "keyspace_name text PRIMARY KEY, durable_writes boolean, replication frozen<map<text, text>>"),
+    ("system_schema", "tables", "keyspace_name text, table_name text, bloom_filter_fp_chance double, caching frozen<map<text, text>>, comment text, compaction frozen<map<text, text>>, compression frozen<map<text, text>>, crc_check_chance double, dclocal_read_repair_chance double, default_time_to_live int, extensions frozen<map<text, blob>>, flags frozen<set<text>>, gc_grace_seconds int, id uuid, max_index_interval int, memtable_flush_period_in_ms int, min_index_interval int, read_repair_chance double, speculative_retry text, PRIMARY KEY (keyspace_name, table_name)"),
+    ("system_schema", "columns", "keyspace_name text, table_name text, column_name text, clustering_order text, column_name_bytes blob, kind text, position int, type text, PRIMARY KEY (keyspace_name, table_name, column_name)"),
+    ("system_schema", "dropped_columns", "keyspace_name text, table_name text, column_name text, dropped_time timestamp, kind text, type text, PRIMARY KEY (keyspace_name, table_name, column_name)"),
+    ("system_schema", "types", "keyspace_name text, type_name text, field_names frozen<list<text>>, field_types frozen<list<text>>, PRIMARY KEY (keyspace_name, type_name)"),
+    ("system_schema", "functions", "keyspace_name text, function_name text, argument_types frozen<list<text>>, argument_names frozen<list<text>>, body text, called_on_null_input boolean, language text, return_type text, PRIMARY KEY (keyspace_name, function_name, argument_types)"),
+    ("system_schema", "aggregates", "keyspace_name text, aggregate_name text, argument_types frozen<list<text>>, final_func text, initcond text, return_type text, state_func text, state_type text, PRIMARY KEY (keyspace_name, aggregate_name, argument_types)"),
+    ("system_schema", "indexes", "keyspace_name text, table_name text, index_name text, kind text, options frozen<map<text, text>>, PRIMARY KEY (keyspace_name, table_name, index_name)"),
+    ("system_schema", "views", "keyspace_name text, view_name text, base_table_id uuid, base_table_name text, bloom_filter_fp_chance double, caching frozen<map<text, text>>, comment text, compaction frozen<map<text, text>>, compression frozen<map<text, text>>, crc_check_chance double, dclocal_read_repair_chance double, default_time_to_live int, extensions frozen<map<text, blob>>, gc_grace_seconds int, id uuid, include_all_columns boolean, max_index_interval int, memtable_flush_period_in_ms int, min_index_interval int, read_repair_chance double, speculative_retry text, where_clause text, PRIMARY KEY (keyspace_name, view_name)"),
+    ("system_schema", "triggers", "keyspace_name text, table_name text, trigger_name text, options frozen<map<text, text>>, PRIMARY KEY (keyspace_name, table_name, trigger_name)"),
+];
+
+fn definitions() -> &'static BTreeMap<(&'static str, &'static str), Arc<TableMeta>> {
+    TABLES.get_or_init(|| {
+        DEFINITIONS
+            .iter()
+            .map(|(ks, name, columns)| {
+                let text = format!("CREATE TABLE {ks}.{name} ({columns})");
+                let parsed = crate::parser::parse_statement(&text).unwrap_or_else(|e| panic!("system table {ks}.{name} definition: {e}"));
+                let Statement::CreateTable(create) = parsed.statement else { panic!("system table {ks}.{name} is not a CREATE TABLE") };
+                let mut meta = ddl::create_table(ks, &create).unwrap_or_else(|e| panic!("system table {ks}.{name}: {e}"));
+                // Stable ids: derived from the names, identical on every start.
+                meta.id = Uuid::new_v5(&Uuid::NAMESPACE_OID, format!("{ks}.{name}").as_bytes());
+                ((*ks, *name), Arc::new(meta))
+            })
+            .collect()
+    })
+}
+
+/// The system keyspaces, as they appear in the schema.
+pub fn system_keyspaces() -> Vec<KeyspaceMeta> {
+    ddl::SYSTEM_KEYSPACES
+        .iter()
+        .map(|ks| KeyspaceMeta {
+            name: ks.to_string(),
+            replication: [("class".to_string(), "org.apache.cassandra.locator.LocalStrategy".to_string())].into(),
+            durable_writes: true,
+            tables: definitions().iter().filter(|((k, _), _)| k == ks).map(|((_, n), t)| (n.to_string(), Arc::clone(t))).collect(),
+        })
+        .collect()
+}
+
+pub fn is_system_keyspace(keyspace: &str) -> bool {
+    ddl::SYSTEM_KEYSPACES.contains(&keyspace)
+}
+
+/// A storage table filled with the rows of system table `meta` now.
+pub fn contents(meta: &TableMeta, schema: &Schema) -> CqlResult<Table> {
+    let mut table = Table::new();
+    let rows: Vec<Vec<Option<Bytes>>> = match (meta.keyspace.as_str(), meta.name.as_str()) {
+        ("system", "local") => vec![local_row(schema)],
+        ("system_schema", "keyspaces") => schema.keyspaces.values().map(|ks| keyspace_row(ks)).collect(),
+        ("system_schema", "tables") => schema.tables().map(|t| table_row(t)).collect(),
+        ("system_schema", "columns") => schema.tables().flat_map(|t| column_rows(t)).collect(),
+        _ => Vec::new(),
+    };
+    for row in rows {
+        let (position, update) = to_update(meta, row)?;
+        table.apply(position, update);
+    }
+    Ok(table)
+}
+
+fn text(s: &str) -> Option<Bytes> {
+    Some(Bytes::copy_from_slice(s.as_bytes()))
+}
+
+fn inet(address: IpAddr) -> Option<Bytes> {
+    Some(match address {
+        IpAddr::V4(a) => Bytes::copy_from_slice(&a.octets()),
+        IpAddr::V6(a) => Bytes::copy_from_slice(&a.octets()),
+    })
+}
+
+fn uuid(id: Uuid) -> Option<Bytes> {
+    Some(Bytes::copy_from_slice(id.as_bytes()))
+}
+
+fn int(v: i32) -> Option<Bytes> {
+    Some(Bytes::copy_from_slice(&v.to_be_bytes()))
+}
+
+fn double(v: f64) -> Option<Bytes> {
+    Some(Bytes::copy_from_slice(&v.to_be_bytes()))
+}
+
+fn boolean(v: bool) -> Option<Bytes> {
+    Some(Bytes::from_static(if v { &[1] } else { &[0] }))
+}
+
+fn text_map(map: &BTreeMap<String, String>) -> Option<Bytes> {
+    Some(serialize_items(map.iter().flat_map(|(k, v)| [k.as_bytes(), v.as_bytes()]), map.len()))
+}
+
+fn text_set<'a>(items: impl Iterator<Item = &'a str> + Clone) -> Option<Bytes> {
+    Some(serialize_items(items.clone().map(str::as_bytes), items.count()))
+}
+
+fn local_row(schema: &Schema) -> Vec<Option<Bytes>> {
+    let node = node();
+    let tokens: Vec<String> = node.tokens.iter().map(i64::to_string).collect();
+    vec![
+        text("local"),
+        text("COMPLETED"),
+        inet(node.address),
+        text(&node.cluster_name),
+        text(CQL_VERSION),
+        text(DATA_CENTER),
+        int(0),
+        uuid(node.host_id),
+        inet(node.address),
+        text("4"),
+        text("org.apache.cassandra.dht.Murmur3Partitioner"),
+        text(RACK),
+        text(RELEASE_VERSION),
+        inet(node.address),
+        uuid(schema.version),
+        text_set(tokens.iter().map(String::as_str)),
+        None,
+    ]
+}
+
+fn keyspace_row(ks: &KeyspaceMeta) -> Vec<Option<Bytes>> {
+    vec![text(&ks.name), boolean(ks.durable_writes), text_map(&ks.replication)]
+}
+
+fn table_row(t: &TableMeta) -> Vec<Option<Bytes>> {
+    let o = &t.options;
+    vec![
+        text(&t.keyspace),
+        text(&t.name),
+        double(o.bloom_filter_fp_chance),
+        text_map(&o.caching),
+        text(&o.comment),
+        text_map(&o.compaction),
+        text_map(&o.compression),
+        double(o.crc_check_chance),
+        double(0.0),
+        int(o.default_time_to_live_s),
+        Some(serialize_items(std::iter::empty(), 0)),
+        text_set(["compound"].into_iter()),
+        int(o.gc_grace_seconds),
+        uuid(t.id),
+        int(o.max_index_interval),
+        int(o.memtable_flush_period_in_ms),
+        int(o.min_index_interval),
+        double(0.0),
+        text(&o.speculative_retry),
+    ]
+}
+
+fn column_rows(t: &TableMeta) -> Vec<Vec<Option<Bytes>>> {
+    t.columns
+        .iter()
+        .map(|c| {
+            let order = match (c.kind, c.order) {
+                (shoal_schema::ColumnKind::Clustering, shoal_schema::ClusteringOrder::Desc) => "desc",
+                (shoal_schema::ColumnKind::Clustering, _) => "asc",
+                _ => "none",
+            };
+            vec![
+                text(&t.keyspace),
+                text(&t.name),
+                text(&c.name),
+                text(order),
+                Some(Bytes::copy_from_slice(c.name.as_bytes())),
+                text(c.kind.as_str()),
+                int(c.position),
+                text(&c.ty.to_string()),
+            ]
+        })
+        .collect()
+}
+
+/// One row of values (in the table's column order) as a partition update.
+fn to_update(meta: &TableMeta, values: Vec<Option<Bytes>>) -> CqlResult<(PartitionPosition, Partition)> {
+    let mut pk = Vec::new();
+    let mut ck = Vec::new();
+    let mut row = Row { marker: Some(RowMarker { timestamp: 0, expiry: None }), ..Row::default() };
+    for (column, value) in meta.columns.iter().zip(values) {
+        match column.kind {
+            shoal_schema::ColumnKind::PartitionKey => pk.push(value.unwrap_or_default()),
+            shoal_schema::ColumnKind::Clustering => ck.push(value.unwrap_or_default()),
+            _ => {
+                if let Some(value) = value {
+                    row.columns.insert(column.id, ColumnData::Atomic(Cell::live(0, value, None)));
+                }
+            }
+        }
+    }
+    let position = position_of(&pk)?;
+    let mut update = Partition::default();
+    update.rows.insert(encode_clustering(meta, &ck), ClusteredRow { clustering: ck, row });
+    Ok((position, update))
+}

@@ -1,0 +1,222 @@
+//! Evaluating terms (literals, bind markers, collection literals, function
+//! calls) into serialized values of a known receiver type.
+//!
+//! Every value that reaches storage passes through here and is validated
+//! against its receiver's type, so storage never holds a malformed value.
+
+use bytes::{BufMut, Bytes, BytesMut};
+use shoal_schema::literal::{parse_literal, LiteralKind};
+use shoal_schema::value::{compare, validate};
+use shoal_schema::CqlType;
+
+use crate::ast::{Literal, Term};
+use crate::error::{invalid, CqlResult};
+use crate::functions;
+
+/// A bound value as the client sent it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum BoundValue {
+    Value(Bytes),
+    Null,
+    /// "Leave this column as it is" (protocol v4).
+    Unset,
+}
+
+/// The outcome of evaluating a term.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Evaluated {
+    Value(Bytes),
+    Null,
+    Unset,
+}
+
+impl Evaluated {
+    pub fn into_option(self) -> Option<Bytes> {
+        match self {
+            Evaluated::Value(v) => Some(v),
+            Evaluated::Null | Evaluated::Unset => None,
+        }
+    }
+}
+
+/// The bound values of one execution, by marker index.
+#[derive(Debug, Clone, Copy)]
+pub struct Bindings<'a> {
+    pub values: &'a [BoundValue],
+}
+
+/// Who receives a value: named in error messages as Cassandra does.
+#[derive(Debug, Clone, Copy)]
+pub struct Receiver<'a> {
+    pub name: &'a str,
+    pub ty: &'a CqlType,
+}
+
+pub fn eval(term: &Term, receiver: Receiver<'_>, bindings: Bindings<'_>) -> CqlResult<Evaluated> {
+    let ty = receiver.ty.unfrozen();
+    match term {
+        Term::Literal(Literal::Null) => Ok(Evaluated::Null),
+        Term::Literal(literal) => eval_literal(literal, receiver).map(Evaluated::Value),
+        Term::Bind(index) => eval_bind(*index, receiver, bindings),
+        Term::List(items) => match ty {
+            CqlType::List(elem) => collection(items, receiver.name, elem, bindings, false),
+            // Cassandra accepts a list literal for a set only when empty.
+            CqlType::Set(elem) if items.is_empty() => collection(items, receiver.name, elem, bindings, true),
+            _ => Err(mismatch("list literal", receiver)),
+        },
+        Term::Set(items) => match ty {
+            CqlType::Set(elem) => collection(items, receiver.name, elem, bindings, true),
+            _ => Err(mismatch("set literal", receiver)),
+        },
+        Term::Map(entries) => match ty {
+            CqlType::Map(key, value) => map(entries, receiver.name, key, value, bindings),
+            _ => Err(mismatch("map literal", receiver)),
+        },
+        Term::EmptyBraces => match ty {
+            CqlType::Map(..) | CqlType::Set(_) => Ok(Evaluated::Value(Bytes::from_static(&[0, 0, 0, 0]))),
+            _ => Err(mismatch("empty {} literal", receiver)),
+        },
+        Term::Tuple(items) => match ty {
+            CqlType::Tuple(fields) => tuple(items, receiver.name, fields, bindings),
+            _ => Err(mismatch("tuple literal", receiver)),
+        },
+        Term::FunctionCall { name, args } => functions::call(name, args, receiver, bindings),
+        Term::Cast { ty: cast, term } => {
+            if cast.unfrozen() != ty {
+                return Err(invalid(format!("Cannot assign a value of type {cast} to {} of type {}", receiver.name, receiver.ty)));
+            }
+            eval(term, receiver, bindings)
+        }
+    }
+}
+
+/// Evaluates a term that must produce a value (not null, not unset).
+pub fn eval_required(term: &Term, receiver: Receiver<'_>, bindings: Bindings<'_>) -> CqlResult<Bytes> {
+    match eval(term, receiver, bindings)? {
+        Evaluated::Value(v) => Ok(v),
+        Evaluated::Null => Err(invalid(format!("Invalid null value for {}", receiver.name))),
+        Evaluated::Unset => Err(invalid(format!("Invalid unset value for {}", receiver.name))),
+    }
+}
+
+fn mismatch(what: &str, receiver: Receiver<'_>) -> crate::error::CqlError {
+    invalid(format!("Invalid {what} for {} of type {}", receiver.name, receiver.ty))
+}
+
+fn eval_literal(literal: &Literal, receiver: Receiver<'_>) -> CqlResult<Bytes> {
+    let (kind, text, kind_name) = match literal {
+        Literal::String(s) => (LiteralKind::String, s.as_str(), "STRING"),
+        Literal::Integer(s) => (LiteralKind::Integer, s.as_str(), "INTEGER"),
+        Literal::Float(s) => (LiteralKind::Float, s.as_str(), "FLOAT"),
+        Literal::Boolean(b) => (LiteralKind::Boolean, if *b { "true" } else { "false" }, "BOOLEAN"),
+        Literal::Uuid(s) => (LiteralKind::Uuid, s.as_str(), "UUID"),
+        Literal::Duration(s) => (LiteralKind::Duration, s.as_str(), "DURATION"),
+        Literal::Blob(bytes) => {
+            return match receiver.ty.unfrozen() {
+                CqlType::Blob => Ok(Bytes::copy_from_slice(bytes)),
+                _ => Err(invalid(format!("Invalid HEX constant for \"{}\" of type {}", receiver.name, receiver.ty))),
+            }
+        }
+        Literal::Null => return Err(invalid("null is not a value here")),
+    };
+    let value = parse_literal(receiver.ty.unfrozen(), kind, text).map_err(|e| {
+        invalid(format!("Invalid {kind_name} constant ({text}) for \"{}\" of type {}: {e}", receiver.name, receiver.ty))
+    })?;
+    Ok(Bytes::from(value.to_bytes()))
+}
+
+fn eval_bind(index: usize, receiver: Receiver<'_>, bindings: Bindings<'_>) -> CqlResult<Evaluated> {
+    let Some(value) = bindings.values.get(index) else {
+        return Err(invalid(format!(
+            "There were {} markers(?) in CQL but {} bound variables",
+            index + 1,
+            bindings.values.len()
+        )));
+    };
+    match value {
+        BoundValue::Value(bytes) => {
+            validate(receiver.ty.unfrozen(), bytes).map_err(|e| {
+                invalid(format!("Exception while binding column {}: {e}", receiver.name))
+            })?;
+            Ok(Evaluated::Value(bytes.clone()))
+        }
+        BoundValue::Null => Ok(Evaluated::Null),
+        BoundValue::Unset => Ok(Evaluated::Unset),
+    }
+}
+
+fn element(term: &Term, name: &str, ty: &CqlType, bindings: Bindings<'_>) -> CqlResult<Bytes> {
+    eval(term, Receiver { name, ty }, bindings)?
+        .into_option()
+        .ok_or_else(|| invalid(format!("null is not supported inside collections ({name})")))
+}
+
+fn collection(items: &[Term], name: &str, elem: &CqlType, bindings: Bindings<'_>, sorted: bool) -> CqlResult<Evaluated> {
+    let mut values = items.iter().map(|t| element(t, name, elem, bindings)).collect::<CqlResult<Vec<_>>>()?;
+    if sorted {
+        values.sort_by(|a, b| compare(elem.unfrozen(), a, b));
+        values.dedup_by(|a, b| compare(elem.unfrozen(), a, b).is_eq());
+    }
+    Ok(Evaluated::Value(serialize_items(values.iter().map(|v| &v[..]), values.len())))
+}
+
+fn map(entries: &[(Term, Term)], name: &str, key_ty: &CqlType, value_ty: &CqlType, bindings: Bindings<'_>) -> CqlResult<Evaluated> {
+    let mut pairs = Vec::with_capacity(entries.len());
+    for (key, value) in entries {
+        pairs.push((element(key, name, key_ty, bindings)?, element(value, name, value_ty, bindings)?));
+    }
+    // Later entries win for equal keys, as in Cassandra.
+    pairs.reverse();
+    pairs.sort_by(|a, b| compare(key_ty.unfrozen(), &a.0, &b.0));
+    pairs.dedup_by(|a, b| compare(key_ty.unfrozen(), &a.0, &b.0).is_eq());
+    let count = pairs.len();
+    Ok(Evaluated::Value(serialize_items(pairs.iter().flat_map(|(k, v)| [&k[..], &v[..]]), count)))
+}
+
+fn tuple(items: &[Term], name: &str, fields: &[CqlType], bindings: Bindings<'_>) -> CqlResult<Evaluated> {
+    if items.len() > fields.len() {
+        return Err(invalid(format!("Invalid tuple literal for {name}: too many elements. Type tuple has {} but got {}", fields.len(), items.len())));
+    }
+    let mut out = BytesMut::new();
+    for (item, ty) in items.iter().zip(fields) {
+        match eval(item, Receiver { name, ty }, bindings)?.into_option() {
+            Some(v) => put_bytes(&mut out, &v),
+            None => out.put_i32(-1),
+        }
+    }
+    Ok(Evaluated::Value(out.freeze()))
+}
+
+/// `[int count]` then each item as `[bytes]`: the v4 collection layout.
+pub fn serialize_items<'a>(items: impl Iterator<Item = &'a [u8]>, count: usize) -> Bytes {
+    let mut out = BytesMut::new();
+    out.put_i32(count as i32);
+    for item in items {
+        put_bytes(&mut out, item);
+    }
+    out.freeze()
+}
+
+fn put_bytes(out: &mut BytesMut, value: &[u8]) {
+    out.put_i32(value.len() as i32);
+    out.put_slice(value);
+}
+
+/// The `[bytes]` items of a serialized collection (a list or set's elements,
+/// a map's keys and values alternating). Assumes a validated value.
+pub fn collection_items(value: &[u8]) -> Vec<Bytes> {
+    let mut items = Vec::new();
+    let mut rest = value.get(4..).unwrap_or_default();
+    while rest.len() >= 4 {
+        let len = i32::from_be_bytes([rest[0], rest[1], rest[2], rest[3]]);
+        rest = &rest[4..];
+        let Ok(len) = usize::try_from(len) else {
+            items.push(Bytes::new());
+            continue;
+        };
+        let Some(item) = rest.get(..len) else { break };
+        items.push(Bytes::copy_from_slice(item));
+        rest = &rest[len..];
+    }
+    items
+}

@@ -1,0 +1,117 @@
+//! Row filters: restrictions the storage order cannot serve (ALLOW FILTERING),
+//! checked on each live row on the shard, before limits count the row.
+
+use std::cmp::Ordering;
+
+use bytes::Bytes;
+use shoal_schema::token::split_partition_key;
+use shoal_schema::value::compare;
+use shoal_schema::{ColumnKind, CqlType, TableMeta};
+
+use crate::database::ReplicaError;
+use crate::read::ResultRow;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum FilterOp {
+    Eq,
+    Ne,
+    Lt,
+    Le,
+    Gt,
+    Ge,
+    /// Equal to one of the values.
+    In,
+    /// A collection holding the value (for a map: as a value).
+    Contains,
+    /// A map holding the value as a key.
+    ContainsKey,
+}
+
+/// `column op values` on the table's column at index `column`.
+#[derive(Debug, Clone)]
+pub struct RowFilter {
+    pub column: usize,
+    pub op: FilterOp,
+    /// One value, or the candidates of `In`.
+    pub values: Vec<Bytes>,
+}
+
+pub(crate) fn matches_all(meta: &TableMeta, filters: &[RowFilter], row: &ResultRow) -> Result<bool, ReplicaError> {
+    for filter in filters {
+        if !matches(meta, filter, row)? {
+            return Ok(false);
+        }
+    }
+    Ok(true)
+}
+
+fn matches(meta: &TableMeta, filter: &RowFilter, row: &ResultRow) -> Result<bool, ReplicaError> {
+    let column = &meta.columns[filter.column];
+    let value: Option<&[u8]> = match column.kind {
+        ColumnKind::PartitionKey => {
+            let key = &row.position.partition.key;
+            let parts = split_partition_key(meta.partition_key_len(), key)
+                .map_err(|e| ReplicaError::Corrupt(format!("partition key of {}.{}: {e}", meta.keyspace, meta.name)))?;
+            parts.get(column.position as usize).copied()
+        }
+        ColumnKind::Clustering => row.clustering.get(column.position as usize).map(|b| &b[..]),
+        ColumnKind::Static | ColumnKind::Regular => row.cells[filter.column].as_ref().map(|c| &c.value[..]),
+    };
+    // A null matches no restriction, as in Cassandra.
+    let Some(value) = value else { return Ok(false) };
+    let ty = column.ty.unfrozen();
+    let first = filter.values.first().map(|b| &b[..]).unwrap_or_default();
+    let ordering = || compare(ty, value, first);
+    Ok(match filter.op {
+        FilterOp::Eq => ordering() == Ordering::Equal,
+        FilterOp::Ne => ordering() != Ordering::Equal,
+        FilterOp::Lt => ordering() == Ordering::Less,
+        FilterOp::Le => ordering() != Ordering::Greater,
+        FilterOp::Gt => ordering() == Ordering::Greater,
+        FilterOp::Ge => ordering() != Ordering::Less,
+        FilterOp::In => filter.values.iter().any(|v| compare(ty, value, v) == Ordering::Equal),
+        FilterOp::Contains => collection_contains(ty, value, first, false),
+        FilterOp::ContainsKey => collection_contains(ty, value, first, true),
+    })
+}
+
+/// Walks a serialized list, set or map looking for `needle` among its
+/// elements (lists, sets), values (maps) or keys (maps, `keys`).
+fn collection_contains(ty: &CqlType, collection: &[u8], needle: &[u8], keys: bool) -> bool {
+    let (elem_ty, is_map) = match ty {
+        CqlType::List(e) | CqlType::Set(e) => (e.as_ref(), false),
+        CqlType::Map(k, v) => (if keys { k.as_ref() } else { v.as_ref() }, true),
+        _ => return false,
+    };
+    let elements = CollectionElements { rest: collection.get(4..).unwrap_or_default() };
+    let mut elements = elements.peekable();
+    let mut index = 0usize;
+    while let Some(element) = elements.next() {
+        let wanted = !is_map || (index % 2 == 0) == keys;
+        if wanted && compare(elem_ty.unfrozen(), element, needle) == Ordering::Equal {
+            return true;
+        }
+        index += 1;
+        if elements.peek().is_none() {
+            break;
+        }
+    }
+    false
+}
+
+/// The `[bytes]` items of a serialized collection body (after its count).
+struct CollectionElements<'a> {
+    rest: &'a [u8],
+}
+
+impl<'a> Iterator for CollectionElements<'a> {
+    type Item = &'a [u8];
+
+    fn next(&mut self) -> Option<&'a [u8]> {
+        let len_bytes: [u8; 4] = self.rest.get(..4)?.try_into().ok()?;
+        let len = usize::try_from(i32::from_be_bytes(len_bytes)).ok()?;
+        let item = self.rest.get(4..4 + len)?;
+        self.rest = &self.rest[4 + len..];
+        Some(item)
+    }
+}

@@ -1,0 +1,314 @@
+//! Reading from one shard: turning stored partitions into live result rows.
+//!
+//! Here tombstones and expiry are applied with the reader's clock, static
+//! columns are joined to their partition's rows, filters run, and the row and
+//! per-partition limits stop the read. A result carries where it stopped, so
+//! the coordinator can page and merge results of several shards in ring order.
+
+use std::ops::Bound;
+
+use bytes::{BufMut, Bytes, BytesMut};
+use shoal_schema::{CqlType, TableMeta};
+use shoal_storage::{Cell, ClusteredRow, ClusteringRange, ColumnData, Partition, PartitionPosition, Row, Table, Tombstone};
+use uuid::Uuid;
+
+use crate::database::ReplicaError;
+use crate::filter::{self, RowFilter};
+
+/// Partitions scanned per storage call in a range read: bounds the memory of
+/// one step while rows are filtered out.
+const SCAN_BATCH_PARTITIONS: usize = 64;
+
+#[derive(Debug, Clone)]
+pub enum PartitionSelection {
+    /// These partitions, read in ring order whatever the order given.
+    Keys(Vec<PartitionPosition>),
+    /// Every partition between the bounds, in ring order.
+    Range { from: Bound<PartitionPosition>, to: Bound<PartitionPosition> },
+}
+
+/// A row's place in a result, for paging: partition, then clustering key
+/// (its order-preserving encoding; `None` for a partition's static row).
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
+pub struct RowPosition {
+    pub partition: PartitionPosition,
+    pub clustering: Option<Bytes>,
+}
+
+#[derive(Debug, Clone)]
+pub struct ReadCommand {
+    pub table: Uuid,
+    pub partitions: PartitionSelection,
+    /// Never empty; `[ClusteringRange::all()]` reads whole partitions.
+    pub clustering: Vec<ClusteringRange>,
+    /// Rows of a partition in descending clustering order.
+    pub reversed: bool,
+    pub filters: Vec<RowFilter>,
+    /// One row per partition, holding the partition key and static columns.
+    pub distinct: bool,
+    pub row_limit: usize,
+    pub per_partition_limit: usize,
+    /// Resume after this row (paging); rows at or before it are skipped.
+    pub start_after: Option<RowPosition>,
+    /// The reader's clock: what has expired by now is gone.
+    pub now_s: i64,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ResultCell {
+    pub value: Bytes,
+    /// Write timestamp (µs); for a collection, its newest element's.
+    pub timestamp: i64,
+    pub ttl_s: Option<i32>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ResultRow {
+    pub position: RowPosition,
+    /// The clustering key values (empty for a static-only row).
+    pub clustering: Vec<Bytes>,
+    /// Static and regular columns by the table's column index; `None` for key
+    /// columns and for null cells.
+    pub cells: Vec<Option<ResultCell>>,
+}
+
+#[derive(Debug, Clone, Default)]
+pub struct ReadResult {
+    pub rows: Vec<ResultRow>,
+    /// Whether the read stopped at a limit (so more rows may follow).
+    pub limit_reached: bool,
+}
+
+pub(crate) fn execute(meta: &TableMeta, table: &Table, command: &ReadCommand) -> Result<ReadResult, ReplicaError> {
+    assert!(!command.clustering.is_empty(), "a read asks for at least one clustering range");
+    let mut reader = Reader { meta, command, result: ReadResult::default() };
+    match &command.partitions {
+        PartitionSelection::Keys(keys) => {
+            let mut keys = keys.clone();
+            keys.sort();
+            keys.dedup();
+            for position in keys {
+                if reader.before_start(&position) {
+                    continue;
+                }
+                if let Some(partition) = table.read(&position, &command.clustering) {
+                    reader.emit_partition(&position, &partition)?;
+                }
+                if reader.result.limit_reached {
+                    break;
+                }
+            }
+        }
+        PartitionSelection::Range { from, to } => {
+            let mut from = match &command.start_after {
+                Some(start) if range_contains_start(from, &start.partition) => Bound::Included(start.partition.clone()),
+                _ => from.clone(),
+            };
+            loop {
+                let batch = table.scan(from.as_ref(), to.as_ref(), &command.clustering, SCAN_BATCH_PARTITIONS);
+                for (position, partition) in &batch {
+                    reader.emit_partition(position, partition)?;
+                    if reader.result.limit_reached {
+                        return Ok(reader.result);
+                    }
+                }
+                match batch.last() {
+                    Some((last, _)) if batch.len() == SCAN_BATCH_PARTITIONS => from = Bound::Excluded(last.clone()),
+                    _ => break,
+                }
+            }
+        }
+    }
+    Ok(reader.result)
+}
+
+fn range_contains_start(from: &Bound<PartitionPosition>, start: &PartitionPosition) -> bool {
+    match from {
+        Bound::Included(f) => start >= f,
+        Bound::Excluded(f) => start > f,
+        Bound::Unbounded => true,
+    }
+}
+
+struct Reader<'a> {
+    meta: &'a TableMeta,
+    command: &'a ReadCommand,
+    result: ReadResult,
+}
+
+impl Reader<'_> {
+    fn before_start(&self, position: &PartitionPosition) -> bool {
+        self.command.start_after.as_ref().is_some_and(|s| position < &s.partition)
+    }
+
+    fn emit_partition(&mut self, position: &PartitionPosition, partition: &Partition) -> Result<(), ReplicaError> {
+        if self.before_start(position) {
+            return Ok(());
+        }
+        let resume_in_partition = match &self.command.start_after {
+            Some(start) if &start.partition == position => match &start.clustering {
+                // Paged past this partition's only (static or distinct) row.
+                None => return Ok(()),
+                Some(key) => Some(key.clone()),
+            },
+            _ => None,
+        };
+        let statics = self.live_cells(&partition.static_row, partition.tombstone)?;
+        let mut emitted = 0;
+        let rows: Box<dyn Iterator<Item = (&Bytes, &ClusteredRow)>> =
+            if self.command.reversed { Box::new(partition.rows.iter().rev()) } else { Box::new(partition.rows.iter()) };
+        for (key, clustered) in rows {
+            if let Some(resume) = &resume_in_partition {
+                let done = if self.command.reversed { key >= resume } else { key <= resume };
+                if done {
+                    continue;
+                }
+            }
+            let deletion = partition.deletion_for_row(key);
+            let Some(mut cells) = self.live_row(&clustered.row, deletion)? else { continue };
+            merge_statics(&mut cells, &statics);
+            let row = ResultRow {
+                position: RowPosition { partition: position.clone(), clustering: Some(key.clone()) },
+                clustering: clustered.clustering.clone(),
+                cells,
+            };
+            if self.command.distinct {
+                return self.push_distinct(position, row.cells);
+            }
+            if !self.accept(&row)? {
+                continue;
+            }
+            self.result.rows.push(row);
+            emitted += 1;
+            if self.limits_reached(emitted) {
+                return Ok(());
+            }
+        }
+        let static_live = statics.iter().any(Option::is_some);
+        let whole_partition = self.command.clustering.iter().any(|r| r == &ClusteringRange::all());
+        if emitted == 0 && static_live && (whole_partition || self.command.distinct) && resume_in_partition.is_none() {
+            let row = ResultRow {
+                position: RowPosition { partition: position.clone(), clustering: None },
+                clustering: Vec::new(),
+                cells: statics,
+            };
+            if self.accept(&row)? {
+                self.result.rows.push(row);
+                self.limits_reached(1);
+            }
+        }
+        Ok(())
+    }
+
+    fn push_distinct(&mut self, position: &PartitionPosition, cells: Vec<Option<ResultCell>>) -> Result<(), ReplicaError> {
+        let row = ResultRow { position: RowPosition { partition: position.clone(), clustering: None }, clustering: Vec::new(), cells };
+        if self.accept(&row)? {
+            self.result.rows.push(row);
+            self.limits_reached(1);
+        }
+        Ok(())
+    }
+
+    fn limits_reached(&mut self, emitted_in_partition: usize) -> bool {
+        if self.result.rows.len() >= self.command.row_limit {
+            self.result.limit_reached = true;
+            return true;
+        }
+        emitted_in_partition >= self.command.per_partition_limit
+    }
+
+    fn accept(&self, row: &ResultRow) -> Result<bool, ReplicaError> {
+        filter::matches_all(self.meta, &self.command.filters, row)
+    }
+
+    /// The row's live cells, or `None` when the row is dead (no live marker
+    /// and no live cell, or deleted).
+    fn live_row(&self, row: &Row, covering: Option<Tombstone>) -> Result<Option<Vec<Option<ResultCell>>>, ReplicaError> {
+        let deletion = merge_tombstones(covering, row.deletion);
+        let marker_live = row.marker.is_some_and(|m| {
+            deletion.is_none_or(|d| !d.shadows(m.timestamp)) && m.expiry.is_none_or(|e| e.expires_at_s > self.command.now_s)
+        });
+        let cells = self.live_cells(row, deletion)?;
+        let any_cell = cells.iter().any(Option::is_some);
+        Ok((marker_live || any_cell).then_some(cells))
+    }
+
+    fn live_cells(&self, row: &Row, deletion: Option<Tombstone>) -> Result<Vec<Option<ResultCell>>, ReplicaError> {
+        let deletion = merge_tombstones(deletion, row.deletion);
+        let mut cells = vec![None; self.meta.columns.len()];
+        for (index, column) in self.meta.columns.iter().enumerate() {
+            if column.kind.is_primary_key() {
+                continue;
+            }
+            let Some(data) = row.columns.get(&column.id) else { continue };
+            cells[index] = match data {
+                ColumnData::Atomic(cell) => self.live_atomic(cell, deletion),
+                ColumnData::Collection(collection) => {
+                    let tombstone = merge_tombstones(deletion, collection.tombstone);
+                    let live: Vec<(&Bytes, &Cell)> = collection
+                        .cells
+                        .values()
+                        .filter(|c| tombstone.is_none_or(|t| !t.shadows(c.cell.timestamp)))
+                        .filter(|c| c.cell.live_value(self.command.now_s).is_some())
+                        .map(|c| (&c.key, &c.cell))
+                        .collect();
+                    serialize_collection(&column.ty, &live, self.command.now_s)
+                }
+            };
+        }
+        Ok(cells)
+    }
+
+    fn live_atomic(&self, cell: &Cell, deletion: Option<Tombstone>) -> Option<ResultCell> {
+        if deletion.is_some_and(|d| d.shadows(cell.timestamp)) {
+            return None;
+        }
+        let value = cell.live_value(self.command.now_s)?;
+        let ttl_s = cell.expiry().map(|e| (e.expires_at_s - self.command.now_s).clamp(0, i32::MAX as i64) as i32);
+        Some(ResultCell { value: value.clone(), timestamp: cell.timestamp, ttl_s })
+    }
+}
+
+fn merge_tombstones(a: Option<Tombstone>, b: Option<Tombstone>) -> Option<Tombstone> {
+    match (a, b) {
+        (Some(a), Some(b)) => Some(if b.timestamp > a.timestamp { b } else { a }),
+        (a, b) => a.or(b),
+    }
+}
+
+fn merge_statics(cells: &mut [Option<ResultCell>], statics: &[Option<ResultCell>]) {
+    for (cell, stat) in cells.iter_mut().zip(statics) {
+        if cell.is_none() && stat.is_some() {
+            cell.clone_from(stat);
+        }
+    }
+}
+
+/// A live collection as clients read it (protocol v4 serialization); an
+/// empty collection reads as null, as in Cassandra.
+fn serialize_collection(ty: &CqlType, live: &[(&Bytes, &Cell)], now_s: i64) -> Option<ResultCell> {
+    if live.is_empty() {
+        return None;
+    }
+    let mut out = BytesMut::new();
+    out.put_i32(live.len() as i32);
+    for (key, cell) in live {
+        let value = cell.live_value(now_s).cloned().unwrap_or_default();
+        match ty {
+            CqlType::List(_) => put_bytes(&mut out, &value),
+            CqlType::Set(_) => put_bytes(&mut out, key),
+            _ => {
+                put_bytes(&mut out, key);
+                put_bytes(&mut out, &value);
+            }
+        }
+    }
+    let timestamp = live.iter().map(|(_, c)| c.timestamp).max().unwrap_or_default();
+    let ttl_s = live.iter().filter_map(|(_, c)| c.expiry()).map(|e| (e.expires_at_s - now_s).max(0) as i32).max();
+    Some(ResultCell { value: out.freeze(), timestamp, ttl_s })
+}
+
+fn put_bytes(out: &mut BytesMut, value: &[u8]) {
+    out.put_i32(value.len() as i32);
+    out.put_slice(value);
+}

@@ -1,0 +1,221 @@
+//! Node configuration: every option declared once, with its default, its
+//! scylla.yaml key and its flag (ScyllaDB's names, so its users find them).
+//!
+//! Precedence: command-line flag, then environment variable (`SHOAL_*`), then
+//! the options file (`--options-file`, default `shoal.yaml` if present), then
+//! the embedded default.
+
+use std::net::IpAddr;
+use std::path::{Path, PathBuf};
+
+use clap::Parser;
+use serde::Deserialize;
+use thiserror::Error;
+
+#[derive(Debug, Error)]
+pub enum ConfigError {
+    #[error("cannot read options file {path}: {source}")]
+    Read { path: PathBuf, source: std::io::Error },
+    #[error("options file {path} is not valid: {source}")]
+    Parse { path: PathBuf, source: serde_yaml::Error },
+    #[error("invalid memory size '{0}': use a number with an optional K, M, G or T suffix, e.g. 2G")]
+    Memory(String),
+    #[error("--smp must be at least 1")]
+    Smp,
+}
+
+/// `shoal [server]` options. Each `Option` is unset unless given by flag or
+/// environment; [`Config::resolve`] fills the rest.
+#[derive(Debug, Parser)]
+#[command(name = "shoal", version, about = "Shoal: a shard-per-core database speaking CQL")]
+pub struct Cli {
+    #[command(subcommand)]
+    pub command: Option<Command>,
+    #[command(flatten)]
+    pub server: ServerArgs,
+}
+
+#[derive(Debug, clap::Subcommand)]
+pub enum Command {
+    /// Run a node (the default).
+    Server(ServerArgs),
+}
+
+#[derive(Debug, Clone, Default, clap::Args)]
+pub struct ServerArgs {
+    /// Directory for data and commitlog [default: ./data]
+    #[arg(long, env = "SHOAL_WORKDIR")]
+    pub workdir: Option<PathBuf>,
+    /// Number of shards (threads pinned to cores) [default: number of cores]
+    #[arg(long, env = "SHOAL_SMP")]
+    pub smp: Option<usize>,
+    /// Memory for the node, e.g. 2G [default: 90% of RAM]
+    #[arg(long, env = "SHOAL_MEMORY")]
+    pub memory: Option<String>,
+    /// Address to listen on for clients [default: 127.0.0.1]
+    #[arg(long, env = "SHOAL_LISTEN_ADDRESS")]
+    pub listen_address: Option<IpAddr>,
+    /// CQL port [default: 9042]
+    #[arg(long, env = "SHOAL_NATIVE_TRANSPORT_PORT")]
+    pub native_transport_port: Option<u16>,
+    /// Shard-aware CQL port: a connection lands on shard (source port % shards) [default: 19042]
+    #[arg(long, env = "SHOAL_NATIVE_SHARD_AWARE_TRANSPORT_PORT")]
+    pub native_shard_aware_transport_port: Option<u16>,
+    /// HTTP port for /metrics and the admin API [default: 10000]
+    #[arg(long, env = "SHOAL_API_PORT")]
+    pub api_port: Option<u16>,
+    /// memcached port (the memcached protocol is not served yet) [default: 11211]
+    #[arg(long, env = "SHOAL_MEMCACHE_PORT")]
+    pub memcache_port: Option<u16>,
+    /// YAML options file with scylla.yaml key names [default: shoal.yaml if present]
+    #[arg(long, env = "SHOAL_OPTIONS_FILE")]
+    pub options_file: Option<PathBuf>,
+    /// Do not pin shard threads to cores.
+    #[arg(long, env = "SHOAL_NO_PIN")]
+    pub no_pin: bool,
+}
+
+/// The options file: scylla.yaml's key names.
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct OptionsFile {
+    workdir: Option<PathBuf>,
+    smp: Option<usize>,
+    memory: Option<String>,
+    cluster_name: Option<String>,
+    listen_address: Option<IpAddr>,
+    rpc_address: Option<IpAddr>,
+    native_transport_port: Option<u16>,
+    native_shard_aware_transport_port: Option<u16>,
+    api_port: Option<u16>,
+    memcache_port: Option<u16>,
+    native_transport_max_frame_size_in_mb: Option<usize>,
+}
+
+/// The resolved configuration of a node.
+#[derive(Debug, Clone)]
+pub struct Config {
+    pub workdir: PathBuf,
+    pub smp: usize,
+    pub memory_bytes: u64,
+    pub cluster_name: String,
+    pub listen_address: IpAddr,
+    pub native_transport_port: u16,
+    pub native_shard_aware_transport_port: u16,
+    pub api_port: u16,
+    pub memcache_port: u16,
+    pub max_frame_bytes: usize,
+    pub pin_shards: bool,
+}
+
+impl Config {
+    pub fn resolve(args: ServerArgs) -> Result<Config, ConfigError> {
+        let file = match &args.options_file {
+            Some(path) => read_options(path)?,
+            None if Path::new("shoal.yaml").exists() => read_options(Path::new("shoal.yaml"))?,
+            None => OptionsFile::default(),
+        };
+        let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+        let smp = args.smp.or(file.smp).unwrap_or(cores);
+        if smp == 0 {
+            return Err(ConfigError::Smp);
+        }
+        let memory_bytes = match args.memory.or(file.memory) {
+            Some(text) => parse_size(&text)?,
+            None => default_memory_bytes(),
+        };
+        Ok(Config {
+            workdir: args.workdir.or(file.workdir).unwrap_or_else(|| PathBuf::from("./data")),
+            smp,
+            memory_bytes,
+            cluster_name: file.cluster_name.unwrap_or_else(|| "Shoal Cluster".to_string()),
+            listen_address: args.listen_address.or(file.listen_address).or(file.rpc_address).unwrap_or([127, 0, 0, 1].into()),
+            native_transport_port: args.native_transport_port.or(file.native_transport_port).unwrap_or(9042),
+            native_shard_aware_transport_port: args
+                .native_shard_aware_transport_port
+                .or(file.native_shard_aware_transport_port)
+                .unwrap_or(19042),
+            api_port: args.api_port.or(file.api_port).unwrap_or(10000),
+            memcache_port: args.memcache_port.or(file.memcache_port).unwrap_or(11211),
+            max_frame_bytes: file.native_transport_max_frame_size_in_mb.unwrap_or(256) << 20,
+            pin_shards: !args.no_pin,
+        })
+    }
+}
+
+fn read_options(path: &Path) -> Result<OptionsFile, ConfigError> {
+    let text = std::fs::read_to_string(path).map_err(|source| ConfigError::Read { path: path.to_path_buf(), source })?;
+    if text.trim().is_empty() {
+        return Ok(OptionsFile::default());
+    }
+    serde_yaml::from_str(&text).map_err(|source| ConfigError::Parse { path: path.to_path_buf(), source })
+}
+
+/// `2G`, `512M`, `1024` (bytes).
+fn parse_size(text: &str) -> Result<u64, ConfigError> {
+    let trimmed = text.trim();
+    let (digits, unit) = trimmed.split_at(trimmed.find(|c: char| !c.is_ascii_digit()).unwrap_or(trimmed.len()));
+    let shift = match unit.trim().to_ascii_uppercase().trim_end_matches('B') {
+        "" => 0,
+        "K" => 10,
+        "M" => 20,
+        "G" => 30,
+        "T" => 40,
+        _ => return Err(ConfigError::Memory(text.to_string())),
+    };
+    let number: u64 = digits.parse().map_err(|_| ConfigError::Memory(text.to_string()))?;
+    number.checked_shl(shift).filter(|b| b >> shift == number).ok_or_else(|| ConfigError::Memory(text.to_string()))
+}
+
+/// 90% of physical memory, as reported by the kernel; 1 GiB if unknown.
+fn default_memory_bytes() -> u64 {
+    let meminfo = std::fs::read_to_string("/proc/meminfo").unwrap_or_default();
+    let total_kb = meminfo
+        .lines()
+        .find_map(|l| l.strip_prefix("MemTotal:"))
+        .and_then(|rest| rest.trim().trim_end_matches("kB").trim().parse::<u64>().ok());
+    total_kb.map_or(1 << 30, |kb| kb * 1024 / 10 * 9)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn sizes_parse_with_units() {
+        assert_eq!(parse_size("2G").ok(), Some(2 << 30));
+        assert_eq!(parse_size("512M").ok(), Some(512 << 20));
+        assert_eq!(parse_size("1024").ok(), Some(1024));
+        assert_eq!(parse_size("3GB").ok(), Some(3 << 30));
+        assert!(parse_size("lots").is_err());
+        assert!(parse_size("99999999999T").is_err());
+    }
+
+    #[test]
+    fn flags_beat_the_file_and_defaults_fill_the_rest() {
+        let dir = std::env::temp_dir().join(format!("shoal-config-test-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).ok();
+        let path = dir.join("shoal.yaml");
+        std::fs::write(&path, "native_transport_port: 9100\napi_port: 10100\ncluster_name: Test\n").ok();
+        let args = ServerArgs { options_file: Some(path), api_port: Some(10200), smp: Some(3), ..ServerArgs::default() };
+        let config = Config::resolve(args).ok();
+        let config = config.as_ref();
+        assert_eq!(config.map(|c| c.native_transport_port), Some(9100));
+        assert_eq!(config.map(|c| c.api_port), Some(10200));
+        assert_eq!(config.map(|c| c.native_shard_aware_transport_port), Some(19042));
+        assert_eq!(config.map(|c| c.cluster_name.as_str()), Some("Test"));
+        assert_eq!(config.map(|c| c.smp), Some(3));
+        std::fs::remove_dir_all(&dir).ok();
+    }
+
+    #[test]
+    fn unknown_keys_in_the_file_are_errors() {
+        let dir = std::env::temp_dir().join(format!("shoal-config-bad-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).ok();
+        let path = dir.join("shoal.yaml");
+        std::fs::write(&path, "native_transport_prot: 9100\n").ok();
+        let args = ServerArgs { options_file: Some(path), ..ServerArgs::default() };
+        assert!(matches!(Config::resolve(args), Err(ConfigError::Parse { .. })));
+        std::fs::remove_dir_all(&dir).ok();
+    }
+}
