@@ -1,1 +1,108 @@
-fn main() {}
+//! `shoal`: starts a node. Parses the configuration, loads the schema, starts
+//! one shard per core and the listeners on shard 0. Wiring only.
+
+mod api;
+mod config;
+
+use std::net::SocketAddr;
+use std::sync::Arc;
+
+use clap::Parser;
+use config::{Cli, Command, Config};
+use shoal_cql::system::{set_node_info, NodeInfo};
+use shoal_transport::connection::ServerConfig;
+use shoal_transport::server::{self, Placement};
+
+fn main() {
+    tracing_subscriber::fmt()
+        .with_env_filter(tracing_subscriber::EnvFilter::try_from_default_env().unwrap_or_else(|_| "info".into()))
+        .with_target(false)
+        .init();
+    let cli = Cli::parse();
+    let args = match cli.command {
+        Some(Command::Server(args)) => args,
+        None => cli.server,
+    };
+    let config = match Config::resolve(args) {
+        Ok(config) => config,
+        Err(e) => fail(&e.to_string()),
+    };
+    if let Err(e) = run(config) {
+        fail(&e);
+    }
+}
+
+fn fail(message: &str) -> ! {
+    tracing::error!("{message}");
+    std::process::exit(1);
+}
+
+fn run(config: Config) -> Result<(), String> {
+    std::fs::create_dir_all(&config.workdir).map_err(|e| format!("cannot create workdir {}: {e}", config.workdir.display()))?;
+    let host_id = node_identity(&config)?;
+    set_node_info(NodeInfo { cluster_name: config.cluster_name.clone(), host_id, address: config.listen_address, tokens: vec![0] });
+    let schema = Arc::new(shoal_cql::schema_service::load(&config.workdir.join("schema.cql")).map_err(|e| e.to_string())?);
+    tracing::info!(
+        "starting {} shard(s), workdir {}, memory {} MiB",
+        config.smp,
+        config.workdir.display(),
+        config.memory_bytes >> 20
+    );
+    let server_config = Arc::new(ServerConfig {
+        max_frame_bytes: config.max_frame_bytes,
+        shard_aware_port: config.native_shard_aware_transport_port,
+        nr_shards: config.smp,
+        sharding_ignore_msb: shoal_coordinator::SHARDING_IGNORE_MSB,
+    });
+    let pin = config.pin_shards.then(|| (0..std::thread::available_parallelism().map_or(1, |n| n.get())).collect());
+    let shards = shoal_runtime::start_shards(config.smp, pin, move |shard| {
+        shoal_replica::local().set_schema(Arc::clone(&schema), None);
+        let config = config.clone();
+        let server_config = Arc::clone(&server_config);
+        async move {
+            if shard == 0 {
+                if let Err(e) = listen(&config, server_config).await {
+                    fail(&e);
+                }
+            }
+        }
+    })
+    .map_err(|e| e.to_string())?;
+    shards.join();
+    Ok(())
+}
+
+/// Binds every listener on shard 0, logs one line each, then "ready".
+async fn listen(config: &Config, server_config: Arc<ServerConfig>) -> Result<(), String> {
+    let address = config.listen_address;
+    let bind = |port: u16| {
+        let at = SocketAddr::new(address, port);
+        async move { server::bind(at).await.map_err(|e| format!("cannot listen on {at}: {e}")) }
+    };
+    let cql = bind(config.native_transport_port).await?;
+    tracing::info!("CQL native transport listening on {}:{}", address, config.native_transport_port);
+    let shard_aware = bind(config.native_shard_aware_transport_port).await?;
+    tracing::info!("CQL shard-aware transport listening on {}:{}", address, config.native_shard_aware_transport_port);
+    let api = bind(config.api_port).await?;
+    tracing::info!("HTTP API (/metrics) listening on {}:{}", address, config.api_port);
+    tracing::info!("memcached port {} is reserved; the memcached protocol is not served yet", config.memcache_port);
+    shoal_runtime::spawn(server::serve(cql, Placement::RoundRobin, Arc::clone(&server_config)));
+    shoal_runtime::spawn(server::serve(shard_aware, Placement::BySourcePort, server_config));
+    shoal_runtime::spawn(api::serve(api));
+    tracing::info!("ready");
+    Ok(())
+}
+
+/// The node's host id: made on first start, kept in the workdir.
+fn node_identity(config: &Config) -> Result<uuid::Uuid, String> {
+    let path = config.workdir.join("host_id");
+    match std::fs::read_to_string(&path) {
+        Ok(text) => uuid::Uuid::parse_str(text.trim()).map_err(|e| format!("{} is corrupt ({e}); delete it to get a new host id", path.display())),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+            let id = uuid::Uuid::new_v4();
+            std::fs::write(&path, id.to_string()).map_err(|e| format!("cannot write {}: {e}", path.display()))?;
+            Ok(id)
+        }
+        Err(e) => Err(format!("cannot read {}: {e}", path.display())),
+    }
+}

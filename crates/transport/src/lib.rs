@@ -9,14 +9,19 @@
 //! - [`request`]: decoding request bodies into [`request::Request`];
 //! - [`response`]: encoding response bodies (errors, results, rows, events).
 //!
+//! - [`connection`] and [`server`]: the socket side — accepting, placing
+//!   each connection on its shard, and serving its requests.
+//!
 //! Every decoder is total: any input gives a value or a typed error, never a
 //! panic, and never an allocation sized by a length the input merely claims.
 //! A cargo-fuzz target (`fuzz/fuzz_targets/cql_frame.rs`) checks this.
 
 pub mod compression;
+pub mod connection;
 pub mod frame;
 pub mod request;
 pub mod response;
+pub mod server;
 pub mod wire;
 
 pub use frame::Opcode;

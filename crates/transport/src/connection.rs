@@ -1,0 +1,355 @@
+//! One client connection, on the shard it was placed on.
+//!
+//! A reader loop splits frames off the socket and runs each request as its
+//! own task, so many streams are in flight at once and answer out of order as
+//! they complete. Responses go through one writer task that sends whatever
+//! has queued up in a single write. In-flight requests per connection are
+//! bounded: past the bound the reader stops reading until one completes.
+
+use std::cell::{Cell, RefCell};
+use std::collections::HashMap;
+use std::rc::Rc;
+use std::sync::Arc;
+
+use bytes::{Bytes, BytesMut};
+use futures_channel::mpsc;
+use futures_util::StreamExt;
+use shoal_cql::processor::{self, QueryOptions, Session};
+use shoal_cql::{BatchStatement, BoundValue, CqlError, QueryResult};
+use shoal_runtime::net::{AsyncRead, AsyncWriteExt, BufResult, TcpStream};
+use shoal_schema::{SchemaChange as SchemaEvent, SchemaChangeKind, SchemaChangeTarget as EventTarget};
+
+use crate::compression::Compression;
+use crate::frame::{begin_response, finish_frame, FrameDecoder, Opcode};
+use crate::request::{self, Request};
+use crate::response::{self, ColumnSpec, ErrorBody, ErrorKind, RowsWriter};
+
+/// Requests one connection may have running at once (the protocol allows
+/// 32768 streams; drivers use far fewer).
+const IN_FLIGHT_REQUESTS_MAX: usize = 1024;
+const READ_BUFFER_BYTES: usize = 64 * 1024;
+
+/// What every connection of the node shares, fixed at start.
+#[derive(Debug, Clone)]
+pub struct ServerConfig {
+    pub max_frame_bytes: usize,
+    pub shard_aware_port: u16,
+    pub nr_shards: usize,
+    pub sharding_ignore_msb: u32,
+}
+
+struct Connection {
+    config: Arc<ServerConfig>,
+    session: RefCell<Session>,
+    compression: Cell<Option<Compression>>,
+    out: mpsc::UnboundedSender<Vec<u8>>,
+    /// Schema listener id, once the client REGISTERed for SCHEMA_CHANGE.
+    listener: Cell<Option<u64>>,
+}
+
+impl Drop for Connection {
+    fn drop(&mut self) {
+        if let Some(id) = self.listener.get() {
+            shoal_replica::local().remove_schema_listener(id);
+        }
+    }
+}
+
+/// Serves `stream` until the client closes it or sends a broken frame.
+pub async fn run(stream: TcpStream, config: Arc<ServerConfig>) {
+    let _ = stream.set_nodelay(true);
+    let (reader, writer) = stream.into_split();
+    let (out, frames) = mpsc::unbounded();
+    shoal_runtime::spawn(write_loop(writer, frames));
+    let connection = Rc::new(Connection {
+        config,
+        session: RefCell::new(Session::default()),
+        compression: Cell::new(None),
+        out,
+        listener: Cell::new(None),
+    });
+    if let Err(e) = read_loop(reader, &connection).await {
+        tracing::debug!("connection closed: {e}");
+    }
+}
+
+async fn write_loop(mut writer: TcpStream, mut frames: mpsc::UnboundedReceiver<Vec<u8>>) {
+    while let Some(mut batch) = frames.next().await {
+        while let Ok(frame) = frames.try_recv() {
+            batch.extend_from_slice(&frame);
+        }
+        let BufResult(result, _) = writer.write_all(batch).await;
+        if result.is_err() {
+            return;
+        }
+    }
+}
+
+async fn read_loop(mut reader: TcpStream, connection: &Rc<Connection>) -> std::io::Result<()> {
+    let decoder = FrameDecoder::new(connection.config.max_frame_bytes);
+    let mut pending = BytesMut::new();
+    let in_flight = Rc::new(Cell::new(0usize));
+    let (done_tx, mut done_rx) = mpsc::unbounded::<()>();
+    let mut buffer = Vec::with_capacity(READ_BUFFER_BYTES);
+    loop {
+        while in_flight.get() >= IN_FLIGHT_REQUESTS_MAX {
+            done_rx.next().await;
+        }
+        buffer.clear();
+        let BufResult(read, returned) = reader.read(buffer).await;
+        buffer = returned;
+        if read? == 0 {
+            return Ok(());
+        }
+        pending.extend_from_slice(&buffer);
+        loop {
+            let frame = match decoder.decode(&mut pending) {
+                Ok(Some(frame)) => frame,
+                Ok(None) => break,
+                Err(e) => {
+                    // The stream is out of step (or speaks another version):
+                    // answer on the offending stream, then hang up.
+                    let mut out = Vec::new();
+                    if response::encode_frame_error(&mut out, &e).is_ok() {
+                        let _ = connection.out.unbounded_send(out);
+                    }
+                    return Ok(());
+                }
+            };
+            in_flight.set(in_flight.get() + 1);
+            let (connection, in_flight, done_tx) = (Rc::clone(connection), Rc::clone(&in_flight), done_tx.clone());
+            shoal_runtime::spawn(async move {
+                let stream = frame.header.stream;
+                let response = handle(&connection, frame).await;
+                connection.send(stream, response);
+                in_flight.set(in_flight.get() - 1);
+                let _ = done_tx.unbounded_send(());
+            });
+        }
+    }
+}
+
+/// A response body and its opcode; `compressed` is false only for the
+/// answers that precede compression being in force (STARTUP's READY).
+struct Response {
+    opcode: Opcode,
+    body: Vec<u8>,
+    compressed: bool,
+}
+
+impl Connection {
+    fn send(&self, stream: i16, response: Response) {
+        let mut out = Vec::with_capacity(response.body.len() + 16);
+        let start = begin_response(&mut out, stream, response.opcode);
+        out.extend_from_slice(&response.body);
+        let compression = if response.compressed { self.compression.get() } else { None };
+        if finish_frame(&mut out, start, compression).is_ok() {
+            // The writer only stops when the socket is gone; nothing to do then.
+            let _ = self.out.unbounded_send(out);
+        }
+    }
+}
+
+fn reply(opcode: Opcode, body: Vec<u8>) -> Response {
+    Response { opcode, body, compressed: true }
+}
+
+fn error_response(error: ErrorBody) -> Response {
+    let mut body = Vec::new();
+    error.write(&mut body);
+    reply(Opcode::Error, body)
+}
+
+async fn handle(connection: &Rc<Connection>, frame: crate::frame::Frame) -> Response {
+    let compression = connection.compression.get();
+    let flags = frame.header.flags;
+    let opcode = frame.header.opcode;
+    let body = match frame.into_body(compression, connection.config.max_frame_bytes) {
+        Ok(body) => body,
+        Err(e) => return error_response(ErrorBody::protocol(e.to_string())),
+    };
+    let request = match Request::decode_with_flags(flags, opcode, body) {
+        Ok((request, _payload)) => request,
+        Err(e) => return error_response(ErrorBody::protocol(e.to_string())),
+    };
+    match execute(connection, request).await {
+        Ok(response) => response,
+        Err(e) => error_response(to_error_body(e)),
+    }
+}
+
+async fn execute(connection: &Rc<Connection>, request: Request) -> Result<Response, CqlError> {
+    match request {
+        Request::Startup { options } => startup(connection, &options),
+        Request::Options => Ok(reply(Opcode::Supported, supported(&connection.config))),
+        Request::Register { events } => {
+            register(connection, &events);
+            Ok(reply(Opcode::Ready, Vec::new()))
+        }
+        Request::AuthResponse { .. } => Err(CqlError::Protocol("Authentication is not configured on this node (no AUTHENTICATE was sent)".to_string())),
+        Request::Prepare { query } => {
+            let session = connection.session.borrow().clone();
+            let info = processor::prepare(&query, &session)?;
+            let bind: Vec<ColumnSpec<'_>> = info.variables.iter().map(spec).collect();
+            let result: Vec<ColumnSpec<'_>> = info.result_columns.iter().map(spec).collect();
+            let prepared = response::Prepared { id: &info.id, bind_columns: &bind, pk_indexes: &info.pk_indexes, result_columns: Some(&result), extra_flags: 0 };
+            let mut body = Vec::new();
+            response::write_prepared(&mut body, &prepared);
+            Ok(reply(Opcode::Result, body))
+        }
+        Request::Query { query, params } => {
+            let skip_metadata = params.skip_metadata;
+            let mut session = connection.session.borrow().clone();
+            let result = processor::query(&query, &mut session, options(params)).await?;
+            *connection.session.borrow_mut() = session;
+            Ok(reply(Opcode::Result, encode_result(&result, skip_metadata)))
+        }
+        Request::Execute { id, params } => {
+            let skip_metadata = params.skip_metadata;
+            let mut session = connection.session.borrow().clone();
+            let result = processor::execute(&id, &mut session, options(params)).await?;
+            *connection.session.borrow_mut() = session;
+            Ok(reply(Opcode::Result, encode_result(&result, skip_metadata)))
+        }
+        Request::Batch(batch) => {
+            let kind = match batch.batch_type {
+                request::BatchType::Logged => shoal_cql::ast::BatchKind::Logged,
+                request::BatchType::Unlogged => shoal_cql::ast::BatchKind::Unlogged,
+                request::BatchType::Counter => shoal_cql::ast::BatchKind::Counter,
+            };
+            let statements = batch
+                .statements
+                .into_iter()
+                .map(|s| {
+                    let statement = match s.query {
+                        request::BatchQuery::Query(text) => BatchStatement::Query(text),
+                        request::BatchQuery::Prepared(id) => BatchStatement::Prepared(id),
+                    };
+                    (statement, s.values.into_iter().map(bound).collect())
+                })
+                .collect();
+            let mut session = connection.session.borrow().clone();
+            let options = QueryOptions { timestamp: batch.timestamp, ..QueryOptions::default() };
+            let result = processor::batch(kind, statements, &mut session, options).await?;
+            Ok(reply(Opcode::Result, encode_result(&result, false)))
+        }
+    }
+}
+
+fn startup(connection: &Connection, options: &HashMap<String, String>) -> Result<Response, CqlError> {
+    if let Some(name) = options.get("COMPRESSION") {
+        let compression = Compression::from_name(name)
+            .ok_or_else(|| CqlError::Protocol(format!("Unknown compression algorithm: {name}; this node supports lz4 and snappy")))?;
+        connection.compression.set(Some(compression));
+    }
+    // READY itself goes out uncompressed: the client switches after it.
+    Ok(Response { opcode: Opcode::Ready, body: Vec::new(), compressed: false })
+}
+
+fn supported(config: &ServerConfig) -> Vec<u8> {
+    let shard = shoal_runtime::this_shard().to_string();
+    let options: Vec<(&str, Vec<String>)> = vec![
+        ("CQL_VERSION", vec![shoal_cql::system::CQL_VERSION.to_string()]),
+        ("COMPRESSION", vec!["lz4".to_string(), "snappy".to_string()]),
+        ("PROTOCOL_VERSIONS", vec!["4/v4".to_string()]),
+        ("SCYLLA_SHARD", vec![shard]),
+        ("SCYLLA_NR_SHARDS", vec![config.nr_shards.to_string()]),
+        ("SCYLLA_PARTITIONER", vec!["org.apache.cassandra.dht.Murmur3Partitioner".to_string()]),
+        ("SCYLLA_SHARDING_ALGORITHM", vec!["biased-token-round-robin".to_string()]),
+        ("SCYLLA_SHARDING_IGNORE_MSB", vec![config.sharding_ignore_msb.to_string()]),
+        ("SCYLLA_SHARD_AWARE_PORT", vec![config.shard_aware_port.to_string()]),
+    ];
+    let mut body = Vec::new();
+    response::write_supported(&mut body, &options);
+    body
+}
+
+fn register(connection: &Rc<Connection>, events: &[String]) {
+    if !events.iter().any(|e| e == "SCHEMA_CHANGE") || connection.listener.get().is_some() {
+        return;
+    }
+    let out = connection.out.clone();
+    let compression = connection.compression.get();
+    let id = shoal_replica::local().add_schema_listener(Box::new(move |change: &SchemaEvent| {
+        let mut body = Vec::new();
+        response::write_event(&mut body, &response::Event::SchemaChange(schema_change(change)));
+        let mut frame = Vec::new();
+        let start = begin_response(&mut frame, crate::frame::EVENT_STREAM, Opcode::Event);
+        frame.extend_from_slice(&body);
+        if finish_frame(&mut frame, start, compression).is_ok() {
+            let _ = out.unbounded_send(frame);
+        }
+    }));
+    connection.listener.set(Some(id));
+}
+
+fn schema_change(change: &SchemaEvent) -> response::SchemaChange {
+    let kind = match change.kind {
+        SchemaChangeKind::Created => response::SchemaChangeType::Created,
+        SchemaChangeKind::Updated => response::SchemaChangeType::Updated,
+        SchemaChangeKind::Dropped => response::SchemaChangeType::Dropped,
+    };
+    let target = match &change.target {
+        EventTarget::Keyspace(keyspace) => response::SchemaChangeTarget::Keyspace { keyspace: keyspace.clone() },
+        EventTarget::Table { keyspace, table } => response::SchemaChangeTarget::Table { keyspace: keyspace.clone(), table: table.clone() },
+    };
+    response::SchemaChange { change: kind, target }
+}
+
+fn spec(column: &shoal_cql::ColumnSpec) -> ColumnSpec<'_> {
+    ColumnSpec { keyspace: &column.keyspace, table: &column.table, name: &column.name, ty: &column.ty }
+}
+
+fn bound(value: request::BoundValue) -> BoundValue {
+    match value {
+        request::BoundValue::Value(v) => BoundValue::Value(v),
+        request::BoundValue::Null => BoundValue::Null,
+        request::BoundValue::Unset => BoundValue::Unset,
+    }
+}
+
+fn options(params: request::QueryParams) -> QueryOptions {
+    QueryOptions {
+        values: params.values.into_iter().map(bound).collect(),
+        names: params.names,
+        page_size: params.page_size,
+        paging_state: params.paging_state,
+        timestamp: params.timestamp,
+    }
+}
+
+fn encode_result(result: &QueryResult, skip_metadata: bool) -> Vec<u8> {
+    let mut body = Vec::new();
+    match result {
+        QueryResult::Void => response::write_void(&mut body),
+        QueryResult::SetKeyspace(keyspace) => response::write_set_keyspace(&mut body, keyspace),
+        QueryResult::SchemaChange(change) => response::write_schema_change_result(&mut body, &schema_change(change)),
+        QueryResult::Rows(rows) => {
+            let columns: Vec<ColumnSpec<'_>> = rows.columns.iter().map(spec).collect();
+            let mut writer = RowsWriter::new(&mut body, &columns, skip_metadata);
+            for row in &rows.rows {
+                for cell in row {
+                    writer.push_cell(cell.as_deref());
+                }
+            }
+            // Every row has one cell per column by construction.
+            let _ = writer.finish(rows.paging_state.as_deref());
+        }
+    }
+    body
+}
+
+fn to_error_body(error: CqlError) -> ErrorBody {
+    let message = error.to_string();
+    let kind = match error {
+        CqlError::Syntax(_) => ErrorKind::SyntaxError,
+        CqlError::Invalid(_) => ErrorKind::Invalid,
+        CqlError::AlreadyExists { keyspace, table, .. } => ErrorKind::AlreadyExists { keyspace, table },
+        CqlError::Unprepared(id) => ErrorKind::Unprepared { id: Bytes::from(id) },
+        CqlError::Unauthorized(_) => ErrorKind::Unauthorized,
+        CqlError::Config(_) => ErrorKind::ConfigError,
+        CqlError::Protocol(_) => ErrorKind::ProtocolError,
+        CqlError::Server(_) => ErrorKind::ServerError,
+    };
+    ErrorBody::new(kind, message)
+}

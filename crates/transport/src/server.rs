@@ -1,0 +1,73 @@
+//! Accepting CQL connections and placing each on its shard.
+//!
+//! Shard 0 accepts on both ports. On the regular port connections go to the
+//! shards in turn; on the shard-aware port a connection goes to shard
+//! `client source port % shards`, which is how ScyllaDB's drivers open one
+//! connection per shard and then send each request to the shard owning its
+//! token.
+
+use std::net::SocketAddr;
+use std::sync::Arc;
+
+use shoal_runtime::net::{attach, detach, TcpListener};
+use shoal_runtime::{submit_to, ShardError};
+
+use crate::connection::{self, ServerConfig};
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Placement {
+    RoundRobin,
+    BySourcePort,
+}
+
+/// Binds `address`; returns the listener so the caller can report it bound
+/// before serving.
+pub async fn bind(address: SocketAddr) -> std::io::Result<TcpListener> {
+    TcpListener::bind(address).await
+}
+
+/// Accepts connections forever, placing each on its shard.
+pub async fn serve(listener: TcpListener, placement: Placement, config: Arc<ServerConfig>) {
+    let mut next = 0usize;
+    loop {
+        let (stream, peer) = match listener.accept().await {
+            Ok(accepted) => accepted,
+            Err(e) => {
+                // Out of descriptors or a connection reset while queued:
+                // keep accepting, the next may work.
+                tracing::warn!("accept failed: {e}");
+                shoal_runtime::time::sleep(std::time::Duration::from_millis(10)).await;
+                continue;
+            }
+        };
+        let shard = match placement {
+            Placement::RoundRobin => {
+                next = next.wrapping_add(1);
+                next % config.nr_shards
+            }
+            Placement::BySourcePort => usize::from(peer.port()) % config.nr_shards,
+        };
+        if let Err(e) = hand_over(stream, shard, Arc::clone(&config)).await {
+            tracing::warn!("cannot place connection from {peer} on shard {shard}: {e}");
+        }
+    }
+}
+
+#[derive(Debug, thiserror::Error)]
+enum HandOverError {
+    #[error(transparent)]
+    Io(#[from] std::io::Error),
+    #[error(transparent)]
+    Shard(#[from] ShardError),
+}
+
+async fn hand_over(stream: shoal_runtime::net::TcpStream, shard: usize, config: Arc<ServerConfig>) -> Result<(), HandOverError> {
+    let detached = detach(stream)?;
+    submit_to(shard, move || async move {
+        let stream = attach(detached)?;
+        shoal_runtime::spawn(connection::run(stream, config));
+        Ok::<(), std::io::Error>(())
+    })
+    .await??;
+    Ok(())
+}
