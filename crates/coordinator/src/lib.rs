@@ -16,7 +16,7 @@ mod metrics;
 use std::sync::Arc;
 
 use futures_util::future::join_all;
-use shoal_replica::{PartitionSelection, ReadCommand, ReadResult, ReplicaError};
+use shoal_replica::{ListOp, PartitionSelection, ReadCommand, ReadResult, ReplicaError};
 use shoal_runtime::{nr_shards, submit_to, this_shard, ShardError};
 use shoal_schema::sharder::Sharder;
 use shoal_schema::{Schema, SchemaChange};
@@ -47,11 +47,12 @@ pub fn shard_of(token: i64) -> usize {
     sharder().shard_of(token)
 }
 
-/// Applies a partition update on the shard that owns it.
-pub async fn mutate(table: Uuid, position: PartitionPosition, update: PartitionUpdate) -> Result<(), CoordinatorError> {
+/// Applies a partition update (and list operations that read the current
+/// list) on the shard that owns it.
+pub async fn mutate(table: Uuid, position: PartitionPosition, update: PartitionUpdate, list_ops: Vec<ListOp>) -> Result<(), CoordinatorError> {
     let shard = shard_of(position.token);
     metrics::note_target(shard);
-    let result = submit_to(shard, move || async move { shoal_replica::local().apply(table, position, update) }).await?;
+    let result = submit_to(shard, move || async move { shoal_replica::local().apply(table, position, update, &list_ops) }).await?;
     Ok(result?)
 }
 

@@ -52,7 +52,7 @@ pub fn apply(schema: &Schema, statement: &Statement, keyspace: Option<&str>) -> 
                 if s.if_exists {
                     return Ok(None);
                 }
-                return Err(CqlError::Config(format!("Cannot drop non existing keyspace '{}'.", s.name)));
+                return Err(invalid(format!("Keyspace '{}' doesn't exist", s.name)));
             }
             user_keyspace(&next, &s.name)?;
             next.keyspaces.remove(&s.name);
@@ -212,8 +212,8 @@ pub fn create_table(keyspace: &str, s: &CreateTable) -> CqlResult<TableMeta> {
             (None, None) if def.is_static => (ColumnKind::Static, -1),
             (None, None) => (ColumnKind::Regular, -1),
         };
-        check_column_type(def, kind)?;
-        columns.push(new_column(id as u32, def, kind, position));
+        let def = checked_column(def, kind)?;
+        columns.push(new_column(id as u32, &def, kind, position));
     }
     for name in s.partition_key.iter().chain(&s.clustering_key) {
         if !columns.iter().any(|c| &c.name == name) {
@@ -229,6 +229,40 @@ pub fn create_table(keyspace: &str, s: &CreateTable) -> CqlResult<TableMeta> {
     let mut table = TableMeta { id: id.unwrap_or_else(Uuid::new_v4), keyspace: keyspace.to_string(), name: s.name.clone(), columns, options, next_column_id };
     table.normalize_columns();
     Ok(table)
+}
+
+/// The column with its type as stored: tuples, and collections inside other
+/// types, are frozen (as Cassandra stores and shows them).
+fn checked_column(def: &ColumnDef, kind: ColumnKind) -> CqlResult<ColumnDef> {
+    check_column_type(def, kind)?;
+    let ty = match &def.ty {
+        CqlType::List(e) => CqlType::List(Box::new(nested(e, &def.ty)?)),
+        CqlType::Set(e) => CqlType::Set(Box::new(nested(e, &def.ty)?)),
+        CqlType::Map(k, v) => CqlType::Map(Box::new(nested(k, &def.ty)?), Box::new(nested(v, &def.ty)?)),
+        other => frozen_inside(other),
+    };
+    Ok(ColumnDef { ty, ..def.clone() })
+}
+
+/// An element type of a non-frozen collection: must itself be frozen if it
+/// is a collection.
+fn nested(element: &CqlType, outer: &CqlType) -> CqlResult<CqlType> {
+    if element.is_multi_cell() {
+        return Err(invalid(format!("Non-frozen collections are not allowed inside collections: {outer}")));
+    }
+    Ok(frozen_inside(element))
+}
+
+/// Wraps every tuple and collection at or below `ty` in `frozen<...>`.
+fn frozen_inside(ty: &CqlType) -> CqlType {
+    let inner = |t: &CqlType| Box::new(frozen_inside(t));
+    match ty.unfrozen() {
+        CqlType::List(e) => CqlType::Frozen(Box::new(CqlType::List(inner(e)))),
+        CqlType::Set(e) => CqlType::Frozen(Box::new(CqlType::Set(inner(e)))),
+        CqlType::Map(k, v) => CqlType::Frozen(Box::new(CqlType::Map(inner(k), inner(v)))),
+        CqlType::Tuple(fields) => CqlType::Frozen(Box::new(CqlType::Tuple(fields.iter().map(frozen_inside).collect()))),
+        native => native.clone(),
+    }
 }
 
 fn check_column_type(def: &ColumnDef, kind: ColumnKind) -> CqlResult<()> {
@@ -319,8 +353,8 @@ fn alter_table(current: &TableMeta, op: &AlterTableOp) -> CqlResult<TableMeta> {
                     return Err(invalid("Static columns are only useful (and thus allowed) if the table has at least one clustering column"));
                 }
                 let kind = if def.is_static { ColumnKind::Static } else { ColumnKind::Regular };
-                check_column_type(def, kind)?;
-                table.columns.push(new_column(table.next_column_id, def, kind, -1));
+                let def = checked_column(def, kind)?;
+                table.columns.push(new_column(table.next_column_id, &def, kind, -1));
                 table.next_column_id += 1;
             }
         }

@@ -9,6 +9,7 @@
 use std::cell::Cell as StdCell;
 
 use bytes::Bytes;
+use shoal_replica::{ListOp, ListOpKind};
 use shoal_schema::comparable;
 use shoal_schema::{ColumnKind, ColumnMeta, CqlType, TableMeta};
 use shoal_storage::{
@@ -31,6 +32,28 @@ pub struct Write {
     pub table: Uuid,
     pub position: PartitionPosition,
     pub update: PartitionUpdate,
+    /// List operations that need the list's current contents.
+    pub list_ops: Vec<ListOp>,
+}
+
+/// A list operation before the rows it applies to are known.
+struct PendingListOp {
+    column: u32,
+    is_static: bool,
+    kind: ListOpKind,
+}
+
+impl PendingListOp {
+    fn for_row(&self, row: Option<&Bytes>, attrs: &Attributes) -> ListOp {
+        ListOp {
+            column: self.column,
+            row: if self.is_static { None } else { row.cloned() },
+            kind: self.kind.clone(),
+            timestamp: attrs.timestamp,
+            now_s: attrs.now_s,
+            expiry: attrs.expiry,
+        }
+    }
 }
 
 /// What every write of one statement (or batch) shares.
@@ -114,7 +137,7 @@ pub fn insert(meta: &TableMeta, statement: &Insert, ctx: WriteContext<'_>) -> Cq
             return Err(invalid(format!("Some clustering keys are missing: {}", missing.join(", "))));
         }
     }
-    Ok(Write { table: meta.id, position, update })
+    Ok(Write { table: meta.id, position, update, list_ops: Vec::new() })
 }
 
 pub fn update(meta: &TableMeta, statement: &Update, ctx: WriteContext<'_>) -> CqlResult<Vec<Write>> {
@@ -125,6 +148,7 @@ pub fn update(meta: &TableMeta, statement: &Update, ctx: WriteContext<'_>) -> Cq
     };
     let mut row = Row::default();
     let mut static_row = Row::default();
+    let mut pending = Vec::new();
     for assignment in &statement.assignments {
         let name = assignment_column(assignment);
         let column = meta.column(name).ok_or_else(|| invalid(format!("Undefined column name {name}")))?;
@@ -132,9 +156,9 @@ pub fn update(meta: &TableMeta, statement: &Update, ctx: WriteContext<'_>) -> Cq
             return Err(invalid(format!("PRIMARY KEY part {name} found in SET part")));
         }
         let target = if column.kind == ColumnKind::Static { &mut static_row } else { &mut row };
-        assign(target, column, assignment, &attrs, ctx.bindings)?;
+        assign(target, column, assignment, &attrs, ctx.bindings, &mut pending)?;
     }
-    let has_regular = !row.columns.is_empty();
+    let has_regular = !row.columns.is_empty() || pending.iter().any(|p| !p.is_static);
     let keys = match restrictions.clustering_keys {
         Some(keys) if meta.clustering_key_len() > 0 || keys.len() == 1 => keys,
         _ if !has_regular => Vec::new(),
@@ -144,12 +168,15 @@ pub fn update(meta: &TableMeta, statement: &Update, ctx: WriteContext<'_>) -> Cq
         .into_iter()
         .map(|position| {
             let mut update = Partition { static_row: static_row.clone(), ..Partition::default() };
+            let mut list_ops = Vec::new();
             if has_regular {
                 for (encoded, values) in &keys {
                     update.rows.insert(encoded.clone(), ClusteredRow { clustering: values.clone(), row: row.clone() });
+                    list_ops.extend(pending.iter().filter(|p| !p.is_static).map(|p| p.for_row(Some(encoded), &attrs)));
                 }
             }
-            Write { table: meta.id, position, update }
+            list_ops.extend(pending.iter().filter(|p| p.is_static).map(|p| p.for_row(None, &attrs)));
+            Write { table: meta.id, position, update, list_ops }
         })
         .collect())
 }
@@ -168,6 +195,7 @@ pub fn delete(meta: &TableMeta, statement: &Delete, ctx: WriteContext<'_>) -> Cq
         return Err(invalid(missing_key_message(meta, "partition key")));
     };
     let mut update = Partition::default();
+    let mut pending = Vec::new();
     if statement.columns.is_empty() {
         match &restrictions.clustering_keys {
             Some(keys) if meta.clustering_key_len() > 0 => {
@@ -182,9 +210,13 @@ pub fn delete(meta: &TableMeta, statement: &Delete, ctx: WriteContext<'_>) -> Cq
             _ => update.tombstone = Some(tombstone),
         }
     } else {
-        delete_columns(meta, statement, &restrictions.clustering_keys, &attrs, ctx.bindings, &mut update)?;
+        delete_columns(meta, statement, &restrictions.clustering_keys, &attrs, ctx.bindings, &mut update, &mut pending)?;
     }
-    Ok(positions.into_iter().map(|position| Write { table: meta.id, position, update: update.clone() }).collect())
+    let mut list_ops: Vec<ListOp> = pending.iter().filter(|p| p.is_static).map(|p| p.for_row(None, &attrs)).collect();
+    for (encoded, _) in restrictions.clustering_keys.iter().flatten() {
+        list_ops.extend(pending.iter().filter(|p| !p.is_static).map(|p| p.for_row(Some(encoded), &attrs)));
+    }
+    Ok(positions.into_iter().map(|position| Write { table: meta.id, position, update: update.clone(), list_ops: list_ops.clone() }).collect())
 }
 
 fn delete_columns(
@@ -194,6 +226,7 @@ fn delete_columns(
     attrs: &Attributes,
     bindings: Bindings<'_>,
     update: &mut Partition,
+    pending: &mut Vec<PendingListOp>,
 ) -> CqlResult<()> {
     let mut row = Row::default();
     for ColumnTarget { column: name, element } in &statement.columns {
@@ -204,6 +237,12 @@ fn delete_columns(
         let target = if column.kind == ColumnKind::Static { &mut update.static_row } else { &mut row };
         match element {
             None => write_value(target, column, Evaluated::Null, attrs)?,
+            Some(key) if matches!(column.ty, CqlType::List(_)) => {
+                let index = list_index(key, column, bindings)?;
+                pending.push(PendingListOp { column: column.id, is_static: column.kind == ColumnKind::Static, kind: ListOpKind::DeleteIndex(index) });
+                // The row must be in the update for the operation to land.
+                target.columns.entry(column.id).or_insert_with(|| ColumnData::Collection(Collection::default()));
+            }
             Some(key) => delete_element(target, column, key, attrs, bindings)?,
         }
     }
@@ -220,7 +259,6 @@ fn delete_element(row: &mut Row, column: &ColumnMeta, key: &Term, attrs: &Attrib
     let key_ty = match &column.ty {
         CqlType::Map(k, _) => k.as_ref(),
         CqlType::Set(e) => e.as_ref(),
-        CqlType::List(_) => return Err(invalid(format!("Deleting a list element by index ({}[i]) is not supported yet", column.name))),
         _ => return Err(invalid(format!("Invalid element deletion on non-collection column {}", column.name))),
     };
     let key = eval_required(key, Receiver { name: &column.name, ty: key_ty }, bindings)?;
@@ -239,7 +277,12 @@ fn assignment_column(assignment: &Assignment) -> &str {
     }
 }
 
-fn assign(row: &mut Row, column: &ColumnMeta, assignment: &Assignment, attrs: &Attributes, bindings: Bindings<'_>) -> CqlResult<()> {
+fn list_index(term: &Term, column: &ColumnMeta, bindings: Bindings<'_>) -> CqlResult<i32> {
+    let index = eval_required(term, Receiver { name: &column.name, ty: &CqlType::Int }, bindings)?;
+    Ok(i32::from_be_bytes(index[..].try_into().map_err(|_| invalid(format!("Invalid list index for {}", column.name)))?))
+}
+
+fn assign(row: &mut Row, column: &ColumnMeta, assignment: &Assignment, attrs: &Attributes, bindings: Bindings<'_>, pending: &mut Vec<PendingListOp>) -> CqlResult<()> {
     let receiver = Receiver { name: &column.name, ty: &column.ty };
     if column.ty.is_counter() {
         return Err(invalid(format!("Counter columns are not supported yet ({})", column.name)));
@@ -255,10 +298,27 @@ fn assign(row: &mut Row, column: &ColumnMeta, assignment: &Assignment, attrs: &A
             add_elements(collection_of(row, column), &column.ty, &items, attrs, prepend);
             Ok(())
         }
+        Assignment::Subtract { value, .. } if matches!(column.ty, CqlType::List(_)) => {
+            let Evaluated::Value(items) = eval(value, receiver, bindings)? else { return Ok(()) };
+            pending.push(PendingListOp { column: column.id, is_static: column.kind == ColumnKind::Static, kind: ListOpKind::RemoveValues(collection_items(&items)) });
+            collection_of(row, column);
+            Ok(())
+        }
         Assignment::Subtract { value, .. } => subtract(row, column, value, attrs, bindings),
+        Assignment::SetElement { key, value, .. } if matches!(column.ty, CqlType::List(_)) => {
+            let CqlType::List(elem) = &column.ty else { unreachable!("matched a list") };
+            let index = list_index(key, column, bindings)?;
+            let value = eval(value, Receiver { name: &column.name, ty: elem }, bindings)?;
+            if value == Evaluated::Unset {
+                return Ok(());
+            }
+            pending.push(PendingListOp { column: column.id, is_static: column.kind == ColumnKind::Static, kind: ListOpKind::SetIndex { index, value: value.into_option() } });
+            collection_of(row, column);
+            Ok(())
+        }
         Assignment::SetElement { key, value, .. } => {
             let CqlType::Map(key_ty, value_ty) = &column.ty else {
-                return Err(invalid(format!("Setting a list element by index ({}[i] = ...) is not supported yet; only maps take m[key] = value", column.name)));
+                return Err(invalid(format!("Invalid operation ({}[...] = ...) on a column that is neither a non-frozen list nor a map", column.name)));
             };
             let key = eval_required(key, Receiver { name: &column.name, ty: key_ty }, bindings)?;
             let cell = match eval(value, Receiver { name: &column.name, ty: value_ty }, bindings)? {
@@ -276,7 +336,6 @@ fn subtract(row: &mut Row, column: &ColumnMeta, value: &Term, attrs: &Attributes
     let (key_ty, operand_ty) = match &column.ty {
         CqlType::Set(e) => (e.as_ref().clone(), column.ty.clone()),
         CqlType::Map(k, _) => (k.as_ref().clone(), CqlType::Set(k.clone())),
-        CqlType::List(_) => return Err(invalid(format!("Removing list elements by value ({0} = {0} - [...]) is not supported yet", column.name))),
         _ => return Err(invalid(format!("Invalid operation ({0} = {0} - ?) for non counter column {0}", column.name))),
     };
     let Evaluated::Value(items) = eval(value, Receiver { name: &column.name, ty: &operand_ty }, bindings)? else { return Ok(()) };

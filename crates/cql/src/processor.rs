@@ -274,7 +274,7 @@ fn writable_table(schema: &Schema, named: Option<&str>, session: Option<&str>, n
 }
 
 async fn apply_writes(writes: Vec<Write>) -> CqlResult<()> {
-    let results = join_all(writes.into_iter().map(|w| shoal_coordinator::mutate(w.table, w.position, w.update))).await;
+    let results = join_all(writes.into_iter().map(|w| shoal_coordinator::mutate(w.table, w.position, w.update, w.list_ops))).await;
     for result in results {
         result?;
     }

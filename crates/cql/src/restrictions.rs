@@ -55,7 +55,8 @@ struct Analysis<'a> {
     token_to: Bound<i64>,
     has_token: bool,
     filters: Vec<RowFilter>,
-    multi: Option<(Vec<usize>, Operator, Vec<Vec<Bytes>>)>,
+    /// Multi-column relations: (column indexes, operator, tuples).
+    multi: Vec<(Vec<usize>, Operator, Vec<Vec<Bytes>>)>,
 }
 
 pub fn analyze(meta: &TableMeta, relations: &[Relation], bindings: Bindings<'_>) -> CqlResult<Restrictions> {
@@ -68,7 +69,7 @@ pub fn analyze(meta: &TableMeta, relations: &[Relation], bindings: Bindings<'_>)
         token_to: Bound::Unbounded,
         has_token: false,
         filters: Vec::new(),
-        multi: None,
+        multi: Vec::new(),
     };
     for relation in relations {
         a.relation(relation)?;
@@ -213,7 +214,7 @@ impl Analysis<'_> {
             let fields = tuple_fields(&tuple, names.len()).ok_or_else(|| invalid(format!("Invalid tuple for {receiver_name}")))?;
             tuples.push(fields);
         }
-        self.multi = Some((indexes, op, tuples));
+        self.multi.push((indexes, op, tuples));
         Ok(())
     }
 
@@ -251,8 +252,9 @@ impl Analysis<'_> {
     #[allow(clippy::type_complexity)]
     fn clustering(&mut self) -> CqlResult<(Option<Vec<(Bytes, Vec<Bytes>)>>, Vec<ClusteringRange>, bool)> {
         let ck: Vec<usize> = (0..self.meta.columns.len()).filter(|i| self.meta.columns[*i].kind == ColumnKind::Clustering).collect();
-        if let Some((indexes, op, tuples)) = self.multi.take() {
-            return self.multi_ranges(&ck, &indexes, op, tuples);
+        if !self.multi.is_empty() {
+            let relations = std::mem::take(&mut self.multi);
+            return self.multi_ranges(&ck, relations);
         }
         let mut prefix_values: Vec<Vec<Bytes>> = Vec::new();
         let mut used = 0;
@@ -315,53 +317,87 @@ impl Analysis<'_> {
         for (op, value) in bounds {
             let mut key = prefix.to_vec();
             comparable::encode(meta.ty.unfrozen(), value, desc, &mut key);
-            let key = Bytes::from(key);
-            // In storage order, `>` on a DESC column is a bound from above.
-            let op = if desc { flip(*op) } else { *op };
-            match op {
-                Operator::Gt => range.start = successor(&key).map_or(Bound::Excluded(key.clone()), Bound::Included),
-                Operator::Ge => range.start = Bound::Included(key),
-                Operator::Lt => range.end = Bound::Excluded(key),
-                Operator::Le => range.end = successor(&key).map_or(Bound::Unbounded, Bound::Excluded),
-                _ => {}
-            }
+            apply_bound(&mut range, Bytes::from(key), *op, desc);
         }
         range
     }
 
+    /// Multi-column relations: one `=`/`IN` (keys), or slices intersected.
     #[allow(clippy::type_complexity)]
-    fn multi_ranges(&self, ck: &[usize], indexes: &[usize], op: Operator, tuples: Vec<Vec<Bytes>>) -> CqlResult<(Option<Vec<(Bytes, Vec<Bytes>)>>, Vec<ClusteringRange>, bool)> {
-        let columns = &ck[..indexes.len()];
-        let orders: Vec<bool> = columns.iter().map(|i| self.meta.columns[*i].order == ClusteringOrder::Desc).collect();
-        if matches!(op, Operator::Lt | Operator::Le | Operator::Gt | Operator::Ge) && orders.iter().any(|d| *d != orders[0]) {
-            return Err(invalid("Multi-column slices over clustering columns of mixed order are not supported yet"));
-        }
-        let full = indexes.len() == ck.len();
-        let mut ranges = Vec::new();
-        let mut keys = Vec::new();
-        for tuple in &tuples {
-            let encoded = self.encode(columns, tuple);
+    fn multi_ranges(&self, ck: &[usize], relations: Vec<(Vec<usize>, Operator, Vec<Vec<Bytes>>)>) -> CqlResult<(Option<Vec<(Bytes, Vec<Bytes>)>>, Vec<ClusteringRange>, bool)> {
+        let mut keys: Option<(usize, Vec<(Bytes, Vec<Bytes>)>)> = None;
+        let mut slice: Option<ClusteringRange> = None;
+        for (indexes, op, tuples) in relations {
+            let columns = &ck[..indexes.len()];
+            let orders: Vec<bool> = columns.iter().map(|i| self.meta.columns[*i].order == ClusteringOrder::Desc).collect();
             match op {
                 Operator::Eq | Operator::In => {
-                    keys.push((encoded.clone(), tuple.clone()));
-                    ranges.push(prefix_range(encoded));
+                    if keys.is_some() {
+                        return Err(invalid("Clustering columns may be restricted by only one multi-column = or IN relation"));
+                    }
+                    keys = Some((indexes.len(), tuples.iter().map(|t| (self.encode(columns, t), t.clone())).collect()));
                 }
                 _ => {
-                    let op = if orders[0] { flip(op) } else { op };
-                    let mut range = ClusteringRange::all();
-                    match op {
-                        Operator::Gt => range.start = successor(&encoded).map_or(Bound::Excluded(encoded.clone()), Bound::Included),
-                        Operator::Ge => range.start = Bound::Included(encoded),
-                        Operator::Lt => range.end = Bound::Excluded(encoded),
-                        _ => range.end = successor(&encoded).map_or(Bound::Unbounded, Bound::Excluded),
+                    if orders.iter().any(|d| *d != orders[0]) {
+                        return Err(invalid("Multi-column slices over clustering columns of mixed order are not supported yet"));
                     }
-                    ranges.push(range);
+                    let range = slice.get_or_insert_with(ClusteringRange::all);
+                    for tuple in &tuples {
+                        apply_bound(range, self.encode(columns, tuple), op, orders[0]);
+                    }
                 }
             }
         }
-        ranges.sort_by(|a, b| bound_key(&a.start).cmp(&bound_key(&b.start)));
-        let full_keys = (full && matches!(op, Operator::Eq | Operator::In)).then_some(keys);
-        Ok((full_keys, ranges, true))
+        match (keys, slice) {
+            (Some(_), Some(_)) => Err(invalid("Mixing multi-column = or IN with slices is not supported yet")),
+            (Some((width, keys)), None) => {
+                let mut ranges: Vec<ClusteringRange> = keys.iter().map(|(encoded, _)| prefix_range(encoded.clone())).collect();
+                ranges.sort_by(|a, b| bound_key(&a.start).cmp(&bound_key(&b.start)));
+                Ok(((width == ck.len()).then_some(keys), ranges, true))
+            }
+            (None, Some(range)) => Ok((None, if range.is_empty() { Vec::new() } else { vec![range] }, true)),
+            (None, None) => Ok((None, vec![ClusteringRange::all()], false)),
+        }
+    }
+}
+
+/// Narrows `range` by `key op` where `key` is an encoded clustering prefix;
+/// `desc` says the restricted column sorts descending, which turns `>`
+/// into a bound from above in storage order.
+fn apply_bound(range: &mut ClusteringRange, key: Bytes, op: Operator, desc: bool) {
+    let op = if desc { flip(op) } else { op };
+    let (start, end) = match op {
+        Operator::Gt => (Some(successor(&key).map_or(Bound::Excluded(key), Bound::Included)), None),
+        Operator::Ge => (Some(Bound::Included(key)), None),
+        Operator::Lt => (None, Some(Bound::Excluded(key))),
+        Operator::Le => (None, Some(successor(&key).map_or(Bound::Unbounded, Bound::Excluded))),
+        _ => (None, None),
+    };
+    if let Some(start) = start {
+        if start_later(&start, &range.start) {
+            range.start = start;
+        }
+    }
+    if let Some(end) = end {
+        if end_earlier(&end, &range.end) {
+            range.end = end;
+        }
+    }
+}
+
+fn start_later(a: &Bound<Bytes>, b: &Bound<Bytes>) -> bool {
+    match (a, b) {
+        (_, Bound::Unbounded) => true,
+        (Bound::Unbounded, _) => false,
+        (Bound::Included(x) | Bound::Excluded(x), Bound::Included(y) | Bound::Excluded(y)) => x > y || (x == y && matches!(a, Bound::Excluded(_))),
+    }
+}
+
+fn end_earlier(a: &Bound<Bytes>, b: &Bound<Bytes>) -> bool {
+    match (a, b) {
+        (_, Bound::Unbounded) => true,
+        (Bound::Unbounded, _) => false,
+        (Bound::Included(x) | Bound::Excluded(x), Bound::Included(y) | Bound::Excluded(y)) => x < y || (x == y && matches!(a, Bound::Excluded(_))),
     }
 }
 

@@ -144,11 +144,8 @@ fn read_command(meta: &TableMeta, select: &Select, bindings: Bindings<'_>, now_s
         return Err(invalid("SELECT DISTINCT with clustering column restrictions is not allowed"));
     }
     let reversed = ordering_reversed(meta, select)?;
-    let clustering = if restrictions.clustering_ranges.is_empty() && restrictions.clustering_keys.is_none() {
-        vec![ClusteringRange::all()]
-    } else {
-        restrictions.clustering_ranges
-    };
+    // No range at all means the restrictions exclude every row.
+    let clustering = restrictions.clustering_ranges;
     Ok(ReadCommand {
         table: meta.id,
         partitions,

@@ -6,10 +6,11 @@ use std::rc::Rc;
 use std::sync::Arc;
 
 use shoal_schema::{Schema, SchemaChange};
-use shoal_storage::{PartitionPosition, PartitionUpdate, Table};
+use shoal_storage::{ClusteringRange, PartitionPosition, PartitionUpdate, Table};
 use thiserror::Error;
 use uuid::Uuid;
 
+use crate::list_ops::{self, ListOp};
 use crate::read::{self, ReadCommand, ReadResult};
 
 #[derive(Debug, Error)]
@@ -18,6 +19,10 @@ pub enum ReplicaError {
     NoSuchTable(Uuid),
     #[error("corrupt stored value: {0}")]
     Corrupt(String),
+    /// The request cannot apply to the data as it is (e.g. a list index
+    /// past the end).
+    #[error("{0}")]
+    Invalid(String),
 }
 
 /// Told about every schema change this shard applies (e.g. connections
@@ -84,9 +89,15 @@ impl Database {
         self.listeners.borrow_mut().retain(|(i, _)| *i != id);
     }
 
-    pub fn apply(&self, table: Uuid, position: PartitionPosition, update: PartitionUpdate) -> Result<(), ReplicaError> {
+    /// Applies `update`, after adding the cells of list operations that
+    /// depend on the partition's current contents.
+    pub fn apply(&self, table: Uuid, position: PartitionPosition, mut update: PartitionUpdate, list_ops: &[ListOp]) -> Result<(), ReplicaError> {
         let mut tables = self.tables.borrow_mut();
         let storage = tables.get_mut(&table).ok_or(ReplicaError::NoSuchTable(table))?;
+        if !list_ops.is_empty() {
+            let current = storage.read(&position, &[ClusteringRange::all()]);
+            list_ops::resolve(current.as_ref(), list_ops, &mut update)?;
+        }
         storage.apply(position, update);
         Ok(())
     }

@@ -13,10 +13,12 @@
 
 mod database;
 mod filter;
+mod list_ops;
 mod read;
 
 pub use database::{local, Database, ReplicaError, SchemaListener};
 pub use filter::{FilterOp, RowFilter};
+pub use list_ops::{ListOp, ListOpKind};
 pub use read::{PartitionSelection, ReadCommand, ReadResult, ResultCell, ResultRow, RowPosition};
 
 /// Runs `command` over a storage table outside any shard's database (the

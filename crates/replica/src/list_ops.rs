@@ -1,0 +1,100 @@
+//! List operations that depend on the list's current contents: remove by
+//! value (`l = l - [x]`), set and delete by index (`l[i] = x`, `DELETE l[i]`).
+//!
+//! They run on the shard owning the partition, as one step with the write
+//! they belong to: read the live elements, turn each operation into cells
+//! (tombstones or overwrites at existing element keys), apply. Since a shard
+//! runs one task at a time between awaits and this step has none, no other
+//! write to the partition can come between the read and the write.
+
+use bytes::Bytes;
+use shoal_storage::{Cell, ColumnData, CollectionCell, Expiry, Partition, Row, Tombstone};
+
+use crate::database::ReplicaError;
+
+#[derive(Debug, Clone)]
+pub struct ListOp {
+    pub column: u32,
+    /// Encoded clustering key of the row; `None` for the static row.
+    pub row: Option<Bytes>,
+    pub kind: ListOpKind,
+    pub timestamp: i64,
+    pub now_s: i64,
+    pub expiry: Option<Expiry>,
+}
+
+#[derive(Debug, Clone)]
+pub enum ListOpKind {
+    RemoveValues(Vec<Bytes>),
+    SetIndex { index: i32, value: Option<Bytes> },
+    DeleteIndex(i32),
+}
+
+/// Adds to `update` the cells that carry out `ops` given `current`.
+pub(crate) fn resolve(current: Option<&Partition>, ops: &[ListOp], update: &mut Partition) -> Result<(), ReplicaError> {
+    for op in ops {
+        let live = live_elements(current, op);
+        let target = match &op.row {
+            None => &mut update.static_row,
+            Some(key) => &mut update.rows.entry(key.clone()).or_default().row,
+        };
+        let cells = collection(target, op.column);
+        let dead = || Cell::dead(op.timestamp, op.now_s);
+        match &op.kind {
+            ListOpKind::RemoveValues(values) => {
+                for (key, _) in live.iter().filter(|(_, v)| values.contains(v)) {
+                    cells.insert(key.clone(), CollectionCell { key: key.clone(), cell: dead() });
+                }
+            }
+            ListOpKind::SetIndex { index, value } => {
+                let key = element_key(&live, *index)?;
+                let cell = match value {
+                    Some(v) => Cell::live(op.timestamp, v.clone(), op.expiry),
+                    None => dead(),
+                };
+                cells.insert(key.clone(), CollectionCell { key, cell });
+            }
+            ListOpKind::DeleteIndex(index) => {
+                let key = element_key(&live, *index)?;
+                cells.insert(key.clone(), CollectionCell { key, cell: dead() });
+            }
+        }
+    }
+    Ok(())
+}
+
+fn element_key(live: &[(Bytes, Bytes)], index: i32) -> Result<Bytes, ReplicaError> {
+    usize::try_from(index)
+        .ok()
+        .and_then(|i| live.get(i))
+        .map(|(key, _)| key.clone())
+        .ok_or_else(|| ReplicaError::Invalid(format!("List index {index} out of bound, list has size {}", live.len())))
+}
+
+fn collection(row: &mut Row, column: u32) -> &mut std::collections::BTreeMap<Bytes, CollectionCell> {
+    let data = row.columns.entry(column).or_insert_with(|| ColumnData::Collection(Default::default()));
+    if let ColumnData::Atomic(_) = data {
+        *data = ColumnData::Collection(Default::default());
+    }
+    match data {
+        ColumnData::Collection(c) => &mut c.cells,
+        ColumnData::Atomic(_) => unreachable!("replaced by a collection just above"),
+    }
+}
+
+/// (element key, value) of the list's live elements, in list order.
+fn live_elements(current: Option<&Partition>, op: &ListOp) -> Vec<(Bytes, Bytes)> {
+    let Some(partition) = current else { return Vec::new() };
+    let (row, covering) = match &op.row {
+        None => (Some(&partition.static_row), partition.tombstone),
+        Some(key) => (partition.rows.get(key).map(|r| &r.row), partition.deletion_for_row(key)),
+    };
+    let Some(row) = row else { return Vec::new() };
+    let Some(ColumnData::Collection(list)) = row.columns.get(&op.column) else { return Vec::new() };
+    let deletion = [covering, row.deletion, list.tombstone].into_iter().flatten().max_by_key(|t: &Tombstone| t.timestamp);
+    list.cells
+        .values()
+        .filter(|c| deletion.is_none_or(|d| !d.shadows(c.cell.timestamp)))
+        .filter_map(|c| c.cell.live_value(op.now_s).map(|v| (c.key.clone(), v.clone())))
+        .collect()
+}

@@ -1,0 +1,189 @@
+"""Collections: list/set/map (non-frozen operations), frozen, tuples, nesting."""
+
+import pytest
+
+from cassandra import InvalidRequest
+
+
+def one(session, cql, *params):
+    return session.execute(cql, params or None).one()
+
+
+def test_list_operations(session, table):
+    t = table("(k int PRIMARY KEY, l list<int>)")
+    q = "SELECT l FROM %s WHERE k = 1" % t
+    session.execute("INSERT INTO %s (k, l) VALUES (1, [1, 2, 3])" % t)
+    assert one(session, q).l == [1, 2, 3]
+    session.execute("UPDATE %s SET l = l + [4, 5] WHERE k = 1" % t)  # append
+    assert one(session, q).l == [1, 2, 3, 4, 5]
+    session.execute("UPDATE %s SET l = [-1, 0] + l WHERE k = 1" % t)  # prepend
+    assert one(session, q).l == [-1, 0, 1, 2, 3, 4, 5]
+    session.execute("UPDATE %s SET l = l - [0, 3] WHERE k = 1" % t)  # remove by value
+    assert one(session, q).l == [-1, 1, 2, 4, 5]
+    session.execute("UPDATE %s SET l[1] = 100 WHERE k = 1" % t)  # set element by index
+    assert one(session, q).l == [-1, 100, 2, 4, 5]
+    session.execute("DELETE l[0] FROM %s WHERE k = 1" % t)  # delete element by index
+    assert one(session, q).l == [100, 2, 4, 5]
+    # Duplicates are allowed in lists; removal removes every occurrence.
+    session.execute("UPDATE %s SET l = l + [2, 2] WHERE k = 1" % t)
+    assert one(session, q).l == [100, 2, 4, 5, 2, 2]
+    session.execute("UPDATE %s SET l = l - [2] WHERE k = 1" % t)
+    assert one(session, q).l == [100, 4, 5]
+    # Out-of-range index is an error.
+    with pytest.raises(InvalidRequest):
+        session.execute("UPDATE %s SET l[10] = 1 WHERE k = 1" % t)
+    # Overwrite, then empty -> null.
+    session.execute("UPDATE %s SET l = [7] WHERE k = 1" % t)
+    assert one(session, q).l == [7]
+    session.execute("UPDATE %s SET l = l - [7] WHERE k = 1" % t)
+    assert one(session, q).l is None
+    session.execute("UPDATE %s SET l = [] WHERE k = 1" % t)
+    assert one(session, q).l is None
+    # Appending to a missing list creates it.
+    session.execute("UPDATE %s SET l = l + [9] WHERE k = 2" % t)
+    assert one(session, "SELECT l FROM %s WHERE k = 2" % t).l == [9]
+
+
+def test_list_prepared(session, table):
+    t = table("(k int PRIMARY KEY, l list<text>)")
+    ins = session.prepare("INSERT INTO %s (k, l) VALUES (?, ?)" % t)
+    app = session.prepare("UPDATE %s SET l = l + ? WHERE k = ?" % t)
+    setidx = session.prepare("UPDATE %s SET l[?] = ? WHERE k = ?" % t)
+    session.execute(ins, (1, ["a", "b"]))
+    session.execute(app, (["c"], 1))
+    session.execute(setidx, (0, "A", 1))
+    assert one(session, "SELECT l FROM %s WHERE k = 1" % t).l == ["A", "b", "c"]
+
+
+def test_set_operations(session, table):
+    t = table("(k int PRIMARY KEY, s set<text>)")
+    q = "SELECT s FROM %s WHERE k = 1" % t
+    session.execute("INSERT INTO %s (k, s) VALUES (1, {'b', 'a', 'c'})" % t)
+    assert list(one(session, q).s) == ["a", "b", "c"]
+    session.execute("UPDATE %s SET s = s + {'d', 'a'} WHERE k = 1" % t)
+    assert set(one(session, q).s) == {"a", "b", "c", "d"}
+    session.execute("UPDATE %s SET s = s - {'a', 'zzz'} WHERE k = 1" % t)
+    assert list(one(session, q).s) == ["b", "c", "d"]
+    session.execute("UPDATE %s SET s = {'x'} WHERE k = 1" % t)
+    assert list(one(session, q).s) == ["x"]
+    session.execute("UPDATE %s SET s = s - {'x'} WHERE k = 1" % t)
+    assert one(session, q).s is None
+    p = session.prepare("UPDATE %s SET s = s + ? WHERE k = ?" % t)
+    session.execute(p, ({"p", "q"}, 1))
+    assert set(one(session, q).s) == {"p", "q"}
+    session.execute("DELETE s FROM %s WHERE k = 1" % t)
+    assert one(session, q).s is None
+
+
+def test_set_of_ints_sorted_numerically(session, table):
+    t = table("(k int PRIMARY KEY, s set<int>)")
+    session.execute("INSERT INTO %s (k, s) VALUES (1, {10, -5, 3, 100})" % t)
+    assert list(one(session, "SELECT s FROM %s WHERE k = 1" % t).s) == [-5, 3, 10, 100]
+
+
+def test_map_operations(session, table):
+    t = table("(k int PRIMARY KEY, m map<text, int>)")
+    q = "SELECT m FROM %s WHERE k = 1" % t
+    session.execute("INSERT INTO %s (k, m) VALUES (1, {'b': 2, 'a': 1})" % t)
+    m = one(session, q).m
+    assert list(m.items()) == [("a", 1), ("b", 2)]  # sorted by key
+    session.execute("UPDATE %s SET m['c'] = 3 WHERE k = 1" % t)  # put
+    session.execute("UPDATE %s SET m['a'] = 10 WHERE k = 1" % t)  # overwrite
+    assert dict(one(session, q).m) == {"a": 10, "b": 2, "c": 3}
+    session.execute("UPDATE %s SET m = m + {'d': 4, 'b': 20} WHERE k = 1" % t)
+    assert dict(one(session, q).m) == {"a": 10, "b": 20, "c": 3, "d": 4}
+    session.execute("UPDATE %s SET m = m - {'a', 'c'} WHERE k = 1" % t)  # remove keys
+    assert dict(one(session, q).m) == {"b": 20, "d": 4}
+    session.execute("DELETE m['b'] FROM %s WHERE k = 1" % t)
+    assert dict(one(session, q).m) == {"d": 4}
+    p = session.prepare("UPDATE %s SET m[?] = ? WHERE k = ?" % t)
+    session.execute(p, ("z", 26, 1))
+    assert dict(one(session, q).m) == {"d": 4, "z": 26}
+    session.execute("UPDATE %s SET m = {} WHERE k = 1" % t)
+    assert one(session, q).m is None
+
+
+def test_collection_ttl_per_element(session, table):
+    t = table("(k int PRIMARY KEY, m map<text, int>)")
+    session.execute("UPDATE %s SET m['keep'] = 1 WHERE k = 1" % t)
+    session.execute("UPDATE %s USING TTL 1000 SET m['ttl'] = 2 WHERE k = 1" % t)
+    assert dict(one(session, "SELECT m FROM %s WHERE k = 1" % t).m) == {"keep": 1, "ttl": 2}
+
+
+def test_frozen_collections_as_values(session, table):
+    t = table("(k int PRIMARY KEY, fl frozen<list<int>>, fs frozen<set<text>>, fm frozen<map<int, text>>)")
+    session.execute("INSERT INTO %s (k, fl, fs, fm) VALUES (1, [3, 1, 3], {'z', 'a'}, {2: 'two', 1: 'one'})" % t)
+    row = one(session, "SELECT fl, fs, fm FROM %s WHERE k = 1" % t)
+    assert row.fl == [3, 1, 3]
+    assert list(row.fs) == ["a", "z"]
+    assert list(row.fm.items()) == [(1, "one"), (2, "two")]
+    # A frozen collection is replaced whole.
+    session.execute("UPDATE %s SET fl = [9] WHERE k = 1" % t)
+    assert one(session, "SELECT fl FROM %s WHERE k = 1" % t).fl == [9]
+    # An empty frozen collection is a value, not null.
+    session.execute("INSERT INTO %s (k, fl) VALUES (2, [])" % t)
+    assert one(session, "SELECT fl FROM %s WHERE k = 2" % t).fl == []
+    # Element operations are rejected on frozen collections.
+    with pytest.raises(InvalidRequest):
+        session.execute("UPDATE %s SET fl = fl + [1] WHERE k = 1" % t)
+    # Prepared.
+    p = session.prepare("INSERT INTO %s (k, fl, fs, fm) VALUES (?, ?, ?, ?)" % t)
+    session.execute(p, (3, [5, 4], {"q"}, {7: "seven"}))
+    row = one(session, "SELECT fl, fs, fm FROM %s WHERE k = 3" % t)
+    assert (row.fl, set(row.fs), dict(row.fm)) == ([5, 4], {"q"}, {7: "seven"})
+
+
+def test_frozen_collections_as_keys(session, table):
+    t = table("(k frozen<map<text, int>>, c frozen<set<int>>, v int, PRIMARY KEY (k, c))")
+    session.execute("INSERT INTO %s (k, c, v) VALUES ({'a': 1}, {3, 4}, 1)" % t)
+    session.execute("INSERT INTO %s (k, c, v) VALUES ({'a': 1}, {1, 2, 3}, 2)" % t)
+    session.execute("INSERT INTO %s (k, c, v) VALUES ({'a': 1}, {}, 0)" % t)
+    session.execute("INSERT INTO %s (k, c, v) VALUES ({'b': 2}, {1}, 3)" % t)
+    rows = list(session.execute("SELECT c, v FROM %s WHERE k = {'a': 1}" % t))
+    # Clustering order of frozen sets: element-wise, shorter prefix first.
+    assert [(sorted(r.c) if r.c is not None else [], r.v) for r in rows] == [([], 0), ([1, 2, 3], 2), ([3, 4], 1)]
+    p = session.prepare("SELECT v FROM %s WHERE k = ? AND c = ?" % t)
+    assert session.execute(p, ({"b": 2}, {1})).one().v == 3
+    assert session.execute(p, ({"a": 1}, {4, 3})).one().v == 1
+
+    t2 = table("(k frozen<list<int>>, c frozen<list<text>>, v int, PRIMARY KEY (k, c)) "
+               "WITH CLUSTERING ORDER BY (c DESC)")
+    for c in (["a"], ["a", "b"], ["b"], []):
+        session.execute("INSERT INTO %s (k, c, v) VALUES ([1, 2], %%s, 1)" % t2, (c,))
+    rows = session.execute("SELECT c FROM %s WHERE k = [1, 2]" % t2)
+    assert [list(r.c) if r.c is not None else [] for r in rows] == [["b"], ["a", "b"], ["a"], []]
+
+
+def test_tuples(session, table):
+    t = table("(k int PRIMARY KEY, t tuple<int, text, boolean>, n tuple<int, tuple<text, double>>)")
+    session.execute("INSERT INTO %s (k, t, n) VALUES (1, (1, 'one', true), (2, ('x', 1.5)))" % t)
+    row = one(session, "SELECT t, n FROM %s WHERE k = 1" % t)
+    assert row.t == (1, "one", True)
+    assert row.n == (2, ("x", 1.5))
+    p = session.prepare("INSERT INTO %s (k, t) VALUES (?, ?)" % t)
+    session.execute(p, (2, (7, None, False)))
+    assert one(session, "SELECT t FROM %s WHERE k = 2" % t).t == (7, None, False)
+    # Tuples as clustering keys order component-wise.
+    t2 = table("(k int, c tuple<int, text>, PRIMARY KEY (k, c))")
+    # Literal tuples: the driver would send a Python tuple parameter as a list.
+    for c in ((2, "a"), (1, "b"), (1, "a"), (-1, "z")):
+        session.execute("INSERT INTO %s (k, c) VALUES (0, (%d, '%s'))" % (t2, c[0], c[1]))
+    assert [r.c for r in session.execute("SELECT c FROM %s WHERE k = 0" % t2)] == [
+        (-1, "z"), (1, "a"), (1, "b"), (2, "a")]
+
+
+def test_nested_collections(session, table):
+    t = table("(k int PRIMARY KEY, m map<text, frozen<list<int>>>, s set<frozen<map<int, int>>>, "
+              "l list<frozen<set<text>>>)")
+    session.execute(
+        "INSERT INTO %s (k, m, s, l) VALUES (1, {'a': [1, 2], 'b': []}, {{1: 1}, {0: 5, 2: 2}}, [{'x'}, {'y', 'z'}])" % t)
+    row = one(session, "SELECT m, s, l FROM %s WHERE k = 1" % t)
+    assert dict(row.m) == {"a": [1, 2], "b": []}
+    assert sorted(sorted(dict(x).items()) for x in row.s) == [[(0, 5), (2, 2)], [(1, 1)]]
+    assert [sorted(x) for x in row.l] == [["x"], ["y", "z"]]
+    session.execute("UPDATE %s SET m['c'] = [3] WHERE k = 1" % t)
+    session.execute("UPDATE %s SET m = m - {'a'} WHERE k = 1" % t)
+    assert dict(one(session, "SELECT m FROM %s WHERE k = 1" % t).m) == {"b": [], "c": [3]}
+    p = session.prepare("UPDATE %s SET m = m + ? WHERE k = ?" % t)
+    session.execute(p, ({"d": [4, 4]}, 1))
+    assert dict(one(session, "SELECT m FROM %s WHERE k = 1" % t).m) == {"b": [], "c": [3], "d": [4, 4]}

@@ -1,0 +1,264 @@
+"""DDL through the DataStax driver: keyspaces, tables, options, metadata, errors."""
+
+import uuid
+
+import pytest
+
+from cassandra import AlreadyExists, InvalidRequest
+
+from conftest import local_row
+
+
+def refreshed_table(cluster, ks, name):
+    cluster.refresh_schema_metadata()
+    return cluster.metadata.keyspaces[ks].tables[name]
+
+
+def new_ks_name(prefix="ddl"):
+    return "shoal_%s_%s" % (prefix, uuid.uuid4().hex[:10])
+
+
+# --- keyspaces ---------------------------------------------------------------
+
+def test_create_alter_drop_keyspace_simple_strategy(cluster, admin):
+    ks = new_ks_name("simple")
+    rs = admin.execute(
+        "CREATE KEYSPACE %s WITH replication = {'class': 'SimpleStrategy', 'replication_factor': 1}" % ks
+    )
+    try:
+        # The driver waits for schema agreement after DDL; it must succeed.
+        assert rs.response_future.is_schema_agreed
+        cluster.refresh_schema_metadata()
+        meta = cluster.metadata.keyspaces[ks]
+        assert meta.durable_writes is True
+        assert meta.replication_strategy.name == "SimpleStrategy"
+        assert meta.replication_strategy.replication_factor == 1
+
+        row = admin.execute(
+            "SELECT keyspace_name, durable_writes, replication FROM system_schema.keyspaces "
+            "WHERE keyspace_name = %s", (ks,)).one()
+        assert row.keyspace_name == ks
+        assert row.replication["class"] == "org.apache.cassandra.locator.SimpleStrategy"
+        assert row.replication["replication_factor"] == "1"
+
+        admin.execute("ALTER KEYSPACE %s WITH durable_writes = false" % ks)
+        cluster.refresh_schema_metadata()
+        assert cluster.metadata.keyspaces[ks].durable_writes is False
+    finally:
+        admin.execute("DROP KEYSPACE %s" % ks)
+    cluster.refresh_schema_metadata()
+    assert ks not in cluster.metadata.keyspaces
+    assert admin.execute(
+        "SELECT keyspace_name FROM system_schema.keyspaces WHERE keyspace_name = %s", (ks,)).one() is None
+
+
+def test_network_topology_strategy_keyspace(cluster, admin):
+    dc = local_row(admin).data_center
+    ks = new_ks_name("nts")
+    admin.execute(
+        "CREATE KEYSPACE %s WITH replication = {'class': 'NetworkTopologyStrategy', '%s': 1}" % (ks, dc))
+    try:
+        cluster.refresh_schema_metadata()
+        strategy = cluster.metadata.keyspaces[ks].replication_strategy
+        assert strategy.name == "NetworkTopologyStrategy"
+        assert strategy.dc_replication_factors == {dc: 1}
+
+        row = admin.execute(
+            "SELECT replication FROM system_schema.keyspaces WHERE keyspace_name = %s", (ks,)).one()
+        assert row.replication == {
+            "class": "org.apache.cassandra.locator.NetworkTopologyStrategy", dc: "1"}
+
+        # ALTER from NTS to SimpleStrategy and back with a plain replication_factor.
+        admin.execute(
+            "ALTER KEYSPACE %s WITH replication = {'class': 'SimpleStrategy', 'replication_factor': 1}" % ks)
+        cluster.refresh_schema_metadata()
+        assert cluster.metadata.keyspaces[ks].replication_strategy.name == "SimpleStrategy"
+        # A table in an NTS keyspace is usable.
+        admin.execute("CREATE TABLE %s.t (k int PRIMARY KEY, v int)" % ks)
+        admin.execute("INSERT INTO %s.t (k, v) VALUES (1, 2)" % ks)
+        assert admin.execute("SELECT v FROM %s.t WHERE k = 1" % ks).one().v == 2
+    finally:
+        admin.execute("DROP KEYSPACE %s" % ks)
+
+
+def test_keyspace_if_not_exists_and_if_exists(admin):
+    ks = new_ks_name("ifne")
+    create = ("CREATE KEYSPACE IF NOT EXISTS %s WITH replication = "
+              "{'class': 'SimpleStrategy', 'replication_factor': 1}" % ks)
+    admin.execute(create)
+    admin.execute(create)  # no error the second time
+    admin.execute("DROP KEYSPACE IF EXISTS %s" % ks)
+    admin.execute("DROP KEYSPACE IF EXISTS %s" % ks)  # no error when absent
+
+
+def test_duplicate_keyspace_is_already_exists(admin, keyspace):
+    with pytest.raises(AlreadyExists) as ei:
+        admin.execute(
+            "CREATE KEYSPACE %s WITH replication = {'class': 'SimpleStrategy', 'replication_factor': 1}"
+            % keyspace)
+    assert ei.value.keyspace == keyspace
+    assert not ei.value.table
+
+
+def test_unknown_keyspace_errors(admin):
+    with pytest.raises(InvalidRequest):
+        admin.execute("DROP KEYSPACE shoal_no_such_keyspace")
+    with pytest.raises(InvalidRequest):
+        admin.execute("CREATE TABLE shoal_no_such_keyspace.t (k int PRIMARY KEY)")
+    with pytest.raises(InvalidRequest):
+        admin.execute("USE shoal_no_such_keyspace")
+    with pytest.raises(InvalidRequest):
+        admin.execute("SELECT * FROM shoal_no_such_keyspace.t")
+
+
+# --- tables ------------------------------------------------------------------
+
+def test_create_table_simple_primary_key(cluster, session, keyspace, tname):
+    session.execute("CREATE TABLE %s (k int PRIMARY KEY, v text)" % tname)
+    t = refreshed_table(cluster, keyspace, tname)
+    assert [c.name for c in t.partition_key] == ["k"]
+    assert t.clustering_key == []
+    assert t.columns["k"].cql_type == "int"
+    assert t.columns["v"].cql_type == "text"
+    session.execute("INSERT INTO %s (k, v) VALUES (1, 'one')" % tname)
+    assert session.execute("SELECT v FROM %s WHERE k = 1" % tname).one().v == "one"
+
+
+def test_create_table_compound_partition_key_and_desc_clustering(cluster, session, keyspace, tname):
+    session.execute(
+        "CREATE TABLE %s (a int, b text, c int, d bigint, s text static, v int, "
+        "PRIMARY KEY ((a, b), c, d)) WITH CLUSTERING ORDER BY (c DESC, d ASC)" % tname)
+    t = refreshed_table(cluster, keyspace, tname)
+    assert [c.name for c in t.partition_key] == ["a", "b"]
+    assert [c.name for c in t.clustering_key] == ["c", "d"]
+    assert t.columns["c"].is_reversed is True
+    assert t.columns["d"].is_reversed is False
+    assert t.columns["s"].is_static is True
+    assert t.columns["v"].is_static is False
+    # The CQL the driver regenerates from metadata round-trips the definition.
+    cql = t.export_as_string()
+    assert "PRIMARY KEY ((a, b), c, d)" in cql
+    assert "CLUSTERING ORDER BY (c DESC, d ASC)" in cql
+    assert "s text static" in cql
+
+    for c in range(3):
+        session.execute("INSERT INTO %s (a, b, c, d, v) VALUES (1, 'x', %d, 0, %d)" % (tname, c, c * 10))
+    rows = list(session.execute("SELECT c FROM %s WHERE a = 1 AND b = 'x'" % tname))
+    assert [r.c for r in rows] == [2, 1, 0]
+
+
+def test_table_options_visible_in_metadata(cluster, session, keyspace, tname):
+    session.execute(
+        "CREATE TABLE %s (k int PRIMARY KEY, v int) WITH comment = 'hello shoal' "
+        "AND default_time_to_live = 3600 AND gc_grace_seconds = 7200" % tname)
+    t = refreshed_table(cluster, keyspace, tname)
+    assert t.options["comment"] == "hello shoal"
+    assert t.options["default_time_to_live"] == 3600
+    assert t.options["gc_grace_seconds"] == 7200
+    cql = t.export_as_string()
+    assert "comment = 'hello shoal'" in cql
+    assert "default_time_to_live = 3600" in cql
+
+    session.execute("ALTER TABLE %s WITH comment = 'changed' AND gc_grace_seconds = 100" % tname)
+    t = refreshed_table(cluster, keyspace, tname)
+    assert t.options["comment"] == "changed"
+    assert t.options["gc_grace_seconds"] == 100
+    assert t.options["default_time_to_live"] == 3600
+
+    row = session.execute(
+        "SELECT comment, default_time_to_live, gc_grace_seconds FROM system_schema.tables "
+        "WHERE keyspace_name = %s AND table_name = %s", (keyspace, tname)).one()
+    assert (row.comment, row.default_time_to_live, row.gc_grace_seconds) == ("changed", 3600, 100)
+
+
+def test_alter_table_add_and_drop_column(cluster, session, keyspace, tname):
+    session.execute("CREATE TABLE %s (k int PRIMARY KEY, v int)" % tname)
+    session.execute("INSERT INTO %s (k, v) VALUES (1, 10)" % tname)
+    session.execute("ALTER TABLE %s ADD w text" % tname)
+    t = refreshed_table(cluster, keyspace, tname)
+    assert t.columns["w"].cql_type == "text"
+    row = session.execute("SELECT k, v, w FROM %s WHERE k = 1" % tname).one()
+    assert (row.k, row.v, row.w) == (1, 10, None)
+    session.execute("UPDATE %s SET w = 'x' WHERE k = 1" % tname)
+    assert session.execute("SELECT w FROM %s WHERE k = 1" % tname).one().w == "x"
+
+    session.execute("ALTER TABLE %s DROP v" % tname)
+    t = refreshed_table(cluster, keyspace, tname)
+    assert "v" not in t.columns
+    row = session.execute("SELECT * FROM %s WHERE k = 1" % tname).one()
+    assert row._fields == ("k", "w")
+    with pytest.raises(InvalidRequest):
+        session.execute("SELECT v FROM %s" % tname)
+
+
+def test_drop_table(cluster, session, keyspace, tname):
+    session.execute("CREATE TABLE %s (k int PRIMARY KEY)" % tname)
+    session.execute("DROP TABLE %s" % tname)
+    cluster.refresh_schema_metadata()
+    assert tname not in cluster.metadata.keyspaces[keyspace].tables
+    with pytest.raises(InvalidRequest):
+        session.execute("SELECT * FROM %s" % tname)
+    with pytest.raises(InvalidRequest):
+        session.execute("DROP TABLE %s" % tname)
+    session.execute("DROP TABLE IF EXISTS %s" % tname)
+    # The name can be reused, and the new table starts empty.
+    session.execute("CREATE TABLE %s (k int PRIMARY KEY, v int)" % tname)
+    assert list(session.execute("SELECT * FROM %s" % tname)) == []
+
+
+def test_table_if_not_exists_and_duplicate(session, keyspace, tname):
+    session.execute("CREATE TABLE %s (k int PRIMARY KEY)" % tname)
+    session.execute("CREATE TABLE IF NOT EXISTS %s (k int PRIMARY KEY, other text)" % tname)
+    with pytest.raises(AlreadyExists) as ei:
+        session.execute("CREATE TABLE %s (k int PRIMARY KEY)" % tname)
+    assert ei.value.keyspace == keyspace
+    assert ei.value.table == tname
+
+
+def test_truncate(session, tname):
+    session.execute("CREATE TABLE %s (k int, c int, v int, PRIMARY KEY (k, c))" % tname)
+    for k in range(5):
+        for c in range(3):
+            session.execute("INSERT INTO %s (k, c, v) VALUES (%d, %d, 1)" % (tname, k, c))
+    assert session.execute("SELECT count(*) FROM %s" % tname).one()[0] == 15
+    session.execute("TRUNCATE %s" % tname)
+    assert list(session.execute("SELECT * FROM %s" % tname)) == []
+    session.execute("INSERT INTO %s (k, c, v) VALUES (1, 1, 1)" % tname)
+    session.execute("TRUNCATE TABLE %s" % tname)
+    assert session.execute("SELECT count(*) FROM %s" % tname).one()[0] == 0
+
+
+def test_unknown_table_errors(session):
+    with pytest.raises(InvalidRequest):
+        session.execute("SELECT * FROM no_such_table")
+    with pytest.raises(InvalidRequest):
+        session.execute("INSERT INTO no_such_table (k) VALUES (1)")
+    with pytest.raises(InvalidRequest):
+        session.execute("ALTER TABLE no_such_table ADD x int")
+    with pytest.raises(InvalidRequest):
+        session.execute("TRUNCATE no_such_table")
+
+
+def test_use_keyspace(cluster, keyspace, tname):
+    s = cluster.connect()
+    try:
+        s.execute("USE %s" % keyspace)
+        assert s.keyspace == keyspace
+        s.execute("CREATE TABLE %s (k int PRIMARY KEY, v int)" % tname)
+        s.execute("INSERT INTO %s (k, v) VALUES (1, 1)" % tname)
+        assert s.execute("SELECT v FROM %s.%s WHERE k = 1" % (keyspace, tname)).one().v == 1
+        # Quoted form, as drivers send it.
+        s.execute('USE "%s"' % keyspace)
+        assert s.execute("SELECT v FROM %s WHERE k = 1" % tname).one().v == 1
+    finally:
+        s.shutdown()
+
+
+def test_schema_agreement(cluster, session, tname):
+    rs = session.execute("CREATE TABLE %s (k int PRIMARY KEY)" % tname)
+    assert rs.response_future.is_schema_agreed
+    assert cluster.control_connection.wait_for_schema_agreement() is True
+    rs = session.execute("ALTER TABLE %s ADD v int" % tname)
+    assert rs.response_future.is_schema_agreed
+    rs = session.execute("DROP TABLE %s" % tname)
+    assert rs.response_future.is_schema_agreed

@@ -1,0 +1,136 @@
+"""System tables drivers read: system.local, system.peers, system_schema.*."""
+from collections.abc import Mapping
+
+import ipaddress
+import uuid
+
+import pytest
+
+from conftest import IS_CASSANDRA, local_row
+
+
+def test_system_local_columns(admin):
+    row = local_row(admin)
+    assert row is not None
+    assert row.key == "local"
+    assert isinstance(row.cluster_name, str) and row.cluster_name
+    assert isinstance(row.data_center, str) and row.data_center
+    assert isinstance(row.rack, str) and row.rack
+    assert row.partitioner == "org.apache.cassandra.dht.Murmur3Partitioner"
+    assert isinstance(row.host_id, uuid.UUID)
+    assert isinstance(row.schema_version, uuid.UUID)
+    rpc = ipaddress.ip_address(row.rpc_address)
+    assert not rpc.is_unspecified
+    assert row.broadcast_address is not None and row.listen_address is not None
+    assert row.tokens, "tokens must be a non-empty set"
+    for tok in row.tokens:
+        assert -(2 ** 63) <= int(tok) < 2 ** 63
+    assert isinstance(row.cql_version, str) and row.cql_version.startswith("3.")
+    assert isinstance(row.release_version, str) and row.release_version
+    if IS_CASSANDRA:
+        assert int(row.release_version.split(".")[0]) >= 4
+    else:
+        # Shoal reports what ScyllaDB reports, so drivers take their 3.x code paths.
+        assert row.release_version == "3.0.8"
+
+
+def test_system_local_by_name_and_prepared(admin):
+    rows = list(admin.execute("SELECT cluster_name, release_version, tokens FROM system.local"))
+    assert len(rows) == 1
+    p = admin.prepare("SELECT host_id FROM system.local WHERE key = ?")
+    assert isinstance(admin.execute(p, ["local"]).one().host_id, uuid.UUID)
+
+
+def test_driver_metadata_matches_system_local(cluster, admin):
+    row = local_row(admin)
+    hosts = cluster.metadata.all_hosts()
+    assert len(hosts) == 1
+    host = hosts[0]
+    assert host.host_id == row.host_id
+    assert host.datacenter == row.data_center
+    assert host.rack == row.rack
+    assert host.release_version == row.release_version
+    assert cluster.metadata.partitioner == row.partitioner
+    assert cluster.metadata.cluster_name == row.cluster_name
+    assert cluster.metadata.token_map is not None
+    assert len(cluster.metadata.token_map.ring) == len(row.tokens)
+
+
+def test_schema_version_changes_after_ddl(admin, keyspace):
+    before = local_row(admin).schema_version
+    admin.execute("CREATE TABLE %s.sys_schema_change (k int PRIMARY KEY)" % keyspace)
+    after = local_row(admin).schema_version
+    assert after != before
+    admin.execute("ALTER TABLE %s.sys_schema_change ADD v int" % keyspace)
+    assert local_row(admin).schema_version not in (before, after)
+
+
+def test_system_peers_queryable(admin):
+    rows = list(admin.execute("SELECT * FROM system.peers"))
+    assert rows == []  # a single node has no peers
+    rows = list(admin.execute(
+        "SELECT peer, data_center, host_id, rack, release_version, rpc_address, schema_version, tokens "
+        "FROM system.peers"))
+    assert rows == []
+
+
+def test_system_schema_keyspaces(admin, keyspace):
+    rows = {r.keyspace_name: r for r in admin.execute("SELECT * FROM system_schema.keyspaces")}
+    assert keyspace in rows
+    assert "system" in rows and "system_schema" in rows
+    row = rows[keyspace]
+    assert row.durable_writes is True
+    assert row.replication == {"class": "org.apache.cassandra.locator.SimpleStrategy",
+                               "replication_factor": "1"}
+
+
+def test_system_schema_tables_and_columns(admin, keyspace):
+    admin.execute(
+        "CREATE TABLE %s.sys_cols (a int, b text, c timestamp, d uuid, s text static, "
+        "v list<int>, m map<text, frozen<list<int>>>, f frozen<set<bigint>>, t tuple<int, text>, "
+        "PRIMARY KEY ((a, b), c, d)) WITH CLUSTERING ORDER BY (c ASC, d DESC) AND comment = 'cols'"
+        % keyspace)
+    tbl = admin.execute(
+        "SELECT * FROM system_schema.tables WHERE keyspace_name = %s AND table_name = %s",
+        (keyspace, "sys_cols")).one()
+    assert tbl is not None
+    assert tbl.comment == "cols"
+    assert set(tbl.flags) == {"compound"}
+    assert isinstance(tbl.id, uuid.UUID)
+    assert tbl.default_time_to_live == 0
+    assert tbl.gc_grace_seconds == 864000
+    assert tbl.compaction["class"]
+    # Maps decode to the driver's OrderedMap (a Mapping, not a dict).
+    assert isinstance(tbl.caching, Mapping) and isinstance(tbl.compression, Mapping)
+
+    cols = {r.column_name: r for r in admin.execute(
+        "SELECT * FROM system_schema.columns WHERE keyspace_name = %s AND table_name = %s",
+        (keyspace, "sys_cols"))}
+    got = {name: (r.kind, r.position, r.clustering_order, r.type) for name, r in cols.items()}
+    assert got == {
+        "a": ("partition_key", 0, "none", "int"),
+        "b": ("partition_key", 1, "none", "text"),
+        "c": ("clustering", 0, "asc", "timestamp"),
+        "d": ("clustering", 1, "desc", "uuid"),
+        "s": ("static", -1, "none", "text"),
+        "v": ("regular", -1, "none", "list<int>"),
+        "m": ("regular", -1, "none", "map<text, frozen<list<int>>>"),
+        "f": ("regular", -1, "none", "frozen<set<bigint>>"),
+        "t": ("regular", -1, "none", "frozen<tuple<int, text>>"),
+    }
+
+    # The narrow forms drivers send after a SCHEMA_CHANGE event.
+    row = admin.execute(
+        "SELECT kind, type FROM system_schema.columns WHERE keyspace_name = %s AND table_name = %s "
+        "AND column_name = %s", (keyspace, "sys_cols", "d")).one()
+    assert (row.kind, row.type) == ("clustering", "uuid")
+    names = [r.table_name for r in admin.execute(
+        "SELECT table_name FROM system_schema.tables WHERE keyspace_name = %s", (keyspace,))]
+    assert "sys_cols" in names
+
+
+@pytest.mark.parametrize("schema_table", ["types", "functions", "aggregates", "indexes", "views", "triggers"])
+def test_other_system_schema_tables_queryable(admin, keyspace, schema_table):
+    rows = list(admin.execute(
+        "SELECT * FROM system_schema.%s WHERE keyspace_name = %%s" % schema_table, (keyspace,)))
+    assert rows == []

@@ -1,0 +1,123 @@
+#!/usr/bin/env bash
+# Real-client test runner.
+#
+#   SHOAL_BIN=target/release/shoal tests/run.sh [extra pytest args]
+#
+# 1. installs the Python venvs (scripts/venv.sh, idempotent);
+# 2. starts "$SHOAL_BIN" on free loopback ports in a temp workdir, waits (<= 30 s)
+#    until its CQL port accepts connections;
+# 3. runs tests/python with .venv (cassandra-driver), then test_shard_aware.py with
+#    .venv-scylla (scylla-driver);
+# 4. stops the server (trap on EXIT) and exits non-zero if anything failed.
+#
+# Without SHOAL_BIN, the tests run against an already running server at
+# SHOAL_HOST:SHOAL_PORT (e.g. SHOAL_PEER=cassandra for Apache Cassandra).
+set -uo pipefail
+
+ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+cd "$ROOT"
+
+SMP="${SHOAL_SMP:-2}"
+PYTEST_TIMEOUT="${SHOAL_PYTEST_TIMEOUT:-600}"
+START_TIMEOUT="${SHOAL_START_TIMEOUT:-30}"
+
+log() { echo "run.sh: $*" >&2; }
+
+timeout 900 scripts/venv.sh || { log "venv setup failed"; exit 1; }
+
+free_ports() { # N -> N distinct free loopback ports on one line
+    .venv/bin/python - "$1" <<'PY'
+import socket, sys
+socks = [socket.socket() for _ in range(int(sys.argv[1]))]
+for s in socks:
+    s.bind(("127.0.0.1", 0))
+print(" ".join(str(s.getsockname()[1]) for s in socks))
+for s in socks:
+    s.close()
+PY
+}
+
+port_open() { (exec 3<>"/dev/tcp/$1/$2") 2>/dev/null; }
+
+server_pid=""
+tmp=""
+cleanup() {
+    local rc=$?
+    if [[ -n "$server_pid" ]] && kill -0 "$server_pid" 2>/dev/null; then
+        kill -TERM "$server_pid" 2>/dev/null || true
+        for _ in $(seq 1 50); do kill -0 "$server_pid" 2>/dev/null || break; sleep 0.1; done
+        kill -KILL "$server_pid" 2>/dev/null || true
+        wait "$server_pid" 2>/dev/null || true
+    fi
+    if [[ -n "$tmp" ]]; then
+        if [[ $rc -ne 0 && -f "$tmp/server.log" ]]; then
+            log "server log (last 40 lines):"
+            tail -n 40 "$tmp/server.log" >&2 || true
+        fi
+        rm -rf "$tmp"
+    fi
+    exit $rc
+}
+trap cleanup EXIT
+trap 'exit 130' INT TERM
+
+if [[ -n "${SHOAL_BIN:-}" ]]; then
+    [[ -x "$SHOAL_BIN" ]] || { log "SHOAL_BIN=$SHOAL_BIN is not an executable"; exit 1; }
+    tmp="$(mktemp -d -t shoal-tests.XXXXXX)"
+    export SHOAL_HOST=127.0.0.1
+    read -r SHOAL_PORT SHOAL_SHARD_AWARE_PORT SHOAL_API_PORT < <(free_ports 3)
+    export SHOAL_PORT SHOAL_SHARD_AWARE_PORT SHOAL_API_PORT
+    export SHOAL_SMP="$SMP"
+    unset SHOAL_PEER
+    mkdir -p "$tmp/work"
+    log "starting $SHOAL_BIN (cql $SHOAL_PORT, shard-aware $SHOAL_SHARD_AWARE_PORT, api $SHOAL_API_PORT)"
+    "$SHOAL_BIN" --workdir "$tmp/work" --smp "$SMP" \
+        --native-transport-port "$SHOAL_PORT" \
+        --native-shard-aware-transport-port "$SHOAL_SHARD_AWARE_PORT" \
+        --api-port "$SHOAL_API_PORT" \
+        --listen-address 127.0.0.1 >"$tmp/server.log" 2>&1 &
+    server_pid=$!
+    deadline=$((SECONDS + START_TIMEOUT))
+    until port_open 127.0.0.1 "$SHOAL_PORT"; do
+        if ! kill -0 "$server_pid" 2>/dev/null; then
+            log "server exited during startup"; exit 1
+        fi
+        if (( SECONDS >= deadline )); then
+            log "server did not accept connections on $SHOAL_PORT within ${START_TIMEOUT}s"; exit 1
+        fi
+        sleep 0.2
+    done
+    log "server is up (pid $server_pid)"
+else
+    export SHOAL_HOST="${SHOAL_HOST:-127.0.0.1}"
+    export SHOAL_PORT="${SHOAL_PORT:-9042}"
+    log "SHOAL_BIN not set: testing the server already at $SHOAL_HOST:$SHOAL_PORT (peer: ${SHOAL_PEER:-shoal})"
+fi
+
+status=0
+run_pytest() { # PYTHON ARGS... ; exit 5 (nothing selected, e.g. by -k) is not a failure
+    local rc=0
+    timeout -k 10 "$PYTEST_TIMEOUT" "$@" || rc=$?
+    if [[ $rc -eq 5 ]]; then log "no tests selected"; rc=0; fi
+    [[ $rc -eq 124 ]] && log "pytest timed out after ${PYTEST_TIMEOUT}s"
+    [[ $rc -eq 0 ]] || status=1
+}
+
+log "pytest (cassandra-driver): tests/python"
+run_pytest .venv/bin/python -m pytest -p no:cacheprovider tests/python \
+    --ignore=tests/python/test_shard_aware.py "$@"
+
+if [[ "${SHOAL_PEER:-}" == "cassandra" ]]; then
+    log "SHOAL_PEER=cassandra: skipping the shard-aware tests"
+else
+    log "pytest (scylla-driver): tests/python/test_shard_aware.py"
+    run_pytest .venv-scylla/bin/python -m pytest -p no:cacheprovider \
+        tests/python/test_shard_aware.py "$@"
+fi
+
+if [[ $status -ne 0 ]]; then
+    log "FAILED"
+else
+    log "all driver tests passed"
+fi
+exit $status
