@@ -53,7 +53,7 @@ def sharded(keyspace):
 
 
 def shard_connections(session):
-    pools = session.get_pools()
+    pools = list(session.get_pools())
     assert len(pools) == 1
     return pools[0]._connections
 

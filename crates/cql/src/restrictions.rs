@@ -241,10 +241,7 @@ impl Analysis<'_> {
 
     fn partition_keys(&self, pk: &[usize]) -> CqlResult<Vec<PartitionPosition>> {
         let combos = cartesian(pk.iter().map(|i| self.equal[i].clone()).collect())?;
-        Ok(combos
-            .into_iter()
-            .map(|parts| position_of(&parts))
-            .collect::<CqlResult<_>>()?)
+        combos.into_iter().map(|parts| position_of(&parts)).collect()
     }
 
     /// Clustering restrictions as (full keys if all restricted by =/IN,

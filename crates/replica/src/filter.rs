@@ -84,19 +84,11 @@ fn collection_contains(ty: &CqlType, collection: &[u8], needle: &[u8], keys: boo
         _ => return false,
     };
     let elements = CollectionElements { rest: collection.get(4..).unwrap_or_default() };
-    let mut elements = elements.peekable();
-    let mut index = 0usize;
-    while let Some(element) = elements.next() {
-        let wanted = !is_map || (index % 2 == 0) == keys;
-        if wanted && compare(elem_ty.unfrozen(), element, needle) == Ordering::Equal {
-            return true;
-        }
-        index += 1;
-        if elements.peek().is_none() {
-            break;
-        }
-    }
-    false
+    // A map's items alternate key, value.
+    elements
+        .enumerate()
+        .filter(|(i, _)| !is_map || i.is_multiple_of(2) == keys)
+        .any(|(_, element)| compare(elem_ty.unfrozen(), element, needle) == Ordering::Equal)
 }
 
 /// The `[bytes]` items of a serialized collection body (after its count).

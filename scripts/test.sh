@@ -1,0 +1,19 @@
+#!/usr/bin/env bash
+# Builds Shoal and runs every test: formatting and lints, unit tests, then the
+# real-client tests (Python cassandra-driver, scylla-driver, cqlsh) against the
+# release binary on free loopback ports. Installs what it needs (Python venvs
+# from PyPI via scripts/venv.sh). Exits non-zero on any failure.
+set -euo pipefail
+cd "$(dirname "${BASH_SOURCE[0]}")/.."
+
+echo "== cargo clippy (warnings are errors)"
+cargo clippy --workspace --all-targets --locked -- -D warnings
+
+echo "== cargo test (unit and crate tests)"
+cargo test --workspace --locked
+
+echo "== cargo build --release"
+cargo build --release --locked -p shoal
+
+echo "== driver tests against target/release/shoal"
+SHOAL_BIN=target/release/shoal tests/run.sh
