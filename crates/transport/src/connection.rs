@@ -3,8 +3,10 @@
 //! A reader loop splits frames off the socket and runs each request as its
 //! own task, so many streams are in flight at once and answer out of order as
 //! they complete. Responses go through one writer task that sends whatever
-//! has queued up in a single write. In-flight requests per connection are
-//! bounded: past the bound the reader stops reading until one completes.
+//! has queued up in a single write. A request counts as in flight until its
+//! response is written to the socket, and in-flight requests per connection
+//! are bounded: past the bound the reader stops reading, so a client that
+//! sends without reading cannot grow the server's memory.
 
 use std::cell::{Cell, RefCell};
 use std::collections::HashMap;
@@ -40,9 +42,13 @@ pub struct ServerConfig {
 
 struct Connection {
     config: Arc<ServerConfig>,
+    /// Requests read and not yet answered on the socket; shared with the
+    /// writer, which must not hold the connection itself (its sender would
+    /// then keep the writer alive forever).
+    in_flight: Rc<Cell<usize>>,
     session: RefCell<Session>,
     compression: Cell<Option<Compression>>,
-    out: mpsc::UnboundedSender<Vec<u8>>,
+    out: mpsc::UnboundedSender<Outgoing>,
     /// Schema listener id, once the client REGISTERed for SCHEMA_CHANGE.
     listener: Cell<Option<u64>>,
 }
@@ -60,40 +66,61 @@ pub async fn run(stream: TcpStream, config: Arc<ServerConfig>) {
     let _ = stream.set_nodelay(true);
     let (reader, writer) = stream.into_split();
     let (out, frames) = mpsc::unbounded();
-    shoal_runtime::spawn(write_loop(writer, frames));
+    let (written, mut written_rx) = mpsc::unbounded();
+    let in_flight = Rc::new(Cell::new(0));
+    shoal_runtime::spawn(write_loop(writer, frames, Rc::clone(&in_flight), written));
     let connection = Rc::new(Connection {
         config,
+        in_flight,
         session: RefCell::new(Session::default()),
         compression: Cell::new(None),
         out,
         listener: Cell::new(None),
     });
-    if let Err(e) = read_loop(reader, &connection).await {
+    if let Err(e) = read_loop(reader, &connection, &mut written_rx).await {
         tracing::debug!("connection closed: {e}");
     }
 }
 
-async fn write_loop(mut writer: TcpStream, mut frames: mpsc::UnboundedReceiver<Vec<u8>>) {
-    while let Some(mut batch) = frames.next().await {
-        while let Ok(frame) = frames.try_recv() {
-            batch.extend_from_slice(&frame);
+/// A frame to write; `answers` says whether it completes a request (events
+/// and connection-level errors do not).
+struct Outgoing {
+    frame: Vec<u8>,
+    answers: bool,
+}
+
+async fn write_loop(
+    mut writer: TcpStream,
+    mut frames: mpsc::UnboundedReceiver<Outgoing>,
+    in_flight: Rc<Cell<usize>>,
+    written: mpsc::UnboundedSender<()>,
+) {
+    while let Some(first) = frames.next().await {
+        let mut answered = usize::from(first.answers);
+        let mut batch = first.frame;
+        while let Ok(next) = frames.try_recv() {
+            answered += usize::from(next.answers);
+            batch.extend_from_slice(&next.frame);
         }
         let BufResult(result, _) = writer.write_all(batch).await;
         if result.is_err() {
             return;
         }
+        in_flight.set(in_flight.get() - answered);
+        // The reader may be gone (connection closing); nobody to wake then.
+        let _ = written.unbounded_send(());
     }
 }
 
-async fn read_loop(mut reader: TcpStream, connection: &Rc<Connection>) -> std::io::Result<()> {
+async fn read_loop(mut reader: TcpStream, connection: &Rc<Connection>, written: &mut mpsc::UnboundedReceiver<()>) -> std::io::Result<()> {
     let decoder = FrameDecoder::new(connection.config.max_frame_bytes);
     let mut pending = BytesMut::new();
-    let in_flight = Rc::new(Cell::new(0usize));
-    let (done_tx, mut done_rx) = mpsc::unbounded::<()>();
     let mut buffer = Vec::with_capacity(READ_BUFFER_BYTES);
     loop {
-        while in_flight.get() >= IN_FLIGHT_REQUESTS_MAX {
-            done_rx.next().await;
+        while connection.in_flight.get() >= IN_FLIGHT_REQUESTS_MAX {
+            if written.next().await.is_none() {
+                return Ok(());
+            }
         }
         buffer.clear();
         let BufResult(read, returned) = reader.read(buffer).await;
@@ -109,21 +136,19 @@ async fn read_loop(mut reader: TcpStream, connection: &Rc<Connection>) -> std::i
                 Err(e) => {
                     // The stream is out of step (or speaks another version):
                     // answer on the offending stream, then hang up.
-                    let mut out = Vec::new();
-                    if response::encode_frame_error(&mut out, &e).is_ok() {
-                        let _ = connection.out.unbounded_send(out);
+                    let mut frame = Vec::new();
+                    if response::encode_frame_error(&mut frame, &e).is_ok() {
+                        let _ = connection.out.unbounded_send(Outgoing { frame, answers: false });
                     }
                     return Ok(());
                 }
             };
-            in_flight.set(in_flight.get() + 1);
-            let (connection, in_flight, done_tx) = (Rc::clone(connection), Rc::clone(&in_flight), done_tx.clone());
+            connection.in_flight.set(connection.in_flight.get() + 1);
+            let connection = Rc::clone(connection);
             shoal_runtime::spawn(async move {
                 let stream = frame.header.stream;
                 let response = handle(&connection, frame).await;
                 connection.send(stream, response);
-                in_flight.set(in_flight.get() - 1);
-                let _ = done_tx.unbounded_send(());
             });
         }
     }
@@ -143,10 +168,15 @@ impl Connection {
         let start = begin_response(&mut out, stream, response.opcode);
         out.extend_from_slice(&response.body);
         let compression = if response.compressed { self.compression.get() } else { None };
-        if finish_frame(&mut out, start, compression).is_ok() {
-            // The writer only stops when the socket is gone; nothing to do then.
-            let _ = self.out.unbounded_send(out);
+        if finish_frame(&mut out, start, compression).is_err() {
+            // Only a body over 4 GiB fails here; answer that instead.
+            out.clear();
+            let start = begin_response(&mut out, stream, Opcode::Error);
+            ErrorBody::server("response too large for one frame").write(&mut out);
+            let _ = finish_frame(&mut out, start, None);
         }
+        // The writer only stops when the socket is gone; nothing to do then.
+        let _ = self.out.unbounded_send(Outgoing { frame: out, answers: true });
     }
 }
 
@@ -277,7 +307,7 @@ fn register(connection: &Rc<Connection>, events: &[String]) {
         let start = begin_response(&mut frame, crate::frame::EVENT_STREAM, Opcode::Event);
         frame.extend_from_slice(&body);
         if finish_frame(&mut frame, start, compression).is_ok() {
-            let _ = out.unbounded_send(frame);
+            let _ = out.unbounded_send(Outgoing { frame, answers: false });
         }
     }));
     connection.listener.set(Some(id));

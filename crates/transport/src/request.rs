@@ -95,15 +95,29 @@ pub struct Batch {
 pub enum Request {
     /// Options such as `CQL_VERSION` and `COMPRESSION`; on duplicate keys the
     /// last one wins.
-    Startup { options: HashMap<String, String> },
+    Startup {
+        options: HashMap<String, String>,
+    },
     Options,
-    Query { query: String, params: QueryParams },
-    Prepare { query: String },
-    Execute { id: Bytes, params: QueryParams },
+    Query {
+        query: String,
+        params: QueryParams,
+    },
+    Prepare {
+        query: String,
+    },
+    Execute {
+        id: Bytes,
+        params: QueryParams,
+    },
     Batch(Batch),
-    Register { events: Vec<String> },
+    Register {
+        events: Vec<String>,
+    },
     /// The SASL token; `None` when the client sent a null `[bytes]`.
-    AuthResponse { token: Option<Bytes> },
+    AuthResponse {
+        token: Option<Bytes>,
+    },
 }
 
 /// A request's custom payload (frame flag 0x04), as `[bytes map]` pairs.
@@ -116,7 +130,10 @@ pub enum RequestError {
     #[error("unknown request opcode 0x{0:02x}")]
     UnknownOpcode(u8),
     #[error("malformed {request} request: {problem}")]
-    Malformed { request: &'static str, problem: BodyError },
+    Malformed {
+        request: &'static str,
+        problem: BodyError,
+    },
 }
 
 /// What was wrong inside a request body.
@@ -128,7 +145,9 @@ pub enum BodyError {
     UnknownConsistency(u16),
     #[error("unknown batch type {0}: expected 0 (logged), 1 (unlogged) or 2 (counter)")]
     UnknownBatchType(u8),
-    #[error("statement {index} has query kind {kind}: expected 0 (query string) or 1 (prepared id)")]
+    #[error(
+        "statement {index} has query kind {kind}: expected 0 (query string) or 1 (prepared id)"
+    )]
     InvalidBatchKind { index: usize, kind: u8 },
     #[error("out of bound timestamp, must be in [{min}, {max}] (got {0})", min = i64::MIN + 1, max = i64::MAX)]
     InvalidTimestamp(i64),
@@ -151,7 +170,10 @@ impl Request {
         body: Bytes,
     ) -> Result<(Request, Option<CustomPayload>), RequestError> {
         let (op, decode_body) = body_decoder(opcode)?;
-        let malformed = |problem| RequestError::Malformed { request: op.name(), problem };
+        let malformed = |problem| RequestError::Malformed {
+            request: op.name(),
+            problem,
+        };
         let mut reader = Reader::new(&body);
         let payload = if flags & FLAG_CUSTOM_PAYLOAD != 0 {
             Some(read_custom_payload(&body, &mut reader).map_err(malformed)?)
@@ -188,13 +210,19 @@ fn body_decoder(opcode: u8) -> Result<(Opcode, BodyDecoder), RequestError> {
         Opcode::Startup => decode_startup,
         Opcode::Options => |_, _| Ok(Request::Options),
         Opcode::Query => decode_query,
-        Opcode::Prepare => |_, r| Ok(Request::Prepare { query: r.read_long_string()?.to_string() }),
+        Opcode::Prepare => |_, r| {
+            Ok(Request::Prepare {
+                query: r.read_long_string()?.to_string(),
+            })
+        },
         Opcode::Execute => decode_execute,
         Opcode::Batch => |body, r| Ok(Request::Batch(read_batch(body, r)?)),
         Opcode::Register => decode_register,
-        Opcode::AuthResponse => {
-            |body, r| Ok(Request::AuthResponse { token: r.read_bytes()?.map(|t| body.slice_ref(t)) })
-        }
+        Opcode::AuthResponse => |body, r| {
+            Ok(Request::AuthResponse {
+                token: r.read_bytes()?.map(|t| body.slice_ref(t)),
+            })
+        },
         _ => return Err(RequestError::UnknownOpcode(opcode)),
     };
     Ok((op, decoder))
@@ -202,22 +230,35 @@ fn body_decoder(opcode: u8) -> Result<(Opcode, BodyDecoder), RequestError> {
 
 fn decode_startup(_: &Bytes, r: &mut Reader<'_>) -> Result<Request, BodyError> {
     let pairs = r.read_string_map()?;
-    let options = pairs.into_iter().map(|(k, v)| (k.to_string(), v.to_string())).collect();
+    let options = pairs
+        .into_iter()
+        .map(|(k, v)| (k.to_string(), v.to_string()))
+        .collect();
     Ok(Request::Startup { options })
 }
 
 fn decode_query(body: &Bytes, r: &mut Reader<'_>) -> Result<Request, BodyError> {
     let query = r.read_long_string()?.to_string();
-    Ok(Request::Query { query, params: read_query_params(body, r)? })
+    Ok(Request::Query {
+        query,
+        params: read_query_params(body, r)?,
+    })
 }
 
 fn decode_execute(body: &Bytes, r: &mut Reader<'_>) -> Result<Request, BodyError> {
     let id = body.slice_ref(r.read_short_bytes()?);
-    Ok(Request::Execute { id, params: read_query_params(body, r)? })
+    Ok(Request::Execute {
+        id,
+        params: read_query_params(body, r)?,
+    })
 }
 
 fn decode_register(_: &Bytes, r: &mut Reader<'_>) -> Result<Request, BodyError> {
-    let events = r.read_string_list()?.into_iter().map(str::to_string).collect();
+    let events = r
+        .read_string_list()?
+        .into_iter()
+        .map(str::to_string)
+        .collect();
     Ok(Request::Register { events })
 }
 
@@ -344,13 +385,22 @@ fn read_batch_assuming(
             kind => return Err(BodyError::InvalidBatchKind { index, kind }),
         };
         let (values, names) = read_values(body, r, with_names)?;
-        statements.push(BatchStatement { query, values, names });
+        statements.push(BatchStatement {
+            query,
+            values,
+            names,
+        });
     }
     let consistency = read_consistency(r)?;
     // The low four flag bits have no meaning for BATCH and are ignored.
     let flags = r.read_byte()?;
-    let mut batch =
-        Batch { batch_type, statements, consistency, serial_consistency: None, timestamp: None };
+    let mut batch = Batch {
+        batch_type,
+        statements,
+        consistency,
+        serial_consistency: None,
+        timestamp: None,
+    };
     if flags & QUERY_FLAG_SERIAL_CONSISTENCY != 0 {
         batch.serial_consistency = Some(read_consistency(r)?);
     }
@@ -508,7 +558,10 @@ mod tests {
             .into_iter()
             .map(|(k, v)| (k.to_string(), v.to_string()))
             .collect();
-        let plain = QueryParams { consistency: 1, ..QueryParams::default() };
+        let plain = QueryParams {
+            consistency: 1,
+            ..QueryParams::default()
+        };
         let statements = vec![
             BatchStatement {
                 query: BatchQuery::Query("INSERT INTO t (k) VALUES (?)".into()),
@@ -524,12 +577,23 @@ mod tests {
         vec![
             Request::Startup { options },
             Request::Options,
-            Request::Query { query: "SELECT * FROM ks.t".into(), params: plain.clone() },
-            Request::Query { query: "SELECT * FROM ks.t WHERE k = :a".into(), params: full_params() },
-            Request::Prepare { query: "SELECT k FROM t WHERE k = ?".into() },
+            Request::Query {
+                query: "SELECT * FROM ks.t".into(),
+                params: plain.clone(),
+            },
+            Request::Query {
+                query: "SELECT * FROM ks.t WHERE k = :a".into(),
+                params: full_params(),
+            },
+            Request::Prepare {
+                query: "SELECT k FROM t WHERE k = ?".into(),
+            },
             Request::Execute {
                 id: Bytes::from_static(&[1; 16]),
-                params: QueryParams { names: None, ..full_params() },
+                params: QueryParams {
+                    names: None,
+                    ..full_params()
+                },
             },
             Request::Batch(Batch {
                 batch_type: BatchType::Unlogged,
@@ -539,9 +603,15 @@ mod tests {
                 timestamp: Some(-5),
             }),
             Request::Register {
-                events: vec!["TOPOLOGY_CHANGE".into(), "STATUS_CHANGE".into(), "SCHEMA_CHANGE".into()],
+                events: vec![
+                    "TOPOLOGY_CHANGE".into(),
+                    "STATUS_CHANGE".into(),
+                    "SCHEMA_CHANGE".into(),
+                ],
             },
-            Request::AuthResponse { token: Some(Bytes::from_static(b"\0cassandra\0cassandra")) },
+            Request::AuthResponse {
+                token: Some(Bytes::from_static(b"\0cassandra\0cassandra")),
+            },
             Request::AuthResponse { token: None },
         ]
     }
@@ -561,7 +631,10 @@ mod tests {
             batch_type: BatchType::Logged,
             statements: vec![BatchStatement {
                 query: BatchQuery::Query("INSERT INTO t (k, v) VALUES (:k, :v)".into()),
-                values: vec![BoundValue::Value(Bytes::from_static(b"1")), BoundValue::Null],
+                values: vec![
+                    BoundValue::Value(Bytes::from_static(b"1")),
+                    BoundValue::Null,
+                ],
                 names: Some(vec!["k".into(), "v".into()]),
             }],
             consistency: 1,
@@ -609,15 +682,22 @@ mod tests {
         else {
             panic!("decode failed");
         };
-        let Some(BoundValue::Value(first)) = params.values.first() else { panic!("no value") };
+        let Some(BoundValue::Value(first)) = params.values.first() else {
+            panic!("no value")
+        };
         assert!(range.contains(&first.as_ptr()));
     }
 
     #[test]
     fn unknown_opcodes_and_response_opcodes_are_rejected() {
-        let err = Request::decode(0x1F, Bytes::new()).err().map(|e| e.to_string());
+        let err = Request::decode(0x1F, Bytes::new())
+            .err()
+            .map(|e| e.to_string());
         assert_eq!(err.as_deref(), Some("unknown request opcode 0x1f"));
-        assert_eq!(Request::decode(0x02, Bytes::new()), Err(RequestError::UnknownOpcode(0x02)));
+        assert_eq!(
+            Request::decode(0x02, Bytes::new()),
+            Err(RequestError::UnknownOpcode(0x02))
+        );
     }
 
     #[test]
@@ -626,12 +706,20 @@ mod tests {
         write_long_string(&mut body, "SELECT 1");
         write_consistency(&mut body, 0x0042);
         write_byte(&mut body, 0);
-        let err = Request::decode(Opcode::Query.code(), Bytes::from(body)).err().map(|e| e.to_string());
-        assert_eq!(err.as_deref(), Some("malformed QUERY request: unknown consistency level code 0x0042"));
-
-        let err = Request::decode(Opcode::Query.code(), Bytes::from_static(&[0, 0, 0, 9, b'x']))
+        let err = Request::decode(Opcode::Query.code(), Bytes::from(body))
             .err()
             .map(|e| e.to_string());
+        assert_eq!(
+            err.as_deref(),
+            Some("malformed QUERY request: unknown consistency level code 0x0042")
+        );
+
+        let err = Request::decode(
+            Opcode::Query.code(),
+            Bytes::from_static(&[0, 0, 0, 9, b'x']),
+        )
+        .err()
+        .map(|e| e.to_string());
         assert_eq!(
             err.as_deref(),
             Some("malformed QUERY request: frame body too short: needed 9 bytes for [long string] at offset 4, 1 left")
@@ -652,23 +740,37 @@ mod tests {
         let batch = Opcode::Batch.code();
         assert!(matches!(
             Request::decode(batch, batch_body(7)),
-            Err(RequestError::Malformed { problem: BodyError::InvalidBatchKind { index: 0, kind: 7 }, .. })
+            Err(RequestError::Malformed {
+                problem: BodyError::InvalidBatchKind { index: 0, kind: 7 },
+                ..
+            })
         ));
         assert!(matches!(
             Request::decode(batch, batch_body(1)),
-            Err(RequestError::Malformed { problem: BodyError::InvalidTimestamp(i64::MIN), .. })
+            Err(RequestError::Malformed {
+                problem: BodyError::InvalidTimestamp(i64::MIN),
+                ..
+            })
         ));
         assert!(matches!(
             Request::decode(batch, Bytes::from_static(&[3, 0, 0])),
-            Err(RequestError::Malformed { problem: BodyError::UnknownBatchType(3), .. })
+            Err(RequestError::Malformed {
+                problem: BodyError::UnknownBatchType(3),
+                ..
+            })
         ));
     }
 
     #[test]
     fn custom_payload_precedes_the_body() {
-        let request = Request::Prepare { query: "SELECT 1".into() };
+        let request = Request::Prepare {
+            query: "SELECT 1".into(),
+        };
         let mut body = Vec::new();
-        write_bytes_map(&mut body, &[("tablets", Some(b"x".to_vec())), ("none", None)]);
+        write_bytes_map(
+            &mut body,
+            &[("tablets", Some(b"x".to_vec())), ("none", None)],
+        );
         body.extend_from_slice(&encode(&request));
         let decoded = Request::decode_with_flags(FLAG_CUSTOM_PAYLOAD, 0x09, Bytes::from(body));
         let payload = vec![
@@ -689,6 +791,8 @@ mod tests {
         write_byte(&mut body, QUERY_FLAG_VALUES | QUERY_FLAG_NAMES_FOR_VALUES);
         write_short(&mut body, u16::MAX);
         assert!(Request::decode(Opcode::Execute.code(), Bytes::from(body)).is_err());
-        assert!(Request::decode(Opcode::Batch.code(), Bytes::from_static(&[0, 0xFF, 0xFF])).is_err());
+        assert!(
+            Request::decode(Opcode::Batch.code(), Bytes::from_static(&[0, 0xFF, 0xFF])).is_err()
+        );
     }
 }
