@@ -11,7 +11,7 @@ use std::sync::Arc;
 use bytes::{Buf, BufMut, Bytes, BytesMut};
 use shoal_replica::{PartitionSelection, ReadCommand, ReadResult, ResultRow, RowPosition};
 use shoal_schema::token::split_partition_key;
-use shoal_schema::value::{add, compare, divide_for_avg, Value};
+use shoal_schema::value::{add, compare, divide_for_avg, to_varint, zero_of, Value};
 use shoal_schema::{ClusteringOrder, ColumnKind, CqlType, Schema, TableMeta};
 use shoal_storage::{ClusteringRange, PartitionPosition};
 
@@ -366,33 +366,26 @@ fn aggregate(kind: AggregateKind, ty: &CqlType, values: Vec<Bytes>) -> CqlResult
         AggregateKind::Min => Ok(values.into_iter().min_by(|a, b| compare(ty, a, b))),
         AggregateKind::Max => Ok(values.into_iter().max_by(|a, b| compare(ty, a, b))),
         AggregateKind::Sum | AggregateKind::Avg => {
-            let zero = zero_of(ty)?;
-            let mut sum = zero;
+            let numeric = |e: shoal_schema::ValueError| invalid(format!("Invalid call to a numeric aggregate: {e}"));
+            let mut sum = zero_of(ty).map_err(numeric)?;
+            // avg sums integers as varint so the sum cannot wrap (sum does
+            // wrap, as in Cassandra); divide_for_avg narrows back.
+            let widen = kind == AggregateKind::Avg && to_varint(&sum).is_some();
+            let sum_ty = if widen { CqlType::Varint } else { ty.clone() };
+            if widen {
+                sum = Value::Varint(vec![0]);
+            }
             for value in &values {
                 let value = Value::deserialize(ty, value).map_err(|e| CqlError::Server(e.to_string()))?;
-                sum = add(ty, &sum, &value).map_err(|e| invalid(e.to_string()))?;
+                let value = if widen { to_varint(&value).unwrap_or(value) } else { value };
+                sum = add(&sum_ty, &sum, &value).map_err(numeric)?;
             }
-            if kind == AggregateKind::Avg && !values.is_empty() {
-                sum = divide_for_avg(ty, &sum, values.len() as u64).map_err(|e| invalid(e.to_string()))?;
+            if kind == AggregateKind::Avg {
+                sum = divide_for_avg(ty, &sum, values.len() as u64).map_err(numeric)?;
             }
             Ok(Some(Bytes::from(sum.to_bytes())))
         }
     }
-}
-
-fn zero_of(ty: &CqlType) -> CqlResult<Value> {
-    Ok(match ty {
-        CqlType::Tinyint => Value::Tinyint(0),
-        CqlType::Smallint => Value::Smallint(0),
-        CqlType::Int => Value::Int(0),
-        CqlType::Bigint => Value::Bigint(0),
-        CqlType::Counter => Value::Counter(0),
-        CqlType::Float => Value::Float(0.0),
-        CqlType::Double => Value::Double(0.0),
-        CqlType::Varint => Value::Varint(vec![0]),
-        CqlType::Decimal => Value::Decimal { scale: 0, unscaled: vec![0] },
-        other => return Err(invalid(format!("Invalid call to a numeric aggregate on a column of type {other}"))),
-    })
 }
 
 fn encode_paging_state(position: &RowPosition, remaining: usize) -> Bytes {

@@ -1021,7 +1021,8 @@ fn narrow_integer(ty: &CqlType, varint: Vec<u8>) -> Option<Value> {
     Some(value)
 }
 
-fn zero_of(ty: &CqlType) -> Result<Value, ValueError> {
+/// The zero of a numeric type: where `sum` and `avg` start.
+pub fn zero_of(ty: &CqlType) -> Result<Value, ValueError> {
     let zero = match ty {
         CqlType::Tinyint => Value::Tinyint(0),
         CqlType::Smallint => Value::Smallint(0),
