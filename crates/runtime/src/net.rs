@@ -12,6 +12,20 @@ pub use compio::buf::{BufResult, IoBuf, IoBufMut};
 pub use compio::io::{AsyncRead, AsyncWrite, AsyncWriteExt};
 pub use compio::net::{TcpListener, TcpStream};
 
+use compio::net::TcpSocket;
+
+/// Connections a listener queues before `accept` takes them.
+const LISTEN_BACKLOG: i32 = 1024;
+
+/// A listening socket with SO_REUSEADDR, so a restarted node can bind its
+/// ports while connections of the previous process linger in TIME_WAIT.
+pub async fn listen(address: std::net::SocketAddr) -> std::io::Result<TcpListener> {
+    let socket = if address.is_ipv4() { TcpSocket::new_v4().await? } else { TcpSocket::new_v6().await? };
+    socket.set_reuseaddr(true)?;
+    socket.bind(address).await?;
+    socket.listen(LISTEN_BACKLOG).await
+}
+
 /// A connection ready to move to another shard.
 #[derive(Debug)]
 pub struct DetachedStream(std::net::TcpStream);

@@ -20,10 +20,28 @@ pub enum Placement {
     BySourcePort,
 }
 
+/// How long to keep trying a port that is still taken at start.
+const BIND_RETRY_MS: u64 = 10_000;
+const BIND_RETRY_STEP_MS: u64 = 50;
+
 /// Binds `address`; returns the listener so the caller can report it bound
-/// before serving.
+/// before serving. A port still held when we start is retried for a while:
+/// after a kill -9 the kernel releases a dead process's io_uring (and the
+/// listening sockets its pending accepts hold) a few milliseconds later.
 pub async fn bind(address: SocketAddr) -> std::io::Result<TcpListener> {
-    TcpListener::bind(address).await
+    let mut waited_ms = 0;
+    loop {
+        match shoal_runtime::net::listen(address).await {
+            Err(e) if e.kind() == std::io::ErrorKind::AddrInUse && waited_ms < BIND_RETRY_MS => {
+                if waited_ms == 0 {
+                    tracing::info!("{address} is in use; retrying for up to {} s", BIND_RETRY_MS / 1000);
+                }
+                shoal_runtime::time::sleep(std::time::Duration::from_millis(BIND_RETRY_STEP_MS)).await;
+                waited_ms += BIND_RETRY_STEP_MS;
+            }
+            result => return result,
+        }
+    }
 }
 
 /// Accepts connections forever, placing each on its shard.
