@@ -20,6 +20,15 @@ pub struct ParseError {
     /// 1-based column, counted in chars (not bytes).
     pub column: usize,
     pub message: String,
+    pub kind: ParseErrorKind,
+}
+
+/// Whether the text is not CQL, or is CQL naming something that does not
+/// exist (Cassandra answers the latter with Invalid, not SyntaxError).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ParseErrorKind {
+    Syntax,
+    UnknownType,
 }
 
 /// Punctuation and operators.
@@ -182,6 +191,7 @@ impl Lexer<'_> {
             line,
             column,
             message,
+            kind: ParseErrorKind::Syntax,
         }
     }
 

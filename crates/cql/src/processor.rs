@@ -18,6 +18,7 @@ use crate::ast::{BatchKind, Condition, Parsed, Statement};
 use crate::bind_types::{bind_specs, partition_key_indexes};
 use crate::ddl::qualify;
 use crate::error::{invalid, CqlError, CqlResult};
+use crate::lexer::ParseErrorKind;
 use crate::modification::{self, Write, WriteContext};
 use crate::result::{PreparedInfo, QueryResult};
 use crate::select::{self, SelectOptions};
@@ -70,7 +71,10 @@ thread_local! {
 }
 
 fn parse(text: &str) -> CqlResult<Parsed> {
-    crate::parser::parse_statement(text).map_err(|e| CqlError::Syntax(e.to_string()))
+    crate::parser::parse_statement(text).map_err(|e| match e.kind {
+        ParseErrorKind::Syntax => CqlError::Syntax(e.to_string()),
+        ParseErrorKind::UnknownType => CqlError::Invalid(format!("{} (user-defined types are not supported yet)", e.message)),
+    })
 }
 
 pub async fn query(text: &str, session: &mut Session, options: QueryOptions) -> CqlResult<QueryResult> {

@@ -124,7 +124,6 @@ impl Parser<'_> {
             options: Vec::new(),
             compact_storage: false,
         };
-        let open = self.peek().clone();
         self.expect_sym(Sym::LParen)?;
         let mut key_declared = false;
         loop {
@@ -134,10 +133,8 @@ impl Parser<'_> {
             }
         }
         self.expect_sym(Sym::RParen)?;
-        if !key_declared {
-            let message = "no PRIMARY KEY specified (exactly one required)".to_string();
-            return Err(self.error_at_token(&open, message));
-        }
+        // A table without a PRIMARY KEY is well-formed CQL that cannot be
+        // created: the executor answers Invalid, as Cassandra does.
         if self.eat_kw("with") {
             self.table_options(&mut table)?;
         }

@@ -85,20 +85,12 @@ impl Parser<'_> {
             };
             return Ok(Statement::InsertJson(insert));
         }
-        let columns_at = self.peek().clone();
         let columns = self.paren_idents("column name")?;
         self.expect_kw("values")?;
         self.expect_sym(Sym::LParen)?;
         let values = self.comma_list(Self::term)?;
         self.expect_sym(Sym::RParen)?;
-        if columns.len() != values.len() {
-            let message = format!(
-                "unmatched column names/values: {} columns, {} values",
-                columns.len(),
-                values.len()
-            );
-            return Err(self.error_at_token(&columns_at, message));
-        }
+        // Unmatched counts are the executor's Invalid, as in Cassandra.
         let (if_not_exists, using) = self.insert_tail()?;
         Ok(Statement::Insert(Insert {
             keyspace,

@@ -20,7 +20,7 @@ mod tests;
 use crate::ast::{BindMarker, Parsed, Statement};
 use crate::lexer::{tokenize, Sym, Token, TokenKind};
 
-pub use crate::lexer::ParseError;
+pub use crate::lexer::{ParseError, ParseErrorKind};
 
 /// Deepest nesting of terms, types or selectors accepted.
 pub const MAX_DEPTH: usize = 64;
@@ -299,6 +299,14 @@ impl<'a> Parser<'a> {
             line: token.line,
             column: token.column,
             message,
+            kind: ParseErrorKind::Syntax,
+        }
+    }
+
+    fn unknown_type(&self, token: &Token, name: &str) -> ParseError {
+        ParseError {
+            kind: ParseErrorKind::UnknownType,
+            ..self.error_at_token(token, format!("unknown type '{name}'"))
         }
     }
 

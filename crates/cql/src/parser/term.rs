@@ -208,7 +208,7 @@ impl Parser<'_> {
         let name = match &token.kind {
             TokenKind::Ident(word) => word.clone(),
             TokenKind::QuotedIdent(name) => {
-                return Err(self.error_at_token(&token, format!("unknown type '{name}'")))
+                return Err(self.unknown_type(&token, name))
             }
             TokenKind::Str(_) => {
                 let message = "custom types are not supported".to_string();
@@ -243,7 +243,7 @@ impl Parser<'_> {
                 if self.eat_sym(Sym::Dot) {
                     full = format!("{full}.{}", self.any_name("type name")?);
                 }
-                Err(self.error_at_token(&token, format!("unknown type '{full}'")))
+                Err(self.unknown_type(&token, &full))
             }
         }
     }

@@ -238,9 +238,8 @@ fn create_table_single_key_clause_and_types() {
 
 #[test]
 fn create_table_errors() {
-    assert!(err("CREATE TABLE t (k int, v int)")
-        .message
-        .contains("no PRIMARY KEY"));
+    // Parses; the executor refuses it (Invalid, as in Cassandra).
+    assert!(parse_statement("CREATE TABLE t (k int, v int)").is_ok());
     let e = err("CREATE TABLE t (k int PRIMARY KEY, v int, PRIMARY KEY (v))");
     assert!(e.message.contains("multiple PRIMARY KEYs"), "{e}");
     assert_eq!((e.line, e.column), (1, 43));
@@ -384,9 +383,8 @@ fn insert_forms() {
         Some(Term::Literal(Literal::Duration("500ms".into())))
     );
     assert_eq!(i.using.ttl, Some(Term::Bind(0)));
-    assert!(err("INSERT INTO t (a, b) VALUES (1)")
-        .message
-        .contains("unmatched column"));
+    // Parses; the executor refuses it (Invalid, as in Cassandra).
+    assert!(parse_statement("INSERT INTO t (a, b) VALUES (1)").is_ok());
     assert!(err("INSERT INTO t (a) VALUES (1) USING TTL 1 AND TTL 2")
         .message
         .contains("given twice"));
