@@ -303,7 +303,7 @@ fn function_selector(meta: &TableMeta, name: &str, args: &[SelectorExpr]) -> Cql
         return Ok((display, CqlType::Bigint, Sel::Function { name, arg_types: Vec::new(), args: Vec::new() }));
     }
     let arg_types: Vec<CqlType> = compiled.iter().map(|(_, t, _)| t.clone()).collect();
-    let ty = functions::result_type(&name, &arg_types).ok_or_else(|| invalid(format!("Unknown function '{name}'")))?;
+    let ty = functions::result_type(&name).ok_or_else(|| invalid(format!("Unknown function '{name}'")))?;
     let args = compiled.into_iter().map(|(_, _, s)| s).collect();
     Ok((display, ty, Sel::Function { name, arg_types, args }))
 }
