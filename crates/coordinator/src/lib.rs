@@ -49,10 +49,17 @@ pub fn shard_of(token: i64) -> usize {
 
 /// Applies a partition update (and list operations that read the current
 /// list) on the shard that owns it.
-pub async fn mutate(table: Uuid, position: PartitionPosition, update: PartitionUpdate, list_ops: Vec<ListOp>) -> Result<(), CoordinatorError> {
+pub async fn mutate(
+    table: Uuid,
+    position: PartitionPosition,
+    update: PartitionUpdate,
+    list_ops: Vec<ListOp>,
+) -> Result<(), CoordinatorError> {
     let shard = shard_of(position.token);
     metrics::note_target(shard);
-    let result = submit_to(shard, move || async move { shoal_replica::local().apply(table, position, update, &list_ops) }).await?;
+    let result =
+        submit_to(shard, move || async move { shoal_replica::local().apply(table, position, update, &list_ops) })
+            .await?;
     Ok(result?)
 }
 
@@ -66,16 +73,22 @@ pub async fn read(command: ReadCommand) -> Result<ReadResult, CoordinatorError> 
                 by_shard[shard_of(key.token)].push(key.clone());
             }
             let commands = by_shard.into_iter().enumerate().filter(|(_, keys)| !keys.is_empty());
-            commands.map(|(shard, keys)| (shard, ReadCommand { partitions: PartitionSelection::Keys(keys), ..command.clone() })).collect()
+            commands
+                .map(|(shard, keys)| {
+                    (shard, ReadCommand { partitions: PartitionSelection::Keys(keys), ..command.clone() })
+                })
+                .collect()
         }
         PartitionSelection::Range { .. } => (0..nr_shards()).map(|shard| (shard, command.clone())).collect(),
     };
     if let [(shard, _)] = per_shard.as_slice() {
         metrics::note_target(*shard);
     }
-    let answers = join_all(per_shard.into_iter().map(|(shard, command)| {
-        submit_to(shard, move || async move { shoal_replica::local().query(&command) })
-    }))
+    let answers = join_all(
+        per_shard
+            .into_iter()
+            .map(|(shard, command)| submit_to(shard, move || async move { shoal_replica::local().query(&command) })),
+    )
     .await;
     let mut merged = ReadResult::default();
     for answer in answers {
@@ -94,7 +107,10 @@ pub async fn read(command: ReadCommand) -> Result<ReadResult, CoordinatorError> 
 
 /// Removes every row of `table` on every shard.
 pub async fn truncate(table: Uuid) -> Result<(), CoordinatorError> {
-    let answers = join_all((0..nr_shards()).map(|shard| submit_to(shard, move || async move { shoal_replica::local().truncate(table) }))).await;
+    let answers = join_all(
+        (0..nr_shards()).map(|shard| submit_to(shard, move || async move { shoal_replica::local().truncate(table) })),
+    )
+    .await;
     for answer in answers {
         answer??;
     }

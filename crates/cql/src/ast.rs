@@ -210,11 +210,7 @@ pub enum Assignment {
     /// `c = c - term` or `c -= term`: counter decrement or element removal.
     Subtract { column: String, value: Term },
     /// `c[key] = term`: list index or map key.
-    SetElement {
-        column: String,
-        key: Term,
-        value: Term,
-    },
+    SetElement { column: String, key: Term, value: Term },
 }
 
 /// A column, or one element of a collection column (`c[term]`).
@@ -330,30 +326,15 @@ pub enum SelectorExpr {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Relation {
     /// `c op term`, op anything but `In`.
-    Simple {
-        column: String,
-        op: Operator,
-        value: Term,
-    },
+    Simple { column: String, op: Operator, value: Term },
     /// `c IN (t1, t2)` or `c IN ?`.
     In { column: String, values: InValues },
     /// `(c1, c2) op (t1, t2)` or `(c1, c2) op ?`; op is a comparison.
-    MultiColumn {
-        columns: Vec<String>,
-        op: Operator,
-        value: Term,
-    },
+    MultiColumn { columns: Vec<String>, op: Operator, value: Term },
     /// `(c1, c2) IN ((t1, t2), (t3, t4))` or `(c1, c2) IN ?`.
-    MultiColumnIn {
-        columns: Vec<String>,
-        values: InValues,
-    },
+    MultiColumnIn { columns: Vec<String>, values: InValues },
     /// `token(a, b) op term`; op is a comparison.
-    Token {
-        columns: Vec<String>,
-        op: Operator,
-        value: Term,
-    },
+    Token { columns: Vec<String>, op: Operator, value: Term },
     /// `c IS NOT NULL` (materialized-view syntax, accepted for completeness).
     IsNotNull { column: String },
 }
@@ -452,9 +433,7 @@ impl fmt::Display for Literal {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             Literal::String(s) => write!(f, "'{}'", s.replace('\'', "''")),
-            Literal::Integer(s) | Literal::Float(s) | Literal::Uuid(s) | Literal::Duration(s) => {
-                f.write_str(s)
-            }
+            Literal::Integer(s) | Literal::Float(s) | Literal::Uuid(s) | Literal::Duration(s) => f.write_str(s),
             Literal::Boolean(b) => write!(f, "{b}"),
             Literal::Null => f.write_str("null"),
             Literal::Blob(bytes) => {

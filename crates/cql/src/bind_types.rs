@@ -20,7 +20,12 @@ impl Collector<'_> {
     fn mark(&mut self, index: usize, name: &str, ty: &CqlType) {
         if let Some(slot) = self.specs.get_mut(index) {
             if slot.is_none() {
-                *slot = Some(ColumnSpec { keyspace: self.keyspace.clone(), table: self.table.clone(), name: name.to_string(), ty: ty.clone() });
+                *slot = Some(ColumnSpec {
+                    keyspace: self.keyspace.clone(),
+                    table: self.table.clone(),
+                    name: name.to_string(),
+                    ty: ty.clone(),
+                });
             }
         }
     }
@@ -73,7 +78,9 @@ impl Collector<'_> {
                 Relation::Simple { column, op, value } => {
                     let ty = self.column_type(column);
                     let ty = match (op, ty.unfrozen()) {
-                        (Operator::Contains, CqlType::List(e) | CqlType::Set(e) | CqlType::Map(_, e)) => e.as_ref().clone(),
+                        (Operator::Contains, CqlType::List(e) | CqlType::Set(e) | CqlType::Map(_, e)) => {
+                            e.as_ref().clone()
+                        }
                         (Operator::ContainsKey, CqlType::Map(k, _)) => k.as_ref().clone(),
                         _ => ty,
                     };
@@ -106,7 +113,9 @@ impl Collector<'_> {
 
     fn assignment(&mut self, assignment: &Assignment) {
         match assignment {
-            Assignment::Set { column, value } | Assignment::Add { column, value } | Assignment::Prepend { column, value } => {
+            Assignment::Set { column, value }
+            | Assignment::Add { column, value }
+            | Assignment::Prepend { column, value } => {
                 let ty = self.column_type(column);
                 self.term(value, column, &ty);
             }
@@ -147,7 +156,10 @@ fn resolve<'s>(schema: &'s Schema, statement: &Statement, session: Option<&str>)
     if schema.keyspace(keyspace).is_none() {
         return Err(invalid(format!("Keyspace {keyspace} does not exist")));
     }
-    schema.table(keyspace, table).map(|t| Some(t.as_ref())).ok_or_else(|| invalid(format!("unconfigured table {table}")))
+    schema
+        .table(keyspace, table)
+        .map(|t| Some(t.as_ref()))
+        .ok_or_else(|| invalid(format!("unconfigured table {table}")))
 }
 
 pub fn bind_specs(schema: &Schema, parsed: &Parsed, session: Option<&str>) -> CqlResult<Vec<ColumnSpec>> {
@@ -163,7 +175,12 @@ pub fn bind_specs(schema: &Schema, parsed: &Parsed, session: Option<&str>) -> Cq
         .into_iter()
         .zip(&parsed.bind_markers)
         .map(|(spec, marker)| {
-            let mut spec = spec.unwrap_or(ColumnSpec { keyspace: c.keyspace.clone(), table: c.table.clone(), name: String::new(), ty: CqlType::Blob });
+            let mut spec = spec.unwrap_or(ColumnSpec {
+                keyspace: c.keyspace.clone(),
+                table: c.table.clone(),
+                name: String::new(),
+                ty: CqlType::Blob,
+            });
             if let Some(name) = &marker.name {
                 spec.name = name.clone();
             }
@@ -228,7 +245,9 @@ fn walk<'s>(c: &mut Collector<'s>, schema: &'s Schema, statement: &Statement, se
 pub fn partition_key_indexes(schema: &Schema, parsed: &Parsed, session: Option<&str>) -> Vec<u16> {
     let Ok(Some(meta)) = resolve(schema, &parsed.statement, session) else { return Vec::new() };
     let bound: Vec<(&str, usize)> = match &parsed.statement {
-        Statement::Insert(s) => s.columns.iter().zip(&s.values).filter_map(|(c, v)| marker(v).map(|i| (c.as_str(), i))).collect(),
+        Statement::Insert(s) => {
+            s.columns.iter().zip(&s.values).filter_map(|(c, v)| marker(v).map(|i| (c.as_str(), i))).collect()
+        }
         Statement::Update(s) => equal_markers(&s.where_clause),
         Statement::Delete(s) => equal_markers(&s.where_clause),
         Statement::Select(s) => equal_markers(&s.where_clause),

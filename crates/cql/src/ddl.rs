@@ -8,8 +8,8 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use shoal_schema::{
-    ClusteringOrder, ColumnKind, ColumnMeta, CqlType, KeyspaceMeta, Schema, SchemaChange, SchemaChangeKind, SchemaChangeTarget,
-    TableMeta, TableOptions,
+    ClusteringOrder, ColumnKind, ColumnMeta, CqlType, KeyspaceMeta, Schema, SchemaChange, SchemaChangeKind,
+    SchemaChangeTarget, TableMeta, TableOptions,
 };
 use uuid::Uuid;
 
@@ -24,7 +24,11 @@ const NAME_LENGTH_MAX: usize = 48;
 
 /// The next schema and its change; `None` when an `IF [NOT] EXISTS` made the
 /// statement a no-op.
-pub fn apply(schema: &Schema, statement: &Statement, keyspace: Option<&str>) -> CqlResult<Option<(Schema, SchemaChange)>> {
+pub fn apply(
+    schema: &Schema,
+    statement: &Statement,
+    keyspace: Option<&str>,
+) -> CqlResult<Option<(Schema, SchemaChange)>> {
     let mut next = schema.clone();
     let change = match statement {
         Statement::CreateKeyspace(s) => {
@@ -32,7 +36,11 @@ pub fn apply(schema: &Schema, statement: &Statement, keyspace: Option<&str>) -> 
                 if s.if_not_exists {
                     return Ok(None);
                 }
-                return Err(CqlError::AlreadyExists { keyspace: s.name.clone(), table: String::new(), message: format!("Keyspace '{}' already exists", s.name) });
+                return Err(CqlError::AlreadyExists {
+                    keyspace: s.name.clone(),
+                    table: String::new(),
+                    message: format!("Keyspace '{}' already exists", s.name),
+                });
             }
             check_name(&s.name, "Keyspace")?;
             let (replication, durable_writes) = keyspace_options(&s.options, None)?;
@@ -65,7 +73,11 @@ pub fn apply(schema: &Schema, statement: &Statement, keyspace: Option<&str>) -> 
                 if s.if_not_exists {
                     return Ok(None);
                 }
-                return Err(CqlError::AlreadyExists { keyspace: ks.to_string(), table: s.name.clone(), message: format!("Table '{ks}.{}' already exists", s.name) });
+                return Err(CqlError::AlreadyExists {
+                    keyspace: ks.to_string(),
+                    table: s.name.clone(),
+                    message: format!("Table '{ks}.{}' already exists", s.name),
+                });
             }
             check_name(&s.name, "Table")?;
             let table = create_table(ks, s)?;
@@ -106,7 +118,9 @@ fn table_target(keyspace: &str, table: &str) -> SchemaChangeTarget {
 
 /// The keyspace a statement names, or the session's (`USE`).
 pub fn qualify<'a>(named: Option<&'a str>, session: Option<&'a str>) -> CqlResult<&'a str> {
-    named.or(session).ok_or_else(|| invalid("No keyspace has been specified. USE a keyspace, or explicitly specify keyspace.tablename"))
+    named.or(session).ok_or_else(|| {
+        invalid("No keyspace has been specified. USE a keyspace, or explicitly specify keyspace.tablename")
+    })
 }
 
 fn check_name(name: &str, what: &str) -> CqlResult<()> {
@@ -142,7 +156,10 @@ fn option_text(value: &OptionValue) -> String {
     }
 }
 
-fn keyspace_options(options: &Options, current: Option<&Arc<KeyspaceMeta>>) -> CqlResult<(BTreeMap<String, String>, bool)> {
+fn keyspace_options(
+    options: &Options,
+    current: Option<&Arc<KeyspaceMeta>>,
+) -> CqlResult<(BTreeMap<String, String>, bool)> {
     let mut replication = current.map(|k| k.replication.clone());
     let mut durable_writes = current.is_none_or(|k| k.durable_writes);
     for (name, value) in options {
@@ -153,18 +170,22 @@ fn keyspace_options(options: &Options, current: Option<&Arc<KeyspaceMeta>>) -> C
             (other, _) => return Err(CqlError::Syntax(format!("Unknown property '{other}'"))),
         }
     }
-    let replication = replication.ok_or_else(|| CqlError::Config("Missing mandatory option 'replication'".to_string()))?;
+    let replication =
+        replication.ok_or_else(|| CqlError::Config("Missing mandatory option 'replication'".to_string()))?;
     Ok((replication, durable_writes))
 }
 
 fn replication_map(entries: &[(String, String)]) -> CqlResult<BTreeMap<String, String>> {
     let mut map: BTreeMap<String, String> = entries.iter().cloned().collect();
-    let class = map.remove("class").ok_or_else(|| CqlError::Config("Missing replication strategy class".to_string()))?;
+    let class =
+        map.remove("class").ok_or_else(|| CqlError::Config("Missing replication strategy class".to_string()))?;
     let short = class.rsplit('.').next().unwrap_or(&class).to_string();
     let full = match short.as_str() {
         "SimpleStrategy" => {
             if !map.contains_key("replication_factor") {
-                return Err(CqlError::Config("SimpleStrategy requires a replication_factor strategy option.".to_string()));
+                return Err(CqlError::Config(
+                    "SimpleStrategy requires a replication_factor strategy option.".to_string(),
+                ));
             }
             "org.apache.cassandra.locator.SimpleStrategy"
         }
@@ -176,12 +197,16 @@ fn replication_map(entries: &[(String, String)]) -> CqlResult<BTreeMap<String, S
             }
             "org.apache.cassandra.locator.NetworkTopologyStrategy"
         }
-        "LocalStrategy" | "EverywhereStrategy" => return Err(CqlError::Config(format!("{short} is for system keyspaces only"))),
+        "LocalStrategy" | "EverywhereStrategy" => {
+            return Err(CqlError::Config(format!("{short} is for system keyspaces only")))
+        }
         _ => return Err(CqlError::Config(format!("Unable to find replication strategy class '{class}'"))),
     };
     for (key, value) in &map {
         if value.parse::<u32>().is_err() {
-            return Err(CqlError::Config(format!("Replication factor must be a non-negative integer; found {value} for {key}")));
+            return Err(CqlError::Config(format!(
+                "Replication factor must be a non-negative integer; found {value} for {key}"
+            )));
         }
     }
     map.insert("class".to_string(), full.to_string());
@@ -221,12 +246,21 @@ pub fn create_table(keyspace: &str, s: &CreateTable) -> CqlResult<TableMeta> {
         }
     }
     if s.clustering_key.is_empty() && columns.iter().any(|c| c.kind == ColumnKind::Static) {
-        return Err(invalid("Static columns are only useful (and thus allowed) if the table has at least one clustering column"));
+        return Err(invalid(
+            "Static columns are only useful (and thus allowed) if the table has at least one clustering column",
+        ));
     }
     apply_clustering_order(&mut columns, &s.clustering_key, &s.clustering_order)?;
     let (options, id) = table_options(&s.options, TableOptions::default())?;
     let next_column_id = columns.len() as u32;
-    let mut table = TableMeta { id: id.unwrap_or_else(Uuid::new_v4), keyspace: keyspace.to_string(), name: s.name.clone(), columns, options, next_column_id };
+    let mut table = TableMeta {
+        id: id.unwrap_or_else(Uuid::new_v4),
+        keyspace: keyspace.to_string(),
+        name: s.name.clone(),
+        columns,
+        options,
+        next_column_id,
+    };
     table.normalize_columns();
     Ok(table)
 }
@@ -267,7 +301,10 @@ fn frozen_inside(ty: &CqlType) -> CqlType {
 
 fn check_column_type(def: &ColumnDef, kind: ColumnKind) -> CqlResult<()> {
     if kind.is_primary_key() && def.ty.is_multi_cell() {
-        return Err(invalid(format!("Invalid non-frozen collection type {} for PRIMARY KEY component {}", def.ty, def.name)));
+        return Err(invalid(format!(
+            "Invalid non-frozen collection type {} for PRIMARY KEY component {}",
+            def.ty, def.name
+        )));
     }
     if kind.is_primary_key() && def.is_static {
         return Err(invalid(format!("Static column {} cannot be part of the PRIMARY KEY", def.name)));
@@ -281,11 +318,16 @@ fn check_column_type(def: &ColumnDef, kind: ColumnKind) -> CqlResult<()> {
     Ok(())
 }
 
-fn apply_clustering_order(columns: &mut [ColumnMeta], clustering: &[String], order: &[(String, Order)]) -> CqlResult<()> {
+fn apply_clustering_order(
+    columns: &mut [ColumnMeta],
+    clustering: &[String],
+    order: &[(String, Order)],
+) -> CqlResult<()> {
     for (i, (name, direction)) in order.iter().enumerate() {
         if clustering.get(i) != Some(name) {
             return Err(invalid(match clustering.contains(name) {
-                true => "The order of columns in the CLUSTERING ORDER directive must be the one of the clustering key".to_string(),
+                true => "The order of columns in the CLUSTERING ORDER directive must be the one of the clustering key"
+                    .to_string(),
                 false => format!("Only clustering key columns can be defined in CLUSTERING ORDER directive: {name}"),
             }));
         }
@@ -302,22 +344,30 @@ pub fn table_options(options: &Options, mut base: TableOptions) -> CqlResult<(Ta
     let mut id = None;
     for (name, value) in options {
         let text = option_text(value);
-        let number = |what: &str| -> CqlResult<i32> { text.parse().map_err(|_| CqlError::Syntax(format!("Invalid value for {what}: {text}"))) };
-        let float = |what: &str| -> CqlResult<f64> { text.parse().map_err(|_| CqlError::Syntax(format!("Invalid value for {what}: {text}"))) };
+        let number = |what: &str| -> CqlResult<i32> {
+            text.parse().map_err(|_| CqlError::Syntax(format!("Invalid value for {what}: {text}")))
+        };
+        let float = |what: &str| -> CqlResult<f64> {
+            text.parse().map_err(|_| CqlError::Syntax(format!("Invalid value for {what}: {text}")))
+        };
         match (name.to_ascii_lowercase().as_str(), value) {
             ("comment", _) => base.comment = text,
             ("default_time_to_live", _) => base.default_time_to_live_s = number("default_time_to_live")?,
             ("gc_grace_seconds", _) => base.gc_grace_seconds = number("gc_grace_seconds")?,
             ("bloom_filter_fp_chance", _) => base.bloom_filter_fp_chance = float("bloom_filter_fp_chance")?,
             ("crc_check_chance", _) => base.crc_check_chance = float("crc_check_chance")?,
-            ("memtable_flush_period_in_ms", _) => base.memtable_flush_period_in_ms = number("memtable_flush_period_in_ms")?,
+            ("memtable_flush_period_in_ms", _) => {
+                base.memtable_flush_period_in_ms = number("memtable_flush_period_in_ms")?
+            }
             ("min_index_interval", _) => base.min_index_interval = number("min_index_interval")?,
             ("max_index_interval", _) => base.max_index_interval = number("max_index_interval")?,
             ("speculative_retry", _) => base.speculative_retry = text,
             ("caching", OptionValue::Map(m)) => base.caching = m.iter().cloned().collect(),
             ("compaction", OptionValue::Map(m)) => base.compaction = compaction_options(m)?,
             ("compression", OptionValue::Map(m)) => base.compression = m.iter().cloned().collect(),
-            ("id", _) => id = Some(Uuid::parse_str(&text).map_err(|_| CqlError::Syntax(format!("Invalid table id {text}")))?),
+            ("id", _) => {
+                id = Some(Uuid::parse_str(&text).map_err(|_| CqlError::Syntax(format!("Invalid table id {text}")))?)
+            }
             // Accepted for scripts written for Cassandra 3 (and DESCRIBE output).
             ("read_repair_chance" | "dclocal_read_repair_chance" | "cdc", _) => {}
             (other, _) => return Err(CqlError::Syntax(format!("Unknown property '{other}'"))),
@@ -331,10 +381,15 @@ pub fn table_options(options: &Options, mut base: TableOptions) -> CqlResult<(Ta
 
 fn compaction_options(entries: &[(String, String)]) -> CqlResult<BTreeMap<String, String>> {
     let mut map: BTreeMap<String, String> = entries.iter().cloned().collect();
-    let class = map.get("class").cloned().ok_or_else(|| CqlError::Config("Missing sub-option 'class' for the 'compaction' option.".to_string()))?;
+    let class = map
+        .get("class")
+        .cloned()
+        .ok_or_else(|| CqlError::Config("Missing sub-option 'class' for the 'compaction' option.".to_string()))?;
     let short = class.rsplit('.').next().unwrap_or(&class);
     let full = match short {
-        "SizeTieredCompactionStrategy" | "LeveledCompactionStrategy" | "TimeWindowCompactionStrategy" => format!("org.apache.cassandra.db.compaction.{short}"),
+        "SizeTieredCompactionStrategy" | "LeveledCompactionStrategy" | "TimeWindowCompactionStrategy" => {
+            format!("org.apache.cassandra.db.compaction.{short}")
+        }
         _ => return Err(CqlError::Config(format!("Unable to find compaction strategy class '{class}'"))),
     };
     map.insert("class".to_string(), full);
@@ -347,7 +402,10 @@ fn alter_table(current: &TableMeta, op: &AlterTableOp) -> CqlResult<TableMeta> {
         AlterTableOp::Add(defs) => {
             for def in defs {
                 if table.column(&def.name).is_some() {
-                    return Err(invalid(format!("Invalid column name {} because it conflicts with an existing column", def.name)));
+                    return Err(invalid(format!(
+                        "Invalid column name {} because it conflicts with an existing column",
+                        def.name
+                    )));
                 }
                 if def.is_static && table.clustering_key_len() == 0 {
                     return Err(invalid("Static columns are only useful (and thus allowed) if the table has at least one clustering column"));
@@ -360,7 +418,9 @@ fn alter_table(current: &TableMeta, op: &AlterTableOp) -> CqlResult<TableMeta> {
         }
         AlterTableOp::Drop(names) => {
             for name in names {
-                let column = table.column(name).ok_or_else(|| invalid(format!("Column {name} was not found in table {}", table.name)))?;
+                let column = table
+                    .column(name)
+                    .ok_or_else(|| invalid(format!("Column {name} was not found in table {}", table.name)))?;
                 if column.kind.is_primary_key() {
                     return Err(invalid(format!("Cannot drop PRIMARY KEY part {name}")));
                 }
@@ -370,9 +430,16 @@ fn alter_table(current: &TableMeta, op: &AlterTableOp) -> CqlResult<TableMeta> {
         AlterTableOp::Rename(pairs) => {
             for (from, to) in pairs {
                 if table.column(to).is_some() {
-                    return Err(invalid(format!("Cannot rename column {from} to {to} in table {}; another column of that name already exist", table.name)));
+                    return Err(invalid(format!(
+                        "Cannot rename column {from} to {to} in table {}; another column of that name already exist",
+                        table.name
+                    )));
                 }
-                let column = table.columns.iter_mut().find(|c| &c.name == from).ok_or_else(|| invalid(format!("Column {from} was not found in table {}", current.name)))?;
+                let column = table
+                    .columns
+                    .iter_mut()
+                    .find(|c| &c.name == from)
+                    .ok_or_else(|| invalid(format!("Column {from} was not found in table {}", current.name)))?;
                 if !column.kind.is_primary_key() {
                     return Err(invalid(format!("Cannot rename non PRIMARY KEY column {from}")));
                 }

@@ -44,7 +44,9 @@ fn hex(bytes: &[u8]) -> String {
 impl From<shoal_coordinator::CoordinatorError> for CqlError {
     fn from(e: shoal_coordinator::CoordinatorError) -> CqlError {
         match e {
-            shoal_coordinator::CoordinatorError::Replica(shoal_replica::ReplicaError::Invalid(message)) => CqlError::Invalid(message),
+            shoal_coordinator::CoordinatorError::Replica(shoal_replica::ReplicaError::Invalid(message)) => {
+                CqlError::Invalid(message)
+            }
             other => CqlError::Server(other.to_string()),
         }
     }

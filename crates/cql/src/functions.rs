@@ -43,7 +43,9 @@ pub fn call(name: &str, args: &[Term], receiver: Receiver<'_>, bindings: Binding
         }
     }
     let (result_ty, value) = apply(name, &arg_types, &values)?;
-    if result_ty != *receiver.ty.unfrozen() && !(result_ty == CqlType::Timeuuid && *receiver.ty.unfrozen() == CqlType::Uuid) {
+    if result_ty != *receiver.ty.unfrozen()
+        && !(result_ty == CqlType::Timeuuid && *receiver.ty.unfrozen() == CqlType::Uuid)
+    {
         return Err(invalid(format!(
             "Type error: cannot assign result of function system.{name} (type {result_ty}) to {} (type {})",
             receiver.name, receiver.ty
@@ -57,7 +59,10 @@ pub fn call(name: &str, args: &[Term], receiver: Receiver<'_>, bindings: Binding
 fn argument_types(name: &str, args: &[Term]) -> CqlResult<Vec<CqlType>> {
     let expected = arity(name).ok_or_else(|| invalid(format!("Unknown function '{name}'")))?;
     if args.len() != expected {
-        return Err(invalid(format!("Invalid number of arguments in call to function system.{name}: {expected} required but {} provided", args.len())));
+        return Err(invalid(format!(
+            "Invalid number of arguments in call to function system.{name}: {expected} required but {} provided",
+            args.len()
+        )));
     }
     let Some(arg) = args.first() else { return Ok(Vec::new()) };
     let ty = if let Some(source) = name.strip_suffix("asblob") {
@@ -77,7 +82,9 @@ fn argument_types(name: &str, args: &[Term]) -> CqlResult<Vec<CqlType>> {
 fn arity(name: &str) -> Option<usize> {
     match name {
         "now" | "uuid" | "currenttimestamp" | "currentdate" | "currenttime" | "currenttimeuuid" => Some(0),
-        "totimestamp" | "todate" | "tounixtimestamp" | "dateof" | "unixtimestampof" | "mintimeuuid" | "maxtimeuuid" => Some(1),
+        "totimestamp" | "todate" | "tounixtimestamp" | "dateof" | "unixtimestampof" | "mintimeuuid" | "maxtimeuuid" => {
+            Some(1)
+        }
         _ if conversion_type(name).is_some() => Some(1),
         _ => None,
     }
@@ -141,7 +148,8 @@ pub fn apply(name: &str, arg_types: &[CqlType], args: &[Bytes]) -> CqlResult<(Cq
         }
         _ => {
             let value = arg.cloned().unwrap_or_default();
-            validate(ret.unfrozen(), &value).map_err(|e| invalid(format!("In call to function system.{name}, value {e}")))?;
+            validate(ret.unfrozen(), &value)
+                .map_err(|e| invalid(format!("In call to function system.{name}, value {e}")))?;
             value
         }
     };
@@ -152,7 +160,9 @@ pub fn apply(name: &str, arg_types: &[CqlType], args: &[Bytes]) -> CqlResult<(Cq
 fn to_ms(ty: Option<&CqlType>, value: Option<&Bytes>) -> i64 {
     let Some(value) = value else { return 0 };
     match ty {
-        Some(CqlType::Timestamp) | Some(CqlType::Bigint) => value.get(..8).map_or(0, |b| i64::from_be_bytes(b.try_into().unwrap_or_default())),
+        Some(CqlType::Timestamp) | Some(CqlType::Bigint) => {
+            value.get(..8).map_or(0, |b| i64::from_be_bytes(b.try_into().unwrap_or_default()))
+        }
         Some(CqlType::Date) => {
             let days = value.get(..4).map_or(0, |b| u32::from_be_bytes(b.try_into().unwrap_or_default())) as i64;
             (days - DATE_EPOCH) * MS_PER_DAY

@@ -122,12 +122,7 @@ pub struct Token {
 
 /// Splits `src` into tokens; the last token is always [`TokenKind::Eof`].
 pub fn tokenize(src: &str) -> Result<Vec<Token>, ParseError> {
-    let mut lexer = Lexer {
-        src,
-        pos: 0,
-        line: 1,
-        column: 1,
-    };
+    let mut lexer = Lexer { src, pos: 0, line: 1, column: 1 };
     let mut tokens = Vec::new();
     loop {
         let token = lexer.next_token()?;
@@ -140,9 +135,7 @@ pub fn tokenize(src: &str) -> Result<Vec<Token>, ParseError> {
 }
 
 /// Duration units, two-letter ones first so `ms` is not read as `m` + `s`.
-const DURATION_UNITS: [&str; 12] = [
-    "mo", "ms", "us", "µs", "μs", "ns", "y", "w", "d", "h", "m", "s",
-];
+const DURATION_UNITS: [&str; 12] = ["mo", "ms", "us", "µs", "μs", "ns", "y", "w", "d", "h", "m", "s"];
 
 fn is_ident_char(c: char) -> bool {
     c.is_ascii_alphanumeric() || c == '_'
@@ -187,12 +180,7 @@ impl Lexer<'_> {
     }
 
     fn error(&self, line: usize, column: usize, message: String) -> ParseError {
-        ParseError {
-            line,
-            column,
-            message,
-            kind: ParseErrorKind::Syntax,
-        }
+        ParseError { line, column, message, kind: ParseErrorKind::Syntax }
     }
 
     fn next_token(&mut self) -> Result<Token, ParseError> {
@@ -202,13 +190,7 @@ impl Lexer<'_> {
             None => TokenKind::Eof,
             Some(c) => self.lex_at(c)?,
         };
-        Ok(Token {
-            kind,
-            line,
-            column,
-            start,
-            end: self.pos,
-        })
+        Ok(Token { kind, line, column, start, end: self.pos })
     }
 
     fn skip_trivia(&mut self) -> Result<(), ParseError> {
@@ -279,8 +261,7 @@ impl Lexer<'_> {
     fn at_exponent(&self) -> bool {
         let digit = |c: Option<char>| c.is_some_and(|c| c.is_ascii_digit());
         matches!(self.peek(), Some('e' | 'E'))
-            && (digit(self.peek_nth(1))
-                || (matches!(self.peek_nth(1), Some('+' | '-')) && digit(self.peek_nth(2))))
+            && (digit(self.peek_nth(1)) || (matches!(self.peek_nth(1), Some('+' | '-')) && digit(self.peek_nth(2))))
     }
 
     fn number(&mut self) -> Result<TokenKind, ParseError> {
@@ -306,26 +287,14 @@ impl Lexer<'_> {
         }
         self.reject_tail(start, line, column)?;
         let text = self.src[start..self.pos].to_string();
-        Ok(if is_float {
-            TokenKind::Float(text)
-        } else {
-            TokenKind::Integer(text)
-        })
+        Ok(if is_float { TokenKind::Float(text) } else { TokenKind::Integer(text) })
     }
 
     /// `<digits><unit>(<digits><unit>)*`, entered with the first digits eaten.
-    fn duration_units(
-        &mut self,
-        start: usize,
-        line: usize,
-        column: usize,
-    ) -> Result<TokenKind, ParseError> {
+    fn duration_units(&mut self, start: usize, line: usize, column: usize) -> Result<TokenKind, ParseError> {
         loop {
             let rest = self.rest();
-            let unit = DURATION_UNITS.iter().find(|u| {
-                rest.get(..u.len())
-                    .is_some_and(|p| p.eq_ignore_ascii_case(u))
-            });
+            let unit = DURATION_UNITS.iter().find(|u| rest.get(..u.len()).is_some_and(|p| p.eq_ignore_ascii_case(u)));
             let Some(unit) = unit else {
                 return Err(self.bad_literal(start, line, column));
             };
@@ -353,38 +322,25 @@ impl Lexer<'_> {
             return Err(self.error(line, column, message));
         }
         let nibble = |b: u8| (b as char).to_digit(16).unwrap_or(0) as u8;
-        let bytes = digits
-            .chunks(2)
-            .map(|p| nibble(p[0]) << 4 | nibble(p[1]))
-            .collect();
+        let bytes = digits.chunks(2).map(|p| nibble(p[0]) << 4 | nibble(p[1])).collect();
         Ok(TokenKind::Blob(bytes))
     }
 
     /// A literal running straight into name characters (`12abc`, `0xZZ`) is
     /// one malformed token, not a number followed by a name.
     fn reject_tail(&mut self, start: usize, line: usize, column: usize) -> Result<(), ParseError> {
-        if self
-            .peek()
-            .is_some_and(|c| is_ident_char(c) || c.is_alphabetic())
-        {
+        if self.peek().is_some_and(|c| is_ident_char(c) || c.is_alphabetic()) {
             return Err(self.bad_literal(start, line, column));
         }
         Ok(())
     }
 
     fn bad_literal(&mut self, start: usize, line: usize, column: usize) -> ParseError {
-        while self
-            .peek()
-            .is_some_and(|c| is_ident_char(c) || c.is_alphabetic())
-        {
+        while self.peek().is_some_and(|c| is_ident_char(c) || c.is_alphabetic()) {
             self.bump();
         }
         let text = &self.src[start..self.pos];
-        self.error(
-            line,
-            column,
-            format!("invalid number or duration literal '{text}'"),
-        )
+        self.error(line, column, format!("invalid number or duration literal '{text}'"))
     }
 
     fn word(&mut self) -> TokenKind {
@@ -560,21 +516,11 @@ mod tests {
 
     #[test]
     fn numbers() {
-        assert_eq!(
-            one("12345678901234567890123"),
-            TokenKind::Integer("12345678901234567890123".into())
-        );
+        assert_eq!(one("12345678901234567890123"), TokenKind::Integer("12345678901234567890123".into()));
         assert_eq!(one("1.5"), TokenKind::Float("1.5".into()));
         assert_eq!(one("2e10"), TokenKind::Float("2e10".into()));
         assert_eq!(one("2.5E-3"), TokenKind::Float("2.5E-3".into()));
-        assert_eq!(
-            kinds("-7"),
-            vec![
-                TokenKind::Sym(Sym::Minus),
-                TokenKind::Integer("7".into()),
-                TokenKind::Eof
-            ]
-        );
+        assert_eq!(kinds("-7"), vec![TokenKind::Sym(Sym::Minus), TokenKind::Integer("7".into()), TokenKind::Eof]);
     }
 
     #[test]
@@ -585,10 +531,7 @@ mod tests {
         assert_eq!(one(uuid), TokenKind::Uuid(uuid.into()));
         let uuid = "abcdef12-e89b-12d3-a456-426655440000";
         assert_eq!(one(uuid), TokenKind::Uuid(uuid.into()));
-        for d in [
-            "1h30m", "12mo3d", "3w", "500ms", "10us", "10µs", "7ns", "1y", "2D", "P1DT2H", "P3W",
-            "PT5M",
-        ] {
+        for d in ["1h30m", "12mo3d", "3w", "500ms", "10us", "10µs", "7ns", "1y", "2D", "P1DT2H", "P3W", "PT5M"] {
             assert_eq!(one(d), TokenKind::Duration(d.into()), "{d}");
         }
         assert_eq!(one("P"), TokenKind::Ident("p".into()));
@@ -599,27 +542,8 @@ mod tests {
     #[test]
     fn symbols_and_comments() {
         let k = kinds("a<=b -- c\n// d\n/* e \n f */ != += -= >= ?");
-        let syms: Vec<_> = k
-            .iter()
-            .filter_map(|k| {
-                if let TokenKind::Sym(s) = k {
-                    Some(*s)
-                } else {
-                    None
-                }
-            })
-            .collect();
-        assert_eq!(
-            syms,
-            vec![
-                Sym::Le,
-                Sym::Ne,
-                Sym::PlusEq,
-                Sym::MinusEq,
-                Sym::Ge,
-                Sym::Question
-            ]
-        );
+        let syms: Vec<_> = k.iter().filter_map(|k| if let TokenKind::Sym(s) = k { Some(*s) } else { None }).collect();
+        assert_eq!(syms, vec![Sym::Le, Sym::Ne, Sym::PlusEq, Sym::MinusEq, Sym::Ge, Sym::Question]);
     }
 
     #[test]
@@ -643,10 +567,7 @@ mod tests {
         assert_eq!((e.line, e.column), (1, 8));
         assert!(e.message.contains("unterminated string"), "{e}");
         let e = lex_err("a\n  @");
-        assert_eq!(
-            e.to_string(),
-            "line 2:3 no viable alternative at character '@'"
-        );
+        assert_eq!(e.to_string(), "line 2:3 no viable alternative at character '@'");
         assert!(lex_err("0xABC").message.contains("even"));
         assert!(lex_err("12abc").message.contains("'12abc'"));
         assert!(lex_err("1.5h").message.contains("'1.5h'"));

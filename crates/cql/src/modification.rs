@@ -103,7 +103,8 @@ pub fn insert(meta: &TableMeta, statement: &Insert, ctx: WriteContext<'_>) -> Cq
     }
     let attrs = attributes(meta, &statement.using, ctx)?;
     let mut key_values: Vec<Option<Bytes>> = vec![None; meta.columns.len()];
-    let mut row = Row { marker: Some(RowMarker { timestamp: attrs.timestamp, expiry: attrs.expiry }), ..Row::default() };
+    let mut row =
+        Row { marker: Some(RowMarker { timestamp: attrs.timestamp, expiry: attrs.expiry }), ..Row::default() };
     let mut static_row = Row::default();
     let mut seen = vec![false; meta.columns.len()];
     for (name, term) in statement.columns.iter().zip(&statement.values) {
@@ -125,7 +126,8 @@ pub fn insert(meta: &TableMeta, statement: &Insert, ctx: WriteContext<'_>) -> Cq
     }
     let position = partition_position(meta, &key_values)?;
     let mut update = Partition { static_row, ..Partition::default() };
-    let clustering: Vec<Option<Bytes>> = meta.clustering_key().map(|c| key_values[column_index(meta, c)].clone()).collect();
+    let clustering: Vec<Option<Bytes>> =
+        meta.clustering_key().map(|c| key_values[column_index(meta, c)].clone()).collect();
     let only_static = row.columns.is_empty() && !update.static_row.columns.is_empty();
     match clustering.iter().cloned().collect::<Option<Vec<Bytes>>>() {
         Some(values) => {
@@ -133,7 +135,11 @@ pub fn insert(meta: &TableMeta, statement: &Insert, ctx: WriteContext<'_>) -> Cq
         }
         None if only_static && clustering.iter().all(Option::is_none) => {}
         None => {
-            let missing: Vec<&str> = meta.clustering_key().filter(|c| key_values[column_index(meta, c)].is_none()).map(|c| c.name.as_str()).collect();
+            let missing: Vec<&str> = meta
+                .clustering_key()
+                .filter(|c| key_values[column_index(meta, c)].is_none())
+                .map(|c| c.name.as_str())
+                .collect();
             return Err(invalid(format!("Some clustering keys are missing: {}", missing.join(", "))));
         }
     }
@@ -205,18 +211,33 @@ pub fn delete(meta: &TableMeta, statement: &Delete, ctx: WriteContext<'_>) -> Cq
                 }
             }
             _ if restrictions.clustering_ranges.iter().any(|r| r != &shoal_storage::ClusteringRange::all()) => {
-                update.range_tombstones = restrictions.clustering_ranges.iter().map(|range| RangeTombstone { range: range.clone(), tombstone }).collect();
+                update.range_tombstones = restrictions
+                    .clustering_ranges
+                    .iter()
+                    .map(|range| RangeTombstone { range: range.clone(), tombstone })
+                    .collect();
             }
             _ => update.tombstone = Some(tombstone),
         }
     } else {
-        delete_columns(meta, statement, &restrictions.clustering_keys, &attrs, ctx.bindings, &mut update, &mut pending)?;
+        delete_columns(
+            meta,
+            statement,
+            &restrictions.clustering_keys,
+            &attrs,
+            ctx.bindings,
+            &mut update,
+            &mut pending,
+        )?;
     }
     let mut list_ops: Vec<ListOp> = pending.iter().filter(|p| p.is_static).map(|p| p.for_row(None, &attrs)).collect();
     for (encoded, _) in restrictions.clustering_keys.iter().flatten() {
         list_ops.extend(pending.iter().filter(|p| !p.is_static).map(|p| p.for_row(Some(encoded), &attrs)));
     }
-    Ok(positions.into_iter().map(|position| Write { table: meta.id, position, update: update.clone(), list_ops: list_ops.clone() }).collect())
+    Ok(positions
+        .into_iter()
+        .map(|position| Write { table: meta.id, position, update: update.clone(), list_ops: list_ops.clone() })
+        .collect())
 }
 
 fn delete_columns(
@@ -239,7 +260,11 @@ fn delete_columns(
             None => write_value(target, column, Evaluated::Null, attrs)?,
             Some(key) if matches!(column.ty, CqlType::List(_)) => {
                 let index = list_index(key, column, bindings)?;
-                pending.push(PendingListOp { column: column.id, is_static: column.kind == ColumnKind::Static, kind: ListOpKind::DeleteIndex(index) });
+                pending.push(PendingListOp {
+                    column: column.id,
+                    is_static: column.kind == ColumnKind::Static,
+                    kind: ListOpKind::DeleteIndex(index),
+                });
                 // The row must be in the update for the operation to land.
                 target.columns.entry(column.id).or_insert_with(|| ColumnData::Collection(Collection::default()));
             }
@@ -255,7 +280,13 @@ fn delete_columns(
     Ok(())
 }
 
-fn delete_element(row: &mut Row, column: &ColumnMeta, key: &Term, attrs: &Attributes, bindings: Bindings<'_>) -> CqlResult<()> {
+fn delete_element(
+    row: &mut Row,
+    column: &ColumnMeta,
+    key: &Term,
+    attrs: &Attributes,
+    bindings: Bindings<'_>,
+) -> CqlResult<()> {
     let key_ty = match &column.ty {
         CqlType::Map(k, _) => k.as_ref(),
         CqlType::Set(e) => e.as_ref(),
@@ -279,10 +310,19 @@ fn assignment_column(assignment: &Assignment) -> &str {
 
 fn list_index(term: &Term, column: &ColumnMeta, bindings: Bindings<'_>) -> CqlResult<i32> {
     let index = eval_required(term, Receiver { name: &column.name, ty: &CqlType::Int }, bindings)?;
-    Ok(i32::from_be_bytes(index[..].try_into().map_err(|_| invalid(format!("Invalid list index for {}", column.name)))?))
+    Ok(i32::from_be_bytes(
+        index[..].try_into().map_err(|_| invalid(format!("Invalid list index for {}", column.name)))?,
+    ))
 }
 
-fn assign(row: &mut Row, column: &ColumnMeta, assignment: &Assignment, attrs: &Attributes, bindings: Bindings<'_>, pending: &mut Vec<PendingListOp>) -> CqlResult<()> {
+fn assign(
+    row: &mut Row,
+    column: &ColumnMeta,
+    assignment: &Assignment,
+    attrs: &Attributes,
+    bindings: Bindings<'_>,
+    pending: &mut Vec<PendingListOp>,
+) -> CqlResult<()> {
     let receiver = Receiver { name: &column.name, ty: &column.ty };
     if column.ty.is_counter() {
         return Err(invalid(format!("Counter columns are not supported yet ({})", column.name)));
@@ -291,7 +331,10 @@ fn assign(row: &mut Row, column: &ColumnMeta, assignment: &Assignment, attrs: &A
         Assignment::Set { value, .. } => write_value(row, column, eval(value, receiver, bindings)?, attrs),
         Assignment::Add { value, .. } | Assignment::Prepend { value, .. } => {
             if !column.ty.is_multi_cell() {
-                return Err(invalid(format!("Invalid operation ({0} = {0} + ?) for non counter column {0}", column.name)));
+                return Err(invalid(format!(
+                    "Invalid operation ({0} = {0} + ?) for non counter column {0}",
+                    column.name
+                )));
             }
             let Evaluated::Value(items) = eval(value, receiver, bindings)? else { return Ok(()) };
             let prepend = matches!(assignment, Assignment::Prepend { .. });
@@ -300,7 +343,11 @@ fn assign(row: &mut Row, column: &ColumnMeta, assignment: &Assignment, attrs: &A
         }
         Assignment::Subtract { value, .. } if matches!(column.ty, CqlType::List(_)) => {
             let Evaluated::Value(items) = eval(value, receiver, bindings)? else { return Ok(()) };
-            pending.push(PendingListOp { column: column.id, is_static: column.kind == ColumnKind::Static, kind: ListOpKind::RemoveValues(collection_items(&items)) });
+            pending.push(PendingListOp {
+                column: column.id,
+                is_static: column.kind == ColumnKind::Static,
+                kind: ListOpKind::RemoveValues(collection_items(&items)),
+            });
             collection_of(row, column);
             Ok(())
         }
@@ -312,13 +359,20 @@ fn assign(row: &mut Row, column: &ColumnMeta, assignment: &Assignment, attrs: &A
             if value == Evaluated::Unset {
                 return Ok(());
             }
-            pending.push(PendingListOp { column: column.id, is_static: column.kind == ColumnKind::Static, kind: ListOpKind::SetIndex { index, value: value.into_option() } });
+            pending.push(PendingListOp {
+                column: column.id,
+                is_static: column.kind == ColumnKind::Static,
+                kind: ListOpKind::SetIndex { index, value: value.into_option() },
+            });
             collection_of(row, column);
             Ok(())
         }
         Assignment::SetElement { key, value, .. } => {
             let CqlType::Map(key_ty, value_ty) = &column.ty else {
-                return Err(invalid(format!("Invalid operation ({}[...] = ...) on a column that is neither a non-frozen list nor a map", column.name)));
+                return Err(invalid(format!(
+                    "Invalid operation ({}[...] = ...) on a column that is neither a non-frozen list nor a map",
+                    column.name
+                )));
             };
             let key = eval_required(key, Receiver { name: &column.name, ty: key_ty }, bindings)?;
             let cell = match eval(value, Receiver { name: &column.name, ty: value_ty }, bindings)? {
@@ -332,13 +386,21 @@ fn assign(row: &mut Row, column: &ColumnMeta, assignment: &Assignment, attrs: &A
     }
 }
 
-fn subtract(row: &mut Row, column: &ColumnMeta, value: &Term, attrs: &Attributes, bindings: Bindings<'_>) -> CqlResult<()> {
+fn subtract(
+    row: &mut Row,
+    column: &ColumnMeta,
+    value: &Term,
+    attrs: &Attributes,
+    bindings: Bindings<'_>,
+) -> CqlResult<()> {
     let (key_ty, operand_ty) = match &column.ty {
         CqlType::Set(e) => (e.as_ref().clone(), column.ty.clone()),
         CqlType::Map(k, _) => (k.as_ref().clone(), CqlType::Set(k.clone())),
         _ => return Err(invalid(format!("Invalid operation ({0} = {0} - ?) for non counter column {0}", column.name))),
     };
-    let Evaluated::Value(items) = eval(value, Receiver { name: &column.name, ty: &operand_ty }, bindings)? else { return Ok(()) };
+    let Evaluated::Value(items) = eval(value, Receiver { name: &column.name, ty: &operand_ty }, bindings)? else {
+        return Ok(());
+    };
     let collection = collection_of(row, column);
     for key in collection_items(&items) {
         let cell = Cell::dead(attrs.timestamp, attrs.now_s);
@@ -392,8 +454,11 @@ fn add_elements(collection: &mut Collection, ty: &CqlType, items: &Bytes, attrs:
         CqlType::List(_) => {
             let keys: Vec<Bytes> = (0..items.len()).map(|_| list_key(prepend)).collect();
             // Prepending [a, b] must read a, b: the later key goes first.
-            let order: Box<dyn Iterator<Item = (Bytes, Bytes)>> =
-                if prepend { Box::new(keys.into_iter().zip(items.into_iter().rev())) } else { Box::new(keys.into_iter().zip(items)) };
+            let order: Box<dyn Iterator<Item = (Bytes, Bytes)>> = if prepend {
+                Box::new(keys.into_iter().zip(items.into_iter().rev()))
+            } else {
+                Box::new(keys.into_iter().zip(items))
+            };
             for (key, value) in order {
                 let cell = Cell::live(attrs.timestamp, value, attrs.expiry);
                 collection.cells.insert(key.clone(), CollectionCell { key, cell });
@@ -468,6 +533,10 @@ fn partition_position(meta: &TableMeta, key_values: &[Option<Bytes>]) -> CqlResu
 }
 
 fn missing_key_message(meta: &TableMeta, what: &str) -> String {
-    let names: Vec<&str> = if what == "partition key" { meta.partition_key().map(|c| c.name.as_str()).collect() } else { meta.clustering_key().map(|c| c.name.as_str()).collect() };
+    let names: Vec<&str> = if what == "partition key" {
+        meta.partition_key().map(|c| c.name.as_str()).collect()
+    } else {
+        meta.clustering_key().map(|c| c.name.as_str()).collect()
+    };
     format!("Some {what} parts are missing or not restricted by = or IN: {}", names.join(", "))
 }

@@ -22,7 +22,7 @@ use crate::lexer::ParseErrorKind;
 use crate::modification::{self, Write, WriteContext};
 use crate::result::{PreparedInfo, QueryResult};
 use crate::select::{self, SelectOptions};
-use crate::values::{BoundValue, Bindings};
+use crate::values::{Bindings, BoundValue};
 use crate::{functions, schema_service};
 
 /// Prepared statements kept per shard; past this, the oldest half goes.
@@ -73,7 +73,9 @@ thread_local! {
 fn parse(text: &str) -> CqlResult<Parsed> {
     crate::parser::parse_statement(text).map_err(|e| match e.kind {
         ParseErrorKind::Syntax => CqlError::Syntax(e.to_string()),
-        ParseErrorKind::UnknownType => CqlError::Invalid(format!("{} (user-defined types are not supported yet)", e.message)),
+        ParseErrorKind::UnknownType => {
+            CqlError::Invalid(format!("{} (user-defined types are not supported yet)", e.message))
+        }
     })
 }
 
@@ -90,7 +92,9 @@ pub fn prepare(text: &str, session: &Session) -> CqlResult<PreparedInfo> {
     let variables = bind_specs(&schema, &parsed, keyspace.as_deref())?;
     let pk_indexes = partition_key_indexes(&schema, &parsed, keyspace.as_deref());
     let result_columns = match &parsed.statement {
-        Statement::Select(s) => select::result_columns(table(&schema, s.keyspace.as_deref(), keyspace.as_deref(), &s.table)?.as_ref(), s)?,
+        Statement::Select(s) => {
+            select::result_columns(table(&schema, s.keyspace.as_deref(), keyspace.as_deref(), &s.table)?.as_ref(), s)?
+        }
         _ => Vec::new(),
     };
     let id = statement_id(text, keyspace.as_deref());
@@ -148,19 +152,30 @@ fn ordered_values(parsed: &Parsed, options: &mut QueryOptions) -> CqlResult<Vec<
     let values = match options.names.take() {
         None => values,
         Some(names) => {
-            let by_name: HashMap<String, BoundValue> = names.into_iter().map(|n| n.to_lowercase()).zip(values).collect();
+            let by_name: HashMap<String, BoundValue> =
+                names.into_iter().map(|n| n.to_lowercase()).zip(values).collect();
             parsed
                 .bind_markers
                 .iter()
                 .map(|m| {
-                    let name = m.name.as_deref().ok_or_else(|| invalid("Named values were sent for a statement with positional markers"))?;
-                    by_name.get(&name.to_lowercase()).cloned().ok_or_else(|| invalid(format!("No value given for bind marker :{name}")))
+                    let name = m
+                        .name
+                        .as_deref()
+                        .ok_or_else(|| invalid("Named values were sent for a statement with positional markers"))?;
+                    by_name
+                        .get(&name.to_lowercase())
+                        .cloned()
+                        .ok_or_else(|| invalid(format!("No value given for bind marker :{name}")))
                 })
                 .collect::<CqlResult<Vec<_>>>()?
         }
     };
     if values.len() != parsed.bind_markers.len() {
-        return Err(invalid(format!("There were {} markers(?) in CQL but {} bound variables", parsed.bind_markers.len(), values.len())));
+        return Err(invalid(format!(
+            "There were {} markers(?) in CQL but {} bound variables",
+            parsed.bind_markers.len(),
+            values.len()
+        )));
     }
     Ok(values)
 }
@@ -173,7 +188,12 @@ fn table(schema: &Schema, named: Option<&str>, session: Option<&str>, table: &st
     schema.table(keyspace, table).cloned().ok_or_else(|| invalid(format!("unconfigured table {table}")))
 }
 
-async fn execute_parsed(parsed: &Parsed, keyspace: Option<&str>, session: &mut Session, mut options: QueryOptions) -> CqlResult<QueryResult> {
+async fn execute_parsed(
+    parsed: &Parsed,
+    keyspace: Option<&str>,
+    session: &mut Session,
+    mut options: QueryOptions,
+) -> CqlResult<QueryResult> {
     let values = ordered_values(parsed, &mut options)?;
     let bindings = Bindings { values: &values };
     let schema = shoal_replica::local().schema();
@@ -209,12 +229,14 @@ async fn execute_parsed(parsed: &Parsed, keyspace: Option<&str>, session: &mut S
         Statement::Select(s) => {
             let meta = table(&schema, s.keyspace.as_deref(), keyspace, &s.table)?;
             let page_size = options.page_size.filter(|p| *p > 0).map(|p| p as usize);
-            let select_options = SelectOptions { bindings, page_size, paging_state: options.paging_state.clone(), now_s: now_s() };
+            let select_options =
+                SelectOptions { bindings, page_size, paging_state: options.paging_state.clone(), now_s: now_s() };
             Ok(QueryResult::Rows(select::execute(meta, Arc::clone(&schema), s, select_options).await?))
         }
         Statement::InsertJson(_) => Err(invalid("INSERT JSON is not supported yet")),
         Statement::Insert(_) | Statement::Update(_) | Statement::Delete(_) | Statement::Batch(_) => {
-            let ctx = WriteContext { bindings, timestamp: options.timestamp.unwrap_or_else(next_timestamp), now_s: now_s() };
+            let ctx =
+                WriteContext { bindings, timestamp: options.timestamp.unwrap_or_else(next_timestamp), now_s: now_s() };
             let writes = writes(&schema, &parsed.statement, keyspace, ctx)?;
             apply_writes(writes).await?;
             Ok(QueryResult::Void)
@@ -223,7 +245,12 @@ async fn execute_parsed(parsed: &Parsed, keyspace: Option<&str>, session: &mut S
 }
 
 /// The partition updates of a modification statement (or a CQL-text batch).
-fn writes(schema: &Schema, statement: &Statement, keyspace: Option<&str>, ctx: WriteContext<'_>) -> CqlResult<Vec<Write>> {
+fn writes(
+    schema: &Schema,
+    statement: &Statement,
+    keyspace: Option<&str>,
+    ctx: WriteContext<'_>,
+) -> CqlResult<Vec<Write>> {
     let unsupported_condition = || invalid("Conditional updates (IF ...) are not supported yet");
     match statement {
         Statement::Insert(s) => {
@@ -255,7 +282,10 @@ fn writes(schema: &Schema, statement: &Statement, keyspace: Option<&str>, ctx: W
                 Some(term) => {
                     let receiver = crate::values::Receiver { name: "[timestamp]", ty: &shoal_schema::CqlType::Bigint };
                     let ts = crate::values::eval_required(term, receiver, ctx.bindings)?;
-                    WriteContext { timestamp: i64::from_be_bytes(ts[..].try_into().map_err(|_| invalid("Invalid timestamp"))?), ..ctx }
+                    WriteContext {
+                        timestamp: i64::from_be_bytes(ts[..].try_into().map_err(|_| invalid("Invalid timestamp"))?),
+                        ..ctx
+                    }
                 }
                 None => ctx,
             };
@@ -269,7 +299,12 @@ fn writes(schema: &Schema, statement: &Statement, keyspace: Option<&str>, ctx: W
     }
 }
 
-fn writable_table(schema: &Schema, named: Option<&str>, session: Option<&str>, name: &str) -> CqlResult<Arc<TableMeta>> {
+fn writable_table(
+    schema: &Schema,
+    named: Option<&str>,
+    session: Option<&str>,
+    name: &str,
+) -> CqlResult<Arc<TableMeta>> {
     let meta = table(schema, named, session, name)?;
     if crate::system::is_system_keyspace(&meta.keyspace) {
         return Err(CqlError::Unauthorized(format!("{} keyspace is not user-modifiable.", meta.keyspace)));
@@ -278,7 +313,9 @@ fn writable_table(schema: &Schema, named: Option<&str>, session: Option<&str>, n
 }
 
 async fn apply_writes(writes: Vec<Write>) -> CqlResult<()> {
-    let results = join_all(writes.into_iter().map(|w| shoal_coordinator::mutate(w.table, w.position, w.update, w.list_ops))).await;
+    let results =
+        join_all(writes.into_iter().map(|w| shoal_coordinator::mutate(w.table, w.position, w.update, w.list_ops)))
+            .await;
     for result in results {
         result?;
     }
@@ -286,7 +323,12 @@ async fn apply_writes(writes: Vec<Write>) -> CqlResult<()> {
 }
 
 /// Runs a BATCH request: every statement's updates, applied together.
-pub async fn batch(kind: BatchKind, statements: Vec<(BatchStatement, Vec<BoundValue>)>, session: &mut Session, options: QueryOptions) -> CqlResult<QueryResult> {
+pub async fn batch(
+    kind: BatchKind,
+    statements: Vec<(BatchStatement, Vec<BoundValue>)>,
+    session: &mut Session,
+    options: QueryOptions,
+) -> CqlResult<QueryResult> {
     if kind == BatchKind::Counter {
         return Err(invalid("Counter batches are not supported yet"));
     }

@@ -79,7 +79,9 @@ pub fn analyze(meta: &TableMeta, relations: &[Relation], bindings: Bindings<'_>)
 
 impl Analysis<'_> {
     fn column(&self, name: &str) -> CqlResult<(usize, &ColumnMeta)> {
-        let index = self.meta.column_index(name).ok_or_else(|| invalid(format!("Undefined column name {name} in table {}.{}", self.meta.keyspace, self.meta.name)))?;
+        let index = self.meta.column_index(name).ok_or_else(|| {
+            invalid(format!("Undefined column name {name} in table {}.{}", self.meta.keyspace, self.meta.name))
+        })?;
         Ok((index, &self.meta.columns[index]))
     }
 
@@ -121,10 +123,14 @@ impl Analysis<'_> {
                 }
             }
             Relation::Token { columns, op, value } => self.token(columns, *op, value),
-            Relation::MultiColumn { columns, op, value } => self.multi_column(columns, *op, std::slice::from_ref(value)),
+            Relation::MultiColumn { columns, op, value } => {
+                self.multi_column(columns, *op, std::slice::from_ref(value))
+            }
             Relation::MultiColumnIn { columns, values } => match values {
                 InValues::Terms(terms) => self.multi_column(columns, Operator::In, terms),
-                InValues::Bind(_) => Err(invalid("IN ? on several clustering columns is not supported yet; list the tuples")),
+                InValues::Bind(_) => {
+                    Err(invalid("IN ? on several clustering columns is not supported yet; list the tuples"))
+                }
             },
             Relation::IsNotNull { .. } => Ok(()),
         }
@@ -143,18 +149,28 @@ impl Analysis<'_> {
                 let elem_ty = match (op, ty) {
                     (Operator::ContainsKey, CqlType::Map(k, _)) => k.as_ref().clone(),
                     (Operator::Contains, CqlType::Map(_, v) | CqlType::List(v) | CqlType::Set(v)) => v.as_ref().clone(),
-                    _ => return Err(invalid(format!("Cannot use {} on non-collection column {}", if op == Operator::Contains { "CONTAINS" } else { "CONTAINS KEY" }, column.name))),
+                    _ => {
+                        return Err(invalid(format!(
+                            "Cannot use {} on non-collection column {}",
+                            if op == Operator::Contains { "CONTAINS" } else { "CONTAINS KEY" },
+                            column.name
+                        )))
+                    }
                 };
                 let value = eval_required(term, Receiver { name: &column.name, ty: &elem_ty }, self.bindings)?;
                 let op = if op == Operator::Contains { FilterOp::Contains } else { FilterOp::ContainsKey };
                 self.filters.push(RowFilter { column: index, op, values: vec![value] });
                 return Ok(());
             }
-            Operator::In | Operator::Like => return Err(invalid(format!("Unsupported operator on column {}", column.name))),
+            Operator::In | Operator::Like => {
+                return Err(invalid(format!("Unsupported operator on column {}", column.name)))
+            }
         };
         let value = self.value(term, column)?;
         match (column.kind, op) {
-            (ColumnKind::PartitionKey | ColumnKind::Clustering, Operator::Eq) => self.restrict_equal(index, column, vec![value]),
+            (ColumnKind::PartitionKey | ColumnKind::Clustering, Operator::Eq) => {
+                self.restrict_equal(index, column, vec![value])
+            }
             (ColumnKind::Clustering, Operator::Lt | Operator::Le | Operator::Gt | Operator::Ge) => {
                 self.slices.entry(index).or_default().push((op, value));
                 Ok(())
@@ -168,7 +184,10 @@ impl Analysis<'_> {
 
     fn restrict_equal(&mut self, index: usize, column: &ColumnMeta, values: Vec<Bytes>) -> CqlResult<()> {
         if self.equal.insert(index, values).is_some() {
-            return Err(invalid(format!("{} cannot be restricted by more than one relation if it includes an Equal", column.name)));
+            return Err(invalid(format!(
+                "{} cannot be restricted by more than one relation if it includes an Equal",
+                column.name
+            )));
         }
         Ok(())
     }
@@ -176,7 +195,10 @@ impl Analysis<'_> {
     fn token(&mut self, columns: &[String], op: Operator, term: &Term) -> CqlResult<()> {
         let key: Vec<&str> = self.meta.partition_key().map(|c| c.name.as_str()).collect();
         if columns.iter().map(String::as_str).ne(key.iter().copied()) {
-            return Err(invalid(format!("The token function arguments must be in the partition key order: {}", key.join(", "))));
+            return Err(invalid(format!(
+                "The token function arguments must be in the partition key order: {}",
+                key.join(", ")
+            )));
         }
         let value = eval_required(term, Receiver { name: "partition key token", ty: &CqlType::Bigint }, self.bindings)?;
         let token = i64::from_be_bytes(value[..].try_into().map_err(|_| invalid("token must be a bigint"))?);
@@ -211,7 +233,8 @@ impl Analysis<'_> {
         let mut tuples = Vec::new();
         for term in terms {
             let tuple = eval_required(term, Receiver { name: &receiver_name, ty: &tuple_ty }, self.bindings)?;
-            let fields = tuple_fields(&tuple, names.len()).ok_or_else(|| invalid(format!("Invalid tuple for {receiver_name}")))?;
+            let fields = tuple_fields(&tuple, names.len())
+                .ok_or_else(|| invalid(format!("Invalid tuple for {receiver_name}")))?;
             tuples.push(fields);
         }
         self.multi.push((indexes, op, tuples));
@@ -219,7 +242,8 @@ impl Analysis<'_> {
     }
 
     fn finish(mut self) -> CqlResult<Restrictions> {
-        let pk: Vec<usize> = (0..self.meta.columns.len()).filter(|i| self.meta.columns[*i].kind == ColumnKind::PartitionKey).collect();
+        let pk: Vec<usize> =
+            (0..self.meta.columns.len()).filter(|i| self.meta.columns[*i].kind == ColumnKind::PartitionKey).collect();
         let pk_complete = pk.iter().all(|i| self.equal.contains_key(i));
         let partitions = if pk_complete && !self.has_token {
             PartitionRestriction::Keys(self.partition_keys(&pk)?)
@@ -248,7 +272,8 @@ impl Analysis<'_> {
     /// ranges, whether some restriction must be checked by filtering).
     #[allow(clippy::type_complexity)]
     fn clustering(&mut self) -> CqlResult<(Option<Vec<(Bytes, Vec<Bytes>)>>, Vec<ClusteringRange>, bool)> {
-        let ck: Vec<usize> = (0..self.meta.columns.len()).filter(|i| self.meta.columns[*i].kind == ColumnKind::Clustering).collect();
+        let ck: Vec<usize> =
+            (0..self.meta.columns.len()).filter(|i| self.meta.columns[*i].kind == ColumnKind::Clustering).collect();
         if !self.multi.is_empty() {
             let relations = std::mem::take(&mut self.multi);
             return self.multi_ranges(&ck, relations);
@@ -321,22 +346,31 @@ impl Analysis<'_> {
 
     /// Multi-column relations: one `=`/`IN` (keys), or slices intersected.
     #[allow(clippy::type_complexity)]
-    fn multi_ranges(&self, ck: &[usize], relations: Vec<(Vec<usize>, Operator, Vec<Vec<Bytes>>)>) -> CqlResult<(Option<Vec<(Bytes, Vec<Bytes>)>>, Vec<ClusteringRange>, bool)> {
+    fn multi_ranges(
+        &self,
+        ck: &[usize],
+        relations: Vec<(Vec<usize>, Operator, Vec<Vec<Bytes>>)>,
+    ) -> CqlResult<(Option<Vec<(Bytes, Vec<Bytes>)>>, Vec<ClusteringRange>, bool)> {
         let mut keys: Option<(usize, Vec<(Bytes, Vec<Bytes>)>)> = None;
         let mut slice: Option<ClusteringRange> = None;
         for (indexes, op, tuples) in relations {
             let columns = &ck[..indexes.len()];
-            let orders: Vec<bool> = columns.iter().map(|i| self.meta.columns[*i].order == ClusteringOrder::Desc).collect();
+            let orders: Vec<bool> =
+                columns.iter().map(|i| self.meta.columns[*i].order == ClusteringOrder::Desc).collect();
             match op {
                 Operator::Eq | Operator::In => {
                     if keys.is_some() {
-                        return Err(invalid("Clustering columns may be restricted by only one multi-column = or IN relation"));
+                        return Err(invalid(
+                            "Clustering columns may be restricted by only one multi-column = or IN relation",
+                        ));
                     }
                     keys = Some((indexes.len(), tuples.iter().map(|t| (self.encode(columns, t), t.clone())).collect()));
                 }
                 _ => {
                     if orders.iter().any(|d| *d != orders[0]) {
-                        return Err(invalid("Multi-column slices over clustering columns of mixed order are not supported yet"));
+                        return Err(invalid(
+                            "Multi-column slices over clustering columns of mixed order are not supported yet",
+                        ));
                     }
                     let range = slice.get_or_insert_with(ClusteringRange::all);
                     for tuple in &tuples {
@@ -348,7 +382,8 @@ impl Analysis<'_> {
         match (keys, slice) {
             (Some(_), Some(_)) => Err(invalid("Mixing multi-column = or IN with slices is not supported yet")),
             (Some((width, keys)), None) => {
-                let mut ranges: Vec<ClusteringRange> = keys.iter().map(|(encoded, _)| prefix_range(encoded.clone())).collect();
+                let mut ranges: Vec<ClusteringRange> =
+                    keys.iter().map(|(encoded, _)| prefix_range(encoded.clone())).collect();
                 ranges.sort_by(|a, b| bound_key(&a.start).cmp(&bound_key(&b.start)));
                 Ok(((width == ck.len()).then_some(keys), ranges, true))
             }
@@ -386,7 +421,9 @@ fn start_later(a: &Bound<Bytes>, b: &Bound<Bytes>) -> bool {
     match (a, b) {
         (_, Bound::Unbounded) => true,
         (Bound::Unbounded, _) => false,
-        (Bound::Included(x) | Bound::Excluded(x), Bound::Included(y) | Bound::Excluded(y)) => x > y || (x == y && matches!(a, Bound::Excluded(_))),
+        (Bound::Included(x) | Bound::Excluded(x), Bound::Included(y) | Bound::Excluded(y)) => {
+            x > y || (x == y && matches!(a, Bound::Excluded(_)))
+        }
     }
 }
 
@@ -394,7 +431,9 @@ fn end_earlier(a: &Bound<Bytes>, b: &Bound<Bytes>) -> bool {
     match (a, b) {
         (_, Bound::Unbounded) => true,
         (Bound::Unbounded, _) => false,
-        (Bound::Included(x) | Bound::Excluded(x), Bound::Included(y) | Bound::Excluded(y)) => x < y || (x == y && matches!(a, Bound::Excluded(_))),
+        (Bound::Included(x) | Bound::Excluded(x), Bound::Included(y) | Bound::Excluded(y)) => {
+            x < y || (x == y && matches!(a, Bound::Excluded(_)))
+        }
     }
 }
 
@@ -456,13 +495,20 @@ fn cartesian(columns: Vec<Vec<Bytes>>) -> CqlResult<Vec<Vec<Bytes>>> {
     let mut combos: Vec<Vec<Bytes>> = vec![Vec::new()];
     for values in columns {
         if combos.len().saturating_mul(values.len()) > CARTESIAN_PRODUCT_MAX {
-            return Err(invalid(format!("IN restrictions produce more than {CARTESIAN_PRODUCT_MAX} key combinations; split the query")));
+            return Err(invalid(format!(
+                "IN restrictions produce more than {CARTESIAN_PRODUCT_MAX} key combinations; split the query"
+            )));
         }
-        combos = combos.iter().flat_map(|c| values.iter().map(move |v| {
-            let mut next = c.clone();
-            next.push(v.clone());
-            next
-        })).collect();
+        combos = combos
+            .iter()
+            .flat_map(|c| {
+                values.iter().map(move |v| {
+                    let mut next = c.clone();
+                    next.push(v.clone());
+                    next
+                })
+            })
+            .collect();
     }
     Ok(combos)
 }

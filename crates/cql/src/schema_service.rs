@@ -39,8 +39,11 @@ pub fn load(path: &Path) -> CqlResult<Schema> {
     };
     for (number, line) in text.lines().enumerate().filter(|(_, l)| !l.trim().is_empty()) {
         let at = || format!("{}:{}", path.display(), number + 1);
-        let parsed = crate::parser::parse_statement(line).map_err(|e| CqlError::Server(format!("schema file {}: {e}", at())))?;
-        if let Some((next, _)) = ddl::apply(&schema, &parsed.statement, None).map_err(|e| CqlError::Server(format!("schema file {}: {e}", at())))? {
+        let parsed =
+            crate::parser::parse_statement(line).map_err(|e| CqlError::Server(format!("schema file {}: {e}", at())))?;
+        if let Some((next, _)) = ddl::apply(&schema, &parsed.statement, None)
+            .map_err(|e| CqlError::Server(format!("schema file {}: {e}", at())))?
+        {
             schema = next;
         }
     }
@@ -148,5 +151,11 @@ fn create_table(table: &TableMeta) -> String {
         format!("compaction = {}", map_literal(&o.compaction)),
         format!("compression = {}", map_literal(&o.compression)),
     ]);
-    format!("CREATE TABLE {}.{} ({}) WITH {}", quote(&table.keyspace), quote(&table.name), columns.join(", "), with.join(" AND "))
+    format!(
+        "CREATE TABLE {}.{} ({}) WITH {}",
+        quote(&table.keyspace),
+        quote(&table.name),
+        columns.join(", "),
+        with.join(" AND ")
+    )
 }

@@ -59,12 +59,19 @@ pub fn result_columns(meta: &TableMeta, select: &Select) -> CqlResult<Vec<Column
     Ok(selectors(meta, select)?.into_iter().map(|(spec, _)| spec).collect())
 }
 
-pub async fn execute(meta: Arc<TableMeta>, schema: Arc<Schema>, select: &Select, options: SelectOptions<'_>) -> CqlResult<Rows> {
+pub async fn execute(
+    meta: Arc<TableMeta>,
+    schema: Arc<Schema>,
+    select: &Select,
+    options: SelectOptions<'_>,
+) -> CqlResult<Rows> {
     let selected = selectors(&meta, select)?;
     let (columns, sels): (Vec<ColumnSpec>, Vec<Sel>) = selected.into_iter().unzip();
     let aggregate = sels.iter().any(|s| matches!(s, Sel::Aggregate { .. }));
     if aggregate && sels.iter().any(|s| matches!(s, Sel::Column(_) | Sel::WriteTime(_) | Sel::Ttl(_))) {
-        return Err(invalid("Mixing aggregate and non-aggregate selectors is not supported yet (GROUP BY is not supported)"));
+        return Err(invalid(
+            "Mixing aggregate and non-aggregate selectors is not supported yet (GROUP BY is not supported)",
+        ));
     }
     if !select.group_by.is_empty() {
         return Err(invalid("GROUP BY is not supported yet"));
@@ -85,7 +92,9 @@ pub async fn execute(meta: Arc<TableMeta>, schema: Arc<Schema>, select: &Select,
         let meta = Arc::clone(&meta);
         async move {
             match virtual_table {
-                Some(table) => shoal_replica::read_table(&meta, table, &command).map_err(|e| CqlError::Server(e.to_string())),
+                Some(table) => {
+                    shoal_replica::read_table(&meta, table, &command).map_err(|e| CqlError::Server(e.to_string()))
+                }
                 None => Ok(shoal_coordinator::read(command).await?),
             }
         }
@@ -113,16 +122,23 @@ pub async fn execute(meta: Arc<TableMeta>, schema: Arc<Schema>, select: &Select,
     let ReadResult { rows, limit_reached } = read(command).await?;
     let left = remaining - rows.len();
     let paging_state = match rows.last() {
-        Some(last) if limit_reached && left > 0 && rows.len() == page_rows => Some(encode_paging_state(&last.position, left)),
+        Some(last) if limit_reached && left > 0 && rows.len() == page_rows => {
+            Some(encode_paging_state(&last.position, left))
+        }
         _ => None,
     };
-    let out = rows.iter().map(|row| sels.iter().map(|s| evaluate(&meta, s, row)).collect()).collect::<CqlResult<_>>()?;
+    let out =
+        rows.iter().map(|row| sels.iter().map(|s| evaluate(&meta, s, row)).collect()).collect::<CqlResult<_>>()?;
     Ok(Rows { columns, rows: out, paging_state })
 }
 
 fn limit(term: Option<&Term>, what: &str, bindings: Bindings<'_>) -> CqlResult<Option<usize>> {
     let Some(term) = term else { return Ok(None) };
-    let value = eval_required(term, Receiver { name: &format!("[{}]", what.to_ascii_lowercase()), ty: &CqlType::Int }, bindings)?;
+    let value = eval_required(
+        term,
+        Receiver { name: &format!("[{}]", what.to_ascii_lowercase()), ty: &CqlType::Int },
+        bindings,
+    )?;
     let n = i32::from_be_bytes(value[..].try_into().map_err(|_| invalid(format!("Invalid {what}")))?);
     if n <= 0 {
         return Err(invalid(format!("{what} must be strictly positive")));
@@ -138,9 +154,14 @@ fn read_command(meta: &TableMeta, select: &Select, bindings: Bindings<'_>, now_s
     }
     let partitions = match restrictions.partitions {
         PartitionRestriction::Keys(keys) => PartitionSelection::Keys(keys),
-        PartitionRestriction::TokenRange { from, to } => PartitionSelection::Range { from: token_start(from), to: token_end(to) },
+        PartitionRestriction::TokenRange { from, to } => {
+            PartitionSelection::Range { from: token_start(from), to: token_end(to) }
+        }
     };
-    if select.distinct && meta.columns.iter().any(|c| c.kind == ColumnKind::Clustering) && !restrictions.clustering_ranges.iter().all(|r| r == &ClusteringRange::all()) {
+    if select.distinct
+        && meta.columns.iter().any(|c| c.kind == ColumnKind::Clustering)
+        && !restrictions.clustering_ranges.iter().all(|r| r == &ClusteringRange::all())
+    {
         return Err(invalid("SELECT DISTINCT with clustering column restrictions is not allowed"));
     }
     let reversed = ordering_reversed(meta, select)?;
@@ -154,7 +175,8 @@ fn read_command(meta: &TableMeta, select: &Select, bindings: Bindings<'_>, now_s
         filters: restrictions.filters,
         distinct: select.distinct,
         row_limit: usize::MAX,
-        per_partition_limit: limit(select.per_partition_limit.as_ref(), "PER PARTITION LIMIT", bindings)?.unwrap_or(usize::MAX),
+        per_partition_limit: limit(select.per_partition_limit.as_ref(), "PER PARTITION LIMIT", bindings)?
+            .unwrap_or(usize::MAX),
         start_after: None,
         now_s,
     })
@@ -244,7 +266,11 @@ fn selector_expr(meta: &TableMeta, expr: &SelectorExpr) -> CqlResult<(String, Cq
             let i = column_ref(meta, name)?;
             (name.clone(), meta.columns[i].ty.clone(), Sel::Column(i))
         }
-        SelectorExpr::CountStar => ("count".to_string(), CqlType::Bigint, Sel::Aggregate { kind: AggregateKind::Count, arg: None, ty: CqlType::Bigint }),
+        SelectorExpr::CountStar => (
+            "count".to_string(),
+            CqlType::Bigint,
+            Sel::Aggregate { kind: AggregateKind::Count, arg: None, ty: CqlType::Bigint },
+        ),
         SelectorExpr::WriteTime(name) | SelectorExpr::Ttl(name) => {
             let i = column_ref(meta, name)?;
             let column = &meta.columns[i];
@@ -289,14 +315,16 @@ fn function_selector(meta: &TableMeta, name: &str, args: &[SelectorExpr]) -> Cql
         _ => None,
     };
     if let Some(kind) = kind {
-        let [(_, ty, arg)] = <[_; 1]>::try_from(compiled).map_err(|_| invalid(format!("Invalid number of arguments in call to function {display}")))?;
+        let [(_, ty, arg)] = <[_; 1]>::try_from(compiled)
+            .map_err(|_| invalid(format!("Invalid number of arguments in call to function {display}")))?;
         let result_ty = if kind == AggregateKind::Count { CqlType::Bigint } else { ty };
         let display = if kind == AggregateKind::Count { "count".to_string() } else { display };
         return Ok((display, result_ty.clone(), Sel::Aggregate { kind, arg: Some(Box::new(arg)), ty: result_ty }));
     }
     if name == "token" {
         let expected: Vec<usize> = meta.partition_key().filter_map(|c| meta.column_index(&c.name)).collect();
-        let given: Vec<Option<usize>> = compiled.iter().map(|(_, _, s)| if let Sel::Column(i) = s { Some(*i) } else { None }).collect();
+        let given: Vec<Option<usize>> =
+            compiled.iter().map(|(_, _, s)| if let Sel::Column(i) = s { Some(*i) } else { None }).collect();
         if given != expected.iter().map(|i| Some(*i)).collect::<Vec<_>>() {
             return Err(invalid("token() takes the partition key columns, in key order"));
         }
@@ -314,7 +342,8 @@ fn key_value(meta: &TableMeta, index: usize, row: &ResultRow) -> CqlResult<Optio
     Ok(match column.kind {
         ColumnKind::PartitionKey => {
             let key = &row.position.partition.key;
-            let parts = split_partition_key(meta.partition_key_len(), key).map_err(|e| CqlError::Server(format!("corrupt partition key: {e}")))?;
+            let parts = split_partition_key(meta.partition_key_len(), key)
+                .map_err(|e| CqlError::Server(format!("corrupt partition key: {e}")))?;
             parts.get(column.position as usize).map(|p| key.slice_ref(p))
         }
         ColumnKind::Clustering => row.clustering.get(column.position as usize).cloned(),
@@ -328,7 +357,9 @@ fn evaluate(meta: &TableMeta, sel: &Sel, row: &ResultRow) -> CqlResult<Option<By
         Sel::WriteTime(i) => row.cells[*i].as_ref().map(|c| Bytes::copy_from_slice(&c.timestamp.to_be_bytes())),
         Sel::Ttl(i) => row.cells[*i].as_ref().and_then(|c| c.ttl_s).map(|t| Bytes::copy_from_slice(&t.to_be_bytes())),
         Sel::Literal(v) => v.clone(),
-        Sel::Function { name, .. } if name == "token" => Some(Bytes::copy_from_slice(&row.position.partition.token.to_be_bytes())),
+        Sel::Function { name, .. } if name == "token" => {
+            Some(Bytes::copy_from_slice(&row.position.partition.token.to_be_bytes()))
+        }
         Sel::Function { name, arg_types, args } => {
             let mut values = Vec::with_capacity(args.len());
             for arg in args {
@@ -352,7 +383,13 @@ fn aggregate_row(meta: &TableMeta, sels: &[Sel], rows: &[ResultRow]) -> CqlResul
             };
             let values: Vec<Bytes> = match arg {
                 None => return Ok(Some(Bytes::copy_from_slice(&(rows.len() as i64).to_be_bytes()))),
-                Some(arg) => rows.iter().map(|r| evaluate(meta, arg, r)).collect::<CqlResult<Vec<_>>>()?.into_iter().flatten().collect(),
+                Some(arg) => rows
+                    .iter()
+                    .map(|r| evaluate(meta, arg, r))
+                    .collect::<CqlResult<Vec<_>>>()?
+                    .into_iter()
+                    .flatten()
+                    .collect(),
             };
             aggregate(*kind, ty, values)
         })
@@ -407,7 +444,8 @@ fn encode_paging_state(position: &RowPosition, remaining: usize) -> Bytes {
 }
 
 fn decode_paging_state(state: &Bytes) -> CqlResult<(Option<RowPosition>, usize)> {
-    let bad = || CqlError::Protocol("Invalid paging state: it was not produced by this server for this query".to_string());
+    let bad =
+        || CqlError::Protocol("Invalid paging state: it was not produced by this server for this query".to_string());
     let mut buf = state.clone();
     let take = |buf: &mut Bytes, n: usize| if buf.remaining() >= n { Ok(buf.split_to(n)) } else { Err(bad()) };
     if take(&mut buf, 1)?[0] != PAGING_STATE_VERSION {
@@ -434,7 +472,10 @@ mod tests {
 
     #[test]
     fn paging_state_round_trips_and_rejects_garbage() {
-        let position = RowPosition { partition: PartitionPosition { token: -42, key: Bytes::from_static(b"key") }, clustering: Some(Bytes::from_static(b"ck")) };
+        let position = RowPosition {
+            partition: PartitionPosition { token: -42, key: Bytes::from_static(b"key") },
+            clustering: Some(Bytes::from_static(b"ck")),
+        };
         let state = encode_paging_state(&position, 17);
         assert_eq!(decode_paging_state(&state).ok(), Some((Some(position), 17)));
         for len in 0..state.len() {

@@ -78,9 +78,13 @@ fn definitions() -> &'static BTreeMap<(&'static str, &'static str), Arc<TableMet
             .iter()
             .map(|(ks, name, columns)| {
                 let text = format!("CREATE TABLE {ks}.{name} ({columns})");
-                let parsed = crate::parser::parse_statement(&text).unwrap_or_else(|e| panic!("system table {ks}.{name} definition: {e}"));
-                let Statement::CreateTable(create) = parsed.statement else { panic!("system table {ks}.{name} is not a CREATE TABLE") };
-                let mut meta = ddl::create_table(ks, &create).unwrap_or_else(|e| panic!("system table {ks}.{name}: {e}"));
+                let parsed = crate::parser::parse_statement(&text)
+                    .unwrap_or_else(|e| panic!("system table {ks}.{name} definition: {e}"));
+                let Statement::CreateTable(create) = parsed.statement else {
+                    panic!("system table {ks}.{name} is not a CREATE TABLE")
+                };
+                let mut meta =
+                    ddl::create_table(ks, &create).unwrap_or_else(|e| panic!("system table {ks}.{name}: {e}"));
                 // Stable ids: derived from the names, identical on every start.
                 meta.id = Uuid::new_v5(&Uuid::NAMESPACE_OID, format!("{ks}.{name}").as_bytes());
                 ((*ks, *name), Arc::new(meta))
@@ -97,7 +101,11 @@ pub fn system_keyspaces() -> Vec<KeyspaceMeta> {
             name: ks.to_string(),
             replication: [("class".to_string(), "org.apache.cassandra.locator.LocalStrategy".to_string())].into(),
             durable_writes: true,
-            tables: definitions().iter().filter(|((k, _), _)| k == ks).map(|((_, n), t)| (n.to_string(), Arc::clone(t))).collect(),
+            tables: definitions()
+                .iter()
+                .filter(|((k, _), _)| k == ks)
+                .map(|((_, n), t)| (n.to_string(), Arc::clone(t)))
+                .collect(),
         })
         .collect()
 }

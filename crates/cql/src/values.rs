@@ -83,7 +83,10 @@ pub fn eval(term: &Term, receiver: Receiver<'_>, bindings: Bindings<'_>) -> CqlR
         Term::FunctionCall { name, args } => functions::call(name, args, receiver, bindings),
         Term::Cast { ty: cast, term } => {
             if cast.unfrozen() != ty {
-                return Err(invalid(format!("Cannot assign a value of type {cast} to {} of type {}", receiver.name, receiver.ty)));
+                return Err(invalid(format!(
+                    "Cannot assign a value of type {cast} to {} of type {}",
+                    receiver.name, receiver.ty
+                )));
             }
             eval(term, receiver, bindings)
         }
@@ -135,9 +138,8 @@ fn eval_bind(index: usize, receiver: Receiver<'_>, bindings: Bindings<'_>) -> Cq
     };
     match value {
         BoundValue::Value(bytes) => {
-            validate(receiver.ty.unfrozen(), bytes).map_err(|e| {
-                invalid(format!("Exception while binding column {}: {e}", receiver.name))
-            })?;
+            validate(receiver.ty.unfrozen(), bytes)
+                .map_err(|e| invalid(format!("Exception while binding column {}: {e}", receiver.name)))?;
             Ok(Evaluated::Value(bytes.clone()))
         }
         BoundValue::Null => Ok(Evaluated::Null),
@@ -151,7 +153,13 @@ fn element(term: &Term, name: &str, ty: &CqlType, bindings: Bindings<'_>) -> Cql
         .ok_or_else(|| invalid(format!("null is not supported inside collections ({name})")))
 }
 
-fn collection(items: &[Term], name: &str, elem: &CqlType, bindings: Bindings<'_>, sorted: bool) -> CqlResult<Evaluated> {
+fn collection(
+    items: &[Term],
+    name: &str,
+    elem: &CqlType,
+    bindings: Bindings<'_>,
+    sorted: bool,
+) -> CqlResult<Evaluated> {
     let mut values = items.iter().map(|t| element(t, name, elem, bindings)).collect::<CqlResult<Vec<_>>>()?;
     if sorted {
         values.sort_by(|a, b| compare(elem.unfrozen(), a, b));
@@ -160,7 +168,13 @@ fn collection(items: &[Term], name: &str, elem: &CqlType, bindings: Bindings<'_>
     Ok(Evaluated::Value(serialize_items(values.iter().map(|v| &v[..]), values.len())))
 }
 
-fn map(entries: &[(Term, Term)], name: &str, key_ty: &CqlType, value_ty: &CqlType, bindings: Bindings<'_>) -> CqlResult<Evaluated> {
+fn map(
+    entries: &[(Term, Term)],
+    name: &str,
+    key_ty: &CqlType,
+    value_ty: &CqlType,
+    bindings: Bindings<'_>,
+) -> CqlResult<Evaluated> {
     let mut pairs = Vec::with_capacity(entries.len());
     for (key, value) in entries {
         pairs.push((element(key, name, key_ty, bindings)?, element(value, name, value_ty, bindings)?));
@@ -175,7 +189,11 @@ fn map(entries: &[(Term, Term)], name: &str, key_ty: &CqlType, value_ty: &CqlTyp
 
 fn tuple(items: &[Term], name: &str, fields: &[CqlType], bindings: Bindings<'_>) -> CqlResult<Evaluated> {
     if items.len() > fields.len() {
-        return Err(invalid(format!("Invalid tuple literal for {name}: too many elements. Type tuple has {} but got {}", fields.len(), items.len())));
+        return Err(invalid(format!(
+            "Invalid tuple literal for {name}: too many elements. Type tuple has {} but got {}",
+            fields.len(),
+            items.len()
+        )));
     }
     let mut out = BytesMut::new();
     for (item, ty) in items.iter().zip(fields) {

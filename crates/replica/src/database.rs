@@ -91,7 +91,13 @@ impl Database {
 
     /// Applies `update`, after adding the cells of list operations that
     /// depend on the partition's current contents.
-    pub fn apply(&self, table: Uuid, position: PartitionPosition, mut update: PartitionUpdate, list_ops: &[ListOp]) -> Result<(), ReplicaError> {
+    pub fn apply(
+        &self,
+        table: Uuid,
+        position: PartitionPosition,
+        mut update: PartitionUpdate,
+        list_ops: &[ListOp],
+    ) -> Result<(), ReplicaError> {
         let mut tables = self.tables.borrow_mut();
         let storage = tables.get_mut(&table).ok_or(ReplicaError::NoSuchTable(table))?;
         if !list_ops.is_empty() {

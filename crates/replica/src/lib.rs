@@ -23,6 +23,10 @@ pub use read::{PartitionSelection, ReadCommand, ReadResult, ResultCell, ResultRo
 
 /// Runs `command` over a storage table outside any shard's database (the
 /// virtual system tables use this).
-pub fn read_table(meta: &shoal_schema::TableMeta, table: &shoal_storage::Table, command: &ReadCommand) -> Result<ReadResult, ReplicaError> {
+pub fn read_table(
+    meta: &shoal_schema::TableMeta,
+    table: &shoal_storage::Table,
+    command: &ReadCommand,
+) -> Result<ReadResult, ReplicaError> {
     read::execute(meta, table, command)
 }

@@ -8,7 +8,7 @@
 //! write to the partition can come between the read and the write.
 
 use bytes::Bytes;
-use shoal_storage::{Cell, ColumnData, CollectionCell, Expiry, Partition, Row, Tombstone};
+use shoal_storage::{Cell, CollectionCell, ColumnData, Expiry, Partition, Row, Tombstone};
 
 use crate::database::ReplicaError;
 
@@ -91,7 +91,8 @@ fn live_elements(current: Option<&Partition>, op: &ListOp) -> Vec<(Bytes, Bytes)
     };
     let Some(row) = row else { return Vec::new() };
     let Some(ColumnData::Collection(list)) = row.columns.get(&op.column) else { return Vec::new() };
-    let deletion = [covering, row.deletion, list.tombstone].into_iter().flatten().max_by_key(|t: &Tombstone| t.timestamp);
+    let deletion =
+        [covering, row.deletion, list.tombstone].into_iter().flatten().max_by_key(|t: &Tombstone| t.timestamp);
     list.cells
         .values()
         .filter(|c| deletion.is_none_or(|d| !d.shadows(c.cell.timestamp)))

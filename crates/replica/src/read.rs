@@ -9,7 +9,9 @@ use std::ops::Bound;
 
 use bytes::{BufMut, Bytes, BytesMut};
 use shoal_schema::{CqlType, TableMeta};
-use shoal_storage::{Cell, ClusteredRow, ClusteringRange, ColumnData, Partition, PartitionPosition, Row, Table, Tombstone};
+use shoal_storage::{
+    Cell, ClusteredRow, ClusteringRange, ColumnData, Partition, PartitionPosition, Row, Table, Tombstone,
+};
 use uuid::Uuid;
 
 use crate::database::ReplicaError;
@@ -200,8 +202,16 @@ impl Reader<'_> {
         Ok(())
     }
 
-    fn push_distinct(&mut self, position: &PartitionPosition, cells: Vec<Option<ResultCell>>) -> Result<(), ReplicaError> {
-        let row = ResultRow { position: RowPosition { partition: position.clone(), clustering: None }, clustering: Vec::new(), cells };
+    fn push_distinct(
+        &mut self,
+        position: &PartitionPosition,
+        cells: Vec<Option<ResultCell>>,
+    ) -> Result<(), ReplicaError> {
+        let row = ResultRow {
+            position: RowPosition { partition: position.clone(), clustering: None },
+            clustering: Vec::new(),
+            cells,
+        };
         if self.accept(&row)? {
             self.result.rows.push(row);
             self.limits_reached(1);
@@ -223,10 +233,15 @@ impl Reader<'_> {
 
     /// The row's live cells, or `None` when the row is dead (no live marker
     /// and no live cell, or deleted).
-    fn live_row(&self, row: &Row, covering: Option<Tombstone>) -> Result<Option<Vec<Option<ResultCell>>>, ReplicaError> {
+    fn live_row(
+        &self,
+        row: &Row,
+        covering: Option<Tombstone>,
+    ) -> Result<Option<Vec<Option<ResultCell>>>, ReplicaError> {
         let deletion = merge_tombstones(covering, row.deletion);
         let marker_live = row.marker.is_some_and(|m| {
-            deletion.is_none_or(|d| !d.shadows(m.timestamp)) && m.expiry.is_none_or(|e| e.expires_at_s > self.command.now_s)
+            deletion.is_none_or(|d| !d.shadows(m.timestamp))
+                && m.expiry.is_none_or(|e| e.expires_at_s > self.command.now_s)
         });
         let cells = self.live_cells(row, deletion)?;
         let any_cell = cells.iter().any(Option::is_some);

@@ -178,7 +178,8 @@ mod tests {
             }
         });
         assert!(shards.is_ok());
-        let (seen, missing_failed, n) = results.recv_timeout(std::time::Duration::from_secs(10)).expect("shard 0 answers");
+        let (seen, missing_failed, n) =
+            results.recv_timeout(std::time::Duration::from_secs(10)).expect("shard 0 answers");
         assert_eq!(seen, vec![Some(0), Some(1), Some(2)]);
         assert!(missing_failed);
         assert_eq!(n, 3);

@@ -166,11 +166,7 @@ fn encode_elements(group: &[&CqlType], v: &[u8], out: &mut Vec<u8>) -> Option<()
 fn encode_tuple(fields: &[CqlType], v: &[u8], out: &mut Vec<u8>) -> Option<()> {
     let mut reader = Reader::new(v);
     for field in fields {
-        let item = if reader.is_empty() {
-            None
-        } else {
-            reader.read_item("field").ok()?
-        };
+        let item = if reader.is_empty() { None } else { reader.read_item("field").ok()? };
         match item {
             None => out.push(0x00),
             Some(raw) => {
@@ -226,18 +222,10 @@ mod tests {
             CqlType::Ascii => rng.bytes(&[0, b'a', b'b', 0x7F], 4),
             CqlType::Text => {
                 let chars = ["\0", "a", "b", "é", "\u{10FFFF}"];
-                (0..rng.below(4))
-                    .map(|_| rng.pick(&chars))
-                    .collect::<String>()
-                    .into_bytes()
+                (0..rng.below(4)).map(|_| rng.pick(&chars)).collect::<String>().into_bytes()
             }
             CqlType::Blob | CqlType::Duration | CqlType::Inet if rng.below(4) == 0 => match ty {
-                CqlType::Duration => Value::Duration {
-                    months: 0,
-                    days: 0,
-                    nanos: 0,
-                }
-                .to_bytes(),
+                CqlType::Duration => Value::Duration { months: 0, days: 0, nanos: 0 }.to_bytes(),
                 CqlType::Inet => rng.bytes(&[0, 1, 0xFF], 0).into_iter().chain([0, 0, 0, 0]).collect(),
                 _ => Vec::new(),
             },
@@ -249,12 +237,7 @@ mod tests {
             CqlType::Duration => {
                 let sign = rng.pick(&[-1i64, 1]);
                 let mut field = || sign * rng.pick(&[0i64, 1, 63, 64, 1 << 40]);
-                Value::Duration {
-                    months: field() as i32,
-                    days: field() as i32,
-                    nanos: field(),
-                }
-                .to_bytes()
+                Value::Duration { months: field() as i32, days: field() as i32, nanos: field() }.to_bytes()
             }
             CqlType::Boolean => vec![rng.pick(&[0, 1, 2])],
             CqlType::Tinyint => vec![rng.pick(&[0x00, 0x01, 0x7F, 0x80, 0xFF])],
@@ -264,41 +247,14 @@ mod tests {
             CqlType::Date => fixed_int(rng, edgy, 4),
             CqlType::Time => Value::Time(rng.pick(&[0, 1, crate::value::MAX_TIME_NANOS, 86_399])).to_bytes(),
             CqlType::Float => {
-                let specials = [
-                    0.0,
-                    -0.0,
-                    1.5,
-                    -1.5,
-                    f32::INFINITY,
-                    f32::NEG_INFINITY,
-                    f32::NAN,
-                    -f32::NAN,
-                    f32::MIN_POSITIVE,
-                ];
-                let v = if edgy {
-                    rng.pick(&specials)
-                } else {
-                    f32::from_bits(rng.next() as u32)
-                };
+                let specials =
+                    [0.0, -0.0, 1.5, -1.5, f32::INFINITY, f32::NEG_INFINITY, f32::NAN, -f32::NAN, f32::MIN_POSITIVE];
+                let v = if edgy { rng.pick(&specials) } else { f32::from_bits(rng.next() as u32) };
                 v.to_be_bytes().to_vec()
             }
             CqlType::Double => {
-                let specials = [
-                    0.0,
-                    -0.0,
-                    1.5,
-                    -1.5,
-                    f64::INFINITY,
-                    f64::NEG_INFINITY,
-                    f64::NAN,
-                    -f64::NAN,
-                    f64::MAX,
-                ];
-                let v = if edgy {
-                    rng.pick(&specials)
-                } else {
-                    f64::from_bits(rng.next())
-                };
+                let specials = [0.0, -0.0, 1.5, -1.5, f64::INFINITY, f64::NEG_INFINITY, f64::NAN, -f64::NAN, f64::MAX];
+                let v = if edgy { rng.pick(&specials) } else { f64::from_bits(rng.next()) };
                 v.to_be_bytes().to_vec()
             }
             // Raw bytes, deliberately often non-minimal.
@@ -310,13 +266,8 @@ mod tests {
             }
             CqlType::Uuid | CqlType::Timeuuid => {
                 let mut u = [0u8; 16];
-                u.iter_mut()
-                    .for_each(|b| *b = rng.pick(&[0x00, 0x01, 0x7F, 0x80, 0xFF]));
-                let version = if *ty == CqlType::Timeuuid {
-                    1
-                } else {
-                    rng.pick(&[1u8, 4, 0, 15])
-                };
+                u.iter_mut().for_each(|b| *b = rng.pick(&[0x00, 0x01, 0x7F, 0x80, 0xFF]));
+                let version = if *ty == CqlType::Timeuuid { 1 } else { rng.pick(&[1u8, 4, 0, 15]) };
                 u[6] = (u[6] & 0x0F) | (version << 4);
                 u.to_vec()
             }
@@ -326,9 +277,7 @@ mod tests {
             }
             CqlType::Map(key, value) => {
                 let n = rng.below(3);
-                let items = (0..n)
-                    .flat_map(|_| [random_value(key, rng), random_value(value, rng)])
-                    .collect();
+                let items = (0..n).flat_map(|_| [random_value(key, rng), random_value(value, rng)]).collect();
                 collection(n, items)
             }
             CqlType::Tuple(fields) => {
@@ -350,9 +299,7 @@ mod tests {
         if edgy {
             let first = rng.pick(&[0x00, 0x7F, 0x80, 0xFF]);
             let rest = rng.pick(&[0x00, 0xFF]);
-            std::iter::once(first)
-                .chain(std::iter::repeat_n(rest, width - 1))
-                .collect()
+            std::iter::once(first).chain(std::iter::repeat_n(rest, width - 1)).collect()
         } else {
             rng.next().to_be_bytes()[..width].to_vec()
         }
@@ -360,9 +307,7 @@ mod tests {
 
     fn varint_bytes(rng: &mut Rng) -> Vec<u8> {
         let len = 1 + rng.below(4);
-        (0..len)
-            .map(|_| rng.pick(&[0x00, 0x01, 0x0A, 0x7F, 0x80, 0xFF]))
-            .collect()
+        (0..len).map(|_| rng.pick(&[0x00, 0x01, 0x0A, 0x7F, 0x80, 0xFF])).collect()
     }
 
     /// Unscaled values whose digits have inner zeros and shared prefixes
@@ -445,16 +390,8 @@ mod tests {
             for _ in 0..3000 {
                 let (a, b) = (random_value(&t, &mut rng), random_value(&t, &mut rng));
                 let expected = compare(&t, &a, &b);
-                assert_eq!(
-                    enc(&t, &a, false).cmp(&enc(&t, &b, false)),
-                    expected,
-                    "{t} asc {a:02x?} {b:02x?}"
-                );
-                assert_eq!(
-                    enc(&t, &a, true).cmp(&enc(&t, &b, true)),
-                    expected.reverse(),
-                    "{t} desc {a:02x?} {b:02x?}"
-                );
+                assert_eq!(enc(&t, &a, false).cmp(&enc(&t, &b, false)), expected, "{t} asc {a:02x?} {b:02x?}");
+                assert_eq!(enc(&t, &a, true).cmp(&enc(&t, &b, true)), expected.reverse(), "{t} desc {a:02x?} {b:02x?}");
             }
         }
     }
@@ -468,33 +405,18 @@ mod tests {
             let (d1, d2) = (rng.below(2) == 0, rng.below(2) == 0);
             let a = (random_value(t1, &mut rng), random_value(t2, &mut rng));
             // Often share the first component so the second decides.
-            let b1 = if rng.below(2) == 0 {
-                a.0.clone()
-            } else {
-                random_value(t1, &mut rng)
-            };
+            let b1 = if rng.below(2) == 0 { a.0.clone() } else { random_value(t1, &mut rng) };
             let b = (b1, random_value(t2, &mut rng));
             let directed = |order: Ordering, descending: bool| if descending { order.reverse() } else { order };
             let expected = directed(compare(t1, &a.0, &b.0), d1).then(directed(compare(t2, &a.1, &b.1), d2));
             let key_a = encode_key([(t1, &a.0[..], d1), (t2, &a.1[..], d2)]);
             let key_b = encode_key([(t1, &b.0[..], d1), (t2, &b.1[..], d2)]);
-            assert_eq!(
-                key_a.cmp(&key_b),
-                expected,
-                "{t1} {d1} / {t2} {d2}: {a:02x?} vs {b:02x?}"
-            );
+            assert_eq!(key_a.cmp(&key_b), expected, "{t1} {d1} / {t2} {d2}: {a:02x?} vs {b:02x?}");
             // A prefix sorts before all its extensions.
             let prefix = encode_key([(t1, &a.0[..], d1)]);
             assert_eq!(prefix.cmp(&key_a), Ordering::Less);
             let first = directed(compare(t1, &a.0, &b.0), d1);
-            assert_eq!(
-                prefix.cmp(&key_b),
-                if first == Ordering::Equal {
-                    Ordering::Less
-                } else {
-                    first
-                }
-            );
+            assert_eq!(prefix.cmp(&key_b), if first == Ordering::Equal { Ordering::Less } else { first });
         }
     }
 
@@ -518,19 +440,10 @@ mod tests {
             enc(&CqlType::Decimal, &decimal(7, &[0]), false),
             enc(&CqlType::Decimal, &decimal(-7, &[0, 0]), false)
         );
-        assert_eq!(
-            enc(&CqlType::Varint, &[0, 0, 5], false),
-            enc(&CqlType::Varint, &[5], false)
-        );
-        assert_eq!(
-            enc(&CqlType::Varint, &[0xFF, 0xFF], false),
-            enc(&CqlType::Varint, &[0xFF], false)
-        );
+        assert_eq!(enc(&CqlType::Varint, &[0, 0, 5], false), enc(&CqlType::Varint, &[5], false));
+        assert_eq!(enc(&CqlType::Varint, &[0xFF, 0xFF], false), enc(&CqlType::Varint, &[0xFF], false));
         let nan = |bits: u32| f32::from_bits(bits).to_be_bytes();
-        assert_eq!(
-            enc(&CqlType::Float, &nan(0x7FC0_0000), false),
-            enc(&CqlType::Float, &nan(0xFFC0_0001), false)
-        );
+        assert_eq!(enc(&CqlType::Float, &nan(0x7FC0_0000), false), enc(&CqlType::Float, &nan(0xFFC0_0001), false));
     }
 
     #[test]

@@ -4,19 +4,19 @@
 //! Everything here is plain data and pure functions: no I/O, no shard state.
 //! A schema snapshot is immutable once built and shared read-only by shards.
 
-pub mod schema;
 pub mod comparable;
 pub mod literal;
+pub mod schema;
 pub mod sharder;
 pub mod token;
 pub mod types;
 pub mod value;
 
+pub use literal::{parse_literal, LiteralError, LiteralKind};
 pub use schema::{
     ClusteringOrder, ColumnKind, ColumnMeta, KeyspaceMeta, Schema, SchemaChange, SchemaChangeKind, SchemaChangeTarget,
     TableMeta, TableOptions,
 };
-pub use literal::{parse_literal, LiteralError, LiteralKind};
 pub use sharder::Sharder;
 pub use token::{murmur3_token, TokenError};
 pub use types::{CqlType, TypeError};

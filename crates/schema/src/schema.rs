@@ -77,9 +77,7 @@ pub struct TableOptions {
 
 impl Default for TableOptions {
     fn default() -> Self {
-        let map = |entries: &[(&str, &str)]| {
-            entries.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect()
-        };
+        let map = |entries: &[(&str, &str)]| entries.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect();
         TableOptions {
             comment: String::new(),
             default_time_to_live_s: 0,
@@ -91,10 +89,7 @@ impl Default for TableOptions {
             max_index_interval: 2048,
             speculative_retry: "99PERCENTILE".to_string(),
             caching: map(&[("keys", "ALL"), ("rows_per_partition", "ALL")]),
-            compaction: map(&[(
-                "class",
-                "org.apache.cassandra.db.compaction.SizeTieredCompactionStrategy",
-            )]),
+            compaction: map(&[("class", "org.apache.cassandra.db.compaction.SizeTieredCompactionStrategy")]),
             compression: map(&[
                 ("chunk_length_in_kb", "64"),
                 ("class", "org.apache.cassandra.io.compress.LZ4Compressor"),

@@ -24,10 +24,7 @@ impl Sharder {
     pub const DEFAULT_IGNORE_MSB: u32 = 12;
 
     pub fn new(nr_shards: usize) -> Self {
-        Sharder {
-            nr_shards,
-            ignore_msb: Self::DEFAULT_IGNORE_MSB,
-        }
+        Sharder { nr_shards, ignore_msb: Self::DEFAULT_IGNORE_MSB }
     }
 
     /// The shard (0-based) owning `token`.
@@ -108,9 +105,7 @@ mod tests {
                 last = shard;
             }
             for _ in 0..200 {
-                state = state
-                    .wrapping_mul(6_364_136_223_846_793_005)
-                    .wrapping_add(1_442_695_040_888_963_407);
+                state = state.wrapping_mul(6_364_136_223_846_793_005).wrapping_add(1_442_695_040_888_963_407);
                 let token = state as i64;
                 for msb in [0, 1, 12, 63] {
                     assert!(sharder(nr_shards, msb).shard_of(token) < nr_shards);

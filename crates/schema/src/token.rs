@@ -52,17 +52,9 @@ pub fn murmur3_x64_128(key: &[u8], seed: u64) -> (u64, u64) {
     for block in blocks {
         let (k1, k2) = block.split_at(8);
         h1 ^= mix_k1(le_u64(k1));
-        h1 = h1
-            .rotate_left(27)
-            .wrapping_add(h2)
-            .wrapping_mul(5)
-            .wrapping_add(0x52dc_e729);
+        h1 = h1.rotate_left(27).wrapping_add(h2).wrapping_mul(5).wrapping_add(0x52dc_e729);
         h2 ^= mix_k2(le_u64(k2));
-        h2 = h2
-            .rotate_left(31)
-            .wrapping_add(h1)
-            .wrapping_mul(5)
-            .wrapping_add(0x3849_5ab5);
+        h2 = h2.rotate_left(31).wrapping_add(h1).wrapping_mul(5).wrapping_add(0x3849_5ab5);
     }
     let (k1, k2) = tail_words(tail);
     if tail.len() > 8 {
@@ -156,16 +148,10 @@ pub fn split_partition_key(n_components: usize, key: &[u8]) -> Result<Vec<&[u8]>
     let mut components = Vec::with_capacity(n_components);
     let mut rest = key;
     while !rest.is_empty() {
-        let (len, after) = rest
-            .split_at_checked(2)
-            .ok_or(TokenError::Malformed("truncated component length"))?;
+        let (len, after) = rest.split_at_checked(2).ok_or(TokenError::Malformed("truncated component length"))?;
         let len = usize::from(u16::from_be_bytes([len[0], len[1]]));
-        let (component, after) = after
-            .split_at_checked(len)
-            .ok_or(TokenError::Malformed("truncated component"))?;
-        let (end, after) = after
-            .split_first()
-            .ok_or(TokenError::Malformed("missing end-of-component byte"))?;
+        let (component, after) = after.split_at_checked(len).ok_or(TokenError::Malformed("truncated component"))?;
+        let (end, after) = after.split_first().ok_or(TokenError::Malformed("missing end-of-component byte"))?;
         if *end != 0 {
             return Err(TokenError::Malformed("end-of-component byte is not 0"));
         }
@@ -173,10 +159,7 @@ pub fn split_partition_key(n_components: usize, key: &[u8]) -> Result<Vec<&[u8]>
         rest = after;
     }
     if components.len() != n_components {
-        return Err(TokenError::ComponentCount {
-            expected: n_components,
-            got: components.len(),
-        });
+        return Err(TokenError::ComponentCount { expected: n_components, got: components.len() });
     }
     Ok(components)
 }
@@ -254,43 +237,16 @@ mod tests {
     #[test]
     fn malformed_composites_are_rejected() {
         assert_eq!(serialize_partition_key(&[]), Err(TokenError::NoComponents));
-        assert!(matches!(
-            serialize_partition_key(&[&[0; 70_000]]),
-            Err(TokenError::KeyTooLong(70_000))
-        ));
-        assert!(matches!(
-            serialize_partition_key(&[&[0; 70_000], b"a"]),
-            Err(TokenError::KeyTooLong(_))
-        ));
-        assert!(matches!(
-            serialize_partition_key(&[&[0; 40_000], &[0; 40_000]]),
-            Err(TokenError::KeyTooLong(_))
-        ));
+        assert!(matches!(serialize_partition_key(&[&[0; 70_000]]), Err(TokenError::KeyTooLong(70_000))));
+        assert!(matches!(serialize_partition_key(&[&[0; 70_000], b"a"]), Err(TokenError::KeyTooLong(_))));
+        assert!(matches!(serialize_partition_key(&[&[0; 40_000], &[0; 40_000]]), Err(TokenError::KeyTooLong(_))));
         assert_eq!(split_partition_key(0, b""), Err(TokenError::NoComponents));
-        assert_eq!(
-            split_partition_key(2, &[0]),
-            Err(TokenError::Malformed("truncated component length"))
-        );
-        assert_eq!(
-            split_partition_key(2, &[0, 5, 1]),
-            Err(TokenError::Malformed("truncated component"))
-        );
-        assert_eq!(
-            split_partition_key(2, &[0, 1, 1]),
-            Err(TokenError::Malformed("missing end-of-component byte"))
-        );
-        assert_eq!(
-            split_partition_key(2, &[0, 1, 1, 1]),
-            Err(TokenError::Malformed("end-of-component byte is not 0"))
-        );
-        assert_eq!(
-            split_partition_key(2, &[0, 1, 1, 0]),
-            Err(TokenError::ComponentCount { expected: 2, got: 1 })
-        );
-        assert_eq!(
-            split_partition_key(2, &[]),
-            Err(TokenError::ComponentCount { expected: 2, got: 0 })
-        );
+        assert_eq!(split_partition_key(2, &[0]), Err(TokenError::Malformed("truncated component length")));
+        assert_eq!(split_partition_key(2, &[0, 5, 1]), Err(TokenError::Malformed("truncated component")));
+        assert_eq!(split_partition_key(2, &[0, 1, 1]), Err(TokenError::Malformed("missing end-of-component byte")));
+        assert_eq!(split_partition_key(2, &[0, 1, 1, 1]), Err(TokenError::Malformed("end-of-component byte is not 0")));
+        assert_eq!(split_partition_key(2, &[0, 1, 1, 0]), Err(TokenError::ComponentCount { expected: 2, got: 1 }));
+        assert_eq!(split_partition_key(2, &[]), Err(TokenError::ComponentCount { expected: 2, got: 0 }));
     }
 
     #[test]

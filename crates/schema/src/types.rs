@@ -106,10 +106,7 @@ impl CqlType {
     }
 
     pub fn is_collection(&self) -> bool {
-        matches!(
-            self.unfrozen(),
-            CqlType::List(_) | CqlType::Set(_) | CqlType::Map(..)
-        )
+        matches!(self.unfrozen(), CqlType::List(_) | CqlType::Set(_) | CqlType::Map(..))
     }
 
     pub fn is_counter(&self) -> bool {
@@ -122,11 +119,7 @@ impl CqlType {
             CqlType::Boolean | CqlType::Tinyint => Some(1),
             CqlType::Smallint => Some(2),
             CqlType::Int | CqlType::Float | CqlType::Date => Some(4),
-            CqlType::Bigint
-            | CqlType::Counter
-            | CqlType::Double
-            | CqlType::Time
-            | CqlType::Timestamp => Some(8),
+            CqlType::Bigint | CqlType::Counter | CqlType::Double | CqlType::Time | CqlType::Timestamp => Some(8),
             CqlType::Uuid | CqlType::Timeuuid => Some(16),
             _ => None,
         }
@@ -195,9 +188,7 @@ impl TypeParser<'_> {
     fn word(&mut self) -> &str {
         self.skip_spaces();
         let rest = &self.text[self.pos..];
-        let len = rest
-            .find(|c: char| !(c.is_ascii_alphanumeric() || c == '_'))
-            .unwrap_or(rest.len());
+        let len = rest.find(|c: char| !(c.is_ascii_alphanumeric() || c == '_')).unwrap_or(rest.len());
         self.pos += len;
         &rest[..len]
     }
@@ -273,13 +264,7 @@ mod tests {
 
     #[test]
     fn parses_and_prints_round_trip() {
-        for text in [
-            "int",
-            "text",
-            "frozen<list<int>>",
-            "map<text, frozen<set<uuid>>>",
-            "tuple<int, text, blob>",
-        ] {
+        for text in ["int", "text", "frozen<list<int>>", "map<text, frozen<set<uuid>>>", "tuple<int, text, blob>"] {
             assert_eq!(CqlType::parse(text).map(|t| t.to_string()).as_deref(), Ok(text));
         }
         assert_eq!(CqlType::parse("VARCHAR"), Ok(CqlType::Text));

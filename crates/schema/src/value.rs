@@ -71,11 +71,7 @@ pub enum Value {
 #[derive(Debug, Clone, PartialEq, Eq, Error)]
 pub enum ValueError {
     #[error("expected {expected} bytes for {} {ty} value, got {got}", article(.ty))]
-    WrongSize {
-        ty: &'static str,
-        expected: usize,
-        got: usize,
-    },
+    WrongSize { ty: &'static str, expected: usize, got: usize },
     #[error("expected 4 or 16 bytes for an inet value, got {0}")]
     InetSize(usize),
     #[error("invalid UTF-8 in text value")]
@@ -97,11 +93,7 @@ pub enum ValueError {
     #[error("duration months, days and nanoseconds must all have the same sign, got ({months}, {days}, {nanos})")]
     DurationMixedSigns { months: i64, days: i64, nanos: i64 },
     #[error("truncated {what}: need {needed} bytes, {remaining} remain")]
-    Truncated {
-        what: &'static str,
-        needed: usize,
-        remaining: usize,
-    },
+    Truncated { what: &'static str, needed: usize, remaining: usize },
     #[error("negative {what} count {count}")]
     NegativeCount { what: &'static str, count: i32 },
     #[error("null {0} inside a collection: collections cannot contain nulls")]
@@ -201,10 +193,7 @@ impl Value {
             CqlType::Varint => Value::Varint(bignum::minimal(check_varint(bytes)?).to_vec()),
             CqlType::Decimal => {
                 let (scale, unscaled) = split_decimal(bytes)?;
-                Value::Decimal {
-                    scale,
-                    unscaled: bignum::minimal(unscaled).to_vec(),
-                }
+                Value::Decimal { scale, unscaled: bignum::minimal(unscaled).to_vec() }
             }
             CqlType::Uuid => Value::Uuid(fixed(bytes, "uuid")?),
             CqlType::Timeuuid => Value::Timeuuid(check_timeuuid(bytes)?),
@@ -338,9 +327,7 @@ pub(crate) fn read_unsigned_vint(input: &mut &[u8]) -> Option<u64> {
     let extra = first.leading_ones() as usize;
     let (tail, rest) = rest.split_at_checked(extra)?;
     let mask = 0xFFu8.checked_shr(extra as u32).unwrap_or(0);
-    let value = tail
-        .iter()
-        .fold(u64::from(first & mask), |acc, &b| (acc << 8) | u64::from(b));
+    let value = tail.iter().fold(u64::from(first & mask), |acc, &b| (acc << 8) | u64::from(b));
     *input = rest;
     Some(value)
 }
@@ -350,11 +337,7 @@ pub(crate) fn read_unsigned_vint(input: &mut &[u8]) -> Option<u64> {
 // ---------------------------------------------------------------------------
 
 fn fixed<const N: usize>(bytes: &[u8], ty: &'static str) -> Result<[u8; N], ValueError> {
-    <[u8; N]>::try_from(bytes).map_err(|_| ValueError::WrongSize {
-        ty,
-        expected: N,
-        got: bytes.len(),
-    })
+    <[u8; N]>::try_from(bytes).map_err(|_| ValueError::WrongSize { ty, expected: N, got: bytes.len() })
 }
 
 fn check_utf8(bytes: &[u8]) -> Result<&str, ValueError> {
@@ -363,10 +346,7 @@ fn check_utf8(bytes: &[u8]) -> Result<&str, ValueError> {
 
 fn check_ascii(bytes: &[u8]) -> Result<&str, ValueError> {
     if let Some(offset) = bytes.iter().position(|b| !b.is_ascii()) {
-        return Err(ValueError::NonAscii {
-            offset,
-            byte: bytes[offset],
-        });
+        return Err(ValueError::NonAscii { offset, byte: bytes[offset] });
     }
     check_utf8(bytes)
 }
@@ -417,17 +397,10 @@ fn read_inet(bytes: &[u8]) -> Result<IpAddr, ValueError> {
 /// months and days fit in i32, and no two fields have opposite signs.
 fn read_duration(bytes: &[u8]) -> Result<(i32, i32, i64), ValueError> {
     let mut input = bytes;
-    let mut field = |name| {
-        read_unsigned_vint(&mut input)
-            .map(zigzag_decode)
-            .ok_or(ValueError::TruncatedDuration(name))
-    };
+    let mut field = |name| read_unsigned_vint(&mut input).map(zigzag_decode).ok_or(ValueError::TruncatedDuration(name));
     let (months, days, nanos) = (field("months")?, field("days")?, field("nanoseconds")?);
     if !input.is_empty() {
-        return Err(ValueError::TrailingBytes {
-            ty: "duration".into(),
-            extra: input.len(),
-        });
+        return Err(ValueError::TrailingBytes { ty: "duration".into(), extra: input.len() });
     }
     let small = |field, value: i64| i32::try_from(value).map_err(|_| ValueError::DurationFieldRange { field, value });
     let (m, d) = (small("months", months)?, small("days", days)?);
@@ -459,11 +432,7 @@ impl<'a> Reader<'a> {
 
     fn take(&mut self, n: usize, what: &'static str) -> Result<&'a [u8], ValueError> {
         let Some((head, rest)) = self.rest.split_at_checked(n) else {
-            return Err(ValueError::Truncated {
-                what,
-                needed: n,
-                remaining: self.rest.len(),
-            });
+            return Err(ValueError::Truncated { what, needed: n, remaining: self.rest.len() });
         };
         self.rest = rest;
         Ok(head)
@@ -498,10 +467,7 @@ impl<'a> Reader<'a> {
         if self.rest.is_empty() {
             Ok(())
         } else {
-            Err(ValueError::TrailingBytes {
-                ty: ty.to_string(),
-                extra: self.rest.len(),
-            })
+            Err(ValueError::TrailingBytes { ty: ty.to_string(), extra: self.rest.len() })
         }
     }
 }
@@ -509,10 +475,7 @@ impl<'a> Reader<'a> {
 /// Wraps an element's error with where it happened.
 fn nested(ty: &CqlType, what: &str, index: usize) -> impl FnOnce(ValueError) -> ValueError {
     let context = format!("{what} {index} of {ty}");
-    move |source| ValueError::Nested {
-        context,
-        source: Box::new(source),
-    }
+    move |source| ValueError::Nested { context, source: Box::new(source) }
 }
 
 /// Capacity hint for `count` items: never trust a count from the wire beyond
@@ -557,11 +520,7 @@ fn read_tuple(ty: &CqlType, fields: &[CqlType], bytes: &[u8]) -> Result<Vec<Opti
     let mut reader = Reader::new(bytes);
     let mut values = Vec::with_capacity(fields.len());
     for (i, field) in fields.iter().enumerate() {
-        let raw = if reader.is_empty() {
-            None
-        } else {
-            reader.read_item("tuple field")?
-        };
+        let raw = if reader.is_empty() { None } else { reader.read_item("tuple field")? };
         let value = raw.map(|raw| Value::deserialize(field, raw)).transpose();
         values.push(value.map_err(nested(ty, "field", i))?);
     }
@@ -605,11 +564,7 @@ fn validate_fixed(ty: &CqlType, bytes: &[u8]) -> Result<(), ValueError> {
     if bytes.len() == expected {
         return Ok(());
     }
-    Err(ValueError::WrongSize {
-        ty: fixed_type_name(ty),
-        expected,
-        got: bytes.len(),
-    })
+    Err(ValueError::WrongSize { ty: fixed_type_name(ty), expected, got: bytes.len() })
 }
 
 fn fixed_type_name(ty: &CqlType) -> &'static str {
@@ -686,12 +641,8 @@ fn try_compare(ty: &CqlType, a: &[u8], b: &[u8]) -> Option<Ordering> {
         CqlType::Bigint | CqlType::Counter | CqlType::Time | CqlType::Timestamp => {
             cmp_by(a, b, |x| fixed(x, "bigint").ok().map(i64::from_be_bytes))
         }
-        CqlType::Float => cmp_by(a, b, |x| {
-            fixed(x, "float").ok().map(|v| float_key(f32::from_be_bytes(v)))
-        }),
-        CqlType::Double => cmp_by(a, b, |x| {
-            fixed(x, "double").ok().map(|v| double_key(f64::from_be_bytes(v)))
-        }),
+        CqlType::Float => cmp_by(a, b, |x| fixed(x, "float").ok().map(|v| float_key(f32::from_be_bytes(v)))),
+        CqlType::Double => cmp_by(a, b, |x| fixed(x, "double").ok().map(|v| double_key(f64::from_be_bytes(v)))),
         CqlType::Varint => (!a.is_empty() && !b.is_empty()).then(|| bignum::cmp_varint(a, b)),
         CqlType::Decimal => cmp_by(a, b, |x| NormalDecimal::from_bytes(x).ok()),
         CqlType::Uuid => cmp_by(a, b, |x| fixed(x, "uuid").ok().map(uuid_key)),
@@ -710,11 +661,7 @@ fn cmp_by<T: Ord>(a: &[u8], b: &[u8], key: impl Fn(&[u8]) -> Option<T>) -> Optio
 /// and above +Infinity. Negative floats have all bits inverted, others
 /// only the sign bit, so unsigned order is numeric order.
 pub(crate) fn float_key(v: f32) -> u32 {
-    let bits = if v.is_nan() {
-        f32::NAN.to_bits() & 0x7FFF_FFFF
-    } else {
-        v.to_bits()
-    };
+    let bits = if v.is_nan() { f32::NAN.to_bits() & 0x7FFF_FFFF } else { v.to_bits() };
     if bits & 0x8000_0000 != 0 {
         !bits
     } else {
@@ -724,11 +671,7 @@ pub(crate) fn float_key(v: f32) -> u32 {
 
 /// [`float_key`] for doubles (`Double.compare`).
 pub(crate) fn double_key(v: f64) -> u64 {
-    let bits = if v.is_nan() {
-        f64::NAN.to_bits() & !(1 << 63)
-    } else {
-        v.to_bits()
-    };
+    let bits = if v.is_nan() { f64::NAN.to_bits() & !(1 << 63) } else { v.to_bits() };
     if bits & (1 << 63) != 0 {
         !bits
     } else {
@@ -801,16 +744,8 @@ fn compare_elements(group: &[&CqlType], a: &[u8], b: &[u8]) -> Option<Ordering> 
 fn compare_tuples(fields: &[CqlType], a: &[u8], b: &[u8]) -> Option<Ordering> {
     let (mut ra, mut rb) = (Reader::new(a), Reader::new(b));
     for field in fields {
-        let fa = if ra.is_empty() {
-            None
-        } else {
-            ra.read_item("field").ok()?
-        };
-        let fb = if rb.is_empty() {
-            None
-        } else {
-            rb.read_item("field").ok()?
-        };
+        let fa = if ra.is_empty() { None } else { ra.read_item("field").ok()? };
+        let fb = if rb.is_empty() { None } else { rb.read_item("field").ok()? };
         let order = match (fa, fb) {
             (None, None) => Ordering::Equal,
             (None, Some(_)) => Ordering::Less,
@@ -842,11 +777,7 @@ impl NormalDecimal {
         let (negative, magnitude) = bignum::to_magnitude(unscaled);
         let mut digits = bignum::to_decimal_digits(magnitude);
         if digits == [0] {
-            return Ok(NormalDecimal {
-                sign: Ordering::Equal,
-                exponent: 0,
-                digits: Vec::new(),
-            });
+            return Ok(NormalDecimal { sign: Ordering::Equal, exponent: 0, digits: Vec::new() });
         }
         // value = digits × 10^-scale = 0.digits × 10^(len - scale)
         let exponent = digits.len() as i64 - i64::from(scale);
@@ -860,11 +791,7 @@ impl NormalDecimal {
 
 impl Ord for NormalDecimal {
     fn cmp(&self, other: &Self) -> Ordering {
-        let magnitude = || {
-            self.exponent
-                .cmp(&other.exponent)
-                .then_with(|| self.digits.cmp(&other.digits))
-        };
+        let magnitude = || self.exponent.cmp(&other.exponent).then_with(|| self.digits.cmp(&other.digits));
         match self.sign.cmp(&other.sign) {
             Ordering::Equal => match self.sign {
                 Ordering::Equal => Ordering::Equal,
@@ -899,16 +826,9 @@ pub fn add(ty: &CqlType, a: &Value, b: &Value) -> Result<Value, ValueError> {
         (Value::Float(x), Value::Float(y)) => Value::Float(x + y),
         (Value::Double(x), Value::Double(y)) => Value::Double(x + y),
         (Value::Varint(x), Value::Varint(y)) => Value::Varint(bignum::add(x, y)),
-        (
-            Value::Decimal {
-                scale: sa,
-                unscaled: ua,
-            },
-            Value::Decimal {
-                scale: sb,
-                unscaled: ub,
-            },
-        ) => add_decimals((*sa, ua), (*sb, ub))?,
+        (Value::Decimal { scale: sa, unscaled: ua }, Value::Decimal { scale: sb, unscaled: ub }) => {
+            add_decimals((*sa, ua), (*sb, ub))?
+        }
         _ if !is_numeric(ty) => return Err(ValueError::NotNumeric(ty.to_string())),
         _ => return Err(mismatch(ty, if a.cql_type() == *ty.unfrozen() { b } else { a })),
     };
@@ -931,10 +851,7 @@ fn is_numeric(ty: &CqlType) -> bool {
 }
 
 fn mismatch(ty: &CqlType, got: &Value) -> ValueError {
-    ValueError::Mismatch {
-        expected: ty.to_string(),
-        got: got.cql_type().to_string(),
-    }
+    ValueError::Mismatch { expected: ty.to_string(), got: got.cql_type().to_string() }
 }
 
 /// Decimal addition at the larger scale (Java's `BigDecimal.add`).
@@ -945,10 +862,7 @@ fn add_decimals(a: (i32, &[u8]), b: (i32, &[u8])) -> Result<Value, ValueError> {
         return Err(ValueError::ScalesTooFarApart(sa, sb));
     }
     let aligned = bignum::mul_pow10(ub, gap as u32);
-    Ok(Value::Decimal {
-        scale: sa,
-        unscaled: bignum::add(ua, &aligned),
-    })
+    Ok(Value::Decimal { scale: sa, unscaled: bignum::add(ua, &aligned) })
 }
 
 /// Widens an integer value to a varint, so `avg` can sum without the
@@ -980,13 +894,7 @@ pub fn divide_for_avg(ty: &CqlType, sum: &Value, count: u64) -> Result<Value, Va
         Value::Double(s) => return same_type(ty, Value::Double(s / count as f64)),
         Value::Decimal { scale, unscaled } => {
             let unscaled = bignum::divide_half_even(unscaled, count);
-            return same_type(
-                ty,
-                Value::Decimal {
-                    scale: *scale,
-                    unscaled,
-                },
-            );
+            return same_type(ty, Value::Decimal { scale: *scale, unscaled });
         }
         Value::Varint(s) => bignum::divide_truncating(s, count),
         int => match to_varint(int) {
@@ -1032,10 +940,7 @@ pub fn zero_of(ty: &CqlType) -> Result<Value, ValueError> {
         CqlType::Float => Value::Float(0.0),
         CqlType::Double => Value::Double(0.0),
         CqlType::Varint => Value::Varint(vec![0]),
-        CqlType::Decimal => Value::Decimal {
-            scale: 0,
-            unscaled: vec![0],
-        },
+        CqlType::Decimal => Value::Decimal { scale: 0, unscaled: vec![0] },
         other => return Err(ValueError::NotNumeric(other.to_string())),
     };
     Ok(zero)
@@ -1130,10 +1035,7 @@ fn write_seq<'a>(
 /// scientific (`1.5E+3`, `1E-7`).
 pub fn decimal_to_string(scale: i32, unscaled: &[u8]) -> String {
     let (negative, magnitude) = bignum::to_magnitude(unscaled);
-    let digits: String = bignum::to_decimal_digits(magnitude)
-        .iter()
-        .map(|d| char::from(b'0' + d))
-        .collect();
+    let digits: String = bignum::to_decimal_digits(magnitude).iter().map(|d| char::from(b'0' + d)).collect();
     let sign = if negative { "-" } else { "" };
     let scale = i64::from(scale);
     let adjusted = digits.len() as i64 - 1 - scale;
@@ -1218,10 +1120,8 @@ pub(crate) mod bignum {
         if negative {
             negate_in_place(&mut bytes);
         }
-        let mut limbs: Vec<u32> = bytes
-            .rchunks(4)
-            .map(|chunk| chunk.iter().fold(0u32, |acc, &b| (acc << 8) | u32::from(b)))
-            .collect();
+        let mut limbs: Vec<u32> =
+            bytes.rchunks(4).map(|chunk| chunk.iter().fold(0u32, |acc, &b| (acc << 8) | u32::from(b))).collect();
         trim(&mut limbs);
         (negative, limbs)
     }
@@ -1229,10 +1129,7 @@ pub(crate) mod bignum {
     /// Minimal two's complement bytes of `±magnitude` (negative zero is 0).
     pub(crate) fn from_magnitude(negative: bool, limbs: &[u32]) -> Vec<u8> {
         let mut bytes = vec![0u8];
-        limbs
-            .iter()
-            .rev()
-            .for_each(|limb| bytes.extend_from_slice(&limb.to_be_bytes()));
+        limbs.iter().rev().for_each(|limb| bytes.extend_from_slice(&limb.to_be_bytes()));
         if negative {
             negate_in_place(&mut bytes);
         }
@@ -1274,11 +1171,7 @@ pub(crate) mod bignum {
         }
         let mut digits = Vec::with_capacity(chunks.len() * 9 + 1);
         for (i, chunk) in chunks.iter().rev().enumerate() {
-            let text = if i == 0 {
-                chunk.to_string()
-            } else {
-                format!("{chunk:09}")
-            };
+            let text = if i == 0 { chunk.to_string() } else { format!("{chunk:09}") };
             digits.extend(text.bytes().map(|c| c - b'0'));
         }
         if digits.is_empty() {
@@ -1291,9 +1184,7 @@ pub(crate) mod bignum {
     pub(crate) fn from_decimal_digits(digits: &[u8]) -> Vec<u32> {
         let mut limbs = Vec::new();
         for chunk in digits.chunks(9) {
-            let value = chunk
-                .iter()
-                .fold(0u32, |acc, &c| acc * 10 + u32::from(c.wrapping_sub(b'0') % 10));
+            let value = chunk.iter().fold(0u32, |acc, &c| acc * 10 + u32::from(c.wrapping_sub(b'0') % 10));
             mul_add_small(&mut limbs, 10u32.pow(chunk.len() as u32), value);
         }
         trim(&mut limbs);
@@ -1302,10 +1193,7 @@ pub(crate) mod bignum {
 
     pub(crate) fn to_decimal_string(twos: &[u8]) -> String {
         let (negative, magnitude) = to_magnitude(twos);
-        let digits: String = to_decimal_digits(magnitude)
-            .iter()
-            .map(|d| char::from(b'0' + d))
-            .collect();
+        let digits: String = to_decimal_digits(magnitude).iter().map(|d| char::from(b'0' + d)).collect();
         if negative {
             format!("-{digits}")
         } else {
@@ -1390,10 +1278,7 @@ mod tests {
     }
 
     fn decimal(unscaled: i128, scale: i32) -> Value {
-        Value::Decimal {
-            scale,
-            unscaled: bignum::minimal(&unscaled.to_be_bytes()).to_vec(),
-        }
+        Value::Decimal { scale, unscaled: bignum::minimal(&unscaled.to_be_bytes()).to_vec() }
     }
 
     fn sample_values() -> Vec<(CqlType, Value)> {
@@ -1410,59 +1295,26 @@ mod tests {
             (CqlType::Float, Value::Float(1.5)),
             (CqlType::Double, Value::Double(-2.25)),
             (CqlType::Varint, varint(-129)),
-            (
-                CqlType::Varint,
-                varint(170_141_183_460_469_231_731_687_303_715_884_105_727),
-            ),
+            (CqlType::Varint, varint(170_141_183_460_469_231_731_687_303_715_884_105_727)),
             (CqlType::Decimal, decimal(-12345, 3)),
             (CqlType::Uuid, Value::Uuid([7; 16])),
-            (
-                CqlType::Timeuuid,
-                Value::Timeuuid([0, 0, 0, 0, 0, 0, 0x11, 0, 0, 0, 0, 0, 0, 0, 0, 0]),
-            ),
+            (CqlType::Timeuuid, Value::Timeuuid([0, 0, 0, 0, 0, 0, 0x11, 0, 0, 0, 0, 0, 0, 0, 0, 0])),
             (CqlType::Inet, Value::Inet("10.0.0.1".parse().expect("valid ip"))),
             (CqlType::Inet, Value::Inet("::1".parse().expect("valid ip"))),
             (CqlType::Date, Value::Date(1 << 31)),
             (CqlType::Time, Value::Time(MAX_TIME_NANOS)),
             (CqlType::Timestamp, Value::Timestamp(-1)),
-            (
-                CqlType::Duration,
-                Value::Duration {
-                    months: 1,
-                    days: 2,
-                    nanos: 3,
-                },
-            ),
-            (
-                CqlType::Duration,
-                Value::Duration {
-                    months: i32::MIN,
-                    days: -1,
-                    nanos: i64::MIN,
-                },
-            ),
-            (
-                CqlType::Duration,
-                Value::Duration {
-                    months: i32::MAX,
-                    days: 0,
-                    nanos: i64::MAX,
-                },
-            ),
+            (CqlType::Duration, Value::Duration { months: 1, days: 2, nanos: 3 }),
+            (CqlType::Duration, Value::Duration { months: i32::MIN, days: -1, nanos: i64::MIN }),
+            (CqlType::Duration, Value::Duration { months: i32::MAX, days: 0, nanos: i64::MAX }),
             (ty("list<int>"), Value::List(vec![Value::Int(1), Value::Int(2)])),
             (ty("set<text>"), Value::Set(vec![])),
             (
                 ty("map<text, frozen<list<int>>>"),
                 Value::Map(vec![(Value::Text("a".into()), Value::List(vec![Value::Int(3)]))]),
             ),
-            (
-                ty("tuple<int, text, blob>"),
-                Value::Tuple(vec![Some(Value::Int(1)), None, Some(Value::Blob(vec![]))]),
-            ),
-            (
-                ty("frozen<list<frozen<set<bigint>>>>"),
-                Value::List(vec![Value::Set(vec![Value::Bigint(9)])]),
-            ),
+            (ty("tuple<int, text, blob>"), Value::Tuple(vec![Some(Value::Int(1)), None, Some(Value::Blob(vec![]))])),
+            (ty("frozen<list<frozen<set<bigint>>>>"), Value::List(vec![Value::Set(vec![Value::Bigint(9)])])),
         ]
     }
 
@@ -1486,34 +1338,10 @@ mod tests {
         assert_eq!(Value::Date(1 << 31).to_bytes(), [0x80, 0, 0, 0]);
         assert_eq!(Value::Boolean(false).to_bytes(), [0]);
         // Zigzag: 1 → 2, 2 → 4, -3 → 5; each fits one vint byte.
-        assert_eq!(
-            Value::Duration {
-                months: 1,
-                days: 2,
-                nanos: 0
-            }
-            .to_bytes(),
-            [2, 4, 0]
-        );
-        assert_eq!(
-            Value::Duration {
-                months: 0,
-                days: 0,
-                nanos: -3
-            }
-            .to_bytes(),
-            [0, 0, 5]
-        );
+        assert_eq!(Value::Duration { months: 1, days: 2, nanos: 0 }.to_bytes(), [2, 4, 0]);
+        assert_eq!(Value::Duration { months: 0, days: 0, nanos: -3 }.to_bytes(), [0, 0, 5]);
         // 64 zigzags to 128, which needs a second byte: 0x80 marker | 0, 0x80.
-        assert_eq!(
-            Value::Duration {
-                months: 64,
-                days: 0,
-                nanos: 0
-            }
-            .to_bytes(),
-            [0x80, 0x80, 0, 0]
-        );
+        assert_eq!(Value::Duration { months: 64, days: 0, nanos: 0 }.to_bytes(), [0x80, 0x80, 0, 0]);
         assert_eq!(
             Value::List(vec![Value::Int(1), Value::Int(2)]).to_bytes(),
             [0, 0, 0, 2, 0, 0, 0, 4, 0, 0, 0, 1, 0, 0, 0, 4, 0, 0, 0, 2]
@@ -1526,18 +1354,8 @@ mod tests {
 
     #[test]
     fn vints_round_trip_at_every_width() {
-        let mut samples = vec![
-            0u64,
-            1,
-            127,
-            128,
-            16_383,
-            16_384,
-            u64::MAX,
-            u64::MAX >> 1,
-            u64::MAX >> 7,
-            u64::MAX >> 8,
-        ];
+        let mut samples =
+            vec![0u64, 1, 127, 128, 16_383, 16_384, u64::MAX, u64::MAX >> 1, u64::MAX >> 7, u64::MAX >> 8];
         samples.extend((0..64).map(|bit| 1u64 << bit));
         samples.extend((1..64).map(|bit| (1u64 << bit) - 1));
         for value in samples {
@@ -1557,10 +1375,7 @@ mod tests {
     #[test]
     fn non_minimal_varints_are_normalized() {
         assert_eq!(Value::deserialize(&CqlType::Varint, &[0, 0, 1]), Ok(varint(1)));
-        assert_eq!(
-            Value::deserialize(&CqlType::Varint, &[0xFF, 0xFF, 0x80]),
-            Ok(varint(-128))
-        );
+        assert_eq!(Value::deserialize(&CqlType::Varint, &[0xFF, 0xFF, 0x80]), Ok(varint(-128)));
         assert_eq!(Value::deserialize(&CqlType::Varint, &[0xFF, 0x7F]), Ok(varint(-129)));
     }
 
@@ -1568,11 +1383,7 @@ mod tests {
         match Value::deserialize(&ty(t), bytes) {
             Ok(v) => panic!("{t} accepted {bytes:?} as {v:?}"),
             Err(e) => {
-                assert_eq!(
-                    validate(&ty(t), bytes).err().as_ref(),
-                    Some(&e),
-                    "validate agrees for {t}"
-                );
+                assert_eq!(validate(&ty(t), bytes).err().as_ref(), Some(&e), "validate agrees for {t}");
                 e.to_string()
             }
         }
@@ -1584,10 +1395,7 @@ mod tests {
         assert_eq!(error("bigint", &[]), "expected 8 bytes for a bigint value, got 0");
         assert_eq!(error("uuid", &[1; 15]), "expected 16 bytes for a uuid value, got 15");
         assert_eq!(error("text", &[0xC3]), "invalid UTF-8 in text value");
-        assert_eq!(
-            error("ascii", b"ab\xC3\xA9"),
-            "non-ASCII byte 0xc3 at offset 2 in ascii value"
-        );
+        assert_eq!(error("ascii", b"ab\xC3\xA9"), "non-ASCII byte 0xc3 at offset 2 in ascii value");
         assert_eq!(
             error("time", &86_400_000_000_000i64.to_be_bytes()),
             "value for time out of range (must be 0..86399999999999 nanoseconds), got 86400000000000"
@@ -1597,14 +1405,8 @@ mod tests {
             error("timeuuid", &[0x40; 16]),
             "timeuuid value must be a version 1 (time-based) UUID, got version 4"
         );
-        assert_eq!(
-            error("inet", &[1, 2, 3, 4, 5]),
-            "expected 4 or 16 bytes for an inet value, got 5"
-        );
-        assert_eq!(
-            error("varint", &[]),
-            "empty varint value: at least one byte is required"
-        );
+        assert_eq!(error("inet", &[1, 2, 3, 4, 5]), "expected 4 or 16 bytes for an inet value, got 5");
+        assert_eq!(error("varint", &[]), "empty varint value: at least one byte is required");
         assert!(error("decimal", &[0, 0, 0, 1]).contains("got 4 bytes"));
         assert!(error("duration", &[2, 4]).contains("missing the nanoseconds field"));
         assert!(error("duration", &[2, 4, 6, 0]).contains("1 unexpected bytes after the end of a duration"));
@@ -1618,24 +1420,12 @@ mod tests {
             error("list<int>", &[0, 0, 0, 1, 0, 0, 0, 3, 0, 0, 1]),
             "in element 0 of list<int>: expected 4 bytes for an int value, got 3"
         );
-        assert_eq!(
-            error("list<int>", &[0, 0, 0, 1, 0, 0, 0, 4]),
-            "truncated element: need 4 bytes, 0 remain"
-        );
-        assert_eq!(
-            error("list<int>", &[0, 0, 0, 0, 9]),
-            "1 unexpected bytes after the end of a list<int> value"
-        );
-        assert_eq!(
-            error("set<int>", &[0xFF, 0xFF, 0xFF, 0xFF]),
-            "negative collection size count -1"
-        );
+        assert_eq!(error("list<int>", &[0, 0, 0, 1, 0, 0, 0, 4]), "truncated element: need 4 bytes, 0 remain");
+        assert_eq!(error("list<int>", &[0, 0, 0, 0, 9]), "1 unexpected bytes after the end of a list<int> value");
+        assert_eq!(error("set<int>", &[0xFF, 0xFF, 0xFF, 0xFF]), "negative collection size count -1");
         assert!(error("list<int>", &[0, 0, 0, 1, 0xFF, 0xFF, 0xFF, 0xFF]).contains("collections cannot contain nulls"));
-        assert!(error(
-            "map<int, text>",
-            &[0, 0, 0, 1, 0, 0, 0, 4, 0, 0, 0, 1, 0, 0, 0, 1, 0xFF]
-        )
-        .contains("value 0 of map<int, text>"));
+        assert!(error("map<int, text>", &[0, 0, 0, 1, 0, 0, 0, 4, 0, 0, 0, 1, 0, 0, 0, 1, 0xFF])
+            .contains("value 0 of map<int, text>"));
         assert!(error("tuple<int>", &[0, 0, 0, 4, 0, 0, 0, 1, 0]).contains("after the end of a tuple<int>"));
     }
 
@@ -1725,20 +1515,11 @@ mod tests {
         assert_eq!(compare(&CqlType::Decimal, &d(-1, 0), &d(0, 0)), Ordering::Less);
         let f = |x: f32| x.to_be_bytes();
         assert_eq!(compare(&CqlType::Float, &f(-0.0), &f(0.0)), Ordering::Less);
-        assert_eq!(
-            compare(&CqlType::Float, &f(f32::NAN), &f(f32::INFINITY)),
-            Ordering::Greater
-        );
+        assert_eq!(compare(&CqlType::Float, &f(f32::NAN), &f(f32::INFINITY)), Ordering::Greater);
         assert_eq!(compare(&CqlType::Float, &f(-f32::NAN), &f(f32::NAN)), Ordering::Equal);
         assert_eq!(compare(&CqlType::Float, &f(-1.0), &f(-0.5)), Ordering::Less);
-        assert_eq!(
-            compare(&CqlType::Date, &[0x80, 0, 0, 0], &[0x7F, 0, 0, 0]),
-            Ordering::Greater
-        );
-        assert_eq!(
-            compare(&CqlType::Int, &(-1i32).to_be_bytes(), &1i32.to_be_bytes()),
-            Ordering::Less
-        );
+        assert_eq!(compare(&CqlType::Date, &[0x80, 0, 0, 0], &[0x7F, 0, 0, 0]), Ordering::Greater);
+        assert_eq!(compare(&CqlType::Int, &(-1i32).to_be_bytes(), &1i32.to_be_bytes()), Ordering::Less);
         assert_eq!(compare(&CqlType::Boolean, &[0], &[2]), Ordering::Less);
         assert_eq!(compare(&CqlType::Boolean, &[1], &[2]), Ordering::Equal);
     }
@@ -1754,9 +1535,7 @@ mod tests {
     fn decimal_and_varint_order_match_integer_arithmetic() {
         let mut state = 7u64;
         let mut next = || {
-            state = state
-                .wrapping_mul(6_364_136_223_846_793_005)
-                .wrapping_add(1_442_695_040_888_963_407);
+            state = state.wrapping_mul(6_364_136_223_846_793_005).wrapping_add(1_442_695_040_888_963_407);
             state >> 33
         };
         for _ in 0..5000 {
@@ -1767,11 +1546,7 @@ mod tests {
             };
             let (a, b) = (pick(), pick());
             let (da, db) = (decimal(a.0.into(), a.1).to_bytes(), decimal(b.0.into(), b.1).to_bytes());
-            assert_eq!(
-                compare(&CqlType::Decimal, &da, &db),
-                decimal_oracle(a, b),
-                "{a:?} {b:?}"
-            );
+            assert_eq!(compare(&CqlType::Decimal, &da, &db), decimal_oracle(a, b), "{a:?} {b:?}");
             let (va, vb) = (varint(a.0.into()).to_bytes(), varint(b.0.into()).to_bytes());
             assert_eq!(compare(&CqlType::Varint, &va, &vb), a.0.cmp(&b.0));
         }
@@ -1815,14 +1590,8 @@ mod tests {
         let tuple =
             |a: Option<i32>, b: &str| Value::Tuple(vec![a.map(Value::Int), Some(Value::Text(b.into()))]).to_bytes();
         let t = ty("tuple<int, text>");
-        assert_eq!(
-            compare(&t, &tuple(None, "z"), &tuple(Some(i32::MIN), "a")),
-            Ordering::Less
-        );
-        assert_eq!(
-            compare(&t, &tuple(Some(1), "b"), &tuple(Some(1), "a")),
-            Ordering::Greater
-        );
+        assert_eq!(compare(&t, &tuple(None, "z"), &tuple(Some(i32::MIN), "a")), Ordering::Less);
+        assert_eq!(compare(&t, &tuple(Some(1), "b"), &tuple(Some(1), "a")), Ordering::Greater);
         let map = |k: i32, v: &str| Value::Map(vec![(Value::Int(k), Value::Text(v.into()))]).to_bytes();
         let t = ty("frozen<map<int, text>>");
         assert_eq!(compare(&t, &map(1, "b"), &map(2, "a")), Ordering::Less);
@@ -1840,44 +1609,21 @@ mod tests {
             (Value::Date((1 << 31) + 19_724), "2024-01-02"),
             (Value::Time(3_723_000_000_123), "01:02:03.000000123"),
             (Value::List(vec![Value::Int(1), Value::Int(2)]), "[1, 2]"),
-            (
-                Value::Map(vec![(Value::Text("a'b".into()), Value::Int(1))]),
-                "{'a''b': 1}",
-            ),
-            (
-                Value::Set(vec![Value::Inet("1.2.3.4".parse().expect("valid ip"))]),
-                "{'1.2.3.4'}",
-            ),
+            (Value::Map(vec![(Value::Text("a'b".into()), Value::Int(1))]), "{'a''b': 1}"),
+            (Value::Set(vec![Value::Inet("1.2.3.4".parse().expect("valid ip"))]), "{'1.2.3.4'}"),
             (Value::Tuple(vec![Some(Value::Boolean(true)), None]), "(true, null)"),
             (Value::Float(f32::NEG_INFINITY), "-Infinity"),
             (Value::Double(f64::NAN), "NaN"),
             (Value::Double(1.5), "1.5"),
-            (
-                varint(-1234567890123456789012345678901234567),
-                "-1234567890123456789012345678901234567",
-            ),
+            (varint(-1234567890123456789012345678901234567), "-1234567890123456789012345678901234567"),
             (decimal(150, 2), "1.50"),
             (decimal(-5, 3), "-0.005"),
             (decimal(1, 7), "1E-7"),
             (decimal(123, -2), "1.23E+4"),
             (decimal(0, 0), "0"),
             (Value::Uuid([0x12; 16]), "12121212-1212-1212-1212-121212121212"),
-            (
-                Value::Duration {
-                    months: 14,
-                    days: 3,
-                    nanos: 3_600_000_000_001,
-                },
-                "1y2mo3d1h1ns",
-            ),
-            (
-                Value::Duration {
-                    months: 0,
-                    days: -1,
-                    nanos: 0,
-                },
-                "-1d",
-            ),
+            (Value::Duration { months: 14, days: 3, nanos: 3_600_000_000_001 }, "1y2mo3d1h1ns"),
+            (Value::Duration { months: 0, days: -1, nanos: 0 }, "-1d"),
         ];
         for (value, text) in cases {
             assert_eq!(value.to_string(), text, "{value:?}");
@@ -1887,10 +1633,7 @@ mod tests {
     #[test]
     fn cql_type_is_best_effort() {
         assert_eq!(Value::List(vec![]).cql_type(), ty("list<blob>"));
-        assert_eq!(
-            Value::Set(vec![Value::List(vec![Value::Int(1)])]).cql_type(),
-            ty("set<frozen<list<int>>>")
-        );
+        assert_eq!(Value::Set(vec![Value::List(vec![Value::Int(1)])]).cql_type(), ty("set<frozen<list<int>>>"));
         assert_eq!(
             Value::Tuple(vec![Some(Value::Int(1)), None]).cql_type(),
             CqlType::Tuple(vec![CqlType::Int, CqlType::Blob])
@@ -1899,35 +1642,17 @@ mod tests {
 
     #[test]
     fn sums_follow_cassandra() {
-        assert_eq!(
-            add(&CqlType::Int, &Value::Int(i32::MAX), &Value::Int(1)),
-            Ok(Value::Int(i32::MIN))
-        );
-        assert_eq!(
-            add(&CqlType::Tinyint, &Value::Tinyint(100), &Value::Tinyint(100)),
-            Ok(Value::Tinyint(-56))
-        );
-        assert_eq!(
-            add(&CqlType::Double, &Value::Double(0.5), &Value::Double(0.25)),
-            Ok(Value::Double(0.75))
-        );
+        assert_eq!(add(&CqlType::Int, &Value::Int(i32::MAX), &Value::Int(1)), Ok(Value::Int(i32::MIN)));
+        assert_eq!(add(&CqlType::Tinyint, &Value::Tinyint(100), &Value::Tinyint(100)), Ok(Value::Tinyint(-56)));
+        assert_eq!(add(&CqlType::Double, &Value::Double(0.5), &Value::Double(0.25)), Ok(Value::Double(0.75)));
         assert_eq!(
             add(&CqlType::Varint, &varint(i128::MAX), &varint(1)).map(|v| v.to_string()),
             Ok("170141183460469231731687303715884105728".into())
         );
         assert_eq!(add(&CqlType::Varint, &varint(-200), &varint(72)), Ok(varint(-128)));
-        assert_eq!(
-            add(&CqlType::Decimal, &decimal(15, 1), &decimal(-1, 3)),
-            Ok(decimal(1499, 3))
-        );
-        assert_eq!(
-            add(&CqlType::Decimal, &decimal(1, 0), &decimal(1, -2)),
-            Ok(decimal(101, 0))
-        );
-        assert!(matches!(
-            add(&CqlType::Int, &Value::Int(1), &Value::Bigint(1)),
-            Err(ValueError::Mismatch { .. })
-        ));
+        assert_eq!(add(&CqlType::Decimal, &decimal(15, 1), &decimal(-1, 3)), Ok(decimal(1499, 3)));
+        assert_eq!(add(&CqlType::Decimal, &decimal(1, 0), &decimal(1, -2)), Ok(decimal(101, 0)));
+        assert!(matches!(add(&CqlType::Int, &Value::Int(1), &Value::Bigint(1)), Err(ValueError::Mismatch { .. })));
         assert!(matches!(
             add(&CqlType::Text, &Value::Text("a".into()), &Value::Text("b".into())),
             Err(ValueError::NotNumeric(_))
@@ -1950,49 +1675,28 @@ mod tests {
         )
         .expect("varints add");
         assert_eq!(divide_for_avg(&CqlType::Int, &wide, 2), Ok(Value::Int(i32::MAX)));
-        assert_eq!(
-            divide_for_avg(&CqlType::Bigint, &Value::Bigint(10), 0),
-            Ok(Value::Bigint(0))
-        );
-        assert_eq!(
-            divide_for_avg(&CqlType::Float, &Value::Float(1.0), 4),
-            Ok(Value::Float(0.25))
-        );
+        assert_eq!(divide_for_avg(&CqlType::Bigint, &Value::Bigint(10), 0), Ok(Value::Bigint(0)));
+        assert_eq!(divide_for_avg(&CqlType::Float, &Value::Float(1.0), 4), Ok(Value::Float(0.25)));
         assert_eq!(divide_for_avg(&CqlType::Varint, &varint(-10), 4), Ok(varint(-2)));
         // Decimal keeps the scale and rounds half to even: 2.5 → 2, 3.5 → 4, -2.5 → -2.
         assert_eq!(divide_for_avg(&CqlType::Decimal, &decimal(5, 0), 2), Ok(decimal(2, 0)));
         assert_eq!(divide_for_avg(&CqlType::Decimal, &decimal(7, 0), 2), Ok(decimal(4, 0)));
-        assert_eq!(
-            divide_for_avg(&CqlType::Decimal, &decimal(-5, 0), 2),
-            Ok(decimal(-2, 0))
-        );
-        assert_eq!(
-            divide_for_avg(&CqlType::Decimal, &decimal(100, 2), 3),
-            Ok(decimal(33, 2))
-        );
+        assert_eq!(divide_for_avg(&CqlType::Decimal, &decimal(-5, 0), 2), Ok(decimal(-2, 0)));
+        assert_eq!(divide_for_avg(&CqlType::Decimal, &decimal(100, 2), 3), Ok(decimal(33, 2)));
         assert!(divide_for_avg(&CqlType::Int, &Value::Text("x".into()), 1).is_err());
         assert!(divide_for_avg(&CqlType::Float, &Value::Int(1), 1).is_err());
     }
 
     #[test]
     fn bignum_digits_round_trip() {
-        for text in [
-            "0",
-            "1",
-            "999999999",
-            "1000000000",
-            "18446744073709551616",
-            "123456789012345678901234567890123456789",
-        ] {
+        for text in
+            ["0", "1", "999999999", "1000000000", "18446744073709551616", "123456789012345678901234567890123456789"]
+        {
             let limbs = bignum::from_decimal_digits(text.as_bytes());
             let twos = bignum::from_magnitude(false, &limbs);
             assert_eq!(bignum::to_decimal_string(&twos), text);
             let negative = bignum::from_magnitude(true, &limbs);
-            let expected = if text == "0" {
-                "0".to_string()
-            } else {
-                format!("-{text}")
-            };
+            let expected = if text == "0" { "0".to_string() } else { format!("-{text}") };
             assert_eq!(bignum::to_decimal_string(&negative), expected);
         }
         assert_eq!(bignum::to_i128(&[0x80]), Some(-128));

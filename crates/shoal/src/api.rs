@@ -66,7 +66,10 @@ async fn metrics() -> String {
         }
     }
     let mut out = String::new();
-    let _ = writeln!(out, "# HELP shoal_cql_forwarded_requests_total CQL requests a shard sent to the shard owning their token.");
+    let _ = writeln!(
+        out,
+        "# HELP shoal_cql_forwarded_requests_total CQL requests a shard sent to the shard owning their token."
+    );
     let _ = writeln!(out, "# TYPE shoal_cql_forwarded_requests_total counter");
     for (shard, m) in &shards {
         let _ = writeln!(out, "shoal_cql_forwarded_requests_total{{shard=\"{shard}\"}} {}", m.forwarded_requests);

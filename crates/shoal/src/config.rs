@@ -129,7 +129,11 @@ impl Config {
             smp,
             memory_bytes,
             cluster_name: file.cluster_name.unwrap_or_else(|| "Shoal Cluster".to_string()),
-            listen_address: args.listen_address.or(file.listen_address).or(file.rpc_address).unwrap_or([127, 0, 0, 1].into()),
+            listen_address: args
+                .listen_address
+                .or(file.listen_address)
+                .or(file.rpc_address)
+                .unwrap_or([127, 0, 0, 1].into()),
             native_transport_port: args.native_transport_port.or(file.native_transport_port).unwrap_or(9042),
             native_shard_aware_transport_port: args
                 .native_shard_aware_transport_port
@@ -144,7 +148,8 @@ impl Config {
 }
 
 fn read_options(path: &Path) -> Result<OptionsFile, ConfigError> {
-    let text = std::fs::read_to_string(path).map_err(|source| ConfigError::Read { path: path.to_path_buf(), source })?;
+    let text =
+        std::fs::read_to_string(path).map_err(|source| ConfigError::Read { path: path.to_path_buf(), source })?;
     if text.trim().is_empty() {
         return Ok(OptionsFile::default());
     }
@@ -197,7 +202,8 @@ mod tests {
         std::fs::create_dir_all(&dir).ok();
         let path = dir.join("shoal.yaml");
         std::fs::write(&path, "native_transport_port: 9100\napi_port: 10100\ncluster_name: Test\n").ok();
-        let args = ServerArgs { options_file: Some(path), api_port: Some(10200), smp: Some(3), ..ServerArgs::default() };
+        let args =
+            ServerArgs { options_file: Some(path), api_port: Some(10200), smp: Some(3), ..ServerArgs::default() };
         let config = Config::resolve(args).ok();
         let config = config.as_ref();
         assert_eq!(config.map(|c| c.native_transport_port), Some(9100));

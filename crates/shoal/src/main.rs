@@ -38,10 +38,17 @@ fn fail(message: &str) -> ! {
 }
 
 fn run(config: Config) -> Result<(), String> {
-    std::fs::create_dir_all(&config.workdir).map_err(|e| format!("cannot create workdir {}: {e}", config.workdir.display()))?;
+    std::fs::create_dir_all(&config.workdir)
+        .map_err(|e| format!("cannot create workdir {}: {e}", config.workdir.display()))?;
     let host_id = node_identity(&config)?;
-    set_node_info(NodeInfo { cluster_name: config.cluster_name.clone(), host_id, address: config.listen_address, tokens: vec![0] });
-    let schema = Arc::new(shoal_cql::schema_service::load(&config.workdir.join("schema.cql")).map_err(|e| e.to_string())?);
+    set_node_info(NodeInfo {
+        cluster_name: config.cluster_name.clone(),
+        host_id,
+        address: config.listen_address,
+        tokens: vec![0],
+    });
+    let schema =
+        Arc::new(shoal_cql::schema_service::load(&config.workdir.join("schema.cql")).map_err(|e| e.to_string())?);
     tracing::info!(
         "starting {} shard(s), workdir {}, memory {} MiB",
         config.smp,
@@ -97,7 +104,8 @@ async fn listen(config: &Config, server_config: Arc<ServerConfig>) -> Result<(),
 fn node_identity(config: &Config) -> Result<uuid::Uuid, String> {
     let path = config.workdir.join("host_id");
     match std::fs::read_to_string(&path) {
-        Ok(text) => uuid::Uuid::parse_str(text.trim()).map_err(|e| format!("{} is corrupt ({e}); delete it to get a new host id", path.display())),
+        Ok(text) => uuid::Uuid::parse_str(text.trim())
+            .map_err(|e| format!("{} is corrupt ({e}); delete it to get a new host id", path.display())),
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
             let id = uuid::Uuid::new_v4();
             std::fs::write(&path, id.to_string()).map_err(|e| format!("cannot write {}: {e}", path.display()))?;

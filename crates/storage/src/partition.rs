@@ -36,7 +36,9 @@ impl Tombstone {
 
     fn merge(a: Option<Tombstone>, b: Option<Tombstone>) -> Option<Tombstone> {
         match (a, b) {
-            (Some(a), Some(b)) => Some(if (b.timestamp, b.deletion_time_s) > (a.timestamp, a.deletion_time_s) { b } else { a }),
+            (Some(a), Some(b)) => {
+                Some(if (b.timestamp, b.deletion_time_s) > (a.timestamp, a.deletion_time_s) { b } else { a })
+            }
             (a, b) => a.or(b),
         }
     }
@@ -142,10 +144,9 @@ impl ColumnData {
                 a.tombstone = Tombstone::merge(a.tombstone, b.tombstone);
                 for (sort_key, incoming) in b.cells {
                     let merged = match a.cells.remove(&sort_key) {
-                        Some(current) => CollectionCell {
-                            key: incoming.key,
-                            cell: Cell::reconcile(current.cell, incoming.cell),
-                        },
+                        Some(current) => {
+                            CollectionCell { key: incoming.key, cell: Cell::reconcile(current.cell, incoming.cell) }
+                        }
                         None => incoming,
                     };
                     a.cells.insert(sort_key, merged);
@@ -310,12 +311,24 @@ impl Partition {
         const ROW_OVERHEAD_BYTES: usize = 96;
         const CELL_OVERHEAD_BYTES: usize = 48;
         let row_bytes = |row: &Row| {
-            row.columns.values().map(|c| match c {
-                ColumnData::Atomic(cell) => CELL_OVERHEAD_BYTES + cell_bytes(cell),
-                ColumnData::Collection(coll) => coll.cells.iter().map(|(k, c)| CELL_OVERHEAD_BYTES + k.len() + c.key.len() + cell_bytes(&c.cell)).sum(),
-            }).sum::<usize>() + ROW_OVERHEAD_BYTES
+            row.columns
+                .values()
+                .map(|c| match c {
+                    ColumnData::Atomic(cell) => CELL_OVERHEAD_BYTES + cell_bytes(cell),
+                    ColumnData::Collection(coll) => coll
+                        .cells
+                        .iter()
+                        .map(|(k, c)| CELL_OVERHEAD_BYTES + k.len() + c.key.len() + cell_bytes(&c.cell))
+                        .sum(),
+                })
+                .sum::<usize>()
+                + ROW_OVERHEAD_BYTES
         };
-        let clustered: usize = self.rows.iter().map(|(k, r)| k.len() + r.clustering.iter().map(Bytes::len).sum::<usize>() + row_bytes(&r.row)).sum();
+        let clustered: usize = self
+            .rows
+            .iter()
+            .map(|(k, r)| k.len() + r.clustering.iter().map(Bytes::len).sum::<usize>() + row_bytes(&r.row))
+            .sum();
         clustered + row_bytes(&self.static_row) + self.range_tombstones.len() * ROW_OVERHEAD_BYTES
     }
 }
@@ -371,7 +384,8 @@ mod tests {
         let mut row = Row::default();
         row.columns.insert(1, ColumnData::Atomic(live(5, b"old")));
         stored.rows.insert(Bytes::from_static(b"k"), ClusteredRow { clustering: vec![], row });
-        let mut update = Partition { tombstone: Some(Tombstone { timestamp: 3, deletion_time_s: 1 }), ..Partition::default() };
+        let mut update =
+            Partition { tombstone: Some(Tombstone { timestamp: 3, deletion_time_s: 1 }), ..Partition::default() };
         let mut row = Row::default();
         row.columns.insert(1, ColumnData::Atomic(live(6, b"new")));
         update.rows.insert(Bytes::from_static(b"k"), ClusteredRow { clustering: vec![], row });
@@ -385,7 +399,10 @@ mod tests {
     fn range_tombstones_cover_only_their_range() {
         let p = Partition {
             range_tombstones: vec![RangeTombstone {
-                range: ClusteringRange { start: Bound::Included(Bytes::from_static(b"b")), end: Bound::Excluded(Bytes::from_static(b"d")) },
+                range: ClusteringRange {
+                    start: Bound::Included(Bytes::from_static(b"b")),
+                    end: Bound::Excluded(Bytes::from_static(b"d")),
+                },
                 tombstone: Tombstone { timestamp: 7, deletion_time_s: 0 },
             }],
             ..Partition::default()

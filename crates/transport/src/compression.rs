@@ -31,33 +31,16 @@ pub enum Compression {
 /// decompression failure with a ProtocolError carrying this message.
 #[derive(Debug, Clone, PartialEq, Eq, Error)]
 pub enum CompressionError {
-    #[error(
-        "{algorithm} compressed body of {len} bytes is too short to hold its uncompressed length"
-    )]
+    #[error("{algorithm} compressed body of {len} bytes is too short to hold its uncompressed length")]
     MissingLength { algorithm: &'static str, len: usize },
     #[error("{algorithm} body claims {claimed} uncompressed bytes, more than the maximum frame size of {max} bytes")]
-    TooLarge {
-        algorithm: &'static str,
-        claimed: usize,
-        max: usize,
-    },
+    TooLarge { algorithm: &'static str, claimed: usize, max: usize },
     #[error("{algorithm} body claims {claimed} uncompressed bytes, impossible for {compressed} compressed bytes")]
-    ImpossibleLength {
-        algorithm: &'static str,
-        claimed: usize,
-        compressed: usize,
-    },
+    ImpossibleLength { algorithm: &'static str, claimed: usize, compressed: usize },
     #[error("{algorithm} body decompressed to {actual} bytes but claims {claimed}")]
-    LengthMismatch {
-        algorithm: &'static str,
-        claimed: usize,
-        actual: usize,
-    },
+    LengthMismatch { algorithm: &'static str, claimed: usize, actual: usize },
     #[error("error decompressing {algorithm} frame body: {reason}")]
-    Corrupt {
-        algorithm: &'static str,
-        reason: String,
-    },
+    Corrupt { algorithm: &'static str, reason: String },
     #[error("body of {len} bytes is too large to compress with {algorithm}")]
     InputTooLarge { algorithm: &'static str, len: usize },
 }
@@ -109,34 +92,20 @@ fn check_claim(
     bound: usize,
 ) -> Result<(), CompressionError> {
     if claimed > max {
-        return Err(CompressionError::TooLarge {
-            algorithm,
-            claimed,
-            max,
-        });
+        return Err(CompressionError::TooLarge { algorithm, claimed, max });
     }
     if claimed > bound {
-        return Err(CompressionError::ImpossibleLength {
-            algorithm,
-            claimed,
-            compressed,
-        });
+        return Err(CompressionError::ImpossibleLength { algorithm, claimed, compressed });
     }
     Ok(())
 }
 
 fn lz4_compress(input: &[u8], out: &mut Vec<u8>) -> Result<(), CompressionError> {
-    let too_large = || CompressionError::InputTooLarge {
-        algorithm: "lz4",
-        len: input.len(),
-    };
+    let too_large = || CompressionError::InputTooLarge { algorithm: "lz4", len: input.len() };
     let len = u32::try_from(input.len()).map_err(|_| too_large())?;
     out.extend_from_slice(&len.to_be_bytes());
     let block_at = out.len();
-    out.resize(
-        block_at + lz4_flex::block::get_maximum_output_size(input.len()),
-        0,
-    );
+    out.resize(block_at + lz4_flex::block::get_maximum_output_size(input.len()), 0);
     match lz4_flex::block::compress_into(input, &mut out[block_at..]) {
         Ok(written) => {
             out.truncate(block_at + written);
@@ -151,10 +120,7 @@ fn lz4_compress(input: &[u8], out: &mut Vec<u8>) -> Result<(), CompressionError>
 
 fn lz4_decompress(input: &[u8], max_len: usize) -> Result<Vec<u8>, CompressionError> {
     let [a, b, c, d, ..] = *input else {
-        return Err(CompressionError::MissingLength {
-            algorithm: "lz4",
-            len: input.len(),
-        });
+        return Err(CompressionError::MissingLength { algorithm: "lz4", len: input.len() });
     };
     let claimed = u32::from_be_bytes([a, b, c, d]) as usize;
     let block = &input[4..];
@@ -163,33 +129,19 @@ fn lz4_decompress(input: &[u8], max_len: usize) -> Result<Vec<u8>, CompressionEr
         // meaningfully, so whatever it is is ignored.
         return Ok(Vec::new());
     }
-    let bound = block
-        .len()
-        .saturating_mul(LZ4_MAX_RATIO)
-        .saturating_add(LZ4_SLACK);
+    let bound = block.len().saturating_mul(LZ4_MAX_RATIO).saturating_add(LZ4_SLACK);
     check_claim("lz4", claimed, max_len, block.len(), bound)?;
     let mut output = vec![0u8; claimed];
-    let actual = lz4_flex::block::decompress_into(block, &mut output).map_err(|e| {
-        CompressionError::Corrupt {
-            algorithm: "lz4",
-            reason: e.to_string(),
-        }
-    })?;
+    let actual = lz4_flex::block::decompress_into(block, &mut output)
+        .map_err(|e| CompressionError::Corrupt { algorithm: "lz4", reason: e.to_string() })?;
     if actual != claimed {
-        return Err(CompressionError::LengthMismatch {
-            algorithm: "lz4",
-            claimed,
-            actual,
-        });
+        return Err(CompressionError::LengthMismatch { algorithm: "lz4", claimed, actual });
     }
     Ok(output)
 }
 
 fn snappy_compress(input: &[u8], out: &mut Vec<u8>) -> Result<(), CompressionError> {
-    let too_large = || CompressionError::InputTooLarge {
-        algorithm: "snappy",
-        len: input.len(),
-    };
+    let too_large = || CompressionError::InputTooLarge { algorithm: "snappy", len: input.len() };
     let max = snap::raw::max_compress_len(input.len());
     if max == 0 && !input.is_empty() {
         return Err(too_large());
@@ -209,26 +161,14 @@ fn snappy_compress(input: &[u8], out: &mut Vec<u8>) -> Result<(), CompressionErr
 }
 
 fn snappy_decompress(input: &[u8], max_len: usize) -> Result<Vec<u8>, CompressionError> {
-    let corrupt = |e: snap::Error| CompressionError::Corrupt {
-        algorithm: "snappy",
-        reason: e.to_string(),
-    };
+    let corrupt = |e: snap::Error| CompressionError::Corrupt { algorithm: "snappy", reason: e.to_string() };
     let claimed = snap::raw::decompress_len(input).map_err(corrupt)?;
-    let bound = input
-        .len()
-        .saturating_mul(SNAPPY_MAX_RATIO)
-        .saturating_add(SNAPPY_SLACK);
+    let bound = input.len().saturating_mul(SNAPPY_MAX_RATIO).saturating_add(SNAPPY_SLACK);
     check_claim("snappy", claimed, max_len, input.len(), bound)?;
     let mut output = vec![0u8; claimed];
-    let actual = snap::raw::Decoder::new()
-        .decompress(input, &mut output)
-        .map_err(corrupt)?;
+    let actual = snap::raw::Decoder::new().decompress(input, &mut output).map_err(corrupt)?;
     if actual != claimed {
-        return Err(CompressionError::LengthMismatch {
-            algorithm: "snappy",
-            claimed,
-            actual,
-        });
+        return Err(CompressionError::LengthMismatch { algorithm: "snappy", claimed, actual });
     }
     Ok(output)
 }
@@ -254,12 +194,7 @@ mod tests {
                 let mut packed = vec![0xAA]; // compress appends
                 assert_eq!(compression.compress(&sample, &mut packed), Ok(()));
                 let back = compression.decompress(&packed[1..], 1 << 20);
-                assert_eq!(
-                    back.as_deref(),
-                    Ok(&sample[..]),
-                    "{compression:?} {}",
-                    sample.len()
-                );
+                assert_eq!(back.as_deref(), Ok(&sample[..]), "{compression:?} {}", sample.len());
             }
         }
     }
@@ -277,10 +212,7 @@ mod tests {
         for compression in [Compression::Lz4, Compression::Snappy] {
             let mut packed = Vec::new();
             assert_eq!(compression.compress(&zeros, &mut packed), Ok(()));
-            assert_eq!(
-                compression.decompress(&packed, 8 << 20).map(|v| v.len()),
-                Ok(zeros.len())
-            );
+            assert_eq!(compression.decompress(&packed, 8 << 20).map(|v| v.len()), Ok(zeros.len()));
         }
     }
 
@@ -292,10 +224,7 @@ mod tests {
             Compression::Lz4.decompress(&hostile, 1 << 30),
             Err(CompressionError::ImpossibleLength { .. })
         ));
-        assert!(matches!(
-            Compression::Lz4.decompress(&hostile, 1000),
-            Err(CompressionError::TooLarge { .. })
-        ));
+        assert!(matches!(Compression::Lz4.decompress(&hostile, 1000), Err(CompressionError::TooLarge { .. })));
         // Snappy varint header claiming 2^28 bytes.
         let hostile = [0x80, 0x80, 0x80, 0x80, 0x01];
         assert!(matches!(
@@ -303,31 +232,18 @@ mod tests {
             Err(CompressionError::ImpossibleLength { .. })
         ));
         let mut packed = Vec::new();
-        assert_eq!(
-            Compression::Snappy.compress(&[5; 1000], &mut packed),
-            Ok(())
-        );
-        assert!(matches!(
-            Compression::Snappy.decompress(&packed, 999),
-            Err(CompressionError::TooLarge { .. })
-        ));
+        assert_eq!(Compression::Snappy.compress(&[5; 1000], &mut packed), Ok(()));
+        assert!(matches!(Compression::Snappy.decompress(&packed, 999), Err(CompressionError::TooLarge { .. })));
     }
 
     #[test]
     fn garbage_is_an_error_not_a_panic() {
         for compression in [Compression::Lz4, Compression::Snappy] {
-            for input in [
-                &[][..],
-                &[0, 0, 0],
-                &[0, 0, 0, 9, 0xFF, 0xFF],
-                &[3, 0xFF, 0xFF, 0xFF],
-            ] {
+            for input in [&[][..], &[0, 0, 0], &[0, 0, 0, 9, 0xFF, 0xFF], &[3, 0xFF, 0xFF, 0xFF]] {
                 let _ = compression.decompress(input, 1 << 20);
             }
         }
-        assert!(Compression::Lz4
-            .decompress(&[0, 0, 0, 9, 0x90, 1, 2], 100)
-            .is_err());
+        assert!(Compression::Lz4.decompress(&[0, 0, 0, 9, 0x90, 1, 2], 100).is_err());
         assert!(Compression::Snappy.decompress(&[9, 0xFF], 100).is_err());
     }
 

@@ -112,7 +112,11 @@ async fn write_loop(
     }
 }
 
-async fn read_loop(mut reader: TcpStream, connection: &Rc<Connection>, written: &mut mpsc::UnboundedReceiver<()>) -> std::io::Result<()> {
+async fn read_loop(
+    mut reader: TcpStream,
+    connection: &Rc<Connection>,
+    written: &mut mpsc::UnboundedReceiver<()>,
+) -> std::io::Result<()> {
     let decoder = FrameDecoder::new(connection.config.max_frame_bytes);
     let mut pending = BytesMut::new();
     let mut buffer = Vec::with_capacity(READ_BUFFER_BYTES);
@@ -216,13 +220,21 @@ async fn execute(connection: &Rc<Connection>, request: Request) -> Result<Respon
             register(connection, &events);
             Ok(reply(Opcode::Ready, Vec::new()))
         }
-        Request::AuthResponse { .. } => Err(CqlError::Protocol("Authentication is not configured on this node (no AUTHENTICATE was sent)".to_string())),
+        Request::AuthResponse { .. } => Err(CqlError::Protocol(
+            "Authentication is not configured on this node (no AUTHENTICATE was sent)".to_string(),
+        )),
         Request::Prepare { query } => {
             let session = connection.session.borrow().clone();
             let info = processor::prepare(&query, &session)?;
             let bind: Vec<ColumnSpec<'_>> = info.variables.iter().map(spec).collect();
             let result: Vec<ColumnSpec<'_>> = info.result_columns.iter().map(spec).collect();
-            let prepared = response::Prepared { id: &info.id, bind_columns: &bind, pk_indexes: &info.pk_indexes, result_columns: Some(&result), extra_flags: 0 };
+            let prepared = response::Prepared {
+                id: &info.id,
+                bind_columns: &bind,
+                pk_indexes: &info.pk_indexes,
+                result_columns: Some(&result),
+                extra_flags: 0,
+            };
             let mut body = Vec::new();
             response::write_prepared(&mut body, &prepared);
             Ok(reply(Opcode::Result, body))
@@ -268,8 +280,9 @@ async fn execute(connection: &Rc<Connection>, request: Request) -> Result<Respon
 
 fn startup(connection: &Connection, options: &HashMap<String, String>) -> Result<Response, CqlError> {
     if let Some(name) = options.get("COMPRESSION") {
-        let compression = Compression::from_name(name)
-            .ok_or_else(|| CqlError::Protocol(format!("Unknown compression algorithm: {name}; this node supports lz4 and snappy")))?;
+        let compression = Compression::from_name(name).ok_or_else(|| {
+            CqlError::Protocol(format!("Unknown compression algorithm: {name}; this node supports lz4 and snappy"))
+        })?;
         connection.compression.set(Some(compression));
     }
     // READY itself goes out uncompressed: the client switches after it.
@@ -321,7 +334,9 @@ fn schema_change(change: &SchemaEvent) -> response::SchemaChange {
     };
     let target = match &change.target {
         EventTarget::Keyspace(keyspace) => response::SchemaChangeTarget::Keyspace { keyspace: keyspace.clone() },
-        EventTarget::Table { keyspace, table } => response::SchemaChangeTarget::Table { keyspace: keyspace.clone(), table: table.clone() },
+        EventTarget::Table { keyspace, table } => {
+            response::SchemaChangeTarget::Table { keyspace: keyspace.clone(), table: table.clone() }
+        }
     };
     response::SchemaChange { change: kind, target }
 }

@@ -172,7 +172,9 @@ pub enum FrameError {
     /// (Python); the message below mirrors ScyllaDB's and contains both.
     /// Answer it on `stream` with the version byte [`FrameError::response_version`]
     /// gives, then close the connection.
-    #[error("Invalid or unsupported protocol version ({version}); the lowest supported version is 4 and the greatest is 4")]
+    #[error(
+        "Invalid or unsupported protocol version ({version}); the lowest supported version is 4 and the greatest is 4"
+    )]
     UnsupportedVersion { version: u8, stream: i16 },
     /// A frame with the response bit set arrived at the server.
     #[error("Wrong protocol direction (expected REQUEST, got RESPONSE) on stream {stream}")]
@@ -181,12 +183,7 @@ pub enum FrameError {
     /// occupies `HEADER_LEN + length` bytes of input, which the caller may
     /// discard to keep the connection, as Cassandra does.
     #[error("frame of {} exceeds native_transport_max_frame_size_in_mb ({})", human_size(*length as usize), human_size(*max))]
-    TooLarge {
-        stream: i16,
-        opcode: u8,
-        length: u32,
-        max: usize,
-    },
+    TooLarge { stream: i16, opcode: u8, length: u32, max: usize },
     /// A compressed frame arrived but STARTUP negotiated no compression.
     #[error("frame on stream {stream} has the compression flag set but no compression was negotiated in STARTUP")]
     CompressionNotNegotiated { stream: i16 },
@@ -218,9 +215,7 @@ impl FrameError {
     /// response header and steps down by its own list).
     pub fn response_version(&self) -> u8 {
         match self {
-            FrameError::UnsupportedVersion {
-                version: v @ 1..=3, ..
-            } => RESPONSE_BIT | v,
+            FrameError::UnsupportedVersion { version: v @ 1..=3, .. } => RESPONSE_BIT | v,
             _ => RESPONSE_VERSION,
         }
     }
@@ -258,11 +253,7 @@ pub fn decode_frame(buf: &[u8], max_frame_bytes: usize) -> Result<Option<FrameHe
     let version = version_byte & !RESPONSE_BIT;
     if version != PROTOCOL_VERSION {
         // v1/v2 headers have a one-byte stream id.
-        let stream = if version < 3 {
-            i16::from(s0 as i8)
-        } else {
-            i16::from_be_bytes([s0, s1])
-        };
+        let stream = if version < 3 { i16::from(s0 as i8) } else { i16::from_be_bytes([s0, s1]) };
         return Err(FrameError::UnsupportedVersion { version, stream });
     }
     let stream = i16::from_be_bytes([s0, s1]);
@@ -274,20 +265,9 @@ pub fn decode_frame(buf: &[u8], max_frame_bytes: usize) -> Result<Option<FrameHe
     };
     let length = u32::from_be_bytes([l0, l1, l2, l3]);
     if length as usize > max_frame_bytes {
-        return Err(FrameError::TooLarge {
-            stream,
-            opcode,
-            length,
-            max: max_frame_bytes,
-        });
+        return Err(FrameError::TooLarge { stream, opcode, length, max: max_frame_bytes });
     }
-    let header = FrameHeader {
-        version: version_byte,
-        flags,
-        stream,
-        opcode,
-        length,
-    };
+    let header = FrameHeader { version: version_byte, flags, stream, opcode, length };
     if buf.len() < header.frame_len() {
         return Ok(None);
     }
@@ -305,22 +285,14 @@ pub struct Frame {
 impl Frame {
     /// The body, decompressed when the compression flag is set.
     /// `compression` is what STARTUP negotiated.
-    pub fn into_body(
-        self,
-        compression: Option<Compression>,
-        max_frame_bytes: usize,
-    ) -> Result<Bytes, FrameError> {
+    pub fn into_body(self, compression: Option<Compression>, max_frame_bytes: usize) -> Result<Bytes, FrameError> {
         if !self.header.is_compressed() {
             return Ok(self.body);
         }
         let Some(compression) = compression else {
-            return Err(FrameError::CompressionNotNegotiated {
-                stream: self.header.stream,
-            });
+            return Err(FrameError::CompressionNotNegotiated { stream: self.header.stream });
         };
-        Ok(Bytes::from(
-            compression.decompress(&self.body, max_frame_bytes)?,
-        ))
+        Ok(Bytes::from(compression.decompress(&self.body, max_frame_bytes)?))
     }
 }
 
@@ -368,13 +340,7 @@ impl FrameStart {
 /// Writes a frame header with a zero length at the end of `out`. `version`
 /// is the raw version byte; versions 1 and 2 get their 8-byte header with a
 /// one-byte stream id (only ever needed to answer an unsupported version).
-pub fn begin_frame(
-    out: &mut Vec<u8>,
-    version: u8,
-    stream: i16,
-    flags: u8,
-    opcode: u8,
-) -> FrameStart {
+pub fn begin_frame(out: &mut Vec<u8>, version: u8, stream: i16, flags: u8, opcode: u8) -> FrameStart {
     let offset = out.len();
     out.push(version);
     out.push(flags);
@@ -386,10 +352,7 @@ pub fn begin_frame(
     }
     out.push(opcode);
     out.extend_from_slice(&[0; 4]);
-    FrameStart {
-        offset,
-        header_len: out.len() - offset,
-    }
+    FrameStart { offset, header_len: out.len() - offset }
 }
 
 /// Starts a v4 response frame with no flags.
@@ -428,11 +391,7 @@ pub fn begin_response_with<S: AsRef<str>>(
 /// buffer, not truncated since): everything after its header is the body. With `compression`, a non-empty body is compressed and the
 /// compression flag set; an empty body is left as is, since compression is
 /// optional per frame and some drivers mishandle compressed empty bodies.
-pub fn finish_frame(
-    out: &mut Vec<u8>,
-    start: FrameStart,
-    compression: Option<Compression>,
-) -> Result<(), FrameError> {
+pub fn finish_frame(out: &mut Vec<u8>, start: FrameStart, compression: Option<Compression>) -> Result<(), FrameError> {
     let body_at = start.body_offset();
     if let Some(compression) = compression.filter(|_| out.len() > body_at) {
         let mut compressed = Vec::new();
@@ -448,13 +407,7 @@ pub fn finish_frame(
 }
 
 /// Writes a 9-byte v4 response header for a body of `body_len` bytes.
-pub fn encode_response_header(
-    out: &mut Vec<u8>,
-    stream: i16,
-    flags: u8,
-    opcode: Opcode,
-    body_len: u32,
-) {
+pub fn encode_response_header(out: &mut Vec<u8>, stream: i16, flags: u8, opcode: Opcode, body_len: u32) {
     out.push(RESPONSE_VERSION);
     out.push(flags);
     out.extend_from_slice(&stream.to_be_bytes());
@@ -494,10 +447,7 @@ mod tests {
         for cut in 0..frame.len() {
             assert_eq!(decode_frame(&frame[..cut], 100), Ok(None), "cut at {cut}");
         }
-        let header = decode_frame(&frame, 100)
-            .ok()
-            .flatten()
-            .expect("whole frame");
+        let header = decode_frame(&frame, 100).ok().flatten().expect("whole frame");
         assert_eq!(header.stream, 7);
         assert_eq!(header.opcode, 0x07);
         assert_eq!(header.length, 3);
@@ -532,27 +482,15 @@ mod tests {
             let stream = if version < 3 { -2 } else { 300 };
             assert_eq!(err, FrameError::UnsupportedVersion { version, stream });
             assert!(err.to_string().contains("unsupported protocol version"));
-            assert!(err
-                .to_string()
-                .starts_with("Invalid or unsupported protocol version"));
+            assert!(err.to_string().starts_with("Invalid or unsupported protocol version"));
         }
-        let v5 = FrameError::UnsupportedVersion {
-            version: 5,
-            stream: 0,
-        };
+        let v5 = FrameError::UnsupportedVersion { version: 5, stream: 0 };
         assert_eq!(v5.response_version(), 0x84);
         assert_eq!(
             v5.to_string(),
             "Invalid or unsupported protocol version (5); the lowest supported version is 4 and the greatest is 4"
         );
-        assert_eq!(
-            FrameError::UnsupportedVersion {
-                version: 2,
-                stream: 0
-            }
-            .response_version(),
-            0x82
-        );
+        assert_eq!(FrameError::UnsupportedVersion { version: 2, stream: 0 }.response_version(), 0x82);
     }
 
     #[test]
@@ -561,10 +499,7 @@ mod tests {
         header[5..9].copy_from_slice(&(300u32 * 1024 * 1024).to_be_bytes());
         let err = decode_frame(&header, DEFAULT_MAX_FRAME_BYTES).expect_err("too large");
         assert_eq!(err.stream(), Some(9));
-        assert_eq!(
-            err.to_string(),
-            "frame of 300 MB exceeds native_transport_max_frame_size_in_mb (256 MB)"
-        );
+        assert_eq!(err.to_string(), "frame of 300 MB exceeds native_transport_max_frame_size_in_mb (256 MB)");
         assert!(!err.is_fatal());
     }
 
@@ -572,10 +507,7 @@ mod tests {
     fn response_frames_from_clients_are_rejected() {
         let mut frame = request(4, 0x07, b"");
         frame[0] = RESPONSE_VERSION;
-        assert_eq!(
-            decode_frame(&frame, 10),
-            Err(FrameError::WrongDirection { stream: 4 })
-        );
+        assert_eq!(decode_frame(&frame, 10), Err(FrameError::WrongDirection { stream: 4 }));
     }
 
     #[test]
@@ -584,10 +516,7 @@ mod tests {
         let start = begin_response(&mut out, -1, Opcode::Event);
         out.extend_from_slice(b"hello");
         assert_eq!(finish_frame(&mut out, start, None), Ok(()));
-        assert_eq!(
-            out,
-            [0xEE, 0x84, 0, 0xFF, 0xFF, 0x0C, 0, 0, 0, 5, b'h', b'e', b'l', b'l', b'o']
-        );
+        assert_eq!(out, [0xEE, 0x84, 0, 0xFF, 0xFF, 0x0C, 0, 0, 0, 5, b'h', b'e', b'l', b'l', b'o']);
         let mut direct = Vec::new();
         encode_response_header(&mut direct, -1, 0, Opcode::Event, 5);
         assert_eq!(direct, out[1..10]);
@@ -609,23 +538,14 @@ mod tests {
         for compression in [Compression::Lz4, Compression::Snappy] {
             let body = b"abcabcabcabcabcabcabcabcabcabcabcabc".repeat(10);
             let mut out = Vec::new();
-            assert_eq!(
-                encode_response(&mut out, 5, Opcode::Result, &body, Some(compression)),
-                Ok(())
-            );
+            assert_eq!(encode_response(&mut out, 5, Opcode::Result, &body, Some(compression)), Ok(()));
             assert_eq!(out[1], FLAG_COMPRESSION);
             // Re-read it as if it were a request to reuse the decoder.
             out[0] = REQUEST_VERSION;
             let mut buf = BytesMut::from(&out[..]);
-            let frame = FrameDecoder::new(1 << 20)
-                .decode(&mut buf)
-                .ok()
-                .flatten()
-                .expect("frame");
+            let frame = FrameDecoder::new(1 << 20).decode(&mut buf).ok().flatten().expect("frame");
             assert!(frame.body.len() < body.len());
-            let plain = frame
-                .into_body(Some(compression), 1 << 20)
-                .expect("decompress");
+            let plain = frame.into_body(Some(compression), 1 << 20).expect("decompress");
             assert_eq!(&plain[..], &body[..]);
         }
     }
@@ -633,10 +553,7 @@ mod tests {
     #[test]
     fn empty_bodies_are_not_compressed() {
         let mut out = Vec::new();
-        assert_eq!(
-            encode_response(&mut out, 0, Opcode::Ready, b"", Some(Compression::Lz4)),
-            Ok(())
-        );
+        assert_eq!(encode_response(&mut out, 0, Opcode::Ready, b"", Some(Compression::Lz4)), Ok(()));
         assert_eq!(out, [0x84, 0, 0, 0, 0x02, 0, 0, 0, 0]);
     }
 
@@ -645,15 +562,8 @@ mod tests {
         let mut frame = request(2, 0x07, b"xx");
         frame[1] = FLAG_COMPRESSION;
         let mut buf = BytesMut::from(&frame[..]);
-        let frame = FrameDecoder::new(100)
-            .decode(&mut buf)
-            .ok()
-            .flatten()
-            .expect("frame");
-        assert_eq!(
-            frame.into_body(None, 100),
-            Err(FrameError::CompressionNotNegotiated { stream: 2 })
-        );
+        let frame = FrameDecoder::new(100).decode(&mut buf).ok().flatten().expect("frame");
+        assert_eq!(frame.into_body(None, 100), Err(FrameError::CompressionNotNegotiated { stream: 2 }));
     }
 
     #[test]

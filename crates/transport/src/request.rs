@@ -130,10 +130,7 @@ pub enum RequestError {
     #[error("unknown request opcode 0x{0:02x}")]
     UnknownOpcode(u8),
     #[error("malformed {request} request: {problem}")]
-    Malformed {
-        request: &'static str,
-        problem: BodyError,
-    },
+    Malformed { request: &'static str, problem: BodyError },
 }
 
 /// What was wrong inside a request body.
@@ -145,9 +142,7 @@ pub enum BodyError {
     UnknownConsistency(u16),
     #[error("unknown batch type {0}: expected 0 (logged), 1 (unlogged) or 2 (counter)")]
     UnknownBatchType(u8),
-    #[error(
-        "statement {index} has query kind {kind}: expected 0 (query string) or 1 (prepared id)"
-    )]
+    #[error("statement {index} has query kind {kind}: expected 0 (query string) or 1 (prepared id)")]
     InvalidBatchKind { index: usize, kind: u8 },
     #[error("out of bound timestamp, must be in [{min}, {max}] (got {0})", min = i64::MIN + 1, max = i64::MAX)]
     InvalidTimestamp(i64),
@@ -170,10 +165,7 @@ impl Request {
         body: Bytes,
     ) -> Result<(Request, Option<CustomPayload>), RequestError> {
         let (op, decode_body) = body_decoder(opcode)?;
-        let malformed = |problem| RequestError::Malformed {
-            request: op.name(),
-            problem,
-        };
+        let malformed = |problem| RequestError::Malformed { request: op.name(), problem };
         let mut reader = Reader::new(&body);
         let payload = if flags & FLAG_CUSTOM_PAYLOAD != 0 {
             Some(read_custom_payload(&body, &mut reader).map_err(malformed)?)
@@ -210,19 +202,13 @@ fn body_decoder(opcode: u8) -> Result<(Opcode, BodyDecoder), RequestError> {
         Opcode::Startup => decode_startup,
         Opcode::Options => |_, _| Ok(Request::Options),
         Opcode::Query => decode_query,
-        Opcode::Prepare => |_, r| {
-            Ok(Request::Prepare {
-                query: r.read_long_string()?.to_string(),
-            })
-        },
+        Opcode::Prepare => |_, r| Ok(Request::Prepare { query: r.read_long_string()?.to_string() }),
         Opcode::Execute => decode_execute,
         Opcode::Batch => |body, r| Ok(Request::Batch(read_batch(body, r)?)),
         Opcode::Register => decode_register,
-        Opcode::AuthResponse => |body, r| {
-            Ok(Request::AuthResponse {
-                token: r.read_bytes()?.map(|t| body.slice_ref(t)),
-            })
-        },
+        Opcode::AuthResponse => {
+            |body, r| Ok(Request::AuthResponse { token: r.read_bytes()?.map(|t| body.slice_ref(t)) })
+        }
         _ => return Err(RequestError::UnknownOpcode(opcode)),
     };
     Ok((op, decoder))
@@ -230,44 +216,28 @@ fn body_decoder(opcode: u8) -> Result<(Opcode, BodyDecoder), RequestError> {
 
 fn decode_startup(_: &Bytes, r: &mut Reader<'_>) -> Result<Request, BodyError> {
     let pairs = r.read_string_map()?;
-    let options = pairs
-        .into_iter()
-        .map(|(k, v)| (k.to_string(), v.to_string()))
-        .collect();
+    let options = pairs.into_iter().map(|(k, v)| (k.to_string(), v.to_string())).collect();
     Ok(Request::Startup { options })
 }
 
 fn decode_query(body: &Bytes, r: &mut Reader<'_>) -> Result<Request, BodyError> {
     let query = r.read_long_string()?.to_string();
-    Ok(Request::Query {
-        query,
-        params: read_query_params(body, r)?,
-    })
+    Ok(Request::Query { query, params: read_query_params(body, r)? })
 }
 
 fn decode_execute(body: &Bytes, r: &mut Reader<'_>) -> Result<Request, BodyError> {
     let id = body.slice_ref(r.read_short_bytes()?);
-    Ok(Request::Execute {
-        id,
-        params: read_query_params(body, r)?,
-    })
+    Ok(Request::Execute { id, params: read_query_params(body, r)? })
 }
 
 fn decode_register(_: &Bytes, r: &mut Reader<'_>) -> Result<Request, BodyError> {
-    let events = r
-        .read_string_list()?
-        .into_iter()
-        .map(str::to_string)
-        .collect();
+    let events = r.read_string_list()?.into_iter().map(str::to_string).collect();
     Ok(Request::Register { events })
 }
 
 fn read_custom_payload(body: &Bytes, r: &mut Reader<'_>) -> Result<CustomPayload, BodyError> {
     let pairs = r.read_bytes_map()?;
-    Ok(pairs
-        .into_iter()
-        .map(|(key, value)| (key.to_string(), value.map(|v| body.slice_ref(v))))
-        .collect())
+    Ok(pairs.into_iter().map(|(key, value)| (key.to_string(), value.map(|v| body.slice_ref(v)))).collect())
 }
 
 fn read_consistency(r: &mut Reader<'_>) -> Result<u16, BodyError> {
@@ -316,11 +286,8 @@ fn read_values(
 fn read_query_params(body: &Bytes, r: &mut Reader<'_>) -> Result<QueryParams, BodyError> {
     let consistency = read_consistency(r)?;
     let flags = r.read_byte()?;
-    let mut params = QueryParams {
-        consistency,
-        skip_metadata: flags & QUERY_FLAG_SKIP_METADATA != 0,
-        ..QueryParams::default()
-    };
+    let mut params =
+        QueryParams { consistency, skip_metadata: flags & QUERY_FLAG_SKIP_METADATA != 0, ..QueryParams::default() };
     if flags & QUERY_FLAG_VALUES != 0 {
         let (values, names) = read_values(body, r, flags & QUERY_FLAG_NAMES_FOR_VALUES != 0)?;
         params.values = values;
@@ -364,11 +331,7 @@ fn read_batch(body: &Bytes, r: &mut Reader<'_>) -> Result<Batch, BodyError> {
     }
 }
 
-fn read_batch_assuming(
-    body: &Bytes,
-    r: &mut Reader<'_>,
-    with_names: bool,
-) -> Result<(Batch, u8), BodyError> {
+fn read_batch_assuming(body: &Bytes, r: &mut Reader<'_>, with_names: bool) -> Result<(Batch, u8), BodyError> {
     let batch_type = match r.read_byte()? {
         0 => BatchType::Logged,
         1 => BatchType::Unlogged,
@@ -385,22 +348,12 @@ fn read_batch_assuming(
             kind => return Err(BodyError::InvalidBatchKind { index, kind }),
         };
         let (values, names) = read_values(body, r, with_names)?;
-        statements.push(BatchStatement {
-            query,
-            values,
-            names,
-        });
+        statements.push(BatchStatement { query, values, names });
     }
     let consistency = read_consistency(r)?;
     // The low four flag bits have no meaning for BATCH and are ignored.
     let flags = r.read_byte()?;
-    let mut batch = Batch {
-        batch_type,
-        statements,
-        consistency,
-        serial_consistency: None,
-        timestamp: None,
-    };
+    let mut batch = Batch { batch_type, statements, consistency, serial_consistency: None, timestamp: None };
     if flags & QUERY_FLAG_SERIAL_CONSISTENCY != 0 {
         batch.serial_consistency = Some(read_consistency(r)?);
     }
@@ -558,10 +511,7 @@ mod tests {
             .into_iter()
             .map(|(k, v)| (k.to_string(), v.to_string()))
             .collect();
-        let plain = QueryParams {
-            consistency: 1,
-            ..QueryParams::default()
-        };
+        let plain = QueryParams { consistency: 1, ..QueryParams::default() };
         let statements = vec![
             BatchStatement {
                 query: BatchQuery::Query("INSERT INTO t (k) VALUES (?)".into()),
@@ -577,24 +527,10 @@ mod tests {
         vec![
             Request::Startup { options },
             Request::Options,
-            Request::Query {
-                query: "SELECT * FROM ks.t".into(),
-                params: plain.clone(),
-            },
-            Request::Query {
-                query: "SELECT * FROM ks.t WHERE k = :a".into(),
-                params: full_params(),
-            },
-            Request::Prepare {
-                query: "SELECT k FROM t WHERE k = ?".into(),
-            },
-            Request::Execute {
-                id: Bytes::from_static(&[1; 16]),
-                params: QueryParams {
-                    names: None,
-                    ..full_params()
-                },
-            },
+            Request::Query { query: "SELECT * FROM ks.t".into(), params: plain.clone() },
+            Request::Query { query: "SELECT * FROM ks.t WHERE k = :a".into(), params: full_params() },
+            Request::Prepare { query: "SELECT k FROM t WHERE k = ?".into() },
+            Request::Execute { id: Bytes::from_static(&[1; 16]), params: QueryParams { names: None, ..full_params() } },
             Request::Batch(Batch {
                 batch_type: BatchType::Unlogged,
                 statements,
@@ -603,15 +539,9 @@ mod tests {
                 timestamp: Some(-5),
             }),
             Request::Register {
-                events: vec![
-                    "TOPOLOGY_CHANGE".into(),
-                    "STATUS_CHANGE".into(),
-                    "SCHEMA_CHANGE".into(),
-                ],
+                events: vec!["TOPOLOGY_CHANGE".into(), "STATUS_CHANGE".into(), "SCHEMA_CHANGE".into()],
             },
-            Request::AuthResponse {
-                token: Some(Bytes::from_static(b"\0cassandra\0cassandra")),
-            },
+            Request::AuthResponse { token: Some(Bytes::from_static(b"\0cassandra\0cassandra")) },
             Request::AuthResponse { token: None },
         ]
     }
@@ -631,10 +561,7 @@ mod tests {
             batch_type: BatchType::Logged,
             statements: vec![BatchStatement {
                 query: BatchQuery::Query("INSERT INTO t (k, v) VALUES (:k, :v)".into()),
-                values: vec![
-                    BoundValue::Value(Bytes::from_static(b"1")),
-                    BoundValue::Null,
-                ],
+                values: vec![BoundValue::Value(Bytes::from_static(b"1")), BoundValue::Null],
                 names: Some(vec!["k".into(), "v".into()]),
             }],
             consistency: 1,
@@ -678,26 +605,18 @@ mod tests {
         let request = &sample_requests()[3];
         let body = Bytes::from(encode(request));
         let range = body.as_ptr_range();
-        let Ok(Request::Query { params, .. }) = Request::decode(Opcode::Query.code(), body.clone())
-        else {
+        let Ok(Request::Query { params, .. }) = Request::decode(Opcode::Query.code(), body.clone()) else {
             panic!("decode failed");
         };
-        let Some(BoundValue::Value(first)) = params.values.first() else {
-            panic!("no value")
-        };
+        let Some(BoundValue::Value(first)) = params.values.first() else { panic!("no value") };
         assert!(range.contains(&first.as_ptr()));
     }
 
     #[test]
     fn unknown_opcodes_and_response_opcodes_are_rejected() {
-        let err = Request::decode(0x1F, Bytes::new())
-            .err()
-            .map(|e| e.to_string());
+        let err = Request::decode(0x1F, Bytes::new()).err().map(|e| e.to_string());
         assert_eq!(err.as_deref(), Some("unknown request opcode 0x1f"));
-        assert_eq!(
-            Request::decode(0x02, Bytes::new()),
-            Err(RequestError::UnknownOpcode(0x02))
-        );
+        assert_eq!(Request::decode(0x02, Bytes::new()), Err(RequestError::UnknownOpcode(0x02)));
     }
 
     #[test]
@@ -706,20 +625,11 @@ mod tests {
         write_long_string(&mut body, "SELECT 1");
         write_consistency(&mut body, 0x0042);
         write_byte(&mut body, 0);
-        let err = Request::decode(Opcode::Query.code(), Bytes::from(body))
-            .err()
-            .map(|e| e.to_string());
-        assert_eq!(
-            err.as_deref(),
-            Some("malformed QUERY request: unknown consistency level code 0x0042")
-        );
+        let err = Request::decode(Opcode::Query.code(), Bytes::from(body)).err().map(|e| e.to_string());
+        assert_eq!(err.as_deref(), Some("malformed QUERY request: unknown consistency level code 0x0042"));
 
-        let err = Request::decode(
-            Opcode::Query.code(),
-            Bytes::from_static(&[0, 0, 0, 9, b'x']),
-        )
-        .err()
-        .map(|e| e.to_string());
+        let err =
+            Request::decode(Opcode::Query.code(), Bytes::from_static(&[0, 0, 0, 9, b'x'])).err().map(|e| e.to_string());
         assert_eq!(
             err.as_deref(),
             Some("malformed QUERY request: frame body too short: needed 9 bytes for [long string] at offset 4, 1 left")
@@ -740,43 +650,26 @@ mod tests {
         let batch = Opcode::Batch.code();
         assert!(matches!(
             Request::decode(batch, batch_body(7)),
-            Err(RequestError::Malformed {
-                problem: BodyError::InvalidBatchKind { index: 0, kind: 7 },
-                ..
-            })
+            Err(RequestError::Malformed { problem: BodyError::InvalidBatchKind { index: 0, kind: 7 }, .. })
         ));
         assert!(matches!(
             Request::decode(batch, batch_body(1)),
-            Err(RequestError::Malformed {
-                problem: BodyError::InvalidTimestamp(i64::MIN),
-                ..
-            })
+            Err(RequestError::Malformed { problem: BodyError::InvalidTimestamp(i64::MIN), .. })
         ));
         assert!(matches!(
             Request::decode(batch, Bytes::from_static(&[3, 0, 0])),
-            Err(RequestError::Malformed {
-                problem: BodyError::UnknownBatchType(3),
-                ..
-            })
+            Err(RequestError::Malformed { problem: BodyError::UnknownBatchType(3), .. })
         ));
     }
 
     #[test]
     fn custom_payload_precedes_the_body() {
-        let request = Request::Prepare {
-            query: "SELECT 1".into(),
-        };
+        let request = Request::Prepare { query: "SELECT 1".into() };
         let mut body = Vec::new();
-        write_bytes_map(
-            &mut body,
-            &[("tablets", Some(b"x".to_vec())), ("none", None)],
-        );
+        write_bytes_map(&mut body, &[("tablets", Some(b"x".to_vec())), ("none", None)]);
         body.extend_from_slice(&encode(&request));
         let decoded = Request::decode_with_flags(FLAG_CUSTOM_PAYLOAD, 0x09, Bytes::from(body));
-        let payload = vec![
-            ("tablets".to_string(), Some(Bytes::from_static(b"x"))),
-            ("none".to_string(), None),
-        ];
+        let payload = vec![("tablets".to_string(), Some(Bytes::from_static(b"x"))), ("none".to_string(), None)];
         assert_eq!(decoded, Ok((request.clone(), Some(payload))));
         let plain = Request::decode_with_flags(0, 0x09, Bytes::from(encode(&request)));
         assert_eq!(plain, Ok((request, None)));
@@ -791,8 +684,6 @@ mod tests {
         write_byte(&mut body, QUERY_FLAG_VALUES | QUERY_FLAG_NAMES_FOR_VALUES);
         write_short(&mut body, u16::MAX);
         assert!(Request::decode(Opcode::Execute.code(), Bytes::from(body)).is_err());
-        assert!(
-            Request::decode(Opcode::Batch.code(), Bytes::from_static(&[0, 0xFF, 0xFF])).is_err()
-        );
+        assert!(Request::decode(Opcode::Batch.code(), Bytes::from_static(&[0, 0xFF, 0xFF])).is_err());
     }
 }

@@ -160,10 +160,7 @@ pub struct ErrorBody {
 
 impl ErrorBody {
     pub fn new(kind: ErrorKind, message: impl Into<String>) -> ErrorBody {
-        ErrorBody {
-            kind,
-            message: message.into(),
-        }
+        ErrorBody { kind, message: message.into() }
     }
 
     pub fn protocol(message: impl Into<String>) -> ErrorBody {
@@ -191,60 +188,30 @@ impl ErrorBody {
 
     fn write_extras(&self, out: &mut Vec<u8>) {
         match &self.kind {
-            ErrorKind::Unavailable {
-                consistency,
-                required,
-                alive,
-            } => {
+            ErrorKind::Unavailable { consistency, required, alive } => {
                 write_consistency(out, *consistency);
                 write_int(out, *required);
                 write_int(out, *alive);
             }
-            ErrorKind::WriteTimeout {
-                consistency,
-                received,
-                block_for,
-                write_type,
-            } => {
+            ErrorKind::WriteTimeout { consistency, received, block_for, write_type } => {
                 write_counts(out, *consistency, *received, *block_for);
                 write_string(out, write_type.as_str());
             }
-            ErrorKind::ReadTimeout {
-                consistency,
-                received,
-                block_for,
-                data_present,
-            } => {
+            ErrorKind::ReadTimeout { consistency, received, block_for, data_present } => {
                 write_counts(out, *consistency, *received, *block_for);
                 write_byte(out, u8::from(*data_present));
             }
-            ErrorKind::ReadFailure {
-                consistency,
-                received,
-                block_for,
-                num_failures,
-                data_present,
-            } => {
+            ErrorKind::ReadFailure { consistency, received, block_for, num_failures, data_present } => {
                 write_counts(out, *consistency, *received, *block_for);
                 write_int(out, *num_failures);
                 write_byte(out, u8::from(*data_present));
             }
-            ErrorKind::FunctionFailure {
-                keyspace,
-                function,
-                arg_types,
-            } => {
+            ErrorKind::FunctionFailure { keyspace, function, arg_types } => {
                 write_string(out, keyspace);
                 write_string(out, function);
                 write_string_list(out, arg_types);
             }
-            ErrorKind::WriteFailure {
-                consistency,
-                received,
-                block_for,
-                num_failures,
-                write_type,
-            } => {
+            ErrorKind::WriteFailure { consistency, received, block_for, num_failures, write_type } => {
                 write_counts(out, *consistency, *received, *block_for);
                 write_int(out, *num_failures);
                 write_string(out, write_type.as_str());
@@ -400,10 +367,7 @@ pub fn write_prepared(out: &mut Vec<u8>, prepared: &Prepared<'_>) {
         write_short(out, *index);
     }
     write_column_specs(out, bind);
-    match prepared
-        .result_columns
-        .filter(|columns| !columns.is_empty())
-    {
+    match prepared.result_columns.filter(|columns| !columns.is_empty()) {
         Some(columns) => {
             write_int(out, table_spec_flag(columns));
             write_int(out, count(columns.len()));
@@ -442,18 +406,10 @@ pub struct RowsWriter<'a> {
 impl<'a> RowsWriter<'a> {
     /// Writes the result kind and metadata for `columns` (only their count
     /// when `skip_metadata`, as the client asked) and a row count placeholder.
-    pub fn new(
-        out: &'a mut Vec<u8>,
-        columns: &[ColumnSpec<'_>],
-        skip_metadata: bool,
-    ) -> RowsWriter<'a> {
+    pub fn new(out: &'a mut Vec<u8>, columns: &[ColumnSpec<'_>], skip_metadata: bool) -> RowsWriter<'a> {
         write_int(out, RESULT_ROWS);
         let flags_at = out.len();
-        let flags = if skip_metadata {
-            METADATA_NO_METADATA
-        } else {
-            table_spec_flag(columns)
-        };
+        let flags = if skip_metadata { METADATA_NO_METADATA } else { table_spec_flag(columns) };
         write_int(out, flags);
         write_int(out, count(columns.len()));
         let paging_at = out.len();
@@ -462,14 +418,7 @@ impl<'a> RowsWriter<'a> {
         }
         let count_at = out.len();
         write_int(out, 0);
-        RowsWriter {
-            out,
-            flags_at,
-            paging_at,
-            count_at,
-            columns: columns.len(),
-            cells: 0,
-        }
+        RowsWriter { out, flags_at, paging_at, count_at, columns: columns.len(), cells: 0 }
     }
 
     /// Appends the next cell (row by row, column by column); `None` is null.
@@ -508,10 +457,7 @@ impl<'a> RowsWriter<'a> {
     pub fn finish(self, paging_state: Option<&[u8]>) -> Result<usize, IncompleteRow> {
         let rows = self.rows();
         if rows * self.columns != self.cells {
-            return Err(IncompleteRow {
-                cells: self.cells,
-                columns: self.columns,
-            });
+            return Err(IncompleteRow { cells: self.cells, columns: self.columns });
         }
         self.out[self.count_at..self.count_at + 4].copy_from_slice(&count(rows).to_be_bytes());
         if let Some(state) = paging_state {
@@ -557,27 +503,11 @@ impl SchemaChangeType {
 /// What a schema change touched, with the options its target carries.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum SchemaChangeTarget {
-    Keyspace {
-        keyspace: String,
-    },
-    Table {
-        keyspace: String,
-        table: String,
-    },
-    Type {
-        keyspace: String,
-        name: String,
-    },
-    Function {
-        keyspace: String,
-        name: String,
-        arg_types: Vec<String>,
-    },
-    Aggregate {
-        keyspace: String,
-        name: String,
-        arg_types: Vec<String>,
-    },
+    Keyspace { keyspace: String },
+    Table { keyspace: String, table: String },
+    Type { keyspace: String, name: String },
+    Function { keyspace: String, name: String, arg_types: Vec<String> },
+    Aggregate { keyspace: String, name: String, arg_types: Vec<String> },
 }
 
 /// A schema change, as a Schema_change result or a SCHEMA_CHANGE event.
@@ -606,16 +536,8 @@ impl SchemaChange {
                 write_string(out, keyspace);
                 write_string(out, name);
             }
-            SchemaChangeTarget::Function {
-                keyspace,
-                name,
-                arg_types,
-            }
-            | SchemaChangeTarget::Aggregate {
-                keyspace,
-                name,
-                arg_types,
-            } => {
+            SchemaChangeTarget::Function { keyspace, name, arg_types }
+            | SchemaChangeTarget::Aggregate { keyspace, name, arg_types } => {
                 let is_function = matches!(self.target, SchemaChangeTarget::Function { .. });
                 write_string(out, if is_function { "FUNCTION" } else { "AGGREGATE" });
                 write_string(out, keyspace);
@@ -649,14 +571,8 @@ pub enum StatusChangeType {
 /// [`crate::frame::EVENT_STREAM`].
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Event {
-    TopologyChange {
-        change: TopologyChangeType,
-        address: SocketAddr,
-    },
-    StatusChange {
-        change: StatusChangeType,
-        address: SocketAddr,
-    },
+    TopologyChange { change: TopologyChangeType, address: SocketAddr },
+    StatusChange { change: StatusChangeType, address: SocketAddr },
     SchemaChange(SchemaChange),
 }
 
@@ -686,14 +602,7 @@ pub fn write_event(out: &mut Vec<u8>, event: &Event) {
             write_inet(out, *address);
         }
         Event::StatusChange { change, address } => {
-            write_string(
-                out,
-                if *change == StatusChangeType::Up {
-                    "UP"
-                } else {
-                    "DOWN"
-                },
-            );
+            write_string(out, if *change == StatusChangeType::Up { "UP" } else { "DOWN" });
             write_inet(out, *address);
         }
         Event::SchemaChange(change) => change.write(out),
@@ -706,12 +615,7 @@ mod tests {
     use crate::frame::{begin_response, HEADER_LEN};
 
     fn spec<'a>(table: &'a str, name: &'a str, ty: &'a CqlType) -> ColumnSpec<'a> {
-        ColumnSpec {
-            keyspace: "ks",
-            table,
-            name,
-            ty,
-        }
+        ColumnSpec { keyspace: "ks", table, name, ty }
     }
 
     /// Concatenates byte pieces, for hand-written expected layouts.
@@ -778,13 +682,7 @@ mod tests {
         let mut out = Vec::new();
         let rows = RowsWriter::new(&mut out, &columns, true);
         assert_eq!(rows.finish(Some(b"")), Ok(0));
-        let expected = cat(&[
-            &[0, 0, 0, 2],
-            &[0, 0, 0, 6],
-            &[0, 0, 0, 1],
-            &[0, 0, 0, 0],
-            &[0, 0, 0, 0],
-        ]);
+        let expected = cat(&[&[0, 0, 0, 2], &[0, 0, 0, 6], &[0, 0, 0, 1], &[0, 0, 0, 0], &[0, 0, 0, 0]]);
         assert_eq!(out, expected);
     }
 
@@ -796,13 +694,7 @@ mod tests {
         let _start = begin_response(&mut out, 1, Opcode::Result);
         let mut rows = RowsWriter::new(&mut out, &columns, true);
         rows.push_cell(None);
-        assert_eq!(
-            rows.finish(Some(b"x")),
-            Err(IncompleteRow {
-                cells: 1,
-                columns: 2
-            })
-        );
+        assert_eq!(rows.finish(Some(b"x")), Err(IncompleteRow { cells: 1, columns: 2 }));
         // The header in front is untouched.
         assert_eq!(&out[..HEADER_LEN], &[0x84, 0, 0, 1, 0x08, 0, 0, 0, 0]);
     }
@@ -842,13 +734,8 @@ mod tests {
 
     #[test]
     fn prepared_without_markers_or_results() {
-        let prepared = Prepared {
-            id: &[1],
-            bind_columns: &[],
-            pk_indexes: &[],
-            result_columns: None,
-            extra_flags: i32::MIN,
-        };
+        let prepared =
+            Prepared { id: &[1], bind_columns: &[], pk_indexes: &[], result_columns: None, extra_flags: i32::MIN };
         let mut out = Vec::new();
         write_prepared(&mut out, &prepared);
         let expected = cat(&[
@@ -866,26 +753,10 @@ mod tests {
     #[test]
     fn error_bodies() {
         let cases = vec![
+            (ErrorBody::protocol("bad"), cat(&[&[0, 0, 0, 0x0A], &[0, 3, b'b', b'a', b'd']])),
             (
-                ErrorBody::protocol("bad"),
-                cat(&[&[0, 0, 0, 0x0A], &[0, 3, b'b', b'a', b'd']]),
-            ),
-            (
-                ErrorBody::new(
-                    ErrorKind::Unavailable {
-                        consistency: 4,
-                        required: 2,
-                        alive: 1,
-                    },
-                    "",
-                ),
-                cat(&[
-                    &[0, 0, 0x10, 0],
-                    &[0, 0],
-                    &[0, 4],
-                    &[0, 0, 0, 2],
-                    &[0, 0, 0, 1],
-                ]),
+                ErrorBody::new(ErrorKind::Unavailable { consistency: 4, required: 2, alive: 1 }, ""),
+                cat(&[&[0, 0, 0x10, 0], &[0, 0], &[0, 4], &[0, 0, 0, 2], &[0, 0, 0, 1]]),
             ),
             (
                 ErrorBody::new(
@@ -897,30 +768,14 @@ mod tests {
                     },
                     "",
                 ),
-                cat(&[
-                    &[0, 0, 0x11, 0, 0, 0, 0, 1],
-                    &[0, 0, 0, 0],
-                    &[0, 0, 0, 1],
-                    &[0, 6],
-                    b"SIMPLE",
-                ]),
+                cat(&[&[0, 0, 0x11, 0, 0, 0, 0, 1], &[0, 0, 0, 0], &[0, 0, 0, 1], &[0, 6], b"SIMPLE"]),
             ),
             (
                 ErrorBody::new(
-                    ErrorKind::ReadTimeout {
-                        consistency: 1,
-                        received: 1,
-                        block_for: 1,
-                        data_present: false,
-                    },
+                    ErrorKind::ReadTimeout { consistency: 1, received: 1, block_for: 1, data_present: false },
                     "",
                 ),
-                cat(&[
-                    &[0, 0, 0x12, 0, 0, 0, 0, 1],
-                    &[0, 0, 0, 1],
-                    &[0, 0, 0, 1],
-                    &[0],
-                ]),
+                cat(&[&[0, 0, 0x12, 0, 0, 0, 0, 1], &[0, 0, 0, 1], &[0, 0, 0, 1], &[0]]),
             ),
             (
                 ErrorBody::new(
@@ -933,13 +788,7 @@ mod tests {
                     },
                     "",
                 ),
-                cat(&[
-                    &[0, 0, 0x13, 0, 0, 0, 0, 1],
-                    &[0, 0, 0, 0],
-                    &[0, 0, 0, 1],
-                    &[0, 0, 0, 1],
-                    &[1],
-                ]),
+                cat(&[&[0, 0, 0x13, 0, 0, 0, 0, 1], &[0, 0, 0, 0], &[0, 0, 0, 1], &[0, 0, 0, 1], &[1]]),
             ),
             (
                 ErrorBody::new(
@@ -952,14 +801,7 @@ mod tests {
                     },
                     "",
                 ),
-                cat(&[
-                    &[0, 0, 0x15, 0, 0, 0, 0, 1],
-                    &[0, 0, 0, 0],
-                    &[0, 0, 0, 1],
-                    &[0, 0, 0, 1],
-                    &[0, 3],
-                    b"CAS",
-                ]),
+                cat(&[&[0, 0, 0x15, 0, 0, 0, 0, 1], &[0, 0, 0, 0], &[0, 0, 0, 1], &[0, 0, 0, 1], &[0, 3], b"CAS"]),
             ),
             (
                 ErrorBody::new(
@@ -970,30 +812,14 @@ mod tests {
                     },
                     "",
                 ),
-                cat(&[
-                    &[0, 0, 0x14, 0, 0, 0],
-                    &[0, 1, b'k', 0, 1, b'f'],
-                    &[0, 1, 0, 3],
-                    b"int",
-                ]),
+                cat(&[&[0, 0, 0x14, 0, 0, 0], &[0, 1, b'k', 0, 1, b'f'], &[0, 1, 0, 3], b"int"]),
             ),
             (
-                ErrorBody::new(
-                    ErrorKind::AlreadyExists {
-                        keyspace: "k".into(),
-                        table: String::new(),
-                    },
-                    "",
-                ),
+                ErrorBody::new(ErrorKind::AlreadyExists { keyspace: "k".into(), table: String::new() }, ""),
                 cat(&[&[0, 0, 0x24, 0, 0, 0], &[0, 1, b'k', 0, 0]]),
             ),
             (
-                ErrorBody::new(
-                    ErrorKind::Unprepared {
-                        id: Bytes::from_static(&[9, 9]),
-                    },
-                    "",
-                ),
+                ErrorBody::new(ErrorKind::Unprepared { id: Bytes::from_static(&[9, 9]) }, ""),
                 cat(&[&[0, 0, 0x25, 0, 0, 0], &[0, 2, 9, 9]]),
             ),
         ];
@@ -1028,10 +854,7 @@ mod tests {
 
     #[test]
     fn unsupported_version_error_frame() {
-        let err = FrameError::UnsupportedVersion {
-            version: 5,
-            stream: 0,
-        };
+        let err = FrameError::UnsupportedVersion { version: 5, stream: 0 };
         let mut out = Vec::new();
         assert_eq!(encode_frame_error(&mut out, &err), Ok(()));
         assert_eq!(&out[..5], &[0x84, 0, 0, 0, 0x00]);
@@ -1039,10 +862,7 @@ mod tests {
         assert_eq!(r.read_int(), Ok(0x000A));
         let message = r.read_string().unwrap_or_default();
         assert!(message.contains("unsupported protocol version (5)"));
-        let err = FrameError::UnsupportedVersion {
-            version: 1,
-            stream: 3,
-        };
+        let err = FrameError::UnsupportedVersion { version: 1, stream: 3 };
         let mut out = Vec::new();
         assert_eq!(encode_frame_error(&mut out, &err), Ok(()));
         assert_eq!(&out[..4], &[0x81, 0, 3, 0x00]);
@@ -1064,16 +884,10 @@ mod tests {
         assert_eq!(r.read_int(), Ok(RESULT_VOID));
         assert_eq!(r.read_int(), Ok(RESULT_SET_KEYSPACE));
         assert_eq!(r.read_string(), Ok("ks"));
-        assert_eq!(
-            r.read_string(),
-            Ok("org.apache.cassandra.auth.PasswordAuthenticator")
-        );
+        assert_eq!(r.read_string(), Ok("org.apache.cassandra.auth.PasswordAuthenticator"));
         assert_eq!(r.read_bytes(), Ok(Some(&b"c"[..])));
         assert_eq!(r.read_bytes(), Ok(None));
-        assert_eq!(
-            r.read_string_multimap(),
-            Ok(vec![("COMPRESSION", vec!["lz4", "snappy"])])
-        );
+        assert_eq!(r.read_string_multimap(), Ok(vec![("COMPRESSION", vec!["lz4", "snappy"])]));
         assert!(r.is_empty());
     }
 
@@ -1100,10 +914,7 @@ mod tests {
 
         let table = Event::SchemaChange(SchemaChange {
             change: SchemaChangeType::Dropped,
-            target: SchemaChangeTarget::Table {
-                keyspace: "ks".into(),
-                table: "t".into(),
-            },
+            target: SchemaChangeTarget::Table { keyspace: "ks".into(), table: "t".into() },
         });
         let mut out = Vec::new();
         write_event(&mut out, &table);
@@ -1113,22 +924,8 @@ mod tests {
 
         let address: SocketAddr = "10.0.0.7:9042".parse().expect("test address");
         for (event, kind, change) in [
-            (
-                Event::StatusChange {
-                    change: StatusChangeType::Up,
-                    address,
-                },
-                "STATUS_CHANGE",
-                "UP",
-            ),
-            (
-                Event::TopologyChange {
-                    change: TopologyChangeType::NewNode,
-                    address,
-                },
-                "TOPOLOGY_CHANGE",
-                "NEW_NODE",
-            ),
+            (Event::StatusChange { change: StatusChangeType::Up, address }, "STATUS_CHANGE", "UP"),
+            (Event::TopologyChange { change: TopologyChangeType::NewNode, address }, "TOPOLOGY_CHANGE", "NEW_NODE"),
         ] {
             let mut out = Vec::new();
             write_event(&mut out, &event);

@@ -79,7 +79,11 @@ enum HandOverError {
     Shard(#[from] ShardError),
 }
 
-async fn hand_over(stream: shoal_runtime::net::TcpStream, shard: usize, config: Arc<ServerConfig>) -> Result<(), HandOverError> {
+async fn hand_over(
+    stream: shoal_runtime::net::TcpStream,
+    shard: usize,
+    config: Arc<ServerConfig>,
+) -> Result<(), HandOverError> {
     let detached = detach(stream)?;
     submit_to(shard, move || async move {
         let stream = attach(detached)?;

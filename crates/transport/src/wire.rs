@@ -37,21 +37,10 @@ pub const MAX_TYPE_DEPTH: usize = 32;
 /// A malformed or truncated frame body.
 #[derive(Debug, Clone, PartialEq, Eq, Error)]
 pub enum WireError {
-    #[error(
-        "frame body too short: needed {needed} bytes for {what} at offset {offset}, {left} left"
-    )]
-    Truncated {
-        what: &'static str,
-        needed: usize,
-        offset: usize,
-        left: usize,
-    },
+    #[error("frame body too short: needed {needed} bytes for {what} at offset {offset}, {left} left")]
+    Truncated { what: &'static str, needed: usize, offset: usize, left: usize },
     #[error("invalid length {length} for {what} at offset {offset}")]
-    InvalidLength {
-        what: &'static str,
-        length: i32,
-        offset: usize,
-    },
+    InvalidLength { what: &'static str, length: i32, offset: usize },
     #[error("invalid UTF-8 in {what} at offset {offset}")]
     InvalidUtf8 { what: &'static str, offset: usize },
     #[error("invalid [inet] address size {size} at offset {offset}: expected 4 or 16")]
@@ -171,12 +160,7 @@ impl<'a> Reader<'a> {
     pub fn take(&mut self, n: usize, what: &'static str) -> Result<&'a [u8], WireError> {
         let left = self.remaining();
         if n > left {
-            return Err(WireError::Truncated {
-                what,
-                needed: n,
-                offset: self.pos,
-                left,
-            });
+            return Err(WireError::Truncated { what, needed: n, offset: self.pos, left });
         }
         let start = self.pos;
         self.pos += n;
@@ -220,10 +204,7 @@ impl<'a> Reader<'a> {
     }
 
     fn utf8(&self, bytes: &'a [u8], what: &'static str) -> Result<&'a str, WireError> {
-        std::str::from_utf8(bytes).map_err(|_| WireError::InvalidUtf8 {
-            what,
-            offset: self.pos - bytes.len(),
-        })
+        std::str::from_utf8(bytes).map_err(|_| WireError::InvalidUtf8 { what, offset: self.pos - bytes.len() })
     }
 
     pub fn read_string(&mut self) -> Result<&'a str, WireError> {
@@ -262,11 +243,7 @@ impl<'a> Reader<'a> {
             -2 => Ok(RawValue::Unset),
             _ => match usize::try_from(len) {
                 Ok(len) => self.take(len, "[value]").map(RawValue::Value),
-                Err(_) => Err(WireError::InvalidLength {
-                    what: "[value]",
-                    length: len,
-                    offset,
-                }),
+                Err(_) => Err(WireError::InvalidLength { what: "[value]", length: len, offset }),
             },
         }
     }
@@ -326,10 +303,7 @@ impl<'a> Reader<'a> {
         };
         let port_offset = self.pos;
         let port = self.read_int()?;
-        let port = u16::try_from(port).map_err(|_| WireError::InvalidInetPort {
-            port,
-            offset: port_offset,
-        })?;
+        let port = u16::try_from(port).map_err(|_| WireError::InvalidInetPort { port, offset: port_offset })?;
         Ok(SocketAddr::new(ip, port))
     }
 
@@ -699,42 +673,21 @@ mod tests {
         assert_eq!(Reader::new(&body).read_bytes(), Ok(None));
         assert_eq!(
             Reader::new(&body).read_value(),
-            Err(WireError::InvalidLength {
-                what: "[value]",
-                length: -7,
-                offset: 0
-            })
+            Err(WireError::InvalidLength { what: "[value]", length: -7, offset: 0 })
         );
-        assert!(Reader::new(&(-1i32).to_be_bytes())
-            .read_long_string()
-            .is_err());
+        assert!(Reader::new(&(-1i32).to_be_bytes()).read_long_string().is_err());
     }
 
     #[test]
     fn maps_round_trip() {
         let mut out = Vec::new();
-        write_string_map(
-            &mut out,
-            &[("CQL_VERSION", "3.0.0"), ("COMPRESSION", "lz4")],
-        );
-        write_string_multimap(
-            &mut out,
-            &[("COMPRESSION", vec!["lz4", "snappy"]), ("X", vec![])],
-        );
+        write_string_map(&mut out, &[("CQL_VERSION", "3.0.0"), ("COMPRESSION", "lz4")]);
+        write_string_multimap(&mut out, &[("COMPRESSION", vec!["lz4", "snappy"]), ("X", vec![])]);
         write_bytes_map(&mut out, &[("k", Some(b"v".to_vec())), ("n", None)]);
         let mut r = Reader::new(&out);
-        assert_eq!(
-            r.read_string_map(),
-            Ok(vec![("CQL_VERSION", "3.0.0"), ("COMPRESSION", "lz4")])
-        );
-        assert_eq!(
-            r.read_string_multimap(),
-            Ok(vec![("COMPRESSION", vec!["lz4", "snappy"]), ("X", vec![])])
-        );
-        assert_eq!(
-            r.read_bytes_map(),
-            Ok(vec![("k", Some(&b"v"[..])), ("n", None)])
-        );
+        assert_eq!(r.read_string_map(), Ok(vec![("CQL_VERSION", "3.0.0"), ("COMPRESSION", "lz4")]));
+        assert_eq!(r.read_string_multimap(), Ok(vec![("COMPRESSION", vec!["lz4", "snappy"]), ("X", vec![])]));
+        assert_eq!(r.read_bytes_map(), Ok(vec![("k", Some(&b"v"[..])), ("n", None)]));
         assert!(r.is_empty());
     }
 
@@ -749,10 +702,7 @@ mod tests {
         let mut out = Vec::new();
         write_inet(&mut out, "1.2.3.4:9042".parse().expect("test address"));
         assert_eq!(out, [4, 1, 2, 3, 4, 0, 0, 0x23, 0x52]);
-        assert!(matches!(
-            Reader::new(&[5, 0]).read_inet(),
-            Err(WireError::InvalidInetSize { .. })
-        ));
+        assert!(matches!(Reader::new(&[5, 0]).read_inet(), Err(WireError::InvalidInetSize { .. })));
     }
 
     #[test]
@@ -776,10 +726,7 @@ mod tests {
             assert!(r.is_empty());
         }
         let mut out = Vec::new();
-        write_type_option(
-            &mut out,
-            &CqlType::parse("frozen<map<text, int>>").expect("test type"),
-        );
+        write_type_option(&mut out, &CqlType::parse("frozen<map<text, int>>").expect("test type"));
         assert_eq!(out, [0, 0x21, 0, 0x0D, 0, 0x09]);
     }
 
@@ -790,10 +737,7 @@ mod tests {
             write_short(&mut body, 0x0020);
         }
         write_short(&mut body, 0x0009);
-        assert!(matches!(
-            Reader::new(&body).read_type_option(),
-            Err(WireError::TypeTooDeep { .. })
-        ));
+        assert!(matches!(Reader::new(&body).read_type_option(), Err(WireError::TypeTooDeep { .. })));
     }
 
     #[test]
@@ -802,10 +746,7 @@ mod tests {
         let mut r = Reader::new(&body);
         assert!(r.take(12, "test").is_ok());
         let err = r.read_int().err().map(|e| e.to_string());
-        assert_eq!(
-            err.as_deref(),
-            Some("frame body too short: needed 4 bytes for [int] at offset 12, 2 left")
-        );
+        assert_eq!(err.as_deref(), Some("frame body too short: needed 4 bytes for [int] at offset 12, 2 left"));
         // A failed read consumes nothing.
         assert_eq!(r.position(), 12);
     }
@@ -823,13 +764,7 @@ mod tests {
     #[test]
     fn invalid_utf8_is_reported() {
         let body = [0, 2, 0xC3, 0x28];
-        assert_eq!(
-            Reader::new(&body).read_string(),
-            Err(WireError::InvalidUtf8 {
-                what: "[string]",
-                offset: 2
-            })
-        );
+        assert_eq!(Reader::new(&body).read_string(), Err(WireError::InvalidUtf8 { what: "[string]", offset: 2 }));
     }
 
     #[test]

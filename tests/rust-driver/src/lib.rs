@@ -43,17 +43,10 @@ pub fn workspace_root() -> PathBuf {
 pub fn shoal_binary() -> Result<PathBuf, String> {
     if let Some(bin) = std::env::var_os("SHOAL_BIN") {
         let bin = PathBuf::from(bin);
-        let candidates = if bin.is_absolute() {
-            vec![bin.clone()]
-        } else {
-            vec![bin.clone(), workspace_root().join(&bin)]
-        };
+        let candidates =
+            if bin.is_absolute() { vec![bin.clone()] } else { vec![bin.clone(), workspace_root().join(&bin)] };
         return candidates.into_iter().find(|p| p.is_file()).ok_or_else(|| {
-            format!(
-                "SHOAL_BIN={} is not a file (also tried from {})",
-                bin.display(),
-                workspace_root().display()
-            )
+            format!("SHOAL_BIN={} is not a file (also tried from {})", bin.display(), workspace_root().display())
         });
     }
     let (target_dir, profile) = target_dir_and_profile();
@@ -65,7 +58,11 @@ pub fn shoal_binary() -> Result<PathBuf, String> {
                 .iter()
                 .map(|p| root.join(p))
                 .find(|p| p.is_file())
-                .ok_or_else(|| format!("cannot run cargo to build shoal ({e}), and no target/{{debug,release}}/shoal; set SHOAL_BIN"))
+                .ok_or_else(|| {
+                    format!(
+                        "cannot run cargo to build shoal ({e}), and no target/{{debug,release}}/shoal; set SHOAL_BIN"
+                    )
+                })
         }
         Err(BuildError::Failed(e)) => Err(e),
     }
@@ -83,17 +80,10 @@ fn target_dir_and_profile() -> (PathBuf, String) {
     let Ok(exe) = std::env::current_exe() else {
         return fallback();
     };
-    let Some(profile_dir) = exe
-        .parent()
-        .filter(|d| d.ends_with("deps"))
-        .and_then(Path::parent)
-    else {
+    let Some(profile_dir) = exe.parent().filter(|d| d.ends_with("deps")).and_then(Path::parent) else {
         return fallback();
     };
-    match (
-        profile_dir.parent(),
-        profile_dir.file_name().and_then(|n| n.to_str()),
-    ) {
+    match (profile_dir.parent(), profile_dir.file_name().and_then(|n| n.to_str())) {
         (Some(target), Some(profile)) => (target.to_path_buf(), profile.to_string()),
         _ => fallback(),
     }
@@ -105,15 +95,7 @@ fn build_shoal(target_dir: &Path, profile: &str) -> Result<PathBuf, BuildError> 
     let cargo = std::env::var_os("CARGO").unwrap_or_else(|| env!("CARGO").into());
     let mut cmd = Command::new(cargo);
     cmd.current_dir(workspace_root())
-        .args([
-            "build",
-            "--quiet",
-            "-p",
-            "shoal",
-            "--bin",
-            "shoal",
-            "--target-dir",
-        ])
+        .args(["build", "--quiet", "-p", "shoal", "--bin", "shoal", "--target-dir"])
         .arg(target_dir);
     match profile {
         "debug" => {}
@@ -124,9 +106,7 @@ fn build_shoal(target_dir: &Path, profile: &str) -> Result<PathBuf, BuildError> 
             cmd.args(["--profile", other]);
         }
     }
-    let status = cmd
-        .status()
-        .map_err(|e| BuildError::CargoUnavailable(e.to_string()))?;
+    let status = cmd.status().map_err(|e| BuildError::CargoUnavailable(e.to_string()))?;
     if !status.success() {
         return Err(BuildError::Failed(format!(
             "`cargo build -p shoal` failed ({status}); set SHOAL_BIN to test a prebuilt binary"
@@ -149,10 +129,7 @@ fn free_ports(n: usize) -> Result<Vec<u16>, String> {
         .map(|_| TcpListener::bind((Ipv4Addr::LOCALHOST, 0)))
         .collect::<Result<Vec<_>, _>>()
         .map_err(|e| format!("cannot bind a free port: {e}"))?;
-    listeners
-        .iter()
-        .map(|l| l.local_addr().map(|a| a.port()).map_err(|e| e.to_string()))
-        .collect()
+    listeners.iter().map(|l| l.local_addr().map(|a| a.port()).map_err(|e| e.to_string())).collect()
 }
 
 /// A running `shoal` server; dropping it kills the process and removes its
@@ -189,17 +166,12 @@ impl Server {
 
     fn start_once(bin: &Path, smp: usize) -> Result<Server, String> {
         let ports = free_ports(3)?;
-        let unique = SystemTime::now()
-            .duration_since(UNIX_EPOCH)
-            .map_or(0, |d| d.as_nanos());
-        let workdir = std::env::temp_dir().join(format!(
-            "shoal-driver-tests-{}-{unique}",
-            std::process::id()
-        ));
+        let unique = SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |d| d.as_nanos());
+        let workdir = std::env::temp_dir().join(format!("shoal-driver-tests-{}-{unique}", std::process::id()));
         std::fs::create_dir_all(workdir.join("data"))
             .map_err(|e| format!("cannot create {}: {e}", workdir.display()))?;
-        let log = std::fs::File::create(workdir.join("server.log"))
-            .map_err(|e| format!("cannot create server.log: {e}"))?;
+        let log =
+            std::fs::File::create(workdir.join("server.log")).map_err(|e| format!("cannot create server.log: {e}"))?;
         let log_err = log.try_clone().map_err(|e| e.to_string())?;
         let child = Command::new(bin)
             .arg("--workdir")
@@ -215,14 +187,8 @@ impl Server {
             .spawn()
             .map_err(|e| format!("cannot start {}: {e}", bin.display()))?;
         let at = |port: u16| SocketAddr::from((Ipv4Addr::LOCALHOST, port));
-        let mut server = Server {
-            child,
-            workdir,
-            cql: at(ports[0]),
-            shard_aware: at(ports[1]),
-            api: at(ports[2]),
-            smp,
-        };
+        let mut server =
+            Server { child, workdir, cql: at(ports[0]), shard_aware: at(ports[1]), api: at(ports[2]), smp };
         // Listeners are bound in this order; the last one means "ready".
         let deadline = Instant::now() + START_TIMEOUT;
         for addr in [server.cql, server.shard_aware, server.api] {
@@ -260,27 +226,15 @@ impl Server {
     pub fn metrics(&self) -> Result<String, String> {
         let mut stream = TcpStream::connect_timeout(&self.api, Duration::from_secs(5))
             .map_err(|e| format!("connect {}: {e}", self.api))?;
-        stream
-            .set_read_timeout(Some(Duration::from_secs(10)))
-            .map_err(|e| e.to_string())?;
-        write!(
-            stream,
-            "GET /metrics HTTP/1.1\r\nHost: {}\r\nConnection: close\r\n\r\n",
-            self.api
-        )
-        .map_err(|e| format!("send: {e}"))?;
+        stream.set_read_timeout(Some(Duration::from_secs(10))).map_err(|e| e.to_string())?;
+        write!(stream, "GET /metrics HTTP/1.1\r\nHost: {}\r\nConnection: close\r\n\r\n", self.api)
+            .map_err(|e| format!("send: {e}"))?;
         let mut response = String::new();
-        stream
-            .read_to_string(&mut response)
-            .map_err(|e| format!("read /metrics: {e}"))?;
-        let (head, body) = response
-            .split_once("\r\n\r\n")
-            .ok_or_else(|| format!("malformed HTTP response: {response:?}"))?;
+        stream.read_to_string(&mut response).map_err(|e| format!("read /metrics: {e}"))?;
+        let (head, body) =
+            response.split_once("\r\n\r\n").ok_or_else(|| format!("malformed HTTP response: {response:?}"))?;
         if !head.starts_with("HTTP/1.1 200") {
-            return Err(format!(
-                "GET /metrics: {}",
-                head.lines().next().unwrap_or_default()
-            ));
+            return Err(format!("GET /metrics: {}", head.lines().next().unwrap_or_default()));
         }
         Ok(body.to_string())
     }
@@ -293,28 +247,17 @@ impl Server {
             let Some(rest) = line.strip_prefix(FORWARDED_METRIC) else {
                 continue;
             };
-            let (labels, value) = rest
-                .rsplit_once(' ')
-                .ok_or_else(|| format!("malformed sample {line:?}"))?;
+            let (labels, value) = rest.rsplit_once(' ').ok_or_else(|| format!("malformed sample {line:?}"))?;
             if !(labels.is_empty() || labels.starts_with('{')) {
                 continue; // another metric whose name starts the same
             }
-            let shard = labels
-                .split("shard=\"")
-                .nth(1)
-                .and_then(|s| s.split('"').next())
-                .unwrap_or_default()
-                .to_string();
-            let value = value
-                .trim()
-                .parse::<f64>()
-                .map_err(|e| format!("bad value in {line:?}: {e}"))?;
+            let shard =
+                labels.split("shard=\"").nth(1).and_then(|s| s.split('"').next()).unwrap_or_default().to_string();
+            let value = value.trim().parse::<f64>().map_err(|e| format!("bad value in {line:?}: {e}"))?;
             samples.push((shard, value as u64));
         }
         if samples.is_empty() {
-            return Err(format!(
-                "no {FORWARDED_METRIC} samples in /metrics:\n{text}"
-            ));
+            return Err(format!("no {FORWARDED_METRIC} samples in /metrics:\n{text}"));
         }
         Ok(samples)
     }
@@ -324,10 +267,7 @@ impl Server {
     pub fn forwarded_requests_total(&self) -> Result<u64, String> {
         let samples = self.forwarded_requests()?;
         if samples.len() != self.smp {
-            return Err(format!(
-                "{FORWARDED_METRIC}: expected {} shards, got {samples:?}",
-                self.smp
-            ));
+            return Err(format!("{FORWARDED_METRIC}: expected {} shards, got {samples:?}", self.smp));
         }
         Ok(samples.iter().map(|(_, v)| v).sum())
     }

@@ -37,9 +37,7 @@ fn owner_shard(
     prepared: &PreparedStatement,
     values: &impl SerializeRow,
 ) -> Result<Shard, Box<dyn Error>> {
-    let token = prepared
-        .calculate_token(values)?
-        .ok_or("prepared statement has no partition key")?;
+    let token = prepared.calculate_token(values)?.ok_or("prepared statement has no partition key")?;
     let state = session.get_cluster_state();
     let node = state.get_nodes_info().first().ok_or("no nodes")?;
     Ok(node.sharder().ok_or("node has no sharder")?.shard_of(token))
@@ -47,10 +45,7 @@ fn owner_shard(
 
 /// The shard of the connection that carried `result`.
 fn coordinator_shard(result: &QueryResult) -> Result<Shard, Box<dyn Error>> {
-    Ok(result
-        .request_coordinator()
-        .shard()
-        .ok_or("the request's coordinator has no shard")?)
+    Ok(result.request_coordinator().shard().ok_or("the request's coordinator has no shard")?)
 }
 
 /// Runs `execute` on `prepared` with `values` and checks that it went out on a
@@ -64,10 +59,7 @@ async fn execute_routed(
     let result = session.execute_unpaged(prepared, values).await?;
     let used = coordinator_shard(&result)?;
     if used != owner {
-        return Err(format!(
-            "request for a token of shard {owner} went to a connection to shard {used}"
-        )
-        .into());
+        return Err(format!("request for a token of shard {owner} went to a connection to shard {used}").into());
     }
     Ok((result, used))
 }
@@ -75,18 +67,13 @@ async fn execute_routed(
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn prepared_requests_reach_the_owning_shard() -> TestResult {
     let server = Server::start(SMP)?;
-    let session = SessionBuilder::new()
-        .known_node(server.cql.to_string())
-        .build()
-        .await?;
+    let session = SessionBuilder::new().known_node(server.cql.to_string()).build().await?;
 
     // Sharding info from SUPPORTED.
     let state = session.get_cluster_state();
     let nodes = state.get_nodes_info();
     assert_eq!(nodes.len(), 1, "one node expected");
-    let sharder = nodes[0]
-        .sharder()
-        .ok_or("the driver found no sharding info in SUPPORTED")?;
+    let sharder = nodes[0].sharder().ok_or("the driver found no sharding info in SUPPORTED")?;
     assert_eq!(usize::from(sharder.nr_shards.get()), SMP, "shard count");
     assert!(nodes[0].is_connected(), "no connection to the node");
 
@@ -105,18 +92,10 @@ async fn prepared_requests_reach_the_owning_shard() -> TestResult {
             (),
         )
         .await?;
-    let insert = session
-        .prepare("INSERT INTO rust_driver.kv (pk, ck, v) VALUES (?, ?, ?)")
-        .await?;
-    let select = session
-        .prepare("SELECT ck, v FROM rust_driver.kv WHERE pk = ?")
-        .await?;
-    let insert2 = session
-        .prepare("INSERT INTO rust_driver.composite (a, b, v) VALUES (?, ?, ?)")
-        .await?;
-    let select2 = session
-        .prepare("SELECT v FROM rust_driver.composite WHERE a = ? AND b = ?")
-        .await?;
+    let insert = session.prepare("INSERT INTO rust_driver.kv (pk, ck, v) VALUES (?, ?, ?)").await?;
+    let select = session.prepare("SELECT ck, v FROM rust_driver.kv WHERE pk = ?").await?;
+    let insert2 = session.prepare("INSERT INTO rust_driver.composite (a, b, v) VALUES (?, ?, ?)").await?;
+    let select2 = session.prepare("SELECT v FROM rust_driver.composite WHERE a = ? AND b = ?").await?;
 
     // The driver fills its per-shard pool in the background after connecting:
     // wait (bounded) until token-aware requests reach both shards on their own
@@ -126,10 +105,7 @@ async fn prepared_requests_reach_the_owning_shard() -> TestResult {
     let mut key = 0;
     while shards_reached.len() < SMP {
         if Instant::now() > deadline {
-            return Err(format!(
-                "after 15 s the driver only reached shards {shards_reached:?} token-aware"
-            )
-            .into());
+            return Err(format!("after 15 s the driver only reached shards {shards_reached:?} token-aware").into());
         }
         if let Ok((_, shard)) = execute_routed(&session, &select, (key % KEYS,)).await {
             shards_reached.insert(shard);
@@ -142,9 +118,7 @@ async fn prepared_requests_reach_the_owning_shard() -> TestResult {
     let forwarded_before = server.forwarded_requests_total()?;
 
     // Writes: KEYS partitions x CLUSTERING_ROWS rows, CONCURRENCY at a time.
-    let writes: Vec<(i32, i32)> = (0..KEYS)
-        .flat_map(|pk| (0..CLUSTERING_ROWS).map(move |ck| (pk, ck)))
-        .collect();
+    let writes: Vec<(i32, i32)> = (0..KEYS).flat_map(|pk| (0..CLUSTERING_ROWS).map(move |ck| (pk, ck))).collect();
     let shards: Vec<Shard> = futures::stream::iter(writes)
         .map(|(pk, ck)| {
             let (session, insert) = (&session, &insert);
@@ -157,25 +131,14 @@ async fn prepared_requests_reach_the_owning_shard() -> TestResult {
         .buffer_unordered(CONCURRENCY)
         .try_collect()
         .await?;
-    let by_shard = |shards: &[Shard]| {
-        (0..SMP as Shard)
-            .map(|s| shards.iter().filter(|&&x| x == s).count())
-            .collect::<Vec<_>>()
-    };
+    let by_shard =
+        |shards: &[Shard]| (0..SMP as Shard).map(|s| shards.iter().filter(|&&x| x == s).count()).collect::<Vec<_>>();
     let write_counts = by_shard(&shards);
-    assert!(
-        write_counts.iter().all(|&n| n > 0),
-        "writes per shard: {write_counts:?}"
-    );
+    assert!(write_counts.iter().all(|&n| n > 0), "writes per shard: {write_counts:?}");
 
     // Composite partition keys.
     for i in 0..KEYS {
-        execute_routed(
-            &session,
-            &insert2,
-            (format!("key-{i}"), i64::from(i) * 1_000_003, i),
-        )
-        .await?;
+        execute_routed(&session, &insert2, (format!("key-{i}"), i64::from(i) * 1_000_003, i)).await?;
     }
 
     // Reads.
@@ -183,30 +146,17 @@ async fn prepared_requests_reach_the_owning_shard() -> TestResult {
     for pk in 0..KEYS {
         let (result, shard) = execute_routed(&session, &select, (pk,)).await?;
         read_shards.push(shard);
-        let rows: Vec<(i32, String)> = result
-            .into_rows_result()?
-            .rows::<(i32, String)>()?
-            .collect::<Result<_, _>>()?;
-        let expected: Vec<(i32, String)> = (0..CLUSTERING_ROWS)
-            .map(|ck| (ck, format!("v{pk}.{ck}")))
-            .collect();
+        let rows: Vec<(i32, String)> = result.into_rows_result()?.rows::<(i32, String)>()?.collect::<Result<_, _>>()?;
+        let expected: Vec<(i32, String)> = (0..CLUSTERING_ROWS).map(|ck| (ck, format!("v{pk}.{ck}"))).collect();
         assert_eq!(rows, expected, "rows of partition {pk}");
     }
     for i in 0..KEYS {
-        let (result, _) = execute_routed(
-            &session,
-            &select2,
-            (format!("key-{i}"), i64::from(i) * 1_000_003),
-        )
-        .await?;
+        let (result, _) = execute_routed(&session, &select2, (format!("key-{i}"), i64::from(i) * 1_000_003)).await?;
         let (v,) = result.into_rows_result()?.single_row::<(i32,)>()?;
         assert_eq!(v, i, "composite partition key-{i}");
     }
     let read_counts = by_shard(&read_shards);
-    assert!(
-        read_counts.iter().all(|&n| n > 0),
-        "reads per shard: {read_counts:?}"
-    );
+    assert!(read_counts.iter().all(|&n| n > 0), "reads per shard: {read_counts:?}");
 
     let forwarded_after = server.forwarded_requests_total()?;
     assert_eq!(
@@ -220,9 +170,7 @@ async fn prepared_requests_reach_the_owning_shard() -> TestResult {
     // driver picks a random connection and about half of these arrive on the
     // wrong shard; the counter must see that.
     for pk in 0..64 {
-        session
-            .query_unpaged(format!("SELECT v FROM rust_driver.kv WHERE pk = {pk}"), ())
-            .await?;
+        session.query_unpaged(format!("SELECT v FROM rust_driver.kv WHERE pk = {pk}"), ()).await?;
     }
     let forwarded_control = server.forwarded_requests_total()?;
     assert!(
@@ -235,8 +183,6 @@ async fn prepared_requests_reach_the_owning_shard() -> TestResult {
         "writes per shard {write_counts:?}, reads per shard {read_counts:?}, forwarded: {forwarded_before} before, \
          {forwarded_after} after the prepared requests, {forwarded_control} after 64 unprepared reads"
     );
-    session
-        .query_unpaged("DROP KEYSPACE rust_driver", ())
-        .await?;
+    session.query_unpaged("DROP KEYSPACE rust_driver", ()).await?;
     Ok(())
 }

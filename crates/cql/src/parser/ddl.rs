@@ -4,8 +4,8 @@
 
 use super::{PResult, Parser};
 use crate::ast::{
-    AlterKeyspace, AlterTable, AlterTableOp, ColumnDef, CreateKeyspace, CreateTable, DropKeyspace,
-    DropTable, OptionValue, Options, Statement, Truncate,
+    AlterKeyspace, AlterTable, AlterTableOp, ColumnDef, CreateKeyspace, CreateTable, DropKeyspace, DropTable,
+    OptionValue, Options, Statement, Truncate,
 };
 use crate::lexer::{Sym, TokenKind};
 
@@ -80,11 +80,7 @@ impl Parser<'_> {
             _ => {
                 let if_exists = self.if_exists()?;
                 let (keyspace, name) = self.qualified_name("table name")?;
-                Ok(Statement::DropTable(DropTable {
-                    keyspace,
-                    name,
-                    if_exists,
-                }))
+                Ok(Statement::DropTable(DropTable { keyspace, name, if_exists }))
             }
         }
     }
@@ -103,11 +99,7 @@ impl Parser<'_> {
         let name = self.ident("keyspace name")?;
         self.expect_kw("with")?;
         let options = self.options()?;
-        Ok(Statement::CreateKeyspace(CreateKeyspace {
-            name,
-            if_not_exists,
-            options,
-        }))
+        Ok(Statement::CreateKeyspace(CreateKeyspace { name, if_not_exists, options }))
     }
 
     fn create_table(&mut self) -> PResult<Statement> {
@@ -181,11 +173,8 @@ impl Parser<'_> {
     /// partition key is one column or a parenthesized list.
     fn primary_key_clause(&mut self) -> PResult<(Vec<String>, Vec<String>)> {
         self.expect_sym(Sym::LParen)?;
-        let partition = if self.is_sym(Sym::LParen) {
-            self.paren_idents("column name")?
-        } else {
-            vec![self.ident("column name")?]
-        };
+        let partition =
+            if self.is_sym(Sym::LParen) { self.paren_idents("column name")? } else { vec![self.ident("column name")?] };
         let mut clustering = Vec::new();
         while self.eat_sym(Sym::Comma) {
             clustering.push(self.ident("column name")?);
@@ -199,11 +188,7 @@ impl Parser<'_> {
         let name = self.ident("column name")?;
         let ty = self.cql_type()?;
         let is_static = self.eat_kw("static");
-        Ok(ColumnDef {
-            name,
-            ty,
-            is_static,
-        })
+        Ok(ColumnDef { name, ty, is_static })
     }
 
     /// CREATE TABLE's `WITH`: CLUSTERING ORDER BY, COMPACT STORAGE and
@@ -256,10 +241,7 @@ impl Parser<'_> {
                 self.advance();
                 let column = self.ident("column name")?;
                 self.expect_kw("type")?;
-                AlterTableOp::AlterType {
-                    column,
-                    ty: self.cql_type()?,
-                }
+                AlterTableOp::AlterType { column, ty: self.cql_type()? }
             }
             _ => return Err(self.mismatched("ADD, DROP, RENAME, WITH or ALTER")),
         };
@@ -267,10 +249,7 @@ impl Parser<'_> {
     }
 
     /// `item` or `(item, ...)`.
-    fn one_or_parenthesized<T>(
-        &mut self,
-        mut item: impl FnMut(&mut Self) -> PResult<T>,
-    ) -> PResult<Vec<T>> {
+    fn one_or_parenthesized<T>(&mut self, mut item: impl FnMut(&mut Self) -> PResult<T>) -> PResult<Vec<T>> {
         if !self.eat_sym(Sym::LParen) {
             return Ok(vec![item(self)?]);
         }
@@ -304,11 +283,7 @@ impl Parser<'_> {
             return Err(self.error_at_token(&at, message));
         }
         self.expect_sym(Sym::Eq)?;
-        let value = if self.is_sym(Sym::LBrace) {
-            OptionValue::Map(self.option_map()?)
-        } else {
-            self.option_scalar()?
-        };
+        let value = if self.is_sym(Sym::LBrace) { OptionValue::Map(self.option_map()?) } else { self.option_scalar()? };
         options.push((name, value));
         Ok(())
     }
@@ -335,21 +310,14 @@ impl Parser<'_> {
     /// A string, number, boolean or bare word.
     fn option_scalar(&mut self) -> PResult<OptionValue> {
         let value = match &self.peek().kind {
-            TokenKind::Sym(Sym::Minus) => {
-                return Ok(OptionValue::Number(self.negative_literal()?.to_string()))
-            }
+            TokenKind::Sym(Sym::Minus) => return Ok(OptionValue::Number(self.negative_literal()?.to_string())),
             TokenKind::Str(s) | TokenKind::Uuid(s) => OptionValue::String(s.clone()),
             TokenKind::Integer(n) | TokenKind::Float(n) => OptionValue::Number(n.clone()),
             TokenKind::Ident(w) if w == "true" => OptionValue::Bool(true),
             TokenKind::Ident(w) if w == "false" => OptionValue::Bool(false),
             TokenKind::Ident(_) => {
                 let token = self.peek();
-                OptionValue::String(
-                    self.src
-                        .get(token.start..token.end)
-                        .unwrap_or("")
-                        .to_string(),
-                )
+                OptionValue::String(self.src.get(token.start..token.end).unwrap_or("").to_string())
             }
             _ => return Err(self.mismatched("an option value (string, number, boolean or map)")),
         };

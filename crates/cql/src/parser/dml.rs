@@ -3,8 +3,8 @@
 
 use super::{PResult, Parser};
 use crate::ast::{
-    Assignment, Batch, BatchKind, ColumnCondition, ColumnTarget, Condition, Delete, InValues,
-    Insert, InsertJson, Operator, Statement, Term, Update, Using,
+    Assignment, Batch, BatchKind, ColumnCondition, ColumnTarget, Condition, Delete, InValues, Insert, InsertJson,
+    Operator, Statement, Term, Update, Using,
 };
 use crate::lexer::{Sym, TokenKind};
 
@@ -16,21 +16,9 @@ pub(super) struct UsingRules {
     pub timestamp: bool,
 }
 
-const INSERT_UPDATE: UsingRules = UsingRules {
-    statement: "INSERT/UPDATE",
-    ttl: true,
-    timestamp: true,
-};
-const DELETE: UsingRules = UsingRules {
-    statement: "DELETE",
-    ttl: false,
-    timestamp: true,
-};
-const BATCH: UsingRules = UsingRules {
-    statement: "BATCH",
-    ttl: false,
-    timestamp: true,
-};
+const INSERT_UPDATE: UsingRules = UsingRules { statement: "INSERT/UPDATE", ttl: true, timestamp: true };
+const DELETE: UsingRules = UsingRules { statement: "DELETE", ttl: false, timestamp: true };
+const BATCH: UsingRules = UsingRules { statement: "BATCH", ttl: false, timestamp: true };
 
 impl Parser<'_> {
     /// `option term (AND option term)*` after `USING`, merged into `using`.
@@ -75,14 +63,7 @@ impl Parser<'_> {
             let json = self.term()?;
             let default_unset = self.insert_json_default()?;
             let (if_not_exists, using) = self.insert_tail()?;
-            let insert = InsertJson {
-                keyspace,
-                table,
-                json,
-                default_unset,
-                if_not_exists,
-                using,
-            };
+            let insert = InsertJson { keyspace, table, json, default_unset, if_not_exists, using };
             return Ok(Statement::InsertJson(insert));
         }
         let columns = self.paren_idents("column name")?;
@@ -92,14 +73,7 @@ impl Parser<'_> {
         self.expect_sym(Sym::RParen)?;
         // Unmatched counts are the executor's Invalid, as in Cassandra.
         let (if_not_exists, using) = self.insert_tail()?;
-        Ok(Statement::Insert(Insert {
-            keyspace,
-            table,
-            columns,
-            values,
-            if_not_exists,
-            using,
-        }))
+        Ok(Statement::Insert(Insert { keyspace, table, columns, values, if_not_exists, using }))
     }
 
     /// `DEFAULT NULL | DEFAULT UNSET` after the JSON value; true for UNSET.
@@ -139,14 +113,7 @@ impl Parser<'_> {
         self.expect_kw("where")?;
         let where_clause = self.where_clause()?;
         let condition = self.condition()?;
-        let update = Update {
-            keyspace,
-            table,
-            using,
-            assignments,
-            where_clause,
-            condition,
-        };
+        let update = Update { keyspace, table, using, assignments, where_clause, condition };
         Ok(Statement::Update(update))
     }
 
@@ -170,16 +137,10 @@ impl Parser<'_> {
             return Ok(Assignment::SetElement { column, key, value });
         }
         if self.eat_sym(Sym::PlusEq) {
-            return Ok(Assignment::Add {
-                column,
-                value: self.term()?,
-            });
+            return Ok(Assignment::Add { column, value: self.term()? });
         }
         if self.eat_sym(Sym::MinusEq) {
-            return Ok(Assignment::Subtract {
-                column,
-                value: self.term()?,
-            });
+            return Ok(Assignment::Subtract { column, value: self.term()? });
         }
         self.expect_sym(Sym::Eq)?;
         self.assignment_rhs(column)
@@ -189,9 +150,7 @@ impl Parser<'_> {
     fn assignment_rhs(&mut self, column: String) -> PResult<Assignment> {
         let is_op = |p: &Self| p.is_sym_at(1, Sym::Plus) || p.is_sym_at(1, Sym::Minus);
         let names_column = matches!(self.peek().kind, TokenKind::QuotedIdent(_))
-            || (self
-                .word_at(0)
-                .is_some_and(|w| w != "true" && w != "false" && w != "null"));
+            || (self.word_at(0).is_some_and(|w| w != "true" && w != "false" && w != "null"));
         if names_column && is_op(self) {
             if !self.at_column(&column) {
                 return Err(self.error_at_token(self.peek(), x_equals_x_plus_value()));
@@ -202,11 +161,7 @@ impl Parser<'_> {
                 self.expect_sym(Sym::Minus)?;
             }
             let value = self.term()?;
-            return Ok(if add {
-                Assignment::Add { column, value }
-            } else {
-                Assignment::Subtract { column, value }
-            });
+            return Ok(if add { Assignment::Add { column, value } } else { Assignment::Subtract { column, value } });
         }
         let value = self.term()?;
         if !self.eat_sym(Sym::Plus) {
@@ -221,11 +176,7 @@ impl Parser<'_> {
 
     pub(super) fn delete(&mut self) -> PResult<Statement> {
         self.advance();
-        let columns = if self.is_kw("from") {
-            Vec::new()
-        } else {
-            self.comma_list(Self::target)?
-        };
+        let columns = if self.is_kw("from") { Vec::new() } else { self.comma_list(Self::target)? };
         self.expect_kw("from")?;
         let (keyspace, table) = self.qualified_name("table name")?;
         let mut using = Using::default();
@@ -235,14 +186,7 @@ impl Parser<'_> {
         self.expect_kw("where")?;
         let where_clause = self.where_clause()?;
         let condition = self.condition()?;
-        let delete = Delete {
-            keyspace,
-            table,
-            columns,
-            using,
-            where_clause,
-            condition,
-        };
+        let delete = Delete { keyspace, table, columns, using, where_clause, condition };
         Ok(Statement::Delete(delete))
     }
 
@@ -287,11 +231,7 @@ impl Parser<'_> {
             InValues::Bind(index) => Term::Bind(index),
             InValues::Terms(terms) => Term::List(terms),
         };
-        Ok(ColumnCondition {
-            target,
-            op: Operator::In,
-            value,
-        })
+        Ok(ColumnCondition { target, op: Operator::In, value })
     }
 
     pub(super) fn batch(&mut self) -> PResult<Statement> {
@@ -315,11 +255,7 @@ impl Parser<'_> {
         }
         self.advance();
         self.expect_kw("batch")?;
-        Ok(Statement::Batch(Batch {
-            kind,
-            using,
-            statements,
-        }))
+        Ok(Statement::Batch(Batch { kind, using, statements }))
     }
 
     fn batch_child(&mut self) -> PResult<Statement> {

@@ -36,10 +36,7 @@ pub fn parse_statement(text: &str) -> Result<Parsed, ParseError> {
     if !matches!(parser.peek().kind, TokenKind::Eof) {
         return Err(parser.mismatched("<EOF>"));
     }
-    Ok(Parsed {
-        statement,
-        bind_markers: parser.binds,
-    })
+    Ok(Parsed { statement, bind_markers: parser.binds })
 }
 
 /// Keywords that cannot be used as unquoted names: Cassandra's reserved list,
@@ -119,21 +116,9 @@ struct Parser<'a> {
 
 impl<'a> Parser<'a> {
     fn new(src: &'a str, tokens: Vec<Token>) -> Self {
-        let eof = tokens.last().cloned().unwrap_or(Token {
-            kind: TokenKind::Eof,
-            line: 1,
-            column: 1,
-            start: 0,
-            end: 0,
-        });
-        Parser {
-            src,
-            tokens,
-            eof,
-            pos: 0,
-            binds: Vec::new(),
-            depth: 0,
-        }
+        let eof =
+            tokens.last().cloned().unwrap_or(Token { kind: TokenKind::Eof, line: 1, column: 1, start: 0, end: 0 });
+        Parser { src, tokens, eof, pos: 0, binds: Vec::new(), depth: 0 }
     }
 
     fn peek(&self) -> &Token {
@@ -141,9 +126,7 @@ impl<'a> Parser<'a> {
     }
 
     fn peek_nth(&self, n: usize) -> &Token {
-        self.tokens
-            .get(self.pos.saturating_add(n))
-            .unwrap_or(&self.eof)
+        self.tokens.get(self.pos.saturating_add(n)).unwrap_or(&self.eof)
     }
 
     fn advance(&mut self) -> Token {
@@ -295,19 +278,11 @@ impl<'a> Parser<'a> {
     }
 
     fn error_at_token(&self, token: &Token, message: String) -> ParseError {
-        ParseError {
-            line: token.line,
-            column: token.column,
-            message,
-            kind: ParseErrorKind::Syntax,
-        }
+        ParseError { line: token.line, column: token.column, message, kind: ParseErrorKind::Syntax }
     }
 
     fn unknown_type(&self, token: &Token, name: &str) -> ParseError {
-        ParseError {
-            kind: ParseErrorKind::UnknownType,
-            ..self.error_at_token(token, format!("unknown type '{name}'"))
-        }
+        ParseError { kind: ParseErrorKind::UnknownType, ..self.error_at_token(token, format!("unknown type '{name}'")) }
     }
 
     /// How a token is quoted in messages: its source text, shortened.
@@ -328,10 +303,7 @@ impl<'a> Parser<'a> {
     fn mismatched(&self, expecting: &str) -> ParseError {
         let token = self.peek();
         let text = self.token_text(token);
-        self.error_at_token(
-            token,
-            format!("mismatched input '{text}' expecting {expecting}"),
-        )
+        self.error_at_token(token, format!("mismatched input '{text}' expecting {expecting}"))
     }
 
     /// "no viable alternative at input 'x'", at the current token.

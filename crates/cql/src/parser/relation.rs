@@ -87,11 +87,7 @@ impl Parser<'_> {
     /// A comparison, `CONTAINS`, `CONTAINS KEY` or `LIKE` (not `IN`).
     pub(super) fn operator(&mut self) -> PResult<Operator> {
         if self.eat_kw("contains") {
-            return Ok(if self.eat_kw("key") {
-                Operator::ContainsKey
-            } else {
-                Operator::Contains
-            });
+            return Ok(if self.eat_kw("key") { Operator::ContainsKey } else { Operator::Contains });
         }
         if self.eat_kw("like") {
             return Ok(Operator::Like);

@@ -8,11 +8,7 @@ use crate::lexer::{Sym, TokenKind};
 
 use super::dml::UsingRules;
 
-const SELECT: UsingRules = UsingRules {
-    statement: "SELECT",
-    ttl: false,
-    timestamp: false,
-};
+const SELECT: UsingRules = UsingRules { statement: "SELECT", ttl: false, timestamp: false };
 
 impl Parser<'_> {
     pub(super) fn select(&mut self) -> PResult<Statement> {
@@ -50,8 +46,7 @@ impl Parser<'_> {
     /// `JSON` / `DISTINCT` right after SELECT, unless the word is really a
     /// column named so (`SELECT json FROM t`, `SELECT distinct, x ...`).
     fn select_flag(&mut self, keyword: &str) -> bool {
-        let is_column =
-            self.is_kw_at(1, "from") || self.is_kw_at(1, "as") || self.is_sym_at(1, Sym::Comma);
+        let is_column = self.is_kw_at(1, "from") || self.is_kw_at(1, "as") || self.is_sym_at(1, Sym::Comma);
         self.is_kw(keyword) && !is_column && self.eat_kw(keyword)
     }
 
@@ -118,11 +113,7 @@ impl Parser<'_> {
 
     fn selector(&mut self) -> PResult<Selector> {
         let expr = self.selector_expr()?;
-        let alias = if self.eat_kw("as") {
-            Some(self.ident("alias")?)
-        } else {
-            None
-        };
+        let alias = if self.eat_kw("as") { Some(self.ident("alias")?) } else { None };
         Ok(Selector { expr, alias })
     }
 
@@ -148,8 +139,7 @@ impl Parser<'_> {
     fn selector_call(&mut self) -> PResult<SelectorExpr> {
         let count_all = self.is_kw("count")
             && self.is_sym_at(3, Sym::RParen)
-            && (self.is_sym_at(2, Sym::Star)
-                || self.peek_nth(2).kind == TokenKind::Integer("1".into()));
+            && (self.is_sym_at(2, Sym::Star) || self.peek_nth(2).kind == TokenKind::Integer("1".into()));
         let special = if count_all {
             "count(*)".to_string()
         } else if self.is_sym_at(1, Sym::Dot) {
@@ -166,11 +156,7 @@ impl Parser<'_> {
                 self.advance_n(2);
                 let column = self.ident("column name")?;
                 self.expect_sym(Sym::RParen)?;
-                Ok(if special == "ttl" {
-                    SelectorExpr::Ttl(column)
-                } else {
-                    SelectorExpr::WriteTime(column)
-                })
+                Ok(if special == "ttl" { SelectorExpr::Ttl(column) } else { SelectorExpr::WriteTime(column) })
             }
             "cast" => {
                 self.advance_n(2);
@@ -183,11 +169,7 @@ impl Parser<'_> {
             _ => {
                 let name = self.function_name()?;
                 self.expect_sym(Sym::LParen)?;
-                let args = if self.is_sym(Sym::RParen) {
-                    Vec::new()
-                } else {
-                    self.comma_list(Self::selector_expr)?
-                };
+                let args = if self.is_sym(Sym::RParen) { Vec::new() } else { self.comma_list(Self::selector_expr)? };
                 self.expect_sym(Sym::RParen)?;
                 Ok(SelectorExpr::FunctionCall { name, args })
             }

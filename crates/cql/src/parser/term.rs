@@ -44,9 +44,7 @@ impl Parser<'_> {
             TokenKind::Sym(Sym::LBracket) => self.list_literal(),
             TokenKind::Sym(Sym::LBrace) => self.braces_literal(),
             TokenKind::Sym(Sym::LParen) => self.paren_term(),
-            TokenKind::Ident(_) | TokenKind::QuotedIdent(_) if self.at_function_call() => {
-                self.function_call()
-            }
+            TokenKind::Ident(_) | TokenKind::QuotedIdent(_) if self.at_function_call() => self.function_call(),
             kind => match token_literal(kind) {
                 Some(literal) => {
                     self.advance();
@@ -98,12 +96,7 @@ impl Parser<'_> {
 
     /// Whether the cursor is at `name (` or `ks.name (`.
     pub(super) fn at_function_call(&self) -> bool {
-        let is_name = |n| {
-            matches!(
-                self.peek_nth(n).kind,
-                TokenKind::Ident(_) | TokenKind::QuotedIdent(_)
-            )
-        };
+        let is_name = |n| matches!(self.peek_nth(n).kind, TokenKind::Ident(_) | TokenKind::QuotedIdent(_));
         is_name(0)
             && (self.is_sym_at(1, Sym::LParen)
                 || (self.is_sym_at(1, Sym::Dot) && is_name(2) && self.is_sym_at(3, Sym::LParen)))
@@ -121,11 +114,7 @@ impl Parser<'_> {
     fn function_call(&mut self) -> PResult<Term> {
         let name = self.function_name()?;
         self.expect_sym(Sym::LParen)?;
-        let args = if self.is_sym(Sym::RParen) {
-            Vec::new()
-        } else {
-            self.comma_list(Self::term)?
-        };
+        let args = if self.is_sym(Sym::RParen) { Vec::new() } else { self.comma_list(Self::term)? };
         self.expect_sym(Sym::RParen)?;
         Ok(Term::FunctionCall { name, args })
     }
@@ -207,9 +196,7 @@ impl Parser<'_> {
         let token = self.peek().clone();
         let name = match &token.kind {
             TokenKind::Ident(word) => word.clone(),
-            TokenKind::QuotedIdent(name) => {
-                return Err(self.unknown_type(&token, name))
-            }
+            TokenKind::QuotedIdent(name) => return Err(self.unknown_type(&token, name)),
             TokenKind::Str(_) => {
                 let message = "custom types are not supported".to_string();
                 return Err(self.error_at_token(&token, message));
