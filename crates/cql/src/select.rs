@@ -294,7 +294,7 @@ fn selector_expr(meta: &TableMeta, expr: &SelectorExpr) -> CqlResult<(String, Cq
             (format!("cast({name} as {ty})"), ty.clone(), sel)
         }
         SelectorExpr::Term(term) => {
-            let text = format!("{term:?}");
+            let text = term.to_string();
             let value = eval(term, Receiver { name: &text, ty: &CqlType::Int }, Bindings { values: &[] })?;
             (text, CqlType::Int, Sel::Literal(value.into_option()))
         }
