@@ -17,7 +17,7 @@ use bytes::{Bytes, BytesMut};
 use futures_channel::mpsc;
 use futures_util::StreamExt;
 use shoal_cql::processor::{self, QueryOptions, Session};
-use shoal_cql::{BatchStatement, BoundValue, CqlError, QueryResult};
+use shoal_cql::{BatchStatement, CqlError, QueryResult};
 use shoal_runtime::net::{AsyncRead, AsyncWriteExt, BufResult, TcpStream};
 use shoal_schema::{SchemaChange as SchemaEvent, SchemaChangeKind, SchemaChangeTarget as EventTarget};
 
@@ -267,7 +267,7 @@ async fn execute(connection: &Rc<Connection>, request: Request) -> Result<Respon
                         request::BatchQuery::Query(text) => BatchStatement::Query(text),
                         request::BatchQuery::Prepared(id) => BatchStatement::Prepared(id),
                     };
-                    (statement, s.values.into_iter().map(bound).collect())
+                    (statement, s.values)
                 })
                 .collect();
             let mut session = connection.session.borrow().clone();
@@ -345,17 +345,9 @@ fn spec(column: &shoal_cql::ColumnSpec) -> ColumnSpec<'_> {
     ColumnSpec { keyspace: &column.keyspace, table: &column.table, name: &column.name, ty: &column.ty }
 }
 
-fn bound(value: request::BoundValue) -> BoundValue {
-    match value {
-        request::BoundValue::Value(v) => BoundValue::Value(v),
-        request::BoundValue::Null => BoundValue::Null,
-        request::BoundValue::Unset => BoundValue::Unset,
-    }
-}
-
 fn options(params: request::QueryParams) -> QueryOptions {
     QueryOptions {
-        values: params.values.into_iter().map(bound).collect(),
+        values: params.values,
         names: params.names,
         page_size: params.page_size,
         paging_state: params.paging_state,

@@ -32,14 +32,9 @@ pub const QUERY_FLAG_SERIAL_CONSISTENCY: u8 = 0x10;
 pub const QUERY_FLAG_DEFAULT_TIMESTAMP: u8 = 0x20;
 pub const QUERY_FLAG_NAMES_FOR_VALUES: u8 = 0x40;
 
-/// A bound variable's value.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum BoundValue {
-    Value(Bytes),
-    Null,
-    /// "not set": leave the column as it is.
-    Unset,
-}
+/// A bound variable's value: the CQL layer's own type, decoded straight
+/// into it so requests reach execution without a conversion.
+pub use shoal_cql::BoundValue;
 
 /// `<query_parameters>` of QUERY and EXECUTE (spec 4.1.4).
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
