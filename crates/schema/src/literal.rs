@@ -330,7 +330,16 @@ fn days_in_month(year: i64, month: i64) -> i64 {
 
 /// `yyyy-mm-dd` → days since the Unix epoch.
 fn read_date(c: &mut Cursor) -> Option<i64> {
+    // Years before 1 AD (`-0001-12-31`) reach back to the date type's
+    // minimum, -5877641-06-23, as in Cassandra.
+    let sign = if c.eat(b'-') {
+        -1
+    } else {
+        c.eat(b'+');
+        1
+    };
     let (year, _) = c.digits(1, 9)?;
+    let year = sign * year;
     c.expect(b'-')?;
     let month = c.field(12).filter(|m| *m >= 1)?;
     c.expect(b'-')?;
@@ -409,7 +418,8 @@ fn timestamp_millis(text: &str) -> Option<i64> {
 }
 
 /// A date literal: `yyyy-mm-dd`, or the raw unsigned day number with
-/// 2^31 = 1970-01-01 (Cassandra reads all-digit text that way).
+/// 2^31 = 1970-01-01 (Cassandra reads all-digit text that way). The year
+/// may be signed and longer than four digits.
 pub fn parse_date(text: &str) -> Result<u32, LiteralError> {
     let invalid = || LiteralError::InvalidDate(text.to_owned());
     if is_integer(text) {
@@ -936,5 +946,15 @@ mod tests {
         }
         assert_eq!(civil_from_days(0), (1970, 1, 1));
         assert_eq!(civil_from_days(19_724), (2024, 1, 2));
+    }
+
+    #[test]
+    fn dates_span_the_whole_type_range() {
+        assert_eq!(parse_date("-5877641-06-23").ok(), Some(0));
+        assert_eq!(parse_date("5881580-07-11").ok(), Some(u32::MAX));
+        assert_eq!(parse_date("1970-01-01").ok(), Some(1 << 31));
+        assert!(parse_date("-0001-12-31").is_ok_and(|d| d < 1 << 31));
+        assert!(parse_date("5881580-07-12").is_err());
+        assert!(parse_date("-5877641-06-22").is_err());
     }
 }
