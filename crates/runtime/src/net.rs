@@ -8,8 +8,8 @@
 
 use std::os::fd::AsFd;
 
-pub use compio::buf::{BufResult, IoBuf, IoBufMut};
-pub use compio::io::{AsyncRead, AsyncWrite, AsyncWriteExt};
+pub use compio::buf::BufResult;
+pub use compio::io::{AsyncRead, AsyncWriteExt};
 pub use compio::net::{TcpListener, TcpStream};
 
 use compio::net::TcpSocket;

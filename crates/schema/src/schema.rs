@@ -134,10 +134,6 @@ impl TableMeta {
         self.clustering_key().count()
     }
 
-    pub fn has_static_columns(&self) -> bool {
-        self.columns.iter().any(|c| c.kind == ColumnKind::Static)
-    }
-
     /// Orders columns as `SELECT *` shows them and renumbers key positions.
     /// Call after adding, removing or renaming columns.
     pub fn normalize_columns(&mut self) {

@@ -96,17 +96,9 @@ impl CqlType {
         }
     }
 
-    pub fn is_frozen(&self) -> bool {
-        matches!(self, CqlType::Frozen(_))
-    }
-
     /// A list, set or map that is not frozen: stored one cell per element.
     pub fn is_multi_cell(&self) -> bool {
         matches!(self, CqlType::List(_) | CqlType::Set(_) | CqlType::Map(..))
-    }
-
-    pub fn is_collection(&self) -> bool {
-        matches!(self.unfrozen(), CqlType::List(_) | CqlType::Set(_) | CqlType::Map(..))
     }
 
     pub fn is_counter(&self) -> bool {

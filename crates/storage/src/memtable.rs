@@ -47,8 +47,4 @@ impl Memtable {
     pub fn size_bytes(&self) -> usize {
         self.size_bytes
     }
-
-    pub fn partition_count(&self) -> usize {
-        self.partitions.len()
-    }
 }

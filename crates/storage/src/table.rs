@@ -50,8 +50,4 @@ impl Table {
     pub fn memory_used_bytes(&self) -> usize {
         self.memtable.size_bytes()
     }
-
-    pub fn partition_count(&self) -> usize {
-        self.memtable.partition_count()
-    }
 }
