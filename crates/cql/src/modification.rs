@@ -20,7 +20,7 @@ use uuid::Uuid;
 
 use crate::ast::{Assignment, ColumnTarget, Delete, Insert, Term, Update, Using};
 use crate::error::{invalid, CqlResult};
-use crate::restrictions::{analyze, position_of, PartitionRestriction};
+use crate::restrictions::{analyze, encode_clustering, position_of, PartitionRestriction};
 use crate::values::{collection_items, eval, eval_required, Bindings, Evaluated, Receiver};
 
 /// Cassandra's ceiling on TTLs: 20 years.
@@ -507,14 +507,6 @@ fn list_key(prepend: bool) -> Bytes {
 
 fn column_index(meta: &TableMeta, column: &ColumnMeta) -> usize {
     meta.columns.iter().position(|c| c.id == column.id).unwrap_or_default()
-}
-
-pub fn encode_clustering(meta: &TableMeta, values: &[Bytes]) -> Bytes {
-    let mut out = Vec::new();
-    for (column, value) in meta.clustering_key().zip(values) {
-        comparable::encode(column.ty.unfrozen(), value, column.order == shoal_schema::ClusteringOrder::Desc, &mut out);
-    }
-    Bytes::from(out)
 }
 
 fn partition_position(meta: &TableMeta, key_values: &[Option<Bytes>]) -> CqlResult<PartitionPosition> {

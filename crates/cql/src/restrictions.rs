@@ -307,11 +307,12 @@ impl Analysis<'_> {
             }
         }
         let prefixes = cartesian(prefix_values)?;
-        let full_keys = (used == ck.len()).then(|| prefixes.iter().map(|p| (self.encode(&ck, p), p.clone())).collect());
+        let full_keys =
+            (used == ck.len()).then(|| prefixes.iter().map(|p| (encode_clustering(self.meta, p), p.clone())).collect());
         let mut ranges: Vec<ClusteringRange> = prefixes
             .iter()
             .map(|prefix| {
-                let encoded = self.encode(&ck, prefix);
+                let encoded = encode_clustering(self.meta, prefix);
                 match (&slice, slice_column) {
                     (Some(bounds), Some(column)) => self.slice_range(encoded, column, bounds),
                     _ => prefix_range(encoded),
@@ -321,15 +322,6 @@ impl Analysis<'_> {
             .collect();
         ranges.sort_by(|a, b| bound_key(&a.start).cmp(&bound_key(&b.start)));
         Ok((full_keys, ranges, filtered || (used > 0 || slice.is_some())))
-    }
-
-    fn encode(&self, ck: &[usize], values: &[Bytes]) -> Bytes {
-        let mut out = Vec::new();
-        for (index, value) in ck.iter().zip(values) {
-            let column = &self.meta.columns[*index];
-            comparable::encode(column.ty.unfrozen(), value, column.order == ClusteringOrder::Desc, &mut out);
-        }
-        Bytes::from(out)
     }
 
     fn slice_range(&self, prefix: Bytes, column: usize, bounds: &[(Operator, Bytes)]) -> ClusteringRange {
@@ -364,7 +356,10 @@ impl Analysis<'_> {
                             "Clustering columns may be restricted by only one multi-column = or IN relation",
                         ));
                     }
-                    keys = Some((indexes.len(), tuples.iter().map(|t| (self.encode(columns, t), t.clone())).collect()));
+                    keys = Some((
+                        indexes.len(),
+                        tuples.iter().map(|t| (encode_clustering(self.meta, t), t.clone())).collect(),
+                    ));
                 }
                 _ => {
                     if orders.iter().any(|d| *d != orders[0]) {
@@ -374,7 +369,7 @@ impl Analysis<'_> {
                     }
                     let range = slice.get_or_insert_with(ClusteringRange::all);
                     for tuple in &tuples {
-                        apply_bound(range, self.encode(columns, tuple), op, orders[0]);
+                        apply_bound(range, encode_clustering(self.meta, tuple), op, orders[0]);
                     }
                 }
             }
@@ -470,6 +465,15 @@ fn prefix_range(prefix: Bytes) -> ClusteringRange {
     }
     let end = successor(&prefix).map_or(Bound::Unbounded, Bound::Excluded);
     ClusteringRange { start: Bound::Included(prefix), end }
+}
+
+/// The order-preserving encoding of a clustering key or of a prefix of it
+/// (`values` for the first clustering columns, in order).
+pub fn encode_clustering(meta: &TableMeta, values: &[Bytes]) -> Bytes {
+    let columns = meta.clustering_key().zip(values);
+    Bytes::from(comparable::encode_key(
+        columns.map(|(c, v)| (c.ty.unfrozen(), &v[..], c.order == ClusteringOrder::Desc)),
+    ))
 }
 
 /// Where the partition with these key components lives.

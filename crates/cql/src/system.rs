@@ -19,8 +19,7 @@ use uuid::Uuid;
 use crate::ast::Statement;
 use crate::ddl;
 use crate::error::CqlResult;
-use crate::modification::encode_clustering;
-use crate::restrictions::position_of;
+use crate::restrictions::{encode_clustering, position_of};
 use crate::values::serialize_items;
 
 pub const DATA_CENTER: &str = "datacenter1";
