@@ -79,10 +79,12 @@ fn parse(text: &str) -> CqlResult<Parsed> {
     })
 }
 
-pub async fn query(text: &str, session: &mut Session, options: QueryOptions) -> CqlResult<QueryResult> {
+/// Runs a statement. The session is only read: a USE answers
+/// `SetKeyspace`, and the connection applies it, so a request in flight
+/// never overwrites a USE that finished while it ran.
+pub async fn query(text: &str, session: &Session, options: QueryOptions) -> CqlResult<QueryResult> {
     let parsed = parse(text)?;
-    let keyspace = session.keyspace.clone();
-    execute_parsed(&parsed, keyspace.as_deref(), session, options).await
+    execute_parsed(&parsed, session.keyspace.as_deref(), options).await
 }
 
 pub fn prepare(text: &str, session: &Session) -> CqlResult<PreparedInfo> {
@@ -113,9 +115,9 @@ pub fn prepare(text: &str, session: &Session) -> CqlResult<PreparedInfo> {
     Ok(PreparedInfo { id, variables, pk_indexes, result_columns })
 }
 
-pub async fn execute(id: &[u8], session: &mut Session, options: QueryOptions) -> CqlResult<QueryResult> {
+pub async fn execute(id: &[u8], options: QueryOptions) -> CqlResult<QueryResult> {
     let (parsed, keyspace) = lookup(id)?;
-    execute_parsed(&parsed, keyspace.as_deref(), session, options).await
+    execute_parsed(&parsed, keyspace.as_deref(), options).await
 }
 
 fn lookup(id: &[u8]) -> CqlResult<(Arc<Parsed>, Option<String>)> {
@@ -188,12 +190,7 @@ fn table(schema: &Schema, named: Option<&str>, session: Option<&str>, table: &st
     schema.table(keyspace, table).cloned().ok_or_else(|| invalid(format!("unconfigured table {table}")))
 }
 
-async fn execute_parsed(
-    parsed: &Parsed,
-    keyspace: Option<&str>,
-    session: &mut Session,
-    mut options: QueryOptions,
-) -> CqlResult<QueryResult> {
+async fn execute_parsed(parsed: &Parsed, keyspace: Option<&str>, mut options: QueryOptions) -> CqlResult<QueryResult> {
     let values = ordered_values(parsed, &mut options)?;
     let bindings = Bindings { values: &values };
     let schema = shoal_replica::local().schema();
@@ -202,7 +199,6 @@ async fn execute_parsed(
             if schema.keyspace(name).is_none() {
                 return Err(invalid(format!("Keyspace '{name}' does not exist")));
             }
-            session.keyspace = Some(name.clone());
             Ok(QueryResult::SetKeyspace(name.clone()))
         }
         Statement::CreateKeyspace(_)
@@ -326,7 +322,7 @@ async fn apply_writes(writes: Vec<Write>) -> CqlResult<()> {
 pub async fn batch(
     kind: BatchKind,
     statements: Vec<(BatchStatement, Vec<BoundValue>)>,
-    session: &mut Session,
+    session: &Session,
     options: QueryOptions,
 ) -> CqlResult<QueryResult> {
     if kind == BatchKind::Counter {

@@ -167,6 +167,13 @@ struct Response {
 }
 
 impl Connection {
+    /// A USE that succeeded becomes the connection's keyspace.
+    fn apply_use(&self, result: &QueryResult) {
+        if let QueryResult::SetKeyspace(keyspace) = result {
+            self.session.borrow_mut().keyspace = Some(keyspace.clone());
+        }
+    }
+
     fn send(&self, stream: i16, response: Response) {
         let mut out = Vec::with_capacity(response.body.len() + 16);
         let start = begin_response(&mut out, stream, response.opcode);
@@ -241,16 +248,15 @@ async fn execute(connection: &Rc<Connection>, request: Request) -> Result<Respon
         }
         Request::Query { query, params } => {
             let skip_metadata = params.skip_metadata;
-            let mut session = connection.session.borrow().clone();
-            let result = processor::query(&query, &mut session, options(params)).await?;
-            *connection.session.borrow_mut() = session;
+            let session = connection.session.borrow().clone();
+            let result = processor::query(&query, &session, options(params)).await?;
+            connection.apply_use(&result);
             Ok(reply(Opcode::Result, encode_result(&result, skip_metadata)))
         }
         Request::Execute { id, params } => {
             let skip_metadata = params.skip_metadata;
-            let mut session = connection.session.borrow().clone();
-            let result = processor::execute(&id, &mut session, options(params)).await?;
-            *connection.session.borrow_mut() = session;
+            let result = processor::execute(&id, options(params)).await?;
+            connection.apply_use(&result);
             Ok(reply(Opcode::Result, encode_result(&result, skip_metadata)))
         }
         Request::Batch(batch) => {
@@ -270,9 +276,9 @@ async fn execute(connection: &Rc<Connection>, request: Request) -> Result<Respon
                     (statement, s.values)
                 })
                 .collect();
-            let mut session = connection.session.borrow().clone();
+            let session = connection.session.borrow().clone();
             let options = QueryOptions { timestamp: batch.timestamp, ..QueryOptions::default() };
-            let result = processor::batch(kind, statements, &mut session, options).await?;
+            let result = processor::batch(kind, statements, &session, options).await?;
             Ok(reply(Opcode::Result, encode_result(&result, false)))
         }
     }
