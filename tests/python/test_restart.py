@@ -4,78 +4,19 @@ Runs its own server (from SHOAL_BIN, as tests/run.sh sets it) on fresh ports and
 a fresh workdir, so it can kill and restart it without disturbing other tests.
 """
 import os
-import shutil
-import signal
-import socket
-import struct
-import subprocess
-import tempfile
-import time
 
 import pytest
-from cassandra.cluster import Cluster
 
-SHOAL_BIN = os.environ.get("SHOAL_BIN")
-if not SHOAL_BIN or os.environ.get("SHOAL_PEER") == "cassandra":
-    pytest.skip("needs SHOAL_BIN (a shoal binary to start and kill)", allow_module_level=True)
+from node import skip_reason, temp_node
 
-
-def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-class Node:
-    def __init__(self, workdir):
-        self.workdir = workdir
-        self.ports = [free_port(), free_port(), free_port()]
-        self.proc = None
-
-    def start(self):
-        cql, aware, api = self.ports
-        self.log = open(os.path.join(self.workdir, "server.log"), "ab")
-        self.proc = subprocess.Popen(
-            [SHOAL_BIN, "--workdir", os.path.join(self.workdir, "data"), "--smp", "2",
-             "--native-transport-port", str(cql), "--native-shard-aware-transport-port", str(aware),
-             "--api-port", str(api), "--listen-address", "127.0.0.1"],
-            stdout=self.log, stderr=subprocess.STDOUT)
-        deadline = time.time() + 30
-        while time.time() < deadline:
-            # A real OPTIONS round trip: right after a kill -9 the old
-            # process's listener may still accept for a few milliseconds.
-            try:
-                with socket.create_connection(("127.0.0.1", cql), timeout=1) as s:
-                    s.sendall(struct.pack(">BBhBI", 4, 0, 0, 0x05, 0))
-                    if len(s.recv(9)) == 9:
-                        return
-            except OSError:
-                pass
-            assert self.proc.poll() is None, "server exited during startup"
-            time.sleep(0.1)
-        raise AssertionError("server did not start within 30 s")
-
-    def kill(self):
-        self.proc.send_signal(signal.SIGKILL)
-        self.proc.wait(timeout=10)
-        self.log.close()
-
-    def session(self):
-        cluster = Cluster(["127.0.0.1"], port=self.ports[0], protocol_version=4)
-        return cluster, cluster.connect()
+if skip_reason():
+    pytest.skip(skip_reason(), allow_module_level=True)
 
 
 @pytest.fixture
 def node():
-    workdir = tempfile.mkdtemp(prefix="shoal-restart-")
-    n = Node(workdir)
-    n.start()
-    yield n
-    if n.proc and n.proc.poll() is None:
-        n.kill()
-    if os.environ.get("SHOAL_KEEP_RESTART_LOG"):
-        print(open(os.path.join(workdir, "server.log")).read())
-    shutil.rmtree(workdir, ignore_errors=True)
+    with temp_node("shoal-restart-") as n:
+        yield n
 
 
 def test_schema_survives_kill_9(node):
@@ -105,5 +46,38 @@ def test_schema_survives_kill_9(node):
         # The table is usable after the restart.
         session.execute("INSERT INTO ks.t (k, c, s) VALUES (1, 'a', 2)")
         assert session.execute("SELECT s FROM ks.t WHERE k = 1").one().s == 2
+    finally:
+        cluster.shutdown()
+
+
+def test_column_ids_survive_restart(node):
+    """Cells are stored under column ids, so the ids (and the next id, past
+    dropped columns) must be the same after a restart: the schema file
+    written after the restart shows the table exactly as before it."""
+    schema_file = os.path.join(node.workdir, "data", "schema.cql")
+
+    def table_line():
+        lines = [line for line in open(schema_file).read().splitlines() if line.startswith('CREATE TABLE "ks"."t"')]
+        assert len(lines) == 1
+        return lines[0]
+
+    cluster, session = node.session()
+    session.execute("CREATE KEYSPACE ks WITH replication = {'class': 'NetworkTopologyStrategy', 'replication_factor': 1}")
+    session.execute("CREATE TABLE ks.t (k int PRIMARY KEY, a int, b int)")
+    session.execute("ALTER TABLE ks.t DROP a")
+    session.execute("ALTER TABLE ks.t ADD c int")
+    before = table_line()
+    assert "shoal_column_ids = {'k': 0, 'b': 2, 'c': 3} AND shoal_next_column_id = 4" in before
+    cluster.shutdown()
+    node.kill()
+    node.start()
+    cluster, session = node.session()
+    try:
+        # Any DDL rewrites the schema file from the schema loaded at start.
+        session.execute("CREATE TABLE ks.other (k int PRIMARY KEY)")
+        assert table_line() == before
+        session.execute("INSERT INTO ks.t (k, b, c) VALUES (1, 2, 3)")
+        row = session.execute("SELECT b, c FROM ks.t WHERE k = 1").one()
+        assert (row.b, row.c) == (2, 3)
     finally:
         cluster.shutdown()

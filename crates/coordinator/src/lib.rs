@@ -58,7 +58,7 @@ pub async fn mutate(
     let shard = shard_of(position.token);
     metrics::note_target(shard);
     let result =
-        submit_to(shard, move || async move { shoal_replica::local().apply(table, position, update, &list_ops) })
+        submit_to(shard, move || async move { shoal_replica::local().apply(table, position, update, &list_ops).await })
             .await?;
     Ok(result?)
 }
@@ -84,12 +84,11 @@ pub async fn read(command: ReadCommand) -> Result<ReadResult, CoordinatorError> 
     if let [(shard, _)] = per_shard.as_slice() {
         metrics::note_target(*shard);
     }
-    let answers = join_all(
-        per_shard
-            .into_iter()
-            .map(|(shard, command)| submit_to(shard, move || async move { shoal_replica::local().query(&command) })),
-    )
-    .await;
+    let answers =
+        join_all(per_shard.into_iter().map(|(shard, command)| {
+            submit_to(shard, move || async move { shoal_replica::local().query(&command).await })
+        }))
+        .await;
     let mut merged = ReadResult::default();
     for answer in answers {
         let answer = answer??;
@@ -108,13 +107,45 @@ pub async fn read(command: ReadCommand) -> Result<ReadResult, CoordinatorError> 
 /// Removes every row of `table` on every shard.
 pub async fn truncate(table: Uuid) -> Result<(), CoordinatorError> {
     let answers = join_all(
-        (0..nr_shards()).map(|shard| submit_to(shard, move || async move { shoal_replica::local().truncate(table) })),
+        (0..nr_shards())
+            .map(|shard| submit_to(shard, move || async move { shoal_replica::local().truncate(table).await })),
     )
     .await;
     for answer in answers {
         answer??;
     }
     Ok(())
+}
+
+/// A storage operation run on every shard (nodetool flush, compact,
+/// snapshot), naming a keyspace and tables or (`None`) everything.
+#[derive(Debug, Clone)]
+pub enum StorageOp {
+    Flush { keyspace: Option<String>, tables: Vec<String> },
+    Compact { keyspace: Option<String>, tables: Vec<String> },
+    Snapshot { keyspace: Option<String>, tag: String },
+}
+
+/// Runs `op` on every shard; returns the tables (or, for a snapshot, the
+/// SSTables) it touched, summed over shards.
+pub async fn storage_op(op: StorageOp) -> Result<usize, CoordinatorError> {
+    let answers = join_all((0..nr_shards()).map(|shard| {
+        let op = op.clone();
+        submit_to(shard, move || async move {
+            let db = shoal_replica::local();
+            match &op {
+                StorageOp::Flush { keyspace, tables } => db.flush(keyspace.as_deref(), tables).await,
+                StorageOp::Compact { keyspace, tables } => db.compact(keyspace.as_deref(), tables).await,
+                StorageOp::Snapshot { keyspace, tag } => db.snapshot(keyspace.as_deref(), tag).await,
+            }
+        })
+    }))
+    .await;
+    let mut total = 0;
+    for answer in answers {
+        total += answer??;
+    }
+    Ok(total)
 }
 
 /// Installs `schema` on every shard, then returns. Called on shard 0 only.

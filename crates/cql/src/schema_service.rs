@@ -5,7 +5,12 @@
 //!
 //! The schema file is CQL: one CREATE KEYSPACE / CREATE TABLE per line, with
 //! table ids kept in `WITH id = ...`, re-read through the parser at start.
+//! Stored cells are keyed by column id, and ids follow declaration order only
+//! until a column is dropped, so each CREATE TABLE also lists its column ids
+//! and next column id in options only this file's loader accepts (see
+//! `COLUMN_IDS`); to clients they are unknown options like any other.
 
+use std::collections::{BTreeMap, BTreeSet};
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, OnceLock};
@@ -13,11 +18,17 @@ use std::sync::{Arc, OnceLock};
 use futures_util::lock::Mutex;
 use shoal_schema::{ClusteringOrder, ColumnKind, KeyspaceMeta, Schema, SchemaChange, TableMeta};
 
-use crate::ast::Statement;
+use crate::ast::{OptionValue, Statement};
 use crate::error::{CqlError, CqlResult};
 use crate::{ddl, system};
 
 static SCHEMA_FILE: OnceLock<PathBuf> = OnceLock::new();
+
+/// Schema-file-only table option: each column's id, by column name.
+const COLUMN_IDS: &str = "shoal_column_ids";
+/// Schema-file-only table option: the table's `next_column_id`, which is
+/// above every dropped column's id, so none is reused after a restart.
+const NEXT_COLUMN_ID: &str = "shoal_next_column_id";
 
 thread_local! {
     /// Serializes DDL on shard 0: each statement builds on the last one's result.
@@ -28,27 +39,101 @@ thread_local! {
 /// system keyspaces included. Call once at start, before shards serve.
 pub fn load(path: &Path) -> CqlResult<Schema> {
     let _ = SCHEMA_FILE.set(path.to_path_buf());
-    let mut schema = Schema::empty();
-    for keyspace in system::system_keyspaces() {
-        schema.keyspaces.insert(keyspace.name.clone(), Arc::new(keyspace));
-    }
     let text = match std::fs::read_to_string(path) {
         Ok(text) => text,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => String::new(),
         Err(e) => return Err(CqlError::Server(format!("cannot read schema file {}: {e}", path.display()))),
     };
+    parse(&text, path)
+}
+
+/// The schema that the schema file's `text` describes, system keyspaces
+/// included; `path` is for error messages.
+fn parse(text: &str, path: &Path) -> CqlResult<Schema> {
+    let mut schema = Schema::empty();
+    for keyspace in system::system_keyspaces() {
+        schema.keyspaces.insert(keyspace.name.clone(), Arc::new(keyspace));
+    }
     for (number, line) in text.lines().enumerate().filter(|(_, l)| !l.trim().is_empty()) {
-        let at = || format!("{}:{}", path.display(), number + 1);
-        let parsed =
-            crate::parser::parse_statement(line).map_err(|e| CqlError::Server(format!("schema file {}: {e}", at())))?;
-        if let Some((next, _)) = ddl::apply(&schema, &parsed.statement, None)
-            .map_err(|e| CqlError::Server(format!("schema file {}: {e}", at())))?
-        {
+        let failed =
+            |e: &dyn std::fmt::Display| CqlError::Server(format!("schema file {}:{}: {e}", path.display(), number + 1));
+        let mut parsed = crate::parser::parse_statement(line).map_err(|e| failed(&e))?;
+        // Taken out before `ddl::apply`, which (as for clients) rejects them.
+        let ids = take_column_ids(&mut parsed.statement).map_err(|e| failed(&e))?;
+        if let Some((next, _)) = ddl::apply(&schema, &parsed.statement, None).map_err(|e| failed(&e))? {
             schema = next;
+        }
+        if let (Some(ids), Statement::CreateTable(table)) = (ids, &parsed.statement) {
+            let keyspace = ddl::qualify(table.keyspace.as_deref(), None).map_err(|e| failed(&e))?;
+            restore_column_ids(&mut schema, keyspace, &table.name, ids).map_err(|e| failed(&e))?;
         }
     }
     schema.version = uuid::Uuid::new_v4();
     Ok(schema)
+}
+
+/// A table's column ids as the schema file keeps them.
+struct ColumnIds {
+    by_name: BTreeMap<String, u32>,
+    next: u32,
+}
+
+/// Removes the schema-file-only options from a CREATE TABLE and returns
+/// them; `None` for other statements and for files written before ids were
+/// kept, whose tables get ids in declaration order, as they always did.
+fn take_column_ids(statement: &mut Statement) -> CqlResult<Option<ColumnIds>> {
+    let Statement::CreateTable(create) = statement else { return Ok(None) };
+    let ours = |name: &str| name.eq_ignore_ascii_case(COLUMN_IDS) || name.eq_ignore_ascii_case(NEXT_COLUMN_ID);
+    let (taken, kept): (Vec<_>, Vec<_>) = std::mem::take(&mut create.options).into_iter().partition(|(n, _)| ours(n));
+    create.options = kept;
+    let bad = |what: &str| CqlError::Server(format!("invalid {what}"));
+    let id = |text: &str, what: &str| text.parse::<u32>().map_err(|_| bad(what));
+    let (mut by_name, mut next) = (None, None);
+    for (name, value) in taken {
+        match (name.to_ascii_lowercase().as_str(), value) {
+            (COLUMN_IDS, OptionValue::Map(entries)) => {
+                let mut map = BTreeMap::new();
+                for (column, text) in entries {
+                    let column_id = id(&text, COLUMN_IDS)?;
+                    if map.insert(column, column_id).is_some() {
+                        return Err(bad(COLUMN_IDS));
+                    }
+                }
+                by_name = Some(map);
+            }
+            (NEXT_COLUMN_ID, OptionValue::Number(text)) => next = Some(id(&text, NEXT_COLUMN_ID)?),
+            (other, _) => return Err(bad(other)),
+        }
+    }
+    match (by_name, next) {
+        (Some(by_name), Some(next)) => Ok(Some(ColumnIds { by_name, next })),
+        (None, None) => Ok(None),
+        _ => Err(CqlError::Server(format!("{COLUMN_IDS} and {NEXT_COLUMN_ID} go together"))),
+    }
+}
+
+/// Gives the just-created table its saved column ids. Refuses ids that do
+/// not match the columns one to one, or that `next` would hand out again:
+/// loading them would read stored cells under the wrong columns.
+fn restore_column_ids(schema: &mut Schema, keyspace: &str, name: &str, ids: ColumnIds) -> CqlResult<()> {
+    let bad = |why: String| CqlError::Server(format!("{COLUMN_IDS} of {keyspace}.{name}: {why}"));
+    let mut table = schema.table(keyspace, name).ok_or_else(|| bad("no such table".to_string()))?.as_ref().clone();
+    if ids.by_name.len() != table.columns.len() {
+        return Err(bad(format!("{} ids for {} columns", ids.by_name.len(), table.columns.len())));
+    }
+    let mut seen = BTreeSet::new();
+    for column in &mut table.columns {
+        let id = *ids.by_name.get(&column.name).ok_or_else(|| bad(format!("no id for column {}", column.name)))?;
+        if id >= ids.next || !seen.insert(id) {
+            return Err(bad(format!("id {id} of column {} is reused or not below {NEXT_COLUMN_ID}", column.name)));
+        }
+        column.id = id;
+    }
+    table.next_column_id = ids.next;
+    let mut meta = schema.keyspaces[keyspace].as_ref().clone();
+    meta.tables.insert(name.to_string(), Arc::new(table));
+    schema.keyspaces.insert(keyspace.to_string(), Arc::new(meta));
+    Ok(())
 }
 
 /// Runs a schema statement; on shard 0 only.
@@ -129,7 +214,12 @@ fn create_table(table: &TableMeta) -> String {
     }
     columns.push(format!("PRIMARY KEY ({key})"));
     let o = &table.options;
-    let mut with = vec![format!("id = {}", table.id)];
+    let ids: Vec<String> = table.columns.iter().map(|c| format!("{}: {}", literal(&c.name), c.id)).collect();
+    let mut with = vec![
+        format!("id = {}", table.id),
+        format!("{COLUMN_IDS} = {{{}}}", ids.join(", ")),
+        format!("{NEXT_COLUMN_ID} = {}", table.next_column_id),
+    ];
     if !ck.is_empty() {
         let orders: Vec<String> = table
             .clustering_key()
@@ -158,4 +248,104 @@ fn create_table(table: &TableMeta) -> String {
         columns.join(", "),
         with.join(" AND ")
     )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn run(schema: &Schema, statements: &[&str]) -> Schema {
+        statements.iter().fold(schema.clone(), |schema, text| {
+            let parsed = crate::parser::parse_statement(text).expect("test statement parses");
+            ddl::apply(&schema, &parsed.statement, None).expect("test statement applies").expect("not a no-op").0
+        })
+    }
+
+    fn reload(text: &str) -> CqlResult<Schema> {
+        parse(text, Path::new("schema.cql"))
+    }
+
+    fn ids(table: &TableMeta) -> Vec<(&str, u32)> {
+        table.columns.iter().map(|c| (c.name.as_str(), c.id)).collect()
+    }
+
+    const KEYSPACE: &str = "CREATE KEYSPACE ks WITH replication = {'class': 'SimpleStrategy', 'replication_factor': 1}";
+
+    #[test]
+    fn column_ids_survive_the_schema_file_after_drop_and_add() {
+        let before = run(
+            &Schema::empty(),
+            &[
+                KEYSPACE,
+                "CREATE TABLE ks.t (k int, c text, s int static, a int, b int, PRIMARY KEY (k, c))",
+                "ALTER TABLE ks.t DROP a",
+                "ALTER TABLE ks.t ADD d int",
+                "ALTER TABLE ks.t DROP (d, b)",
+                "ALTER TABLE ks.t ADD (b text, \"odd 'name\" int)",
+                "ALTER TABLE ks.t RENAME c TO c2",
+                "CREATE TABLE ks.u (k int PRIMARY KEY, v int)",
+                "ALTER TABLE ks.u DROP v",
+            ],
+        );
+        let table = before.table("ks", "t").expect("table t");
+        assert_eq!(ids(table), [("k", 0), ("c2", 1), ("b", 6), ("odd 'name", 7), ("s", 2)]);
+        assert_eq!(table.next_column_id, 8);
+        let text = render(&before);
+        let after = reload(&text).expect("rendered schema loads");
+        for name in ["t", "u"] {
+            assert_eq!(after.table("ks", name), before.table("ks", name));
+        }
+        assert_eq!(after.table("ks", "u").expect("table u").next_column_id, 2);
+        // Dropped ids stay retired after the restart.
+        let after = run(&after, &["ALTER TABLE ks.t ADD a int"]);
+        assert_eq!(after.table("ks", "t").and_then(|t| t.column("a")).map(|c| c.id), Some(8));
+        assert_eq!(render(&reload(&text).expect("rendered schema loads")), text);
+    }
+
+    #[test]
+    fn files_without_column_ids_load_in_declaration_order() {
+        let text = format!("{KEYSPACE}\nCREATE TABLE ks.t (k int, v int, c int, PRIMARY KEY (k, c))\n");
+        let schema = reload(&text).expect("schema file loads");
+        let table = schema.table("ks", "t").expect("table t");
+        assert_eq!(ids(table), [("k", 0), ("c", 2), ("v", 1)]);
+        assert_eq!(table.next_column_id, 3);
+    }
+
+    #[test]
+    fn clients_cannot_set_column_ids() {
+        let schema = run(&Schema::empty(), &[KEYSPACE, "CREATE TABLE ks.t (k int PRIMARY KEY)"]);
+        for text in [
+            "CREATE TABLE ks.u (k int PRIMARY KEY) WITH shoal_column_ids = {'k': 5} AND shoal_next_column_id = 6",
+            "CREATE TABLE ks.u (k int PRIMARY KEY) WITH shoal_next_column_id = 6",
+            "ALTER TABLE ks.t WITH shoal_column_ids = {'k': 5}",
+        ] {
+            let parsed = crate::parser::parse_statement(text).expect("test statement parses");
+            let e = ddl::apply(&schema, &parsed.statement, None).expect_err("client option refused");
+            assert!(matches!(&e, CqlError::Syntax(m) if m.starts_with("Unknown property 'shoal_")), "{text}: {e:?}");
+        }
+    }
+
+    #[test]
+    fn inconsistent_column_ids_are_refused() {
+        let table = "CREATE TABLE ks.t (k int, v int, PRIMARY KEY (k)) WITH";
+        for with in [
+            "shoal_column_ids = {'k': 0, 'v': 1}",
+            "shoal_next_column_id = 2",
+            "shoal_column_ids = {'k': 0} AND shoal_next_column_id = 2",
+            "shoal_column_ids = {'k': 0, 'w': 1} AND shoal_next_column_id = 2",
+            "shoal_column_ids = {'k': 0, 'v': 0} AND shoal_next_column_id = 2",
+            "shoal_column_ids = {'k': 0, 'v': 2} AND shoal_next_column_id = 2",
+            "shoal_column_ids = {'k': 0, 'v': -1} AND shoal_next_column_id = 2",
+            "shoal_column_ids = {'k': 0, 'k': 1, 'v': 2} AND shoal_next_column_id = 3",
+            "shoal_column_ids = 1 AND shoal_next_column_id = 2",
+        ] {
+            let text = format!("{KEYSPACE}\n{table} {with}\n");
+            assert!(reload(&text).is_err(), "{with}");
+        }
+        let text = format!("{KEYSPACE}\n{table} shoal_column_ids = {{'k': 3, 'v': 1}} AND shoal_next_column_id = 4\n");
+        let schema = reload(&text).expect("schema file loads");
+        let table = schema.table("ks", "t").expect("table t");
+        assert_eq!(ids(table), [("k", 3), ("v", 1)]);
+        assert_eq!(table.next_column_id, 4);
+    }
 }

@@ -93,7 +93,7 @@ pub async fn execute(
         async move {
             match virtual_table {
                 Some(table) => {
-                    shoal_replica::read_table(&meta, table, &command).map_err(|e| CqlError::Server(e.to_string()))
+                    shoal_replica::read_table(&meta, table, &command).await.map_err(|e| CqlError::Server(e.to_string()))
                 }
                 None => Ok(shoal_coordinator::read(command).await?),
             }

@@ -115,7 +115,7 @@ pub fn is_system_keyspace(keyspace: &str) -> bool {
 
 /// A storage table filled with the rows of system table `meta` now.
 pub fn contents(meta: &TableMeta, schema: &Schema) -> CqlResult<Table> {
-    let mut table = Table::new();
+    let table = Table::new(std::path::PathBuf::new(), 0, shoal_storage::TableOptions::default());
     let rows: Vec<Vec<Option<Bytes>>> = match (meta.keyspace.as_str(), meta.name.as_str()) {
         ("system", "local") => vec![local_row(schema)],
         ("system_schema", "keyspaces") => schema.keyspaces.values().map(|ks| keyspace_row(ks)).collect(),
@@ -125,7 +125,7 @@ pub fn contents(meta: &TableMeta, schema: &Schema) -> CqlResult<Table> {
     };
     for row in rows {
         let (position, update) = to_update(meta, row)?;
-        table.apply(position, update);
+        table.apply(position, update, None);
     }
     Ok(table)
 }

@@ -1,12 +1,28 @@
-//! The shard-local database: schema copy, tables, schema-change listeners.
+//! The shard-local database: schema copy, tables, commitlog, schema-change
+//! listeners — and when memtables are flushed and SSTables compacted.
+//!
+//! Until [`Database::open_storage`] runs (at start, before clients), the
+//! database keeps data in memtables only; after it, every write to a table
+//! of a keyspace with `durable_writes` goes to the commitlog first.
+//!
+//! Memory: when the active memtables of the shard pass half the memtable
+//! budget, the largest is flushed; when active and flushing memtables
+//! together reach the whole budget, writes wait for a flush to finish
+//! (back-pressure, never an error).
 
-use std::cell::RefCell;
-use std::collections::HashMap;
+use std::cell::{Cell, RefCell};
+use std::collections::{HashMap, HashSet};
+use std::path::PathBuf;
 use std::rc::Rc;
 use std::sync::Arc;
+use std::time::Duration;
 
-use shoal_schema::{Schema, SchemaChange};
-use shoal_storage::{ClusteringRange, PartitionPosition, PartitionUpdate, Table};
+use shoal_schema::{Schema, SchemaChange, TableMeta};
+use shoal_storage::commitlog::{encode_mutation, CommitLog, CommitLogConfig, Position, SyncMode};
+use shoal_storage::compaction::strategy::Strategy;
+use shoal_storage::sstable::compression::Compression;
+use shoal_storage::sstable::writer::WriterOptions;
+use shoal_storage::{ClusteringRange, Event, PartitionPosition, PartitionUpdate, StorageError, Table, TableOptions};
 use thiserror::Error;
 use uuid::Uuid;
 
@@ -23,6 +39,21 @@ pub enum ReplicaError {
     /// past the end).
     #[error("{0}")]
     Invalid(String),
+    #[error(transparent)]
+    Storage(#[from] StorageError),
+}
+
+/// Where and how a shard keeps its data.
+#[derive(Debug, Clone)]
+pub struct StorageConfig {
+    pub data_dir: PathBuf,
+    pub commitlog_dir: PathBuf,
+    pub sync: SyncMode,
+    pub segment_size_bytes: u32,
+    /// This shard's share of `commitlog_total_space_in_mb`.
+    pub commitlog_space_bytes: u64,
+    /// This shard's memtable budget.
+    pub memtable_budget_bytes: usize,
 }
 
 /// Told about every schema change this shard applies (e.g. connections
@@ -31,9 +62,16 @@ pub type SchemaListener = Box<dyn Fn(&SchemaChange)>;
 
 pub struct Database {
     schema: RefCell<Arc<Schema>>,
-    tables: RefCell<HashMap<Uuid, Table>>,
+    tables: RefCell<HashMap<Uuid, Rc<Table>>>,
     listeners: RefCell<Vec<(u64, SchemaListener)>>,
-    next_listener_id: std::cell::Cell<u64>,
+    next_listener_id: Cell<u64>,
+    pub(crate) storage: RefCell<Option<StorageConfig>>,
+    pub(crate) commitlog: RefCell<Option<Rc<CommitLog>>>,
+    /// Tables with a flush under way.
+    flushing: RefCell<HashSet<Uuid>>,
+    /// Memtable memory was freed (a flush finished).
+    memory_freed: Event,
+    compaction_wanted: Event,
 }
 
 thread_local! {
@@ -45,13 +83,38 @@ pub fn local() -> Rc<Database> {
     LOCAL.with(Rc::clone)
 }
 
+/// The wall clock in seconds, for TTL and tombstone ages.
+pub(crate) fn now_s() -> i64 {
+    std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_secs() as i64)
+}
+
+/// How a table is stored, from its schema options.
+pub fn table_options(meta: &TableMeta) -> TableOptions {
+    let o = &meta.options;
+    let chunk_kb = o.compression.get("chunk_length_in_kb").and_then(|v| v.parse::<usize>().ok()).unwrap_or(64);
+    TableOptions {
+        writer: WriterOptions {
+            compression: Compression::from_options(&o.compression),
+            chunk_bytes: chunk_kb.clamp(4, 1024) * 1024,
+            bloom_fp_chance: o.bloom_filter_fp_chance,
+        },
+        strategy: Strategy::from_options(&o.compaction),
+        gc_grace_s: i64::from(o.gc_grace_seconds),
+    }
+}
+
 impl Database {
     fn new() -> Database {
         Database {
             schema: RefCell::new(Arc::new(Schema::empty())),
             tables: RefCell::new(HashMap::new()),
             listeners: RefCell::new(Vec::new()),
-            next_listener_id: std::cell::Cell::new(0),
+            next_listener_id: Cell::new(0),
+            storage: RefCell::new(None),
+            commitlog: RefCell::new(None),
+            flushing: RefCell::new(HashSet::new()),
+            memory_freed: Event::default(),
+            compaction_wanted: Event::default(),
         }
     }
 
@@ -59,14 +122,35 @@ impl Database {
         Arc::clone(&self.schema.borrow())
     }
 
+    /// The directory of a table's SSTables (shared by all shards; file
+    /// names carry the shard).
+    pub(crate) fn table_dir(&self, meta: &TableMeta) -> PathBuf {
+        match &*self.storage.borrow() {
+            Some(config) => config.data_dir.join(&meta.keyspace).join(format!("{}-{}", meta.name, meta.id.simple())),
+            None => PathBuf::new(),
+        }
+    }
+
     /// Installs a new schema snapshot: creates storage for new tables, drops
     /// it for removed ones, then tells the listeners about `change`.
     pub fn set_schema(&self, schema: Arc<Schema>, change: Option<&SchemaChange>) {
         {
             let mut tables = self.tables.borrow_mut();
-            tables.retain(|id, _| schema.table_by_id(*id).is_some());
-            for table in schema.tables() {
-                tables.entry(table.id).or_default();
+            tables.retain(|id, table| {
+                let keep = schema.table_by_id(*id).is_some();
+                if !keep {
+                    table.drop_data();
+                }
+                keep
+            });
+            for meta in schema.tables() {
+                match tables.get(&meta.id) {
+                    Some(table) => table.set_options(table_options(meta)),
+                    None => {
+                        let table = Table::new(self.table_dir(meta), shoal_runtime::this_shard(), table_options(meta));
+                        tables.insert(meta.id, Rc::new(table));
+                    }
+                }
             }
         }
         *self.schema.borrow_mut() = schema;
@@ -89,41 +173,248 @@ impl Database {
         self.listeners.borrow_mut().retain(|(i, _)| *i != id);
     }
 
+    pub(crate) fn table(&self, id: Uuid) -> Result<Rc<Table>, ReplicaError> {
+        self.tables.borrow().get(&id).cloned().ok_or(ReplicaError::NoSuchTable(id))
+    }
+
+    pub(crate) fn replace_table(&self, id: Uuid, table: Table) {
+        self.tables.borrow_mut().insert(id, Rc::new(table));
+    }
+
+    pub(crate) fn table_ids(&self) -> Vec<Uuid> {
+        self.tables.borrow().keys().copied().collect()
+    }
+
     /// Applies `update`, after adding the cells of list operations that
-    /// depend on the partition's current contents.
-    pub fn apply(
+    /// depend on the partition's current contents. With `batch` commitlog
+    /// sync, returns once the write is on disk.
+    pub async fn apply(
         &self,
-        table: Uuid,
+        table_id: Uuid,
         position: PartitionPosition,
         mut update: PartitionUpdate,
         list_ops: &[ListOp],
     ) -> Result<(), ReplicaError> {
-        let mut tables = self.tables.borrow_mut();
-        let storage = tables.get_mut(&table).ok_or(ReplicaError::NoSuchTable(table))?;
+        let table = self.table(table_id)?;
         if !list_ops.is_empty() {
-            let current = storage.read(&position, &[ClusteringRange::all()]);
+            let current = table.read(&position, &[ClusteringRange::all()]).await?;
             list_ops::resolve(current.as_ref(), list_ops, &mut update)?;
         }
-        storage.apply(position, update);
+        self.wait_for_memtable_space().await;
+        let durable = self.schema().table_by_id(table_id).and_then(|m| self.schema().keyspace(&m.keyspace).cloned());
+        let log = self.commitlog.borrow().clone().filter(|_| durable.is_none_or(|k| k.durable_writes));
+        let logged = match &log {
+            Some(log) => Some(log.append(|out| encode_mutation(out, table_id, &position, &update))?),
+            None => None,
+        };
+        // No await between the append and the memtable: memtables and
+        // commitlog positions stay in the same order.
+        table.apply(position, update, logged.map(|(at, _)| at));
+        self.maybe_flush();
+        if let (Some(log), Some((_, end))) = (log, logged) {
+            if log.sync_mode() == SyncMode::Batch {
+                log.wait_durable(end).await?;
+            }
+            if log.disk_bytes() > self.storage.borrow().as_ref().map_or(u64::MAX, |c| c.commitlog_space_bytes) {
+                self.flush_oldest_segment_holders(&log);
+            }
+        }
         Ok(())
     }
 
-    pub fn query(&self, command: &ReadCommand) -> Result<ReadResult, ReplicaError> {
+    pub async fn query(&self, command: &ReadCommand) -> Result<ReadResult, ReplicaError> {
         let schema = self.schema();
         let meta = schema.table_by_id(command.table).ok_or(ReplicaError::NoSuchTable(command.table))?;
-        let tables = self.tables.borrow();
-        let storage = tables.get(&command.table).ok_or(ReplicaError::NoSuchTable(command.table))?;
-        read::execute(meta, storage, command)
+        let table = self.table(command.table)?;
+        read::execute(meta, &table, command).await
     }
 
-    pub fn truncate(&self, table: Uuid) -> Result<(), ReplicaError> {
-        let mut tables = self.tables.borrow_mut();
-        tables.get_mut(&table).ok_or(ReplicaError::NoSuchTable(table))?.truncate();
+    /// Removes every row of the table on this shard.
+    pub async fn truncate(&self, table_id: Uuid) -> Result<(), ReplicaError> {
+        let table = self.table(table_id)?;
+        table.truncate(self.log_position()).await?;
+        self.memory_freed.notify_all();
         Ok(())
     }
 
     /// Memory held by the memtables of this shard, for metrics.
     pub fn memtable_bytes(&self) -> usize {
-        self.tables.borrow().values().map(Table::memory_used_bytes).sum()
+        self.tables.borrow().values().map(|t| t.memory_used_bytes()).sum()
+    }
+
+    fn memtable_budget_bytes(&self) -> Option<usize> {
+        self.storage.borrow().as_ref().map(|c| c.memtable_budget_bytes)
+    }
+
+    /// Where the next commitlog entry goes (or the start, without a log).
+    fn log_position(&self) -> Position {
+        self.commitlog.borrow().as_ref().map_or(Position::ZERO, |log| log.current_position())
+    }
+
+    async fn wait_for_memtable_space(&self) {
+        let Some(budget) = self.memtable_budget_bytes() else { return };
+        while self.memtable_bytes() >= budget && !self.flushing.borrow().is_empty() {
+            self.memory_freed.wait().await;
+        }
+    }
+
+    /// Starts a flush of the largest memtable once the active memtables
+    /// pass half the budget.
+    fn maybe_flush(&self) {
+        let Some(budget) = self.memtable_budget_bytes() else { return };
+        let tables = self.tables.borrow();
+        let flushing = self.flushing.borrow();
+        let idle = tables.iter().filter(|(id, _)| !flushing.contains(id));
+        let active: usize = tables.values().map(|t| t.active_memtable_bytes()).sum();
+        if active < budget / 2 {
+            return;
+        }
+        let Some((id, _)) = idle.max_by_key(|(_, t)| t.active_memtable_bytes()) else { return };
+        let id = *id;
+        drop((tables, flushing));
+        self.spawn_flush(id);
+    }
+
+    /// Flushes the tables whose memtables hold the oldest commitlog segment,
+    /// so it can be deleted (the log is over its space limit).
+    fn flush_oldest_segment_holders(&self, log: &CommitLog) {
+        let oldest = log.oldest_segment();
+        let holders: Vec<Uuid> = self
+            .tables
+            .borrow()
+            .iter()
+            .filter(|(_, t)| t.first_logged().is_some_and(|p| p.segment <= oldest))
+            .map(|(id, _)| *id)
+            .collect();
+        for id in holders {
+            self.spawn_flush(id);
+        }
+    }
+
+    fn spawn_flush(&self, id: Uuid) {
+        if !self.flushing.borrow_mut().insert(id) {
+            return;
+        }
+        shoal_runtime::spawn(async move {
+            let db = local();
+            if let Err(e) = db.flush_table(id).await {
+                tracing::error!("flush of table {id} failed (retrying at the next flush): {e}");
+                shoal_runtime::time::sleep(Duration::from_secs(1)).await;
+            }
+            db.flushing.borrow_mut().remove(&id);
+            db.memory_freed.notify_all();
+        });
+    }
+
+    /// Flushes a table's memtables, then deletes the commitlog segments no
+    /// memtable needs any more and wakes compaction.
+    pub async fn flush_table(&self, id: Uuid) -> Result<(), ReplicaError> {
+        let table = self.table(id)?;
+        table.flush(self.log_position()).await?;
+        self.discard_flushed_segments().await;
+        self.memory_freed.notify_all();
+        self.compaction_wanted.notify_all();
+        Ok(())
+    }
+
+    pub(crate) async fn discard_flushed_segments(&self) {
+        let Some(log) = self.commitlog.borrow().clone() else { return };
+        let needed = self.tables.borrow().values().filter_map(|t| t.first_logged()).min();
+        log.discard_before(needed.unwrap_or_else(|| log.current_position())).await;
+    }
+
+    /// Flushes every table of `keyspace` (all keyspaces if `None`), or only
+    /// `tables` of it if given (nodetool flush).
+    pub async fn flush(&self, keyspace: Option<&str>, tables: &[String]) -> Result<usize, ReplicaError> {
+        let ids = self.select_tables(keyspace, tables);
+        for id in &ids {
+            self.flush_table(*id).await?;
+        }
+        Ok(ids.len())
+    }
+
+    pub(crate) fn select_tables(&self, keyspace: Option<&str>, tables: &[String]) -> Vec<Uuid> {
+        let schema = self.schema();
+        schema
+            .tables()
+            .filter(|t| keyspace.is_none_or(|k| t.keyspace == k) && (tables.is_empty() || tables.contains(&t.name)))
+            .filter(|t| self.tables.borrow().contains_key(&t.id))
+            .map(|t| t.id)
+            .collect()
+    }
+
+    /// Compacts all SSTables of the selected tables into one per table
+    /// (nodetool compact), after flushing them.
+    pub async fn compact(&self, keyspace: Option<&str>, tables: &[String]) -> Result<usize, ReplicaError> {
+        let ids = self.select_tables(keyspace, tables);
+        for id in &ids {
+            self.flush_table(*id).await?;
+            let table = self.table(*id)?;
+            shoal_storage::compaction::compact_major(&table, now_s()).await?;
+        }
+        Ok(ids.len())
+    }
+
+    /// Hard-links the selected tables' SSTables into
+    /// `<table dir>/snapshots/<tag>` after flushing them (nodetool snapshot).
+    pub async fn snapshot(&self, keyspace: Option<&str>, tag: &str) -> Result<usize, ReplicaError> {
+        let ids = self.select_tables(keyspace, &[]);
+        let mut linked = 0;
+        for id in &ids {
+            self.flush_table(*id).await?;
+            let table = self.table(*id)?;
+            linked += table.snapshot(&table.dir().join("snapshots").join(tag)).await?;
+        }
+        Ok(linked)
+    }
+
+    /// Runs compactions as strategies ask, one at a time on this shard,
+    /// woken by flushes. Never returns.
+    pub(crate) async fn compaction_loop(&self) {
+        loop {
+            let wanted = self.compaction_wanted.wait();
+            let mut worked = true;
+            while worked {
+                worked = false;
+                for id in self.table_ids() {
+                    let Ok(table) = self.table(id) else { continue };
+                    match shoal_storage::compaction::compact_next(&table, now_s()).await {
+                        Ok(Some(report)) => {
+                            tracing::debug!("compacted table {id}: {report:?}");
+                            worked = true;
+                        }
+                        Ok(None) => {}
+                        Err(e) => tracing::error!("compaction of table {id} failed: {e}"),
+                    }
+                }
+            }
+            wanted.await;
+        }
+    }
+
+    /// Starts the commitlog (after recovery) and the compaction task.
+    pub(crate) fn start_commitlog(&self, config: &StorageConfig, first_segment: u64) {
+        let log = CommitLog::start(
+            CommitLogConfig {
+                dir: config.commitlog_dir.clone(),
+                shard: shoal_runtime::this_shard(),
+                segment_size_bytes: config.segment_size_bytes,
+                sync: config.sync,
+            },
+            first_segment,
+        );
+        *self.commitlog.borrow_mut() = Some(log);
+        shoal_runtime::spawn(async { local().compaction_loop().await });
+        self.compaction_wanted.notify_all();
+    }
+
+    /// Commitlog bytes appended since start, for metrics.
+    pub fn commitlog_appended_bytes(&self) -> u64 {
+        self.commitlog.borrow().as_ref().map_or(0, |log| log.appended_bytes())
+    }
+
+    /// SSTables of this shard, for metrics.
+    pub fn sstable_count(&self) -> usize {
+        self.tables.borrow().values().map(|t| t.sstable_set().len()).sum()
     }
 }

@@ -1,32 +1,35 @@
 //! The replica: one shard's share of the database.
 //!
 //! Each shard holds a [`Database`]: its own copy of the current schema
-//! snapshot and, for every table, the storage engine's [`shoal_storage::Table`]
-//! for the tokens this shard owns. Only the owning shard's thread touches it
-//! (it lives in a thread-local, reached with [`local`]); other shards reach it
-//! through the coordinator, by message.
+//! snapshot, its commitlog and, for every table, the storage engine's
+//! [`shoal_storage::Table`] for the tokens this shard owns. Only the owning
+//! shard's thread touches it (it lives in a thread-local, reached with
+//! [`local`]); other shards reach it through the coordinator, by message.
 //!
 //! The replica answers what is asked of one shard: apply this partition
 //! update, read these partitions or this token range with these clustering
-//! ranges, filters and limits. Choosing the shard (and later the replicas and
-//! consistency level) is the coordinator's job, above.
+//! ranges, filters and limits; flush, compact, snapshot. Choosing the shard
+//! (and later the replicas and consistency level) is the coordinator's job,
+//! above.
 
 mod database;
 mod filter;
 mod list_ops;
 mod read;
+mod recovery;
 
-pub use database::{local, Database, ReplicaError, SchemaListener};
+pub use database::{local, table_options, Database, ReplicaError, SchemaListener, StorageConfig};
 pub use filter::{FilterOp, RowFilter};
 pub use list_ops::{ListOp, ListOpKind};
 pub use read::{PartitionSelection, ReadCommand, ReadResult, ResultCell, ResultRow, RowPosition};
+pub use recovery::RecoveryReport;
 
 /// Runs `command` over a storage table outside any shard's database (the
 /// virtual system tables use this).
-pub fn read_table(
+pub async fn read_table(
     meta: &shoal_schema::TableMeta,
     table: &shoal_storage::Table,
     command: &ReadCommand,
 ) -> Result<ReadResult, ReplicaError> {
-    read::execute(meta, table, command)
+    read::execute(meta, table, command).await
 }

@@ -81,7 +81,11 @@ pub struct ReadResult {
     pub limit_reached: bool,
 }
 
-pub(crate) fn execute(meta: &TableMeta, table: &Table, command: &ReadCommand) -> Result<ReadResult, ReplicaError> {
+pub(crate) async fn execute(
+    meta: &TableMeta,
+    table: &Table,
+    command: &ReadCommand,
+) -> Result<ReadResult, ReplicaError> {
     assert!(!command.clustering.is_empty(), "a read asks for at least one clustering range");
     let mut reader = Reader { meta, command, result: ReadResult::default() };
     match &command.partitions {
@@ -93,7 +97,7 @@ pub(crate) fn execute(meta: &TableMeta, table: &Table, command: &ReadCommand) ->
                 if reader.before_start(&position) {
                     continue;
                 }
-                if let Some(partition) = table.read(&position, &command.clustering) {
+                if let Some(partition) = table.read(&position, &command.clustering).await? {
                     reader.emit_partition(&position, &partition)?;
                 }
                 if reader.result.limit_reached {
@@ -107,7 +111,7 @@ pub(crate) fn execute(meta: &TableMeta, table: &Table, command: &ReadCommand) ->
                 _ => from.clone(),
             };
             loop {
-                let batch = table.scan(from.as_ref(), to.as_ref(), &command.clustering, SCAN_BATCH_PARTITIONS);
+                let batch = table.scan(from.as_ref(), to.as_ref(), &command.clustering, SCAN_BATCH_PARTITIONS).await?;
                 for (position, partition) in &batch {
                     reader.emit_partition(position, partition)?;
                     if reader.result.limit_reached {

@@ -1,8 +1,12 @@
-//! The HTTP API on `--api-port`: Prometheus metrics at `/metrics`.
+//! The HTTP API on `--api-port`: Prometheus metrics at `/metrics`, and the
+//! storage operations `shoal nodetool` calls, under ScyllaDB's REST paths:
+//! - `POST /storage_service/keyspace_flush[/<keyspace>][?cf=t1,t2]`
+//! - `POST /storage_service/keyspace_compaction[/<keyspace>][?cf=t1,t2]`
+//! - `POST /storage_service/snapshots?tag=<tag>[&kn=<keyspace>]`
 //!
-//! A deliberately small HTTP/1.1 server: one request per connection, GET
-//! only, bounded request size. Metrics are gathered from every shard by
-//! message when scraped, so shards keep plain shard-local counters.
+//! A deliberately small HTTP/1.1 server: one request per connection, bounded
+//! request size, no body. Metrics are gathered from every shard by message
+//! when scraped, so shards keep plain shard-local counters.
 
 use std::fmt::Write as _;
 
@@ -15,6 +19,8 @@ const REQUEST_BYTES_MAX: usize = 8 * 1024;
 struct ShardMetrics {
     forwarded_requests: u64,
     memtable_bytes: usize,
+    commitlog_bytes: u64,
+    sstables: usize,
 }
 
 pub async fn serve(listener: TcpListener) {
@@ -41,14 +47,43 @@ async fn handle(mut stream: TcpStream) {
     let request_line = String::from_utf8_lossy(head.split(|b| *b == b'\r').next().unwrap_or_default()).into_owned();
     let (status, body) = match request_line.split_whitespace().collect::<Vec<_>>().as_slice() {
         ["GET", "/metrics", ..] => ("200 OK", metrics().await),
+        ["POST", target, ..] => match storage_op(target) {
+            Some(op) => match shoal_coordinator::storage_op(op).await {
+                Ok(n) => ("200 OK", format!("{n}\n")),
+                Err(e) => ("500 Internal Server Error", format!("{e}\n")),
+            },
+            None => ("404 Not Found", "unknown operation\n".to_string()),
+        },
         ["GET", ..] => ("404 Not Found", "not found; try /metrics\n".to_string()),
-        _ => ("405 Method Not Allowed", "only GET is served\n".to_string()),
+        _ => ("405 Method Not Allowed", "only GET and POST are served\n".to_string()),
     };
     let response = format!(
         "HTTP/1.1 {status}\r\nContent-Type: text/plain; version=0.0.4\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
         body.len()
     );
     let _ = stream.write_all(response.into_bytes()).await;
+}
+
+/// Parses a POST target into the storage operation it names.
+fn storage_op(target: &str) -> Option<shoal_coordinator::StorageOp> {
+    use shoal_coordinator::StorageOp;
+    let (path, query) = target.split_once('?').unwrap_or((target, ""));
+    let param = |name: &str| {
+        query.split('&').filter_map(|kv| kv.split_once('=')).find(|(k, _)| *k == name).map(|(_, v)| v.to_string())
+    };
+    let tables: Vec<String> = param("cf").map(|cf| cf.split(',').map(str::to_string).collect()).unwrap_or_default();
+    let keyspace_of = |rest: &str| Some(rest.trim_start_matches('/').to_string()).filter(|k| !k.is_empty());
+    if let Some(rest) = path.strip_prefix("/storage_service/keyspace_flush") {
+        return Some(StorageOp::Flush { keyspace: keyspace_of(rest), tables });
+    }
+    if let Some(rest) = path.strip_prefix("/storage_service/keyspace_compaction") {
+        return Some(StorageOp::Compact { keyspace: keyspace_of(rest), tables });
+    }
+    if path == "/storage_service/snapshots" {
+        let tag = param("tag").filter(|t| !t.is_empty() && !t.contains(['/', '.']))?;
+        return Some(StorageOp::Snapshot { keyspace: param("kn"), tag });
+    }
+    None
 }
 
 async fn metrics() -> String {
@@ -58,6 +93,8 @@ async fn metrics() -> String {
             ShardMetrics {
                 forwarded_requests: shoal_coordinator::forwarded_requests_total(),
                 memtable_bytes: shoal_replica::local().memtable_bytes(),
+                commitlog_bytes: shoal_replica::local().commitlog_appended_bytes(),
+                sstables: shoal_replica::local().sstable_count(),
             }
         })
         .await;
@@ -78,6 +115,16 @@ async fn metrics() -> String {
     let _ = writeln!(out, "# TYPE shoal_memtable_bytes gauge");
     for (shard, m) in &shards {
         let _ = writeln!(out, "shoal_memtable_bytes{{shard=\"{shard}\"}} {}", m.memtable_bytes);
+    }
+    let _ = writeln!(out, "# HELP shoal_commitlog_appended_bytes_total Bytes appended to the commitlog.");
+    let _ = writeln!(out, "# TYPE shoal_commitlog_appended_bytes_total counter");
+    for (shard, m) in &shards {
+        let _ = writeln!(out, "shoal_commitlog_appended_bytes_total{{shard=\"{shard}\"}} {}", m.commitlog_bytes);
+    }
+    let _ = writeln!(out, "# HELP shoal_sstables Live SSTables.");
+    let _ = writeln!(out, "# TYPE shoal_sstables gauge");
+    for (shard, m) in &shards {
+        let _ = writeln!(out, "shoal_sstables{{shard=\"{shard}\"}} {}", m.sstables);
     }
     out
 }

@@ -22,6 +22,10 @@ pub enum ConfigError {
     Memory(String),
     #[error("--smp must be at least 1")]
     Smp,
+    #[error("invalid commitlog_sync '{0}': use periodic or batch")]
+    CommitlogSync(String),
+    #[error("{0} must be at least {1}")]
+    TooSmall(&'static str, u64),
 }
 
 /// `shoal [server]` options. Each `Option` is unset unless given by flag or
@@ -39,6 +43,8 @@ pub struct Cli {
 pub enum Command {
     /// Run a node (the default).
     Server(ServerArgs),
+    /// Operate a running node: flush, compact, snapshot.
+    Nodetool(crate::nodetool::NodetoolArgs),
 }
 
 #[derive(Debug, Clone, Default, clap::Args)]
@@ -70,6 +76,22 @@ pub struct ServerArgs {
     /// YAML options file with scylla.yaml key names [default: shoal.yaml if present]
     #[arg(long, env = "SHOAL_OPTIONS_FILE")]
     pub options_file: Option<PathBuf>,
+    /// When a write is acknowledged: periodic (at once; fsync every
+    /// commitlog_sync_period_in_ms) or batch (once on disk) [default: periodic]
+    #[arg(long, env = "SHOAL_COMMITLOG_SYNC")]
+    pub commitlog_sync: Option<String>,
+    /// fsync period of periodic commitlog sync [default: 10000]
+    #[arg(long, env = "SHOAL_COMMITLOG_SYNC_PERIOD_IN_MS")]
+    pub commitlog_sync_period_in_ms: Option<u64>,
+    /// Size of a commitlog segment file [default: 32]
+    #[arg(long, env = "SHOAL_COMMITLOG_SEGMENT_SIZE_IN_MB")]
+    pub commitlog_segment_size_in_mb: Option<u32>,
+    /// Commitlog disk space (all shards); beyond it memtables are flushed [default: 8192]
+    #[arg(long, env = "SHOAL_COMMITLOG_TOTAL_SPACE_IN_MB")]
+    pub commitlog_total_space_in_mb: Option<u64>,
+    /// Memory for memtables (all shards) [default: a quarter of --memory]
+    #[arg(long, env = "SHOAL_MEMTABLE_SPACE_IN_MB")]
+    pub memtable_space_in_mb: Option<u64>,
     /// Do not pin shard threads to cores.
     #[arg(long, env = "SHOAL_NO_PIN")]
     pub no_pin: bool,
@@ -90,6 +112,19 @@ struct OptionsFile {
     api_port: Option<u16>,
     memcache_port: Option<u16>,
     native_transport_max_frame_size_in_mb: Option<usize>,
+    data_file_directories: Option<Vec<PathBuf>>,
+    commitlog_directory: Option<PathBuf>,
+    commitlog_sync: Option<String>,
+    commitlog_sync_period_in_ms: Option<u64>,
+    commitlog_segment_size_in_mb: Option<u32>,
+    commitlog_total_space_in_mb: Option<u64>,
+    memtable_space_in_mb: Option<u64>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum CommitlogSync {
+    Periodic { period_ms: u64 },
+    Batch,
 }
 
 /// The resolved configuration of a node.
@@ -106,6 +141,12 @@ pub struct Config {
     pub memcache_port: u16,
     pub max_frame_bytes: usize,
     pub pin_shards: bool,
+    pub data_dir: PathBuf,
+    pub commitlog_dir: PathBuf,
+    pub commitlog_sync: CommitlogSync,
+    pub commitlog_segment_bytes: u32,
+    pub commitlog_total_space_bytes: u64,
+    pub memtable_space_bytes: u64,
 }
 
 impl Config {
@@ -124,8 +165,42 @@ impl Config {
             Some(text) => parse_size(&text)?,
             None => default_memory_bytes(),
         };
+        let workdir = args.workdir.or(file.workdir).unwrap_or_else(|| PathBuf::from("./data"));
+        let period_ms = args.commitlog_sync_period_in_ms.or(file.commitlog_sync_period_in_ms).unwrap_or(10_000);
+        let commitlog_sync = match args.commitlog_sync.or(file.commitlog_sync).as_deref().map(str::trim) {
+            None | Some("periodic") => CommitlogSync::Periodic { period_ms: period_ms.max(1) },
+            Some("batch") => CommitlogSync::Batch,
+            Some(other) => return Err(ConfigError::CommitlogSync(other.to_string())),
+        };
+        let segment_mb = args.commitlog_segment_size_in_mb.or(file.commitlog_segment_size_in_mb).unwrap_or(32);
+        if !(1..=1024).contains(&segment_mb) {
+            return Err(ConfigError::TooSmall("commitlog_segment_size_in_mb (at most 1024)", 1));
+        }
+        let total_mb = args.commitlog_total_space_in_mb.or(file.commitlog_total_space_in_mb).unwrap_or(8192);
+        if total_mb < 2 * u64::from(segment_mb) {
+            return Err(ConfigError::TooSmall(
+                "commitlog_total_space_in_mb (twice the segment size)",
+                2 * u64::from(segment_mb),
+            ));
+        }
+        let memtable_space_bytes = match args.memtable_space_in_mb.or(file.memtable_space_in_mb) {
+            Some(mb) => mb << 20,
+            None => memory_bytes / 4,
+        };
+        if memtable_space_bytes < (smp as u64) << 20 {
+            return Err(ConfigError::TooSmall("memtable space in MiB (one per shard)", smp as u64));
+        }
         Ok(Config {
-            workdir: args.workdir.or(file.workdir).unwrap_or_else(|| PathBuf::from("./data")),
+            data_dir: file
+                .data_file_directories
+                .and_then(|dirs| dirs.into_iter().next())
+                .unwrap_or_else(|| workdir.join("data")),
+            commitlog_dir: file.commitlog_directory.unwrap_or_else(|| workdir.join("commitlog")),
+            commitlog_sync,
+            commitlog_segment_bytes: segment_mb << 20,
+            commitlog_total_space_bytes: total_mb << 20,
+            memtable_space_bytes,
+            workdir,
             smp,
             memory_bytes,
             cluster_name: file.cluster_name.unwrap_or_else(|| "Shoal Cluster".to_string()),

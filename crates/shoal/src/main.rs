@@ -3,13 +3,16 @@
 
 mod api;
 mod config;
+mod nodetool;
 
 use std::net::SocketAddr;
 use std::sync::Arc;
 
 use clap::Parser;
-use config::{Cli, Command, Config};
+use config::{Cli, Command, CommitlogSync, Config};
 use shoal_cql::system::{set_node_info, NodeInfo};
+use shoal_replica::StorageConfig;
+use shoal_storage::commitlog::SyncMode;
 use shoal_transport::connection::ServerConfig;
 use shoal_transport::server::{self, Placement};
 
@@ -21,6 +24,13 @@ fn main() {
     let cli = Cli::parse();
     let args = match cli.command {
         Some(Command::Server(args)) => args,
+        Some(Command::Nodetool(args)) => match nodetool::run(args) {
+            Ok(()) => return,
+            Err(e) => {
+                eprintln!("error: {e}");
+                std::process::exit(1);
+            }
+        },
         None => cli.server,
     };
     let config = match Config::resolve(args) {
@@ -41,6 +51,7 @@ fn run(config: Config) -> Result<(), String> {
     std::fs::create_dir_all(&config.workdir)
         .map_err(|e| format!("cannot create workdir {}: {e}", config.workdir.display()))?;
     let host_id = node_identity(&config)?;
+    check_shard_count(&config)?;
     set_node_info(NodeInfo {
         cluster_name: config.cluster_name.clone(),
         host_id,
@@ -68,6 +79,9 @@ fn run(config: Config) -> Result<(), String> {
         let server_config = Arc::clone(&server_config);
         async move {
             if shard == 0 {
+                if let Err(e) = open_storage(&config).await {
+                    fail(&e);
+                }
                 if let Err(e) = listen(&config, server_config).await {
                     fail(&e);
                 }
@@ -77,6 +91,77 @@ fn run(config: Config) -> Result<(), String> {
     .map_err(|e| e.to_string())?;
     shards.join();
     Ok(())
+}
+
+/// Opens every shard's tables and replays its commitlog; called on shard 0
+/// before any listener opens.
+async fn open_storage(config: &Config) -> Result<(), String> {
+    let smp = config.smp as u64;
+    let storage = StorageConfig {
+        data_dir: config.data_dir.clone(),
+        commitlog_dir: config.commitlog_dir.clone(),
+        sync: match config.commitlog_sync {
+            CommitlogSync::Periodic { period_ms } => SyncMode::Periodic { period_ms },
+            CommitlogSync::Batch => SyncMode::Batch,
+        },
+        segment_size_bytes: config.commitlog_segment_bytes,
+        commitlog_space_bytes: config.commitlog_total_space_bytes / smp,
+        memtable_budget_bytes: (config.memtable_space_bytes / smp) as usize,
+    };
+    let started = std::time::Instant::now();
+    let reports = futures_util::future::join_all((0..config.smp).map(|shard| {
+        let storage = storage.clone();
+        shoal_runtime::submit_to(shard, move || async move { shoal_replica::local().open_storage(storage).await })
+    }))
+    .await;
+    for (shard, report) in reports.into_iter().enumerate() {
+        let report = report.map_err(|e| e.to_string())?.map_err(|e| format!("shard {shard}: {e}"))?;
+        tracing::info!(
+            "shard {shard}: {} table(s), {} SSTable(s); replayed {} commitlog segment(s), {} entries, {} bytes{}{}",
+            report.tables,
+            report.sstables,
+            report.segments_replayed,
+            report.entries_replayed,
+            report.bytes_replayed,
+            if report.quarantined.is_empty() {
+                String::new()
+            } else {
+                format!("; quarantined {:?}", report.quarantined)
+            },
+            if report.removed_partial == 0 {
+                String::new()
+            } else {
+                format!("; removed {} half-written", report.removed_partial)
+            },
+        );
+    }
+    tracing::info!(
+        "storage open in {} ms (commitlog {:?}, data {}, commitlog {})",
+        started.elapsed().as_millis(),
+        config.commitlog_sync,
+        config.data_dir.display(),
+        config.commitlog_dir.display()
+    );
+    Ok(())
+}
+
+/// Data is placed on shards by token, so a workdir written with one shard
+/// count cannot be served with another (resharding is not built yet).
+fn check_shard_count(config: &Config) -> Result<(), String> {
+    let path = config.workdir.join("shard_count");
+    match std::fs::read_to_string(&path) {
+        Ok(text) => match text.trim().parse::<usize>() {
+            Ok(n) if n == config.smp => Ok(()),
+            Ok(n) => Err(format!(
+                "{} holds data written by {n} shard(s); start with --smp {n} (changing the shard count of existing data is not supported yet)",
+                config.workdir.display()
+            )),
+            Err(_) => Err(format!("{} is corrupt; it should hold the shard count", path.display())),
+        },
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => std::fs::write(&path, config.smp.to_string())
+            .map_err(|e| format!("cannot write {}: {e}", path.display())),
+        Err(e) => Err(format!("cannot read {}: {e}", path.display())),
+    }
 }
 
 /// Binds every listener on shard 0, logs one line each, then "ready".

@@ -1,25 +1,36 @@
-//! The per-shard storage engine: what one shard keeps of one table.
+//! The per-shard storage engine: what one shard keeps of its tables, in
+//! memory and on disk (DESIGN.md §4).
 //!
 //! The data model is Cassandra's: a partition (found by token, then key)
 //! holds a static row and clustered rows sorted by an order-preserving
 //! encoding of their clustering key; every cell carries its write timestamp
 //! and optional expiry; deletions are tombstones (cell, collection, row,
-//! clustering range, partition). A write is a [`PartitionUpdate`] that is
-//! merged into what is stored, so writes and reads share one shape and any
-//! number of sources (memtables now, SSTables later) merge the same way.
+//! clustering range, partition). A write is a [`PartitionUpdate`] merged
+//! into what is stored, so memtables, SSTables and compaction all merge the
+//! same way.
+//!
+//! The engine is an LSM tree per table per shard: writes go to the shard's
+//! [`commitlog`] and a [`memtable`]; full memtables are flushed to immutable
+//! [`sstable`]s; [`compaction`] merges SSTables. Nothing here is shared
+//! between shards, and all file I/O goes through `shoal-io` (io_uring).
 //!
 //! This crate never interprets values: it compares cells by timestamp and
 //! keys by bytes. Types live in the layers above.
-//!
-//! Today a table is one memtable (data does not survive restart); the
-//! interface in [`table`] is the one the LSM engine keeps.
 
+pub mod codec;
+pub mod commitlog;
+pub mod compaction;
+pub mod error;
+mod event;
 pub mod memtable;
 pub mod partition;
+pub mod sstable;
 pub mod table;
 
+pub use error::{StorageError, StorageResult};
+pub use event::Event;
 pub use partition::{
     Cell, CellValue, ClusteredRow, ClusteringRange, Collection, CollectionCell, ColumnData, Expiry, Partition,
     PartitionPosition, PartitionUpdate, RangeTombstone, Row, RowMarker, Tombstone,
 };
-pub use table::Table;
+pub use table::{Table, TableOptions};

@@ -1,9 +1,12 @@
 //! The memtable: a table's recent writes on one shard, sorted by partition
-//! position, merged in place as writes arrive.
+//! position, merged in place as writes arrive. Once full it is sealed
+//! (read-only, shared by `Rc` with reads and the flush writing it out) and
+//! a new one takes the writes.
 
 use std::collections::BTreeMap;
 use std::ops::Bound;
 
+use crate::commitlog::Position;
 use crate::partition::{ClusteringRange, Partition, PartitionPosition, PartitionUpdate};
 
 #[derive(Debug, Default)]
@@ -12,10 +15,21 @@ pub struct Memtable {
     /// Grows with every write (overwrites are not subtracted): an upper
     /// bound of the heap held, which is what flush decisions need.
     size_bytes: usize,
+    /// The commitlog position of the first write logged into it: segments
+    /// from there on are needed until it is flushed.
+    first_logged: Option<Position>,
+    /// The oldest write timestamp held (for tombstone purging).
+    min_timestamp: Option<i64>,
 }
 
 impl Memtable {
-    pub fn apply(&mut self, position: PartitionPosition, update: PartitionUpdate) {
+    pub fn apply(&mut self, position: PartitionPosition, update: PartitionUpdate, logged_at: Option<Position>) {
+        if self.first_logged.is_none() {
+            self.first_logged = logged_at;
+        }
+        if let Some(ts) = update.min_timestamp() {
+            self.min_timestamp = Some(self.min_timestamp.map_or(ts, |m| m.min(ts)));
+        }
         self.size_bytes += position.key.len() + update.size_estimate_bytes();
         match self.partitions.get_mut(&position) {
             Some(current) => current.merge(update),
@@ -37,6 +51,9 @@ impl Memtable {
         ranges: &[ClusteringRange],
         max_partitions: usize,
     ) -> Vec<(PartitionPosition, Partition)> {
+        if crate::partition::ring_range_is_empty(from, to) {
+            return Vec::new(); // BTreeMap::range panics on these.
+        }
         self.partitions
             .range::<PartitionPosition, _>((from, to))
             .take(max_partitions)
@@ -44,7 +61,31 @@ impl Memtable {
             .collect()
     }
 
+    pub fn contains(&self, position: &PartitionPosition) -> bool {
+        self.partitions.contains_key(position)
+    }
+
+    pub fn iter(&self) -> impl Iterator<Item = (&PartitionPosition, &Partition)> {
+        self.partitions.iter()
+    }
+
+    pub fn len(&self) -> usize {
+        self.partitions.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.partitions.is_empty()
+    }
+
     pub fn size_bytes(&self) -> usize {
         self.size_bytes
+    }
+
+    pub fn first_logged(&self) -> Option<Position> {
+        self.first_logged
+    }
+
+    pub fn min_timestamp(&self) -> Option<i64> {
+        self.min_timestamp
     }
 }

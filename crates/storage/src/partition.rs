@@ -306,6 +306,40 @@ impl Partition {
         ranges.fold(self.tombstone, Tombstone::merge)
     }
 
+    /// The oldest write timestamp in the partition (data or deletion).
+    pub fn min_timestamp(&self) -> Option<i64> {
+        let mut min: Option<i64> = None;
+        let mut note = |ts: i64| min = Some(min.map_or(ts, |m| m.min(ts)));
+        let mut row = |row: &Row| {
+            if let Some(m) = row.marker {
+                note(m.timestamp);
+            }
+            if let Some(t) = row.deletion {
+                note(t.timestamp);
+            }
+            for data in row.columns.values() {
+                match data {
+                    ColumnData::Atomic(c) => note(c.timestamp),
+                    ColumnData::Collection(c) => {
+                        if let Some(t) = c.tombstone {
+                            note(t.timestamp);
+                        }
+                        c.cells.values().for_each(|cc| note(cc.cell.timestamp));
+                    }
+                }
+            }
+        };
+        row(&self.static_row);
+        self.rows.values().for_each(|r| row(&r.row));
+        if let Some(t) = self.tombstone {
+            note(t.timestamp);
+        }
+        for rt in &self.range_tombstones {
+            note(rt.tombstone.timestamp);
+        }
+        min
+    }
+
     /// Approximate heap bytes, for memtable accounting.
     pub fn size_estimate_bytes(&self) -> usize {
         const ROW_OVERHEAD_BYTES: usize = 96;
@@ -337,6 +371,18 @@ fn cell_bytes(cell: &Cell) -> usize {
     match &cell.value {
         CellValue::Live { value, .. } => value.len(),
         CellValue::Dead { .. } => 0,
+    }
+}
+
+/// Whether no partition position lies between `from` and `to` (the cases
+/// `BTreeMap::range` refuses).
+pub fn ring_range_is_empty(from: Bound<&PartitionPosition>, to: Bound<&PartitionPosition>) -> bool {
+    match (from, to) {
+        (Bound::Included(f), Bound::Included(t)) => f > t,
+        (Bound::Included(f) | Bound::Excluded(f), Bound::Excluded(t)) | (Bound::Excluded(f), Bound::Included(t)) => {
+            f >= t
+        }
+        _ => false,
     }
 }
 

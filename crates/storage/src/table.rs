@@ -1,53 +1,431 @@
-//! One table's data on one shard: the storage interface the replica uses.
+//! One table's data on one shard: the active memtable, sealed memtables
+//! being flushed, and the SSTables — and the reads that merge them.
 //!
-//! Reads return owned, merged partitions restricted to the asked clustering
-//! ranges: the shape an LSM read (memtables + SSTables merged by timestamp)
-//! produces. Today the only source is one memtable.
+//! Reads return owned partitions restricted to the asked clustering ranges,
+//! merged from every source by timestamp (the merge is commutative, so the
+//! order sources are read in does not matter). A read takes a snapshot of
+//! the SSTable list (an `Rc`), so a compaction that swaps SSTables meanwhile
+//! neither disturbs it nor deletes files under it.
+//!
+//! Flush, truncate and compaction change the SSTable list only between
+//! awaits, by replacing it. Work that started before a TRUNCATE or DROP
+//! (tracked by `epoch`) throws its output away instead of installing it.
 
+use std::cell::{Cell, RefCell};
+use std::collections::{BTreeMap, HashSet};
 use std::ops::Bound;
+use std::path::{Path, PathBuf};
+use std::rc::Rc;
 
+use crate::commitlog::Position;
+use crate::compaction::strategy::Strategy;
+use crate::error::StorageResult;
+use crate::event::Event;
 use crate::memtable::Memtable;
 use crate::partition::{ClusteringRange, Partition, PartitionPosition, PartitionUpdate};
+use crate::sstable::compression::Compression;
+use crate::sstable::format::{Component, Descriptor};
+use crate::sstable::writer::{self, Writer, WriterOptions};
+use crate::sstable::{SSTable, SSTableSet, Scanner};
 
-#[derive(Debug, Default)]
+/// How a table's data is written and compacted (from its schema options).
+#[derive(Debug, Clone)]
+pub struct TableOptions {
+    pub writer: WriterOptions,
+    pub strategy: Strategy,
+    pub gc_grace_s: i64,
+}
+
+impl Default for TableOptions {
+    fn default() -> Self {
+        TableOptions {
+            writer: WriterOptions { compression: Compression::Lz4, chunk_bytes: 64 * 1024, bloom_fp_chance: 0.01 },
+            strategy: Strategy::from_options(&BTreeMap::new()),
+            gc_grace_s: 864_000,
+        }
+    }
+}
+
+/// A sealed memtable and the commitlog position it covers up to.
+struct Sealed {
+    memtable: Rc<Memtable>,
+    position: Position,
+    writing: Cell<bool>,
+}
+
 pub struct Table {
-    memtable: Memtable,
+    dir: PathBuf,
+    shard: usize,
+    options: RefCell<TableOptions>,
+    active: RefCell<Memtable>,
+    sealed: RefCell<Vec<Rc<Sealed>>>,
+    sstables: RefCell<SSTableSet>,
+    /// Generations being compacted now.
+    compacting: RefCell<HashSet<u64>>,
+    next_generation: Cell<u64>,
+    /// Bumped by TRUNCATE and DROP: flushes and compactions begun before
+    /// discard their output.
+    epoch: Cell<u64>,
+    flushed: Event,
+}
+
+/// What opening a table's files found, for the log.
+#[derive(Debug, Default)]
+pub struct OpenReport {
+    pub sstables: usize,
+    pub removed_partial: usize,
+    pub quarantined: Vec<String>,
 }
 
 impl Table {
-    pub fn new() -> Table {
-        Table::default()
+    /// A table with no files yet (and, for virtual tables, never any).
+    pub fn new(dir: PathBuf, shard: usize, options: TableOptions) -> Table {
+        Table {
+            dir,
+            shard,
+            options: RefCell::new(options),
+            active: RefCell::new(Memtable::default()),
+            sealed: RefCell::new(Vec::new()),
+            sstables: RefCell::new(Rc::new(Vec::new())),
+            compacting: RefCell::new(HashSet::new()),
+            next_generation: Cell::new(1),
+            epoch: Cell::new(0),
+            flushed: Event::default(),
+        }
     }
 
-    pub fn apply(&mut self, position: PartitionPosition, update: PartitionUpdate) {
-        self.memtable.apply(position, update);
+    /// Opens the table's SSTables of this shard in `dir`: removes
+    /// half-written ones (no TOC) and ones a finished compaction replaced,
+    /// and moves unreadable ones to `dir/quarantine`.
+    pub async fn open(dir: PathBuf, shard: usize, options: TableOptions) -> StorageResult<(Table, OpenReport)> {
+        let table = Table::new(dir, shard, options);
+        let mut report = OpenReport::default();
+        let mut generations: BTreeMap<u64, (Descriptor, bool)> = BTreeMap::new();
+        let mut stray = Vec::new();
+        for entry in std::fs::read_dir(&table.dir).into_iter().flatten().flatten() {
+            let Ok(name) = entry.file_name().into_string() else { continue };
+            match Descriptor::parse(&table.dir, &name) {
+                Some((d, component)) if d.shard == shard => {
+                    let has_toc = component == Some(Component::Toc);
+                    let slot = generations.entry(d.generation).or_insert((d, false));
+                    slot.1 |= has_toc;
+                }
+                Some(_) => {}
+                None if name.ends_with(".tmp") => stray.push(entry.path()),
+                None => {}
+            }
+        }
+        for path in stray {
+            shoal_io::remove_file_if_exists(&path).await?;
+        }
+        let max_generation = generations.keys().next_back().copied().unwrap_or(0);
+        table.next_generation.set(max_generation + 1);
+        let mut opened = Vec::new();
+        for (_, (descriptor, complete)) in generations {
+            if !complete {
+                tracing::warn!("removing half-written SSTable {}", descriptor.name());
+                writer::remove_files(&descriptor).await;
+                report.removed_partial += 1;
+                continue;
+            }
+            match SSTable::open(descriptor.clone()).await {
+                Ok(sstable) => opened.push(Rc::new(sstable)),
+                Err(e) => {
+                    tracing::error!("quarantining SSTable {}: {e}", descriptor.name());
+                    quarantine(&descriptor).await?;
+                    report.quarantined.push(descriptor.name());
+                }
+            }
+        }
+        let replaced: HashSet<u64> = opened.iter().flat_map(|s| s.stats().ancestors.iter().copied()).collect();
+        opened.retain(|s| {
+            let keep = !replaced.contains(&s.generation());
+            if !keep {
+                tracing::info!("removing SSTable {}, already compacted into another", s.descriptor().name());
+                s.mark_obsolete();
+            }
+            keep
+        });
+        report.sstables = opened.len();
+        *table.sstables.borrow_mut() = Rc::new(opened);
+        Ok((table, report))
+    }
+
+    pub fn set_options(&self, options: TableOptions) {
+        *self.options.borrow_mut() = options;
+    }
+
+    pub fn options(&self) -> TableOptions {
+        self.options.borrow().clone()
+    }
+
+    pub fn dir(&self) -> &Path {
+        &self.dir
+    }
+
+    /// Applies a write (already in the commitlog at `logged_at`, if logged).
+    pub fn apply(&self, position: PartitionPosition, update: PartitionUpdate, logged_at: Option<Position>) {
+        self.active.borrow_mut().apply(position, update, logged_at);
     }
 
     /// The partition at `position`, holding only rows in `ranges`; `None`
     /// when nothing at all is stored for it.
-    pub fn read(&self, position: &PartitionPosition, ranges: &[ClusteringRange]) -> Option<Partition> {
-        self.memtable.read(position, ranges)
+    pub async fn read(
+        &self,
+        position: &PartitionPosition,
+        ranges: &[ClusteringRange],
+    ) -> StorageResult<Option<Partition>> {
+        let mut result = self.active.borrow().read(position, ranges);
+        for sealed in self.sealed.borrow().iter() {
+            merge_into(&mut result, sealed.memtable.read(position, ranges));
+        }
+        let sstables = self.sstable_set();
+        for sstable in sstables.iter() {
+            merge_into(&mut result, sstable.read(position, ranges).await?);
+        }
+        Ok(result)
     }
 
     /// Up to `max_partitions` partitions between `from` and `to` in ring
     /// order, each restricted to `ranges`.
-    pub fn scan(
+    pub async fn scan(
         &self,
         from: Bound<&PartitionPosition>,
         to: Bound<&PartitionPosition>,
         ranges: &[ClusteringRange],
         max_partitions: usize,
-    ) -> Vec<(PartitionPosition, Partition)> {
+    ) -> StorageResult<Vec<(PartitionPosition, Partition)>> {
         assert!(max_partitions > 0);
-        self.memtable.scan(from, to, ranges, max_partitions)
+        let mut merged: BTreeMap<PartitionPosition, Partition> = BTreeMap::new();
+        let mut add = |position: PartitionPosition, partition: Partition| match merged.get_mut(&position) {
+            Some(current) => current.merge(partition),
+            None => {
+                merged.insert(position, partition);
+            }
+        };
+        for (position, partition) in self.active.borrow().scan(from, to, ranges, max_partitions) {
+            add(position, partition);
+        }
+        for sealed in self.sealed.borrow().iter() {
+            for (position, partition) in sealed.memtable.scan(from, to, ranges, max_partitions) {
+                add(position, partition);
+            }
+        }
+        let sstables = self.sstable_set();
+        for sstable in sstables.iter().filter(|s| s.overlaps(from, to)) {
+            let mut scanner = Scanner::new(Rc::clone(sstable), from, to.cloned()).await?;
+            for _ in 0..max_partitions {
+                let Some((position, partition)) = scanner.next(ranges).await? else { break };
+                add(position, partition);
+            }
+        }
+        Ok(merged.into_iter().take(max_partitions).collect())
     }
 
-    /// Drops every row of the table.
-    pub fn truncate(&mut self) {
-        self.memtable = Memtable::default();
+    /// The current SSTables (a snapshot: later swaps do not change it).
+    pub fn sstable_set(&self) -> SSTableSet {
+        Rc::clone(&self.sstables.borrow())
     }
 
+    /// Heap held by the active and sealed memtables.
     pub fn memory_used_bytes(&self) -> usize {
-        self.memtable.size_bytes()
+        self.active.borrow().size_bytes() + self.sealed.borrow().iter().map(|s| s.memtable.size_bytes()).sum::<usize>()
     }
+
+    pub fn active_memtable_bytes(&self) -> usize {
+        self.active.borrow().size_bytes()
+    }
+
+    /// The oldest commitlog position a memtable still needs.
+    pub fn first_logged(&self) -> Option<Position> {
+        let active = self.active.borrow().first_logged();
+        self.sealed.borrow().iter().filter_map(|s| s.memtable.first_logged()).chain(active).min()
+    }
+
+    /// Replay skips this table's commitlog entries before this position:
+    /// they are in SSTables.
+    pub fn replay_floor(&self) -> Position {
+        self.sstables.borrow().iter().map(|s| s.stats().commitlog_position).max().unwrap_or(Position::ZERO)
+    }
+
+    /// Seals the active memtable, if it holds anything, as covering the
+    /// commitlog up to `position`, and writes every sealed memtable not
+    /// being written yet (including ones an earlier failure left).
+    pub async fn flush(&self, position: Position) -> StorageResult<()> {
+        if !self.active.borrow().is_empty() {
+            let memtable = Rc::new(std::mem::take(&mut *self.active.borrow_mut()));
+            self.sealed.borrow_mut().push(Rc::new(Sealed { memtable, position, writing: Cell::new(false) }));
+        }
+        let waiting: Vec<Rc<Sealed>> = self.sealed.borrow().iter().filter(|s| !s.writing.get()).cloned().collect();
+        for sealed in waiting {
+            sealed.writing.set(true);
+            let result = self.write_sealed(&sealed).await;
+            sealed.writing.set(false);
+            result?;
+        }
+        Ok(())
+    }
+
+    async fn write_sealed(&self, sealed: &Rc<Sealed>) -> StorageResult<()> {
+        let epoch = self.epoch.get();
+        let mut writer = self.new_writer(sealed.memtable.len()).await?;
+        for (position, partition) in sealed.memtable.iter() {
+            if let Err(e) = writer.add(position, partition).await {
+                writer.abort().await;
+                return Err(e);
+            }
+        }
+        let target = writer.descriptor().clone();
+        let descriptor = match writer.finish(sealed.position, 0, Vec::new()).await {
+            Ok(d) => d,
+            Err(e) => {
+                writer::remove_files(&target).await;
+                return Err(e);
+            }
+        };
+        let sstable = Rc::new(SSTable::open(descriptor).await?);
+        self.sealed.borrow_mut().retain(|s| !Rc::ptr_eq(s, sealed));
+        if self.epoch.get() == epoch {
+            self.install(&[], vec![sstable]);
+        } else {
+            sstable.mark_obsolete();
+        }
+        self.flushed.notify_all();
+        Ok(())
+    }
+
+    fn descriptor(&self, generation: u64) -> Descriptor {
+        Descriptor { dir: self.dir.clone(), shard: self.shard, generation }
+    }
+
+    /// A writer for a new SSTable of this table.
+    pub(crate) async fn new_writer(&self, expected_partitions: usize) -> StorageResult<Writer> {
+        let generation = self.next_generation.get();
+        self.next_generation.set(generation + 1);
+        let options = self.options.borrow().writer;
+        Writer::create(self.descriptor(generation), options, expected_partitions).await
+    }
+
+    /// Replaces `removed` by `added` in the SSTable list; the removed ones'
+    /// files go once no read uses them.
+    pub(crate) fn install(&self, removed: &[Rc<SSTable>], added: Vec<Rc<SSTable>>) {
+        let mut next: Vec<Rc<SSTable>> =
+            self.sstables.borrow().iter().filter(|s| !removed.iter().any(|r| Rc::ptr_eq(r, s))).cloned().collect();
+        next.extend(added);
+        *self.sstables.borrow_mut() = Rc::new(next);
+        for s in removed {
+            s.mark_obsolete();
+        }
+    }
+
+    pub(crate) fn epoch(&self) -> u64 {
+        self.epoch.get()
+    }
+
+    /// SSTables no compaction is using, to pick a job from.
+    pub(crate) fn idle_sstables(&self) -> Vec<Rc<SSTable>> {
+        let busy = self.compacting.borrow();
+        self.sstables.borrow().iter().filter(|s| !busy.contains(&s.generation())).cloned().collect()
+    }
+
+    pub(crate) fn set_compacting(&self, sstables: &[Rc<SSTable>], busy: bool) {
+        let mut compacting = self.compacting.borrow_mut();
+        for s in sstables {
+            if busy {
+                compacting.insert(s.generation());
+            } else {
+                compacting.remove(&s.generation());
+            }
+        }
+    }
+
+    /// The oldest write timestamp that data of `position` may have outside
+    /// `inputs` (memtables and other SSTables): tombstones older than it
+    /// shadow nothing that remains.
+    pub(crate) fn max_purgeable_timestamp(&self, position: &PartitionPosition, inputs: &[Rc<SSTable>]) -> i64 {
+        let mut min = i64::MAX;
+        let active = self.active.borrow();
+        let sealed = self.sealed.borrow();
+        let memtables = std::iter::once(&*active).chain(sealed.iter().map(|s| &*s.memtable));
+        for memtable in memtables.filter(|m| m.contains(position)) {
+            min = min.min(memtable.min_timestamp().unwrap_or(i64::MAX));
+        }
+        for s in self.sstables.borrow().iter() {
+            if !inputs.iter().any(|i| Rc::ptr_eq(i, s)) && s.may_contain(position) {
+                min = min.min(s.stats().min_timestamp);
+            }
+        }
+        min
+    }
+
+    /// Drops every row: memtables go, SSTables are deleted, and an empty
+    /// SSTable records `position` so replay skips older commitlog entries.
+    pub async fn truncate(&self, position: Position) -> StorageResult<()> {
+        self.discard_everything();
+        let writer = self.new_writer(1).await?;
+        let descriptor = writer.finish(position, 0, Vec::new()).await?;
+        let marker = Rc::new(SSTable::open(descriptor).await?);
+        self.install(&[], vec![marker]);
+        Ok(())
+    }
+
+    /// Forgets all data and deletes the files (DROP TABLE).
+    pub fn drop_data(&self) {
+        self.discard_everything();
+    }
+
+    fn discard_everything(&self) {
+        self.epoch.set(self.epoch.get() + 1);
+        *self.active.borrow_mut() = Memtable::default();
+        self.sealed.borrow_mut().clear();
+        let old = std::mem::replace(&mut *self.sstables.borrow_mut(), Rc::new(Vec::new()));
+        for s in old.iter() {
+            s.mark_obsolete();
+        }
+        self.flushed.notify_all();
+    }
+
+    /// Hard-links every current SSTable's files into `target` (a snapshot).
+    pub async fn snapshot(&self, target: &Path) -> StorageResult<usize> {
+        shoal_io::create_dir_all(target).await?;
+        let sstables = self.sstable_set();
+        for s in sstables.iter() {
+            for component in Component::ALL {
+                let from = s.descriptor().path(component);
+                // Invariant: descriptor paths always end in a file name.
+                #[allow(clippy::unwrap_used)]
+                let name = from.file_name().unwrap();
+                shoal_io::hard_link(&from, &target.join(name)).await?;
+            }
+        }
+        Ok(sstables.len())
+    }
+
+    /// Waits until some flush finishes (back-pressure for writers).
+    pub async fn flush_finished(&self) {
+        self.flushed.wait().await;
+    }
+}
+
+fn merge_into(result: &mut Option<Partition>, more: Option<Partition>) {
+    match (result.as_mut(), more) {
+        (Some(current), Some(more)) => current.merge(more),
+        (None, Some(more)) => *result = Some(more),
+        (_, None) => {}
+    }
+}
+
+async fn quarantine(descriptor: &Descriptor) -> StorageResult<()> {
+    let target = descriptor.dir.join("quarantine");
+    shoal_io::create_dir_all(&target).await?;
+    for component in Component::ALL {
+        let from = descriptor.path(component);
+        if std::fs::metadata(&from).is_ok() {
+            // Invariant: descriptor paths always end in a file name.
+            #[allow(clippy::unwrap_used)]
+            let to = target.join(from.file_name().unwrap());
+            shoal_io::rename(&from, &to).await?;
+        }
+    }
+    Ok(())
 }

@@ -1,0 +1,154 @@
+//! Disk I/O for a shard: files read and written asynchronously through the
+//! shard's io_uring (compio), never with a blocking syscall on the shard.
+//!
+//! Buffers are owned and travel with each request (completion-based I/O):
+//! a read takes a `Vec<u8>` and gives it back filled. Every error names the
+//! file it concerns, so the layers above can say which file failed.
+//!
+//! Today files go through the page cache; the userspace I/O scheduler and
+//! O_DIRECT with aligned buffers (DESIGN.md §6) will live behind this same
+//! interface.
+
+use std::io;
+use std::path::{Path, PathBuf};
+
+use compio::io::{AsyncReadAtExt, AsyncWriteAtExt};
+
+/// An I/O error with the path it concerns.
+#[derive(Debug)]
+pub struct IoError {
+    pub path: PathBuf,
+    pub source: io::Error,
+}
+
+impl std::fmt::Display for IoError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}: {}", self.path.display(), self.source)
+    }
+}
+
+impl std::error::Error for IoError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        Some(&self.source)
+    }
+}
+
+impl IoError {
+    /// Whether the disk (or the user's quota) is full.
+    pub fn is_disk_full(&self) -> bool {
+        matches!(self.source.raw_os_error(), Some(code) if code == 28 || code == 122)
+    }
+}
+
+pub type IoResult<T> = Result<T, IoError>;
+
+fn at<T>(path: &Path, result: io::Result<T>) -> IoResult<T> {
+    result.map_err(|source| IoError { path: path.to_path_buf(), source })
+}
+
+/// An open file.
+pub struct File {
+    file: compio::fs::File,
+    path: PathBuf,
+}
+
+impl File {
+    pub async fn open(path: &Path) -> IoResult<File> {
+        let file = at(path, compio::fs::File::open(path).await)?;
+        Ok(File { file, path: path.to_path_buf() })
+    }
+
+    /// Creates `path` for writing, truncating it if it exists.
+    pub async fn create(path: &Path) -> IoResult<File> {
+        let file = at(path, compio::fs::File::create(path).await)?;
+        Ok(File { file, path: path.to_path_buf() })
+    }
+
+    /// Opens `path` for reading and writing, creating it if missing.
+    pub async fn open_rw(path: &Path) -> IoResult<File> {
+        let mut options = compio::fs::OpenOptions::new();
+        options.read(true).write(true).create(true);
+        let file = at(path, options.open(path).await)?;
+        Ok(File { file, path: path.to_path_buf() })
+    }
+
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    pub async fn len(&self) -> IoResult<u64> {
+        Ok(at(&self.path, self.file.metadata().await)?.len())
+    }
+
+    /// Reads exactly `len` bytes at `offset`; a short file is an error.
+    pub async fn read_exact_at(&self, offset: u64, len: usize) -> IoResult<Vec<u8>> {
+        let buf = Vec::with_capacity(len);
+        let compio::BufResult(result, buf) = self.file.read_exact_at(buf, offset).await;
+        at(&self.path, result)?;
+        Ok(buf)
+    }
+
+    /// Reads the whole file.
+    pub async fn read_all(&self) -> IoResult<Vec<u8>> {
+        let len = self.len().await?;
+        let len = at(&self.path, usize::try_from(len).map_err(|_| io::Error::other("file too large")))?;
+        self.read_exact_at(0, len).await
+    }
+
+    /// Writes all of `buf` at `offset`. The buffer comes back whatever the
+    /// outcome, so a failed write can be retried with the same bytes.
+    pub async fn write_all_at(&self, offset: u64, buf: Vec<u8>) -> (IoResult<()>, Vec<u8>) {
+        let compio::BufResult(result, buf) = (&self.file).write_all_at(buf, offset).await;
+        (at(&self.path, result), buf)
+    }
+
+    /// fdatasync: the data written so far (and the size) is on disk.
+    pub async fn sync_data(&self) -> IoResult<()> {
+        at(&self.path, self.file.sync_data().await)
+    }
+
+    pub async fn set_len(&self, len: u64) -> IoResult<()> {
+        at(&self.path, self.file.set_len(len).await)
+    }
+}
+
+pub async fn rename(from: &Path, to: &Path) -> IoResult<()> {
+    at(to, compio::fs::rename(from, to).await)
+}
+
+pub async fn remove_file(path: &Path) -> IoResult<()> {
+    at(path, compio::fs::remove_file(path).await)
+}
+
+/// Removes `path`; a file already gone is not an error.
+pub async fn remove_file_if_exists(path: &Path) -> IoResult<()> {
+    match compio::fs::remove_file(path).await {
+        Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(()),
+        other => at(path, other),
+    }
+}
+
+pub async fn hard_link(original: &Path, link: &Path) -> IoResult<()> {
+    at(link, compio::fs::hard_link(original, link).await)
+}
+
+pub async fn create_dir_all(path: &Path) -> IoResult<()> {
+    at(path, compio::fs::create_dir_all(path).await)
+}
+
+/// Makes the directory's entries (files created, renamed or removed in
+/// it) durable.
+pub async fn sync_dir(path: &Path) -> IoResult<()> {
+    let dir = File::open(path).await?;
+    at(path, dir.file.sync_all().await)
+}
+
+/// Runs `future` to completion on a fresh single-thread runtime: for tests
+/// and tools outside the shards.
+pub fn block_on<F: std::future::Future>(future: F) -> F::Output {
+    // Invariant: building a runtime only fails when io_uring and every
+    // fallback are unavailable, which no supported host is.
+    #[allow(clippy::expect_used)]
+    let runtime = compio::runtime::Runtime::new().expect("an I/O runtime");
+    runtime.block_on(future)
+}

@@ -1,0 +1,74 @@
+//! `shoal nodetool`: storage operations on a running node, through its
+//! HTTP API (the same REST paths ScyllaDB's nodetool uses).
+
+use std::io::{Read, Write};
+use std::net::TcpStream;
+use std::time::Duration;
+
+#[derive(Debug, clap::Args)]
+pub struct NodetoolArgs {
+    /// The node's address
+    #[arg(long, short = 'H', default_value = "127.0.0.1")]
+    pub host: String,
+    /// The node's HTTP API port
+    #[arg(long, short = 'p', default_value_t = 10000)]
+    pub api_port: u16,
+    #[command(subcommand)]
+    pub command: NodetoolCommand,
+}
+
+#[derive(Debug, clap::Subcommand)]
+pub enum NodetoolCommand {
+    /// Flush memtables to SSTables: all keyspaces, one keyspace, or some of its tables.
+    Flush { keyspace: Option<String>, tables: Vec<String> },
+    /// Major compaction: each table's SSTables into one.
+    Compact { keyspace: Option<String>, tables: Vec<String> },
+    /// Hard-link every SSTable into <table dir>/snapshots/<tag> (after a flush).
+    Snapshot {
+        /// Snapshot name [default: the current time in milliseconds]
+        #[arg(long, short = 't')]
+        tag: Option<String>,
+        keyspace: Option<String>,
+    },
+}
+
+/// Runs the command; the error is for the user.
+pub fn run(args: NodetoolArgs) -> Result<(), String> {
+    let tables_query =
+        |tables: &[String]| if tables.is_empty() { String::new() } else { format!("?cf={}", tables.join(",")) };
+    let keyspace_path = |k: &Option<String>| k.as_ref().map(|k| format!("/{k}")).unwrap_or_default();
+    let (path, done) = match &args.command {
+        NodetoolCommand::Flush { keyspace, tables } => {
+            (format!("/storage_service/keyspace_flush{}{}", keyspace_path(keyspace), tables_query(tables)), "flushed")
+        }
+        NodetoolCommand::Compact { keyspace, tables } => (
+            format!("/storage_service/keyspace_compaction{}{}", keyspace_path(keyspace), tables_query(tables)),
+            "compacted",
+        ),
+        NodetoolCommand::Snapshot { tag, keyspace } => {
+            let tag = tag.clone().unwrap_or_else(|| {
+                let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap_or_default();
+                now.as_millis().to_string()
+            });
+            let kn = keyspace.as_ref().map(|k| format!("&kn={k}")).unwrap_or_default();
+            println!("snapshot tag: {tag}");
+            (format!("/storage_service/snapshots?tag={tag}{kn}"), "snapshot taken")
+        }
+    };
+    let address = format!("{}:{}", args.host, args.api_port);
+    let fail = |e: std::io::Error| format!("cannot reach the node's API at {address}: {e}");
+    let mut stream = TcpStream::connect(&address).map_err(fail)?;
+    // Flushes and compactions of big tables take a while.
+    stream.set_read_timeout(Some(Duration::from_secs(3600))).map_err(fail)?;
+    write!(stream, "POST {path} HTTP/1.1\r\nHost: {address}\r\nContent-Length: 0\r\nConnection: close\r\n\r\n")
+        .map_err(fail)?;
+    let mut response = String::new();
+    stream.read_to_string(&mut response).map_err(fail)?;
+    let (head, body) = response.split_once("\r\n\r\n").unwrap_or((&response, ""));
+    if head.starts_with("HTTP/1.1 200") {
+        println!("{done}");
+        Ok(())
+    } else {
+        Err(format!("{}: {}", head.lines().next().unwrap_or_default(), body.trim()))
+    }
+}

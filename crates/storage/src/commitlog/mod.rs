@@ -1,0 +1,358 @@
+//! The commitlog: one shard's write-ahead log, so a write acknowledged
+//! before its memtable is flushed survives a crash.
+//!
+//! The log is a sequence of segment files `CommitLog-<shard>-<id>.log` of at
+//! most `segment_size_bytes`, each a [`SEGMENT_HEADER_BYTES`] header then
+//! entries `[u32 payload length][u32 crc32c of payload][payload]`. Ids grow
+//! forever (across restarts too), so a [`Position`] — segment id and offset —
+//! orders every entry ever written by this shard.
+//!
+//! Appending is synchronous: the entry is placed at the log's end in memory
+//! and gets its position at once, so the caller applies it to the memtable
+//! in the same step and memtables and positions stay in order. A writer task
+//! moves pending bytes to disk in the background. With `batch` sync, the
+//! writer fdatasyncs after each round and the appender waits for that before
+//! acknowledging; entries appended while a round is on disk share the next
+//! round's fdatasync (group commit). With `periodic` sync, a timer syncs.
+//!
+//! A write error (disk full) is sticky: appends fail fast with it, the
+//! unwritten bytes stay queued in order and the writer retries them, so the
+//! log never has a hole; once a retry succeeds, appends work again.
+//!
+//! Segments are deleted when every entry in them is in an SSTable: the
+//! owner tells the log the oldest position any memtable still needs
+//! ([`CommitLog::discard_before`]).
+
+mod mutation;
+mod replay;
+
+pub use mutation::{decode_mutation, encode_mutation};
+pub use replay::{read_segment, replay_segment, segment_ids, ReplayEntry, SegmentReport};
+
+use std::cell::{Cell, RefCell};
+use std::collections::VecDeque;
+use std::path::{Path, PathBuf};
+use std::rc::Rc;
+use std::time::Duration;
+
+use shoal_io::File;
+
+use crate::error::{StorageError, StorageResult};
+use crate::event::Event;
+
+pub const SEGMENT_MAGIC: &[u8; 8] = b"SHOALCLG";
+pub const SEGMENT_VERSION: u16 = 1;
+/// Magic, version, shard (u16), segment id (u64), crc32c of those.
+pub const SEGMENT_HEADER_BYTES: u32 = 8 + 2 + 2 + 8 + 4;
+pub const ENTRY_HEADER_BYTES: u32 = 8;
+
+/// How long a failed write waits before it is retried.
+const RETRY_AFTER_ERROR_MS: u64 = 500;
+
+/// A place in the log: entries are ordered by (segment, offset).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Default)]
+pub struct Position {
+    pub segment: u64,
+    pub offset: u32,
+}
+
+impl Position {
+    pub const ZERO: Position = Position { segment: 0, offset: 0 };
+}
+
+impl std::fmt::Display for Position {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}:{}", self.segment, self.offset)
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SyncMode {
+    /// Acknowledge at once; fsync every `period_ms`.
+    Periodic { period_ms: u64 },
+    /// Acknowledge only once the entry is on disk.
+    Batch,
+}
+
+#[derive(Debug, Clone)]
+pub struct CommitLogConfig {
+    pub dir: PathBuf,
+    pub shard: usize,
+    pub segment_size_bytes: u32,
+    pub sync: SyncMode,
+}
+
+pub fn segment_path(dir: &Path, shard: usize, segment: u64) -> PathBuf {
+    dir.join(format!("CommitLog-{shard}-{segment}.log"))
+}
+
+pub fn segment_header(shard: usize, segment: u64) -> Vec<u8> {
+    let mut out = Vec::with_capacity(SEGMENT_HEADER_BYTES as usize);
+    out.extend_from_slice(SEGMENT_MAGIC);
+    out.extend_from_slice(&SEGMENT_VERSION.to_le_bytes());
+    out.extend_from_slice(&(shard as u16).to_le_bytes());
+    out.extend_from_slice(&segment.to_le_bytes());
+    let crc = crc32c::crc32c(&out);
+    out.extend_from_slice(&crc.to_le_bytes());
+    out
+}
+
+/// Bytes waiting to be written at `offset` of `segment`.
+struct Pending {
+    segment: u64,
+    offset: u32,
+    bytes: Vec<u8>,
+}
+
+struct State {
+    /// Where the next entry goes.
+    next: Position,
+    pending: VecDeque<Pending>,
+    /// Everything before it is written (not necessarily synced).
+    written: Position,
+    /// Everything before it is on disk.
+    durable: Position,
+    /// Segment files that exist (or are about to), oldest first.
+    segments: Vec<u64>,
+    /// The last write error, while writes fail.
+    failure: Option<String>,
+    open_file: Option<(u64, Rc<File>)>,
+}
+
+pub struct CommitLog {
+    config: CommitLogConfig,
+    state: RefCell<State>,
+    has_pending: Event,
+    durable_advanced: Event,
+    /// Bytes appended since start, for metrics.
+    appended_bytes: Cell<u64>,
+}
+
+impl CommitLog {
+    /// Starts a log whose first segment is `first_segment` (greater than any
+    /// segment or SSTable commitlog position seen so far) and its writer
+    /// (and periodic sync) tasks on this shard.
+    pub fn start(config: CommitLogConfig, first_segment: u64) -> Rc<CommitLog> {
+        assert!(config.segment_size_bytes > SEGMENT_HEADER_BYTES + ENTRY_HEADER_BYTES);
+        let start = Position { segment: first_segment, offset: SEGMENT_HEADER_BYTES };
+        let log = Rc::new(CommitLog {
+            state: RefCell::new(State {
+                next: start,
+                pending: VecDeque::from([Pending {
+                    segment: first_segment,
+                    offset: 0,
+                    bytes: segment_header(config.shard, first_segment),
+                }]),
+                written: Position { segment: first_segment, offset: 0 },
+                durable: Position { segment: first_segment, offset: 0 },
+                segments: vec![first_segment],
+                failure: None,
+                open_file: None,
+            }),
+            config,
+            has_pending: Event::default(),
+            durable_advanced: Event::default(),
+            appended_bytes: Cell::new(0),
+        });
+        shoal_runtime::spawn(write_loop(Rc::clone(&log)));
+        if let SyncMode::Periodic { period_ms } = log.config.sync {
+            shoal_runtime::spawn(periodic_sync(Rc::downgrade(&log), period_ms));
+        }
+        log
+    }
+
+    pub fn sync_mode(&self) -> SyncMode {
+        self.config.sync
+    }
+
+    /// The largest entry the log takes (Cassandra's rule: half a segment).
+    pub fn max_entry_bytes(&self) -> usize {
+        (self.config.segment_size_bytes / 2) as usize
+    }
+
+    /// Appends the entry `encode` writes; returns its position and the
+    /// position just past it. Fails at once while the disk is failing.
+    pub fn append(&self, encode: impl FnOnce(&mut Vec<u8>)) -> StorageResult<(Position, Position)> {
+        let mut entry = vec![0u8; ENTRY_HEADER_BYTES as usize];
+        encode(&mut entry);
+        let payload_len = entry.len() - ENTRY_HEADER_BYTES as usize;
+        if entry.len() > self.max_entry_bytes() {
+            return Err(StorageError::TooLarge { bytes: entry.len(), max_bytes: self.max_entry_bytes() });
+        }
+        let crc = crc32c::crc32c(&entry[ENTRY_HEADER_BYTES as usize..]);
+        entry[..4].copy_from_slice(&(payload_len as u32).to_le_bytes());
+        entry[4..8].copy_from_slice(&crc.to_le_bytes());
+
+        let mut state = self.state.borrow_mut();
+        if let Some(failure) = &state.failure {
+            return Err(StorageError::WriteFailing(failure.clone()));
+        }
+        if state.next.offset as usize + entry.len() > self.config.segment_size_bytes as usize {
+            let segment = state.next.segment + 1;
+            state.segments.push(segment);
+            state.pending.push_back(Pending { segment, offset: 0, bytes: segment_header(self.config.shard, segment) });
+            state.next = Position { segment, offset: SEGMENT_HEADER_BYTES };
+        }
+        let at = state.next;
+        let len = entry.len() as u32;
+        match state.pending.back_mut() {
+            Some(p) if p.segment == at.segment && p.offset + p.bytes.len() as u32 == at.offset => {
+                p.bytes.extend_from_slice(&entry)
+            }
+            _ => state.pending.push_back(Pending { segment: at.segment, offset: at.offset, bytes: entry }),
+        }
+        state.next.offset += len;
+        let end = state.next;
+        drop(state);
+        self.appended_bytes.set(self.appended_bytes.get() + u64::from(len));
+        self.has_pending.notify_all();
+        Ok((at, end))
+    }
+
+    /// Waits until everything before `end` is on disk (batch mode).
+    pub async fn wait_durable(&self, end: Position) -> StorageResult<()> {
+        loop {
+            let waiting = {
+                let state = self.state.borrow();
+                if state.durable >= end {
+                    return Ok(());
+                }
+                if let Some(failure) = &state.failure {
+                    return Err(StorageError::WriteFailing(failure.clone()));
+                }
+                self.durable_advanced.wait()
+            };
+            waiting.await;
+        }
+    }
+
+    /// Where the next entry will go: every entry appended so far is before it.
+    pub fn current_position(&self) -> Position {
+        self.state.borrow().next
+    }
+
+    /// Deletes the segments wholly before `position` (never the current one).
+    pub async fn discard_before(&self, position: Position) {
+        let doomed: Vec<u64> = {
+            let mut state = self.state.borrow_mut();
+            let current = state.next.segment;
+            let (doomed, kept) = state.segments.iter().partition(|s| **s < position.segment && **s < current);
+            state.segments = kept;
+            doomed
+        };
+        for segment in doomed {
+            let path = segment_path(&self.config.dir, self.config.shard, segment);
+            if let Err(e) = shoal_io::remove_file_if_exists(&path).await {
+                tracing::warn!("cannot delete flushed commitlog segment: {e}");
+            }
+        }
+    }
+
+    /// The oldest segment still on disk.
+    pub fn oldest_segment(&self) -> u64 {
+        // Invariant: the current segment is always listed.
+        self.state.borrow().segments.first().copied().unwrap_or_default()
+    }
+
+    /// Disk space the segments take, at most.
+    pub fn disk_bytes(&self) -> u64 {
+        self.state.borrow().segments.len() as u64 * u64::from(self.config.segment_size_bytes)
+    }
+
+    pub fn appended_bytes(&self) -> u64 {
+        self.appended_bytes.get()
+    }
+
+    async fn file_for(&self, segment: u64) -> StorageResult<Rc<File>> {
+        let open = self.state.borrow().open_file.clone();
+        if let Some((s, file)) = open {
+            if s == segment {
+                return Ok(file);
+            }
+            // A segment is complete once the log moves past it: make all of
+            // it durable before writing to the next.
+            file.sync_data().await?;
+        }
+        let file = Rc::new(File::open_rw(&segment_path(&self.config.dir, self.config.shard, segment)).await?);
+        self.state.borrow_mut().open_file = Some((segment, Rc::clone(&file)));
+        Ok(file)
+    }
+
+    /// Writes what is pending; in batch mode, syncs. One round.
+    async fn write_round(&self) -> StorageResult<()> {
+        loop {
+            let Some(chunk) = self.state.borrow_mut().pending.pop_front() else { break };
+            let (segment, offset) = (chunk.segment, chunk.offset);
+            let file = match self.file_for(segment).await {
+                Ok(file) => file,
+                Err(e) => {
+                    self.state.borrow_mut().pending.push_front(chunk);
+                    return Err(e);
+                }
+            };
+            let (result, bytes) = file.write_all_at(u64::from(offset), chunk.bytes).await;
+            if let Err(e) = result {
+                // Keep the bytes, in order, for the retry: the log must not
+                // get a hole (rewriting a partly written chunk is harmless).
+                self.state.borrow_mut().pending.push_front(Pending { segment, offset, bytes });
+                return Err(e.into());
+            }
+            self.state.borrow_mut().written = Position { segment, offset: offset + bytes.len() as u32 };
+        }
+        if self.config.sync == SyncMode::Batch {
+            self.sync().await?;
+        }
+        Ok(())
+    }
+
+    async fn sync(&self) -> StorageResult<()> {
+        let (written, file) = {
+            let state = self.state.borrow();
+            (state.written, state.open_file.as_ref().map(|(_, f)| Rc::clone(f)))
+        };
+        if let Some(file) = file {
+            file.sync_data().await?;
+        }
+        let mut state = self.state.borrow_mut();
+        if written > state.durable {
+            state.durable = written;
+            drop(state);
+            self.durable_advanced.notify_all();
+        }
+        Ok(())
+    }
+}
+
+async fn write_loop(log: Rc<CommitLog>) {
+    loop {
+        let idle = {
+            let state = log.state.borrow();
+            state.pending.is_empty().then(|| log.has_pending.wait())
+        };
+        if let Some(idle) = idle {
+            idle.await;
+            continue;
+        }
+        if let Err(e) = log.write_round().await {
+            tracing::error!("commitlog write failed, retrying in {RETRY_AFTER_ERROR_MS} ms: {e}");
+            log.state.borrow_mut().failure = Some(e.to_string());
+            log.durable_advanced.notify_all();
+            shoal_runtime::time::sleep(Duration::from_millis(RETRY_AFTER_ERROR_MS)).await;
+            continue;
+        }
+        let recovered = log.state.borrow_mut().failure.take().is_some();
+        if recovered {
+            tracing::info!("commitlog writes succeed again");
+        }
+    }
+}
+
+async fn periodic_sync(log: std::rc::Weak<CommitLog>, period_ms: u64) {
+    loop {
+        shoal_runtime::time::sleep(Duration::from_millis(period_ms)).await;
+        let Some(log) = log.upgrade() else { return };
+        if let Err(e) = log.sync().await {
+            tracing::error!("commitlog sync failed: {e}");
+        }
+    }
+}

@@ -1,0 +1,174 @@
+//! Compaction: merging SSTables into fewer, purging what is dead.
+//!
+//! A job's inputs are read in ring order through one [`Scanner`] each; the
+//! versions of each partition are merged, purged ([`purge`]) and written to
+//! new SSTables (split at the strategy's size, if it has one). The outputs
+//! replace the inputs in one step; inputs' files are deleted once no read
+//! uses them. Outputs record their inputs as ancestors, so a crash between
+//! the swap and the deletion cannot leave both at the next start.
+//!
+//! Compaction yields to the shard's other tasks after every partition it
+//! writes, so foreground requests keep flowing beside it.
+
+pub mod purge;
+pub mod strategy;
+
+use std::rc::Rc;
+
+use crate::error::StorageResult;
+use crate::partition::Partition;
+use crate::sstable::writer::{self, Writer};
+use crate::sstable::{SSTable, Scanner};
+use crate::table::Table;
+use purge::PurgeRules;
+use strategy::Job;
+
+/// What a compaction did, for logs and benchmarks.
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
+pub struct CompactionReport {
+    pub inputs: usize,
+    pub outputs: usize,
+    pub bytes_read: u64,
+    pub bytes_written: u64,
+    pub partitions_written: u64,
+}
+
+/// Runs the strategy's next job, if any; `None` when there was nothing to do.
+pub async fn compact_next(table: &Table, now_s: i64) -> StorageResult<Option<CompactionReport>> {
+    let strategy = table.options().strategy;
+    let Some(job) = strategy.pick(&table.idle_sstables()) else { return Ok(None) };
+    run(table, job, now_s).await.map(Some)
+}
+
+/// Compacts every SSTable of the table (nodetool compact).
+pub async fn compact_major(table: &Table, now_s: i64) -> StorageResult<Option<CompactionReport>> {
+    let inputs = table.idle_sstables();
+    if inputs.is_empty() {
+        return Ok(None);
+    }
+    let job = table.options().strategy.major(inputs);
+    run(table, job, now_s).await.map(Some)
+}
+
+async fn run(table: &Table, job: Job, now_s: i64) -> StorageResult<CompactionReport> {
+    table.set_compacting(&job.inputs, true);
+    let result = merge(table, &job, now_s).await;
+    table.set_compacting(&job.inputs, false);
+    result
+}
+
+async fn merge(table: &Table, job: &Job, now_s: i64) -> StorageResult<CompactionReport> {
+    let epoch = table.epoch();
+    let gc_grace_s = table.options().gc_grace_s;
+    let ancestors: Vec<u64> = job.inputs.iter().map(|s| s.generation()).collect();
+    let commitlog_position = job.inputs.iter().map(|s| s.stats().commitlog_position).max().unwrap_or_default();
+    let expected: usize = job.inputs.iter().map(|s| s.stats().partitions as usize).sum();
+    let mut report = CompactionReport {
+        inputs: job.inputs.len(),
+        bytes_read: job.inputs.iter().map(|s| s.data_bytes()).sum(),
+        ..Default::default()
+    };
+
+    let mut scanners = Vec::with_capacity(job.inputs.len());
+    for s in &job.inputs {
+        scanners.push(Scanner::new(Rc::clone(s), std::ops::Bound::Unbounded, std::ops::Bound::Unbounded).await?);
+    }
+    let all = [crate::partition::ClusteringRange::all()];
+    let mut outputs: Vec<Rc<SSTable>> = Vec::new();
+    let mut writer: Option<Writer> = None;
+    let result: StorageResult<()> = async {
+        loop {
+            let Some(next) = scanners.iter().filter_map(|s| s.peek()).min().cloned() else { break };
+            let mut merged: Option<Partition> = None;
+            for scanner in scanners.iter_mut().filter(|s| s.peek() == Some(&next)) {
+                // Invariant: peek() matched, so next() yields this partition.
+                if let Some((_, p)) = scanner.next(&all).await? {
+                    match merged.as_mut() {
+                        Some(m) => m.merge(p),
+                        None => merged = Some(p),
+                    }
+                }
+            }
+            let Some(mut partition) = merged else { continue };
+            let rules = PurgeRules {
+                now_s,
+                gc_grace_s,
+                max_purgeable_timestamp: table.max_purgeable_timestamp(&next, &job.inputs),
+            };
+            if !purge::purge(&mut partition, &rules) {
+                continue;
+            }
+            let w = match writer.as_mut() {
+                Some(w) => w,
+                None => writer.insert(table.new_writer(expected.max(1)).await?),
+            };
+            w.add(&next, &partition).await?;
+            report.partitions_written += 1;
+            if job.max_output_bytes.is_some_and(|max| w.raw_bytes() >= max) {
+                // Invariant: `writer` was just used above.
+                #[allow(clippy::unwrap_used)]
+                let full = writer.take().unwrap();
+                outputs.push(finish(full, commitlog_position, job.output_level, &ancestors).await?);
+            }
+            yield_now().await;
+        }
+        // Always at least one output: it carries the commitlog position
+        // (a TRUNCATE's, say) even when nothing survived.
+        if writer.is_none() && outputs.is_empty() {
+            writer = Some(table.new_writer(1).await?);
+        }
+        if let Some(w) = writer.take() {
+            outputs.push(finish(w, commitlog_position, job.output_level, &ancestors).await?);
+        }
+        Ok(())
+    }
+    .await;
+    if let Err(e) = result {
+        if let Some(w) = writer {
+            w.abort().await;
+        }
+        for o in outputs {
+            o.mark_obsolete();
+        }
+        return Err(e);
+    }
+    report.outputs = outputs.len();
+    report.bytes_written = outputs.iter().map(|s| s.data_bytes()).sum();
+    if table.epoch() == epoch {
+        table.install(&job.inputs, outputs);
+    } else {
+        outputs.iter().for_each(|o| o.mark_obsolete());
+    }
+    Ok(report)
+}
+
+async fn finish(
+    writer: Writer,
+    commitlog_position: crate::commitlog::Position,
+    level: u32,
+    ancestors: &[u64],
+) -> StorageResult<Rc<SSTable>> {
+    let target = writer.descriptor().clone();
+    match writer.finish(commitlog_position, level, ancestors.to_vec()).await {
+        Ok(descriptor) => Ok(Rc::new(SSTable::open(descriptor).await?)),
+        Err(e) => {
+            writer::remove_files(&target).await;
+            Err(e)
+        }
+    }
+}
+
+/// Lets the shard's other tasks run.
+pub async fn yield_now() {
+    let mut yielded = false;
+    std::future::poll_fn(|cx| {
+        if yielded {
+            std::task::Poll::Ready(())
+        } else {
+            yielded = true;
+            cx.waker().wake_by_ref();
+            std::task::Poll::Pending
+        }
+    })
+    .await;
+}

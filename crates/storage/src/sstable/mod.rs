@@ -1,0 +1,492 @@
+//! SSTables: immutable sorted files of partitions, and reading them.
+//!
+//! A point read goes Bloom filter → summary (in RAM) → one index page →
+//! the data chunks holding the partition; a partition with clustering
+//! samples reads only the runs of rows a slice needs. Scans and compaction
+//! walk index pages in order with a [`Scanner`]. Every chunk and index page
+//! is checksummed: a damaged one fails the read that touches it, with the
+//! file and chunk named, and nothing else.
+//!
+//! An [`SSTable`] is shared by `Rc` between the table's current set and the
+//! reads and compactions using it; once compaction replaces it, it is
+//! marked obsolete and its files are deleted when the last user lets go.
+
+pub mod bloom;
+pub mod compression;
+pub mod format;
+pub mod writer;
+
+use std::cell::Cell;
+use std::collections::VecDeque;
+use std::ops::Bound;
+use std::rc::Rc;
+
+use bytes::Bytes;
+use shoal_io::File;
+
+use crate::codec::{self, Decoder, Encoder};
+use crate::error::{StorageError, StorageResult};
+use crate::partition::{ClusteringRange, Partition, PartitionPosition};
+use bloom::BloomFilter;
+use compression::Compression;
+use format::{check_header, open_small, Component, Descriptor, Statistics, HEADER_BYTES};
+
+/// Where one partition is in the data stream, with clustering samples
+/// (first key of a run of rows, offset of the run from the partition start).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct IndexEntry {
+    pub position: PartitionPosition,
+    pub offset: u64,
+    pub len: u64,
+    pub samples: Vec<(Bytes, u64)>,
+}
+
+impl IndexEntry {
+    fn encode(&self, e: &mut Encoder) {
+        e.out.extend_from_slice(&self.position.token.to_be_bytes());
+        e.bytes(&self.position.key);
+        e.var_u64(self.offset);
+        e.var_u64(self.len);
+        e.var_u64(self.samples.len() as u64);
+        for (key, offset) in &self.samples {
+            e.bytes(key);
+            e.var_u64(*offset);
+        }
+    }
+
+    fn decode(d: &mut Decoder) -> StorageResult<IndexEntry> {
+        let token = d.fixed_i64()?;
+        let key = d.bytes()?;
+        let (offset, len) = (d.var_u64()?, d.var_u64()?);
+        let n = d.var_u64()?;
+        let mut samples = Vec::new();
+        for _ in 0..n {
+            let key = d.bytes()?;
+            let at = d.var_u64()?;
+            if at >= len {
+                return Err(StorageError::corrupt("clustering sample past its partition"));
+            }
+            samples.push((key, at));
+        }
+        Ok(IndexEntry { position: PartitionPosition { token, key }, offset, len, samples })
+    }
+}
+
+/// The first partition of an index page and where the page is.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SummaryEntry {
+    pub first: PartitionPosition,
+    pub offset: u64,
+    pub len: u32,
+}
+
+impl SummaryEntry {
+    fn encode(&self, e: &mut Encoder) {
+        e.out.extend_from_slice(&self.first.token.to_be_bytes());
+        e.bytes(&self.first.key);
+        e.var_u64(self.offset);
+        e.var_u64(u64::from(self.len));
+    }
+
+    fn decode(d: &mut Decoder) -> StorageResult<SummaryEntry> {
+        let token = d.fixed_i64()?;
+        let key = d.bytes()?;
+        Ok(SummaryEntry { first: PartitionPosition { token, key }, offset: d.var_u64()?, len: d.var_u32()? })
+    }
+}
+
+/// The last decompressed chunk, so consecutive small partitions of a scan
+/// decompress each chunk once.
+#[derive(Default)]
+pub struct ChunkCache {
+    chunk: Option<(usize, Rc<Vec<u8>>)>,
+}
+
+pub struct SSTable {
+    descriptor: Descriptor,
+    data: File,
+    index: File,
+    compression: Compression,
+    chunk_bytes: u64,
+    raw_len: u64,
+    /// File offset of every chunk, then the end of the data file.
+    chunk_offsets: Vec<u64>,
+    summary: Vec<SummaryEntry>,
+    bloom: BloomFilter,
+    stats: Statistics,
+    data_file_bytes: u64,
+    obsolete: Cell<bool>,
+}
+
+impl SSTable {
+    /// Opens an SSTable, checking every component's header and the small
+    /// components' checksums.
+    pub async fn open(descriptor: Descriptor) -> StorageResult<SSTable> {
+        let name = descriptor.name();
+        Self::open_checked(descriptor).await.map_err(|e| e.at(|| name))
+    }
+
+    async fn open_checked(descriptor: Descriptor) -> StorageResult<SSTable> {
+        let read_small = |component: Component| {
+            let path = descriptor.path(component);
+            async move {
+                let bytes = File::open(&path).await?.read_all().await?;
+                open_small(component, &bytes).map(<[u8]>::to_vec).map_err(|e| e.at(|| format!("{}", path.display())))
+            }
+        };
+        let info = read_small(Component::CompressionInfo).await?;
+        let mut d = Decoder::new(&info);
+        let compression =
+            Compression::from_id(d.u8()?).ok_or_else(|| StorageError::corrupt("unknown compression codec"))?;
+        let chunk_bytes = d.var_u64()?;
+        let raw_len = d.var_u64()?;
+        let chunks = d.var_u64()?;
+        if chunk_bytes == 0 || chunks != raw_len.div_ceil(chunk_bytes) {
+            return Err(StorageError::corrupt("compression info does not match the data length"));
+        }
+        let mut chunk_offsets = Vec::new();
+        for _ in 0..=chunks {
+            chunk_offsets.push(d.var_u64()?);
+        }
+        if chunk_offsets.windows(2).any(|w| w[0] >= w[1]) {
+            return Err(StorageError::corrupt("chunk offsets are not increasing"));
+        }
+
+        let summary_body = read_small(Component::Summary).await?;
+        let mut d = Decoder::new(&summary_body);
+        let n = d.var_u64()?;
+        let mut summary = Vec::new();
+        for _ in 0..n {
+            summary.push(SummaryEntry::decode(&mut d)?);
+        }
+        let filter = read_small(Component::Filter).await?;
+        let bloom = BloomFilter::decode(&mut Decoder::new(&filter))?;
+        let stats_body = read_small(Component::Statistics).await?;
+        let stats = Statistics::decode(&mut Decoder::new(&stats_body))?;
+
+        let data = File::open(&descriptor.path(Component::Data)).await?;
+        let index = File::open(&descriptor.path(Component::Index)).await?;
+        let data_file_bytes = data.len().await?;
+        for (file, component) in [(&data, Component::Data), (&index, Component::Index)] {
+            let header = file.read_exact_at(0, HEADER_BYTES).await?;
+            check_header(&header, component).map_err(|e| e.at(|| format!("{}", file.path().display())))?;
+        }
+        // Invariant: chunk_offsets has chunks + 1 entries.
+        #[allow(clippy::unwrap_used)]
+        if *chunk_offsets.last().unwrap() != data_file_bytes {
+            return Err(StorageError::corrupt(format!(
+                "{} is {data_file_bytes} bytes; its compression info says {}",
+                descriptor.path(Component::Data).display(),
+                chunk_offsets.last().unwrap()
+            )));
+        }
+        Ok(SSTable {
+            descriptor,
+            data,
+            index,
+            compression,
+            chunk_bytes,
+            raw_len,
+            chunk_offsets,
+            summary,
+            bloom,
+            stats,
+            data_file_bytes,
+            obsolete: Cell::new(false),
+        })
+    }
+
+    pub fn descriptor(&self) -> &Descriptor {
+        &self.descriptor
+    }
+
+    pub fn stats(&self) -> &Statistics {
+        &self.stats
+    }
+
+    pub fn generation(&self) -> u64 {
+        self.descriptor.generation
+    }
+
+    /// Bytes on disk of the data file (what compaction strategies size by).
+    pub fn data_bytes(&self) -> u64 {
+        self.data_file_bytes
+    }
+
+    /// Marks the SSTable replaced: its files go when the last user drops it.
+    pub fn mark_obsolete(&self) {
+        self.obsolete.set(true);
+    }
+
+    /// Whether the partition may be here (key range and Bloom filter).
+    pub fn may_contain(&self, position: &PartitionPosition) -> bool {
+        match (&self.stats.first, &self.stats.last) {
+            (Some(first), Some(last)) if position >= first && position <= last => {
+                self.bloom.may_contain(position.token, &position.key)
+            }
+            _ => false,
+        }
+    }
+
+    /// Whether any partition in `(from, to)` may be here.
+    pub fn overlaps(&self, from: Bound<&PartitionPosition>, to: Bound<&PartitionPosition>) -> bool {
+        let (Some(first), Some(last)) = (&self.stats.first, &self.stats.last) else { return false };
+        let after_from = match from {
+            Bound::Included(f) => last >= f,
+            Bound::Excluded(f) => last > f,
+            Bound::Unbounded => true,
+        };
+        let before_to = match to {
+            Bound::Included(t) => first <= t,
+            Bound::Excluded(t) => first < t,
+            Bound::Unbounded => true,
+        };
+        after_from && before_to
+    }
+
+    /// The partition at `position` restricted to `ranges`, if stored here.
+    pub async fn read(
+        &self,
+        position: &PartitionPosition,
+        ranges: &[ClusteringRange],
+    ) -> StorageResult<Option<Partition>> {
+        if !self.may_contain(position) {
+            return Ok(None);
+        }
+        let page = self.summary.partition_point(|s| s.first <= *position);
+        if page == 0 {
+            return Ok(None);
+        }
+        let entries = self.read_page(page - 1).await?;
+        let Some(entry) = entries.into_iter().find(|e| e.position == *position) else { return Ok(None) };
+        self.read_entry(&entry, ranges, &mut ChunkCache::default()).await.map(Some)
+    }
+
+    async fn read_page(&self, page: usize) -> StorageResult<VecDeque<IndexEntry>> {
+        let s = &self.summary[page];
+        let place = || format!("{} page {page} (offset {})", self.index.path().display(), s.offset);
+        let bytes = self.index.read_exact_at(s.offset, s.len as usize).await?;
+        if bytes.len() < 8 {
+            return Err(StorageError::corrupt("index page shorter than its header").at(place));
+        }
+        let len = u32::from_le_bytes([bytes[0], bytes[1], bytes[2], bytes[3]]) as usize;
+        let crc = u32::from_le_bytes([bytes[4], bytes[5], bytes[6], bytes[7]]);
+        let body = &bytes[8..];
+        if len != body.len() || crc32c::crc32c(body) != crc {
+            return Err(StorageError::corrupt("index page checksum mismatch").at(place));
+        }
+        let mut d = Decoder::new(body);
+        let mut entries = VecDeque::new();
+        while !d.is_empty() {
+            let entry = IndexEntry::decode(&mut d).map_err(|e| e.at(place))?;
+            if entry.offset.checked_add(entry.len).is_none_or(|end| end > self.raw_len) {
+                return Err(StorageError::corrupt("index entry points past the data").at(place));
+            }
+            entries.push_back(entry);
+        }
+        Ok(entries)
+    }
+
+    /// Decodes the partition of `entry`, reading only the runs of rows
+    /// `ranges` need when the entry has clustering samples.
+    async fn read_entry(
+        &self,
+        entry: &IndexEntry,
+        ranges: &[ClusteringRange],
+        cache: &mut ChunkCache,
+    ) -> StorageResult<Partition> {
+        let place =
+            || format!("{} partition at offset {}", self.descriptor.path(Component::Data).display(), entry.offset);
+        let whole =
+            entry.samples.is_empty() || ranges.iter().any(|r| r.start == Bound::Unbounded && r.end == Bound::Unbounded);
+        if whole {
+            let raw = self.read_raw(entry.offset, entry.len, cache).await?;
+            let mut partition =
+                codec::decode_partition(&mut Decoder::new(&raw)).map_err(|e| StorageError::from(e).at(place))?;
+            partition.rows.retain(|key, _| ranges.iter().any(|r| r.contains(key)));
+            return Ok(partition);
+        }
+        // Run i holds the rows from sample i-1 (the header and the first
+        // rows for i = 0) up to sample i.
+        let bounds: Vec<u64> =
+            std::iter::once(0).chain(entry.samples.iter().map(|(_, at)| *at)).chain([entry.len]).collect();
+        let first_key = |run: usize| if run == 0 { None } else { Some(&entry.samples[run - 1].0) };
+        let needed = |run: usize| {
+            ranges.iter().any(|r| {
+                let starts_before_run_end = match (run + 1 < bounds.len() - 1, &r.start) {
+                    (false, _) | (_, Bound::Unbounded) => true,
+                    (true, Bound::Included(s) | Bound::Excluded(s)) => s < &entry.samples[run].0,
+                };
+                let ends_after_run_start = match (first_key(run), &r.end) {
+                    (None, _) | (_, Bound::Unbounded) => true,
+                    (Some(f), Bound::Included(e)) => e >= f,
+                    (Some(f), Bound::Excluded(e)) => e > f,
+                };
+                starts_before_run_end && ends_after_run_start && !r.is_empty()
+            })
+        };
+        let header_run = self.read_raw(entry.offset, bounds[1], cache).await?;
+        let mut d = Decoder::new(&header_run);
+        let mut partition = codec::decode_header(&mut d).map_err(|e| StorageError::from(e).at(place))?;
+        let mut runs = vec![(header_run.clone(), d.position())];
+        for run in 1..bounds.len() - 1 {
+            if needed(run) {
+                runs.push((self.read_raw(entry.offset + bounds[run], bounds[run + 1] - bounds[run], cache).await?, 0));
+            }
+        }
+        if !needed(0) {
+            runs.remove(0);
+        }
+        for (bytes, start) in runs {
+            let mut d = Decoder::new(&bytes[start..]);
+            while !d.is_empty() {
+                let Some((key, row)) = codec::decode_next_row(&mut d).map_err(|e| StorageError::from(e).at(place))?
+                else {
+                    break;
+                };
+                if ranges.iter().any(|r| r.contains(&key)) {
+                    partition.rows.insert(key, row);
+                }
+            }
+        }
+        Ok(partition)
+    }
+
+    /// The raw (decompressed) bytes `[offset, offset + len)` of the data
+    /// stream, checking each chunk's checksum.
+    async fn read_raw(&self, offset: u64, len: u64, cache: &mut ChunkCache) -> StorageResult<Vec<u8>> {
+        if len == 0 {
+            return Ok(Vec::new());
+        }
+        let first = (offset / self.chunk_bytes) as usize;
+        let last = ((offset + len - 1) / self.chunk_bytes) as usize;
+        let mut out = Vec::with_capacity(len as usize);
+        let mut chunk = first;
+        while chunk <= last {
+            let raw = match &cache.chunk {
+                Some((index, raw)) if *index == chunk => Rc::clone(raw),
+                _ => {
+                    let raw = Rc::new(self.read_chunk(chunk).await?);
+                    cache.chunk = Some((chunk, Rc::clone(&raw)));
+                    raw
+                }
+            };
+            let chunk_start = chunk as u64 * self.chunk_bytes;
+            let from = offset.saturating_sub(chunk_start) as usize;
+            let to = ((offset + len - chunk_start) as usize).min(raw.len());
+            if from > to {
+                return Err(StorageError::corrupt(format!("chunk {chunk} is shorter than the index says")));
+            }
+            out.extend_from_slice(&raw[from..to]);
+            chunk += 1;
+        }
+        Ok(out)
+    }
+
+    async fn read_chunk(&self, chunk: usize) -> StorageResult<Vec<u8>> {
+        let path = self.descriptor.path(Component::Data);
+        let place = || format!("{} chunk {chunk} (offset {})", path.display(), self.chunk_offsets[chunk]);
+        let start = self.chunk_offsets[chunk];
+        let stored = self.chunk_offsets[chunk + 1] - start;
+        let bytes = self.data.read_exact_at(start, stored as usize).await?;
+        if bytes.len() < 8 {
+            return Err(StorageError::corrupt("chunk shorter than its header").at(place));
+        }
+        let len = u32::from_le_bytes([bytes[0], bytes[1], bytes[2], bytes[3]]) as usize;
+        let crc = u32::from_le_bytes([bytes[4], bytes[5], bytes[6], bytes[7]]);
+        let body = &bytes[8..];
+        if len != body.len() || crc32c::crc32c(body) != crc {
+            return Err(StorageError::corrupt("checksum mismatch").at(place));
+        }
+        let raw_len = (self.raw_len - chunk as u64 * self.chunk_bytes).min(self.chunk_bytes) as usize;
+        self.compression.decompress(body, raw_len).map_err(|e| e.at(place))
+    }
+}
+
+impl Drop for SSTable {
+    fn drop(&mut self) {
+        if self.obsolete.get() {
+            let descriptor = self.descriptor.clone();
+            shoal_runtime::spawn(async move { writer::remove_files(&descriptor).await });
+        }
+    }
+}
+
+/// Walks an SSTable's partitions in ring order from a start bound.
+pub struct Scanner {
+    sstable: Rc<SSTable>,
+    next_page: usize,
+    entries: VecDeque<IndexEntry>,
+    to: Bound<PartitionPosition>,
+    cache: ChunkCache,
+}
+
+impl Scanner {
+    pub async fn new(
+        sstable: Rc<SSTable>,
+        from: Bound<&PartitionPosition>,
+        to: Bound<PartitionPosition>,
+    ) -> StorageResult<Scanner> {
+        let page = match from {
+            Bound::Unbounded => 0,
+            Bound::Included(p) | Bound::Excluded(p) => {
+                sstable.summary.partition_point(|s| s.first <= *p).saturating_sub(1)
+            }
+        };
+        let mut scanner =
+            Scanner { sstable, next_page: page, entries: VecDeque::new(), to, cache: ChunkCache::default() };
+        scanner.fill().await?;
+        while let Some(entry) = scanner.entries.front() {
+            let before = match from {
+                Bound::Included(p) => entry.position < *p,
+                Bound::Excluded(p) => entry.position <= *p,
+                Bound::Unbounded => false,
+            };
+            if !before {
+                break;
+            }
+            scanner.entries.pop_front();
+            scanner.fill().await?;
+        }
+        Ok(scanner)
+    }
+
+    async fn fill(&mut self) -> StorageResult<()> {
+        while self.entries.is_empty() && self.next_page < self.sstable.summary.len() {
+            self.entries = self.sstable.read_page(self.next_page).await?;
+            self.next_page += 1;
+        }
+        Ok(())
+    }
+
+    /// The next partition's position, without reading it.
+    pub fn peek(&self) -> Option<&PartitionPosition> {
+        let entry = self.entries.front()?;
+        let within = match &self.to {
+            Bound::Included(t) => entry.position <= *t,
+            Bound::Excluded(t) => entry.position < *t,
+            Bound::Unbounded => true,
+        };
+        within.then_some(&entry.position)
+    }
+
+    /// The next partition restricted to `ranges`.
+    pub async fn next(&mut self, ranges: &[ClusteringRange]) -> StorageResult<Option<(PartitionPosition, Partition)>> {
+        if self.peek().is_none() {
+            return Ok(None);
+        }
+        // Invariant: peek() saw a front entry.
+        #[allow(clippy::unwrap_used)]
+        let entry = self.entries.pop_front().unwrap();
+        let partition = self.sstable.read_entry(&entry, ranges, &mut self.cache).await?;
+        self.fill().await?;
+        Ok(Some((entry.position, partition)))
+    }
+
+    pub fn sstable(&self) -> &Rc<SSTable> {
+        &self.sstable
+    }
+}
+
+/// Keeps SSTables in a shared, copy-on-write list.
+pub type SSTableSet = Rc<Vec<Rc<SSTable>>>;
