@@ -63,7 +63,12 @@ EXTRA_ARGS = shlex.split(os.environ.get("SHOAL_CRASH_EXTRA_ARGS", ""))
 SUMMARY = os.environ.get("SHOAL_CRASH_SUMMARY")
 KEEP_WORKDIR = bool(os.environ.get("SHOAL_CRASH_KEEP_WORKDIR"))
 
-SERVER_ARGS = ["--commitlog-sync", "batch", "--memory", MEMORY] + EXTRA_ARGS
+# Small segments and memtables, so a few seconds of writes roll segments,
+# flush memtables and compact SSTables between the kills.
+SERVER_ARGS = [
+    "--commitlog-sync", "batch", "--memory", MEMORY,
+    "--commitlog-segment-size-in-mb", "1", "--memtable-space-in-mb", "4",
+] + EXTRA_ARGS
 SMP = 2
 WRITERS = 4
 KILL_DELAY = (0.2, 2.0)  # seconds after the writers start

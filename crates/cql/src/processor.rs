@@ -308,7 +308,21 @@ fn writable_table(
     Ok(meta)
 }
 
+/// Applies writes, one mutation per partition: the writes of a batch to
+/// one partition merge into one update, so they apply atomically (and
+/// survive a crash, or not, together), as in Cassandra.
 async fn apply_writes(writes: Vec<Write>) -> CqlResult<()> {
+    let mut merged: Vec<Write> = Vec::with_capacity(writes.len());
+    for w in writes {
+        match merged.iter_mut().find(|m| m.table == w.table && m.position == w.position) {
+            Some(m) => {
+                m.update.merge(w.update);
+                m.list_ops.extend(w.list_ops);
+            }
+            None => merged.push(w),
+        }
+    }
+    let writes = merged;
     let results =
         join_all(writes.into_iter().map(|w| shoal_coordinator::mutate(w.table, w.position, w.update, w.list_ops)))
             .await;
