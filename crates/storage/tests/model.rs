@@ -18,8 +18,8 @@ use rand::{Rng, SeedableRng};
 use shoal_storage::commitlog::Position;
 use shoal_storage::compaction::{compact_major, compact_next};
 use shoal_storage::{
-    Cell, CellValue, ClusteredRow, ClusteringRange, ColumnData, Expiry, Partition, PartitionPosition, RangeTombstone,
-    Row, Table, TableOptions, Tombstone,
+    Cell, ClusteredRow, ClusteringRange, ColumnData, Expiry, Partition, PartitionPosition, RangeTombstone, Row, Table,
+    TableOptions, Tombstone,
 };
 
 const PARTITIONS: u8 = 12;
@@ -175,7 +175,7 @@ impl Run {
             }
         }
         self.expire_model();
-        if self.ops % self.check_every == 0 {
+        if self.ops.is_multiple_of(self.check_every) {
             self.check().await;
         }
     }
