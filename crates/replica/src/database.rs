@@ -67,6 +67,8 @@ pub struct Database {
     next_listener_id: Cell<u64>,
     pub(crate) storage: RefCell<Option<StorageConfig>>,
     pub(crate) commitlog: RefCell<Option<Rc<CommitLog>>>,
+    /// Tables of keyspaces with `durable_writes = false`: not logged.
+    unlogged: RefCell<HashSet<Uuid>>,
     /// Tables with a flush under way.
     flushing: RefCell<HashSet<Uuid>>,
     /// Memtable memory was freed (a flush finished).
@@ -112,6 +114,7 @@ impl Database {
             next_listener_id: Cell::new(0),
             storage: RefCell::new(None),
             commitlog: RefCell::new(None),
+            unlogged: RefCell::new(HashSet::new()),
             flushing: RefCell::new(HashSet::new()),
             memory_freed: Event::default(),
             compaction_wanted: Event::default(),
@@ -153,6 +156,12 @@ impl Database {
                 }
             }
         }
+        *self.unlogged.borrow_mut() = schema
+            .keyspaces
+            .values()
+            .filter(|k| !k.durable_writes)
+            .flat_map(|k| k.tables.values().map(|t| t.id))
+            .collect();
         *self.schema.borrow_mut() = schema;
         if let Some(change) = change {
             for (_, listener) in self.listeners.borrow().iter() {
@@ -201,8 +210,7 @@ impl Database {
             list_ops::resolve(current.as_ref(), list_ops, &mut update)?;
         }
         self.wait_for_memtable_space().await;
-        let durable = self.schema().table_by_id(table_id).and_then(|m| self.schema().keyspace(&m.keyspace).cloned());
-        let log = self.commitlog.borrow().clone().filter(|_| durable.is_none_or(|k| k.durable_writes));
+        let log = self.commitlog.borrow().clone().filter(|_| !self.unlogged.borrow().contains(&table_id));
         let logged = match &log {
             Some(log) => Some(log.append(|out| encode_mutation(out, table_id, &position, &update))?),
             None => None,
