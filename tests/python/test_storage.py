@@ -1,0 +1,121 @@
+"""Storage operations a user sees: `shoal nodetool flush / compact / snapshot`,
+SSTable files appearing and going, TRUNCATE and DROP removing files, and data
+staying right across them and across restarts.
+
+Runs its own node (from SHOAL_BIN) in a temporary workdir.
+"""
+import glob
+import os
+import subprocess
+
+import pytest
+
+from node import SHOAL_BIN, skip_reason, temp_node
+
+if skip_reason():
+    pytest.skip(skip_reason(), allow_module_level=True)
+
+
+def nodetool(node, *args):
+    api = node.ports[2]
+    out = subprocess.run([SHOAL_BIN, "nodetool", "--api-port", str(api), *args],
+                         capture_output=True, text=True, timeout=60)
+    assert out.returncode == 0, out.stderr
+    return out.stdout
+
+
+def table_dir(node, keyspace, table):
+    dirs = glob.glob(os.path.join(node.workdir, "data", "data", keyspace, table + "-*"))
+    assert len(dirs) == 1, dirs
+    return dirs[0]
+
+
+def generations(path):
+    """The (shard, generation) of every complete SSTable in `path`."""
+    return sorted(os.path.basename(p).rsplit("-", 1)[0] for p in glob.glob(os.path.join(path, "*-TOC.txt")))
+
+
+def fill(session, table, start, count):
+    insert = session.prepare(f"INSERT INTO {table} (k, c, v) VALUES (?, ?, ?)")
+    for k in range(start, start + count):
+        session.execute(insert, (k, k % 7, f"value-{k}"))
+
+
+def check(session, table, keys):
+    rows = {r.k: r.v for r in session.execute(f"SELECT k, v FROM {table}")}
+    assert rows == {k: f"value-{k}" for k in keys}
+
+
+def test_flush_compact_snapshot_truncate_drop():
+    with temp_node("shoal-storage-") as node:
+        cluster, session = node.session()
+        session.execute("CREATE KEYSPACE ks WITH replication = {'class': 'SimpleStrategy', 'replication_factor': 1}")
+        session.execute("CREATE TABLE ks.t (k int, c int, v text, PRIMARY KEY (k, c)) "
+                        "WITH compaction = {'class': 'SizeTieredCompactionStrategy', 'min_threshold': 8}")
+        fill(session, "ks.t", 0, 500)
+        assert "flushed" in nodetool(node, "flush", "ks", "t")
+        path = table_dir(node, "ks", "t")
+        first = generations(path)
+        assert len(first) == 2, first  # one SSTable per shard
+        fill(session, "ks.t", 500, 500)
+        session.execute("DELETE FROM ks.t WHERE k = 3")
+        nodetool(node, "flush", "ks")
+        assert len(generations(path)) == 4
+        check(session, "ks.t", [k for k in range(1000) if k != 3])
+
+        assert "compacted" in nodetool(node, "compact", "ks", "t")
+        compacted = generations(path)
+        assert len(compacted) == 2 and not set(compacted) & set(first), compacted
+        check(session, "ks.t", [k for k in range(1000) if k != 3])
+
+        nodetool(node, "snapshot", "-t", "before-truncate", "ks")
+        snapshot = os.path.join(path, "snapshots", "before-truncate")
+        linked = glob.glob(os.path.join(snapshot, "*-Data.db"))
+        assert len(linked) == 2 and all(os.stat(p).st_nlink >= 2 for p in linked)
+
+        # Unflushed writes, then a restart: the commitlog brings them back.
+        fill(session, "ks.t", 1000, 100)
+        cluster.shutdown()
+        node.kill()
+        node.start()
+        cluster, session = node.session()
+        check(session, "ks.t", [k for k in range(1100) if k != 3])
+
+        session.execute("TRUNCATE ks.t")
+        assert not set(generations(path)) & set(compacted)
+        assert list(session.execute("SELECT * FROM ks.t")) == []
+        # The truncated data must not come back from the commitlog either.
+        fill(session, "ks.t", 2000, 10)
+        cluster.shutdown()
+        node.kill()
+        node.start()
+        cluster, session = node.session()
+        check(session, "ks.t", range(2000, 2010))
+        assert glob.glob(os.path.join(snapshot, "*-Data.db")), "snapshots survive TRUNCATE"
+
+        nodetool(node, "flush")
+        session.execute("DROP TABLE ks.t")
+        assert generations(path) == []
+        cluster.shutdown()
+
+
+def test_table_options_pick_compression_and_strategy():
+    with temp_node("shoal-storage-opts-") as node:
+        cluster, session = node.session()
+        session.execute("CREATE KEYSPACE ks WITH replication = {'class': 'SimpleStrategy', 'replication_factor': 1}")
+        for name, options in [
+            ("lz4", "compression = {'class': 'LZ4Compressor'}"),
+            ("zstd", "compression = {'class': 'ZstdCompressor'} AND compaction = {'class': 'LeveledCompactionStrategy'}"),
+            ("plain", "compression = {'enabled': 'false'} AND compaction = "
+                      "{'class': 'TimeWindowCompactionStrategy', 'compaction_window_unit': 'HOURS'}"),
+        ]:
+            session.execute(f"CREATE TABLE ks.{name} (k int, c int, v text, PRIMARY KEY (k, c)) WITH {options}")
+            for round_ in range(3):
+                fill(session, f"ks.{name}", round_ * 200, 200)
+                nodetool(node, "flush", "ks", name)
+            nodetool(node, "compact", "ks", name)
+            check(session, f"ks.{name}", range(600))
+        sizes = {name: sum(os.path.getsize(p) for p in glob.glob(os.path.join(table_dir(node, "ks", name), "*-Data.db")))
+                 for name in ["lz4", "zstd", "plain"]}
+        assert sizes["zstd"] < sizes["plain"] and sizes["lz4"] < sizes["plain"], sizes
+        cluster.shutdown()
