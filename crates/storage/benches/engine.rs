@@ -1,0 +1,495 @@
+//! Storage-engine benchmark: what one shard (one core, one thread) of the
+//! engine sustains, measured through the same calls the replica makes.
+//!
+//! Figures, one printed line each, with units:
+//! 1. commitlog writes (append + memtable apply), periodic and batch sync;
+//!    for batch, the ack latency and the writes sharing each fdatasync;
+//! 2. memtable flush to an SSTable, per compression codec;
+//! 3. major compaction of overlapping SSTables (read and write MB/s);
+//! 4. point-read latency from SSTables, before and after that compaction;
+//! 5. commitlog replay (read, decode, apply), as recovery does it.
+//!
+//! Why: these are the per-core budgets the rest of the design leans on
+//! (e.g. compaction ≥ 150 MB/s per core), so regressions must be visible.
+//!
+//! Rows are realistic CQL rows: an 8-byte partition key whose token is a
+//! hash of it (spread over the ring), one clustered row with a row marker
+//! and one 1 KiB cell of random (incompressible) bytes. There is no row or
+//! chunk cache: reads and replay hit the OS page cache, warm because the
+//! files were just written, unless `SHOAL_BENCH_DROP_CACHES=1`.
+//!
+//! Runs in about a minute at default sizes. Knobs (environment):
+//! `SHOAL_BENCH_MB` (data per flush / compaction / replay stage, default
+//! 256), `SHOAL_BENCH_SECS` (length of each timed write or read loop,
+//! default 3), `SHOAL_BENCH_WRITERS` (concurrent batch-mode writers, default
+//! 64), `SHOAL_BENCH_SSTABLES` (compaction inputs, default 6),
+//! `SHOAL_BENCH_DIR` (parent of the scratch directory, default the system
+//! temp dir). MB are 10^6 bytes.
+
+use std::cell::{Cell as StdCell, RefCell};
+use std::path::{Path, PathBuf};
+use std::rc::Rc;
+use std::time::{Duration, Instant};
+
+use bytes::Bytes;
+use hdrhistogram::Histogram;
+use shoal_storage::commitlog::{
+    decode_mutation, encode_mutation, replay_segment, segment_ids, segment_path, CommitLog, CommitLogConfig, Position,
+    SyncMode,
+};
+use shoal_storage::compaction::{compact_major, yield_now};
+use shoal_storage::sstable::compression::Compression;
+use shoal_storage::{
+    Cell, ClusteredRow, ClusteringRange, ColumnData, Partition, PartitionPosition, PartitionUpdate, Row, RowMarker,
+    Table, TableOptions,
+};
+use uuid::Uuid;
+
+const VALUE_BYTES: usize = 1024;
+const SEGMENT_BYTES: u32 = 32 << 20;
+/// The server's default periodic sync period: no timer sync falls inside a
+/// timed loop, only the fdatasync at each segment switch.
+const PERIODIC_SYNC_MS: u64 = 10_000;
+const TABLE_ID: Uuid = Uuid::from_u128(0x5_4041);
+const MB: f64 = 1e6;
+
+struct Config {
+    mb: u64,
+    secs: Duration,
+    writers: usize,
+    sstables: u64,
+    drop_caches: bool,
+}
+
+impl Config {
+    fn from_env() -> Config {
+        let number = |name: &str, default: u64| {
+            std::env::var(name).ok().and_then(|v| v.parse::<u64>().ok()).filter(|v| *v > 0).unwrap_or(default)
+        };
+        Config {
+            mb: number("SHOAL_BENCH_MB", 256),
+            secs: Duration::from_secs(number("SHOAL_BENCH_SECS", 3)),
+            writers: number("SHOAL_BENCH_WRITERS", 64) as usize,
+            sstables: number("SHOAL_BENCH_SSTABLES", 6).max(2),
+            drop_caches: std::env::var("SHOAL_BENCH_DROP_CACHES").is_ok_and(|v| v == "1"),
+        }
+    }
+
+    /// Rows of one 1 KiB value holding `mb` of values.
+    fn rows(&self) -> u64 {
+        self.mb * 1_000_000 / VALUE_BYTES as u64
+    }
+}
+
+/// The scratch directory, removed when the benchmark ends (or panics).
+struct ScratchDir(PathBuf);
+
+impl ScratchDir {
+    fn new() -> ScratchDir {
+        let parent = std::env::var_os("SHOAL_BENCH_DIR").map_or_else(std::env::temp_dir, PathBuf::from);
+        let dir = parent.join(format!("shoal-bench-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).expect("create the scratch directory");
+        ScratchDir(dir)
+    }
+
+    /// A fresh subdirectory for one stage.
+    fn stage(&self, name: &str) -> PathBuf {
+        let dir = self.0.join(name);
+        std::fs::create_dir_all(&dir).expect("create a stage directory");
+        dir
+    }
+}
+
+impl Drop for ScratchDir {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+/// Makes rows: keys from ids, values sliced from a pool of random bytes
+/// (slicing is free, so generating data costs the timed loops nothing).
+struct Rows {
+    pool: Bytes,
+    rng: u64,
+}
+
+impl Rows {
+    fn new() -> Rows {
+        let mut rng = 0x5eed_u64;
+        let pool: Vec<u8> = (0..(16 << 20) / 8).flat_map(|_| splitmix64(&mut rng).to_le_bytes()).collect();
+        Rows { pool: Bytes::from(pool), rng }
+    }
+
+    fn value(&mut self) -> Bytes {
+        let start = (splitmix64(&mut self.rng) % (self.pool.len() - VALUE_BYTES) as u64) as usize;
+        self.pool.slice(start..start + VALUE_BYTES)
+    }
+
+    /// The write of partition `id` at `timestamp`: one row, one cell.
+    fn row(&mut self, id: u64, timestamp: i64) -> (PartitionPosition, PartitionUpdate) {
+        let mut row = Row { marker: Some(RowMarker { timestamp, expiry: None }), ..Row::default() };
+        row.columns.insert(1, ColumnData::Atomic(Cell::live(timestamp, self.value(), None)));
+        let mut update = Partition::default();
+        // Clustering key: the int 0, raw and order-preserving encodings.
+        let clustered = ClusteredRow { clustering: vec![Bytes::from_static(&[0, 0, 0, 0])], row };
+        update.rows.insert(Bytes::from_static(&[0x80, 0, 0, 0]), clustered);
+        (position(id), update)
+    }
+}
+
+fn splitmix64(state: &mut u64) -> u64 {
+    *state = state.wrapping_add(0x9e37_79b9_7f4a_7c15);
+    let mut z = *state;
+    z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+    z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+    z ^ (z >> 31)
+}
+
+/// Partition `id`: an 8-byte key, its token a hash of the key.
+fn position(id: u64) -> PartitionPosition {
+    let key = id.to_be_bytes();
+    PartitionPosition { token: xxhash_rust::xxh3::xxh3_64(&key) as i64, key: Bytes::copy_from_slice(&key) }
+}
+
+fn now_micros() -> i64 {
+    std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_micros() as i64)
+}
+
+fn mb_per_s(bytes: u64, elapsed: Duration) -> f64 {
+    bytes as f64 / MB / elapsed.as_secs_f64()
+}
+
+fn per_s(count: u64, elapsed: Duration) -> f64 {
+    count as f64 / elapsed.as_secs_f64()
+}
+
+/// A latency histogram in nanoseconds (1 ns to 60 s, 3 significant digits).
+fn histogram() -> Histogram<u64> {
+    Histogram::new_with_bounds(1, 60_000_000_000, 3).expect("valid histogram bounds")
+}
+
+fn percentiles_us(h: &Histogram<u64>) -> String {
+    let us = |q: f64| h.value_at_quantile(q) as f64 / 1_000.0;
+    format!(
+        "p50 {:.1} µs, p99 {:.1} µs, p999 {:.1} µs, max {:.1} µs",
+        us(0.5),
+        us(0.99),
+        us(0.999),
+        h.max() as f64 / 1_000.0
+    )
+}
+
+fn dir_bytes(dir: &Path) -> u64 {
+    let entries = std::fs::read_dir(dir).into_iter().flatten().flatten();
+    entries.filter_map(|e| e.metadata().ok()).filter(|m| m.is_file()).map(|m| m.len()).sum()
+}
+
+/// Empties the OS page cache (root only), so reads go to the disk.
+fn drop_caches(config: &Config) {
+    if config.drop_caches {
+        // Sync first so that dirty pages can be dropped too.
+        let _ = std::process::Command::new("sync").status();
+        if let Err(e) = std::fs::write("/proc/sys/vm/drop_caches", "3") {
+            println!("    (could not drop the page cache: {e})");
+        }
+    }
+}
+
+fn page_cache_note(config: &Config) -> &'static str {
+    if config.drop_caches {
+        "page cache dropped first"
+    } else {
+        "page cache warm"
+    }
+}
+
+fn main() {
+    let config = Config::from_env();
+    let scratch = ScratchDir::new();
+    let load = std::fs::read_to_string("/proc/loadavg").unwrap_or_default();
+    println!("Shoal storage engine benchmark: one shard = one thread");
+    println!(
+        "  scratch dir {}, {} CPUs, load average at start {}",
+        scratch.0.display(),
+        std::thread::available_parallelism().map_or(0, |n| n.get()),
+        load.split_whitespace().take(3).collect::<Vec<_>>().join(" ")
+    );
+    println!(
+        "  SHOAL_BENCH_MB={} SHOAL_BENCH_SECS={} SHOAL_BENCH_WRITERS={} SHOAL_BENCH_SSTABLES={}; \
+         rows: 8-byte key, 1 clustered row, one {VALUE_BYTES}-byte random value; MB = 10^6 bytes",
+        config.mb,
+        config.secs.as_secs(),
+        config.writers,
+        config.sstables
+    );
+
+    let periodic_log = scratch.stage("commitlog-periodic");
+    shoal_io::block_on(commitlog_periodic(&config, &periodic_log));
+    shoal_io::block_on(commitlog_batch(&config, &scratch.stage("commitlog-batch")));
+    for compression in [Compression::Lz4, Compression::Zstd, Compression::None] {
+        shoal_io::block_on(flush(&config, &scratch.stage(&format!("flush-{compression:?}")), compression));
+    }
+    shoal_io::block_on(compaction_and_reads(&config, &scratch.stage("compaction")));
+    shoal_io::block_on(replay(&config, &periodic_log));
+}
+
+/// [1] Periodic sync: appends are acknowledged at once; the clock stops
+/// once every appended byte is written to the segment files.
+async fn commitlog_periodic(config: &Config, dir: &Path) {
+    let sync = SyncMode::Periodic { period_ms: PERIODIC_SYNC_MS };
+    let log = CommitLog::start(
+        CommitLogConfig { dir: dir.to_path_buf(), shard: 0, segment_size_bytes: SEGMENT_BYTES, sync },
+        1,
+    );
+    let table = Table::new(dir.join("table"), 0, TableOptions::default());
+    let mut rows = Rows::new();
+    // Bounds memory (the memtable keeps every write) on a fast machine.
+    let max_bytes = config.mb * 8 * 1_000_000;
+    let start = Instant::now();
+    let deadline = start + config.secs;
+    let (mut writes, mut end) = (0u64, Position::ZERO);
+    while Instant::now() < deadline && log.appended_bytes() < max_bytes {
+        // A batch of writes, then let the log's writer task run, as a
+        // shard's request tasks would.
+        for _ in 0..16 {
+            let (position, update) = rows.row(writes, now_micros());
+            let (at, next) = log.append(|out| encode_mutation(out, TABLE_ID, &position, &update)).expect("append");
+            table.apply(position, update, Some(at));
+            end = next;
+            writes += 1;
+        }
+        yield_now().await;
+    }
+    let appended = start.elapsed();
+    // Wait until the last segment file holds everything appended.
+    let last = segment_path(dir, 0, end.segment);
+    while std::fs::metadata(&last).map_or(0, |m| m.len()) < u64::from(end.offset) {
+        shoal_runtime::time::sleep(Duration::from_millis(1)).await;
+    }
+    let elapsed = start.elapsed();
+    let bytes = log.appended_bytes();
+    println!(
+        "[1] commitlog write, periodic sync: {:.0} writes/s, {:.1} MB/s of log ({writes} writes, {:.1} MB in {:.2} s \
+         until written to the segment files; acked in {:.2} s)",
+        per_s(writes, elapsed),
+        mb_per_s(bytes, elapsed),
+        bytes as f64 / MB,
+        elapsed.as_secs_f64(),
+        appended.as_secs_f64()
+    );
+}
+
+/// What the batch-mode writers share.
+struct BatchRun {
+    log: Rc<CommitLog>,
+    table: Table,
+    rows: RefCell<Rows>,
+    deadline: Instant,
+    writes: StdCell<u64>,
+    latency: RefCell<Histogram<u64>>,
+    /// Acks share an fdatasync ("a group") while their entries were appended
+    /// before the group's first ack: the log's position then is the floor.
+    group_floor: StdCell<Position>,
+    groups: StdCell<u64>,
+}
+
+/// [1] Batch sync: each write waits for its fdatasync; concurrent writers
+/// share one (group commit).
+async fn commitlog_batch(config: &Config, dir: &Path) {
+    let sync = SyncMode::Batch;
+    let log = CommitLog::start(
+        CommitLogConfig { dir: dir.to_path_buf(), shard: 0, segment_size_bytes: SEGMENT_BYTES, sync },
+        1,
+    );
+    let start = Instant::now();
+    let run = Rc::new(BatchRun {
+        log,
+        table: Table::new(dir.join("table"), 0, TableOptions::default()),
+        rows: RefCell::new(Rows::new()),
+        deadline: start + config.secs,
+        writes: StdCell::new(0),
+        latency: RefCell::new(histogram()),
+        group_floor: StdCell::new(Position::ZERO),
+        groups: StdCell::new(0),
+    });
+    let mut done = Vec::new();
+    for _ in 0..config.writers {
+        let (tx, rx) = futures_channel::oneshot::channel();
+        let run = Rc::clone(&run);
+        shoal_runtime::spawn(async move {
+            batch_writer(&run).await;
+            let _ = tx.send(());
+        });
+        done.push(rx);
+    }
+    for rx in done {
+        let _ = rx.await;
+    }
+    let elapsed = start.elapsed();
+    let (writes, bytes, groups) = (run.writes.get(), run.log.appended_bytes(), run.groups.get().max(1));
+    println!(
+        "[1] commitlog write, batch sync, {} writers: {:.0} writes/s, {:.1} MB/s of log ({writes} writes in {:.2} s); \
+         ≈{:.1} writes per fdatasync ({groups} ack groups); ack latency {}",
+        config.writers,
+        per_s(writes, elapsed),
+        mb_per_s(bytes, elapsed),
+        elapsed.as_secs_f64(),
+        writes as f64 / groups as f64,
+        percentiles_us(&run.latency.borrow())
+    );
+}
+
+async fn batch_writer(run: &BatchRun) {
+    while Instant::now() < run.deadline {
+        let id = run.writes.get();
+        run.writes.set(id + 1);
+        let (position, update) = run.rows.borrow_mut().row(id, now_micros());
+        let began = Instant::now();
+        let (at, end) = run.log.append(|out| encode_mutation(out, TABLE_ID, &position, &update)).expect("append");
+        run.table.apply(position, update, Some(at));
+        run.log.wait_durable(end).await.expect("commitlog sync");
+        run.latency.borrow_mut().saturating_record(began.elapsed().as_nanos() as u64);
+        // An entry appended after the current group began cannot be covered
+        // by that group's fdatasync: this ack starts a new group.
+        if end > run.group_floor.get() {
+            run.groups.set(run.groups.get() + 1);
+            run.group_floor.set(run.log.current_position());
+        }
+    }
+}
+
+/// [2] A memtable of `config.mb` of values flushed to one SSTable.
+async fn flush(config: &Config, dir: &Path, compression: Compression) {
+    let mut options = TableOptions::default();
+    options.writer.compression = compression;
+    let table = Table::new(dir.to_path_buf(), 0, options);
+    let mut rows = Rows::new();
+    let n = config.rows();
+    let filling = Instant::now();
+    for id in 0..n {
+        let (position, update) = rows.row(id, now_micros());
+        table.apply(position, update, None);
+    }
+    let filled = filling.elapsed();
+    let memtable_bytes = table.active_memtable_bytes() as u64;
+    let start = Instant::now();
+    table.flush(Position::ZERO).await.expect("flush");
+    let elapsed = start.elapsed();
+    let sstables = table.sstable_set();
+    let raw: u64 = sstables.iter().map(|s| s.stats().raw_bytes).sum();
+    let data: u64 = sstables.iter().map(|s| s.data_bytes()).sum();
+    println!(
+        "[2] flush, {compression:?}: {:.1} MB/s ({:.1} MB of encoded rows in {:.2} s → {:.1} MB data file, \
+         ratio {:.2}x, {:.1} MB on disk in all; memtable held ≈{:.1} MB, filled at {:.0} rows/s)",
+        mb_per_s(raw, elapsed),
+        raw as f64 / MB,
+        elapsed.as_secs_f64(),
+        data as f64 / MB,
+        raw as f64 / data.max(1) as f64,
+        dir_bytes(dir) as f64 / MB,
+        memtable_bytes as f64 / MB,
+        per_s(n, filled),
+    );
+    drop(sstables);
+    table.drop_data();
+}
+
+/// [3] and [4]: SSTables of overlapping keys, point reads over them, a
+/// major compaction, point reads over its output.
+async fn compaction_and_reads(config: &Config, dir: &Path) {
+    let table = Table::new(dir.to_path_buf(), 0, TableOptions::default());
+    let mut rows = Rows::new();
+    // SSTable i holds ids [i·step, i·step + per_table): each shares half its
+    // keys with the next, and every one spans the whole ring.
+    let per_table = config.rows() / config.sstables;
+    let step = per_table / 2;
+    for i in 0..config.sstables {
+        for id in i * step..i * step + per_table {
+            let (position, update) = rows.row(id, now_micros());
+            table.apply(position, update, None);
+        }
+        table.flush(Position::ZERO).await.expect("flush");
+    }
+    let keys = (config.sstables - 1) * step + per_table;
+
+    let inputs = table.sstable_set().len();
+    point_reads(config, &table, keys, &format!("{inputs} overlapping SSTables")).await;
+
+    let raw_in: u64 = table.sstable_set().iter().map(|s| s.stats().raw_bytes).sum();
+    let start = Instant::now();
+    let report =
+        compact_major(&table, now_micros() / 1_000_000).await.expect("compaction").expect("SSTables to compact");
+    let elapsed = start.elapsed();
+    let raw_out: u64 = table.sstable_set().iter().map(|s| s.stats().raw_bytes).sum();
+    println!(
+        "[3] compaction, major, {} → {} SSTables: {:.1} MB/s read, {:.1} MB/s written per core \
+         ({:.1} MB read, {:.1} MB written in {:.2} s; {:.0} partitions/s out; raw {:.1} → {:.1} MB)",
+        report.inputs,
+        report.outputs,
+        mb_per_s(report.bytes_read, elapsed),
+        mb_per_s(report.bytes_written, elapsed),
+        report.bytes_read as f64 / MB,
+        report.bytes_written as f64 / MB,
+        elapsed.as_secs_f64(),
+        per_s(report.partitions_written, elapsed),
+        raw_in as f64 / MB,
+        raw_out as f64 / MB,
+    );
+
+    let outputs = table.sstable_set().len();
+    point_reads(config, &table, keys, &format!("{outputs} SSTable after compaction")).await;
+    table.drop_data();
+}
+
+/// [4] Reads of random existing keys, one at a time, for `config.secs`.
+async fn point_reads(config: &Config, table: &Table, keys: u64, what: &str) {
+    drop_caches(config);
+    let mut latency = histogram();
+    let mut rng = 0x4ead_u64;
+    let all = [ClusteringRange::all()];
+    let start = Instant::now();
+    let deadline = start + config.secs;
+    let mut reads = 0u64;
+    while Instant::now() < deadline {
+        let position = position(splitmix64(&mut rng) % keys);
+        let began = Instant::now();
+        let partition = table.read(&position, &all).await.expect("read");
+        latency.saturating_record(began.elapsed().as_nanos() as u64);
+        assert!(partition.is_some_and(|p| p.rows.len() == 1), "a written key reads back");
+        reads += 1;
+    }
+    println!(
+        "[4] point read, {what}: {} ({:.0} reads/s, {reads} reads, {})",
+        percentiles_us(&latency),
+        per_s(reads, start.elapsed()),
+        page_cache_note(config)
+    );
+}
+
+/// [5] Replays the periodic stage's segments into a memtable.
+async fn replay(config: &Config, dir: &Path) {
+    drop_caches(config);
+    let table = Table::new(dir.join("replayed"), 0, TableOptions::default());
+    let (mut entries, mut bytes) = (0u64, 0u64);
+    let start = Instant::now();
+    for segment in segment_ids(dir, 0) {
+        let report = replay_segment(dir, 0, segment, &mut |entry| {
+            let (_table, position, update) = decode_mutation(entry.payload).expect("a well-formed mutation");
+            table.apply(position, update, Some(entry.position));
+        })
+        .await
+        .expect("replay");
+        assert!(report.corruption.is_none(), "clean segments replay whole");
+        entries += report.entries;
+        bytes += report.bytes;
+    }
+    let elapsed = start.elapsed();
+    println!(
+        "[5] commitlog replay: {:.1} MB/s, {:.0} entries/s ({:.1} MB, {entries} entries in {:.2} s; {})",
+        mb_per_s(bytes, elapsed),
+        per_s(entries, elapsed),
+        bytes as f64 / MB,
+        elapsed.as_secs_f64(),
+        page_cache_note(config)
+    );
+}
