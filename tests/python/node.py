@@ -118,6 +118,9 @@ class Node:
         if request_timeout is not None:
             profile = ExecutionProfile(request_timeout=request_timeout)
             kwargs.setdefault("execution_profiles", {EXEC_PROFILE_DEFAULT: profile})
+        # Without TCP_NODELAY the driver's requests over 4 KiB wait on
+        # delayed ACKs (~40 ms each).
+        kwargs.setdefault("sockopts", [(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)])
         return Cluster(["127.0.0.1"], port=self.cql_port, protocol_version=4, **kwargs)
 
     def session(self):

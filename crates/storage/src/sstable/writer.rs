@@ -58,16 +58,27 @@ impl Writer {
     ) -> StorageResult<Writer> {
         assert!(options.chunk_bytes >= 4096, "chunks smaller than a page");
         shoal_io::create_dir_all(&descriptor.dir).await?;
-        let data = File::create(&descriptor.path(Component::Data)).await?;
-        let index = File::create(&descriptor.path(Component::Index)).await?;
-        let mut header = Vec::new();
-        write_header(&mut header, Component::Data);
-        let (result, _) = data.write_all_at(0, header.clone()).await;
-        result?;
-        header.clear();
-        write_header(&mut header, Component::Index);
-        let (result, _) = index.write_all_at(0, header).await;
-        result?;
+        let opened: StorageResult<(File, File)> = async {
+            let data = File::create(&descriptor.path(Component::Data)).await?;
+            let index = File::create(&descriptor.path(Component::Index)).await?;
+            let mut header = Vec::new();
+            write_header(&mut header, Component::Data);
+            let (result, _) = data.write_all_at(0, header.clone()).await;
+            result?;
+            header.clear();
+            write_header(&mut header, Component::Index);
+            let (result, _) = index.write_all_at(0, header).await;
+            result?;
+            Ok((data, index))
+        }
+        .await;
+        let (data, index) = match opened {
+            Ok(files) => files,
+            Err(e) => {
+                remove_files(&descriptor).await;
+                return Err(e);
+            }
+        };
         Ok(Writer {
             bloom: BloomFilter::new(expected_partitions, options.bloom_fp_chance),
             descriptor,
