@@ -261,7 +261,12 @@ impl Table {
             sealed.writing.set(true);
             let result = self.write_sealed(&sealed).await;
             sealed.writing.set(false);
+            self.flushed.notify_all();
             result?;
+        }
+        // Memtables sealed earlier by another flush: done when they are.
+        while self.sealed.borrow().iter().any(|s| s.writing.get()) {
+            self.flushed.wait().await;
         }
         Ok(())
     }
@@ -290,7 +295,6 @@ impl Table {
         } else {
             sstable.mark_obsolete();
         }
-        self.flushed.notify_all();
         Ok(())
     }
 
