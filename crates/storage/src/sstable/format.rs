@@ -6,7 +6,8 @@
 //! - `Data.db`: the partitions, encoded by [`crate::codec`], as one stream
 //!   cut into chunks of `chunk_len` raw bytes, each compressed on its own and
 //!   stored as `[u32 stored length][u32 crc32c][bytes]`;
-//! - `CompressionInfo.db`: codec, chunk length and every chunk's file offset;
+//! - `CompressionInfo.db`: codec, chunk length (at most [`MAX_CHUNK_BYTES`])
+//!   and every chunk's file offset;
 //! - `Index.db`: index entries (key → data offset, length and clustering
 //!   samples) in pages of up to [`INDEX_PAGE_ENTRIES`], each page
 //!   `[u32 length][u32 crc32c][entries]`;
@@ -35,6 +36,10 @@ pub const HEADER_BYTES: usize = MAGIC.len() + 2 + 1;
 
 /// Index entries per index page (and so per summary entry).
 pub const INDEX_PAGE_ENTRIES: usize = 128;
+/// The largest chunk (raw bytes) an SSTable may have: a reader allocates a
+/// chunk's length before decompressing it, so a damaged compression info
+/// must not name a larger one.
+pub const MAX_CHUNK_BYTES: usize = 16 << 20;
 /// A clustering sample is taken every this many raw bytes of a partition,
 /// so a slice of a large partition reads only the runs it needs.
 pub const CLUSTERING_SAMPLE_BYTES: u64 = 64 * 1024;

@@ -29,7 +29,7 @@ use crate::error::{StorageError, StorageResult};
 use crate::partition::{ClusteringRange, Partition, PartitionPosition};
 use bloom::BloomFilter;
 use compression::Compression;
-use format::{check_header, open_small, Component, Descriptor, Statistics, HEADER_BYTES};
+use format::{check_header, open_small, Component, Descriptor, Statistics, HEADER_BYTES, MAX_CHUNK_BYTES};
 
 /// Where one partition is in the data stream, with clustering samples
 /// (first key of a run of rows, offset of the run from the partition start).
@@ -59,12 +59,16 @@ impl IndexEntry {
         let key = d.bytes()?;
         let (offset, len) = (d.var_u64()?, d.var_u64()?);
         let n = d.var_u64()?;
-        let mut samples = Vec::new();
+        let mut samples: Vec<(Bytes, u64)> = Vec::new();
         for _ in 0..n {
             let key = d.bytes()?;
             let at = d.var_u64()?;
             if at >= len {
                 return Err(StorageError::corrupt("clustering sample past its partition"));
+            }
+            // Runs of rows lie between samples: they must be in order.
+            if at <= samples.last().map_or(0, |(_, last)| *last) {
+                return Err(StorageError::corrupt("clustering samples out of order"));
             }
             samples.push((key, at));
         }
@@ -141,7 +145,10 @@ impl SSTable {
         let chunk_bytes = d.var_u64()?;
         let raw_len = d.var_u64()?;
         let chunks = d.var_u64()?;
-        if chunk_bytes == 0 || chunks != raw_len.div_ceil(chunk_bytes) {
+        if chunk_bytes == 0 || chunk_bytes > MAX_CHUNK_BYTES as u64 {
+            return Err(StorageError::corrupt(format!("chunk length {chunk_bytes} out of range")));
+        }
+        if chunks != raw_len.div_ceil(chunk_bytes) {
             return Err(StorageError::corrupt("compression info does not match the data length"));
         }
         let mut chunk_offsets = Vec::new();
@@ -170,6 +177,19 @@ impl SSTable {
         for (file, component) in [(&data, Component::Data), (&index, Component::Index)] {
             let header = file.read_exact_at(0, HEADER_BYTES).await?;
             check_header(&header, component).map_err(|e| e.at(|| format!("{}", file.path().display())))?;
+        }
+        // A page is read whole, into a buffer of its length: the summary
+        // must not name one beyond the index file.
+        let index_file_bytes = index.len().await?;
+        if summary.iter().any(|s| {
+            s.offset < HEADER_BYTES as u64
+                || s.offset.checked_add(u64::from(s.len)).is_none_or(|end| end > index_file_bytes)
+        }) {
+            return Err(StorageError::corrupt(format!(
+                "{} names an index page outside {} ({index_file_bytes} bytes)",
+                descriptor.path(Component::Summary).display(),
+                index.path().display()
+            )));
         }
         // Invariant: chunk_offsets has chunks + 1 entries.
         #[allow(clippy::unwrap_used)]
@@ -360,7 +380,10 @@ impl SSTable {
         }
         let first = (offset / self.chunk_bytes) as usize;
         let last = ((offset + len - 1) / self.chunk_bytes) as usize;
-        let mut out = Vec::with_capacity(len as usize);
+        // `len` comes from the index: reserve no more than one chunk up
+        // front, so a damaged length fails on the chunks it names instead
+        // of allocating it.
+        let mut out = Vec::with_capacity(len.min(self.chunk_bytes) as usize);
         let mut chunk = first;
         while chunk <= last {
             let raw = match &cache.chunk {
@@ -490,3 +513,192 @@ impl Scanner {
 
 /// Keeps SSTables in a shared, copy-on-write list.
 pub type SSTableSet = Rc<Vec<Rc<SSTable>>>;
+
+#[cfg(test)]
+mod tests {
+    use std::path::PathBuf;
+
+    use super::*;
+    use crate::commitlog::Position;
+    use crate::partition::{Cell, ClusteredRow, ColumnData, Row};
+    use format::seal_small;
+    use writer::{Writer, WriterOptions};
+
+    const PARTITIONS: u32 = 50;
+
+    fn temp_dir(name: &str) -> PathBuf {
+        let dir = std::env::temp_dir().join(format!("shoal-sstable-{name}-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        dir
+    }
+
+    fn position(i: u32) -> PartitionPosition {
+        PartitionPosition { token: i64::from(i) * 1_000, key: Bytes::from(i.to_be_bytes().to_vec()) }
+    }
+
+    fn partition(i: u32) -> Partition {
+        let mut row = Row::default();
+        row.columns.insert(0, ColumnData::Atomic(Cell::live(1, Bytes::from(format!("value {i}")), None)));
+        let mut p = Partition::default();
+        p.rows.insert(Bytes::from_static(b"c"), ClusteredRow { clustering: vec![Bytes::from_static(b"c")], row });
+        p
+    }
+
+    async fn write_sstable(dir: &std::path::Path) -> Descriptor {
+        let descriptor = Descriptor { dir: dir.to_path_buf(), shard: 0, generation: 1 };
+        let options = WriterOptions { compression: Compression::Lz4, chunk_bytes: 4096, bloom_fp_chance: 0.01 };
+        let mut writer = Writer::create(descriptor, options, PARTITIONS as usize).await.expect("create");
+        for i in 0..PARTITIONS {
+            writer.add(&position(i), &partition(i)).await.expect("add");
+        }
+        writer.finish(Position::ZERO, 0, Vec::new()).await.expect("finish")
+    }
+
+    fn small_body(descriptor: &Descriptor, component: Component) -> Vec<u8> {
+        let bytes = std::fs::read(descriptor.path(component)).expect("read");
+        open_small(component, &bytes).expect("valid component").to_vec()
+    }
+
+    /// Replaces a small component's body, with a valid checksum: damage
+    /// that a checksum does not catch (a bug, or a file made by hand).
+    fn reseal(descriptor: &Descriptor, component: Component, body: &[u8]) {
+        std::fs::write(descriptor.path(component), seal_small(component, body)).expect("write");
+    }
+
+    fn corruption(result: StorageResult<impl Sized>) -> String {
+        match result {
+            Err(e @ StorageError::Corrupt { .. }) => e.to_string(),
+            Err(e) => panic!("not a corruption error: {e}"),
+            Ok(_) => panic!("damage went unnoticed"),
+        }
+    }
+
+    #[test]
+    fn a_summary_naming_a_page_past_the_index_fails_the_open() {
+        let dir = temp_dir("summary");
+        shoal_io::block_on(async {
+            let descriptor = write_sstable(&dir).await;
+            let body = small_body(&descriptor, Component::Summary);
+            let mut d = Decoder::new(&body);
+            let n = d.var_u64().expect("count");
+            let mut entries: Vec<SummaryEntry> = (0..n).map(|_| SummaryEntry::decode(&mut d).expect("entry")).collect();
+            // A page of 4 GiB would be read into a buffer of that size.
+            entries[0].len = u32::MAX;
+            let mut body = Vec::new();
+            let mut e = Encoder { out: &mut body };
+            e.var_u64(n);
+            entries.iter().for_each(|s| s.encode(&mut e));
+            reseal(&descriptor, Component::Summary, &body);
+            let message = corruption(SSTable::open(descriptor).await);
+            assert!(message.contains("Summary.db") && message.contains("index page"), "{message}");
+        });
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    #[test]
+    fn a_chunk_length_out_of_range_fails_the_open() {
+        let dir = temp_dir("chunk-length");
+        shoal_io::block_on(async {
+            let descriptor = write_sstable(&dir).await;
+            let body = small_body(&descriptor, Component::CompressionInfo);
+            let mut d = Decoder::new(&body);
+            let (codec, _chunk_bytes, _raw_len, chunks) = (
+                d.u8().expect("codec"),
+                d.var_u64().expect("chunk"),
+                d.var_u64().expect("raw"),
+                d.var_u64().expect("n"),
+            );
+            let offsets = &body[d.position()..];
+            // Chunks of 1 TiB, as many as before: each would be
+            // decompressed into a buffer of that size.
+            let chunk_bytes = 1u64 << 40;
+            let mut body = vec![codec];
+            let mut e = Encoder { out: &mut body };
+            e.var_u64(chunk_bytes);
+            e.var_u64((chunks - 1) * chunk_bytes + 1);
+            e.var_u64(chunks);
+            body.extend_from_slice(offsets);
+            reseal(&descriptor, Component::CompressionInfo, &body);
+            let message = corruption(SSTable::open(descriptor).await);
+            assert!(message.contains("chunk length"), "{message}");
+        });
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    #[test]
+    fn a_partition_length_beyond_the_data_fails_the_read_without_allocating_it() {
+        let dir = temp_dir("partition-length");
+        shoal_io::block_on(async {
+            let descriptor = write_sstable(&dir).await;
+            // One-byte "chunks" of the largest length, over the data file
+            // padded to 256 KiB: the raw stream claims 4 TiB.
+            let data = descriptor.path(Component::Data);
+            let mut bytes = std::fs::read(&data).expect("read data");
+            bytes.resize(256 << 10, 0);
+            std::fs::write(&data, &bytes).expect("write data");
+            let data_bytes = bytes.len() as u64;
+            let chunk_offsets: Vec<u64> = (HEADER_BYTES as u64..=data_bytes).collect();
+            let chunks = chunk_offsets.len() as u64 - 1;
+            let raw_len = chunks * MAX_CHUNK_BYTES as u64;
+            let mut body = vec![Compression::Lz4.id()];
+            let mut e = Encoder { out: &mut body };
+            e.var_u64(MAX_CHUNK_BYTES as u64);
+            e.var_u64(raw_len);
+            e.var_u64(chunks);
+            chunk_offsets.iter().for_each(|o| e.var_u64(*o));
+            reseal(&descriptor, Component::CompressionInfo, &body);
+            // An index of one page holding one partition as long as that.
+            let entry = IndexEntry { position: position(0), offset: 0, len: raw_len, samples: Vec::new() };
+            let mut page = Vec::new();
+            entry.encode(&mut Encoder { out: &mut page });
+            let mut index = Vec::new();
+            format::write_header(&mut index, Component::Index);
+            index.extend_from_slice(&(page.len() as u32).to_le_bytes());
+            index.extend_from_slice(&crc32c::crc32c(&page).to_le_bytes());
+            index.extend_from_slice(&page);
+            std::fs::write(descriptor.path(Component::Index), &index).expect("write index");
+            let summary = SummaryEntry {
+                first: position(0),
+                offset: HEADER_BYTES as u64,
+                len: (index.len() - HEADER_BYTES) as u32,
+            };
+            let mut body = Vec::new();
+            let mut e = Encoder { out: &mut body };
+            e.var_u64(1);
+            summary.encode(&mut e);
+            reseal(&descriptor, Component::Summary, &body);
+
+            let sstable = SSTable::open(descriptor).await.expect("the lengths are plausible at open");
+            let message = corruption(sstable.read(&position(0), &[ClusteringRange::all()]).await);
+            assert!(message.contains("chunk 0"), "{message}");
+        });
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    #[test]
+    fn clustering_samples_out_of_order_are_corrupt() {
+        for samples in [
+            vec![(Bytes::from_static(b"b"), 20), (Bytes::from_static(b"a"), 10)],
+            vec![(Bytes::from_static(b"a"), 10), (Bytes::from_static(b"b"), 10)],
+        ] {
+            let entry = IndexEntry { position: position(1), offset: 0, len: 100, samples };
+            let mut out = Vec::new();
+            entry.encode(&mut Encoder { out: &mut out });
+            let message = corruption(IndexEntry::decode(&mut Decoder::new(&out)));
+            assert!(message.contains("out of order"), "{message}");
+        }
+        let entry = IndexEntry { position: position(1), offset: 0, len: 100, samples: vec![(Bytes::new(), 0)] };
+        let mut out = Vec::new();
+        entry.encode(&mut Encoder { out: &mut out });
+        assert!(IndexEntry::decode(&mut Decoder::new(&out)).is_err(), "a sample at the partition start");
+        let entry = IndexEntry {
+            position: position(1),
+            offset: 0,
+            len: 100,
+            samples: vec![(Bytes::from_static(b"a"), 10), (Bytes::from_static(b"b"), 20)],
+        };
+        let mut out = Vec::new();
+        entry.encode(&mut Encoder { out: &mut out });
+        assert_eq!(IndexEntry::decode(&mut Decoder::new(&out)).expect("ordered samples"), entry);
+    }
+}

@@ -14,7 +14,7 @@ use super::bloom::BloomFilter;
 use super::compression::Compression;
 use super::format::{
     seal_small, write_header, Component, Descriptor, Statistics, CLUSTERING_SAMPLE_BYTES, HEADER_BYTES,
-    INDEX_PAGE_ENTRIES,
+    INDEX_PAGE_ENTRIES, MAX_CHUNK_BYTES,
 };
 use super::{IndexEntry, SummaryEntry};
 use crate::codec::{self, Encoder};
@@ -57,6 +57,7 @@ impl Writer {
         expected_partitions: usize,
     ) -> StorageResult<Writer> {
         assert!(options.chunk_bytes >= 4096, "chunks smaller than a page");
+        assert!(options.chunk_bytes <= MAX_CHUNK_BYTES, "chunks larger than readers accept");
         shoal_io::create_dir_all(&descriptor.dir).await?;
         let opened: StorageResult<(File, File)> = async {
             let data = File::create(&descriptor.path(Component::Data)).await?;
