@@ -29,7 +29,7 @@ use crate::error::{StorageError, StorageResult};
 use crate::partition::{ClusteringRange, Partition, PartitionPosition};
 use bloom::BloomFilter;
 use compression::Compression;
-use format::{check_header, open_small, Component, Descriptor, Statistics, HEADER_BYTES, MAX_CHUNK_BYTES};
+use format::{check_header, open_block, open_small, Component, Descriptor, Statistics, HEADER_BYTES, MAX_CHUNK_BYTES};
 
 /// Where one partition is in the data stream, with clustering samples
 /// (first key of a run of rows, offset of the run from the partition start).
@@ -286,15 +286,7 @@ impl SSTable {
         let s = &self.summary[page];
         let place = || format!("{} page {page} (offset {})", self.index.path().display(), s.offset);
         let bytes = self.index.read_exact_at(s.offset, s.len as usize).await?;
-        if bytes.len() < 8 {
-            return Err(StorageError::corrupt("index page shorter than its header").at(place));
-        }
-        let len = u32::from_le_bytes([bytes[0], bytes[1], bytes[2], bytes[3]]) as usize;
-        let crc = u32::from_le_bytes([bytes[4], bytes[5], bytes[6], bytes[7]]);
-        let body = &bytes[8..];
-        if len != body.len() || crc32c::crc32c(body) != crc {
-            return Err(StorageError::corrupt("index page checksum mismatch").at(place));
-        }
+        let body = open_block(&bytes).map_err(|e| e.at(place))?;
         let mut d = Decoder::new(body);
         let mut entries = VecDeque::new();
         while !d.is_empty() {
@@ -412,15 +404,7 @@ impl SSTable {
         let start = self.chunk_offsets[chunk];
         let stored = self.chunk_offsets[chunk + 1] - start;
         let bytes = self.data.read_exact_at(start, stored as usize).await?;
-        if bytes.len() < 8 {
-            return Err(StorageError::corrupt("chunk shorter than its header").at(place));
-        }
-        let len = u32::from_le_bytes([bytes[0], bytes[1], bytes[2], bytes[3]]) as usize;
-        let crc = u32::from_le_bytes([bytes[4], bytes[5], bytes[6], bytes[7]]);
-        let body = &bytes[8..];
-        if len != body.len() || crc32c::crc32c(body) != crc {
-            return Err(StorageError::corrupt("checksum mismatch").at(place));
-        }
+        let body = open_block(&bytes).map_err(|e| e.at(place))?;
         let raw_len = (self.raw_len - chunk as u64 * self.chunk_bytes).min(self.chunk_bytes) as usize;
         self.compression.decompress(body, raw_len).map_err(|e| e.at(place))
     }
@@ -653,9 +637,7 @@ mod tests {
             entry.encode(&mut Encoder { out: &mut page });
             let mut index = Vec::new();
             format::write_header(&mut index, Component::Index);
-            index.extend_from_slice(&(page.len() as u32).to_le_bytes());
-            index.extend_from_slice(&crc32c::crc32c(&page).to_le_bytes());
-            index.extend_from_slice(&page);
+            index.extend_from_slice(&format::frame_block(&page));
             std::fs::write(descriptor.path(Component::Index), &index).expect("write index");
             let summary = SummaryEntry {
                 first: position(0),

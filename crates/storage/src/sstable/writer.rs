@@ -13,7 +13,7 @@ use shoal_io::File;
 use super::bloom::BloomFilter;
 use super::compression::Compression;
 use super::format::{
-    seal_small, write_header, Component, Descriptor, Statistics, CLUSTERING_SAMPLE_BYTES, HEADER_BYTES,
+    frame_block, seal_small, write_header, Component, Descriptor, Statistics, CLUSTERING_SAMPLE_BYTES, HEADER_BYTES,
     INDEX_PAGE_ENTRIES, MAX_CHUNK_BYTES,
 };
 use super::{IndexEntry, SummaryEntry};
@@ -177,11 +177,7 @@ impl Writer {
     }
 
     async fn write_chunk(&mut self, raw: &[u8]) -> StorageResult<()> {
-        let compressed = self.options.compression.compress(raw);
-        let mut out = Vec::with_capacity(compressed.len() + 8);
-        out.extend_from_slice(&(compressed.len() as u32).to_le_bytes());
-        out.extend_from_slice(&crc32c::crc32c(&compressed).to_le_bytes());
-        out.extend_from_slice(&compressed);
+        let out = frame_block(&self.options.compression.compress(raw));
         self.chunk_offsets.push(self.data_file_offset);
         let len = out.len() as u64;
         let (result, _) = self.data.write_all_at(self.data_file_offset, out).await;
@@ -195,11 +191,7 @@ impl Writer {
         if self.page_entries == 0 {
             return Ok(());
         }
-        let body = std::mem::take(&mut self.page);
-        let mut out = Vec::with_capacity(body.len() + 8);
-        out.extend_from_slice(&(body.len() as u32).to_le_bytes());
-        out.extend_from_slice(&crc32c::crc32c(&body).to_le_bytes());
-        out.extend_from_slice(&body);
+        let out = frame_block(&std::mem::take(&mut self.page));
         let len = out.len() as u64;
         // Invariant: a summary entry was pushed with the page's first entry.
         #[allow(clippy::unwrap_used)]
