@@ -7,6 +7,7 @@ Runs its own node (from SHOAL_BIN) in a temporary workdir.
 import glob
 import os
 import subprocess
+import time
 
 import pytest
 
@@ -33,6 +34,29 @@ def table_dir(node, keyspace, table):
 def generations(path):
     """The (shard, generation) of every complete SSTable in `path`."""
     return sorted(os.path.basename(p).rsplit("-", 1)[0] for p in glob.glob(os.path.join(path, "*-TOC.txt")))
+
+
+def settled_generations(path, ok, timeout_s=5.0):
+    """generations(path) once `ok` accepts it: replaced SSTables are deleted
+    in the background, just after the operation that replaced them."""
+    deadline = time.time() + timeout_s
+    while True:
+        found = generations(path)
+        if ok(found) or time.time() > deadline:
+            return found
+        time.sleep(0.05)
+
+
+def data_bytes(path):
+    """Bytes in the Data.db files of `path`; compacted-away SSTables are
+    deleted in the background, so a file may vanish while we look."""
+    total = 0
+    for p in glob.glob(os.path.join(path, "*-Data.db")):
+        try:
+            total += os.path.getsize(p)
+        except FileNotFoundError:
+            pass
+    return total
 
 
 def fill(session, table, start, count):
@@ -64,7 +88,7 @@ def test_flush_compact_snapshot_truncate_drop():
         check(session, "ks.t", [k for k in range(1000) if k != 3])
 
         assert "compacted" in nodetool(node, "compact", "ks", "t")
-        compacted = generations(path)
+        compacted = settled_generations(path, lambda g: len(g) == 2)
         assert len(compacted) == 2 and not set(compacted) & set(first), compacted
         check(session, "ks.t", [k for k in range(1000) if k != 3])
 
@@ -82,7 +106,7 @@ def test_flush_compact_snapshot_truncate_drop():
         check(session, "ks.t", [k for k in range(1100) if k != 3])
 
         session.execute("TRUNCATE ks.t")
-        assert not set(generations(path)) & set(compacted)
+        assert not set(settled_generations(path, lambda g: not set(g) & set(compacted))) & set(compacted)
         assert list(session.execute("SELECT * FROM ks.t")) == []
         # The truncated data must not come back from the commitlog either.
         fill(session, "ks.t", 2000, 10)
@@ -95,7 +119,7 @@ def test_flush_compact_snapshot_truncate_drop():
 
         nodetool(node, "flush")
         session.execute("DROP TABLE ks.t")
-        assert generations(path) == []
+        assert settled_generations(path, lambda g: g == []) == []
         cluster.shutdown()
 
 
@@ -115,7 +139,6 @@ def test_table_options_pick_compression_and_strategy():
                 nodetool(node, "flush", "ks", name)
             nodetool(node, "compact", "ks", name)
             check(session, f"ks.{name}", range(600))
-        sizes = {name: sum(os.path.getsize(p) for p in glob.glob(os.path.join(table_dir(node, "ks", name), "*-Data.db")))
-                 for name in ["lz4", "zstd", "plain"]}
+        sizes = {name: data_bytes(table_dir(node, "ks", name)) for name in ["lz4", "zstd", "plain"]}
         assert sizes["zstd"] < sizes["plain"] and sizes["lz4"] < sizes["plain"], sizes
         cluster.shutdown()
