@@ -7,12 +7,15 @@
 //! prepares it there. Schema statements go to shard 0 (`schema_service`).
 
 use std::cell::RefCell;
+use std::collections::hash_map::Entry;
 use std::collections::HashMap;
 use std::sync::Arc;
 
 use bytes::Bytes;
 use futures_util::future::join_all;
 use shoal_schema::{Schema, TableMeta};
+use shoal_storage::PartitionPosition;
+use uuid::Uuid;
 
 use crate::ast::{BatchKind, Condition, Parsed, Statement};
 use crate::bind_types::{bind_specs, partition_key_indexes};
@@ -313,13 +316,18 @@ fn writable_table(
 /// survive a crash, or not, together), as in Cassandra.
 async fn apply_writes(writes: Vec<Write>) -> CqlResult<()> {
     let mut merged: Vec<Write> = Vec::with_capacity(writes.len());
+    let mut index: HashMap<(Uuid, PartitionPosition), usize> = HashMap::new();
     for w in writes {
-        match merged.iter_mut().find(|m| m.table == w.table && m.position == w.position) {
-            Some(m) => {
+        match index.entry((w.table, w.position.clone())) {
+            Entry::Occupied(at) => {
+                let m = &mut merged[*at.get()];
                 m.update.merge(w.update);
                 m.list_ops.extend(w.list_ops);
             }
-            None => merged.push(w),
+            Entry::Vacant(slot) => {
+                slot.insert(merged.len());
+                merged.push(w);
+            }
         }
     }
     let writes = merged;

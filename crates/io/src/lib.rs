@@ -33,13 +33,6 @@ impl std::error::Error for IoError {
     }
 }
 
-impl IoError {
-    /// Whether the disk (or the user's quota) is full.
-    pub fn is_disk_full(&self) -> bool {
-        matches!(self.source.raw_os_error(), Some(code) if code == 28 || code == 122)
-    }
-}
-
 pub type IoResult<T> = Result<T, IoError>;
 
 fn at<T>(path: &Path, result: io::Result<T>) -> IoResult<T> {
@@ -106,18 +99,10 @@ impl File {
     pub async fn sync_data(&self) -> IoResult<()> {
         at(&self.path, self.file.sync_data().await)
     }
-
-    pub async fn set_len(&self, len: u64) -> IoResult<()> {
-        at(&self.path, self.file.set_len(len).await)
-    }
 }
 
 pub async fn rename(from: &Path, to: &Path) -> IoResult<()> {
     at(to, compio::fs::rename(from, to).await)
-}
-
-pub async fn remove_file(path: &Path) -> IoResult<()> {
-    at(path, compio::fs::remove_file(path).await)
 }
 
 /// Removes `path`; a file already gone is not an error.

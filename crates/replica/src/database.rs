@@ -91,7 +91,7 @@ pub(crate) fn now_s() -> i64 {
 }
 
 /// How a table is stored, from its schema options.
-pub fn table_options(meta: &TableMeta) -> TableOptions {
+pub(crate) fn table_options(meta: &TableMeta) -> TableOptions {
     let o = &meta.options;
     let chunk_kb = o.compression.get("chunk_length_in_kb").and_then(|v| v.parse::<usize>().ok()).unwrap_or(64);
     TableOptions {
@@ -261,7 +261,8 @@ impl Database {
 
     async fn wait_for_memtable_space(&self) {
         let Some(budget) = self.memtable_budget_bytes() else { return };
-        while self.memtable_bytes() >= budget && !self.flushing.borrow().is_empty() {
+        // The cheap test first: this runs on every write.
+        while !self.flushing.borrow().is_empty() && self.memtable_bytes() >= budget {
             self.memory_freed.wait().await;
         }
     }
@@ -325,7 +326,7 @@ impl Database {
         Ok(())
     }
 
-    pub(crate) async fn discard_flushed_segments(&self) {
+    async fn discard_flushed_segments(&self) {
         let Some(log) = self.commitlog.borrow().clone() else { return };
         let needed = self.tables.borrow().values().filter_map(|t| t.first_logged()).min();
         log.discard_before(needed.unwrap_or_else(|| log.current_position())).await;
@@ -341,7 +342,7 @@ impl Database {
         Ok(ids.len())
     }
 
-    pub(crate) fn select_tables(&self, keyspace: Option<&str>, tables: &[String]) -> Vec<Uuid> {
+    fn select_tables(&self, keyspace: Option<&str>, tables: &[String]) -> Vec<Uuid> {
         let schema = self.schema();
         schema
             .tables()

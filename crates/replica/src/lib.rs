@@ -18,7 +18,7 @@ mod list_ops;
 mod read;
 mod recovery;
 
-pub use database::{local, table_options, Database, ReplicaError, SchemaListener, StorageConfig};
+pub use database::{local, Database, ReplicaError, SchemaListener, StorageConfig};
 pub use filter::{FilterOp, RowFilter};
 pub use list_ops::{ListOp, ListOpKind};
 pub use read::{PartitionSelection, ReadCommand, ReadResult, ResultCell, ResultRow, RowPosition};

@@ -29,14 +29,6 @@ impl StorageError {
             other => other,
         }
     }
-
-    pub fn is_disk_full(&self) -> bool {
-        match self {
-            StorageError::Io(e) => e.is_disk_full(),
-            StorageError::WriteFailing(message) => message.contains("No space left"),
-            _ => false,
-        }
-    }
 }
 
 impl From<crate::codec::DecodeError> for StorageError {

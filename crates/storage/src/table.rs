@@ -404,11 +404,6 @@ impl Table {
         }
         Ok(sstables.len())
     }
-
-    /// Waits until some flush finishes (back-pressure for writers).
-    pub async fn flush_finished(&self) {
-        self.flushed.wait().await;
-    }
 }
 
 fn merge_into(result: &mut Option<Partition>, more: Option<Partition>) {

@@ -340,14 +340,15 @@ impl SSTable {
         let header_run = self.read_raw(entry.offset, bounds[1], cache).await?;
         let mut d = Decoder::new(&header_run);
         let mut partition = codec::decode_header(&mut d).map_err(|e| StorageError::from(e).at(place))?;
-        let mut runs = vec![(header_run.clone(), d.position())];
+        let rows_start = d.position();
+        let mut runs = Vec::new();
+        if needed(0) {
+            runs.push((header_run, rows_start));
+        }
         for run in 1..bounds.len() - 1 {
             if needed(run) {
                 runs.push((self.read_raw(entry.offset + bounds[run], bounds[run + 1] - bounds[run], cache).await?, 0));
             }
-        }
-        if !needed(0) {
-            runs.remove(0);
         }
         for (bytes, start) in runs {
             let mut d = Decoder::new(&bytes[start..]);
@@ -488,10 +489,6 @@ impl Scanner {
         let partition = self.sstable.read_entry(&entry, ranges, &mut self.cache).await?;
         self.fill().await?;
         Ok(Some((entry.position, partition)))
-    }
-
-    pub fn sstable(&self) -> &Rc<SSTable> {
-        &self.sstable
     }
 }
 

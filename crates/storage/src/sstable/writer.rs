@@ -118,9 +118,7 @@ impl Writer {
         let mut last_sample = 0u64;
         for (key, row) in &partition.rows {
             let offset = self.raw_bytes() - start;
-            if offset - last_sample >= CLUSTERING_SAMPLE_BYTES
-                || (samples.is_empty() && offset >= CLUSTERING_SAMPLE_BYTES)
-            {
+            if offset - last_sample >= CLUSTERING_SAMPLE_BYTES {
                 samples.push((key.clone(), offset));
                 last_sample = offset;
             }
