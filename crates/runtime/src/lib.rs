@@ -10,10 +10,12 @@
 //! underlying executor (compio, io_uring based); everything above uses the
 //! re-exports in [`net`] and [`time`] and the functions here.
 
+mod cpus;
 mod inbox;
 mod shard;
 
 pub mod net;
 pub mod time;
 
+pub use cpus::allowed_cpus;
 pub use shard::{nr_shards, spawn, start_shards, submit_to, this_shard, ShardError, Shards};

@@ -45,6 +45,8 @@ pub enum Command {
     Server(ServerArgs),
     /// Operate a running node: flush, compact, snapshot.
     Nodetool(crate::nodetool::NodetoolArgs),
+    /// Generate load against a CQL or memcached server and report latencies.
+    Stress(shoal_stress::StressArgs),
 }
 
 #[derive(Debug, Clone, Default, clap::Args)]

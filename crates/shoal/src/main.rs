@@ -24,13 +24,8 @@ fn main() {
     let cli = Cli::parse();
     let args = match cli.command {
         Some(Command::Server(args)) => args,
-        Some(Command::Nodetool(args)) => match nodetool::run(args) {
-            Ok(()) => return,
-            Err(e) => {
-                eprintln!("error: {e}");
-                std::process::exit(1);
-            }
-        },
+        Some(Command::Nodetool(args)) => finish(nodetool::run(args)),
+        Some(Command::Stress(args)) => finish(shoal_stress::run(args)),
         None => cli.server,
     };
     let config = match Config::resolve(args) {
@@ -40,6 +35,15 @@ fn main() {
     if let Err(e) = run(config) {
         fail(&e);
     }
+}
+
+/// Ends a client subcommand: exit 0, or print the error and exit 1.
+fn finish(result: Result<(), String>) -> ! {
+    if let Err(e) = result {
+        eprintln!("error: {e}");
+        std::process::exit(1);
+    }
+    std::process::exit(0);
 }
 
 fn fail(message: &str) -> ! {
@@ -72,7 +76,7 @@ fn run(config: Config) -> Result<(), String> {
         nr_shards: config.smp,
         sharding_ignore_msb: shoal_coordinator::SHARDING_IGNORE_MSB,
     });
-    let pin = config.pin_shards.then(|| (0..std::thread::available_parallelism().map_or(1, |n| n.get())).collect());
+    let pin = config.pin_shards.then(shoal_runtime::allowed_cpus);
     let shards = shoal_runtime::start_shards(config.smp, pin, move |shard| {
         shoal_replica::local().set_schema(Arc::clone(&schema), None);
         let config = config.clone();
