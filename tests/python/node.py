@@ -127,6 +127,19 @@ class Node:
         cluster = self.cluster()
         return cluster, cluster.connect()
 
+    def nodetool(self, *args):
+        """Runs `shoal nodetool` against this node; its stdout (asserts exit 0)."""
+        out = subprocess.run([SHOAL_BIN, "nodetool", "--api-port", str(self.ports[2]), *args],
+                             capture_output=True, text=True, timeout=60)
+        assert out.returncode == 0, out.stderr
+        return out.stdout
+
+    def metrics(self):
+        """The node's /metrics text."""
+        import urllib.request
+        with urllib.request.urlopen("http://127.0.0.1:%d/metrics" % self.ports[2], timeout=10) as r:
+            return r.read().decode()
+
 
 @contextlib.contextmanager
 def temp_node(prefix, args=(), smp=2, start=True):

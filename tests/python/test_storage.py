@@ -6,23 +6,14 @@ Runs its own node (from SHOAL_BIN) in a temporary workdir.
 """
 import glob
 import os
-import subprocess
 import time
 
 import pytest
 
-from node import SHOAL_BIN, skip_reason, temp_node
+from node import skip_reason, temp_node
 
 if skip_reason():
     pytest.skip(skip_reason(), allow_module_level=True)
-
-
-def nodetool(node, *args):
-    api = node.ports[2]
-    out = subprocess.run([SHOAL_BIN, "nodetool", "--api-port", str(api), *args],
-                         capture_output=True, text=True, timeout=60)
-    assert out.returncode == 0, out.stderr
-    return out.stdout
 
 
 def table_dir(node, keyspace, table):
@@ -77,22 +68,22 @@ def test_flush_compact_snapshot_truncate_drop():
         session.execute("CREATE TABLE ks.t (k int, c int, v text, PRIMARY KEY (k, c)) "
                         "WITH compaction = {'class': 'SizeTieredCompactionStrategy', 'min_threshold': 8}")
         fill(session, "ks.t", 0, 500)
-        assert "flushed" in nodetool(node, "flush", "ks", "t")
+        assert "flushed" in node.nodetool("flush", "ks", "t")
         path = table_dir(node, "ks", "t")
         first = generations(path)
         assert len(first) == 2, first  # one SSTable per shard
         fill(session, "ks.t", 500, 500)
         session.execute("DELETE FROM ks.t WHERE k = 3")
-        nodetool(node, "flush", "ks")
+        node.nodetool("flush", "ks")
         assert len(generations(path)) == 4
         check(session, "ks.t", [k for k in range(1000) if k != 3])
 
-        assert "compacted" in nodetool(node, "compact", "ks", "t")
+        assert "compacted" in node.nodetool("compact", "ks", "t")
         compacted = settled_generations(path, lambda g: len(g) == 2)
         assert len(compacted) == 2 and not set(compacted) & set(first), compacted
         check(session, "ks.t", [k for k in range(1000) if k != 3])
 
-        nodetool(node, "snapshot", "-t", "before-truncate", "ks")
+        node.nodetool("snapshot", "-t", "before-truncate", "ks")
         snapshot = os.path.join(path, "snapshots", "before-truncate")
         linked = glob.glob(os.path.join(snapshot, "*-Data.db"))
         assert len(linked) == 2 and all(os.stat(p).st_nlink >= 2 for p in linked)
@@ -117,7 +108,7 @@ def test_flush_compact_snapshot_truncate_drop():
         check(session, "ks.t", range(2000, 2010))
         assert glob.glob(os.path.join(snapshot, "*-Data.db")), "snapshots survive TRUNCATE"
 
-        nodetool(node, "flush")
+        node.nodetool("flush")
         session.execute("DROP TABLE ks.t")
         assert settled_generations(path, lambda g: g == []) == []
         cluster.shutdown()
@@ -136,8 +127,8 @@ def test_table_options_pick_compression_and_strategy():
             session.execute(f"CREATE TABLE ks.{name} (k int, c int, v text, PRIMARY KEY (k, c)) WITH {options}")
             for round_ in range(3):
                 fill(session, f"ks.{name}", round_ * 200, 200)
-                nodetool(node, "flush", "ks", name)
-            nodetool(node, "compact", "ks", name)
+                node.nodetool("flush", "ks", name)
+            node.nodetool("compact", "ks", name)
             check(session, f"ks.{name}", range(600))
         sizes = {name: data_bytes(table_dir(node, "ks", name)) for name in ["lz4", "zstd", "plain"]}
         assert sizes["zstd"] < sizes["plain"] and sizes["lz4"] < sizes["plain"], sizes

@@ -24,7 +24,7 @@ use shoal_storage::{PartitionPosition, PartitionUpdate};
 use thiserror::Error;
 use uuid::Uuid;
 
-pub use metrics::forwarded_requests_total;
+pub use metrics::register_metrics;
 
 /// ScyllaDB's default: the 12 most significant bits of a token are ignored
 /// when choosing its shard.

@@ -1,22 +1,28 @@
-//! The coordinator's shard-local counters.
+//! The coordinator's shard-local metrics.
 
-use std::cell::Cell;
+use std::rc::Rc;
 
+use shoal_metrics::Counter;
 use shoal_runtime::this_shard;
 
 thread_local! {
-    static FORWARDED: Cell<u64> = const { Cell::new(0) };
+    static FORWARDED: Rc<Counter> = shoal_metrics::counter(
+        "shoal_cql_forwarded_requests_total",
+        "CQL requests a shard sent to the shard owning their token.",
+        &[],
+    );
+}
+
+/// Registers the metrics on the calling shard, so they read 0 before the
+/// first request rather than being absent.
+pub fn register_metrics() {
+    FORWARDED.with(|_| ());
 }
 
 /// Counts a single-shard request whose owner is not the shard it arrived on:
 /// with shard-aware drivers this stays at zero.
 pub(crate) fn note_target(shard: usize) {
     if shard != this_shard() {
-        FORWARDED.with(|f| f.set(f.get() + 1));
+        FORWARDED.with(|f| f.inc());
     }
-}
-
-/// Requests this shard forwarded to another shard since start.
-pub fn forwarded_requests_total() -> u64 {
-    FORWARDED.with(Cell::get)
 }

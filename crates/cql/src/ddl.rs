@@ -16,8 +16,7 @@ use uuid::Uuid;
 use crate::ast::{AlterTableOp, ColumnDef, CreateTable, OptionValue, Options, Order, Statement};
 use crate::error::{invalid, CqlError, CqlResult};
 
-/// Keyspaces that belong to the node, not to users.
-pub const SYSTEM_KEYSPACES: [&str; 2] = ["system", "system_schema"];
+pub use shoal_schema::SYSTEM_KEYSPACES;
 
 /// Longest keyspace or table name, as in Cassandra (file names use them).
 const NAME_LENGTH_MAX: usize = 48;

@@ -10,6 +10,7 @@ use std::cell::RefCell;
 use std::collections::hash_map::Entry;
 use std::collections::HashMap;
 use std::sync::Arc;
+use std::time::Instant;
 
 use bytes::Bytes;
 use futures_util::future::join_all;
@@ -22,6 +23,7 @@ use crate::bind_types::{bind_specs, partition_key_indexes};
 use crate::ddl::qualify;
 use crate::error::{invalid, CqlError, CqlResult};
 use crate::lexer::ParseErrorKind;
+use crate::metrics::{self, Op};
 use crate::modification::{self, Write, WriteContext};
 use crate::result::{PreparedInfo, QueryResult};
 use crate::select::{self, SelectOptions};
@@ -86,8 +88,10 @@ fn parse(text: &str) -> CqlResult<Parsed> {
 /// `SetKeyspace`, and the connection applies it, so a request in flight
 /// never overwrites a USE that finished while it ran.
 pub async fn query(text: &str, session: &Session, options: QueryOptions) -> CqlResult<QueryResult> {
-    let parsed = parse(text)?;
-    execute_parsed(&parsed, session.keyspace.as_deref(), options).await
+    let started = Instant::now();
+    let parsed = parse(text).inspect_err(|_| metrics::record(Op::Other, started, false))?;
+    metrics::timed(Op::of(&parsed.statement), started, execute_parsed(&parsed, session.keyspace.as_deref(), options))
+        .await
 }
 
 pub fn prepare(text: &str, session: &Session) -> CqlResult<PreparedInfo> {
@@ -119,8 +123,9 @@ pub fn prepare(text: &str, session: &Session) -> CqlResult<PreparedInfo> {
 }
 
 pub async fn execute(id: &[u8], options: QueryOptions) -> CqlResult<QueryResult> {
-    let (parsed, keyspace) = lookup(id)?;
-    execute_parsed(&parsed, keyspace.as_deref(), options).await
+    let started = Instant::now();
+    let (parsed, keyspace) = lookup(id).inspect_err(|_| metrics::record(Op::Other, started, false))?;
+    metrics::timed(Op::of(&parsed.statement), started, execute_parsed(&parsed, keyspace.as_deref(), options)).await
 }
 
 fn lookup(id: &[u8]) -> CqlResult<(Arc<Parsed>, Option<String>)> {
@@ -342,6 +347,15 @@ async fn apply_writes(writes: Vec<Write>) -> CqlResult<()> {
 
 /// Runs a BATCH request: every statement's updates, applied together.
 pub async fn batch(
+    kind: BatchKind,
+    statements: Vec<(BatchStatement, Vec<BoundValue>)>,
+    session: &Session,
+    options: QueryOptions,
+) -> CqlResult<QueryResult> {
+    metrics::timed(Op::Write, Instant::now(), run_batch(kind, statements, session, options)).await
+}
+
+async fn run_batch(
     kind: BatchKind,
     statements: Vec<(BatchStatement, Vec<BoundValue>)>,
     session: &Session,

@@ -46,7 +46,8 @@ pub fn set_node_info(info: NodeInfo) {
     let _ = NODE.set(info);
 }
 
-fn node() -> NodeInfo {
+/// The node's identity (defaults before [`set_node_info`]).
+pub fn node() -> NodeInfo {
     NODE.get().cloned().unwrap_or_else(|| NodeInfo {
         cluster_name: "Shoal Cluster".to_string(),
         host_id: Uuid::nil(),

@@ -10,12 +10,13 @@
 //! together reach the whole budget, writes wait for a flush to finish
 //! (back-pressure, never an error).
 
+use std::cell::Ref;
 use std::cell::{Cell, RefCell};
 use std::collections::{HashMap, HashSet};
 use std::path::PathBuf;
 use std::rc::Rc;
 use std::sync::Arc;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use shoal_schema::{Schema, SchemaChange, TableMeta};
 use shoal_storage::commitlog::{encode_mutation, CommitLog, CommitLogConfig, Position, SyncMode};
@@ -27,6 +28,7 @@ use thiserror::Error;
 use uuid::Uuid;
 
 use crate::list_ops::{self, ListOp};
+use crate::metrics::ReplicaMetrics;
 use crate::read::{self, ReadCommand, ReadResult};
 
 #[derive(Debug, Error)]
@@ -74,6 +76,7 @@ pub struct Database {
     /// Memtable memory was freed (a flush finished).
     memory_freed: Event,
     compaction_wanted: Event,
+    pub(crate) metrics: ReplicaMetrics,
 }
 
 thread_local! {
@@ -118,6 +121,7 @@ impl Database {
             flushing: RefCell::new(HashSet::new()),
             memory_freed: Event::default(),
             compaction_wanted: Event::default(),
+            metrics: ReplicaMetrics::register(local),
         }
     }
 
@@ -143,6 +147,7 @@ impl Database {
                 let keep = schema.table_by_id(*id).is_some();
                 if !keep {
                     table.drop_data();
+                    self.metrics.forget_table(*id);
                 }
                 keep
             });
@@ -190,6 +195,10 @@ impl Database {
         self.tables.borrow_mut().insert(id, Rc::new(table));
     }
 
+    pub(crate) fn tables(&self) -> Ref<'_, HashMap<Uuid, Rc<Table>>> {
+        self.tables.borrow()
+    }
+
     pub(crate) fn table_ids(&self) -> Vec<Uuid> {
         self.tables.borrow().keys().copied().collect()
     }
@@ -204,6 +213,7 @@ impl Database {
         mut update: PartitionUpdate,
         list_ops: &[ListOp],
     ) -> Result<(), ReplicaError> {
+        let started = Instant::now();
         let table = self.table(table_id)?;
         if !list_ops.is_empty() {
             let current = table.read(&position, &[ClusteringRange::all()]).await?;
@@ -227,6 +237,7 @@ impl Database {
                 self.flush_oldest_segment_holders(&log);
             }
         }
+        self.metrics.record_write(table_id, started.elapsed());
         Ok(())
     }
 
@@ -234,7 +245,10 @@ impl Database {
         let schema = self.schema();
         let meta = schema.table_by_id(command.table).ok_or(ReplicaError::NoSuchTable(command.table))?;
         let table = self.table(command.table)?;
-        read::execute(meta, &table, command).await
+        let started = Instant::now();
+        let result = read::execute(meta, &table, command).await;
+        self.metrics.record_read(command.table, started.elapsed());
+        result
     }
 
     /// Removes every row of the table on this shard.
@@ -245,8 +259,8 @@ impl Database {
         Ok(())
     }
 
-    /// Memory held by the memtables of this shard, for metrics.
-    pub fn memtable_bytes(&self) -> usize {
+    /// Memory held by the memtables of this shard.
+    pub(crate) fn memtable_bytes(&self) -> usize {
         self.tables.borrow().values().map(|t| t.memory_used_bytes()).sum()
     }
 
@@ -320,6 +334,7 @@ impl Database {
     pub async fn flush_table(&self, id: Uuid) -> Result<(), ReplicaError> {
         let table = self.table(id)?;
         table.flush(self.log_position()).await?;
+        self.metrics.record_flush();
         self.discard_flushed_segments().await;
         self.memory_freed.notify_all();
         self.compaction_wanted.notify_all();
@@ -359,7 +374,9 @@ impl Database {
         for id in &ids {
             self.flush_table(*id).await?;
             let table = self.table(*id)?;
-            shoal_storage::compaction::compact_major(&table, now_s()).await?;
+            if let Some(report) = shoal_storage::compaction::compact_major(&table, now_s()).await? {
+                self.metrics.record_compaction(&report);
+            }
         }
         Ok(ids.len())
     }
@@ -390,6 +407,7 @@ impl Database {
                     match shoal_storage::compaction::compact_next(&table, now_s()).await {
                         Ok(Some(report)) => {
                             tracing::debug!("compacted table {id}: {report:?}");
+                            self.metrics.record_compaction(&report);
                             worked = true;
                         }
                         Ok(None) => {}
@@ -415,15 +433,5 @@ impl Database {
         *self.commitlog.borrow_mut() = Some(log);
         shoal_runtime::spawn(async { local().compaction_loop().await });
         self.compaction_wanted.notify_all();
-    }
-
-    /// Commitlog bytes appended since start, for metrics.
-    pub fn commitlog_appended_bytes(&self) -> u64 {
-        self.commitlog.borrow().as_ref().map_or(0, |log| log.appended_bytes())
-    }
-
-    /// SSTables of this shard, for metrics.
-    pub fn sstable_count(&self) -> usize {
-        self.tables.borrow().values().map(|t| t.sstable_set().len()).sum()
     }
 }

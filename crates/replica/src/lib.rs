@@ -15,6 +15,7 @@
 mod database;
 mod filter;
 mod list_ops;
+mod metrics;
 mod read;
 mod recovery;
 

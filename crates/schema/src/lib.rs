@@ -15,7 +15,7 @@ pub mod value;
 pub use literal::{parse_literal, LiteralError, LiteralKind};
 pub use schema::{
     ClusteringOrder, ColumnKind, ColumnMeta, KeyspaceMeta, Schema, SchemaChange, SchemaChangeKind, SchemaChangeTarget,
-    TableMeta, TableOptions,
+    TableMeta, TableOptions, SYSTEM_KEYSPACES,
 };
 pub use sharder::Sharder;
 pub use token::{murmur3_token, TokenError};

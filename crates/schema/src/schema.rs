@@ -151,6 +151,10 @@ impl TableMeta {
     }
 }
 
+/// Keyspaces that belong to the node, not to users (their tables are
+/// virtual: made from the schema and node state when read).
+pub const SYSTEM_KEYSPACES: [&str; 2] = ["system", "system_schema"];
+
 #[derive(Debug, Clone, PartialEq)]
 pub struct KeyspaceMeta {
     pub name: String,

@@ -1,29 +1,31 @@
-//! The HTTP API on `--api-port`: Prometheus metrics at `/metrics`, and the
-//! storage operations `shoal nodetool` calls, under ScyllaDB's REST paths:
+//! The HTTP API on `--api-port`, under ScyllaDB's REST paths where it has
+//! one:
+//! - `GET /metrics`: Prometheus text, gathered from every shard's registry;
+//! - `GET /storage_service/hostid/local`, `GET /storage_service/cluster_name`
+//!   (JSON strings), `GET /system/uptime_ms` (a number): node identity for
+//!   `nodetool status` and `info`;
 //! - `POST /storage_service/keyspace_flush[/<keyspace>][?cf=t1,t2]`
 //! - `POST /storage_service/keyspace_compaction[/<keyspace>][?cf=t1,t2]`
 //! - `POST /storage_service/snapshots?tag=<tag>[&kn=<keyspace>]`
 //!
 //! A deliberately small HTTP/1.1 server: one request per connection, bounded
 //! request size, no body. Metrics are gathered from every shard by message
-//! when scraped, so shards keep plain shard-local counters.
+//! when scraped, so shards keep plain shard-local values.
 
-use std::fmt::Write as _;
+use std::sync::OnceLock;
+use std::time::Instant;
 
+use shoal_cql::system::node;
 use shoal_runtime::net::{AsyncRead, AsyncWriteExt, BufResult, TcpListener, TcpStream};
 use shoal_runtime::{nr_shards, submit_to};
 
 /// Longest request head we read; anything longer is refused.
 const REQUEST_BYTES_MAX: usize = 8 * 1024;
 
-struct ShardMetrics {
-    forwarded_requests: u64,
-    memtable_bytes: usize,
-    commitlog_bytes: u64,
-    sstables: usize,
-}
+static STARTED: OnceLock<Instant> = OnceLock::new();
 
 pub async fn serve(listener: TcpListener) {
+    STARTED.get_or_init(Instant::now);
     loop {
         match listener.accept().await {
             Ok((stream, _)) => shoal_runtime::spawn(handle(stream)),
@@ -47,6 +49,11 @@ async fn handle(mut stream: TcpStream) {
     let request_line = String::from_utf8_lossy(head.split(|b| *b == b'\r').next().unwrap_or_default()).into_owned();
     let (status, body) = match request_line.split_whitespace().collect::<Vec<_>>().as_slice() {
         ["GET", "/metrics", ..] => ("200 OK", metrics().await),
+        ["GET", "/storage_service/hostid/local", ..] => ("200 OK", format!("\"{}\"\n", node().host_id)),
+        ["GET", "/storage_service/cluster_name", ..] => ("200 OK", format!("{:?}\n", node().cluster_name)),
+        ["GET", "/system/uptime_ms", ..] => {
+            ("200 OK", format!("{}\n", STARTED.get().map_or(0, |s| s.elapsed().as_millis())))
+        }
         ["POST", target, ..] => match storage_op(target) {
             Some(op) => match shoal_coordinator::storage_op(op).await {
                 Ok(n) => ("200 OK", format!("{n}\n")),
@@ -86,45 +93,14 @@ fn storage_op(target: &str) -> Option<shoal_coordinator::StorageOp> {
     None
 }
 
+/// Every shard's metrics, in Prometheus text.
 async fn metrics() -> String {
-    let mut shards = Vec::new();
+    let mut shards = Vec::with_capacity(nr_shards());
     for shard in 0..nr_shards() {
-        let sample = submit_to(shard, || async {
-            ShardMetrics {
-                forwarded_requests: shoal_coordinator::forwarded_requests_total(),
-                memtable_bytes: shoal_replica::local().memtable_bytes(),
-                commitlog_bytes: shoal_replica::local().commitlog_appended_bytes(),
-                sstables: shoal_replica::local().sstable_count(),
-            }
-        })
-        .await;
-        if let Ok(sample) = sample {
-            shards.push((shard, sample));
+        // A shard that cannot answer (stopping) is left out of this scrape.
+        if let Ok(families) = submit_to(shard, || async { shoal_metrics::gather() }).await {
+            shards.push((shard, families));
         }
     }
-    let mut out = String::new();
-    let _ = writeln!(
-        out,
-        "# HELP shoal_cql_forwarded_requests_total CQL requests a shard sent to the shard owning their token."
-    );
-    let _ = writeln!(out, "# TYPE shoal_cql_forwarded_requests_total counter");
-    for (shard, m) in &shards {
-        let _ = writeln!(out, "shoal_cql_forwarded_requests_total{{shard=\"{shard}\"}} {}", m.forwarded_requests);
-    }
-    let _ = writeln!(out, "# HELP shoal_memtable_bytes Bytes held by memtables.");
-    let _ = writeln!(out, "# TYPE shoal_memtable_bytes gauge");
-    for (shard, m) in &shards {
-        let _ = writeln!(out, "shoal_memtable_bytes{{shard=\"{shard}\"}} {}", m.memtable_bytes);
-    }
-    let _ = writeln!(out, "# HELP shoal_commitlog_appended_bytes_total Bytes appended to the commitlog.");
-    let _ = writeln!(out, "# TYPE shoal_commitlog_appended_bytes_total counter");
-    for (shard, m) in &shards {
-        let _ = writeln!(out, "shoal_commitlog_appended_bytes_total{{shard=\"{shard}\"}} {}", m.commitlog_bytes);
-    }
-    let _ = writeln!(out, "# HELP shoal_sstables Live SSTables.");
-    let _ = writeln!(out, "# TYPE shoal_sstables gauge");
-    for (shard, m) in &shards {
-        let _ = writeln!(out, "shoal_sstables{{shard=\"{shard}\"}} {}", m.sstables);
-    }
-    out
+    shoal_metrics::render_prometheus(&shards)
 }

@@ -20,6 +20,9 @@ fn main() {
     tracing_subscriber::fmt()
         .with_env_filter(tracing_subscriber::EnvFilter::try_from_default_env().unwrap_or_else(|_| "info".into()))
         .with_target(false)
+        // Logs go to stderr, so client subcommands (stress, nodetool) keep
+        // stdout for their reports.
+        .with_writer(std::io::stderr)
         .init();
     let cli = Cli::parse();
     let args = match cli.command {
@@ -78,6 +81,9 @@ fn run(config: Config) -> Result<(), String> {
     });
     let pin = config.pin_shards.then(shoal_runtime::allowed_cpus);
     let shards = shoal_runtime::start_shards(config.smp, pin, move |shard| {
+        shoal_transport::metrics::register_metrics();
+        shoal_cql::metrics::register_metrics();
+        shoal_coordinator::register_metrics();
         shoal_replica::local().set_schema(Arc::clone(&schema), None);
         let config = config.clone();
         let server_config = Arc::clone(&server_config);

@@ -23,6 +23,7 @@ use shoal_schema::{SchemaChange as SchemaEvent, SchemaChangeKind, SchemaChangeTa
 
 use crate::compression::Compression;
 use crate::frame::{begin_response, finish_frame, FrameDecoder, Opcode};
+use crate::metrics::OpenConnection;
 use crate::request::{self, Request};
 use crate::response::{self, ColumnSpec, ErrorBody, ErrorKind, RowsWriter};
 
@@ -63,6 +64,7 @@ impl Drop for Connection {
 
 /// Serves `stream` until the client closes it or sends a broken frame.
 pub async fn run(stream: TcpStream, config: Arc<ServerConfig>) {
+    let _open = OpenConnection::new();
     let _ = stream.set_nodelay(true);
     let (reader, writer) = stream.into_split();
     let (out, frames) = mpsc::unbounded();

@@ -19,6 +19,7 @@
 pub mod compression;
 pub mod connection;
 pub mod frame;
+pub mod metrics;
 pub mod request;
 pub mod response;
 pub mod server;

@@ -126,6 +126,7 @@ pub struct CommitLog {
     durable_advanced: Event,
     /// Bytes appended since start, for metrics.
     appended_bytes: Cell<u64>,
+    syncs: Cell<u64>,
 }
 
 impl CommitLog {
@@ -153,6 +154,7 @@ impl CommitLog {
             has_pending: Event::default(),
             durable_advanced: Event::default(),
             appended_bytes: Cell::new(0),
+            syncs: Cell::new(0),
         });
         shoal_runtime::spawn(write_loop(Rc::clone(&log)));
         if let SyncMode::Periodic { period_ms } = log.config.sync {
@@ -263,6 +265,17 @@ impl CommitLog {
         self.appended_bytes.get()
     }
 
+    /// fdatasyncs of segment files since start.
+    pub fn syncs(&self) -> u64 {
+        self.syncs.get()
+    }
+
+    async fn sync_file(&self, file: &File) -> StorageResult<()> {
+        file.sync_data().await?;
+        self.syncs.set(self.syncs.get() + 1);
+        Ok(())
+    }
+
     async fn file_for(&self, segment: u64) -> StorageResult<Rc<File>> {
         let open = self.state.borrow().open_file.clone();
         if let Some((s, file)) = open {
@@ -271,7 +284,7 @@ impl CommitLog {
             }
             // A segment is complete once the log moves past it: make all of
             // it durable before writing to the next.
-            file.sync_data().await?;
+            self.sync_file(&file).await?;
         }
         let file = Rc::new(File::open_rw(&segment_path(&self.config.dir, self.config.shard, segment)).await?);
         self.state.borrow_mut().open_file = Some((segment, Rc::clone(&file)));
@@ -311,7 +324,7 @@ impl CommitLog {
             (state.written, state.open_file.as_ref().map(|(_, f)| Rc::clone(f)))
         };
         if let Some(file) = file {
-            file.sync_data().await?;
+            self.sync_file(&file).await?;
         }
         let mut state = self.state.borrow_mut();
         if written > state.durable {

@@ -1,5 +1,9 @@
-//! `shoal nodetool`: storage operations on a running node, through its
-//! HTTP API (the same REST paths ScyllaDB's nodetool uses).
+//! `shoal nodetool`: a running node's state and storage operations, through
+//! its HTTP API (ScyllaDB's REST paths where it has them). Reports (status,
+//! info, tablestats) are built from the node's `/metrics`, so they show
+//! exactly what monitoring sees.
+
+mod report;
 
 use std::io::{Read, Write};
 use std::net::TcpStream;
@@ -19,6 +23,13 @@ pub struct NodetoolArgs {
 
 #[derive(Debug, clap::Subcommand)]
 pub enum NodetoolCommand {
+    /// The cluster's nodes: state, load, tokens, ownership, host id.
+    Status,
+    /// This node: id, uptime, load, memory, requests.
+    Info,
+    /// Per-table statistics (cfstats): all tables, a keyspace's, or `ks.table`.
+    #[command(alias = "cfstats")]
+    Tablestats { tables: Vec<String> },
     /// Flush memtables to SSTables: all keyspaces, one keyspace, or some of its tables.
     Flush { keyspace: Option<String>, tables: Vec<String> },
     /// Major compaction: each table's SSTables into one.
@@ -34,10 +45,14 @@ pub enum NodetoolCommand {
 
 /// Runs the command; the error is for the user.
 pub fn run(args: NodetoolArgs) -> Result<(), String> {
+    let api = Api { address: format!("{}:{}", args.host, args.api_port) };
     let tables_query =
         |tables: &[String]| if tables.is_empty() { String::new() } else { format!("?cf={}", tables.join(",")) };
     let keyspace_path = |k: &Option<String>| k.as_ref().map(|k| format!("/{k}")).unwrap_or_default();
     let (path, done) = match &args.command {
+        NodetoolCommand::Status => return report::status(&api, &args.host),
+        NodetoolCommand::Info => return report::info(&api),
+        NodetoolCommand::Tablestats { tables } => return report::tablestats(&api, tables),
         NodetoolCommand::Flush { keyspace, tables } => {
             (format!("/storage_service/keyspace_flush{}{}", keyspace_path(keyspace), tables_query(tables)), "flushed")
         }
@@ -55,20 +70,37 @@ pub fn run(args: NodetoolArgs) -> Result<(), String> {
             (format!("/storage_service/snapshots?tag={tag}{kn}"), "snapshot taken")
         }
     };
-    let address = format!("{}:{}", args.host, args.api_port);
-    let fail = |e: std::io::Error| format!("cannot reach the node's API at {address}: {e}");
-    let mut stream = TcpStream::connect(&address).map_err(fail)?;
-    // Flushes and compactions of big tables take a while.
-    stream.set_read_timeout(Some(Duration::from_secs(3600))).map_err(fail)?;
-    write!(stream, "POST {path} HTTP/1.1\r\nHost: {address}\r\nContent-Length: 0\r\nConnection: close\r\n\r\n")
-        .map_err(fail)?;
-    let mut response = String::new();
-    stream.read_to_string(&mut response).map_err(fail)?;
-    let (head, body) = response.split_once("\r\n\r\n").unwrap_or((&response, ""));
-    if head.starts_with("HTTP/1.1 200") {
-        println!("{done}");
-        Ok(())
-    } else {
-        Err(format!("{}: {}", head.lines().next().unwrap_or_default(), body.trim()))
+    api.request("POST", &path)?;
+    println!("{done}");
+    Ok(())
+}
+
+/// The node's HTTP API.
+struct Api {
+    address: String,
+}
+
+impl Api {
+    /// Sends one request and returns the body of a 200 answer.
+    fn request(&self, method: &str, path: &str) -> Result<String, String> {
+        let address = &self.address;
+        let fail = |e: std::io::Error| format!("cannot reach the node's API at {address}: {e}");
+        let mut stream = TcpStream::connect(address).map_err(fail)?;
+        // Flushes and compactions of big tables take a while.
+        stream.set_read_timeout(Some(Duration::from_secs(3600))).map_err(fail)?;
+        write!(stream, "{method} {path} HTTP/1.1\r\nHost: {address}\r\nContent-Length: 0\r\nConnection: close\r\n\r\n")
+            .map_err(fail)?;
+        let mut response = String::new();
+        stream.read_to_string(&mut response).map_err(fail)?;
+        let (head, body) = response.split_once("\r\n\r\n").unwrap_or((&response, ""));
+        if head.starts_with("HTTP/1.1 200") {
+            Ok(body.to_string())
+        } else {
+            Err(format!("{}: {}", head.lines().next().unwrap_or_default(), body.trim()))
+        }
+    }
+
+    fn get(&self, path: &str) -> Result<String, String> {
+        self.request("GET", path)
     }
 }

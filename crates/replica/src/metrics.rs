@@ -1,0 +1,151 @@
+//! The replica's metrics on this shard: local reads and writes per table
+//! with their time, flushes and compaction work as they happen, and at
+//! scrape time the sizes the engine already keeps (memtables, SSTables,
+//! commitlog). `nodetool tablestats` is built from these.
+
+use std::cell::{Cell, RefCell};
+use std::collections::HashMap;
+use std::rc::Rc;
+use std::time::Duration;
+
+use shoal_metrics::{Collector, Counter};
+use shoal_schema::SYSTEM_KEYSPACES;
+use shoal_storage::compaction::CompactionReport;
+use uuid::Uuid;
+
+use crate::database::Database;
+
+/// Local operations on one table, since start.
+#[derive(Default)]
+struct TableOps {
+    reads: Cell<u64>,
+    read_us: Cell<u64>,
+    writes: Cell<u64>,
+    write_us: Cell<u64>,
+}
+
+pub(crate) struct ReplicaMetrics {
+    tables: RefCell<HashMap<Uuid, TableOps>>,
+    flushes: Rc<Counter>,
+    compactions: Rc<Counter>,
+    compaction_bytes_read: Rc<Counter>,
+    compaction_bytes_written: Rc<Counter>,
+}
+
+impl ReplicaMetrics {
+    /// Registers this shard's replica metrics; `database` is read at scrape
+    /// time.
+    pub(crate) fn register(database: fn() -> Rc<Database>) -> ReplicaMetrics {
+        shoal_metrics::register_collector(move |out| collect(&database(), out));
+        ReplicaMetrics {
+            tables: RefCell::new(HashMap::new()),
+            flushes: shoal_metrics::counter("shoal_memtable_flushes_total", "Memtable flushes finished.", &[]),
+            compactions: shoal_metrics::counter("shoal_compactions_total", "Compactions finished.", &[]),
+            compaction_bytes_read: shoal_metrics::counter(
+                "shoal_compaction_bytes_read_total",
+                "SSTable data bytes read by compactions.",
+                &[],
+            ),
+            compaction_bytes_written: shoal_metrics::counter(
+                "shoal_compaction_bytes_written_total",
+                "SSTable data bytes written by compactions.",
+                &[],
+            ),
+        }
+    }
+
+    pub(crate) fn record_read(&self, table: Uuid, elapsed: Duration) {
+        let mut tables = self.tables.borrow_mut();
+        let ops = tables.entry(table).or_default();
+        ops.reads.set(ops.reads.get() + 1);
+        ops.read_us.set(ops.read_us.get() + elapsed.as_micros() as u64);
+    }
+
+    pub(crate) fn record_write(&self, table: Uuid, elapsed: Duration) {
+        let mut tables = self.tables.borrow_mut();
+        let ops = tables.entry(table).or_default();
+        ops.writes.set(ops.writes.get() + 1);
+        ops.write_us.set(ops.write_us.get() + elapsed.as_micros() as u64);
+    }
+
+    pub(crate) fn forget_table(&self, table: Uuid) {
+        self.tables.borrow_mut().remove(&table);
+    }
+
+    pub(crate) fn record_flush(&self) {
+        self.flushes.inc();
+    }
+
+    pub(crate) fn record_compaction(&self, report: &CompactionReport) {
+        self.compactions.inc();
+        self.compaction_bytes_read.add(report.bytes_read);
+        self.compaction_bytes_written.add(report.bytes_written);
+    }
+}
+
+fn collect(db: &Database, out: &mut Collector) {
+    let schema = db.schema();
+    let ops = db.metrics.tables.borrow();
+    let tables = db.tables();
+    let mut user_tables: Vec<_> = tables
+        .iter()
+        .filter_map(|(id, table)| Some((schema.table_by_id(*id)?, id, table)))
+        .filter(|(meta, _, _)| !SYSTEM_KEYSPACES.contains(&meta.keyspace.as_str()))
+        .collect();
+    user_tables.sort_by(|a, b| (&a.0.keyspace, &a.0.name).cmp(&(&b.0.keyspace, &b.0.name)));
+    for (meta, id, table) in user_tables {
+        let labels = vec![("keyspace", meta.keyspace.clone()), ("table", meta.name.clone())];
+        let sstables = table.sstable_set();
+        let gauges: [(&'static str, &'static str, f64); 4] = [
+            (
+                "shoal_memtable_bytes",
+                "Memory held by memtables (active and being flushed).",
+                table.memory_used_bytes() as f64,
+            ),
+            ("shoal_sstables", "Live SSTables.", sstables.len() as f64),
+            (
+                "shoal_sstable_data_bytes",
+                "Bytes of the Data components of live SSTables.",
+                sstables.iter().map(|s| s.data_bytes()).sum::<u64>() as f64,
+            ),
+            (
+                "shoal_sstable_partitions",
+                "Partitions in live SSTables (a partition in several SSTables counts in each).",
+                sstables.iter().map(|s| s.stats().partitions).sum::<u64>() as f64,
+            ),
+        ];
+        for (name, help, value) in gauges {
+            out.gauge(name, help, labels.clone(), value);
+        }
+        let table_ops = ops.get(id);
+        let get = |f: fn(&TableOps) -> &Cell<u64>| table_ops.map_or(0, |o| f(o).get());
+        let counters: [(&'static str, &'static str, f64); 4] = [
+            ("shoal_table_reads_total", "Reads served by this replica.", get(|o| &o.reads) as f64),
+            ("shoal_table_read_seconds_total", "Time spent in local reads.", get(|o| &o.read_us) as f64 / 1e6),
+            ("shoal_table_writes_total", "Writes applied by this replica.", get(|o| &o.writes) as f64),
+            (
+                "shoal_table_write_seconds_total",
+                "Time spent in local writes (commitlog wait included).",
+                get(|o| &o.write_us) as f64 / 1e6,
+            ),
+        ];
+        for (name, help, value) in counters {
+            out.counter(name, help, labels.clone(), value);
+        }
+    }
+    if let Some(log) = db.commitlog.borrow().as_ref() {
+        out.counter(
+            "shoal_commitlog_appended_bytes_total",
+            "Bytes appended to the commitlog.",
+            Vec::new(),
+            log.appended_bytes() as f64,
+        );
+        out.counter("shoal_commitlog_syncs_total", "fdatasyncs of commitlog segments.", Vec::new(), log.syncs() as f64);
+        out.gauge(
+            "shoal_commitlog_disk_bytes",
+            "Bytes of commitlog segments on disk.",
+            Vec::new(),
+            log.disk_bytes() as f64,
+        );
+    }
+}

@@ -1,0 +1,187 @@
+//! The reports of `nodetool status`, `info` and `tablestats`, laid out as
+//! Cassandra's nodetool prints them, from the node's metrics summed over
+//! its shards.
+
+use std::collections::BTreeSet;
+
+use shoal_cql::system::{DATA_CENTER, RACK};
+use shoal_metrics::ParsedSample;
+
+use super::Api;
+
+/// A scrape of `/metrics`.
+struct Metrics(Vec<ParsedSample>);
+
+impl Metrics {
+    fn fetch(api: &Api) -> Result<Metrics, String> {
+        Ok(Metrics(shoal_metrics::parse_text(&api.get("/metrics")?)))
+    }
+
+    /// The sum over all shards of `name`'s samples that pass `keep`.
+    fn sum(&self, name: &str, keep: impl Fn(&ParsedSample) -> bool) -> f64 {
+        self.0.iter().filter(|s| s.name == name && keep(s)).map(|s| s.value).sum()
+    }
+
+    fn total(&self, name: &str) -> f64 {
+        self.sum(name, |_| true)
+    }
+
+    fn shards(&self) -> usize {
+        self.0.iter().filter_map(|s| s.label("shard")).collect::<BTreeSet<_>>().len()
+    }
+
+    /// `(keyspace, table)` of every table the node reports.
+    fn tables(&self) -> BTreeSet<(String, String)> {
+        self.0
+            .iter()
+            .filter(|s| s.name == "shoal_sstables")
+            .filter_map(|s| Some((s.label("keyspace")?.to_string(), s.label("table")?.to_string())))
+            .collect()
+    }
+}
+
+/// A JSON string answer (`"text"`) without its quotes.
+fn json_string(body: &str) -> String {
+    body.trim().trim_matches('"').to_string()
+}
+
+pub(super) fn status(api: &Api, address: &str) -> Result<(), String> {
+    let metrics = Metrics::fetch(api)?;
+    let host_id = json_string(&api.get("/storage_service/hostid/local")?);
+    let load = bytes(metrics.total("shoal_sstable_data_bytes"));
+    println!("Datacenter: {DATA_CENTER}");
+    println!("{}", "=".repeat(12 + DATA_CENTER.len()));
+    println!("Status=Up/Down");
+    println!("|/ State=Normal/Leaving/Joining/Moving");
+    println!("--  {:<15} {:<11} {:<7} {:<8} {:<37} Rack", "Address", "Load", "Tokens", "Owns", "Host ID");
+    println!("UN  {address:<15} {load:<11} {:<7} {:<8} {host_id:<37} {RACK}", 1, "100.0%");
+    Ok(())
+}
+
+pub(super) fn info(api: &Api) -> Result<(), String> {
+    let metrics = Metrics::fetch(api)?;
+    let host_id = json_string(&api.get("/storage_service/hostid/local")?);
+    let uptime_ms: u64 = api.get("/system/uptime_ms")?.trim().parse().map_err(|e| format!("bad uptime answer: {e}"))?;
+    let requests = |op: &str| metrics.sum("shoal_cql_requests_total", |s| s.label("op") == Some(op));
+    let lines = [
+        ("ID", host_id),
+        ("Gossip active", "false".to_string()),
+        ("Native Transport active", "true".to_string()),
+        ("Load", bytes(metrics.total("shoal_sstable_data_bytes"))),
+        ("Uptime (seconds)", (uptime_ms / 1000).to_string()),
+        ("Shards", metrics.shards().to_string()),
+        ("Memtable memory", bytes(metrics.total("shoal_memtable_bytes"))),
+        ("Commitlog on disk", bytes(metrics.total("shoal_commitlog_disk_bytes"))),
+        ("SSTables", metrics.total("shoal_sstables").to_string()),
+        ("CQL connections", metrics.total("shoal_cql_connections").to_string()),
+        (
+            "CQL requests",
+            format!(
+                "{} reads, {} writes, {} other, {} errors",
+                requests("read"),
+                requests("write"),
+                requests("other"),
+                metrics.total("shoal_cql_request_errors_total")
+            ),
+        ),
+        ("Forwarded to other shards", metrics.total("shoal_cql_forwarded_requests_total").to_string()),
+        ("Data Center", DATA_CENTER.to_string()),
+        ("Rack", RACK.to_string()),
+    ];
+    for (name, value) in lines {
+        println!("{name:<26}: {value}");
+    }
+    Ok(())
+}
+
+/// `filters`: `ks` or `ks.table`; empty for every table.
+pub(super) fn tablestats(api: &Api, filters: &[String]) -> Result<(), String> {
+    let metrics = Metrics::fetch(api)?;
+    let wanted = |keyspace: &str, table: &str| {
+        filters.is_empty() || filters.iter().any(|f| f == keyspace || *f == format!("{keyspace}.{table}"))
+    };
+    let tables: Vec<(String, String)> = metrics.tables().into_iter().filter(|(k, t)| wanted(k, t)).collect();
+    if tables.is_empty() && !filters.is_empty() {
+        return Err(format!("no table matches {}", filters.join(" ")));
+    }
+    println!("Total number of tables: {}", tables.len());
+    println!("----------------");
+    let keyspaces: BTreeSet<&str> = tables.iter().map(|(k, _)| k.as_str()).collect();
+    for keyspace in keyspaces {
+        let of_keyspace = |s: &ParsedSample| s.label("keyspace") == Some(keyspace);
+        let latency =
+            |ops: &str, seconds: &str| mean_ms(metrics.sum(seconds, of_keyspace), metrics.sum(ops, of_keyspace));
+        println!("Keyspace : {keyspace}");
+        println!("\tRead Count: {}", metrics.sum("shoal_table_reads_total", of_keyspace));
+        println!("\tRead Latency: {}", latency("shoal_table_reads_total", "shoal_table_read_seconds_total"));
+        println!("\tWrite Count: {}", metrics.sum("shoal_table_writes_total", of_keyspace));
+        println!("\tWrite Latency: {}", latency("shoal_table_writes_total", "shoal_table_write_seconds_total"));
+        for (_, table) in tables.iter().filter(|(k, _)| k == keyspace) {
+            let of_table = |s: &ParsedSample| of_keyspace(s) && s.label("table") == Some(table.as_str());
+            let get = |name: &str| metrics.sum(name, of_table);
+            println!("\t\tTable: {table}");
+            println!("\t\tSSTable count: {}", get("shoal_sstables"));
+            println!("\t\tSpace used (live): {}", get("shoal_sstable_data_bytes"));
+            println!("\t\tMemtable data size: {}", get("shoal_memtable_bytes"));
+            println!("\t\tNumber of partitions (estimate): {}", get("shoal_sstable_partitions"));
+            println!("\t\tLocal read count: {}", get("shoal_table_reads_total"));
+            println!(
+                "\t\tLocal read latency: {}",
+                mean_ms(get("shoal_table_read_seconds_total"), get("shoal_table_reads_total"))
+            );
+            println!("\t\tLocal write count: {}", get("shoal_table_writes_total"));
+            println!(
+                "\t\tLocal write latency: {}",
+                mean_ms(get("shoal_table_write_seconds_total"), get("shoal_table_writes_total"))
+            );
+            println!();
+        }
+        println!("----------------");
+    }
+    Ok(())
+}
+
+/// Mean latency as nodetool prints it; `NaN ms` when nothing was timed.
+fn mean_ms(seconds: f64, count: f64) -> String {
+    if count == 0.0 {
+        "NaN ms".to_string()
+    } else {
+        format!("{:.3} ms", seconds * 1000.0 / count)
+    }
+}
+
+/// Bytes in the largest binary unit that keeps the number ≥ 1, as nodetool
+/// prints a load.
+fn bytes(value: f64) -> String {
+    const UNITS: [&str; 5] = ["bytes", "KiB", "MiB", "GiB", "TiB"];
+    let mut value = value;
+    let mut unit = 0;
+    while value >= 1024.0 && unit < UNITS.len() - 1 {
+        value /= 1024.0;
+        unit += 1;
+    }
+    if unit == 0 {
+        format!("{value} bytes")
+    } else {
+        format!("{value:.2} {}", UNITS[unit])
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn loads_print_in_binary_units() {
+        assert_eq!(bytes(0.0), "0 bytes");
+        assert_eq!(bytes(1023.0), "1023 bytes");
+        assert_eq!(bytes(1536.0), "1.50 KiB");
+        assert_eq!(bytes(5.0 * 1024.0 * 1024.0 * 1024.0), "5.00 GiB");
+    }
+
+    #[test]
+    fn mean_latency_of_nothing_is_nan_as_in_nodetool() {
+        assert_eq!(mean_ms(0.0, 0.0), "NaN ms");
+        assert_eq!(mean_ms(0.5, 1000.0), "0.500 ms");
+    }
+}

@@ -1,0 +1,144 @@
+//! The CQL side of the load generator, on the `scylla` driver: one session
+//! with the driver's default (token- and shard-aware) load balancing,
+//! `--connections` connections per shard (per node on Cassandra), consistency
+//! ONE, prepared statements only, and `--concurrency` tasks each running one
+//! operation at a time.
+//!
+//! Schema (unless `--no-schema`): keyspace with SimpleStrategy RF 1 and
+//! `(pk bigint, ck int, v blob, PRIMARY KEY (pk, ck))`. A write is
+//! `INSERT (pk, ck, v)`; a read is `SELECT v ... WHERE pk = ?`, the whole
+//! partition, and a partition with no rows is a miss. The same statements run
+//! against Shoal and Apache Cassandra (protocol v4).
+
+use std::num::NonZeroUsize;
+use std::sync::Arc;
+use std::time::Instant;
+
+use rand::rngs::StdRng;
+use rand::SeedableRng;
+use scylla::client::execution_profile::ExecutionProfile;
+use scylla::client::session::Session;
+use scylla::client::session_builder::SessionBuilder;
+use scylla::client::PoolSize;
+use scylla::statement::prepared::PreparedStatement;
+use scylla::statement::Consistency;
+use tokio::task::JoinSet;
+
+use crate::args::Config;
+use crate::error::{OpError, StressError};
+use crate::stats::Outcome;
+use crate::workload::{Op, OpKind};
+use crate::{Run, CONNECT_TIMEOUT, OP_TIMEOUT};
+
+/// A connected session with its prepared statements.
+pub struct Target {
+    client: Arc<Client>,
+    connections: usize,
+    concurrency: usize,
+}
+
+struct Client {
+    session: Session,
+    insert: PreparedStatement,
+    select: PreparedStatement,
+    value: Vec<u8>,
+}
+
+impl Target {
+    /// Connects, creates the schema if asked, prepares; any failure is fatal.
+    pub async fn connect(config: &Config, value: Vec<u8>) -> Result<Target, StressError> {
+        let address = config.address();
+        let profile = ExecutionProfile::builder()
+            .consistency(Consistency::One)
+            // The driver gives up a little after our own timeout would.
+            .request_timeout(Some(OP_TIMEOUT + CONNECT_TIMEOUT))
+            .build();
+        let connections = NonZeroUsize::new(config.connections)
+            .ok_or_else(|| StressError::InvalidOption("--connections must be at least 1".into()))?;
+        let session = SessionBuilder::new()
+            .known_node(&address)
+            .pool_size(PoolSize::PerShard(connections))
+            .connection_timeout(CONNECT_TIMEOUT)
+            .default_execution_profile_handle(profile.into_handle())
+            .build()
+            .await
+            .map_err(|e| StressError::Connect { address: address.clone(), reason: e.to_string() })?;
+        let table = format!("{}.{}", config.keyspace, config.table);
+        if !config.no_schema {
+            create_schema(&session, &config.keyspace, &table).await?;
+        }
+        let insert = prepare(&session, format!("INSERT INTO {table} (pk, ck, v) VALUES (?, ?, ?)")).await?;
+        let select = prepare(&session, format!("SELECT v FROM {table} WHERE pk = ?")).await?;
+        let client = Client { session, insert, select, value };
+        Ok(Target { client: Arc::new(client), connections: config.connections, concurrency: config.concurrency })
+    }
+
+    pub fn describe(&self) -> String {
+        let nodes = self.client.session.get_cluster_state().get_nodes_info().len();
+        format!("{nodes} node(s), {} connection(s) per shard, {} ops in flight", self.connections, self.concurrency)
+    }
+
+    /// Starts `--concurrency` worker tasks.
+    pub fn spawn(self, run: &Arc<Run>, workers: &mut JoinSet<()>) {
+        for id in 0..self.concurrency {
+            workers.spawn(worker(id, self.client.clone(), run.clone()));
+        }
+    }
+}
+
+async fn create_schema(session: &Session, keyspace: &str, table: &str) -> Result<(), StressError> {
+    let statements = [
+        format!(
+            "CREATE KEYSPACE IF NOT EXISTS {keyspace} \
+             WITH replication = {{'class': 'SimpleStrategy', 'replication_factor': 1}}"
+        ),
+        format!("CREATE TABLE IF NOT EXISTS {table} (pk bigint, ck int, v blob, PRIMARY KEY (pk, ck))"),
+    ];
+    for statement in statements {
+        session
+            .query_unpaged(statement.as_str(), ())
+            .await
+            .map_err(|e| StressError::Schema(format!("{statement}: {e}")))?;
+    }
+    // Token-aware routing needs the new keyspace's replication in the driver's
+    // metadata; do not wait for a schema-change event to bring it.
+    session.refresh_metadata().await.map_err(|e| StressError::Schema(format!("refreshing metadata: {e}")))
+}
+
+async fn prepare(session: &Session, statement: String) -> Result<PreparedStatement, StressError> {
+    session.prepare(statement.as_str()).await.map_err(|e| StressError::Prepare { statement, reason: e.to_string() })
+}
+
+/// Runs operations one at a time until the schedule ends.
+async fn worker(id: usize, client: Arc<Client>, run: Arc<Run>) {
+    let mut rng = StdRng::from_entropy();
+    while let Some(claim) = run.schedule.claim(Instant::now()) {
+        let start = run.wait_for(&claim).await;
+        let op = run.workload.op(claim.index, &mut rng);
+        let result = match tokio::time::timeout(OP_TIMEOUT, client.execute(&op)).await {
+            Ok(result) => result,
+            Err(_) => Err(OpError::Timeout(OP_TIMEOUT)),
+        };
+        run.recorders.record(id, op.kind, &result, start.elapsed(), claim.measured);
+    }
+}
+
+impl Client {
+    async fn execute(&self, op: &Op) -> Result<Outcome, OpError> {
+        // Config bounds keys to i64 and rows to i32.
+        let pk = op.pk as i64;
+        let cql = |e: &dyn std::fmt::Display| OpError::Cql(e.to_string());
+        match op.kind {
+            OpKind::Write => {
+                let values = (pk, op.ck as i32, self.value.as_slice());
+                self.session.execute_unpaged(&self.insert, values).await.map_err(|e| cql(&e))?;
+                Ok(Outcome::Done)
+            }
+            OpKind::Read => {
+                let result = self.session.execute_unpaged(&self.select, (pk,)).await.map_err(|e| cql(&e))?;
+                let rows = result.into_rows_result().map_err(|e| cql(&e))?;
+                Ok(if rows.rows_num() == 0 { Outcome::Miss } else { Outcome::Done })
+            }
+        }
+    }
+}
