@@ -9,7 +9,8 @@
 #   scripts/cassandra.sh status [DIR]
 #
 # Env: CASSANDRA_VERSION (default 5.0.9; 4.1.10 also works), CASSANDRA_HEAP (default 1G),
-#      CASSANDRA_STORAGE_PORT (7000), CASSANDRA_JMX_PORT (7199), CASSANDRA_START_TIMEOUT (120 s).
+#      CASSANDRA_STORAGE_PORT (7000), CASSANDRA_JMX_PORT (7199), CASSANDRA_START_TIMEOUT (120 s),
+#      CASSANDRA_TASKSET (unset; a CPU list: start the JVM under `taskset -c LIST`, as bench/ does).
 #      Where Maven Central cannot be reached, point the installer at jars you have:
 #      CASSANDRA_TARBALL=/path/apache-cassandra-$VERSION-bin.tar.gz  (its lib/ is used), or
 #      CASSANDRA_LIB_DIR=/dir/with/cassandra-all-$VERSION.jar-and-its-dependencies.
@@ -25,6 +26,8 @@ HEAP="${CASSANDRA_HEAP:-1G}"
 STORAGE_PORT="${CASSANDRA_STORAGE_PORT:-7000}"
 JMX_PORT="${CASSANDRA_JMX_PORT:-7199}"
 START_TIMEOUT="${CASSANDRA_START_TIMEOUT:-120}"
+PIN=()
+[[ -z "${CASSANDRA_TASKSET:-}" ]] || PIN=(taskset -c "$CASSANDRA_TASKSET")
 
 log() { echo "cassandra.sh: $*" >&2; }
 
@@ -217,8 +220,8 @@ start() { # [PORT] [DIR]
     write_conf "$dir" "$port"
     jvm_opts "$dir" >"$dir/conf/jvm.opts"
     : >"$dir/logs/system.log"
-    log "starting Cassandra $VERSION on 127.0.0.1:$port (heap $HEAP, dir $dir)"
-    (cd "$HOME_DIR" && exec setsid java @"$dir/conf/jvm.opts" -cp "$dir/conf:$LIB/*" \
+    log "starting Cassandra $VERSION on 127.0.0.1:$port (heap $HEAP, dir $dir${PIN[*]:+, ${PIN[*]}})"
+    (cd "$HOME_DIR" && exec setsid ${PIN[@]+"${PIN[@]}"} java @"$dir/conf/jvm.opts" -cp "$dir/conf:$LIB/*" \
         org.apache.cassandra.service.CassandraDaemon </dev/null >"$dir/logs/stdout.log" 2>&1) &
     local pid=$!
     echo "$pid" >"$dir/cassandra.pid"

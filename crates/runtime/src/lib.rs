@@ -13,9 +13,11 @@
 mod cpus;
 mod inbox;
 mod shard;
+mod task;
 
 pub mod net;
 pub mod time;
 
 pub use cpus::allowed_cpus;
 pub use shard::{nr_shards, spawn, start_shards, submit_to, this_shard, ShardError, Shards};
+pub use task::yield_now;

@@ -33,11 +33,12 @@ use std::time::{Duration, Instant};
 
 use bytes::Bytes;
 use hdrhistogram::Histogram;
+use shoal_runtime::yield_now;
 use shoal_storage::commitlog::{
     decode_mutation, encode_mutation, replay_segment, segment_ids, segment_path, CommitLog, CommitLogConfig, Position,
     SyncMode,
 };
-use shoal_storage::compaction::{compact_major, yield_now};
+use shoal_storage::compaction::compact_major;
 use shoal_storage::sstable::compression::Compression;
 use shoal_storage::{
     Cell, ClusteredRow, ClusteringRange, ColumnData, Partition, PartitionPosition, PartitionUpdate, Row, RowMarker,

@@ -263,6 +263,13 @@ impl Table {
             sealed.writing.set(false);
             self.flushed.notify_all();
             result?;
+            // Written and out of the sealed list: reads no longer see it, and
+            // they never hold it across an await, so this is the last handle.
+            if let Ok(Sealed { memtable, .. }) = Rc::try_unwrap(sealed) {
+                if let Ok(memtable) = Rc::try_unwrap(memtable) {
+                    memtable.release().await;
+                }
+            }
         }
         // Memtables sealed earlier by another flush: done when they are.
         while self.sealed.borrow().iter().any(|s| s.writing.get()) {

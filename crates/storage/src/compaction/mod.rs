@@ -15,6 +15,8 @@ pub mod strategy;
 
 use std::rc::Rc;
 
+use shoal_runtime::yield_now;
+
 use crate::error::StorageResult;
 use crate::partition::Partition;
 use crate::sstable::writer::{self, Writer};
@@ -156,19 +158,4 @@ async fn finish(
             Err(e)
         }
     }
-}
-
-/// Lets the shard's other tasks run.
-pub async fn yield_now() {
-    let mut yielded = false;
-    std::future::poll_fn(|cx| {
-        if yielded {
-            std::task::Poll::Ready(())
-        } else {
-            yielded = true;
-            cx.waker().wake_by_ref();
-            std::task::Poll::Pending
-        }
-    })
-    .await;
 }

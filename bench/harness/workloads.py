@@ -1,0 +1,138 @@
+"""The workloads of the comparison and the quick/full modes.
+
+A workload is one line of WORKLOADS: the protocol it speaks, the systems that
+run it (Shoal first, then its peer), how its data is loaded first and the
+`shoal stress` options of the measured runs. Every system is driven by the
+same `shoal stress` command line; only --port differs. Workloads with the same
+population (protocol, table, keys, rows per partition) share the data loaded
+into a running server, so e.g. memcache-get and memcache-get-pipelined load
+the keys once.
+
+A mode fixes the sizes, run lengths and offered-load steps. Sizes are chosen
+to fit in RAM for every system (Shoal --memory 2G: a 512 MB memtable budget;
+memcached -m 1024; Cassandra heap 1G) and quick mode to finish in about five
+minutes on a 2-core machine.
+"""
+from dataclasses import dataclass
+
+VALUE_SIZE = 1024
+KEYSPACE = "shoal_bench"
+SLO_MS = 10.0            # the stepped run stops once p99 passes this
+SHORTFALL = 0.90         # ... or once achieved < SHORTFALL * offered
+
+
+@dataclass(frozen=True)
+class Mode:
+    name: str
+    keys: int                 # population of the 1-row workloads (1 KiB values)
+    partitions: int           # population of cql-partition-read (x16 rows)
+    warmup_s: int             # every measured run: warmup, not recorded ...
+    duration_s: int           # ... then this long, recorded
+    fractions: tuple          # offered loads of the stepped run, as fractions of the max
+    concurrency: int = 64     # ops in flight (whole loader)
+    cql_connections: int = 1  # driver connections per shard/host
+    mc_connections: int = 4   # memcache TCP connections
+    populate_timeout_s: int = 300
+
+
+MODES = {
+    "quick": Mode("quick", keys=100_000, partitions=10_000, warmup_s=1, duration_s=3,
+                  fractions=(0.25, 0.5, 0.75, 0.9, 1.0, 1.2)),
+    "full": Mode("full", keys=400_000, partitions=25_000, warmup_s=5, duration_s=20,
+                 fractions=(0.1, 0.25, 0.5, 0.6, 0.7, 0.8, 0.9, 0.95, 1.0, 1.1, 1.25, 1.5),
+                 populate_timeout_s=900),
+}
+
+
+@dataclass(frozen=True)
+class Workload:
+    name: str
+    protocol: str             # "cql" | "memcache"
+    systems: tuple            # system names, Shoal first; the others are its peers
+    what: str                 # one line for the report and README
+    run: tuple                # `shoal stress` options of the measured runs
+    table: str = ""           # CQL table (keyspace KEYSPACE)
+    rows_per_partition: int = 1
+    size: str = "keys"        # which Mode field is the population: "keys" | "partitions"
+    populate: bool = True     # load the population with a seq write run first
+
+    @property
+    def peer(self):
+        return self.systems[1]
+
+    def keys(self, mode):
+        return getattr(mode, self.size)
+
+    def population(self, mode):
+        """Workloads with equal populations share the data loaded into a server."""
+        return (self.protocol, self.table, self.keys(mode), self.rows_per_partition)
+
+    def common_args(self, mode, port):
+        args = ["--protocol", self.protocol, "--host", "127.0.0.1", "--port", str(port),
+                "--keys", str(self.keys(mode)), "--value-size", str(VALUE_SIZE),
+                "--concurrency", str(mode.concurrency)]
+        if self.protocol == "cql":
+            args += ["--keyspace", KEYSPACE, "--table", self.table,
+                     "--rows-per-partition", str(self.rows_per_partition),
+                     "--connections", str(mode.cql_connections)]
+        else:
+            args += ["--connections", str(mode.mc_connections)]
+        return args
+
+    def populate_args(self, mode, port):
+        """A seq write run over every row of the population (None: nothing to load)."""
+        if not self.populate:
+            return None
+        ops = self.keys(mode) * self.rows_per_partition
+        return self.common_args(mode, port) + ["--workload", "write", "--pop", "seq",
+                                               "--count", str(ops)]
+
+    def run_args(self, mode, port, rate=None):
+        args = self.common_args(mode, port) + list(self.run) + [
+            "--warmup", str(mode.warmup_s), "--duration", str(mode.duration_s)]
+        if rate is not None:
+            args += ["--rate", str(int(rate))]
+        return args
+
+
+# The comparison. Shoal's column of the memcache workloads reads "—" until
+# "memcache" is added to Shoal.protocols in systems.py.
+WORKLOADS = (
+    Workload("cql-read", "cql", ("shoal", "cassandra"),
+             "point reads (`SELECT` by partition key) of 1 KiB values, keys uniform over a "
+             "population loaded first; everything in RAM",
+             run=("--workload", "read", "--pop", "uniform"), table="kv1k"),
+    Workload("cql-write", "cql", ("shoal", "cassandra"),
+             "1 KiB single-row writes (`INSERT`), keys uniform over the population "
+             "(overwrites once every key is written)",
+             run=("--workload", "write", "--pop", "uniform"), table="w1k", populate=False),
+    Workload("cql-mixed", "cql", ("shoal", "cassandra"),
+             "1:1 reads:writes of 1 KiB rows, keys gaussian over the population loaded first "
+             "(hot keys in the middle)",
+             run=("--workload", "mixed", "--ratio", "1:1", "--pop", "gaussian"), table="kv1k"),
+    Workload("cql-partition-read", "cql", ("shoal", "cassandra"),
+             "reads of whole 16-row partitions (16 x 1 KiB), partitions uniform over a "
+             "population loaded first",
+             run=("--workload", "read", "--pop", "uniform"), table="p16",
+             rows_per_partition=16, size="partitions"),
+    Workload("memcache-get", "memcache", ("shoal", "memcached"),
+             "text-protocol `get` of 1 KiB values, one request per connection at a time, keys "
+             "uniform over a population loaded first with `set`",
+             run=("--workload", "read", "--pop", "uniform", "--pipeline", "1")),
+    Workload("memcache-get-pipelined", "memcache", ("shoal", "memcached"),
+             "as memcache-get, with 16 `get`s written back to back per connection before the "
+             "replies are read",
+             run=("--workload", "read", "--pop", "uniform", "--pipeline", "16")),
+)
+
+
+def select(only):
+    """The workloads named in `only` (comma-separated or a list), all when empty."""
+    if not only:
+        return list(WORKLOADS)
+    names = [n.strip() for part in only for n in part.split(",") if n.strip()]
+    known = {w.name: w for w in WORKLOADS}
+    unknown = [n for n in names if n not in known]
+    if unknown:
+        raise SystemExit(f"unknown workload(s) {', '.join(unknown)}; known: {', '.join(known)}")
+    return [w for w in WORKLOADS if w.name in names]
