@@ -1,7 +1,10 @@
 #!/usr/bin/env bash
-# Create/refresh the Python venvs used by the driver tests (idempotent).
-#   .venv         <- tests/requirements.txt          (cassandra-driver, cqlsh, pytest)
-#   .venv-scylla  <- tests/requirements-scylla.txt   (scylla-driver, scylla-cqlsh, pytest)
+# Create/refresh the project's Python venvs (idempotent).
+#   scripts/venv.sh [tests]   the driver tests':
+#     .venv         <- tests/requirements.txt          (cassandra-driver, cqlsh, pytest)
+#     .venv-scylla  <- tests/requirements-scylla.txt   (scylla-driver, scylla-cqlsh, pytest)
+#   scripts/venv.sh bench     the benchmark harness's:
+#     .venv-bench   <- bench/requirements.txt          (matplotlib)
 # A venv is rebuilt only when its requirements file changed (stamp = sha256 of
 # the file + python version) or the venv is broken.
 set -euo pipefail
@@ -34,10 +37,21 @@ ensure_venv() { # VENV_DIR REQUIREMENTS CHECK_IMPORT
         -r "$req"
     "$venv/bin/python" -c "$check"
     echo "$want" >"$stamp"
-    echo "venv.sh: $1 ready: $("$venv/bin/python" -m pip freeze 2>/dev/null | grep -iE '^(cassandra-driver|scylla-driver|cqlsh|scylla-cqlsh|pytest)==' | tr '\n' ' ')"
+    echo "venv.sh: $1 ready: $("$venv/bin/python" -m pip freeze 2>/dev/null | grep -iE '^(cassandra-driver|scylla-driver|cqlsh|scylla-cqlsh|pytest|matplotlib)==' | tr '\n' ' ')"
 }
 
-ensure_venv .venv tests/requirements.txt \
-    'import cassandra, pytest, cqlshlib, importlib.util as u; assert u.find_spec("cassandra.shard_info") is None'
-ensure_venv .venv-scylla tests/requirements-scylla.txt \
-    'import cassandra, pytest, cassandra.shard_info'
+case "${1:-tests}" in
+tests)
+    ensure_venv .venv tests/requirements.txt \
+        'import cassandra, pytest, cqlshlib, importlib.util as u; assert u.find_spec("cassandra.shard_info") is None'
+    ensure_venv .venv-scylla tests/requirements-scylla.txt \
+        'import cassandra, pytest, cassandra.shard_info'
+    ;;
+bench)
+    ensure_venv .venv-bench bench/requirements.txt 'import matplotlib'
+    ;;
+*)
+    echo "usage: scripts/venv.sh [tests|bench]" >&2
+    exit 2
+    ;;
+esac
