@@ -141,6 +141,7 @@ impl Database {
     /// Installs a new schema snapshot: creates storage for new tables, drops
     /// it for removed ones, then tells the listeners about `change`.
     pub fn set_schema(&self, schema: Arc<Schema>, change: Option<&SchemaChange>) {
+        let schema = Arc::new(schema.unshared());
         {
             let mut tables = self.tables.borrow_mut();
             tables.retain(|id, table| {

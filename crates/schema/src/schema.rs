@@ -191,6 +191,21 @@ impl Schema {
     pub fn table_by_id(&self, id: Uuid) -> Option<&Arc<TableMeta>> {
         self.tables().find(|t| t.id == id)
     }
+
+    /// A copy that shares no reference count with `self`. Each shard keeps
+    /// its own: every request clones the schema's `Arc`s, and an `Arc`
+    /// shared by shards would have all their cores write one cache line.
+    pub fn unshared(&self) -> Schema {
+        let keyspaces = self
+            .keyspaces
+            .iter()
+            .map(|(name, ks)| {
+                let tables = ks.tables.iter().map(|(name, t)| (name.clone(), Arc::new(TableMeta::clone(t)))).collect();
+                (name.clone(), Arc::new(KeyspaceMeta { tables, ..KeyspaceMeta::clone(ks) }))
+            })
+            .collect();
+        Schema { version: self.version, keyspaces }
+    }
 }
 
 /// What a DDL statement changed, as told to clients in SCHEMA_CHANGE.
@@ -221,4 +236,36 @@ impl SchemaChangeKind {
 pub enum SchemaChangeTarget {
     Keyspace(String),
     Table { keyspace: String, table: String },
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn unshared_copy_is_equal_but_shares_no_arc() {
+        let table = TableMeta {
+            id: Uuid::from_u128(7),
+            keyspace: "ks".into(),
+            name: "t".into(),
+            columns: Vec::new(),
+            options: TableOptions::default(),
+            next_column_id: 0,
+        };
+        let keyspace = KeyspaceMeta {
+            name: "ks".into(),
+            replication: BTreeMap::new(),
+            durable_writes: true,
+            tables: BTreeMap::from([("t".to_string(), Arc::new(table))]),
+        };
+        let schema =
+            Schema { version: Uuid::from_u128(1), keyspaces: BTreeMap::from([("ks".to_string(), Arc::new(keyspace))]) };
+
+        let copy = schema.unshared();
+        assert_eq!(copy, schema);
+        assert!(!Arc::ptr_eq(&copy.keyspaces["ks"], &schema.keyspaces["ks"]));
+        let (copied, original) = (&copy.keyspaces["ks"].tables["t"], &schema.keyspaces["ks"].tables["t"]);
+        assert!(!Arc::ptr_eq(copied, original));
+        assert_eq!(Arc::strong_count(original), 1);
+    }
 }
