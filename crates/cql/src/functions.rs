@@ -192,7 +192,7 @@ thread_local! {
     static NODE: Cell<u64> = Cell::new(rand::random::<u64>() | 0x0100_0000_0000);
 }
 
-fn timeuuid_now() -> [u8; 16] {
+pub(crate) fn timeuuid_now() -> [u8; 16] {
     let now_ticks = now_micros() * 10 + UUID_EPOCH_OFFSET_100NS;
     let tick = LAST_TICK.with(|last| {
         let tick = now_ticks.max(last.get() + 1);

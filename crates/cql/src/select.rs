@@ -84,7 +84,7 @@ pub async fn execute(
     };
     command.start_after = start_after;
     let virtual_table = match system::is_system_keyspace(&meta.keyspace) {
-        true => Some(system::contents(&meta, &schema)?),
+        true => Some(system::contents(&meta, &schema).await?),
         false => None,
     };
     let read = |command: ReadCommand| {

@@ -1,5 +1,6 @@
 //! The system tables drivers read to learn the node and the schema:
-//! `system.local`, `system.peers`, `system.peers_v2` and `system_schema.*`.
+//! `system.local`, `system.peers`, `system.peers_v2` and `system_schema.*`;
+//! and `system_traces.*`, whose rows come from `traces`.
 //!
 //! They are virtual: their definitions are CQL (parsed at start), and their
 //! rows are generated from the node's identity and the current schema
@@ -69,6 +70,8 @@ const DEFINITIONS: &[(&str, &str, &str)] = &[
     ("system_schema", "aggregates", "keyspace_name text, aggregate_name text, argument_types frozen<list<text>>, final_func text, initcond text, return_type text, state_func text, state_type text, PRIMARY KEY (keyspace_name, aggregate_name, argument_types)"),
     ("system_schema", "indexes", "keyspace_name text, table_name text, index_name text, kind text, options frozen<map<text, text>>, PRIMARY KEY (keyspace_name, table_name, index_name)"),
     ("system_schema", "views", "keyspace_name text, view_name text, base_table_id uuid, base_table_name text, bloom_filter_fp_chance double, caching frozen<map<text, text>>, comment text, compaction frozen<map<text, text>>, compression frozen<map<text, text>>, crc_check_chance double, dclocal_read_repair_chance double, default_time_to_live int, extensions frozen<map<text, blob>>, gc_grace_seconds int, id uuid, include_all_columns boolean, max_index_interval int, memtable_flush_period_in_ms int, min_index_interval int, read_repair_chance double, speculative_retry text, where_clause text, PRIMARY KEY (keyspace_name, view_name)"),
+    ("system_traces", "sessions", "session_id uuid PRIMARY KEY, client inet, command text, coordinator inet, duration int, parameters map<text, text>, request text, started_at timestamp"),
+    ("system_traces", "events", "session_id uuid, event_id timeuuid, activity text, source inet, source_elapsed int, thread text, PRIMARY KEY (session_id, event_id)"),
     ("system_schema", "triggers", "keyspace_name text, table_name text, trigger_name text, options frozen<map<text, text>>, PRIMARY KEY (keyspace_name, table_name, trigger_name)"),
 ];
 
@@ -114,10 +117,14 @@ pub fn is_system_keyspace(keyspace: &str) -> bool {
     ddl::SYSTEM_KEYSPACES.contains(&keyspace)
 }
 
+/// One row's values, in its table's column order.
+pub(crate) type Values = Vec<Option<Bytes>>;
+
 /// A storage table filled with the rows of system table `meta` now.
-pub fn contents(meta: &TableMeta, schema: &Schema) -> CqlResult<Table> {
+pub async fn contents(meta: &TableMeta, schema: &Schema) -> CqlResult<Table> {
     let table = Table::new(std::path::PathBuf::new(), 0, shoal_storage::TableOptions::default());
-    let rows: Vec<Vec<Option<Bytes>>> = match (meta.keyspace.as_str(), meta.name.as_str()) {
+    let rows: Vec<Values> = match (meta.keyspace.as_str(), meta.name.as_str()) {
+        ("system_traces", name) => crate::traces::rows(name).await?,
         ("system", "local") => vec![local_row(schema)],
         ("system_schema", "keyspaces") => schema.keyspaces.values().map(|ks| keyspace_row(ks)).collect(),
         ("system_schema", "tables") => schema.tables().map(|t| table_row(t)).collect(),
@@ -131,22 +138,22 @@ pub fn contents(meta: &TableMeta, schema: &Schema) -> CqlResult<Table> {
     Ok(table)
 }
 
-fn text(s: &str) -> Option<Bytes> {
+pub(crate) fn text(s: &str) -> Option<Bytes> {
     Some(Bytes::copy_from_slice(s.as_bytes()))
 }
 
-fn inet(address: IpAddr) -> Option<Bytes> {
+pub(crate) fn inet(address: IpAddr) -> Option<Bytes> {
     Some(match address {
         IpAddr::V4(a) => Bytes::copy_from_slice(&a.octets()),
         IpAddr::V6(a) => Bytes::copy_from_slice(&a.octets()),
     })
 }
 
-fn uuid(id: Uuid) -> Option<Bytes> {
+pub(crate) fn uuid(id: Uuid) -> Option<Bytes> {
     Some(Bytes::copy_from_slice(id.as_bytes()))
 }
 
-fn int(v: i32) -> Option<Bytes> {
+pub(crate) fn int(v: i32) -> Option<Bytes> {
     Some(Bytes::copy_from_slice(&v.to_be_bytes()))
 }
 
@@ -158,7 +165,7 @@ fn boolean(v: bool) -> Option<Bytes> {
     Some(Bytes::from_static(if v { &[1] } else { &[0] }))
 }
 
-fn text_map(map: &BTreeMap<String, String>) -> Option<Bytes> {
+pub(crate) fn text_map(map: &BTreeMap<String, String>) -> Option<Bytes> {
     Some(serialize_items(map.iter().flat_map(|(k, v)| [k.as_bytes(), v.as_bytes()]), map.len()))
 }
 

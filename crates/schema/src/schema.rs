@@ -153,7 +153,7 @@ impl TableMeta {
 
 /// Keyspaces that belong to the node, not to users (their tables are
 /// virtual: made from the schema and node state when read).
-pub const SYSTEM_KEYSPACES: [&str; 2] = ["system", "system_schema"];
+pub const SYSTEM_KEYSPACES: [&str; 3] = ["system", "system_schema", "system_traces"];
 
 #[derive(Debug, Clone, PartialEq)]
 pub struct KeyspaceMeta {

@@ -10,6 +10,7 @@
 
 use std::cell::{Cell, RefCell};
 use std::collections::HashMap;
+use std::net::IpAddr;
 use std::rc::Rc;
 use std::sync::Arc;
 
@@ -22,9 +23,10 @@ use shoal_runtime::net::{AsyncRead, AsyncWriteExt, BufResult, TcpStream};
 use shoal_schema::{SchemaChange as SchemaEvent, SchemaChangeKind, SchemaChangeTarget as EventTarget};
 
 use crate::compression::Compression;
-use crate::frame::{begin_response, finish_frame, FrameDecoder, Opcode};
+use crate::frame::{begin_response, begin_response_with, finish_frame, FrameDecoder, Opcode};
 use crate::metrics::OpenConnection;
 use crate::request::{self, Request};
+use crate::request_trace;
 use crate::response::{self, ColumnSpec, ErrorBody, ErrorKind, RowsWriter};
 
 /// Requests one connection may have running at once (the protocol allows
@@ -43,6 +45,8 @@ pub struct ServerConfig {
 
 struct Connection {
     config: Arc<ServerConfig>,
+    /// The client's address, for traces.
+    client: IpAddr,
     /// Requests read and not yet answered on the socket; shared with the
     /// writer, which must not hold the connection itself (its sender would
     /// then keep the writer alive forever).
@@ -66,6 +70,7 @@ impl Drop for Connection {
 pub async fn run(stream: TcpStream, config: Arc<ServerConfig>) {
     let _open = OpenConnection::new();
     let _ = stream.set_nodelay(true);
+    let client = stream.peer_addr().map_or(IpAddr::from([0, 0, 0, 0]), |a| a.ip());
     let (reader, writer) = stream.into_split();
     let (out, frames) = mpsc::unbounded();
     let (written, mut written_rx) = mpsc::unbounded();
@@ -73,6 +78,7 @@ pub async fn run(stream: TcpStream, config: Arc<ServerConfig>) {
     shoal_runtime::spawn(write_loop(writer, frames, Rc::clone(&in_flight), written));
     let connection = Rc::new(Connection {
         config,
+        client,
         in_flight,
         session: RefCell::new(Session::default()),
         compression: Cell::new(None),
@@ -166,6 +172,8 @@ struct Response {
     opcode: Opcode,
     body: Vec<u8>,
     compressed: bool,
+    /// The trace session of a request sent with the TRACING flag.
+    tracing_id: Option<[u8; 16]>,
 }
 
 impl Connection {
@@ -177,8 +185,9 @@ impl Connection {
     }
 
     fn send(&self, stream: i16, response: Response) {
-        let mut out = Vec::with_capacity(response.body.len() + 16);
-        let start = begin_response(&mut out, stream, response.opcode);
+        let mut out = Vec::with_capacity(response.body.len() + 32);
+        let no_warnings: [&str; 0] = [];
+        let start = begin_response_with(&mut out, stream, response.opcode, response.tracing_id.as_ref(), &no_warnings);
         out.extend_from_slice(&response.body);
         let compression = if response.compressed { self.compression.get() } else { None };
         if finish_frame(&mut out, start, compression).is_err() {
@@ -194,7 +203,7 @@ impl Connection {
 }
 
 fn reply(opcode: Opcode, body: Vec<u8>) -> Response {
-    Response { opcode, body, compressed: true }
+    Response { opcode, body, compressed: true, tracing_id: None }
 }
 
 fn error_response(error: ErrorBody) -> Response {
@@ -207,6 +216,7 @@ async fn handle(connection: &Rc<Connection>, frame: crate::frame::Frame) -> Resp
     let compression = connection.compression.get();
     let flags = frame.header.flags;
     let opcode = frame.header.opcode;
+    let traced = frame.header.wants_tracing();
     let body = match frame.into_body(compression, connection.config.max_frame_bytes) {
         Ok(body) => body,
         Err(e) => return error_response(ErrorBody::protocol(e.to_string())),
@@ -215,10 +225,27 @@ async fn handle(connection: &Rc<Connection>, frame: crate::frame::Frame) -> Resp
         Ok((request, _payload)) => request,
         Err(e) => return error_response(ErrorBody::protocol(e.to_string())),
     };
-    match execute(connection, request).await {
+    let mut trace = traced.then(|| request_trace::begin(connection.client, &request)).flatten();
+    if let Some(trace) = trace.as_mut() {
+        trace.event(format!("Executing {} on shard {}", opcode_name(opcode), shoal_runtime::this_shard()));
+    }
+    let mut response = match execute(connection, request).await {
         Ok(response) => response,
         Err(e) => error_response(to_error_body(e)),
+    };
+    if let Some(mut trace) = trace {
+        trace.event(match response.opcode {
+            Opcode::Error => "Request failed",
+            _ => "Request complete",
+        });
+        response.tracing_id = Some(trace.id());
+        trace.finish();
     }
+    response
+}
+
+fn opcode_name(code: u8) -> &'static str {
+    Opcode::from_u8(code).map_or("request", Opcode::name)
 }
 
 async fn execute(connection: &Rc<Connection>, request: Request) -> Result<Response, CqlError> {
@@ -294,7 +321,7 @@ fn startup(connection: &Connection, options: &HashMap<String, String>) -> Result
         connection.compression.set(Some(compression));
     }
     // READY itself goes out uncompressed: the client switches after it.
-    Ok(Response { opcode: Opcode::Ready, body: Vec::new(), compressed: false })
+    Ok(Response { opcode: Opcode::Ready, body: Vec::new(), compressed: false, tracing_id: None })
 }
 
 fn supported(config: &ServerConfig) -> Vec<u8> {

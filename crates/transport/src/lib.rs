@@ -21,6 +21,7 @@ pub mod connection;
 pub mod frame;
 pub mod metrics;
 pub mod request;
+mod request_trace;
 pub mod response;
 pub mod server;
 pub mod wire;

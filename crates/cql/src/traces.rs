@@ -1,0 +1,190 @@
+//! Query tracing: a request sent with the TRACING frame flag gets a trace
+//! session (its id goes back in the response header), with timed events, and
+//! drivers then read it from `system_traces.sessions` and
+//! `system_traces.events` (Python `ResultSet.get_query_trace()`, the Rust
+//! driver's `Session::get_tracing_info`).
+//!
+//! A session is kept on the shard that served its request; reading either
+//! table gathers the sessions of every shard, so a driver may ask any shard.
+//!
+//! Invariants: a shard keeps at most `SESSIONS_PER_SHARD_MAX` sessions (the
+//! oldest go first, where Cassandra lets them expire after a day) and a
+//! session at most `EVENTS_PER_SESSION_MAX` events, so tracing every request
+//! cannot grow memory without bound; a session becomes visible only once
+//! finished, with its `duration` set, which is what drivers wait for.
+
+use std::cell::RefCell;
+use std::collections::{BTreeMap, VecDeque};
+use std::net::IpAddr;
+use std::time::Instant;
+
+use bytes::Bytes;
+use futures_util::future::join_all;
+use shoal_runtime::{nr_shards, submit_to, this_shard};
+use uuid::Uuid;
+
+use crate::error::{CqlError, CqlResult};
+use crate::functions;
+use crate::system::{self, Values};
+
+const SESSIONS_PER_SHARD_MAX: usize = 1024;
+const EVENTS_PER_SESSION_MAX: usize = 64;
+
+/// A finished trace session, as `system_traces` shows it.
+#[derive(Debug, Clone)]
+struct Session {
+    id: [u8; 16],
+    client: IpAddr,
+    command: &'static str,
+    request: &'static str,
+    parameters: BTreeMap<String, String>,
+    started_at_ms: i64,
+    duration_us: i32,
+    events: Vec<Event>,
+}
+
+#[derive(Debug, Clone)]
+struct Event {
+    id: [u8; 16],
+    activity: String,
+    elapsed_us: i32,
+    thread: String,
+}
+
+thread_local! {
+    static SESSIONS: RefCell<VecDeque<Session>> = const { RefCell::new(VecDeque::new()) };
+}
+
+/// A request being traced. Dropped without [`Trace::finish`], it leaves no
+/// session behind.
+pub struct Trace {
+    session: Session,
+    started: Instant,
+}
+
+impl Trace {
+    /// Starts tracing a request. `command` is the request kind as
+    /// `system_traces.sessions.command` shows it (`QUERY`), `request` the
+    /// description drivers show (`Execute CQL3 query`).
+    pub fn begin(
+        client: IpAddr,
+        command: &'static str,
+        request: &'static str,
+        parameters: BTreeMap<String, String>,
+    ) -> Trace {
+        let session = Session {
+            id: functions::timeuuid_now(),
+            client,
+            command,
+            request,
+            parameters,
+            started_at_ms: functions::now_ms(),
+            duration_us: 0,
+            events: Vec::new(),
+        };
+        Trace { session, started: Instant::now() }
+    }
+
+    /// The session id, a timeuuid, sent back in the response header.
+    pub fn id(&self) -> [u8; 16] {
+        self.session.id
+    }
+
+    /// Records that `activity` happened now.
+    pub fn event(&mut self, activity: impl Into<String>) {
+        if self.session.events.len() >= EVENTS_PER_SESSION_MAX {
+            return;
+        }
+        self.session.events.push(Event {
+            id: functions::timeuuid_now(),
+            activity: activity.into(),
+            elapsed_us: self.elapsed_us(),
+            thread: format!("shard {}", this_shard()),
+        });
+    }
+
+    /// Ends the session and keeps it on this shard, readable from any.
+    pub fn finish(mut self) {
+        self.session.duration_us = self.elapsed_us().max(1);
+        SESSIONS.with(|sessions| {
+            let mut sessions = sessions.borrow_mut();
+            if sessions.len() == SESSIONS_PER_SHARD_MAX {
+                sessions.pop_front();
+            }
+            sessions.push_back(self.session);
+        });
+    }
+
+    fn elapsed_us(&self) -> i32 {
+        i32::try_from(self.started.elapsed().as_micros()).unwrap_or(i32::MAX)
+    }
+}
+
+/// The rows of `system_traces.<table>` (`sessions` or `events`) now, in the
+/// table's column order, gathered from every shard.
+pub(crate) async fn rows(table: &str) -> CqlResult<Vec<Values>> {
+    let answers =
+        join_all((0..nr_shards()).map(|shard| submit_to(shard, || async { SESSIONS.with(|s| s.borrow().clone()) })))
+            .await;
+    let mut rows = Vec::new();
+    for answer in answers {
+        let sessions = answer.map_err(|e| CqlError::Server(format!("reading traces: {e}")))?;
+        for session in &sessions {
+            match table {
+                "sessions" => rows.push(session_row(session)),
+                _ => rows.extend(session.events.iter().map(|e| event_row(session, e))),
+            }
+        }
+    }
+    Ok(rows)
+}
+
+fn session_row(s: &Session) -> Values {
+    let node = system::node();
+    vec![
+        system::uuid(Uuid::from_bytes(s.id)),
+        system::inet(s.client),
+        system::text(s.command),
+        system::inet(node.address),
+        system::int(s.duration_us),
+        system::text_map(&s.parameters),
+        system::text(s.request),
+        Some(Bytes::copy_from_slice(&s.started_at_ms.to_be_bytes())),
+    ]
+}
+
+fn event_row(s: &Session, e: &Event) -> Values {
+    vec![
+        system::uuid(Uuid::from_bytes(s.id)),
+        system::uuid(Uuid::from_bytes(e.id)),
+        system::text(&e.activity),
+        system::inet(system::node().address),
+        system::int(e.elapsed_us),
+        system::text(&e.thread),
+    ]
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn kept_ids() -> Vec<[u8; 16]> {
+        SESSIONS.with(|s| s.borrow().iter().map(|s| s.id).collect())
+    }
+
+    #[test]
+    fn a_shard_keeps_only_the_newest_sessions() {
+        let client = IpAddr::from([127, 0, 0, 1]);
+        let mut ids = Vec::new();
+        for _ in 0..SESSIONS_PER_SHARD_MAX + 5 {
+            let trace = Trace::begin(client, "QUERY", "Execute CQL3 query", BTreeMap::new());
+            ids.push(trace.id());
+            trace.finish();
+        }
+        assert_eq!(kept_ids(), ids[5..]);
+        // An unfinished trace leaves nothing behind.
+        drop(Trace::begin(client, "QUERY", "Execute CQL3 query", BTreeMap::new()));
+        assert_eq!(kept_ids().len(), SESSIONS_PER_SHARD_MAX);
+        assert!(SESSIONS.with(|s| s.borrow().iter().all(|s| s.duration_us >= 1)));
+    }
+}

@@ -1,0 +1,55 @@
+//! What a request sent with the TRACING flag records about itself: the
+//! command and description Cassandra shows in `system_traces.sessions`, and
+//! its parameters (consistency, query text, page size).
+
+use std::collections::BTreeMap;
+use std::net::IpAddr;
+
+use shoal_cql::traces::Trace;
+
+use crate::request::{QueryParams, Request};
+use crate::wire::Consistency;
+
+/// Starts the trace of `request`, or `None` for requests that carry no
+/// statement (STARTUP, OPTIONS, REGISTER, AUTH_RESPONSE), which Cassandra
+/// does not trace either.
+pub(crate) fn begin(client: IpAddr, request: &Request) -> Option<Trace> {
+    let mut parameters = BTreeMap::new();
+    let (command, description) = match request {
+        Request::Query { query, params } => {
+            parameters.insert("query".to_string(), query.clone());
+            add_params(&mut parameters, params);
+            ("QUERY", "Execute CQL3 query")
+        }
+        Request::Execute { params, .. } => {
+            add_params(&mut parameters, params);
+            ("EXECUTE", "Execute CQL3 prepared query")
+        }
+        Request::Prepare { query } => {
+            parameters.insert("query".to_string(), query.clone());
+            ("PREPARE", "Preparing CQL3 query")
+        }
+        Request::Batch(batch) => {
+            parameters.insert("consistency_level".to_string(), consistency_name(batch.consistency));
+            ("BATCH", "Execute batch of CQL3 queries")
+        }
+        Request::Startup { .. } | Request::Options | Request::Register { .. } | Request::AuthResponse { .. } => {
+            return None
+        }
+    };
+    Some(Trace::begin(client, command, description, parameters))
+}
+
+fn add_params(parameters: &mut BTreeMap<String, String>, params: &QueryParams) {
+    parameters.insert("consistency_level".to_string(), consistency_name(params.consistency));
+    if let Some(serial) = params.serial_consistency {
+        parameters.insert("serial_consistency_level".to_string(), consistency_name(serial));
+    }
+    if let Some(page_size) = params.page_size {
+        parameters.insert("page_size".to_string(), page_size.to_string());
+    }
+}
+
+fn consistency_name(code: u16) -> String {
+    Consistency::from_code(code).map_or_else(|| code.to_string(), |c| c.name().to_string())
+}
