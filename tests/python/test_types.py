@@ -66,6 +66,7 @@ ROUND_TRIPS = [
     ("duration", Duration(14, 25, DURATION_NS), "1y2mo3w4d5h6m7s8ms9us10ns", Duration(14, 25, DURATION_NS)),
     ("duration", Duration(0, 2, 3 * 3600 * S), "P2DT3H", Duration(0, 2, 3 * 3600 * S)),
     ("duration", Duration(-1, -2, -3 * MS), "-1mo2d3ms", Duration(-1, -2, -3 * MS)),
+    ("duration", Duration(14, 3, 89 * 3600 * S), "P0001-02-03T89:00:00", Duration(14, 3, 89 * 3600 * S)),
     ("inet", "192.168.1.10", "'192.168.1.10'", "192.168.1.10"),
     ("inet", "::1", "'::1'", "::1"),
     ("inet", "2001:db8::8a2e:370:7334", "'2001:0db8:0000:0000:0000:8a2e:0370:7334'", "2001:db8::8a2e:370:7334"),

@@ -352,6 +352,10 @@ impl Lexer<'_> {
         if is_iso_duration(text) {
             return TokenKind::Duration(text.to_string());
         }
+        if let Some(tail_len) = iso_alternative_tail(text, self.rest()) {
+            self.bump_n(tail_len);
+            return TokenKind::Duration(self.src[start..self.pos].to_string());
+        }
         TokenKind::Ident(text.to_ascii_lowercase())
     }
 
@@ -451,6 +455,20 @@ fn is_iso_duration(text: &str) -> bool {
     }
 }
 
+/// The ISO 8601 alternative format `P0001-02-03T04:05:06`: given the word
+/// read so far (`P0001`, a name) and the text after it, the length of the
+/// rest of the literal (`-02-03T04:05:06`), if that is what follows.
+fn iso_alternative_tail(word: &str, rest: &str) -> Option<usize> {
+    const TAIL: &[u8] = b"-00-00T00:00:00";
+    let year = word.strip_prefix('P')?;
+    let tail = rest.as_bytes().get(..TAIL.len())?;
+    let matches = |pattern: u8, b: u8| if pattern == b'0' { b.is_ascii_digit() } else { pattern == b };
+    let ok = year.len() == 4
+        && year.bytes().all(|b| b.is_ascii_digit())
+        && TAIL.iter().zip(tail).all(|(p, b)| matches(*p, *b));
+    ok.then_some(TAIL.len())
+}
+
 /// Checks `text` is `(<digits><designator>)*` with designators in the given
 /// order, each at most once; returns how many components there were.
 fn designators_ok(text: &str, order: &[u8]) -> Option<usize> {
@@ -531,12 +549,15 @@ mod tests {
         assert_eq!(one(uuid), TokenKind::Uuid(uuid.into()));
         let uuid = "abcdef12-e89b-12d3-a456-426655440000";
         assert_eq!(one(uuid), TokenKind::Uuid(uuid.into()));
-        for d in ["1h30m", "12mo3d", "3w", "500ms", "10us", "10µs", "7ns", "1y", "2D", "P1DT2H", "P3W", "PT5M"] {
+        let all = ["1h30m", "12mo3d", "3w", "500ms", "10us", "10µs", "7ns", "1y", "2D", "P1DT2H", "P3W", "PT5M"];
+        for d in all.into_iter().chain(["P0000-00-00T89:09:09", "P0001-02-03T04:05:06"]) {
             assert_eq!(one(d), TokenKind::Duration(d.into()), "{d}");
         }
         assert_eq!(one("P"), TokenKind::Ident("p".into()));
         assert_eq!(one("PT"), TokenKind::Ident("pt".into()));
         assert_eq!(one("p1d"), TokenKind::Ident("p1d".into()));
+        // Not the whole alternative form: a name, then a minus.
+        assert_eq!(kinds("P0001-02")[..2], [TokenKind::Ident("p0001".into()), TokenKind::Sym(Sym::Minus)]);
     }
 
     #[test]
