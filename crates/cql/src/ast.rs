@@ -45,6 +45,9 @@ pub enum Statement {
     CreateTable(CreateTable),
     AlterTable(AlterTable),
     DropTable(DropTable),
+    CreateType(CreateType),
+    AlterType(AlterType),
+    DropType(DropType),
     Truncate(Truncate),
     Insert(Insert),
     InsertJson(InsertJson),
@@ -140,6 +143,37 @@ pub enum AlterTableOp {
 
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct DropTable {
+    pub keyspace: Option<String>,
+    pub name: String,
+    pub if_exists: bool,
+}
+
+/// `CREATE TYPE [IF NOT EXISTS] ks.t (field type, ...)`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CreateType {
+    pub keyspace: Option<String>,
+    pub name: String,
+    pub if_not_exists: bool,
+    pub fields: Vec<(String, CqlType)>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct AlterType {
+    pub keyspace: Option<String>,
+    pub name: String,
+    pub op: AlterTypeOp,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum AlterTypeOp {
+    /// `ADD f t`.
+    Add(String, CqlType),
+    /// `RENAME a TO b [AND c TO d]`, as (from, to) pairs.
+    Rename(Vec<(String, String)>),
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct DropType {
     pub keyspace: Option<String>,
     pub name: String,
     pub if_exists: bool,
@@ -377,6 +411,8 @@ pub enum Term {
     EmptyBraces,
     /// `(a, b)`; also a 1-tuple `(a)`.
     Tuple(Vec<Term>),
+    /// `{field: term, ...}`: a user type value, fields as written.
+    UserType(Vec<(String, Term)>),
     /// `now()`, `toTimestamp(now())`, `system.now()`; name lowercased unless
     /// quoted, keyspace-qualified names joined with `.`.
     FunctionCall {
@@ -469,6 +505,14 @@ impl fmt::Display for Term {
                 f.write_str("}")
             }
             Term::EmptyBraces => f.write_str("{}"),
+            Term::UserType(fields) => {
+                f.write_str("{")?;
+                for (i, (name, v)) in fields.iter().enumerate() {
+                    let sep = if i > 0 { ", " } else { "" };
+                    write!(f, "{sep}{name}: {v}")?;
+                }
+                f.write_str("}")
+            }
             Term::Tuple(items) => {
                 f.write_str("(")?;
                 write_list(f, items)?;

@@ -53,6 +53,15 @@ impl Collector<'_> {
                     items.iter().zip(fields).for_each(|(t, f)| self.term(t, name, f));
                 }
             }
+            Term::UserType(fields) => {
+                if let CqlType::Udt(udt) = ty {
+                    for (field, term) in fields {
+                        if let Some((_, field_ty)) = udt.fields.iter().find(|(n, _)| n == field) {
+                            self.term(term, field, field_ty);
+                        }
+                    }
+                }
+            }
             Term::Cast { ty, term } => self.term(term, name, ty),
             Term::FunctionCall { args, .. } => args.iter().for_each(|a| self.term(a, name, &CqlType::Timeuuid)),
             Term::Literal(_) | Term::EmptyBraces => {}

@@ -23,6 +23,7 @@ pub mod result;
 pub mod schema_service;
 pub mod select;
 pub mod system;
+pub mod user_types;
 pub mod values;
 
 pub use error::{CqlError, CqlResult};

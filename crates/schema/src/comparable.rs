@@ -65,6 +65,7 @@ fn encode_ascending(ty: &CqlType, v: &[u8], out: &mut Vec<u8>) -> Option<()> {
         CqlType::List(elem) | CqlType::Set(elem) => encode_elements(&[elem], v, out)?,
         CqlType::Map(key, value) => encode_elements(&[key, value], v, out)?,
         CqlType::Tuple(fields) => encode_tuple(fields, v, out)?,
+        CqlType::Udt(udt) => encode_tuple(&udt.field_types(), v, out)?,
     }
     Some(())
 }
@@ -280,6 +281,7 @@ mod tests {
                 let items = (0..n).flat_map(|_| [random_value(key, rng), random_value(value, rng)]).collect();
                 collection(n, items)
             }
+            CqlType::Udt(udt) => random_value(&CqlType::Tuple(udt.field_types()), rng),
             CqlType::Tuple(fields) => {
                 // Sometimes fewer fields than the type has: those are null.
                 let present = fields.len() - rng.below(fields.len() + 1);

@@ -19,5 +19,5 @@ pub use schema::{
 };
 pub use sharder::Sharder;
 pub use token::{murmur3_token, TokenError};
-pub use types::{CqlType, TypeError};
+pub use types::{CqlType, TypeError, UserType};
 pub use value::{Value, ValueError};

@@ -13,7 +13,7 @@ use std::sync::Arc;
 
 use uuid::Uuid;
 
-use crate::types::CqlType;
+use crate::types::{CqlType, UserType};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum ColumnKind {
@@ -162,6 +162,8 @@ pub struct KeyspaceMeta {
     pub replication: BTreeMap<String, String>,
     pub durable_writes: bool,
     pub tables: BTreeMap<String, Arc<TableMeta>>,
+    /// User-defined types, resolved: nested user types carry their fields.
+    pub types: BTreeMap<String, Arc<UserType>>,
 }
 
 /// One immutable version of the whole schema.
@@ -221,4 +223,5 @@ impl SchemaChangeKind {
 pub enum SchemaChangeTarget {
     Keyspace(String),
     Table { keyspace: String, table: String },
+    Type { keyspace: String, name: String },
 }

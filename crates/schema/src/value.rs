@@ -209,6 +209,8 @@ impl Value {
             CqlType::Set(elem) => Value::Set(read_elements(ty, elem, bytes)?),
             CqlType::Map(key, value) => Value::Map(read_entries(ty, key, value, bytes)?),
             CqlType::Tuple(fields) => Value::Tuple(read_tuple(ty, fields, bytes)?),
+            // A user type's value is laid out as a tuple of its fields.
+            CqlType::Udt(udt) => Value::Tuple(read_tuple(ty, &udt.field_types(), bytes)?),
         };
         Ok(value)
     }
@@ -554,6 +556,7 @@ pub fn validate(ty: &CqlType, bytes: &[u8]) -> Result<(), ValueError> {
             validate_elements(ty, "map size", &group, bytes)
         }
         CqlType::Tuple(fields) => validate_tuple(ty, fields, bytes),
+        CqlType::Udt(udt) => validate_tuple(ty, &udt.field_types(), bytes),
         fixed_ty => validate_fixed(fixed_ty, bytes),
     }
 }
@@ -650,6 +653,7 @@ fn try_compare(ty: &CqlType, a: &[u8], b: &[u8]) -> Option<Ordering> {
         CqlType::List(elem) | CqlType::Set(elem) => compare_elements(&[elem], a, b),
         CqlType::Map(key, value) => compare_elements(&[key, value], a, b),
         CqlType::Tuple(fields) => compare_tuples(fields, a, b),
+        CqlType::Udt(udt) => compare_tuples(&udt.field_types(), a, b),
     }
 }
 

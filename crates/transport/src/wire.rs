@@ -338,6 +338,17 @@ impl<'a> Reader<'a> {
                 let value = self.read_type_option_at_depth(depth + 1)?;
                 CqlType::Map(Box::new(key), Box::new(value))
             }
+            0x0030 => {
+                let keyspace = self.read_string()?.to_string();
+                let name = self.read_string()?.to_string();
+                let n = usize::from(self.read_short()?);
+                let mut fields = Vec::with_capacity(self.capacity_for(n, 4));
+                for _ in 0..n {
+                    let field = self.read_string()?.to_string();
+                    fields.push((field, self.read_type_option_at_depth(depth + 1)?));
+                }
+                CqlType::Udt(std::sync::Arc::new(shoal_schema::UserType { keyspace, name, fields }))
+            }
             0x0031 => {
                 let n = usize::from(self.read_short()?);
                 let mut fields = Vec::with_capacity(self.capacity_for(n, 2));
@@ -586,6 +597,17 @@ pub fn write_type_option(out: &mut Vec<u8>, ty: &CqlType) {
             let n = short_count(fields.len());
             write_short(out, n);
             for field in &fields[..usize::from(n)] {
+                write_type_option(out, field);
+            }
+        }
+        CqlType::Udt(udt) => {
+            write_short(out, 0x0030);
+            write_string(out, &udt.keyspace);
+            write_string(out, &udt.name);
+            let n = short_count(udt.fields.len());
+            write_short(out, n);
+            for (name, field) in &udt.fields[..usize::from(n)] {
+                write_string(out, name);
                 write_type_option(out, field);
             }
         }
