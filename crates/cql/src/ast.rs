@@ -245,6 +245,8 @@ pub enum Assignment {
     Subtract { column: String, value: Term },
     /// `c[key] = term`: list index or map key.
     SetElement { column: String, key: Term, value: Term },
+    /// `c.field = term`: one field of a non-frozen user type.
+    SetField { column: String, field: String, value: Term },
 }
 
 /// A column, or one element of a collection column (`c[term]`).
@@ -354,6 +356,11 @@ pub enum SelectorExpr {
     },
     /// A constant or bind marker (`'a'`, `1`, `?`).
     Term(Term),
+    /// `expr.field` of a user type value.
+    Field {
+        expr: Box<SelectorExpr>,
+        field: String,
+    },
 }
 
 /// One `WHERE` restriction; restrictions are joined by `AND`.
@@ -542,6 +549,7 @@ impl fmt::Display for SelectorExpr {
             }
             SelectorExpr::Cast { expr, ty } => write!(f, "cast({expr} as {ty})"),
             SelectorExpr::Term(term) => write!(f, "{term}"),
+            SelectorExpr::Field { expr, field } => write!(f, "{expr}.{field}"),
         }
     }
 }

@@ -144,6 +144,13 @@ impl Collector<'_> {
                 self.term(key, column, &key_ty);
                 self.term(value, column, &value_ty);
             }
+            Assignment::SetField { column, field, value } => {
+                let ty = match self.column_type(column) {
+                    CqlType::Udt(udt) => udt.fields.iter().find(|(n, _)| n == field).map(|(_, ty)| ty.clone()),
+                    _ => None,
+                };
+                self.term(value, &format!("{column}.{field}"), &ty.unwrap_or(CqlType::Blob));
+            }
         }
     }
 }

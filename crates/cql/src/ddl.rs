@@ -97,12 +97,16 @@ pub fn apply(
         Statement::AlterTable(s) => {
             let ks = qualify(s.keyspace.as_deref(), keyspace)?;
             let current = user_table(&next, ks, &s.name)?;
+            // user_table found the keyspace just above.
+            let keyspace = &next.keyspaces[ks];
             let op = match &s.op {
                 AlterTableOp::Add(defs) => {
-                    let keyspace = &next.keyspaces[ks];
                     let resolve =
                         |d: &ColumnDef| Ok(ColumnDef { ty: user_types::resolve(&d.ty, keyspace)?, ..d.clone() });
                     AlterTableOp::Add(defs.iter().map(resolve).collect::<CqlResult<_>>()?)
+                }
+                AlterTableOp::AlterType { column, ty } => {
+                    AlterTableOp::AlterType { column: column.clone(), ty: user_types::resolve(ty, keyspace)? }
                 }
                 op => op.clone(),
             };
@@ -320,16 +324,21 @@ pub fn create_table(keyspace: &str, s: &CreateTable) -> CqlResult<TableMeta> {
 /// types, are frozen (as Cassandra stores and shows them).
 fn checked_column(def: &ColumnDef, kind: ColumnKind) -> CqlResult<ColumnDef> {
     check_column_type(def, kind)?;
-    let ty = match &def.ty {
-        CqlType::List(e) => CqlType::List(Box::new(nested(e, &def.ty)?)),
-        CqlType::Set(e) => CqlType::Set(Box::new(nested(e, &def.ty)?)),
-        CqlType::Map(k, v) => CqlType::Map(Box::new(nested(k, &def.ty)?), Box::new(nested(v, &def.ty)?)),
+    Ok(ColumnDef { ty: stored_type(&def.ty)?, ..def.clone() })
+}
+
+/// A column's or user type field's type as stored and shown: non-frozen
+/// at the top as declared, frozen inside.
+pub(crate) fn stored_type(ty: &CqlType) -> CqlResult<CqlType> {
+    Ok(match ty {
+        CqlType::List(e) => CqlType::List(Box::new(nested(e, ty)?)),
+        CqlType::Set(e) => CqlType::Set(Box::new(nested(e, ty)?)),
+        CqlType::Map(k, v) => CqlType::Map(Box::new(nested(k, ty)?), Box::new(nested(v, ty)?)),
         // A non-frozen user type is stored whole too, but keeps its
         // declared form, which drivers see in system_schema.columns.
-        CqlType::Udt(_) => def.ty.clone(),
+        CqlType::Udt(_) => ty.clone(),
         other => frozen_inside(other),
-    };
-    Ok(ColumnDef { ty, ..def.clone() })
+    })
 }
 
 /// An element type of a non-frozen collection: must itself be frozen if it
@@ -345,8 +354,8 @@ fn nested(element: &CqlType, outer: &CqlType) -> CqlResult<CqlType> {
 }
 
 /// Wraps every tuple, collection and user type at or below `ty` in
-/// `frozen<...>` (a user type's own fields are frozen when it is defined).
-pub(crate) fn frozen_inside(ty: &CqlType) -> CqlType {
+/// `frozen<...>` (a user type's own fields were checked when it was defined).
+fn frozen_inside(ty: &CqlType) -> CqlType {
     let inner = |t: &CqlType| Box::new(frozen_inside(t));
     match ty.unfrozen() {
         CqlType::List(e) => CqlType::Frozen(Box::new(CqlType::List(inner(e)))),

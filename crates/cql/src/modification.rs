@@ -304,7 +304,8 @@ fn assignment_column(assignment: &Assignment) -> &str {
         | Assignment::Add { column, .. }
         | Assignment::Prepend { column, .. }
         | Assignment::Subtract { column, .. }
-        | Assignment::SetElement { column, .. } => column,
+        | Assignment::SetElement { column, .. }
+        | Assignment::SetField { column, .. } => column,
     }
 }
 
@@ -381,6 +382,28 @@ fn assign(
                 Evaluated::Unset => return Ok(()),
             };
             collection_of(row, column).cells.insert(sort_key(key_ty, &key), CollectionCell { key, cell });
+            Ok(())
+        }
+        Assignment::SetField { field, value, .. } => {
+            let CqlType::Udt(udt) = &column.ty else {
+                return Err(invalid(format!(
+                    "Invalid operation ({0}.{field} = ...) on column {0} of type {1}: only fields of non-frozen user types can be set",
+                    column.name, column.ty
+                )));
+            };
+            let index = udt.field_index(field).ok_or_else(|| {
+                invalid(format!("Unknown field {field} in type {} of column {}", udt.name, column.name))
+            })?;
+            let name = format!("{}.{field}", column.name);
+            let value = eval(value, Receiver { name: &name, ty: &udt.fields[index].1 }, bindings)?;
+            if value == Evaluated::Unset {
+                return Ok(());
+            }
+            pending.push(PendingListOp {
+                column: column.id,
+                is_static: column.kind == ColumnKind::Static,
+                kind: ListOpKind::SetField { index, value: value.into_option() },
+            });
             Ok(())
         }
     }

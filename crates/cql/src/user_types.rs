@@ -94,14 +94,16 @@ fn refresh(keyspace: &mut KeyspaceMeta) -> CqlResult<()> {
     Ok(())
 }
 
-/// A field's type as stored: resolved, with user types and collections in
-/// it frozen (a user type's value is always stored whole).
+/// A field's type as stored: resolved, checked and frozen inside as a
+/// column's is. A value of the type is always stored whole.
 fn field_type(ty: &CqlType, keyspace: &KeyspaceMeta, field: &str) -> CqlResult<CqlType> {
-    let ty = crate::ddl::frozen_inside(&resolve(ty, keyspace)?);
     if ty.is_counter() {
         return Err(invalid(format!("A user type cannot contain counters (field {field})")));
     }
-    Ok(ty)
+    if matches!(ty, CqlType::Udt(_)) {
+        return Err(invalid(format!("A user type cannot contain non-frozen UDTs (field {field} of type {ty})")));
+    }
+    crate::ddl::stored_type(&resolve(ty, keyspace)?)
 }
 
 /// Applies CREATE TYPE to `keyspace`; `false` when `IF NOT EXISTS` made it a no-op.

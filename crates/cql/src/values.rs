@@ -86,7 +86,8 @@ pub fn eval(term: &Term, receiver: Receiver<'_>, bindings: Bindings<'_>) -> CqlR
         },
         Term::FunctionCall { name, args } => functions::call(name, args, receiver, bindings),
         Term::Cast { ty: cast, term } => {
-            if cast.unfrozen() != ty {
+            // Compared as text: a user type in a cast is a bare reference.
+            if cast.unfrozen().to_string() != ty.to_string() {
                 return Err(invalid(format!(
                     "Cannot assign a value of type {cast} to {} of type {}",
                     receiver.name, receiver.ty

@@ -5,6 +5,7 @@
 //! A schema snapshot is immutable once built and shared read-only by shards.
 
 pub mod comparable;
+pub mod fields;
 pub mod literal;
 pub mod schema;
 pub mod sharder;

@@ -129,6 +129,11 @@ impl Parser<'_> {
 
     fn assignment(&mut self) -> PResult<Assignment> {
         let column = self.ident("column name")?;
+        if self.eat_sym(Sym::Dot) {
+            let field = self.ident("field name")?;
+            self.expect_sym(Sym::Eq)?;
+            return Ok(Assignment::SetField { column, field, value: self.term()? });
+        }
         if self.eat_sym(Sym::LBracket) {
             let key = self.term()?;
             self.expect_sym(Sym::RBracket)?;

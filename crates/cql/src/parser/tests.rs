@@ -313,6 +313,9 @@ fn update_assignments() {
     let u = update("UPDATE t SET count = count -1, \"Q\" = \"Q\" + ? WHERE k = ?");
     assert_eq!(u.assignments[0], Assignment::Subtract { column: v("count"), value: lit_int("1") });
     assert_eq!(u.assignments[1], Assignment::Add { column: v("Q"), value: Term::Bind(0) });
+    let u = update("UPDATE t SET a.zip = ?, \"B\".\"F\" = 1 WHERE k = ?");
+    assert_eq!(u.assignments[0], Assignment::SetField { column: v("a"), field: v("zip"), value: Term::Bind(0) });
+    assert_eq!(u.assignments[1], Assignment::SetField { column: v("B"), field: v("F"), value: lit_int("1") });
     assert!(err("UPDATE t SET a = b + 1 WHERE k = 1").message.contains("X = X + <value>"));
 }
 
@@ -424,6 +427,11 @@ fn select_selectors() {
     assert_eq!(sel[2].expr, SelectorExpr::FunctionCall { name: "system.now".into(), args: vec![] });
     assert_eq!(sel[3].expr.to_string(), "count(v)");
     assert_eq!(sel[4].expr.to_string(), "max(V)");
+    let sel = exprs("SELECT a.b.c AS x, ks.f(v).g FROM t");
+    let field = |expr: SelectorExpr, field: &str| SelectorExpr::Field { expr: Box::new(expr), field: field.into() };
+    assert_eq!(sel[0].expr, field(field(col("a"), "b"), "c"));
+    assert_eq!(sel[0].alias.as_deref(), Some("x"));
+    assert_eq!(sel[1].expr, field(SelectorExpr::FunctionCall { name: "ks.f".into(), args: vec![col("v")] }, "g"));
     let sel = exprs("SELECT key, type, value, count, timestamp, date, time, text, ttl, writetime, token FROM t");
     assert_eq!(sel.len(), 11);
     assert!(sel.iter().all(|s| matches!(s.expr, SelectorExpr::Column(_))));
