@@ -192,10 +192,24 @@ def test_update_field_of_non_frozen(session, table, addr):
     # On a row without a value, the other fields are null.
     session.execute("UPDATE %s SET n.zip = 9 WHERE k = 1 AND c = 2" % t)
     assert tuple(one(session, "SELECT n FROM %s WHERE k = 1 AND c = 2" % t).n) == (None, 9)
+    session.execute("UPDATE %s SET n.street = 'c' WHERE k = 1 AND c = 1" % t)
+    session.execute("DELETE n.zip FROM %s WHERE k = 1 AND c = 1" % t)
+    assert tuple(one(session, q).n) == ("c", None)
     with pytest.raises(InvalidRequest, match="frozen"):
         session.execute("UPDATE %s SET f.zip = 1 WHERE k = 1 AND c = 1" % t)
+    with pytest.raises(InvalidRequest, match="frozen"):
+        session.execute("DELETE f.zip FROM %s WHERE k = 1 AND c = 1" % t)
     with pytest.raises(InvalidRequest, match="nosuch"):
         session.execute("UPDATE %s SET n.nosuch = 1 WHERE k = 1 AND c = 1" % t)
+
+
+def test_field_of_static_column(session, table, addr):
+    t = table("(k int, c int, s %s static, PRIMARY KEY (k, c))" % addr)
+    session.execute("UPDATE %s SET s.zip = 1 WHERE k = 1" % t)
+    session.execute("UPDATE %s SET s.street = 'x' WHERE k = 1" % t)
+    assert tuple(one(session, "SELECT s FROM %s WHERE k = 1" % t).s) == ("x", 1)
+    session.execute("DELETE s.street FROM %s WHERE k = 1" % t)
+    assert tuple(one(session, "SELECT s FROM %s WHERE k = 1" % t).s) == (None, 1)
 
 
 def test_alter_type_add_reads_old_rows(cluster, session, keyspace, table, addr):

@@ -249,11 +249,13 @@ pub enum Assignment {
     SetField { column: String, field: String, value: Term },
 }
 
-/// A column, or one element of a collection column (`c[term]`).
+/// A column, one element of a collection column (`c[term]`), or one field
+/// of a user type column (`c.field`); never both.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ColumnTarget {
     pub column: String,
     pub element: Option<Term>,
+    pub field: Option<String>,
 }
 
 /// The `IF` clause of an UPDATE or DELETE (INSERT's `IF NOT EXISTS` is a flag).

@@ -337,11 +337,13 @@ fn update_conditions() {
 
 #[test]
 fn delete_forms() {
-    let Statement::Delete(d) = stmt("DELETE a, m['k'], l[0] FROM ks.t USING TIMESTAMP 10 WHERE k = 1 IF a = 3") else {
+    let Statement::Delete(d) = stmt("DELETE a, m['k'], l[0], u.f FROM ks.t USING TIMESTAMP 10 WHERE k = 1 IF a = 3")
+    else {
         panic!("wrong statement")
     };
-    assert_eq!(d.columns.len(), 3);
-    assert_eq!(d.columns[1], ColumnTarget { column: "m".into(), element: Some(lit_str("k")) });
+    assert_eq!(d.columns.len(), 4);
+    assert_eq!(d.columns[1], ColumnTarget { column: "m".into(), element: Some(lit_str("k")), field: None });
+    assert_eq!(d.columns[3], ColumnTarget { column: "u".into(), element: None, field: Some("f".into()) });
     assert_eq!(d.using.timestamp, Some(lit_int("10")));
     assert!(matches!(d.condition, Condition::IfColumns(_)));
     let Statement::Delete(d) = stmt("DELETE FROM t WHERE k IN ? IF EXISTS") else { panic!("wrong statement") };
