@@ -356,4 +356,32 @@ mod tests {
         assert_eq!(ids(table), [("k", 3), ("v", 1)]);
         assert_eq!(table.next_column_id, 4);
     }
+
+    #[test]
+    fn user_types_survive_the_schema_file_in_dependency_order() {
+        let before = run(
+            &Schema::empty(),
+            &[
+                KEYSPACE,
+                "CREATE TYPE ks.z (a int)",
+                "CREATE TYPE ks.\"B\" (z frozen<z>, l list<text>)",
+                "CREATE TYPE ks.a (b frozen<\"B\">)",
+                "ALTER TYPE ks.z ADD c text",
+                "ALTER TYPE ks.z RENAME a TO a2",
+                "CREATE TABLE ks.t (k frozen<a> PRIMARY KEY, v z, m map<int, frozen<\"B\">>)",
+            ],
+        );
+        let text = render(&before);
+        let order: Vec<&str> = text.lines().filter_map(|l| l.strip_prefix("CREATE TYPE ")).collect();
+        assert_eq!(order[0], "\"ks\".\"z\" (\"a2\" int, \"c\" text)");
+        assert!(order[1].starts_with("\"ks\".\"B\" "), "{text}");
+        assert!(order[2].starts_with("\"ks\".\"a\" "), "{text}");
+        let after = reload(&text).expect("rendered schema loads");
+        assert_eq!(after.keyspace("ks").map(|k| &k.types), before.keyspace("ks").map(|k| &k.types));
+        assert_eq!(after.table("ks", "t"), before.table("ks", "t"));
+        // The table's column carries the renamed and added fields, nested.
+        let column = before.table("ks", "t").and_then(|t| t.column("k")).expect("column k");
+        let frozen = |name: &str| format!("{:?}", column.ty).contains(name);
+        assert!(frozen("\"a2\"") && frozen("\"c\""), "{:?}", column.ty);
+    }
 }

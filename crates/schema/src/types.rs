@@ -61,8 +61,8 @@ impl UserType {
         CqlType::Udt(Arc::new(UserType { keyspace: keyspace.unwrap_or_default(), name, fields: Vec::new() }))
     }
 
-    pub fn field_types(&self) -> Vec<CqlType> {
-        self.fields.iter().map(|(_, ty)| ty.clone()).collect()
+    pub fn field_types(&self) -> impl ExactSizeIterator<Item = &CqlType> {
+        self.fields.iter().map(|(_, ty)| ty)
     }
 
     pub fn field_index(&self, name: &str) -> Option<usize> {

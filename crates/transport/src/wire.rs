@@ -753,6 +753,20 @@ mod tests {
     }
 
     #[test]
+    fn user_type_option_round_trips() {
+        let fields = vec![("a".to_string(), CqlType::Int), ("b".to_string(), CqlType::List(Box::new(CqlType::Text)))];
+        let udt = shoal_schema::UserType { keyspace: "ks".into(), name: "t".into(), fields };
+        let ty = CqlType::Udt(std::sync::Arc::new(udt));
+        let mut out = Vec::new();
+        write_type_option(&mut out, &ty);
+        assert_eq!(out[..12], [0, 0x30, 0, 2, b'k', b's', 0, 1, b't', 0, 2, 0]);
+        let mut r = Reader::new(&out);
+        assert_eq!(r.read_type_option(), Ok(ty));
+        assert!(r.is_empty());
+        assert!(Reader::new(&out[..out.len() - 1]).read_type_option().is_err());
+    }
+
+    #[test]
     fn deep_type_options_are_rejected() {
         let mut body = Vec::new();
         for _ in 0..100 {
