@@ -109,6 +109,12 @@ def test_prepared_with_namedtuple_and_registered_class(session, keyspace, table,
     session.execute(insert, (1, Addr("elm", 10), Addr(None, 11)))
     row = one(session, "SELECT f, n FROM %s WHERE k = 1" % t)
     assert (row.f.street, row.f.zip, row.n.street, row.n.zip) == ("elm", 10, None, 11)
+    # Markers inside a literal are typed by their field.
+    by_field = session.prepare("INSERT INTO %s (k, f) VALUES (?, {street: ?, zip: ?})" % t)
+    assert [(c.name, c.type.typename) for c in by_field.column_metadata] == [
+        ("k", "int"), ("f.street", "varchar"), ("f.zip", "int")]
+    session.execute(by_field, (3, "ash", 30))
+    assert tuple(one(session, "SELECT f FROM %s WHERE k = 3" % t).f) == ("ash", 30)
     select = session.prepare("SELECT f FROM %s WHERE k = ? AND f = ? ALLOW FILTERING" % t)
     assert select.column_metadata[1].type.typename == addr  # UDT option in prepared metadata
     assert session.execute(select, (1, Addr("elm", 10))).one().f.zip == 10

@@ -57,7 +57,7 @@ impl Collector<'_> {
                 if let CqlType::Udt(udt) = ty {
                     for (field, term) in fields {
                         if let Some((_, field_ty)) = udt.fields.iter().find(|(n, _)| n == field) {
-                            self.term(term, field, field_ty);
+                            self.term(term, &format!("{name}.{field}"), field_ty);
                         }
                     }
                 }
