@@ -45,6 +45,9 @@ pub enum Statement {
     CreateTable(CreateTable),
     AlterTable(AlterTable),
     DropTable(DropTable),
+    CreateType(CreateType),
+    AlterType(AlterType),
+    DropType(DropType),
     Truncate(Truncate),
     Insert(Insert),
     InsertJson(InsertJson),
@@ -145,6 +148,37 @@ pub struct DropTable {
     pub if_exists: bool,
 }
 
+/// `CREATE TYPE [IF NOT EXISTS] ks.t (field type, ...)`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CreateType {
+    pub keyspace: Option<String>,
+    pub name: String,
+    pub if_not_exists: bool,
+    pub fields: Vec<(String, CqlType)>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct AlterType {
+    pub keyspace: Option<String>,
+    pub name: String,
+    pub op: AlterTypeOp,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum AlterTypeOp {
+    /// `ADD f t`.
+    Add(String, CqlType),
+    /// `RENAME a TO b [AND c TO d]`, as (from, to) pairs.
+    Rename(Vec<(String, String)>),
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct DropType {
+    pub keyspace: Option<String>,
+    pub name: String,
+    pub if_exists: bool,
+}
+
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Truncate {
     pub keyspace: Option<String>,
@@ -211,13 +245,17 @@ pub enum Assignment {
     Subtract { column: String, value: Term },
     /// `c[key] = term`: list index or map key.
     SetElement { column: String, key: Term, value: Term },
+    /// `c.field = term`: one field of a non-frozen user type.
+    SetField { column: String, field: String, value: Term },
 }
 
-/// A column, or one element of a collection column (`c[term]`).
+/// A column, one element of a collection column (`c[term]`), or one field
+/// of a user type column (`c.field`); never both.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ColumnTarget {
     pub column: String,
     pub element: Option<Term>,
+    pub field: Option<String>,
 }
 
 /// The `IF` clause of an UPDATE or DELETE (INSERT's `IF NOT EXISTS` is a flag).
@@ -320,6 +358,11 @@ pub enum SelectorExpr {
     },
     /// A constant or bind marker (`'a'`, `1`, `?`).
     Term(Term),
+    /// `expr.field` of a user type value.
+    Field {
+        expr: Box<SelectorExpr>,
+        field: String,
+    },
 }
 
 /// One `WHERE` restriction; restrictions are joined by `AND`.
@@ -377,6 +420,8 @@ pub enum Term {
     EmptyBraces,
     /// `(a, b)`; also a 1-tuple `(a)`.
     Tuple(Vec<Term>),
+    /// `{field: term, ...}`: a user type value, fields as written.
+    UserType(Vec<(String, Term)>),
     /// `now()`, `toTimestamp(now())`, `system.now()`; name lowercased unless
     /// quoted, keyspace-qualified names joined with `.`.
     FunctionCall {
@@ -469,6 +514,14 @@ impl fmt::Display for Term {
                 f.write_str("}")
             }
             Term::EmptyBraces => f.write_str("{}"),
+            Term::UserType(fields) => {
+                f.write_str("{")?;
+                for (i, (name, v)) in fields.iter().enumerate() {
+                    let sep = if i > 0 { ", " } else { "" };
+                    write!(f, "{sep}{name}: {v}")?;
+                }
+                f.write_str("}")
+            }
             Term::Tuple(items) => {
                 f.write_str("(")?;
                 write_list(f, items)?;
@@ -498,6 +551,7 @@ impl fmt::Display for SelectorExpr {
             }
             SelectorExpr::Cast { expr, ty } => write!(f, "cast({expr} as {ty})"),
             SelectorExpr::Term(term) => write!(f, "{term}"),
+            SelectorExpr::Field { expr, field } => write!(f, "{expr}.{field}"),
         }
     }
 }

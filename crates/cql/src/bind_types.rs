@@ -53,6 +53,15 @@ impl Collector<'_> {
                     items.iter().zip(fields).for_each(|(t, f)| self.term(t, name, f));
                 }
             }
+            Term::UserType(fields) => {
+                if let CqlType::Udt(udt) = ty {
+                    for (field, term) in fields {
+                        if let Some((_, field_ty)) = udt.fields.iter().find(|(n, _)| n == field) {
+                            self.term(term, &format!("{name}.{field}"), field_ty);
+                        }
+                    }
+                }
+            }
             Term::Cast { ty, term } => self.term(term, name, ty),
             Term::FunctionCall { args, .. } => args.iter().for_each(|a| self.term(a, name, &CqlType::Timeuuid)),
             Term::Literal(_) | Term::EmptyBraces => {}
@@ -134,6 +143,13 @@ impl Collector<'_> {
                 };
                 self.term(key, column, &key_ty);
                 self.term(value, column, &value_ty);
+            }
+            Assignment::SetField { column, field, value } => {
+                let ty = match self.column_type(column) {
+                    CqlType::Udt(udt) => udt.fields.iter().find(|(n, _)| n == field).map(|(_, ty)| ty.clone()),
+                    _ => None,
+                };
+                self.term(value, &format!("{column}.{field}"), &ty.unwrap_or(CqlType::Blob));
             }
         }
     }

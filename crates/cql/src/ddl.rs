@@ -15,6 +15,7 @@ use uuid::Uuid;
 
 use crate::ast::{AlterTableOp, ColumnDef, CreateTable, OptionValue, Options, Order, Statement};
 use crate::error::{invalid, CqlError, CqlResult};
+use crate::user_types;
 
 pub use shoal_schema::SYSTEM_KEYSPACES;
 
@@ -43,7 +44,13 @@ pub fn apply(
             }
             check_name(&s.name, "Keyspace")?;
             let (replication, durable_writes) = keyspace_options(&s.options, None)?;
-            let meta = KeyspaceMeta { name: s.name.clone(), replication, durable_writes, tables: BTreeMap::new() };
+            let meta = KeyspaceMeta {
+                name: s.name.clone(),
+                replication,
+                durable_writes,
+                tables: BTreeMap::new(),
+                types: BTreeMap::new(),
+            };
             next.keyspaces.insert(s.name.clone(), Arc::new(meta));
             change(SchemaChangeKind::Created, SchemaChangeTarget::Keyspace(s.name.clone()))
         }
@@ -79,14 +86,31 @@ pub fn apply(
                 });
             }
             check_name(&s.name, "Table")?;
-            let table = create_table(ks, s)?;
+            let mut s = s.clone();
+            for column in &mut s.columns {
+                column.ty = user_types::resolve(&column.ty, current)?;
+            }
+            let table = create_table(ks, &s)?;
             put_table(&mut next, table);
             change(SchemaChangeKind::Created, table_target(ks, &s.name))
         }
         Statement::AlterTable(s) => {
             let ks = qualify(s.keyspace.as_deref(), keyspace)?;
             let current = user_table(&next, ks, &s.name)?;
-            let table = alter_table(current, &s.op)?;
+            // user_table found the keyspace just above.
+            let keyspace = &next.keyspaces[ks];
+            let op = match &s.op {
+                AlterTableOp::Add(defs) => {
+                    let resolve =
+                        |d: &ColumnDef| Ok(ColumnDef { ty: user_types::resolve(&d.ty, keyspace)?, ..d.clone() });
+                    AlterTableOp::Add(defs.iter().map(resolve).collect::<CqlResult<_>>()?)
+                }
+                AlterTableOp::AlterType { column, ty } => {
+                    AlterTableOp::AlterType { column: column.clone(), ty: user_types::resolve(ty, keyspace)? }
+                }
+                op => op.clone(),
+            };
+            let table = alter_table(current, &op)?;
             put_table(&mut next, table);
             change(SchemaChangeKind::Updated, table_target(ks, &s.name))
         }
@@ -100,6 +124,34 @@ pub fn apply(
             meta.tables.remove(&s.name);
             next.keyspaces.insert(ks.to_string(), Arc::new(meta));
             change(SchemaChangeKind::Dropped, table_target(ks, &s.name))
+        }
+        Statement::CreateType(s) => {
+            let ks = qualify(s.keyspace.as_deref(), keyspace)?;
+            let mut meta = user_keyspace(&next, ks)?.as_ref().clone();
+            if !user_types::create(&mut meta, s)? {
+                return Ok(None);
+            }
+            next.keyspaces.insert(ks.to_string(), Arc::new(meta));
+            change(SchemaChangeKind::Created, type_target(ks, &s.name))
+        }
+        Statement::AlterType(s) => {
+            let ks = qualify(s.keyspace.as_deref(), keyspace)?;
+            let mut meta = user_keyspace(&next, ks)?.as_ref().clone();
+            user_types::alter(&mut meta, s)?;
+            next.keyspaces.insert(ks.to_string(), Arc::new(meta));
+            change(SchemaChangeKind::Updated, type_target(ks, &s.name))
+        }
+        Statement::DropType(s) => {
+            let ks = qualify(s.keyspace.as_deref(), keyspace)?;
+            if s.if_exists && next.keyspace(ks).is_none() {
+                return Ok(None);
+            }
+            let mut meta = user_keyspace(&next, ks)?.as_ref().clone();
+            if !user_types::drop(&mut meta, s)? {
+                return Ok(None);
+            }
+            next.keyspaces.insert(ks.to_string(), Arc::new(meta));
+            change(SchemaChangeKind::Dropped, type_target(ks, &s.name))
         }
         _ => return Err(CqlError::Server("not a schema statement".to_string())),
     };
@@ -115,6 +167,10 @@ fn table_target(keyspace: &str, table: &str) -> SchemaChangeTarget {
     SchemaChangeTarget::Table { keyspace: keyspace.to_string(), table: table.to_string() }
 }
 
+fn type_target(keyspace: &str, name: &str) -> SchemaChangeTarget {
+    SchemaChangeTarget::Type { keyspace: keyspace.to_string(), name: name.to_string() }
+}
+
 /// The keyspace a statement names, or the session's (`USE`).
 pub fn qualify<'a>(named: Option<&'a str>, session: Option<&'a str>) -> CqlResult<&'a str> {
     named.or(session).ok_or_else(|| {
@@ -122,7 +178,7 @@ pub fn qualify<'a>(named: Option<&'a str>, session: Option<&'a str>) -> CqlResul
     })
 }
 
-fn check_name(name: &str, what: &str) -> CqlResult<()> {
+pub(crate) fn check_name(name: &str, what: &str) -> CqlResult<()> {
     if name.is_empty() || name.len() > NAME_LENGTH_MAX || !name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_') {
         return Err(invalid(format!("{what} name must not be empty, more than {NAME_LENGTH_MAX} characters long, or contain non-alphanumeric-underscore characters (got \"{name}\")")));
     }
@@ -268,13 +324,21 @@ pub fn create_table(keyspace: &str, s: &CreateTable) -> CqlResult<TableMeta> {
 /// types, are frozen (as Cassandra stores and shows them).
 fn checked_column(def: &ColumnDef, kind: ColumnKind) -> CqlResult<ColumnDef> {
     check_column_type(def, kind)?;
-    let ty = match &def.ty {
-        CqlType::List(e) => CqlType::List(Box::new(nested(e, &def.ty)?)),
-        CqlType::Set(e) => CqlType::Set(Box::new(nested(e, &def.ty)?)),
-        CqlType::Map(k, v) => CqlType::Map(Box::new(nested(k, &def.ty)?), Box::new(nested(v, &def.ty)?)),
+    Ok(ColumnDef { ty: stored_type(&def.ty)?, ..def.clone() })
+}
+
+/// A column's or user type field's type as stored and shown: non-frozen
+/// at the top as declared, frozen inside.
+pub(crate) fn stored_type(ty: &CqlType) -> CqlResult<CqlType> {
+    Ok(match ty {
+        CqlType::List(e) => CqlType::List(Box::new(nested(e, ty)?)),
+        CqlType::Set(e) => CqlType::Set(Box::new(nested(e, ty)?)),
+        CqlType::Map(k, v) => CqlType::Map(Box::new(nested(k, ty)?), Box::new(nested(v, ty)?)),
+        // A non-frozen user type is stored whole too, but keeps its
+        // declared form, which drivers see in system_schema.columns.
+        CqlType::Udt(_) => ty.clone(),
         other => frozen_inside(other),
-    };
-    Ok(ColumnDef { ty, ..def.clone() })
+    })
 }
 
 /// An element type of a non-frozen collection: must itself be frozen if it
@@ -283,10 +347,14 @@ fn nested(element: &CqlType, outer: &CqlType) -> CqlResult<CqlType> {
     if element.is_multi_cell() {
         return Err(invalid(format!("Non-frozen collections are not allowed inside collections: {outer}")));
     }
+    if matches!(element, CqlType::Udt(_)) {
+        return Err(invalid(format!("Non-frozen UDTs are not allowed inside collections: {outer}")));
+    }
     Ok(frozen_inside(element))
 }
 
-/// Wraps every tuple and collection at or below `ty` in `frozen<...>`.
+/// Wraps every tuple, collection and user type at or below `ty` in
+/// `frozen<...>` (a user type's own fields were checked when it was defined).
 fn frozen_inside(ty: &CqlType) -> CqlType {
     let inner = |t: &CqlType| Box::new(frozen_inside(t));
     match ty.unfrozen() {
@@ -294,6 +362,7 @@ fn frozen_inside(ty: &CqlType) -> CqlType {
         CqlType::Set(e) => CqlType::Frozen(Box::new(CqlType::Set(inner(e)))),
         CqlType::Map(k, v) => CqlType::Frozen(Box::new(CqlType::Map(inner(k), inner(v)))),
         CqlType::Tuple(fields) => CqlType::Frozen(Box::new(CqlType::Tuple(fields.iter().map(frozen_inside).collect()))),
+        udt @ CqlType::Udt(_) => CqlType::Frozen(Box::new(udt.clone())),
         native => native.clone(),
     }
 }
@@ -302,6 +371,12 @@ fn check_column_type(def: &ColumnDef, kind: ColumnKind) -> CqlResult<()> {
     if kind.is_primary_key() && def.ty.is_multi_cell() {
         return Err(invalid(format!(
             "Invalid non-frozen collection type {} for PRIMARY KEY component {}",
+            def.ty, def.name
+        )));
+    }
+    if kind.is_primary_key() && matches!(def.ty, CqlType::Udt(_)) {
+        return Err(invalid(format!(
+            "Invalid non-frozen user-defined type \"{}\" for PRIMARY KEY component {}",
             def.ty, def.name
         )));
     }

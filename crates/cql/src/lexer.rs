@@ -20,15 +20,6 @@ pub struct ParseError {
     /// 1-based column, counted in chars (not bytes).
     pub column: usize,
     pub message: String,
-    pub kind: ParseErrorKind,
-}
-
-/// Whether the text is not CQL, or is CQL naming something that does not
-/// exist (Cassandra answers the latter with Invalid, not SyntaxError).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum ParseErrorKind {
-    Syntax,
-    UnknownType,
 }
 
 /// Punctuation and operators.
@@ -180,7 +171,7 @@ impl Lexer<'_> {
     }
 
     fn error(&self, line: usize, column: usize, message: String) -> ParseError {
-        ParseError { line, column, message, kind: ParseErrorKind::Syntax }
+        ParseError { line, column, message }
     }
 
     fn next_token(&mut self) -> Result<Token, ParseError> {

@@ -24,6 +24,7 @@ pub mod schema_service;
 pub mod select;
 pub mod system;
 pub mod traces;
+pub mod user_types;
 pub mod values;
 
 pub use error::{CqlError, CqlResult};

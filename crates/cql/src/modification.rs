@@ -11,7 +11,7 @@ use std::cell::Cell as StdCell;
 use bytes::Bytes;
 use shoal_replica::{ListOp, ListOpKind};
 use shoal_schema::comparable;
-use shoal_schema::{ColumnKind, ColumnMeta, CqlType, TableMeta};
+use shoal_schema::{ColumnKind, ColumnMeta, CqlType, TableMeta, UserType};
 use shoal_storage::{
     Cell, ClusteredRow, Collection, CollectionCell, ColumnData, Expiry, Partition, PartitionPosition, PartitionUpdate,
     RangeTombstone, Row, RowMarker, Tombstone,
@@ -250,10 +250,19 @@ fn delete_columns(
     pending: &mut Vec<PendingListOp>,
 ) -> CqlResult<()> {
     let mut row = Row::default();
-    for ColumnTarget { column: name, element } in &statement.columns {
+    for ColumnTarget { column: name, element, field } in &statement.columns {
         let column = meta.column(name).ok_or_else(|| invalid(format!("Undefined column name {name}")))?;
         if column.kind.is_primary_key() {
             return Err(invalid(format!("Invalid identifier {name} for deletion (should not be a PRIMARY KEY part)")));
+        }
+        if let Some(field) = field {
+            let (_, index) = user_type_field(column, field)?;
+            pending.push(PendingListOp {
+                column: column.id,
+                is_static: column.kind == ColumnKind::Static,
+                kind: ListOpKind::SetField { index, value: None },
+            });
+            continue;
         }
         let target = if column.kind == ColumnKind::Static { &mut update.static_row } else { &mut row };
         match element {
@@ -271,7 +280,8 @@ fn delete_columns(
             Some(key) => delete_element(target, column, key, attrs, bindings)?,
         }
     }
-    if !row.columns.is_empty() {
+    // A field deletion writes its cell into the row on the replica.
+    if !row.columns.is_empty() || pending.iter().any(|p| !p.is_static) {
         let Some(keys) = keys else { return Err(invalid(missing_key_message(meta, "clustering key"))) };
         for (encoded, values) in keys {
             update.rows.insert(encoded.clone(), ClusteredRow { clustering: values.clone(), row: row.clone() });
@@ -304,7 +314,8 @@ fn assignment_column(assignment: &Assignment) -> &str {
         | Assignment::Add { column, .. }
         | Assignment::Prepend { column, .. }
         | Assignment::Subtract { column, .. }
-        | Assignment::SetElement { column, .. } => column,
+        | Assignment::SetElement { column, .. }
+        | Assignment::SetField { column, .. } => column,
     }
 }
 
@@ -383,7 +394,36 @@ fn assign(
             collection_of(row, column).cells.insert(sort_key(key_ty, &key), CollectionCell { key, cell });
             Ok(())
         }
+        Assignment::SetField { field, value, .. } => {
+            let (udt, index) = user_type_field(column, field)?;
+            let name = format!("{}.{field}", column.name);
+            let value = eval(value, Receiver { name: &name, ty: &udt.fields[index].1 }, bindings)?;
+            if value == Evaluated::Unset {
+                return Ok(());
+            }
+            pending.push(PendingListOp {
+                column: column.id,
+                is_static: column.kind == ColumnKind::Static,
+                kind: ListOpKind::SetField { index, value: value.into_option() },
+            });
+            Ok(())
+        }
     }
+}
+
+/// The user type of `column` and the index of its field named `field`; only
+/// non-frozen user types have fields that can be set or deleted alone.
+fn user_type_field<'c>(column: &'c ColumnMeta, field: &str) -> CqlResult<(&'c UserType, usize)> {
+    let CqlType::Udt(udt) = &column.ty else {
+        return Err(invalid(format!(
+            "Invalid operation on field {field} of column {} of type {}: only fields of non-frozen user types can be set or deleted",
+            column.name, column.ty
+        )));
+    };
+    let index = udt
+        .field_index(field)
+        .ok_or_else(|| invalid(format!("Unknown field {field} in type {} of column {}", udt.name, column.name)))?;
+    Ok((udt, index))
 }
 
 fn subtract(

@@ -22,7 +22,6 @@ use crate::ast::{BatchKind, Condition, Parsed, Statement};
 use crate::bind_types::{bind_specs, partition_key_indexes};
 use crate::ddl::qualify;
 use crate::error::{invalid, CqlError, CqlResult};
-use crate::lexer::ParseErrorKind;
 use crate::metrics::{self, Op};
 use crate::modification::{self, Write, WriteContext};
 use crate::result::{PreparedInfo, QueryResult};
@@ -76,12 +75,7 @@ thread_local! {
 }
 
 fn parse(text: &str) -> CqlResult<Parsed> {
-    crate::parser::parse_statement(text).map_err(|e| match e.kind {
-        ParseErrorKind::Syntax => CqlError::Syntax(e.to_string()),
-        ParseErrorKind::UnknownType => {
-            CqlError::Invalid(format!("{} (user-defined types are not supported yet)", e.message))
-        }
-    })
+    crate::parser::parse_statement(text).map_err(|e| CqlError::Syntax(e.to_string()))
 }
 
 /// Runs a statement. The session is only read: a USE answers
@@ -214,7 +208,10 @@ async fn execute_parsed(parsed: &Parsed, keyspace: Option<&str>, mut options: Qu
         | Statement::DropKeyspace(_)
         | Statement::CreateTable(_)
         | Statement::AlterTable(_)
-        | Statement::DropTable(_) => {
+        | Statement::DropTable(_)
+        | Statement::CreateType(_)
+        | Statement::AlterType(_)
+        | Statement::DropType(_) => {
             let statement = parsed.statement.clone();
             let keyspace = keyspace.map(str::to_string);
             let change = shoal_runtime::submit_to(0, move || schema_service::announce(statement, keyspace))

@@ -3,7 +3,7 @@
 //! answers — so a client that sees SCHEMA_CHANGE can use the new schema on
 //! any connection, and a restart finds every acknowledged DDL.
 //!
-//! The schema file is CQL: one CREATE KEYSPACE / CREATE TABLE per line, with
+//! The schema file is CQL: one CREATE KEYSPACE / TYPE / TABLE per line, with
 //! table ids kept in `WITH id = ...`, re-read through the parser at start.
 //! Stored cells are keyed by column id, and ids follow declaration order only
 //! until a column is dropped, so each CREATE TABLE also lists its column ids
@@ -16,11 +16,11 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, OnceLock};
 
 use futures_util::lock::Mutex;
-use shoal_schema::{ClusteringOrder, ColumnKind, KeyspaceMeta, Schema, SchemaChange, TableMeta};
+use shoal_schema::{ClusteringOrder, ColumnKind, KeyspaceMeta, Schema, SchemaChange, TableMeta, UserType};
 
 use crate::ast::{OptionValue, Statement};
 use crate::error::{CqlError, CqlResult};
-use crate::{ddl, system};
+use crate::{ddl, system, user_types};
 
 static SCHEMA_FILE: OnceLock<PathBuf> = OnceLock::new();
 
@@ -170,6 +170,9 @@ pub fn render(schema: &Schema) -> String {
     let mut out = String::new();
     for keyspace in schema.keyspaces.values().filter(|k| !system::is_system_keyspace(&k.name)) {
         let _ = writeln!(out, "{}", create_keyspace(keyspace));
+        for udt in user_types::in_dependency_order(keyspace) {
+            let _ = writeln!(out, "{}", create_type(udt));
+        }
         for table in keyspace.tables.values() {
             let _ = writeln!(out, "{}", create_table(table));
         }
@@ -197,6 +200,11 @@ fn create_keyspace(keyspace: &KeyspaceMeta) -> String {
         map_literal(&keyspace.replication),
         keyspace.durable_writes
     )
+}
+
+fn create_type(udt: &UserType) -> String {
+    let fields: Vec<String> = udt.fields.iter().map(|(name, ty)| format!("{} {ty}", quote(name))).collect();
+    format!("CREATE TYPE {}.{} ({})", quote(&udt.keyspace), quote(&udt.name), fields.join(", "))
 }
 
 fn create_table(table: &TableMeta) -> String {
@@ -347,5 +355,33 @@ mod tests {
         let table = schema.table("ks", "t").expect("table t");
         assert_eq!(ids(table), [("k", 3), ("v", 1)]);
         assert_eq!(table.next_column_id, 4);
+    }
+
+    #[test]
+    fn user_types_survive_the_schema_file_in_dependency_order() {
+        let before = run(
+            &Schema::empty(),
+            &[
+                KEYSPACE,
+                "CREATE TYPE ks.z (a int)",
+                "CREATE TYPE ks.\"B\" (z frozen<z>, l list<text>)",
+                "CREATE TYPE ks.a (b frozen<\"B\">)",
+                "ALTER TYPE ks.z ADD c text",
+                "ALTER TYPE ks.z RENAME a TO a2",
+                "CREATE TABLE ks.t (k frozen<a> PRIMARY KEY, v z, m map<int, frozen<\"B\">>)",
+            ],
+        );
+        let text = render(&before);
+        let order: Vec<&str> = text.lines().filter_map(|l| l.strip_prefix("CREATE TYPE ")).collect();
+        assert_eq!(order[0], "\"ks\".\"z\" (\"a2\" int, \"c\" text)");
+        assert!(order[1].starts_with("\"ks\".\"B\" "), "{text}");
+        assert!(order[2].starts_with("\"ks\".\"a\" "), "{text}");
+        let after = reload(&text).expect("rendered schema loads");
+        assert_eq!(after.keyspace("ks").map(|k| &k.types), before.keyspace("ks").map(|k| &k.types));
+        assert_eq!(after.table("ks", "t"), before.table("ks", "t"));
+        // The table's column carries the renamed and added fields, nested.
+        let column = before.table("ks", "t").and_then(|t| t.column("k")).expect("column k");
+        let frozen = |name: &str| format!("{:?}", column.ty).contains(name);
+        assert!(frozen("\"a2\"") && frozen("\"c\""), "{:?}", column.ty);
     }
 }

@@ -10,6 +10,7 @@ use std::sync::Arc;
 
 use bytes::{Buf, BufMut, Bytes, BytesMut};
 use shoal_replica::{PartitionSelection, ReadCommand, ReadResult, ResultRow, RowPosition};
+use shoal_schema::fields;
 use shoal_schema::token::split_partition_key;
 use shoal_schema::value::{add, compare, divide_for_avg, to_varint, zero_of, Value};
 use shoal_schema::{ClusteringOrder, ColumnKind, CqlType, Schema, TableMeta};
@@ -33,9 +34,22 @@ enum Sel {
     Column(usize),
     WriteTime(usize),
     Ttl(usize),
-    Function { name: String, arg_types: Vec<CqlType>, args: Vec<Sel> },
+    Function {
+        name: String,
+        arg_types: Vec<CqlType>,
+        args: Vec<Sel>,
+    },
     Literal(Option<Bytes>),
-    Aggregate { kind: AggregateKind, arg: Option<Box<Sel>>, ty: CqlType },
+    /// Field `index` of a user type value.
+    Field {
+        value: Box<Sel>,
+        index: usize,
+    },
+    Aggregate {
+        kind: AggregateKind,
+        arg: Option<Box<Sel>>,
+        ty: CqlType,
+    },
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -293,6 +307,16 @@ fn selector_expr(meta: &TableMeta, expr: &SelectorExpr) -> CqlResult<(String, Cq
             }
             (format!("cast({name} as {ty})"), ty.clone(), sel)
         }
+        SelectorExpr::Field { expr, field } => {
+            let (name, ty, sel) = selector_expr(meta, expr)?;
+            let CqlType::Udt(udt) = ty.unfrozen() else {
+                return Err(invalid(format!("Invalid field selection: {name} of type {ty} is not a user type")));
+            };
+            let index = udt
+                .field_index(field)
+                .ok_or_else(|| invalid(format!("{name} of type {} has no field {field}", udt.name)))?;
+            (format!("{name}.{field}"), udt.fields[index].1.clone(), Sel::Field { value: Box::new(sel), index })
+        }
         SelectorExpr::Term(term) => {
             let text = term.to_string();
             let value = eval(term, Receiver { name: &text, ty: &CqlType::Int }, Bindings { values: &[] })?;
@@ -357,6 +381,12 @@ fn evaluate(meta: &TableMeta, sel: &Sel, row: &ResultRow) -> CqlResult<Option<By
         Sel::WriteTime(i) => row.cells[*i].as_ref().map(|c| Bytes::copy_from_slice(&c.timestamp.to_be_bytes())),
         Sel::Ttl(i) => row.cells[*i].as_ref().and_then(|c| c.ttl_s).map(|t| Bytes::copy_from_slice(&t.to_be_bytes())),
         Sel::Literal(v) => v.clone(),
+        Sel::Field { value, index } => match evaluate(meta, value, row)? {
+            Some(v) => fields::field(&v, *index)
+                .map_err(|e| CqlError::Server(format!("corrupt user type value: {e}")))?
+                .map(|f| v.slice_ref(f)),
+            None => None,
+        },
         Sel::Function { name, .. } if name == "token" => {
             Some(Bytes::copy_from_slice(&row.position.partition.token.to_be_bytes()))
         }

@@ -13,7 +13,7 @@ use std::net::IpAddr;
 use std::sync::{Arc, OnceLock};
 
 use bytes::Bytes;
-use shoal_schema::{KeyspaceMeta, Schema, TableMeta};
+use shoal_schema::{KeyspaceMeta, Schema, TableMeta, UserType};
 use shoal_storage::{Cell, ClusteredRow, ColumnData, Partition, PartitionPosition, Row, RowMarker, Table};
 use uuid::Uuid;
 
@@ -104,6 +104,7 @@ pub fn system_keyspaces() -> Vec<KeyspaceMeta> {
             name: ks.to_string(),
             replication: [("class".to_string(), "org.apache.cassandra.locator.LocalStrategy".to_string())].into(),
             durable_writes: true,
+            types: BTreeMap::new(),
             tables: definitions()
                 .iter()
                 .filter(|((k, _), _)| k == ks)
@@ -129,6 +130,9 @@ pub async fn contents(meta: &TableMeta, schema: &Schema) -> CqlResult<Table> {
         ("system_schema", "keyspaces") => schema.keyspaces.values().map(|ks| keyspace_row(ks)).collect(),
         ("system_schema", "tables") => schema.tables().map(|t| table_row(t)).collect(),
         ("system_schema", "columns") => schema.tables().flat_map(|t| column_rows(t)).collect(),
+        ("system_schema", "types") => {
+            schema.keyspaces.values().flat_map(|ks| ks.types.values()).map(|t| type_row(t)).collect()
+        }
         _ => Vec::new(),
     };
     for row in rows {
@@ -223,6 +227,16 @@ fn table_row(t: &TableMeta) -> Vec<Option<Bytes>> {
         int(o.min_index_interval),
         double(0.0),
         text(&o.speculative_retry),
+    ]
+}
+
+fn type_row(t: &UserType) -> Vec<Option<Bytes>> {
+    let types: Vec<String> = t.fields.iter().map(|(_, ty)| ty.to_string()).collect();
+    vec![
+        text(&t.keyspace),
+        text(&t.name),
+        text_set(t.fields.iter().map(|(name, _)| name.as_str())),
+        text_set(types.iter().map(String::as_str)),
     ]
 }
 

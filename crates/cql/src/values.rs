@@ -7,7 +7,7 @@
 use bytes::{BufMut, Bytes, BytesMut};
 use shoal_schema::literal::{parse_literal, LiteralKind};
 use shoal_schema::value::{compare, validate};
-use shoal_schema::CqlType;
+use shoal_schema::{CqlType, UserType};
 
 use crate::ast::{Literal, Term};
 use crate::error::{invalid, CqlResult};
@@ -80,9 +80,14 @@ pub fn eval(term: &Term, receiver: Receiver<'_>, bindings: Bindings<'_>) -> CqlR
             CqlType::Tuple(fields) => tuple(items, receiver.name, fields, bindings),
             _ => Err(mismatch("tuple literal", receiver)),
         },
+        Term::UserType(fields) => match ty {
+            CqlType::Udt(udt) => user_type(fields, receiver.name, udt, bindings),
+            _ => Err(mismatch("user type literal", receiver)),
+        },
         Term::FunctionCall { name, args } => functions::call(name, args, receiver, bindings),
         Term::Cast { ty: cast, term } => {
-            if cast.unfrozen() != ty {
+            // Compared as text: a user type in a cast is a bare reference.
+            if cast.unfrozen().to_string() != ty.to_string() {
                 return Err(invalid(format!(
                     "Cannot assign a value of type {cast} to {} of type {}",
                     receiver.name, receiver.ty
@@ -198,6 +203,31 @@ fn tuple(items: &[Term], name: &str, fields: &[CqlType], bindings: Bindings<'_>)
     let mut out = BytesMut::new();
     for (item, ty) in items.iter().zip(fields) {
         match eval(item, Receiver { name, ty }, bindings)?.into_option() {
+            Some(v) => put_bytes(&mut out, &v),
+            None => out.put_i32(-1),
+        }
+    }
+    Ok(Evaluated::Value(out.freeze()))
+}
+
+/// A user type value: the type's fields in order, each from the literal's
+/// field of that name, null where the literal leaves it out.
+fn user_type(fields: &[(String, Term)], name: &str, udt: &UserType, bindings: Bindings<'_>) -> CqlResult<Evaluated> {
+    if let Some((unknown, _)) = fields.iter().find(|(field, _)| udt.field_index(field).is_none()) {
+        return Err(invalid(format!("Unknown field '{unknown}' in value of user defined type {}", udt.name)));
+    }
+    let mut out = BytesMut::new();
+    for (field, ty) in &udt.fields {
+        let mut given = fields.iter().filter(|(f, _)| f == field);
+        let value = match (given.next(), given.next()) {
+            (_, Some(_)) => return Err(invalid(format!("Duplicate field '{field}' in value of type {}", udt.name))),
+            (None, None) => None,
+            (Some((_, term)), None) => {
+                let field_name = format!("{name}.{field}");
+                eval(term, Receiver { name: &field_name, ty }, bindings)?.into_option()
+            }
+        };
+        match value {
             Some(v) => put_bytes(&mut out, &v),
             None => out.put_i32(-1),
         }

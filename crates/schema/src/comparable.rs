@@ -64,7 +64,8 @@ fn encode_ascending(ty: &CqlType, v: &[u8], out: &mut Vec<u8>) -> Option<()> {
         CqlType::Decimal => encode_decimal(v, out)?,
         CqlType::List(elem) | CqlType::Set(elem) => encode_elements(&[elem], v, out)?,
         CqlType::Map(key, value) => encode_elements(&[key, value], v, out)?,
-        CqlType::Tuple(fields) => encode_tuple(fields, v, out)?,
+        CqlType::Tuple(fields) => encode_tuple(fields.iter(), v, out)?,
+        CqlType::Udt(udt) => encode_tuple(udt.field_types(), v, out)?,
     }
     Some(())
 }
@@ -163,7 +164,7 @@ fn encode_elements(group: &[&CqlType], v: &[u8], out: &mut Vec<u8>) -> Option<()
 
 /// Tuples: per field of the type, 0x00 for null or missing (nulls sort
 /// first, and missing trailing fields equal nulls) or 0x01 and the field.
-fn encode_tuple(fields: &[CqlType], v: &[u8], out: &mut Vec<u8>) -> Option<()> {
+fn encode_tuple<'t>(fields: impl Iterator<Item = &'t CqlType>, v: &[u8], out: &mut Vec<u8>) -> Option<()> {
     let mut reader = Reader::new(v);
     for field in fields {
         let item = if reader.is_empty() { None } else { reader.read_item("field").ok()? };
@@ -280,6 +281,7 @@ mod tests {
                 let items = (0..n).flat_map(|_| [random_value(key, rng), random_value(value, rng)]).collect();
                 collection(n, items)
             }
+            CqlType::Udt(udt) => random_value(&CqlType::Tuple(udt.field_types().cloned().collect()), rng),
             CqlType::Tuple(fields) => {
                 // Sometimes fewer fields than the type has: those are null.
                 let present = fields.len() - rng.below(fields.len() + 1);
@@ -363,7 +365,17 @@ mod tests {
             "frozen<map<text, frozen<tuple<timeuuid, boolean>>>>",
         ]
         .map(ty)
-        .to_vec()
+        .into_iter()
+        .chain([user_type()])
+        .collect()
+    }
+
+    /// `frozen<addr>` with addr (street text, zip varint, tags frozen<set<int>>).
+    fn user_type() -> CqlType {
+        let fields = [("street", "text"), ("zip", "varint"), ("tags", "frozen<set<int>>")];
+        let fields = fields.map(|(name, t)| (name.to_string(), ty(t))).to_vec();
+        let udt = crate::types::UserType { keyspace: "ks".into(), name: "addr".into(), fields };
+        CqlType::Frozen(Box::new(CqlType::Udt(std::sync::Arc::new(udt))))
     }
 
     fn enc(ty: &CqlType, v: &[u8], descending: bool) -> Vec<u8> {

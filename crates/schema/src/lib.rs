@@ -5,6 +5,7 @@
 //! A schema snapshot is immutable once built and shared read-only by shards.
 
 pub mod comparable;
+pub mod fields;
 pub mod literal;
 pub mod schema;
 pub mod sharder;
@@ -19,5 +20,5 @@ pub use schema::{
 };
 pub use sharder::Sharder;
 pub use token::{murmur3_token, TokenError};
-pub use types::{CqlType, TypeError};
+pub use types::{CqlType, TypeError, UserType};
 pub use value::{Value, ValueError};

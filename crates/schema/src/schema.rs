@@ -13,7 +13,7 @@ use std::sync::Arc;
 
 use uuid::Uuid;
 
-use crate::types::CqlType;
+use crate::types::{CqlType, UserType};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum ColumnKind {
@@ -162,6 +162,8 @@ pub struct KeyspaceMeta {
     pub replication: BTreeMap<String, String>,
     pub durable_writes: bool,
     pub tables: BTreeMap<String, Arc<TableMeta>>,
+    /// User-defined types, resolved: nested user types carry their fields.
+    pub types: BTreeMap<String, Arc<UserType>>,
 }
 
 /// One immutable version of the whole schema.
@@ -192,16 +194,19 @@ impl Schema {
         self.tables().find(|t| t.id == id)
     }
 
-    /// A copy that shares no reference count with `self`. Each shard keeps
-    /// its own: every request clones the schema's `Arc`s, and an `Arc`
-    /// shared by shards would have all their cores write one cache line.
+    /// A copy whose keyspaces, tables and types share no reference count
+    /// with `self`. Each shard keeps its own: every request clones the
+    /// schema's `Arc`s, and an `Arc` shared by shards would have all their
+    /// cores write one cache line. (User types nested in column types stay
+    /// shared.)
     pub fn unshared(&self) -> Schema {
         let keyspaces = self
             .keyspaces
             .iter()
             .map(|(name, ks)| {
                 let tables = ks.tables.iter().map(|(name, t)| (name.clone(), Arc::new(TableMeta::clone(t)))).collect();
-                (name.clone(), Arc::new(KeyspaceMeta { tables, ..KeyspaceMeta::clone(ks) }))
+                let types = ks.types.iter().map(|(name, t)| (name.clone(), Arc::new(UserType::clone(t)))).collect();
+                (name.clone(), Arc::new(KeyspaceMeta { tables, types, ..KeyspaceMeta::clone(ks) }))
             })
             .collect();
         Schema { version: self.version, keyspaces }
@@ -236,6 +241,7 @@ impl SchemaChangeKind {
 pub enum SchemaChangeTarget {
     Keyspace(String),
     Table { keyspace: String, table: String },
+    Type { keyspace: String, name: String },
 }
 
 #[cfg(test)]
@@ -257,6 +263,7 @@ mod tests {
             replication: BTreeMap::new(),
             durable_writes: true,
             tables: BTreeMap::from([("t".to_string(), Arc::new(table))]),
+            types: BTreeMap::new(),
         };
         let schema =
             Schema { version: Uuid::from_u128(1), keyspaces: BTreeMap::from([("ks".to_string(), Arc::new(keyspace))]) };

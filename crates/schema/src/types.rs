@@ -6,6 +6,7 @@
 //! drivers parse exactly that text to build their metadata.
 
 use std::fmt;
+use std::sync::Arc;
 
 use thiserror::Error;
 
@@ -37,7 +38,36 @@ pub enum CqlType {
     Set(Box<CqlType>),
     Map(Box<CqlType>, Box<CqlType>),
     Tuple(Vec<CqlType>),
+    /// A user-defined type. Stored whole, like a tuple of its field types,
+    /// whether frozen or not. In a schema it is always resolved (fields
+    /// filled in from the keyspace's definition); the parser produces a bare
+    /// reference (no fields) that DDL and statements resolve.
+    Udt(Arc<UserType>),
     Frozen(Box<CqlType>),
+}
+
+/// A user-defined type's definition: named fields in declaration order.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct UserType {
+    /// Empty in an unqualified reference the parser made.
+    pub keyspace: String,
+    pub name: String,
+    pub fields: Vec<(String, CqlType)>,
+}
+
+impl UserType {
+    /// A reference by name, to be resolved against a keyspace.
+    pub fn reference(keyspace: Option<String>, name: String) -> CqlType {
+        CqlType::Udt(Arc::new(UserType { keyspace: keyspace.unwrap_or_default(), name, fields: Vec::new() }))
+    }
+
+    pub fn field_types(&self) -> impl ExactSizeIterator<Item = &CqlType> {
+        self.fields.iter().map(|(_, ty)| ty)
+    }
+
+    pub fn field_index(&self, name: &str) -> Option<usize> {
+        self.fields.iter().position(|(n, _)| n == name)
+    }
 }
 
 #[derive(Debug, Error, PartialEq, Eq)]
@@ -101,6 +131,20 @@ impl CqlType {
         matches!(self, CqlType::List(_) | CqlType::Set(_) | CqlType::Map(..))
     }
 
+    /// Whether the user type `keyspace.name` occurs anywhere in this type.
+    pub fn mentions_udt(&self, keyspace: &str, name: &str) -> bool {
+        match self {
+            CqlType::Udt(udt) => {
+                (udt.keyspace == keyspace && udt.name == name)
+                    || udt.fields.iter().any(|(_, ty)| ty.mentions_udt(keyspace, name))
+            }
+            CqlType::List(e) | CqlType::Set(e) | CqlType::Frozen(e) => e.mentions_udt(keyspace, name),
+            CqlType::Map(k, v) => k.mentions_udt(keyspace, name) || v.mentions_udt(keyspace, name),
+            CqlType::Tuple(fields) => fields.iter().any(|ty| ty.mentions_udt(keyspace, name)),
+            _ => false,
+        }
+    }
+
     pub fn is_counter(&self) -> bool {
         matches!(self, CqlType::Counter)
     }
@@ -145,6 +189,7 @@ impl fmt::Display for CqlType {
             CqlType::Set(elem) => return write!(f, "set<{elem}>"),
             CqlType::Map(key, value) => return write!(f, "map<{key}, {value}>"),
             CqlType::Frozen(inner) => return write!(f, "frozen<{inner}>"),
+            CqlType::Udt(udt) => return f.write_str(&udt_name(&udt.name)),
             CqlType::Tuple(fields) => {
                 f.write_str("tuple<")?;
                 for (i, field) in fields.iter().enumerate() {
@@ -157,6 +202,17 @@ impl fmt::Display for CqlType {
             }
         };
         f.write_str(name)
+    }
+}
+
+/// A type name as CQL text: quoted unless it reads back unchanged bare.
+fn udt_name(name: &str) -> String {
+    let bare = name.starts_with(|c: char| c.is_ascii_lowercase())
+        && name.chars().all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '_');
+    if bare {
+        name.to_string()
+    } else {
+        format!("\"{}\"", name.replace('"', "\"\""))
     }
 }
 

@@ -208,7 +208,9 @@ impl Value {
             CqlType::List(elem) => Value::List(read_elements(ty, elem, bytes)?),
             CqlType::Set(elem) => Value::Set(read_elements(ty, elem, bytes)?),
             CqlType::Map(key, value) => Value::Map(read_entries(ty, key, value, bytes)?),
-            CqlType::Tuple(fields) => Value::Tuple(read_tuple(ty, fields, bytes)?),
+            CqlType::Tuple(fields) => Value::Tuple(read_tuple(ty, fields.iter(), bytes)?),
+            // A user type's value is laid out as a tuple of its fields.
+            CqlType::Udt(udt) => Value::Tuple(read_tuple(ty, udt.field_types(), bytes)?),
         };
         Ok(value)
     }
@@ -516,10 +518,14 @@ fn read_entries(
 
 /// Tuples may be serialized with fewer fields than the type has (Cassandra
 /// accepts that); the missing trailing fields are null.
-fn read_tuple(ty: &CqlType, fields: &[CqlType], bytes: &[u8]) -> Result<Vec<Option<Value>>, ValueError> {
+fn read_tuple<'t>(
+    ty: &CqlType,
+    fields: impl ExactSizeIterator<Item = &'t CqlType>,
+    bytes: &[u8],
+) -> Result<Vec<Option<Value>>, ValueError> {
     let mut reader = Reader::new(bytes);
     let mut values = Vec::with_capacity(fields.len());
-    for (i, field) in fields.iter().enumerate() {
+    for (i, field) in fields.enumerate() {
         let raw = if reader.is_empty() { None } else { reader.read_item("tuple field")? };
         let value = raw.map(|raw| Value::deserialize(field, raw)).transpose();
         values.push(value.map_err(nested(ty, "field", i))?);
@@ -553,7 +559,8 @@ pub fn validate(ty: &CqlType, bytes: &[u8]) -> Result<(), ValueError> {
             let group = [(&**key, "map key", "key"), (&**value, "map value", "value")];
             validate_elements(ty, "map size", &group, bytes)
         }
-        CqlType::Tuple(fields) => validate_tuple(ty, fields, bytes),
+        CqlType::Tuple(fields) => validate_tuple(ty, fields.iter(), bytes),
+        CqlType::Udt(udt) => validate_tuple(ty, udt.field_types(), bytes),
         fixed_ty => validate_fixed(fixed_ty, bytes),
     }
 }
@@ -605,9 +612,9 @@ fn validate_elements(
     reader.finish(ty)
 }
 
-fn validate_tuple(ty: &CqlType, fields: &[CqlType], bytes: &[u8]) -> Result<(), ValueError> {
+fn validate_tuple<'t>(ty: &CqlType, fields: impl Iterator<Item = &'t CqlType>, bytes: &[u8]) -> Result<(), ValueError> {
     let mut reader = Reader::new(bytes);
-    for (i, field) in fields.iter().enumerate() {
+    for (i, field) in fields.enumerate() {
         if reader.is_empty() {
             break;
         }
@@ -649,7 +656,8 @@ fn try_compare(ty: &CqlType, a: &[u8], b: &[u8]) -> Option<Ordering> {
         CqlType::Timeuuid => cmp_by(a, b, |x| fixed(x, "timeuuid").ok().map(timeuuid_key)),
         CqlType::List(elem) | CqlType::Set(elem) => compare_elements(&[elem], a, b),
         CqlType::Map(key, value) => compare_elements(&[key, value], a, b),
-        CqlType::Tuple(fields) => compare_tuples(fields, a, b),
+        CqlType::Tuple(fields) => compare_tuples(fields.iter(), a, b),
+        CqlType::Udt(udt) => compare_tuples(udt.field_types(), a, b),
     }
 }
 
@@ -741,7 +749,7 @@ fn compare_elements(group: &[&CqlType], a: &[u8], b: &[u8]) -> Option<Ordering> 
 }
 
 /// Tuples field by field; null (or a missing trailing field) sorts first.
-fn compare_tuples(fields: &[CqlType], a: &[u8], b: &[u8]) -> Option<Ordering> {
+fn compare_tuples<'t>(fields: impl Iterator<Item = &'t CqlType>, a: &[u8], b: &[u8]) -> Option<Ordering> {
     let (mut ra, mut rb) = (Reader::new(a), Reader::new(b));
     for field in fields {
         let fa = if ra.is_empty() { None } else { ra.read_item("field").ok()? };

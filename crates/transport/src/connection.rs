@@ -372,6 +372,9 @@ fn schema_change(change: &SchemaEvent) -> response::SchemaChange {
         EventTarget::Table { keyspace, table } => {
             response::SchemaChangeTarget::Table { keyspace: keyspace.clone(), table: table.clone() }
         }
+        EventTarget::Type { keyspace, name } => {
+            response::SchemaChangeTarget::Type { keyspace: keyspace.clone(), name: name.clone() }
+        }
     };
     response::SchemaChange { change: kind, target }
 }

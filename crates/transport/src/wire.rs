@@ -338,6 +338,17 @@ impl<'a> Reader<'a> {
                 let value = self.read_type_option_at_depth(depth + 1)?;
                 CqlType::Map(Box::new(key), Box::new(value))
             }
+            0x0030 => {
+                let keyspace = self.read_string()?.to_string();
+                let name = self.read_string()?.to_string();
+                let n = usize::from(self.read_short()?);
+                let mut fields = Vec::with_capacity(self.capacity_for(n, 4));
+                for _ in 0..n {
+                    let field = self.read_string()?.to_string();
+                    fields.push((field, self.read_type_option_at_depth(depth + 1)?));
+                }
+                CqlType::Udt(std::sync::Arc::new(shoal_schema::UserType { keyspace, name, fields }))
+            }
             0x0031 => {
                 let n = usize::from(self.read_short()?);
                 let mut fields = Vec::with_capacity(self.capacity_for(n, 2));
@@ -589,6 +600,17 @@ pub fn write_type_option(out: &mut Vec<u8>, ty: &CqlType) {
                 write_type_option(out, field);
             }
         }
+        CqlType::Udt(udt) => {
+            write_short(out, 0x0030);
+            write_string(out, &udt.keyspace);
+            write_string(out, &udt.name);
+            let n = short_count(udt.fields.len());
+            write_short(out, n);
+            for (name, field) in &udt.fields[..usize::from(n)] {
+                write_string(out, name);
+                write_type_option(out, field);
+            }
+        }
         CqlType::Frozen(inner) => write_type_option(out, inner),
         // Every other variant is native and was handled above.
         _ => {}
@@ -728,6 +750,20 @@ mod tests {
         let mut out = Vec::new();
         write_type_option(&mut out, &CqlType::parse("frozen<map<text, int>>").expect("test type"));
         assert_eq!(out, [0, 0x21, 0, 0x0D, 0, 0x09]);
+    }
+
+    #[test]
+    fn user_type_option_round_trips() {
+        let fields = vec![("a".to_string(), CqlType::Int), ("b".to_string(), CqlType::List(Box::new(CqlType::Text)))];
+        let udt = shoal_schema::UserType { keyspace: "ks".into(), name: "t".into(), fields };
+        let ty = CqlType::Udt(std::sync::Arc::new(udt));
+        let mut out = Vec::new();
+        write_type_option(&mut out, &ty);
+        assert_eq!(out[..12], [0, 0x30, 0, 2, b'k', b's', 0, 1, b't', 0, 2, 0]);
+        let mut r = Reader::new(&out);
+        assert_eq!(r.read_type_option(), Ok(ty));
+        assert!(r.is_empty());
+        assert!(Reader::new(&out[..out.len() - 1]).read_type_option().is_err());
     }
 
     #[test]

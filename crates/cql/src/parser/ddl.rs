@@ -1,11 +1,11 @@
-//! Schema statements: CREATE/ALTER/DROP KEYSPACE, CREATE/ALTER/DROP TABLE,
-//! TRUNCATE, and `WITH` option lists. Other schema objects (indexes, types,
-//! functions, views, roles) are refused with a clear error.
+//! Schema statements: CREATE/ALTER/DROP KEYSPACE, TABLE and TYPE, TRUNCATE,
+//! and `WITH` option lists. Other schema objects (indexes, functions, views,
+//! roles) are refused with a clear error.
 
 use super::{PResult, Parser};
 use crate::ast::{
-    AlterKeyspace, AlterTable, AlterTableOp, ColumnDef, CreateKeyspace, CreateTable, DropKeyspace, DropTable,
-    OptionValue, Options, Statement, Truncate,
+    AlterKeyspace, AlterTable, AlterTableOp, AlterType, AlterTypeOp, ColumnDef, CreateKeyspace, CreateTable,
+    CreateType, DropKeyspace, DropTable, DropType, OptionValue, Options, Statement, Truncate,
 };
 use crate::lexer::{Sym, TokenKind};
 
@@ -13,6 +13,7 @@ use crate::lexer::{Sym, TokenKind};
 enum Object {
     Keyspace,
     Table,
+    Type,
     /// A known but unsupported object, named for the error message.
     Unsupported(&'static str),
     Unknown,
@@ -23,7 +24,7 @@ fn classify(word: &str) -> Object {
         "keyspace" | "schema" => Object::Keyspace,
         "table" | "columnfamily" => Object::Table,
         "index" | "custom" => Object::Unsupported("INDEX"),
-        "type" => Object::Unsupported("TYPE"),
+        "type" => Object::Type,
         "function" | "or" => Object::Unsupported("FUNCTION"),
         "aggregate" => Object::Unsupported("AGGREGATE"),
         "materialized" | "view" => Object::Unsupported("MATERIALIZED VIEW"),
@@ -54,6 +55,7 @@ impl Parser<'_> {
     pub(super) fn create(&mut self) -> PResult<Statement> {
         match self.schema_object("CREATE")? {
             Object::Keyspace => self.create_keyspace(),
+            Object::Type => self.create_type(),
             _ => self.create_table(),
         }
     }
@@ -66,6 +68,7 @@ impl Parser<'_> {
                 let options = self.options()?;
                 Ok(Statement::AlterKeyspace(AlterKeyspace { name, options }))
             }
+            Object::Type => self.alter_type(),
             _ => self.alter_table(),
         }
     }
@@ -76,6 +79,11 @@ impl Parser<'_> {
                 let if_exists = self.if_exists()?;
                 let name = self.ident("keyspace name")?;
                 Ok(Statement::DropKeyspace(DropKeyspace { name, if_exists }))
+            }
+            Object::Type => {
+                let if_exists = self.if_exists()?;
+                let (keyspace, name) = self.qualified_name("type name")?;
+                Ok(Statement::DropType(DropType { keyspace, name, if_exists }))
             }
             _ => {
                 let if_exists = self.if_exists()?;
@@ -100,6 +108,36 @@ impl Parser<'_> {
         self.expect_kw("with")?;
         let options = self.options()?;
         Ok(Statement::CreateKeyspace(CreateKeyspace { name, if_not_exists, options }))
+    }
+
+    fn create_type(&mut self) -> PResult<Statement> {
+        let if_not_exists = self.if_not_exists()?;
+        let (keyspace, name) = self.qualified_name("type name")?;
+        self.expect_sym(Sym::LParen)?;
+        let fields = self.comma_list(|p| Ok((p.ident("field name")?, p.cql_type()?)))?;
+        self.expect_sym(Sym::RParen)?;
+        Ok(Statement::CreateType(CreateType { keyspace, name, if_not_exists, fields }))
+    }
+
+    fn alter_type(&mut self) -> PResult<Statement> {
+        let (keyspace, name) = self.qualified_name("type name")?;
+        let op = if self.eat_kw("add") {
+            AlterTypeOp::Add(self.ident("field name")?, self.cql_type()?)
+        } else if self.eat_kw("rename") {
+            let mut pairs = Vec::new();
+            loop {
+                let from = self.ident("field name")?;
+                self.expect_kw("to")?;
+                pairs.push((from, self.ident("field name")?));
+                if !self.eat_kw("and") {
+                    break;
+                }
+            }
+            AlterTypeOp::Rename(pairs)
+        } else {
+            return Err(self.mismatched("ADD or RENAME"));
+        };
+        Ok(Statement::AlterType(AlterType { keyspace, name, op }))
     }
 
     fn create_table(&mut self) -> PResult<Statement> {

@@ -129,6 +129,11 @@ impl Parser<'_> {
 
     fn assignment(&mut self) -> PResult<Assignment> {
         let column = self.ident("column name")?;
+        if self.eat_sym(Sym::Dot) {
+            let field = self.ident("field name")?;
+            self.expect_sym(Sym::Eq)?;
+            return Ok(Assignment::SetField { column, field, value: self.term()? });
+        }
         if self.eat_sym(Sym::LBracket) {
             let key = self.term()?;
             self.expect_sym(Sym::RBracket)?;
@@ -190,15 +195,17 @@ impl Parser<'_> {
         Ok(Statement::Delete(delete))
     }
 
-    /// `c` or `c[term]`.
+    /// `c`, `c[term]` or `c.field`.
     fn target(&mut self) -> PResult<ColumnTarget> {
         let column = self.ident("column name")?;
-        let mut element = None;
+        let (mut element, mut field) = (None, None);
         if self.eat_sym(Sym::LBracket) {
             element = Some(self.term()?);
             self.expect_sym(Sym::RBracket)?;
+        } else if self.eat_sym(Sym::Dot) {
+            field = Some(self.ident("field name")?);
         }
-        Ok(ColumnTarget { column, element })
+        Ok(ColumnTarget { column, element, field })
     }
 
     /// `[IF EXISTS | IF cond (AND cond)*]` of UPDATE and DELETE.

@@ -20,7 +20,7 @@ mod tests;
 use crate::ast::{BindMarker, Parsed, Statement};
 use crate::lexer::{tokenize, Sym, Token, TokenKind};
 
-pub use crate::lexer::{ParseError, ParseErrorKind};
+pub use crate::lexer::ParseError;
 
 /// Deepest nesting of terms, types or selectors accepted.
 pub const MAX_DEPTH: usize = 64;
@@ -278,11 +278,7 @@ impl<'a> Parser<'a> {
     }
 
     fn error_at_token(&self, token: &Token, message: String) -> ParseError {
-        ParseError { line: token.line, column: token.column, message, kind: ParseErrorKind::Syntax }
-    }
-
-    fn unknown_type(&self, token: &Token, name: &str) -> ParseError {
-        ParseError { kind: ParseErrorKind::UnknownType, ..self.error_at_token(token, format!("unknown type '{name}'")) }
+        ParseError { line: token.line, column: token.column, message }
     }
 
     /// How a token is quoted in messages: its source text, shortened.

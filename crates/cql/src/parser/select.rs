@@ -118,7 +118,12 @@ impl Parser<'_> {
     }
 
     fn selector_expr(&mut self) -> PResult<SelectorExpr> {
-        self.nested(|p| p.selector_inner())
+        let mut expr = self.nested(|p| p.selector_inner())?;
+        while self.eat_sym(Sym::Dot) {
+            let field = self.ident("field name")?;
+            expr = SelectorExpr::Field { expr: Box::new(expr), field };
+        }
+        Ok(expr)
     }
 
     fn selector_inner(&mut self) -> PResult<SelectorExpr> {

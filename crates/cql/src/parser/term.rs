@@ -1,7 +1,7 @@
 //! Terms (literals, bind markers, collection and tuple literals, function
 //! calls, casts) and the CQL type grammar, which casts and DDL share.
 
-use shoal_schema::CqlType;
+use shoal_schema::{CqlType, UserType};
 
 use super::{PResult, Parser};
 use crate::ast::{BindMarker, Literal, Term};
@@ -140,6 +140,9 @@ impl Parser<'_> {
         if self.eat_sym(Sym::RBrace) {
             return Ok(Term::EmptyBraces);
         }
+        if self.at_field_name() {
+            return self.user_type_literal();
+        }
         let first = self.term()?;
         if !self.eat_sym(Sym::Colon) {
             let mut items = vec![first];
@@ -157,6 +160,28 @@ impl Parser<'_> {
         }
         self.expect_sym(Sym::RBrace)?;
         Ok(Term::Map(entries))
+    }
+
+    /// A name followed by `:` where a map key would be: no term is a bare
+    /// name, so this can only start a user type literal.
+    fn at_field_name(&self) -> bool {
+        let name = match &self.peek().kind {
+            TokenKind::Ident(word) => keyword_literal(word).is_none(),
+            TokenKind::QuotedIdent(_) => true,
+            _ => false,
+        };
+        name && self.is_sym_at(1, Sym::Colon)
+    }
+
+    /// `{field: term, ...}` after the `{`.
+    fn user_type_literal(&mut self) -> PResult<Term> {
+        let fields = self.comma_list(|p| {
+            let name = p.any_name("field name")?;
+            p.expect_sym(Sym::Colon)?;
+            Ok((name, p.term()?))
+        })?;
+        self.expect_sym(Sym::RBrace)?;
+        Ok(Term::UserType(fields))
     }
 
     /// `(type) term` or a tuple `(a, b)`.
@@ -187,7 +212,7 @@ impl Parser<'_> {
     }
 
     /// A CQL type: native names, `list<t>`, `set<t>`, `map<k, v>`,
-    /// `tuple<t, ...>`, `frozen<t>`. User-defined types are not supported.
+    /// `tuple<t, ...>`, `frozen<t>`, and user types by (qualified) name.
     pub(super) fn cql_type(&mut self) -> PResult<CqlType> {
         self.nested(|p| p.cql_type_inner())
     }
@@ -196,7 +221,11 @@ impl Parser<'_> {
         let token = self.peek().clone();
         let name = match &token.kind {
             TokenKind::Ident(word) => word.clone(),
-            TokenKind::QuotedIdent(name) => return Err(self.unknown_type(&token, name)),
+            TokenKind::QuotedIdent(name) => {
+                let name = name.clone();
+                self.advance();
+                return self.user_type(name);
+            }
             TokenKind::Str(_) => {
                 let message = "custom types are not supported".to_string();
                 return Err(self.error_at_token(&token, message));
@@ -225,14 +254,17 @@ impl Parser<'_> {
                 self.expect_sym(Sym::Gt)?;
                 Ok(CqlType::Tuple(fields))
             }
-            _ => {
-                let mut full = name;
-                if self.eat_sym(Sym::Dot) {
-                    full = format!("{full}.{}", self.any_name("type name")?);
-                }
-                Err(self.unknown_type(&token, &full))
-            }
+            _ => self.user_type(name),
         }
+    }
+
+    /// `name` or `ks.name` of a user type, after its first word: a reference
+    /// that DDL and statements resolve against the schema.
+    fn user_type(&mut self, first: String) -> PResult<CqlType> {
+        if self.eat_sym(Sym::Dot) {
+            return Ok(UserType::reference(Some(first), self.ident("type name")?));
+        }
+        Ok(UserType::reference(None, first))
     }
 
     /// `<t>`.
