@@ -18,6 +18,10 @@ pub(crate) type Job = Box<dyn FnOnce() + Send>;
 /// Jobs run per pass before the drain loop lets other tasks of the shard run.
 const JOBS_PER_PASS_MAX: usize = 256;
 
+/// Aligned so that each shard's inbox has cache lines of its own: the inboxes
+/// sit side by side in one allocation, and a shard writes its inbox's waker
+/// each time it waits for jobs.
+#[repr(align(128))]
 pub(crate) struct Inbox {
     lanes: Box<[SegQueue<Job>]>,
     waker: AtomicWaker,

@@ -101,7 +101,11 @@ where
     SMP.with(|s| *s.borrow_mut() = Some(smp.clone()));
     runtime.block_on(async move {
         spawn(init(shard));
-        smp.inboxes[shard].serve().await;
+        // A task, so that it is polled only when a job arrives: compio polls
+        // the future given to block_on on every turn of its loop, and each
+        // poll of `serve` writes the inbox's waker.
+        spawn(async move { smp.inboxes[shard].serve().await });
+        std::future::pending::<()>().await
     });
 }
 
