@@ -337,7 +337,7 @@ fn function_selector(meta: &TableMeta, name: &str, args: &[SelectorExpr]) -> Cql
 }
 
 /// The value of key column `index` in `row`.
-fn key_value(meta: &TableMeta, index: usize, row: &ResultRow) -> CqlResult<Option<Bytes>> {
+pub(crate) fn column_value(meta: &TableMeta, index: usize, row: &ResultRow) -> CqlResult<Option<Bytes>> {
     let column = &meta.columns[index];
     Ok(match column.kind {
         ColumnKind::PartitionKey => {
@@ -353,7 +353,7 @@ fn key_value(meta: &TableMeta, index: usize, row: &ResultRow) -> CqlResult<Optio
 
 fn evaluate(meta: &TableMeta, sel: &Sel, row: &ResultRow) -> CqlResult<Option<Bytes>> {
     Ok(match sel {
-        Sel::Column(i) => key_value(meta, *i, row)?,
+        Sel::Column(i) => column_value(meta, *i, row)?,
         Sel::WriteTime(i) => row.cells[*i].as_ref().map(|c| Bytes::copy_from_slice(&c.timestamp.to_be_bytes())),
         Sel::Ttl(i) => row.cells[*i].as_ref().and_then(|c| c.ttl_s).map(|t| Bytes::copy_from_slice(&t.to_be_bytes())),
         Sel::Literal(v) => v.clone(),

@@ -31,6 +31,12 @@ use crate::response::{self, ColumnSpec, ErrorBody, ErrorKind, RowsWriter};
 /// 32768 streams; drivers use far fewer).
 const IN_FLIGHT_REQUESTS_MAX: usize = 1024;
 const READ_BUFFER_BYTES: usize = 64 * 1024;
+/// ScyllaDB's `SCYLLA_LWT_ADD_METADATA_MARK` extension: the bit set in a
+/// PREPARED result's metadata flags when the statement is conditional, for
+/// clients that named the extension in STARTUP (drivers route such
+/// statements to the partition's primary replica).
+const LWT_ADD_METADATA_MARK: &str = "SCYLLA_LWT_ADD_METADATA_MARK";
+const LWT_METADATA_BIT: u32 = 0x8000_0000;
 
 /// What every connection of the node shares, fixed at start.
 #[derive(Debug, Clone)]
@@ -49,6 +55,8 @@ struct Connection {
     in_flight: Rc<Cell<usize>>,
     session: RefCell<Session>,
     compression: Cell<Option<Compression>>,
+    /// The client negotiated [`LWT_ADD_METADATA_MARK`].
+    lwt_mark: Cell<bool>,
     out: mpsc::UnboundedSender<Outgoing>,
     /// Schema listener id, once the client REGISTERed for SCHEMA_CHANGE.
     listener: Cell<Option<u64>>,
@@ -76,6 +84,7 @@ pub async fn run(stream: TcpStream, config: Arc<ServerConfig>) {
         in_flight,
         session: RefCell::new(Session::default()),
         compression: Cell::new(None),
+        lwt_mark: Cell::new(false),
         out,
         listener: Cell::new(None),
     });
@@ -242,7 +251,7 @@ async fn execute(connection: &Rc<Connection>, request: Request) -> Result<Respon
                 bind_columns: &bind,
                 pk_indexes: &info.pk_indexes,
                 result_columns: Some(&result),
-                extra_flags: 0,
+                extra_flags: if info.conditional && connection.lwt_mark.get() { LWT_METADATA_BIT as i32 } else { 0 },
             };
             let mut body = Vec::new();
             response::write_prepared(&mut body, &prepared);
@@ -293,6 +302,7 @@ fn startup(connection: &Connection, options: &HashMap<String, String>) -> Result
         })?;
         connection.compression.set(Some(compression));
     }
+    connection.lwt_mark.set(options.contains_key(LWT_ADD_METADATA_MARK));
     // READY itself goes out uncompressed: the client switches after it.
     Ok(Response { opcode: Opcode::Ready, body: Vec::new(), compressed: false })
 }
@@ -309,6 +319,7 @@ fn supported(config: &ServerConfig) -> Vec<u8> {
         ("SCYLLA_SHARDING_ALGORITHM", vec!["biased-token-round-robin".to_string()]),
         ("SCYLLA_SHARDING_IGNORE_MSB", vec![config.sharding_ignore_msb.to_string()]),
         ("SCYLLA_SHARD_AWARE_PORT", vec![config.shard_aware_port.to_string()]),
+        (LWT_ADD_METADATA_MARK, vec![format!("LWT_OPTIMIZATION_META_BIT_MASK={LWT_METADATA_BIT}")]),
     ];
     let mut body = Vec::new();
     response::write_supported(&mut body, &options);
@@ -394,6 +405,7 @@ fn to_error_body(error: CqlError) -> ErrorBody {
         CqlError::Unauthorized(_) => ErrorKind::Unauthorized,
         CqlError::Config(_) => ErrorKind::ConfigError,
         CqlError::Protocol(_) => ErrorKind::ProtocolError,
+        CqlError::Overloaded(_) => ErrorKind::Overloaded,
         CqlError::Server(_) => ErrorKind::ServerError,
     };
     ErrorBody::new(kind, message)
