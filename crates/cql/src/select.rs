@@ -403,6 +403,8 @@ fn aggregate(kind: AggregateKind, ty: &CqlType, values: Vec<Bytes>) -> CqlResult
         AggregateKind::Min => Ok(values.into_iter().min_by(|a, b| compare(ty, a, b))),
         AggregateKind::Max => Ok(values.into_iter().max_by(|a, b| compare(ty, a, b))),
         AggregateKind::Sum | AggregateKind::Avg => {
+            // Empty values count as null, as in Cassandra.
+            let values: Vec<Bytes> = values.into_iter().filter(|v| !v.is_empty()).collect();
             let numeric = |e: shoal_schema::ValueError| invalid(format!("Invalid call to a numeric aggregate: {e}"));
             let mut sum = zero_of(ty).map_err(numeric)?;
             // avg sums integers as varint so the sum cannot wrap (sum does
