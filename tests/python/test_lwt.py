@@ -199,7 +199,7 @@ def test_conditional_batch_not_applied_changes_nothing(session, table):
     # One row per row read (a driver's was_applied refuses several rows
     # outside a BatchStatement, as with Cassandra).
     assert rs.column_names == ["[applied]", "k", "c", "v"]
-    assert sorted(tuple(r) for r in rs) == [(False, 1, 1, 1), (False, 1, 2, 5)]
+    assert [tuple(r) for r in rs] == [(False, 1, 1, 1), (False, 1, 2, 5)]
     assert rows(session, t) == [(1, 1, 1), (1, 2, 5)]
 
 
@@ -210,10 +210,13 @@ def test_conditional_batch_statement_with_prepared(session, table):
     batch.add(insert, (1, 1, 1))
     batch.add(insert, (1, 2, 2))
     assert session.execute(batch).was_applied
+    batch = BatchStatement(serial_consistency_level=ConsistencyLevel.SERIAL)
+    batch.add(insert, (1, 2, 2))
+    batch.add(insert, (1, 1, 1))
     rs = session.execute(batch)
     assert not rs.was_applied
     assert rs.column_names == ["[applied]", "k", "c", "v"]
-    assert sorted(tuple(r) for r in rs) == [(False, 1, 1, 1), (False, 1, 2, 2)]
+    assert [tuple(r) for r in rs] == [(False, 1, 1, 1), (False, 1, 2, 2)]
 
 
 def test_conditional_batch_must_stay_on_one_partition(session, table):
@@ -263,6 +266,26 @@ def test_serial_consistency(session, table):
         assert session.execute(read).one().v == 1
 
 
+def test_serial_levels_are_only_for_the_serial_phase(session, table):
+    t = kv(table)
+    serial_write = SimpleStatement(
+        "INSERT INTO %s (k, v) VALUES (1, 1)" % t, consistency_level=ConsistencyLevel.SERIAL
+    )
+    with pytest.raises(InvalidRequest, match="You must use conditional updates for serializable writes"):
+        session.execute(serial_write)
+    serial_commit = SimpleStatement(
+        "INSERT INTO %s (k, v) VALUES (1, 1) IF NOT EXISTS" % t, consistency_level=ConsistencyLevel.LOCAL_SERIAL
+    )
+    with pytest.raises(InvalidRequest, match="LOCAL_SERIAL is not supported as conditional update commit consistency"):
+        session.execute(serial_commit)
+    wrong_serial = SimpleStatement("INSERT INTO %s (k, v) VALUES (1, 1) IF NOT EXISTS" % t)
+    # The driver itself refuses to set it; a raw client may still send it.
+    wrong_serial._serial_consistency_level = ConsistencyLevel.QUORUM
+    with pytest.raises(InvalidRequest, match="Must be one of SERIAL or LOCAL_SERIAL"):
+        session.execute(wrong_serial)
+    assert session.execute("SELECT * FROM %s" % t).one() is None
+
+
 def test_concurrent_compare_and_set_is_atomic(session, table):
     """8 threads each run 50 read/compare-and-set loops on one counter row: the
     final value equals the number of applied updates (no lost update)."""
@@ -294,3 +317,16 @@ def test_concurrent_compare_and_set_is_atomic(session, table):
     assert errors == []
     assert sum(applied) > 0
     assert session.execute(read).one().v == sum(applied)
+
+
+def test_row_conditions_ignore_a_static_only_partition(session, table):
+    t = table("(k int, c int, s int STATIC, v int, PRIMARY KEY (k, c))")
+    session.execute("INSERT INTO %s (k, s) VALUES (1, 7)" % t)
+    assert not session.execute("UPDATE %s SET v = 1 WHERE k = 1 AND c = 1 IF EXISTS" % t).was_applied
+    assert not session.execute("DELETE FROM %s WHERE k = 1 AND c = 1 IF EXISTS" % t).was_applied
+    assert session.execute("INSERT INTO %s (k, c, v) VALUES (1, 1, 1) IF NOT EXISTS" % t).was_applied
+    assert tuple(session.execute("SELECT c, s, v FROM %s WHERE k = 1" % t).one()) == (1, 7, 1)
+    # With a row present, a condition on a static column and one on the row.
+    rs = session.execute("UPDATE %s SET v = 2 WHERE k = 1 AND c = 1 IF s = 7 AND v = 5" % t)
+    assert columns_and_row(rs) == (["[applied]", "s", "v"], [False, 7, 1])
+    assert session.execute("UPDATE %s SET v = 2 WHERE k = 1 AND c = 1 IF s = 7 AND v = 1" % t).was_applied

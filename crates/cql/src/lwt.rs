@@ -363,12 +363,11 @@ fn result(
                 })
         })
         .collect();
-    let mut rows_read: Vec<&ResultRow> = Vec::new();
-    for row in current.iter().flatten() {
-        if !rows_read.iter().any(|r| r.position == row.position) {
-            rows_read.push(row);
-        }
-    }
+    // In clustering order and each once (statements of a batch may test
+    // one row), as Cassandra shows them.
+    let mut rows_read: Vec<&ResultRow> = current.iter().flatten().collect();
+    rows_read.sort_by(|a, b| a.position.cmp(&b.position));
+    rows_read.dedup_by(|a, b| a.position == b.position);
     if rows_read.is_empty() {
         return Ok(QueryResult::Rows(Rows {
             columns: vec![applied_spec(meta)],

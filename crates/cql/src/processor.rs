@@ -50,6 +50,11 @@ pub struct QueryOptions {
     pub paging_state: Option<Bytes>,
     /// Client-side write timestamp (µs).
     pub timestamp: Option<i64>,
+    /// The consistency level's name (`LOCAL_ONE`, `SERIAL`, ...). One node
+    /// serves every level alike; only the rules on serial levels apply.
+    pub consistency: Option<&'static str>,
+    /// The serial consistency level's name, when the request gives one.
+    pub serial_consistency: Option<&'static str>,
 }
 
 /// One statement of a BATCH request.
@@ -246,6 +251,7 @@ async fn execute_parsed(parsed: &Parsed, keyspace: Option<&str>, mut options: Qu
             let mut conditions = Vec::new();
             let writes = writes(&schema, &parsed.statement, keyspace, ctx, &mut conditions)?;
             let is_batch = matches!(parsed.statement, Statement::Batch(_));
+            check_write_consistency(&options, !conditions.is_empty())?;
             apply_or_check(writes, conditions, ctx.timestamp, ctx.now_s, is_batch).await
         }
     }
@@ -402,5 +408,24 @@ async fn run_batch(
         let ctx = WriteContext { bindings: Bindings { values: &values }, timestamp, now_s: now };
         all.extend(writes(&schema, &parsed.statement, keyspace.as_deref(), ctx, &mut conditions)?);
     }
+    check_write_consistency(&options, !conditions.is_empty())?;
     apply_or_check(all, conditions, timestamp, now, true).await
+}
+
+/// Cassandra's rules on serial consistency levels for writes: SERIAL and
+/// LOCAL_SERIAL are for conditional writes' serial phase (the serial
+/// consistency), never the consistency of a write.
+fn check_write_consistency(options: &QueryOptions, conditional: bool) -> CqlResult<()> {
+    let is_serial = |level: &str| matches!(level, "SERIAL" | "LOCAL_SERIAL");
+    match options.consistency.filter(|c| is_serial(c)) {
+        Some(level) if conditional => Err(invalid(format!(
+            "{level} is not supported as conditional update commit consistency. Use ANY if you mean \"make sure it \
+             is accepted but I don't care how many replicas commit it for non-SERIAL reads\""
+        ))),
+        Some(_) => Err(invalid("You must use conditional updates for serializable writes")),
+        None if conditional && options.serial_consistency.is_some_and(|s| !is_serial(s)) => {
+            Err(invalid("Invalid consistency for conditional update. Must be one of SERIAL or LOCAL_SERIAL"))
+        }
+        None => Ok(()),
+    }
 }

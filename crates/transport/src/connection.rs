@@ -26,6 +26,7 @@ use crate::frame::{begin_response, finish_frame, FrameDecoder, Opcode};
 use crate::metrics::OpenConnection;
 use crate::request::{self, Request};
 use crate::response::{self, ColumnSpec, ErrorBody, ErrorKind, RowsWriter};
+use crate::wire::Consistency;
 
 /// Requests one connection may have running at once (the protocol allows
 /// 32768 streams; drivers use far fewer).
@@ -288,7 +289,12 @@ async fn execute(connection: &Rc<Connection>, request: Request) -> Result<Respon
                 })
                 .collect();
             let session = connection.session.borrow().clone();
-            let options = QueryOptions { timestamp: batch.timestamp, ..QueryOptions::default() };
+            let options = QueryOptions {
+                timestamp: batch.timestamp,
+                consistency: consistency_name(batch.consistency),
+                serial_consistency: batch.serial_consistency.and_then(consistency_name),
+                ..QueryOptions::default()
+            };
             let result = processor::batch(kind, statements, &session, options).await?;
             Ok(reply(Opcode::Result, encode_result(&result, false)))
         }
@@ -371,7 +377,14 @@ fn options(params: request::QueryParams) -> QueryOptions {
         page_size: params.page_size,
         paging_state: params.paging_state,
         timestamp: params.timestamp,
+        consistency: consistency_name(params.consistency),
+        serial_consistency: params.serial_consistency.and_then(consistency_name),
     }
+}
+
+/// The name of a consistency code (request decoding checked it is one).
+fn consistency_name(code: u16) -> Option<&'static str> {
+    Consistency::from_code(code).map(Consistency::name)
 }
 
 fn encode_result(result: &QueryResult, skip_metadata: bool) -> Vec<u8> {
