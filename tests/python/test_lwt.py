@@ -330,3 +330,11 @@ def test_row_conditions_ignore_a_static_only_partition(session, table):
     rs = session.execute("UPDATE %s SET v = 2 WHERE k = 1 AND c = 1 IF s = 7 AND v = 5" % t)
     assert columns_and_row(rs) == (["[applied]", "s", "v"], [False, 7, 1])
     assert session.execute("UPDATE %s SET v = 2 WHERE k = 1 AND c = 1 IF s = 7 AND v = 1" % t).was_applied
+
+
+def test_static_only_insert_if_not_exists_tests_the_static_row(session, table):
+    t = table("(k int, c int, s int STATIC, v int, PRIMARY KEY (k, c))")
+    assert session.execute("INSERT INTO %s (k, s) VALUES (1, 7) IF NOT EXISTS" % t).was_applied
+    rs = session.execute("INSERT INTO %s (k, s) VALUES (1, 8) IF NOT EXISTS" % t)
+    assert not rs.was_applied
+    assert session.execute("SELECT s FROM %s WHERE k = 1" % t).one().s == 7

@@ -67,12 +67,13 @@ pub(crate) fn conditional(
     writes: &[Write],
     bindings: Bindings<'_>,
 ) -> CqlResult<Option<Conditional>> {
-    let (condition, using) = match statement {
-        Statement::Insert(s) if s.if_not_exists => (None, &s.using),
-        Statement::Update(s) if s.condition != Condition::None => (Some(&s.condition), &s.using),
-        Statement::Delete(s) if s.condition != Condition::None => (Some(&s.condition), &s.using),
+    let (check, using) = match statement {
+        Statement::Insert(s) if s.if_not_exists => (Some(Check::NotExists), &s.using),
+        Statement::Update(s) => (check_of(meta, &s.condition, bindings)?, &s.using),
+        Statement::Delete(s) => (check_of(meta, &s.condition, bindings)?, &s.using),
         _ => return Ok(None),
     };
+    let Some(check) = check else { return Ok(None) };
     if using.timestamp.is_some() {
         return Err(invalid("Cannot provide custom timestamp for conditional updates"));
     }
@@ -88,20 +89,15 @@ pub(crate) fn conditional(
         1 => write.update.rows.keys().next().cloned(),
         _ => return Err(invalid("IN on the clustering key columns is not supported with conditional updates")),
     };
-    let check = match condition {
-        None => Check::NotExists,
-        Some(Condition::IfExists) => Check::Exists,
-        Some(Condition::IfColumns(conditions)) => {
-            Check::Columns(conditions.iter().map(|c| column_check(meta, c, bindings)).collect::<CqlResult<_>>()?)
-        }
-        Some(Condition::None) => unreachable!("unconditional statements returned above"),
-    };
     let only_static = match &check {
         Check::Columns(checks) => checks.iter().all(|c| meta.columns[c.column].kind == ColumnKind::Static),
         _ => false,
     };
+    // An INSERT without a clustering key writes only static columns: its
+    // IF NOT EXISTS tests the partition's static row.
     let whole_row_deleted = write.update.tombstone.is_some() || !write.update.range_tombstones.is_empty();
-    if meta.clustering_key_len() > 0 && (row.is_none() || whole_row_deleted) && !only_static {
+    let partition_level = meta.clustering_key_len() > 0 && (row.is_none() || whole_row_deleted);
+    if partition_level && !only_static && !matches!(statement, Statement::Insert(_)) {
         let verb = if matches!(statement, Statement::Delete(_)) { "DELETE" } else { "UPDATE" };
         return Err(invalid(format!(
             "{verb} statements must restrict all PRIMARY KEY columns with equality relations in order to use IF \
@@ -109,6 +105,17 @@ pub(crate) fn conditional(
         )));
     }
     Ok(Some(Conditional { table: Arc::clone(meta), position: write.position.clone(), row, check }))
+}
+
+/// The check of an UPDATE or DELETE's `IF` clause; `None` without one.
+fn check_of(meta: &TableMeta, condition: &Condition, bindings: Bindings<'_>) -> CqlResult<Option<Check>> {
+    Ok(match condition {
+        Condition::None => None,
+        Condition::IfExists => Some(Check::Exists),
+        Condition::IfColumns(conditions) => {
+            Some(Check::Columns(conditions.iter().map(|c| column_check(meta, c, bindings)).collect::<CqlResult<_>>()?))
+        }
+    })
 }
 
 fn column_check(meta: &TableMeta, condition: &ColumnCondition, bindings: Bindings<'_>) -> CqlResult<ColumnCheck> {
