@@ -12,7 +12,7 @@ import pytest
 
 from cassandra import ConsistencyLevel
 from cassandra.protocol import InvalidRequest
-from cassandra.query import BatchStatement, SimpleStatement
+from cassandra.query import UNSET_VALUE, BatchStatement, SimpleStatement
 
 
 def columns_and_row(rs):
@@ -252,6 +252,8 @@ def test_prepared_lwt(session, table):
     rs = session.execute(cas, (2, 1, 0))
     assert columns_and_row(rs) == (["[applied]", "v"], [False, 1])
     assert session.execute(cas_in, (7, 1, [3, 1])).was_applied
+    with pytest.raises(InvalidRequest, match="Invalid 'unset' value in condition"):
+        session.execute(cas, (8, 1, UNSET_VALUE))
     assert session.execute("SELECT v FROM %s WHERE k = 1" % t).one().v == 7
 
 

@@ -141,7 +141,7 @@ fn column_check(meta: &TableMeta, condition: &ColumnCondition, bindings: Binding
     let receiver = Receiver { name, ty };
     let values = match (condition.op, &condition.value) {
         (Operator::In, Term::List(terms)) => {
-            terms.iter().map(|t| Ok(eval(t, receiver, bindings)?.into_option())).collect::<CqlResult<_>>()?
+            terms.iter().map(|t| condition_value(t, receiver, bindings)).collect::<CqlResult<_>>()?
         }
         (Operator::In, term) => {
             let list_ty = CqlType::List(Box::new(ty.clone()));
@@ -151,7 +151,7 @@ fn column_check(meta: &TableMeta, condition: &ColumnCondition, bindings: Binding
             }
         }
         (Operator::Eq | Operator::Ne | Operator::Lt | Operator::Le | Operator::Gt | Operator::Ge, term) => {
-            let value = eval(term, receiver, bindings)?.into_option();
+            let value = condition_value(term, receiver, bindings)?;
             if value.is_none() && !matches!(condition.op, Operator::Eq | Operator::Ne) {
                 return Err(invalid(format!(
                     "Invalid comparison with null for operator \"{}\"",
@@ -163,6 +163,15 @@ fn column_check(meta: &TableMeta, condition: &ColumnCondition, bindings: Binding
         (op, _) => return Err(invalid(format!("Unsupported operator {} in an IF condition", op_text(op)))),
     };
     Ok(ColumnCheck { column, element, op: condition.op, values })
+}
+
+/// A value a condition compares with (`None`: null); unset is refused, as
+/// by Cassandra, since "leave it alone" means nothing in a comparison.
+fn condition_value(term: &Term, receiver: Receiver<'_>, bindings: Bindings<'_>) -> CqlResult<Option<Bytes>> {
+    match eval(term, receiver, bindings)? {
+        Evaluated::Unset => Err(invalid("Invalid 'unset' value in condition")),
+        value => Ok(value.into_option()),
+    }
 }
 
 fn op_text(op: Operator) -> &'static str {
