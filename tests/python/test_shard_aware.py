@@ -98,3 +98,19 @@ def test_token_aware_requests_are_not_forwarded(sharded):
         assert session.execute(sel, (k,)).one().v == k * 2
     after = forwarded_total()
     assert after == before, "%d token-aware requests were forwarded between shards" % (after - before)
+
+
+def test_conditional_statements_carry_the_lwt_mark(sharded):
+    """SCYLLA_LWT_ADD_METADATA_MARK: the driver negotiates it and reads the
+    bit from the PREPARED metadata flags (it routes LWTs to the primary)."""
+    _, session = sharded
+    session.execute("CREATE TABLE IF NOT EXISTS lwt_mark (k int PRIMARY KEY, v int)")
+    conditional = [
+        "INSERT INTO lwt_mark (k, v) VALUES (?, ?) IF NOT EXISTS",
+        "UPDATE lwt_mark SET v = ? WHERE k = ? IF v = ?",
+        "DELETE FROM lwt_mark WHERE k = ? IF EXISTS",
+    ]
+    plain = ["INSERT INTO lwt_mark (k, v) VALUES (?, ?)", "SELECT v FROM lwt_mark WHERE k = ?"]
+    assert [session.prepare(q).is_lwt() for q in conditional] == [True] * 3
+    assert [session.prepare(q).is_lwt() for q in plain] == [False] * 2
+    assert session.execute(session.prepare(conditional[0]), (1, 1)).was_applied

@@ -63,6 +63,19 @@ pub async fn mutate(
     Ok(result?)
 }
 
+/// Runs `f` on the shard that owns `token` (a conditional write's
+/// read-check-write, which must run where the partition's data is).
+pub async fn on_owner<F, Fut, T>(token: i64, f: F) -> Result<T, CoordinatorError>
+where
+    F: FnOnce() -> Fut + Send + 'static,
+    Fut: std::future::Future<Output = T> + 'static,
+    T: Send + 'static,
+{
+    let shard = shard_of(token);
+    metrics::note_target(shard);
+    Ok(submit_to(shard, f).await?)
+}
+
 /// Runs a read on every shard that may hold its rows and merges the answers
 /// in ring order, keeping at most the command's row limit.
 pub async fn read(command: ReadCommand) -> Result<ReadResult, CoordinatorError> {

@@ -4,7 +4,7 @@
 
 use shoal_schema::{CqlType, Schema, TableMeta};
 
-use crate::ast::{Assignment, InValues, Operator, Parsed, Relation, Statement, Term, Using};
+use crate::ast::{Assignment, Condition, InValues, Operator, Parsed, Relation, Statement, Term, Using};
 use crate::ddl::qualify;
 use crate::error::{invalid, CqlResult};
 use crate::result::ColumnSpec;
@@ -120,6 +120,26 @@ impl Collector<'_> {
         }
     }
 
+    /// The markers of `IF c op term` (and `IF m[key] op term`) conditions.
+    fn condition(&mut self, condition: &Condition) {
+        let Condition::IfColumns(conditions) = condition else { return };
+        for condition in conditions {
+            let column = &condition.target.column;
+            let ty = match (&condition.target.element, self.column_type(column)) {
+                (Some(key), CqlType::Map(k, v)) => {
+                    self.term(key, &format!("key({column})"), &k);
+                    *v
+                }
+                (_, ty) => ty,
+            };
+            match (condition.op, &condition.value) {
+                (Operator::In, Term::Bind(i)) => self.mark(*i, &format!("in({column})"), &CqlType::List(Box::new(ty))),
+                (Operator::In, Term::List(items)) => items.iter().for_each(|t| self.term(t, column, &ty)),
+                (_, value) => self.term(value, column, &ty),
+            }
+        }
+    }
+
     fn assignment(&mut self, assignment: &Assignment) {
         match assignment {
             Assignment::Set { column, value }
@@ -218,6 +238,7 @@ fn walk<'s>(c: &mut Collector<'s>, schema: &'s Schema, statement: &Statement, se
             c.using(&s.using);
             s.assignments.iter().for_each(|a| c.assignment(a));
             c.relations(&s.where_clause);
+            c.condition(&s.condition);
         }
         Statement::Delete(s) => {
             for target in &s.columns {
@@ -232,6 +253,7 @@ fn walk<'s>(c: &mut Collector<'s>, schema: &'s Schema, statement: &Statement, se
             }
             c.using(&s.using);
             c.relations(&s.where_clause);
+            c.condition(&s.condition);
         }
         Statement::Select(s) => {
             c.relations(&s.where_clause);

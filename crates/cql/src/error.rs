@@ -26,6 +26,9 @@ pub enum CqlError {
     /// ProtocolError (0x000A): the request itself is malformed.
     #[error("{0}")]
     Protocol(String),
+    /// Overloaded (0x1001): the node has too much queued; retry later.
+    #[error("{0}")]
+    Overloaded(String),
     /// ServerError (0x0000): our fault, not the client's.
     #[error("{0}")]
     Server(String),
@@ -47,7 +50,16 @@ impl From<shoal_coordinator::CoordinatorError> for CqlError {
             shoal_coordinator::CoordinatorError::Replica(shoal_replica::ReplicaError::Invalid(message)) => {
                 CqlError::Invalid(message)
             }
+            shoal_coordinator::CoordinatorError::Replica(shoal_replica::ReplicaError::Overloaded(message)) => {
+                CqlError::Overloaded(message)
+            }
             other => CqlError::Server(other.to_string()),
         }
+    }
+}
+
+impl From<shoal_replica::ReplicaError> for CqlError {
+    fn from(e: shoal_replica::ReplicaError) -> CqlError {
+        shoal_coordinator::CoordinatorError::Replica(e).into()
     }
 }

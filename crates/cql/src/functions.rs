@@ -9,12 +9,11 @@ use std::cell::Cell;
 use std::time::{SystemTime, UNIX_EPOCH};
 
 use bytes::Bytes;
-use shoal_schema::value::validate;
 use shoal_schema::CqlType;
 
 use crate::ast::{Literal, Term};
 use crate::error::{invalid, CqlResult};
-use crate::values::{eval, Bindings, Evaluated, Receiver};
+use crate::values::{eval, validate_value, Bindings, Evaluated, Receiver};
 
 /// 100-ns intervals between the UUID epoch (1582-10-15) and the Unix epoch.
 const UUID_EPOCH_OFFSET_100NS: i64 = 0x01B2_1DD2_1381_4000;
@@ -148,7 +147,7 @@ pub fn apply(name: &str, arg_types: &[CqlType], args: &[Bytes]) -> CqlResult<(Cq
         }
         _ => {
             let value = arg.cloned().unwrap_or_default();
-            validate(ret.unfrozen(), &value)
+            validate_value(&ret, &value)
                 .map_err(|e| invalid(format!("In call to function system.{name}, value {e}")))?;
             value
         }

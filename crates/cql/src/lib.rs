@@ -14,6 +14,7 @@ pub mod ddl;
 pub mod error;
 pub mod functions;
 pub mod lexer;
+mod lwt;
 pub mod metrics;
 pub mod modification;
 pub mod parser;

@@ -20,7 +20,7 @@ use uuid::Uuid;
 
 use crate::ast::{Assignment, ColumnTarget, Delete, Insert, Term, Update, Using};
 use crate::error::{invalid, CqlResult};
-use crate::restrictions::{analyze, encode_clustering, position_of, PartitionRestriction};
+use crate::restrictions::{analyze, check_key_value, encode_clustering, position_of, PartitionRestriction};
 use crate::values::{collection_items, eval, eval_required, Bindings, Evaluated, Receiver};
 
 /// Cassandra's ceiling on TTLs: 20 years.
@@ -116,7 +116,10 @@ pub fn insert(meta: &TableMeta, statement: &Insert, ctx: WriteContext<'_>) -> Cq
         let value = eval(term, Receiver { name, ty: &column.ty }, ctx.bindings)?;
         if column.kind.is_primary_key() {
             match value {
-                Evaluated::Value(v) => key_values[index] = Some(v),
+                Evaluated::Value(v) => {
+                    check_key_value(column, &v)?;
+                    key_values[index] = Some(v);
+                }
                 _ => return Err(invalid(format!("Invalid null value in condition for column {name}"))),
             }
             continue;

@@ -18,10 +18,11 @@ use shoal_schema::{Schema, TableMeta};
 use shoal_storage::PartitionPosition;
 use uuid::Uuid;
 
-use crate::ast::{BatchKind, Condition, Parsed, Statement};
+use crate::ast::{BatchKind, Parsed, Statement};
 use crate::bind_types::{bind_specs, partition_key_indexes};
 use crate::ddl::qualify;
 use crate::error::{invalid, CqlError, CqlResult};
+use crate::lwt::{self, Conditional};
 use crate::metrics::{self, Op};
 use crate::modification::{self, Write, WriteContext};
 use crate::result::{PreparedInfo, QueryResult};
@@ -48,6 +49,11 @@ pub struct QueryOptions {
     pub paging_state: Option<Bytes>,
     /// Client-side write timestamp (µs).
     pub timestamp: Option<i64>,
+    /// The consistency level's name (`LOCAL_ONE`, `SERIAL`, ...). One node
+    /// serves every level alike; only the rules on serial levels apply.
+    pub consistency: Option<&'static str>,
+    /// The serial consistency level's name, when the request gives one.
+    pub serial_consistency: Option<&'static str>,
 }
 
 /// One statement of a BATCH request.
@@ -100,6 +106,7 @@ pub fn prepare(text: &str, session: &Session) -> CqlResult<PreparedInfo> {
         }
         _ => Vec::new(),
     };
+    let conditional = lwt::is_conditional(&parsed.statement);
     let id = statement_id(text, keyspace.as_deref());
     PREPARED.with(|cache| {
         let mut cache = cache.borrow_mut();
@@ -113,7 +120,7 @@ pub fn prepare(text: &str, session: &Session) -> CqlResult<PreparedInfo> {
         let sequence = cache.sequence;
         cache.entries.insert(id.clone(), Prepared { parsed: Arc::new(parsed), keyspace, sequence });
     });
-    Ok(PreparedInfo { id, variables, pk_indexes, result_columns })
+    Ok(PreparedInfo { id, variables, pk_indexes, result_columns, conditional })
 }
 
 pub async fn execute(id: &[u8], options: QueryOptions) -> CqlResult<QueryResult> {
@@ -138,7 +145,7 @@ fn statement_id(text: &str, keyspace: Option<&str>) -> Bytes {
 
 /// A server-side write timestamp: the clock in µs, strictly increasing on
 /// this shard so two writes of one client never tie.
-fn next_timestamp() -> i64 {
+pub(crate) fn next_timestamp() -> i64 {
     LAST_TIMESTAMP.with(|last| {
         let ts = functions::now_micros().max(last.get() + 1);
         last.set(ts);
@@ -238,42 +245,39 @@ async fn execute_parsed(parsed: &Parsed, keyspace: Option<&str>, mut options: Qu
         Statement::Insert(_) | Statement::Update(_) | Statement::Delete(_) | Statement::Batch(_) => {
             let ctx =
                 WriteContext { bindings, timestamp: options.timestamp.unwrap_or_else(next_timestamp), now_s: now_s() };
-            let writes = writes(&schema, &parsed.statement, keyspace, ctx)?;
-            apply_writes(writes).await?;
-            Ok(QueryResult::Void)
+            let mut conditions = Vec::new();
+            let writes = writes(&schema, &parsed.statement, keyspace, ctx, &mut conditions)?;
+            let is_batch = matches!(parsed.statement, Statement::Batch(_));
+            check_write_consistency(&options, !conditions.is_empty())?;
+            apply_or_check(writes, conditions, ctx.timestamp, ctx.now_s, is_batch).await
         }
     }
 }
 
-/// The partition updates of a modification statement (or a CQL-text batch).
+/// The partition updates of a modification statement (or a CQL-text batch);
+/// the conditions of conditional statements go to `conditions`.
 fn writes(
     schema: &Schema,
     statement: &Statement,
     keyspace: Option<&str>,
     ctx: WriteContext<'_>,
+    conditions: &mut Vec<Conditional>,
 ) -> CqlResult<Vec<Write>> {
-    let unsupported_condition = || invalid("Conditional updates (IF ...) are not supported yet");
-    match statement {
+    let (meta, writes) = match statement {
         Statement::Insert(s) => {
-            if s.if_not_exists {
-                return Err(unsupported_condition());
-            }
             let meta = writable_table(schema, s.keyspace.as_deref(), keyspace, &s.table)?;
-            Ok(vec![modification::insert(&meta, s, ctx)?])
+            let writes = vec![modification::insert(&meta, s, ctx)?];
+            (meta, writes)
         }
         Statement::Update(s) => {
-            if s.condition != Condition::None {
-                return Err(unsupported_condition());
-            }
             let meta = writable_table(schema, s.keyspace.as_deref(), keyspace, &s.table)?;
-            modification::update(&meta, s, ctx)
+            let writes = modification::update(&meta, s, ctx)?;
+            (meta, writes)
         }
         Statement::Delete(s) => {
-            if s.condition != Condition::None {
-                return Err(unsupported_condition());
-            }
             let meta = writable_table(schema, s.keyspace.as_deref(), keyspace, &s.table)?;
-            modification::delete(&meta, s, ctx)
+            let writes = modification::delete(&meta, s, ctx)?;
+            (meta, writes)
         }
         Statement::Batch(batch) => {
             if batch.kind == BatchKind::Counter {
@@ -292,12 +296,34 @@ fn writes(
             };
             let mut all = Vec::new();
             for statement in &batch.statements {
-                all.extend(writes(schema, statement, keyspace, ctx)?);
+                all.extend(writes(schema, statement, keyspace, ctx, conditions)?);
             }
-            Ok(all)
+            if batch.using.timestamp.is_some() && !conditions.is_empty() {
+                return Err(invalid("Cannot provide custom timestamp for conditional BATCH"));
+            }
+            return Ok(all);
         }
-        _ => Err(invalid("Only INSERT, UPDATE and DELETE statements are allowed in a batch")),
+        _ => return Err(invalid("Only INSERT, UPDATE and DELETE statements are allowed in a batch")),
+    };
+    conditions.extend(lwt::conditional(&meta, statement, &writes, ctx.bindings)?);
+    Ok(writes)
+}
+
+/// Applies `writes`, or, when some of their statements are conditional,
+/// checks the conditions and applies them if all hold.
+async fn apply_or_check(
+    writes: Vec<Write>,
+    conditions: Vec<Conditional>,
+    ctx_timestamp: i64,
+    now_s: i64,
+    is_batch: bool,
+) -> CqlResult<QueryResult> {
+    if conditions.is_empty() {
+        apply_writes(writes).await?;
+        return Ok(QueryResult::Void);
     }
+    lwt::check_single_partition(&conditions, &writes)?;
+    lwt::execute(conditions, writes, ctx_timestamp, now_s, is_batch).await
 }
 
 fn writable_table(
@@ -365,6 +391,7 @@ async fn run_batch(
     let timestamp = options.timestamp.unwrap_or_else(next_timestamp);
     let now = now_s();
     let mut all = Vec::new();
+    let mut conditions = Vec::new();
     for (statement, values) in statements {
         let (parsed, keyspace) = match statement {
             BatchStatement::Query(text) => (Arc::new(parse(&text)?), session.keyspace.clone()),
@@ -376,8 +403,26 @@ async fn run_batch(
         let mut statement_options = QueryOptions { values, ..QueryOptions::default() };
         let values = ordered_values(&parsed, &mut statement_options)?;
         let ctx = WriteContext { bindings: Bindings { values: &values }, timestamp, now_s: now };
-        all.extend(writes(&schema, &parsed.statement, keyspace.as_deref(), ctx)?);
+        all.extend(writes(&schema, &parsed.statement, keyspace.as_deref(), ctx, &mut conditions)?);
     }
-    apply_writes(all).await?;
-    Ok(QueryResult::Void)
+    check_write_consistency(&options, !conditions.is_empty())?;
+    apply_or_check(all, conditions, timestamp, now, true).await
+}
+
+/// Cassandra's rules on serial consistency levels for writes: SERIAL and
+/// LOCAL_SERIAL are for conditional writes' serial phase (the serial
+/// consistency), never the consistency of a write.
+fn check_write_consistency(options: &QueryOptions, conditional: bool) -> CqlResult<()> {
+    let is_serial = |level: &str| matches!(level, "SERIAL" | "LOCAL_SERIAL");
+    match options.consistency.filter(|c| is_serial(c)) {
+        Some(level) if conditional => Err(invalid(format!(
+            "{level} is not supported as conditional update commit consistency. Use ANY if you mean \"make sure it \
+             is accepted but I don't care how many replicas commit it for non-SERIAL reads\""
+        ))),
+        Some(_) => Err(invalid("You must use conditional updates for serializable writes")),
+        None if conditional && options.serial_consistency.is_some_and(|s| !is_serial(s)) => {
+            Err(invalid("Invalid consistency for conditional update. Must be one of SERIAL or LOCAL_SERIAL"))
+        }
+        None => Ok(()),
+    }
 }

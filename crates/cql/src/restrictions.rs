@@ -86,7 +86,9 @@ impl Analysis<'_> {
     }
 
     fn value(&self, term: &Term, column: &ColumnMeta) -> CqlResult<Bytes> {
-        eval_required(term, Receiver { name: &column.name, ty: &column.ty }, self.bindings)
+        let value = eval_required(term, Receiver { name: &column.name, ty: &column.ty }, self.bindings)?;
+        check_key_value(column, &value)?;
+        Ok(value)
     }
 
     fn in_values(&self, values: &InValues, column: &ColumnMeta) -> CqlResult<Vec<Bytes>> {
@@ -476,8 +478,26 @@ pub fn encode_clustering(meta: &TableMeta, values: &[Bytes]) -> Bytes {
     ))
 }
 
-/// Where the partition with these key components lives.
+/// Refuses an empty value of a clustering column whose type's key encoding
+/// cannot place it ([`comparable::encodes_empty`]).
+pub fn check_key_value(column: &ColumnMeta, value: &[u8]) -> CqlResult<()> {
+    if value.is_empty() && column.kind == ColumnKind::Clustering && !comparable::encodes_empty(&column.ty) {
+        return Err(invalid(format!(
+            "Empty values of type {} are not supported in clustering column {}",
+            column.ty, column.name
+        )));
+    }
+    Ok(())
+}
+
+/// Where the partition with these key components lives. A key of one empty
+/// component is refused, as by Cassandra (a composite key is never empty).
 pub fn position_of(parts: &[Bytes]) -> CqlResult<PartitionPosition> {
+    if let [part] = parts {
+        if part.is_empty() {
+            return Err(invalid("Key may not be empty"));
+        }
+    }
     let refs: Vec<&[u8]> = parts.iter().map(|b| &b[..]).collect();
     let key = Bytes::from(serialize_partition_key(&refs).map_err(|e| invalid(format!("Invalid partition key: {e}")))?);
     Ok(PartitionPosition { token: murmur3_token(&key), key })

@@ -39,4 +39,6 @@ pub struct PreparedInfo {
     pub pk_indexes: Vec<u16>,
     /// The result columns of a SELECT; empty otherwise.
     pub result_columns: Vec<ColumnSpec>,
+    /// A conditional (LWT) statement.
+    pub conditional: bool,
 }

@@ -361,7 +361,7 @@ fn function_selector(meta: &TableMeta, name: &str, args: &[SelectorExpr]) -> Cql
 }
 
 /// The value of key column `index` in `row`.
-fn key_value(meta: &TableMeta, index: usize, row: &ResultRow) -> CqlResult<Option<Bytes>> {
+pub(crate) fn column_value(meta: &TableMeta, index: usize, row: &ResultRow) -> CqlResult<Option<Bytes>> {
     let column = &meta.columns[index];
     Ok(match column.kind {
         ColumnKind::PartitionKey => {
@@ -377,7 +377,7 @@ fn key_value(meta: &TableMeta, index: usize, row: &ResultRow) -> CqlResult<Optio
 
 fn evaluate(meta: &TableMeta, sel: &Sel, row: &ResultRow) -> CqlResult<Option<Bytes>> {
     Ok(match sel {
-        Sel::Column(i) => key_value(meta, *i, row)?,
+        Sel::Column(i) => column_value(meta, *i, row)?,
         Sel::WriteTime(i) => row.cells[*i].as_ref().map(|c| Bytes::copy_from_slice(&c.timestamp.to_be_bytes())),
         Sel::Ttl(i) => row.cells[*i].as_ref().and_then(|c| c.ttl_s).map(|t| Bytes::copy_from_slice(&t.to_be_bytes())),
         Sel::Literal(v) => v.clone(),
@@ -433,6 +433,8 @@ fn aggregate(kind: AggregateKind, ty: &CqlType, values: Vec<Bytes>) -> CqlResult
         AggregateKind::Min => Ok(values.into_iter().min_by(|a, b| compare(ty, a, b))),
         AggregateKind::Max => Ok(values.into_iter().max_by(|a, b| compare(ty, a, b))),
         AggregateKind::Sum | AggregateKind::Avg => {
+            // Empty values count as null, as in Cassandra.
+            let values: Vec<Bytes> = values.into_iter().filter(|v| !v.is_empty()).collect();
             let numeric = |e: shoal_schema::ValueError| invalid(format!("Invalid call to a numeric aggregate: {e}"));
             let mut sum = zero_of(ty).map_err(numeric)?;
             // avg sums integers as varint so the sum cannot wrap (sum does

@@ -143,13 +143,23 @@ fn eval_bind(index: usize, receiver: Receiver<'_>, bindings: Bindings<'_>) -> Cq
     };
     match value {
         BoundValue::Value(bytes) => {
-            validate(receiver.ty.unfrozen(), bytes)
+            validate_value(receiver.ty, bytes)
                 .map_err(|e| invalid(format!("Exception while binding column {}: {e}", receiver.name)))?;
             Ok(Evaluated::Value(bytes.clone()))
         }
         BoundValue::Null => Ok(Evaluated::Null),
         BoundValue::Unset => Ok(Evaluated::Unset),
     }
+}
+
+/// Checks a serialized value of `ty`, accepting the empty value of types
+/// that have one ([`CqlType::allows_empty`]), as Cassandra does for values
+/// bound by drivers or produced by `blobAs*` conversions.
+pub fn validate_value(ty: &CqlType, bytes: &[u8]) -> Result<(), shoal_schema::ValueError> {
+    if bytes.is_empty() && ty.allows_empty() {
+        return Ok(());
+    }
+    validate(ty.unfrozen(), bytes)
 }
 
 fn element(term: &Term, name: &str, ty: &CqlType, bindings: Bindings<'_>) -> CqlResult<Bytes> {
@@ -267,4 +277,23 @@ pub fn collection_items(value: &[u8]) -> Vec<Bytes> {
         rest = &rest[len..];
     }
     items
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn empty_values_are_valid_only_for_types_that_have_one() {
+        for t in ["int", "bigint", "uuid", "timestamp", "boolean", "varint", "decimal", "inet", "frozen<text>"] {
+            let ty = CqlType::parse(t).unwrap_or_else(|e| panic!("{t}: {e}"));
+            assert_eq!(validate_value(&ty, &[]), Ok(()), "{t}");
+        }
+        for t in ["duration", "list<int>", "counter"] {
+            let ty = CqlType::parse(t).unwrap_or_else(|e| panic!("{t}: {e}"));
+            assert!(validate_value(&ty, &[]).is_err(), "{t}");
+        }
+        // A non-empty value is still checked.
+        assert!(validate_value(&CqlType::Int, &[0, 1]).is_err());
+    }
 }

@@ -29,6 +29,7 @@ use uuid::Uuid;
 
 use crate::list_ops::{self, ListOp};
 use crate::metrics::ReplicaMetrics;
+use crate::partition_lock::{PartitionGuard, PartitionLocks};
 use crate::read::{self, ReadCommand, ReadResult};
 
 #[derive(Debug, Error)]
@@ -41,6 +42,9 @@ pub enum ReplicaError {
     /// past the end).
     #[error("{0}")]
     Invalid(String),
+    /// Too much work is queued on this shard; the client may retry later.
+    #[error("{0}")]
+    Overloaded(String),
     #[error(transparent)]
     Storage(#[from] StorageError),
 }
@@ -76,6 +80,8 @@ pub struct Database {
     /// Memtable memory was freed (a flush finished).
     memory_freed: Event,
     compaction_wanted: Event,
+    /// Partitions with a conditional write under way.
+    partition_locks: Rc<PartitionLocks>,
     pub(crate) metrics: ReplicaMetrics,
 }
 
@@ -121,6 +127,7 @@ impl Database {
             flushing: RefCell::new(HashSet::new()),
             memory_freed: Event::default(),
             compaction_wanted: Event::default(),
+            partition_locks: Rc::default(),
             metrics: ReplicaMetrics::register(local),
         }
     }
@@ -240,6 +247,17 @@ impl Database {
         }
         self.metrics.record_write(table_id, started.elapsed());
         Ok(())
+    }
+
+    /// Waits until no other conditional write holds the partition, then
+    /// holds it until the guard drops: a read-check-write under the guard is
+    /// atomic against every other conditional write to the partition.
+    pub async fn lock_partition(
+        &self,
+        table: Uuid,
+        position: PartitionPosition,
+    ) -> Result<PartitionGuard, ReplicaError> {
+        self.partition_locks.lock(table, position).await
     }
 
     pub async fn query(&self, command: &ReadCommand) -> Result<ReadResult, ReplicaError> {

@@ -16,12 +16,14 @@ mod database;
 mod filter;
 mod list_ops;
 mod metrics;
+mod partition_lock;
 mod read;
 mod recovery;
 
 pub use database::{local, Database, ReplicaError, SchemaListener, StorageConfig};
 pub use filter::{FilterOp, RowFilter};
 pub use list_ops::{ListOp, ListOpKind};
+pub use partition_lock::PartitionGuard;
 pub use read::{PartitionSelection, ReadCommand, ReadResult, ResultCell, ResultRow, RowPosition};
 pub use recovery::RecoveryReport;
 

@@ -46,6 +46,14 @@ pub fn encode_key<'a>(components: impl IntoIterator<Item = (&'a CqlType, &'a [u8
     out
 }
 
+/// Whether the empty value of `ty` has an encoding that keeps the
+/// invariants above. Escaped (variable-length) types do; fixed-size and
+/// numeric encodings use every byte string of their length, so an empty
+/// value could only be encoded as a prefix of some other value's encoding.
+pub fn encodes_empty(ty: &CqlType) -> bool {
+    matches!(ty.unfrozen(), CqlType::Ascii | CqlType::Text | CqlType::Blob | CqlType::Inet | CqlType::Duration)
+}
+
 fn encode_ascending(ty: &CqlType, v: &[u8], out: &mut Vec<u8>) -> Option<()> {
     match ty {
         CqlType::Frozen(inner) => return encode_ascending(inner, v, out),
@@ -391,6 +399,23 @@ mod tests {
             for _ in 0..300 {
                 let v = random_value(&t, &mut rng);
                 assert_eq!(crate::value::validate(&t, &v), Ok(()), "{t} {v:02x?}");
+            }
+        }
+    }
+
+    #[test]
+    fn empty_values_where_encodable_sort_first_and_stay_prefix_free() {
+        let mut rng = Rng(4);
+        for t in all_types().into_iter().filter(encodes_empty) {
+            for _ in 0..500 {
+                let v = random_value(&t, &mut rng);
+                for descending in [false, true] {
+                    let (empty, other) = (enc(&t, &[], descending), enc(&t, &v, descending));
+                    let expected = compare(&t, &[], &v);
+                    let expected = if descending { expected.reverse() } else { expected };
+                    assert_eq!(empty.cmp(&other), expected, "{t} {v:02x?}");
+                    assert!(v.is_empty() || !other.starts_with(&empty), "{t} {v:02x?}");
+                }
             }
         }
     }

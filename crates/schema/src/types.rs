@@ -126,6 +126,36 @@ impl CqlType {
         }
     }
 
+    /// Whether a zero-length value is a valid value of this type: the
+    /// "empty" value Cassandra accepts for scalar types (drivers read it
+    /// back as EMPTY), distinct from null and sorting before every other
+    /// value. Text and blob types hold it as the empty string anyway, and
+    /// tuples as "no fields"; collections, durations and counters have no
+    /// empty value.
+    pub fn allows_empty(&self) -> bool {
+        matches!(
+            self.unfrozen(),
+            CqlType::Ascii
+                | CqlType::Text
+                | CqlType::Blob
+                | CqlType::Boolean
+                | CqlType::Tinyint
+                | CqlType::Smallint
+                | CqlType::Int
+                | CqlType::Bigint
+                | CqlType::Float
+                | CqlType::Double
+                | CqlType::Date
+                | CqlType::Time
+                | CqlType::Timestamp
+                | CqlType::Uuid
+                | CqlType::Timeuuid
+                | CqlType::Inet
+                | CqlType::Varint
+                | CqlType::Decimal
+        )
+    }
+
     /// A list, set or map that is not frozen: stored one cell per element.
     pub fn is_multi_cell(&self) -> bool {
         matches!(self, CqlType::List(_) | CqlType::Set(_) | CqlType::Map(..))

@@ -177,6 +177,28 @@ pub struct Row {
 }
 
 impl Row {
+    /// Moves every timestamp of the row by `delta` µs (see
+    /// [`Partition::shift_timestamps`]).
+    fn shift_timestamps(&mut self, delta: i64) {
+        if let Some(marker) = &mut self.marker {
+            marker.timestamp += delta;
+        }
+        if let Some(deletion) = &mut self.deletion {
+            deletion.timestamp += delta;
+        }
+        for data in self.columns.values_mut() {
+            match data {
+                ColumnData::Atomic(cell) => cell.timestamp += delta,
+                ColumnData::Collection(collection) => {
+                    if let Some(tombstone) = &mut collection.tombstone {
+                        tombstone.timestamp += delta;
+                    }
+                    collection.cells.values_mut().for_each(|c| c.cell.timestamp += delta);
+                }
+            }
+        }
+    }
+
     pub fn is_empty(&self) -> bool {
         self.marker.is_none() && self.deletion.is_none() && self.columns.is_empty()
     }
@@ -267,6 +289,19 @@ pub struct Partition {
 pub type PartitionUpdate = Partition;
 
 impl Partition {
+    /// Moves every timestamp of the update by `delta` µs, keeping their
+    /// differences (a collection tombstone stays just below its elements).
+    /// A conditional write takes its timestamp only once it holds the
+    /// partition, so conditional writes apply in timestamp order.
+    pub fn shift_timestamps(&mut self, delta: i64) {
+        if let Some(tombstone) = &mut self.tombstone {
+            tombstone.timestamp += delta;
+        }
+        self.static_row.shift_timestamps(delta);
+        self.rows.values_mut().for_each(|r| r.row.shift_timestamps(delta));
+        self.range_tombstones.iter_mut().for_each(|r| r.tombstone.timestamp += delta);
+    }
+
     pub fn merge(&mut self, other: Partition) {
         self.tombstone = Tombstone::merge(self.tombstone, other.tombstone);
         self.static_row.merge(other.static_row);
@@ -439,6 +474,26 @@ mod tests {
         assert_eq!(stored.tombstone.map(|t| t.timestamp), Some(3));
         let cell = &stored.rows[&Bytes::from_static(b"k")].row.columns[&1];
         assert_eq!(cell, &ColumnData::Atomic(live(6, b"new")));
+    }
+
+    #[test]
+    fn shifting_timestamps_moves_every_one_and_keeps_their_differences() {
+        let tombstone = |timestamp| Some(Tombstone { timestamp, deletion_time_s: 1 });
+        let mut row = Row { marker: Some(RowMarker { timestamp: 10, expiry: None }), ..Row::default() };
+        row.columns.insert(1, ColumnData::Atomic(live(10, b"v")));
+        let mut cells = BTreeMap::new();
+        cells.insert(Bytes::from_static(b"e"), CollectionCell { key: Bytes::from_static(b"e"), cell: live(10, b"") });
+        row.columns.insert(2, ColumnData::Collection(Collection { tombstone: tombstone(9), cells }));
+        let mut p = Partition { tombstone: tombstone(4), ..Partition::default() };
+        p.rows.insert(Bytes::from_static(b"k"), ClusteredRow { clustering: vec![], row });
+        p.shift_timestamps(100);
+        assert_eq!(p.tombstone.map(|t| t.timestamp), Some(104));
+        let row = &p.rows[&Bytes::from_static(b"k")].row;
+        assert_eq!(row.marker.map(|m| m.timestamp), Some(110));
+        assert_eq!(row.columns[&1], ColumnData::Atomic(live(110, b"v")));
+        let ColumnData::Collection(collection) = &row.columns[&2] else { panic!("not a collection") };
+        assert_eq!(collection.tombstone.map(|t| t.timestamp), Some(109));
+        assert_eq!(collection.cells[&Bytes::from_static(b"e")].cell.timestamp, 110);
     }
 
     #[test]

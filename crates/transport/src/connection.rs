@@ -28,11 +28,18 @@ use crate::metrics::OpenConnection;
 use crate::request::{self, Request};
 use crate::request_trace;
 use crate::response::{self, ColumnSpec, ErrorBody, ErrorKind, RowsWriter};
+use crate::wire::Consistency;
 
 /// Requests one connection may have running at once (the protocol allows
 /// 32768 streams; drivers use far fewer).
 const IN_FLIGHT_REQUESTS_MAX: usize = 1024;
 const READ_BUFFER_BYTES: usize = 64 * 1024;
+/// ScyllaDB's `SCYLLA_LWT_ADD_METADATA_MARK` extension: the bit set in a
+/// PREPARED result's metadata flags when the statement is conditional, for
+/// clients that named the extension in STARTUP (drivers route such
+/// statements to the partition's primary replica).
+const LWT_ADD_METADATA_MARK: &str = "SCYLLA_LWT_ADD_METADATA_MARK";
+const LWT_METADATA_BIT: u32 = 0x8000_0000;
 
 /// What every connection of the node shares, fixed at start.
 #[derive(Debug, Clone)]
@@ -53,6 +60,8 @@ struct Connection {
     in_flight: Rc<Cell<usize>>,
     session: RefCell<Session>,
     compression: Cell<Option<Compression>>,
+    /// The client negotiated [`LWT_ADD_METADATA_MARK`].
+    lwt_mark: Cell<bool>,
     out: mpsc::UnboundedSender<Outgoing>,
     /// Schema listener id, once the client REGISTERed for SCHEMA_CHANGE.
     listener: Cell<Option<u64>>,
@@ -82,6 +91,7 @@ pub async fn run(stream: TcpStream, config: Arc<ServerConfig>) {
         in_flight,
         session: RefCell::new(Session::default()),
         compression: Cell::new(None),
+        lwt_mark: Cell::new(false),
         out,
         listener: Cell::new(None),
     });
@@ -269,7 +279,7 @@ async fn execute(connection: &Rc<Connection>, request: Request) -> Result<Respon
                 bind_columns: &bind,
                 pk_indexes: &info.pk_indexes,
                 result_columns: Some(&result),
-                extra_flags: 0,
+                extra_flags: if info.conditional && connection.lwt_mark.get() { LWT_METADATA_BIT as i32 } else { 0 },
             };
             let mut body = Vec::new();
             response::write_prepared(&mut body, &prepared);
@@ -306,7 +316,12 @@ async fn execute(connection: &Rc<Connection>, request: Request) -> Result<Respon
                 })
                 .collect();
             let session = connection.session.borrow().clone();
-            let options = QueryOptions { timestamp: batch.timestamp, ..QueryOptions::default() };
+            let options = QueryOptions {
+                timestamp: batch.timestamp,
+                consistency: consistency_name(batch.consistency),
+                serial_consistency: batch.serial_consistency.and_then(consistency_name),
+                ..QueryOptions::default()
+            };
             let result = processor::batch(kind, statements, &session, options).await?;
             Ok(reply(Opcode::Result, encode_result(&result, false)))
         }
@@ -320,6 +335,7 @@ fn startup(connection: &Connection, options: &HashMap<String, String>) -> Result
         })?;
         connection.compression.set(Some(compression));
     }
+    connection.lwt_mark.set(options.contains_key(LWT_ADD_METADATA_MARK));
     // READY itself goes out uncompressed: the client switches after it.
     Ok(Response { opcode: Opcode::Ready, body: Vec::new(), compressed: false, tracing_id: None })
 }
@@ -336,6 +352,7 @@ fn supported(config: &ServerConfig) -> Vec<u8> {
         ("SCYLLA_SHARDING_ALGORITHM", vec!["biased-token-round-robin".to_string()]),
         ("SCYLLA_SHARDING_IGNORE_MSB", vec![config.sharding_ignore_msb.to_string()]),
         ("SCYLLA_SHARD_AWARE_PORT", vec![config.shard_aware_port.to_string()]),
+        (LWT_ADD_METADATA_MARK, vec![format!("LWT_OPTIMIZATION_META_BIT_MASK={LWT_METADATA_BIT}")]),
     ];
     let mut body = Vec::new();
     response::write_supported(&mut body, &options);
@@ -390,7 +407,14 @@ fn options(params: request::QueryParams) -> QueryOptions {
         page_size: params.page_size,
         paging_state: params.paging_state,
         timestamp: params.timestamp,
+        consistency: consistency_name(params.consistency),
+        serial_consistency: params.serial_consistency.and_then(consistency_name),
     }
+}
+
+/// The name of a consistency code (request decoding checked it is one).
+fn consistency_name(code: u16) -> Option<&'static str> {
+    Consistency::from_code(code).map(Consistency::name)
 }
 
 fn encode_result(result: &QueryResult, skip_metadata: bool) -> Vec<u8> {
@@ -424,6 +448,7 @@ fn to_error_body(error: CqlError) -> ErrorBody {
         CqlError::Unauthorized(_) => ErrorKind::Unauthorized,
         CqlError::Config(_) => ErrorKind::ConfigError,
         CqlError::Protocol(_) => ErrorKind::ProtocolError,
+        CqlError::Overloaded(_) => ErrorKind::Overloaded,
         CqlError::Server(_) => ErrorKind::ServerError,
     };
     ErrorBody::new(kind, message)

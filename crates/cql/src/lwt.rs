@@ -1,0 +1,432 @@
+//! Conditional writes (lightweight transactions): `INSERT ... IF NOT EXISTS`,
+//! `UPDATE`/`DELETE ... IF EXISTS | IF cond AND ...`, and batches of them.
+//!
+//! Shoal keeps one copy of each partition, so there is no Paxos: on the shard
+//! owning the partition a conditional write holds the partition's lock
+//! ([`shoal_replica::Database::lock_partition`]), reads the rows its
+//! conditions name, checks them and, when all hold, applies its writes. The
+//! writes take their timestamp under the lock, from the owning shard's
+//! strictly increasing clock, so conditional writes to a partition apply in
+//! timestamp order whatever the coordinators' clocks (a write that passed its
+//! check is never shadowed by the one it followed).
+//!
+//! Results follow Cassandra: one row, `[applied]` first; when not applied and
+//! the rows read exist, their current values of the condition columns (every
+//! column for IF [NOT] EXISTS), preceded in a batch by the key columns.
+
+use std::cmp::Ordering;
+use std::sync::Arc;
+
+use bytes::Bytes;
+use shoal_replica::{PartitionSelection, ReadCommand, ResultRow};
+use shoal_schema::value::compare;
+use shoal_schema::{ColumnKind, CqlType, TableMeta};
+use shoal_storage::{ClusteringRange, PartitionPosition};
+
+use crate::ast::{ColumnCondition, Condition, Operator, Statement, Term};
+use crate::error::{invalid, CqlError, CqlResult};
+use crate::modification::Write;
+use crate::result::{ColumnSpec, QueryResult, Rows};
+use crate::select::column_value;
+use crate::values::{collection_items, eval, Bindings, Evaluated, Receiver};
+
+/// How a statement's condition tests its row.
+#[derive(Debug, Clone)]
+enum Check {
+    NotExists,
+    Exists,
+    Columns(Vec<ColumnCheck>),
+}
+
+/// `IF c op value` (or `c[key] op value` on a map), values evaluated.
+#[derive(Debug, Clone)]
+struct ColumnCheck {
+    column: usize,
+    /// The map key of `c[key]`.
+    element: Option<Bytes>,
+    op: Operator,
+    /// The value (`None`: null), or the candidates of IN.
+    values: Vec<Option<Bytes>>,
+}
+
+/// The condition of one statement, on one row of the partition.
+#[derive(Debug, Clone)]
+pub(crate) struct Conditional {
+    table: Arc<TableMeta>,
+    position: PartitionPosition,
+    /// Encoded clustering key; `None` for the static row (the partition).
+    row: Option<Bytes>,
+    check: Check,
+}
+
+/// The condition of `statement`, given the writes built for it; `None` when
+/// it has none.
+pub(crate) fn conditional(
+    meta: &Arc<TableMeta>,
+    statement: &Statement,
+    writes: &[Write],
+    bindings: Bindings<'_>,
+) -> CqlResult<Option<Conditional>> {
+    let (check, using) = match statement {
+        Statement::Insert(s) if s.if_not_exists => (Some(Check::NotExists), &s.using),
+        Statement::Update(s) => (check_of(meta, &s.condition, bindings)?, &s.using),
+        Statement::Delete(s) => (check_of(meta, &s.condition, bindings)?, &s.using),
+        _ => return Ok(None),
+    };
+    let Some(check) = check else { return Ok(None) };
+    if using.timestamp.is_some() {
+        return Err(invalid("Cannot provide custom timestamp for conditional updates"));
+    }
+    let [write] = writes else {
+        return Err(invalid("IN on the partition key is not supported with conditional updates"));
+    };
+    let row = match write.update.rows.len() {
+        // Without clustering columns the partition is one row, under the
+        // empty clustering key, whether the write names it or deletes the
+        // whole partition.
+        _ if meta.clustering_key_len() == 0 => Some(Bytes::new()),
+        0 => None,
+        1 => write.update.rows.keys().next().cloned(),
+        _ => return Err(invalid("IN on the clustering key columns is not supported with conditional updates")),
+    };
+    let only_static = match &check {
+        Check::Columns(checks) => checks.iter().all(|c| meta.columns[c.column].kind == ColumnKind::Static),
+        _ => false,
+    };
+    // An INSERT without a clustering key writes only static columns: its
+    // IF NOT EXISTS tests the partition's static row.
+    let whole_row_deleted = write.update.tombstone.is_some() || !write.update.range_tombstones.is_empty();
+    let partition_level = meta.clustering_key_len() > 0 && (row.is_none() || whole_row_deleted);
+    if partition_level && !only_static && !matches!(statement, Statement::Insert(_)) {
+        let verb = if matches!(statement, Statement::Delete(_)) { "DELETE" } else { "UPDATE" };
+        return Err(invalid(format!(
+            "{verb} statements must restrict all PRIMARY KEY columns with equality relations in order to use IF \
+             conditions"
+        )));
+    }
+    Ok(Some(Conditional { table: Arc::clone(meta), position: write.position.clone(), row, check }))
+}
+
+/// The check of an UPDATE or DELETE's `IF` clause; `None` without one.
+fn check_of(meta: &TableMeta, condition: &Condition, bindings: Bindings<'_>) -> CqlResult<Option<Check>> {
+    Ok(match condition {
+        Condition::None => None,
+        Condition::IfExists => Some(Check::Exists),
+        Condition::IfColumns(conditions) => {
+            Some(Check::Columns(conditions.iter().map(|c| column_check(meta, c, bindings)).collect::<CqlResult<_>>()?))
+        }
+    })
+}
+
+fn column_check(meta: &TableMeta, condition: &ColumnCondition, bindings: Bindings<'_>) -> CqlResult<ColumnCheck> {
+    let name = &condition.target.column;
+    let column = meta.column_index(name).ok_or_else(|| invalid(format!("Undefined column name {name}")))?;
+    let meta_column = &meta.columns[column];
+    if meta_column.kind.is_primary_key() {
+        return Err(invalid(format!("PRIMARY KEY column '{name}' cannot have IF conditions")));
+    }
+    let (element, ty) = match &condition.target.element {
+        None => (None, &meta_column.ty),
+        Some(key) => match meta_column.ty.unfrozen() {
+            CqlType::Map(key_ty, value_ty) => {
+                let key = match eval(key, Receiver { name, ty: key_ty }, bindings)? {
+                    Evaluated::Value(key) => key,
+                    _ => return Err(invalid(format!("Invalid null value for {name} element access"))),
+                };
+                (Some(key), value_ty.as_ref())
+            }
+            _ => return Err(invalid(format!("Element conditions are only supported on map columns ({name})"))),
+        },
+    };
+    let receiver = Receiver { name, ty };
+    let values = match (condition.op, &condition.value) {
+        (Operator::In, Term::List(terms)) => {
+            terms.iter().map(|t| condition_value(t, receiver, bindings)).collect::<CqlResult<_>>()?
+        }
+        (Operator::In, term) => {
+            let list_ty = CqlType::List(Box::new(ty.clone()));
+            match eval(term, Receiver { name, ty: &list_ty }, bindings)? {
+                Evaluated::Value(list) => collection_items(&list).into_iter().map(Some).collect(),
+                _ => return Err(invalid(format!("Invalid null list in IN condition on {name}"))),
+            }
+        }
+        (Operator::Eq | Operator::Ne | Operator::Lt | Operator::Le | Operator::Gt | Operator::Ge, term) => {
+            let value = condition_value(term, receiver, bindings)?;
+            if value.is_none() && !matches!(condition.op, Operator::Eq | Operator::Ne) {
+                return Err(invalid(format!(
+                    "Invalid comparison with null for operator \"{}\"",
+                    op_text(condition.op)
+                )));
+            }
+            vec![value]
+        }
+        (op, _) => return Err(invalid(format!("Unsupported operator {} in an IF condition", op_text(op)))),
+    };
+    Ok(ColumnCheck { column, element, op: condition.op, values })
+}
+
+/// A value a condition compares with (`None`: null); unset is refused, as
+/// by Cassandra, since "leave it alone" means nothing in a comparison.
+fn condition_value(term: &Term, receiver: Receiver<'_>, bindings: Bindings<'_>) -> CqlResult<Option<Bytes>> {
+    match eval(term, receiver, bindings)? {
+        Evaluated::Unset => Err(invalid("Invalid 'unset' value in condition")),
+        value => Ok(value.into_option()),
+    }
+}
+
+fn op_text(op: Operator) -> &'static str {
+    match op {
+        Operator::Eq => "=",
+        Operator::Ne => "!=",
+        Operator::Lt => "<",
+        Operator::Le => "<=",
+        Operator::Gt => ">",
+        Operator::Ge => ">=",
+        Operator::In => "IN",
+        Operator::Contains => "CONTAINS",
+        Operator::ContainsKey => "CONTAINS KEY",
+        Operator::Like => "LIKE",
+    }
+}
+
+/// Checks that the conditional statements of a batch (or one statement) and
+/// its other writes all touch one partition of one table.
+pub(crate) fn check_single_partition(conditions: &[Conditional], writes: &[Write]) -> CqlResult<()> {
+    let Some(first) = conditions.first() else { return Ok(()) };
+    let tables = conditions.iter().map(|c| c.table.id).chain(writes.iter().map(|w| w.table));
+    if tables.clone().any(|t| t != first.table.id) {
+        return Err(invalid("Batch with conditions cannot span multiple tables"));
+    }
+    let positions = conditions.iter().map(|c| &c.position).chain(writes.iter().map(|w| &w.position));
+    if positions.clone().any(|p| p != &first.position) {
+        return Err(invalid("Batch with conditions cannot span multiple partitions"));
+    }
+    Ok(())
+}
+
+/// Runs conditional writes on the shard owning their partition: `writes`
+/// carry `timestamp`, moved to the owner's clock under the lock.
+/// `conditions` is not empty and [`check_single_partition`] passed.
+pub(crate) async fn execute(
+    conditions: Vec<Conditional>,
+    writes: Vec<Write>,
+    timestamp: i64,
+    now_s: i64,
+    is_batch: bool,
+) -> CqlResult<QueryResult> {
+    let Some(first) = conditions.first() else { return Err(CqlError::Server("no condition to check".into())) };
+    let token = first.position.token;
+    shoal_coordinator::on_owner(token, move || async move { run(conditions, writes, timestamp, now_s, is_batch).await })
+        .await?
+}
+
+/// On the owning shard: lock, read, check, maybe write.
+async fn run(
+    conditions: Vec<Conditional>,
+    writes: Vec<Write>,
+    timestamp: i64,
+    now_s: i64,
+    is_batch: bool,
+) -> CqlResult<QueryResult> {
+    let db = shoal_replica::local();
+    let meta = Arc::clone(&conditions[0].table);
+    let position = conditions[0].position.clone();
+    let _guard = db.lock_partition(meta.id, position.clone()).await?;
+    let mut current: Vec<Option<ResultRow>> = Vec::with_capacity(conditions.len());
+    for condition in &conditions {
+        current.push(read_row(&meta, &position, condition, now_s).await?);
+    }
+    let applied = conditions.iter().zip(&current).all(|(c, row)| holds(&meta, &c.check, row.as_ref()));
+    if !applied {
+        return result(&meta, &conditions, &current, is_batch);
+    }
+    let delta = crate::processor::next_timestamp() - timestamp;
+    // One partition, so one update: the batch applies whole or not at all.
+    let mut writes = writes.into_iter();
+    if let Some(mut merged) = writes.next() {
+        for write in writes {
+            merged.update.merge(write.update);
+            merged.list_ops.extend(write.list_ops);
+        }
+        merged.update.shift_timestamps(delta);
+        merged.list_ops.iter_mut().for_each(|op| op.timestamp += delta);
+        db.apply(merged.table, merged.position, merged.update, &merged.list_ops).await?;
+    }
+    Ok(QueryResult::Rows(Rows {
+        columns: vec![applied_spec(&meta)],
+        rows: vec![vec![Some(bool_value(true))]],
+        paging_state: None,
+    }))
+}
+
+/// The live row a condition tests (its static columns merged in), or the
+/// partition's static row for a condition on the partition.
+async fn read_row(
+    meta: &TableMeta,
+    position: &PartitionPosition,
+    condition: &Conditional,
+    now_s: i64,
+) -> CqlResult<Option<ResultRow>> {
+    let db = shoal_replica::local();
+    let command = |clustering: ClusteringRange, distinct: bool| ReadCommand {
+        table: meta.id,
+        partitions: PartitionSelection::Keys(vec![position.clone()]),
+        clustering: vec![clustering],
+        reversed: false,
+        filters: Vec::new(),
+        distinct,
+        row_limit: 1,
+        per_partition_limit: 1,
+        start_after: None,
+        now_s,
+    };
+    if let Some(key) = &condition.row {
+        let range = ClusteringRange {
+            start: std::ops::Bound::Included(key.clone()),
+            end: std::ops::Bound::Included(key.clone()),
+        };
+        let found = db.query(&command(range, false)).await?.rows.into_iter().next();
+        if found.is_some() || !reads_static(meta, &condition.check) {
+            return Ok(found);
+        }
+    }
+    // The static row: a distinct read yields it (with the first row's
+    // cells when rows exist; only static cells are looked at then).
+    let row = db.query(&command(ClusteringRange::all(), true)).await?.rows.into_iter().next();
+    Ok(row.map(|mut r| {
+        for (i, column) in meta.columns.iter().enumerate() {
+            if column.kind == ColumnKind::Regular {
+                r.cells[i] = None;
+            }
+        }
+        r
+    }))
+}
+
+fn reads_static(meta: &TableMeta, check: &Check) -> bool {
+    match check {
+        Check::Columns(checks) => checks.iter().any(|c| meta.columns[c.column].kind == ColumnKind::Static),
+        _ => false,
+    }
+}
+
+fn holds(meta: &TableMeta, check: &Check, row: Option<&ResultRow>) -> bool {
+    match check {
+        Check::NotExists => row.is_none(),
+        Check::Exists => row.is_some(),
+        Check::Columns(checks) => checks.iter().all(|c| column_holds(meta, c, row)),
+    }
+}
+
+fn column_holds(meta: &TableMeta, check: &ColumnCheck, row: Option<&ResultRow>) -> bool {
+    let column = &meta.columns[check.column];
+    let whole = row.and_then(|r| r.cells[check.column].as_ref()).map(|c| c.value.clone());
+    let (current, ty) = match (&check.element, column.ty.unfrozen()) {
+        (Some(key), CqlType::Map(key_ty, value_ty)) => {
+            (whole.and_then(|m| map_get(&m, key_ty, key)), value_ty.as_ref())
+        }
+        _ => (whole, &column.ty),
+    };
+    let ty = ty.unfrozen();
+    let equal = |v: &Option<Bytes>| match (&current, v) {
+        (None, None) => true,
+        (Some(a), Some(b)) => compare(ty, a, b) == Ordering::Equal,
+        _ => false,
+    };
+    let ordering = || match (&current, &check.values[0]) {
+        (Some(a), Some(b)) => Some(compare(ty, a, b)),
+        _ => None,
+    };
+    match check.op {
+        Operator::Eq => equal(&check.values[0]),
+        Operator::Ne => !equal(&check.values[0]),
+        Operator::In => check.values.iter().any(equal),
+        Operator::Lt => ordering() == Some(Ordering::Less),
+        Operator::Le => matches!(ordering(), Some(Ordering::Less | Ordering::Equal)),
+        Operator::Gt => ordering() == Some(Ordering::Greater),
+        Operator::Ge => matches!(ordering(), Some(Ordering::Greater | Ordering::Equal)),
+        // Refused when the condition was built.
+        Operator::Contains | Operator::ContainsKey | Operator::Like => false,
+    }
+}
+
+/// The value at `key` of a serialized map.
+fn map_get(map: &[u8], key_ty: &CqlType, key: &[u8]) -> Option<Bytes> {
+    let items = collection_items(map);
+    items
+        .chunks(2)
+        .find(|kv| compare(key_ty.unfrozen(), &kv[0], key) == Ordering::Equal)
+        .and_then(|kv| kv.get(1).cloned())
+}
+
+/// The not-applied result: `[applied] = false`, then the rows read that
+/// exist, with their key columns (in a batch) and condition columns.
+fn result(
+    meta: &TableMeta,
+    conditions: &[Conditional],
+    current: &[Option<ResultRow>],
+    is_batch: bool,
+) -> CqlResult<QueryResult> {
+    let whole_row = conditions.iter().any(|c| !matches!(c.check, Check::Columns(_)));
+    let shown: Vec<usize> = (0..meta.columns.len())
+        .filter(|&i| {
+            let kind = meta.columns[i].kind;
+            whole_row
+                || (is_batch && kind.is_primary_key())
+                || conditions.iter().any(|c| match &c.check {
+                    Check::Columns(checks) => checks.iter().any(|k| k.column == i),
+                    _ => false,
+                })
+        })
+        .collect();
+    // In clustering order and each once (statements of a batch may test
+    // one row), as Cassandra shows them.
+    let mut rows_read: Vec<&ResultRow> = current.iter().flatten().collect();
+    rows_read.sort_by(|a, b| a.position.cmp(&b.position));
+    rows_read.dedup_by(|a, b| a.position == b.position);
+    if rows_read.is_empty() {
+        return Ok(QueryResult::Rows(Rows {
+            columns: vec![applied_spec(meta)],
+            rows: vec![vec![Some(bool_value(false))]],
+            paging_state: None,
+        }));
+    }
+    let mut columns = vec![applied_spec(meta)];
+    columns.extend(shown.iter().map(|&i| spec(meta, meta.columns[i].name.clone(), meta.columns[i].ty.clone())));
+    let rows = rows_read
+        .into_iter()
+        .map(|row| {
+            let mut out = vec![Some(bool_value(false))];
+            for &i in &shown {
+                out.push(column_value(meta, i, row)?);
+            }
+            Ok(out)
+        })
+        .collect::<CqlResult<_>>()?;
+    Ok(QueryResult::Rows(Rows { columns, rows, paging_state: None }))
+}
+
+fn spec(meta: &TableMeta, name: String, ty: CqlType) -> ColumnSpec {
+    ColumnSpec { keyspace: meta.keyspace.clone(), table: meta.name.clone(), name, ty }
+}
+
+fn applied_spec(meta: &TableMeta) -> ColumnSpec {
+    spec(meta, "[applied]".to_string(), CqlType::Boolean)
+}
+
+fn bool_value(value: bool) -> Bytes {
+    Bytes::from_static(if value { &[1] } else { &[0] })
+}
+
+/// Whether a prepared statement is conditional (drivers route such
+/// statements specially, told by a bit of the PREPARED metadata flags).
+pub(crate) fn is_conditional(statement: &Statement) -> bool {
+    match statement {
+        Statement::Insert(s) => s.if_not_exists,
+        Statement::InsertJson(s) => s.if_not_exists,
+        Statement::Update(s) => s.condition != Condition::None,
+        Statement::Delete(s) => s.condition != Condition::None,
+        Statement::Batch(b) => b.statements.iter().any(is_conditional),
+        _ => false,
+    }
+}

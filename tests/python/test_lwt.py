@@ -1,0 +1,357 @@
+"""Lightweight transactions: INSERT IF NOT EXISTS, UPDATE/DELETE IF EXISTS or
+IF conditions, conditional batches, prepared LWT, SERIAL consistencies.
+
+Results are compared column by column with what Cassandra returns: a ROWS
+result with `[applied]` first and, when not applied, the current values of
+the condition columns (the whole row for IF NOT EXISTS).
+"""
+
+import os
+import threading
+import urllib.request
+
+import pytest
+
+from cassandra import ConsistencyLevel
+from cassandra.protocol import InvalidRequest
+from cassandra.query import UNSET_VALUE, BatchStatement, SimpleStatement
+
+from conftest import HOST, IS_CASSANDRA
+
+
+def flush(keyspace, table):
+    """Flushes `table` through the REST API when the node is Shoal (run.sh sets SHOAL_API_PORT)."""
+    if IS_CASSANDRA or not os.environ.get("SHOAL_API_PORT"):
+        return
+    url = "http://%s:%s/storage_service/keyspace_flush/%s?cf=%s" % (HOST, os.environ["SHOAL_API_PORT"], keyspace, table)
+    urllib.request.urlopen(urllib.request.Request(url, method="POST"), timeout=30).read()
+
+
+def columns_and_row(rs):
+    return rs.column_names, list(rs.one())
+
+
+def kv(table):
+    return table("(k int PRIMARY KEY, v int, w text)")
+
+
+def test_insert_if_not_exists(session, table):
+    t = table("(k int, c int, v int, w text, PRIMARY KEY (k, c))")
+    rs = session.execute("INSERT INTO %s (k, c, v, w) VALUES (1, 1, 10, 'a') IF NOT EXISTS" % t)
+    assert rs.was_applied
+    assert columns_and_row(rs) == (["[applied]"], [True])
+    rs = session.execute("INSERT INTO %s (k, c, v) VALUES (1, 1, 20) IF NOT EXISTS" % t)
+    assert not rs.was_applied
+    assert columns_and_row(rs) == (["[applied]", "k", "c", "v", "w"], [False, 1, 1, 10, "a"])
+    # Another row of the same partition does not exist yet.
+    assert session.execute("INSERT INTO %s (k, c, v) VALUES (1, 2, 30) IF NOT EXISTS" % t).was_applied
+    assert sorted(tuple(r) for r in session.execute("SELECT k, c, v FROM %s" % t)) == [(1, 1, 10), (1, 2, 30)]
+
+
+def test_insert_if_not_exists_with_ttl(session, table):
+    t = kv(table)
+    assert session.execute("INSERT INTO %s (k, v) VALUES (1, 1) IF NOT EXISTS USING TTL 1000" % t).was_applied
+    ttl = session.execute("SELECT ttl(v) FROM %s WHERE k = 1" % t).one()[0]
+    assert 990 < ttl <= 1000
+
+
+def test_custom_timestamp_is_refused(session, table):
+    t = kv(table)
+    with pytest.raises(InvalidRequest, match="Cannot provide custom timestamp for conditional updates"):
+        session.execute("INSERT INTO %s (k, v) VALUES (1, 1) IF NOT EXISTS USING TIMESTAMP 5" % t)
+    with pytest.raises(InvalidRequest, match="Cannot provide custom timestamp for conditional updates"):
+        session.execute("UPDATE %s USING TIMESTAMP 5 SET v = 1 WHERE k = 1 IF EXISTS" % t)
+    with pytest.raises(InvalidRequest, match="Cannot provide custom timestamp for conditional BATCH"):
+        session.execute(
+            "BEGIN BATCH USING TIMESTAMP 5 INSERT INTO %s (k, v) VALUES (1, 1) IF NOT EXISTS APPLY BATCH" % t
+        )
+
+
+def test_update_if_exists(session, table):
+    t = kv(table)
+    rs = session.execute("UPDATE %s SET v = 1 WHERE k = 1 IF EXISTS" % t)
+    assert columns_and_row(rs) == (["[applied]"], [False])
+    assert session.execute("SELECT * FROM %s WHERE k = 1" % t).one() is None
+    session.execute("INSERT INTO %s (k, v, w) VALUES (1, 0, 'x')" % t)
+    rs = session.execute("UPDATE %s SET v = 2 WHERE k = 1 IF EXISTS" % t)
+    assert columns_and_row(rs) == (["[applied]"], [True])
+    assert session.execute("SELECT v FROM %s WHERE k = 1" % t).one().v == 2
+
+
+def test_update_if_condition(session, table):
+    t = kv(table)
+    # No row: not applied, and there are no current values to show.
+    rs = session.execute("UPDATE %s SET v = 2 WHERE k = 1 IF v = 1" % t)
+    assert columns_and_row(rs) == (["[applied]"], [False])
+    session.execute("INSERT INTO %s (k, v, w) VALUES (1, 1, 'a')" % t)
+    rs = session.execute("UPDATE %s SET v = 2 WHERE k = 1 IF v = 5" % t)
+    assert columns_and_row(rs) == (["[applied]", "v"], [False, 1])
+    rs = session.execute("UPDATE %s SET v = 2 WHERE k = 1 IF v = 1" % t)
+    assert columns_and_row(rs) == (["[applied]"], [True])
+    rs = session.execute("UPDATE %s SET v = 3 WHERE k = 1 IF v = 2 AND w = 'b'" % t)
+    assert columns_and_row(rs) == (["[applied]", "v", "w"], [False, 2, "a"])
+    assert session.execute("UPDATE %s SET v = 3, w = 'c' WHERE k = 1 IF v = 2 AND w = 'a'" % t).was_applied
+    assert tuple(session.execute("SELECT v, w FROM %s WHERE k = 1" % t).one()) == (3, "c")
+
+
+@pytest.mark.parametrize(
+    "condition, applied",
+    [
+        ("v != 5", True),
+        ("v != 3", False),
+        ("v < 4", True),
+        ("v < 3", False),
+        ("v <= 3", True),
+        ("v <= 2", False),
+        ("v > 2", True),
+        ("v > 3", False),
+        ("v >= 3", True),
+        ("v >= 4", False),
+        ("v IN (1, 3)", True),
+        ("v IN (1, 2)", False),
+        ("v = null", False),
+        ("v != null", True),
+        ("w = null", True),
+        ("w != null", False),
+        ("w IN ('x', null)", True),
+    ],
+)
+def test_condition_operators(session, table, condition, applied):
+    t = kv(table)
+    session.execute("INSERT INTO %s (k, v) VALUES (1, 3)" % t)
+    rs = session.execute("UPDATE %s SET v = 100 WHERE k = 1 IF %s" % (t, condition))
+    assert rs.was_applied is applied
+    assert session.execute("SELECT v FROM %s WHERE k = 1" % t).one().v == (100 if applied else 3)
+
+
+def test_condition_on_text_compares_values(session, table):
+    t = kv(table)
+    session.execute("INSERT INTO %s (k, w) VALUES (1, 'b')" % t)
+    assert session.execute("UPDATE %s SET v = 1 WHERE k = 1 IF w > 'a'" % t).was_applied
+    assert not session.execute("UPDATE %s SET v = 2 WHERE k = 1 IF w > 'b'" % t).was_applied
+
+
+def test_map_element_condition(session, table):
+    t = table("(k int PRIMARY KEY, m map<text, int>, v int)")
+    session.execute("INSERT INTO %s (k, m) VALUES (1, {'a': 1, 'b': 2})" % t)
+    assert session.execute("UPDATE %s SET v = 1 WHERE k = 1 IF m['a'] = 1" % t).was_applied
+    rs = session.execute("UPDATE %s SET v = 2 WHERE k = 1 IF m['b'] = 5" % t)
+    assert columns_and_row(rs) == (["[applied]", "m"], [False, {"a": 1, "b": 2}])
+    assert session.execute("UPDATE %s SET v = 3 WHERE k = 1 IF m['zz'] = null" % t).was_applied
+    assert session.execute("SELECT v FROM %s WHERE k = 1" % t).one().v == 3
+
+
+def test_condition_errors(session, table):
+    t = table("(k int, c int, v int, PRIMARY KEY (k, c))")
+    with pytest.raises(InvalidRequest, match="PRIMARY KEY column 'c' cannot have IF conditions"):
+        session.execute("UPDATE %s SET v = 1 WHERE k = 1 AND c = 1 IF c = 1" % t)
+    with pytest.raises(InvalidRequest, match="Undefined column name nope"):
+        session.execute("UPDATE %s SET v = 1 WHERE k = 1 AND c = 1 IF nope = 1" % t)
+    with pytest.raises(InvalidRequest, match="IN on the partition key"):
+        session.execute("UPDATE %s SET v = 1 WHERE k IN (1, 2) AND c = 1 IF v = 1" % t)
+    with pytest.raises(InvalidRequest, match="DELETE statements must restrict all PRIMARY KEY columns"):
+        session.execute("DELETE FROM %s WHERE k = 1 IF EXISTS" % t)
+
+
+def test_delete_if_exists_and_if_condition(session, table):
+    t = kv(table)
+    rs = session.execute("DELETE FROM %s WHERE k = 1 IF EXISTS" % t)
+    assert columns_and_row(rs) == (["[applied]"], [False])
+    session.execute("INSERT INTO %s (k, v, w) VALUES (1, 1, 'a')" % t)
+    rs = session.execute("DELETE FROM %s WHERE k = 1 IF v = 2" % t)
+    assert columns_and_row(rs) == (["[applied]", "v"], [False, 1])
+    rs = session.execute("DELETE w FROM %s WHERE k = 1 IF v = 1" % t)
+    assert rs.was_applied
+    assert tuple(session.execute("SELECT v, w FROM %s WHERE k = 1" % t).one()) == (1, None)
+    assert session.execute("DELETE FROM %s WHERE k = 1 IF EXISTS" % t).was_applied
+    assert session.execute("SELECT * FROM %s WHERE k = 1" % t).one() is None
+
+
+def test_static_column_condition(session, table):
+    t = table("(k int, c int, s int STATIC, v int, PRIMARY KEY (k, c))")
+    session.execute("INSERT INTO %s (k, s) VALUES (1, 7)" % t)
+    assert session.execute("UPDATE %s SET s = 8 WHERE k = 1 IF s = 7" % t).was_applied
+    rs = session.execute("UPDATE %s SET v = 1 WHERE k = 1 AND c = 1 IF s = 7" % t)
+    assert columns_and_row(rs) == (["[applied]", "s"], [False, 8])
+
+
+def batch_table(table):
+    return table("(k int, c int, v int, PRIMARY KEY (k, c))")
+
+
+def rows(session, t):
+    return sorted(tuple(r) for r in session.execute("SELECT k, c, v FROM %s" % t))
+
+
+def test_conditional_batch_applied(session, table):
+    t = batch_table(table)
+    session.execute("INSERT INTO %s (k, c, v) VALUES (1, 1, 1)" % t)
+    rs = session.execute(
+        """BEGIN BATCH
+             UPDATE %(t)s SET v = 2 WHERE k = 1 AND c = 1 IF v = 1;
+             INSERT INTO %(t)s (k, c, v) VALUES (1, 2, 20) IF NOT EXISTS;
+             INSERT INTO %(t)s (k, c, v) VALUES (1, 3, 30);
+           APPLY BATCH""" % {"t": t}
+    )
+    assert columns_and_row(rs) == (["[applied]"], [True])
+    assert rows(session, t) == [(1, 1, 2), (1, 2, 20), (1, 3, 30)]
+
+
+def test_conditional_batch_not_applied_changes_nothing(session, table):
+    t = batch_table(table)
+    session.execute("INSERT INTO %s (k, c, v) VALUES (1, 1, 1)" % t)
+    session.execute("INSERT INTO %s (k, c, v) VALUES (1, 2, 5)" % t)
+    rs = session.execute(
+        """BEGIN BATCH
+             UPDATE %(t)s SET v = 2 WHERE k = 1 AND c = 1 IF v = 1;
+             UPDATE %(t)s SET v = 6 WHERE k = 1 AND c = 2 IF v = 4;
+             INSERT INTO %(t)s (k, c, v) VALUES (1, 3, 30);
+           APPLY BATCH""" % {"t": t}
+    )
+    # One row per row read (a driver's was_applied refuses several rows
+    # outside a BatchStatement, as with Cassandra).
+    assert rs.column_names == ["[applied]", "k", "c", "v"]
+    assert [tuple(r) for r in rs] == [(False, 1, 1, 1), (False, 1, 2, 5)]
+    assert rows(session, t) == [(1, 1, 1), (1, 2, 5)]
+
+
+def test_conditional_batch_statement_with_prepared(session, table):
+    t = batch_table(table)
+    insert = session.prepare("INSERT INTO %s (k, c, v) VALUES (?, ?, ?) IF NOT EXISTS" % t)
+    batch = BatchStatement()
+    batch.add(insert, (1, 1, 1))
+    batch.add(insert, (1, 2, 2))
+    assert session.execute(batch).was_applied
+    batch = BatchStatement(serial_consistency_level=ConsistencyLevel.SERIAL)
+    batch.add(insert, (1, 2, 2))
+    batch.add(insert, (1, 1, 1))
+    rs = session.execute(batch)
+    assert not rs.was_applied
+    assert rs.column_names == ["[applied]", "k", "c", "v"]
+    assert [tuple(r) for r in rs] == [(False, 1, 1, 1), (False, 1, 2, 2)]
+
+
+def test_conditional_batch_must_stay_on_one_partition(session, table):
+    t = batch_table(table)
+    other = kv(table)
+    with pytest.raises(InvalidRequest, match="Batch with conditions cannot span multiple partitions"):
+        session.execute(
+            """BEGIN BATCH
+                 INSERT INTO %(t)s (k, c, v) VALUES (1, 1, 1) IF NOT EXISTS;
+                 INSERT INTO %(t)s (k, c, v) VALUES (2, 1, 1);
+               APPLY BATCH""" % {"t": t}
+        )
+    with pytest.raises(InvalidRequest, match="Batch with conditions cannot span multiple tables"):
+        session.execute(
+            """BEGIN BATCH
+                 INSERT INTO %s (k, c, v) VALUES (1, 1, 1) IF NOT EXISTS;
+                 INSERT INTO %s (k, v) VALUES (1, 1);
+               APPLY BATCH""" % (t, other)
+        )
+    assert rows(session, t) == []
+
+
+def test_prepared_lwt(session, table):
+    t = kv(table)
+    insert = session.prepare("INSERT INTO %s (k, v) VALUES (?, ?) IF NOT EXISTS" % t)
+    cas = session.prepare("UPDATE %s SET v = ? WHERE k = ? IF v = ?" % t)
+    cas_in = session.prepare("UPDATE %s SET v = ? WHERE k = ? IF v IN ?" % t)
+    assert [c.name for c in cas.column_metadata] == ["v", "k", "v"]
+    assert [c.name for c in cas_in.column_metadata] == ["v", "k", "in(v)"]
+    assert session.execute(insert, (1, 0)).was_applied
+    assert not session.execute(insert, (1, 5)).was_applied
+    assert session.execute(cas, (1, 1, 0)).was_applied
+    rs = session.execute(cas, (2, 1, 0))
+    assert columns_and_row(rs) == (["[applied]", "v"], [False, 1])
+    assert session.execute(cas_in, (7, 1, [3, 1])).was_applied
+    with pytest.raises(InvalidRequest, match="Invalid 'unset' value in condition"):
+        session.execute(cas, (8, 1, UNSET_VALUE))
+    assert session.execute("SELECT v FROM %s WHERE k = 1" % t).one().v == 7
+
+
+def test_serial_consistency(session, table):
+    t = kv(table)
+    stmt = SimpleStatement(
+        "INSERT INTO %s (k, v) VALUES (1, 1) IF NOT EXISTS" % t, serial_consistency_level=ConsistencyLevel.LOCAL_SERIAL
+    )
+    assert session.execute(stmt).was_applied
+    for level in (ConsistencyLevel.SERIAL, ConsistencyLevel.LOCAL_SERIAL):
+        read = SimpleStatement("SELECT v FROM %s WHERE k = 1" % t, consistency_level=level)
+        assert session.execute(read).one().v == 1
+
+
+def test_serial_levels_are_only_for_the_serial_phase(session, table):
+    t = kv(table)
+    serial_write = SimpleStatement(
+        "INSERT INTO %s (k, v) VALUES (1, 1)" % t, consistency_level=ConsistencyLevel.SERIAL
+    )
+    with pytest.raises(InvalidRequest, match="You must use conditional updates for serializable writes"):
+        session.execute(serial_write)
+    serial_commit = SimpleStatement(
+        "INSERT INTO %s (k, v) VALUES (1, 1) IF NOT EXISTS" % t, consistency_level=ConsistencyLevel.LOCAL_SERIAL
+    )
+    with pytest.raises(InvalidRequest, match="LOCAL_SERIAL is not supported as conditional update commit consistency"):
+        session.execute(serial_commit)
+    wrong_serial = SimpleStatement("INSERT INTO %s (k, v) VALUES (1, 1) IF NOT EXISTS" % t)
+    # The driver itself refuses to set it; a raw client may still send it.
+    wrong_serial._serial_consistency_level = ConsistencyLevel.QUORUM
+    with pytest.raises(InvalidRequest, match="Must be one of SERIAL or LOCAL_SERIAL"):
+        session.execute(wrong_serial)
+    assert session.execute("SELECT * FROM %s" % t).one() is None
+
+
+def test_concurrent_compare_and_set_is_atomic(session, table):
+    """8 threads each run 50 read/compare-and-set loops on one counter row: the
+    final value equals the number of applied updates (no lost update)."""
+    t = kv(table)
+    session.execute("INSERT INTO %s (k, v) VALUES (1, 0)" % t)
+    # With the row in an SSTable, each conditional read awaits I/O, so
+    # without the partition lock another update could slip in between.
+    flush(session.keyspace, t)
+    read = session.prepare("SELECT v FROM %s WHERE k = 1" % t)
+    cas = session.prepare("UPDATE %s SET v = ? WHERE k = 1 IF v = ?" % t)
+    applied = [0] * 8
+    errors = []
+
+    def worker(i):
+        try:
+            for _ in range(50):
+                current = session.execute(read).one().v
+                rs = session.execute(cas, (current + 1, current))
+                if rs.was_applied:
+                    applied[i] += 1
+                else:
+                    # The failed CAS shows the value that won.
+                    assert rs.one()[1] != current
+        except Exception as e:  # reported below, in the test's thread
+            errors.append(e)
+
+    threads = [threading.Thread(target=worker, args=(i,)) for i in range(8)]
+    for th in threads:
+        th.start()
+    for th in threads:
+        th.join()
+    assert errors == []
+    assert sum(applied) > 0
+    assert session.execute(read).one().v == sum(applied)
+
+
+def test_row_conditions_ignore_a_static_only_partition(session, table):
+    t = table("(k int, c int, s int STATIC, v int, PRIMARY KEY (k, c))")
+    session.execute("INSERT INTO %s (k, s) VALUES (1, 7)" % t)
+    assert not session.execute("UPDATE %s SET v = 1 WHERE k = 1 AND c = 1 IF EXISTS" % t).was_applied
+    assert not session.execute("DELETE FROM %s WHERE k = 1 AND c = 1 IF EXISTS" % t).was_applied
+    assert session.execute("INSERT INTO %s (k, c, v) VALUES (1, 1, 1) IF NOT EXISTS" % t).was_applied
+    assert tuple(session.execute("SELECT c, s, v FROM %s WHERE k = 1" % t).one()) == (1, 7, 1)
+    # With a row present, a condition on a static column and one on the row.
+    rs = session.execute("UPDATE %s SET v = 2 WHERE k = 1 AND c = 1 IF s = 7 AND v = 5" % t)
+    assert columns_and_row(rs) == (["[applied]", "s", "v"], [False, 7, 1])
+    assert session.execute("UPDATE %s SET v = 2 WHERE k = 1 AND c = 1 IF s = 7 AND v = 1" % t).was_applied
+
+
+def test_static_only_insert_if_not_exists_tests_the_static_row(session, table):
+    t = table("(k int, c int, s int STATIC, v int, PRIMARY KEY (k, c))")
+    assert session.execute("INSERT INTO %s (k, s) VALUES (1, 7) IF NOT EXISTS" % t).was_applied
+    rs = session.execute("INSERT INTO %s (k, s) VALUES (1, 8) IF NOT EXISTS" % t)
+    assert not rs.was_applied
+    assert session.execute("SELECT s FROM %s WHERE k = 1" % t).one().s == 7
