@@ -279,9 +279,6 @@ fn writes(
             modification::delete(&meta, s, ctx)
         }
         Statement::Batch(batch) => {
-            if batch.kind == BatchKind::Counter {
-                return Err(invalid("Counter batches are not supported yet"));
-            }
             let ctx = match &batch.using.timestamp {
                 Some(term) => {
                     let receiver = crate::values::Receiver { name: "[timestamp]", ty: &shoal_schema::CqlType::Bigint };
@@ -297,10 +294,24 @@ fn writes(
             for statement in &batch.statements {
                 all.extend(writes(schema, statement, keyspace, ctx)?);
             }
+            check_batch_kind(batch.kind, schema, &all)?;
             Ok(all)
         }
         _ => Err(invalid("Only INSERT, UPDATE and DELETE statements are allowed in a batch")),
     }
+}
+
+/// Counter updates go only in COUNTER batches, and only they do.
+fn check_batch_kind(kind: BatchKind, schema: &Schema, writes: &[Write]) -> CqlResult<()> {
+    for write in writes {
+        let counter = schema.table_by_id(write.table).is_some_and(|t| crate::ddl::is_counter_table(t));
+        match (kind == BatchKind::Counter, counter) {
+            (true, false) => return Err(invalid("Cannot include non-counter statement in a counter batch")),
+            (false, true) => return Err(invalid("Cannot include a counter statement in a non-counter batch")),
+            _ => {}
+        }
+    }
+    Ok(())
 }
 
 fn writable_table(
@@ -361,9 +372,6 @@ async fn run_batch(
     session: &Session,
     options: QueryOptions,
 ) -> CqlResult<QueryResult> {
-    if kind == BatchKind::Counter {
-        return Err(invalid("Counter batches are not supported yet"));
-    }
     let schema = shoal_replica::local().schema();
     let timestamp = options.timestamp.unwrap_or_else(next_timestamp);
     let now = now_s();
@@ -381,6 +389,7 @@ async fn run_batch(
         let ctx = WriteContext { bindings: Bindings { values: &values }, timestamp, now_s: now };
         all.extend(writes(&schema, &parsed.statement, keyspace.as_deref(), ctx)?);
     }
+    check_batch_kind(kind, &schema, &all)?;
     apply_writes(all).await?;
     Ok(QueryResult::Void)
 }

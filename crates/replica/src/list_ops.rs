@@ -96,6 +96,6 @@ fn live_elements(current: Option<&Partition>, op: &ListOp) -> Vec<(Bytes, Bytes)
     list.cells
         .values()
         .filter(|c| deletion.is_none_or(|d| !d.shadows(c.cell.timestamp)))
-        .filter_map(|c| c.cell.live_value(op.now_s).map(|v| (c.key.clone(), v.clone())))
+        .filter_map(|c| c.cell.live_value(op.now_s).map(|v| (c.key.clone(), v)))
         .collect()
 }

@@ -284,7 +284,7 @@ impl Reader<'_> {
         }
         let value = cell.live_value(self.command.now_s)?;
         let ttl_s = cell.expiry().map(|e| (e.expires_at_s - self.command.now_s).clamp(0, i32::MAX as i64) as i32);
-        Some(ResultCell { value: value.clone(), timestamp: cell.timestamp, ttl_s })
+        Some(ResultCell { value, timestamp: cell.timestamp, ttl_s })
     }
 }
 
@@ -312,7 +312,7 @@ fn serialize_collection(ty: &CqlType, live: &[(&Bytes, &Cell)], now_s: i64) -> O
     let mut out = BytesMut::new();
     out.put_i32(live.len() as i32);
     for (key, cell) in live {
-        let value = cell.live_value(now_s).cloned().unwrap_or_default();
+        let value = cell.live_value(now_s).unwrap_or_default();
         match ty {
             CqlType::List(_) => put_bytes(&mut out, &value),
             CqlType::Set(_) => put_bytes(&mut out, key),
