@@ -4,6 +4,9 @@
 //! Paging: a page reads at most `page_size` rows; when the read stopped at
 //! that limit, the result carries a paging state naming the last row and the
 //! rows left of the statement's LIMIT, and the next page resumes after it.
+//! GROUP BY queries page by groups (see `group_by`).
+
+mod group_by;
 
 use std::ops::Bound;
 use std::sync::Arc;
@@ -25,7 +28,19 @@ use crate::values::{eval, eval_required, Bindings, Receiver};
 
 /// Rows per internal page when a statement reads everything (aggregates).
 const AGGREGATE_PAGE_ROWS: usize = 10_000;
-const PAGING_STATE_VERSION: u8 = 1;
+const PAGING_STATE_VERSION: u8 = 2;
+
+/// Where the next page starts.
+#[derive(Debug, Clone, PartialEq, Eq)]
+struct PagingState {
+    /// The last row returned (for GROUP BY, the last row of the last group).
+    position: RowPosition,
+    /// Rows (or groups) left of the statement's LIMIT.
+    remaining: usize,
+    /// Groups already returned from `position`'s partition (PER PARTITION
+    /// LIMIT of a GROUP BY query).
+    partition_groups: usize,
+}
 
 /// One output column's computation.
 #[derive(Debug, Clone)]
@@ -67,22 +82,13 @@ pub async fn execute(
 ) -> CqlResult<Rows> {
     let selected = selectors(&meta, select)?;
     let (columns, sels): (Vec<ColumnSpec>, Vec<Sel>) = selected.into_iter().unzip();
+    // Without GROUP BY, aggregates make one group of every row; selectors
+    // beside them take the first row's values, as in Cassandra.
     let aggregate = sels.iter().any(|s| matches!(s, Sel::Aggregate { .. }));
-    if aggregate && sels.iter().any(|s| matches!(s, Sel::Column(_) | Sel::WriteTime(_) | Sel::Ttl(_))) {
-        return Err(invalid(
-            "Mixing aggregate and non-aggregate selectors is not supported yet (GROUP BY is not supported)",
-        ));
-    }
-    if !select.group_by.is_empty() {
-        return Err(invalid("GROUP BY is not supported yet"));
-    }
+    let grouping = group_by::grouping(&meta, select)?;
     let mut command = read_command(&meta, select, options.bindings, options.now_s)?;
     let limit = limit(select.limit.as_ref(), "LIMIT", options.bindings)?.unwrap_or(usize::MAX);
-    let (start_after, remaining) = match &options.paging_state {
-        Some(state) => decode_paging_state(state)?,
-        None => (None, limit),
-    };
-    command.start_after = start_after;
+    let state = options.paging_state.as_ref().map(decode_paging_state).transpose()?;
     let virtual_table = match system::is_system_keyspace(&meta.keyspace) {
         true => Some(system::contents(&meta, &schema)?),
         false => None,
@@ -99,6 +105,20 @@ pub async fn execute(
             }
         }
     };
+    if let Some(grouping) = grouping {
+        let query = group_by::GroupedQuery {
+            meta: &meta,
+            sels: &sels,
+            grouping,
+            page_size: options.page_size.unwrap_or(usize::MAX),
+            remaining: state.as_ref().map_or(limit, |s| s.remaining),
+            per_partition_limit: command.per_partition_limit,
+        };
+        let (rows, paging_state) = group_by::execute(query, command, state, read).await?;
+        return Ok(Rows { columns, rows, paging_state: paging_state.as_ref().map(encode_paging_state) });
+    }
+    let remaining = state.as_ref().map_or(limit, |s| s.remaining);
+    command.start_after = state.map(|s| s.position);
     if aggregate {
         let mut rows = Vec::new();
         command.row_limit = AGGREGATE_PAGE_ROWS;
@@ -122,9 +142,11 @@ pub async fn execute(
     let ReadResult { rows, limit_reached } = read(command).await?;
     let left = remaining - rows.len();
     let paging_state = match rows.last() {
-        Some(last) if limit_reached && left > 0 && rows.len() == page_rows => {
-            Some(encode_paging_state(&last.position, left))
-        }
+        Some(last) if limit_reached && left > 0 && rows.len() == page_rows => Some(encode_paging_state(&PagingState {
+            position: last.position.clone(),
+            remaining: left,
+            partition_groups: 0,
+        })),
         _ => None,
     };
     let out =
@@ -425,7 +447,8 @@ fn aggregate(kind: AggregateKind, ty: &CqlType, values: Vec<Bytes>) -> CqlResult
     }
 }
 
-fn encode_paging_state(position: &RowPosition, remaining: usize) -> Bytes {
+fn encode_paging_state(state: &PagingState) -> Bytes {
+    let position = &state.position;
     let mut out = BytesMut::new();
     out.put_u8(PAGING_STATE_VERSION);
     out.put_i64(position.partition.token);
@@ -439,11 +462,12 @@ fn encode_paging_state(position: &RowPosition, remaining: usize) -> Bytes {
         }
         None => out.put_u8(0),
     }
-    out.put_u64(remaining as u64);
+    out.put_u64(state.remaining as u64);
+    out.put_u64(state.partition_groups as u64);
     out.freeze()
 }
 
-fn decode_paging_state(state: &Bytes) -> CqlResult<(Option<RowPosition>, usize)> {
+fn decode_paging_state(state: &Bytes) -> CqlResult<PagingState> {
     let bad =
         || CqlError::Protocol("Invalid paging state: it was not produced by this server for this query".to_string());
     let mut buf = state.clone();
@@ -463,7 +487,9 @@ fn decode_paging_state(state: &Bytes) -> CqlResult<(Option<RowPosition>, usize)>
         _ => return Err(bad()),
     };
     let remaining = take(&mut buf, 8)?.get_u64() as usize;
-    Ok((Some(RowPosition { partition: PartitionPosition { token, key }, clustering }), remaining))
+    let partition_groups = take(&mut buf, 8)?.get_u64() as usize;
+    let position = RowPosition { partition: PartitionPosition { token, key }, clustering };
+    Ok(PagingState { position, remaining, partition_groups })
 }
 
 #[cfg(test)]
@@ -476,8 +502,10 @@ mod tests {
             partition: PartitionPosition { token: -42, key: Bytes::from_static(b"key") },
             clustering: Some(Bytes::from_static(b"ck")),
         };
-        let state = encode_paging_state(&position, 17);
-        assert_eq!(decode_paging_state(&state).ok(), Some((Some(position), 17)));
+        let state = PagingState { position, remaining: 17, partition_groups: 3 };
+        let encoded = encode_paging_state(&state);
+        assert_eq!(decode_paging_state(&encoded).ok(), Some(state));
+        let state = encoded;
         for len in 0..state.len() {
             assert!(decode_paging_state(&state.slice(..len)).is_err());
         }
