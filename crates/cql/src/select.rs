@@ -37,9 +37,9 @@ struct PagingState {
     position: RowPosition,
     /// Rows (or groups) left of the statement's LIMIT.
     remaining: usize,
-    /// Groups already returned from `position`'s partition (PER PARTITION
-    /// LIMIT of a GROUP BY query).
-    partition_groups: usize,
+    /// Rows (groups for GROUP BY) already returned from `position`'s
+    /// partition, counted against PER PARTITION LIMIT.
+    in_partition: usize,
 }
 
 /// One output column's computation.
@@ -118,12 +118,14 @@ pub async fn execute(
         return Ok(Rows { columns, rows, paging_state: paging_state.as_ref().map(encode_paging_state) });
     }
     let remaining = state.as_ref().map_or(limit, |s| s.remaining);
+    command.start_partition_rows = state.as_ref().map_or(0, |s| s.in_partition);
     command.start_after = state.map(|s| s.position);
     if aggregate {
         let mut rows = Vec::new();
         command.row_limit = AGGREGATE_PAGE_ROWS;
         loop {
             let page = read(command.clone()).await?;
+            command.start_partition_rows = rows_in_last_partition(&page.rows, &command);
             command.start_after = page.rows.last().map(|r| r.position.clone());
             let done = !page.limit_reached;
             rows.extend(page.rows);
@@ -139,19 +141,33 @@ pub async fn execute(
         return Ok(Rows { columns, rows: Vec::new(), paging_state: None });
     }
     command.row_limit = page_rows;
-    let ReadResult { rows, limit_reached } = read(command).await?;
+    let ReadResult { rows, limit_reached } = read(command.clone()).await?;
     let left = remaining - rows.len();
     let paging_state = match rows.last() {
         Some(last) if limit_reached && left > 0 && rows.len() == page_rows => Some(encode_paging_state(&PagingState {
             position: last.position.clone(),
             remaining: left,
-            partition_groups: 0,
+            in_partition: rows_in_last_partition(&rows, &command),
         })),
         _ => None,
     };
     let out =
         rows.iter().map(|row| sels.iter().map(|s| evaluate(&meta, s, row)).collect()).collect::<CqlResult<_>>()?;
     Ok(Rows { columns, rows: out, paging_state })
+}
+
+/// How many rows of the last row's partition have been returned once `rows`
+/// (read by `command`) are: those in `rows`, plus the earlier pages' when
+/// `rows` all lie in the partition the command resumed in.
+fn rows_in_last_partition(rows: &[ResultRow], command: &ReadCommand) -> usize {
+    let Some(last) = rows.last() else { return command.start_partition_rows };
+    let here = rows.iter().rev().take_while(|r| r.position.partition == last.position.partition).count();
+    match &command.start_after {
+        Some(start) if here == rows.len() && start.partition == last.position.partition => {
+            command.start_partition_rows + here
+        }
+        _ => here,
+    }
 }
 
 fn limit(term: Option<&Term>, what: &str, bindings: Bindings<'_>) -> CqlResult<Option<usize>> {
@@ -200,6 +216,7 @@ fn read_command(meta: &TableMeta, select: &Select, bindings: Bindings<'_>, now_s
         per_partition_limit: limit(select.per_partition_limit.as_ref(), "PER PARTITION LIMIT", bindings)?
             .unwrap_or(usize::MAX),
         start_after: None,
+        start_partition_rows: 0,
         now_s,
     })
 }
@@ -463,7 +480,7 @@ fn encode_paging_state(state: &PagingState) -> Bytes {
         None => out.put_u8(0),
     }
     out.put_u64(state.remaining as u64);
-    out.put_u64(state.partition_groups as u64);
+    out.put_u64(state.in_partition as u64);
     out.freeze()
 }
 
@@ -487,9 +504,9 @@ fn decode_paging_state(state: &Bytes) -> CqlResult<PagingState> {
         _ => return Err(bad()),
     };
     let remaining = take(&mut buf, 8)?.get_u64() as usize;
-    let partition_groups = take(&mut buf, 8)?.get_u64() as usize;
+    let in_partition = take(&mut buf, 8)?.get_u64() as usize;
     let position = RowPosition { partition: PartitionPosition { token, key }, clustering };
-    Ok(PagingState { position, remaining, partition_groups })
+    Ok(PagingState { position, remaining, in_partition })
 }
 
 #[cfg(test)]
@@ -502,7 +519,7 @@ mod tests {
             partition: PartitionPosition { token: -42, key: Bytes::from_static(b"key") },
             clustering: Some(Bytes::from_static(b"ck")),
         };
-        let state = PagingState { position, remaining: 17, partition_groups: 3 };
+        let state = PagingState { position, remaining: 17, in_partition: 3 };
         let encoded = encode_paging_state(&state);
         assert_eq!(decode_paging_state(&encoded).ok(), Some(state));
         let state = encoded;

@@ -52,6 +52,9 @@ pub struct ReadCommand {
     pub per_partition_limit: usize,
     /// Resume after this row (paging); rows at or before it are skipped.
     pub start_after: Option<RowPosition>,
+    /// Rows earlier pages returned from `start_after`'s partition: they
+    /// count against `per_partition_limit`.
+    pub start_partition_rows: usize,
     /// The reader's clock: what has expired by now is gone.
     pub now_s: i64,
 }
@@ -159,8 +162,14 @@ impl Reader<'_> {
             },
             _ => None,
         };
+        let mut emitted = match resume_in_partition {
+            Some(_) => self.command.start_partition_rows,
+            None => 0,
+        };
+        if emitted >= self.command.per_partition_limit {
+            return Ok(());
+        }
         let statics = self.live_cells(&partition.static_row, partition.tombstone)?;
-        let mut emitted = 0;
         let rows: Box<dyn Iterator<Item = (&Bytes, &ClusteredRow)>> =
             if self.command.reversed { Box::new(partition.rows.iter().rev()) } else { Box::new(partition.rows.iter()) };
         for (key, clustered) in rows {

@@ -128,7 +128,7 @@ where
         Some(state) => {
             let partition = state.position.partition.clone();
             command.start_after = Some(state.position);
-            (Some(partition), state.partition_groups)
+            (Some(partition), state.in_partition)
         }
         None => (None, 0),
     };
@@ -152,7 +152,8 @@ where
                     let left = query.remaining - out.len();
                     // The group is complete: `row` starts the next one.
                     let last = group.pop().map(|r| r.position).filter(|_| left > 0);
-                    let state = last.map(|position| PagingState { position, remaining: left, partition_groups });
+                    let state =
+                        last.map(|position| PagingState { position, remaining: left, in_partition: partition_groups });
                     return Ok((out, state));
                 }
                 group.clear();
