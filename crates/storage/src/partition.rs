@@ -135,6 +135,7 @@ impl Cell {
             // which the schema layer forbids; any fixed order will do.
             (CellValue::Counter { .. }, CellValue::Live { .. }) => true,
             (CellValue::Live { .. }, CellValue::Counter { .. }) => false,
+            // Never asked: `reconcile` sums two counter cells.
             (CellValue::Counter { delta: da }, CellValue::Counter { delta: db }) => db > da,
             (CellValue::Dead { deletion_time_s: da }, CellValue::Dead { deletion_time_s: db }) => db > da,
             (CellValue::Live { value: va, expiry: ea }, CellValue::Live { value: vb, expiry: eb }) => {

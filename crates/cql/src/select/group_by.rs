@@ -132,7 +132,9 @@ where
         }
         None => (None, 0),
     };
-    command.row_limit = AGGREGATE_PAGE_ROWS;
+    // A page of single-row groups needs one row past them; bigger groups
+    // get bigger reads, up to the aggregates' chunk.
+    command.row_limit = max_groups.saturating_add(1).min(AGGREGATE_PAGE_ROWS);
     // The replica's limit counts rows; this one counts groups.
     command.per_partition_limit = usize::MAX;
     let mut group: Vec<ResultRow> = Vec::new();
@@ -174,6 +176,7 @@ where
             break;
         }
         command.start_after = next;
+        command.row_limit = command.row_limit.saturating_mul(2).min(AGGREGATE_PAGE_ROWS);
     }
     if !group.is_empty() {
         out.push(aggregate_row(query.meta, query.sels, &group)?);
