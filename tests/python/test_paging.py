@@ -121,6 +121,14 @@ def test_paging_with_limit(session, wide):
     assert len(rows) == 5003
 
 
+def test_per_partition_limit_holds_across_pages(session, wide):
+    """A page boundary inside a partition does not restart its count."""
+    for fetch_size in (1, 7, PAGE):
+        stmt = SimpleStatement("SELECT k, c FROM %s PER PARTITION LIMIT 250" % wide, fetch_size=fetch_size)
+        rows, _ = read_pages(session, stmt)
+        assert sorted((r.k, r.c) for r in rows) == [(7, c) for c in range(250)] + [(8, c) for c in range(10)]
+
+
 def test_manual_paging_state_resume(session, wide):
     stmt = SimpleStatement("SELECT c FROM %s WHERE k = 7" % wide, fetch_size=PAGE)
     first = session.execute(stmt)

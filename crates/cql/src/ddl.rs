@@ -317,6 +317,7 @@ pub fn create_table(keyspace: &str, s: &CreateTable) -> CqlResult<TableMeta> {
         next_column_id,
     };
     table.normalize_columns();
+    check_counter_table(&table)?;
     Ok(table)
 }
 
@@ -386,8 +387,41 @@ fn check_column_type(def: &ColumnDef, kind: ColumnKind) -> CqlResult<()> {
     if kind.is_primary_key() && *def.ty.unfrozen() == CqlType::Duration {
         return Err(invalid(format!("duration type is not supported for PRIMARY KEY column '{}'", def.name)));
     }
-    if def.ty.is_counter() {
-        return Err(invalid(format!("Counter columns are not supported yet ({})", def.name)));
+    if kind.is_primary_key() && def.ty.is_counter() {
+        return Err(invalid(format!("counter type is not supported for PRIMARY KEY column '{}'", def.name)));
+    }
+    if contains_counter(&def.ty) && !def.ty.is_counter() {
+        return Err(invalid(format!("Counters are not allowed inside collections: {}", def.ty)));
+    }
+    Ok(())
+}
+
+fn contains_counter(ty: &CqlType) -> bool {
+    match ty.unfrozen() {
+        CqlType::Counter => true,
+        CqlType::List(e) | CqlType::Set(e) => contains_counter(e),
+        CqlType::Map(k, v) => contains_counter(k) || contains_counter(v),
+        CqlType::Tuple(fields) => fields.iter().any(contains_counter),
+        _ => false,
+    }
+}
+
+/// Whether the table holds counters: then every column outside the primary
+/// key is a counter.
+pub fn is_counter_table(table: &TableMeta) -> bool {
+    table.columns.iter().any(|c| !c.kind.is_primary_key() && c.ty.is_counter())
+}
+
+/// Cassandra's rules for counter tables: counters only, and no TTL.
+fn check_counter_table(table: &TableMeta) -> CqlResult<()> {
+    if !is_counter_table(table) {
+        return Ok(());
+    }
+    if table.columns.iter().any(|c| !c.kind.is_primary_key() && !c.ty.is_counter()) {
+        return Err(invalid("Cannot mix counter and non counter columns in the same table"));
+    }
+    if table.options.default_time_to_live_s > 0 {
+        return Err(invalid("Cannot set default_time_to_live on a table with counters"));
     }
     Ok(())
 }
@@ -486,6 +520,13 @@ fn alter_table(current: &TableMeta, op: &AlterTableOp) -> CqlResult<TableMeta> {
                 }
                 let kind = if def.is_static { ColumnKind::Static } else { ColumnKind::Regular };
                 let def = checked_column(def, kind)?;
+                let has_regular = table.columns.iter().any(|c| !c.kind.is_primary_key());
+                if has_regular && is_counter_table(&table) != def.ty.is_counter() {
+                    return Err(invalid(match def.ty.is_counter() {
+                        true => format!("Cannot add a counter column ({}) in a non counter column family", def.name),
+                        false => format!("Cannot add a non counter column ({}) in a counter column family", def.name),
+                    }));
+                }
                 table.columns.push(new_column(table.next_column_id, &def, kind, -1));
                 table.next_column_id += 1;
             }
@@ -530,5 +571,6 @@ fn alter_table(current: &TableMeta, op: &AlterTableOp) -> CqlResult<TableMeta> {
         AlterTableOp::AlterType { .. } => return Err(invalid("Altering column types is no longer supported")),
     }
     table.normalize_columns();
+    check_counter_table(&table)?;
     Ok(table)
 }

@@ -74,6 +74,9 @@ pub(crate) fn conditional(
         _ => return Ok(None),
     };
     let Some(check) = check else { return Ok(None) };
+    if crate::ddl::is_counter_table(meta) {
+        return Err(invalid("Conditional updates are not supported on counter tables"));
+    }
     if using.timestamp.is_some() {
         return Err(invalid("Cannot provide custom timestamp for conditional updates"));
     }
@@ -278,6 +281,7 @@ async fn read_row(
         row_limit: 1,
         per_partition_limit: 1,
         start_after: None,
+        start_partition_rows: 0,
         now_s,
     };
     if let Some(key) = &condition.row {

@@ -5,6 +5,8 @@
 //! with every column null), UPDATE does not; setting a non-frozen collection
 //! replaces it with a collection tombstone one microsecond below the write;
 //! a null value is a cell tombstone; an unset value leaves the column alone.
+//! Counter tables take only UPDATE (`c = c + n`, written as a delta cell
+//! that storage sums) and DELETE, without TTL or client timestamps.
 
 use std::cell::Cell as StdCell;
 
@@ -19,6 +21,7 @@ use shoal_storage::{
 use uuid::Uuid;
 
 use crate::ast::{Assignment, ColumnTarget, Delete, Insert, Term, Update, Using};
+use crate::ddl::is_counter_table;
 use crate::error::{invalid, CqlResult};
 use crate::restrictions::{analyze, check_key_value, encode_clustering, position_of, PartitionRestriction};
 use crate::values::{collection_items, eval, eval_required, Bindings, Evaluated, Receiver};
@@ -98,6 +101,9 @@ fn attributes(meta: &TableMeta, using: &Using, ctx: WriteContext<'_>) -> CqlResu
 }
 
 pub fn insert(meta: &TableMeta, statement: &Insert, ctx: WriteContext<'_>) -> CqlResult<Write> {
+    if is_counter_table(meta) {
+        return Err(invalid("INSERT statements are not allowed on counter tables, use UPDATE instead"));
+    }
     if statement.columns.len() != statement.values.len() {
         return Err(invalid("Unmatched column names/values"));
     }
@@ -150,6 +156,12 @@ pub fn insert(meta: &TableMeta, statement: &Insert, ctx: WriteContext<'_>) -> Cq
 }
 
 pub fn update(meta: &TableMeta, statement: &Update, ctx: WriteContext<'_>) -> CqlResult<Vec<Write>> {
+    if is_counter_table(meta) && statement.using.ttl.is_some() {
+        return Err(invalid("Cannot provide custom TTL for counter updates"));
+    }
+    if is_counter_table(meta) && statement.using.timestamp.is_some() {
+        return Err(invalid("Cannot provide custom timestamp for counter updates"));
+    }
     let attrs = attributes(meta, &statement.using, ctx)?;
     let restrictions = analyze(meta, &statement.where_clause, ctx.bindings)?;
     let PartitionRestriction::Keys(positions) = restrictions.partitions else {
@@ -339,7 +351,7 @@ fn assign(
 ) -> CqlResult<()> {
     let receiver = Receiver { name: &column.name, ty: &column.ty };
     if column.ty.is_counter() {
-        return Err(invalid(format!("Counter columns are not supported yet ({})", column.name)));
+        return add_to_counter(row, column, assignment, attrs, bindings);
     }
     match assignment {
         Assignment::Set { value, .. } => write_value(row, column, eval(value, receiver, bindings)?, attrs),
@@ -429,6 +441,41 @@ fn user_type_field<'c>(column: &'c ColumnMeta, field: &str) -> CqlResult<(&'c Us
     Ok((udt, index))
 }
 
+/// `c = c + n` or `c = c - n` on a counter: a delta cell.
+fn add_to_counter(
+    row: &mut Row,
+    column: &ColumnMeta,
+    assignment: &Assignment,
+    attrs: &Attributes,
+    bindings: Bindings<'_>,
+) -> CqlResult<()> {
+    let (value, negate) = match assignment {
+        Assignment::Add { value, .. } => (value, false),
+        Assignment::Subtract { value, .. } => (value, true),
+        _ => {
+            return Err(invalid(format!(
+                "Cannot set the value of counter column {} (counters can only be incremented/decremented, not set)",
+                column.name
+            )))
+        }
+    };
+    let delta = match eval(value, Receiver { name: &column.name, ty: &CqlType::Counter }, bindings)? {
+        Evaluated::Value(v) => i64::from_be_bytes(
+            v[..].try_into().map_err(|_| invalid(format!("Invalid counter increment for {}", column.name)))?,
+        ),
+        Evaluated::Null => return Err(invalid("Invalid null value for counter increment")),
+        Evaluated::Unset => return Ok(()),
+    };
+    let delta = if negate { delta.wrapping_neg() } else { delta };
+    let cell = match row.columns.remove(&column.id) {
+        // `SET c = c + 1, c = c + 2` adds both.
+        Some(ColumnData::Atomic(earlier)) => Cell::reconcile(earlier, Cell::counter(attrs.timestamp, delta)),
+        _ => Cell::counter(attrs.timestamp, delta),
+    };
+    row.columns.insert(column.id, ColumnData::Atomic(cell));
+    Ok(())
+}
+
 fn subtract(
     row: &mut Row,
     column: &ColumnMeta,
@@ -455,8 +502,11 @@ fn subtract(
 /// Writes a whole value (or null) into a column: a cell, or for a
 /// non-frozen collection, a tombstone plus one cell per element.
 fn write_value(row: &mut Row, column: &ColumnMeta, value: Evaluated, attrs: &Attributes) -> CqlResult<()> {
-    if column.ty.is_counter() {
-        return Err(invalid(format!("Counter columns are not supported yet ({})", column.name)));
+    if column.ty.is_counter() && matches!(value, Evaluated::Value(_)) {
+        return Err(invalid(format!(
+            "Cannot set the value of counter column {} (counters can only be incremented/decremented, not set)",
+            column.name
+        )));
     }
     if column.ty.is_multi_cell() {
         let tombstone = Tombstone { timestamp: attrs.timestamp - 1, deletion_time_s: attrs.now_s };

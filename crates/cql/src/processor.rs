@@ -280,9 +280,6 @@ fn writes(
             (meta, writes)
         }
         Statement::Batch(batch) => {
-            if batch.kind == BatchKind::Counter {
-                return Err(invalid("Counter batches are not supported yet"));
-            }
             let ctx = match &batch.using.timestamp {
                 Some(term) => {
                     let receiver = crate::values::Receiver { name: "[timestamp]", ty: &shoal_schema::CqlType::Bigint };
@@ -301,6 +298,7 @@ fn writes(
             if batch.using.timestamp.is_some() && !conditions.is_empty() {
                 return Err(invalid("Cannot provide custom timestamp for conditional BATCH"));
             }
+            check_batch_kind(batch.kind, schema, &all)?;
             return Ok(all);
         }
         _ => return Err(invalid("Only INSERT, UPDATE and DELETE statements are allowed in a batch")),
@@ -324,6 +322,19 @@ async fn apply_or_check(
     }
     lwt::check_single_partition(&conditions, &writes)?;
     lwt::execute(conditions, writes, ctx_timestamp, now_s, is_batch).await
+}
+
+/// Counter updates go only in COUNTER batches, and only they do.
+fn check_batch_kind(kind: BatchKind, schema: &Schema, writes: &[Write]) -> CqlResult<()> {
+    for write in writes {
+        let counter = schema.table_by_id(write.table).is_some_and(|t| crate::ddl::is_counter_table(t));
+        match (kind == BatchKind::Counter, counter) {
+            (true, false) => return Err(invalid("Cannot include non-counter statement in a counter batch")),
+            (false, true) => return Err(invalid("Cannot include a counter statement in a non-counter batch")),
+            _ => {}
+        }
+    }
+    Ok(())
 }
 
 fn writable_table(
@@ -384,9 +395,6 @@ async fn run_batch(
     session: &Session,
     options: QueryOptions,
 ) -> CqlResult<QueryResult> {
-    if kind == BatchKind::Counter {
-        return Err(invalid("Counter batches are not supported yet"));
-    }
     let schema = shoal_replica::local().schema();
     let timestamp = options.timestamp.unwrap_or_else(next_timestamp);
     let now = now_s();
@@ -405,6 +413,7 @@ async fn run_batch(
         let ctx = WriteContext { bindings: Bindings { values: &values }, timestamp, now_s: now };
         all.extend(writes(&schema, &parsed.statement, keyspace.as_deref(), ctx, &mut conditions)?);
     }
+    check_batch_kind(kind, &schema, &all)?;
     check_write_consistency(&options, !conditions.is_empty())?;
     apply_or_check(all, conditions, timestamp, now, true).await
 }

@@ -4,6 +4,9 @@
 //! Paging: a page reads at most `page_size` rows; when the read stopped at
 //! that limit, the result carries a paging state naming the last row and the
 //! rows left of the statement's LIMIT, and the next page resumes after it.
+//! GROUP BY queries page by groups (see `group_by`).
+
+mod group_by;
 
 use std::ops::Bound;
 use std::sync::Arc;
@@ -26,7 +29,19 @@ use crate::values::{eval, eval_required, Bindings, Receiver};
 
 /// Rows per internal page when a statement reads everything (aggregates).
 const AGGREGATE_PAGE_ROWS: usize = 10_000;
-const PAGING_STATE_VERSION: u8 = 1;
+const PAGING_STATE_VERSION: u8 = 2;
+
+/// Where the next page starts.
+#[derive(Debug, Clone, PartialEq, Eq)]
+struct PagingState {
+    /// The last row returned (for GROUP BY, the last row of the last group).
+    position: RowPosition,
+    /// Rows (or groups) left of the statement's LIMIT.
+    remaining: usize,
+    /// Rows (groups for GROUP BY) already returned from `position`'s
+    /// partition, counted against PER PARTITION LIMIT.
+    in_partition: usize,
+}
 
 /// One output column's computation.
 #[derive(Debug, Clone)]
@@ -81,22 +96,13 @@ pub async fn execute(
 ) -> CqlResult<Rows> {
     let selected = selectors(&meta, select)?;
     let (columns, sels): (Vec<ColumnSpec>, Vec<Sel>) = selected.into_iter().unzip();
+    // Without GROUP BY, aggregates make one group of every row; selectors
+    // beside them take the first row's values, as in Cassandra.
     let aggregate = sels.iter().any(|s| matches!(s, Sel::Aggregate { .. }));
-    if aggregate && sels.iter().any(|s| matches!(s, Sel::Column(_) | Sel::WriteTime(_) | Sel::Ttl(_))) {
-        return Err(invalid(
-            "Mixing aggregate and non-aggregate selectors is not supported yet (GROUP BY is not supported)",
-        ));
-    }
-    if !select.group_by.is_empty() {
-        return Err(invalid("GROUP BY is not supported yet"));
-    }
+    let grouping = group_by::grouping(&meta, select)?;
     let mut command = read_command(&meta, select, options.bindings, options.now_s)?;
     let limit = limit(select.limit.as_ref(), "LIMIT", options.bindings)?.unwrap_or(usize::MAX);
-    let (start_after, remaining) = match &options.paging_state {
-        Some(state) => decode_paging_state(state)?,
-        None => (None, limit),
-    };
-    command.start_after = start_after;
+    let state = options.paging_state.as_ref().map(decode_paging_state).transpose()?;
     let virtual_table = match system::is_system_keyspace(&meta.keyspace) {
         true => Some(system::contents(&meta, &schema).await?),
         false => None,
@@ -113,11 +119,27 @@ pub async fn execute(
             }
         }
     };
+    if let Some(grouping) = grouping {
+        let query = group_by::GroupedQuery {
+            meta: &meta,
+            sels: &sels,
+            grouping,
+            page_size: options.page_size.unwrap_or(usize::MAX),
+            remaining: state.as_ref().map_or(limit, |s| s.remaining),
+            per_partition_limit: command.per_partition_limit,
+        };
+        let (rows, paging_state) = group_by::execute(query, command, state, read).await?;
+        return Ok(Rows { columns, rows, paging_state: paging_state.as_ref().map(encode_paging_state) });
+    }
+    let remaining = state.as_ref().map_or(limit, |s| s.remaining);
+    command.start_partition_rows = state.as_ref().map_or(0, |s| s.in_partition);
+    command.start_after = state.map(|s| s.position);
     if aggregate {
         let mut rows = Vec::new();
         command.row_limit = AGGREGATE_PAGE_ROWS;
         loop {
             let page = read(command.clone()).await?;
+            command.start_partition_rows = rows_in_last_partition(&page.rows, &command);
             command.start_after = page.rows.last().map(|r| r.position.clone());
             let done = !page.limit_reached;
             rows.extend(page.rows);
@@ -133,17 +155,33 @@ pub async fn execute(
         return Ok(Rows { columns, rows: Vec::new(), paging_state: None });
     }
     command.row_limit = page_rows;
-    let ReadResult { rows, limit_reached } = read(command).await?;
+    let ReadResult { rows, limit_reached } = read(command.clone()).await?;
     let left = remaining - rows.len();
     let paging_state = match rows.last() {
-        Some(last) if limit_reached && left > 0 && rows.len() == page_rows => {
-            Some(encode_paging_state(&last.position, left))
-        }
+        Some(last) if limit_reached && left > 0 && rows.len() == page_rows => Some(encode_paging_state(&PagingState {
+            position: last.position.clone(),
+            remaining: left,
+            in_partition: rows_in_last_partition(&rows, &command),
+        })),
         _ => None,
     };
     let out =
         rows.iter().map(|row| sels.iter().map(|s| evaluate(&meta, s, row)).collect()).collect::<CqlResult<_>>()?;
     Ok(Rows { columns, rows: out, paging_state })
+}
+
+/// How many rows of the last row's partition have been returned once `rows`
+/// (read by `command`) are: those in `rows`, plus the earlier pages' when
+/// `rows` all lie in the partition the command resumed in.
+fn rows_in_last_partition(rows: &[ResultRow], command: &ReadCommand) -> usize {
+    let Some(last) = rows.last() else { return command.start_partition_rows };
+    let here = rows.iter().rev().take_while(|r| r.position.partition == last.position.partition).count();
+    match &command.start_after {
+        Some(start) if here == rows.len() && start.partition == last.position.partition => {
+            command.start_partition_rows + here
+        }
+        _ => here,
+    }
 }
 
 fn limit(term: Option<&Term>, what: &str, bindings: Bindings<'_>) -> CqlResult<Option<usize>> {
@@ -192,6 +230,7 @@ fn read_command(meta: &TableMeta, select: &Select, bindings: Bindings<'_>, now_s
         per_partition_limit: limit(select.per_partition_limit.as_ref(), "PER PARTITION LIMIT", bindings)?
             .unwrap_or(usize::MAX),
         start_after: None,
+        start_partition_rows: 0,
         now_s,
     })
 }
@@ -457,7 +496,8 @@ fn aggregate(kind: AggregateKind, ty: &CqlType, values: Vec<Bytes>) -> CqlResult
     }
 }
 
-fn encode_paging_state(position: &RowPosition, remaining: usize) -> Bytes {
+fn encode_paging_state(state: &PagingState) -> Bytes {
+    let position = &state.position;
     let mut out = BytesMut::new();
     out.put_u8(PAGING_STATE_VERSION);
     out.put_i64(position.partition.token);
@@ -471,11 +511,12 @@ fn encode_paging_state(position: &RowPosition, remaining: usize) -> Bytes {
         }
         None => out.put_u8(0),
     }
-    out.put_u64(remaining as u64);
+    out.put_u64(state.remaining as u64);
+    out.put_u64(state.in_partition as u64);
     out.freeze()
 }
 
-fn decode_paging_state(state: &Bytes) -> CqlResult<(Option<RowPosition>, usize)> {
+fn decode_paging_state(state: &Bytes) -> CqlResult<PagingState> {
     let bad =
         || CqlError::Protocol("Invalid paging state: it was not produced by this server for this query".to_string());
     let mut buf = state.clone();
@@ -495,7 +536,9 @@ fn decode_paging_state(state: &Bytes) -> CqlResult<(Option<RowPosition>, usize)>
         _ => return Err(bad()),
     };
     let remaining = take(&mut buf, 8)?.get_u64() as usize;
-    Ok((Some(RowPosition { partition: PartitionPosition { token, key }, clustering }), remaining))
+    let in_partition = take(&mut buf, 8)?.get_u64() as usize;
+    let position = RowPosition { partition: PartitionPosition { token, key }, clustering };
+    Ok(PagingState { position, remaining, in_partition })
 }
 
 #[cfg(test)]
@@ -508,8 +551,10 @@ mod tests {
             partition: PartitionPosition { token: -42, key: Bytes::from_static(b"key") },
             clustering: Some(Bytes::from_static(b"ck")),
         };
-        let state = encode_paging_state(&position, 17);
-        assert_eq!(decode_paging_state(&state).ok(), Some((Some(position), 17)));
+        let state = PagingState { position, remaining: 17, in_partition: 3 };
+        let encoded = encode_paging_state(&state);
+        assert_eq!(decode_paging_state(&encoded).ok(), Some(state));
+        let state = encoded;
         for len in 0..state.len() {
             assert!(decode_paging_state(&state.slice(..len)).is_err());
         }

@@ -89,7 +89,7 @@ fn set_field(
     value: Option<&[u8]>,
 ) -> Result<(), ReplicaError> {
     let base = match target.columns.get(&op.column) {
-        Some(ColumnData::Atomic(cell)) => cell.live_value(op.now_s).cloned(),
+        Some(ColumnData::Atomic(cell)) => cell.live_value(op.now_s),
         _ => live_atomic(current, op),
     };
     let replaced = shoal_schema::fields::with_field(base.as_deref(), index, value)
@@ -111,7 +111,7 @@ fn live_atomic(current: Option<&Partition>, op: &ListOp) -> Option<Bytes> {
     if deletion.is_some_and(|d| d.shadows(cell.timestamp)) {
         return None;
     }
-    cell.live_value(op.now_s).cloned()
+    cell.live_value(op.now_s)
 }
 
 fn element_key(live: &[(Bytes, Bytes)], index: i32) -> Result<Bytes, ReplicaError> {
@@ -147,6 +147,6 @@ fn live_elements(current: Option<&Partition>, op: &ListOp) -> Vec<(Bytes, Bytes)
     list.cells
         .values()
         .filter(|c| deletion.is_none_or(|d| !d.shadows(c.cell.timestamp)))
-        .filter_map(|c| c.cell.live_value(op.now_s).map(|v| (c.key.clone(), v.clone())))
+        .filter_map(|c| c.cell.live_value(op.now_s).map(|v| (c.key.clone(), v)))
         .collect()
 }

@@ -52,6 +52,9 @@ pub struct ReadCommand {
     pub per_partition_limit: usize,
     /// Resume after this row (paging); rows at or before it are skipped.
     pub start_after: Option<RowPosition>,
+    /// Rows earlier pages returned from `start_after`'s partition: they
+    /// count against `per_partition_limit`.
+    pub start_partition_rows: usize,
     /// The reader's clock: what has expired by now is gone.
     pub now_s: i64,
 }
@@ -159,8 +162,14 @@ impl Reader<'_> {
             },
             _ => None,
         };
+        let mut emitted = match resume_in_partition {
+            Some(_) => self.command.start_partition_rows,
+            None => 0,
+        };
+        if emitted >= self.command.per_partition_limit {
+            return Ok(());
+        }
         let statics = self.live_cells(&partition.static_row, partition.tombstone)?;
-        let mut emitted = 0;
         let rows: Box<dyn Iterator<Item = (&Bytes, &ClusteredRow)>> =
             if self.command.reversed { Box::new(partition.rows.iter().rev()) } else { Box::new(partition.rows.iter()) };
         for (key, clustered) in rows {
@@ -284,7 +293,7 @@ impl Reader<'_> {
         }
         let value = cell.live_value(self.command.now_s)?;
         let ttl_s = cell.expiry().map(|e| (e.expires_at_s - self.command.now_s).clamp(0, i32::MAX as i64) as i32);
-        Some(ResultCell { value: value.clone(), timestamp: cell.timestamp, ttl_s })
+        Some(ResultCell { value, timestamp: cell.timestamp, ttl_s })
     }
 }
 
@@ -312,7 +321,7 @@ fn serialize_collection(ty: &CqlType, live: &[(&Bytes, &Cell)], now_s: i64) -> O
     let mut out = BytesMut::new();
     out.put_i32(live.len() as i32);
     for (key, cell) in live {
-        let value = cell.live_value(now_s).cloned().unwrap_or_default();
+        let value = cell.live_value(now_s).unwrap_or_default();
         match ty {
             CqlType::List(_) => put_bytes(&mut out, &value),
             CqlType::Set(_) => put_bytes(&mut out, key),

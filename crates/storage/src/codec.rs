@@ -143,6 +143,9 @@ const HAS_TOMBSTONE: u8 = 1;
 
 const CELL_DEAD: u8 = 1;
 const CELL_EXPIRES: u8 = 2;
+/// A counter delta (a zig-zag varint): added in a later version without
+/// changing any earlier encoding, so older files still read.
+const CELL_COUNTER: u8 = 4;
 
 const ROW_MARKER: u8 = 1;
 const ROW_MARKER_EXPIRES: u8 = 2;
@@ -384,6 +387,11 @@ fn encode_cell(e: &mut Encoder, cell: &Cell) {
             e.var_i64(cell.timestamp);
             e.var_i64(*deletion_time_s);
         }
+        CellValue::Counter { delta } => {
+            e.u8(CELL_COUNTER);
+            e.var_i64(cell.timestamp);
+            e.var_i64(*delta);
+        }
     }
 }
 
@@ -397,6 +405,7 @@ fn decode_cell(d: &mut Decoder) -> Result<Cell, DecodeError> {
             Ok(Cell::live(timestamp, value, Some(decode_expiry(d)?)))
         }
         CELL_DEAD => Ok(Cell::dead(timestamp, d.var_i64()?)),
+        CELL_COUNTER => Ok(Cell::counter(timestamp, d.var_i64()?)),
         _ => Err(d.error("bad cell flags")),
     }
 }
@@ -415,6 +424,7 @@ pub(crate) mod tests {
             columns: BTreeMap::new(),
         };
         row.columns.insert(1, ColumnData::Atomic(Cell::dead(i64::MIN, i64::MAX)));
+        row.columns.insert(2, ColumnData::Atomic(Cell::counter(11, i64::MIN)));
         let mut coll =
             Collection { tombstone: Some(Tombstone { timestamp: 4, deletion_time_s: 4 }), ..Default::default() };
         coll.cells.insert(

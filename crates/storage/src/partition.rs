@@ -6,6 +6,14 @@
 //! every merge order reaches the same result (merge is commutative and
 //! associative). Shadowed data is kept until read or compaction; reads apply
 //! tombstones and expiry with the reader's clock.
+//!
+//! Counter cells are the exception: each holds a delta, and two of them merge
+//! by adding their deltas (keeping the later timestamp), never by choosing
+//! one. A counter cell tombstone beats every counter delta whatever the
+//! timestamps, as in Cassandra, so the merge stays order-independent. Row,
+//! range and partition tombstones shadow a merged counter cell by its
+//! (latest) timestamp: a deleted counter therefore must not be reused — an
+//! increment after the deletion can bring back deltas older than it.
 
 use std::cmp::Ordering;
 use std::collections::BTreeMap;
@@ -52,8 +60,17 @@ pub struct Expiry {
 
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum CellValue {
-    Live { value: Bytes, expiry: Option<Expiry> },
-    Dead { deletion_time_s: i64 },
+    Live {
+        value: Bytes,
+        expiry: Option<Expiry>,
+    },
+    Dead {
+        deletion_time_s: i64,
+    },
+    /// A counter update (or the sum of several): merges by addition.
+    Counter {
+        delta: i64,
+    },
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -71,10 +88,16 @@ impl Cell {
         Cell { timestamp, value: CellValue::Dead { deletion_time_s } }
     }
 
-    /// The value, if the cell is live at `now_s`.
-    pub fn live_value(&self, now_s: i64) -> Option<&Bytes> {
+    pub fn counter(timestamp: i64, delta: i64) -> Cell {
+        Cell { timestamp, value: CellValue::Counter { delta } }
+    }
+
+    /// The value, if the cell is live at `now_s`; a counter's is its sum as
+    /// a bigint.
+    pub fn live_value(&self, now_s: i64) -> Option<Bytes> {
         match &self.value {
-            CellValue::Live { value, expiry } if expiry.is_none_or(|e| e.expires_at_s > now_s) => Some(value),
+            CellValue::Live { value, expiry } if expiry.is_none_or(|e| e.expires_at_s > now_s) => Some(value.clone()),
+            CellValue::Counter { delta } => Some(Bytes::copy_from_slice(&delta.to_be_bytes())),
             _ => None,
         }
     }
@@ -82,16 +105,20 @@ impl Cell {
     pub fn expiry(&self) -> Option<Expiry> {
         match &self.value {
             CellValue::Live { expiry, .. } => *expiry,
-            CellValue::Dead { .. } => None,
+            CellValue::Dead { .. } | CellValue::Counter { .. } => None,
         }
     }
 
-    /// Which of two versions of a cell wins (see the module doc).
+    /// Merges two versions of a cell (see the module doc).
     pub fn reconcile(a: Cell, b: Cell) -> Cell {
-        if Cell::beats(&b, &a) {
-            b
-        } else {
-            a
+        match (&a.value, &b.value) {
+            (CellValue::Counter { delta: da }, CellValue::Counter { delta: db }) => {
+                Cell::counter(a.timestamp.max(b.timestamp), da.wrapping_add(*db))
+            }
+            (CellValue::Dead { .. }, CellValue::Counter { .. }) => a,
+            (CellValue::Counter { .. }, CellValue::Dead { .. }) => b,
+            _ if Cell::beats(&b, &a) => b,
+            _ => a,
         }
     }
 
@@ -102,8 +129,14 @@ impl Cell {
             Ordering::Equal => {}
         }
         match (&a.value, &b.value) {
-            (CellValue::Live { .. }, CellValue::Dead { .. }) => true,
-            (CellValue::Dead { .. }, CellValue::Live { .. }) => false,
+            (CellValue::Live { .. } | CellValue::Counter { .. }, CellValue::Dead { .. }) => true,
+            (CellValue::Dead { .. }, CellValue::Live { .. } | CellValue::Counter { .. }) => false,
+            // Only after a column changed between counter and non-counter,
+            // which the schema layer forbids; any fixed order will do.
+            (CellValue::Counter { .. }, CellValue::Live { .. }) => true,
+            (CellValue::Live { .. }, CellValue::Counter { .. }) => false,
+            // Never asked: `reconcile` sums two counter cells.
+            (CellValue::Counter { delta: da }, CellValue::Counter { delta: db }) => db > da,
             (CellValue::Dead { deletion_time_s: da }, CellValue::Dead { deletion_time_s: db }) => db > da,
             (CellValue::Live { value: va, expiry: ea }, CellValue::Live { value: vb, expiry: eb }) => {
                 let expires = |e: &Option<Expiry>| e.map_or(i64::MAX, |e| e.expires_at_s);
@@ -405,7 +438,7 @@ impl Partition {
 fn cell_bytes(cell: &Cell) -> usize {
     match &cell.value {
         CellValue::Live { value, .. } => value.len(),
-        CellValue::Dead { .. } => 0,
+        CellValue::Dead { .. } | CellValue::Counter { .. } => 0,
     }
 }
 
@@ -438,6 +471,19 @@ mod tests {
         // Equal timestamps, both live: the greater value, whatever the order.
         assert_eq!(Cell::reconcile(live(3, b"a"), live(3, b"b")), live(3, b"b"));
         assert_eq!(Cell::reconcile(live(3, b"b"), live(3, b"a")), live(3, b"b"));
+    }
+
+    #[test]
+    fn counter_deltas_add_up_and_a_cell_tombstone_beats_them_all() {
+        let sum = Cell::reconcile(Cell::counter(5, 3), Cell::counter(2, -1));
+        assert_eq!(sum, Cell::counter(5, 2));
+        assert_eq!(sum.live_value(0), Some(Bytes::copy_from_slice(&2i64.to_be_bytes())));
+        // Whatever the order and the timestamps, the deletion wins.
+        assert_eq!(Cell::reconcile(Cell::counter(9, 1), Cell::dead(1, 0)), Cell::dead(1, 0));
+        assert_eq!(Cell::reconcile(Cell::dead(1, 0), Cell::counter(9, 1)), Cell::dead(1, 0));
+        let grouped = Cell::reconcile(Cell::reconcile(Cell::counter(1, 1), Cell::dead(2, 0)), Cell::counter(3, 4));
+        let other = Cell::reconcile(Cell::counter(1, 1), Cell::reconcile(Cell::dead(2, 0), Cell::counter(3, 4)));
+        assert_eq!(grouped, other);
     }
 
     #[test]

@@ -1,5 +1,6 @@
 //! Model-based randomized test of the storage engine: random writes,
-//! deletes (row, range, partition), TTLs on a controllable clock, flushes,
+//! counter increments, deletes (row, range, partition), TTLs on a
+//! controllable clock, flushes,
 //! compactions (strategy-driven and major) and restarts (reopening the
 //! table from its files), checked after every step against a plain
 //! in-memory model — point reads of every key and a full paged scan.
@@ -25,6 +26,8 @@ use shoal_storage::{
 const PARTITIONS: u8 = 12;
 const ROWS: u8 = 16;
 const COLUMNS: u32 = 3;
+/// The column counter deltas go to (the others hold regular cells).
+const COUNTER_COLUMN: u32 = COLUMNS;
 const GC_GRACE_S: i64 = 5;
 
 /// (partition, row, column) → (value, expires at).
@@ -54,7 +57,7 @@ fn visible(pk: u8, p: &Partition, now_s: i64, out: &mut Model) {
                 continue;
             }
             if let Some(value) = cell.live_value(now_s) {
-                out.insert((pk, key[0], *column), (value.clone(), cell.expiry().map(|e| e.expires_at_s)));
+                out.insert((pk, key[0], *column), (value, cell.expiry().map(|e| e.expires_at_s)));
             }
         }
     }
@@ -71,6 +74,9 @@ struct Run {
     options: TableOptions,
     table: Table,
     model: Model,
+    /// Rows whose counter was deleted: a deleted counter must not be
+    /// reused (see shoal_storage::partition), so they get no more deltas.
+    retired_counters: std::collections::HashSet<(u8, u8)>,
     now_s: i64,
     timestamp: i64,
     ops: u64,
@@ -83,6 +89,26 @@ impl Run {
         self.now_s * 1_000_000 + self.timestamp
     }
 
+    /// Notes the rows whose counters a deletion matching `covers` removes.
+    fn retire_counters(&mut self, covers: impl Fn(u8, u8) -> bool) {
+        let deleted = self.model.keys().filter(|(p, r, c)| *c == COUNTER_COLUMN && covers(*p, *r));
+        let deleted: Vec<(u8, u8)> = deleted.map(|(p, r, _)| (*p, *r)).collect();
+        self.retired_counters.extend(deleted);
+    }
+
+    fn increment(&mut self, pk: u8, row: u8) {
+        let delta: i64 = self.rng.gen_range(-1_000..1_000);
+        let ts = self.next_timestamp();
+        let mut r = Row::default();
+        r.columns.insert(COUNTER_COLUMN, ColumnData::Atomic(Cell::counter(ts, delta)));
+        let mut update = Partition::default();
+        update.rows.insert(ck(row), ClusteredRow { clustering: vec![ck(row)], row: r });
+        self.table.apply(position(pk), update, None);
+        let entry = self.model.entry((pk, row, COUNTER_COLUMN)).or_insert((Bytes::from(vec![0; 8]), None));
+        let sum = i64::from_be_bytes(entry.0[..].try_into().expect("the model keeps 8-byte counters"));
+        entry.0 = Bytes::copy_from_slice(&(sum + delta).to_be_bytes());
+    }
+
     fn expire_model(&mut self) {
         let now = self.now_s;
         self.model.retain(|_, (_, expires)| expires.is_none_or(|e| e > now));
@@ -92,7 +118,7 @@ impl Run {
         self.ops += 1;
         let pk = self.rng.gen_range(0..PARTITIONS);
         let deletion_time_s = self.now_s;
-        match self.rng.gen_range(0..100) {
+        match self.rng.gen_range(0..112) {
             0..=49 => {
                 let row = self.rng.gen_range(0..ROWS);
                 let column = self.rng.gen_range(0..COLUMNS);
@@ -114,6 +140,7 @@ impl Run {
                 let mut update = Partition::default();
                 update.rows.insert(ck(row), ClusteredRow { clustering: vec![ck(row)], row: r });
                 self.table.apply(position(pk), update, None);
+                self.retire_counters(|p, r| (p, r) == (pk, row));
                 self.model.retain(|(p, r, _), _| (*p, *r) != (pk, row));
             }
             58..=60 => {
@@ -128,6 +155,7 @@ impl Run {
                     ..Partition::default()
                 };
                 self.table.apply(position(pk), update, None);
+                self.retire_counters(|p, r| p == pk && r >= lo && r < hi);
                 self.model.retain(|(p, r, _), _| !(*p == pk && *r >= lo && *r < hi));
             }
             61..=62 => {
@@ -135,17 +163,22 @@ impl Run {
                 let update =
                     Partition { tombstone: Some(Tombstone { timestamp: ts, deletion_time_s }), ..Partition::default() };
                 self.table.apply(position(pk), update, None);
+                self.retire_counters(|p, _| p == pk);
                 self.model.retain(|(p, _, _), _| *p != pk);
             }
             63..=64 => {
                 let cell_ts = self.next_timestamp();
                 let row = self.rng.gen_range(0..ROWS);
-                let column = self.rng.gen_range(0..COLUMNS);
+                let column = self.rng.gen_range(0..=COUNTER_COLUMN);
                 let mut r = Row::default();
                 r.columns.insert(column, ColumnData::Atomic(Cell::dead(cell_ts, deletion_time_s)));
                 let mut update = Partition::default();
                 update.rows.insert(ck(row), ClusteredRow { clustering: vec![ck(row)], row: r });
                 self.table.apply(position(pk), update, None);
+                if column == COUNTER_COLUMN {
+                    // A counter cell tombstone beats every delta, later ones too.
+                    self.retired_counters.insert((pk, row));
+                }
                 self.model.remove(&(pk, row, column));
             }
             65..=74 => self.now_s += self.rng.gen_range(1..4),
@@ -156,7 +189,7 @@ impl Run {
             93..=95 => {
                 compact_major(&self.table, self.now_s).await.expect("major compaction");
             }
-            _ => {
+            96..=99 => {
                 self.table.flush(Position::ZERO).await.expect("flush before restart");
                 // Let the deletions of compacted SSTables finish, as they
                 // would before a clean shutdown: wait until only the live
@@ -172,6 +205,12 @@ impl Run {
                     Table::open(self.dir.clone(), 0, self.options.clone()).await.expect("reopen after restart");
                 assert!(report.quarantined.is_empty() && report.removed_partial == 0, "{report:?}");
                 self.table = table;
+            }
+            _ => {
+                let row = self.rng.gen_range(0..ROWS);
+                if !self.retired_counters.contains(&(pk, row)) {
+                    self.increment(pk, row);
+                }
             }
         }
         self.expire_model();
@@ -241,6 +280,7 @@ fn run(strategy: &[(&str, &str)]) {
             dir: dir.clone(),
             options,
             model: Model::new(),
+            retired_counters: Default::default(),
             now_s: 1_000,
             timestamp: 0,
             ops: 0,

@@ -105,7 +105,7 @@ fn purge_cell(cell: &mut Cell, shadowed: bool, rules: &PurgeRules) -> bool {
         CellValue::Dead { deletion_time_s } => {
             !rules.purgeable(Tombstone { timestamp: cell.timestamp, deletion_time_s })
         }
-        CellValue::Live { .. } => true,
+        CellValue::Live { .. } | CellValue::Counter { .. } => true,
     }
 }
 

@@ -297,6 +297,7 @@ impl Tally<'_> {
     fn cell(&mut self, c: &Cell) {
         match &c.value {
             CellValue::Dead { .. } => self.tombstone(c.timestamp),
+            CellValue::Counter { .. } => self.timestamp(c.timestamp),
             CellValue::Live { expiry, .. } => {
                 self.timestamp(c.timestamp);
                 if let Some(x) = expiry {
