@@ -155,12 +155,14 @@ def test_wrong_bound_values_are_invalid_and_name_the_column(session, table):
     ("v vector<float, -18>", "Vectors must have a dimension greater than 0"),
     ("v vector<float, 16001>", "Vectors must have a dimension less than or equal to 16000"),
     ("v vector<counter, 2>", "Counters are not allowed inside vectors"),
+    ("v vector<duration, 1>, PRIMARY KEY (k, v)", "duration type is not supported for PRIMARY KEY column 'v'"),
 ])
 def test_bad_vector_types_are_invalid(session, tname, column, message):
     if IS_CASSANDRA and "16001" in column:
         pytest.skip("Cassandra has no upper bound")
     with pytest.raises(InvalidRequest, match=message):
-        session.execute("CREATE TABLE %s (k int PRIMARY KEY, %s)" % (tname, column))
+        key = "" if "PRIMARY KEY" in column else " PRIMARY KEY"
+        session.execute("CREATE TABLE %s (k int%s, %s)" % (tname, key, column))
 
 
 @pytest.mark.parametrize("dimension", ["dog", "1.5"])

@@ -413,13 +413,26 @@ fn check_column_type(def: &ColumnDef, kind: ColumnKind) -> CqlResult<()> {
     if kind.is_primary_key() && def.is_static {
         return Err(invalid(format!("Static column {} cannot be part of the PRIMARY KEY", def.name)));
     }
-    if kind.is_primary_key() && *def.ty.unfrozen() == CqlType::Duration {
+    if kind.is_primary_key() && references_duration(&def.ty) {
         return Err(invalid(format!("duration type is not supported for PRIMARY KEY column '{}'", def.name)));
     }
     if def.ty.is_counter() {
         return Err(invalid(format!("Counter columns are not supported yet ({})", def.name)));
     }
     Ok(())
+}
+
+/// Durations have no order, so no key may hold one, even nested in a
+/// frozen collection, tuple or vector (Cassandra's `referencesDuration`).
+fn references_duration(ty: &CqlType) -> bool {
+    match ty {
+        CqlType::Duration => true,
+        CqlType::List(e) | CqlType::Set(e) | CqlType::Frozen(e) | CqlType::Vector(e, _) => references_duration(e),
+        CqlType::Map(k, v) => references_duration(k) || references_duration(v),
+        CqlType::Tuple(fields) => fields.iter().any(references_duration),
+        CqlType::Udt(udt) => udt.field_types().any(references_duration),
+        _ => false,
+    }
 }
 
 fn apply_clustering_order(
