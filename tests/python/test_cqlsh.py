@@ -109,3 +109,14 @@ def test_cqlsh_describe_table(cqlsh, admin, cq_table):
     assert "comment = 'from cqlsh test'" in out
     for column in ("k int", "c int", "v text"):
         assert column in out
+
+
+def test_cqlsh_vectors(cqlsh, admin, session, keyspace, request):
+    name = "%s.%s" % (keyspace, unique_name(request, prefix="cqv"))
+    session.execute("CREATE TABLE %s (k int PRIMARY KEY, f vector<float, 3>, s vector<text, 2>)" % name)
+    out = cqlsh("INSERT INTO %(t)s (k, f, s) VALUES (1, [1, 2.5, 3], ['a', 'b']); "
+                "SELECT f, s FROM %(t)s;" % {"t": name}).stdout
+    assert "[1, 2.5, 3]" in out and "['a', 'b']" in out
+    if not server_side_describe_only(cqlsh, admin):
+        out = cqlsh("DESCRIBE TABLE %s" % name).stdout
+        assert "f vector<float, 3>" in out and "s vector<text, 2>" in out

@@ -36,7 +36,7 @@ impl Collector<'_> {
         match term {
             Term::Bind(i) => self.mark(*i, name, ty),
             Term::List(items) | Term::Set(items) => {
-                if let CqlType::List(e) | CqlType::Set(e) = ty {
+                if let CqlType::List(e) | CqlType::Set(e) | CqlType::Vector(e, _) = ty {
                     items.iter().for_each(|t| self.term(t, name, e));
                 }
             }

@@ -9,7 +9,7 @@ use std::sync::Arc;
 
 use shoal_schema::{
     ClusteringOrder, ColumnKind, ColumnMeta, CqlType, KeyspaceMeta, Schema, SchemaChange, SchemaChangeKind,
-    SchemaChangeTarget, TableMeta, TableOptions,
+    SchemaChangeTarget, TableMeta, TableOptions, MAX_VECTOR_DIMENSION,
 };
 use uuid::Uuid;
 
@@ -331,6 +331,7 @@ fn checked_column(def: &ColumnDef, kind: ColumnKind) -> CqlResult<ColumnDef> {
 /// A column's or user type field's type as stored and shown: non-frozen
 /// at the top as declared, frozen inside.
 pub(crate) fn stored_type(ty: &CqlType) -> CqlResult<CqlType> {
+    check_vectors(ty)?;
     Ok(match ty {
         CqlType::List(e) => CqlType::List(Box::new(nested(e, ty)?)),
         CqlType::Set(e) => CqlType::Set(Box::new(nested(e, ty)?)),
@@ -354,8 +355,36 @@ fn nested(element: &CqlType, outer: &CqlType) -> CqlResult<CqlType> {
     Ok(frozen_inside(element))
 }
 
+/// Every vector in `ty` has a dimension in 1..=MAX_VECTOR_DIMENSION and
+/// elements that are not counters (ScyllaDB's messages).
+fn check_vectors(ty: &CqlType) -> CqlResult<()> {
+    match ty {
+        CqlType::Vector(elem, dimension) => {
+            if *dimension == 0 {
+                return Err(invalid("Vectors must have a dimension greater than 0"));
+            }
+            if *dimension > MAX_VECTOR_DIMENSION {
+                return Err(invalid(format!(
+                    "Vectors must have a dimension less than or equal to {MAX_VECTOR_DIMENSION}"
+                )));
+            }
+            if elem.unfrozen().is_counter() {
+                return Err(invalid(format!("Counters are not allowed inside vectors: {ty}")));
+            }
+            check_vectors(elem)
+        }
+        CqlType::List(e) | CqlType::Set(e) | CqlType::Frozen(e) => check_vectors(e),
+        CqlType::Map(k, v) => check_vectors(k).and_then(|()| check_vectors(v)),
+        CqlType::Tuple(fields) => fields.iter().try_for_each(check_vectors),
+        // A user type's fields were checked when it was defined.
+        _ => Ok(()),
+    }
+}
+
 /// Wraps every tuple, collection and user type at or below `ty` in
 /// `frozen<...>` (a user type's own fields were checked when it was defined).
+/// A vector is one cell already and prints bare, as in Cassandra, but its
+/// elements are frozen.
 fn frozen_inside(ty: &CqlType) -> CqlType {
     let inner = |t: &CqlType| Box::new(frozen_inside(t));
     match ty.unfrozen() {
@@ -364,6 +393,7 @@ fn frozen_inside(ty: &CqlType) -> CqlType {
         CqlType::Map(k, v) => CqlType::Frozen(Box::new(CqlType::Map(inner(k), inner(v)))),
         CqlType::Tuple(fields) => CqlType::Frozen(Box::new(CqlType::Tuple(fields.iter().map(frozen_inside).collect()))),
         udt @ CqlType::Udt(_) => CqlType::Frozen(Box::new(udt.clone())),
+        CqlType::Vector(e, dimension) => CqlType::Vector(inner(e), *dimension),
         native => native.clone(),
     }
 }
@@ -384,7 +414,7 @@ fn check_column_type(def: &ColumnDef, kind: ColumnKind) -> CqlResult<()> {
     if kind.is_primary_key() && def.is_static {
         return Err(invalid(format!("Static column {} cannot be part of the PRIMARY KEY", def.name)));
     }
-    if kind.is_primary_key() && *def.ty.unfrozen() == CqlType::Duration {
+    if kind.is_primary_key() && references_duration(&def.ty) {
         return Err(invalid(format!("duration type is not supported for PRIMARY KEY column '{}'", def.name)));
     }
     if kind.is_primary_key() && def.ty.is_counter() {
@@ -424,6 +454,19 @@ fn check_counter_table(table: &TableMeta) -> CqlResult<()> {
         return Err(invalid("Cannot set default_time_to_live on a table with counters"));
     }
     Ok(())
+}
+
+/// Durations have no order, so no key may hold one, even nested in a
+/// frozen collection, tuple or vector (Cassandra's `referencesDuration`).
+fn references_duration(ty: &CqlType) -> bool {
+    match ty {
+        CqlType::Duration => true,
+        CqlType::List(e) | CqlType::Set(e) | CqlType::Frozen(e) | CqlType::Vector(e, _) => references_duration(e),
+        CqlType::Map(k, v) => references_duration(k) || references_duration(v),
+        CqlType::Tuple(fields) => fields.iter().any(references_duration),
+        CqlType::Udt(udt) => udt.field_types().any(references_duration),
+        _ => false,
+    }
 }
 
 fn apply_clustering_order(

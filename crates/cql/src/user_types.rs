@@ -37,6 +37,7 @@ fn resolve_in(
         CqlType::Set(e) => CqlType::Set(go(e)?),
         CqlType::Frozen(e) => CqlType::Frozen(go(e)?),
         CqlType::Map(k, v) => CqlType::Map(go(k)?, go(v)?),
+        CqlType::Vector(e, dimension) => CqlType::Vector(go(e)?, *dimension),
         CqlType::Tuple(fields) => {
             CqlType::Tuple(fields.iter().map(|f| resolve_in(f, keyspace, types, stack)).collect::<CqlResult<_>>()?)
         }

@@ -62,6 +62,8 @@ pub fn eval(term: &Term, receiver: Receiver<'_>, bindings: Bindings<'_>) -> CqlR
             CqlType::List(elem) => collection(items, receiver.name, elem, bindings, false),
             // Cassandra accepts a list literal for a set only when empty.
             CqlType::Set(elem) if items.is_empty() => collection(items, receiver.name, elem, bindings, true),
+            // Vectors take list literals (Cassandra 5).
+            CqlType::Vector(elem, dimension) => vector(items, receiver, elem, *dimension, bindings),
             _ => Err(mismatch("list literal", receiver)),
         },
         Term::Set(items) => match ty {
@@ -181,6 +183,33 @@ fn collection(
         values.dedup_by(|a, b| compare(elem.unfrozen(), a, b).is_eq());
     }
     Ok(Evaluated::Value(serialize_items(values.iter().map(|v| &v[..]), values.len())))
+}
+
+/// A vector value from a list literal: exactly `dimension` elements, none
+/// null, laid out as `shoal_schema::vector` says.
+fn vector(
+    items: &[Term],
+    receiver: Receiver<'_>,
+    elem: &CqlType,
+    dimension: u32,
+    bindings: Bindings<'_>,
+) -> CqlResult<Evaluated> {
+    if items.len() != dimension as usize {
+        return Err(invalid(format!(
+            "Invalid vector literal for {} of type {}; expected {dimension} elements, but given {}",
+            receiver.name,
+            receiver.ty,
+            items.len()
+        )));
+    }
+    let mut values = Vec::with_capacity(items.len());
+    for item in items {
+        let value = eval(item, Receiver { name: receiver.name, ty: elem }, bindings)?.into_option();
+        values.push(value.ok_or_else(|| invalid(format!("null is not supported inside vectors ({})", receiver.name)))?);
+    }
+    let mut out = Vec::new();
+    shoal_schema::vector::write(elem, values.iter().map(|v| &v[..]), &mut out);
+    Ok(Evaluated::Value(Bytes::from(out)))
 }
 
 fn map(

@@ -20,6 +20,7 @@
 
 use crate::types::CqlType;
 use crate::value::{bignum, double_key, float_key, timeuuid_key, uuid_key, NormalDecimal, Reader};
+use crate::vector::VectorReader;
 use std::cmp::Ordering;
 
 /// Appends the encoding of one serialized value. Bytes that are not a valid
@@ -74,6 +75,7 @@ fn encode_ascending(ty: &CqlType, v: &[u8], out: &mut Vec<u8>) -> Option<()> {
         CqlType::Map(key, value) => encode_elements(&[key, value], v, out)?,
         CqlType::Tuple(fields) => encode_tuple(fields.iter(), v, out)?,
         CqlType::Udt(udt) => encode_tuple(udt.field_types(), v, out)?,
+        CqlType::Vector(elem, dimension) => encode_vector(elem, *dimension, v, out)?,
     }
     Some(())
 }
@@ -187,6 +189,16 @@ fn encode_tuple<'t>(fields: impl Iterator<Item = &'t CqlType>, v: &[u8], out: &m
     reader.is_empty().then_some(())
 }
 
+/// Vectors: the elements' encodings in order. Each is prefix-free and
+/// their count is fixed by the type, so no separators are needed.
+fn encode_vector(elem: &CqlType, dimension: u32, v: &[u8], out: &mut Vec<u8>) -> Option<()> {
+    let mut reader = VectorReader::new(elem, v);
+    for _ in 0..dimension {
+        encode_ascending(elem, reader.next_element().ok()?, out)?;
+    }
+    reader.is_empty().then_some(())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -290,6 +302,12 @@ mod tests {
                 collection(n, items)
             }
             CqlType::Udt(udt) => random_value(&CqlType::Tuple(udt.field_types().cloned().collect()), rng),
+            CqlType::Vector(elem, dimension) => {
+                let items: Vec<Vec<u8>> = (0..*dimension).map(|_| random_value(elem, rng)).collect();
+                let mut out = Vec::new();
+                crate::vector::write(elem, items.iter().map(Vec::as_slice), &mut out);
+                out
+            }
             CqlType::Tuple(fields) => {
                 // Sometimes fewer fields than the type has: those are null.
                 let present = fields.len() - rng.below(fields.len() + 1);
@@ -371,6 +389,11 @@ mod tests {
             "frozen<list<frozen<list<decimal>>>>",
             "tuple<frozen<set<uuid>>, double>",
             "frozen<map<text, frozen<tuple<timeuuid, boolean>>>>",
+            "vector<int, 2>",
+            "vector<float, 3>",
+            "vector<text, 2>",
+            "vector<frozen<list<varint>>, 2>",
+            "vector<vector<double, 2>, 2>",
         ]
         .map(ty)
         .into_iter()

@@ -7,11 +7,13 @@
 pub mod comparable;
 pub mod fields;
 pub mod literal;
+pub mod marshal;
 pub mod schema;
 pub mod sharder;
 pub mod token;
 pub mod types;
 pub mod value;
+pub mod vector;
 
 pub use literal::{parse_literal, LiteralError, LiteralKind};
 pub use schema::{
@@ -20,5 +22,5 @@ pub use schema::{
 };
 pub use sharder::Sharder;
 pub use token::{murmur3_token, TokenError};
-pub use types::{CqlType, TypeError, UserType};
+pub use types::{CqlType, TypeError, UserType, MAX_VECTOR_DIMENSION};
 pub use value::{Value, ValueError};

@@ -43,8 +43,19 @@ pub enum CqlType {
     /// filled in from the keyspace's definition); the parser produces a bare
     /// reference (no fields) that DDL and statements resolve.
     Udt(Arc<UserType>),
+    /// `vector<elem, n>` (Cassandra 5): exactly `n` non-null elements, one
+    /// cell, never multi-cell. Elements of a fixed-length type (see
+    /// [`CqlType::vector_element_size`]) are packed back to back; others
+    /// each carry an unsigned vint length. DDL bounds `n` to
+    /// 1..=[`MAX_VECTOR_DIMENSION`]; the parsers keep what they read so
+    /// DDL can say what is wrong.
+    Vector(Box<CqlType>, u32),
     Frozen(Box<CqlType>),
 }
+
+/// The largest vector dimension DDL accepts (ScyllaDB's limit; Cassandra
+/// recommends no more than 2^13).
+pub const MAX_VECTOR_DIMENSION: u32 = 16_000;
 
 /// A user-defined type's definition: named fields in declaration order.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
@@ -168,7 +179,9 @@ impl CqlType {
                 (udt.keyspace == keyspace && udt.name == name)
                     || udt.fields.iter().any(|(_, ty)| ty.mentions_udt(keyspace, name))
             }
-            CqlType::List(e) | CqlType::Set(e) | CqlType::Frozen(e) => e.mentions_udt(keyspace, name),
+            CqlType::List(e) | CqlType::Set(e) | CqlType::Frozen(e) | CqlType::Vector(e, _) => {
+                e.mentions_udt(keyspace, name)
+            }
             CqlType::Map(k, v) => k.mentions_udt(keyspace, name) || v.mentions_udt(keyspace, name),
             CqlType::Tuple(fields) => fields.iter().any(|ty| ty.mentions_udt(keyspace, name)),
             _ => false,
@@ -187,6 +200,23 @@ impl CqlType {
             CqlType::Int | CqlType::Float | CqlType::Date => Some(4),
             CqlType::Bigint | CqlType::Counter | CqlType::Double | CqlType::Time | CqlType::Timestamp => Some(8),
             CqlType::Uuid | CqlType::Timeuuid => Some(16),
+            _ => None,
+        }
+    }
+
+    /// The length of every value of this type when it is a vector element,
+    /// if all have the same (Cassandra's `valueLengthIfFixed`): such
+    /// elements are packed without a length. Narrower than
+    /// [`CqlType::fixed_size_bytes`]: Cassandra gives tinyint, smallint,
+    /// date, time and counter variable length there, and drivers follow it.
+    pub fn vector_element_size(&self) -> Option<usize> {
+        match self {
+            CqlType::Boolean => Some(1),
+            CqlType::Int | CqlType::Float => Some(4),
+            CqlType::Bigint | CqlType::Double | CqlType::Timestamp => Some(8),
+            CqlType::Uuid | CqlType::Timeuuid => Some(16),
+            CqlType::Vector(elem, n) => elem.vector_element_size()?.checked_mul(*n as usize),
+            CqlType::Frozen(inner) => inner.vector_element_size(),
             _ => None,
         }
     }
@@ -219,6 +249,7 @@ impl fmt::Display for CqlType {
             CqlType::Set(elem) => return write!(f, "set<{elem}>"),
             CqlType::Map(key, value) => return write!(f, "map<{key}, {value}>"),
             CqlType::Frozen(inner) => return write!(f, "frozen<{inner}>"),
+            CqlType::Vector(elem, n) => return write!(f, "vector<{elem}, {n}>"),
             CqlType::Udt(udt) => return f.write_str(&udt_name(&udt.name)),
             CqlType::Tuple(fields) => {
                 f.write_str("tuple<")?;
@@ -330,6 +361,14 @@ impl TypeParser<'_> {
                 self.expect('>')?;
                 CqlType::Tuple(fields)
             }
+            "vector" => {
+                self.expect('<')?;
+                let elem = Box::new(self.parse_type()?);
+                self.expect(',')?;
+                let dimension = self.word().parse().map_err(|_| self.malformed("expected a vector dimension"))?;
+                self.expect('>')?;
+                CqlType::Vector(elem, dimension)
+            }
             _ => return Err(TypeError::Unknown(name)),
         };
         Ok(ty)
@@ -342,7 +381,15 @@ mod tests {
 
     #[test]
     fn parses_and_prints_round_trip() {
-        for text in ["int", "text", "frozen<list<int>>", "map<text, frozen<set<uuid>>>", "tuple<int, text, blob>"] {
+        for text in [
+            "int",
+            "text",
+            "frozen<list<int>>",
+            "map<text, frozen<set<uuid>>>",
+            "tuple<int, text, blob>",
+            "vector<float, 3>",
+            "vector<frozen<list<vector<int, 2>>>, 2>",
+        ] {
             assert_eq!(CqlType::parse(text).map(|t| t.to_string()).as_deref(), Ok(text));
         }
         assert_eq!(CqlType::parse("VARCHAR"), Ok(CqlType::Text));
@@ -356,6 +403,22 @@ mod tests {
         assert!(CqlType::parse("map<int>").is_err());
         assert!(CqlType::parse("int int").is_err());
         assert!(CqlType::parse("").is_err());
+        assert!(CqlType::parse("vector<int>").is_err());
+        assert!(CqlType::parse("vector<int, x>").is_err());
+        assert!(CqlType::parse("vector<int, -1>").is_err());
+    }
+
+    #[test]
+    fn vector_element_sizes_follow_cassandra() {
+        let size = |text: &str| CqlType::parse(text).map(|t| t.vector_element_size()).unwrap_or(Some(999));
+        assert_eq!(size("float"), Some(4));
+        assert_eq!(size("uuid"), Some(16));
+        assert_eq!(size("vector<bigint, 3>"), Some(24));
+        for variable in
+            ["smallint", "tinyint", "date", "time", "counter", "text", "vector<text, 2>", "frozen<list<int>>"]
+        {
+            assert_eq!(size(variable), None, "{variable}");
+        }
     }
 
     #[test]

@@ -24,6 +24,7 @@ use thiserror::Error;
 
 use crate::literal;
 use crate::types::CqlType;
+use crate::vector::{self, VectorReader};
 
 /// One non-null CQL value. Collections and tuples nest; a tuple field may be
 /// null, a collection element may not (CQL forbids nulls in collections).
@@ -65,6 +66,8 @@ pub enum Value {
     Set(Vec<Value>),
     Map(Vec<(Value, Value)>),
     Tuple(Vec<Option<Value>>),
+    /// A `vector<elem, n>` value: `n` elements, none null.
+    Vector(Vec<Value>),
 }
 
 /// Why bytes are not a valid value of a type, or why arithmetic failed.
@@ -98,6 +101,8 @@ pub enum ValueError {
     NegativeCount { what: &'static str, count: i32 },
     #[error("null {0} inside a collection: collections cannot contain nulls")]
     NullElement(&'static str),
+    #[error("expected {expected} bytes for a {ty} value, got {got}")]
+    VectorSize { ty: String, expected: usize, got: usize },
     #[error("{extra} unexpected bytes after the end of a {ty} value")]
     TrailingBytes { ty: String, extra: usize },
     #[error("in {context}: {source}")]
@@ -166,6 +171,10 @@ impl Value {
                 }
             }
             Value::Tuple(fields) => fields.iter().for_each(|f| write_element(f.as_ref(), out)),
+            Value::Vector(items) => {
+                let bodies: Vec<Vec<u8>> = items.iter().map(Value::to_bytes).collect();
+                vector::write(&element_type(items.first()), bodies.iter().map(Vec::as_slice), out);
+            }
         }
     }
 
@@ -211,6 +220,7 @@ impl Value {
             CqlType::Tuple(fields) => Value::Tuple(read_tuple(ty, fields.iter(), bytes)?),
             // A user type's value is laid out as a tuple of its fields.
             CqlType::Udt(udt) => Value::Tuple(read_tuple(ty, udt.field_types(), bytes)?),
+            CqlType::Vector(elem, dimension) => Value::Vector(read_vector(ty, elem, *dimension, bytes)?),
         };
         Ok(value)
     }
@@ -249,6 +259,9 @@ impl Value {
                 )
             }
             Value::Tuple(fields) => CqlType::Tuple(fields.iter().map(|f| element_type(f.as_ref())).collect()),
+            Value::Vector(items) => {
+                CqlType::Vector(Box::new(element_type(items.first())), u32::try_from(items.len()).unwrap_or(u32::MAX))
+            }
         }
     }
 }
@@ -534,6 +547,20 @@ fn read_tuple<'t>(
     Ok(values)
 }
 
+/// A vector's `dimension` elements, each a valid `elem`.
+fn read_vector(ty: &CqlType, elem: &CqlType, dimension: u32, bytes: &[u8]) -> Result<Vec<Value>, ValueError> {
+    vector::check_length(ty, elem, dimension, bytes)?;
+    let mut reader = VectorReader::new(elem, bytes);
+    // Every element takes at least one byte, so the input bounds the count.
+    let mut items = Vec::with_capacity((dimension as usize).min(bytes.len()));
+    for i in 0..dimension as usize {
+        let value = reader.next_element().and_then(|raw| Value::deserialize(elem, raw));
+        items.push(value.map_err(nested(ty, "element", i))?);
+    }
+    reader.finish(ty)?;
+    Ok(items)
+}
+
 // ---------------------------------------------------------------------------
 // Validation without building values
 // ---------------------------------------------------------------------------
@@ -561,6 +588,7 @@ pub fn validate(ty: &CqlType, bytes: &[u8]) -> Result<(), ValueError> {
         }
         CqlType::Tuple(fields) => validate_tuple(ty, fields.iter(), bytes),
         CqlType::Udt(udt) => validate_tuple(ty, udt.field_types(), bytes),
+        CqlType::Vector(elem, dimension) => validate_vector(ty, elem, *dimension, bytes),
         fixed_ty => validate_fixed(fixed_ty, bytes),
     }
 }
@@ -612,6 +640,15 @@ fn validate_elements(
     reader.finish(ty)
 }
 
+fn validate_vector(ty: &CqlType, elem: &CqlType, dimension: u32, bytes: &[u8]) -> Result<(), ValueError> {
+    vector::check_length(ty, elem, dimension, bytes)?;
+    let mut reader = VectorReader::new(elem, bytes);
+    for i in 0..dimension as usize {
+        reader.next_element().and_then(|raw| validate(elem, raw)).map_err(nested(ty, "element", i))?;
+    }
+    reader.finish(ty)
+}
+
 fn validate_tuple<'t>(ty: &CqlType, fields: impl Iterator<Item = &'t CqlType>, bytes: &[u8]) -> Result<(), ValueError> {
     let mut reader = Reader::new(bytes);
     for (i, field) in fields.enumerate() {
@@ -658,6 +695,7 @@ fn try_compare(ty: &CqlType, a: &[u8], b: &[u8]) -> Option<Ordering> {
         CqlType::Map(key, value) => compare_elements(&[key, value], a, b),
         CqlType::Tuple(fields) => compare_tuples(fields.iter(), a, b),
         CqlType::Udt(udt) => compare_tuples(udt.field_types(), a, b),
+        CqlType::Vector(elem, dimension) => compare_vectors(elem, *dimension, a, b),
     }
 }
 
@@ -746,6 +784,18 @@ fn compare_elements(group: &[&CqlType], a: &[u8], b: &[u8]) -> Option<Ordering> 
         }
     }
     Some(na.cmp(&nb))
+}
+
+/// Vectors element by element (Cassandra's `VectorType` order).
+fn compare_vectors(elem: &CqlType, dimension: u32, a: &[u8], b: &[u8]) -> Option<Ordering> {
+    let (mut ra, mut rb) = (VectorReader::new(elem, a), VectorReader::new(elem, b));
+    for _ in 0..dimension {
+        let order = try_compare(elem, ra.next_element().ok()?, rb.next_element().ok()?)?;
+        if order != Ordering::Equal {
+            return Some(order);
+        }
+    }
+    (ra.is_empty() && rb.is_empty()).then_some(Ordering::Equal)
 }
 
 /// Tuples field by field; null (or a missing trailing field) sorts first.
@@ -988,7 +1038,7 @@ fn write_value(value: &Value, f: &mut fmt::Formatter<'_>, nested: bool) -> fmt::
         Value::Time(t) => write_text(&literal::format_time(*t), f, nested),
         Value::Timestamp(ms) => write_text(&literal::format_timestamp_ms(*ms), f, nested),
         Value::Duration { months, days, nanos } => f.write_str(&literal::format_duration(*months, *days, *nanos)),
-        Value::List(items) => write_seq(f, "[", "]", items.iter().map(Some)),
+        Value::List(items) | Value::Vector(items) => write_seq(f, "[", "]", items.iter().map(Some)),
         Value::Set(items) => write_seq(f, "{", "}", items.iter().map(Some)),
         Value::Tuple(fields) => write_seq(f, "(", ")", fields.iter().map(Option::as_ref)),
         Value::Map(entries) => {
@@ -1317,6 +1367,12 @@ mod tests {
             (CqlType::Duration, Value::Duration { months: i32::MAX, days: 0, nanos: i64::MAX }),
             (ty("list<int>"), Value::List(vec![Value::Int(1), Value::Int(2)])),
             (ty("set<text>"), Value::Set(vec![])),
+            (ty("vector<float, 2>"), Value::Vector(vec![Value::Float(1.5), Value::Float(-0.0)])),
+            (ty("vector<text, 2>"), Value::Vector(vec![Value::Text("".into()), Value::Text("ab".into())])),
+            (
+                ty("vector<frozen<list<vector<int, 1>>>, 1>"),
+                Value::Vector(vec![Value::List(vec![Value::Vector(vec![Value::Int(7)])])]),
+            ),
             (
                 ty("map<text, frozen<list<int>>>"),
                 Value::Map(vec![(Value::Text("a".into()), Value::List(vec![Value::Int(3)]))]),
@@ -1358,6 +1414,10 @@ mod tests {
             Value::Tuple(vec![None, Some(Value::Tinyint(1))]).to_bytes(),
             [0xFF, 0xFF, 0xFF, 0xFF, 0, 0, 0, 1, 1]
         );
+        // Fixed-length vector elements are packed; others get a vint length.
+        assert_eq!(Value::Vector(vec![Value::Int(1), Value::Int(2)]).to_bytes(), [0, 0, 0, 1, 0, 0, 0, 2]);
+        assert_eq!(Value::Vector(vec![Value::Smallint(1), Value::Smallint(2)]).to_bytes(), [2, 0, 1, 2, 0, 2]);
+        assert_eq!(Value::Vector(vec![Value::Vector(vec![Value::Boolean(true)])]).to_bytes(), [1]);
     }
 
     #[test]
@@ -1435,6 +1495,16 @@ mod tests {
         assert!(error("map<int, text>", &[0, 0, 0, 1, 0, 0, 0, 4, 0, 0, 0, 1, 0, 0, 0, 1, 0xFF])
             .contains("value 0 of map<int, text>"));
         assert!(error("tuple<int>", &[0, 0, 0, 4, 0, 0, 0, 1, 0]).contains("after the end of a tuple<int>"));
+        assert_eq!(error("vector<int, 2>", &[0; 4]), "expected 8 bytes for a vector<int, 2> value, got 4");
+        assert_eq!(
+            error("vector<text, 2>", &[1, b'a']),
+            "in element 1 of vector<text, 2>: truncated vector element length: need 1 bytes, 0 remain"
+        );
+        assert_eq!(
+            error("vector<text, 1>", &[1, 0xC3]),
+            "in element 0 of vector<text, 1>: invalid UTF-8 in text value"
+        );
+        assert!(error("vector<text, 1>", &[0, 0]).contains("1 unexpected bytes after the end of a vector<text, 1>"));
     }
 
     #[test]
@@ -1491,6 +1561,9 @@ mod tests {
             "map<int, blob>",
             "tuple<int, varint>",
             "frozen<list<frozen<map<int, duration>>>>",
+            "vector<int, 2>",
+            "vector<smallint, 3>",
+            "vector<frozen<set<text>>, 2>",
         ];
         let mut state = 42;
         for t in types.map(ty) {

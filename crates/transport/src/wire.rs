@@ -23,12 +23,8 @@
 
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr};
 
-use shoal_schema::CqlType;
+use shoal_schema::{marshal, CqlType};
 use thiserror::Error;
-
-/// Class name Cassandra sends as a custom `[option]` for `duration` in v4,
-/// where the native id 0x0015 does not exist yet.
-pub const DURATION_CLASS: &str = "org.apache.cassandra.db.marshal.DurationType";
 
 /// How deeply `[option]` types may nest when read; real types nest a few
 /// levels, and the bound keeps recursion on hostile input shallow.
@@ -325,11 +321,8 @@ impl<'a> Reader<'a> {
         let ty = match id {
             0x0000 => {
                 let class = self.read_string()?;
-                if class != DURATION_CLASS {
-                    let class = class.to_string();
-                    return Err(WireError::UnsupportedCustomType { class, offset });
-                }
-                CqlType::Duration
+                marshal::parse(class)
+                    .map_err(|_| WireError::UnsupportedCustomType { class: class.to_string(), offset })?
             }
             0x0020 => CqlType::List(Box::new(self.read_type_option_at_depth(depth + 1)?)),
             0x0022 => CqlType::Set(Box::new(self.read_type_option_at_depth(depth + 1)?)),
@@ -567,17 +560,17 @@ pub fn write_inet(out: &mut Vec<u8>, addr: SocketAddr) {
 }
 
 /// A column type as an `[option]`. `frozen<T>` is written as `T` (the wire
-/// form has no frozen marker) and `duration` as the custom class Cassandra
-/// uses in v4.
+/// form has no frozen marker); `duration` and `vector<T, n>`, which v4 has
+/// no id for, as the custom (marshal) class Cassandra sends.
 pub fn write_type_option(out: &mut Vec<u8>, ty: &CqlType) {
     if let Some(id) = native_type_id(ty) {
         write_short(out, id);
         return;
     }
     match ty {
-        CqlType::Duration => {
+        CqlType::Duration | CqlType::Vector(..) => {
             write_short(out, 0x0000);
-            write_string(out, DURATION_CLASS);
+            write_string(out, &marshal::class_name(ty));
         }
         CqlType::List(elem) => {
             write_short(out, 0x0020);
@@ -739,6 +732,8 @@ mod tests {
             "set<timeuuid>",
             "map<text, list<blob>>",
             "tuple<int, text, map<int, date>>",
+            "vector<float, 3>",
+            "list<vector<text, 2>>",
         ] {
             let ty = CqlType::parse(text).expect("test type");
             let mut out = Vec::new();

@@ -212,7 +212,8 @@ impl Parser<'_> {
     }
 
     /// A CQL type: native names, `list<t>`, `set<t>`, `map<k, v>`,
-    /// `tuple<t, ...>`, `frozen<t>`, and user types by (qualified) name.
+    /// `tuple<t, ...>`, `vector<t, n>`, `frozen<t>`, and user types by
+    /// (qualified) name.
     pub(super) fn cql_type(&mut self) -> PResult<CqlType> {
         self.nested(|p| p.cql_type_inner())
     }
@@ -254,6 +255,14 @@ impl Parser<'_> {
                 self.expect_sym(Sym::Gt)?;
                 Ok(CqlType::Tuple(fields))
             }
+            "vector" if self.is_sym(Sym::Lt) => {
+                self.expect_sym(Sym::Lt)?;
+                let elem = self.cql_type()?;
+                self.expect_sym(Sym::Comma)?;
+                let dimension = self.vector_dimension()?;
+                self.expect_sym(Sym::Gt)?;
+                Ok(CqlType::Vector(Box::new(elem), dimension))
+            }
             _ => self.user_type(name),
         }
     }
@@ -265,6 +274,19 @@ impl Parser<'_> {
             return Ok(UserType::reference(Some(first), self.ident("type name")?));
         }
         Ok(UserType::reference(None, first))
+    }
+
+    /// A vector's dimension: an integer, perhaps negative. Out-of-range
+    /// values are kept clamped (negative as 0) for DDL to refuse as
+    /// Invalid, as Cassandra does; only a non-integer is a syntax error.
+    fn vector_dimension(&mut self) -> PResult<u32> {
+        let negative = self.eat_sym(Sym::Minus);
+        let TokenKind::Integer(digits) = &self.peek().kind else {
+            return Err(self.mismatched("a vector dimension (an integer)"));
+        };
+        let dimension = if negative { 0 } else { digits.parse().unwrap_or(u32::MAX) };
+        self.advance();
+        Ok(dimension)
     }
 
     /// `<t>`.

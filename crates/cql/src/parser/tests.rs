@@ -744,3 +744,23 @@ fn user_type_literals() {
     assert!(matches!(term("{true: 1}"), Term::Map(_)));
     assert!(matches!(term("{a: {b: 1}}"), Term::UserType(_)));
 }
+
+#[test]
+fn vector_types() {
+    let t = create_table(
+        "CREATE TABLE t (k int PRIMARY KEY, a vector<float, 3>, b VECTOR<list<vector<int, 2>>, 2>, \
+         z vector<int, 0>, n vector<int, -18>, h vector<int, 99999999999>, vector int)",
+    );
+    let vector = |elem: CqlType, n| CqlType::Vector(Box::new(elem), n);
+    assert_eq!(t.columns[1].ty, vector(CqlType::Float, 3));
+    assert_eq!(t.columns[2].ty, vector(CqlType::List(Box::new(vector(CqlType::Int, 2))), 2));
+    // Out-of-range dimensions parse (clamped) for DDL to refuse as Invalid.
+    assert_eq!(t.columns[3].ty, vector(CqlType::Int, 0));
+    assert_eq!(t.columns[4].ty, vector(CqlType::Int, 0));
+    assert_eq!(t.columns[5].ty, vector(CqlType::Int, u32::MAX));
+    // `vector` is not reserved: a column may be named so.
+    assert_eq!(t.columns[6].name, "vector");
+    for bad in ["vector<int>", "vector<int, x>", "vector<int, 1.5>", "vector<int, 2"] {
+        assert!(parse_statement(&format!("CREATE TABLE t (k int PRIMARY KEY, v {bad})")).is_err(), "{bad}");
+    }
+}
