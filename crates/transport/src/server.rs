@@ -65,6 +65,7 @@ pub async fn serve(listener: TcpListener, placement: Placement, config: Arc<Serv
             }
             Placement::BySourcePort => usize::from(peer.port()) % config.nr_shards,
         };
+        tracing::debug!("connection from {peer} placed on shard {shard} ({placement:?})");
         if let Err(e) = hand_over(stream, shard, Arc::clone(&config)).await {
             tracing::warn!("cannot place connection from {peer} on shard {shard}: {e}");
         }
