@@ -120,22 +120,28 @@ impl Collector<'_> {
         }
     }
 
-    /// The markers of `IF c op term` (and `IF m[key] op term`) conditions.
+    /// The markers of `IF c op term` (and `IF m[key] op term`, `IF u.f op
+    /// term`) conditions.
     fn condition(&mut self, condition: &Condition) {
         let Condition::IfColumns(conditions) = condition else { return };
         for condition in conditions {
-            let column = &condition.target.column;
-            let ty = match (&condition.target.element, self.column_type(column)) {
-                (Some(key), CqlType::Map(k, v)) => {
+            let target = &condition.target;
+            let mut column = target.column.clone();
+            let ty = match (&target.element, &target.field, self.column_type(&column)) {
+                (Some(key), _, CqlType::Map(k, v)) => {
                     self.term(key, &format!("key({column})"), &k);
                     *v
                 }
-                (_, ty) => ty,
+                (None, Some(field), ty) => {
+                    column = format!("{column}.{field}");
+                    field_type(&ty, field)
+                }
+                (_, _, ty) => ty,
             };
             match (condition.op, &condition.value) {
                 (Operator::In, Term::Bind(i)) => self.mark(*i, &format!("in({column})"), &CqlType::List(Box::new(ty))),
-                (Operator::In, Term::List(items)) => items.iter().for_each(|t| self.term(t, column, &ty)),
-                (_, value) => self.term(value, column, &ty),
+                (Operator::In, Term::List(items)) => items.iter().for_each(|t| self.term(t, &column, &ty)),
+                (_, value) => self.term(value, &column, &ty),
             }
         }
     }
@@ -165,13 +171,19 @@ impl Collector<'_> {
                 self.term(value, column, &value_ty);
             }
             Assignment::SetField { column, field, value } => {
-                let ty = match self.column_type(column) {
-                    CqlType::Udt(udt) => udt.fields.iter().find(|(n, _)| n == field).map(|(_, ty)| ty.clone()),
-                    _ => None,
-                };
-                self.term(value, &format!("{column}.{field}"), &ty.unwrap_or(CqlType::Blob));
+                let ty = field_type(&self.column_type(column), field);
+                self.term(value, &format!("{column}.{field}"), &ty);
             }
         }
+    }
+}
+
+/// The type of `field` of user type `ty` (frozen or not); blob when there
+/// is no such field, which execution then refuses.
+fn field_type(ty: &CqlType, field: &str) -> CqlType {
+    match ty.unfrozen() {
+        CqlType::Udt(udt) => udt.fields.iter().find(|(n, _)| n == field).map_or(CqlType::Blob, |(_, ty)| ty.clone()),
+        _ => CqlType::Blob,
     }
 }
 

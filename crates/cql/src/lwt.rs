@@ -19,8 +19,9 @@ use std::sync::Arc;
 
 use bytes::Bytes;
 use shoal_replica::{PartitionSelection, ReadCommand, ResultRow};
+use shoal_schema::fields;
 use shoal_schema::value::compare;
-use shoal_schema::{ColumnKind, CqlType, TableMeta};
+use shoal_schema::{ColumnKind, ColumnMeta, CqlType, TableMeta};
 use shoal_storage::{ClusteringRange, PartitionPosition};
 
 use crate::ast::{ColumnCondition, Condition, Operator, Statement, Term};
@@ -38,15 +39,26 @@ enum Check {
     Columns(Vec<ColumnCheck>),
 }
 
-/// `IF c op value` (or `c[key] op value` on a map), values evaluated.
+/// `IF c op value` (or `c[key] op value` on a map, or `c.field op value`
+/// on a user type), values evaluated.
 #[derive(Debug, Clone)]
 struct ColumnCheck {
     column: usize,
-    /// The map key of `c[key]`.
-    element: Option<Bytes>,
+    /// What of the column's value is compared.
+    part: Part,
     op: Operator,
     /// The value (`None`: null), or the candidates of IN.
     values: Vec<Option<Bytes>>,
+}
+
+/// The part of a column's value a condition compares.
+#[derive(Debug, Clone)]
+enum Part {
+    Whole,
+    /// The value at this key of a map.
+    MapValue(Bytes),
+    /// The field at this index of a user type value, frozen or not.
+    Field(usize),
 }
 
 /// The condition of one statement, on one row of the partition.
@@ -128,19 +140,26 @@ fn column_check(meta: &TableMeta, condition: &ColumnCondition, bindings: Binding
     if meta_column.kind.is_primary_key() {
         return Err(invalid(format!("PRIMARY KEY column '{name}' cannot have IF conditions")));
     }
-    let (element, ty) = match &condition.target.element {
-        None => (None, &meta_column.ty),
-        Some(key) => match meta_column.ty.unfrozen() {
+    let (part, ty) = match (&condition.target.element, &condition.target.field) {
+        (None, None) => (Part::Whole, &meta_column.ty),
+        (Some(key), _) => match meta_column.ty.unfrozen() {
             CqlType::Map(key_ty, value_ty) => {
                 let key = match eval(key, Receiver { name, ty: key_ty }, bindings)? {
                     Evaluated::Value(key) => key,
                     _ => return Err(invalid(format!("Invalid null value for {name} element access"))),
                 };
-                (Some(key), value_ty.as_ref())
+                (Part::MapValue(key), value_ty.as_ref())
             }
             _ => return Err(invalid(format!("Element conditions are only supported on map columns ({name})"))),
         },
+        (None, Some(field)) => {
+            let (index, ty) = field_of(meta_column, field)?;
+            (Part::Field(index), ty)
+        }
     };
+    // A field's values are received as `c.field`, as Cassandra names them.
+    let receiver_name = condition.target.field.as_ref().map_or_else(|| name.clone(), |f| format!("{name}.{f}"));
+    let name = &receiver_name;
     let receiver = Receiver { name, ty };
     let values = match (condition.op, &condition.value) {
         (Operator::In, Term::List(terms)) => {
@@ -165,7 +184,21 @@ fn column_check(meta: &TableMeta, condition: &ColumnCondition, bindings: Binding
         }
         (op, _) => return Err(invalid(format!("Unsupported operator {} in an IF condition", op_text(op)))),
     };
-    Ok(ColumnCheck { column, element, op: condition.op, values })
+    Ok(ColumnCheck { column, part, op: condition.op, values })
+}
+
+/// The index and type of `field` of `column`'s user type; Cassandra allows
+/// conditions on a field of frozen and non-frozen user types alike.
+fn field_of<'c>(column: &'c ColumnMeta, field: &str) -> CqlResult<(usize, &'c CqlType)> {
+    let CqlType::Udt(udt) = column.ty.unfrozen() else {
+        return Err(invalid(format!(
+            "Invalid field condition {0}.{field}: column {0} of type {1} is not a user type",
+            column.name, column.ty
+        )));
+    };
+    let index =
+        udt.field_index(field).ok_or_else(|| invalid(format!("Unknown field {field} for column {}", column.name)))?;
+    Ok((index, &udt.fields[index].1))
 }
 
 /// A value a condition compares with (`None`: null); unset is refused, as
@@ -239,7 +272,10 @@ async fn run(
     for condition in &conditions {
         current.push(read_row(&meta, &position, condition, now_s).await?);
     }
-    let applied = conditions.iter().zip(&current).all(|(c, row)| holds(&meta, &c.check, row.as_ref()));
+    let mut applied = true;
+    for (condition, row) in conditions.iter().zip(&current) {
+        applied &= holds(&meta, &condition.check, row.as_ref())?;
+    }
     if !applied {
         return result(&meta, &conditions, &current, is_batch);
     }
@@ -314,20 +350,38 @@ fn reads_static(meta: &TableMeta, check: &Check) -> bool {
     }
 }
 
-fn holds(meta: &TableMeta, check: &Check, row: Option<&ResultRow>) -> bool {
+fn holds(meta: &TableMeta, check: &Check, row: Option<&ResultRow>) -> CqlResult<bool> {
     match check {
-        Check::NotExists => row.is_none(),
-        Check::Exists => row.is_some(),
-        Check::Columns(checks) => checks.iter().all(|c| column_holds(meta, c, row)),
+        Check::NotExists => Ok(row.is_none()),
+        Check::Exists => Ok(row.is_some()),
+        Check::Columns(checks) => {
+            for c in checks {
+                if !column_holds(meta, c, row)? {
+                    return Ok(false);
+                }
+            }
+            Ok(true)
+        }
     }
 }
 
-fn column_holds(meta: &TableMeta, check: &ColumnCheck, row: Option<&ResultRow>) -> bool {
+fn column_holds(meta: &TableMeta, check: &ColumnCheck, row: Option<&ResultRow>) -> CqlResult<bool> {
     let column = &meta.columns[check.column];
     let whole = row.and_then(|r| r.cells[check.column].as_ref()).map(|c| c.value.clone());
-    let (current, ty) = match (&check.element, column.ty.unfrozen()) {
-        (Some(key), CqlType::Map(key_ty, value_ty)) => {
+    let (current, ty) = match (&check.part, column.ty.unfrozen()) {
+        (Part::MapValue(key), CqlType::Map(key_ty, value_ty)) => {
             (whole.and_then(|m| map_get(&m, key_ty, key)), value_ty.as_ref())
+        }
+        (Part::Field(index), CqlType::Udt(udt)) => {
+            // A value too short to hold the field (written before the
+            // field was added) has it null.
+            let value = match whole {
+                Some(v) => fields::field(&v, *index)
+                    .map_err(|e| CqlError::Server(format!("corrupt user type value: {e}")))?
+                    .map(|f| v.slice_ref(f)),
+                None => None,
+            };
+            (value, &udt.fields[*index].1)
         }
         _ => (whole, &column.ty),
     };
@@ -341,7 +395,7 @@ fn column_holds(meta: &TableMeta, check: &ColumnCheck, row: Option<&ResultRow>) 
         (Some(a), Some(b)) => Some(compare(ty, a, b)),
         _ => None,
     };
-    match check.op {
+    Ok(match check.op {
         Operator::Eq => equal(&check.values[0]),
         Operator::Ne => !equal(&check.values[0]),
         Operator::In => check.values.iter().any(equal),
@@ -351,7 +405,7 @@ fn column_holds(meta: &TableMeta, check: &ColumnCheck, row: Option<&ResultRow>) 
         Operator::Ge => matches!(ordering(), Some(Ordering::Greater | Ordering::Equal)),
         // Refused when the condition was built.
         Operator::Contains | Operator::ContainsKey | Operator::Like => false,
-    }
+    })
 }
 
 /// The value at `key` of a serialized map.
@@ -432,5 +486,106 @@ pub(crate) fn is_conditional(statement: &Statement) -> bool {
         Statement::Delete(s) => s.condition != Condition::None,
         Statement::Batch(b) => b.statements.iter().any(is_conditional),
         _ => false,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    use shoal_replica::{ResultCell, RowPosition};
+    use shoal_schema::UserType;
+
+    use crate::ast::Statement;
+
+    /// `(k int PRIMARY KEY, u <frozen?> pt, v int)` with `pt (x int, tag text)`.
+    fn table(frozen: bool) -> TableMeta {
+        let text = "CREATE TABLE t (k int PRIMARY KEY, u int, v int)";
+        let Ok(Statement::CreateTable(create)) = crate::parser::parse_statement(text).map(|p| p.statement) else {
+            panic!("not a create table")
+        };
+        let mut meta = crate::ddl::create_table("ks", &create).expect("a valid table");
+        let fields = vec![("x".to_string(), CqlType::Int), ("tag".to_string(), CqlType::Text)];
+        let udt = CqlType::Udt(Arc::new(UserType { keyspace: "ks".into(), name: "pt".into(), fields }));
+        meta.columns[1].ty = if frozen { CqlType::Frozen(Box::new(udt)) } else { udt };
+        meta
+    }
+
+    fn checks(meta: &TableMeta, condition: &str) -> CqlResult<Vec<ColumnCheck>> {
+        let text = format!("UPDATE t SET v = 1 WHERE k = 1 IF {condition}");
+        let Ok(Statement::Update(update)) = crate::parser::parse_statement(&text).map(|p| p.statement) else {
+            panic!("not an update: {text}")
+        };
+        let Condition::IfColumns(conditions) = &update.condition else { panic!("no column conditions") };
+        conditions.iter().map(|c| column_check(meta, c, Bindings { values: &[] })).collect()
+    }
+
+    /// A row whose `u` is `{x: x, tag: tag}` (a value cut short after `x`
+    /// when `tag` is absent, as values written before a field was added are).
+    fn row(x: Option<i32>, tag: Option<&str>) -> ResultRow {
+        let mut value = Vec::new();
+        match x {
+            Some(x) => {
+                value.extend_from_slice(&4i32.to_be_bytes());
+                value.extend_from_slice(&x.to_be_bytes());
+            }
+            None => value.extend_from_slice(&(-1i32).to_be_bytes()),
+        }
+        if let Some(tag) = tag {
+            value.extend_from_slice(&(tag.len() as i32).to_be_bytes());
+            value.extend_from_slice(tag.as_bytes());
+        }
+        let cell = ResultCell { value: Bytes::from(value), timestamp: 1, ttl_s: None };
+        let position = RowPosition { partition: PartitionPosition { token: 0, key: Bytes::new() }, clustering: None };
+        ResultRow { position, clustering: Vec::new(), cells: vec![None, Some(cell), None] }
+    }
+
+    fn holds_on(meta: &TableMeta, condition: &str, row: Option<&ResultRow>) -> bool {
+        let checks = checks(meta, condition).expect("a valid condition");
+        holds(meta, &Check::Columns(checks), row).expect("a readable row")
+    }
+
+    #[test]
+    fn field_conditions_compare_the_field_frozen_or_not() {
+        for frozen in [false, true] {
+            let meta = table(frozen);
+            let stored = row(Some(3), Some("abc"));
+            for (condition, expected) in [
+                ("u.x = 3", true),
+                ("u.x != 3", false),
+                ("u.x < 4", true),
+                ("u.x >= 4", false),
+                ("u.x IN (1, 3)", true),
+                ("u.x IN (null)", false),
+                ("u.tag > 'abb'", true),
+                ("u.tag = 'abc' AND u.x > 3", false),
+            ] {
+                assert_eq!(holds_on(&meta, condition, Some(&stored)), expected, "{condition} (frozen: {frozen})");
+            }
+        }
+    }
+
+    #[test]
+    fn missing_fields_and_rows_are_null() {
+        let meta = table(false);
+        let short = row(Some(3), None);
+        assert!(holds_on(&meta, "u.tag = null", Some(&short)));
+        assert!(!holds_on(&meta, "u.tag != null", Some(&short)));
+        assert!(holds_on(&meta, "u.x = null", Some(&row(None, Some("a")))));
+        assert!(holds_on(&meta, "u.x = null AND u.tag IN (null, 'b')", None));
+        assert!(!holds_on(&meta, "u.x < 5", None));
+    }
+
+    #[test]
+    fn field_condition_errors() {
+        let meta = table(false);
+        let message = |condition: &str| match checks(&meta, condition) {
+            Err(CqlError::Invalid(message)) => message,
+            other => panic!("{condition}: {other:?}"),
+        };
+        assert_eq!(message("u.nope = 1"), "Unknown field nope for column u");
+        assert!(message("v.x = 1").contains("column v of type int is not a user type"));
+        assert!(message("u.x = 'a'").contains("u.x"));
+        assert_eq!(message("u.x > null"), "Invalid comparison with null for operator \">\"");
     }
 }

@@ -350,6 +350,9 @@ fn assign(
     pending: &mut Vec<PendingListOp>,
 ) -> CqlResult<()> {
     let receiver = Receiver { name: &column.name, ty: &column.ty };
+    if let Assignment::Prepend { value, .. } = assignment {
+        check_prepend(column, value)?;
+    }
     if column.ty.is_counter() {
         return add_to_counter(row, column, assignment, attrs, bindings);
     }
@@ -439,6 +442,18 @@ fn user_type_field<'c>(column: &'c ColumnMeta, field: &str) -> CqlResult<(&'c Us
         .field_index(field)
         .ok_or_else(|| invalid(format!("Unknown field {field} in type {} of column {}", udt.name, column.name)))?;
     Ok((udt, index))
+}
+
+/// `c = value + c` prepends to a non-frozen list and means nothing else: a
+/// counter is not a list (Cassandra and ScyllaDB refuse `c = 5 + c` too;
+/// counters take `c = c + 5`).
+fn check_prepend(column: &ColumnMeta, value: &Term) -> CqlResult<()> {
+    let kind = match &column.ty {
+        CqlType::List(_) => return Ok(()),
+        ty if matches!(ty.unfrozen(), CqlType::List(_)) => "frozen list",
+        _ => "non list",
+    };
+    Err(invalid(format!("Invalid operation ({0} = {value} + {0}) for {kind} column {0}", column.name)))
 }
 
 /// `c = c + n` or `c = c - n` on a counter: a delta cell.
@@ -624,4 +639,33 @@ fn missing_key_message(meta: &TableMeta, what: &str) -> String {
         meta.clustering_key().map(|c| c.name.as_str()).collect()
     };
     format!("Some {what} parts are missing or not restricted by = or IN: {}", names.join(", "))
+}
+
+#[cfg(test)]
+mod tests {
+    use shoal_schema::ClusteringOrder;
+
+    use super::*;
+    use crate::ast::Literal;
+
+    fn column(ty: CqlType) -> ColumnMeta {
+        ColumnMeta { id: 1, name: "c".into(), ty, kind: ColumnKind::Regular, position: -1, order: ClusteringOrder::Asc }
+    }
+
+    #[test]
+    fn prepend_is_for_non_frozen_lists_only() {
+        let five = Term::Literal(Literal::Integer("5".into()));
+        let list = CqlType::List(Box::new(CqlType::Int));
+        assert!(check_prepend(&column(list.clone()), &five).is_ok());
+        let message = |ty| match check_prepend(&column(ty), &five) {
+            Err(crate::error::CqlError::Invalid(message)) => message,
+            other => panic!("{other:?}"),
+        };
+        assert_eq!(message(CqlType::Counter), "Invalid operation (c = 5 + c) for non list column c");
+        assert_eq!(
+            message(CqlType::Set(Box::new(CqlType::Int))),
+            "Invalid operation (c = 5 + c) for non list column c"
+        );
+        assert_eq!(message(CqlType::Frozen(Box::new(list))), "Invalid operation (c = 5 + c) for frozen list column c");
+    }
 }

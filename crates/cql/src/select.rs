@@ -7,7 +7,9 @@
 //! GROUP BY queries page by groups (see `group_by`).
 
 mod group_by;
+mod post_order;
 
+use std::future::Future;
 use std::ops::Bound;
 use std::sync::Arc;
 
@@ -150,9 +152,31 @@ pub async fn execute(
         let row = aggregate_row(&meta, &sels, &rows)?;
         return Ok(Rows { columns, rows: vec![row], paging_state: None });
     }
-    let page_rows = options.page_size.unwrap_or(usize::MAX).min(remaining);
+    let (rows, paging_state) = if post_order::needed(&meta, select) {
+        (post_order::read(&meta, &select.order_by, command, remaining, options.page_size, read).await?, None)
+    } else {
+        read_page(command, remaining, options.page_size, read).await?
+    };
+    let out =
+        rows.iter().map(|row| sels.iter().map(|s| evaluate(&meta, s, row)).collect()).collect::<CqlResult<_>>()?;
+    Ok(Rows { columns, rows: out, paging_state })
+}
+
+/// One page of at most `page_size` of the `remaining` rows of `command`,
+/// and the paging state to resume after it when rows are left.
+async fn read_page<F, Fut>(
+    mut command: ReadCommand,
+    remaining: usize,
+    page_size: Option<usize>,
+    read: F,
+) -> CqlResult<(Vec<ResultRow>, Option<Bytes>)>
+where
+    F: Fn(ReadCommand) -> Fut,
+    Fut: Future<Output = CqlResult<ReadResult>>,
+{
+    let page_rows = page_size.unwrap_or(usize::MAX).min(remaining);
     if page_rows == 0 {
-        return Ok(Rows { columns, rows: Vec::new(), paging_state: None });
+        return Ok((Vec::new(), None));
     }
     command.row_limit = page_rows;
     let ReadResult { rows, limit_reached } = read(command.clone()).await?;
@@ -165,9 +189,7 @@ pub async fn execute(
         })),
         _ => None,
     };
-    let out =
-        rows.iter().map(|row| sels.iter().map(|s| evaluate(&meta, s, row)).collect()).collect::<CqlResult<_>>()?;
-    Ok(Rows { columns, rows: out, paging_state })
+    Ok((rows, paging_state))
 }
 
 /// How many rows of the last row's partition have been returned once `rows`
@@ -203,6 +225,9 @@ fn read_command(meta: &TableMeta, select: &Select, bindings: Bindings<'_>, now_s
     let system = system::is_system_keyspace(&meta.keyspace);
     if restrictions.needs_filtering && !select.allow_filtering && !system {
         return Err(invalid("Cannot execute this query as it might involve data filtering and thus may have unpredictable performance. If you want to execute this query despite the performance unpredictability, use ALLOW FILTERING"));
+    }
+    if !select.order_by.is_empty() && matches!(restrictions.partitions, PartitionRestriction::TokenRange { .. }) {
+        return Err(invalid("ORDER BY is only supported when the partition key is restricted by an EQ or an IN."));
     }
     let partitions = match restrictions.partitions {
         PartitionRestriction::Keys(keys) => PartitionSelection::Keys(keys),

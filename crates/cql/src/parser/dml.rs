@@ -169,6 +169,11 @@ impl Parser<'_> {
             return Ok(if add { Assignment::Add { column, value } } else { Assignment::Subtract { column, value } });
         }
         let value = self.term()?;
+        if self.is_sym(Sym::Minus) {
+            // `c = 5 - c`: CQL subtracts only from the column, as in
+            // Cassandra, where this is a syntax error too.
+            return Err(self.error_at_token(self.peek(), x_equals_x_plus_value()));
+        }
         if !self.eat_sym(Sym::Plus) {
             return Ok(Assignment::Set { column, value });
         }

@@ -317,6 +317,11 @@ fn update_assignments() {
     assert_eq!(u.assignments[0], Assignment::SetField { column: v("a"), field: v("zip"), value: Term::Bind(0) });
     assert_eq!(u.assignments[1], Assignment::SetField { column: v("B"), field: v("F"), value: lit_int("1") });
     assert!(err("UPDATE t SET a = b + 1 WHERE k = 1").message.contains("X = X + <value>"));
+    // A value before the column adds (prepends); subtracting the column from
+    // a value is a syntax error, as in Cassandra.
+    let u = update("UPDATE t SET c = 5 + c WHERE k = 1");
+    assert_eq!(u.assignments[0], Assignment::Prepend { column: v("c"), value: lit_int("5") });
+    assert!(err("UPDATE t SET c = 5 - c WHERE k = 1").message.contains("X = <value> + X"));
 }
 
 #[test]
@@ -331,6 +336,12 @@ fn update_conditions() {
     assert_eq!(conds[1].value, Term::Literal(Literal::Null));
     assert_eq!(conds[2].op, Operator::In);
     assert_eq!(conds[2].value, Term::List(vec![lit_int("1"), lit_int("2")]));
+    let u = update("UPDATE t SET v = 1 WHERE k = 1 IF u.f < 3 AND \"U\".\"G\" IN ?");
+    let Condition::IfColumns(conds) = u.condition else { panic!("no conditions") };
+    assert_eq!(conds[0].target, ColumnTarget { column: "u".into(), element: None, field: Some("f".into()) });
+    assert_eq!((conds[0].op, &conds[0].value), (Operator::Lt, &lit_int("3")));
+    assert_eq!(conds[1].target, ColumnTarget { column: "U".into(), element: None, field: Some("G".into()) });
+    assert_eq!((conds[1].op, &conds[1].value), (Operator::In, &Term::Bind(0)));
     let e = err("UPDATE t SET v = 1 WHERE k = 1 IF NOT EXISTS");
     assert_eq!(e.to_string(), "line 1:35 IF NOT EXISTS is only valid for INSERT");
 }
