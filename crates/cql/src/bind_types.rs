@@ -63,7 +63,16 @@ impl Collector<'_> {
                 }
             }
             Term::Cast { ty, term } => self.term(term, name, ty),
-            Term::FunctionCall { args, .. } => args.iter().for_each(|a| self.term(a, name, &CqlType::Timeuuid)),
+            Term::FunctionCall { name: function, args } => {
+                // fromJson takes JSON text; the other functions with an
+                // argument take times (toTimestamp(?), minTimeuuid(?)...).
+                let arg_ty = if function.trim_start_matches("system.") == "fromjson" {
+                    CqlType::Text
+                } else {
+                    CqlType::Timeuuid
+                };
+                args.iter().for_each(|a| self.term(a, name, &arg_ty));
+            }
             Term::Literal(_) | Term::EmptyBraces => {}
         }
     }
@@ -191,6 +200,7 @@ fn field_type(ty: &CqlType, field: &str) -> CqlType {
 fn target(statement: &Statement) -> Option<(Option<&str>, &str)> {
     Some(match statement {
         Statement::Insert(s) => (s.keyspace.as_deref(), s.table.as_str()),
+        Statement::InsertJson(s) => (s.keyspace.as_deref(), s.table.as_str()),
         Statement::Update(s) => (s.keyspace.as_deref(), s.table.as_str()),
         Statement::Delete(s) => (s.keyspace.as_deref(), s.table.as_str()),
         Statement::Select(s) => (s.keyspace.as_deref(), s.table.as_str()),
@@ -244,6 +254,10 @@ fn walk<'s>(c: &mut Collector<'s>, schema: &'s Schema, statement: &Statement, se
                 let ty = c.column_type(column);
                 c.term(value, column, &ty);
             }
+            c.using(&s.using);
+        }
+        Statement::InsertJson(s) => {
+            c.term(&s.json, crate::json::JSON_COLUMN, &CqlType::Text);
             c.using(&s.using);
         }
         Statement::Update(s) => {

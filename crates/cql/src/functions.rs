@@ -1,6 +1,8 @@
 //! Native scalar functions: `now()`, `uuid()`, `currentTimestamp()` and
 //! friends, the time conversions (`toTimestamp`, `toDate`, ...) and the blob
-//! conversions (`blobAsInt`, `textAsBlob`, ...).
+//! conversions (`blobAsInt`, `textAsBlob`, ...), and the JSON functions
+//! `toJson()` (selections only) and `fromJson()` (terms only), which
+//! `json` implements.
 //!
 //! One implementation serves both places a function appears: in a term
 //! (`VALUES (toTimestamp(now()))`) and in a selector (`SELECT blobAsText(b)`).
@@ -32,6 +34,12 @@ pub fn now_micros() -> i64 {
 /// Evaluates a function call term for `receiver`.
 pub fn call(name: &str, args: &[Term], receiver: Receiver<'_>, bindings: Bindings<'_>) -> CqlResult<Evaluated> {
     let name = name.trim_start_matches("system.");
+    match name {
+        // Its result type is the receiver's, so it is evaluated apart.
+        "fromjson" => return crate::json::from_json_call(args, receiver, bindings),
+        "tojson" => return Err(invalid("toJson() may only be used within the selection clause of SELECT statements")),
+        _ => {}
+    }
     let mut values = Vec::with_capacity(args.len());
     let arg_types = argument_types(name, args)?;
     for (arg, ty) in args.iter().zip(&arg_types) {
@@ -81,9 +89,8 @@ fn argument_types(name: &str, args: &[Term]) -> CqlResult<Vec<CqlType>> {
 fn arity(name: &str) -> Option<usize> {
     match name {
         "now" | "uuid" | "currenttimestamp" | "currentdate" | "currenttime" | "currenttimeuuid" => Some(0),
-        "totimestamp" | "todate" | "tounixtimestamp" | "dateof" | "unixtimestampof" | "mintimeuuid" | "maxtimeuuid" => {
-            Some(1)
-        }
+        "totimestamp" | "todate" | "tounixtimestamp" | "dateof" | "unixtimestampof" | "mintimeuuid" | "maxtimeuuid"
+        | "tojson" => Some(1),
         _ if conversion_type(name).is_some() => Some(1),
         _ => None,
     }
@@ -119,6 +126,7 @@ pub fn result_type(name: &str) -> Option<CqlType> {
         "currentdate" | "todate" => CqlType::Date,
         "currenttime" => CqlType::Time,
         "tounixtimestamp" | "unixtimestampof" => CqlType::Bigint,
+        "tojson" => CqlType::Text,
         _ if name.starts_with("blobas") => conversion_type(name)?,
         _ if name.ends_with("asblob") => CqlType::Blob,
         _ => return None,
@@ -141,6 +149,10 @@ pub fn apply(name: &str, arg_types: &[CqlType], args: &[Bytes]) -> CqlResult<(Cq
             Bytes::copy_from_slice(&to_ms(arg_ty, arg).to_be_bytes())
         }
         "todate" => date_bytes(to_ms(arg_ty, arg)),
+        "tojson" => match (arg_ty, arg) {
+            (Some(ty), Some(value)) => Bytes::from(crate::json::to_json(ty, value)?),
+            _ => return Err(invalid("Invalid number of arguments in call to function system.tojson")),
+        },
         "mintimeuuid" | "maxtimeuuid" => {
             let ms = to_ms(arg_ty, arg);
             Bytes::copy_from_slice(&timeuuid_at(ms, name == "maxtimeuuid"))

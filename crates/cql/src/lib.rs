@@ -6,13 +6,16 @@
 //! updates; for reads, [`select`] builds a read command and shapes the rows;
 //! schema statements go to [`schema_service`] on shard 0, which uses [`ddl`].
 //! Values are checked against their receiver's type in [`values`], so what
-//! reaches storage is always well-formed.
+//! reaches storage is always well-formed. [`json`] renders rows and values
+//! as JSON (SELECT JSON, `toJson`) and reads JSON into values (INSERT JSON,
+//! `fromJson`).
 
 pub mod ast;
 pub mod bind_types;
 pub mod ddl;
 pub mod error;
 pub mod functions;
+pub mod json;
 pub mod lexer;
 mod lwt;
 pub mod metrics;

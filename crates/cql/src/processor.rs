@@ -14,11 +14,11 @@ use std::time::Instant;
 
 use bytes::Bytes;
 use futures_util::future::join_all;
-use shoal_schema::{Schema, TableMeta};
+use shoal_schema::{CqlType, Schema, TableMeta};
 use shoal_storage::PartitionPosition;
 use uuid::Uuid;
 
-use crate::ast::{BatchKind, Parsed, Statement};
+use crate::ast::{BatchKind, Insert, InsertJson, Parsed, Statement, Term};
 use crate::bind_types::{bind_specs, partition_key_indexes};
 use crate::ddl::qualify;
 use crate::error::{invalid, CqlError, CqlResult};
@@ -27,8 +27,8 @@ use crate::metrics::{self, Op};
 use crate::modification::{self, Write, WriteContext};
 use crate::result::{PreparedInfo, QueryResult};
 use crate::select::{self, SelectOptions};
-use crate::values::{Bindings, BoundValue};
-use crate::{functions, schema_service};
+use crate::values::{eval_required, Bindings, BoundValue, Receiver};
+use crate::{functions, json, schema_service};
 
 /// Prepared statements kept per shard; past this, the oldest half goes.
 const PREPARED_CACHE_ENTRIES_MAX: usize = 10_000;
@@ -102,7 +102,14 @@ pub fn prepare(text: &str, session: &Session) -> CqlResult<PreparedInfo> {
     let pk_indexes = partition_key_indexes(&schema, &parsed, keyspace.as_deref());
     let result_columns = match &parsed.statement {
         Statement::Select(s) => {
-            select::result_columns(table(&schema, s.keyspace.as_deref(), keyspace.as_deref(), &s.table)?.as_ref(), s)?
+            let meta = table(&schema, s.keyspace.as_deref(), keyspace.as_deref(), &s.table)?;
+            // Built for SELECT JSON too: it checks the selection.
+            let columns = select::result_columns(&meta, s)?;
+            if s.json {
+                vec![json::json_column(&meta.keyspace, &meta.name)]
+            } else {
+                columns
+            }
         }
         _ => Vec::new(),
     };
@@ -239,10 +246,18 @@ async fn execute_parsed(parsed: &Parsed, keyspace: Option<&str>, mut options: Qu
             let page_size = options.page_size.filter(|p| *p > 0).map(|p| p as usize);
             let select_options =
                 SelectOptions { bindings, page_size, paging_state: options.paging_state.clone(), now_s: now_s() };
-            Ok(QueryResult::Rows(select::execute(meta, Arc::clone(&schema), s, select_options).await?))
+            let (keyspace, table) = (meta.keyspace.clone(), meta.name.clone());
+            let rows = select::execute(meta, Arc::clone(&schema), s, select_options).await?;
+            // SELECT JSON is the plain SELECT with each row then rendered
+            // as one JSON object, so it pages and aggregates alike.
+            let rows = if s.json { json::rows_to_json(rows, &keyspace, &table)? } else { rows };
+            Ok(QueryResult::Rows(rows))
         }
-        Statement::InsertJson(_) => Err(invalid("INSERT JSON is not supported yet")),
-        Statement::Insert(_) | Statement::Update(_) | Statement::Delete(_) | Statement::Batch(_) => {
+        Statement::Insert(_)
+        | Statement::InsertJson(_)
+        | Statement::Update(_)
+        | Statement::Delete(_)
+        | Statement::Batch(_) => {
             let ctx =
                 WriteContext { bindings, timestamp: options.timestamp.unwrap_or_else(next_timestamp), now_s: now_s() };
             let mut conditions = Vec::new();
@@ -269,6 +284,7 @@ fn writes(
             let writes = vec![modification::insert(&meta, s, ctx)?];
             (meta, writes)
         }
+        Statement::InsertJson(s) => return insert_json_writes(schema, s, keyspace, ctx, conditions),
         Statement::Update(s) => {
             let meta = writable_table(schema, s.keyspace.as_deref(), keyspace, &s.table)?;
             let writes = modification::update(&meta, s, ctx)?;
@@ -305,6 +321,38 @@ fn writes(
     };
     conditions.extend(lwt::conditional(&meta, statement, &writes, ctx.bindings)?);
     Ok(writes)
+}
+
+/// INSERT JSON as the INSERT it stands for: the JSON's values become bind
+/// values after the statement's own (which USING may refer to), and the
+/// INSERT binds its columns to them.
+fn insert_json_writes(
+    schema: &Schema,
+    statement: &InsertJson,
+    keyspace: Option<&str>,
+    ctx: WriteContext<'_>,
+    conditions: &mut Vec<Conditional>,
+) -> CqlResult<Vec<Write>> {
+    let meta = writable_table(schema, statement.keyspace.as_deref(), keyspace, &statement.table)?;
+    let receiver = Receiver { name: json::JSON_COLUMN, ty: &CqlType::Text };
+    let text = eval_required(&statement.json, receiver, ctx.bindings)?;
+    // The value was validated as text, so it is UTF-8.
+    let text = String::from_utf8_lossy(&text);
+    let given = json::insert_values(&meta, &text, statement.default_unset)?;
+    let mut values = ctx.bindings.values.to_vec();
+    let first = values.len();
+    let (columns, json_values): (Vec<String>, Vec<BoundValue>) = given.into_iter().unzip();
+    values.extend(json_values);
+    let insert = Statement::Insert(Insert {
+        keyspace: statement.keyspace.clone(),
+        table: statement.table.clone(),
+        values: (first..values.len()).map(Term::Bind).collect(),
+        columns,
+        if_not_exists: statement.if_not_exists,
+        using: statement.using.clone(),
+    });
+    let ctx = WriteContext { bindings: Bindings { values: &values }, ..ctx };
+    writes(schema, &insert, keyspace, ctx, conditions)
 }
 
 /// Applies `writes`, or, when some of their statements are conditional,
@@ -405,7 +453,11 @@ async fn run_batch(
             BatchStatement::Query(text) => (Arc::new(parse(&text)?), session.keyspace.clone()),
             BatchStatement::Prepared(id) => lookup(&id)?,
         };
-        if !matches!(parsed.statement, Statement::Insert(_) | Statement::Update(_) | Statement::Delete(_)) {
+        let statement = &parsed.statement;
+        if !matches!(
+            statement,
+            Statement::Insert(_) | Statement::InsertJson(_) | Statement::Update(_) | Statement::Delete(_)
+        ) {
             return Err(invalid("Invalid statement in batch: only UPDATE, INSERT and DELETE statements are allowed."));
         }
         let mut statement_options = QueryOptions { values, ..QueryOptions::default() };
