@@ -240,6 +240,10 @@ def test_to_json_and_from_json(session, table):
     assert session.execute("SELECT v FROM %s WHERE k = 1" % t).one().v is None
     with pytest.raises(InvalidRequest, match="toJson"):
         session.execute("INSERT INTO %s (k, v) VALUES (2, toJson(1))" % t)
+    # A null renders as JSON's null, as text (Cassandra's toJson(null)).
+    assert session.execute("SELECT toJson(v) FROM %s WHERE k = 1" % t).one()[0] == "null"
+    with pytest.raises(InvalidRequest, match="fromJson\\(\\) cannot be used in the selection clause"):
+        session.execute("SELECT fromJson(v) FROM %s" % t)
 
 
 @pytest.mark.parametrize("doc, message", [

@@ -418,6 +418,9 @@ fn function_selector(meta: &TableMeta, name: &str, args: &[SelectorExpr]) -> Cql
         }
         return Ok((display, CqlType::Bigint, Sel::Function { name, arg_types: Vec::new(), args: Vec::new() }));
     }
+    if name == "fromjson" {
+        return Err(invalid("fromJson() cannot be used in the selection clause of a SELECT statement"));
+    }
     let arg_types: Vec<CqlType> = compiled.iter().map(|(_, t, _)| t.clone()).collect();
     let ty = functions::result_type(&name).ok_or_else(|| invalid(format!("Unknown function '{name}'")))?;
     let args = compiled.into_iter().map(|(_, _, s)| s).collect();
@@ -459,6 +462,9 @@ fn evaluate(meta: &TableMeta, sel: &Sel, row: &ResultRow) -> CqlResult<Option<By
             for arg in args {
                 match evaluate(meta, arg, row)? {
                     Some(v) => values.push(v),
+                    // toJson renders null as JSON's `null`, as Cassandra does;
+                    // every other function of a null is null.
+                    None if name == "tojson" => return Ok(Some(Bytes::from_static(b"null"))),
                     None => return Ok(None),
                 }
             }
