@@ -8,6 +8,7 @@ use std::future::Future;
 use std::rc::Rc;
 use std::time::Instant;
 
+use futures_util::FutureExt;
 use shoal_metrics::{Counter, Histogram};
 
 use crate::ast::Statement;
@@ -81,9 +82,13 @@ pub(crate) fn record(op: Op, started: Instant, ok: bool) {
     });
 }
 
-/// Runs `request` and counts it as `op`.
-pub(crate) async fn timed<T, E>(op: Op, started: Instant, request: impl Future<Output = Result<T, E>>) -> Result<T, E> {
-    let result = request.await;
-    record(op, started, result.is_ok());
-    result
+/// Runs `request` and counts it as `op`. A combinator, not an `async fn`:
+/// an `async fn` would hold `request` twice (as its argument and as the
+/// future it awaits), doubling the state every request's task carries.
+pub(crate) fn timed<T, E>(
+    op: Op,
+    started: Instant,
+    request: impl Future<Output = Result<T, E>>,
+) -> impl Future<Output = Result<T, E>> {
+    request.inspect(move |result| record(op, started, result.is_ok()))
 }

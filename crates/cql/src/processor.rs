@@ -369,7 +369,9 @@ async fn apply_or_check(
         return Ok(QueryResult::Void);
     }
     lwt::check_single_partition(&conditions, &writes)?;
-    lwt::execute(conditions, writes, ctx_timestamp, now_s, is_batch).await
+    // Boxed: the conditional path's state is ~3 KB, and every request's
+    // task would otherwise carry (and copy, as it is spawned) that much.
+    Box::pin(lwt::execute(conditions, writes, ctx_timestamp, now_s, is_batch)).await
 }
 
 /// Counter updates go only in COUNTER batches, and only they do.
