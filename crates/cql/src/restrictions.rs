@@ -6,7 +6,7 @@
 //! `DESC` column flips its bounds); everything else becomes a row filter,
 //! which needs ALLOW FILTERING, as in Cassandra.
 
-use std::collections::HashMap;
+use std::collections::BTreeMap;
 use std::ops::Bound;
 
 use bytes::Bytes;
@@ -47,10 +47,12 @@ pub struct Restrictions {
 struct Analysis<'a> {
     meta: &'a TableMeta,
     bindings: Bindings<'a>,
-    /// Values per column index for `=` (one) and `IN` (several).
-    equal: HashMap<usize, Vec<Bytes>>,
+    /// Values per column index for `=` (one) and `IN` (several). Ordered
+    /// maps, not hash maps: they hold a handful of entries, and this runs
+    /// on every request, where hashing with a fresh seed costs more.
+    equal: BTreeMap<usize, Vec<Bytes>>,
     /// Slice bounds per clustering column index.
-    slices: HashMap<usize, Vec<(Operator, Bytes)>>,
+    slices: BTreeMap<usize, Vec<(Operator, Bytes)>>,
     token_from: Bound<i64>,
     token_to: Bound<i64>,
     has_token: bool,
@@ -63,8 +65,8 @@ pub fn analyze(meta: &TableMeta, relations: &[Relation], bindings: Bindings<'_>)
     let mut a = Analysis {
         meta,
         bindings,
-        equal: HashMap::new(),
-        slices: HashMap::new(),
+        equal: BTreeMap::new(),
+        slices: BTreeMap::new(),
         token_from: Bound::Unbounded,
         token_to: Bound::Unbounded,
         has_token: false,
@@ -77,12 +79,15 @@ pub fn analyze(meta: &TableMeta, relations: &[Relation], bindings: Bindings<'_>)
     a.finish()
 }
 
-impl Analysis<'_> {
-    fn column(&self, name: &str) -> CqlResult<(usize, &ColumnMeta)> {
+impl<'a> Analysis<'a> {
+    /// The column's index and metadata, borrowed from the table (not from
+    /// `self`), so the analysis can go on changing while it is held.
+    fn column(&self, name: &str) -> CqlResult<(usize, &'a ColumnMeta)> {
         let index = self.meta.column_index(name).ok_or_else(|| {
             invalid(format!("Undefined column name {name} in table {}.{}", self.meta.keyspace, self.meta.name))
         })?;
-        Ok((index, &self.meta.columns[index]))
+        let meta: &'a TableMeta = self.meta;
+        Ok((index, &meta.columns[index]))
     }
 
     fn value(&self, term: &Term, column: &ColumnMeta) -> CqlResult<Bytes> {
@@ -110,15 +115,13 @@ impl Analysis<'_> {
         match relation {
             Relation::Simple { column, op, value } => {
                 let (index, meta) = self.column(column)?;
-                let meta = meta.clone();
-                self.simple(index, &meta, *op, value)
+                self.simple(index, meta, *op, value)
             }
             Relation::In { column, values } => {
                 let (index, meta) = self.column(column)?;
-                let meta = meta.clone();
-                let values = self.in_values(values, &meta)?;
+                let values = self.in_values(values, meta)?;
                 if meta.kind.is_primary_key() {
-                    self.restrict_equal(index, &meta, values)
+                    self.restrict_equal(index, meta, values)
                 } else {
                     self.filters.push(RowFilter { column: index, op: FilterOp::In, values });
                     Ok(())
@@ -516,6 +519,10 @@ fn successor(key: &[u8]) -> Option<Bytes> {
 }
 
 fn cartesian(columns: Vec<Vec<Bytes>>) -> CqlResult<Vec<Vec<Bytes>>> {
+    if columns.iter().all(|values| values.len() == 1) {
+        // `=` on every column, the common case: the one combination.
+        return Ok(vec![columns.into_iter().flatten().collect()]);
+    }
     let mut combos: Vec<Vec<Bytes>> = vec![Vec::new()];
     for values in columns {
         if combos.len().saturating_mul(values.len()) > CARTESIAN_PRODUCT_MAX {
