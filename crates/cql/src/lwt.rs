@@ -283,10 +283,7 @@ async fn run(
     // One partition, so one update: the batch applies whole or not at all.
     let mut writes = writes.into_iter();
     if let Some(mut merged) = writes.next() {
-        for write in writes {
-            merged.update.merge(write.update);
-            merged.list_ops.extend(write.list_ops);
-        }
+        writes.for_each(|write| merged.absorb(write));
         merged.update.shift_timestamps(delta);
         merged.list_ops.iter_mut().for_each(|op| op.timestamp += delta);
         db.apply(merged.table, merged.position, merged.update, &merged.list_ops).await?;

@@ -39,6 +39,16 @@ pub struct Write {
     pub list_ops: Vec<ListOp>,
 }
 
+impl Write {
+    /// Folds `other`, a later write to the same partition, into this one,
+    /// so the two apply as one mutation.
+    pub fn absorb(&mut self, other: Write) {
+        debug_assert!(self.table == other.table && self.position == other.position);
+        self.update.merge(other.update);
+        self.list_ops.extend(other.list_ops);
+    }
+}
+
 /// A list operation before the rows it applies to are known.
 struct PendingListOp {
     column: u32,

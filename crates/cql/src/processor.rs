@@ -404,22 +404,7 @@ fn writable_table(
 /// one partition merge into one update, so they apply atomically (and
 /// survive a crash, or not, together), as in Cassandra.
 async fn apply_writes(writes: Vec<Write>) -> CqlResult<()> {
-    let mut merged: Vec<Write> = Vec::with_capacity(writes.len());
-    let mut index: HashMap<(Uuid, PartitionPosition), usize> = HashMap::new();
-    for w in writes {
-        match index.entry((w.table, w.position.clone())) {
-            Entry::Occupied(at) => {
-                let m = &mut merged[*at.get()];
-                m.update.merge(w.update);
-                m.list_ops.extend(w.list_ops);
-            }
-            Entry::Vacant(slot) => {
-                slot.insert(merged.len());
-                merged.push(w);
-            }
-        }
-    }
-    let writes = merged;
+    let writes = if writes.len() > 1 { merge_by_partition(writes) } else { writes };
     let results =
         join_all(writes.into_iter().map(|w| shoal_coordinator::mutate(w.table, w.position, w.update, w.list_ops)))
             .await;
@@ -427,6 +412,22 @@ async fn apply_writes(writes: Vec<Write>) -> CqlResult<()> {
         result?;
     }
     Ok(())
+}
+
+/// The writes of several statements, one per partition, in first-seen order.
+fn merge_by_partition(writes: Vec<Write>) -> Vec<Write> {
+    let mut merged: Vec<Write> = Vec::with_capacity(writes.len());
+    let mut index: HashMap<(Uuid, PartitionPosition), usize> = HashMap::new();
+    for w in writes {
+        match index.entry((w.table, w.position.clone())) {
+            Entry::Occupied(at) => merged[*at.get()].absorb(w),
+            Entry::Vacant(slot) => {
+                slot.insert(merged.len());
+                merged.push(w);
+            }
+        }
+    }
+    merged
 }
 
 /// Runs a BATCH request: every statement's updates, applied together.

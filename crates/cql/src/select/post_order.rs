@@ -28,11 +28,14 @@ const CANNOT_PAGE: &str = "Cannot page queries with both ORDER BY and a IN restr
 /// Whether `select` orders rows of partitions chosen by IN (Cassandra's
 /// "post-query ordering"), however many values the IN lists.
 pub(super) fn needed(meta: &TableMeta, select: &Select) -> bool {
-    let in_on_partition_key = select.where_clause.iter().any(|relation| match relation {
-        Relation::In { column, .. } => meta.column(column).is_some_and(|c| c.kind == ColumnKind::PartitionKey),
-        _ => false,
-    });
-    in_on_partition_key && !select.order_by.is_empty()
+    // Checked after ORDER BY, which almost no query has: this runs per request.
+    let in_on_partition_key = || {
+        select.where_clause.iter().any(|relation| match relation {
+            Relation::In { column, .. } => meta.column(column).is_some_and(|c| c.kind == ColumnKind::PartitionKey),
+            _ => false,
+        })
+    };
+    !select.order_by.is_empty() && in_on_partition_key()
 }
 
 /// Reads the rows of `command` (at most `limit`), sorted by `order_by`.
