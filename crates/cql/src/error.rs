@@ -1,6 +1,7 @@
 //! Errors of the CQL layer, each naming the protocol error it becomes at the
 //! edge (the transport maps them one to one).
 
+use shoal_coordinator::{ConsistencyLevel, CoordinatorError, WriteType};
 use thiserror::Error;
 
 #[derive(Debug, Clone, Error, PartialEq)]
@@ -29,6 +30,12 @@ pub enum CqlError {
     /// Overloaded (0x1001): the node has too much queued; retry later.
     #[error("{0}")]
     Overloaded(String),
+    /// WriteTimeout (0x1100): the write may or may not have been applied.
+    #[error("{message}")]
+    WriteTimeout { message: String, consistency: ConsistencyLevel, write_type: WriteType },
+    /// ReadTimeout (0x1200).
+    #[error("{message}")]
+    ReadTimeout { message: String, consistency: ConsistencyLevel },
     /// ServerError (0x0000): our fault, not the client's.
     #[error("{0}")]
     Server(String),
@@ -44,22 +51,18 @@ fn hex(bytes: &[u8]) -> String {
     bytes.iter().map(|b| format!("{b:02x}")).collect()
 }
 
-impl From<shoal_coordinator::CoordinatorError> for CqlError {
-    fn from(e: shoal_coordinator::CoordinatorError) -> CqlError {
+impl From<CoordinatorError> for CqlError {
+    fn from(e: CoordinatorError) -> CqlError {
         match e {
-            shoal_coordinator::CoordinatorError::Replica(shoal_replica::ReplicaError::Invalid(message)) => {
-                CqlError::Invalid(message)
+            CoordinatorError::Invalid(message) => CqlError::Invalid(message),
+            CoordinatorError::Overloaded(message) => CqlError::Overloaded(message),
+            CoordinatorError::WriteTimeout { consistency, write_type } => {
+                CqlError::WriteTimeout { message: e.to_string(), consistency, write_type }
             }
-            shoal_coordinator::CoordinatorError::Replica(shoal_replica::ReplicaError::Overloaded(message)) => {
-                CqlError::Overloaded(message)
+            CoordinatorError::ReadTimeout { consistency } => {
+                CqlError::ReadTimeout { message: e.to_string(), consistency }
             }
             other => CqlError::Server(other.to_string()),
         }
-    }
-}
-
-impl From<shoal_replica::ReplicaError> for CqlError {
-    fn from(e: shoal_replica::ReplicaError) -> CqlError {
-        shoal_coordinator::CoordinatorError::Replica(e).into()
     }
 }

@@ -7,8 +7,8 @@
 //! One implementation serves both places a function appears: in a term
 //! (`VALUES (toTimestamp(now()))`) and in a selector (`SELECT blobAsText(b)`).
 
+use shoal_runtime::clock::{now_ms, now_us};
 use std::cell::Cell;
-use std::time::{SystemTime, UNIX_EPOCH};
 
 use bytes::Bytes;
 use shoal_schema::CqlType;
@@ -22,14 +22,6 @@ const UUID_EPOCH_OFFSET_100NS: i64 = 0x01B2_1DD2_1381_4000;
 const MS_PER_DAY: i64 = 86_400_000;
 /// `date` values count days with 2^31 as the Unix epoch.
 const DATE_EPOCH: i64 = 1 << 31;
-
-pub fn now_ms() -> i64 {
-    SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |d| d.as_millis() as i64)
-}
-
-pub fn now_micros() -> i64 {
-    SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |d| d.as_micros() as i64)
-}
 
 /// Evaluates a function call term for `receiver`.
 pub fn call(name: &str, args: &[Term], receiver: Receiver<'_>, bindings: Bindings<'_>) -> CqlResult<Evaluated> {
@@ -144,7 +136,7 @@ pub fn apply(name: &str, arg_types: &[CqlType], args: &[Bytes]) -> CqlResult<(Cq
         "uuid" => Bytes::copy_from_slice(uuid::Uuid::new_v4().as_bytes()),
         "currenttimestamp" => Bytes::copy_from_slice(&now_ms().to_be_bytes()),
         "currentdate" => date_bytes(now_ms()),
-        "currenttime" => Bytes::copy_from_slice(&((now_micros() % (MS_PER_DAY * 1000)) * 1000).to_be_bytes()),
+        "currenttime" => Bytes::copy_from_slice(&((now_us() % (MS_PER_DAY * 1000)) * 1000).to_be_bytes()),
         "totimestamp" | "dateof" | "tounixtimestamp" | "unixtimestampof" => {
             Bytes::copy_from_slice(&to_ms(arg_ty, arg).to_be_bytes())
         }
@@ -204,7 +196,7 @@ thread_local! {
 }
 
 pub(crate) fn timeuuid_now() -> [u8; 16] {
-    let now_ticks = now_micros() * 10 + UUID_EPOCH_OFFSET_100NS;
+    let now_ticks = now_us() * 10 + UUID_EPOCH_OFFSET_100NS;
     let tick = LAST_TICK.with(|last| {
         let tick = now_ticks.max(last.get() + 1);
         last.set(tick);

@@ -1,74 +1,36 @@
 //! Conditional writes (lightweight transactions): `INSERT ... IF NOT EXISTS`,
 //! `UPDATE`/`DELETE ... IF EXISTS | IF cond AND ...`, and batches of them.
 //!
-//! Shoal keeps one copy of each partition, so there is no Paxos: on the shard
-//! owning the partition a conditional write holds the partition's lock
-//! ([`shoal_replica::Database::lock_partition`]), reads the rows its
-//! conditions name, checks them and, when all hold, applies its writes. The
-//! writes take their timestamp under the lock, from the owning shard's
-//! strictly increasing clock, so conditional writes to a partition apply in
-//! timestamp order whatever the coordinators' clocks (a write that passed its
-//! check is never shadowed by the one it followed).
+//! This module turns a statement's `IF` clause into conditions as data
+//! ([`RowCondition`]) and the coordinator's answer into Cassandra's result;
+//! the coordinator runs the read-check-write on the shard owning the
+//! partition, under its lock ([`shoal_coordinator::cas`]).
 //!
 //! Results follow Cassandra: one row, `[applied]` first; when not applied and
 //! the rows read exist, their current values of the condition columns (every
 //! column for IF [NOT] EXISTS), preceded in a batch by the key columns.
 
-use std::cmp::Ordering;
 use std::sync::Arc;
 
 use bytes::Bytes;
-use shoal_replica::{PartitionSelection, ReadCommand, ResultRow};
-use shoal_schema::fields;
-use shoal_schema::value::compare;
+use shoal_coordinator::data::{
+    CasRequest, CheckOp, CheckedPart, ColumnCheck, Mutation, PartitionPosition, ResultRow, RowCheck, RowCondition,
+};
+use shoal_coordinator::{timeouts, ConsistencyLevel};
 use shoal_schema::{ColumnKind, ColumnMeta, CqlType, TableMeta};
-use shoal_storage::{ClusteringRange, PartitionPosition};
 
 use crate::ast::{ColumnCondition, Condition, Operator, Statement, Term};
 use crate::error::{invalid, CqlError, CqlResult};
-use crate::modification::Write;
 use crate::result::{ColumnSpec, QueryResult, Rows};
 use crate::select::column_value;
 use crate::values::{collection_items, eval, Bindings, Evaluated, Receiver};
-
-/// How a statement's condition tests its row.
-#[derive(Debug, Clone)]
-enum Check {
-    NotExists,
-    Exists,
-    Columns(Vec<ColumnCheck>),
-}
-
-/// `IF c op value` (or `c[key] op value` on a map, or `c.field op value`
-/// on a user type), values evaluated.
-#[derive(Debug, Clone)]
-struct ColumnCheck {
-    column: usize,
-    /// What of the column's value is compared.
-    part: Part,
-    op: Operator,
-    /// The value (`None`: null), or the candidates of IN.
-    values: Vec<Option<Bytes>>,
-}
-
-/// The part of a column's value a condition compares.
-#[derive(Debug, Clone)]
-enum Part {
-    Whole,
-    /// The value at this key of a map.
-    MapValue(Bytes),
-    /// The field at this index of a user type value, frozen or not.
-    Field(usize),
-}
 
 /// The condition of one statement, on one row of the partition.
 #[derive(Debug, Clone)]
 pub(crate) struct Conditional {
     table: Arc<TableMeta>,
     position: PartitionPosition,
-    /// Encoded clustering key; `None` for the static row (the partition).
-    row: Option<Bytes>,
-    check: Check,
+    condition: RowCondition,
 }
 
 /// The condition of `statement`, given the writes built for it; `None` when
@@ -76,11 +38,11 @@ pub(crate) struct Conditional {
 pub(crate) fn conditional(
     meta: &Arc<TableMeta>,
     statement: &Statement,
-    writes: &[Write],
+    writes: &[Mutation],
     bindings: Bindings<'_>,
 ) -> CqlResult<Option<Conditional>> {
     let (check, using) = match statement {
-        Statement::Insert(s) if s.if_not_exists => (Some(Check::NotExists), &s.using),
+        Statement::Insert(s) if s.if_not_exists => (Some(RowCheck::NotExists), &s.using),
         Statement::Update(s) => (check_of(meta, &s.condition, bindings)?, &s.using),
         Statement::Delete(s) => (check_of(meta, &s.condition, bindings)?, &s.using),
         _ => return Ok(None),
@@ -105,7 +67,7 @@ pub(crate) fn conditional(
         _ => return Err(invalid("IN on the clustering key columns is not supported with conditional updates")),
     };
     let only_static = match &check {
-        Check::Columns(checks) => checks.iter().all(|c| meta.columns[c.column].kind == ColumnKind::Static),
+        RowCheck::Columns(checks) => checks.iter().all(|c| meta.columns[c.column].kind == ColumnKind::Static),
         _ => false,
     };
     // An INSERT without a clustering key writes only static columns: its
@@ -119,17 +81,21 @@ pub(crate) fn conditional(
              conditions"
         )));
     }
-    Ok(Some(Conditional { table: Arc::clone(meta), position: write.position.clone(), row, check }))
+    Ok(Some(Conditional {
+        table: Arc::clone(meta),
+        position: write.position.clone(),
+        condition: RowCondition { row, check },
+    }))
 }
 
 /// The check of an UPDATE or DELETE's `IF` clause; `None` without one.
-fn check_of(meta: &TableMeta, condition: &Condition, bindings: Bindings<'_>) -> CqlResult<Option<Check>> {
+fn check_of(meta: &TableMeta, condition: &Condition, bindings: Bindings<'_>) -> CqlResult<Option<RowCheck>> {
     Ok(match condition {
         Condition::None => None,
-        Condition::IfExists => Some(Check::Exists),
-        Condition::IfColumns(conditions) => {
-            Some(Check::Columns(conditions.iter().map(|c| column_check(meta, c, bindings)).collect::<CqlResult<_>>()?))
-        }
+        Condition::IfExists => Some(RowCheck::Exists),
+        Condition::IfColumns(conditions) => Some(RowCheck::Columns(
+            conditions.iter().map(|c| column_check(meta, c, bindings)).collect::<CqlResult<_>>()?,
+        )),
     })
 }
 
@@ -141,20 +107,20 @@ fn column_check(meta: &TableMeta, condition: &ColumnCondition, bindings: Binding
         return Err(invalid(format!("PRIMARY KEY column '{name}' cannot have IF conditions")));
     }
     let (part, ty) = match (&condition.target.element, &condition.target.field) {
-        (None, None) => (Part::Whole, &meta_column.ty),
+        (None, None) => (CheckedPart::Whole, &meta_column.ty),
         (Some(key), _) => match meta_column.ty.unfrozen() {
             CqlType::Map(key_ty, value_ty) => {
                 let key = match eval(key, Receiver { name, ty: key_ty }, bindings)? {
                     Evaluated::Value(key) => key,
                     _ => return Err(invalid(format!("Invalid null value for {name} element access"))),
                 };
-                (Part::MapValue(key), value_ty.as_ref())
+                (CheckedPart::MapValue(key), value_ty.as_ref())
             }
             _ => return Err(invalid(format!("Element conditions are only supported on map columns ({name})"))),
         },
         (None, Some(field)) => {
             let (index, ty) = field_of(meta_column, field)?;
-            (Part::Field(index), ty)
+            (CheckedPart::Field(index), ty)
         }
     };
     // A field's values are received as `c.field`, as Cassandra names them.
@@ -184,7 +150,7 @@ fn column_check(meta: &TableMeta, condition: &ColumnCondition, bindings: Binding
         }
         (op, _) => return Err(invalid(format!("Unsupported operator {} in an IF condition", op_text(op)))),
     };
-    Ok(ColumnCheck { column, part, op: condition.op, values })
+    Ok(ColumnCheck { column, part, op: check_op(condition.op)?, values })
 }
 
 /// The index and type of `field` of `column`'s user type; Cassandra allows
@@ -227,7 +193,7 @@ fn op_text(op: Operator) -> &'static str {
 
 /// Checks that the conditional statements of a batch (or one statement) and
 /// its other writes all touch one partition of one table.
-pub(crate) fn check_single_partition(conditions: &[Conditional], writes: &[Write]) -> CqlResult<()> {
+pub(crate) fn check_single_partition(conditions: &[Conditional], writes: &[Mutation]) -> CqlResult<()> {
     let Some(first) = conditions.first() else { return Ok(()) };
     let tables = conditions.iter().map(|c| c.table.id).chain(writes.iter().map(|w| w.table));
     if tables.clone().any(|t| t != first.table.id) {
@@ -240,178 +206,59 @@ pub(crate) fn check_single_partition(conditions: &[Conditional], writes: &[Write
     Ok(())
 }
 
-/// Runs conditional writes on the shard owning their partition: `writes`
-/// carry `timestamp`, moved to the owner's clock under the lock.
+/// Runs conditional writes through the coordinator: `writes` carry
+/// `timestamp_us`, moved to the owning shard's clock under the lock.
 /// `conditions` is not empty and [`check_single_partition`] passed.
 pub(crate) async fn execute(
     conditions: Vec<Conditional>,
-    writes: Vec<Write>,
-    timestamp: i64,
+    writes: Vec<Mutation>,
+    consistency: ConsistencyLevel,
+    serial: Option<ConsistencyLevel>,
+    timestamp_us: i64,
     now_s: i64,
     is_batch: bool,
 ) -> CqlResult<QueryResult> {
     let Some(first) = conditions.first() else { return Err(CqlError::Server("no condition to check".into())) };
-    let token = first.position.token;
-    shoal_coordinator::on_owner(token, move || async move { run(conditions, writes, timestamp, now_s, is_batch).await })
-        .await?
-}
-
-/// On the owning shard: lock, read, check, maybe write.
-async fn run(
-    conditions: Vec<Conditional>,
-    writes: Vec<Write>,
-    timestamp: i64,
-    now_s: i64,
-    is_batch: bool,
-) -> CqlResult<QueryResult> {
-    let db = shoal_replica::local();
-    let meta = Arc::clone(&conditions[0].table);
-    let position = conditions[0].position.clone();
-    let _guard = db.lock_partition(meta.id, position.clone()).await?;
-    let mut current: Vec<Option<ResultRow>> = Vec::with_capacity(conditions.len());
-    for condition in &conditions {
-        current.push(read_row(&meta, &position, condition, now_s).await?);
-    }
-    let mut applied = true;
-    for (condition, row) in conditions.iter().zip(&current) {
-        applied &= holds(&meta, &condition.check, row.as_ref())?;
-    }
-    if !applied {
-        return result(&meta, &conditions, &current, is_batch);
-    }
-    let delta = crate::processor::next_timestamp() - timestamp;
-    // One partition, so one update: the batch applies whole or not at all.
+    let meta = Arc::clone(&first.table);
+    let position = first.position.clone();
+    // One partition, so one mutation: the batch applies whole or not at all.
     let mut writes = writes.into_iter();
-    if let Some(mut merged) = writes.next() {
+    let mutation = writes.next().map(|mut merged| {
         writes.for_each(|write| merged.absorb(write));
-        merged.update.shift_timestamps(delta);
-        merged.list_ops.iter_mut().for_each(|op| op.timestamp += delta);
-        db.apply(merged.table, merged.position, merged.update, &merged.list_ops).await?;
-    }
-    Ok(QueryResult::Rows(Rows {
-        columns: vec![applied_spec(&meta)],
-        rows: vec![vec![Some(bool_value(true))]],
-        paging_state: None,
-    }))
-}
-
-/// The live row a condition tests (its static columns merged in), or the
-/// partition's static row for a condition on the partition.
-async fn read_row(
-    meta: &TableMeta,
-    position: &PartitionPosition,
-    condition: &Conditional,
-    now_s: i64,
-) -> CqlResult<Option<ResultRow>> {
-    let db = shoal_replica::local();
-    let command = |clustering: ClusteringRange, distinct: bool| ReadCommand {
+        merged
+    });
+    let request = CasRequest {
         table: meta.id,
-        partitions: PartitionSelection::Keys(vec![position.clone()]),
-        clustering: vec![clustering],
-        reversed: false,
-        filters: Vec::new(),
-        distinct,
-        row_limit: 1,
-        per_partition_limit: 1,
-        start_after: None,
-        start_partition_rows: 0,
+        position,
+        conditions: conditions.iter().map(|c| c.condition.clone()).collect(),
+        mutation,
+        timestamp_us,
         now_s,
     };
-    if let Some(key) = &condition.row {
-        let range = ClusteringRange {
-            start: std::ops::Bound::Included(key.clone()),
-            end: std::ops::Bound::Included(key.clone()),
-        };
-        let found = db.query(&command(range, false)).await?.rows.into_iter().next();
-        if found.is_some() || !reads_static(meta, &condition.check) {
-            return Ok(found);
-        }
+    let serial = serial.unwrap_or(ConsistencyLevel::Serial);
+    let answer = shoal_coordinator::cas(request, consistency, serial, timeouts().cas).await?;
+    if answer.applied {
+        return Ok(QueryResult::Rows(Rows {
+            columns: vec![applied_spec(&meta)],
+            rows: vec![vec![Some(bool_value(true))]],
+            paging_state: None,
+        }));
     }
-    // The static row: a distinct read yields it (with the first row's
-    // cells when rows exist; only static cells are looked at then).
-    let row = db.query(&command(ClusteringRange::all(), true)).await?.rows.into_iter().next();
-    Ok(row.map(|mut r| {
-        for (i, column) in meta.columns.iter().enumerate() {
-            if column.kind == ColumnKind::Regular {
-                r.cells[i] = None;
-            }
-        }
-        r
-    }))
+    result(&meta, &conditions, &answer.rows, is_batch)
 }
 
-fn reads_static(meta: &TableMeta, check: &Check) -> bool {
-    match check {
-        Check::Columns(checks) => checks.iter().any(|c| meta.columns[c.column].kind == ColumnKind::Static),
-        _ => false,
-    }
-}
-
-fn holds(meta: &TableMeta, check: &Check, row: Option<&ResultRow>) -> CqlResult<bool> {
-    match check {
-        Check::NotExists => Ok(row.is_none()),
-        Check::Exists => Ok(row.is_some()),
-        Check::Columns(checks) => {
-            for c in checks {
-                if !column_holds(meta, c, row)? {
-                    return Ok(false);
-                }
-            }
-            Ok(true)
-        }
-    }
-}
-
-fn column_holds(meta: &TableMeta, check: &ColumnCheck, row: Option<&ResultRow>) -> CqlResult<bool> {
-    let column = &meta.columns[check.column];
-    let whole = row.and_then(|r| r.cells[check.column].as_ref()).map(|c| c.value.clone());
-    let (current, ty) = match (&check.part, column.ty.unfrozen()) {
-        (Part::MapValue(key), CqlType::Map(key_ty, value_ty)) => {
-            (whole.and_then(|m| map_get(&m, key_ty, key)), value_ty.as_ref())
-        }
-        (Part::Field(index), CqlType::Udt(udt)) => {
-            // A value too short to hold the field (written before the
-            // field was added) has it null.
-            let value = match whole {
-                Some(v) => fields::field(&v, *index)
-                    .map_err(|e| CqlError::Server(format!("corrupt user type value: {e}")))?
-                    .map(|f| v.slice_ref(f)),
-                None => None,
-            };
-            (value, &udt.fields[*index].1)
-        }
-        _ => (whole, &column.ty),
-    };
-    let ty = ty.unfrozen();
-    let equal = |v: &Option<Bytes>| match (&current, v) {
-        (None, None) => true,
-        (Some(a), Some(b)) => compare(ty, a, b) == Ordering::Equal,
-        _ => false,
-    };
-    let ordering = || match (&current, &check.values[0]) {
-        (Some(a), Some(b)) => Some(compare(ty, a, b)),
-        _ => None,
-    };
-    Ok(match check.op {
-        Operator::Eq => equal(&check.values[0]),
-        Operator::Ne => !equal(&check.values[0]),
-        Operator::In => check.values.iter().any(equal),
-        Operator::Lt => ordering() == Some(Ordering::Less),
-        Operator::Le => matches!(ordering(), Some(Ordering::Less | Ordering::Equal)),
-        Operator::Gt => ordering() == Some(Ordering::Greater),
-        Operator::Ge => matches!(ordering(), Some(Ordering::Greater | Ordering::Equal)),
-        // Refused when the condition was built.
-        Operator::Contains | Operator::ContainsKey | Operator::Like => false,
+/// The coordinator's comparison for a CQL operator allowed in `IF`.
+fn check_op(op: Operator) -> CqlResult<CheckOp> {
+    Ok(match op {
+        Operator::Eq => CheckOp::Eq,
+        Operator::Ne => CheckOp::Ne,
+        Operator::Lt => CheckOp::Lt,
+        Operator::Le => CheckOp::Le,
+        Operator::Gt => CheckOp::Gt,
+        Operator::Ge => CheckOp::Ge,
+        Operator::In => CheckOp::In,
+        other => return Err(invalid(format!("Unsupported operator {} in an IF condition", op_text(other)))),
     })
-}
-
-/// The value at `key` of a serialized map.
-fn map_get(map: &[u8], key_ty: &CqlType, key: &[u8]) -> Option<Bytes> {
-    let items = collection_items(map);
-    items
-        .chunks(2)
-        .find(|kv| compare(key_ty.unfrozen(), &kv[0], key) == Ordering::Equal)
-        .and_then(|kv| kv.get(1).cloned())
 }
 
 /// The not-applied result: `[applied] = false`, then the rows read that
@@ -422,14 +269,14 @@ fn result(
     current: &[Option<ResultRow>],
     is_batch: bool,
 ) -> CqlResult<QueryResult> {
-    let whole_row = conditions.iter().any(|c| !matches!(c.check, Check::Columns(_)));
+    let whole_row = conditions.iter().any(|c| !matches!(c.condition.check, RowCheck::Columns(_)));
     let shown: Vec<usize> = (0..meta.columns.len())
         .filter(|&i| {
             let kind = meta.columns[i].kind;
             whole_row
                 || (is_batch && kind.is_primary_key())
-                || conditions.iter().any(|c| match &c.check {
-                    Check::Columns(checks) => checks.iter().any(|k| k.column == i),
+                || conditions.iter().any(|c| match &c.condition.check {
+                    RowCheck::Columns(checks) => checks.iter().any(|k| k.column == i),
                     _ => false,
                 })
         })
@@ -490,7 +337,7 @@ pub(crate) fn is_conditional(statement: &Statement) -> bool {
 mod tests {
     use super::*;
 
-    use shoal_replica::{ResultCell, RowPosition};
+    use shoal_coordinator::data::{ResultCell, RowPosition};
     use shoal_schema::UserType;
 
     use crate::ast::Statement;
@@ -539,7 +386,7 @@ mod tests {
 
     fn holds_on(meta: &TableMeta, condition: &str, row: Option<&ResultRow>) -> bool {
         let checks = checks(meta, condition).expect("a valid condition");
-        holds(meta, &Check::Columns(checks), row).expect("a readable row")
+        RowCheck::Columns(checks).holds(meta, row).expect("a readable row")
     }
 
     #[test]

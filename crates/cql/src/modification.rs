@@ -11,14 +11,13 @@
 use std::cell::Cell as StdCell;
 
 use bytes::Bytes;
-use shoal_replica::{ListOp, ListOpKind};
+use shoal_coordinator::data::{
+    Cell, ClusteredRow, Collection, CollectionCell, ColumnData, Expiry, Partition, PartitionPosition, RangeTombstone,
+    Row, RowMarker, Tombstone,
+};
+use shoal_coordinator::data::{ListOp, ListOpKind, Mutation};
 use shoal_schema::comparable;
 use shoal_schema::{ColumnKind, ColumnMeta, CqlType, TableMeta, UserType};
-use shoal_storage::{
-    Cell, ClusteredRow, Collection, CollectionCell, ColumnData, Expiry, Partition, PartitionPosition, PartitionUpdate,
-    RangeTombstone, Row, RowMarker, Tombstone,
-};
-use uuid::Uuid;
 
 use crate::ast::{Assignment, ColumnTarget, Delete, Insert, Term, Update, Using};
 use crate::ddl::is_counter_table;
@@ -28,26 +27,6 @@ use crate::values::{collection_items, eval, eval_required, Bindings, Evaluated, 
 
 /// Cassandra's ceiling on TTLs: 20 years.
 const TTL_MAX_S: i64 = 20 * 365 * 24 * 3600;
-
-/// One partition update to apply.
-#[derive(Debug, Clone)]
-pub struct Write {
-    pub table: Uuid,
-    pub position: PartitionPosition,
-    pub update: PartitionUpdate,
-    /// List operations that need the list's current contents.
-    pub list_ops: Vec<ListOp>,
-}
-
-impl Write {
-    /// Folds `other`, a later write to the same partition, into this one,
-    /// so the two apply as one mutation.
-    pub fn absorb(&mut self, other: Write) {
-        debug_assert!(self.table == other.table && self.position == other.position);
-        self.update.merge(other.update);
-        self.list_ops.extend(other.list_ops);
-    }
-}
 
 /// A list operation before the rows it applies to are known.
 struct PendingListOp {
@@ -110,7 +89,7 @@ fn attributes(meta: &TableMeta, using: &Using, ctx: WriteContext<'_>) -> CqlResu
     Ok(Attributes { timestamp, expiry, now_s: ctx.now_s })
 }
 
-pub fn insert(meta: &TableMeta, statement: &Insert, ctx: WriteContext<'_>) -> CqlResult<Write> {
+pub fn insert(meta: &TableMeta, statement: &Insert, ctx: WriteContext<'_>) -> CqlResult<Mutation> {
     if is_counter_table(meta) {
         return Err(invalid("INSERT statements are not allowed on counter tables, use UPDATE instead"));
     }
@@ -162,10 +141,10 @@ pub fn insert(meta: &TableMeta, statement: &Insert, ctx: WriteContext<'_>) -> Cq
             return Err(invalid(format!("Some clustering keys are missing: {}", missing.join(", "))));
         }
     }
-    Ok(Write { table: meta.id, position, update, list_ops: Vec::new() })
+    Ok(Mutation { table: meta.id, position, update, list_ops: Vec::new() })
 }
 
-pub fn update(meta: &TableMeta, statement: &Update, ctx: WriteContext<'_>) -> CqlResult<Vec<Write>> {
+pub fn update(meta: &TableMeta, statement: &Update, ctx: WriteContext<'_>) -> CqlResult<Vec<Mutation>> {
     if is_counter_table(meta) && statement.using.ttl.is_some() {
         return Err(invalid("Cannot provide custom TTL for counter updates"));
     }
@@ -207,12 +186,12 @@ pub fn update(meta: &TableMeta, statement: &Update, ctx: WriteContext<'_>) -> Cq
                 }
             }
             list_ops.extend(pending.iter().filter(|p| p.is_static).map(|p| p.for_row(None, &attrs)));
-            Write { table: meta.id, position, update, list_ops }
+            Mutation { table: meta.id, position, update, list_ops }
         })
         .collect())
 }
 
-pub fn delete(meta: &TableMeta, statement: &Delete, ctx: WriteContext<'_>) -> CqlResult<Vec<Write>> {
+pub fn delete(meta: &TableMeta, statement: &Delete, ctx: WriteContext<'_>) -> CqlResult<Vec<Mutation>> {
     if statement.using.ttl.is_some() {
         return Err(invalid("A DELETE statement cannot use TTL"));
     }
@@ -235,7 +214,11 @@ pub fn delete(meta: &TableMeta, statement: &Delete, ctx: WriteContext<'_>) -> Cq
                     update.rows.insert(encoded.clone(), ClusteredRow { clustering: values.clone(), row });
                 }
             }
-            _ if restrictions.clustering_ranges.iter().any(|r| r != &shoal_storage::ClusteringRange::all()) => {
+            _ if restrictions
+                .clustering_ranges
+                .iter()
+                .any(|r| r != &shoal_coordinator::data::ClusteringRange::all()) =>
+            {
                 update.range_tombstones = restrictions
                     .clustering_ranges
                     .iter()
@@ -261,7 +244,7 @@ pub fn delete(meta: &TableMeta, statement: &Delete, ctx: WriteContext<'_>) -> Cq
     }
     Ok(positions
         .into_iter()
-        .map(|position| Write { table: meta.id, position, update: update.clone(), list_ops: list_ops.clone() })
+        .map(|position| Mutation { table: meta.id, position, update: update.clone(), list_ops: list_ops.clone() })
         .collect())
 }
 
@@ -618,13 +601,17 @@ fn list_key(prepend: bool) -> Bytes {
         s.set(s.get() + 1);
         s.get() % 1024
     });
-    let tick = (crate::functions::now_micros() as u64).saturating_mul(1024) + seq;
+    let tick = (shoal_runtime::clock::now_us() as u64).saturating_mul(1024) + seq;
     let key = if prepend { MIDDLE - tick } else { MIDDLE + tick };
     Bytes::copy_from_slice(&key.to_be_bytes())
 }
 
+/// The index of `column` in `meta`, whose own column it is.
 fn column_index(meta: &TableMeta, column: &ColumnMeta) -> usize {
-    meta.columns.iter().position(|c| c.id == column.id).unwrap_or_default()
+    let index = meta.columns.iter().position(|c| c.id == column.id);
+    // Invariant: callers pass key columns taken from `meta` itself; a miss
+    // would silently read another column's value.
+    index.expect("a column of the table it was taken from")
 }
 
 fn partition_position(meta: &TableMeta, key_values: &[Option<Bytes>]) -> CqlResult<PartitionPosition> {

@@ -14,8 +14,10 @@ use std::time::Instant;
 
 use bytes::Bytes;
 use futures_util::future::join_all;
+use shoal_coordinator::data::{Mutation, PartitionPosition};
+use shoal_coordinator::{timeouts, ConsistencyLevel, WriteType};
+use shoal_runtime::clock;
 use shoal_schema::{CqlType, Schema, TableMeta};
-use shoal_storage::PartitionPosition;
 use uuid::Uuid;
 
 use crate::ast::{BatchKind, Insert, InsertJson, Parsed, Statement, Term};
@@ -24,11 +26,11 @@ use crate::ddl::qualify;
 use crate::error::{invalid, CqlError, CqlResult};
 use crate::lwt::{self, Conditional};
 use crate::metrics::{self, Op};
-use crate::modification::{self, Write, WriteContext};
+use crate::modification::{self, WriteContext};
 use crate::result::{PreparedInfo, QueryResult};
 use crate::select::{self, SelectOptions};
 use crate::values::{eval_required, Bindings, BoundValue, Receiver};
-use crate::{functions, json, schema_service};
+use crate::{json, schema_service};
 
 /// Prepared statements kept per shard; past this, the oldest half goes.
 const PREPARED_CACHE_ENTRIES_MAX: usize = 10_000;
@@ -49,11 +51,11 @@ pub struct QueryOptions {
     pub paging_state: Option<Bytes>,
     /// Client-side write timestamp (µs).
     pub timestamp: Option<i64>,
-    /// The consistency level's name (`LOCAL_ONE`, `SERIAL`, ...). One node
-    /// serves every level alike; only the rules on serial levels apply.
-    pub consistency: Option<&'static str>,
-    /// The serial consistency level's name, when the request gives one.
-    pub serial_consistency: Option<&'static str>,
+    /// The request's consistency level. One node serves every level alike;
+    /// only the rules on serial levels apply.
+    pub consistency: ConsistencyLevel,
+    /// The serial consistency level, when the request gives one.
+    pub serial_consistency: Option<ConsistencyLevel>,
 }
 
 /// One statement of a BATCH request.
@@ -77,7 +79,6 @@ struct PreparedCache {
 
 thread_local! {
     static PREPARED: RefCell<PreparedCache> = RefCell::new(PreparedCache::default());
-    static LAST_TIMESTAMP: std::cell::Cell<i64> = const { std::cell::Cell::new(0) };
 }
 
 fn parse(text: &str) -> CqlResult<Parsed> {
@@ -97,7 +98,7 @@ pub async fn query(text: &str, session: &Session, options: QueryOptions) -> CqlR
 pub fn prepare(text: &str, session: &Session) -> CqlResult<PreparedInfo> {
     let parsed = parse(text)?;
     let keyspace = session.keyspace.clone();
-    let schema = shoal_replica::local().schema();
+    let schema = shoal_coordinator::schema();
     let variables = bind_specs(&schema, &parsed, keyspace.as_deref())?;
     let pk_indexes = partition_key_indexes(&schema, &parsed, keyspace.as_deref());
     let result_columns = match &parsed.statement {
@@ -150,20 +151,6 @@ fn statement_id(text: &str, keyspace: Option<&str>) -> Bytes {
     Bytes::copy_from_slice(uuid::Uuid::new_v5(&uuid::Uuid::NAMESPACE_OID, key.as_bytes()).as_bytes())
 }
 
-/// A server-side write timestamp: the clock in µs, strictly increasing on
-/// this shard so two writes of one client never tie.
-pub(crate) fn next_timestamp() -> i64 {
-    LAST_TIMESTAMP.with(|last| {
-        let ts = functions::now_micros().max(last.get() + 1);
-        last.set(ts);
-        ts
-    })
-}
-
-fn now_s() -> i64 {
-    functions::now_ms() / 1000
-}
-
 /// Values in marker order, whether sent by position or by name.
 fn ordered_values(parsed: &Parsed, options: &mut QueryOptions) -> CqlResult<Vec<BoundValue>> {
     let values = std::mem::take(&mut options.values);
@@ -209,7 +196,7 @@ fn table(schema: &Schema, named: Option<&str>, session: Option<&str>, table: &st
 async fn execute_parsed(parsed: &Parsed, keyspace: Option<&str>, mut options: QueryOptions) -> CqlResult<QueryResult> {
     let values = ordered_values(parsed, &mut options)?;
     let bindings = Bindings { values: &values };
-    let schema = shoal_replica::local().schema();
+    let schema = shoal_coordinator::schema();
     match &parsed.statement {
         Statement::Use(name) => {
             if schema.keyspace(name).is_none() {
@@ -238,14 +225,19 @@ async fn execute_parsed(parsed: &Parsed, keyspace: Option<&str>, mut options: Qu
             if crate::system::is_system_keyspace(&meta.keyspace) {
                 return Err(invalid("Cannot truncate a system table"));
             }
-            shoal_coordinator::truncate(meta.id).await?;
+            shoal_coordinator::truncate(meta.id, timeouts().truncate).await?;
             Ok(QueryResult::Void)
         }
         Statement::Select(s) => {
             let meta = table(&schema, s.keyspace.as_deref(), keyspace, &s.table)?;
             let page_size = options.page_size.filter(|p| *p > 0).map(|p| p as usize);
-            let select_options =
-                SelectOptions { bindings, page_size, paging_state: options.paging_state.clone(), now_s: now_s() };
+            let select_options = SelectOptions {
+                bindings,
+                page_size,
+                paging_state: options.paging_state.clone(),
+                now_s: clock::now_s(),
+                consistency: options.consistency,
+            };
             let (keyspace, table) = (meta.keyspace.clone(), meta.name.clone());
             let rows = select::execute(meta, Arc::clone(&schema), s, select_options).await?;
             // SELECT JSON is the plain SELECT with each row then rendered
@@ -258,13 +250,16 @@ async fn execute_parsed(parsed: &Parsed, keyspace: Option<&str>, mut options: Qu
         | Statement::Update(_)
         | Statement::Delete(_)
         | Statement::Batch(_) => {
-            let ctx =
-                WriteContext { bindings, timestamp: options.timestamp.unwrap_or_else(next_timestamp), now_s: now_s() };
+            let ctx = WriteContext {
+                bindings,
+                timestamp: options.timestamp.unwrap_or_else(clock::next_write_timestamp_us),
+                now_s: clock::now_s(),
+            };
             let mut conditions = Vec::new();
             let writes = writes(&schema, &parsed.statement, keyspace, ctx, &mut conditions)?;
             let is_batch = matches!(parsed.statement, Statement::Batch(_));
             check_write_consistency(&options, !conditions.is_empty())?;
-            apply_or_check(writes, conditions, ctx.timestamp, ctx.now_s, is_batch).await
+            apply_or_check(writes, conditions, &options, ctx.timestamp, ctx.now_s, is_batch).await
         }
     }
 }
@@ -277,7 +272,7 @@ fn writes(
     keyspace: Option<&str>,
     ctx: WriteContext<'_>,
     conditions: &mut Vec<Conditional>,
-) -> CqlResult<Vec<Write>> {
+) -> CqlResult<Vec<Mutation>> {
     let (meta, writes) = match statement {
         Statement::Insert(s) => {
             let meta = writable_table(schema, s.keyspace.as_deref(), keyspace, &s.table)?;
@@ -332,7 +327,7 @@ fn insert_json_writes(
     keyspace: Option<&str>,
     ctx: WriteContext<'_>,
     conditions: &mut Vec<Conditional>,
-) -> CqlResult<Vec<Write>> {
+) -> CqlResult<Vec<Mutation>> {
     let meta = writable_table(schema, statement.keyspace.as_deref(), keyspace, &statement.table)?;
     let receiver = Receiver { name: json::JSON_COLUMN, ty: &CqlType::Text };
     let text = eval_required(&statement.json, receiver, ctx.bindings)?;
@@ -358,24 +353,26 @@ fn insert_json_writes(
 /// Applies `writes`, or, when some of their statements are conditional,
 /// checks the conditions and applies them if all hold.
 async fn apply_or_check(
-    writes: Vec<Write>,
+    writes: Vec<Mutation>,
     conditions: Vec<Conditional>,
-    ctx_timestamp: i64,
+    options: &QueryOptions,
+    timestamp_us: i64,
     now_s: i64,
     is_batch: bool,
 ) -> CqlResult<QueryResult> {
     if conditions.is_empty() {
-        apply_writes(writes).await?;
+        apply_writes(writes, options.consistency, is_batch).await?;
         return Ok(QueryResult::Void);
     }
     lwt::check_single_partition(&conditions, &writes)?;
     // Boxed: the conditional path's state is ~3 KB, and every request's
     // task would otherwise carry (and copy, as it is spawned) that much.
-    Box::pin(lwt::execute(conditions, writes, ctx_timestamp, now_s, is_batch)).await
+    let (consistency, serial) = (options.consistency, options.serial_consistency);
+    Box::pin(lwt::execute(conditions, writes, consistency, serial, timestamp_us, now_s, is_batch)).await
 }
 
 /// Counter updates go only in COUNTER batches, and only they do.
-fn check_batch_kind(kind: BatchKind, schema: &Schema, writes: &[Write]) -> CqlResult<()> {
+fn check_batch_kind(kind: BatchKind, schema: &Schema, writes: &[Mutation]) -> CqlResult<()> {
     for write in writes {
         let counter = schema.table_by_id(write.table).is_some_and(|t| crate::ddl::is_counter_table(t));
         match (kind == BatchKind::Counter, counter) {
@@ -403,11 +400,18 @@ fn writable_table(
 /// Applies writes, one mutation per partition: the writes of a batch to
 /// one partition merge into one update, so they apply atomically (and
 /// survive a crash, or not, together), as in Cassandra.
-async fn apply_writes(writes: Vec<Write>) -> CqlResult<()> {
+async fn apply_writes(writes: Vec<Mutation>, consistency: ConsistencyLevel, is_batch: bool) -> CqlResult<()> {
     let writes = if writes.len() > 1 { merge_by_partition(writes) } else { writes };
+    let schema = shoal_coordinator::schema();
+    let counter =
+        writes.first().and_then(|w| schema.table_by_id(w.table)).is_some_and(|t| crate::ddl::is_counter_table(t));
+    let (write_type, timeout) = match (counter, is_batch) {
+        (true, _) => (WriteType::Counter, timeouts().counter_write),
+        (false, true) => (WriteType::Batch, timeouts().write),
+        (false, false) => (WriteType::Simple, timeouts().write),
+    };
     let results =
-        join_all(writes.into_iter().map(|w| shoal_coordinator::mutate(w.table, w.position, w.update, w.list_ops)))
-            .await;
+        join_all(writes.into_iter().map(|w| shoal_coordinator::mutate(w, consistency, write_type, timeout))).await;
     for result in results {
         result?;
     }
@@ -415,8 +419,8 @@ async fn apply_writes(writes: Vec<Write>) -> CqlResult<()> {
 }
 
 /// The writes of several statements, one per partition, in first-seen order.
-fn merge_by_partition(writes: Vec<Write>) -> Vec<Write> {
-    let mut merged: Vec<Write> = Vec::with_capacity(writes.len());
+fn merge_by_partition(writes: Vec<Mutation>) -> Vec<Mutation> {
+    let mut merged: Vec<Mutation> = Vec::with_capacity(writes.len());
     let mut index: HashMap<(Uuid, PartitionPosition), usize> = HashMap::new();
     for w in writes {
         match index.entry((w.table, w.position.clone())) {
@@ -446,9 +450,9 @@ async fn run_batch(
     session: &Session,
     options: QueryOptions,
 ) -> CqlResult<QueryResult> {
-    let schema = shoal_replica::local().schema();
-    let timestamp = options.timestamp.unwrap_or_else(next_timestamp);
-    let now = now_s();
+    let schema = shoal_coordinator::schema();
+    let timestamp = options.timestamp.unwrap_or_else(clock::next_write_timestamp_us);
+    let now = clock::now_s();
     let mut all = Vec::new();
     let mut conditions = Vec::new();
     for (statement, values) in statements {
@@ -470,21 +474,20 @@ async fn run_batch(
     }
     check_batch_kind(kind, &schema, &all)?;
     check_write_consistency(&options, !conditions.is_empty())?;
-    apply_or_check(all, conditions, timestamp, now, true).await
+    apply_or_check(all, conditions, &options, timestamp, now, true).await
 }
 
 /// Cassandra's rules on serial consistency levels for writes: SERIAL and
 /// LOCAL_SERIAL are for conditional writes' serial phase (the serial
 /// consistency), never the consistency of a write.
 fn check_write_consistency(options: &QueryOptions, conditional: bool) -> CqlResult<()> {
-    let is_serial = |level: &str| matches!(level, "SERIAL" | "LOCAL_SERIAL");
-    match options.consistency.filter(|c| is_serial(c)) {
+    match Some(options.consistency).filter(|c| c.is_serial()) {
         Some(level) if conditional => Err(invalid(format!(
             "{level} is not supported as conditional update commit consistency. Use ANY if you mean \"make sure it \
              is accepted but I don't care how many replicas commit it for non-SERIAL reads\""
         ))),
         Some(_) => Err(invalid("You must use conditional updates for serializable writes")),
-        None if conditional && options.serial_consistency.is_some_and(|s| !is_serial(s)) => {
+        None if conditional && options.serial_consistency.is_some_and(|s| !s.is_serial()) => {
             Err(invalid("Invalid consistency for conditional update. Must be one of SERIAL or LOCAL_SERIAL"))
         }
         None => Ok(()),

@@ -10,11 +10,11 @@ use std::collections::BTreeMap;
 use std::ops::Bound;
 
 use bytes::Bytes;
-use shoal_replica::{FilterOp, RowFilter};
+use shoal_coordinator::data::{ClusteringRange, PartitionPosition};
+use shoal_coordinator::data::{FilterOp, RowFilter};
 use shoal_schema::comparable;
 use shoal_schema::token::{murmur3_token, serialize_partition_key};
 use shoal_schema::{ClusteringOrder, ColumnKind, ColumnMeta, CqlType, TableMeta};
-use shoal_storage::{ClusteringRange, PartitionPosition};
 
 use crate::ast::{InValues, Operator, Relation, Term};
 use crate::error::{invalid, CqlResult};

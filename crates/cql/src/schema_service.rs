@@ -140,7 +140,7 @@ fn restore_column_ids(schema: &mut Schema, keyspace: &str, name: &str, ids: Colu
 pub async fn announce(statement: Statement, keyspace: Option<String>) -> CqlResult<Option<SchemaChange>> {
     let lock = DDL_LOCK.with(Arc::clone);
     let _guard = lock.lock().await;
-    let current = shoal_replica::local().schema();
+    let current = shoal_coordinator::schema();
     let Some((next, change)) = ddl::apply(&current, &statement, keyspace.as_deref())? else { return Ok(None) };
     if let Some(path) = SCHEMA_FILE.get() {
         save(path, &next)?;

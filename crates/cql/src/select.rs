@@ -14,12 +14,13 @@ use std::ops::Bound;
 use std::sync::Arc;
 
 use bytes::{Buf, BufMut, Bytes, BytesMut};
-use shoal_replica::{PartitionSelection, ReadCommand, ReadResult, ResultRow, RowPosition};
+use shoal_coordinator::data::{ClusteringRange, PartitionPosition};
+use shoal_coordinator::data::{PartitionSelection, ReadCommand, ReadResult, ResultRow, RowPosition};
+use shoal_coordinator::{timeouts, ConsistencyLevel};
 use shoal_schema::fields;
 use shoal_schema::token::split_partition_key;
 use shoal_schema::value::{add, compare, divide_for_avg, to_varint, zero_of, Value};
 use shoal_schema::{ClusteringOrder, ColumnKind, CqlType, Schema, TableMeta};
-use shoal_storage::{ClusteringRange, PartitionPosition};
 
 use crate::ast::{Order, Select, Selection, SelectorExpr, Term};
 use crate::error::{invalid, CqlError, CqlResult};
@@ -83,6 +84,7 @@ pub struct SelectOptions<'a> {
     pub page_size: Option<usize>,
     pub paging_state: Option<Bytes>,
     pub now_s: i64,
+    pub consistency: ConsistencyLevel,
 }
 
 /// The result columns a SELECT produces (for PREPARE's metadata).
@@ -109,15 +111,17 @@ pub async fn execute(
         true => Some(system::contents(&meta, &schema).await?),
         false => None,
     };
+    let consistency = options.consistency;
+    let timeout = match command.partitions {
+        PartitionSelection::Keys(_) => timeouts().read,
+        PartitionSelection::Range { .. } => timeouts().range,
+    };
     let read = |command: ReadCommand| {
         let virtual_table = virtual_table.as_ref();
-        let meta = Arc::clone(&meta);
         async move {
             match virtual_table {
-                Some(table) => {
-                    shoal_replica::read_table(&meta, table, &command).await.map_err(|e| CqlError::Server(e.to_string()))
-                }
-                None => Ok(shoal_coordinator::read(command).await?),
+                Some(table) => table.read(&command).await.map_err(|e| CqlError::Server(e.to_string())),
+                None => Ok(shoal_coordinator::read(command, consistency, timeout).await?),
             }
         }
     };

@@ -13,8 +13,10 @@ use std::net::IpAddr;
 use std::sync::{Arc, OnceLock};
 
 use bytes::Bytes;
+use shoal_coordinator::data::{
+    Cell, ClusteredRow, ColumnData, Partition, PartitionPosition, Row, RowMarker, VirtualTable,
+};
 use shoal_schema::{KeyspaceMeta, Schema, TableMeta, UserType};
-use shoal_storage::{Cell, ClusteredRow, ColumnData, Partition, PartitionPosition, Row, RowMarker, Table};
 use uuid::Uuid;
 
 use crate::ast::Statement;
@@ -121,9 +123,9 @@ pub fn is_system_keyspace(keyspace: &str) -> bool {
 /// One row's values, in its table's column order.
 pub(crate) type Values = Vec<Option<Bytes>>;
 
-/// A storage table filled with the rows of system table `meta` now.
-pub async fn contents(meta: &TableMeta, schema: &Schema) -> CqlResult<Table> {
-    let table = Table::new(std::path::PathBuf::new(), 0, shoal_storage::TableOptions::default());
+/// A virtual table filled with the rows of system table `meta` now.
+pub async fn contents(meta: &Arc<TableMeta>, schema: &Schema) -> CqlResult<VirtualTable> {
+    let table = VirtualTable::new(Arc::clone(meta));
     let rows: Vec<Values> = match (meta.keyspace.as_str(), meta.name.as_str()) {
         ("system_traces", name) => crate::traces::rows(name).await?,
         ("system", "local") => vec![local_row(schema)],
@@ -137,7 +139,7 @@ pub async fn contents(meta: &TableMeta, schema: &Schema) -> CqlResult<Table> {
     };
     for row in rows {
         let (position, update) = to_update(meta, row)?;
-        table.apply(position, update, None);
+        table.insert(position, update);
     }
     Ok(table)
 }

@@ -19,8 +19,7 @@ use std::net::IpAddr;
 use std::time::Instant;
 
 use bytes::Bytes;
-use futures_util::future::join_all;
-use shoal_runtime::{nr_shards, submit_to, this_shard};
+use shoal_runtime::this_shard;
 use uuid::Uuid;
 
 use crate::error::{CqlError, CqlResult};
@@ -78,7 +77,7 @@ impl Trace {
             command,
             request,
             parameters,
-            started_at_ms: functions::now_ms(),
+            started_at_ms: shoal_runtime::clock::now_ms(),
             duration_us: 0,
             events: Vec::new(),
         };
@@ -123,12 +122,11 @@ impl Trace {
 /// The rows of `system_traces.<table>` (`sessions` or `events`) now, in the
 /// table's column order, gathered from every shard.
 pub(crate) async fn rows(table: &str) -> CqlResult<Vec<Values>> {
-    let answers =
-        join_all((0..nr_shards()).map(|shard| submit_to(shard, || async { SESSIONS.with(|s| s.borrow().clone()) })))
-            .await;
+    let answers = shoal_coordinator::on_every_shard(|_| async { SESSIONS.with(|s| s.borrow().clone()) })
+        .await
+        .map_err(|e| CqlError::Server(format!("reading traces: {e}")))?;
     let mut rows = Vec::new();
-    for answer in answers {
-        let sessions = answer.map_err(|e| CqlError::Server(format!("reading traces: {e}")))?;
+    for sessions in answers {
         for session in &sessions {
             match table {
                 "sessions" => rows.push(session_row(session)),

@@ -92,8 +92,8 @@ fn collection_contains(ty: &CqlType, collection: &[u8], needle: &[u8], keys: boo
 }
 
 /// The `[bytes]` items of a serialized collection body (after its count).
-struct CollectionElements<'a> {
-    rest: &'a [u8],
+pub(crate) struct CollectionElements<'a> {
+    pub(crate) rest: &'a [u8],
 }
 
 impl<'a> Iterator for CollectionElements<'a> {

@@ -12,27 +12,23 @@
 //! (and later the replicas and consistency level) is the coordinator's job,
 //! above.
 
+mod cas;
 mod database;
 mod filter;
 mod list_ops;
 mod metrics;
+mod mutation;
 mod partition_lock;
 mod read;
 mod recovery;
+mod virtual_table;
 
+pub use cas::{CasRequest, CasResult, CheckOp, CheckedPart, ColumnCheck, RowCheck, RowCondition};
 pub use database::{local, Database, ReplicaError, SchemaListener, StorageConfig};
 pub use filter::{FilterOp, RowFilter};
 pub use list_ops::{ListOp, ListOpKind};
+pub use mutation::Mutation;
 pub use partition_lock::PartitionGuard;
 pub use read::{PartitionSelection, ReadCommand, ReadResult, ResultCell, ResultRow, RowPosition};
 pub use recovery::RecoveryReport;
-
-/// Runs `command` over a storage table outside any shard's database (the
-/// virtual system tables use this).
-pub async fn read_table(
-    meta: &shoal_schema::TableMeta,
-    table: &shoal_storage::Table,
-    command: &ReadCommand,
-) -> Result<ReadResult, ReplicaError> {
-    read::execute(meta, table, command).await
-}
+pub use virtual_table::VirtualTable;

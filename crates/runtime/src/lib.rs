@@ -10,6 +10,7 @@
 //! underlying executor (compio, io_uring based); everything above uses the
 //! re-exports in [`net`] and [`time`] and the functions here.
 
+pub mod clock;
 mod cpus;
 mod inbox;
 mod shard;

@@ -7,9 +7,11 @@
 
 use std::net::IpAddr;
 use std::path::{Path, PathBuf};
+use std::time::Duration;
 
 use clap::Parser;
 use serde::Deserialize;
+use shoal_coordinator::Timeouts;
 use thiserror::Error;
 
 #[derive(Debug, Error)]
@@ -121,6 +123,12 @@ struct OptionsFile {
     commitlog_segment_size_in_mb: Option<u32>,
     commitlog_total_space_in_mb: Option<u64>,
     memtable_space_in_mb: Option<u64>,
+    read_request_timeout_in_ms: Option<u64>,
+    range_request_timeout_in_ms: Option<u64>,
+    write_request_timeout_in_ms: Option<u64>,
+    counter_write_request_timeout_in_ms: Option<u64>,
+    cas_contention_timeout_in_ms: Option<u64>,
+    truncate_request_timeout_in_ms: Option<u64>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -149,6 +157,7 @@ pub struct Config {
     pub commitlog_segment_bytes: u32,
     pub commitlog_total_space_bytes: u64,
     pub memtable_space_bytes: u64,
+    pub timeouts: Timeouts,
 }
 
 impl Config {
@@ -158,6 +167,7 @@ impl Config {
             None if Path::new("shoal.yaml").exists() => read_options(Path::new("shoal.yaml"))?,
             None => OptionsFile::default(),
         };
+        let timeouts = timeouts(&file);
         let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
         let smp = args.smp.or(file.smp).unwrap_or(cores);
         if smp == 0 {
@@ -193,6 +203,7 @@ impl Config {
             return Err(ConfigError::TooSmall("memtable space in MiB (one per shard)", smp as u64));
         }
         Ok(Config {
+            timeouts,
             data_dir: file
                 .data_file_directories
                 .and_then(|dirs| dirs.into_iter().next())
@@ -221,6 +232,21 @@ impl Config {
             max_frame_bytes: file.native_transport_max_frame_size_in_mb.unwrap_or(256) << 20,
             pin_shards: !args.no_pin,
         })
+    }
+}
+
+/// The request timeouts, scylla.yaml's `*_timeout_in_ms` keys over
+/// ScyllaDB's defaults.
+fn timeouts(file: &OptionsFile) -> Timeouts {
+    let ms = |option: Option<u64>, default: Duration| option.map_or(default, Duration::from_millis);
+    let defaults = Timeouts::default();
+    Timeouts {
+        read: ms(file.read_request_timeout_in_ms, defaults.read),
+        range: ms(file.range_request_timeout_in_ms, defaults.range),
+        write: ms(file.write_request_timeout_in_ms, defaults.write),
+        counter_write: ms(file.counter_write_request_timeout_in_ms, defaults.counter_write),
+        cas: ms(file.cas_contention_timeout_in_ms, defaults.cas),
+        truncate: ms(file.truncate_request_timeout_in_ms, defaults.truncate),
     }
 }
 

@@ -66,6 +66,7 @@ fn run(config: Config) -> Result<(), String> {
         .map_err(|e| format!("cannot create workdir {}: {e}", config.workdir.display()))?;
     let host_id = node_identity(&config)?;
     check_shard_count(&config)?;
+    shoal_coordinator::set_timeouts(config.timeouts);
     set_node_info(NodeInfo {
         cluster_name: config.cluster_name.clone(),
         host_id,

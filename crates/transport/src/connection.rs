@@ -27,8 +27,7 @@ use crate::frame::{begin_response, begin_response_with, finish_frame, FrameDecod
 use crate::metrics::OpenConnection;
 use crate::request::{self, Request};
 use crate::request_trace;
-use crate::response::{self, ColumnSpec, ErrorBody, ErrorKind, RowsWriter};
-use crate::wire::Consistency;
+use crate::response::{self, ColumnSpec, ErrorBody, ErrorKind, RowsWriter, WriteType};
 
 /// Requests one connection may have running at once (the protocol allows
 /// 32768 streams; drivers use far fewer).
@@ -70,7 +69,7 @@ struct Connection {
 impl Drop for Connection {
     fn drop(&mut self) {
         if let Some(id) = self.listener.get() {
-            shoal_replica::local().remove_schema_listener(id);
+            shoal_coordinator::unsubscribe_schema_changes(id);
         }
     }
 }
@@ -318,8 +317,8 @@ async fn execute(connection: &Rc<Connection>, request: Request) -> Result<Respon
             let session = connection.session.borrow().clone();
             let options = QueryOptions {
                 timestamp: batch.timestamp,
-                consistency: consistency_name(batch.consistency),
-                serial_consistency: batch.serial_consistency.and_then(consistency_name),
+                consistency: batch.consistency,
+                serial_consistency: batch.serial_consistency,
                 ..QueryOptions::default()
             };
             let result = processor::batch(kind, statements, &session, options).await?;
@@ -365,7 +364,7 @@ fn register(connection: &Rc<Connection>, events: &[String]) {
     }
     let out = connection.out.clone();
     let compression = connection.compression.get();
-    let id = shoal_replica::local().add_schema_listener(Box::new(move |change: &SchemaEvent| {
+    let id = shoal_coordinator::subscribe_schema_changes(Box::new(move |change: &SchemaEvent| {
         let mut body = Vec::new();
         response::write_event(&mut body, &response::Event::SchemaChange(schema_change(change)));
         let mut frame = Vec::new();
@@ -407,14 +406,9 @@ fn options(params: request::QueryParams) -> QueryOptions {
         page_size: params.page_size,
         paging_state: params.paging_state,
         timestamp: params.timestamp,
-        consistency: consistency_name(params.consistency),
-        serial_consistency: params.serial_consistency.and_then(consistency_name),
+        consistency: params.consistency,
+        serial_consistency: params.serial_consistency,
     }
-}
-
-/// The name of a consistency code (request decoding checked it is one).
-fn consistency_name(code: u16) -> Option<&'static str> {
-    Consistency::from_code(code).map(Consistency::name)
 }
 
 fn encode_result(result: &QueryResult, skip_metadata: bool) -> Vec<u8> {
@@ -450,6 +444,21 @@ fn to_error_body(error: CqlError) -> ErrorBody {
         CqlError::Protocol(_) => ErrorKind::ProtocolError,
         CqlError::Overloaded(_) => ErrorKind::Overloaded,
         CqlError::Server(_) => ErrorKind::ServerError,
+        // One node holds one copy: no replica answered, one was required.
+        CqlError::WriteTimeout { consistency, write_type, .. } => ErrorKind::WriteTimeout {
+            consistency: consistency.code(),
+            received: 0,
+            block_for: 1,
+            write_type: match write_type {
+                shoal_coordinator::WriteType::Simple => WriteType::Simple,
+                shoal_coordinator::WriteType::Batch => WriteType::Batch,
+                shoal_coordinator::WriteType::Counter => WriteType::Counter,
+                shoal_coordinator::WriteType::Cas => WriteType::Cas,
+            },
+        },
+        CqlError::ReadTimeout { consistency, .. } => {
+            ErrorKind::ReadTimeout { consistency: consistency.code(), received: 0, block_for: 1, data_present: false }
+        }
     };
     ErrorBody::new(kind, message)
 }

@@ -20,7 +20,9 @@ use bytes::Bytes;
 use thiserror::Error;
 
 use crate::frame::{Opcode, FLAG_CUSTOM_PAYLOAD};
-use crate::wire::{Consistency, RawValue, Reader, WireError};
+use shoal_coordinator::ConsistencyLevel;
+
+use crate::wire::{RawValue, Reader, WireError};
 
 /// QUERY/EXECUTE flag: values follow.
 pub const QUERY_FLAG_VALUES: u8 = 0x01;
@@ -39,16 +41,14 @@ pub use shoal_cql::BoundValue;
 /// `<query_parameters>` of QUERY and EXECUTE (spec 4.1.4).
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub struct QueryParams {
-    /// A valid [`Consistency`] code.
-    pub consistency: u16,
+    pub consistency: ConsistencyLevel,
     pub values: Vec<BoundValue>,
     /// The bind marker names, one per value, when flag 0x40 was set.
     pub names: Option<Vec<String>>,
     pub skip_metadata: bool,
     pub page_size: Option<i32>,
     pub paging_state: Option<Bytes>,
-    /// A valid [`Consistency`] code.
-    pub serial_consistency: Option<u16>,
+    pub serial_consistency: Option<ConsistencyLevel>,
     /// Microseconds since the epoch; never `i64::MIN`.
     pub timestamp: Option<i64>,
 }
@@ -80,8 +80,8 @@ pub struct BatchStatement {
 pub struct Batch {
     pub batch_type: BatchType,
     pub statements: Vec<BatchStatement>,
-    pub consistency: u16,
-    pub serial_consistency: Option<u16>,
+    pub consistency: ConsistencyLevel,
+    pub serial_consistency: Option<ConsistencyLevel>,
     pub timestamp: Option<i64>,
 }
 
@@ -235,12 +235,9 @@ fn read_custom_payload(body: &Bytes, r: &mut Reader<'_>) -> Result<CustomPayload
     Ok(pairs.into_iter().map(|(key, value)| (key.to_string(), value.map(|v| body.slice_ref(v)))).collect())
 }
 
-fn read_consistency(r: &mut Reader<'_>) -> Result<u16, BodyError> {
+fn read_consistency(r: &mut Reader<'_>) -> Result<ConsistencyLevel, BodyError> {
     let code = r.read_consistency()?;
-    match Consistency::from_code(code) {
-        Some(_) => Ok(code),
-        None => Err(BodyError::UnknownConsistency(code)),
-    }
+    ConsistencyLevel::from_code(code).ok_or(BodyError::UnknownConsistency(code))
 }
 
 fn read_timestamp(r: &mut Reader<'_>) -> Result<i64, BodyError> {
@@ -365,7 +362,7 @@ mod tests {
 
     /// A minimal client-side encoder, enough to produce every request kind.
     fn encode_params(out: &mut Vec<u8>, p: &QueryParams) {
-        write_consistency(out, p.consistency);
+        write_consistency(out, p.consistency.code());
         let mut flags = 0;
         if !p.values.is_empty() || p.names.is_some() {
             flags |= QUERY_FLAG_VALUES;
@@ -399,7 +396,7 @@ mod tests {
             write_bytes(out, Some(state));
         }
         if let Some(serial) = p.serial_consistency {
-            write_consistency(out, serial);
+            write_consistency(out, serial.code());
         }
         if let Some(ts) = p.timestamp {
             write_long(out, ts);
@@ -436,7 +433,7 @@ mod tests {
             }
             encode_values(out, &s.values, s.names.as_deref().filter(|_| with_names));
         }
-        write_consistency(out, b.consistency);
+        write_consistency(out, b.consistency.code());
         let mut flags = 0;
         if b.serial_consistency.is_some() {
             flags |= QUERY_FLAG_SERIAL_CONSISTENCY;
@@ -449,7 +446,7 @@ mod tests {
         }
         write_byte(out, flags);
         if let Some(serial) = b.serial_consistency {
-            write_consistency(out, serial);
+            write_consistency(out, serial.code());
         }
         if let Some(ts) = b.timestamp {
             write_long(out, ts);
@@ -485,7 +482,7 @@ mod tests {
 
     fn full_params() -> QueryParams {
         QueryParams {
-            consistency: Consistency::LocalQuorum.code(),
+            consistency: ConsistencyLevel::LocalQuorum,
             values: vec![
                 BoundValue::Value(Bytes::from_static(&[0, 0, 0, 42])),
                 BoundValue::Null,
@@ -496,7 +493,7 @@ mod tests {
             skip_metadata: true,
             page_size: Some(5000),
             paging_state: Some(Bytes::from_static(b"state")),
-            serial_consistency: Some(Consistency::LocalSerial.code()),
+            serial_consistency: Some(ConsistencyLevel::LocalSerial),
             timestamp: Some(1_700_000_000_000_000),
         }
     }
@@ -506,7 +503,7 @@ mod tests {
             .into_iter()
             .map(|(k, v)| (k.to_string(), v.to_string()))
             .collect();
-        let plain = QueryParams { consistency: 1, ..QueryParams::default() };
+        let plain = QueryParams { consistency: ConsistencyLevel::One, ..QueryParams::default() };
         let statements = vec![
             BatchStatement {
                 query: BatchQuery::Query("INSERT INTO t (k) VALUES (?)".into()),
@@ -529,8 +526,8 @@ mod tests {
             Request::Batch(Batch {
                 batch_type: BatchType::Unlogged,
                 statements,
-                consistency: 4,
-                serial_consistency: Some(8),
+                consistency: ConsistencyLevel::Quorum,
+                serial_consistency: Some(ConsistencyLevel::Serial),
                 timestamp: Some(-5),
             }),
             Request::Register {
@@ -559,7 +556,7 @@ mod tests {
                 values: vec![BoundValue::Value(Bytes::from_static(b"1")), BoundValue::Null],
                 names: Some(vec!["k".into(), "v".into()]),
             }],
-            consistency: 1,
+            consistency: ConsistencyLevel::One,
             serial_consistency: None,
             timestamp: None,
         };

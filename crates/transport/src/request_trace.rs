@@ -8,7 +8,6 @@ use std::net::IpAddr;
 use shoal_cql::traces::Trace;
 
 use crate::request::{QueryParams, Request};
-use crate::wire::Consistency;
 
 /// Starts the trace of `request`, or `None` for requests that carry no
 /// statement (STARTUP, OPTIONS, REGISTER, AUTH_RESPONSE), which Cassandra
@@ -30,7 +29,7 @@ pub(crate) fn begin(client: IpAddr, request: &Request) -> Option<Trace> {
             ("PREPARE", "Preparing CQL3 query")
         }
         Request::Batch(batch) => {
-            parameters.insert("consistency_level".to_string(), consistency_name(batch.consistency));
+            parameters.insert("consistency_level".to_string(), batch.consistency.name().to_string());
             ("BATCH", "Execute batch of CQL3 queries")
         }
         Request::Startup { .. } | Request::Options | Request::Register { .. } | Request::AuthResponse { .. } => {
@@ -41,15 +40,11 @@ pub(crate) fn begin(client: IpAddr, request: &Request) -> Option<Trace> {
 }
 
 fn add_params(parameters: &mut BTreeMap<String, String>, params: &QueryParams) {
-    parameters.insert("consistency_level".to_string(), consistency_name(params.consistency));
+    parameters.insert("consistency_level".to_string(), params.consistency.name().to_string());
     if let Some(serial) = params.serial_consistency {
-        parameters.insert("serial_consistency_level".to_string(), consistency_name(serial));
+        parameters.insert("serial_consistency_level".to_string(), serial.name().to_string());
     }
     if let Some(page_size) = params.page_size {
         parameters.insert("page_size".to_string(), page_size.to_string());
     }
-}
-
-fn consistency_name(code: u16) -> String {
-    Consistency::from_code(code).map_or_else(|| code.to_string(), |c| c.name().to_string())
 }

@@ -66,7 +66,7 @@ impl WriteType {
 }
 
 /// An error code with the extra fields it carries (spec 9). Consistency
-/// levels are [`Consistency`] codes.
+/// levels are protocol codes (`shoal_coordinator::ConsistencyLevel::code`).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum ErrorKind {
     ServerError,

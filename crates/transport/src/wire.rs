@@ -62,65 +62,6 @@ pub enum RawValue<'a> {
     Unset,
 }
 
-/// The consistency levels `[consistency]` can name.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-#[repr(u16)]
-pub enum Consistency {
-    Any = 0x0000,
-    One = 0x0001,
-    Two = 0x0002,
-    Three = 0x0003,
-    Quorum = 0x0004,
-    All = 0x0005,
-    LocalQuorum = 0x0006,
-    EachQuorum = 0x0007,
-    Serial = 0x0008,
-    LocalSerial = 0x0009,
-    LocalOne = 0x000A,
-}
-
-impl Consistency {
-    const ALL_LEVELS: [Consistency; 11] = [
-        Consistency::Any,
-        Consistency::One,
-        Consistency::Two,
-        Consistency::Three,
-        Consistency::Quorum,
-        Consistency::All,
-        Consistency::LocalQuorum,
-        Consistency::EachQuorum,
-        Consistency::Serial,
-        Consistency::LocalSerial,
-        Consistency::LocalOne,
-    ];
-
-    /// The level with wire code `code`, if there is one.
-    pub fn from_code(code: u16) -> Option<Consistency> {
-        Self::ALL_LEVELS.get(usize::from(code)).copied()
-    }
-
-    pub fn code(self) -> u16 {
-        self as u16
-    }
-
-    /// The name drivers and CQL use (`LOCAL_QUORUM`).
-    pub fn name(self) -> &'static str {
-        match self {
-            Consistency::Any => "ANY",
-            Consistency::One => "ONE",
-            Consistency::Two => "TWO",
-            Consistency::Three => "THREE",
-            Consistency::Quorum => "QUORUM",
-            Consistency::All => "ALL",
-            Consistency::LocalQuorum => "LOCAL_QUORUM",
-            Consistency::EachQuorum => "EACH_QUORUM",
-            Consistency::Serial => "SERIAL",
-            Consistency::LocalSerial => "LOCAL_SERIAL",
-            Consistency::LocalOne => "LOCAL_ONE",
-        }
-    }
-}
-
 /// A bounds-checked cursor over a frame body.
 #[derive(Debug, Clone)]
 pub struct Reader<'a> {
@@ -796,13 +737,5 @@ mod tests {
     fn invalid_utf8_is_reported() {
         let body = [0, 2, 0xC3, 0x28];
         assert_eq!(Reader::new(&body).read_string(), Err(WireError::InvalidUtf8 { what: "[string]", offset: 2 }));
-    }
-
-    #[test]
-    fn consistency_codes() {
-        assert_eq!(Consistency::from_code(6), Some(Consistency::LocalQuorum));
-        assert_eq!(Consistency::from_code(11), None);
-        assert_eq!(Consistency::LocalOne.code(), 10);
-        assert_eq!(Consistency::EachQuorum.name(), "EACH_QUORUM");
     }
 }

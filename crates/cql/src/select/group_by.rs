@@ -14,7 +14,7 @@ use std::collections::HashSet;
 use std::future::Future;
 
 use bytes::Bytes;
-use shoal_replica::{ReadCommand, ReadResult, ResultRow, RowPosition};
+use shoal_coordinator::data::{ReadCommand, ReadResult, ResultRow, RowPosition};
 use shoal_schema::{ColumnKind, TableMeta};
 
 use super::{aggregate_row, PagingState, Sel, AGGREGATE_PAGE_ROWS};

@@ -15,7 +15,7 @@
 use std::cmp::Ordering;
 use std::future::Future;
 
-use shoal_replica::{PartitionSelection, ReadCommand, ReadResult, ResultRow};
+use shoal_coordinator::data::{PartitionSelection, ReadCommand, ReadResult, ResultRow};
 use shoal_schema::value::compare;
 use shoal_schema::{ColumnKind, CqlType, TableMeta};
 
@@ -94,8 +94,8 @@ mod tests {
     use super::*;
 
     use bytes::Bytes;
-    use shoal_replica::RowPosition;
-    use shoal_storage::PartitionPosition;
+    use shoal_coordinator::data::PartitionPosition;
+    use shoal_coordinator::data::RowPosition;
 
     fn statement(text: &str) -> crate::ast::Statement {
         match crate::parser::parse_statement(text) {

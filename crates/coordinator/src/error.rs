@@ -1,0 +1,59 @@
+//! Errors of the coordinator, each something a front end can say to its
+//! client in its own protocol.
+
+use shoal_replica::ReplicaError;
+use shoal_runtime::ShardError;
+use thiserror::Error;
+
+use crate::ConsistencyLevel;
+
+/// What kind of write timed out (CQL's `writeType` of a WriteTimeout).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum WriteType {
+    Simple,
+    Batch,
+    Counter,
+    Cas,
+}
+
+impl WriteType {
+    /// The protocol's name of the write type.
+    pub fn name(self) -> &'static str {
+        match self {
+            WriteType::Simple => "SIMPLE",
+            WriteType::Batch => "BATCH",
+            WriteType::Counter => "COUNTER",
+            WriteType::Cas => "CAS",
+        }
+    }
+}
+
+#[derive(Debug, Error)]
+pub enum CoordinatorError {
+    /// The request cannot apply to the data as it is (e.g. a list index
+    /// past the end): the client's to fix.
+    #[error("{0}")]
+    Invalid(String),
+    /// Too much work is queued; the client may retry later.
+    #[error("{0}")]
+    Overloaded(String),
+    /// Any other failure of a replica: the server's fault.
+    #[error(transparent)]
+    Replica(ReplicaError),
+    #[error(transparent)]
+    Shard(#[from] ShardError),
+    #[error("Operation timed out for a {} write at consistency {consistency} - received 0 responses and 1 required", write_type.name())]
+    WriteTimeout { consistency: ConsistencyLevel, write_type: WriteType },
+    #[error("Operation timed out for a read at consistency {consistency} - received 0 responses and 1 required")]
+    ReadTimeout { consistency: ConsistencyLevel },
+}
+
+impl From<ReplicaError> for CoordinatorError {
+    fn from(e: ReplicaError) -> CoordinatorError {
+        match e {
+            ReplicaError::Invalid(message) => CoordinatorError::Invalid(message),
+            ReplicaError::Overloaded(message) => CoordinatorError::Overloaded(message),
+            other => CoordinatorError::Replica(other),
+        }
+    }
+}

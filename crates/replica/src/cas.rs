@@ -1,0 +1,258 @@
+//! Conditional writes on the owning shard (compare-and-set; the single-node
+//! form of ScyllaDB's `service/paxos`): hold the partition's lock, read the
+//! rows the conditions name, evaluate the conditions, and apply the
+//! mutation only when every one holds.
+//!
+//! Conditions are data, built by a front end from its language (CQL's `IF`)
+//! and evaluated here, where the partition's data is, so no front end reads
+//! and writes a replica itself. The mutation takes its timestamp under the
+//! lock from this shard's strictly increasing clock: conditional writes to
+//! a partition apply in timestamp order whatever the coordinators' clocks,
+//! so a write that passed its check is never shadowed by the one it
+//! followed.
+
+use std::cmp::Ordering;
+use std::ops::Bound;
+use std::sync::Arc;
+
+use bytes::Bytes;
+use shoal_schema::fields;
+use shoal_schema::value::compare;
+use shoal_schema::{ColumnKind, CqlType, TableMeta};
+use shoal_storage::{ClusteringRange, PartitionPosition};
+use uuid::Uuid;
+
+use crate::filter::CollectionElements;
+use crate::read::{PartitionSelection, ReadCommand, ResultRow};
+use crate::{Database, Mutation, ReplicaError};
+
+/// What a condition requires of its row.
+#[derive(Debug, Clone, PartialEq)]
+pub enum RowCheck {
+    /// `IF NOT EXISTS`
+    NotExists,
+    /// `IF EXISTS`
+    Exists,
+    /// `IF c op v AND ...`: every check holds.
+    Columns(Vec<ColumnCheck>),
+}
+
+/// `c op value` (or `c[key] op value` on a map, `c.field op value` on a
+/// user type), its values already validated against the compared type.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ColumnCheck {
+    /// The column's index in the table.
+    pub column: usize,
+    pub part: CheckedPart,
+    pub op: CheckOp,
+    /// The value (`None`: null), or the candidates of `In`.
+    pub values: Vec<Option<Bytes>>,
+}
+
+/// The part of a column's value a check compares.
+#[derive(Debug, Clone, PartialEq)]
+pub enum CheckedPart {
+    Whole,
+    /// The value at this key of a map.
+    MapValue(Bytes),
+    /// The field at this index of a user type value, frozen or not.
+    Field(usize),
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum CheckOp {
+    Eq,
+    Ne,
+    Lt,
+    Le,
+    Gt,
+    Ge,
+    In,
+}
+
+/// One statement's condition, on one row of the partition.
+#[derive(Debug, Clone, PartialEq)]
+pub struct RowCondition {
+    /// Encoded clustering key; `None` for the static row (the partition).
+    pub row: Option<Bytes>,
+    pub check: RowCheck,
+}
+
+/// A conditional write: conditions on rows of one partition, and the
+/// mutation to apply when all hold.
+#[derive(Debug, Clone)]
+pub struct CasRequest {
+    pub table: Uuid,
+    pub position: PartitionPosition,
+    /// Never empty.
+    pub conditions: Vec<RowCondition>,
+    /// Written at `timestamp_us`; `None` when there is nothing to write.
+    pub mutation: Option<Mutation>,
+    /// The timestamp the mutation was built with; it is moved to this
+    /// shard's clock under the lock.
+    pub timestamp_us: i64,
+    /// The reader's clock: what has expired by now is gone.
+    pub now_s: i64,
+}
+
+/// The outcome: whether the mutation was applied, and each condition's
+/// row as it was read (its static columns merged in).
+#[derive(Debug, Clone)]
+pub struct CasResult {
+    pub applied: bool,
+    /// One per condition, in order; `None` where the row does not exist.
+    pub rows: Vec<Option<ResultRow>>,
+}
+
+impl Database {
+    /// Runs `request` on this shard, which owns its partition: lock, read,
+    /// check, maybe write.
+    pub async fn cas(&self, request: CasRequest) -> Result<CasResult, ReplicaError> {
+        assert!(!request.conditions.is_empty(), "a conditional write without conditions");
+        if let Some(mutation) = &request.mutation {
+            assert!(mutation.table == request.table && mutation.position == request.position);
+        }
+        let schema = self.schema();
+        let meta = Arc::clone(schema.table_by_id(request.table).ok_or(ReplicaError::NoSuchTable(request.table))?);
+        let _guard = self.lock_partition(request.table, request.position.clone()).await?;
+        let mut rows = Vec::with_capacity(request.conditions.len());
+        for condition in &request.conditions {
+            rows.push(self.read_condition_row(&meta, &request.position, condition, request.now_s).await?);
+        }
+        let mut applied = true;
+        for (condition, row) in request.conditions.iter().zip(&rows) {
+            applied &= condition.check.holds(&meta, row.as_ref())?;
+        }
+        if let (true, Some(mut mutation)) = (applied, request.mutation) {
+            let delta_us = shoal_runtime::clock::next_write_timestamp_us() - request.timestamp_us;
+            mutation.shift_timestamps(delta_us);
+            let Mutation { table, position, update, list_ops } = mutation;
+            self.apply(table, position, update, &list_ops).await?;
+        }
+        Ok(CasResult { applied, rows })
+    }
+
+    /// The live row a condition tests (its static columns merged in), or
+    /// the partition's static row for a condition on the partition.
+    async fn read_condition_row(
+        &self,
+        meta: &TableMeta,
+        position: &PartitionPosition,
+        condition: &RowCondition,
+        now_s: i64,
+    ) -> Result<Option<ResultRow>, ReplicaError> {
+        let command = |clustering: ClusteringRange, distinct: bool| ReadCommand {
+            table: meta.id,
+            partitions: PartitionSelection::Keys(vec![position.clone()]),
+            clustering: vec![clustering],
+            reversed: false,
+            filters: Vec::new(),
+            distinct,
+            row_limit: 1,
+            per_partition_limit: 1,
+            start_after: None,
+            start_partition_rows: 0,
+            now_s,
+        };
+        if let Some(key) = &condition.row {
+            let range = ClusteringRange { start: Bound::Included(key.clone()), end: Bound::Included(key.clone()) };
+            let found = self.query(&command(range, false)).await?.rows.into_iter().next();
+            if found.is_some() || !reads_static(meta, &condition.check) {
+                return Ok(found);
+            }
+        }
+        // The static row: a distinct read yields it (with the first row's
+        // cells when rows exist; only static cells are looked at then).
+        let row = self.query(&command(ClusteringRange::all(), true)).await?.rows.into_iter().next();
+        Ok(row.map(|mut r| {
+            for (i, column) in meta.columns.iter().enumerate() {
+                if column.kind == ColumnKind::Regular {
+                    r.cells[i] = None;
+                }
+            }
+            r
+        }))
+    }
+}
+
+fn reads_static(meta: &TableMeta, check: &RowCheck) -> bool {
+    match check {
+        RowCheck::Columns(checks) => checks.iter().any(|c| meta.columns[c.column].kind == ColumnKind::Static),
+        _ => false,
+    }
+}
+
+impl RowCheck {
+    /// Whether `row` (`None`: it does not exist) of a table of `meta`
+    /// passes this check.
+    pub fn holds(&self, meta: &TableMeta, row: Option<&ResultRow>) -> Result<bool, ReplicaError> {
+        match self {
+            RowCheck::NotExists => Ok(row.is_none()),
+            RowCheck::Exists => Ok(row.is_some()),
+            RowCheck::Columns(checks) => {
+                for c in checks {
+                    if !column_holds(meta, c, row)? {
+                        return Ok(false);
+                    }
+                }
+                Ok(true)
+            }
+        }
+    }
+}
+
+fn column_holds(meta: &TableMeta, check: &ColumnCheck, row: Option<&ResultRow>) -> Result<bool, ReplicaError> {
+    let column = meta.columns.get(check.column).ok_or_else(|| {
+        ReplicaError::Invalid(format!("condition on column {} of a table with {}", check.column, meta.columns.len()))
+    })?;
+    let whole = row.and_then(|r| r.cells[check.column].as_ref()).map(|c| c.value.clone());
+    let (current, ty) = match (&check.part, column.ty.unfrozen()) {
+        (CheckedPart::MapValue(key), CqlType::Map(key_ty, value_ty)) => {
+            (whole.and_then(|m| map_get(&m, key_ty, key)), value_ty.as_ref())
+        }
+        (CheckedPart::Field(index), CqlType::Udt(udt)) => {
+            // A value too short to hold the field (written before the
+            // field was added) has it null.
+            let value = match whole {
+                Some(v) => fields::field(&v, *index)
+                    .map_err(|e| ReplicaError::Corrupt(format!("user type value: {e}")))?
+                    .map(|f| v.slice_ref(f)),
+                None => None,
+            };
+            (value, &udt.fields[*index].1)
+        }
+        (CheckedPart::Whole, _) => (whole, &column.ty),
+        _ => return Err(ReplicaError::Invalid(format!("condition part {:?} on column {}", check.part, column.name))),
+    };
+    let ty = ty.unfrozen();
+    let first = check.values.first().ok_or_else(|| ReplicaError::Invalid("condition without a value".into()))?;
+    let equal = |v: &Option<Bytes>| match (&current, v) {
+        (None, None) => true,
+        (Some(a), Some(b)) => compare(ty, a, b) == Ordering::Equal,
+        _ => false,
+    };
+    let ordering = || match (&current, first) {
+        (Some(a), Some(b)) => Some(compare(ty, a, b)),
+        _ => None,
+    };
+    Ok(match check.op {
+        CheckOp::Eq => equal(first),
+        CheckOp::Ne => !equal(first),
+        CheckOp::In => check.values.iter().any(equal),
+        CheckOp::Lt => ordering() == Some(Ordering::Less),
+        CheckOp::Le => matches!(ordering(), Some(Ordering::Less | Ordering::Equal)),
+        CheckOp::Gt => ordering() == Some(Ordering::Greater),
+        CheckOp::Ge => matches!(ordering(), Some(Ordering::Greater | Ordering::Equal)),
+    })
+}
+
+/// The value at `key` of a serialized map.
+fn map_get(map: &Bytes, key_ty: &CqlType, key: &[u8]) -> Option<Bytes> {
+    let mut items = CollectionElements { rest: map.get(4..).unwrap_or_default() };
+    while let (Some(k), Some(v)) = (items.next(), items.next()) {
+        if compare(key_ty.unfrozen(), k, key) == Ordering::Equal {
+            return Some(map.slice_ref(v));
+        }
+    }
+    None
+}
