@@ -18,6 +18,7 @@ use std::rc::Rc;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use shoal_schema::token::murmur3_token;
 use shoal_schema::{Schema, SchemaChange, TableMeta};
 use shoal_storage::commitlog::{encode_mutation, CommitLog, CommitLogConfig, Position, SyncMode};
 use shoal_storage::compaction::strategy::Strategy;
@@ -30,7 +31,7 @@ use uuid::Uuid;
 use crate::list_ops::{self, ListOp};
 use crate::metrics::ReplicaMetrics;
 use crate::partition_lock::{PartitionGuard, PartitionLocks};
-use crate::read::{self, ReadCommand, ReadResult};
+use crate::read::{self, PartitionSelection, ReadCommand, ReadResult};
 
 #[derive(Debug, Error)]
 pub enum ReplicaError {
@@ -221,6 +222,7 @@ impl Database {
         mut update: PartitionUpdate,
         list_ops: &[ListOp],
     ) -> Result<(), ReplicaError> {
+        assert_owned_here(&position);
         let started = Instant::now();
         let table = self.table(table_id)?;
         if !list_ops.is_empty() {
@@ -261,6 +263,9 @@ impl Database {
     }
 
     pub async fn query(&self, command: &ReadCommand) -> Result<ReadResult, ReplicaError> {
+        if let PartitionSelection::Keys(keys) = &command.partitions {
+            keys.iter().for_each(assert_owned_here);
+        }
         let schema = self.schema();
         let meta = schema.table_by_id(command.table).ok_or(ReplicaError::NoSuchTable(command.table))?;
         let table = self.table(command.table)?;
@@ -453,4 +458,12 @@ impl Database {
         shoal_runtime::spawn(async { local().compaction_loop().await });
         self.compaction_wanted.notify_all();
     }
+}
+
+/// The invariant every shard relies on: a partition's token is its key's
+/// token, so the partition is stored on, and read from, one place. (Which
+/// shard owns a token is the coordinator's to choose; the token itself is
+/// checked here, where a wrong one would file data where no read finds it.)
+fn assert_owned_here(position: &PartitionPosition) {
+    assert_eq!(position.token, murmur3_token(&position.key), "a partition's token is the token of its key");
 }
