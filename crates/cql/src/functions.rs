@@ -15,7 +15,7 @@ use shoal_schema::CqlType;
 
 use crate::ast::{Literal, Term};
 use crate::error::{invalid, CqlResult};
-use crate::values::{eval, validate_value, Bindings, Evaluated, Receiver};
+use crate::values::{eval, validate_value, Bindings, BoundValue, Receiver};
 
 /// 100-ns intervals between the UUID epoch (1582-10-15) and the Unix epoch.
 const UUID_EPOCH_OFFSET_100NS: i64 = 0x01B2_1DD2_1381_4000;
@@ -24,7 +24,7 @@ const MS_PER_DAY: i64 = 86_400_000;
 const DATE_EPOCH: i64 = 1 << 31;
 
 /// Evaluates a function call term for `receiver`.
-pub fn call(name: &str, args: &[Term], receiver: Receiver<'_>, bindings: Bindings<'_>) -> CqlResult<Evaluated> {
+pub fn call(name: &str, args: &[Term], receiver: Receiver<'_>, bindings: Bindings<'_>) -> CqlResult<BoundValue> {
     let name = name.trim_start_matches("system.");
     match name {
         // Its result type is the receiver's, so it is evaluated apart.
@@ -36,9 +36,9 @@ pub fn call(name: &str, args: &[Term], receiver: Receiver<'_>, bindings: Binding
     let arg_types = argument_types(name, args)?;
     for (arg, ty) in args.iter().zip(&arg_types) {
         match eval(arg, Receiver { name: receiver.name, ty }, bindings)? {
-            Evaluated::Value(v) => values.push(v),
+            BoundValue::Value(v) => values.push(v),
             // Functions of null are null, as in Cassandra.
-            Evaluated::Null | Evaluated::Unset => return Ok(Evaluated::Null),
+            BoundValue::Null | BoundValue::Unset => return Ok(BoundValue::Null),
         }
     }
     let (result_ty, value) = apply(name, &arg_types, &values)?;
@@ -50,7 +50,7 @@ pub fn call(name: &str, args: &[Term], receiver: Receiver<'_>, bindings: Binding
             receiver.name, receiver.ty
         )));
     }
-    Ok(Evaluated::Value(value))
+    Ok(BoundValue::Value(value))
 }
 
 /// The types a function's arguments are evaluated as. For the conversions

@@ -27,7 +27,7 @@ use shoal_schema::{CqlType, TableMeta};
 use crate::ast::{Literal, Term};
 use crate::error::{invalid, CqlError, CqlResult};
 use crate::result::{ColumnSpec, Rows};
-use crate::values::{eval, Bindings, BoundValue, Evaluated, Receiver};
+use crate::values::{eval, Bindings, BoundValue, Receiver};
 
 /// The one column of a `SELECT JSON` result, and the name of the bind
 /// marker of `INSERT JSON ?`.
@@ -403,14 +403,14 @@ fn column_value(name: &str, ty: &CqlType, json: &Json) -> CqlResult<BoundValue> 
     let evaluated =
         eval(&term, Receiver { name, ty }, Bindings { values: &[] }).map_err(|e| decode_error(e.to_string()))?;
     Ok(match evaluated {
-        Evaluated::Value(v) => BoundValue::Value(v),
-        Evaluated::Null | Evaluated::Unset => BoundValue::Null,
+        BoundValue::Value(v) => BoundValue::Value(v),
+        BoundValue::Null | BoundValue::Unset => BoundValue::Null,
     })
 }
 
 /// `fromJson(text)` as a term received by `receiver`: null when the text is
 /// null or the JSON `null`.
-pub fn from_json_call(args: &[Term], receiver: Receiver<'_>, bindings: Bindings<'_>) -> CqlResult<Evaluated> {
+pub fn from_json_call(args: &[Term], receiver: Receiver<'_>, bindings: Bindings<'_>) -> CqlResult<BoundValue> {
     let [arg] = args else {
         return Err(invalid(format!(
             "Invalid number of arguments in call to function system.fromjson: 1 required but {} provided",
@@ -418,8 +418,8 @@ pub fn from_json_call(args: &[Term], receiver: Receiver<'_>, bindings: Bindings<
         )));
     };
     let text = match eval(arg, Receiver { name: receiver.name, ty: &CqlType::Text }, bindings)? {
-        Evaluated::Value(v) => v,
-        Evaluated::Null | Evaluated::Unset => return Ok(Evaluated::Null),
+        BoundValue::Value(v) => v,
+        BoundValue::Null | BoundValue::Unset => return Ok(BoundValue::Null),
     };
     // A text receiver's value was validated as UTF-8.
     let text = String::from_utf8_lossy(&text);

@@ -23,7 +23,7 @@ use crate::ast::{ColumnCondition, Condition, Operator, Statement, Term};
 use crate::error::{invalid, CqlError, CqlResult};
 use crate::result::{ColumnSpec, QueryResult, Rows};
 use crate::select::column_value;
-use crate::values::{collection_items, eval, Bindings, Evaluated, Receiver};
+use crate::values::{collection_items, eval, Bindings, BoundValue, Receiver};
 
 /// The condition of one statement, on one row of the partition.
 #[derive(Debug, Clone)]
@@ -111,7 +111,7 @@ fn column_check(meta: &TableMeta, condition: &ColumnCondition, bindings: Binding
         (Some(key), _) => match meta_column.ty.unfrozen() {
             CqlType::Map(key_ty, value_ty) => {
                 let key = match eval(key, Receiver { name, ty: key_ty }, bindings)? {
-                    Evaluated::Value(key) => key,
+                    BoundValue::Value(key) => key,
                     _ => return Err(invalid(format!("Invalid null value for {name} element access"))),
                 };
                 (CheckedPart::MapValue(key), value_ty.as_ref())
@@ -134,7 +134,7 @@ fn column_check(meta: &TableMeta, condition: &ColumnCondition, bindings: Binding
         (Operator::In, term) => {
             let list_ty = CqlType::List(Box::new(ty.clone()));
             match eval(term, Receiver { name, ty: &list_ty }, bindings)? {
-                Evaluated::Value(list) => collection_items(&list).into_iter().map(Some).collect(),
+                BoundValue::Value(list) => collection_items(&list).into_iter().map(Some).collect(),
                 _ => return Err(invalid(format!("Invalid null list in IN condition on {name}"))),
             }
         }
@@ -171,7 +171,7 @@ fn field_of<'c>(column: &'c ColumnMeta, field: &str) -> CqlResult<(usize, &'c Cq
 /// by Cassandra, since "leave it alone" means nothing in a comparison.
 fn condition_value(term: &Term, receiver: Receiver<'_>, bindings: Bindings<'_>) -> CqlResult<Option<Bytes>> {
     match eval(term, receiver, bindings)? {
-        Evaluated::Unset => Err(invalid("Invalid 'unset' value in condition")),
+        BoundValue::Unset => Err(invalid("Invalid 'unset' value in condition")),
         value => Ok(value.into_option()),
     }
 }

@@ -23,7 +23,7 @@ use crate::ast::{Assignment, ColumnTarget, Delete, Insert, Term, Update, Using};
 use crate::ddl::is_counter_table;
 use crate::error::{invalid, CqlResult};
 use crate::restrictions::{analyze, check_key_value, encode_clustering, position_of, PartitionRestriction};
-use crate::values::{collection_items, eval, eval_required, Bindings, Evaluated, Receiver};
+use crate::values::{collection_items, eval, eval_required, Bindings, BoundValue, Receiver};
 
 /// Cassandra's ceiling on TTLs: 20 years.
 const TTL_MAX_S: i64 = 20 * 365 * 24 * 3600;
@@ -67,14 +67,14 @@ struct Attributes {
 fn attributes(meta: &TableMeta, using: &Using, ctx: WriteContext<'_>) -> CqlResult<Attributes> {
     let timestamp = match &using.timestamp {
         Some(term) => match eval(term, Receiver { name: "[timestamp]", ty: &CqlType::Bigint }, ctx.bindings)? {
-            Evaluated::Value(v) => i64::from_be_bytes(v[..].try_into().map_err(|_| invalid("Invalid timestamp"))?),
+            BoundValue::Value(v) => i64::from_be_bytes(v[..].try_into().map_err(|_| invalid("Invalid timestamp"))?),
             _ => ctx.timestamp,
         },
         None => ctx.timestamp,
     };
     let ttl_s = match &using.ttl {
         Some(term) => match eval(term, Receiver { name: "[ttl]", ty: &CqlType::Int }, ctx.bindings)? {
-            Evaluated::Value(v) => i32::from_be_bytes(v[..].try_into().map_err(|_| invalid("Invalid TTL"))?) as i64,
+            BoundValue::Value(v) => i32::from_be_bytes(v[..].try_into().map_err(|_| invalid("Invalid TTL"))?) as i64,
             _ => meta.options.default_time_to_live_s as i64,
         },
         None => meta.options.default_time_to_live_s as i64,
@@ -111,7 +111,7 @@ pub fn insert(meta: &TableMeta, statement: &Insert, ctx: WriteContext<'_>) -> Cq
         let value = eval(term, Receiver { name, ty: &column.ty }, ctx.bindings)?;
         if column.kind.is_primary_key() {
             match value {
-                Evaluated::Value(v) => {
+                BoundValue::Value(v) => {
                     check_key_value(column, &v)?;
                     key_values[index] = Some(v);
                 }
@@ -274,7 +274,7 @@ fn delete_columns(
         }
         let target = if column.kind == ColumnKind::Static { &mut update.static_row } else { &mut row };
         match element {
-            None => write_value(target, column, Evaluated::Null, attrs)?,
+            None => write_value(target, column, BoundValue::Null, attrs)?,
             Some(key) if matches!(column.ty, CqlType::List(_)) => {
                 let index = list_index(key, column, bindings)?;
                 pending.push(PendingListOp {
@@ -358,13 +358,13 @@ fn assign(
                     column.name
                 )));
             }
-            let Evaluated::Value(items) = eval(value, receiver, bindings)? else { return Ok(()) };
+            let BoundValue::Value(items) = eval(value, receiver, bindings)? else { return Ok(()) };
             let prepend = matches!(assignment, Assignment::Prepend { .. });
             add_elements(collection_of(row, column), &column.ty, &items, attrs, prepend);
             Ok(())
         }
         Assignment::Subtract { value, .. } if matches!(column.ty, CqlType::List(_)) => {
-            let Evaluated::Value(items) = eval(value, receiver, bindings)? else { return Ok(()) };
+            let BoundValue::Value(items) = eval(value, receiver, bindings)? else { return Ok(()) };
             pending.push(PendingListOp {
                 column: column.id,
                 is_static: column.kind == ColumnKind::Static,
@@ -378,7 +378,7 @@ fn assign(
             let CqlType::List(elem) = &column.ty else { unreachable!("matched a list") };
             let index = list_index(key, column, bindings)?;
             let value = eval(value, Receiver { name: &column.name, ty: elem }, bindings)?;
-            if value == Evaluated::Unset {
+            if value == BoundValue::Unset {
                 return Ok(());
             }
             pending.push(PendingListOp {
@@ -398,9 +398,9 @@ fn assign(
             };
             let key = eval_required(key, Receiver { name: &column.name, ty: key_ty }, bindings)?;
             let cell = match eval(value, Receiver { name: &column.name, ty: value_ty }, bindings)? {
-                Evaluated::Value(v) => Cell::live(attrs.timestamp, v, attrs.expiry),
-                Evaluated::Null => Cell::dead(attrs.timestamp, attrs.now_s),
-                Evaluated::Unset => return Ok(()),
+                BoundValue::Value(v) => Cell::live(attrs.timestamp, v, attrs.expiry),
+                BoundValue::Null => Cell::dead(attrs.timestamp, attrs.now_s),
+                BoundValue::Unset => return Ok(()),
             };
             collection_of(row, column).cells.insert(sort_key(key_ty, &key), CollectionCell { key, cell });
             Ok(())
@@ -409,7 +409,7 @@ fn assign(
             let (udt, index) = user_type_field(column, field)?;
             let name = format!("{}.{field}", column.name);
             let value = eval(value, Receiver { name: &name, ty: &udt.fields[index].1 }, bindings)?;
-            if value == Evaluated::Unset {
+            if value == BoundValue::Unset {
                 return Ok(());
             }
             pending.push(PendingListOp {
@@ -468,11 +468,11 @@ fn add_to_counter(
         }
     };
     let delta = match eval(value, Receiver { name: &column.name, ty: &CqlType::Counter }, bindings)? {
-        Evaluated::Value(v) => i64::from_be_bytes(
+        BoundValue::Value(v) => i64::from_be_bytes(
             v[..].try_into().map_err(|_| invalid(format!("Invalid counter increment for {}", column.name)))?,
         ),
-        Evaluated::Null => return Err(invalid("Invalid null value for counter increment")),
-        Evaluated::Unset => return Ok(()),
+        BoundValue::Null => return Err(invalid("Invalid null value for counter increment")),
+        BoundValue::Unset => return Ok(()),
     };
     let delta = if negate { delta.wrapping_neg() } else { delta };
     let cell = match row.columns.remove(&column.id) {
@@ -496,7 +496,7 @@ fn subtract(
         CqlType::Map(k, _) => (k.as_ref().clone(), CqlType::Set(k.clone())),
         _ => return Err(invalid(format!("Invalid operation ({0} = {0} - ?) for non counter column {0}", column.name))),
     };
-    let Evaluated::Value(items) = eval(value, Receiver { name: &column.name, ty: &operand_ty }, bindings)? else {
+    let BoundValue::Value(items) = eval(value, Receiver { name: &column.name, ty: &operand_ty }, bindings)? else {
         return Ok(());
     };
     let collection = collection_of(row, column);
@@ -509,8 +509,8 @@ fn subtract(
 
 /// Writes a whole value (or null) into a column: a cell, or for a
 /// non-frozen collection, a tombstone plus one cell per element.
-fn write_value(row: &mut Row, column: &ColumnMeta, value: Evaluated, attrs: &Attributes) -> CqlResult<()> {
-    if column.ty.is_counter() && matches!(value, Evaluated::Value(_)) {
+fn write_value(row: &mut Row, column: &ColumnMeta, value: BoundValue, attrs: &Attributes) -> CqlResult<()> {
+    if column.ty.is_counter() && matches!(value, BoundValue::Value(_)) {
         return Err(invalid(format!(
             "Cannot set the value of counter column {} (counters can only be incremented/decremented, not set)",
             column.name
@@ -520,9 +520,9 @@ fn write_value(row: &mut Row, column: &ColumnMeta, value: Evaluated, attrs: &Att
         let tombstone = Tombstone { timestamp: attrs.timestamp - 1, deletion_time_s: attrs.now_s };
         let collection = collection_of(row, column);
         match value {
-            Evaluated::Unset => {}
-            Evaluated::Null => collection.tombstone = Some(tombstone),
-            Evaluated::Value(items) => {
+            BoundValue::Unset => {}
+            BoundValue::Null => collection.tombstone = Some(tombstone),
+            BoundValue::Value(items) => {
                 collection.tombstone = Some(tombstone);
                 add_elements(collection, &column.ty, &items, attrs, false);
             }
@@ -530,9 +530,9 @@ fn write_value(row: &mut Row, column: &ColumnMeta, value: Evaluated, attrs: &Att
         return Ok(());
     }
     let cell = match value {
-        Evaluated::Value(v) => Cell::live(attrs.timestamp, v, attrs.expiry),
-        Evaluated::Null => Cell::dead(attrs.timestamp, attrs.now_s),
-        Evaluated::Unset => return Ok(()),
+        BoundValue::Value(v) => Cell::live(attrs.timestamp, v, attrs.expiry),
+        BoundValue::Null => Cell::dead(attrs.timestamp, attrs.now_s),
+        BoundValue::Unset => return Ok(()),
     };
     row.columns.insert(column.id, ColumnData::Atomic(cell));
     Ok(())

@@ -13,7 +13,8 @@ use crate::ast::{Literal, Term};
 use crate::error::{invalid, CqlResult};
 use crate::functions;
 
-/// A bound value as the client sent it.
+/// A value a term stands for: as the client bound it to a marker, or
+/// as a term (literal, function call, collection) evaluated to.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum BoundValue {
     Value(Bytes),
@@ -22,19 +23,11 @@ pub enum BoundValue {
     Unset,
 }
 
-/// The outcome of evaluating a term.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Evaluated {
-    Value(Bytes),
-    Null,
-    Unset,
-}
-
-impl Evaluated {
+impl BoundValue {
     pub fn into_option(self) -> Option<Bytes> {
         match self {
-            Evaluated::Value(v) => Some(v),
-            Evaluated::Null | Evaluated::Unset => None,
+            BoundValue::Value(v) => Some(v),
+            BoundValue::Null | BoundValue::Unset => None,
         }
     }
 }
@@ -52,11 +45,11 @@ pub struct Receiver<'a> {
     pub ty: &'a CqlType,
 }
 
-pub fn eval(term: &Term, receiver: Receiver<'_>, bindings: Bindings<'_>) -> CqlResult<Evaluated> {
+pub fn eval(term: &Term, receiver: Receiver<'_>, bindings: Bindings<'_>) -> CqlResult<BoundValue> {
     let ty = receiver.ty.unfrozen();
     match term {
-        Term::Literal(Literal::Null) => Ok(Evaluated::Null),
-        Term::Literal(literal) => eval_literal(literal, receiver).map(Evaluated::Value),
+        Term::Literal(Literal::Null) => Ok(BoundValue::Null),
+        Term::Literal(literal) => eval_literal(literal, receiver).map(BoundValue::Value),
         Term::Bind(index) => eval_bind(*index, receiver, bindings),
         Term::List(items) => match ty {
             CqlType::List(elem) => collection(items, receiver.name, elem, bindings, false),
@@ -75,7 +68,7 @@ pub fn eval(term: &Term, receiver: Receiver<'_>, bindings: Bindings<'_>) -> CqlR
             _ => Err(mismatch("map literal", receiver)),
         },
         Term::EmptyBraces => match ty {
-            CqlType::Map(..) | CqlType::Set(_) => Ok(Evaluated::Value(Bytes::from_static(&[0, 0, 0, 0]))),
+            CqlType::Map(..) | CqlType::Set(_) => Ok(BoundValue::Value(Bytes::from_static(&[0, 0, 0, 0]))),
             _ => Err(mismatch("empty {} literal", receiver)),
         },
         Term::Tuple(items) => match ty {
@@ -103,9 +96,9 @@ pub fn eval(term: &Term, receiver: Receiver<'_>, bindings: Bindings<'_>) -> CqlR
 /// Evaluates a term that must produce a value (not null, not unset).
 pub fn eval_required(term: &Term, receiver: Receiver<'_>, bindings: Bindings<'_>) -> CqlResult<Bytes> {
     match eval(term, receiver, bindings)? {
-        Evaluated::Value(v) => Ok(v),
-        Evaluated::Null => Err(invalid(format!("Invalid null value for {}", receiver.name))),
-        Evaluated::Unset => Err(invalid(format!("Invalid unset value for {}", receiver.name))),
+        BoundValue::Value(v) => Ok(v),
+        BoundValue::Null => Err(invalid(format!("Invalid null value for {}", receiver.name))),
+        BoundValue::Unset => Err(invalid(format!("Invalid unset value for {}", receiver.name))),
     }
 }
 
@@ -135,7 +128,7 @@ fn eval_literal(literal: &Literal, receiver: Receiver<'_>) -> CqlResult<Bytes> {
     Ok(Bytes::from(value.to_bytes()))
 }
 
-fn eval_bind(index: usize, receiver: Receiver<'_>, bindings: Bindings<'_>) -> CqlResult<Evaluated> {
+fn eval_bind(index: usize, receiver: Receiver<'_>, bindings: Bindings<'_>) -> CqlResult<BoundValue> {
     let Some(value) = bindings.values.get(index) else {
         return Err(invalid(format!(
             "There were {} markers(?) in CQL but {} bound variables",
@@ -147,10 +140,10 @@ fn eval_bind(index: usize, receiver: Receiver<'_>, bindings: Bindings<'_>) -> Cq
         BoundValue::Value(bytes) => {
             validate_value(receiver.ty, bytes)
                 .map_err(|e| invalid(format!("Exception while binding column {}: {e}", receiver.name)))?;
-            Ok(Evaluated::Value(bytes.clone()))
+            Ok(BoundValue::Value(bytes.clone()))
         }
-        BoundValue::Null => Ok(Evaluated::Null),
-        BoundValue::Unset => Ok(Evaluated::Unset),
+        BoundValue::Null => Ok(BoundValue::Null),
+        BoundValue::Unset => Ok(BoundValue::Unset),
     }
 }
 
@@ -176,13 +169,13 @@ fn collection(
     elem: &CqlType,
     bindings: Bindings<'_>,
     sorted: bool,
-) -> CqlResult<Evaluated> {
+) -> CqlResult<BoundValue> {
     let mut values = items.iter().map(|t| element(t, name, elem, bindings)).collect::<CqlResult<Vec<_>>>()?;
     if sorted {
         values.sort_by(|a, b| compare(elem.unfrozen(), a, b));
         values.dedup_by(|a, b| compare(elem.unfrozen(), a, b).is_eq());
     }
-    Ok(Evaluated::Value(serialize_items(values.iter().map(|v| &v[..]), values.len())))
+    Ok(BoundValue::Value(serialize_items(values.iter().map(|v| &v[..]), values.len())))
 }
 
 /// A vector value from a list literal: exactly `dimension` elements, none
@@ -193,7 +186,7 @@ fn vector(
     elem: &CqlType,
     dimension: u32,
     bindings: Bindings<'_>,
-) -> CqlResult<Evaluated> {
+) -> CqlResult<BoundValue> {
     if items.len() != dimension as usize {
         return Err(invalid(format!(
             "Invalid vector literal for {} of type {}; expected {dimension} elements, but given {}",
@@ -209,7 +202,7 @@ fn vector(
     }
     let mut out = Vec::new();
     shoal_schema::vector::write(elem, values.iter().map(|v| &v[..]), &mut out);
-    Ok(Evaluated::Value(Bytes::from(out)))
+    Ok(BoundValue::Value(Bytes::from(out)))
 }
 
 fn map(
@@ -218,7 +211,7 @@ fn map(
     key_ty: &CqlType,
     value_ty: &CqlType,
     bindings: Bindings<'_>,
-) -> CqlResult<Evaluated> {
+) -> CqlResult<BoundValue> {
     let mut pairs = Vec::with_capacity(entries.len());
     for (key, value) in entries {
         pairs.push((element(key, name, key_ty, bindings)?, element(value, name, value_ty, bindings)?));
@@ -228,10 +221,10 @@ fn map(
     pairs.sort_by(|a, b| compare(key_ty.unfrozen(), &a.0, &b.0));
     pairs.dedup_by(|a, b| compare(key_ty.unfrozen(), &a.0, &b.0).is_eq());
     let count = pairs.len();
-    Ok(Evaluated::Value(serialize_items(pairs.iter().flat_map(|(k, v)| [&k[..], &v[..]]), count)))
+    Ok(BoundValue::Value(serialize_items(pairs.iter().flat_map(|(k, v)| [&k[..], &v[..]]), count)))
 }
 
-fn tuple(items: &[Term], name: &str, fields: &[CqlType], bindings: Bindings<'_>) -> CqlResult<Evaluated> {
+fn tuple(items: &[Term], name: &str, fields: &[CqlType], bindings: Bindings<'_>) -> CqlResult<BoundValue> {
     if items.len() > fields.len() {
         return Err(invalid(format!(
             "Invalid tuple literal for {name}: too many elements. Type tuple has {} but got {}",
@@ -246,12 +239,12 @@ fn tuple(items: &[Term], name: &str, fields: &[CqlType], bindings: Bindings<'_>)
             None => out.put_i32(-1),
         }
     }
-    Ok(Evaluated::Value(out.freeze()))
+    Ok(BoundValue::Value(out.freeze()))
 }
 
 /// A user type value: the type's fields in order, each from the literal's
 /// field of that name, null where the literal leaves it out.
-fn user_type(fields: &[(String, Term)], name: &str, udt: &UserType, bindings: Bindings<'_>) -> CqlResult<Evaluated> {
+fn user_type(fields: &[(String, Term)], name: &str, udt: &UserType, bindings: Bindings<'_>) -> CqlResult<BoundValue> {
     if let Some((unknown, _)) = fields.iter().find(|(field, _)| udt.field_index(field).is_none()) {
         return Err(invalid(format!("Unknown field '{unknown}' in value of user defined type {}", udt.name)));
     }
@@ -271,7 +264,7 @@ fn user_type(fields: &[(String, Term)], name: &str, udt: &UserType, bindings: Bi
             None => out.put_i32(-1),
         }
     }
-    Ok(Evaluated::Value(out.freeze()))
+    Ok(BoundValue::Value(out.freeze()))
 }
 
 /// `[int count]` then each item as `[bytes]`: the v4 collection layout.
