@@ -55,7 +55,7 @@ pub fn rows_to_json(rows: Rows, keyspace: &str, table: &str) -> CqlResult<Rows> 
     let mut out = Vec::with_capacity(rows.rows.len());
     for row in &rows.rows {
         let mut object = String::from("{");
-        for (i, (key, (cell, column))) in keys.iter().zip(row.iter().zip(&rows.columns)).enumerate() {
+        for (i, (key, (cell, column))) in keys.iter().zip(row.iter().zip(rows.columns.iter())).enumerate() {
             object.push_str(if i > 0 { ", " } else { "" });
             object.push_str(key);
             object.push_str(": ");
@@ -69,7 +69,7 @@ pub fn rows_to_json(rows: Rows, keyspace: &str, table: &str) -> CqlResult<Rows> 
         object.push('}');
         out.push(vec![Some(Bytes::from(object))]);
     }
-    Ok(Rows { columns: vec![json_column(keyspace, table)], rows: out, paging_state: rows.paging_state })
+    Ok(Rows { columns: vec![json_column(keyspace, table)].into(), rows: out, paging_state: rows.paging_state })
 }
 
 /// A result column name as a JSON object key: names that are not all lower

@@ -239,7 +239,7 @@ pub(crate) async fn execute(
     let answer = shoal_coordinator::cas(request, consistency, serial, timeouts().cas).await?;
     if answer.applied {
         return Ok(QueryResult::Rows(Rows {
-            columns: vec![applied_spec(&meta)],
+            columns: vec![applied_spec(&meta)].into(),
             rows: vec![vec![Some(bool_value(true))]],
             paging_state: None,
         }));
@@ -288,7 +288,7 @@ fn result(
     rows_read.dedup_by(|a, b| a.position == b.position);
     if rows_read.is_empty() {
         return Ok(QueryResult::Rows(Rows {
-            columns: vec![applied_spec(meta)],
+            columns: vec![applied_spec(meta)].into(),
             rows: vec![vec![Some(bool_value(false))]],
             paging_state: None,
         }));
@@ -305,7 +305,7 @@ fn result(
             Ok(out)
         })
         .collect::<CqlResult<_>>()?;
-    Ok(QueryResult::Rows(Rows { columns, rows, paging_state: None }))
+    Ok(QueryResult::Rows(Rows { columns: columns.into(), rows, paging_state: None }))
 }
 
 fn spec(meta: &TableMeta, name: String, ty: CqlType) -> ColumnSpec {

@@ -20,7 +20,7 @@ use shoal_runtime::clock;
 use shoal_schema::{CqlType, Schema, TableMeta};
 use uuid::Uuid;
 
-use crate::ast::{BatchKind, Insert, InsertJson, Parsed, Statement, Term};
+use crate::ast::{BatchKind, Insert, InsertJson, Parsed, Select, Statement, Term};
 use crate::bind_types::{bind_specs, partition_key_indexes};
 use crate::ddl::qualify;
 use crate::error::{invalid, CqlError, CqlResult};
@@ -28,7 +28,7 @@ use crate::lwt::{self, Conditional};
 use crate::metrics::{self, Op};
 use crate::modification::{self, WriteContext};
 use crate::result::{PreparedInfo, QueryResult};
-use crate::select::{self, SelectOptions};
+use crate::select::{self, CompiledSelect, SelectOptions};
 use crate::values::{eval_required, Bindings, BoundValue, Receiver};
 use crate::{json, schema_service};
 
@@ -69,6 +69,9 @@ struct Prepared {
     parsed: Arc<Parsed>,
     keyspace: Option<String>,
     sequence: u64,
+    /// A SELECT compiled against the schema version it names; compiled
+    /// again once the schema has moved on.
+    compiled: Option<Arc<CompiledSelect>>,
 }
 
 #[derive(Default)]
@@ -91,8 +94,12 @@ fn parse(text: &str) -> CqlResult<Parsed> {
 pub async fn query(text: &str, session: &Session, options: QueryOptions) -> CqlResult<QueryResult> {
     let started = Instant::now();
     let parsed = parse(text).inspect_err(|_| metrics::record(Op::Other, started, false))?;
-    metrics::timed(Op::of(&parsed.statement), started, execute_parsed(&parsed, session.keyspace.as_deref(), options))
-        .await
+    metrics::timed(
+        Op::of(&parsed.statement),
+        started,
+        execute_parsed(&parsed, session.keyspace.as_deref(), None, options),
+    )
+    .await
 }
 
 pub fn prepare(text: &str, session: &Session) -> CqlResult<PreparedInfo> {
@@ -101,17 +108,19 @@ pub fn prepare(text: &str, session: &Session) -> CqlResult<PreparedInfo> {
     let schema = shoal_coordinator::schema();
     let variables = bind_specs(&schema, &parsed, keyspace.as_deref())?;
     let pk_indexes = partition_key_indexes(&schema, &parsed, keyspace.as_deref());
-    let result_columns = match &parsed.statement {
+    let compiled = match &parsed.statement {
         Statement::Select(s) => {
             let meta = table(&schema, s.keyspace.as_deref(), keyspace.as_deref(), &s.table)?;
-            // Built for SELECT JSON too: it checks the selection.
-            let columns = select::result_columns(&meta, s)?;
-            if s.json {
-                vec![json::json_column(&meta.keyspace, &meta.name)]
-            } else {
-                columns
-            }
+            // Compiled for SELECT JSON too: it checks the selection.
+            Some(Arc::new(select::compile(&schema, meta, s)?))
         }
+        _ => None,
+    };
+    let result_columns = match (&parsed.statement, &compiled) {
+        (Statement::Select(s), Some(compiled)) if s.json => {
+            vec![json::json_column(&compiled.meta.keyspace, &compiled.meta.name)]
+        }
+        (_, Some(compiled)) => compiled.columns.to_vec(),
         _ => Vec::new(),
     };
     let conditional = lwt::is_conditional(&parsed.statement);
@@ -126,23 +135,52 @@ pub fn prepare(text: &str, session: &Session) -> CqlResult<PreparedInfo> {
         }
         cache.sequence += 1;
         let sequence = cache.sequence;
-        cache.entries.insert(id.clone(), Prepared { parsed: Arc::new(parsed), keyspace, sequence });
+        cache.entries.insert(id.clone(), Prepared { parsed: Arc::new(parsed), keyspace, sequence, compiled });
     });
     Ok(PreparedInfo { id, variables, pk_indexes, result_columns, conditional })
 }
 
 pub async fn execute(id: &[u8], options: QueryOptions) -> CqlResult<QueryResult> {
     let started = Instant::now();
-    let (parsed, keyspace) = lookup(id).inspect_err(|_| metrics::record(Op::Other, started, false))?;
-    metrics::timed(Op::of(&parsed.statement), started, execute_parsed(&parsed, keyspace.as_deref(), options)).await
+    let (parsed, keyspace, compiled) = lookup(id).inspect_err(|_| metrics::record(Op::Other, started, false))?;
+    let run = execute_parsed(&parsed, keyspace.as_deref(), Some((id, compiled)), options);
+    metrics::timed(Op::of(&parsed.statement), started, run).await
 }
 
-fn lookup(id: &[u8]) -> CqlResult<(Arc<Parsed>, Option<String>)> {
+/// A prepared statement's syntax, keyspace and compiled form.
+type Lookup = (Arc<Parsed>, Option<String>, Option<Arc<CompiledSelect>>);
+
+fn lookup(id: &[u8]) -> CqlResult<Lookup> {
     PREPARED.with(|cache| {
         let cache = cache.borrow();
         let prepared = cache.entries.get(id).ok_or_else(|| CqlError::Unprepared(id.to_vec()))?;
-        Ok((Arc::clone(&prepared.parsed), prepared.keyspace.clone()))
+        Ok((Arc::clone(&prepared.parsed), prepared.keyspace.clone(), prepared.compiled.clone()))
     })
+}
+
+/// The compiled form of SELECT `s` for the current `schema`: the prepared
+/// statement's when still current, else compiled now (and kept by the
+/// prepared statement `id`, if any, for its next executions).
+fn compiled_select(
+    schema: &Arc<Schema>,
+    s: &Select,
+    keyspace: Option<&str>,
+    prepared: Option<(&[u8], Option<Arc<CompiledSelect>>)>,
+) -> CqlResult<Arc<CompiledSelect>> {
+    let (id, cached) = prepared.map_or((None, None), |(id, compiled)| (Some(id), compiled));
+    if let Some(compiled) = cached.filter(|c| c.schema_version == schema.version) {
+        return Ok(compiled);
+    }
+    let meta = table(schema, s.keyspace.as_deref(), keyspace, &s.table)?;
+    let compiled = Arc::new(select::compile(schema, meta, s)?);
+    if let Some(id) = id {
+        PREPARED.with(|cache| {
+            if let Some(prepared) = cache.borrow_mut().entries.get_mut(id) {
+                prepared.compiled = Some(Arc::clone(&compiled));
+            }
+        });
+    }
+    Ok(compiled)
 }
 
 /// The same 16-byte id on every shard for the same text and keyspace.
@@ -193,7 +231,14 @@ fn table(schema: &Schema, named: Option<&str>, session: Option<&str>, table: &st
     schema.table(keyspace, table).cloned().ok_or_else(|| invalid(format!("unconfigured table {table}")))
 }
 
-async fn execute_parsed(parsed: &Parsed, keyspace: Option<&str>, mut options: QueryOptions) -> CqlResult<QueryResult> {
+/// Runs a statement; `prepared` names the prepared statement it came from
+/// (its id and compiled form), if any.
+async fn execute_parsed(
+    parsed: &Parsed,
+    keyspace: Option<&str>,
+    prepared: Option<(&[u8], Option<Arc<CompiledSelect>>)>,
+    mut options: QueryOptions,
+) -> CqlResult<QueryResult> {
     let values = ordered_values(parsed, &mut options)?;
     let bindings = Bindings { values: &values };
     let schema = shoal_coordinator::schema();
@@ -229,7 +274,7 @@ async fn execute_parsed(parsed: &Parsed, keyspace: Option<&str>, mut options: Qu
             Ok(QueryResult::Void)
         }
         Statement::Select(s) => {
-            let meta = table(&schema, s.keyspace.as_deref(), keyspace, &s.table)?;
+            let compiled = compiled_select(&schema, s, keyspace, prepared)?;
             let page_size = options.page_size.filter(|p| *p > 0).map(|p| p as usize);
             let select_options = SelectOptions {
                 bindings,
@@ -238,11 +283,11 @@ async fn execute_parsed(parsed: &Parsed, keyspace: Option<&str>, mut options: Qu
                 now_s: clock::now_s(),
                 consistency: options.consistency,
             };
-            let (keyspace, table) = (meta.keyspace.clone(), meta.name.clone());
-            let rows = select::execute(meta, Arc::clone(&schema), s, select_options).await?;
+            let rows = select::execute(&compiled, Arc::clone(&schema), s, select_options).await?;
             // SELECT JSON is the plain SELECT with each row then rendered
             // as one JSON object, so it pages and aggregates alike.
-            let rows = if s.json { json::rows_to_json(rows, &keyspace, &table)? } else { rows };
+            let meta = &compiled.meta;
+            let rows = if s.json { json::rows_to_json(rows, &meta.keyspace, &meta.name)? } else { rows };
             Ok(QueryResult::Rows(rows))
         }
         Statement::Insert(_)
@@ -458,7 +503,10 @@ async fn run_batch(
     for (statement, values) in statements {
         let (parsed, keyspace) = match statement {
             BatchStatement::Query(text) => (Arc::new(parse(&text)?), session.keyspace.clone()),
-            BatchStatement::Prepared(id) => lookup(&id)?,
+            BatchStatement::Prepared(id) => {
+                let (parsed, keyspace, _) = lookup(&id)?;
+                (parsed, keyspace)
+            }
         };
         let statement = &parsed.statement;
         if !matches!(

@@ -79,6 +79,76 @@ pub fn analyze(meta: &TableMeta, relations: &[Relation], bindings: Bindings<'_>)
     a.finish()
 }
 
+/// The WHERE shape of prepared point reads and writes, resolved once at
+/// PREPARE: every partition key column, and a prefix of the clustering
+/// columns, restricted by `=` to a term (usually a bind marker), and
+/// nothing else. Executing it only evaluates and validates the terms; it
+/// gives exactly what [`analyze`] would. Other shapes (IN, slices, token,
+/// filters) go through [`analyze`] on every execution.
+#[derive(Debug, Clone)]
+pub struct EqPlan {
+    /// (column index, term) for the partition key columns, in key order.
+    partition_key: Vec<(usize, Term)>,
+    /// (column index, term) for a clustering prefix, in key order.
+    clustering_prefix: Vec<(usize, Term)>,
+    /// The prefix is the whole clustering key.
+    full_clustering_key: bool,
+}
+
+impl EqPlan {
+    /// The plan for `relations`, when they have the plan's shape.
+    pub fn compile(meta: &TableMeta, relations: &[Relation]) -> Option<EqPlan> {
+        let mut terms: BTreeMap<usize, &Term> = BTreeMap::new();
+        for relation in relations {
+            let Relation::Simple { column, op: Operator::Eq, value } = relation else { return None };
+            let index = meta.column_index(column)?;
+            if !meta.columns[index].kind.is_primary_key() || terms.insert(index, value).is_some() {
+                return None;
+            }
+        }
+        let in_key_order = |kind: ColumnKind| {
+            (0..meta.columns.len()).filter(move |i| meta.columns[*i].kind == kind).collect::<Vec<usize>>()
+        };
+        let partition_key: Vec<(usize, Term)> = in_key_order(ColumnKind::PartitionKey)
+            .into_iter()
+            .map(|i| terms.remove(&i).map(|t| (i, t.clone())))
+            .collect::<Option<_>>()?;
+        let clustering = in_key_order(ColumnKind::Clustering);
+        let clustering_prefix: Vec<(usize, Term)> =
+            clustering.iter().map_while(|i| terms.remove(i).map(|t| (*i, t.clone()))).collect();
+        // A clustering column restricted past a gap in the prefix is a
+        // filter: not this shape.
+        if !terms.is_empty() {
+            return None;
+        }
+        let full_clustering_key = clustering_prefix.len() == clustering.len();
+        Some(EqPlan { partition_key, clustering_prefix, full_clustering_key })
+    }
+
+    /// The restrictions for these bound values, as [`analyze`] gives them.
+    pub fn restrictions(&self, meta: &TableMeta, bindings: Bindings<'_>) -> CqlResult<Restrictions> {
+        let value = |(index, term): &(usize, Term)| -> CqlResult<Bytes> {
+            let column = &meta.columns[*index];
+            let value = eval_required(term, Receiver { name: &column.name, ty: &column.ty }, bindings)?;
+            check_key_value(column, &value)?;
+            Ok(value)
+        };
+        let parts = self.partition_key.iter().map(value).collect::<CqlResult<Vec<Bytes>>>()?;
+        let position = position_of(&parts)?;
+        let prefix = self.clustering_prefix.iter().map(value).collect::<CqlResult<Vec<Bytes>>>()?;
+        let encoded = encode_clustering(meta, &prefix);
+        let range = prefix_range(encoded.clone());
+        let clustering_keys = self.full_clustering_key.then(|| vec![(encoded, prefix)]);
+        Ok(Restrictions {
+            partitions: PartitionRestriction::Keys(vec![position]),
+            clustering_keys,
+            clustering_ranges: if range.is_empty() { Vec::new() } else { vec![range] },
+            filters: Vec::new(),
+            needs_filtering: false,
+        })
+    }
+}
+
 impl<'a> Analysis<'a> {
     /// The column's index and metadata, borrowed from the table (not from
     /// `self`), so the analysis can go on changing while it is held.

@@ -1,5 +1,7 @@
 //! What executing a statement produces, before the transport encodes it.
 
+use std::sync::Arc;
+
 use bytes::Bytes;
 use shoal_schema::{CqlType, SchemaChange};
 
@@ -14,7 +16,9 @@ pub struct ColumnSpec {
 
 #[derive(Debug, Clone, PartialEq)]
 pub struct Rows {
-    pub columns: Vec<ColumnSpec>,
+    /// Shared with the statement that produced them (a compiled SELECT
+    /// builds its result columns once).
+    pub columns: Arc<[ColumnSpec]>,
     /// Row-major cells; `None` is null.
     pub rows: Vec<Vec<Option<Bytes>>>,
     /// Present when more pages follow; opaque to clients.

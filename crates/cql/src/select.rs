@@ -21,11 +21,12 @@ use shoal_schema::fields;
 use shoal_schema::token::split_partition_key;
 use shoal_schema::value::{add, compare, divide_for_avg, to_varint, zero_of, Value};
 use shoal_schema::{ClusteringOrder, ColumnKind, CqlType, Schema, TableMeta};
+use uuid::Uuid;
 
 use crate::ast::{Order, Select, Selection, SelectorExpr, Term};
 use crate::error::{invalid, CqlError, CqlResult};
 use crate::functions;
-use crate::restrictions::{analyze, PartitionRestriction};
+use crate::restrictions::{analyze, EqPlan, PartitionRestriction};
 use crate::result::{ColumnSpec, Rows};
 use crate::system;
 use crate::values::{eval, eval_required, Bindings, Receiver};
@@ -87,28 +88,55 @@ pub struct SelectOptions<'a> {
     pub consistency: ConsistencyLevel,
 }
 
-/// The result columns a SELECT produces (for PREPARE's metadata).
-pub fn result_columns(meta: &TableMeta, select: &Select) -> CqlResult<Vec<ColumnSpec>> {
-    Ok(selectors(meta, select)?.into_iter().map(|(spec, _)| spec).collect())
+/// A SELECT resolved against one schema version, once: its table, result
+/// columns (shared by every execution's result), selectors, grouping and,
+/// for key-equality WHERE clauses, the compiled restrictions. A prepared
+/// SELECT keeps it, so EXECUTE only binds and validates values.
+#[derive(Debug)]
+pub struct CompiledSelect {
+    pub schema_version: Uuid,
+    pub meta: Arc<TableMeta>,
+    pub columns: Arc<[ColumnSpec]>,
+    sels: Vec<Sel>,
+    /// Without GROUP BY, aggregates make one group of every row; selectors
+    /// beside them take the first row's values, as in Cassandra.
+    aggregate: bool,
+    grouping: Option<group_by::Grouping>,
+    plan: Option<EqPlan>,
+}
+
+/// Resolves `select` (on table `meta` of `schema`) for execution.
+pub fn compile(schema: &Schema, meta: Arc<TableMeta>, select: &Select) -> CqlResult<CompiledSelect> {
+    let selected = selectors(&meta, select)?;
+    let (columns, sels): (Vec<ColumnSpec>, Vec<Sel>) = selected.into_iter().unzip();
+    let aggregate = sels.iter().any(|s| matches!(s, Sel::Aggregate { .. }));
+    let grouping = group_by::grouping(&meta, select)?;
+    let plan = EqPlan::compile(&meta, &select.where_clause);
+    Ok(CompiledSelect {
+        schema_version: schema.version,
+        columns: columns.into(),
+        sels,
+        aggregate,
+        grouping,
+        plan,
+        meta,
+    })
 }
 
 pub async fn execute(
-    meta: Arc<TableMeta>,
+    compiled: &CompiledSelect,
     schema: Arc<Schema>,
     select: &Select,
     options: SelectOptions<'_>,
 ) -> CqlResult<Rows> {
-    let selected = selectors(&meta, select)?;
-    let (columns, sels): (Vec<ColumnSpec>, Vec<Sel>) = selected.into_iter().unzip();
-    // Without GROUP BY, aggregates make one group of every row; selectors
-    // beside them take the first row's values, as in Cassandra.
-    let aggregate = sels.iter().any(|s| matches!(s, Sel::Aggregate { .. }));
-    let grouping = group_by::grouping(&meta, select)?;
-    let mut command = read_command(&meta, select, options.bindings, options.now_s)?;
+    let CompiledSelect { meta, sels, aggregate, grouping, plan, .. } = compiled;
+    let (aggregate, grouping) = (*aggregate, *grouping);
+    let columns = Arc::clone(&compiled.columns);
+    let mut command = read_command(meta, select, plan.as_ref(), options.bindings, options.now_s)?;
     let limit = limit(select.limit.as_ref(), "LIMIT", options.bindings)?.unwrap_or(usize::MAX);
     let state = options.paging_state.as_ref().map(decode_paging_state).transpose()?;
     let virtual_table = match system::is_system_keyspace(&meta.keyspace) {
-        true => Some(system::contents(&meta, &schema).await?),
+        true => Some(system::contents(meta, &schema).await?),
         false => None,
     };
     let consistency = options.consistency;
@@ -127,8 +155,8 @@ pub async fn execute(
     };
     if let Some(grouping) = grouping {
         let query = group_by::GroupedQuery {
-            meta: &meta,
-            sels: &sels,
+            meta,
+            sels,
             grouping,
             page_size: options.page_size.unwrap_or(usize::MAX),
             remaining: state.as_ref().map_or(limit, |s| s.remaining),
@@ -153,16 +181,15 @@ pub async fn execute(
                 break;
             }
         }
-        let row = aggregate_row(&meta, &sels, &rows)?;
+        let row = aggregate_row(meta, sels, &rows)?;
         return Ok(Rows { columns, rows: vec![row], paging_state: None });
     }
-    let (rows, paging_state) = if post_order::needed(&meta, select) {
-        (post_order::read(&meta, &select.order_by, command, remaining, options.page_size, read).await?, None)
+    let (rows, paging_state) = if post_order::needed(meta, select) {
+        (post_order::read(meta, &select.order_by, command, remaining, options.page_size, read).await?, None)
     } else {
         read_page(command, remaining, options.page_size, read).await?
     };
-    let out =
-        rows.iter().map(|row| sels.iter().map(|s| evaluate(&meta, s, row)).collect()).collect::<CqlResult<_>>()?;
+    let out = rows.iter().map(|row| sels.iter().map(|s| evaluate(meta, s, row)).collect()).collect::<CqlResult<_>>()?;
     Ok(Rows { columns, rows: out, paging_state })
 }
 
@@ -224,8 +251,17 @@ fn limit(term: Option<&Term>, what: &str, bindings: Bindings<'_>) -> CqlResult<O
     Ok(Some(n as usize))
 }
 
-fn read_command(meta: &TableMeta, select: &Select, bindings: Bindings<'_>, now_s: i64) -> CqlResult<ReadCommand> {
-    let restrictions = analyze(meta, &select.where_clause, bindings)?;
+fn read_command(
+    meta: &TableMeta,
+    select: &Select,
+    plan: Option<&EqPlan>,
+    bindings: Bindings<'_>,
+    now_s: i64,
+) -> CqlResult<ReadCommand> {
+    let restrictions = match plan {
+        Some(plan) => plan.restrictions(meta, bindings)?,
+        None => analyze(meta, &select.where_clause, bindings)?,
+    };
     let system = system::is_system_keyspace(&meta.keyspace);
     if restrictions.needs_filtering && !select.allow_filtering && !system {
         return Err(invalid("Cannot execute this query as it might involve data filtering and thus may have unpredictable performance. If you want to execute this query despite the performance unpredictability, use ALLOW FILTERING"));

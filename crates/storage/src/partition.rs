@@ -1,10 +1,15 @@
 //! Partitions, rows and cells, and how two versions of them merge.
 //!
 //! Merging is Cassandra's reconciliation: the higher write timestamp wins; at
-//! equal timestamps a deletion beats a live value, and between two live values
-//! the later expiry, then the greater value bytes, win, so every replica and
-//! every merge order reaches the same result (merge is commutative and
-//! associative). Shadowed data is kept until read or compaction; reads apply
+//! equal timestamps a deletion beats a live value (between two deletions the
+//! later deletion time wins), and between two live values the later expiry
+//! (no expiry counts as the latest), then the greater value bytes, then the
+//! longer TTL win. Row markers follow the same rule. Every field takes part,
+//! so the order is total: every replica and every merge order reaches the
+//! same result (merge is commutative and associative). Cassandra and
+//! ScyllaDB agree on timestamp-then-tombstone; on expiring against
+//! non-expiring values at one timestamp their versions differ, and Shoal
+//! applies this one rule everywhere. Shadowed data is kept until read or compaction; reads apply
 //! tombstones and expiry with the reader's clock.
 //!
 //! Counter cells are the exception: each holds a delta, and two of them merge
@@ -139,8 +144,7 @@ impl Cell {
             (CellValue::Counter { delta: da }, CellValue::Counter { delta: db }) => db > da,
             (CellValue::Dead { deletion_time_s: da }, CellValue::Dead { deletion_time_s: db }) => db > da,
             (CellValue::Live { value: va, expiry: ea }, CellValue::Live { value: vb, expiry: eb }) => {
-                let expires = |e: &Option<Expiry>| e.map_or(i64::MAX, |e| e.expires_at_s);
-                (expires(eb), vb) > (expires(ea), va)
+                (expires_at_s(*eb), vb, eb.map(|e| e.ttl_s)) > (expires_at_s(*ea), va, ea.map(|e| e.ttl_s))
             }
         }
     }
@@ -201,6 +205,21 @@ pub struct RowMarker {
     pub expiry: Option<Expiry>,
 }
 
+impl RowMarker {
+    /// Whether `b` wins over `a`: the later timestamp, then, at equal
+    /// timestamps, the later expiry (no expiry counts as the latest), as
+    /// for live cells, so the merge does not depend on arrival order.
+    fn beats(b: &RowMarker, a: &RowMarker) -> bool {
+        (b.timestamp, expires_at_s(b.expiry), b.expiry.map(|e| e.ttl_s))
+            > (a.timestamp, expires_at_s(a.expiry), a.expiry.map(|e| e.ttl_s))
+    }
+}
+
+/// When a value with `expiry` expires; never is the latest of all.
+fn expires_at_s(expiry: Option<Expiry>) -> i64 {
+    expiry.map_or(i64::MAX, |e| e.expires_at_s)
+}
+
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Row {
     pub marker: Option<RowMarker>,
@@ -238,7 +257,7 @@ impl Row {
 
     pub fn merge(&mut self, other: Row) {
         self.marker = match (self.marker, other.marker) {
-            (Some(a), Some(b)) => Some(if b.timestamp >= a.timestamp { b } else { a }),
+            (Some(a), Some(b)) => Some(if RowMarker::beats(&b, &a) { b } else { a }),
             (a, b) => a.or(b),
         };
         self.deletion = Tombstone::merge(self.deletion, other.deletion);
@@ -460,6 +479,63 @@ mod tests {
 
     fn live(ts: i64, v: &'static [u8]) -> Cell {
         Cell::live(ts, Bytes::from_static(v), None)
+    }
+
+    /// Cells of one timestamp (and one older) in every shape a tie can take.
+    fn tied_cells() -> Vec<Cell> {
+        let expiring = |at: i64, ttl_s: i32, v: &'static [u8]| {
+            Cell::live(7, Bytes::from_static(v), Some(Expiry { ttl_s, expires_at_s: at }))
+        };
+        vec![
+            live(7, b"a"),
+            live(7, b"b"),
+            live(6, b"z"),
+            expiring(100, 10, b"a"),
+            expiring(100, 20, b"a"),
+            expiring(100, 10, b"b"),
+            expiring(200, 10, b"a"),
+            Cell::dead(7, 50),
+            Cell::dead(7, 60),
+        ]
+    }
+
+    #[test]
+    fn ties_resolve_the_same_in_any_order() {
+        let cells = tied_cells();
+        for a in &cells {
+            for b in &cells {
+                let ab = Cell::reconcile(a.clone(), b.clone());
+                assert_eq!(ab, Cell::reconcile(b.clone(), a.clone()), "{a:?} vs {b:?}");
+                for c in &cells {
+                    let left = Cell::reconcile(ab.clone(), c.clone());
+                    let right = Cell::reconcile(a.clone(), Cell::reconcile(b.clone(), c.clone()));
+                    assert_eq!(left, right, "({a:?} {b:?}) {c:?}");
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn row_markers_of_one_timestamp_resolve_the_same_in_any_order() {
+        let marker = |expiry: Option<(i32, i64)>| RowMarker {
+            timestamp: 7,
+            expiry: expiry.map(|(ttl_s, expires_at_s)| Expiry { ttl_s, expires_at_s }),
+        };
+        let markers = [marker(None), marker(Some((10, 100))), marker(Some((20, 100))), marker(Some((10, 200)))];
+        for a in markers {
+            for b in markers {
+                let merged = |x: RowMarker, y: RowMarker| {
+                    let mut row = Row { marker: Some(x), ..Row::default() };
+                    row.merge(Row { marker: Some(y), ..Row::default() });
+                    row.marker
+                };
+                assert_eq!(merged(a, b), merged(b, a), "{a:?} vs {b:?}");
+            }
+        }
+        // No expiry is the latest expiry: the row stays.
+        let mut row = Row { marker: Some(marker(Some((10, 100)))), ..Row::default() };
+        row.merge(Row { marker: Some(marker(None)), ..Row::default() });
+        assert_eq!(row.marker, Some(marker(None)));
     }
 
     #[test]

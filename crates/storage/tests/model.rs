@@ -109,6 +109,39 @@ impl Run {
         entry.0 = Bytes::copy_from_slice(&(sum + delta).to_be_bytes());
     }
 
+    /// Two writes of one cell at one timestamp, sometimes with a flush
+    /// between them: whatever the order, the winner is the one the total
+    /// order of reconciliation picks (the later expiry, no expiry being the
+    /// latest, then the greater value, then the longer TTL), computed here
+    /// without the engine's code.
+    async fn tied_writes(&mut self, pk: u8) {
+        let row = self.rng.gen_range(0..ROWS);
+        let column = self.rng.gen_range(0..COLUMNS);
+        let ts = self.next_timestamp();
+        let mut versions = Vec::new();
+        for _ in 0..2 {
+            let value = Bytes::from(format!("t{}", self.rng.gen_range(0..3)));
+            let ttl = (self.rng.gen_range(0..2) == 0).then(|| self.rng.gen_range(1..3) * 10);
+            let expiry = ttl.map(|ttl_s| Expiry { ttl_s, expires_at_s: self.now_s + i64::from(ttl_s) });
+            versions.push((value, expiry));
+        }
+        let rank = |(value, expiry): &(Bytes, Option<Expiry>)| {
+            (expiry.map_or(i64::MAX, |e| e.expires_at_s), value.clone(), expiry.map(|e| e.ttl_s))
+        };
+        let winner = versions.iter().max_by_key(|v| rank(v)).cloned().expect("two versions");
+        for (i, (value, expiry)) in versions.into_iter().enumerate() {
+            if i == 1 && self.rng.gen_range(0..2) == 0 {
+                self.table.flush(Position::ZERO).await.expect("flush between tied writes");
+            }
+            let mut r = Row::default();
+            r.columns.insert(column, ColumnData::Atomic(Cell::live(ts, value, expiry)));
+            let mut update = Partition::default();
+            update.rows.insert(ck(row), ClusteredRow { clustering: vec![ck(row)], row: r });
+            self.table.apply(position(pk), update, None);
+        }
+        self.model.insert((pk, row, column), (winner.0, winner.1.map(|e| e.expires_at_s)));
+    }
+
     fn expire_model(&mut self) {
         let now = self.now_s;
         self.model.retain(|_, (_, expires)| expires.is_none_or(|e| e > now));
@@ -118,7 +151,7 @@ impl Run {
         self.ops += 1;
         let pk = self.rng.gen_range(0..PARTITIONS);
         let deletion_time_s = self.now_s;
-        match self.rng.gen_range(0..112) {
+        match self.rng.gen_range(0..120) {
             0..=49 => {
                 let row = self.rng.gen_range(0..ROWS);
                 let column = self.rng.gen_range(0..COLUMNS);
@@ -181,6 +214,7 @@ impl Run {
                 }
                 self.model.remove(&(pk, row, column));
             }
+            112..=119 => self.tied_writes(pk).await,
             65..=74 => self.now_s += self.rng.gen_range(1..4),
             75..=84 => self.table.flush(Position::ZERO).await.expect("flush"),
             85..=92 => {

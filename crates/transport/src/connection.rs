@@ -10,9 +10,12 @@
 
 use std::cell::{Cell, RefCell};
 use std::collections::HashMap;
+use std::future::Future;
 use std::net::IpAddr;
+use std::pin::Pin;
 use std::rc::Rc;
 use std::sync::Arc;
+use std::task::Poll;
 
 use bytes::{Bytes, BytesMut};
 use futures_channel::mpsc;
@@ -166,13 +169,26 @@ async fn read_loop(
             };
             connection.in_flight.set(connection.in_flight.get() + 1);
             let connection = Rc::clone(connection);
-            shoal_runtime::spawn(async move {
+            let mut request = Box::pin(async move {
                 let stream = frame.header.stream;
                 let response = handle(&connection, frame).await;
                 connection.send(stream, response);
             });
+            // Most requests (a read from memtables, a write acknowledged
+            // before its fsync) finish without waiting: run them here, and
+            // pay for a task of their own only when they must wait.
+            if poll_once(request.as_mut()).await.is_pending() {
+                shoal_runtime::spawn(request);
+            }
         }
     }
+}
+
+/// Polls `future` once, with the calling task's waker. A future that
+/// answers Pending registers that waker, and again the task's own when it
+/// is spawned and polled there, so only the latest poll's waker is woken.
+async fn poll_once<F: Future + ?Sized>(mut future: Pin<&mut F>) -> Poll<F::Output> {
+    std::future::poll_fn(|cx| Poll::Ready(future.as_mut().poll(cx))).await
 }
 
 /// A response body and its opcode; `compressed` is false only for the
@@ -412,7 +428,7 @@ fn options(params: request::QueryParams) -> QueryOptions {
 }
 
 fn encode_result(result: &QueryResult, skip_metadata: bool) -> Vec<u8> {
-    let mut body = Vec::new();
+    let mut body = Vec::with_capacity(encoded_size_hint(result, skip_metadata));
     match result {
         QueryResult::Void => response::write_void(&mut body),
         QueryResult::SetKeyspace(keyspace) => response::write_set_keyspace(&mut body, keyspace),
@@ -430,6 +446,19 @@ fn encode_result(result: &QueryResult, skip_metadata: bool) -> Vec<u8> {
         }
     }
     body
+}
+
+/// About the bytes a result encodes to, so its buffer is allocated once
+/// rather than grown (and copied) a doubling at a time.
+fn encoded_size_hint(result: &QueryResult, skip_metadata: bool) -> usize {
+    const FIXED_BYTES: usize = 64;
+    let QueryResult::Rows(rows) = result else { return FIXED_BYTES };
+    let cells: usize = rows.rows.iter().flatten().map(|cell| 4 + cell.as_ref().map_or(0, |c| c.len())).sum();
+    let metadata = match skip_metadata {
+        true => 0,
+        false => rows.columns.iter().map(|c| c.keyspace.len() + c.table.len() + c.name.len() + 16).sum(),
+    };
+    FIXED_BYTES + metadata + cells + rows.paging_state.as_ref().map_or(0, |p| p.len() + 4)
 }
 
 fn to_error_body(error: CqlError) -> ErrorBody {
