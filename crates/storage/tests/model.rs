@@ -63,6 +63,20 @@ fn visible(pk: u8, p: &Partition, now_s: i64, out: &mut Model) {
     }
 }
 
+/// Fails naming only the entries where `got` and `model` differ.
+fn assert_same(got: &Model, model: &Model, what: &str) {
+    if got == model {
+        return;
+    }
+    let keys: std::collections::BTreeSet<_> = got.keys().chain(model.keys()).collect();
+    let differ: Vec<String> = keys
+        .into_iter()
+        .filter(|k| got.get(k) != model.get(k))
+        .map(|k| format!("{k:?}: engine {:?}, model {:?}", got.get(k), model.get(k)))
+        .collect();
+    panic!("{what} differ from the model:\n{}", differ.join("\n"));
+}
+
 fn generations_on_disk(dir: &std::path::Path) -> usize {
     let names = std::fs::read_dir(dir).into_iter().flatten().flatten().filter_map(|e| e.file_name().into_string().ok());
     names.filter_map(|n| n.split('-').nth(1).map(str::to_string)).collect::<std::collections::HashSet<_>>().len()
@@ -260,7 +274,7 @@ impl Run {
                 visible(pk, &p, self.now_s, &mut seen);
             }
         }
-        assert_eq!(seen, self.model, "point reads differ from the model after op {}", self.ops);
+        assert_same(&seen, &self.model, &format!("point reads after op {}", self.ops));
 
         // A slice: rows [4, 9) of each partition.
         let slice = [ClusteringRange { start: Bound::Included(ck(4)), end: Bound::Excluded(ck(9)) }];

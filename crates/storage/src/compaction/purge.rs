@@ -2,7 +2,10 @@
 //!
 //! Always: data shadowed by a deletion in the same partition (the deletion
 //! goes on to the output, so nothing can come back). Expired cells turn
-//! into tombstones dated at their expiry. A tombstone itself goes only when
+//! into tombstones dated at their expiry, written one microsecond below the
+//! cell's timestamp so reconciliation at equal timestamps stays the total
+//! order of `partition` (an expired cell never beats a same-timestamp value
+//! that beat it while it lived). A tombstone itself goes only when
 //! both hold: it is older than `gc_grace_seconds` (so every replica has had
 //! time to see it), and no data it could shadow remains outside this
 //! compaction — its timestamp is below `max_purgeable_timestamp`, the oldest
@@ -98,7 +101,11 @@ fn purge_cell(cell: &mut Cell, shadowed: bool, rules: &PurgeRules) -> bool {
     }
     if let CellValue::Live { expiry: Some(x), .. } = &cell.value {
         if x.expires_at_s <= rules.now_s {
-            *cell = Cell::dead(cell.timestamp, x.expires_at_s);
+            // One microsecond below the cell: the tombstone shadows what the
+            // expired cell shadowed (everything older), and no more — a
+            // value of the same timestamp that beat the expiring one (no
+            // expiry, a later one) must still win after this compaction.
+            *cell = Cell::dead(cell.timestamp.saturating_sub(1), x.expires_at_s);
         }
     }
     match cell.value {
@@ -146,7 +153,7 @@ mod tests {
             partition_with(Cell::live(5, Bytes::from_static(b"v"), Some(Expiry { ttl_s: 10, expires_at_s: 50 })));
         assert!(purge(&mut p, &rules(55, i64::MAX)));
         let cell = &p.rows[&Bytes::from_static(b"k")].row.columns[&1];
-        assert_eq!(cell, &ColumnData::Atomic(Cell::dead(5, 50)));
+        assert_eq!(cell, &ColumnData::Atomic(Cell::dead(4, 50)), "below the cell, dated at its expiry");
         assert!(!purge(&mut p, &rules(61, i64::MAX)));
     }
 }
