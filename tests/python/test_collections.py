@@ -187,3 +187,35 @@ def test_nested_collections(session, table):
     p = session.prepare("UPDATE %s SET m = m + ? WHERE k = ?" % t)
     session.execute(p, ({"d": [4, 4]}, 1))
     assert dict(one(session, "SELECT m FROM %s WHERE k = 1" % t).m) == {"b": [], "c": [3], "d": [4, 4]}
+
+
+def test_set_and_map_values_are_the_same_whatever_order_a_client_sends(session, table):
+    # A driver sends a set's elements (a map's entries) in its own order: a
+    # list bound to a set is serialized as listed. The server keeps one
+    # normal form (sorted by the element type, no duplicates), so a frozen
+    # set written as {1, 2, 3} is found when bound as [3, 1, 2].
+    t = table("(k frozen<set<int>> PRIMARY KEY, v int)")
+    insert = session.prepare("INSERT INTO %s (k, v) VALUES (?, ?)" % t)
+    select = session.prepare("SELECT k, v FROM %s WHERE k = ?" % t)
+    session.execute(insert, ([1, 2, 3], 7))
+    for order in ([3, 1, 2], [2, 3, 1], [3, 3, 2, 1, 1]):
+        row = session.execute(select, (order,)).one()
+        assert row is not None and row.v == 7, order
+    session.execute(insert, ([30, 10, 20, 10], 8))
+    assert session.execute(select, ([10, 20, 30],)).one().v == 8
+    assert sorted(r.k for r in session.execute("SELECT k FROM %s" % t)) == [sortedset_of(1, 2, 3), sortedset_of(10, 20, 30)]
+
+    # Clustering keys, nested sets and frozen maps too.
+    t2 = table("(p int, c frozen<list<frozen<set<int>>>>, m frozen<map<int, text>>, PRIMARY KEY (p, c))")
+    insert2 = session.prepare("INSERT INTO %s (p, c, m) VALUES (?, ?, ?)" % t2)
+    select2 = session.prepare("SELECT m FROM %s WHERE p = 1 AND c = ?" % t2)
+    from collections import OrderedDict
+    session.execute(insert2, (1, [[2, 1], [4, 3]], OrderedDict([(2, "b"), (1, "a")])))
+    row = session.execute(select2, ([[1, 2], [3, 4]],)).one()
+    assert row is not None and list(row.m.items()) == [(1, "a"), (2, "b")]
+    assert session.execute("SELECT m FROM %s WHERE p = 1 AND c = [{2, 1}, {3, 4}]" % t2).one() is not None
+
+
+def sortedset_of(*values):
+    from cassandra.util import SortedSet
+    return SortedSet(values)

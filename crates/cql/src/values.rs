@@ -4,7 +4,8 @@
 //! Every value that reaches storage passes through here and is validated
 //! against its receiver's type, so storage never holds a malformed value.
 
-use bytes::{BufMut, Bytes, BytesMut};
+use bytes::{Bytes, BytesMut};
+use shoal_schema::collection;
 use shoal_schema::literal::{parse_literal, LiteralKind};
 use shoal_schema::value::{compare, validate};
 use shoal_schema::{CqlType, UserType};
@@ -45,7 +46,20 @@ pub struct Receiver<'a> {
     pub ty: &'a CqlType,
 }
 
+/// The value `term` stands for, validated against the receiver's type and
+/// in normal form (sets sorted and without duplicates, maps by key:
+/// [`collection::normalize`]), so stored values and keys never depend on
+/// the order a client sent elements in.
 pub fn eval(term: &Term, receiver: Receiver<'_>, bindings: Bindings<'_>) -> CqlResult<BoundValue> {
+    Ok(match eval_term(term, receiver, bindings)? {
+        BoundValue::Value(v) if collection::may_need_normalizing(receiver.ty) => {
+            BoundValue::Value(collection::normalize(receiver.ty, &v))
+        }
+        other => other,
+    })
+}
+
+fn eval_term(term: &Term, receiver: Receiver<'_>, bindings: Bindings<'_>) -> CqlResult<BoundValue> {
     let ty = receiver.ty.unfrozen();
     match term {
         Term::Literal(Literal::Null) => Ok(BoundValue::Null),
@@ -234,10 +248,7 @@ fn tuple(items: &[Term], name: &str, fields: &[CqlType], bindings: Bindings<'_>)
     }
     let mut out = BytesMut::new();
     for (item, ty) in items.iter().zip(fields) {
-        match eval(item, Receiver { name, ty }, bindings)?.into_option() {
-            Some(v) => put_bytes(&mut out, &v),
-            None => out.put_i32(-1),
-        }
+        collection::put_item(&mut out, eval(item, Receiver { name, ty }, bindings)?.into_option().as_deref());
     }
     Ok(BoundValue::Value(out.freeze()))
 }
@@ -259,46 +270,23 @@ fn user_type(fields: &[(String, Term)], name: &str, udt: &UserType, bindings: Bi
                 eval(term, Receiver { name: &field_name, ty }, bindings)?.into_option()
             }
         };
-        match value {
-            Some(v) => put_bytes(&mut out, &v),
-            None => out.put_i32(-1),
-        }
+        collection::put_item(&mut out, value.as_deref())
     }
     Ok(BoundValue::Value(out.freeze()))
 }
 
-/// `[int count]` then each item as `[bytes]`: the v4 collection layout.
+/// A list or set of `count` items in the v4 collection layout.
 pub fn serialize_items<'a>(items: impl Iterator<Item = &'a [u8]>, count: usize) -> Bytes {
-    let mut out = BytesMut::new();
-    out.put_i32(count as i32);
-    for item in items {
-        put_bytes(&mut out, item);
-    }
-    out.freeze()
-}
-
-fn put_bytes(out: &mut BytesMut, value: &[u8]) {
-    out.put_i32(value.len() as i32);
-    out.put_slice(value);
+    collection::serialize(items.map(Some), count)
 }
 
 /// The `[bytes]` items of a serialized collection (a list or set's elements,
-/// a map's keys and values alternating). Assumes a validated value.
-pub fn collection_items(value: &[u8]) -> Vec<Bytes> {
-    let mut items = Vec::new();
-    let mut rest = value.get(4..).unwrap_or_default();
-    while rest.len() >= 4 {
-        let len = i32::from_be_bytes([rest[0], rest[1], rest[2], rest[3]]);
-        rest = &rest[4..];
-        let Ok(len) = usize::try_from(len) else {
-            items.push(Bytes::new());
-            continue;
-        };
-        let Some(item) = rest.get(..len) else { break };
-        items.push(Bytes::copy_from_slice(item));
-        rest = &rest[len..];
-    }
-    items
+/// a map's keys and values alternating; a null item is empty). Assumes a
+/// validated value.
+pub fn collection_items(value: &Bytes) -> Vec<Bytes> {
+    // A map's count is of entries: read the items until the bytes end.
+    let all = collection::Items::entries(value);
+    all.map_while(|item| item.map(|i| value.slice_ref(i)).or(Some(Bytes::new()))).collect()
 }
 
 #[cfg(test)]

@@ -16,13 +16,13 @@ use std::ops::Bound;
 use std::sync::Arc;
 
 use bytes::Bytes;
+use shoal_schema::collection::Items;
 use shoal_schema::fields;
 use shoal_schema::value::compare;
 use shoal_schema::{ColumnKind, CqlType, TableMeta};
 use shoal_storage::{ClusteringRange, PartitionPosition};
 use uuid::Uuid;
 
-use crate::filter::CollectionElements;
 use crate::read::{PartitionSelection, ReadCommand, ResultRow};
 use crate::{Database, Mutation, ReplicaError};
 
@@ -248,10 +248,10 @@ fn column_holds(meta: &TableMeta, check: &ColumnCheck, row: Option<&ResultRow>) 
 
 /// The value at `key` of a serialized map.
 fn map_get(map: &Bytes, key_ty: &CqlType, key: &[u8]) -> Option<Bytes> {
-    let mut items = CollectionElements { rest: map.get(4..).unwrap_or_default() };
-    while let (Some(k), Some(v)) = (items.next(), items.next()) {
+    let mut items = Items::entries(map);
+    while let (Some(Some(k)), Some(v)) = (items.next(), items.next()) {
         if compare(key_ty.unfrozen(), k, key) == Ordering::Equal {
-            return Some(map.slice_ref(v));
+            return v.map(|v| map.slice_ref(v));
         }
     }
     None

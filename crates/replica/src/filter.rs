@@ -4,6 +4,7 @@
 use std::cmp::Ordering;
 
 use bytes::Bytes;
+use shoal_schema::collection::Items;
 use shoal_schema::token::split_partition_key;
 use shoal_schema::value::compare;
 use shoal_schema::{ColumnKind, CqlType, TableMeta};
@@ -83,27 +84,11 @@ fn collection_contains(ty: &CqlType, collection: &[u8], needle: &[u8], keys: boo
         CqlType::Map(k, v) => (if keys { k.as_ref() } else { v.as_ref() }, true),
         _ => return false,
     };
-    let elements = CollectionElements { rest: collection.get(4..).unwrap_or_default() };
+    let elements = if is_map { Items::entries(collection) } else { Items::new(collection) };
     // A map's items alternate key, value.
     elements
+        .flatten()
         .enumerate()
         .filter(|(i, _)| !is_map || i.is_multiple_of(2) == keys)
         .any(|(_, element)| compare(elem_ty.unfrozen(), element, needle) == Ordering::Equal)
-}
-
-/// The `[bytes]` items of a serialized collection body (after its count).
-pub(crate) struct CollectionElements<'a> {
-    pub(crate) rest: &'a [u8],
-}
-
-impl<'a> Iterator for CollectionElements<'a> {
-    type Item = &'a [u8];
-
-    fn next(&mut self) -> Option<&'a [u8]> {
-        let len_bytes: [u8; 4] = self.rest.get(..4)?.try_into().ok()?;
-        let len = usize::try_from(i32::from_be_bytes(len_bytes)).ok()?;
-        let item = self.rest.get(4..4 + len)?;
-        self.rest = &self.rest[4 + len..];
-        Some(item)
-    }
 }

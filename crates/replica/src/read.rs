@@ -7,7 +7,8 @@
 
 use std::ops::Bound;
 
-use bytes::{BufMut, Bytes, BytesMut};
+use bytes::Bytes;
+use shoal_schema::collection;
 use shoal_schema::{CqlType, TableMeta};
 use shoal_storage::{
     Cell, ClusteredRow, ClusteringRange, ColumnData, Partition, PartitionPosition, Row, Table, Tombstone,
@@ -318,25 +319,14 @@ fn serialize_collection(ty: &CqlType, live: &[(&Bytes, &Cell)], now_s: i64) -> O
     if live.is_empty() {
         return None;
     }
-    let mut out = BytesMut::new();
-    out.put_i32(live.len() as i32);
-    for (key, cell) in live {
-        let value = cell.live_value(now_s).unwrap_or_default();
-        match ty {
-            CqlType::List(_) => put_bytes(&mut out, &value),
-            CqlType::Set(_) => put_bytes(&mut out, key),
-            _ => {
-                put_bytes(&mut out, key);
-                put_bytes(&mut out, &value);
-            }
-        }
-    }
+    let values: Vec<Bytes> = live.iter().map(|(_, cell)| cell.live_value(now_s).unwrap_or_default()).collect();
+    let keys = live.iter().map(|(key, _)| Some(&key[..]));
+    let value = match ty {
+        CqlType::List(_) => collection::serialize(values.iter().map(|v| Some(&v[..])), live.len()),
+        CqlType::Set(_) => collection::serialize(keys, live.len()),
+        _ => collection::serialize_map(keys.zip(&values).flat_map(|(k, v)| [k, Some(&v[..])]), live.len()),
+    };
     let timestamp = live.iter().map(|(_, c)| c.timestamp).max().unwrap_or_default();
     let ttl_s = live.iter().filter_map(|(_, c)| c.expiry()).map(|e| (e.expires_at_s - now_s).max(0) as i32).max();
-    Some(ResultCell { value: out.freeze(), timestamp, ttl_s })
-}
-
-fn put_bytes(out: &mut BytesMut, value: &[u8]) {
-    out.put_i32(value.len() as i32);
-    out.put_slice(value);
+    Some(ResultCell { value, timestamp, ttl_s })
 }
