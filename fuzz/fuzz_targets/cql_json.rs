@@ -5,7 +5,7 @@
 
 use libfuzzer_sys::fuzz_target;
 use shoal_cql::json;
-use shoal_cql::values::{eval, Bindings, Evaluated, Receiver};
+use shoal_cql::values::{eval, Bindings, BoundValue, Receiver};
 use shoal_schema::CqlType;
 
 /// Column types the first input byte picks from: every JSON rendering and
@@ -27,7 +27,7 @@ fuzz_target!(|data: &[u8]| {
     let Ok(parsed) = json::parse(&text) else { return };
     let Ok(term) = json::term_of(&ty, &parsed) else { return };
     let receiver = Receiver { name: "v", ty: &ty };
-    if let Ok(Evaluated::Value(bytes)) = eval(&term, receiver, Bindings { values: &[] }) {
+    if let Ok(BoundValue::Value(bytes)) = eval(&term, receiver, Bindings { values: &[] }) {
         json::to_json(&ty, &bytes).expect("a value read from JSON renders back to JSON");
     }
 });

@@ -78,7 +78,7 @@ fn fixture() -> &'static Fixture {
                 let descriptor = Descriptor { dir: dir.clone(), shard: 0, generation };
                 let options = WriterOptions { compression, chunk_bytes: 4096, bloom_fp_chance: 0.01 };
                 let descriptor = shoal_io::block_on(async {
-                    let mut writer = Writer::create(descriptor, options, partitions.len()).await.expect("create");
+                    let mut writer = Writer::create(descriptor, options, partitions.len(), shoal_io::IoClass::Flush).await.expect("create");
                     for (position, partition) in &partitions {
                         writer.add(position, partition).await.expect("add");
                     }
@@ -169,7 +169,7 @@ fn repair_checksums(component: Component, bytes: &mut [u8]) {
 /// Opens the SSTable and reads it every way (the large partition only when
 /// `deep`); when `intact`, checks that what is read is what was written.
 async fn check(fixture: &Fixture, written: &Written, intact: bool, deep: bool) {
-    let sstable = match SSTable::open(written.descriptor.clone()).await {
+    let sstable = match SSTable::open(written.descriptor.clone(), shoal_io::IoClass::Query).await {
         Ok(sstable) => Rc::new(sstable),
         Err(e) => {
             assert!(!intact, "an intact SSTable does not open: {e}");
@@ -201,7 +201,7 @@ async fn check(fixture: &Fixture, written: &Written, intact: bool, deep: bool) {
     let (large, _) = &fixture.partitions[LARGE as usize];
     let to = if deep { Bound::Unbounded } else { Bound::Excluded(large.clone()) };
     let mut scanned = 0;
-    match Scanner::new(Rc::clone(&sstable), Bound::Unbounded, to).await {
+    match Scanner::new(Rc::clone(&sstable), Bound::Unbounded, to, shoal_io::IoClass::Query).await {
         Ok(mut scanner) => loop {
             match scanner.next(&all).await {
                 Ok(Some((position, partition))) => {
@@ -226,7 +226,7 @@ async fn check(fixture: &Fixture, written: &Written, intact: bool, deep: bool) {
     // A bounded scan from inside the second index page, of slices.
     let (from, _) = &fixture.partitions[INDEX_PAGE_ENTRIES + 3];
     let (to, _) = &fixture.partitions[PARTITIONS as usize - 2];
-    if let Ok(mut scanner) = Scanner::new(sstable, Bound::Excluded(from), Bound::Excluded(to.clone())).await {
+    if let Ok(mut scanner) = Scanner::new(sstable, Bound::Excluded(from), Bound::Excluded(to.clone()), shoal_io::IoClass::Query).await {
         let mut scanned = 0;
         loop {
             match scanner.next(&slices).await {

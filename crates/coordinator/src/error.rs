@@ -44,6 +44,9 @@ pub enum CoordinatorError {
     Shard(#[from] ShardError),
     #[error("Operation timed out for a {} write at consistency {consistency} - received 0 responses and 1 required", write_type.name())]
     WriteTimeout { consistency: ConsistencyLevel, write_type: WriteType },
+    /// The schema file could not be written: the change was not applied.
+    #[error("cannot write the schema file: {0}")]
+    SchemaFile(String),
     #[error("Operation timed out for a read at consistency {consistency} - received 0 responses and 1 required")]
     ReadTimeout { consistency: ConsistencyLevel },
 }

@@ -4,7 +4,8 @@
 //! there by message, waits at most the request's timeout, and combines the
 //! answers. It owns everything that decides where and how a request runs:
 //! consistency levels, timeouts, write timestamps' clock (`runtime::clock`),
-//! schema distribution — as ScyllaDB's `service/` does for its CQL and
+//! the schema service (one writer, persisted, installed on every shard),
+//! this node's identity and replication rules ([`cluster`]) — as ScyllaDB's `service/` does for its CQL and
 //! Redis front ends alike.
 //!
 //! Invariants:
@@ -14,12 +15,14 @@
 //! - front ends name the data only through [`data`]: they never depend on
 //!   `replica` or `storage` (a test in `shoal` checks the crate graph).
 
+pub mod cluster;
 mod consistency;
 pub mod data;
 mod error;
 mod metrics;
 mod proxy;
 mod schema;
+mod schema_service;
 mod shards;
 mod storage_ops;
 mod timeouts;
@@ -29,6 +32,7 @@ pub use error::{CoordinatorError, WriteType};
 pub use metrics::register_metrics;
 pub use proxy::{cas, mutate, read, truncate};
 pub use schema::{schema, set_schema_everywhere, subscribe_schema_changes, unsubscribe_schema_changes, SchemaListener};
+pub use schema_service::{announce_schema_change, set_schema_file, Transition};
 pub use shards::{on_every_shard, shard_of, sharder, SHARDING_IGNORE_MSB};
 pub use storage_ops::{storage_op, StorageOp};
 pub use timeouts::{set_timeouts, timeouts, Timeouts};

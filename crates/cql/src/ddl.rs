@@ -2,7 +2,7 @@
 //! next schema and the change clients are told about.
 //!
 //! Pure functions: persisting the new schema and installing it on every
-//! shard is the caller's job (see `schema_service`).
+//! shard is the coordinator's schema service's job.
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -230,42 +230,10 @@ fn keyspace_options(
     Ok((replication, durable_writes))
 }
 
+/// The replication options as stored; which strategies exist and what
+/// they require is the cluster's to say.
 fn replication_map(entries: &[(String, String)]) -> CqlResult<BTreeMap<String, String>> {
-    let mut map: BTreeMap<String, String> = entries.iter().cloned().collect();
-    let class =
-        map.remove("class").ok_or_else(|| CqlError::Config("Missing replication strategy class".to_string()))?;
-    let short = class.rsplit('.').next().unwrap_or(&class).to_string();
-    let full = match short.as_str() {
-        "SimpleStrategy" => {
-            if !map.contains_key("replication_factor") {
-                return Err(CqlError::Config(
-                    "SimpleStrategy requires a replication_factor strategy option.".to_string(),
-                ));
-            }
-            "org.apache.cassandra.locator.SimpleStrategy"
-        }
-        "NetworkTopologyStrategy" => {
-            // Cassandra 4+: a plain replication_factor applies to every data
-            // center; this node's is datacenter1.
-            if let Some(rf) = map.remove("replication_factor") {
-                map.entry(crate::system::DATA_CENTER.to_string()).or_insert(rf);
-            }
-            "org.apache.cassandra.locator.NetworkTopologyStrategy"
-        }
-        "LocalStrategy" | "EverywhereStrategy" => {
-            return Err(CqlError::Config(format!("{short} is for system keyspaces only")))
-        }
-        _ => return Err(CqlError::Config(format!("Unable to find replication strategy class '{class}'"))),
-    };
-    for (key, value) in &map {
-        if value.parse::<u32>().is_err() {
-            return Err(CqlError::Config(format!(
-                "Replication factor must be a non-negative integer; found {value} for {key}"
-            )));
-        }
-    }
-    map.insert("class".to_string(), full.to_string());
-    Ok(map)
+    shoal_coordinator::cluster::replication_options(entries).map_err(|e| CqlError::Config(e.0))
 }
 
 fn new_column(id: u32, def: &ColumnDef, kind: ColumnKind, position: i32) -> ColumnMeta {

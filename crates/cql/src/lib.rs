@@ -4,7 +4,9 @@
 //! Flow of a statement: text → [`parser::parse_statement`] → [`ast`] →
 //! for writes, [`restrictions`] and [`modification`] build partition
 //! updates; for reads, [`select`] builds a read command and shapes the rows;
-//! schema statements go to [`schema_service`] on shard 0, which uses [`ddl`].
+//! schema statements become transitions ([`ddl::apply`]) that the
+//! coordinator's schema service runs on shard 0; [`schema_file`] is the
+//! format it persists.
 //! Values are checked against their receiver's type in [`values`], so what
 //! reaches storage is always well-formed. [`json`] renders rows and values
 //! as JSON (SELECT JSON, `toJson`) and reads JSON into values (INSERT JSON,
@@ -24,7 +26,7 @@ pub mod parser;
 pub mod processor;
 pub mod restrictions;
 pub mod result;
-pub mod schema_service;
+pub mod schema_file;
 pub mod select;
 pub mod system;
 pub mod traces;

@@ -4,7 +4,8 @@
 //! Prepared statements are cached per shard under an id derived from the
 //! statement text and keyspace, so every shard gives the same id; a shard
 //! that has not seen the statement answers Unprepared and the driver
-//! prepares it there. Schema statements go to shard 0 (`schema_service`).
+//! prepares it there. Schema statements go to the coordinator's schema
+//! service as transitions (`ddl::apply`).
 
 use std::cell::RefCell;
 use std::collections::hash_map::Entry;
@@ -24,13 +25,13 @@ use crate::ast::{BatchKind, Insert, InsertJson, Parsed, Select, Statement, Term}
 use crate::bind_types::{bind_specs, partition_key_indexes};
 use crate::ddl::qualify;
 use crate::error::{invalid, CqlError, CqlResult};
+use crate::json;
 use crate::lwt::{self, Conditional};
 use crate::metrics::{self, Op};
 use crate::modification::{self, WriteContext};
 use crate::result::{PreparedInfo, QueryResult};
 use crate::select::{self, CompiledSelect, SelectOptions};
 use crate::values::{eval_required, Bindings, BoundValue, Receiver};
-use crate::{json, schema_service};
 
 /// Prepared statements kept per shard; past this, the oldest half goes.
 const PREPARED_CACHE_ENTRIES_MAX: usize = 10_000;
@@ -260,9 +261,8 @@ async fn execute_parsed(
         | Statement::DropType(_) => {
             let statement = parsed.statement.clone();
             let keyspace = keyspace.map(str::to_string);
-            let change = shoal_runtime::submit_to(0, move || schema_service::announce(statement, keyspace))
-                .await
-                .map_err(|e| CqlError::Server(e.to_string()))??;
+            let transition = move |current: &Schema| crate::ddl::apply(current, &statement, keyspace.as_deref());
+            let change = shoal_coordinator::announce_schema_change(transition).await??;
             Ok(change.map_or(QueryResult::Void, QueryResult::SchemaChange))
         }
         Statement::Truncate(t) => {

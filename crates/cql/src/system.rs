@@ -6,7 +6,7 @@
 //! rows are generated from the node's identity and the current schema
 //! snapshot when read, into a throwaway storage table, so the ordinary read
 //! path (restrictions, filtering, limits, paging) serves them unchanged.
-//! `notes/drivers.md` lists what each driver reads.
+//! `docs/drivers.md` lists what each driver reads.
 
 use std::collections::BTreeMap;
 use std::net::IpAddr;
@@ -25,39 +25,11 @@ use crate::error::CqlResult;
 use crate::restrictions::{encode_clustering, position_of};
 use crate::values::serialize_items;
 
-pub const DATA_CENTER: &str = "datacenter1";
-pub const RACK: &str = "rack1";
 /// What ScyllaDB reports; 4.x would make drivers query virtual keyspaces.
 pub const RELEASE_VERSION: &str = "3.0.8";
 pub const CQL_VERSION: &str = "3.3.1";
 
-/// Who this node is, fixed at start.
-#[derive(Debug, Clone)]
-pub struct NodeInfo {
-    pub cluster_name: String,
-    pub host_id: Uuid,
-    pub address: IpAddr,
-    pub tokens: Vec<i64>,
-}
-
-static NODE: OnceLock<NodeInfo> = OnceLock::new();
 static TABLES: OnceLock<BTreeMap<(&'static str, &'static str), Arc<TableMeta>>> = OnceLock::new();
-
-/// Sets the node's identity; call once at start, before serving.
-pub fn set_node_info(info: NodeInfo) {
-    // A second call (tests starting several nodes in one process) keeps the first.
-    let _ = NODE.set(info);
-}
-
-/// The node's identity (defaults before [`set_node_info`]).
-pub fn node() -> NodeInfo {
-    NODE.get().cloned().unwrap_or_else(|| NodeInfo {
-        cluster_name: "Shoal Cluster".to_string(),
-        host_id: Uuid::nil(),
-        address: IpAddr::from([127, 0, 0, 1]),
-        tokens: vec![0],
-    })
-}
 
 const DEFINITIONS: &[(&str, &str, &str)] = &[
     ("system", "local", "key text PRIMARY KEY, bootstrapped text, broadcast_address inet, cluster_name text, cql_version text, data_center text, gossip_generation int, host_id uuid, listen_address inet, native_protocol_version text, partitioner text, rack text, release_version text, rpc_address inet, schema_version uuid, tokens set<text>, truncated_at map<uuid, blob>"),
@@ -172,7 +144,10 @@ fn boolean(v: bool) -> Option<Bytes> {
 }
 
 pub(crate) fn text_map(map: &BTreeMap<String, String>) -> Option<Bytes> {
-    Some(serialize_items(map.iter().flat_map(|(k, v)| [k.as_bytes(), v.as_bytes()]), map.len()))
+    Some(shoal_schema::collection::serialize_map(
+        map.iter().flat_map(|(k, v)| [Some(k.as_bytes()), Some(v.as_bytes())]),
+        map.len(),
+    ))
 }
 
 fn text_set<'a>(items: impl Iterator<Item = &'a str> + Clone) -> Option<Bytes> {
@@ -180,7 +155,7 @@ fn text_set<'a>(items: impl Iterator<Item = &'a str> + Clone) -> Option<Bytes> {
 }
 
 fn local_row(schema: &Schema) -> Vec<Option<Bytes>> {
-    let node = node();
+    let node = shoal_coordinator::cluster::node();
     let tokens: Vec<String> = node.tokens.iter().map(i64::to_string).collect();
     vec![
         text("local"),
@@ -188,13 +163,13 @@ fn local_row(schema: &Schema) -> Vec<Option<Bytes>> {
         inet(node.address),
         text(&node.cluster_name),
         text(CQL_VERSION),
-        text(DATA_CENTER),
+        text(&node.data_center),
         int(0),
         uuid(node.host_id),
         inet(node.address),
         text("4"),
         text("org.apache.cassandra.dht.Murmur3Partitioner"),
-        text(RACK),
+        text(&node.rack),
         text(RELEASE_VERSION),
         inet(node.address),
         uuid(schema.version),

@@ -138,7 +138,7 @@ pub(crate) async fn rows(table: &str) -> CqlResult<Vec<Values>> {
 }
 
 fn session_row(s: &Session) -> Values {
-    let node = system::node();
+    let node = shoal_coordinator::cluster::node();
     vec![
         system::uuid(Uuid::from_bytes(s.id)),
         system::inet(s.client),
@@ -156,7 +156,7 @@ fn event_row(s: &Session, e: &Event) -> Values {
         system::uuid(Uuid::from_bytes(s.id)),
         system::uuid(Uuid::from_bytes(e.id)),
         system::text(&e.activity),
-        system::inet(system::node().address),
+        system::inet(shoal_coordinator::cluster::node().address),
         system::int(e.elapsed_us),
         system::text(&e.thread),
     ]

@@ -235,7 +235,10 @@ fn map(
     pairs.sort_by(|a, b| compare(key_ty.unfrozen(), &a.0, &b.0));
     pairs.dedup_by(|a, b| compare(key_ty.unfrozen(), &a.0, &b.0).is_eq());
     let count = pairs.len();
-    Ok(BoundValue::Value(serialize_items(pairs.iter().flat_map(|(k, v)| [&k[..], &v[..]]), count)))
+    Ok(BoundValue::Value(collection::serialize_map(
+        pairs.iter().flat_map(|(k, v)| [Some(&k[..]), Some(&v[..])]),
+        count,
+    )))
 }
 
 fn tuple(items: &[Term], name: &str, fields: &[CqlType], bindings: Bindings<'_>) -> CqlResult<BoundValue> {

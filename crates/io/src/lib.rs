@@ -5,14 +5,21 @@
 //! a read takes a `Vec<u8>` and gives it back filled. Every error names the
 //! file it concerns, so the layers above can say which file failed.
 //!
-//! Today files go through the page cache; the userspace I/O scheduler and
-//! O_DIRECT with aligned buffers (DESIGN.md §6) will live behind this same
-//! interface.
+//! Every call names its I/O class ([`IoClass`]): what the request is for,
+//! so the userspace I/O scheduler can share the disk between classes. Today
+//! files go through the page cache and classes are only counted; the
+//! scheduler and O_DIRECT with aligned buffers (DESIGN.md §6) will live
+//! behind this same interface.
 
 use std::io;
 use std::path::{Path, PathBuf};
 
 use compio::io::{AsyncReadAtExt, AsyncWriteAtExt};
+
+mod class;
+
+use class::record;
+pub use class::{counted, IoClass};
 
 /// An I/O error with the path it concerns.
 #[derive(Debug)]
@@ -46,19 +53,22 @@ pub struct File {
 }
 
 impl File {
-    pub async fn open(path: &Path) -> IoResult<File> {
+    pub async fn open(path: &Path, class: IoClass) -> IoResult<File> {
+        record(class, 0);
         let file = at(path, compio::fs::File::open(path).await)?;
         Ok(File { file, path: path.to_path_buf() })
     }
 
     /// Creates `path` for writing, truncating it if it exists.
-    pub async fn create(path: &Path) -> IoResult<File> {
+    pub async fn create(path: &Path, class: IoClass) -> IoResult<File> {
+        record(class, 0);
         let file = at(path, compio::fs::File::create(path).await)?;
         Ok(File { file, path: path.to_path_buf() })
     }
 
     /// Opens `path` for reading and writing, creating it if missing.
-    pub async fn open_rw(path: &Path) -> IoResult<File> {
+    pub async fn open_rw(path: &Path, class: IoClass) -> IoResult<File> {
+        record(class, 0);
         let mut options = compio::fs::OpenOptions::new();
         options.read(true).write(true).create(true);
         let file = at(path, options.open(path).await)?;
@@ -74,7 +84,8 @@ impl File {
     }
 
     /// Reads exactly `len` bytes at `offset`; a short file is an error.
-    pub async fn read_exact_at(&self, offset: u64, len: usize) -> IoResult<Vec<u8>> {
+    pub async fn read_exact_at(&self, offset: u64, len: usize, class: IoClass) -> IoResult<Vec<u8>> {
+        record(class, len);
         let buf = Vec::with_capacity(len);
         let compio::BufResult(result, buf) = self.file.read_exact_at(buf, offset).await;
         at(&self.path, result)?;
@@ -82,49 +93,55 @@ impl File {
     }
 
     /// Reads the whole file.
-    pub async fn read_all(&self) -> IoResult<Vec<u8>> {
+    pub async fn read_all(&self, class: IoClass) -> IoResult<Vec<u8>> {
         let len = self.len().await?;
         let len = at(&self.path, usize::try_from(len).map_err(|_| io::Error::other("file too large")))?;
-        self.read_exact_at(0, len).await
+        self.read_exact_at(0, len, class).await
     }
 
     /// Writes all of `buf` at `offset`. The buffer comes back whatever the
     /// outcome, so a failed write can be retried with the same bytes.
-    pub async fn write_all_at(&self, offset: u64, buf: Vec<u8>) -> (IoResult<()>, Vec<u8>) {
+    pub async fn write_all_at(&self, offset: u64, buf: Vec<u8>, class: IoClass) -> (IoResult<()>, Vec<u8>) {
+        record(class, buf.len());
         let compio::BufResult(result, buf) = (&self.file).write_all_at(buf, offset).await;
         (at(&self.path, result), buf)
     }
 
     /// fdatasync: the data written so far (and the size) is on disk.
-    pub async fn sync_data(&self) -> IoResult<()> {
+    pub async fn sync_data(&self, class: IoClass) -> IoResult<()> {
+        record(class, 0);
         at(&self.path, self.file.sync_data().await)
     }
 }
 
-pub async fn rename(from: &Path, to: &Path) -> IoResult<()> {
+pub async fn rename(from: &Path, to: &Path, class: IoClass) -> IoResult<()> {
+    record(class, 0);
     at(to, compio::fs::rename(from, to).await)
 }
 
 /// Removes `path`; a file already gone is not an error.
-pub async fn remove_file_if_exists(path: &Path) -> IoResult<()> {
+pub async fn remove_file_if_exists(path: &Path, class: IoClass) -> IoResult<()> {
+    record(class, 0);
     match compio::fs::remove_file(path).await {
         Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(()),
         other => at(path, other),
     }
 }
 
-pub async fn hard_link(original: &Path, link: &Path) -> IoResult<()> {
+pub async fn hard_link(original: &Path, link: &Path, class: IoClass) -> IoResult<()> {
+    record(class, 0);
     at(link, compio::fs::hard_link(original, link).await)
 }
 
-pub async fn create_dir_all(path: &Path) -> IoResult<()> {
+pub async fn create_dir_all(path: &Path, class: IoClass) -> IoResult<()> {
+    record(class, 0);
     at(path, compio::fs::create_dir_all(path).await)
 }
 
 /// Makes the directory's entries (files created, renamed or removed in
 /// it) durable.
-pub async fn sync_dir(path: &Path) -> IoResult<()> {
-    let dir = File::open(path).await?;
+pub async fn sync_dir(path: &Path, class: IoClass) -> IoResult<()> {
+    let dir = File::open(path, class).await?;
     at(path, dir.file.sync_all().await)
 }
 

@@ -34,7 +34,9 @@ impl Database {
     pub async fn open_storage(&self, config: StorageConfig) -> Result<RecoveryReport, ReplicaError> {
         let shard = shoal_runtime::this_shard();
         *self.storage.borrow_mut() = Some(config.clone());
-        shoal_io::create_dir_all(&config.commitlog_dir).await.map_err(shoal_storage::StorageError::from)?;
+        shoal_io::create_dir_all(&config.commitlog_dir, shoal_io::IoClass::Maintenance)
+            .await
+            .map_err(shoal_storage::StorageError::from)?;
         let mut report = RecoveryReport::default();
         let schema = self.schema();
         let mut floors: HashMap<uuid::Uuid, Position> = HashMap::new();
@@ -79,7 +81,9 @@ impl Database {
         self.flush_replayed(Position { segment: first_segment, offset: 0 }).await?;
         for segment in segments {
             let path = shoal_storage::commitlog::segment_path(&config.commitlog_dir, shard, segment);
-            shoal_io::remove_file_if_exists(&path).await.map_err(shoal_storage::StorageError::from)?;
+            shoal_io::remove_file_if_exists(&path, shoal_io::IoClass::Maintenance)
+                .await
+                .map_err(shoal_storage::StorageError::from)?;
         }
         self.start_commitlog(&config, first_segment);
         Ok(report)

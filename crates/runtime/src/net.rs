@@ -42,3 +42,95 @@ pub fn detach(stream: TcpStream) -> std::io::Result<DetachedStream> {
 pub fn attach(stream: DetachedStream) -> std::io::Result<TcpStream> {
     TcpStream::from_std(stream.0)
 }
+
+/// How a listener places the connections it accepts on shards.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Placement {
+    /// The shards in turn.
+    RoundRobin,
+    /// Shard `client source port % shards` (ScyllaDB's shard-aware port:
+    /// a driver picks its source port to reach the shard it wants).
+    BySourcePort,
+}
+
+/// How long to keep trying a port that is still taken at start.
+const BIND_RETRY_MS: u64 = 10_000;
+const BIND_RETRY_STEP_MS: u64 = 50;
+
+/// Binds `address`; returns the listener so the caller can report it bound
+/// before serving. A port still held when we start is retried for a while:
+/// after a kill -9 the kernel releases a dead process's io_uring (and the
+/// listening sockets its pending accepts hold) a few milliseconds later.
+pub async fn bind(address: std::net::SocketAddr) -> std::io::Result<TcpListener> {
+    let mut waited_ms = 0;
+    loop {
+        match listen(address).await {
+            Err(e) if e.kind() == std::io::ErrorKind::AddrInUse && waited_ms < BIND_RETRY_MS => {
+                if waited_ms == 0 {
+                    tracing::info!("{address} is in use; retrying for up to {} s", BIND_RETRY_MS / 1000);
+                }
+                crate::time::sleep(std::time::Duration::from_millis(BIND_RETRY_STEP_MS)).await;
+                waited_ms += BIND_RETRY_STEP_MS;
+            }
+            result => return result,
+        }
+    }
+}
+
+/// Accepts connections forever, placing each on its shard and running
+/// `serve_connection` there: any protocol's listener (CQL, memcached).
+pub async fn serve<S, Fut>(listener: TcpListener, placement: Placement, serve_connection: S)
+where
+    S: Fn(TcpStream) -> Fut + Clone + Send + 'static,
+    Fut: std::future::Future<Output = ()> + 'static,
+{
+    let nr_shards = crate::nr_shards();
+    let mut next = 0usize;
+    loop {
+        let (stream, peer) = match listener.accept().await {
+            Ok(accepted) => accepted,
+            Err(e) => {
+                // Out of descriptors or a connection reset while queued:
+                // keep accepting, the next may work.
+                tracing::warn!("accept failed: {e}");
+                crate::time::sleep(std::time::Duration::from_millis(10)).await;
+                continue;
+            }
+        };
+        let shard = match placement {
+            Placement::RoundRobin => {
+                next = next.wrapping_add(1);
+                next % nr_shards
+            }
+            Placement::BySourcePort => usize::from(peer.port()) % nr_shards,
+        };
+        assert!(shard < nr_shards);
+        tracing::debug!("connection from {peer} placed on shard {shard} ({placement:?})");
+        if let Err(e) = hand_over(stream, shard, serve_connection.clone()).await {
+            tracing::warn!("cannot place connection from {peer} on shard {shard}: {e}");
+        }
+    }
+}
+
+#[derive(Debug, thiserror::Error)]
+enum HandOverError {
+    #[error(transparent)]
+    Io(#[from] std::io::Error),
+    #[error(transparent)]
+    Shard(#[from] crate::ShardError),
+}
+
+async fn hand_over<S, Fut>(stream: TcpStream, shard: usize, serve_connection: S) -> Result<(), HandOverError>
+where
+    S: Fn(TcpStream) -> Fut + Send + 'static,
+    Fut: std::future::Future<Output = ()> + 'static,
+{
+    let detached = detach(stream)?;
+    crate::submit_to(shard, move || async move {
+        let stream = attach(detached)?;
+        crate::spawn(serve_connection(stream));
+        Ok::<(), std::io::Error>(())
+    })
+    .await??;
+    Ok(())
+}

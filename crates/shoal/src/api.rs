@@ -15,7 +15,7 @@
 use std::sync::OnceLock;
 use std::time::Instant;
 
-use shoal_cql::system::node;
+use shoal_coordinator::cluster::node;
 use shoal_runtime::net::{AsyncRead, AsyncWriteExt, BufResult, TcpListener, TcpStream};
 use shoal_runtime::{nr_shards, submit_to};
 

@@ -17,7 +17,7 @@ use std::sync::Arc;
 
 use clap::Parser;
 use config::{Cli, Command, CommitlogSync, Config};
-use shoal_cql::system::{set_node_info, NodeInfo};
+use shoal_coordinator::cluster::{set_node_info, NodeInfo, DEFAULT_DATA_CENTER, DEFAULT_RACK};
 use shoal_replica::StorageConfig;
 use shoal_storage::commitlog::SyncMode;
 use shoal_transport::connection::ServerConfig;
@@ -71,10 +71,13 @@ fn run(config: Config) -> Result<(), String> {
         cluster_name: config.cluster_name.clone(),
         host_id,
         address: config.listen_address,
+        data_center: DEFAULT_DATA_CENTER.to_string(),
+        rack: DEFAULT_RACK.to_string(),
         tokens: vec![0],
     });
-    let schema =
-        Arc::new(shoal_cql::schema_service::load(&config.workdir.join("schema.cql")).map_err(|e| e.to_string())?);
+    let schema_path = config.workdir.join("schema.cql");
+    let schema = Arc::new(shoal_cql::schema_file::load(&schema_path).map_err(|e| e.to_string())?);
+    shoal_coordinator::set_schema_file(schema_path, shoal_cql::schema_file::render);
     tracing::info!(
         "starting {} shard(s), workdir {}, memory {} MiB",
         config.smp,

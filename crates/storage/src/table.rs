@@ -11,6 +11,7 @@
 //! awaits, by replacing it. Work that started before a TRUNCATE or DROP
 //! (tracked by `epoch`) throws its output away instead of installing it.
 
+use shoal_io::IoClass;
 use std::cell::{Cell, RefCell};
 use std::collections::{BTreeMap, HashSet};
 use std::ops::Bound;
@@ -116,7 +117,7 @@ impl Table {
             }
         }
         for path in stray {
-            shoal_io::remove_file_if_exists(&path).await?;
+            shoal_io::remove_file_if_exists(&path, IoClass::Maintenance).await?;
         }
         let max_generation = generations.keys().next_back().copied().unwrap_or(0);
         table.next_generation.set(max_generation + 1);
@@ -128,7 +129,7 @@ impl Table {
                 report.removed_partial += 1;
                 continue;
             }
-            match SSTable::open(descriptor.clone()).await {
+            match SSTable::open(descriptor.clone(), IoClass::Maintenance).await {
                 Ok(sstable) => opened.push(Rc::new(sstable)),
                 Err(e) => {
                     tracing::error!("quarantining SSTable {}: {e}", descriptor.name());
@@ -213,7 +214,7 @@ impl Table {
         }
         let sstables = self.sstable_set();
         for sstable in sstables.iter().filter(|s| s.overlaps(from, to)) {
-            let mut scanner = Scanner::new(Rc::clone(sstable), from, to.cloned()).await?;
+            let mut scanner = Scanner::new(Rc::clone(sstable), from, to.cloned(), IoClass::Query).await?;
             for _ in 0..max_partitions {
                 let Some((position, partition)) = scanner.next(ranges).await? else { break };
                 add(position, partition);
@@ -280,7 +281,7 @@ impl Table {
 
     async fn write_sealed(&self, sealed: &Rc<Sealed>) -> StorageResult<()> {
         let epoch = self.epoch.get();
-        let mut writer = self.new_writer(sealed.memtable.len()).await?;
+        let mut writer = self.new_writer(sealed.memtable.len(), IoClass::Flush).await?;
         for (position, partition) in sealed.memtable.iter() {
             if let Err(e) = writer.add(position, partition).await {
                 writer.abort().await;
@@ -295,7 +296,7 @@ impl Table {
                 return Err(e);
             }
         };
-        let sstable = Rc::new(SSTable::open(descriptor).await?);
+        let sstable = Rc::new(SSTable::open(descriptor, IoClass::Flush).await?);
         self.sealed.borrow_mut().retain(|s| !Rc::ptr_eq(s, sealed));
         if self.epoch.get() == epoch {
             self.install(&[], vec![sstable]);
@@ -310,11 +311,11 @@ impl Table {
     }
 
     /// A writer for a new SSTable of this table.
-    pub(crate) async fn new_writer(&self, expected_partitions: usize) -> StorageResult<Writer> {
+    pub(crate) async fn new_writer(&self, expected_partitions: usize, class: IoClass) -> StorageResult<Writer> {
         let generation = self.next_generation.get();
         self.next_generation.set(generation + 1);
         let options = self.options.borrow().writer;
-        Writer::create(self.descriptor(generation), options, expected_partitions).await
+        Writer::create(self.descriptor(generation), options, expected_partitions, class).await
     }
 
     /// Replaces `removed` by `added` in the SSTable list; the removed ones'
@@ -373,9 +374,9 @@ impl Table {
     /// SSTable records `position` so replay skips older commitlog entries.
     pub async fn truncate(&self, position: Position) -> StorageResult<()> {
         self.discard_everything();
-        let writer = self.new_writer(1).await?;
+        let writer = self.new_writer(1, IoClass::Maintenance).await?;
         let descriptor = writer.finish(position, 0, Vec::new()).await?;
-        let marker = Rc::new(SSTable::open(descriptor).await?);
+        let marker = Rc::new(SSTable::open(descriptor, IoClass::Maintenance).await?);
         self.install(&[], vec![marker]);
         Ok(())
     }
@@ -398,7 +399,7 @@ impl Table {
 
     /// Hard-links every current SSTable's files into `target` (a snapshot).
     pub async fn snapshot(&self, target: &Path) -> StorageResult<usize> {
-        shoal_io::create_dir_all(target).await?;
+        shoal_io::create_dir_all(target, IoClass::Maintenance).await?;
         let sstables = self.sstable_set();
         for s in sstables.iter() {
             for component in Component::ALL {
@@ -406,7 +407,7 @@ impl Table {
                 // Invariant: descriptor paths always end in a file name.
                 #[allow(clippy::unwrap_used)]
                 let name = from.file_name().unwrap();
-                shoal_io::hard_link(&from, &target.join(name)).await?;
+                shoal_io::hard_link(&from, &target.join(name), IoClass::Maintenance).await?;
             }
         }
         Ok(sstables.len())
@@ -423,14 +424,14 @@ fn merge_into(result: &mut Option<Partition>, more: Option<Partition>) {
 
 async fn quarantine(descriptor: &Descriptor) -> StorageResult<()> {
     let target = descriptor.dir.join("quarantine");
-    shoal_io::create_dir_all(&target).await?;
+    shoal_io::create_dir_all(&target, IoClass::Maintenance).await?;
     for component in Component::ALL {
         let from = descriptor.path(component);
         if std::fs::metadata(&from).is_ok() {
             // Invariant: descriptor paths always end in a file name.
             #[allow(clippy::unwrap_used)]
             let to = target.join(from.file_name().unwrap());
-            shoal_io::rename(&from, &to).await?;
+            shoal_io::rename(&from, &to, IoClass::Maintenance).await?;
         }
     }
     Ok(())

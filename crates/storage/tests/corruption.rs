@@ -39,7 +39,8 @@ const PARTITIONS: u32 = 200;
 async fn write_sstable(dir: &Path, generation: u64) -> Descriptor {
     let descriptor = Descriptor { dir: dir.to_path_buf(), shard: 0, generation };
     let options = WriterOptions { compression: Compression::Lz4, chunk_bytes: 4096, bloom_fp_chance: 0.01 };
-    let mut writer = Writer::create(descriptor, options, PARTITIONS as usize).await.expect("create");
+    let mut writer =
+        Writer::create(descriptor, options, PARTITIONS as usize, shoal_io::IoClass::Flush).await.expect("create");
     for i in 0..PARTITIONS {
         writer.add(&position(i), &partition(i)).await.expect("add");
     }
@@ -60,7 +61,9 @@ fn a_flipped_byte_fails_only_the_reads_of_its_chunk() {
         let data = descriptor.path(Component::Data);
         let len = std::fs::metadata(&data).expect("stat").len() as usize;
         flip_byte(&data, len / 2);
-        let sstable = SSTable::open(descriptor).await.expect("data chunks are checked when read, not at open");
+        let sstable = SSTable::open(descriptor, shoal_io::IoClass::Query)
+            .await
+            .expect("data chunks are checked when read, not at open");
         let (mut ok, mut failed) = (0, 0);
         for i in 0..PARTITIONS {
             match sstable.read(&position(i), &[ClusteringRange::all()]).await {
@@ -78,7 +81,9 @@ fn a_flipped_byte_fails_only_the_reads_of_its_chunk() {
         }
         assert!(failed > 0 && failed < 20, "{failed} reads failed, {ok} succeeded");
         // A scan stops with the same error when it reaches the chunk.
-        let mut scanner = Scanner::new(Rc::new(sstable), Bound::Unbounded, Bound::Unbounded).await.expect("scanner");
+        let mut scanner = Scanner::new(Rc::new(sstable), Bound::Unbounded, Bound::Unbounded, shoal_io::IoClass::Query)
+            .await
+            .expect("scanner");
         let mut scanned = 0;
         let error = loop {
             match scanner.next(&[ClusteringRange::all()]).await {

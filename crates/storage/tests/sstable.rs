@@ -52,7 +52,7 @@ fn slices_of_a_large_partition_equal_slices_in_memory() {
             let big = big_partition(2_000);
             let descriptor = Descriptor { dir: dir.clone(), shard: 0, generation };
             let options = WriterOptions { compression, chunk_bytes: 16 * 1024, bloom_fp_chance: 0.01 };
-            let mut writer = Writer::create(descriptor, options, 101).await.expect("create");
+            let mut writer = Writer::create(descriptor, options, 101, shoal_io::IoClass::Flush).await.expect("create");
             for i in 0..100 {
                 writer.add(&small(i), &big_partition(i % 3)).await.expect("add small");
                 if i == 50 {
@@ -60,7 +60,7 @@ fn slices_of_a_large_partition_equal_slices_in_memory() {
                 }
             }
             let descriptor = writer.finish(Position::ZERO, 0, Vec::new()).await.expect("finish");
-            let sstable = SSTable::open(descriptor).await.expect("open");
+            let sstable = SSTable::open(descriptor, shoal_io::IoClass::Query).await.expect("open");
 
             let all = [ClusteringRange::all()];
             assert_eq!(sstable.read(&big_position, &all).await.expect("read"), Some(big.clone()));
@@ -92,8 +92,14 @@ fn slices_of_a_large_partition_equal_slices_in_memory() {
             assert_eq!(sstable.read(&small(100), &all).await.expect("read"), None);
 
             let sstable = Rc::new(sstable);
-            let mut scanner =
-                Scanner::new(sstable, Bound::Excluded(&small(10)), Bound::Included(small(60))).await.expect("scan");
+            let mut scanner = Scanner::new(
+                sstable,
+                Bound::Excluded(&small(10)),
+                Bound::Included(small(60)),
+                shoal_io::IoClass::Query,
+            )
+            .await
+            .expect("scan");
             let mut seen = Vec::new();
             while let Some((position, _)) = scanner.next(&all).await.expect("next") {
                 seen.push(position);

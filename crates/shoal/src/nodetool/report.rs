@@ -4,7 +4,7 @@
 
 use std::collections::BTreeSet;
 
-use shoal_cql::system::{DATA_CENTER, RACK};
+use shoal_coordinator::cluster::{DEFAULT_DATA_CENTER as DATA_CENTER, DEFAULT_RACK as RACK};
 use shoal_metrics::ParsedSample;
 
 use super::Api;

@@ -29,6 +29,7 @@ mod replay;
 pub use mutation::{decode_mutation, encode_mutation};
 pub use replay::{read_segment, replay_segment, segment_ids, ReplayEntry, SegmentReport};
 
+use shoal_io::IoClass;
 use std::cell::{Cell, RefCell};
 use std::collections::VecDeque;
 use std::path::{Path, PathBuf};
@@ -244,7 +245,7 @@ impl CommitLog {
         };
         for segment in doomed {
             let path = segment_path(&self.config.dir, self.config.shard, segment);
-            if let Err(e) = shoal_io::remove_file_if_exists(&path).await {
+            if let Err(e) = shoal_io::remove_file_if_exists(&path, IoClass::Commitlog).await {
                 tracing::warn!("cannot delete flushed commitlog segment: {e}");
             }
         }
@@ -271,7 +272,7 @@ impl CommitLog {
     }
 
     async fn sync_file(&self, file: &File) -> StorageResult<()> {
-        file.sync_data().await?;
+        file.sync_data(IoClass::Commitlog).await?;
         self.syncs.set(self.syncs.get() + 1);
         Ok(())
     }
@@ -286,7 +287,9 @@ impl CommitLog {
             // it durable before writing to the next.
             self.sync_file(&file).await?;
         }
-        let file = Rc::new(File::open_rw(&segment_path(&self.config.dir, self.config.shard, segment)).await?);
+        let file = Rc::new(
+            File::open_rw(&segment_path(&self.config.dir, self.config.shard, segment), IoClass::Commitlog).await?,
+        );
         self.state.borrow_mut().open_file = Some((segment, Rc::clone(&file)));
         Ok(file)
     }
@@ -303,7 +306,7 @@ impl CommitLog {
                     return Err(e);
                 }
             };
-            let (result, bytes) = file.write_all_at(u64::from(offset), chunk.bytes).await;
+            let (result, bytes) = file.write_all_at(u64::from(offset), chunk.bytes, IoClass::Commitlog).await;
             if let Err(e) = result {
                 // Keep the bytes, in order, for the retry: the log must not
                 // get a hole (rewriting a partly written chunk is harmless).

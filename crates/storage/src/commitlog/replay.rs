@@ -103,7 +103,8 @@ pub async fn replay_segment(
     apply: &mut dyn FnMut(ReplayEntry<'_>),
 ) -> StorageResult<SegmentReport> {
     let path = segment_path(dir, shard, segment);
-    let data = shoal_io::File::open(&path).await?.read_all().await?;
+    let class = shoal_io::IoClass::Maintenance;
+    let data = shoal_io::File::open(&path, class).await?.read_all(class).await?;
     let report = read_segment(&path, shard, segment, &data, apply);
     if let Some(corruption) = &report.corruption {
         tracing::error!("commitlog replay: {corruption}; going on with the next segment");

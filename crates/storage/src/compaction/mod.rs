@@ -13,6 +13,7 @@
 pub mod purge;
 pub mod strategy;
 
+use shoal_io::IoClass;
 use std::rc::Rc;
 
 use shoal_runtime::yield_now;
@@ -73,7 +74,8 @@ async fn merge(table: &Table, job: &Job, now_s: i64) -> StorageResult<Compaction
 
     let mut scanners = Vec::with_capacity(job.inputs.len());
     for s in &job.inputs {
-        scanners.push(Scanner::new(Rc::clone(s), std::ops::Bound::Unbounded, std::ops::Bound::Unbounded).await?);
+        let unbounded = std::ops::Bound::Unbounded;
+        scanners.push(Scanner::new(Rc::clone(s), unbounded, std::ops::Bound::Unbounded, IoClass::Compaction).await?);
     }
     let all = [crate::partition::ClusteringRange::all()];
     let mut outputs: Vec<Rc<SSTable>> = Vec::new();
@@ -102,7 +104,7 @@ async fn merge(table: &Table, job: &Job, now_s: i64) -> StorageResult<Compaction
             }
             let w = match writer.as_mut() {
                 Some(w) => w,
-                None => writer.insert(table.new_writer(expected.max(1)).await?),
+                None => writer.insert(table.new_writer(expected.max(1), IoClass::Compaction).await?),
             };
             w.add(&next, &partition).await?;
             report.partitions_written += 1;
@@ -117,7 +119,7 @@ async fn merge(table: &Table, job: &Job, now_s: i64) -> StorageResult<Compaction
         // Always at least one output: it carries the commitlog position
         // (a TRUNCATE's, say) even when nothing survived.
         if writer.is_none() && outputs.is_empty() {
-            writer = Some(table.new_writer(1).await?);
+            writer = Some(table.new_writer(1, IoClass::Compaction).await?);
         }
         if let Some(w) = writer.take() {
             outputs.push(finish(w, commitlog_position, job.output_level, &ancestors).await?);
@@ -152,7 +154,7 @@ async fn finish(
 ) -> StorageResult<Rc<SSTable>> {
     let target = writer.descriptor().clone();
     match writer.finish(commitlog_position, level, ancestors.to_vec()).await {
-        Ok(descriptor) => Ok(Rc::new(SSTable::open(descriptor).await?)),
+        Ok(descriptor) => Ok(Rc::new(SSTable::open(descriptor, IoClass::Compaction).await?)),
         Err(e) => {
             writer::remove_files(&target).await;
             Err(e)

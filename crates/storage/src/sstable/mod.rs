@@ -22,7 +22,7 @@ use std::ops::Bound;
 use std::rc::Rc;
 
 use bytes::Bytes;
-use shoal_io::File;
+use shoal_io::{File, IoClass};
 
 use crate::codec::{self, Decoder, Encoder};
 use crate::error::{StorageError, StorageResult};
@@ -100,10 +100,17 @@ impl SummaryEntry {
 }
 
 /// The last decompressed chunk, so consecutive small partitions of a scan
-/// decompress each chunk once.
-#[derive(Default)]
+/// decompress each chunk once; and the I/O class the reads are made for
+/// (a query's, or compaction's).
 pub struct ChunkCache {
     chunk: Option<(usize, Rc<Vec<u8>>)>,
+    class: IoClass,
+}
+
+impl ChunkCache {
+    fn new(class: IoClass) -> ChunkCache {
+        ChunkCache { chunk: None, class }
+    }
 }
 
 pub struct SSTable {
@@ -124,17 +131,18 @@ pub struct SSTable {
 
 impl SSTable {
     /// Opens an SSTable, checking every component's header and the small
-    /// components' checksums.
-    pub async fn open(descriptor: Descriptor) -> StorageResult<SSTable> {
+    /// components' checksums; `class` is what the opening is part of (a
+    /// flush, a compaction, start-up).
+    pub async fn open(descriptor: Descriptor, class: IoClass) -> StorageResult<SSTable> {
         let name = descriptor.name();
-        Self::open_checked(descriptor).await.map_err(|e| e.at(|| name))
+        Self::open_checked(descriptor, class).await.map_err(|e| e.at(|| name))
     }
 
-    async fn open_checked(descriptor: Descriptor) -> StorageResult<SSTable> {
+    async fn open_checked(descriptor: Descriptor, class: IoClass) -> StorageResult<SSTable> {
         let read_small = |component: Component| {
             let path = descriptor.path(component);
             async move {
-                let bytes = File::open(&path).await?.read_all().await?;
+                let bytes = File::open(&path, class).await?.read_all(class).await?;
                 open_small(component, &bytes).map(<[u8]>::to_vec).map_err(|e| e.at(|| format!("{}", path.display())))
             }
         };
@@ -171,11 +179,11 @@ impl SSTable {
         let stats_body = read_small(Component::Statistics).await?;
         let stats = Statistics::decode(&mut Decoder::new(&stats_body))?;
 
-        let data = File::open(&descriptor.path(Component::Data)).await?;
-        let index = File::open(&descriptor.path(Component::Index)).await?;
+        let data = File::open(&descriptor.path(Component::Data), class).await?;
+        let index = File::open(&descriptor.path(Component::Index), class).await?;
         let data_file_bytes = data.len().await?;
         for (file, component) in [(&data, Component::Data), (&index, Component::Index)] {
-            let header = file.read_exact_at(0, HEADER_BYTES).await?;
+            let header = file.read_exact_at(0, HEADER_BYTES, class).await?;
             check_header(&header, component).map_err(|e| e.at(|| format!("{}", file.path().display())))?;
         }
         // A page is read whole, into a buffer of its length: the summary
@@ -277,15 +285,15 @@ impl SSTable {
         if page == 0 {
             return Ok(None);
         }
-        let entries = self.read_page(page - 1).await?;
+        let entries = self.read_page(page - 1, IoClass::Query).await?;
         let Some(entry) = entries.into_iter().find(|e| e.position == *position) else { return Ok(None) };
-        self.read_entry(&entry, ranges, &mut ChunkCache::default()).await.map(Some)
+        self.read_entry(&entry, ranges, &mut ChunkCache::new(IoClass::Query)).await.map(Some)
     }
 
-    async fn read_page(&self, page: usize) -> StorageResult<VecDeque<IndexEntry>> {
+    async fn read_page(&self, page: usize, class: IoClass) -> StorageResult<VecDeque<IndexEntry>> {
         let s = &self.summary[page];
         let place = || format!("{} page {page} (offset {})", self.index.path().display(), s.offset);
-        let bytes = self.index.read_exact_at(s.offset, s.len as usize).await?;
+        let bytes = self.index.read_exact_at(s.offset, s.len as usize, class).await?;
         let body = open_block(&bytes).map_err(|e| e.at(place))?;
         let mut d = Decoder::new(body);
         let mut entries = VecDeque::new();
@@ -382,7 +390,7 @@ impl SSTable {
             let raw = match &cache.chunk {
                 Some((index, raw)) if *index == chunk => Rc::clone(raw),
                 _ => {
-                    let raw = Rc::new(self.read_chunk(chunk).await?);
+                    let raw = Rc::new(self.read_chunk(chunk, cache.class).await?);
                     cache.chunk = Some((chunk, Rc::clone(&raw)));
                     raw
                 }
@@ -399,12 +407,12 @@ impl SSTable {
         Ok(out)
     }
 
-    async fn read_chunk(&self, chunk: usize) -> StorageResult<Vec<u8>> {
+    async fn read_chunk(&self, chunk: usize, class: IoClass) -> StorageResult<Vec<u8>> {
         let path = self.descriptor.path(Component::Data);
         let place = || format!("{} chunk {chunk} (offset {})", path.display(), self.chunk_offsets[chunk]);
         let start = self.chunk_offsets[chunk];
         let stored = self.chunk_offsets[chunk + 1] - start;
-        let bytes = self.data.read_exact_at(start, stored as usize).await?;
+        let bytes = self.data.read_exact_at(start, stored as usize, class).await?;
         let body = open_block(&bytes).map_err(|e| e.at(place))?;
         let raw_len = (self.raw_len - chunk as u64 * self.chunk_bytes).min(self.chunk_bytes) as usize;
         self.compression.decompress(body, raw_len).map_err(|e| e.at(place))
@@ -430,10 +438,13 @@ pub struct Scanner {
 }
 
 impl Scanner {
+    /// A scanner whose reads are of I/O class `class` (a query's scan, or
+    /// compaction's).
     pub async fn new(
         sstable: Rc<SSTable>,
         from: Bound<&PartitionPosition>,
         to: Bound<PartitionPosition>,
+        class: IoClass,
     ) -> StorageResult<Scanner> {
         let page = match from {
             Bound::Unbounded => 0,
@@ -442,7 +453,7 @@ impl Scanner {
             }
         };
         let mut scanner =
-            Scanner { sstable, next_page: page, entries: VecDeque::new(), to, cache: ChunkCache::default() };
+            Scanner { sstable, next_page: page, entries: VecDeque::new(), to, cache: ChunkCache::new(class) };
         scanner.fill().await?;
         while let Some(entry) = scanner.entries.front() {
             let before = match from {
@@ -461,7 +472,7 @@ impl Scanner {
 
     async fn fill(&mut self) -> StorageResult<()> {
         while self.entries.is_empty() && self.next_page < self.sstable.summary.len() {
-            self.entries = self.sstable.read_page(self.next_page).await?;
+            self.entries = self.sstable.read_page(self.next_page, self.cache.class).await?;
             self.next_page += 1;
         }
         Ok(())
@@ -528,7 +539,8 @@ mod tests {
     async fn write_sstable(dir: &std::path::Path) -> Descriptor {
         let descriptor = Descriptor { dir: dir.to_path_buf(), shard: 0, generation: 1 };
         let options = WriterOptions { compression: Compression::Lz4, chunk_bytes: 4096, bloom_fp_chance: 0.01 };
-        let mut writer = Writer::create(descriptor, options, PARTITIONS as usize).await.expect("create");
+        let mut writer =
+            Writer::create(descriptor, options, PARTITIONS as usize, shoal_io::IoClass::Flush).await.expect("create");
         for i in 0..PARTITIONS {
             writer.add(&position(i), &partition(i)).await.expect("add");
         }
@@ -570,7 +582,7 @@ mod tests {
             e.var_u64(n);
             entries.iter().for_each(|s| s.encode(&mut e));
             reseal(&descriptor, Component::Summary, &body);
-            let message = corruption(SSTable::open(descriptor).await);
+            let message = corruption(SSTable::open(descriptor, shoal_io::IoClass::Query).await);
             assert!(message.contains("Summary.db") && message.contains("index page"), "{message}");
         });
         let _ = std::fs::remove_dir_all(&dir);
@@ -600,7 +612,7 @@ mod tests {
             e.var_u64(chunks);
             body.extend_from_slice(offsets);
             reseal(&descriptor, Component::CompressionInfo, &body);
-            let message = corruption(SSTable::open(descriptor).await);
+            let message = corruption(SSTable::open(descriptor, shoal_io::IoClass::Query).await);
             assert!(message.contains("chunk length"), "{message}");
         });
         let _ = std::fs::remove_dir_all(&dir);
@@ -647,7 +659,8 @@ mod tests {
             summary.encode(&mut e);
             reseal(&descriptor, Component::Summary, &body);
 
-            let sstable = SSTable::open(descriptor).await.expect("the lengths are plausible at open");
+            let sstable =
+                SSTable::open(descriptor, shoal_io::IoClass::Query).await.expect("the lengths are plausible at open");
             let message = corruption(sstable.read(&position(0), &[ClusteringRange::all()]).await);
             assert!(message.contains("chunk 0"), "{message}");
         });

@@ -8,7 +8,7 @@
 //! mid-write leaves files the next start removes.
 
 use bytes::Bytes;
-use shoal_io::File;
+use shoal_io::{File, IoClass};
 
 use super::bloom::BloomFilter;
 use super::compression::Compression;
@@ -33,6 +33,8 @@ pub struct WriterOptions {
 pub struct Writer {
     descriptor: Descriptor,
     options: WriterOptions,
+    /// What the writing is part of: a flush or a compaction.
+    class: IoClass,
     data: File,
     index: File,
     /// Raw bytes not yet cut into a chunk, and the stream offset of their start.
@@ -55,20 +57,21 @@ impl Writer {
         descriptor: Descriptor,
         options: WriterOptions,
         expected_partitions: usize,
+        class: IoClass,
     ) -> StorageResult<Writer> {
         assert!(options.chunk_bytes >= 4096, "chunks smaller than a page");
         assert!(options.chunk_bytes <= MAX_CHUNK_BYTES, "chunks larger than readers accept");
-        shoal_io::create_dir_all(&descriptor.dir).await?;
+        shoal_io::create_dir_all(&descriptor.dir, class).await?;
         let opened: StorageResult<(File, File)> = async {
-            let data = File::create(&descriptor.path(Component::Data)).await?;
-            let index = File::create(&descriptor.path(Component::Index)).await?;
+            let data = File::create(&descriptor.path(Component::Data), class).await?;
+            let index = File::create(&descriptor.path(Component::Index), class).await?;
             let mut header = Vec::new();
             write_header(&mut header, Component::Data);
-            let (result, _) = data.write_all_at(0, header.clone()).await;
+            let (result, _) = data.write_all_at(0, header.clone(), class).await;
             result?;
             header.clear();
             write_header(&mut header, Component::Index);
-            let (result, _) = index.write_all_at(0, header).await;
+            let (result, _) = index.write_all_at(0, header, class).await;
             result?;
             Ok((data, index))
         }
@@ -81,6 +84,7 @@ impl Writer {
             }
         };
         Ok(Writer {
+            class,
             bloom: BloomFilter::new(expected_partitions, options.bloom_fp_chance),
             descriptor,
             options,
@@ -178,7 +182,7 @@ impl Writer {
         let out = frame_block(&self.options.compression.compress(raw));
         self.chunk_offsets.push(self.data_file_offset);
         let len = out.len() as u64;
-        let (result, _) = self.data.write_all_at(self.data_file_offset, out).await;
+        let (result, _) = self.data.write_all_at(self.data_file_offset, out, self.class).await;
         result?;
         self.data_file_offset += len;
         self.raw_start += raw.len() as u64;
@@ -195,7 +199,7 @@ impl Writer {
         #[allow(clippy::unwrap_used)]
         let summary = self.summary.last_mut().unwrap();
         summary.len = len as u32;
-        let (result, _) = self.index.write_all_at(self.index_file_offset, out).await;
+        let (result, _) = self.index.write_all_at(self.index_file_offset, out, self.class).await;
         result?;
         self.index_file_offset += len;
         self.page_entries = 0;
@@ -247,22 +251,22 @@ impl Writer {
         self.stats.encode(&mut Encoder { out: &mut body });
         let statistics = seal_small(Component::Statistics, &body);
 
-        self.data.sync_data().await?;
-        self.index.sync_data().await?;
+        self.data.sync_data(self.class).await?;
+        self.index.sync_data(self.class).await?;
         for (component, bytes) in [
             (Component::CompressionInfo, compression_info),
             (Component::Summary, summary),
             (Component::Filter, filter),
             (Component::Statistics, statistics),
         ] {
-            write_durably(&self.descriptor.path(component), bytes).await?;
+            write_durably(&self.descriptor.path(component), bytes, self.class).await?;
         }
         let toc: String = Component::ALL.iter().map(|c| format!("{}\n", c.file_suffix())).collect();
         let toc_path = self.descriptor.path(Component::Toc);
         let tmp = toc_path.with_extension("txt.tmp");
-        write_durably(&tmp, toc.into_bytes()).await?;
-        shoal_io::rename(&tmp, &toc_path).await?;
-        shoal_io::sync_dir(&self.descriptor.dir).await?;
+        write_durably(&tmp, toc.into_bytes(), self.class).await?;
+        shoal_io::rename(&tmp, &toc_path, self.class).await?;
+        shoal_io::sync_dir(&self.descriptor.dir, self.class).await?;
         Ok(self.descriptor)
     }
 
@@ -331,11 +335,11 @@ impl Tally<'_> {
     }
 }
 
-async fn write_durably(path: &std::path::Path, bytes: Vec<u8>) -> StorageResult<()> {
-    let file = File::create(path).await?;
-    let (result, _) = file.write_all_at(0, bytes).await;
+async fn write_durably(path: &std::path::Path, bytes: Vec<u8>, class: IoClass) -> StorageResult<()> {
+    let file = File::create(path, class).await?;
+    let (result, _) = file.write_all_at(0, bytes, class).await;
     result?;
-    file.sync_data().await?;
+    file.sync_data(class).await?;
     Ok(())
 }
 
@@ -347,7 +351,7 @@ pub async fn remove_files(descriptor: &Descriptor) {
         .chain(std::iter::once(toc))
         .chain(Component::ALL.iter().filter(|c| **c != Component::Toc).map(|c| descriptor.path(*c)))
     {
-        if let Err(e) = shoal_io::remove_file_if_exists(&path).await {
+        if let Err(e) = shoal_io::remove_file_if_exists(&path, IoClass::Maintenance).await {
             tracing::warn!("cannot remove SSTable file: {e}");
         }
     }

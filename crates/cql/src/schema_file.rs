@@ -1,7 +1,6 @@
-//! The schema's single writer: shard 0 applies DDL one statement at a time,
-//! writes the new schema to disk, installs it on every shard, and only then
-//! answers — so a client that sees SCHEMA_CHANGE can use the new schema on
-//! any connection, and a restart finds every acknowledged DDL.
+//! The schema file's format: what the coordinator's schema service writes
+//! after each change ([`render`], registered at start) and what a starting
+//! node reads back ([`load`]).
 //!
 //! The schema file is CQL: one CREATE KEYSPACE / TYPE / TABLE per line, with
 //! table ids kept in `WITH id = ...`, re-read through the parser at start.
@@ -12,17 +11,14 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::fmt::Write as _;
-use std::path::{Path, PathBuf};
-use std::sync::{Arc, OnceLock};
+use std::path::Path;
+use std::sync::Arc;
 
-use futures_util::lock::Mutex;
-use shoal_schema::{ClusteringOrder, ColumnKind, KeyspaceMeta, Schema, SchemaChange, TableMeta, UserType};
+use shoal_schema::{ClusteringOrder, ColumnKind, KeyspaceMeta, Schema, TableMeta, UserType};
 
 use crate::ast::{OptionValue, Statement};
 use crate::error::{CqlError, CqlResult};
 use crate::{ddl, system, user_types};
-
-static SCHEMA_FILE: OnceLock<PathBuf> = OnceLock::new();
 
 /// Schema-file-only table option: each column's id, by column name.
 const COLUMN_IDS: &str = "shoal_column_ids";
@@ -30,15 +26,10 @@ const COLUMN_IDS: &str = "shoal_column_ids";
 /// above every dropped column's id, so none is reused after a restart.
 const NEXT_COLUMN_ID: &str = "shoal_next_column_id";
 
-thread_local! {
-    /// Serializes DDL on shard 0: each statement builds on the last one's result.
-    static DDL_LOCK: Arc<Mutex<()>> = Arc::new(Mutex::new(()));
-}
-
 /// Reads the schema file (if any) and returns the node's starting schema,
-/// system keyspaces included. Call once at start, before shards serve.
+/// system keyspaces included. Call once at start, before shards run (so
+/// the blocking read stalls no shard).
 pub fn load(path: &Path) -> CqlResult<Schema> {
-    let _ = SCHEMA_FILE.set(path.to_path_buf());
     let text = match std::fs::read_to_string(path) {
         Ok(text) => text,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => String::new(),
@@ -133,35 +124,6 @@ fn restore_column_ids(schema: &mut Schema, keyspace: &str, name: &str, ids: Colu
     let mut meta = schema.keyspaces[keyspace].as_ref().clone();
     meta.tables.insert(name.to_string(), Arc::new(table));
     schema.keyspaces.insert(keyspace.to_string(), Arc::new(meta));
-    Ok(())
-}
-
-/// Runs a schema statement; on shard 0 only.
-pub async fn announce(statement: Statement, keyspace: Option<String>) -> CqlResult<Option<SchemaChange>> {
-    let lock = DDL_LOCK.with(Arc::clone);
-    let _guard = lock.lock().await;
-    let current = shoal_coordinator::schema();
-    let Some((next, change)) = ddl::apply(&current, &statement, keyspace.as_deref())? else { return Ok(None) };
-    if let Some(path) = SCHEMA_FILE.get() {
-        save(path, &next)?;
-    }
-    shoal_coordinator::set_schema_everywhere(Arc::new(next), Some(change.clone())).await?;
-    Ok(Some(change))
-}
-
-/// Writes the schema durably: a temporary file, fsynced, renamed over the
-/// old one. Blocking, but only on DDL, which is rare and already serialized.
-fn save(path: &Path, schema: &Schema) -> CqlResult<()> {
-    use std::io::Write;
-    let failed = |e: std::io::Error| CqlError::Server(format!("cannot write schema file {}: {e}", path.display()));
-    let tmp = path.with_extension("cql.tmp");
-    let mut file = std::fs::File::create(&tmp).map_err(failed)?;
-    file.write_all(render(schema).as_bytes()).map_err(failed)?;
-    file.sync_all().map_err(failed)?;
-    std::fs::rename(&tmp, path).map_err(failed)?;
-    if let Some(dir) = path.parent() {
-        std::fs::File::open(dir).and_then(|d| d.sync_all()).map_err(failed)?;
-    }
     Ok(())
 }
 

@@ -1,0 +1,106 @@
+//! This node's place in the cluster: who it is (host id, address, cluster
+//! name, data center, rack, tokens), and which replication strategies a
+//! keyspace may use. One node today; the token ring, membership and
+//! replica placement grow here (DESIGN.md §8).
+
+use std::collections::BTreeMap;
+use std::net::IpAddr;
+use std::sync::OnceLock;
+
+use thiserror::Error;
+use uuid::Uuid;
+
+/// The data center and rack of a node that names none (Cassandra's
+/// SimpleSnitch names).
+pub const DEFAULT_DATA_CENTER: &str = "datacenter1";
+pub const DEFAULT_RACK: &str = "rack1";
+
+/// Who this node is, fixed at start.
+#[derive(Debug, Clone)]
+pub struct NodeInfo {
+    pub cluster_name: String,
+    pub host_id: Uuid,
+    pub address: IpAddr,
+    pub data_center: String,
+    pub rack: String,
+    pub tokens: Vec<i64>,
+}
+
+static NODE: OnceLock<NodeInfo> = OnceLock::new();
+
+/// Sets the node's identity; call once at start, before serving.
+pub fn set_node_info(info: NodeInfo) {
+    // A second call (tests starting several nodes in one process) keeps the first.
+    let _ = NODE.set(info);
+}
+
+/// The node's identity (defaults before [`set_node_info`]).
+pub fn node() -> NodeInfo {
+    NODE.get().cloned().unwrap_or_else(|| NodeInfo {
+        cluster_name: "Shoal Cluster".to_string(),
+        host_id: Uuid::nil(),
+        address: IpAddr::from([127, 0, 0, 1]),
+        data_center: DEFAULT_DATA_CENTER.to_string(),
+        rack: DEFAULT_RACK.to_string(),
+        tokens: vec![0],
+    })
+}
+
+/// A keyspace's replication options that cannot be used, in Cassandra's
+/// words (a CQL ConfigError).
+#[derive(Debug, Clone, PartialEq, Eq, Error)]
+#[error("{0}")]
+pub struct ReplicationError(pub String);
+
+/// Checks a keyspace's `replication` options and returns them as stored:
+/// the strategy class by its full name, replication factors checked, and
+/// for NetworkTopologyStrategy a plain `replication_factor` applied to this
+/// node's data center (as Cassandra 4+ does for every data center).
+pub fn replication_options(entries: &[(String, String)]) -> Result<BTreeMap<String, String>, ReplicationError> {
+    let fail = |message: String| Err(ReplicationError(message));
+    let mut map: BTreeMap<String, String> = entries.iter().cloned().collect();
+    let Some(class) = map.remove("class") else { return fail("Missing replication strategy class".to_string()) };
+    let short = class.rsplit('.').next().unwrap_or(&class).to_string();
+    let full = match short.as_str() {
+        "SimpleStrategy" => {
+            if !map.contains_key("replication_factor") {
+                return fail("SimpleStrategy requires a replication_factor strategy option.".to_string());
+            }
+            "org.apache.cassandra.locator.SimpleStrategy"
+        }
+        "NetworkTopologyStrategy" => {
+            if let Some(rf) = map.remove("replication_factor") {
+                map.entry(node().data_center).or_insert(rf);
+            }
+            "org.apache.cassandra.locator.NetworkTopologyStrategy"
+        }
+        "LocalStrategy" | "EverywhereStrategy" => return fail(format!("{short} is for system keyspaces only")),
+        _ => return fail(format!("Unable to find replication strategy class '{class}'")),
+    };
+    if let Some((key, value)) = map.iter().find(|(_, value)| value.parse::<u32>().is_err()) {
+        return fail(format!("Replication factor must be a non-negative integer; found {value} for {key}"));
+    }
+    map.insert("class".to_string(), full.to_string());
+    Ok(map)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn options(pairs: &[(&str, &str)]) -> Vec<(String, String)> {
+        pairs.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect()
+    }
+
+    #[test]
+    fn strategies_are_checked_and_named_in_full() {
+        let simple = replication_options(&options(&[("class", "SimpleStrategy"), ("replication_factor", "3")]));
+        assert_eq!(simple.map(|m| m["class"].clone()), Ok("org.apache.cassandra.locator.SimpleStrategy".to_string()));
+        let nts = replication_options(&options(&[("class", "NetworkTopologyStrategy"), ("replication_factor", "2")]))
+            .expect("valid");
+        assert_eq!(nts.get(DEFAULT_DATA_CENTER).map(String::as_str), Some("2"));
+        assert!(replication_options(&options(&[("class", "SimpleStrategy")])).is_err());
+        assert!(replication_options(&options(&[("class", "LocalStrategy")])).is_err());
+        assert!(replication_options(&options(&[("class", "SimpleStrategy"), ("replication_factor", "x")])).is_err());
+    }
+}
