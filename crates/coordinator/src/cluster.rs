@@ -1,7 +1,7 @@
 //! This node's place in the cluster: who it is (host id, address, cluster
 //! name, data center, rack, tokens), and which replication strategies a
 //! keyspace may use. One node today; the token ring, membership and
-//! replica placement grow here (DESIGN.md §8).
+//! replica placement grow here (docs/design.md §8).
 
 use std::collections::BTreeMap;
 use std::net::IpAddr;

@@ -1,5 +1,5 @@
 //! I/O classes: what each disk request is for, so the userspace I/O
-//! scheduler (a later step; DESIGN.md §6, Seastar's io queue) can give each
+//! scheduler (a later step; docs/design.md §6, Seastar's io queue) can give each
 //! class its share of the disk. Every call into this crate names its class.
 //!
 //! The scheduler's contract, fixed now so callers classify correctly:

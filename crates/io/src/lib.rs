@@ -8,7 +8,7 @@
 //! Every call names its I/O class ([`IoClass`]): what the request is for,
 //! so the userspace I/O scheduler can share the disk between classes. Today
 //! files go through the page cache and classes are only counted; the
-//! scheduler and O_DIRECT with aligned buffers (DESIGN.md §6) will live
+//! scheduler and O_DIRECT with aligned buffers (docs/design.md §6) will live
 //! behind this same interface.
 
 use std::io;
@@ -138,6 +138,31 @@ pub async fn create_dir_all(path: &Path, class: IoClass) -> IoResult<()> {
     at(path, compio::fs::create_dir_all(path).await)
 }
 
+/// The names of the entries in directory `path`, in no particular order;
+/// a missing directory has none. io_uring cannot list a directory, so the
+/// listing runs on a helper thread and the shard only awaits it.
+pub async fn list_dir(path: &Path, class: IoClass) -> IoResult<Vec<String>> {
+    record(class, 0);
+    let dir = path.to_path_buf();
+    let listed = compio::runtime::spawn_blocking(move || match std::fs::read_dir(&dir) {
+        Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(Vec::new()),
+        Err(e) => Err(e),
+        Ok(entries) => entries.map(|entry| entry.map(|e| e.file_name().to_string_lossy().into_owned())).collect(),
+    })
+    .await;
+    at(path, listed.unwrap_or_else(|e| Err(io::Error::other(format!("directory listing failed: {e}")))))
+}
+
+/// Whether `path` exists (a file or a directory).
+pub async fn exists(path: &Path, class: IoClass) -> IoResult<bool> {
+    record(class, 0);
+    match compio::fs::metadata(path).await {
+        Ok(_) => Ok(true),
+        Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(false),
+        Err(e) => at(path, Err(e)),
+    }
+}
+
 /// Makes the directory's entries (files created, renamed or removed in
 /// it) durable.
 pub async fn sync_dir(path: &Path, class: IoClass) -> IoResult<()> {
@@ -153,4 +178,38 @@ pub fn block_on<F: std::future::Future>(future: F) -> F::Output {
     #[allow(clippy::expect_used)]
     let runtime = compio::runtime::Runtime::new().expect("an I/O runtime");
     runtime.block_on(future)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_call_is_counted_under_its_class() {
+        let dir = std::env::temp_dir().join(format!("shoal-io-class-{}", std::process::id()));
+        let runtime = compio::runtime::Runtime::new().expect("a compio runtime");
+        runtime.block_on(async {
+            create_dir_all(&dir, IoClass::Maintenance).await.expect("create dir");
+            let path = dir.join("data");
+            let (flush_ops, flush_bytes) = counted(IoClass::Flush);
+            let file = File::create(&path, IoClass::Flush).await.expect("create");
+            let (written, _) = file.write_all_at(0, vec![7; 100], IoClass::Flush).await;
+            written.expect("write");
+            file.sync_data(IoClass::Flush).await.expect("sync");
+            assert_eq!(counted(IoClass::Flush), (flush_ops + 3, flush_bytes + 100));
+
+            let (query_ops, query_bytes) = counted(IoClass::Query);
+            let reader = File::open(&path, IoClass::Query).await.expect("open");
+            let read = reader.read_exact_at(10, 50, IoClass::Query).await.expect("read");
+            assert_eq!(read, vec![7; 50]);
+            assert_eq!(counted(IoClass::Query), (query_ops + 2, query_bytes + 50));
+
+            assert_eq!(list_dir(&dir, IoClass::Maintenance).await.expect("list"), ["data"]);
+            assert!(exists(&path, IoClass::Maintenance).await.expect("stat"));
+            remove_file_if_exists(&path, IoClass::Maintenance).await.expect("remove");
+            assert!(!exists(&path, IoClass::Maintenance).await.expect("stat"));
+            assert!(list_dir(&dir.join("missing"), IoClass::Maintenance).await.expect("list").is_empty());
+        });
+        let _ = std::fs::remove_dir_all(&dir);
+    }
 }

@@ -50,7 +50,7 @@ impl Database {
             self.replace_table(meta.id, table);
         }
 
-        let segments = segment_ids(&config.commitlog_dir, shard);
+        let segments = segment_ids(&config.commitlog_dir, shard).await?;
         let highest_floor = floors.values().map(|p| p.segment).max().unwrap_or(0);
         let first_segment = segments.last().copied().unwrap_or(0).max(highest_floor) + 1;
         for segment in &segments {

@@ -17,13 +17,13 @@ use std::cmp::Ordering;
 use bytes::{BufMut, Bytes, BytesMut};
 
 use crate::types::CqlType;
-use crate::value::compare;
+use crate::value::{compare, Reader};
 
 /// The `[bytes]` items of a serialized collection, in order: a list or
 /// set's elements, a map's keys and values alternating. `None` is null.
 /// Stops at the first malformed item (values are validated before).
 pub struct Items<'a> {
-    rest: &'a [u8],
+    reader: Reader<'a>,
     left: usize,
 }
 
@@ -39,9 +39,9 @@ impl<'a> Items<'a> {
     }
 
     fn with_items_per_count(value: &'a [u8], per_count: usize) -> Items<'a> {
-        let count = value.get(..4).map_or(0, |n| i32::from_be_bytes([n[0], n[1], n[2], n[3]]));
-        let left = usize::try_from(count).unwrap_or(0).saturating_mul(per_count);
-        Items { rest: value.get(4..).unwrap_or_default(), left }
+        let mut reader = Reader::new(value);
+        let left = reader.read_count("collection size").unwrap_or(0).saturating_mul(per_count);
+        Items { reader, left }
     }
 }
 
@@ -53,13 +53,11 @@ impl<'a> Iterator for Items<'a> {
             return None;
         }
         self.left -= 1;
-        let len_bytes: [u8; 4] = self.rest.get(..4)?.try_into().ok()?;
-        let len = i32::from_be_bytes(len_bytes);
-        self.rest = &self.rest[4..];
-        let Ok(len) = usize::try_from(len) else { return Some(None) };
-        let item = self.rest.get(..len)?;
-        self.rest = &self.rest[len..];
-        Some(Some(item))
+        let item = self.reader.read_item("collection item").ok();
+        if item.is_none() {
+            self.left = 0;
+        }
+        item
     }
 }
 

@@ -336,15 +336,13 @@ pub(crate) fn write_unsigned_vint(value: u64, out: &mut Vec<u8>) {
     out.extend_from_slice(&tail[1..]);
 }
 
-/// Reads one unsigned vint from the front of `input`, advancing it.
-pub(crate) fn read_unsigned_vint(input: &mut &[u8]) -> Option<u64> {
-    let (&first, rest) = input.split_first()?;
+/// Reads one unsigned vint, advancing `input` past it.
+pub(crate) fn read_unsigned_vint(input: &mut shoal_buf::Reader<'_>) -> Result<u64, shoal_buf::Short> {
+    let first = input.u8("vint")?;
     let extra = first.leading_ones() as usize;
-    let (tail, rest) = rest.split_at_checked(extra)?;
+    let tail = input.take(extra, "vint")?;
     let mask = 0xFFu8.checked_shr(extra as u32).unwrap_or(0);
-    let value = tail.iter().fold(u64::from(first & mask), |acc, &b| (acc << 8) | u64::from(b));
-    *input = rest;
-    Some(value)
+    Ok(tail.iter().fold(u64::from(first & mask), |acc, &b| (acc << 8) | u64::from(b)))
 }
 
 // ---------------------------------------------------------------------------
@@ -411,11 +409,12 @@ fn read_inet(bytes: &[u8]) -> Result<IpAddr, ValueError> {
 /// Decodes the three zigzag vints of a duration, with Cassandra's checks:
 /// months and days fit in i32, and no two fields have opposite signs.
 fn read_duration(bytes: &[u8]) -> Result<(i32, i32, i64), ValueError> {
-    let mut input = bytes;
-    let mut field = |name| read_unsigned_vint(&mut input).map(zigzag_decode).ok_or(ValueError::TruncatedDuration(name));
+    let mut input = shoal_buf::Reader::new(bytes);
+    let mut field =
+        |name| read_unsigned_vint(&mut input).map(zigzag_decode).map_err(|_| ValueError::TruncatedDuration(name));
     let (months, days, nanos) = (field("months")?, field("days")?, field("nanoseconds")?);
     if !input.is_empty() {
-        return Err(ValueError::TrailingBytes { ty: "duration".into(), extra: input.len() });
+        return Err(ValueError::TrailingBytes { ty: "duration".into(), extra: input.remaining() });
     }
     let small = |field, value: i64| i32::try_from(value).map_err(|_| ValueError::DurationFieldRange { field, value });
     let (m, d) = (small("months", months)?, small("days", days)?);
@@ -431,31 +430,29 @@ fn read_duration(bytes: &[u8]) -> Result<(i32, i32, i64), ValueError> {
 // Collections and tuples
 // ---------------------------------------------------------------------------
 
-/// Reads protocol `[int]` and `[bytes]` items from the front of a buffer.
+/// Reads protocol `[int]` and `[bytes]` items from the front of a buffer,
+/// on top of the one bounds-checked byte reader (`shoal_buf`).
 pub(crate) struct Reader<'a> {
-    rest: &'a [u8],
+    bytes: shoal_buf::Reader<'a>,
+}
+
+impl From<shoal_buf::Short> for ValueError {
+    fn from(short: shoal_buf::Short) -> ValueError {
+        ValueError::Truncated { what: short.what, needed: short.needed, remaining: short.left }
+    }
 }
 
 impl<'a> Reader<'a> {
     pub(crate) fn new(bytes: &'a [u8]) -> Self {
-        Reader { rest: bytes }
+        Reader { bytes: shoal_buf::Reader::new(bytes) }
     }
 
     pub(crate) fn is_empty(&self) -> bool {
-        self.rest.is_empty()
-    }
-
-    fn take(&mut self, n: usize, what: &'static str) -> Result<&'a [u8], ValueError> {
-        let Some((head, rest)) = self.rest.split_at_checked(n) else {
-            return Err(ValueError::Truncated { what, needed: n, remaining: self.rest.len() });
-        };
-        self.rest = rest;
-        Ok(head)
+        self.bytes.is_empty()
     }
 
     fn read_i32(&mut self, what: &'static str) -> Result<i32, ValueError> {
-        let head = self.take(4, what)?;
-        Ok(i32::from_be_bytes([head[0], head[1], head[2], head[3]]))
+        Ok(self.bytes.be_i32(what)?)
     }
 
     /// A non-negative element count.
@@ -468,7 +465,7 @@ impl<'a> Reader<'a> {
     pub(crate) fn read_item(&mut self, what: &'static str) -> Result<Option<&'a [u8]>, ValueError> {
         let len = self.read_i32(what)?;
         match usize::try_from(len) {
-            Ok(len) => self.take(len, what).map(Some),
+            Ok(len) => Ok(Some(self.bytes.take(len, what)?)),
             Err(_) => Ok(None),
         }
     }
@@ -479,11 +476,16 @@ impl<'a> Reader<'a> {
     }
 
     pub(crate) fn finish(self, ty: &CqlType) -> Result<(), ValueError> {
-        if self.rest.is_empty() {
-            Ok(())
-        } else {
-            Err(ValueError::TrailingBytes { ty: ty.to_string(), extra: self.rest.len() })
-        }
+        finish(&self.bytes, ty)
+    }
+}
+
+/// Checks that a value ended after its last item.
+pub(crate) fn finish(bytes: &shoal_buf::Reader<'_>, ty: &CqlType) -> Result<(), ValueError> {
+    if bytes.is_empty() {
+        Ok(())
+    } else {
+        Err(ValueError::TrailingBytes { ty: ty.to_string(), extra: bytes.remaining() })
     }
 }
 
@@ -1431,8 +1433,8 @@ mod tests {
             write_unsigned_vint(value, &mut out);
             let bits = 64 - (value | 1).leading_zeros() as usize;
             assert_eq!(out.len(), if bits > 56 { 9 } else { bits.div_ceil(7) }, "{value}");
-            let mut input = out.as_slice();
-            assert_eq!(read_unsigned_vint(&mut input), Some(value));
+            let mut input = shoal_buf::Reader::new(&out);
+            assert_eq!(read_unsigned_vint(&mut input), Ok(value));
             assert!(input.is_empty());
         }
         for n in [0i64, 1, -1, i64::MAX, i64::MIN, 12345, -12345] {

@@ -11,13 +11,13 @@ use crate::value::{read_unsigned_vint, write_unsigned_vint, ValueError};
 
 /// Reads the element bodies of one vector value from the front.
 pub(crate) struct VectorReader<'a> {
-    rest: &'a [u8],
+    bytes: shoal_buf::Reader<'a>,
     fixed: Option<usize>,
 }
 
 impl<'a> VectorReader<'a> {
     pub(crate) fn new(elem: &CqlType, bytes: &'a [u8]) -> Self {
-        VectorReader { rest: bytes, fixed: elem.vector_element_size() }
+        VectorReader { bytes: shoal_buf::Reader::new(bytes), fixed: elem.vector_element_size() }
     }
 
     /// The next element's body; its validity as an `elem` is the caller's.
@@ -25,33 +25,24 @@ impl<'a> VectorReader<'a> {
         let len = match self.fixed {
             Some(size) => size,
             None => {
-                let remaining = self.rest.len();
-                let truncated = ValueError::Truncated { what: "vector element length", needed: 1, remaining };
-                let len = read_unsigned_vint(&mut self.rest).ok_or(truncated)?;
+                let len = read_unsigned_vint(&mut self.bytes).map_err(|short| ValueError::Truncated {
+                    what: "vector element length",
+                    needed: short.needed,
+                    remaining: short.left,
+                })?;
                 usize::try_from(len).unwrap_or(usize::MAX)
             }
         };
-        let remaining = self.rest.len();
-        let (body, rest) = self.rest.split_at_checked(len).ok_or(ValueError::Truncated {
-            what: "vector element",
-            needed: len,
-            remaining,
-        })?;
-        self.rest = rest;
-        Ok(body)
+        Ok(self.bytes.take(len, "vector element")?)
     }
 
     pub(crate) fn is_empty(&self) -> bool {
-        self.rest.is_empty()
+        self.bytes.is_empty()
     }
 
     /// Checks that the vector ended after its last element.
     pub(crate) fn finish(self, ty: &CqlType) -> Result<(), ValueError> {
-        if self.is_empty() {
-            Ok(())
-        } else {
-            Err(ValueError::TrailingBytes { ty: ty.to_string(), extra: self.rest.len() })
-        }
+        crate::value::finish(&self.bytes, ty)
     }
 }
 

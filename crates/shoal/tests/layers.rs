@@ -8,8 +8,20 @@ use std::path::{Path, PathBuf};
 
 /// The layers, lowest first. A crate may depend only on crates listed
 /// before it.
-const LAYERS: &[&str] =
-    &["metrics", "runtime", "schema", "io", "storage", "replica", "coordinator", "cql", "transport", "stress", "shoal"];
+const LAYERS: &[&str] = &[
+    "buf",
+    "metrics",
+    "runtime",
+    "schema",
+    "io",
+    "storage",
+    "replica",
+    "coordinator",
+    "cql",
+    "transport",
+    "stress",
+    "shoal",
+];
 
 /// Front ends name data only through the coordinator.
 const FRONT_ENDS: &[&str] = &["cql", "transport", "memcache"];

@@ -473,7 +473,7 @@ async fn replay(config: &Config, dir: &Path) {
     let table = Table::new(dir.join("replayed"), 0, TableOptions::default());
     let (mut entries, mut bytes) = (0u64, 0u64);
     let start = Instant::now();
-    for segment in segment_ids(dir, 0) {
+    for segment in segment_ids(dir, 0).await.expect("list segments") {
         let report = replay_segment(dir, 0, segment, &mut |entry| {
             let (_table, position, update) = decode_mutation(entry.payload).expect("a well-formed mutation");
             table.apply(position, update, Some(entry.position));

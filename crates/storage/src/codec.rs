@@ -54,33 +54,37 @@ impl Encoder<'_> {
     }
 }
 
-/// Reads encodings from a byte slice, tracking its position.
+/// Reads encodings from a byte slice: varints and length-prefixed bytes on
+/// top of the one bounds-checked byte reader (`shoal_buf`).
 pub struct Decoder<'a> {
-    data: &'a [u8],
-    pos: usize,
+    bytes: shoal_buf::Reader<'a>,
+}
+
+impl From<shoal_buf::Short> for DecodeError {
+    fn from(short: shoal_buf::Short) -> DecodeError {
+        DecodeError { offset: short.offset, what: short.what }
+    }
 }
 
 impl<'a> Decoder<'a> {
     pub fn new(data: &'a [u8]) -> Decoder<'a> {
-        Decoder { data, pos: 0 }
+        Decoder { bytes: shoal_buf::Reader::new(data) }
     }
 
     pub fn position(&self) -> usize {
-        self.pos
+        self.bytes.position()
     }
 
     pub fn is_empty(&self) -> bool {
-        self.pos >= self.data.len()
+        self.bytes.is_empty()
     }
 
     pub fn error(&self, what: &'static str) -> DecodeError {
-        DecodeError { offset: self.pos, what }
+        DecodeError { offset: self.position(), what }
     }
 
     pub fn u8(&mut self) -> Result<u8, DecodeError> {
-        let v = *self.data.get(self.pos).ok_or_else(|| self.error("unexpected end"))?;
-        self.pos += 1;
-        Ok(v)
+        Ok(self.bytes.u8("unexpected end")?)
     }
 
     pub fn var_u64(&mut self) -> Result<u64, DecodeError> {
@@ -108,19 +112,17 @@ impl<'a> Decoder<'a> {
         i32::try_from(self.var_i64()?).map_err(|_| self.error("value exceeds 32 bits"))
     }
 
+    /// A length, checked against the bytes left.
     pub fn len(&mut self) -> Result<usize, DecodeError> {
         let len = self.var_u64()?;
-        if len > (self.data.len() - self.pos) as u64 {
+        if len > self.bytes.remaining() as u64 {
             return Err(self.error("length runs past the end"));
         }
         Ok(len as usize)
     }
 
     pub fn slice(&mut self, len: usize) -> Result<&'a [u8], DecodeError> {
-        let end = self.pos.checked_add(len).filter(|e| *e <= self.data.len()).ok_or_else(|| self.error("short"))?;
-        let s = &self.data[self.pos..end];
-        self.pos = end;
-        Ok(s)
+        Ok(self.bytes.take(len, "short")?)
     }
 
     pub fn bytes(&mut self) -> Result<Bytes, DecodeError> {
@@ -129,10 +131,7 @@ impl<'a> Decoder<'a> {
     }
 
     pub fn fixed_i64(&mut self) -> Result<i64, DecodeError> {
-        let s = self.slice(8)?;
-        // Invariant: `slice(8)` returned exactly 8 bytes.
-        #[allow(clippy::unwrap_used)]
-        Ok(i64::from_be_bytes(s.try_into().unwrap()))
+        Ok(self.bytes.be_i64("short")?)
     }
 }
 

@@ -1,5 +1,5 @@
 //! The per-shard storage engine: what one shard keeps of its tables, in
-//! memory and on disk (DESIGN.md §4).
+//! memory and on disk (docs/design.md §4).
 //!
 //! The data model is Cassandra's: a partition (found by token, then key)
 //! holds a static row and clustered rows sorted by an order-preserving

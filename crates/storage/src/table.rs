@@ -103,8 +103,7 @@ impl Table {
         let mut report = OpenReport::default();
         let mut generations: BTreeMap<u64, (Descriptor, bool)> = BTreeMap::new();
         let mut stray = Vec::new();
-        for entry in std::fs::read_dir(&table.dir).into_iter().flatten().flatten() {
-            let Ok(name) = entry.file_name().into_string() else { continue };
+        for name in shoal_io::list_dir(&table.dir, IoClass::Maintenance).await? {
             match Descriptor::parse(&table.dir, &name) {
                 Some((d, component)) if d.shard == shard => {
                     let has_toc = component == Some(Component::Toc);
@@ -112,7 +111,7 @@ impl Table {
                     slot.1 |= has_toc;
                 }
                 Some(_) => {}
-                None if name.ends_with(".tmp") => stray.push(entry.path()),
+                None if name.ends_with(".tmp") => stray.push(table.dir.join(&name)),
                 None => {}
             }
         }
@@ -427,7 +426,7 @@ async fn quarantine(descriptor: &Descriptor) -> StorageResult<()> {
     shoal_io::create_dir_all(&target, IoClass::Maintenance).await?;
     for component in Component::ALL {
         let from = descriptor.path(component);
-        if std::fs::metadata(&from).is_ok() {
+        if shoal_io::exists(&from, IoClass::Maintenance).await? {
             // Invariant: descriptor paths always end in a file name.
             #[allow(clippy::unwrap_used)]
             let to = target.join(from.file_name().unwrap());

@@ -62,74 +62,73 @@ pub enum RawValue<'a> {
     Unset,
 }
 
-/// A bounds-checked cursor over a frame body.
+/// A cursor over a frame body: the protocol's items on top of the one
+/// bounds-checked byte reader (`shoal_buf`).
 #[derive(Debug, Clone)]
 pub struct Reader<'a> {
-    buf: &'a [u8],
-    pos: usize,
+    bytes: shoal_buf::Reader<'a>,
+}
+
+impl From<shoal_buf::Short> for WireError {
+    fn from(short: shoal_buf::Short) -> WireError {
+        let shoal_buf::Short { what, needed, offset, left } = short;
+        WireError::Truncated { what, needed, offset, left }
+    }
 }
 
 impl<'a> Reader<'a> {
     pub fn new(buf: &'a [u8]) -> Reader<'a> {
-        Reader { buf, pos: 0 }
+        Reader { bytes: shoal_buf::Reader::new(buf) }
     }
 
     /// Offset of the next byte to read, from the start of the input.
     pub fn position(&self) -> usize {
-        self.pos
+        self.bytes.position()
     }
 
     pub fn remaining(&self) -> usize {
-        self.buf.len() - self.pos
+        self.bytes.remaining()
     }
 
     pub fn is_empty(&self) -> bool {
-        self.remaining() == 0
+        self.bytes.is_empty()
     }
 
     /// The unread bytes; reading them does not advance the cursor.
     pub fn rest(&self) -> &'a [u8] {
-        &self.buf[self.pos..]
+        self.bytes.rest()
     }
 
     /// Takes the next `n` bytes, failing without consuming anything when fewer
     /// are left.
     pub fn take(&mut self, n: usize, what: &'static str) -> Result<&'a [u8], WireError> {
-        let left = self.remaining();
-        if n > left {
-            return Err(WireError::Truncated { what, needed: n, offset: self.pos, left });
-        }
-        let start = self.pos;
-        self.pos += n;
-        Ok(&self.buf[start..self.pos])
+        Ok(self.bytes.take(n, what)?)
     }
 
     fn take_array<const N: usize>(&mut self, what: &'static str) -> Result<[u8; N], WireError> {
-        let mut array = [0u8; N];
-        array.copy_from_slice(self.take(N, what)?);
-        Ok(array)
+        Ok(self.bytes.array(what)?)
     }
 
     /// Upper bound for pre-sizing a collection of `claimed` items each taking
     /// at least `min_item_bytes`: what the remaining input can actually hold.
     pub fn capacity_for(&self, claimed: usize, min_item_bytes: usize) -> usize {
-        claimed.min(self.remaining() / min_item_bytes.max(1))
+        self.bytes.capacity_for(claimed, min_item_bytes)
     }
 
     pub fn read_byte(&mut self) -> Result<u8, WireError> {
-        Ok(self.take_array::<1>("[byte]")?[0])
+        Ok(self.bytes.u8("[byte]")?)
     }
 
     pub fn read_short(&mut self) -> Result<u16, WireError> {
-        Ok(u16::from_be_bytes(self.take_array("[short]")?))
+        Ok(self.bytes.be_u16("[short]")?)
     }
 
     pub fn read_int(&mut self) -> Result<i32, WireError> {
-        Ok(i32::from_be_bytes(self.take_array("[int]")?))
+        Ok(self.bytes.be_i32("[int]")?)
     }
 
     pub fn read_long(&mut self) -> Result<i64, WireError> {
-        Ok(i64::from_be_bytes(self.take_array("[long]")?))
+        Ok(self.bytes.be_i64("[long]")?)
     }
 
     pub fn read_uuid(&mut self) -> Result<[u8; 16], WireError> {
@@ -137,11 +136,11 @@ impl<'a> Reader<'a> {
     }
 
     pub fn read_consistency(&mut self) -> Result<u16, WireError> {
-        Ok(u16::from_be_bytes(self.take_array("[consistency]")?))
+        Ok(self.bytes.be_u16("[consistency]")?)
     }
 
     fn utf8(&self, bytes: &'a [u8], what: &'static str) -> Result<&'a str, WireError> {
-        std::str::from_utf8(bytes).map_err(|_| WireError::InvalidUtf8 { what, offset: self.pos - bytes.len() })
+        std::str::from_utf8(bytes).map_err(|_| WireError::InvalidUtf8 { what, offset: self.position() - bytes.len() })
     }
 
     pub fn read_string(&mut self) -> Result<&'a str, WireError> {
@@ -151,7 +150,7 @@ impl<'a> Reader<'a> {
     }
 
     pub fn read_long_string(&mut self) -> Result<&'a str, WireError> {
-        let offset = self.pos;
+        let offset = self.position();
         let len = self.read_int()?;
         let len = usize::try_from(len).map_err(|_| WireError::InvalidLength {
             what: "[long string]",
@@ -173,7 +172,7 @@ impl<'a> Reader<'a> {
 
     /// `[value]`: -1 is null, -2 is unset, anything below is an error.
     pub fn read_value(&mut self) -> Result<RawValue<'a>, WireError> {
-        let offset = self.pos;
+        let offset = self.position();
         let len = self.read_int()?;
         match len {
             -1 => Ok(RawValue::Null),
@@ -232,13 +231,13 @@ impl<'a> Reader<'a> {
 
     /// `[inet]`: a size byte (4 or 16), the address, then an `[int]` port.
     pub fn read_inet(&mut self) -> Result<SocketAddr, WireError> {
-        let offset = self.pos;
+        let offset = self.position();
         let ip = match self.read_byte()? {
             4 => IpAddr::V4(Ipv4Addr::from(self.take_array::<4>("[inet] address")?)),
             16 => IpAddr::V6(Ipv6Addr::from(self.take_array::<16>("[inet] address")?)),
             size => return Err(WireError::InvalidInetSize { size, offset }),
         };
-        let port_offset = self.pos;
+        let port_offset = self.position();
         let port = self.read_int()?;
         let port = u16::try_from(port).map_err(|_| WireError::InvalidInetPort { port, offset: port_offset })?;
         Ok(SocketAddr::new(ip, port))
@@ -251,7 +250,7 @@ impl<'a> Reader<'a> {
     }
 
     fn read_type_option_at_depth(&mut self, depth: usize) -> Result<CqlType, WireError> {
-        let offset = self.pos;
+        let offset = self.position();
         if depth >= MAX_TYPE_DEPTH {
             return Err(WireError::TypeTooDeep { offset });
         }

@@ -8,6 +8,8 @@
 
 use std::path::Path;
 
+use shoal_io::IoClass;
+
 use super::{
     segment_header, segment_path, Position, ENTRY_HEADER_BYTES, SEGMENT_HEADER_BYTES, SEGMENT_MAGIC, SEGMENT_VERSION,
 };
@@ -20,19 +22,15 @@ pub struct ReplayEntry<'a> {
 }
 
 /// The ids of `shard`'s segments in `dir`, oldest first.
-pub fn segment_ids(dir: &Path, shard: usize) -> Vec<u64> {
+pub async fn segment_ids(dir: &Path, shard: usize) -> StorageResult<Vec<u64>> {
     let prefix = format!("CommitLog-{shard}-");
-    let mut ids: Vec<u64> = std::fs::read_dir(dir)
-        .into_iter()
-        .flatten()
-        .flatten()
-        .filter_map(|entry| {
-            let name = entry.file_name().into_string().ok()?;
-            name.strip_prefix(&prefix)?.strip_suffix(".log")?.parse().ok()
-        })
+    let mut ids: Vec<u64> = shoal_io::list_dir(dir, IoClass::Commitlog)
+        .await?
+        .iter()
+        .filter_map(|name| name.strip_prefix(&prefix)?.strip_suffix(".log")?.parse().ok())
         .collect();
     ids.sort_unstable();
-    ids
+    Ok(ids)
 }
 
 /// What reading one segment found.
