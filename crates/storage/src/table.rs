@@ -249,15 +249,26 @@ impl Table {
     }
 
     /// Seals the active memtable, if it holds anything, as covering the
-    /// commitlog up to `position`, and writes every sealed memtable not
-    /// being written yet (including ones an earlier failure left).
+    /// commitlog up to `position`, and writes every sealed memtable
+    /// (including ones an earlier failure left), then returns.
+    ///
+    /// Sealed memtables are written one at a time, oldest first, whoever
+    /// sealed them: replay skips every entry below the highest position
+    /// among the SSTables (`replay_floor`), so a newer memtable's SSTable
+    /// must never exist without the older ones' — a crash between the two
+    /// would lose the older memtable's writes.
     pub async fn flush(&self, position: Position) -> StorageResult<()> {
         if !self.active.borrow().is_empty() {
             let memtable = Rc::new(std::mem::take(&mut *self.active.borrow_mut()));
             self.sealed.borrow_mut().push(Rc::new(Sealed { memtable, position, writing: Cell::new(false) }));
         }
-        let waiting: Vec<Rc<Sealed>> = self.sealed.borrow().iter().filter(|s| !s.writing.get()).cloned().collect();
-        for sealed in waiting {
+        loop {
+            while self.sealed.borrow().iter().any(|s| s.writing.get()) {
+                self.flushed.wait().await;
+            }
+            // No await between this look and `writing.set(true)`: no other
+            // task can pick the same memtable.
+            let Some(sealed) = self.sealed.borrow().first().cloned() else { return Ok(()) };
             sealed.writing.set(true);
             let result = self.write_sealed(&sealed).await;
             sealed.writing.set(false);
@@ -271,11 +282,6 @@ impl Table {
                 }
             }
         }
-        // Memtables sealed earlier by another flush: done when they are.
-        while self.sealed.borrow().iter().any(|s| s.writing.get()) {
-            self.flushed.wait().await;
-        }
-        Ok(())
     }
 
     async fn write_sealed(&self, sealed: &Rc<Sealed>) -> StorageResult<()> {
@@ -296,12 +302,15 @@ impl Table {
             }
         };
         let sstable = Rc::new(SSTable::open(descriptor, IoClass::Flush).await?);
-        self.sealed.borrow_mut().retain(|s| !Rc::ptr_eq(s, sealed));
-        if self.epoch.get() == epoch {
-            self.install(&[], vec![sstable]);
-        } else {
+        if self.epoch.get() != epoch {
+            // TRUNCATE or DROP came meanwhile and discarded this memtable.
             sstable.mark_obsolete();
+            return Ok(());
         }
+        let oldest = self.sealed.borrow().first().is_some_and(|first| Rc::ptr_eq(first, sealed));
+        assert!(oldest, "a sealed memtable is written only after every older one");
+        self.sealed.borrow_mut().remove(0);
+        self.install(&[], vec![sstable]);
         Ok(())
     }
 
