@@ -139,18 +139,21 @@ pub async fn create_dir_all(path: &Path, class: IoClass) -> IoResult<()> {
 }
 
 /// The names of the entries in directory `path`, in no particular order;
-/// a missing directory has none. io_uring cannot list a directory, so the
-/// listing runs on a helper thread and the shard only awaits it.
+/// a missing directory has none.
+///
+/// io_uring has no opcode for listing a directory, so this is a blocking
+/// `getdents` on the calling shard: call it only where a shard may block,
+/// while it opens its storage before serving. (A helper thread would keep
+/// the shard free, but its completion wakes the ring through an eventfd
+/// that valgrind cannot follow, and callgrind is how hot paths are counted.)
 pub async fn list_dir(path: &Path, class: IoClass) -> IoResult<Vec<String>> {
     record(class, 0);
-    let dir = path.to_path_buf();
-    let listed = compio::runtime::spawn_blocking(move || match std::fs::read_dir(&dir) {
+    let listed = match std::fs::read_dir(path) {
         Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(Vec::new()),
         Err(e) => Err(e),
         Ok(entries) => entries.map(|entry| entry.map(|e| e.file_name().to_string_lossy().into_owned())).collect(),
-    })
-    .await;
-    at(path, listed.unwrap_or_else(|e| Err(io::Error::other(format!("directory listing failed: {e}")))))
+    };
+    at(path, listed)
 }
 
 /// Whether `path` exists (a file or a directory).

@@ -26,7 +26,7 @@ use crate::memtable::Memtable;
 use crate::partition::{ClusteringRange, Partition, PartitionPosition, PartitionUpdate};
 use crate::sstable::compression::Compression;
 use crate::sstable::format::{Component, Descriptor};
-use crate::sstable::writer::{self, Writer, WriterOptions};
+use crate::sstable::writer::{self, Lineage, Writer, WriterOptions};
 use crate::sstable::{SSTable, SSTableSet, Scanner};
 
 /// How a table's data is written and compacted (from its schema options).
@@ -137,14 +137,17 @@ impl Table {
                 }
             }
         }
-        let replaced: HashSet<u64> = opened.iter().flat_map(|s| s.stats().ancestors.iter().copied()).collect();
+        let (replaced, partial) = settle_compactions(&opened);
         opened.retain(|s| {
-            let keep = !replaced.contains(&s.generation());
-            if !keep {
+            if replaced.contains(&s.generation()) {
                 tracing::info!("removing SSTable {}, already compacted into another", s.descriptor().name());
-                s.mark_obsolete();
+            } else if partial.contains(&s.generation()) {
+                tracing::warn!("removing SSTable {}, part of a compaction a crash cut short", s.descriptor().name());
+            } else {
+                return true;
             }
-            keep
+            s.mark_obsolete();
+            false
         });
         report.sstables = opened.len();
         *table.sstables.borrow_mut() = Rc::new(opened);
@@ -294,7 +297,7 @@ impl Table {
             }
         }
         let target = writer.descriptor().clone();
-        let descriptor = match writer.finish(sealed.position, 0, Vec::new()).await {
+        let descriptor = match writer.finish(sealed.position, 0, Lineage::flushed()).await {
             Ok(d) => d,
             Err(e) => {
                 writer::remove_files(&target).await;
@@ -383,7 +386,7 @@ impl Table {
     pub async fn truncate(&self, position: Position) -> StorageResult<()> {
         self.discard_everything();
         let writer = self.new_writer(1, IoClass::Maintenance).await?;
-        let descriptor = writer.finish(position, 0, Vec::new()).await?;
+        let descriptor = writer.finish(position, 0, Lineage::flushed()).await?;
         let marker = Rc::new(SSTable::open(descriptor, IoClass::Maintenance).await?);
         self.install(&[], vec![marker]);
         Ok(())
@@ -420,6 +423,35 @@ impl Table {
         }
         Ok(sstables.len())
     }
+}
+
+/// What a start finds of the compactions before it, from the SSTables'
+/// lineage: (generations compacted into others, so replaced; outputs of a
+/// compaction that did not finish, so partial). A compaction finished iff
+/// its last output (`last_of_run`) is on disk, or none of its inputs is
+/// (inputs are deleted only once every output is written). Partial outputs
+/// must go, not stay beside their inputs: they hold the same data, and
+/// counter deltas would count twice.
+fn settle_compactions(sstables: &[Rc<SSTable>]) -> (HashSet<u64>, HashSet<u64>) {
+    let on_disk: HashSet<u64> = sstables.iter().map(|s| s.generation()).collect();
+    let mut runs: BTreeMap<Vec<u64>, (bool, Vec<u64>)> = BTreeMap::new();
+    for s in sstables.iter().filter(|s| !s.stats().ancestors.is_empty()) {
+        let mut ancestors = s.stats().ancestors.clone();
+        ancestors.sort_unstable();
+        let run = runs.entry(ancestors).or_default();
+        run.0 |= s.stats().last_of_run;
+        run.1.push(s.generation());
+    }
+    let (mut replaced, mut partial) = (HashSet::new(), HashSet::new());
+    for (ancestors, (has_last, outputs)) in runs {
+        if has_last || !ancestors.iter().any(|g| on_disk.contains(g)) {
+            replaced.extend(ancestors);
+        } else {
+            partial.extend(outputs);
+        }
+    }
+    assert!(replaced.is_disjoint(&partial), "an SSTable is both an input and a partial output");
+    (replaced, partial)
 }
 
 fn merge_into(result: &mut Option<Partition>, more: Option<Partition>) {

@@ -11,7 +11,7 @@ use std::rc::Rc;
 use bytes::Bytes;
 use shoal_storage::commitlog::{encode_mutation, read_segment, segment_header, Position};
 use shoal_storage::sstable::format::{Component, Descriptor};
-use shoal_storage::sstable::writer::{Writer, WriterOptions};
+use shoal_storage::sstable::writer::{Lineage, Writer, WriterOptions};
 use shoal_storage::sstable::{compression::Compression, SSTable, Scanner};
 use shoal_storage::{Cell, ClusteredRow, ClusteringRange, ColumnData, Partition, PartitionPosition, Row, Table};
 
@@ -44,7 +44,7 @@ async fn write_sstable(dir: &Path, generation: u64) -> Descriptor {
     for i in 0..PARTITIONS {
         writer.add(&position(i), &partition(i)).await.expect("add");
     }
-    writer.finish(Position::ZERO, 0, Vec::new()).await.expect("finish")
+    writer.finish(Position::ZERO, 0, Lineage::flushed()).await.expect("finish")
 }
 
 fn flip_byte(path: &Path, offset: usize) {

@@ -11,7 +11,7 @@ use rand::{Rng, SeedableRng};
 use shoal_storage::commitlog::Position;
 use shoal_storage::sstable::compression::Compression;
 use shoal_storage::sstable::format::Descriptor;
-use shoal_storage::sstable::writer::{Writer, WriterOptions};
+use shoal_storage::sstable::writer::{Lineage, Writer, WriterOptions};
 use shoal_storage::sstable::{SSTable, Scanner};
 use shoal_storage::{
     Cell, ClusteredRow, ClusteringRange, ColumnData, Partition, PartitionPosition, RangeTombstone, Row, Tombstone,
@@ -59,7 +59,7 @@ fn slices_of_a_large_partition_equal_slices_in_memory() {
                     writer.add(&big_position, &big).await.expect("add big");
                 }
             }
-            let descriptor = writer.finish(Position::ZERO, 0, Vec::new()).await.expect("finish");
+            let descriptor = writer.finish(Position::ZERO, 0, Lineage::flushed()).await.expect("finish");
             let sstable = SSTable::open(descriptor, shoal_io::IoClass::Query).await.expect("open");
 
             let all = [ClusteringRange::all()];

@@ -5,7 +5,10 @@
 //! new SSTables (split at the strategy's size, if it has one). The outputs
 //! replace the inputs in one step; inputs' files are deleted once no read
 //! uses them. Outputs record their inputs as ancestors, so a crash between
-//! the swap and the deletion cannot leave both at the next start.
+//! the swap and the deletion cannot leave both at the next start; and only
+//! the last output of a split job is marked `last_of_run`, so a crash while
+//! the outputs are still being written leaves the inputs, not half a run
+//! (`Table::open` sorts it out).
 //!
 //! Compaction yields to the shard's other tasks after every partition it
 //! writes, so foreground requests keep flowing beside it.
@@ -20,7 +23,7 @@ use shoal_runtime::yield_now;
 
 use crate::error::StorageResult;
 use crate::partition::Partition;
-use crate::sstable::writer::{self, Writer};
+use crate::sstable::writer::{self, Lineage, Writer};
 use crate::sstable::{SSTable, Scanner};
 use crate::table::Table;
 use purge::PurgeRules;
@@ -64,6 +67,7 @@ async fn merge(table: &Table, job: &Job, now_s: i64) -> StorageResult<Compaction
     let epoch = table.epoch();
     let gc_grace_s = table.options().gc_grace_s;
     let ancestors: Vec<u64> = job.inputs.iter().map(|s| s.generation()).collect();
+    let lineage = |last_of_run| Lineage { ancestors: ancestors.clone(), last_of_run };
     let commitlog_position = job.inputs.iter().map(|s| s.stats().commitlog_position).max().unwrap_or_default();
     let expected: usize = job.inputs.iter().map(|s| s.stats().partitions as usize).sum();
     let mut report = CompactionReport {
@@ -112,7 +116,7 @@ async fn merge(table: &Table, job: &Job, now_s: i64) -> StorageResult<Compaction
                 // Invariant: `writer` was just used above.
                 #[allow(clippy::unwrap_used)]
                 let full = writer.take().unwrap();
-                outputs.push(finish(full, commitlog_position, job.output_level, &ancestors).await?);
+                outputs.push(finish(full, commitlog_position, job.output_level, lineage(false)).await?);
             }
             yield_now().await;
         }
@@ -122,7 +126,7 @@ async fn merge(table: &Table, job: &Job, now_s: i64) -> StorageResult<Compaction
             writer = Some(table.new_writer(1, IoClass::Compaction).await?);
         }
         if let Some(w) = writer.take() {
-            outputs.push(finish(w, commitlog_position, job.output_level, &ancestors).await?);
+            outputs.push(finish(w, commitlog_position, job.output_level, lineage(true)).await?);
         }
         Ok(())
     }
@@ -150,10 +154,10 @@ async fn finish(
     writer: Writer,
     commitlog_position: crate::commitlog::Position,
     level: u32,
-    ancestors: &[u64],
+    lineage: Lineage,
 ) -> StorageResult<Rc<SSTable>> {
     let target = writer.descriptor().clone();
-    match writer.finish(commitlog_position, level, ancestors.to_vec()).await {
+    match writer.finish(commitlog_position, level, lineage).await {
         Ok(descriptor) => Ok(Rc::new(SSTable::open(descriptor, IoClass::Compaction).await?)),
         Err(e) => {
             writer::remove_files(&target).await;

@@ -203,6 +203,12 @@ pub struct Statistics {
     /// on disk at start (a crash between writing it and deleting them),
     /// they are deleted then.
     pub ancestors: Vec<u64>,
+    /// False on every output of a compaction but its last: a compaction
+    /// that splits its output finishes the outputs one by one, and only
+    /// the last one's existence says the whole run is on disk (see
+    /// `Table::open`). True for flushes. Files written before this field
+    /// existed read as true (their compactions wrote one output).
+    pub last_of_run: bool,
 }
 
 impl Default for Statistics {
@@ -221,6 +227,7 @@ impl Default for Statistics {
             commitlog_position: Position::ZERO,
             level: 0,
             ancestors: Vec::new(),
+            last_of_run: true,
         }
     }
 }
@@ -250,6 +257,7 @@ impl Statistics {
         for generation in &self.ancestors {
             e.var_u64(*generation);
         }
+        e.u8(u8::from(self.last_of_run));
     }
 
     pub fn decode(d: &mut Decoder) -> StorageResult<Statistics> {
@@ -271,6 +279,12 @@ impl Statistics {
         for _ in 0..n {
             ancestors.push(d.var_u64()?);
         }
+        // Added later at the end: older files end before it.
+        let last_of_run = match if d.is_empty() { 1 } else { d.u8()? } {
+            0 => false,
+            1 => true,
+            _ => return Err(StorageError::corrupt("bad run flag in statistics")),
+        };
         Ok(Statistics {
             partitions,
             rows,
@@ -285,6 +299,7 @@ impl Statistics {
             commitlog_position,
             level,
             ancestors,
+            last_of_run,
         })
     }
 }

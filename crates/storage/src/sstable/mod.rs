@@ -544,7 +544,7 @@ mod tests {
         for i in 0..PARTITIONS {
             writer.add(&position(i), &partition(i)).await.expect("add");
         }
-        writer.finish(Position::ZERO, 0, Vec::new()).await.expect("finish")
+        writer.finish(Position::ZERO, 0, super::writer::Lineage::flushed()).await.expect("finish")
     }
 
     fn small_body(descriptor: &Descriptor, component: Component) -> Vec<u8> {

@@ -22,6 +22,22 @@ use crate::commitlog::Position;
 use crate::error::StorageResult;
 use crate::partition::{Cell, CellValue, ColumnData, Partition, PartitionPosition, Row};
 
+/// Where an SSTable's data comes from, as its statistics record it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Lineage {
+    /// The generations it was compacted from; none for a flush.
+    pub ancestors: Vec<u64>,
+    /// Whether it is the last SSTable its compaction wrote.
+    pub last_of_run: bool,
+}
+
+impl Lineage {
+    /// A flushed SSTable's: no ancestors, a run of its own.
+    pub fn flushed() -> Lineage {
+        Lineage { ancestors: Vec::new(), last_of_run: true }
+    }
+}
+
 /// How an SSTable is written (from the table's options).
 #[derive(Debug, Clone, Copy)]
 pub struct WriterOptions {
@@ -212,7 +228,7 @@ impl Writer {
         mut self,
         commitlog_position: Position,
         level: u32,
-        ancestors: Vec<u64>,
+        lineage: Lineage,
     ) -> StorageResult<Descriptor> {
         if !self.raw.is_empty() {
             let raw = std::mem::take(&mut self.raw);
@@ -221,7 +237,8 @@ impl Writer {
         self.flush_page().await?;
         self.stats.commitlog_position = commitlog_position;
         self.stats.level = level;
-        self.stats.ancestors = ancestors;
+        self.stats.ancestors = lineage.ancestors;
+        self.stats.last_of_run = lineage.last_of_run;
 
         let mut body = Vec::new();
         let mut e = Encoder { out: &mut body };
