@@ -127,7 +127,7 @@ impl Database {
             let delta_us = shoal_runtime::clock::next_write_timestamp_us() - request.timestamp_us;
             mutation.shift_timestamps(delta_us);
             let Mutation { table, position, update, list_ops } = mutation;
-            self.apply(table, position, update, &list_ops).await?;
+            self.apply_holding_lock(table, position, update, &list_ops).await?;
         }
         Ok(CasResult { applied, rows })
     }

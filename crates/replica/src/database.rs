@@ -95,11 +95,6 @@ pub fn local() -> Rc<Database> {
     LOCAL.with(Rc::clone)
 }
 
-/// The wall clock in seconds, for TTL and tombstone ages.
-pub(crate) fn now_s() -> i64 {
-    std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_secs() as i64)
-}
-
 /// How a table is stored, from its schema options.
 pub(crate) fn table_options(meta: &TableMeta) -> TableOptions {
     let o = &meta.options;
@@ -215,7 +210,28 @@ impl Database {
     /// Applies `update`, after adding the cells of list operations that
     /// depend on the partition's current contents. With `batch` commitlog
     /// sync, returns once the write is on disk.
+    ///
+    /// A write with such operations reads before it writes, and the read
+    /// may await SSTable I/O: it holds the partition's lock meanwhile, so
+    /// two of them (or one and a conditional write) cannot interleave and
+    /// lose an update (`SET u.a = 1` beside `SET u.b = 2` on one row).
     pub async fn apply(
+        &self,
+        table_id: Uuid,
+        position: PartitionPosition,
+        update: PartitionUpdate,
+        list_ops: &[ListOp],
+    ) -> Result<(), ReplicaError> {
+        if list_ops.is_empty() {
+            return self.apply_holding_lock(table_id, position, update, list_ops).await;
+        }
+        let _guard = self.lock_partition(table_id, position.clone()).await?;
+        self.apply_holding_lock(table_id, position, update, list_ops).await
+    }
+
+    /// [`Database::apply`] for a caller that holds the partition's lock
+    /// already when `list_ops` is not empty (a conditional write).
+    pub(crate) async fn apply_holding_lock(
         &self,
         table_id: Uuid,
         position: PartitionPosition,
@@ -398,7 +414,9 @@ impl Database {
         for id in &ids {
             self.flush_table(*id).await?;
             let table = self.table(*id)?;
-            if let Some(report) = shoal_storage::compaction::compact_major(&table, now_s()).await? {
+            if let Some(report) =
+                shoal_storage::compaction::compact_major(&table, shoal_runtime::clock::now_s()).await?
+            {
                 self.metrics.record_compaction(&report);
             }
         }
@@ -428,7 +446,7 @@ impl Database {
                 worked = false;
                 for id in self.table_ids() {
                     let Ok(table) = self.table(id) else { continue };
-                    match shoal_storage::compaction::compact_next(&table, now_s()).await {
+                    match shoal_storage::compaction::compact_next(&table, shoal_runtime::clock::now_s()).await {
                         Ok(Some(report)) => {
                             tracing::debug!("compacted table {id}: {report:?}");
                             self.metrics.record_compaction(&report);

@@ -5,9 +5,10 @@
 //!
 //! They run on the shard owning the partition, as one step with the write
 //! they belong to: read the live elements, turn each operation into cells
-//! (tombstones or overwrites at existing element keys), apply. Since a shard
-//! runs one task at a time between awaits and this step has none, no other
-//! write to the partition can come between the read and the write.
+//! (tombstones or overwrites at existing element keys), apply. The read may
+//! await SSTable I/O, so the step holds the partition's lock
+//! (`Database::apply`): no other such write, nor a conditional write, to
+//! the partition comes between the read and the write.
 
 use bytes::Bytes;
 use shoal_storage::{Cell, CollectionCell, ColumnData, Expiry, Partition, Row, Tombstone};

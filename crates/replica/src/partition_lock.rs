@@ -1,4 +1,6 @@
-//! Per-partition serialization of conditional writes (LWT) on this shard.
+//! Per-partition serialization of conditional writes (LWT) and of writes
+//! that read before they write (list index and user-type field updates) on
+//! this shard.
 //!
 //! A conditional write reads the partition, checks its condition and writes;
 //! the read may await SSTable I/O, so another task could run in between. Each
