@@ -15,7 +15,7 @@ use std::path::PathBuf;
 use std::sync::{Arc, OnceLock};
 
 use futures_util::lock::Mutex;
-use shoal_io::{File, IoClass};
+use shoal_io::IoClass;
 use shoal_runtime::submit_to;
 use shoal_schema::{Schema, SchemaChange};
 
@@ -80,17 +80,9 @@ where
 /// Writes the schema durably: a temporary file, synced, renamed over the
 /// old one, and the rename made durable.
 async fn save(file: &SchemaFile, schema: &Schema) -> Result<(), CoordinatorError> {
-    let failed = |e: shoal_io::IoError| CoordinatorError::SchemaFile(e.to_string());
     let text = (file.render)(schema);
     let tmp = file.path.with_extension("cql.tmp");
-    let out = File::create(&tmp, IoClass::Maintenance).await.map_err(failed)?;
-    let (written, _) = out.write_all_at(0, text.into_bytes(), IoClass::Maintenance).await;
-    written.map_err(failed)?;
-    out.sync_data(IoClass::Maintenance).await.map_err(failed)?;
-    drop(out);
-    shoal_io::rename(&tmp, &file.path, IoClass::Maintenance).await.map_err(failed)?;
-    if let Some(dir) = file.path.parent() {
-        shoal_io::sync_dir(dir, IoClass::Maintenance).await.map_err(failed)?;
-    }
-    Ok(())
+    shoal_io::replace_durably(&file.path, &tmp, text.into_bytes(), IoClass::Maintenance)
+        .await
+        .map_err(|e| CoordinatorError::SchemaFile(e.to_string()))
 }

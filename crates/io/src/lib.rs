@@ -138,6 +138,25 @@ pub async fn create_dir_all(path: &Path, class: IoClass) -> IoResult<()> {
     at(path, compio::fs::create_dir_all(path).await)
 }
 
+/// Creates `path` holding `bytes`, made durable (fdatasync).
+pub async fn write_durably(path: &Path, bytes: Vec<u8>, class: IoClass) -> IoResult<()> {
+    let file = File::create(path, class).await?;
+    let (written, _) = file.write_all_at(0, bytes, class).await;
+    written?;
+    file.sync_data(class).await
+}
+
+/// Replaces `path` with a file holding `bytes`, all or nothing: written
+/// durably under `tmp`, renamed over `path`, the rename made durable.
+pub async fn replace_durably(path: &Path, tmp: &Path, bytes: Vec<u8>, class: IoClass) -> IoResult<()> {
+    write_durably(tmp, bytes, class).await?;
+    rename(tmp, path, class).await?;
+    match path.parent() {
+        Some(dir) => sync_dir(dir, class).await,
+        None => Ok(()),
+    }
+}
+
 /// The names of the entries in directory `path`, in no particular order;
 /// a missing directory has none.
 ///

@@ -276,14 +276,12 @@ impl Writer {
             (Component::Filter, filter),
             (Component::Statistics, statistics),
         ] {
-            write_durably(&self.descriptor.path(component), bytes, self.class).await?;
+            shoal_io::write_durably(&self.descriptor.path(component), bytes, self.class).await?;
         }
         let toc: String = Component::ALL.iter().map(|c| format!("{}\n", c.file_suffix())).collect();
         let toc_path = self.descriptor.path(Component::Toc);
         let tmp = toc_path.with_extension("txt.tmp");
-        write_durably(&tmp, toc.into_bytes(), self.class).await?;
-        shoal_io::rename(&tmp, &toc_path, self.class).await?;
-        shoal_io::sync_dir(&self.descriptor.dir, self.class).await?;
+        shoal_io::replace_durably(&toc_path, &tmp, toc.into_bytes(), self.class).await?;
         Ok(self.descriptor)
     }
 
@@ -350,14 +348,6 @@ impl Tally<'_> {
             }
         }
     }
-}
-
-async fn write_durably(path: &std::path::Path, bytes: Vec<u8>, class: IoClass) -> StorageResult<()> {
-    let file = File::create(path, class).await?;
-    let (result, _) = file.write_all_at(0, bytes, class).await;
-    result?;
-    file.sync_data(class).await?;
-    Ok(())
 }
 
 /// Deletes every component of `descriptor` (TOC first, so a crash midway
