@@ -65,16 +65,17 @@ if [[ -n "${SHOAL_BIN:-}" ]]; then
     [[ -x "$SHOAL_BIN" ]] || { log "SHOAL_BIN=$SHOAL_BIN is not an executable"; exit 1; }
     tmp="$(mktemp -d -t shoal-tests.XXXXXX)"
     export SHOAL_HOST=127.0.0.1
-    read -r SHOAL_PORT SHOAL_SHARD_AWARE_PORT SHOAL_API_PORT < <(free_ports 3)
-    export SHOAL_PORT SHOAL_SHARD_AWARE_PORT SHOAL_API_PORT
+    read -r SHOAL_PORT SHOAL_SHARD_AWARE_PORT SHOAL_API_PORT SHOAL_MEMCACHE_PORT < <(free_ports 4)
+    export SHOAL_PORT SHOAL_SHARD_AWARE_PORT SHOAL_API_PORT SHOAL_MEMCACHE_PORT
     export SHOAL_SMP="$SMP"
     unset SHOAL_PEER
     mkdir -p "$tmp/work"
-    log "starting $SHOAL_BIN (cql $SHOAL_PORT, shard-aware $SHOAL_SHARD_AWARE_PORT, api $SHOAL_API_PORT)"
+    log "starting $SHOAL_BIN (cql $SHOAL_PORT, shard-aware $SHOAL_SHARD_AWARE_PORT, api $SHOAL_API_PORT, memcache $SHOAL_MEMCACHE_PORT)"
     "$SHOAL_BIN" --workdir "$tmp/work" --smp "$SMP" \
         --native-transport-port "$SHOAL_PORT" \
         --native-shard-aware-transport-port "$SHOAL_SHARD_AWARE_PORT" \
         --api-port "$SHOAL_API_PORT" \
+        --memcache-port "$SHOAL_MEMCACHE_PORT" \
         --listen-address 127.0.0.1 >"$tmp/server.log" 2>&1 &
     server_pid=$!
     deadline=$((SECONDS + START_TIMEOUT))

@@ -45,7 +45,7 @@ class Node:
         self.workdir = workdir
         self.args = list(args)
         self.smp = smp
-        self.ports = [free_port(), free_port(), free_port()]
+        self.ports = [free_port(), free_port(), free_port(), free_port()]
         self.proc = None
         self.log = None
         self.starts = 0
@@ -55,14 +55,19 @@ class Node:
         return self.ports[0]
 
     @property
+    def memcache_port(self):
+        return self.ports[3]
+
+    @property
     def log_path(self):
         return os.path.join(self.workdir, "server.log")
 
     def command(self):
-        cql, aware, api = self.ports
+        cql, aware, api, memcache = self.ports
         return [SHOAL_BIN, "--workdir", os.path.join(self.workdir, "data"), "--smp", str(self.smp),
                 "--native-transport-port", str(cql), "--native-shard-aware-transport-port", str(aware),
-                "--api-port", str(api), "--listen-address", "127.0.0.1"] + self.args
+                "--api-port", str(api), "--memcache-port", str(memcache),
+                "--listen-address", "127.0.0.1"] + self.args
 
     def start(self, timeout=30):
         """Starts the server; returns once it answers a CQL OPTIONS request."""

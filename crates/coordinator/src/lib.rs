@@ -19,6 +19,7 @@ pub mod cluster;
 mod consistency;
 pub mod data;
 mod error;
+mod items;
 mod metrics;
 mod proxy;
 mod schema;
@@ -29,6 +30,7 @@ mod timeouts;
 
 pub use consistency::ConsistencyLevel;
 pub use error::{CoordinatorError, WriteType};
+pub use items::{item_position, run_items, ItemResult};
 pub use metrics::register_metrics;
 pub use proxy::{cas, mutate, read, truncate};
 pub use schema::{schema, set_schema_everywhere, subscribe_schema_changes, unsubscribe_schema_changes, SchemaListener};

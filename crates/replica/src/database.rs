@@ -63,6 +63,34 @@ pub struct StorageConfig {
     pub memtable_budget_bytes: usize,
 }
 
+/// What a write applied with [`Database::apply_unsynced`] waits for before
+/// it is answered: its commitlog entry on disk under `commitlog_sync:
+/// batch`; nothing otherwise.
+#[derive(Default)]
+#[must_use = "a write is answered only once it is durable"]
+pub(crate) struct Durability {
+    until: Option<(Rc<CommitLog>, Position)>,
+}
+
+impl Durability {
+    /// The later of two writes' waits (entries of one log become durable
+    /// in order).
+    pub(crate) fn and(self, other: Durability) -> Durability {
+        match (&self.until, &other.until) {
+            (Some((_, a)), Some((_, b))) if a >= b => self,
+            (Some(_), None) => self,
+            _ => other,
+        }
+    }
+
+    pub(crate) async fn durable(self) -> Result<(), ReplicaError> {
+        if let Some((log, end)) = self.until {
+            log.wait_durable(end).await?;
+        }
+        Ok(())
+    }
+}
+
 /// Told about every schema change this shard applies (e.g. connections
 /// registered for SCHEMA_CHANGE events).
 pub type SchemaListener = Box<dyn Fn(&SchemaChange)>;
@@ -235,11 +263,27 @@ impl Database {
         &self,
         table_id: Uuid,
         position: PartitionPosition,
-        mut update: PartitionUpdate,
+        update: PartitionUpdate,
         list_ops: &[ListOp],
     ) -> Result<(), ReplicaError> {
-        assert_owned_here(&position);
         let started = Instant::now();
+        self.apply_unsynced(table_id, position, update, list_ops).await?.durable().await?;
+        self.metrics.record_write(table_id, started.elapsed());
+        Ok(())
+    }
+
+    /// Logs and applies a write without waiting for the log to be on disk:
+    /// the caller awaits [`Durability::durable`] before answering, once for
+    /// a run of writes (a memcached pipeline) rather than once per write.
+    /// A caller reading before it writes holds the partition's lock.
+    pub(crate) async fn apply_unsynced(
+        &self,
+        table_id: Uuid,
+        position: PartitionPosition,
+        mut update: PartitionUpdate,
+        list_ops: &[ListOp],
+    ) -> Result<Durability, ReplicaError> {
+        assert_owned_here(&position);
         let table = self.table(table_id)?;
         if !list_ops.is_empty() {
             let current = table.read(&position, &[ClusteringRange::all()]).await?;
@@ -255,16 +299,12 @@ impl Database {
         // commitlog positions stay in the same order.
         table.apply(position, update, logged.map(|(at, _)| at));
         self.maybe_flush();
-        if let (Some(log), Some((_, end))) = (log, logged) {
-            if log.sync_mode() == SyncMode::Batch {
-                log.wait_durable(end).await?;
-            }
-            if log.disk_bytes() > self.storage.borrow().as_ref().map_or(u64::MAX, |c| c.commitlog_space_bytes) {
-                self.flush_oldest_segment_holders(&log);
-            }
+        let (Some(log), Some((_, end))) = (log, logged) else { return Ok(Durability::default()) };
+        if log.disk_bytes() > self.storage.borrow().as_ref().map_or(u64::MAX, |c| c.commitlog_space_bytes) {
+            self.flush_oldest_segment_holders(&log);
         }
-        self.metrics.record_write(table_id, started.elapsed());
-        Ok(())
+        let waits = log.sync_mode() == SyncMode::Batch;
+        Ok(Durability { until: waits.then_some((log, end)) })
     }
 
     /// Waits until no other conditional write holds the partition, then

@@ -15,6 +15,7 @@
 mod cas;
 mod database;
 mod filter;
+mod item;
 mod list_ops;
 mod metrics;
 mod mutation;
@@ -26,6 +27,7 @@ mod virtual_table;
 pub use cas::{CasRequest, CasResult, CheckOp, CheckedPart, ColumnCheck, RowCheck, RowCondition};
 pub use database::{local, Database, ReplicaError, SchemaListener, StorageConfig};
 pub use filter::{FilterOp, RowFilter};
+pub use item::{Arith, Item, ItemOp, ItemOutcome, ItemTable, Lifetime, Store, StoreMode};
 pub use list_ops::{ListOp, ListOpKind};
 pub use mutation::Mutation;
 pub use partition_lock::PartitionGuard;

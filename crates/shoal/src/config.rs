@@ -74,7 +74,7 @@ pub struct ServerArgs {
     /// HTTP port for /metrics and the admin API [default: 10000]
     #[arg(long, env = "SHOAL_API_PORT")]
     pub api_port: Option<u16>,
-    /// memcached port (the memcached protocol is not served yet) [default: 11211]
+    /// memcached text and meta protocols; 0 disables [default: 11211]
     #[arg(long, env = "SHOAL_MEMCACHE_PORT")]
     pub memcache_port: Option<u16>,
     /// YAML options file with scylla.yaml key names [default: shoal.yaml if present]

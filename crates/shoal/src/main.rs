@@ -95,6 +95,7 @@ fn run(config: Config) -> Result<(), String> {
         shoal_transport::metrics::register_metrics();
         shoal_cql::metrics::register_metrics();
         shoal_coordinator::register_metrics();
+        shoal_memcache::stats::register_metrics();
         shoal_replica::local().set_schema(Arc::clone(&schema), None);
         let config = config.clone();
         let server_config = Arc::clone(&server_config);
@@ -198,11 +199,54 @@ async fn listen(config: &Config, server_config: Arc<ServerConfig>) -> Result<(),
     tracing::info!("CQL shard-aware transport listening on {}:{}", address, config.native_shard_aware_transport_port);
     let api = bind(config.api_port).await?;
     tracing::info!("HTTP API (/metrics) listening on {}:{}", address, config.api_port);
-    tracing::info!("memcached port {} is reserved; the memcached protocol is not served yet", config.memcache_port);
+    let memcache = match config.memcache_port {
+        0 => None,
+        port => {
+            create_items_table().await?;
+            let listener = bind(port).await?;
+            tracing::info!(
+                "memcached protocol listening on {}:{} (items in {}.{})",
+                address,
+                port,
+                shoal_memcache::items_table::DEFAULT_KEYSPACE,
+                shoal_memcache::items_table::DEFAULT_TABLE
+            );
+            Some(listener)
+        }
+    };
     shoal_runtime::spawn(server::serve(cql, Placement::RoundRobin, Arc::clone(&server_config)));
     shoal_runtime::spawn(server::serve(shard_aware, Placement::BySourcePort, server_config));
     shoal_runtime::spawn(api::serve(api));
+    if let Some(listener) = memcache {
+        let memcache_config = Arc::new(shoal_memcache::Config {
+            keyspace: shoal_memcache::items_table::DEFAULT_KEYSPACE.to_string(),
+            table: shoal_memcache::items_table::DEFAULT_TABLE.to_string(),
+            limits: shoal_memcache::Limits { item_size_max_bytes: MEMCACHE_ITEM_SIZE_MAX_BYTES },
+            memory_limit_bytes: config.memory_bytes,
+            port: config.memcache_port,
+        });
+        shoal_runtime::spawn(shoal_memcache::server::serve(listener, memcache_config));
+    }
     tracing::info!("ready");
+    Ok(())
+}
+
+/// memcached's default `-I`: the largest item stored.
+const MEMCACHE_ITEM_SIZE_MAX_BYTES: usize = 1 << 20;
+
+/// Creates the memcached items table if it is missing, through the schema
+/// service, as a CQL client's `CREATE ... IF NOT EXISTS` would.
+async fn create_items_table() -> Result<(), String> {
+    use shoal_memcache::items_table::{create_statements, DEFAULT_KEYSPACE, DEFAULT_TABLE};
+    for text in create_statements(DEFAULT_KEYSPACE, DEFAULT_TABLE) {
+        let statement =
+            shoal_cql::parser::parse_statement(&text).map_err(|e| format!("memcached items table: {e}"))?.statement;
+        let transition = move |schema: &shoal_schema::Schema| shoal_cql::ddl::apply(schema, &statement, None);
+        shoal_coordinator::announce_schema_change(transition)
+            .await
+            .map_err(|e| format!("memcached items table: {e}"))?
+            .map_err(|e| format!("memcached items table: {e}"))?;
+    }
     Ok(())
 }
 

@@ -19,6 +19,7 @@ const LAYERS: &[&str] = &[
     "coordinator",
     "cql",
     "transport",
+    "memcache",
     "stress",
     "shoal",
 ];

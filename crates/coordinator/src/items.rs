@@ -1,0 +1,92 @@
+//! memcached item operations, sent to the shards that own their keys: one
+//! message per shard for a whole run of operations (a multi-key `get`, a
+//! pipeline of `mg`), none for keys the calling shard owns.
+//!
+//! Operations on one key keep their order: they go to one shard, in one
+//! message, and run there in order. Operations on different keys may run
+//! in any order, as memcached promises nothing across keys.
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use futures_util::future::join_all;
+use shoal_replica::{ItemOp, ItemOutcome, ItemTable};
+use shoal_runtime::{nr_shards, submit_to, this_shard};
+use shoal_schema::token::murmur3_token;
+use shoal_storage::PartitionPosition;
+
+use crate::shards::shard_of;
+use crate::timeouts::deadline;
+use crate::{metrics, ConsistencyLevel, CoordinatorError, WriteType};
+
+/// The position of an item's partition: its key is the whole partition
+/// key (one blob column), so the key bytes are the partition key bytes.
+pub fn item_position(key: &[u8]) -> PartitionPosition {
+    let key = bytes::Bytes::copy_from_slice(key);
+    PartitionPosition { token: murmur3_token(&key), key }
+}
+
+type ShardOps = Vec<(PartitionPosition, ItemOp)>;
+
+/// An operation's outcome, or the failure of the shard run it was part of
+/// (shared by that run's operations).
+pub type ItemResult = Result<ItemOutcome, Arc<CoordinatorError>>;
+
+/// Runs `ops` and returns their outcomes in the same order. A shard that
+/// fails or misses the deadline fails only its own operations.
+pub async fn run_items(table: ItemTable, ops: Vec<(PartitionPosition, ItemOp)>, timeout: Duration) -> Vec<ItemResult> {
+    let deadline = deadline(timeout);
+    let count = ops.len();
+    // Per shard: the operations' places in `ops`, and the operations.
+    let mut by_shard: Vec<(Vec<usize>, ShardOps)> = (0..nr_shards()).map(|_| (Vec::new(), Vec::new())).collect();
+    for (index, (position, op)) in ops.into_iter().enumerate() {
+        let (indexes, shard_ops) = &mut by_shard[shard_of(position.token)];
+        indexes.push(index);
+        shard_ops.push((position, op));
+    }
+    let here = this_shard();
+    let runs = by_shard.into_iter().enumerate().filter(|(_, (indexes, _))| !indexes.is_empty()).map(
+        |(shard, (indexes, shard_ops))| async move {
+            metrics::note_target(shard);
+            let answer = if shard == here {
+                run_here(table, shard_ops, deadline).await
+            } else {
+                submit_to(shard, move || run_here(table, shard_ops, deadline)).await.unwrap_or_else(|e| Err(e.into()))
+            };
+            (indexes, answer)
+        },
+    );
+    let mut outcomes: Vec<Option<ItemResult>> = (0..count).map(|_| None).collect();
+    for (indexes, answer) in join_all(runs).await {
+        match answer {
+            Ok(answers) => {
+                assert_eq!(answers.len(), indexes.len(), "a shard answers each of its operations");
+                for (index, outcome) in indexes.into_iter().zip(answers) {
+                    outcomes[index] = Some(Ok(outcome));
+                }
+            }
+            Err(e) => {
+                let e = Arc::new(e);
+                indexes.into_iter().for_each(|index| outcomes[index] = Some(Err(Arc::clone(&e))));
+            }
+        }
+    }
+    // Every index went to exactly one shard, which answered it.
+    outcomes.into_iter().map(|o| o.expect("every operation answered")).collect()
+}
+
+async fn run_here(
+    table: ItemTable,
+    ops: Vec<(PartitionPosition, ItemOp)>,
+    deadline: Instant,
+) -> Result<Vec<ItemOutcome>, CoordinatorError> {
+    if Instant::now() > deadline {
+        let writes = ops.iter().any(|(_, op)| !matches!(op, ItemOp::Get { touch: None }));
+        return Err(if writes {
+            CoordinatorError::WriteTimeout { consistency: ConsistencyLevel::One, write_type: WriteType::Simple }
+        } else {
+            CoordinatorError::ReadTimeout { consistency: ConsistencyLevel::One }
+        });
+    }
+    Ok(shoal_replica::local().run_items(table, ops).await?)
+}

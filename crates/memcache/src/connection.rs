@@ -1,0 +1,122 @@
+//! One memcached client connection: read, parse every complete request in
+//! the buffer, run them as one batch, write every answer in one write, in
+//! order; then read again.
+//!
+//! Reading waits while a batch runs and its answers are written, so a
+//! client that sends without reading its answers is throttled by TCP, not
+//! buffered: the connection holds at most one batch of requests (bounded
+//! by the parser's limits) and its answers (bounded by the executor).
+
+use std::sync::Arc;
+
+use shoal_runtime::net::{AsyncRead, AsyncWriteExt, BufResult, TcpStream};
+
+use crate::execute::{Config, Control, Session, Sink};
+use crate::parse::{parse, Parsed};
+use crate::request::Request;
+use crate::stats::{self, OpenConnection, Stat};
+
+/// Bytes asked of the socket per read.
+const READ_BYTES: usize = 64 * 1024;
+/// Requests run as one batch, at most; the rest wait in the buffer.
+const REQUESTS_PER_BATCH_MAX: usize = 1024;
+
+pub async fn run(stream: TcpStream, config: Arc<Config>) {
+    let _open = OpenConnection::new();
+    let _ = stream.set_nodelay(true);
+    let mut connection = Connection { stream, session: Session::new(Arc::clone(&config)), config };
+    if let Err(e) = connection.serve().await {
+        tracing::debug!("memcached connection closed: {e}");
+    }
+}
+
+struct Connection {
+    stream: TcpStream,
+    session: Session,
+    config: Arc<Config>,
+}
+
+/// The socket, as the executor's sink for answers.
+struct Socket<'s>(&'s mut TcpStream);
+
+impl Sink for Socket<'_> {
+    async fn write(&mut self, answers: &mut Vec<u8>) -> std::io::Result<()> {
+        if answers.is_empty() {
+            return Ok(());
+        }
+        stats::add(Stat::BytesWritten, answers.len() as u64);
+        let BufResult(result, mut buffer) = self.0.write_all(std::mem::take(answers)).await;
+        buffer.clear();
+        *answers = buffer;
+        result
+    }
+}
+
+impl Connection {
+    async fn serve(&mut self) -> std::io::Result<()> {
+        let mut pending: Vec<u8> = Vec::with_capacity(READ_BYTES);
+        let mut chunk: Vec<u8> = Vec::with_capacity(READ_BYTES);
+        let mut answers: Vec<u8> = Vec::with_capacity(READ_BYTES);
+        // Bytes of a refused data block still to arrive and be dropped.
+        let mut skip = 0usize;
+        loop {
+            let batch = self.batch(&pending, &mut skip);
+            if batch.requests.is_empty() && !batch.close {
+                chunk.clear();
+                let BufResult(read, returned) = self.stream.read(chunk).await;
+                chunk = returned;
+                if read? == 0 {
+                    return Ok(());
+                }
+                stats::add(Stat::BytesRead, chunk.len() as u64);
+                let dropped = skip.min(chunk.len());
+                skip -= dropped;
+                pending.extend_from_slice(&chunk[dropped..]);
+                continue;
+            }
+            let control = self.session.run(&batch.requests, &mut answers, &mut Socket(&mut self.stream)).await?;
+            Socket(&mut self.stream).write(&mut answers).await?;
+            let (consumed, close) = (batch.consumed, batch.close);
+            pending.drain(..consumed);
+            if close || control == Control::Close {
+                return Ok(());
+            }
+        }
+    }
+
+    /// The complete requests at the front of `pending`, at most a batch.
+    fn batch<'p>(&self, pending: &'p [u8], skip: &mut usize) -> Batch<'p> {
+        let mut batch = Batch { requests: Vec::new(), consumed: 0, close: false };
+        while batch.requests.len() < REQUESTS_PER_BATCH_MAX && *skip == 0 {
+            match parse(&pending[batch.consumed..], &self.config.limits) {
+                Parsed::Request { request, consumed, skip: refused } => {
+                    batch.consumed += consumed;
+                    let available = pending.len() - batch.consumed;
+                    let dropped = refused.min(available);
+                    batch.consumed += dropped;
+                    *skip = refused - dropped;
+                    let quit = request == Request::Quit;
+                    batch.requests.push(request);
+                    if quit {
+                        break;
+                    }
+                }
+                Parsed::Incomplete => break,
+                Parsed::Close => {
+                    batch.close = true;
+                    break;
+                }
+            }
+        }
+        batch
+    }
+}
+
+struct Batch<'p> {
+    requests: Vec<Request<'p>>,
+    /// Bytes of the buffer the requests took.
+    consumed: usize,
+    /// The buffer holds something that is not a request: close after
+    /// answering the requests before it.
+    close: bool,
+}

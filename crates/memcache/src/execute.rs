@@ -1,0 +1,387 @@
+//! Running a connection's parsed requests and writing their answers.
+//!
+//! A read buffer's requests run as one batch: their item operations go to
+//! the coordinator together, so a multi-key `get` or a pipeline of `mg`
+//! costs one message per owning shard (none for keys this shard owns), and
+//! the answers are written in request order. `flush_all`, `stats` and
+//! `quit` are barriers: what came before them runs first. A retrieval of
+//! many keys runs in chunks, and the answers written so far leave between
+//! chunks, so neither a large multi-get nor a deep pipeline holds more
+//! than a bounded amount of answer in memory.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use bytes::Bytes;
+use shoal_coordinator::data::{
+    Arith, Item, ItemOp, ItemOutcome, ItemTable, Lifetime, PartitionPosition, Store, StoreMode,
+};
+use shoal_coordinator::{item_position, run_items, ItemResult};
+use shoal_runtime::clock;
+
+use crate::items_table::ItemsTable;
+use crate::parse::Limits;
+use crate::reply::Reply;
+use crate::request::{ProtocolError, Request, StoreCommand};
+use crate::stats::{self, Stat};
+
+/// Item operations sent to the coordinator in one run, at most.
+pub const OPS_PER_RUN_MAX: usize = 256;
+/// Answers buffered before they are written, at most (about; one item's
+/// answer may pass it).
+pub const ANSWER_BYTES_MAX: usize = 256 * 1024;
+/// memcached's cut-off between relative and absolute expiry times.
+const RELATIVE_EXPTIME_MAX_S: i64 = 60 * 60 * 24 * 30;
+
+/// What the node tells every memcached connection.
+#[derive(Debug, Clone)]
+pub struct Config {
+    pub keyspace: String,
+    pub table: String,
+    pub limits: Limits,
+    /// `limit_maxbytes` of `stats`: the memory items may use.
+    pub memory_limit_bytes: u64,
+    pub port: u16,
+}
+
+/// Whether the connection goes on.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Control {
+    Continue,
+    Close,
+}
+
+/// A connection's state between batches.
+pub struct Session {
+    config: Arc<Config>,
+    items: ItemsTable,
+}
+
+/// Where answers go once enough of them are buffered.
+#[allow(async_fn_in_trait)]
+pub trait Sink {
+    /// Writes `answers` out and leaves it empty; an error ends the
+    /// connection.
+    async fn write(&mut self, answers: &mut Vec<u8>) -> std::io::Result<()>;
+}
+
+/// Requests waiting for the outcomes of their operations, in order.
+struct Pending<'r, 'a> {
+    request: &'r Request<'a>,
+    /// For a retrieval run in chunks: the keys of this chunk, and whether
+    /// it is the last.
+    keys: std::ops::Range<usize>,
+    last: bool,
+}
+
+impl Session {
+    pub fn new(config: Arc<Config>) -> Session {
+        let items = ItemsTable::new(&config.keyspace, &config.table);
+        Session { config, items }
+    }
+
+    /// Runs `requests` in order, appending their answers to `answers`
+    /// (written through `sink` when it grows large).
+    pub async fn run(
+        &mut self,
+        requests: &[Request<'_>],
+        answers: &mut Vec<u8>,
+        sink: &mut impl Sink,
+    ) -> std::io::Result<Control> {
+        let mut ops: Vec<(PartitionPosition, ItemOp)> = Vec::new();
+        let mut pending: Vec<Pending<'_, '_>> = Vec::new();
+        let now_s = clock::now_s();
+        for request in requests {
+            match request {
+                Request::Quit | Request::FlushAll { .. } | Request::Stats { .. } => {
+                    self.finish(&mut ops, &mut pending, answers, sink).await?;
+                    if *request == Request::Quit {
+                        return Ok(Control::Close);
+                    }
+                    self.barrier(request, answers).await;
+                }
+                Request::Retrieve { keys, touch, .. } => {
+                    let touch = touch.map(|exptime| lifetime(exptime, now_s));
+                    let mut start = 0;
+                    while start < keys.len() {
+                        let end = keys.len().min(start + OPS_PER_RUN_MAX.saturating_sub(ops.len()).max(1));
+                        ops.extend(keys[start..end].iter().map(|k| (item_position(k), ItemOp::Get { touch })));
+                        pending.push(Pending { request, keys: start..end, last: end == keys.len() });
+                        start = end;
+                        if ops.len() >= OPS_PER_RUN_MAX {
+                            self.finish(&mut ops, &mut pending, answers, sink).await?;
+                        }
+                    }
+                }
+                _ => {
+                    if let Some(op) = item_op(request, now_s) {
+                        ops.push(op);
+                    }
+                    pending.push(Pending { request, keys: 0..0, last: true });
+                    if ops.len() >= OPS_PER_RUN_MAX {
+                        self.finish(&mut ops, &mut pending, answers, sink).await?;
+                    }
+                }
+            }
+        }
+        self.finish(&mut ops, &mut pending, answers, sink).await?;
+        Ok(Control::Continue)
+    }
+
+    /// Runs the operations gathered so far and answers their requests.
+    async fn finish(
+        &mut self,
+        ops: &mut Vec<(PartitionPosition, ItemOp)>,
+        pending: &mut Vec<Pending<'_, '_>>,
+        answers: &mut Vec<u8>,
+        sink: &mut impl Sink,
+    ) -> std::io::Result<()> {
+        let outcomes: Vec<ItemResult> = if ops.is_empty() {
+            Vec::new()
+        } else {
+            match self.items.get(&shoal_coordinator::schema()) {
+                Ok(table) => run_items(table, std::mem::take(ops), timeout()).await,
+                Err(e) => {
+                    let e = Arc::new(shoal_coordinator::CoordinatorError::Invalid(e.to_string()));
+                    std::mem::take(ops).into_iter().map(|_| Err(Arc::clone(&e))).collect()
+                }
+            }
+        };
+        let mut outcomes = outcomes.into_iter();
+        for p in pending.drain(..) {
+            let mut reply = Reply::new(answers);
+            answer(p.request, p.keys, p.last, &mut outcomes, &mut reply);
+            if answers.len() >= ANSWER_BYTES_MAX {
+                sink.write(answers).await?;
+            }
+        }
+        assert!(outcomes.next().is_none(), "every outcome belongs to a request");
+        Ok(())
+    }
+
+    /// `stats`, `flush_all`: answered after everything before them ran.
+    async fn barrier(&mut self, request: &Request<'_>, answers: &mut Vec<u8>) {
+        let mut reply = Reply::new(answers);
+        match request {
+            Request::Stats { group } => crate::stats_reply::write(group, &self.config, &mut reply).await,
+            Request::FlushAll { delay_s, noreply } => {
+                stats::bump(Stat::CmdFlush);
+                let result = match self.items.get(&shoal_coordinator::schema()) {
+                    Ok(table) => flush_all(table, *delay_s).await,
+                    Err(e) => Err(e.to_string()),
+                };
+                match result {
+                    Ok(()) if *noreply => {}
+                    Ok(()) => reply.line(b"OK"),
+                    Err(e) => reply.server_error(&e),
+                }
+            }
+            _ => unreachable!("only stats and flush_all are barriers with answers"),
+        }
+    }
+}
+
+fn timeout() -> Duration {
+    shoal_coordinator::timeouts().write
+}
+
+/// Removes every item now, or after `delay_s` (in the background).
+async fn flush_all(table: ItemTable, delay_s: i64) -> Result<(), String> {
+    if delay_s <= 0 {
+        return shoal_coordinator::truncate(table.id, shoal_coordinator::timeouts().truncate)
+            .await
+            .map_err(|e| e.to_string());
+    }
+    shoal_runtime::spawn(async move {
+        shoal_runtime::time::sleep(Duration::from_secs(delay_s.unsigned_abs())).await;
+        if let Err(e) = shoal_coordinator::truncate(table.id, shoal_coordinator::timeouts().truncate).await {
+            tracing::warn!("delayed flush_all failed: {e}");
+        }
+    });
+    Ok(())
+}
+
+/// memcached's expiry time: 0 never, negative already, up to 30 days
+/// relative to now, beyond that a unix time.
+pub fn lifetime(exptime: i64, now_s: i64) -> Lifetime {
+    match exptime {
+        0 => Lifetime::Forever,
+        e if e < 0 => Lifetime::Until(0),
+        e if e <= RELATIVE_EXPTIME_MAX_S => Lifetime::Until(now_s + e),
+        e => Lifetime::Until(e),
+    }
+}
+
+/// The item operation of a request that has one.
+fn item_op(request: &Request<'_>, now_s: i64) -> Option<(PartitionPosition, ItemOp)> {
+    Some(match request {
+        Request::Store { command, key, flags, exptime, data, .. } => {
+            let (mode, compare_cas) = match command {
+                StoreCommand::Set => (StoreMode::Set, None),
+                StoreCommand::Add => (StoreMode::Add, None),
+                StoreCommand::Replace => (StoreMode::Replace, None),
+                StoreCommand::Append => (StoreMode::Append, None),
+                StoreCommand::Prepend => (StoreMode::Prepend, None),
+                StoreCommand::Cas(unique) => (StoreMode::Set, Some(*unique)),
+            };
+            stats::bump(Stat::CmdSet);
+            let store = Store {
+                mode,
+                value: Bytes::copy_from_slice(data),
+                flags: *flags,
+                lifetime: lifetime(*exptime, now_s),
+                compare_cas,
+                new_cas: None,
+                vivify: None,
+            };
+            (item_position(key), ItemOp::Store(store))
+        }
+        Request::Arith { key, decrement, delta, .. } => {
+            let arith = Arith {
+                decrement: *decrement,
+                delta: *delta,
+                create: None,
+                compare_cas: None,
+                new_cas: None,
+                touch: None,
+            };
+            (item_position(key), ItemOp::Arith(arith))
+        }
+        Request::Delete { key, .. } => (item_position(key), ItemOp::Delete { compare_cas: None }),
+        Request::Touch { key, exptime, .. } => {
+            stats::bump(Stat::CmdTouch);
+            (item_position(key), ItemOp::Touch { lifetime: lifetime(*exptime, now_s) })
+        }
+        Request::TooLarge { key: Some(key) } => (item_position(key), ItemOp::Delete { compare_cas: None }),
+        Request::Meta(meta) => crate::meta_exec::item_op(meta, now_s),
+        _ => return None,
+    })
+}
+
+/// Writes the answer of `request`, taking its outcomes from `outcomes`.
+fn answer(
+    request: &Request<'_>,
+    keys: std::ops::Range<usize>,
+    last: bool,
+    outcomes: &mut impl Iterator<Item = ItemResult>,
+    reply: &mut Reply<'_>,
+) {
+    let mut next = || outcomes.next().expect("an outcome for each operation");
+    match request {
+        Request::Retrieve { keys: all, with_cas, touch } => {
+            for key in &all[keys] {
+                match next() {
+                    Ok(ItemOutcome::Found(item)) => {
+                        stats::bump(if touch.is_some() { Stat::TouchHits } else { Stat::GetHits });
+                        reply.value(key, &item, with_cas.then_some(item.cas));
+                    }
+                    Ok(_) => stats::bump(if touch.is_some() { Stat::TouchMisses } else { Stat::GetMisses }),
+                    Err(e) => return reply.server_error(&e.to_string()),
+                }
+                stats::bump(if touch.is_some() { Stat::CmdTouch } else { Stat::CmdGet });
+            }
+            if last {
+                reply.line(b"END");
+            }
+        }
+        Request::Store { command, noreply, .. } => {
+            let outcome = next();
+            if let StoreCommand::Cas(_) = command {
+                stats::bump(match &outcome {
+                    Ok(ItemOutcome::Stored { .. }) => Stat::CasHits,
+                    Ok(ItemOutcome::Exists) => Stat::CasBadval,
+                    _ => Stat::CasMisses,
+                });
+            }
+            text_answer(outcome, *noreply, reply, |o| match o {
+                ItemOutcome::Stored { .. } => b"STORED",
+                ItemOutcome::Exists => b"EXISTS",
+                ItemOutcome::Missing => b"NOT_FOUND",
+                _ => b"NOT_STORED",
+            });
+        }
+        Request::Arith { decrement, noreply, .. } => {
+            let outcome = next();
+            let (hit, miss) =
+                if *decrement { (Stat::DecrHits, Stat::DecrMisses) } else { (Stat::IncrHits, Stat::IncrMisses) };
+            match outcome {
+                Ok(ItemOutcome::Found(item)) => {
+                    stats::bump(hit);
+                    if !noreply {
+                        reply.line(&item.value);
+                    }
+                }
+                Ok(ItemOutcome::NotANumber) => reply.error(ProtocolError::NotANumber),
+                other => {
+                    stats::bump(miss);
+                    text_answer(other, *noreply, reply, |_| b"NOT_FOUND");
+                }
+            }
+        }
+        Request::Delete { noreply, .. } => {
+            let outcome = next();
+            stats::bump(if matches!(outcome, Ok(ItemOutcome::Deleted)) {
+                Stat::DeleteHits
+            } else {
+                Stat::DeleteMisses
+            });
+            text_answer(outcome, *noreply, reply, |o| match o {
+                ItemOutcome::Deleted => b"DELETED",
+                _ => b"NOT_FOUND",
+            });
+        }
+        Request::Touch { noreply, .. } => {
+            let outcome = next();
+            stats::bump(if matches!(outcome, Ok(ItemOutcome::Found(_))) { Stat::TouchHits } else { Stat::TouchMisses });
+            text_answer(outcome, *noreply, reply, |o| match o {
+                ItemOutcome::Found(_) => b"TOUCHED",
+                _ => b"NOT_FOUND",
+            });
+        }
+        Request::TooLarge { key } => {
+            if key.is_some() {
+                let _ = next();
+            }
+            reply.error(ProtocolError::TooLarge);
+        }
+        Request::Meta(meta) => crate::meta_exec::answer(meta, next, reply),
+        Request::MetaNoop => reply.line(b"MN"),
+        Request::Version => {
+            reply.bytes(b"VERSION ");
+            reply.line(crate::VERSION.as_bytes());
+        }
+        Request::Verbosity { noreply } => {
+            if !noreply {
+                reply.line(b"OK");
+            }
+        }
+        Request::Fail(e) => reply.error(*e),
+        Request::Quit | Request::FlushAll { .. } | Request::Stats { .. } => {
+            unreachable!("barriers are answered on their own")
+        }
+    }
+}
+
+/// A one-line answer: the word `word` gives the outcome, nothing under
+/// `noreply`, `SERVER_ERROR` if the operation failed (even under noreply,
+/// as memcached sends errors).
+fn text_answer(
+    outcome: ItemResult,
+    noreply: bool,
+    reply: &mut Reply<'_>,
+    word: impl FnOnce(&ItemOutcome) -> &'static [u8],
+) {
+    match outcome {
+        Ok(outcome) if !noreply => reply.line(word(&outcome)),
+        Ok(_) => {}
+        Err(e) => reply.server_error(&e.to_string()),
+    }
+}
+
+/// An item's remaining time to live, as meta `t` and `me` show it.
+pub fn ttl_s(item: &Item, now_s: i64) -> i64 {
+    match item.lifetime {
+        Lifetime::Forever => -1,
+        Lifetime::Until(at) => (at - now_s).max(0),
+    }
+}

@@ -1,0 +1,225 @@
+//! memcached's meta commands (`mg`, `ms`, `md`, `ma`, `me`; `mn` is a
+//! plain request): `<cmd> <key> [<datalen>] <flag>*`, each flag one letter,
+//! some followed by a token (`T30`, `Oopaque`). Flags are kept in request
+//! order, because the answer echoes the requested ones in that order.
+
+use std::borrow::Cow;
+
+use base64::Engine;
+
+use crate::parse::{Limits, Parsed};
+use crate::request::{parse_i32, parse_u32, parse_u64, valid_key, ProtocolError, Request, KEY_MAX_BYTES};
+
+/// Flags one request may carry, at most (memcached's tokens per line).
+const FLAGS_MAX: usize = 24;
+/// Longest opaque token echoed back.
+const OPAQUE_MAX_BYTES: usize = 32;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum MetaCommand {
+    Get,
+    Set,
+    Delete,
+    Arith,
+    Debug,
+}
+
+impl MetaCommand {
+    /// The flags the command takes: letters alone, and letters that take a
+    /// token.
+    fn accepts(self) -> (&'static [u8], &'static [u8]) {
+        match self {
+            // Not yet: mg h l (access tracking), mg N R E, ms I, md I T
+            // x (stale items and recache wins): refused as invalid flags.
+            MetaCommand::Get => (b"bcfkqstuv", b"OT"),
+            MetaCommand::Set => (b"bckq", b"CEFMNOT"),
+            MetaCommand::Delete => (b"bkq", b"CO"),
+            MetaCommand::Arith => (b"bcktqv", b"CDEJMNOT"),
+            MetaCommand::Debug => (b"b", b""),
+        }
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Meta<'a> {
+    pub command: MetaCommand,
+    /// The key as stored (decoded when sent in base64, flag `b`).
+    pub key: Cow<'a, [u8]>,
+    /// `(letter, token)` in request order; the token is empty for a flag
+    /// without one.
+    pub flags: Vec<(u8, &'a [u8])>,
+    /// `ms`'s data block.
+    pub data: &'a [u8],
+}
+
+impl<'a> Meta<'a> {
+    pub fn has(&self, flag: u8) -> bool {
+        self.flags.iter().any(|(f, _)| *f == flag)
+    }
+
+    pub fn token(&self, flag: u8) -> Option<&'a [u8]> {
+        self.flags.iter().find(|(f, _)| *f == flag).map(|(_, t)| *t)
+    }
+
+    /// A numeric token, validated when parsed.
+    pub fn number(&self, flag: u8) -> Option<u64> {
+        self.token(flag).and_then(parse_u64)
+    }
+
+    /// A TTL-like token (`T`, `N`, `R`), validated when parsed.
+    pub fn seconds(&self, flag: u8) -> Option<i64> {
+        self.token(flag).and_then(parse_i32).map(i64::from)
+    }
+
+    /// The key as the client sent it: base64 again under `b`.
+    pub fn key_as_sent(&self) -> Cow<'_, [u8]> {
+        if self.has(b'b') {
+            Cow::Owned(base64::engine::general_purpose::STANDARD.encode(&self.key).into_bytes())
+        } else {
+            Cow::Borrowed(&self.key)
+        }
+    }
+}
+
+/// Parses a meta request whose command word is `command`; `rest` follows
+/// its line (`ms`'s data block).
+pub fn parse<'a>(command: &[u8], args: &[&'a [u8]], rest: &'a [u8], line_bytes: usize, limits: &Limits) -> Parsed<'a> {
+    let command = match command {
+        b"mg" => MetaCommand::Get,
+        b"ms" => MetaCommand::Set,
+        b"md" => MetaCommand::Delete,
+        b"ma" => MetaCommand::Arith,
+        _ => MetaCommand::Debug,
+    };
+    let fail = |e| Parsed::Request { request: Request::Fail(e), consumed: line_bytes, skip: 0 };
+    let Some((&key, mut words)) = args.split_first() else { return fail(ProtocolError::BadFormat) };
+    let mut length = None;
+    if command == MetaCommand::Set {
+        let Some((&datalen, flags)) = words.split_first() else { return fail(ProtocolError::BadFormat) };
+        match parse_i32(datalen).and_then(|n| usize::try_from(n).ok()) {
+            Some(n) => length = Some(n),
+            None => return fail(ProtocolError::BadDataChunk),
+        }
+        words = flags;
+    }
+    let flags = match parse_flags(command, words) {
+        Ok(flags) => flags,
+        Err(e) => return fail(e),
+    };
+    let base64 = flags.iter().any(|(f, _)| *f == b'b');
+    let key = match decode_key(key, base64) {
+        Ok(key) => key,
+        Err(e) => return fail(e),
+    };
+    let meta = |data| Meta { command, key, flags, data };
+    let Some(length) = length else {
+        return Parsed::Request { request: Request::Meta(meta(&[])), consumed: line_bytes, skip: 0 };
+    };
+    if length > limits.item_size_max_bytes {
+        return Parsed::Request { request: Request::TooLarge { key: None }, consumed: line_bytes, skip: length + 2 };
+    }
+    let Some(block) = rest.get(..length + 2) else { return Parsed::Incomplete };
+    let consumed = line_bytes + length + 2;
+    if &block[length..] != b"\r\n" {
+        return Parsed::Request { request: Request::Fail(ProtocolError::BadDataChunk), consumed, skip: 0 };
+    }
+    Parsed::Request { request: Request::Meta(meta(&block[..length])), consumed, skip: 0 }
+}
+
+fn parse_flags<'a>(command: MetaCommand, words: &[&'a [u8]]) -> Result<Vec<(u8, &'a [u8])>, ProtocolError> {
+    if words.len() > FLAGS_MAX {
+        return Err(ProtocolError::BadFormat);
+    }
+    let (bare, with_token) = command.accepts();
+    let mut flags: Vec<(u8, &[u8])> = Vec::with_capacity(words.len());
+    for word in words {
+        let (&flag, token) = word.split_first().ok_or(ProtocolError::BadFormat)?;
+        if flags.iter().any(|(f, _)| *f == flag) {
+            return Err(ProtocolError::DuplicateFlag);
+        }
+        if bare.contains(&flag) {
+            flags.push((flag, b""));
+            continue;
+        }
+        if !with_token.contains(&flag) {
+            return Err(ProtocolError::InvalidFlag);
+        }
+        let valid = match flag {
+            b'O' => token.len() <= OPAQUE_MAX_BYTES,
+            b'M' if command == MetaCommand::Set => {
+                matches!(token, [b'E' | b'A' | b'P' | b'R' | b'S' | b'e' | b'a' | b'p' | b'r' | b's'])
+            }
+            b'M' => matches!(token, [b'I' | b'i' | b'+' | b'D' | b'd' | b'-']),
+            b'F' => parse_u32(token).is_some(),
+            b'T' | b'N' | b'R' => parse_i32(token).is_some(),
+            _ => parse_u64(token).is_some(),
+        };
+        if !valid {
+            return Err(match (flag, command) {
+                (b'M', MetaCommand::Set) => ProtocolError::InvalidMsMode,
+                (b'M', _) => ProtocolError::InvalidMaMode,
+                _ => ProtocolError::BadToken,
+            });
+        }
+        flags.push((flag, token));
+    }
+    Ok(flags)
+}
+
+fn decode_key(key: &[u8], base64: bool) -> Result<Cow<'_, [u8]>, ProtocolError> {
+    if !base64 {
+        return if valid_key(key) { Ok(Cow::Borrowed(key)) } else { Err(ProtocolError::BadFormat) };
+    }
+    if key.len() > KEY_MAX_BYTES {
+        return Err(ProtocolError::BadFormat);
+    }
+    match base64::engine::general_purpose::STANDARD.decode(key) {
+        Ok(decoded) if !decoded.is_empty() => Ok(Cow::Owned(decoded)),
+        _ => Err(ProtocolError::KeyDecoding),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::parse::parse as parse_request;
+
+    const LIMITS: Limits = Limits { item_size_max_bytes: 1 << 20 };
+
+    fn meta(buf: &[u8]) -> Meta<'_> {
+        match parse_request(buf, &LIMITS) {
+            Parsed::Request { request: Request::Meta(meta), .. } => meta,
+            other => panic!("{other:?}"),
+        }
+    }
+
+    #[test]
+    fn flags_keep_their_order_and_tokens() {
+        let m = meta(b"mg foo v t Oabc T30 k\r\n");
+        assert_eq!(m.command, MetaCommand::Get);
+        assert_eq!(&*m.key, b"foo");
+        assert_eq!(m.flags, vec![(b'v', &b""[..]), (b't', b""), (b'O', b"abc"), (b'T', b"30"), (b'k', b"")]);
+        assert_eq!(m.seconds(b'T'), Some(30));
+    }
+
+    #[test]
+    fn ms_takes_a_data_block_and_base64_keys() {
+        let m = meta(b"ms Zm9v 2 b T0 F5\r\nhi\r\n");
+        assert_eq!((&*m.key, m.data), (&b"foo"[..], &b"hi"[..]));
+        assert_eq!(&*m.key_as_sent(), b"Zm9v");
+    }
+
+    #[test]
+    fn bad_flags_are_refused() {
+        let fail = |buf: &[u8]| match parse_request(buf, &LIMITS) {
+            Parsed::Request { request: Request::Fail(e), .. } => e,
+            other => panic!("{other:?}"),
+        };
+        assert_eq!(fail(b"mg foo !\r\n"), ProtocolError::InvalidFlag);
+        assert_eq!(fail(b"mg foo v v\r\n"), ProtocolError::DuplicateFlag);
+        assert_eq!(fail(b"mg foo Tx\r\n"), ProtocolError::BadToken);
+        assert_eq!(fail(b"mg\r\n"), ProtocolError::BadFormat);
+        assert_eq!(fail(b"ms foo x\r\n"), ProtocolError::BadDataChunk);
+        assert_eq!(fail(b"mg !!!! b\r\n"), ProtocolError::KeyDecoding);
+    }
+}

@@ -1,0 +1,141 @@
+//! What a client asked for: the parsed form of one memcached request, text
+//! or meta, borrowing its bytes from the connection's read buffer.
+
+use thiserror::Error;
+
+use crate::meta::Meta;
+
+/// Longest key memcached accepts.
+pub const KEY_MAX_BYTES: usize = 250;
+
+/// One request.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Request<'a> {
+    /// `get`, `gets` (`with_cas`), `gat`, `gats` (`touch`: the exptime).
+    Retrieve {
+        keys: Vec<&'a [u8]>,
+        with_cas: bool,
+        touch: Option<i64>,
+    },
+    Store {
+        command: StoreCommand,
+        key: &'a [u8],
+        flags: u32,
+        exptime: i64,
+        data: &'a [u8],
+        noreply: bool,
+    },
+    Arith {
+        key: &'a [u8],
+        decrement: bool,
+        delta: u64,
+        noreply: bool,
+    },
+    Delete {
+        key: &'a [u8],
+        noreply: bool,
+    },
+    Touch {
+        key: &'a [u8],
+        exptime: i64,
+        noreply: bool,
+    },
+    FlushAll {
+        delay_s: i64,
+        noreply: bool,
+    },
+    Version,
+    Verbosity {
+        noreply: bool,
+    },
+    Quit,
+    /// `stats [group]`.
+    Stats {
+        group: &'a [u8],
+    },
+    Meta(Meta<'a>),
+    /// `mn`: answers `MN`, the end marker of a run of quiet meta requests.
+    MetaNoop,
+    /// An item over the size limit: answered `SERVER_ERROR object too
+    /// large for cache`; a `set` (`key`) also removes the key's old item,
+    /// as memcached does, so a failed set leaves no stale value behind.
+    TooLarge {
+        key: Option<&'a [u8]>,
+    },
+    /// A request answered with this error, touching no data.
+    Fail(ProtocolError),
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum StoreCommand {
+    Set,
+    Add,
+    Replace,
+    Append,
+    Prepend,
+    /// `cas`, with the unique the item must still have.
+    Cas(u64),
+}
+
+/// The error lines of memcached's protocols, word for word.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Error)]
+pub enum ProtocolError {
+    /// An unknown command, or a known one with the wrong number of words.
+    #[error("ERROR")]
+    UnknownCommand,
+    #[error("CLIENT_ERROR bad command line format")]
+    BadFormat,
+    #[error("CLIENT_ERROR bad data chunk")]
+    BadDataChunk,
+    #[error("CLIENT_ERROR invalid numeric delta argument")]
+    InvalidDelta,
+    #[error("CLIENT_ERROR invalid exptime argument")]
+    InvalidExptime,
+    #[error("CLIENT_ERROR bad command line format.  Usage: delete <key> [noreply]")]
+    DeleteUsage,
+    #[error("CLIENT_ERROR invalid flag")]
+    InvalidFlag,
+    #[error("CLIENT_ERROR duplicate flag")]
+    DuplicateFlag,
+    #[error("CLIENT_ERROR error decoding key")]
+    KeyDecoding,
+    #[error("CLIENT_ERROR bad token in command line format")]
+    BadToken,
+    #[error("CLIENT_ERROR invalid mode for ms")]
+    InvalidMsMode,
+    #[error("CLIENT_ERROR invalid mode for ma")]
+    InvalidMaMode,
+    #[error("CLIENT_ERROR cannot increment or decrement non-numeric value")]
+    NotANumber,
+    #[error("SERVER_ERROR object too large for cache")]
+    TooLarge,
+}
+
+/// A key memcached accepts: 1 to 250 bytes, no control characters or
+/// spaces (a text key is a word of the line, so it has no space).
+pub fn valid_key(key: &[u8]) -> bool {
+    !key.is_empty() && key.len() <= KEY_MAX_BYTES && key.iter().all(|b| *b > b' ' && *b != 0x7f)
+}
+
+/// A decimal number in memcached's sense (`safe_strtoull`): digits only,
+/// no sign.
+pub fn parse_u64(word: &[u8]) -> Option<u64> {
+    if word.is_empty() || word.len() > 20 || !word.iter().all(u8::is_ascii_digit) {
+        return None;
+    }
+    std::str::from_utf8(word).ok()?.parse().ok()
+}
+
+pub fn parse_u32(word: &[u8]) -> Option<u32> {
+    parse_u64(word).and_then(|n| u32::try_from(n).ok())
+}
+
+/// A signed 32-bit decimal (`safe_strtol`): exptimes and lengths.
+pub fn parse_i32(word: &[u8]) -> Option<i32> {
+    let (negative, digits) = match word.split_first() {
+        Some((b'-', rest)) => (true, rest),
+        _ => (false, word),
+    };
+    let magnitude = i64::try_from(parse_u64(digits)?).ok()?;
+    i32::try_from(if negative { -magnitude } else { magnitude }).ok()
+}

@@ -1,0 +1,385 @@
+//! memcached items on the shard that owns them: the operations of
+//! memcached's protocols (store modes, arithmetic, touch, compare-and-set)
+//! as data, run where the item lives.
+//!
+//! An item is the one row of a partition of an items table (`key blob
+//! PRIMARY KEY, value blob, flags bigint, cas bigint`), its expiry the
+//! cells' TTL, so CQL reads what memcached clients write. The front end
+//! (`memcache`) parses a command into an [`ItemOp`]; the coordinator sends
+//! it to the owning shard; this module reads the item, decides, and writes.
+//!
+//! Atomicity without locks across threads: one shard owns each key. A read
+//! may still await SSTable I/O, so every operation that writes holds the
+//! partition's lock (shard-local, FIFO) from its read to its write, and a
+//! plain `set` holds it too, so it cannot land between another write's read
+//! and its write. Reads take no lock: they see the item before or after a
+//! write, never a half. Durability is awaited after the lock is released
+//! and once per run of operations ([`Database::run_items`]).
+//!
+//! The CAS unique of an item is its `cas` cell: the write timestamp (µs,
+//! strictly increasing on the owning shard, so unique per change of the
+//! key) unless the client chose one (meta `E`). A row written by CQL
+//! without `cas` reports its value's timestamp.
+
+use std::time::Instant;
+
+use bytes::Bytes;
+use shoal_runtime::clock;
+use shoal_storage::{
+    Cell, ClusteredRow, ClusteringRange, ColumnData, Expiry, Partition, PartitionPosition, Row, Tombstone,
+};
+use uuid::Uuid;
+
+use crate::database::Durability;
+use crate::{Database, ReplicaError};
+
+/// An items table: its id and the column ids of its cells.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ItemTable {
+    pub id: Uuid,
+    pub value: u32,
+    pub flags: u32,
+    pub cas: u32,
+}
+
+/// When an item expires.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Lifetime {
+    Forever,
+    /// At this unix second; at or before now means already expired.
+    Until(i64),
+}
+
+/// What a store command does with an existing (or missing) item.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum StoreMode {
+    Set,
+    /// Only if missing.
+    Add,
+    /// Only if present.
+    Replace,
+    /// Present only; keeps its flags and lifetime.
+    Append,
+    Prepend,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct Store {
+    pub mode: StoreMode,
+    pub value: Bytes,
+    pub flags: u32,
+    pub lifetime: Lifetime,
+    /// Store only if the item's CAS unique is this (`cas`, meta `C`).
+    pub compare_cas: Option<u64>,
+    /// The item's new CAS unique (meta `E`); else the write's timestamp.
+    pub new_cas: Option<u64>,
+    /// Add/replace-style modes on a missing item: create it with these
+    /// (meta `ms ... N`: append to a missing item vivifies it).
+    pub vivify: Option<Lifetime>,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct Arith {
+    pub decrement: bool,
+    pub delta: u64,
+    /// Create a missing item with this value and lifetime (meta `N`, `J`).
+    pub create: Option<(u64, Lifetime)>,
+    pub compare_cas: Option<u64>,
+    pub new_cas: Option<u64>,
+    /// Also set a new lifetime on an existing item (meta `T`).
+    pub touch: Option<Lifetime>,
+}
+
+/// One memcached operation on one item.
+#[derive(Debug, Clone, PartialEq)]
+pub enum ItemOp {
+    /// Read it; `touch`: also give it a new lifetime (gat, mg `T`).
+    Get {
+        touch: Option<Lifetime>,
+    },
+    Store(Store),
+    Arith(Arith),
+    Delete {
+        compare_cas: Option<u64>,
+    },
+    Touch {
+        lifetime: Lifetime,
+    },
+}
+
+impl ItemOp {
+    fn writes(&self) -> bool {
+        !matches!(self, ItemOp::Get { touch: None })
+    }
+}
+
+/// An item as read.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Item {
+    pub value: Bytes,
+    pub flags: u32,
+    pub cas: u64,
+    pub lifetime: Lifetime,
+}
+
+/// How an operation ended.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ItemOutcome {
+    /// A get or touch found it (after the touch); arithmetic's result (its
+    /// value the new number in decimal).
+    Found(Item),
+    /// No such item (or it expired).
+    Missing,
+    Stored {
+        cas: u64,
+    },
+    /// The store mode's condition failed (add of a present item, ...).
+    NotStored,
+    /// The CAS unique did not match.
+    Exists,
+    Deleted,
+    /// Arithmetic on a value that is not a decimal number below 2^64.
+    NotANumber,
+}
+
+/// Digits of the largest u64: a longer value is not a counter.
+const COUNTER_DIGITS_MAX: usize = 20;
+
+impl Database {
+    /// Runs `ops` in order on this shard, which owns their keys, and waits
+    /// once, at the end, until every write among them is durable.
+    pub async fn run_items(
+        &self,
+        table: ItemTable,
+        ops: Vec<(PartitionPosition, ItemOp)>,
+    ) -> Result<Vec<ItemOutcome>, ReplicaError> {
+        let started = Instant::now();
+        let mut outcomes = Vec::with_capacity(ops.len());
+        let mut durability = Durability::default();
+        let mut wrote = false;
+        for (position, op) in ops {
+            wrote |= op.writes();
+            let (outcome, durable) = self.run_item(table, position, op).await?;
+            durability = durability.and(durable);
+            outcomes.push(outcome);
+        }
+        durability.durable().await?;
+        if wrote {
+            self.metrics.record_write(table.id, started.elapsed());
+        } else {
+            self.metrics.record_read(table.id, started.elapsed());
+        }
+        Ok(outcomes)
+    }
+
+    async fn run_item(
+        &self,
+        table: ItemTable,
+        position: PartitionPosition,
+        op: ItemOp,
+    ) -> Result<(ItemOutcome, Durability), ReplicaError> {
+        let now_s = clock::now_s();
+        if !op.writes() {
+            let item = self.read_item(table, &position, now_s).await?;
+            return Ok((item.map_or(ItemOutcome::Missing, ItemOutcome::Found), Durability::default()));
+        }
+        let _guard = self.lock_partition(table.id, position.clone()).await?;
+        let current = self.read_item(table, &position, now_s).await?;
+        match decide(op, current) {
+            Decision::Answer(outcome) => Ok((outcome, Durability::default())),
+            Decision::Write { update, outcome } => {
+                let durable = self.apply_unsynced(table.id, position, update.into_partition(table, now_s), &[]).await?;
+                Ok((outcome, durable))
+            }
+        }
+    }
+
+    /// The live item at `position`, if any.
+    async fn read_item(
+        &self,
+        table: ItemTable,
+        position: &PartitionPosition,
+        now_s: i64,
+    ) -> Result<Option<Item>, ReplicaError> {
+        let stored = self.table(table.id)?.read(position, &[ClusteringRange::all()]).await?;
+        Ok(stored.and_then(|partition| live_item(table, &partition, now_s)))
+    }
+}
+
+/// The item the partition holds at `now_s`: its value cell live and not
+/// deleted.
+fn live_item(table: ItemTable, partition: &Partition, now_s: i64) -> Option<Item> {
+    let key = Bytes::new();
+    let row = &partition.rows.get(&key)?.row;
+    let deletion = [partition.deletion_for_row(&key), row.deletion].into_iter().flatten().max_by_key(|t| t.timestamp);
+    let live = |column: u32| -> Option<(&Cell, Bytes)> {
+        let Some(ColumnData::Atomic(cell)) = row.columns.get(&column) else { return None };
+        if deletion.is_some_and(|d| d.shadows(cell.timestamp)) {
+            return None;
+        }
+        Some((cell, cell.live_value(now_s)?))
+    };
+    let (value_cell, value) = live(table.value)?;
+    let number = |column: u32| live(column).and_then(|(_, v)| <[u8; 8]>::try_from(&v[..]).ok()).map(i64::from_be_bytes);
+    let lifetime = value_cell.expiry().map_or(Lifetime::Forever, |e| Lifetime::Until(e.expires_at_s));
+    Some(Item {
+        value,
+        // flags are a u32 kept in a bigint: the low 32 bits.
+        flags: number(table.flags).map_or(0, |f| f as u32),
+        cas: number(table.cas).unwrap_or(value_cell.timestamp) as u64,
+        lifetime,
+    })
+}
+
+/// What an operation does, given the item as it is.
+enum Decision {
+    Answer(ItemOutcome),
+    Write { update: ItemUpdate, outcome: ItemOutcome },
+}
+
+/// A new state of an item, or its deletion.
+enum ItemUpdate {
+    Put { value: Bytes, flags: u32, cas: u64, lifetime: Lifetime, timestamp: i64 },
+    Delete { timestamp: i64 },
+}
+
+impl ItemUpdate {
+    fn into_partition(self, table: ItemTable, now_s: i64) -> Partition {
+        let mut partition = Partition::default();
+        match self {
+            ItemUpdate::Delete { timestamp } => {
+                partition.tombstone = Some(Tombstone { timestamp, deletion_time_s: now_s });
+            }
+            ItemUpdate::Put { lifetime: Lifetime::Until(at), timestamp, .. } if at <= now_s => {
+                // Already expired (a negative or past exptime): gone at once.
+                partition.tombstone = Some(Tombstone { timestamp, deletion_time_s: now_s });
+            }
+            ItemUpdate::Put { value, flags, cas, lifetime, timestamp } => {
+                let expiry = match lifetime {
+                    Lifetime::Forever => None,
+                    Lifetime::Until(at) => {
+                        Some(Expiry { ttl_s: i32::try_from(at - now_s).unwrap_or(i32::MAX), expires_at_s: at })
+                    }
+                };
+                let cell = |bytes: Bytes| ColumnData::Atomic(Cell::live(timestamp, bytes, expiry));
+                let mut row = Row::default();
+                row.columns.insert(table.value, cell(value));
+                row.columns.insert(table.flags, cell(Bytes::copy_from_slice(&i64::from(flags).to_be_bytes())));
+                row.columns.insert(table.cas, cell(Bytes::copy_from_slice(&(cas as i64).to_be_bytes())));
+                partition.rows.insert(Bytes::new(), ClusteredRow { clustering: Vec::new(), row });
+            }
+        }
+        partition
+    }
+}
+
+/// What `op` does to the item as it is.
+fn decide(op: ItemOp, current: Option<Item>) -> Decision {
+    let timestamp = clock::next_write_timestamp_us();
+    let put = |value: Bytes, flags: u32, lifetime: Lifetime, new_cas: Option<u64>| {
+        let cas = new_cas.unwrap_or(timestamp as u64);
+        (ItemUpdate::Put { value, flags, cas, lifetime, timestamp }, cas)
+    };
+    let cas_mismatch = |compare: Option<u64>, item: &Option<Item>| match (compare, item) {
+        (Some(expected), Some(item)) => item.cas != expected,
+        _ => false,
+    };
+    match op {
+        ItemOp::Get { touch: None } => Decision::Answer(current.map_or(ItemOutcome::Missing, ItemOutcome::Found)),
+        ItemOp::Get { touch: Some(lifetime) } | ItemOp::Touch { lifetime } => match current {
+            None => Decision::Answer(ItemOutcome::Missing),
+            Some(item) => {
+                let (update, _) = put(item.value.clone(), item.flags, lifetime, Some(item.cas));
+                Decision::Write { update, outcome: ItemOutcome::Found(Item { lifetime, ..item }) }
+            }
+        },
+        ItemOp::Delete { compare_cas } => match &current {
+            None => Decision::Answer(ItemOutcome::Missing),
+            _ if cas_mismatch(compare_cas, &current) => Decision::Answer(ItemOutcome::Exists),
+            Some(_) => Decision::Write { update: ItemUpdate::Delete { timestamp }, outcome: ItemOutcome::Deleted },
+        },
+        ItemOp::Store(store) => {
+            if store.compare_cas.is_some() && current.is_none() {
+                return Decision::Answer(ItemOutcome::Missing);
+            }
+            if cas_mismatch(store.compare_cas, &current) {
+                return Decision::Answer(ItemOutcome::Exists);
+            }
+            let (value, flags, lifetime) = match (store.mode, current) {
+                (StoreMode::Add, Some(_)) => return Decision::Answer(ItemOutcome::NotStored),
+                (StoreMode::Replace | StoreMode::Append | StoreMode::Prepend, None) => match store.vivify {
+                    Some(lifetime) => (store.value, store.flags, lifetime),
+                    None => return Decision::Answer(ItemOutcome::NotStored),
+                },
+                (StoreMode::Append, Some(item)) => (concat(&item.value, &store.value), item.flags, item.lifetime),
+                (StoreMode::Prepend, Some(item)) => (concat(&store.value, &item.value), item.flags, item.lifetime),
+                (StoreMode::Set | StoreMode::Add | StoreMode::Replace, _) => (store.value, store.flags, store.lifetime),
+            };
+            let (update, cas) = put(value, flags, lifetime, store.new_cas);
+            Decision::Write { update, outcome: ItemOutcome::Stored { cas } }
+        }
+        ItemOp::Arith(arith) => {
+            if cas_mismatch(arith.compare_cas, &current) {
+                return Decision::Answer(ItemOutcome::Exists);
+            }
+            let (number, flags, lifetime) = match &current {
+                None => match arith.create {
+                    // A created counter starts at its initial value; the
+                    // delta is not applied (memcached's `ma N J`).
+                    Some((initial, lifetime)) => (initial, 0, lifetime),
+                    None => return Decision::Answer(ItemOutcome::Missing),
+                },
+                Some(item) => {
+                    let Some(number) = parse_counter(&item.value) else {
+                        return Decision::Answer(ItemOutcome::NotANumber);
+                    };
+                    let next = if arith.decrement {
+                        number.saturating_sub(arith.delta)
+                    } else {
+                        number.wrapping_add(arith.delta)
+                    };
+                    (next, item.flags, arith.touch.unwrap_or(item.lifetime))
+                }
+            };
+            let value = Bytes::from(number.to_string());
+            let (update, cas) = put(value.clone(), flags, lifetime, arith.new_cas);
+            Decision::Write { update, outcome: ItemOutcome::Found(Item { value, flags, cas, lifetime }) }
+        }
+    }
+}
+
+fn concat(a: &[u8], b: &[u8]) -> Bytes {
+    let mut out = Vec::with_capacity(a.len() + b.len());
+    out.extend_from_slice(a);
+    out.extend_from_slice(b);
+    Bytes::from(out)
+}
+
+/// A value holding a decimal number below 2^64 (trailing spaces allowed:
+/// memcached pads a decremented value that got shorter).
+fn parse_counter(value: &[u8]) -> Option<u64> {
+    let digits = value.strip_suffix(b" ").map_or(value, |v| {
+        let end = v.iter().rposition(|b| *b != b' ').map_or(0, |i| i + 1);
+        &v[..end]
+    });
+    if digits.is_empty() || digits.len() > COUNTER_DIGITS_MAX || !digits.iter().all(u8::is_ascii_digit) {
+        return None;
+    }
+    std::str::from_utf8(digits).ok()?.parse().ok()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn counters_are_decimal_below_two_to_the_64() {
+        assert_eq!(parse_counter(b"0"), Some(0));
+        assert_eq!(parse_counter(b"18446744073709551615"), Some(u64::MAX));
+        assert_eq!(parse_counter(b"18446744073709551616"), None);
+        assert_eq!(parse_counter(b"9 "), Some(9));
+        assert_eq!(parse_counter(b""), None);
+        assert_eq!(parse_counter(b"-1"), None);
+        assert_eq!(parse_counter(b"1a"), None);
+    }
+}
