@@ -8,9 +8,9 @@
 //! itself.
 
 pub use shoal_replica::{
-    Arith, CasRequest, CasResult, CheckOp, CheckedPart, ColumnCheck, FilterOp, Item, ItemOp, ItemOutcome, ItemTable,
-    Lifetime, ListOp, ListOpKind, Mutation, PartitionSelection, ReadCommand, ReadResult, ResultCell, ResultRow,
-    RowCheck, RowCondition, RowFilter, RowPosition, Store, StoreMode, VirtualTable,
+    Arith, CasRequest, CasResult, CheckOp, CheckedPart, ColumnCheck, Fetch, FilterOp, Item, ItemOp, ItemOutcome,
+    ItemTable, Lifetime, ListOp, ListOpKind, Mutation, PartitionSelection, ReadCommand, ReadResult, ResultCell,
+    ResultRow, RowCheck, RowCondition, RowFilter, RowPosition, Store, StoreMode, VirtualTable,
 };
 pub use shoal_storage::{
     Cell, ClusteredRow, ClusteringRange, Collection, CollectionCell, ColumnData, Expiry, Partition, PartitionPosition,

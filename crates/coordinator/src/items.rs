@@ -81,7 +81,7 @@ async fn run_here(
     deadline: Instant,
 ) -> Result<Vec<ItemOutcome>, CoordinatorError> {
     if Instant::now() > deadline {
-        let writes = ops.iter().any(|(_, op)| !matches!(op, ItemOp::Get { touch: None }));
+        let writes = ops.iter().any(|(_, op)| op.writes());
         return Err(if writes {
             CoordinatorError::WriteTimeout { consistency: ConsistencyLevel::One, write_type: WriteType::Simple }
         } else {

@@ -14,7 +14,7 @@ use std::time::Duration;
 
 use bytes::Bytes;
 use shoal_coordinator::data::{
-    Arith, Item, ItemOp, ItemOutcome, ItemTable, Lifetime, PartitionPosition, Store, StoreMode,
+    Arith, Fetch, Item, ItemOp, ItemOutcome, ItemTable, Lifetime, PartitionPosition, Store, StoreMode,
 };
 use shoal_coordinator::{item_position, run_items, ItemResult};
 use shoal_runtime::clock;
@@ -105,7 +105,11 @@ impl Session {
                     let mut start = 0;
                     while start < keys.len() {
                         let end = keys.len().min(start + OPS_PER_RUN_MAX.saturating_sub(ops.len()).max(1));
-                        ops.extend(keys[start..end].iter().map(|k| (item_position(k), ItemOp::Get { touch })));
+                        ops.extend(
+                            keys[start..end]
+                                .iter()
+                                .map(|k| (item_position(k), ItemOp::Get(Fetch { touch, ..Fetch::default() }))),
+                        );
                         pending.push(Pending { request, keys: start..end, last: end == keys.len() });
                         start = end;
                         if ops.len() >= OPS_PER_RUN_MAX {
@@ -233,6 +237,7 @@ fn item_op(request: &Request<'_>, now_s: i64) -> Option<(PartitionPosition, Item
                 compare_cas,
                 new_cas: None,
                 vivify: None,
+                stale_if_older: false,
             };
             (item_position(key), ItemOp::Store(store))
         }

@@ -29,11 +29,11 @@ impl MetaCommand {
     /// token.
     fn accepts(self) -> (&'static [u8], &'static [u8]) {
         match self {
-            // Not yet: mg h l (access tracking), mg N R E, ms I, md I T
-            // x (stale items and recache wins): refused as invalid flags.
-            MetaCommand::Get => (b"bcfkqstuv", b"OT"),
-            MetaCommand::Set => (b"bckq", b"CEFMNOT"),
-            MetaCommand::Delete => (b"bkq", b"CO"),
+            // Not yet: md x (remove the value, keep the item), E on mg
+            // and md: refused as invalid flags.
+            MetaCommand::Get => (b"bcfhklqstuv", b"NORT"),
+            MetaCommand::Set => (b"bckqI", b"CEFMNOT"),
+            MetaCommand::Delete => (b"bkqI", b"COT"),
             MetaCommand::Arith => (b"bcktqv", b"CDEJMNOT"),
             MetaCommand::Debug => (b"b", b""),
         }

@@ -4,7 +4,7 @@
 //! "as expected" (`EN` of mg, `HD` of ms/md/ma, `NF` of md).
 
 use bytes::Bytes;
-use shoal_coordinator::data::{Arith, Item, ItemOp, ItemOutcome, PartitionPosition, Store, StoreMode};
+use shoal_coordinator::data::{Arith, Fetch, Item, ItemOp, ItemOutcome, PartitionPosition, Store, StoreMode};
 use shoal_coordinator::{item_position, ItemResult};
 use shoal_runtime::clock;
 
@@ -18,7 +18,14 @@ use crate::stats::{self, Stat};
 pub fn item_op(meta: &Meta<'_>, now_s: i64) -> (PartitionPosition, ItemOp) {
     let when = |flag: u8| meta.seconds(flag).map(|s| lifetime(s, now_s));
     let op = match meta.command {
-        MetaCommand::Get | MetaCommand::Debug => ItemOp::Get { touch: when(b'T') },
+        MetaCommand::Get => ItemOp::Get(Fetch {
+            touch: when(b'T'),
+            vivify: when(b'N'),
+            recache_within_s: meta.seconds(b'R'),
+            no_bump: meta.has(b'u'),
+        }),
+        // `me` looks without touching: no bump, as memcached's debug.
+        MetaCommand::Debug => ItemOp::Get(Fetch { no_bump: true, ..Fetch::default() }),
         MetaCommand::Set => {
             stats::bump(Stat::CmdSet);
             ItemOp::Store(Store {
@@ -29,7 +36,11 @@ pub fn item_op(meta: &Meta<'_>, now_s: i64) -> (PartitionPosition, ItemOp) {
                 compare_cas: meta.number(b'C'),
                 new_cas: meta.number(b'E'),
                 vivify: when(b'N'),
+                stale_if_older: meta.has(b'I'),
             })
+        }
+        MetaCommand::Delete if meta.has(b'I') => {
+            ItemOp::Invalidate { compare_cas: meta.number(b'C'), lifetime: when(b'T') }
         }
         MetaCommand::Delete => ItemOp::Delete { compare_cas: meta.number(b'C') },
         MetaCommand::Arith => ItemOp::Arith(Arith {
@@ -131,8 +142,20 @@ fn with_value(meta: &Meta<'_>, item: &Item, value: bool, now_s: i64, reply: &mut
                 reply.bytes(b" t");
                 reply.signed(ttl_s(item, now_s));
             }
+            b'h' => reply.bytes(if item.access.fetched { b" h1" } else { b" h0" }),
+            b'l' => flag_number(reply, b'l', (now_s - item.access.last_s).max(0) as u64),
             _ => echo(meta, *flag, token, reply),
         }
+    }
+    // Z before W: a client never sees both (memcached's order).
+    if item.access.token_sent {
+        reply.bytes(b" Z");
+    }
+    if item.access.stale {
+        reply.bytes(b" X");
+    }
+    if item.won {
+        reply.bytes(b" W");
     }
     reply.bytes(b"\r\n");
     if value {
@@ -175,16 +198,18 @@ fn flag_number(reply: &mut Reply<'_>, flag: u8, n: u64) {
 }
 
 /// `me`: `ME <key> exp=<ttl> la=<idle> cas=<cas> fetch=<yes|no> cls=<class> size=<bytes>`.
-/// Shoal keeps no access times or slab classes: `la` is 0, `fetch` no,
-/// `cls` 1.
+/// Shoal has no slab classes: `cls` is 1.
 fn debug(meta: &Meta<'_>, item: &Item, now_s: i64, reply: &mut Reply<'_>) {
     reply.bytes(b"ME ");
     reply.bytes(&meta.key_as_sent());
     reply.bytes(b" exp=");
     reply.signed(ttl_s(item, now_s));
-    reply.bytes(b" la=0 cas=");
+    reply.bytes(b" la=");
+    reply.number((now_s - item.access.last_s).max(0) as u64);
+    reply.bytes(b" cas=");
     reply.number(item.cas);
-    reply.bytes(b" fetch=no cls=1 size=");
+    reply.bytes(if item.access.fetched { b" fetch=yes" } else { b" fetch=no" });
+    reply.bytes(b" cls=1 size=");
     reply.number((meta.key.len() + item.value.len()) as u64);
     reply.bytes(b"\r\n");
 }

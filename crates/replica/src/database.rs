@@ -28,6 +28,7 @@ use shoal_storage::{ClusteringRange, Event, PartitionPosition, PartitionUpdate, 
 use thiserror::Error;
 use uuid::Uuid;
 
+use crate::item_access::ItemAccessTable;
 use crate::list_ops::{self, ListOp};
 use crate::metrics::ReplicaMetrics;
 use crate::partition_lock::{PartitionGuard, PartitionLocks};
@@ -111,6 +112,8 @@ pub struct Database {
     compaction_wanted: Event,
     /// Partitions with a conditional write under way.
     partition_locks: Rc<PartitionLocks>,
+    /// memcached's per-item hints (last access, fetched, stale, token).
+    pub(crate) item_access: ItemAccessTable,
     pub(crate) metrics: ReplicaMetrics,
 }
 
@@ -152,6 +155,7 @@ impl Database {
             memory_freed: Event::default(),
             compaction_wanted: Event::default(),
             partition_locks: Rc::default(),
+            item_access: ItemAccessTable::default(),
             metrics: ReplicaMetrics::register(local),
         }
     }

@@ -31,6 +31,7 @@ use shoal_storage::{
 use uuid::Uuid;
 
 use crate::database::Durability;
+use crate::item_access::Access;
 use crate::{Database, ReplicaError};
 
 /// An items table: its id and the column ids of its cells.
@@ -76,6 +77,9 @@ pub struct Store {
     /// Add/replace-style modes on a missing item: create it with these
     /// (meta `ms ... N`: append to a missing item vivifies it).
     pub vivify: Option<Lifetime>,
+    /// With `compare_cas` older than the item's: store it anyway, marked
+    /// stale, keeping the item's lifetime (ms `I`).
+    pub stale_if_older: bool,
 }
 
 #[derive(Debug, Clone, PartialEq)]
@@ -90,17 +94,36 @@ pub struct Arith {
     pub touch: Option<Lifetime>,
 }
 
+/// A read of an item, and what it may change (meta `mg`'s flags).
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Fetch {
+    /// Also give it a new lifetime (gat, mg `T`).
+    pub touch: Option<Lifetime>,
+    /// On a miss, create an empty item with this lifetime and hand this
+    /// client the token to fill it (mg `N`).
+    pub vivify: Option<Lifetime>,
+    /// Hand this client the token to recache the item if it expires within
+    /// this many seconds (mg `R`).
+    pub recache_within_s: Option<i64>,
+    /// Leave its last access time and fetched mark as they are (mg `u`).
+    pub no_bump: bool,
+}
+
 /// One memcached operation on one item.
 #[derive(Debug, Clone, PartialEq)]
 pub enum ItemOp {
-    /// Read it; `touch`: also give it a new lifetime (gat, mg `T`).
-    Get {
-        touch: Option<Lifetime>,
-    },
+    Get(Fetch),
     Store(Store),
     Arith(Arith),
     Delete {
         compare_cas: Option<u64>,
+    },
+    /// Mark it stale instead of deleting it (md `I`), giving it a new
+    /// lifetime if one is given (md `T`): the next fetch gets the token to
+    /// recache it, others get the stale value meanwhile.
+    Invalidate {
+        compare_cas: Option<u64>,
+        lifetime: Option<Lifetime>,
     },
     Touch {
         lifetime: Lifetime,
@@ -108,8 +131,9 @@ pub enum ItemOp {
 }
 
 impl ItemOp {
-    fn writes(&self) -> bool {
-        !matches!(self, ItemOp::Get { touch: None })
+    /// Whether it may write the item (and so runs under the partition lock).
+    pub fn writes(&self) -> bool {
+        !matches!(self, ItemOp::Get(Fetch { touch: None, vivify: None, .. }))
     }
 }
 
@@ -120,6 +144,10 @@ pub struct Item {
     pub flags: u32,
     pub cas: u64,
     pub lifetime: Lifetime,
+    /// Its hints as they were before this operation.
+    pub access: Access,
+    /// This operation handed the client the token to (re)cache it (`W`).
+    pub won: bool,
 }
 
 /// How an operation ended.
@@ -179,22 +207,27 @@ impl Database {
         op: ItemOp,
     ) -> Result<(ItemOutcome, Durability), ReplicaError> {
         let now_s = clock::now_s();
-        if !op.writes() {
-            let item = self.read_item(table, &position, now_s).await?;
-            return Ok((item.map_or(ItemOutcome::Missing, ItemOutcome::Found), Durability::default()));
-        }
-        let _guard = self.lock_partition(table.id, position.clone()).await?;
+        let _guard = match op.writes() {
+            true => Some(self.lock_partition(table.id, position.clone()).await?),
+            // Reads take no lock: the hints they change are changed
+            // synchronously below, after the read's last await.
+            false => None,
+        };
         let current = self.read_item(table, &position, now_s).await?;
-        match decide(op, current) {
-            Decision::Answer(outcome) => Ok((outcome, Durability::default())),
-            Decision::Write { update, outcome } => {
-                let durable = self.apply_unsynced(table.id, position, update.into_partition(table, now_s), &[]).await?;
-                Ok((outcome, durable))
-            }
+        let Decision { update, outcome, access } = decide(op, current, now_s);
+        match access {
+            AccessUpdate::Keep => {}
+            AccessUpdate::Set(access) => self.item_access.set(position.token, access),
+            AccessUpdate::Forget => self.item_access.forget(position.token),
         }
+        let durable = match update {
+            Some(update) => self.apply_unsynced(table.id, position, update.into_partition(table, now_s), &[]).await?,
+            None => Durability::default(),
+        };
+        Ok((outcome, durable))
     }
 
-    /// The live item at `position`, if any.
+    /// The live item at `position`, if any, with its hints.
     async fn read_item(
         &self,
         table: ItemTable,
@@ -202,12 +235,16 @@ impl Database {
         now_s: i64,
     ) -> Result<Option<Item>, ReplicaError> {
         let stored = self.table(table.id)?.read(position, &[ClusteringRange::all()]).await?;
-        Ok(stored.and_then(|partition| live_item(table, &partition, now_s)))
+        let Some(mut item) = stored.and_then(|partition| live_item(table, &partition, now_s)) else { return Ok(None) };
+        if let Some(access) = self.item_access.get(position.token) {
+            item.access = access;
+        }
+        Ok(Some(item))
     }
 }
 
 /// The item the partition holds at `now_s`: its value cell live and not
-/// deleted.
+/// deleted. Its hints are those of an item written and never fetched.
 fn live_item(table: ItemTable, partition: &Partition, now_s: i64) -> Option<Item> {
     let key = Bytes::new();
     let row = &partition.rows.get(&key)?.row;
@@ -228,13 +265,34 @@ fn live_item(table: ItemTable, partition: &Partition, now_s: i64) -> Option<Item
         flags: number(table.flags).map_or(0, |f| f as u32),
         cas: number(table.cas).unwrap_or(value_cell.timestamp) as u64,
         lifetime,
+        access: Access::written(value_cell.timestamp.div_euclid(1_000_000)),
+        won: false,
     })
 }
 
-/// What an operation does, given the item as it is.
-enum Decision {
-    Answer(ItemOutcome),
-    Write { update: ItemUpdate, outcome: ItemOutcome },
+/// What an operation does, given the item as it is: the item's new state
+/// (none: unchanged), the answer, and the change to its hints.
+struct Decision {
+    update: Option<ItemUpdate>,
+    outcome: ItemOutcome,
+    access: AccessUpdate,
+}
+
+enum AccessUpdate {
+    Keep,
+    Set(Access),
+    Forget,
+}
+
+impl Decision {
+    fn answer(outcome: ItemOutcome) -> Decision {
+        Decision { update: None, outcome, access: AccessUpdate::Keep }
+    }
+
+    /// A write that makes a new item: fresh hints.
+    fn write(update: ItemUpdate, outcome: ItemOutcome, now_s: i64) -> Decision {
+        Decision { update: Some(update), outcome, access: AccessUpdate::Set(Access::written(now_s)) }
+    }
 }
 
 /// A new state of an item, or its deletion.
@@ -273,8 +331,26 @@ impl ItemUpdate {
     }
 }
 
+/// A fetch of a present item: whether it wins the token to recache (it is
+/// stale, or expires within `recache_within_s`, and no client got the
+/// token yet), and its hints after the fetch.
+fn fetched(mut item: Item, fetch: &Fetch, now_s: i64) -> (Item, Access) {
+    let before = item.access;
+    let expires_soon = match (fetch.recache_within_s, item.lifetime) {
+        (Some(within_s), Lifetime::Until(at)) => at - now_s < within_s,
+        _ => false,
+    };
+    item.won = !before.token_sent && (before.stale || expires_soon);
+    let mut after = Access { token_sent: before.token_sent || item.won, ..before };
+    if !fetch.no_bump {
+        after.last_s = now_s;
+        after.fetched = true;
+    }
+    (item, after)
+}
+
 /// What `op` does to the item as it is.
-fn decide(op: ItemOp, current: Option<Item>) -> Decision {
+fn decide(op: ItemOp, current: Option<Item>, now_s: i64) -> Decision {
     let timestamp = clock::next_write_timestamp_us();
     let put = |value: Bytes, flags: u32, lifetime: Lifetime, new_cas: Option<u64>| {
         let cas = new_cas.unwrap_or(timestamp as u64);
@@ -284,54 +360,103 @@ fn decide(op: ItemOp, current: Option<Item>) -> Decision {
         (Some(expected), Some(item)) => item.cas != expected,
         _ => false,
     };
+    let missing = || Decision::answer(ItemOutcome::Missing);
     match op {
-        ItemOp::Get { touch: None } => Decision::Answer(current.map_or(ItemOutcome::Missing, ItemOutcome::Found)),
-        ItemOp::Get { touch: Some(lifetime) } | ItemOp::Touch { lifetime } => match current {
-            None => Decision::Answer(ItemOutcome::Missing),
-            Some(item) => {
+        ItemOp::Get(fetch) => match (current, fetch.vivify) {
+            (None, None) => missing(),
+            (None, Some(lifetime)) => {
+                let (update, cas) = put(Bytes::new(), 0, lifetime, None);
+                let access = Access::written(now_s);
+                let item = Item { value: Bytes::new(), flags: 0, cas, lifetime, access, won: true };
+                let access = AccessUpdate::Set(Access { token_sent: true, ..access });
+                Decision { update: Some(update), outcome: ItemOutcome::Found(item), access }
+            }
+            (Some(item), _) => {
+                let (item, after) = fetched(item, &fetch, now_s);
+                let access = if after == item.access { AccessUpdate::Keep } else { AccessUpdate::Set(after) };
+                let Some(lifetime) = fetch.touch else {
+                    return Decision { update: None, outcome: ItemOutcome::Found(item), access };
+                };
                 let (update, _) = put(item.value.clone(), item.flags, lifetime, Some(item.cas));
-                Decision::Write { update, outcome: ItemOutcome::Found(Item { lifetime, ..item }) }
+                Decision { update: Some(update), outcome: ItemOutcome::Found(Item { lifetime, ..item }), access }
+            }
+        },
+        ItemOp::Touch { lifetime } => match current {
+            None => missing(),
+            Some(item) => {
+                let (item, after) = fetched(item, &Fetch::default(), now_s);
+                let (update, _) = put(item.value.clone(), item.flags, lifetime, Some(item.cas));
+                let outcome = ItemOutcome::Found(Item { lifetime, ..item });
+                Decision { update: Some(update), outcome, access: AccessUpdate::Set(after) }
             }
         },
         ItemOp::Delete { compare_cas } => match &current {
-            None => Decision::Answer(ItemOutcome::Missing),
-            _ if cas_mismatch(compare_cas, &current) => Decision::Answer(ItemOutcome::Exists),
-            Some(_) => Decision::Write { update: ItemUpdate::Delete { timestamp }, outcome: ItemOutcome::Deleted },
+            None => missing(),
+            _ if cas_mismatch(compare_cas, &current) => Decision::answer(ItemOutcome::Exists),
+            Some(_) => Decision {
+                update: Some(ItemUpdate::Delete { timestamp }),
+                outcome: ItemOutcome::Deleted,
+                access: AccessUpdate::Forget,
+            },
+        },
+        ItemOp::Invalidate { compare_cas, lifetime } => match current {
+            None => missing(),
+            Some(item) if compare_cas.is_some_and(|c| c != item.cas) => Decision::answer(ItemOutcome::Exists),
+            Some(item) => {
+                let (update, _) = put(item.value, item.flags, lifetime.unwrap_or(item.lifetime), None);
+                let access = Access { stale: true, token_sent: false, ..item.access };
+                Decision { update: Some(update), outcome: ItemOutcome::Deleted, access: AccessUpdate::Set(access) }
+            }
         },
         ItemOp::Store(store) => {
-            if store.compare_cas.is_some() && current.is_none() {
-                return Decision::Answer(ItemOutcome::Missing);
+            let Some(item) = &current else {
+                if store.compare_cas.is_some() {
+                    return missing();
+                }
+                let lifetime = match store.mode {
+                    StoreMode::Set | StoreMode::Add => store.lifetime,
+                    _ => match store.vivify {
+                        Some(lifetime) => lifetime,
+                        None => return Decision::answer(ItemOutcome::NotStored),
+                    },
+                };
+                let (update, cas) = put(store.value, store.flags, lifetime, store.new_cas);
+                return Decision::write(update, ItemOutcome::Stored { cas }, now_s);
+            };
+            if let Some(compare) = store.compare_cas.filter(|c| *c != item.cas) {
+                if !(store.stale_if_older && compare < item.cas) {
+                    return Decision::answer(ItemOutcome::Exists);
+                }
+                // An older writer's value, kept as stale until a fresh one
+                // comes: memcached's serve-stale.
+                let (update, cas) = put(store.value, store.flags, item.lifetime, store.new_cas);
+                let access = Access { stale: true, token_sent: item.access.token_sent, ..Access::written(now_s) };
+                let access = AccessUpdate::Set(access);
+                return Decision { update: Some(update), outcome: ItemOutcome::Stored { cas }, access };
             }
-            if cas_mismatch(store.compare_cas, &current) {
-                return Decision::Answer(ItemOutcome::Exists);
-            }
-            let (value, flags, lifetime) = match (store.mode, current) {
-                (StoreMode::Add, Some(_)) => return Decision::Answer(ItemOutcome::NotStored),
-                (StoreMode::Replace | StoreMode::Append | StoreMode::Prepend, None) => match store.vivify {
-                    Some(lifetime) => (store.value, store.flags, lifetime),
-                    None => return Decision::Answer(ItemOutcome::NotStored),
-                },
-                (StoreMode::Append, Some(item)) => (concat(&item.value, &store.value), item.flags, item.lifetime),
-                (StoreMode::Prepend, Some(item)) => (concat(&store.value, &item.value), item.flags, item.lifetime),
-                (StoreMode::Set | StoreMode::Add | StoreMode::Replace, _) => (store.value, store.flags, store.lifetime),
+            let (value, flags, lifetime) = match store.mode {
+                StoreMode::Add => return Decision::answer(ItemOutcome::NotStored),
+                StoreMode::Append => (concat(&item.value, &store.value), item.flags, item.lifetime),
+                StoreMode::Prepend => (concat(&store.value, &item.value), item.flags, item.lifetime),
+                StoreMode::Set | StoreMode::Replace => (store.value, store.flags, store.lifetime),
             };
             let (update, cas) = put(value, flags, lifetime, store.new_cas);
-            Decision::Write { update, outcome: ItemOutcome::Stored { cas } }
+            Decision::write(update, ItemOutcome::Stored { cas }, now_s)
         }
         ItemOp::Arith(arith) => {
             if cas_mismatch(arith.compare_cas, &current) {
-                return Decision::Answer(ItemOutcome::Exists);
+                return Decision::answer(ItemOutcome::Exists);
             }
             let (number, flags, lifetime) = match &current {
                 None => match arith.create {
                     // A created counter starts at its initial value; the
                     // delta is not applied (memcached's `ma N J`).
                     Some((initial, lifetime)) => (initial, 0, lifetime),
-                    None => return Decision::Answer(ItemOutcome::Missing),
+                    None => return missing(),
                 },
                 Some(item) => {
                     let Some(number) = parse_counter(&item.value) else {
-                        return Decision::Answer(ItemOutcome::NotANumber);
+                        return Decision::answer(ItemOutcome::NotANumber);
                     };
                     let next = if arith.decrement {
                         number.saturating_sub(arith.delta)
@@ -343,7 +468,8 @@ fn decide(op: ItemOp, current: Option<Item>) -> Decision {
             };
             let value = Bytes::from(number.to_string());
             let (update, cas) = put(value.clone(), flags, lifetime, arith.new_cas);
-            Decision::Write { update, outcome: ItemOutcome::Found(Item { value, flags, cas, lifetime }) }
+            let item = Item { value, flags, cas, lifetime, access: Access::written(now_s), won: false };
+            Decision::write(update, ItemOutcome::Found(item), now_s)
         }
     }
 }
