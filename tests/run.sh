@@ -5,10 +5,13 @@
 #
 # 1. installs the Python venvs (scripts/venv.sh, idempotent);
 # 2. starts "$SHOAL_BIN" on free loopback ports in a temp workdir, waits (<= 30 s)
-#    until its CQL port accepts connections;
+#    until its CQL port accepts connections; starts the reference memcached for
+#    test_memcache_*.py (Debian's `memcached`, installed with apt-get when
+#    missing) on a free port and exports MEMCACHED_PORT (without it, those
+#    tests check Shoal only; MEMCACHED_PORT set by the caller: used as it is);
 # 3. runs tests/python with .venv (cassandra-driver), then test_shard_aware.py with
 #    .venv-scylla (scylla-driver);
-# 4. stops the server (trap on EXIT) and exits non-zero if anything failed.
+# 4. stops the servers (trap on EXIT) and exits non-zero if anything failed.
 #
 # Without SHOAL_BIN, the tests run against an already running server at
 # SHOAL_HOST:SHOAL_PORT (e.g. SHOAL_PEER=cassandra for Apache Cassandra).
@@ -41,8 +44,15 @@ port_open() { (exec 3<>"/dev/tcp/$1/$2") 2>/dev/null; }
 
 server_pid=""
 tmp=""
+memcached_pid=""
+memcached_log=""
 cleanup() {
     local rc=$?
+    if [[ -n "$memcached_pid" ]] && kill -0 "$memcached_pid" 2>/dev/null; then
+        kill -TERM "$memcached_pid" 2>/dev/null || true
+        wait "$memcached_pid" 2>/dev/null || true
+    fi
+    [[ -n "$memcached_log" ]] && rm -f "$memcached_log"
     if [[ -n "$server_pid" ]] && kill -0 "$server_pid" 2>/dev/null; then
         kill -TERM "$server_pid" 2>/dev/null || true
         for _ in $(seq 1 50); do kill -0 "$server_pid" 2>/dev/null || break; sleep 0.1; done
@@ -60,6 +70,65 @@ cleanup() {
 }
 trap cleanup EXIT
 trap 'exit 130' INT TERM
+
+# --- the reference memcached (test_memcache_*.py check every answer against it) ---
+install_memcached() {
+    local sudo=()
+    if [[ $EUID -ne 0 ]]; then
+        if command -v sudo >/dev/null 2>&1 && sudo -n true 2>/dev/null; then sudo=(sudo -n); else
+            log "memcached is not installed and this is not root (no sudo): the reference tests skip"; return 1
+        fi
+    fi
+    command -v apt-get >/dev/null 2>&1 || { log "memcached is not installed and there is no apt-get"; return 1; }
+    local before
+    before="$(pgrep -x memcached | sort || true)"
+    log "installing Debian's memcached (apt-get install -y memcached)"
+    export DEBIAN_FRONTEND=noninteractive
+    if ! timeout 300 "${sudo[@]}" apt-get install -y -q memcached >/dev/null 2>&1; then
+        timeout 300 "${sudo[@]}" apt-get update -q >/dev/null 2>&1 || true
+        timeout 300 "${sudo[@]}" apt-get install -y -q memcached >/dev/null 2>&1 \
+            || { log "apt-get install memcached failed: the reference tests skip"; return 1; }
+    fi
+    # the package may start the system service (port 11211): stop it if it did
+    if [[ "$(pgrep -x memcached | sort || true)" != "$before" ]]; then
+        log "stopping the memcached service the package started"
+        timeout 30 "${sudo[@]}" service memcached stop >/dev/null 2>&1 \
+            || timeout 30 "${sudo[@]}" invoke-rc.d memcached stop >/dev/null 2>&1 || true
+    fi
+}
+
+start_memcached() {
+    if [[ -n "${MEMCACHED_PORT:-}" ]]; then
+        log "reference memcached: the one at MEMCACHED_PORT=$MEMCACHED_PORT"; return 0
+    fi
+    local bin="${MEMCACHED_BIN:-memcached}"
+    if ! command -v "$bin" >/dev/null 2>&1; then
+        install_memcached || return 0
+        command -v "$bin" >/dev/null 2>&1 || { log "no memcached after the install: the reference tests skip"; return 0; }
+    fi
+    local port user=()
+    read -r port < <(free_ports 1)
+    if [[ $EUID -eq 0 ]]; then # memcached refuses to run as root without -u
+        if id memcache >/dev/null 2>&1; then user=(-u memcache); else user=(-u root); fi
+    fi
+    memcached_log="$(mktemp -t shoal-memcached.XXXXXX)"
+    "$bin" -p "$port" -U 0 -t 1 -m 64 -l 127.0.0.1 "${user[@]}" >"$memcached_log" 2>&1 &
+    memcached_pid=$!
+    local deadline=$((SECONDS + 10))
+    until port_open 127.0.0.1 "$port"; do
+        if ! kill -0 "$memcached_pid" 2>/dev/null || (( SECONDS >= deadline )); then
+            log "the reference memcached did not start (the reference tests skip):"
+            cat "$memcached_log" >&2
+            kill -TERM "$memcached_pid" 2>/dev/null || true
+            memcached_pid=""
+            return 0
+        fi
+        sleep 0.1
+    done
+    export MEMCACHED_PORT="$port"
+    log "reference $("$bin" -V 2>/dev/null) on 127.0.0.1:$port (pid $memcached_pid)"
+}
+start_memcached
 
 if [[ -n "${SHOAL_BIN:-}" ]]; then
     [[ -x "$SHOAL_BIN" ]] || { log "SHOAL_BIN=$SHOAL_BIN is not an executable"; exit 1; }

@@ -14,5 +14,5 @@ pub use shoal_replica::{
 };
 pub use shoal_storage::{
     Cell, ClusteredRow, ClusteringRange, Collection, CollectionCell, ColumnData, Expiry, Partition, PartitionPosition,
-    PartitionUpdate, RangeTombstone, Row, RowMarker, Tombstone,
+    PartitionUpdate, RangeTombstone, Row, RowMarker, SizeEstimate, Tombstone,
 };

@@ -13,11 +13,18 @@ use futures_util::future::join_all;
 use shoal_replica::{ItemOp, ItemOutcome, ItemTable};
 use shoal_runtime::{nr_shards, submit_to, this_shard};
 use shoal_schema::token::murmur3_token;
-use shoal_storage::PartitionPosition;
+use shoal_storage::{PartitionPosition, SizeEstimate};
 
-use crate::shards::shard_of;
+use crate::shards::{on_every_shard, shard_of};
 use crate::timeouts::deadline;
 use crate::{metrics, ConsistencyLevel, CoordinatorError, WriteType};
+
+/// The items table's partitions and bytes over every shard, roughly (what
+/// memcached's `stats` calls `curr_items` and `bytes`).
+pub async fn items_size_estimate(table: ItemTable) -> Result<SizeEstimate, CoordinatorError> {
+    let per_shard = on_every_shard(move |_| async move { shoal_replica::local().items_size_estimate(table) }).await?;
+    Ok(per_shard.into_iter().fold(SizeEstimate::default(), |sum, shard| sum + shard))
+}
 
 /// The position of an item's partition: its key is the whole partition
 /// key (one blob column), so the key bytes are the partition key bytes.

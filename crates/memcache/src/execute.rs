@@ -93,12 +93,15 @@ impl Session {
         let now_s = clock::now_s();
         for request in requests {
             match request {
-                Request::Quit | Request::FlushAll { .. } | Request::Stats { .. } => {
+                Request::Quit | Request::FlushAll { .. } | Request::Stats { .. } | Request::CacheMemlimit { .. } => {
                     self.finish(&mut ops, &mut pending, answers, sink).await?;
                     if *request == Request::Quit {
                         return Ok(Control::Close);
                     }
                     self.barrier(request, answers).await;
+                }
+                Request::Retrieve { keys, .. } if keys.is_empty() => {
+                    pending.push(Pending { request, keys: 0..0, last: true });
                 }
                 Request::Retrieve { keys, touch, .. } => {
                     let touch = touch.map(|exptime| lifetime(exptime, now_s));
@@ -167,7 +170,18 @@ impl Session {
     async fn barrier(&mut self, request: &Request<'_>, answers: &mut Vec<u8>) {
         let mut reply = Reply::new(answers);
         match request {
-            Request::Stats { group } => crate::stats_reply::write(group, &self.config, &mut reply).await,
+            Request::Stats { group } => {
+                let table = self.items.get(&shoal_coordinator::schema()).ok();
+                crate::stats_reply::write(group, &self.config, table, &mut reply).await;
+            }
+            Request::CacheMemlimit { megabytes, noreply } => {
+                let bytes = megabytes.saturating_mul(1 << 20);
+                let _ = shoal_coordinator::on_every_shard(move |_| async move { stats::set_memory_limit_bytes(bytes) })
+                    .await;
+                if !noreply {
+                    reply.line(b"OK");
+                }
+            }
             Request::FlushAll { delay_s, noreply } => {
                 stats::bump(Stat::CmdFlush);
                 let result = match self.items.get(&shoal_coordinator::schema()) {
@@ -257,7 +271,7 @@ fn item_op(request: &Request<'_>, now_s: i64) -> Option<(PartitionPosition, Item
             stats::bump(Stat::CmdTouch);
             (item_position(key), ItemOp::Touch { lifetime: lifetime(*exptime, now_s) })
         }
-        Request::TooLarge { key: Some(key) } => (item_position(key), ItemOp::Delete { compare_cas: None }),
+        Request::TooLarge { key: Some(key), .. } => (item_position(key), ItemOp::Delete { compare_cas: None }),
         Request::Meta(meta) => crate::meta_exec::item_op(meta, now_s),
         _ => return None,
     })
@@ -291,6 +305,9 @@ fn answer(
         }
         Request::Store { command, noreply, .. } => {
             let outcome = next();
+            if let Ok(ItemOutcome::Stored { .. }) = outcome {
+                stats::bump(Stat::TotalItems);
+            }
             if let StoreCommand::Cas(_) = command {
                 stats::bump(match &outcome {
                     Ok(ItemOutcome::Stored { .. }) => Stat::CasHits,
@@ -343,11 +360,13 @@ fn answer(
                 _ => b"NOT_FOUND",
             });
         }
-        Request::TooLarge { key } => {
+        Request::TooLarge { key, noreply } => {
             if key.is_some() {
                 let _ = next();
             }
-            reply.error(ProtocolError::TooLarge);
+            if !noreply {
+                reply.error(ProtocolError::TooLarge);
+            }
         }
         Request::Meta(meta) => crate::meta_exec::answer(meta, next, reply),
         Request::MetaNoop => reply.line(b"MN"),
@@ -361,7 +380,7 @@ fn answer(
             }
         }
         Request::Fail(e) => reply.error(*e),
-        Request::Quit | Request::FlushAll { .. } | Request::Stats { .. } => {
+        Request::Quit | Request::FlushAll { .. } | Request::Stats { .. } | Request::CacheMemlimit { .. } => {
             unreachable!("barriers are answered on their own")
         }
     }

@@ -29,11 +29,11 @@ impl MetaCommand {
     /// token.
     fn accepts(self) -> (&'static [u8], &'static [u8]) {
         match self {
-            // Not yet: md x (remove the value, keep the item), E on mg
-            // and md: refused as invalid flags.
+            // Not yet: md x (remove the value, keep the item), E on mg:
+            // refused as invalid flags.
             MetaCommand::Get => (b"bcfhklqstuv", b"NORT"),
             MetaCommand::Set => (b"bckqI", b"CEFMNOT"),
-            MetaCommand::Delete => (b"bkqI", b"COT"),
+            MetaCommand::Delete => (b"bkqI", b"CEOT"),
             MetaCommand::Arith => (b"bcktqv", b"CDEJMNOT"),
             MetaCommand::Debug => (b"b", b""),
         }
@@ -92,31 +92,53 @@ pub fn parse<'a>(command: &[u8], args: &[&'a [u8]], rest: &'a [u8], line_bytes: 
         _ => MetaCommand::Debug,
     };
     let fail = |e| Parsed::Request { request: Request::Fail(e), consumed: line_bytes, skip: 0 };
-    let Some((&key, mut words)) = args.split_first() else { return fail(ProtocolError::BadFormat) };
+    let Some((&key, mut words)) = args.split_first() else {
+        // No key: memcached 1.6.18's answers.
+        return fail(if command == MetaCommand::Debug {
+            ProtocolError::BadFormat
+        } else {
+            ProtocolError::UnknownCommand
+        });
+    };
+    if key.len() > KEY_MAX_BYTES {
+        return fail(ProtocolError::BadFormat);
+    }
     let mut length = None;
     if command == MetaCommand::Set {
         let Some((&datalen, flags)) = words.split_first() else { return fail(ProtocolError::BadFormat) };
         match parse_i32(datalen).and_then(|n| usize::try_from(n).ok()) {
             Some(n) => length = Some(n),
-            None => return fail(ProtocolError::BadDataChunk),
+            None => return fail(ProtocolError::BadFormat),
         }
         words = flags;
     }
+    // Once an `ms` announced its data block, an error swallows the block,
+    // as memcached does, so it is not read as commands.
+    let refuse = |e: ProtocolError| {
+        let e = match (command, e) {
+            (MetaCommand::Delete | MetaCommand::Arith, e) if e != ProtocolError::InvalidMaMode => {
+                ProtocolError::InvalidOrDuplicateFlag
+            }
+            (_, e) => e,
+        };
+        Parsed::Request { request: Request::Fail(e), consumed: line_bytes, skip: length.map_or(0, |n| n + 2) }
+    };
     let flags = match parse_flags(command, words) {
         Ok(flags) => flags,
-        Err(e) => return fail(e),
+        Err(e) => return refuse(e),
     };
     let base64 = flags.iter().any(|(f, _)| *f == b'b');
     let key = match decode_key(key, base64) {
         Ok(key) => key,
-        Err(e) => return fail(e),
+        Err(e) => return refuse(e),
     };
     let meta = |data| Meta { command, key, flags, data };
     let Some(length) = length else {
         return Parsed::Request { request: Request::Meta(meta(&[])), consumed: line_bytes, skip: 0 };
     };
     if length > limits.item_size_max_bytes {
-        return Parsed::Request { request: Request::TooLarge { key: None }, consumed: line_bytes, skip: length + 2 };
+        let request = Request::TooLarge { key: None, noreply: false };
+        return Parsed::Request { request, consumed: line_bytes, skip: length + 2 };
     }
     let Some(block) = rest.get(..length + 2) else { return Parsed::Incomplete };
     let consumed = line_bytes + length + 2;
@@ -145,10 +167,9 @@ fn parse_flags<'a>(command: MetaCommand, words: &[&'a [u8]]) -> Result<Vec<(u8, 
             return Err(ProtocolError::InvalidFlag);
         }
         let valid = match flag {
-            b'O' => token.len() <= OPAQUE_MAX_BYTES,
-            b'M' if command == MetaCommand::Set => {
-                matches!(token, [b'E' | b'A' | b'P' | b'R' | b'S' | b'e' | b'a' | b'p' | b'r' | b's'])
-            }
+            b'O' if token.len() > OPAQUE_MAX_BYTES => return Err(ProtocolError::OpaqueTooLong),
+            b'O' => true,
+            b'M' if command == MetaCommand::Set => matches!(token, [b'E' | b'A' | b'P' | b'R' | b'S']),
             b'M' => matches!(token, [b'I' | b'i' | b'+' | b'D' | b'd' | b'-']),
             b'F' => parse_u32(token).is_some(),
             b'T' | b'N' | b'R' => parse_i32(token).is_some(),
@@ -166,12 +187,10 @@ fn parse_flags<'a>(command: MetaCommand, words: &[&'a [u8]]) -> Result<Vec<(u8, 
     Ok(flags)
 }
 
+/// The key (at most [`KEY_MAX_BYTES`], checked first), decoded under `b`.
 fn decode_key(key: &[u8], base64: bool) -> Result<Cow<'_, [u8]>, ProtocolError> {
     if !base64 {
         return if valid_key(key) { Ok(Cow::Borrowed(key)) } else { Err(ProtocolError::BadFormat) };
-    }
-    if key.len() > KEY_MAX_BYTES {
-        return Err(ProtocolError::BadFormat);
     }
     match base64::engine::general_purpose::STANDARD.decode(key) {
         Ok(decoded) if !decoded.is_empty() => Ok(Cow::Owned(decoded)),
@@ -218,8 +237,8 @@ mod tests {
         assert_eq!(fail(b"mg foo !\r\n"), ProtocolError::InvalidFlag);
         assert_eq!(fail(b"mg foo v v\r\n"), ProtocolError::DuplicateFlag);
         assert_eq!(fail(b"mg foo Tx\r\n"), ProtocolError::BadToken);
-        assert_eq!(fail(b"mg\r\n"), ProtocolError::BadFormat);
-        assert_eq!(fail(b"ms foo x\r\n"), ProtocolError::BadDataChunk);
+        assert_eq!(fail(b"mg\r\n"), ProtocolError::UnknownCommand);
+        assert_eq!(fail(b"ms foo x\r\n"), ProtocolError::BadFormat);
         assert_eq!(fail(b"mg !!!! b\r\n"), ProtocolError::KeyDecoding);
     }
 }

@@ -1,7 +1,9 @@
 //! What a meta command does (its item operation) and how it answers: a
 //! return code (`HD`, `VA`, `EN`, `NS`, `EX`, `NF`, `ME`) followed by the
 //! requested return flags, in request order; `q` hides the codes that mean
-//! "as expected" (`EN` of mg, `HD` of ms/md/ma, `NF` of md).
+//! "as expected": `EN` of mg, `HD` of ms and md, `HD` and `VA` of ma (as
+//! memcached 1.6.18 does; it shows md's `NF`, though protocol.txt says `q`
+//! hides it).
 
 use bytes::Bytes;
 use shoal_coordinator::data::{Arith, Fetch, Item, ItemOp, ItemOutcome, PartitionPosition, Store, StoreMode};
@@ -40,7 +42,7 @@ pub fn item_op(meta: &Meta<'_>, now_s: i64) -> (PartitionPosition, ItemOp) {
             })
         }
         MetaCommand::Delete if meta.has(b'I') => {
-            ItemOp::Invalidate { compare_cas: meta.number(b'C'), lifetime: when(b'T') }
+            ItemOp::Invalidate { compare_cas: meta.number(b'C'), lifetime: when(b'T'), new_cas: meta.number(b'E') }
         }
         MetaCommand::Delete => ItemOp::Delete { compare_cas: meta.number(b'C') },
         MetaCommand::Arith => ItemOp::Arith(Arith {
@@ -90,16 +92,16 @@ pub fn answer(meta: &Meta<'_>, next: impl FnOnce() -> ItemResult, reply: &mut Re
             stats::bump(Stat::CmdGet);
             stats::bump(Stat::GetMisses);
             if !quiet {
-                reply.line(b"EN");
+                code(meta, b"EN", None, reply);
             }
         }
         (MetaCommand::Arith, ItemOutcome::Found(item)) => {
-            let v = meta.has(b'v');
-            if v || !quiet {
-                with_value(meta, &item, v, now_s, reply);
+            if !quiet {
+                with_value(meta, &item, meta.has(b'v'), now_s, reply);
             }
         }
         (MetaCommand::Set, ItemOutcome::Stored { cas }) => {
+            stats::bump(Stat::TotalItems);
             if !quiet {
                 code(meta, b"HD", Some(cas), reply);
             }
@@ -112,9 +114,7 @@ pub fn answer(meta: &Meta<'_>, next: impl FnOnce() -> ItemResult, reply: &mut Re
         }
         (MetaCommand::Delete, ItemOutcome::Missing) => {
             stats::bump(Stat::DeleteMisses);
-            if !quiet {
-                code(meta, b"NF", None, reply);
-            }
+            code(meta, b"NF", None, reply);
         }
         (MetaCommand::Debug, ItemOutcome::Found(item)) => debug(meta, &item, now_s, reply),
         (MetaCommand::Debug, _) => reply.line(b"EN"),

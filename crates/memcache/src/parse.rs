@@ -10,7 +10,7 @@
 //! refused and its data skipped as it arrives).
 
 use crate::meta;
-use crate::request::{parse_i32, parse_u32, parse_u64, valid_key, ProtocolError, Request, StoreCommand};
+use crate::request::{parse_client_flags, parse_i32, parse_u64, valid_key, ProtocolError, Request, StoreCommand};
 
 /// A line without a newline longer than this is not a request (memcached
 /// closes the connection), unless it is a multi-key get.
@@ -49,6 +49,10 @@ pub fn parse<'a>(buf: &'a [u8], limits: &Limits) -> Parsed<'a> {
     match command {
         b"get" | b"gets" => done(retrieve(args, command == b"gets", None)),
         b"gat" | b"gats" => done(match args.split_first() {
+            // memcached answers a `gat` without keys with an empty END.
+            Some((exptime, [])) if parse_i32(exptime).is_some() => {
+                Request::Retrieve { keys: Vec::new(), with_cas: false, touch: None }
+            }
             Some((exptime, keys)) => match parse_i32(exptime) {
                 Some(exptime) => retrieve(keys, command == b"gats", Some(i64::from(exptime))),
                 None => Request::Fail(ProtocolError::InvalidExptime),
@@ -69,6 +73,7 @@ pub fn parse<'a>(buf: &'a [u8], limits: &Limits) -> Parsed<'a> {
         }),
         b"quit" => done(Request::Quit),
         b"stats" => done(Request::Stats { group: args.first().copied().unwrap_or(b"") }),
+        b"cache_memlimit" => done(cache_memlimit(args)),
         b"mn" => done(Request::MetaNoop),
         b"mg" | b"ms" | b"md" | b"ma" | b"me" => meta::parse(command, args, &buf[line_bytes..], line_bytes, limits),
         _ => done(Request::Fail(ProtocolError::UnknownCommand)),
@@ -103,7 +108,8 @@ fn store<'a>(command: &[u8], args: &[&'a [u8]], data: &'a [u8], line_bytes: usiz
     if !valid_key(key) {
         return done(Request::Fail(ProtocolError::BadFormat));
     }
-    let (Some(flags), Some(exptime), Some(length)) = (parse_u32(args[1]), parse_i32(args[2]), parse_i32(args[3]))
+    let (Some(flags), Some(exptime), Some(length)) =
+        (parse_client_flags(args[1]), parse_i32(args[2]), parse_i32(args[3]))
     else {
         return done(Request::Fail(ProtocolError::BadFormat));
     };
@@ -116,9 +122,10 @@ fn store<'a>(command: &[u8], args: &[&'a [u8]], data: &'a [u8], line_bytes: usiz
     } else {
         None
     };
+    let noreply = args.len() == fixed + 1 && args[fixed] == b"noreply";
     if length > limits.item_size_max_bytes {
         let key = (command == b"set").then_some(key);
-        return Parsed::Request { request: Request::TooLarge { key }, consumed: line_bytes, skip: length + 2 };
+        return Parsed::Request { request: Request::TooLarge { key, noreply }, consumed: line_bytes, skip: length + 2 };
     }
     let Some(block) = data.get(..length + 2) else { return Parsed::Incomplete };
     let consumed = line_bytes + length + 2;
@@ -133,7 +140,6 @@ fn store<'a>(command: &[u8], args: &[&'a [u8]], data: &'a [u8], line_bytes: usiz
         (b"append", _) => StoreCommand::Append,
         _ => StoreCommand::Prepend,
     };
-    let noreply = args.len() == fixed + 1 && args[fixed] == b"noreply";
     let request = Request::Store { command, key, flags, exptime: i64::from(exptime), data: &block[..length], noreply };
     Parsed::Request { request, consumed, skip: 0 }
 }
@@ -175,6 +181,18 @@ fn touch<'a>(args: &[&'a [u8]]) -> Request<'a> {
     Request::Touch { key, exptime: i64::from(exptime), noreply: args.get(2) == Some(&&b"noreply"[..]) }
 }
 
+/// `cache_memlimit <megabytes> [noreply]`
+fn cache_memlimit<'a>(args: &[&'a [u8]]) -> Request<'a> {
+    /// memcached refuses less.
+    const MEGABYTES_MIN: u64 = 8;
+    let ([megabytes] | [megabytes, _]) = args else { return Request::Fail(ProtocolError::UnknownCommand) };
+    match parse_u64(megabytes) {
+        Some(megabytes) if megabytes < MEGABYTES_MIN => Request::Fail(ProtocolError::MemlimitTooSmall),
+        Some(megabytes) => Request::CacheMemlimit { megabytes, noreply: args.get(1) == Some(&&b"noreply"[..]) },
+        None => Request::Fail(ProtocolError::BadFormat),
+    }
+}
+
 /// `flush_all [delay] [noreply]`
 fn flush_all<'a>(args: &[&'a [u8]]) -> Request<'a> {
     let noreply = args.last() == Some(&&b"noreply"[..]);
@@ -182,7 +200,7 @@ fn flush_all<'a>(args: &[&'a [u8]]) -> Request<'a> {
         [] => Request::FlushAll { delay_s: 0, noreply },
         [delay] => match parse_i32(delay) {
             Some(delay) => Request::FlushAll { delay_s: i64::from(delay), noreply },
-            None => Request::Fail(ProtocolError::BadFormat),
+            None => Request::Fail(ProtocolError::InvalidExptime),
         },
         _ => Request::Fail(ProtocolError::UnknownCommand),
     }
@@ -222,7 +240,7 @@ mod tests {
     #[test]
     fn an_item_over_the_limit_is_refused_and_its_data_skipped() {
         let (r, consumed, skip) = request(b"set k 0 0 2000000\r\n");
-        assert_eq!((r, consumed, skip), (Request::TooLarge { key: Some(b"k") }, 19, 2_000_002));
+        assert_eq!((r, consumed, skip), (Request::TooLarge { key: Some(b"k"), noreply: false }, 19, 2_000_002));
     }
 
     #[test]

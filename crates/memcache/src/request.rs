@@ -53,6 +53,12 @@ pub enum Request<'a> {
     Stats {
         group: &'a [u8],
     },
+    /// `cache_memlimit <megabytes> [noreply]`: the limit `stats` reports
+    /// (Shoal does not evict items yet).
+    CacheMemlimit {
+        megabytes: u64,
+        noreply: bool,
+    },
     Meta(Meta<'a>),
     /// `mn`: answers `MN`, the end marker of a run of quiet meta requests.
     MetaNoop,
@@ -61,6 +67,8 @@ pub enum Request<'a> {
     /// as memcached does, so a failed set leaves no stale value behind.
     TooLarge {
         key: Option<&'a [u8]>,
+        /// memcached 1.6 honours `noreply` even for this error.
+        noreply: bool,
     },
     /// A request answered with this error, touching no data.
     Fail(ProtocolError),
@@ -97,24 +105,32 @@ pub enum ProtocolError {
     InvalidFlag,
     #[error("CLIENT_ERROR duplicate flag")]
     DuplicateFlag,
+    /// What `md` and `ma` say for any bad flag, token or key.
+    #[error("CLIENT_ERROR invalid or duplicate flag")]
+    InvalidOrDuplicateFlag,
+    #[error("CLIENT_ERROR opaque token too long")]
+    OpaqueTooLong,
     #[error("CLIENT_ERROR error decoding key")]
     KeyDecoding,
     #[error("CLIENT_ERROR bad token in command line format")]
     BadToken,
-    #[error("CLIENT_ERROR invalid mode for ms")]
+    #[error("CLIENT_ERROR invalid mode for ms M token")]
     InvalidMsMode,
-    #[error("CLIENT_ERROR invalid mode for ma")]
+    #[error("CLIENT_ERROR invalid mode for ma M token")]
     InvalidMaMode,
     #[error("CLIENT_ERROR cannot increment or decrement non-numeric value")]
     NotANumber,
     #[error("SERVER_ERROR object too large for cache")]
     TooLarge,
+    #[error("MEMLIMIT_TOO_SMALL cannot set maxbytes to less than 8m")]
+    MemlimitTooSmall,
 }
 
-/// A key memcached accepts: 1 to 250 bytes, no control characters or
-/// spaces (a text key is a word of the line, so it has no space).
+/// A key memcached accepts: 1 to 250 bytes. A text key is a word of the
+/// line, so it has no space or newline; memcached 1.6 takes any other byte
+/// (control characters included, though protocol.txt forbids them).
 pub fn valid_key(key: &[u8]) -> bool {
-    !key.is_empty() && key.len() <= KEY_MAX_BYTES && key.iter().all(|b| *b > b' ' && *b != 0x7f)
+    !key.is_empty() && key.len() <= KEY_MAX_BYTES
 }
 
 /// A decimal number in memcached's sense (`safe_strtoull`): digits only,
@@ -128,6 +144,12 @@ pub fn parse_u64(word: &[u8]) -> Option<u64> {
 
 pub fn parse_u32(word: &[u8]) -> Option<u32> {
     parse_u64(word).and_then(|n| u32::try_from(n).ok())
+}
+
+/// A text command's client flags: any decimal below 2^64, of which
+/// memcached keeps the low 32 bits.
+pub fn parse_client_flags(word: &[u8]) -> Option<u32> {
+    parse_u64(word).map(|n| n as u32)
 }
 
 /// A signed 32-bit decimal (`safe_strtol`): exptimes and lengths.

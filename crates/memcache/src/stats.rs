@@ -57,6 +57,9 @@ pub const NAMES: [&str; 21] = [
 ];
 
 thread_local! {
+    /// Set by `cache_memlimit` (on every shard), reported as
+    /// `limit_maxbytes`.
+    static MEMORY_LIMIT_BYTES: Cell<Option<u64>> = const { Cell::new(None) };
     static COUNTERS: [Cell<u64>; NAMES.len()] = Default::default();
     static CONNECTIONS: Cell<u64> = const { Cell::new(0) };
 }
@@ -89,6 +92,14 @@ impl Drop for OpenConnection {
     fn drop(&mut self) {
         CONNECTIONS.with(|c| c.set(c.get() - 1));
     }
+}
+
+pub fn memory_limit_bytes() -> Option<u64> {
+    MEMORY_LIMIT_BYTES.with(Cell::get)
+}
+
+pub fn set_memory_limit_bytes(bytes: u64) {
+    MEMORY_LIMIT_BYTES.with(|limit| limit.set(Some(bytes)));
 }
 
 /// Exports the counters on the calling shard's `/metrics`.

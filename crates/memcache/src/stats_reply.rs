@@ -1,9 +1,15 @@
 //! The answers of `stats`, `stats settings`, `stats items` and `stats
 //! slabs`: memcached's field names, this node's values summed over its
-//! shards.
+//! shards. Items are not kept in slab classes: `items` and `slabs` report
+//! them all in one class, `1`. `curr_items` and `bytes` are the items
+//! table's size estimate (partitions and bytes held in memtables and
+//! SSTables: an item in several counts in each until compaction merges
+//! them).
 
 use std::sync::OnceLock;
 use std::time::Instant;
+
+use shoal_coordinator::data::{ItemTable, SizeEstimate};
 
 use crate::execute::Config;
 use crate::reply::Reply;
@@ -17,23 +23,40 @@ pub fn mark_start() {
     STARTED.get_or_init(Instant::now);
 }
 
-pub async fn write(group: &[u8], config: &Config, reply: &mut Reply<'_>) {
-    match group {
-        b"" => general(config, reply).await,
-        b"settings" => settings(config, reply),
-        // Items are not kept in slab classes: no per-class lines, as
-        // memcached answers for an empty cache.
-        b"items" | b"sizes" | b"conns" => {}
-        b"slabs" => {
-            stat(reply, "active_slabs", 0);
-            stat(reply, "total_malloced", 0);
+/// Answers `stats [group]`; `table` is the items table, if it exists.
+pub async fn write(group: &[u8], config: &Config, table: Option<ItemTable>, reply: &mut Reply<'_>) {
+    let size = match (group, table) {
+        (b"" | b"items" | b"slabs", Some(table)) => {
+            shoal_coordinator::items_size_estimate(table).await.unwrap_or_default()
         }
+        _ => SizeEstimate::default(),
+    };
+    match group {
+        b"" => general(config, size, reply).await,
+        b"settings" => settings(config, reply),
+        b"items" if size.partitions > 0 => {
+            stat(reply, "items:1:number", size.partitions);
+            stat(reply, "items:1:age", 0);
+            stat(reply, "items:1:evicted", 0);
+            stat(reply, "items:1:outofmemory", 0);
+        }
+        b"slabs" => {
+            if size.partitions > 0 {
+                stat(reply, "1:chunk_size", size.bytes.div_ceil(size.partitions));
+                stat(reply, "1:used_chunks", size.partitions);
+                stat(reply, "1:total_chunks", size.partitions);
+            }
+            stat(reply, "active_slabs", u64::from(size.partitions > 0));
+            stat(reply, "total_malloced", size.bytes);
+        }
+        // No item listing: `cachedump` lists none (clients stop at END).
+        b"items" | b"sizes" | b"conns" | b"cachedump" => {}
         _ => return reply.error(ProtocolError::UnknownCommand),
     }
     reply.line(b"END");
 }
 
-async fn general(config: &Config, reply: &mut Reply<'_>) {
+async fn general(config: &Config, size: SizeEstimate, reply: &mut Reply<'_>) {
     let per_shard = shoal_coordinator::on_every_shard(|_| async { stats::snapshot() }).await.unwrap_or_default();
     let mut totals = [0u64; NAMES.len()];
     let mut connections = 0;
@@ -56,14 +79,13 @@ async fn general(config: &Config, reply: &mut Reply<'_>) {
             stat(reply, name, value);
         }
     }
-    // Items live in the items table; its live count and size are not
-    // tracked per item yet.
-    stat(reply, "curr_items", 0);
+    stat(reply, "curr_items", size.partitions);
     stat(reply, "total_items", totals[Stat::TotalItems as usize]);
-    stat(reply, "bytes", 0);
+    stat(reply, "bytes", size.bytes);
+    // Items are not evicted yet (no cache budget until the row cache).
     stat(reply, "evictions", 0);
     stat(reply, "reclaimed", 0);
-    stat(reply, "limit_maxbytes", config.memory_limit_bytes);
+    stat(reply, "limit_maxbytes", stats::memory_limit_bytes().unwrap_or(config.memory_limit_bytes));
     stat(reply, "accepting_conns", 1);
     stat(reply, "threads", shoal_runtime::nr_shards() as u64);
 }
@@ -72,7 +94,7 @@ async fn general(config: &Config, reply: &mut Reply<'_>) {
 const MAX_CONNECTIONS: u64 = 1024;
 
 fn settings(config: &Config, reply: &mut Reply<'_>) {
-    stat(reply, "maxbytes", config.memory_limit_bytes);
+    stat(reply, "maxbytes", stats::memory_limit_bytes().unwrap_or(config.memory_limit_bytes));
     stat(reply, "maxconns", MAX_CONNECTIONS);
     stat(reply, "tcpport", config.port.into());
     stat(reply, "udpport", 0);

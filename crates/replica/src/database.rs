@@ -114,6 +114,8 @@ pub struct Database {
     partition_locks: Rc<PartitionLocks>,
     /// memcached's per-item hints (last access, fetched, stale, token).
     pub(crate) item_access: ItemAccessTable,
+    /// The last CAS unique given to a memcached item on this shard.
+    pub(crate) last_item_cas: Cell<u64>,
     pub(crate) metrics: ReplicaMetrics,
 }
 
@@ -156,6 +158,7 @@ impl Database {
             compaction_wanted: Event::default(),
             partition_locks: Rc::default(),
             item_access: ItemAccessTable::default(),
+            last_item_cas: Cell::new(0),
             metrics: ReplicaMetrics::register(local),
         }
     }

@@ -16,17 +16,17 @@
 //! write, never a half. Durability is awaited after the lock is released
 //! and once per run of operations ([`Database::run_items`]).
 //!
-//! The CAS unique of an item is its `cas` cell: the write timestamp (µs,
-//! strictly increasing on the owning shard, so unique per change of the
-//! key) unless the client chose one (meta `E`). A row written by CQL
-//! without `cas` reports its value's timestamp.
+//! The CAS unique of an item is its `cas` cell: a per-shard counter, above
+//! the item's previous unique (so it grows with every change of the key),
+//! unless the client chose one (meta `E`). A row written by CQL without
+//! `cas` reports its value's timestamp.
 
 use std::time::Instant;
 
 use bytes::Bytes;
 use shoal_runtime::clock;
 use shoal_storage::{
-    Cell, ClusteredRow, ClusteringRange, ColumnData, Expiry, Partition, PartitionPosition, Row, Tombstone,
+    Cell, ClusteredRow, ClusteringRange, ColumnData, Expiry, Partition, PartitionPosition, Row, SizeEstimate, Tombstone,
 };
 use uuid::Uuid;
 
@@ -124,6 +124,8 @@ pub enum ItemOp {
     Invalidate {
         compare_cas: Option<u64>,
         lifetime: Option<Lifetime>,
+        /// Its new CAS unique (md `E`); else a fresh one.
+        new_cas: Option<u64>,
     },
     Touch {
         lifetime: Lifetime,
@@ -214,7 +216,7 @@ impl Database {
             false => None,
         };
         let current = self.read_item(table, &position, now_s).await?;
-        let Decision { update, outcome, access } = decide(op, current, now_s);
+        let Decision { update, outcome, access } = decide(op, current, now_s, &self.last_item_cas);
         match access {
             AccessUpdate::Keep => {}
             AccessUpdate::Set(access) => self.item_access.set(position.token, access),
@@ -225,6 +227,11 @@ impl Database {
             None => Durability::default(),
         };
         Ok((outcome, durable))
+    }
+
+    /// The size of an items table on this shard, roughly (0 if missing).
+    pub fn items_size_estimate(&self, table: ItemTable) -> SizeEstimate {
+        self.table(table.id).map_or(SizeEstimate::default(), |t| t.size_estimate())
     }
 
     /// The live item at `position`, if any, with its hints.
@@ -349,11 +356,20 @@ fn fetched(mut item: Item, fetch: &Fetch, now_s: i64) -> (Item, Access) {
     (item, after)
 }
 
-/// What `op` does to the item as it is.
-fn decide(op: ItemOp, current: Option<Item>, now_s: i64) -> Decision {
+/// What `op` does to the item as it is. A new CAS unique is the shard's
+/// counter plus one, and above the item's current one: it grows with every
+/// change of a key, also across restarts (the counter starts again from
+/// the uniques it meets), and stays small, as memcached's do (clients read
+/// it as a 32-bit number).
+fn decide(op: ItemOp, current: Option<Item>, now_s: i64, last_cas: &std::cell::Cell<u64>) -> Decision {
     let timestamp = clock::next_write_timestamp_us();
+    let current_cas = current.as_ref().map_or(0, |item| item.cas);
     let put = |value: Bytes, flags: u32, lifetime: Lifetime, new_cas: Option<u64>| {
-        let cas = new_cas.unwrap_or(timestamp as u64);
+        let cas = new_cas.unwrap_or_else(|| {
+            let cas = last_cas.get().max(current_cas).saturating_add(1);
+            last_cas.set(cas);
+            cas
+        });
         (ItemUpdate::Put { value, flags, cas, lifetime, timestamp }, cas)
     };
     let cas_mismatch = |compare: Option<u64>, item: &Option<Item>| match (compare, item) {
@@ -399,11 +415,11 @@ fn decide(op: ItemOp, current: Option<Item>, now_s: i64) -> Decision {
                 access: AccessUpdate::Forget,
             },
         },
-        ItemOp::Invalidate { compare_cas, lifetime } => match current {
+        ItemOp::Invalidate { compare_cas, lifetime, new_cas } => match current {
             None => missing(),
             Some(item) if compare_cas.is_some_and(|c| c != item.cas) => Decision::answer(ItemOutcome::Exists),
             Some(item) => {
-                let (update, _) = put(item.value, item.flags, lifetime.unwrap_or(item.lifetime), None);
+                let (update, _) = put(item.value, item.flags, lifetime.unwrap_or(item.lifetime), new_cas);
                 let access = Access { stale: true, token_sent: false, ..item.access };
                 Decision { update: Some(update), outcome: ItemOutcome::Deleted, access: AccessUpdate::Set(access) }
             }

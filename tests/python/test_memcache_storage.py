@@ -1,0 +1,177 @@
+"""Items written over memcached's protocols live in the CQL table memcache.items
+(key blob PRIMARY KEY, value blob, flags bigint, cas bigint; expiry as TTL):
+CQL reads what memcached clients wrote, items survive kill -9 (with
+`--commitlog-sync batch`), and TTL'd items expire. Shoal only.
+"""
+import os
+import time
+import uuid
+
+import pytest
+
+from memcache_support import Closed, Conn, IS_CASSANDRA, SHOAL_HOST, SHOAL_MEMCACHE_PORT, cql_blob
+from node import skip_reason, temp_node
+
+if IS_CASSANDRA:
+    pytest.skip("SHOAL_PEER=cassandra: no memcached protocol", allow_module_level=True)
+
+ITEMS_TABLE = "memcache.items"
+
+
+@pytest.fixture
+def mc():
+    if not SHOAL_MEMCACHE_PORT:
+        pytest.skip("SHOAL_MEMCACHE_PORT is not set (tests/run.sh sets it)")
+    c = Conn(SHOAL_HOST, int(SHOAL_MEMCACHE_PORT))
+    yield c
+    c.close()
+
+
+def row(sess, k):
+    return sess.execute("SELECT key, value, flags, cas FROM %s WHERE key = %s" % (ITEMS_TABLE, cql_blob(k))).one()
+
+
+def key_of(prefix="s"):
+    return "%s%s" % (prefix, uuid.uuid4().hex[:16])
+
+
+def test_cql_reads_memcache_items(admin, mc):
+    k = key_of()
+    mc.set(k, "hello", flags=42)
+    r = row(admin, k)
+    assert r is not None, "an item set over memcached is not in %s" % ITEMS_TABLE
+    assert (bytes(r.key), bytes(r.value), r.flags) == (k.encode(), b"hello", 42)
+    cas = mc.gets(k)[2]
+    assert r.cas == cas
+    # binary values, the meta protocol, and read-modify-writes
+    binary = bytes(range(256)) * 4
+    assert mc.call(b"ms %s_b %d F7\r\n%s\r\n" % (k.encode(), len(binary), binary)) == b"HD\r\n"
+    r = row(admin, k + "_b")
+    assert (bytes(r.value), r.flags) == (binary, 7)
+    mc.set(k + "_n", "10")
+    assert mc.call("incr %s_n 32\r\n" % k) == b"42\r\n"
+    assert bytes(row(admin, k + "_n").value).rstrip() == b"42"
+    assert mc.call("append %s 0 0 6\r\n world\r\n" % k) == b"STORED\r\n"
+    assert bytes(row(admin, k).value) == b"hello world"
+    # a delete removes the row
+    assert mc.call("delete %s\r\n" % k) == b"DELETED\r\n"
+    assert row(admin, k) is None
+
+
+def test_cql_sees_exptime_as_ttl(admin, mc):
+    k = key_of()
+    assert mc.call("set %s 1 100 1\r\nx\r\n" % k) == b"STORED\r\n"
+    r = admin.execute("SELECT TTL(value) AS t FROM %s WHERE key = %s" % (ITEMS_TABLE, cql_blob(k))).one()
+    assert r is not None and r.t is not None and 95 <= r.t <= 100, r
+    assert mc.call("set %s_0 1 0 1\r\nx\r\n" % k) == b"STORED\r\n"
+    r = admin.execute("SELECT TTL(value) AS t FROM %s WHERE key = %s" % (ITEMS_TABLE, cql_blob(k + "_0"))).one()
+    assert r is not None and r.t is None
+
+
+def test_ttl_items_expire(admin, mc):
+    k = key_of()
+    assert mc.call("set %s 0 2 3\r\nttl\r\n" % k) == b"STORED\r\n"
+    assert mc.call("ms %s_m 3 T2\r\nttl\r\n" % k) == b"HD\r\n"
+    assert mc.call("set %s_keep 0 0 4\r\nkeep\r\n" % k) == b"STORED\r\n"
+    assert mc.get(k) == b"ttl" and row(admin, k) is not None
+    deadline = time.monotonic() + 8
+    while mc.get(k) is not None or mc.get(k + "_m") is not None:
+        assert time.monotonic() < deadline, "items with exptime 2 still there after 8 s"
+        time.sleep(0.25)
+    assert row(admin, k) is None and row(admin, k + "_m") is None
+    assert mc.get(k + "_keep") == b"keep"
+
+
+# --- kill -9 with --commitlog-sync batch ------------------------------------------------
+
+N_ITEMS = int(os.environ.get("SHOAL_MEMCACHE_CRASH_ITEMS", "2000"))
+BATCH = 100
+
+
+def wait_memcache(port, timeout=30):
+    deadline = time.monotonic() + timeout
+    while True:
+        try:
+            c = Conn("127.0.0.1", port, timeout=10)
+            if c.call(b"version\r\n").startswith(b"VERSION "):
+                return c
+        except (OSError, Closed):
+            pass
+        assert time.monotonic() < deadline, "memcache port %d not answering" % port
+        time.sleep(0.1)
+
+
+def value_of(i):
+    return (b"v%d-" % i) * (1 + i % 37)
+
+
+@pytest.mark.skipif(skip_reason() is not None, reason=skip_reason() or "")
+def test_items_survive_kill_9():
+    with temp_node("shoal-memcache-crash-", args=("--commitlog-sync", "batch", "--memory", "1G")) as node:
+        c = wait_memcache(node.memcache_port)
+        prefix = key_of("crash")
+        acked = {}
+        # acknowledged sets, in pipelined batches
+        for start in range(0, N_ITEMS, BATCH):
+            req = b"".join(b"set %s_%d %d 0 %d\r\n%s\r\n" % (prefix.encode(), i, i, len(value_of(i)), value_of(i))
+                           for i in range(start, start + BATCH))
+            replies = c.calls(req, BATCH)
+            assert replies == [b"STORED\r\n"] * BATCH
+            acked.update({i: value_of(i) for i in range(start, start + BATCH)})
+        # read-modify-writes and deletes, acknowledged
+        assert c.call(b"set %s_ctr 0 0 1\r\n0\r\n" % prefix.encode()) == b"STORED\r\n"
+        for _ in range(20):
+            c.call(b"incr %s_ctr 5\r\n" % prefix.encode())
+        assert c.call(b"append %s_0 0 0 4\r\n_app\r\n" % prefix.encode()) == b"STORED\r\n"
+        acked[0] = value_of(0) + b"_app"
+        assert c.call(b"delete %s_1\r\n" % prefix.encode()) == b"DELETED\r\n"
+        del acked[1]
+        assert c.call(b"ms %s_meta 4 F9 T0\r\nmeta\r\n" % prefix.encode()) == b"HD\r\n"
+        # items with a TTL: they must come back and then expire
+        assert c.call(b"set %s_ttl 0 4 3\r\nttl\r\n" % prefix.encode()) == b"STORED\r\n"
+        # writes in flight at the kill: either there, whole, or not at all
+        inflight = {N_ITEMS + i: value_of(N_ITEMS + i) for i in range(BATCH)}
+        c.send(b"".join(b"set %s_%d 3 0 %d\r\n%s\r\n" % (prefix.encode(), i, len(v), v) for i, v in inflight.items()))
+        node.kill()
+        c.close()
+
+        node.start()
+        c = wait_memcache(node.memcache_port)
+        keys = ["%s_%d" % (prefix, i) for i in range(N_ITEMS + BATCH)]
+        got = {}
+        for start in range(0, len(keys), 100):
+            r = c.call(("get %s\r\n" % " ".join(keys[start:start + 100])).encode())
+            while r.startswith(b"VALUE "):
+                head, rest = r.split(b"\r\n", 1)
+                _, k, flags, n = head.split()
+                got[int(k.rsplit(b"_", 1)[1])] = (int(flags), rest[:int(n)])
+                r = rest[int(n) + 2:]
+            assert r == b"END\r\n"
+        lost = [i for i in acked if i not in got]
+        assert not lost, "%d acknowledged items lost after kill -9 (e.g. %s)" % (len(lost), lost[:10])
+        wrong = [i for i, v in acked.items() if got[i] != (i, v)]
+        assert not wrong, "wrong values after restart: %s" % [(i, got[i]) for i in wrong[:5]]
+        assert 1 not in got, "a deleted item came back"
+        for i, v in inflight.items():
+            assert i not in got or got[i] == (3, v), (i, got[i])
+        assert c.call(b"get %s_ctr\r\n" % prefix.encode()) == b"VALUE %s_ctr 0 3\r\n100\r\nEND\r\n" % prefix.encode()
+        assert c.call(b"mg %s_meta v f\r\n" % prefix.encode()) == b"VA 4 f9\r\nmeta\r\n"
+
+        cluster, sess = node.session()
+        try:
+            for i in list(acked)[::97] + [0]:
+                r = row(sess, "%s_%d" % (prefix, i))
+                assert r is not None and (bytes(r.value), r.flags) == (acked[i], i), (i, r)
+            assert row(sess, "%s_1" % prefix) is None
+            count = 0
+            for i in acked:
+                count += row(sess, "%s_%d" % (prefix, i)) is not None
+            assert count == len(acked)
+            # the TTL'd item expires (it may already have, if the restart was slow)
+            deadline = time.monotonic() + 10
+            while c.get(prefix + "_ttl") is not None or row(sess, prefix + "_ttl") is not None:
+                assert time.monotonic() < deadline, "an item with exptime 4 still there 10 s after the restart"
+                time.sleep(0.25)
+        finally:
+            cluster.shutdown()
+        c.close()
