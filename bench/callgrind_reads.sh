@@ -3,42 +3,56 @@
 # callgrind: repeatable to the instruction whatever else the machine does,
 # so two builds compare exactly where timings on a noisy machine cannot.
 #
-#   bench/callgrind_reads.sh BIN [READS] [WORKLOAD]
+#   bench/callgrind_reads.sh BIN [READS] [WORKLOAD] [PROTOCOL]
 #
 # Starts BIN (--smp 1) under `valgrind --tool=callgrind`, loads 10,000 keys
 # of 1 KiB with `shoal stress` (BIN's own), zeroes the counters, runs READS
-# (default 20,000) requests of WORKLOAD (default read: prepared point reads
-# from the memtable, 16 in flight on one connection), dumps the counters and
-# prints Ir (instructions) and malloc calls per request, counted over every
-# thread of the server. Needs valgrind (Debian: apt-get install valgrind).
+# (default 20,000) requests of WORKLOAD (default read: point reads from the
+# memtable, 16 in flight on one connection), dumps the counters and prints Ir
+# (instructions) and malloc calls per request, counted over every thread of
+# the server. PROTOCOL: cql (default; prepared statements), memcache-text
+# (`get`) or memcache-meta (`mg`), the memcache ones as one batch of 16
+# requests written at once (`--pipeline 16`). TOP=N also prints the N
+# functions of highest inclusive and self cost. Needs valgrind (Debian:
+# apt-get install valgrind).
 set -euo pipefail
 
 bin=$(realpath "$1")
 reads=${2:-20000}
 workload=${3:-read}
+protocol=${4:-cql}
 keys=10000
-port=9342
+cql_port=9342
+memcache_port=11412
 tmp=$(mktemp -d /tmp/shoal-callgrind-XXXXXX)
 server=""
 cleanup() {
-    [[ -n "$server" ]] && kill "$server" 2>/dev/null && wait "$server" 2>/dev/null
+    # The server dies of the SIGTERM: its status is not this script's.
+    [[ -n "$server" ]] && kill "$server" 2>/dev/null && { wait "$server" 2>/dev/null || true; }
     rm -rf "$tmp/data"; [[ -n "${KEEP_DUMP:-}" ]] || rm -rf "$tmp"
 }
 trap cleanup EXIT
 
 valgrind --tool=callgrind --callgrind-out-file="$tmp/callgrind.out" \
-    "$bin" --smp 1 --workdir "$tmp/data" --memory 1G --native-transport-port "$port" \
-    --native-shard-aware-transport-port 19342 --api-port 10400 --memcache-port 11412 \
+    "$bin" --smp 1 --workdir "$tmp/data" --memory 1G --native-transport-port "$cql_port" \
+    --native-shard-aware-transport-port 19342 --api-port 10400 --memcache-port "$memcache_port" \
     >"$tmp/server.log" 2>&1 &
 server=$!
+case "$protocol" in
+    cql) port=$cql_port; via=(--protocol cql --keyspace shoal_bench --table kv1k --concurrency 16) ;;
+    memcache-text|memcache-meta)
+        port=$memcache_port
+        via=(--protocol memcache --memcache-protocol "${protocol#memcache-}" --pipeline 16) ;;
+    *) echo "PROTOCOL must be cql, memcache-text or memcache-meta, not $protocol" >&2; exit 2 ;;
+esac
 for _ in $(seq 1 600); do
     (exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null && break
     sleep 0.1
 done
 
 stress() {
-    "$bin" stress --threads 1 --quiet --protocol cql --port "$port" --keys "$keys" --value-size 1024 \
-        --keyspace shoal_bench --table kv1k --connections 1 --concurrency 16 "$@" >/dev/null
+    "$bin" stress --threads 1 --quiet --port "$port" --keys "$keys" --value-size 1024 --connections 1 \
+        "${via[@]}" "$@" >/dev/null
 }
 stress --workload write --pop seq --count "$keys"
 stress --workload read --pop uniform --count 2000          # warm-up: prepare, caches
@@ -71,6 +85,14 @@ print(calls)
 PY
 )
 echo "build: $bin"
-echo "requests: $reads ($workload)"
+echo "requests: $reads ($workload, $protocol)"
 echo "Ir per request: $((total_ir / reads))"
 echo "allocation calls per request: $(python3 -c "print(round($calls / $reads, 1))")"
+if [[ -n "${TOP:-}" ]]; then
+    echo "top $TOP by inclusive cost (Ir, % of total, function):"
+    # awk reads to the end: `head` would kill callgrind_annotate with SIGPIPE (pipefail).
+    top() { awk -v n="$TOP" '/^ *[0-9,]+ \(/ && c++ < n'; }
+    callgrind_annotate --threshold=100 --inclusive=yes "$dump" 2>/dev/null | top
+    echo "top $TOP by self cost:"
+    callgrind_annotate --threshold=100 "$dump" 2>/dev/null | top
+fi

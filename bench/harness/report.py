@@ -56,10 +56,10 @@ def cpu_cells(s):
             f"{fmt_pct(c.get('steal_pct'))} |")
 
 
-def per_server_core(s):
-    """ops/s per core of server CPU: throughput over the server's measured CPU use."""
-    srv = (s.get("cpu") or {}).get("server_pct")
-    return fmt_ops(s.get("ops_per_s") / (srv / 100)) if srv and s.get("ops_per_s") else DASH
+def ops_per_server_core(s):
+    """ops/s per core of server CPU: throughput over the server's measured CPU use (None: unknown)."""
+    srv = ((s or {}).get("cpu") or {}).get("server_pct")
+    return s.get("ops_per_s") / (srv / 100) if srv and s.get("ops_per_s") else None
 
 
 def noise_line(results, systems):
@@ -130,7 +130,7 @@ def _max_table(workload, outcomes, systems):
             lines.append(f"| {systems[name].label} | {fmt_ops(s.get('ops_per_s'))} | "
                          f"{fmt_ms(lat(s, 'p50'))} | {fmt_ms(lat(s, 'p90'))} | "
                          f"{fmt_ms(lat(s, 'p99'))} | {fmt_ms(lat(s, 'p999'))} | {fmt_errors(s)} | {r} | "
-                         f"{per_server_core(s)} |" + cpu_cells(s))
+                         f"{fmt_ops(ops_per_server_core(s))} |" + cpu_cells(s))
     return lines
 
 
@@ -153,15 +153,22 @@ def _steps_table(workload, outcomes, systems):
 
 
 def summary_table(workloads, results, systems, link_prefix=""):
-    lines = ["| workload | Shoal max ops/s | peer | peer max ops/s | Shoal / peer |",
-             "| --- | ---: | --- | ---: | ---: |"]
+    lines = ["| workload | Shoal max ops/s | peer | peer max ops/s | Shoal / peer | "
+             "Shoal / peer ops/s per server core | server CPU % Shoal, peer | loader CPU % Shoal, peer |",
+             "| --- | ---: | --- | ---: | ---: | ---: | ---: | ---: |"]
     for w in workloads:
         outs = results.get(w.name, {})
         a, b = (outs.get(n) for n in w.systems[:2])
-        a = a.max.get("ops_per_s") if a and a.max else None
-        b = b.max.get("ops_per_s") if b and b.max else None
-        lines.append(f"| [{w.name}]({link_prefix}#{w.name}) | {fmt_ops(a)} | "
-                     f"{systems[w.peer].label} | {fmt_ops(b)} | {ratio(a, b)} |")
+        a = a.max if a and a.max else None
+        b = b.max if b and b.max else None
+
+        def pcts(key):
+            return ", ".join(fmt_pct(((s or {}).get("cpu") or {}).get(key)) for s in (a, b))
+        ops = [s.get("ops_per_s") if s else None for s in (a, b)]
+        lines.append(f"| [{w.name}]({link_prefix}#{w.name}) | {fmt_ops(ops[0])} | "
+                     f"{systems[w.peer].label} | {fmt_ops(ops[1])} | {ratio(*ops)} | "
+                     f"{ratio(ops_per_server_core(a), ops_per_server_core(b))} | "
+                     f"{pcts('server_pct')} | {pcts('loader_pct')} |")
     return lines
 
 
@@ -195,25 +202,24 @@ def write_report(path, *, name, date, mode, workloads, results, systems, unavail
     out += ["", "## Settings", "",
             f"- mode `{m.name}`: every measured run is {m.warmup_s} s warmup (not recorded) + "
             f"{m.duration_s} s recorded; the max-throughput run offers as much as it can "
-            f"({m.concurrency} ops in flight), the stepped run offers "
+            "(the workload's ops in flight), the stepped run offers "
             f"{', '.join(f'{f:g}' for f in m.fractions)} x the measured max (`--rate`), stopping "
             f"after the first step whose p99 passes {SLO_MS:g} ms or whose achieved rate is "
             f"below {SHORTFALL:.0%} of the offered one",
             f"- populations: {m.keys:,} keys of {VALUE_SIZE} B values (1-row workloads, "
             f"memcache); {m.partitions:,} partitions x 16 rows for cql-partition-read; loaded "
             "first by one seq write run over every row (not in the tables; its JSON is kept with "
-            "the raw data); cql-read and cql-mixed share one table, memcache-get and "
-            "memcache-get-pipelined one key set; cql-write starts from an empty table",
+            "the raw data); cql-read and cql-mixed share one table, the memcache workloads one "
+            "key set; cql-write starts from an empty table",
             f"- {pin}; one server thread/shard each"
             + ("; the loader CPU is kept from idling by a busy loop at SCHED_IDLE priority "
                "(`chrt --idle`), so that waking a halted vCPU does not add to the latencies"
                if loader_spin else ""),
             f"- load generator: `shoal stress --threads 1`; CQL: {m.concurrency} ops in flight on "
             f"{m.cql_connections} connection, keyspace `{KEYSPACE}` (SimpleStrategy RF 1), "
-            f"prepared statements, protocol v4; memcache: text protocol, {m.mc_connections} "
-            "connections, at most connections x pipeline ops in flight "
-            f"({m.mc_connections} for memcache-get, {min(m.concurrency, m.mc_connections * 16)} "
-            "for memcache-get-pipelined)",
+            "prepared statements, protocol v4; memcache: "
+            + "; ".join(f"{w.name} {w.dialect} protocol, {w.connections} connections x "
+                        f"{w.pipeline} in flight" for w in workloads if w.protocol == "memcache"),
             "- CPU columns, in % of one core over each whole stress invocation (connect, warmup, "
             "run): the server process (all threads), the loader (`shoal stress`), other "
             "(every other process and the kernel: all CPUs' busy time in /proc/stat minus the "

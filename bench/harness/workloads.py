@@ -31,7 +31,6 @@ class Mode:
     fractions: tuple          # offered loads of the stepped run, as fractions of the max
     concurrency: int = 64     # ops in flight (whole loader)
     cql_connections: int = 1  # driver connections per shard/host
-    mc_connections: int = 4   # memcache TCP connections
     populate_timeout_s: int = 300
 
 
@@ -55,6 +54,9 @@ class Workload:
     rows_per_partition: int = 1
     size: str = "keys"        # which Mode field is the population: "keys" | "partitions"
     populate: bool = True     # load the population with a seq write run first
+    connections: int = 0      # memcache: TCP connections, each with one batch of `pipeline` in flight
+    pipeline: int = 1         # memcache: requests written back to back per connection
+    dialect: str = "text"     # memcache: "text" (get/set) | "meta" (mg/ms)
 
     @property
     def peer(self):
@@ -67,16 +69,21 @@ class Workload:
         """Workloads with equal populations share the data loaded into a server."""
         return (self.protocol, self.table, self.keys(mode), self.rows_per_partition)
 
+    def in_flight(self, mode):
+        """Operations in flight at most (memcache: every connection's pipeline full)."""
+        return mode.concurrency if self.protocol == "cql" else self.connections * self.pipeline
+
     def common_args(self, mode, port):
         args = ["--protocol", self.protocol, "--host", "127.0.0.1", "--port", str(port),
                 "--keys", str(self.keys(mode)), "--value-size", str(VALUE_SIZE),
-                "--concurrency", str(mode.concurrency)]
+                "--concurrency", str(self.in_flight(mode))]
         if self.protocol == "cql":
             args += ["--keyspace", KEYSPACE, "--table", self.table,
                      "--rows-per-partition", str(self.rows_per_partition),
                      "--connections", str(mode.cql_connections)]
         else:
-            args += ["--connections", str(mode.mc_connections)]
+            args += ["--connections", str(self.connections), "--pipeline", str(self.pipeline),
+                     "--memcache-protocol", self.dialect]
         return args
 
     def populate_args(self, mode, port):
@@ -115,14 +122,22 @@ WORKLOADS = (
              "population loaded first",
              run=("--workload", "read", "--pop", "uniform"), table="p16",
              rows_per_partition=16, size="partitions"),
+    # memcache shapes (issue 12): 50 connections with one request each, and 40 connections with
+    # 16 requests written back to back. memcached 1.6 answers a text `get` with one sendmsg per
+    # reply even when 16 arrive in one read, but batches meta `mg` replies into one sendmsg: the
+    # pipelined shape is run in both dialects.
     Workload("memcache-get", "memcache", ("shoal", "memcached"),
-             "text-protocol `get` of 1 KiB values, one request per connection at a time, keys "
-             "uniform over a population loaded first with `set`",
-             run=("--workload", "read", "--pop", "uniform", "--pipeline", "1")),
+             "text-protocol `get` of 1 KiB values, 50 connections with one request each in "
+             "flight, keys uniform over a population loaded first with `set`",
+             run=("--workload", "read", "--pop", "uniform"), connections=50, pipeline=1),
     Workload("memcache-get-pipelined", "memcache", ("shoal", "memcached"),
-             "as memcache-get, with 16 `get`s written back to back per connection before the "
-             "replies are read",
-             run=("--workload", "read", "--pop", "uniform", "--pipeline", "16")),
+             "text-protocol `get` of 1 KiB values, 40 connections each writing 16 `get`s back "
+             "to back in one write before reading the 16 replies (640 in flight)",
+             run=("--workload", "read", "--pop", "uniform"), connections=40, pipeline=16),
+    Workload("memcache-mg-pipelined", "memcache", ("shoal", "memcached"),
+             "as memcache-get-pipelined in the meta protocol (`mg <key> v`)",
+             run=("--workload", "read", "--pop", "uniform"), connections=40, pipeline=16,
+             dialect="meta"),
 )
 
 

@@ -123,9 +123,10 @@ pub struct StressArgs {
     /// memcache: TCP connections [default: 4]; cql: driver connections per shard [default: 1]
     #[arg(long)]
     pub connections: Option<usize>,
-    /// Operations in flight in total (memcache: at most connections x pipeline)
-    #[arg(long, default_value_t = 64)]
-    pub concurrency: usize,
+    /// Operations in flight in total [default: 64 for cql; connections x pipeline for memcache, which
+    /// is also its most]
+    #[arg(long)]
+    pub concurrency: Option<usize>,
     /// memcache: requests written in one write per connection before their replies are read
     #[arg(long, default_value_t = 1)]
     pub pipeline: usize,
@@ -221,7 +222,7 @@ fn validate(args: &StressArgs) -> Result<(), String> {
     let positive = [
         ("--keys", args.keys > 0),
         ("--rows-per-partition", args.rows_per_partition > 0),
-        ("--concurrency", args.concurrency > 0),
+        ("--concurrency", args.concurrency != Some(0)),
         ("--pipeline", args.pipeline > 0),
         ("--threads", args.threads > 0),
         ("--connections", args.connections != Some(0)),
@@ -261,6 +262,13 @@ impl Config {
             Protocol::Cql => (9042, 1),
             Protocol::Memcache => (11211, 4),
         };
+        let connections = args.connections.unwrap_or(default_connections);
+        // memcache: every connection's pipeline full unless capped; a fixed
+        // default would silently leave deep pipelines nearly empty.
+        let default_concurrency = match args.protocol {
+            Protocol::Cql => 64,
+            Protocol::Memcache => connections.saturating_mul(args.pipeline),
+        };
         let duration = match args.count {
             Some(_) => None,
             None => Some(args.duration.unwrap_or(DEFAULT_DURATION_S)),
@@ -276,8 +284,8 @@ impl Config {
             value_size: args.value_size,
             rows_per_partition: args.rows_per_partition,
             rate: (args.rate > 0.0).then_some(args.rate),
-            connections: args.connections.unwrap_or(default_connections),
-            concurrency: args.concurrency,
+            connections,
+            concurrency: args.concurrency.unwrap_or(default_concurrency),
             pipeline: args.pipeline,
             memcache_protocol: args.memcache_protocol,
             duration,
@@ -342,8 +350,11 @@ mod tests {
         assert_eq!((cql.port, cql.connections), (9042, 1));
         assert_eq!(cql.stop_after(), StopAfter::Duration(Duration::from_secs(10)));
         assert_eq!(cql.rate, None);
+        assert_eq!(cql.concurrency, 64);
         let mc = config(&["--protocol", "memcache"])?;
-        assert_eq!((mc.port, mc.connections), (11211, 4));
+        assert_eq!((mc.port, mc.connections, mc.concurrency), (11211, 4, 4));
+        let piped = config(&["--protocol", "memcache", "--connections", "40", "--pipeline", "16"])?;
+        assert_eq!(piped.concurrency, 640);
         Ok(())
     }
 

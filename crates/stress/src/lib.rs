@@ -10,7 +10,7 @@
 //! stop condition), turn each index into an operation ([`workload`],
 //! [`population`]), run it with a timeout and record it ([`stats`]). This
 //! module prints a progress line per second and, at the end, the summary
-//! ([`report`]).
+//! ([`report`]) with the loader's own CPU use ([`cpu`]).
 //!
 //! Invariants: the run always ends by itself (every operation has a timeout,
 //! no operation starts after the deadline, and a run where nothing succeeds
@@ -18,6 +18,7 @@
 //! fatal; latencies are measured from intended start times under `--rate`.
 
 mod args;
+mod cpu;
 mod cql;
 mod error;
 mod memcache;
@@ -35,6 +36,7 @@ use tokio::task::JoinSet;
 
 pub use args::StressArgs;
 use args::{value_name, Config, Protocol};
+use cpu::CpuClock;
 use error::StressError;
 use report::{progress_line, Summary};
 use schedule::{Claim, Schedule};
@@ -95,14 +97,14 @@ impl Run {
         if wake > Instant::now() {
             tokio::time::sleep_until(wake.into()).await;
         }
-        latency_start(claim)
+        latency_start(claim, Instant::now())
     }
 }
 
-/// Where the latency of `claim`, starting now, is measured from (see
+/// Where the latency of `claim`, starting at `now`, is measured from (see
 /// [`Run::wait_for`]).
-fn latency_start(claim: &Claim) -> Instant {
-    claim.intended.min(Instant::now())
+fn latency_start(claim: &Claim, now: Instant) -> Instant {
+    claim.intended.min(now)
 }
 
 enum Target {
@@ -120,6 +122,7 @@ async fn session(config: Config) -> Result<(), StressError> {
     let workload = Workload::new(config.workload, config.ratio, config.pop, config.keys, rows);
     let kinds = workload.kinds();
     println!("{}", header(&config, &target));
+    let cpu_clock = CpuClock::start();
     let start = Instant::now();
     let schedule = Schedule::new(start, config.rate, config.warmup(), config.stop_after());
     let run = Arc::new(Run { schedule, workload, recorders: Recorders::new(2 * config.threads) });
@@ -129,9 +132,10 @@ async fn session(config: Config) -> Result<(), StressError> {
         Target::Memcache(t) => t.spawn(&run, &mut workers),
     }
     let end = watch(&config, &run, start, &mut workers).await;
+    let loader_cpu = cpu_clock.stop();
     let totals = run.recorders.totals();
     let measured = end.saturating_duration_since(run.schedule.measure_from());
-    let summary = Summary::new(&config, kinds, &totals, measured, run.schedule.not_started());
+    let summary = Summary::new(&config, kinds, &totals, measured, run.schedule.not_started(), loader_cpu);
     print!("{}", summary.to_text());
     if let Some(first) = &totals.first_error {
         eprintln!("first error: {first}");

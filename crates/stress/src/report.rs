@@ -9,6 +9,7 @@ use std::time::Duration;
 use serde::Serialize;
 
 use crate::args::Config;
+use crate::cpu::CpuUse;
 use crate::stats::{OpStats, Totals};
 use crate::workload::OpKind;
 
@@ -85,11 +86,21 @@ pub struct Summary {
     pub not_started: u64,
     pub latency_us: Percentiles,
     pub per_op: BTreeMap<&'static str, OpSummary>,
+    /// The loader's own CPU over the whole run (warm-up included); `null`
+    /// where it cannot be read.
+    pub loader_cpu: Option<CpuUse>,
     pub config: Config,
 }
 
 impl Summary {
-    pub fn new(config: &Config, kinds: &[OpKind], totals: &Totals, measured: Duration, not_started: u64) -> Summary {
+    pub fn new(
+        config: &Config,
+        kinds: &[OpKind],
+        totals: &Totals,
+        measured: Duration,
+        not_started: u64,
+        loader_cpu: Option<CpuUse>,
+    ) -> Summary {
         let all = totals.all();
         let duration_s = measured.as_secs_f64();
         Summary {
@@ -104,6 +115,7 @@ impl Summary {
             not_started,
             latency_us: Percentiles::of(&all),
             per_op: kinds.iter().map(|&k| (k.name(), OpSummary::of(totals.of(k)))).collect(),
+            loader_cpu,
             config: config.clone(),
         }
     }
@@ -138,6 +150,13 @@ impl Summary {
                 );
             }
         }
+        if let Some(cpu) = &self.loader_cpu {
+            let _ = writeln!(
+                s,
+                "  loader cpu {:.2} s in {:.2} s = {:.2} cores ({} worker thread(s) + the main thread)",
+                cpu.cpu_s, cpu.wall_s, cpu.cores, self.config.threads
+            );
+        }
         s
     }
 }
@@ -156,6 +175,8 @@ mod tests {
     use crate::error::OpError;
     use crate::stats::{Outcome, Recorders};
 
+    const SAMPLE_CPU: CpuUse = CpuUse { cpu_s: 1.5, wall_s: 2.0, cores: 0.75 };
+
     fn sample_totals() -> Totals {
         let rec = Recorders::new(1);
         for us in 1..=100 {
@@ -170,7 +191,8 @@ mod tests {
     #[test]
     fn json_has_the_contract_shape() -> Result<(), String> {
         let config = config(&["--workload", "mixed", "--ratio", "3:1", "--rate", "500"])?;
-        let summary = Summary::new(&config, &OpKind::ALL, &sample_totals(), Duration::from_secs(2), 7);
+        let summary =
+            Summary::new(&config, &OpKind::ALL, &sample_totals(), Duration::from_secs(2), 7, Some(SAMPLE_CPU));
         let v: serde_json::Value = serde_json::from_str(&summary.to_json()).map_err(|e| e.to_string())?;
         assert_eq!(v["protocol"], "cql");
         assert_eq!(v["workload"], "mixed");
@@ -181,6 +203,7 @@ mod tests {
         assert_eq!(v["errors"], 1);
         assert_eq!(v["misses"], 1);
         assert_eq!(v["not_started"], 7);
+        assert_eq!((v["loader_cpu"]["cpu_s"].as_f64(), v["loader_cpu"]["cores"].as_f64()), (Some(1.5), Some(0.75)));
         for key in ["p50", "p90", "p99", "p999", "max", "mean"] {
             assert!(v["latency_us"][key].is_f64(), "latency_us.{key}: {}", v["latency_us"][key]);
         }
@@ -201,12 +224,13 @@ mod tests {
     #[test]
     fn unthrottled_rate_is_null_and_single_kind_has_one_per_op() -> Result<(), String> {
         let config = config(&["--workload", "read"])?;
-        let summary = Summary::new(&config, &[OpKind::Read], &Totals::default(), Duration::ZERO, 0);
+        let summary = Summary::new(&config, &[OpKind::Read], &Totals::default(), Duration::ZERO, 0, None);
         let v: serde_json::Value = serde_json::from_str(&summary.to_json()).map_err(|e| e.to_string())?;
         assert!(v["rate"].is_null());
         assert_eq!(v["ops_per_s"], 0.0);
         assert_eq!(v["latency_us"]["p50"], 0.0);
         assert_eq!(v["per_op"].as_object().map(|o| o.len()), Some(1));
+        assert!(v["loader_cpu"].is_null());
         Ok(())
     }
 
@@ -222,8 +246,10 @@ mod tests {
     #[test]
     fn text_summary_lists_per_op_lines_for_mixed_runs() -> Result<(), String> {
         let config = config(&["--workload", "mixed"])?;
-        let text = Summary::new(&config, &OpKind::ALL, &sample_totals(), Duration::from_secs(1), 0).to_text();
+        let text = Summary::new(&config, &OpKind::ALL, &sample_totals(), Duration::from_secs(1), 0, Some(SAMPLE_CPU))
+            .to_text();
         assert!(text.contains("p99.9"), "{text}");
+        assert!(text.contains("loader cpu 1.50 s in 2.00 s = 0.75 cores"), "{text}");
         assert!(text.lines().any(|l| l.trim_start().starts_with("read")), "{text}");
         assert!(text.lines().any(|l| l.trim_start().starts_with("write")), "{text}");
         Ok(())

@@ -3,7 +3,7 @@
 //! one-second interval for the progress lines.
 //!
 //! Workers record into a small number of [`Recorder`] slots behind plain
-//! mutexes (held for one histogram increment, never across an await); the
+//! mutexes (held for one operation's or one pipelined batch's increments, never across an await); the
 //! slot count follows the worker threads, not the concurrency, because one
 //! set of histograms is ~0.5 MB. The progress reporter swaps the interval
 //! histograms out once a second. Only successful operations (misses
@@ -113,6 +113,16 @@ fn kind_index(kind: OpKind) -> usize {
     }
 }
 
+/// One finished operation, as recorded.
+#[derive(Debug, Clone)]
+pub struct Finished {
+    pub kind: OpKind,
+    pub result: Result<Outcome, OpError>,
+    pub latency: Duration,
+    /// False during the warm-up.
+    pub measured: bool,
+}
+
 /// Run totals, merged over the slots.
 #[derive(Debug, Default)]
 pub struct Totals {
@@ -151,14 +161,22 @@ impl Recorders {
         latency: Duration,
         measured: bool,
     ) {
-        let latency_us = u64::try_from(latency.as_micros()).unwrap_or(u64::MAX);
+        self.record_all(worker, [Finished { kind, result: result.clone(), latency, measured }]);
+    }
+
+    /// Records finished operations in slot `worker % slots`, under one lock
+    /// (a pipelined batch costs one lock, not one per operation).
+    pub fn record_all(&self, worker: usize, finished: impl IntoIterator<Item = Finished>) {
         let mut r = lock(&self.slots[worker % self.slots.len()]);
-        r.interval.record(result, latency_us);
-        if measured {
-            r.totals[kind_index(kind)].record(result, latency_us);
-        }
-        if let (Err(e), None) = (result, &r.first_error) {
-            r.first_error = Some(e.to_string());
+        for f in finished {
+            let latency_us = u64::try_from(f.latency.as_micros()).unwrap_or(u64::MAX);
+            r.interval.record(&f.result, latency_us);
+            if f.measured {
+                r.totals[kind_index(f.kind)].record(&f.result, latency_us);
+            }
+            if let (Err(e), None) = (&f.result, &r.first_error) {
+                r.first_error = Some(e.to_string());
+            }
         }
     }
 

@@ -14,7 +14,8 @@
 //! when it falls behind, they fill up, like a real client's would.
 //!
 //! Each operation's latency runs from its intended start (or its claim, when
-//! unthrottled) to the parsing of its own reply. A batch that gets no reply
+//! unthrottled) to the read that brought its reply in; a batch's results are
+//! recorded together once it is over. A batch that gets no reply
 //! within the operation timeout, a broken connection or a reply out of step
 //! fails the batch's remaining operations and the connection is re-opened;
 //! error replies (`ERROR`, `CLIENT_ERROR`, `SERVER_ERROR`) count as errors,
@@ -36,7 +37,7 @@ use self::protocol::{encode_get, encode_set, Reply};
 use crate::args::{Config, MemcacheDialect};
 use crate::error::{OpError, StressError};
 use crate::schedule::Claim;
-use crate::stats::Outcome;
+use crate::stats::{Finished, Outcome};
 use crate::workload::{Op, OpKind};
 use crate::{latency_start, Run, CONNECT_TIMEOUT, OP_TIMEOUT, TIMER_SLACK};
 
@@ -108,6 +109,7 @@ impl Target {
 async fn drive(id: usize, connection: Connection, cap: usize, shared: Arc<Shared>, run: Arc<Run>) {
     let mut rng = StdRng::from_entropy();
     let mut batch = Vec::with_capacity(cap);
+    let mut finished = Vec::with_capacity(cap);
     let mut request = Vec::new();
     let mut connection = Some(connection);
     loop {
@@ -128,7 +130,9 @@ async fn drive(id: usize, connection: Connection, cap: usize, shared: Arc<Shared
                 OpKind::Read => encode_get(&mut request, shared.dialect, p.op.pk),
             }
         }
-        if !run_batch(id, conn, &request, &batch, &run).await {
+        let in_step = run_batch(conn, &request, &batch, &mut finished).await;
+        run.recorders.record_all(id, finished.drain(..));
+        if !in_step {
             connection = None;
         }
     }
@@ -143,36 +147,37 @@ async fn fill_batch(run: &Run, cap: usize, rng: &mut StdRng, batch: &mut Vec<Pen
     };
     let start = run.wait_for(&first).await;
     batch.push(Pending { claim: first, op: run.workload.op(first.index, rng), start });
+    // One clock read for the batch: it is filled within microseconds. Due
+    // within the timer's resolution counts as due (see `Run::wait_for`).
+    let now = Instant::now();
     while batch.len() < cap {
-        // Due within the timer's resolution counts as due (see `Run::wait_for`).
-        let now = Instant::now();
         let Some(claim) = run.schedule.claim_if_due(now, now + TIMER_SLACK) else {
             break;
         };
-        batch.push(Pending { claim, op: run.workload.op(claim.index, rng), start: latency_start(&claim) });
+        batch.push(Pending { claim, op: run.workload.op(claim.index, rng), start: latency_start(&claim, now) });
     }
     true
 }
 
-/// Sends the batch and records each reply; false when the connection must be
-/// re-opened.
-async fn run_batch(id: usize, conn: &mut Connection, request: &[u8], batch: &[Pending], run: &Run) -> bool {
-    let mut answered = 0;
+/// Sends the batch and puts each operation's result into `finished`; false
+/// when the connection must be re-opened.
+async fn run_batch(conn: &mut Connection, request: &[u8], batch: &[Pending], finished: &mut Vec<Finished>) -> bool {
     let mut in_step = true;
     let deadline = tokio::time::Instant::now() + OP_TIMEOUT;
     let outcome = conn
-        .round_trip(request, batch.len(), deadline, OP_TIMEOUT, |reply| {
-            let p = &batch[answered];
-            answered += 1;
+        .round_trip(request, batch.len(), deadline, OP_TIMEOUT, |reply, arrived| {
+            let p = &batch[finished.len()];
             let result = interpret(p.op.kind, reply);
             in_step &= result.is_ok() || matches!(result, Err(OpError::NotStored));
-            run.recorders.record(id, p.op.kind, &result, p.start.elapsed(), p.claim.measured);
+            let latency = arrived.into_std().saturating_duration_since(p.start);
+            finished.push(Finished { kind: p.op.kind, result, latency, measured: p.claim.measured });
         })
         .await;
     if let Err(e) = outcome {
-        let failed = Err(e);
-        for p in &batch[answered..] {
-            run.recorders.record(id, p.op.kind, &failed, p.start.elapsed(), p.claim.measured);
+        let now = Instant::now();
+        for p in &batch[finished.len()..] {
+            let latency = now.saturating_duration_since(p.start);
+            finished.push(Finished { kind: p.op.kind, result: Err(e.clone()), latency, measured: p.claim.measured });
         }
         return false;
     }

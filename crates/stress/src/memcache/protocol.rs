@@ -12,8 +12,6 @@
 //! `SERVER_ERROR ...`. Anything else means the stream is out of step and is a
 //! [`ProtocolError`] (the caller drops the connection).
 
-use std::io::Write as _;
-
 use crate::args::{MemcacheDialect, VALUE_SIZE_MAX};
 
 /// A reply line longer than this without `\r\n` is garbage, not a slow reply.
@@ -50,21 +48,31 @@ pub enum ProtocolError {
 
 /// Appends a write of `value` under key `k<key>`.
 pub fn encode_set(buf: &mut Vec<u8>, dialect: MemcacheDialect, key: u64, value: &[u8]) {
-    // Writing into a Vec cannot fail.
-    let _ = match dialect {
-        MemcacheDialect::Text => write!(buf, "set k{key} 0 0 {}\r\n", value.len()),
-        MemcacheDialect::Meta => write!(buf, "ms k{key} {}\r\n", value.len()),
-    };
+    let mut digits = itoa::Buffer::new();
+    buf.extend_from_slice(match dialect {
+        MemcacheDialect::Text => b"set k",
+        MemcacheDialect::Meta => b"ms k",
+    });
+    buf.extend_from_slice(digits.format(key).as_bytes());
+    if dialect == MemcacheDialect::Text {
+        buf.extend_from_slice(b" 0 0");
+    }
+    buf.push(b' ');
+    buf.extend_from_slice(digits.format(value.len()).as_bytes());
+    buf.extend_from_slice(b"\r\n");
     buf.extend_from_slice(value);
     buf.extend_from_slice(b"\r\n");
 }
 
 /// Appends a read of key `k<key>`.
 pub fn encode_get(buf: &mut Vec<u8>, dialect: MemcacheDialect, key: u64) {
-    let _ = match dialect {
-        MemcacheDialect::Text => write!(buf, "get k{key}\r\n"),
-        MemcacheDialect::Meta => write!(buf, "mg k{key} v\r\n"),
+    let (command, tail): (&[u8], &[u8]) = match dialect {
+        MemcacheDialect::Text => (b"get k", b"\r\n"),
+        MemcacheDialect::Meta => (b"mg k", b" v\r\n"),
     };
+    buf.extend_from_slice(command);
+    buf.extend_from_slice(itoa::Buffer::new().format(key).as_bytes());
+    buf.extend_from_slice(tail);
 }
 
 /// Parses the first reply in `buf`: `Ok(None)` if it is not complete yet,
