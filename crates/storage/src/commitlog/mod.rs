@@ -128,6 +128,22 @@ pub struct CommitLog {
     /// Bytes appended since start, for metrics.
     appended_bytes: Cell<u64>,
     syncs: Cell<u64>,
+    /// Where an entry is encoded before it joins the pending bytes: kept,
+    /// so encoding allocates nothing once it has grown.
+    scratch: RefCell<Vec<u8>>,
+}
+
+/// A new pending chunk's room: entries join it without regrowing (and
+/// copying) it until the writer takes it.
+const PENDING_CHUNK_BYTES: usize = 64 * 1024;
+
+impl Pending {
+    /// A chunk at `at` beginning with `first`.
+    fn starting_with(at: Position, first: &[u8]) -> Pending {
+        let mut bytes = Vec::with_capacity(PENDING_CHUNK_BYTES.max(first.len()));
+        bytes.extend_from_slice(first);
+        Pending { segment: at.segment, offset: at.offset, bytes }
+    }
 }
 
 impl CommitLog {
@@ -140,11 +156,10 @@ impl CommitLog {
         let log = Rc::new(CommitLog {
             state: RefCell::new(State {
                 next: start,
-                pending: VecDeque::from([Pending {
-                    segment: first_segment,
-                    offset: 0,
-                    bytes: segment_header(config.shard, first_segment),
-                }]),
+                pending: VecDeque::from([Pending::starting_with(
+                    Position { segment: first_segment, offset: 0 },
+                    &segment_header(config.shard, first_segment),
+                )]),
                 written: Position { segment: first_segment, offset: 0 },
                 durable: Position { segment: first_segment, offset: 0 },
                 segments: vec![first_segment],
@@ -156,6 +171,7 @@ impl CommitLog {
             durable_advanced: Event::default(),
             appended_bytes: Cell::new(0),
             syncs: Cell::new(0),
+            scratch: RefCell::default(),
         });
         shoal_runtime::spawn(write_loop(Rc::clone(&log)));
         if let SyncMode::Periodic { period_ms } = log.config.sync {
@@ -176,7 +192,9 @@ impl CommitLog {
     /// Appends the entry `encode` writes; returns its position and the
     /// position just past it. Fails at once while the disk is failing.
     pub fn append(&self, encode: impl FnOnce(&mut Vec<u8>)) -> StorageResult<(Position, Position)> {
-        let mut entry = vec![0u8; ENTRY_HEADER_BYTES as usize];
+        let mut entry = self.scratch.borrow_mut();
+        entry.clear();
+        entry.resize(ENTRY_HEADER_BYTES as usize, 0);
         encode(&mut entry);
         let payload_len = entry.len() - ENTRY_HEADER_BYTES as usize;
         if entry.len() > self.max_entry_bytes() {
@@ -193,7 +211,8 @@ impl CommitLog {
         if state.next.offset as usize + entry.len() > self.config.segment_size_bytes as usize {
             let segment = state.next.segment + 1;
             state.segments.push(segment);
-            state.pending.push_back(Pending { segment, offset: 0, bytes: segment_header(self.config.shard, segment) });
+            let header = segment_header(self.config.shard, segment);
+            state.pending.push_back(Pending::starting_with(Position { segment, offset: 0 }, &header));
             state.next = Position { segment, offset: SEGMENT_HEADER_BYTES };
         }
         let at = state.next;
@@ -202,7 +221,7 @@ impl CommitLog {
             Some(p) if p.segment == at.segment && p.offset + p.bytes.len() as u32 == at.offset => {
                 p.bytes.extend_from_slice(&entry)
             }
-            _ => state.pending.push_back(Pending { segment: at.segment, offset: at.offset, bytes: entry }),
+            _ => state.pending.push_back(Pending::starting_with(at, &entry)),
         }
         state.next.offset += len;
         let end = state.next;
