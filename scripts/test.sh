@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
 # Builds Shoal and runs every test: formatting and lints, unit tests, then the
-# real-client tests (Python cassandra-driver, scylla-driver, cqlsh) against the
-# release binary on free loopback ports. Installs what it needs (Python venvs
-# from PyPI via scripts/venv.sh). Exits non-zero on any failure.
+# real-client tests (Python cassandra-driver, scylla-driver, cqlsh, pymemcache,
+# meta-memcache) against the release binary on free loopback ports. Installs
+# what it needs (Python venvs from PyPI via scripts/venv.sh; Debian's memcached,
+# the memcached tests' reference, via tests/run.sh). Exits non-zero on any
+# failure.
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 
