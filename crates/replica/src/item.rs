@@ -362,9 +362,11 @@ fn fetched(mut item: Item, fetch: &Fetch, now_s: i64) -> (Item, Access) {
 /// the uniques it meets), and stays small, as memcached's do (clients read
 /// it as a 32-bit number).
 fn decide(op: ItemOp, current: Option<Item>, now_s: i64, last_cas: &std::cell::Cell<u64>) -> Decision {
-    let timestamp = clock::next_write_timestamp_us();
+    // Taken only by a write: the clock's write timestamps are for writes.
+    let timestamp = clock::next_write_timestamp_us;
     let current_cas = current.as_ref().map_or(0, |item| item.cas);
     let put = |value: Bytes, flags: u32, lifetime: Lifetime, new_cas: Option<u64>| {
+        let timestamp = timestamp();
         let cas = new_cas.unwrap_or_else(|| {
             let cas = last_cas.get().max(current_cas).saturating_add(1);
             last_cas.set(cas);
@@ -410,7 +412,7 @@ fn decide(op: ItemOp, current: Option<Item>, now_s: i64, last_cas: &std::cell::C
             None => missing(),
             _ if cas_mismatch(compare_cas, &current) => Decision::answer(ItemOutcome::Exists),
             Some(_) => Decision {
-                update: Some(ItemUpdate::Delete { timestamp }),
+                update: Some(ItemUpdate::Delete { timestamp: timestamp() }),
                 outcome: ItemOutcome::Deleted,
                 access: AccessUpdate::Forget,
             },
