@@ -16,10 +16,10 @@
 //! write, never a half. Durability is awaited after the lock is released
 //! and once per run of operations ([`Database::run_items`]).
 //!
-//! The CAS unique of an item is its `cas` cell: a per-shard counter, above
-//! the item's previous unique (so it grows with every change of the key),
-//! unless the client chose one (meta `E`). A row written by CQL without
-//! `cas` reports its value's timestamp.
+//! The CAS unique of an item is its `cas` cell: a per-shard counter (above
+//! the item's previous unique when the operation read it), unless the
+//! client chose one (meta `E`). A row written by CQL without `cas` reports
+//! its value's timestamp.
 
 use std::time::Instant;
 
@@ -137,6 +137,14 @@ impl ItemOp {
     pub fn writes(&self) -> bool {
         !matches!(self, ItemOp::Get(Fetch { touch: None, vivify: None, .. }))
     }
+
+    /// Whether its outcome depends on the item as it is. A plain `set` does
+    /// not: it writes blind (still under the lock, so it cannot land inside
+    /// another write's read-modify-write), and its CAS unique comes from the
+    /// shard's counter alone — unique within a run, as memcached's are.
+    fn reads(&self) -> bool {
+        !matches!(self, ItemOp::Store(Store { mode: StoreMode::Set, compare_cas: None, stale_if_older: false, .. }))
+    }
 }
 
 /// An item as read.
@@ -215,7 +223,10 @@ impl Database {
             // synchronously below, after the read's last await.
             false => None,
         };
-        let current = self.read_item(table, &position, now_s).await?;
+        let current = match op.reads() {
+            true => self.read_item(table, &position, now_s).await?,
+            false => None,
+        };
         let Decision { update, outcome, access } = decide(op, current, now_s, &self.last_item_cas);
         match access {
             AccessUpdate::Keep => {}
@@ -356,11 +367,12 @@ fn fetched(mut item: Item, fetch: &Fetch, now_s: i64) -> (Item, Access) {
     (item, after)
 }
 
-/// What `op` does to the item as it is. A new CAS unique is the shard's
-/// counter plus one, and above the item's current one: it grows with every
-/// change of a key, also across restarts (the counter starts again from
-/// the uniques it meets), and stays small, as memcached's do (clients read
-/// it as a 32-bit number).
+/// What `op` does to the item as it is (`None` also for an operation that
+/// does not read it). A new CAS unique is the shard's counter plus one, and
+/// above the item's current one when known: unique per shard within a run,
+/// growing with every read-modify-write of a key across restarts too (the
+/// counter starts again from the uniques it meets), and small, as
+/// memcached's are (clients read it as a 32-bit number).
 fn decide(op: ItemOp, current: Option<Item>, now_s: i64, last_cas: &std::cell::Cell<u64>) -> Decision {
     // Taken only by a write: the clock's write timestamps are for writes.
     let timestamp = clock::next_write_timestamp_us;
