@@ -11,7 +11,7 @@ use crate::parse::{Limits, Parsed};
 use crate::request::{parse_i32, parse_u32, parse_u64, valid_key, ProtocolError, Request, KEY_MAX_BYTES};
 
 /// Flags one request may carry, at most (memcached's tokens per line).
-const FLAGS_MAX: usize = 24;
+pub const FLAGS_MAX: usize = 24;
 /// Longest opaque token echoed back.
 const OPAQUE_MAX_BYTES: usize = 32;
 

@@ -17,6 +17,9 @@ use crate::request::{parse_client_flags, parse_i32, parse_u64, valid_key, Protoc
 pub const LINE_MAX_BYTES: usize = 2048;
 /// The longest multi-key `get` line waited for.
 pub const MULTIGET_LINE_MAX_BYTES: usize = 1 << 20;
+/// Words after the command, at most, of any request but a retrieval: a meta
+/// command's key, data length and flags (`meta::FLAGS_MAX`).
+const ARGS_MAX: usize = 2 + crate::meta::FLAGS_MAX;
 
 #[derive(Debug, Clone, Copy)]
 pub struct Limits {
@@ -43,22 +46,27 @@ pub fn parse<'a>(buf: &'a [u8], limits: &Limits) -> Parsed<'a> {
     };
     let line_bytes = newline + 1;
     let line = buf[..newline].strip_suffix(b"\r").unwrap_or(&buf[..newline]);
-    let words: Vec<&[u8]> = line.split(|b| *b == b' ').filter(|w| !w.is_empty()).collect();
+    let mut words = line.split(|b| *b == b' ').filter(|w| !w.is_empty());
     let done = |request| Parsed::Request { request, consumed: line_bytes, skip: 0 };
-    let Some((&command, args)) = words.split_first() else { return done(Request::Fail(ProtocolError::UnknownCommand)) };
+    let Some(command) = words.next() else { return done(Request::Fail(ProtocolError::UnknownCommand)) };
+    if let b"get" | b"gets" | b"gat" | b"gats" = command {
+        // Retrievals take any number of keys: collected once, for the request.
+        return done(retrievals(command, words.collect()));
+    }
+    // Other commands have a few words: kept on the stack.
+    let mut buffer: [&[u8]; ARGS_MAX] = [&[]; ARGS_MAX];
+    let mut count = 0;
+    for word in words {
+        if count == ARGS_MAX {
+            let too_many =
+                if command.first() == Some(&b'm') { ProtocolError::BadFormat } else { ProtocolError::UnknownCommand };
+            return done(Request::Fail(too_many));
+        }
+        buffer[count] = word;
+        count += 1;
+    }
+    let args = &buffer[..count];
     match command {
-        b"get" | b"gets" => done(retrieve(args, command == b"gets", None)),
-        b"gat" | b"gats" => done(match args.split_first() {
-            // memcached answers a `gat` without keys with an empty END.
-            Some((exptime, [])) if parse_i32(exptime).is_some() => {
-                Request::Retrieve { keys: Vec::new(), with_cas: false, touch: None }
-            }
-            Some((exptime, keys)) => match parse_i32(exptime) {
-                Some(exptime) => retrieve(keys, command == b"gats", Some(i64::from(exptime))),
-                None => Request::Fail(ProtocolError::InvalidExptime),
-            },
-            None => Request::Fail(ProtocolError::UnknownCommand),
-        }),
         b"set" | b"add" | b"replace" | b"append" | b"prepend" | b"cas" => {
             store(command, args, &buf[line_bytes..], line_bytes, limits)
         }
@@ -85,14 +93,31 @@ fn is_multiget(buf: &[u8]) -> bool {
     start <= 100 && (buf[start..].starts_with(b"get ") || buf[start..].starts_with(b"gets "))
 }
 
-fn retrieve<'a>(keys: &[&'a [u8]], with_cas: bool, touch: Option<i64>) -> Request<'a> {
-    if keys.is_empty() {
+/// `get|gets <key>*`, `gat|gats <exptime> <key>*`; `words` follow the
+/// command.
+fn retrievals<'a>(command: &[u8], mut words: Vec<&'a [u8]>) -> Request<'a> {
+    let with_cas = matches!(command, b"gets" | b"gats");
+    let touch = match command {
+        b"gat" | b"gats" => {
+            if words.is_empty() {
+                return Request::Fail(ProtocolError::UnknownCommand);
+            }
+            match parse_i32(words.remove(0)) {
+                // memcached answers a `gat` without keys with an empty END.
+                Some(_) if words.is_empty() => return Request::Retrieve { keys: words, with_cas: false, touch: None },
+                Some(exptime) => Some(i64::from(exptime)),
+                None => return Request::Fail(ProtocolError::InvalidExptime),
+            }
+        }
+        _ => None,
+    };
+    if words.is_empty() {
         return Request::Fail(ProtocolError::UnknownCommand);
     }
-    if !keys.iter().all(|k| valid_key(k)) {
+    if !words.iter().all(|k| valid_key(k)) {
         return Request::Fail(ProtocolError::BadFormat);
     }
-    Request::Retrieve { keys: keys.to_vec(), with_cas, touch }
+    Request::Retrieve { keys: words, with_cas, touch }
 }
 
 /// `<command> <key> <flags> <exptime> <bytes> [<cas unique>] [noreply]`
