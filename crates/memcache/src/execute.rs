@@ -155,9 +155,11 @@ impl Session {
             }
         };
         let mut outcomes = outcomes.into_iter();
+        // One clock read for the answers of the run (remaining TTLs, idle times).
+        let now_s = clock::now_s();
         for p in pending.drain(..) {
             let mut reply = Reply::new(answers);
-            answer(p.request, p.keys, p.last, &mut outcomes, &mut reply);
+            answer(p.request, p.keys, p.last, now_s, &mut outcomes, &mut reply);
             if answers.len() >= ANSWER_BYTES_MAX {
                 sink.write(answers).await?;
             }
@@ -282,6 +284,7 @@ fn answer(
     request: &Request<'_>,
     keys: std::ops::Range<usize>,
     last: bool,
+    now_s: i64,
     outcomes: &mut impl Iterator<Item = ItemResult>,
     reply: &mut Reply<'_>,
 ) {
@@ -368,7 +371,7 @@ fn answer(
                 reply.error(ProtocolError::TooLarge);
             }
         }
-        Request::Meta(meta) => crate::meta_exec::answer(meta, next, reply),
+        Request::Meta(meta) => crate::meta_exec::answer(meta, next, now_s, reply),
         Request::MetaNoop => reply.line(b"MN"),
         Request::Version => {
             reply.bytes(b"VERSION ");

@@ -8,7 +8,6 @@
 use bytes::Bytes;
 use shoal_coordinator::data::{Arith, Fetch, Item, ItemOp, ItemOutcome, PartitionPosition, Store, StoreMode};
 use shoal_coordinator::{item_position, ItemResult};
-use shoal_runtime::clock;
 
 use crate::execute::{lifetime, ttl_s};
 use crate::meta::{Meta, MetaCommand};
@@ -74,14 +73,14 @@ fn is_decrement(token: Option<&[u8]>) -> bool {
     matches!(token.and_then(|t| t.first()), Some(b'D' | b'd' | b'-'))
 }
 
-/// Writes the answer of `meta`, taking its one outcome from `next`.
-pub fn answer(meta: &Meta<'_>, next: impl FnOnce() -> ItemResult, reply: &mut Reply<'_>) {
+/// Writes the answer of `meta`, taking its one outcome from `next`; `now_s`
+/// is the clock for remaining TTLs and idle times.
+pub fn answer(meta: &Meta<'_>, next: impl FnOnce() -> ItemResult, now_s: i64, reply: &mut Reply<'_>) {
     let outcome = match next() {
         Ok(outcome) => outcome,
         Err(e) => return reply.server_error(&e.to_string()),
     };
     let quiet = meta.has(b'q');
-    let now_s = clock::now_s();
     match (meta.command, outcome) {
         (MetaCommand::Get, ItemOutcome::Found(item)) => {
             stats::bump(Stat::CmdGet);
