@@ -16,8 +16,8 @@
 //! keys of one token (one in 2^64) would share hints.
 
 use std::cell::RefCell;
-use std::collections::HashMap;
-use std::hash::{BuildHasherDefault, Hasher};
+
+use crate::token_hash::TokenHashMap;
 
 /// Entries per generation, per shard: about 16 bytes each, plus the map's
 /// overhead, so a few MiB per shard at most.
@@ -49,8 +49,8 @@ pub(crate) struct ItemAccessTable {
 
 #[derive(Default)]
 struct Generations {
-    young: HashMap<i64, Access, BuildHasherDefault<TokenHasher>>,
-    old: HashMap<i64, Access, BuildHasherDefault<TokenHasher>>,
+    young: TokenHashMap<i64, Access>,
+    old: TokenHashMap<i64, Access>,
 }
 
 impl ItemAccessTable {
@@ -83,26 +83,6 @@ impl Generations {
         }
         self.young.insert(token, access);
         debug_assert!(self.young.len() <= GENERATION_ENTRIES_MAX);
-    }
-}
-
-/// Partition tokens are murmur3 hashes already: use them as they are.
-#[derive(Default)]
-struct TokenHasher(u64);
-
-impl Hasher for TokenHasher {
-    fn finish(&self) -> u64 {
-        self.0
-    }
-
-    fn write(&mut self, bytes: &[u8]) {
-        for b in bytes {
-            self.0 = self.0.rotate_left(8) ^ u64::from(*b);
-        }
-    }
-
-    fn write_i64(&mut self, n: i64) {
-        self.0 = n as u64;
     }
 }
 

@@ -23,6 +23,7 @@ mod mutation;
 mod partition_lock;
 mod read;
 mod recovery;
+mod token_hash;
 mod virtual_table;
 
 pub use cas::{CasRequest, CasResult, CheckOp, CheckedPart, ColumnCheck, RowCheck, RowCondition};

@@ -1,6 +1,6 @@
-//! Per-partition serialization of conditional writes (LWT) and of writes
-//! that read before they write (list index and user-type field updates) on
-//! this shard.
+//! Per-partition serialization of conditional writes (LWT), of writes that
+//! read before they write (list index and user-type field updates) and of
+//! memcached item writes on this shard.
 //!
 //! A conditional write reads the partition, checks its condition and writes;
 //! the read may await SSTable I/O, so another task could run in between. Each
@@ -12,24 +12,39 @@
 //! starves a writer nor wakes every waiter at each release.
 
 use std::cell::{Cell, RefCell};
-use std::collections::{HashMap, VecDeque};
+use std::collections::VecDeque;
+use std::hash::{Hash, Hasher};
 use std::rc::Rc;
 
 use shoal_storage::{Event, PartitionPosition};
 use uuid::Uuid;
 
 use crate::database::ReplicaError;
+use crate::token_hash::TokenHashMap;
 
 /// Conditional writes of this shard waiting for a partition lock, at most.
 const WAITERS_MAX: usize = 10_000;
 
-type Key = (Uuid, PartitionPosition);
+/// A locked partition: its table and position.
+#[derive(Clone, PartialEq, Eq)]
+struct Key {
+    table: Uuid,
+    position: PartitionPosition,
+}
+
+/// The token (a hash already) mixed with the table id: no key bytes hashed
+/// (see `token_hash`).
+impl Hash for Key {
+    fn hash<H: Hasher>(&self, state: &mut H) {
+        state.write_u64(self.position.token as u64 ^ self.table.as_u64_pair().0);
+    }
+}
 
 /// The partitions with a conditional write under way, each with the queue
 /// of writes waiting for it.
 #[derive(Default)]
 pub(crate) struct PartitionLocks {
-    held: RefCell<HashMap<Key, VecDeque<Rc<Ticket>>>>,
+    held: RefCell<TokenHashMap<Key, VecDeque<Rc<Ticket>>>>,
     waiting: Cell<usize>,
 }
 
@@ -76,7 +91,7 @@ impl PartitionLocks {
         table: Uuid,
         position: PartitionPosition,
     ) -> Result<PartitionGuard, ReplicaError> {
-        let key = (table, position);
+        let key = Key { table, position };
         let ticket = {
             let mut held = self.held.borrow_mut();
             let Some(queue) = held.get_mut(&key) else {
