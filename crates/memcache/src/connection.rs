@@ -9,14 +9,14 @@
 
 use std::sync::Arc;
 
-use shoal_runtime::net::{AsyncRead, AsyncWriteExt, BufResult, TcpStream};
+use shoal_runtime::net::{read_appending, AsyncWriteExt, BufResult, TcpStream};
 
 use crate::execute::{Config, Control, Session, Sink};
 use crate::parse::{parse, Parsed};
 use crate::request::Request;
 use crate::stats::{self, OpenConnection, Stat};
 
-/// Bytes asked of the socket per read.
+/// Room made in the buffer for each read, at least.
 const READ_BYTES: usize = 64 * 1024;
 /// Requests run as one batch, at most; the rest wait in the buffer.
 const REQUESTS_PER_BATCH_MAX: usize = 1024;
@@ -55,23 +55,24 @@ impl Sink for Socket<'_> {
 impl Connection {
     async fn serve(&mut self) -> std::io::Result<()> {
         let mut pending: Vec<u8> = Vec::with_capacity(READ_BYTES);
-        let mut chunk: Vec<u8> = Vec::with_capacity(READ_BYTES);
         let mut answers: Vec<u8> = Vec::with_capacity(READ_BYTES);
         // Bytes of a refused data block still to arrive and be dropped.
         let mut skip = 0usize;
         loop {
             let batch = self.batch(&pending, &mut skip);
             if batch.requests.is_empty() && !batch.close {
-                chunk.clear();
-                let BufResult(read, returned) = self.stream.read(chunk).await;
-                chunk = returned;
-                if read? == 0 {
+                drop(batch);
+                let before = pending.len();
+                let BufResult(read, returned) = read_appending(&mut self.stream, pending, READ_BYTES).await;
+                pending = returned;
+                let read = read?;
+                if read == 0 {
                     return Ok(());
                 }
-                stats::add(Stat::BytesRead, chunk.len() as u64);
-                let dropped = skip.min(chunk.len());
+                stats::add(Stat::BytesRead, read as u64);
+                let dropped = skip.min(read);
                 skip -= dropped;
-                pending.extend_from_slice(&chunk[dropped..]);
+                pending.drain(before..before + dropped);
                 continue;
             }
             let control = self.session.run(&batch.requests, &mut answers, &mut Socket(&mut self.stream)).await?;

@@ -12,7 +12,21 @@ pub use compio::buf::BufResult;
 pub use compio::io::{AsyncRead, AsyncWriteExt};
 pub use compio::net::{TcpListener, TcpStream};
 
+use compio::buf::{IntoInner, IoBufMut};
 use compio::net::TcpSocket;
+
+/// Reads what `stream` has into `buf` after its bytes (making room for at
+/// least `min_spare_bytes` first), so a connection keeps one buffer and
+/// never copies what it read.
+pub async fn read_appending(
+    stream: &mut TcpStream,
+    mut buf: Vec<u8>,
+    min_spare_bytes: usize,
+) -> BufResult<usize, Vec<u8>> {
+    buf.reserve(min_spare_bytes);
+    let BufResult(result, buf) = stream.read(buf.uninit()).await;
+    BufResult(result, buf.into_inner())
+}
 
 /// Connections a listener queues before `accept` takes them.
 const LISTEN_BACKLOG: i32 = 1024;
