@@ -373,15 +373,20 @@ impl Database {
     fn maybe_flush(&self) {
         let Some(budget) = self.memtable_budget_bytes() else { return };
         let tables = self.tables.borrow();
-        let flushing = self.flushing.borrow();
-        let idle = tables.iter().filter(|(id, _)| !flushing.contains(id));
         let active: usize = tables.values().map(|t| t.active_memtable_bytes()).sum();
         if active < budget / 2 {
             return;
         }
-        let Some((id, _)) = idle.max_by_key(|(_, t)| t.active_memtable_bytes()) else { return };
+        // The largest memtable frees the most. If it is already being
+        // flushed, wait for that: flushing the next largest instead (a
+        // system table's few bytes, at every write) frees nothing and
+        // writes tiny SSTables.
+        let Some((id, table)) = tables.iter().max_by_key(|(_, t)| t.active_memtable_bytes()) else { return };
+        if table.active_memtable_bytes() == 0 || self.flushing.borrow().contains(id) {
+            return;
+        }
         let id = *id;
-        drop((tables, flushing));
+        drop(tables);
         self.spawn_flush(id);
     }
 
