@@ -17,8 +17,9 @@ const RELEASE_STEP_PARTITIONS: usize = 256;
 #[derive(Debug, Default)]
 pub struct Memtable {
     partitions: BTreeMap<PartitionPosition, Partition>,
-    /// Grows with every write (overwrites are not subtracted): an upper
-    /// bound of the heap held, which is what flush decisions need.
+    /// The partitions' estimated heap (`Partition::size_estimate_bytes`
+    /// plus keys): a write adds what it adds and an overwritten cell stops
+    /// counting, measured on the rows the write touches only.
     size_bytes: usize,
     /// The commitlog position of the first write logged into it: segments
     /// from there on are needed until it is flushed.
@@ -35,10 +36,13 @@ impl Memtable {
         if let Some(ts) = update.min_timestamp() {
             self.min_timestamp = Some(self.min_timestamp.map_or(ts, |m| m.min(ts)));
         }
-        self.size_bytes += position.key.len() + update.size_estimate_bytes();
         match self.partitions.get_mut(&position) {
-            Some(current) => current.merge(update),
+            Some(current) => {
+                let grown = current.merge_measured(update);
+                self.size_bytes = self.size_bytes.saturating_add_signed(grown);
+            }
             None => {
+                self.size_bytes += position.key.len() + update.size_estimate_bytes();
                 self.partitions.insert(position, update);
             }
         }
@@ -113,6 +117,31 @@ mod tests {
     use bytes::Bytes;
 
     use super::*;
+    use crate::partition::{self, ClusteredRow, ColumnData, Row};
+
+    /// A partition with one row `row` holding `value` in column 1, at `ts`.
+    fn one_row(row: &'static [u8], value: &[u8], ts: i64) -> Partition {
+        let mut r = Row::default();
+        r.columns.insert(1, ColumnData::Atomic(partition::Cell::live(ts, Bytes::copy_from_slice(value), None)));
+        let mut p = Partition::default();
+        p.rows.insert(Bytes::from_static(row), ClusteredRow { clustering: Vec::new(), row: r });
+        p
+    }
+
+    #[test]
+    fn overwrites_count_once_and_stale_writes_not_at_all() {
+        let mut memtable = Memtable::default();
+        let position = PartitionPosition { token: 7, key: Bytes::from_static(b"k") };
+        let exact = |m: &Memtable| m.iter().map(|(p, part)| p.key.len() + part.size_estimate_bytes()).sum::<usize>();
+        for ts in 1..=100 {
+            memtable.apply(position.clone(), one_row(b"r", &[b'x'; 1000], ts), None);
+        }
+        memtable.apply(position.clone(), one_row(b"s", b"small", 5), None);
+        // An older write loses the merge: nothing changes.
+        memtable.apply(position.clone(), one_row(b"r", &[b'y'; 5000], 0), None);
+        assert_eq!(memtable.size_bytes(), exact(&memtable));
+        assert!(memtable.size_bytes() < 2 * 1000 + 500, "{}", memtable.size_bytes());
+    }
 
     #[test]
     fn release_lets_other_tasks_run_between_steps() {

@@ -434,29 +434,46 @@ impl Partition {
 
     /// Approximate heap bytes, for memtable accounting.
     pub fn size_estimate_bytes(&self) -> usize {
-        const ROW_OVERHEAD_BYTES: usize = 96;
-        const CELL_OVERHEAD_BYTES: usize = 48;
-        let row_bytes = |row: &Row| {
-            row.columns
-                .values()
-                .map(|c| match c {
-                    ColumnData::Atomic(cell) => CELL_OVERHEAD_BYTES + cell_bytes(cell),
-                    ColumnData::Collection(coll) => coll
-                        .cells
-                        .iter()
-                        .map(|(k, c)| CELL_OVERHEAD_BYTES + k.len() + c.key.len() + cell_bytes(&c.cell))
-                        .sum(),
-                })
-                .sum::<usize>()
-                + ROW_OVERHEAD_BYTES
-        };
-        let clustered: usize = self
-            .rows
-            .iter()
-            .map(|(k, r)| k.len() + r.clustering.iter().map(Bytes::len).sum::<usize>() + row_bytes(&r.row))
-            .sum();
+        let clustered: usize = self.rows.iter().map(|(k, r)| clustered_row_bytes(k, r)).sum();
         clustered + row_bytes(&self.static_row) + self.range_tombstones.len() * ROW_OVERHEAD_BYTES
     }
+
+    /// Merges `other` in and returns the change of
+    /// [`Self::size_estimate_bytes`], measuring only what `other` touches:
+    /// an overwrite of a cell frees the old one, so a memtable that takes
+    /// the same rows again and again does not count them again and again.
+    pub fn merge_measured(&mut self, other: Partition) -> isize {
+        let touched = |p: &Partition, keys: &[Bytes]| -> usize {
+            let rows: usize =
+                keys.iter().filter_map(|k| p.rows.get_key_value(k)).map(|(k, r)| clustered_row_bytes(k, r)).sum();
+            rows + row_bytes(&p.static_row) + p.range_tombstones.len() * ROW_OVERHEAD_BYTES
+        };
+        let keys: Vec<Bytes> = other.rows.keys().cloned().collect();
+        let before = touched(self, &keys);
+        self.merge(other);
+        touched(self, &keys) as isize - before as isize
+    }
+}
+
+const ROW_OVERHEAD_BYTES: usize = 96;
+const CELL_OVERHEAD_BYTES: usize = 48;
+
+fn clustered_row_bytes(key: &Bytes, row: &ClusteredRow) -> usize {
+    key.len() + row.clustering.iter().map(Bytes::len).sum::<usize>() + row_bytes(&row.row)
+}
+
+fn row_bytes(row: &Row) -> usize {
+    let cells: usize = row
+        .columns
+        .values()
+        .map(|c| match c {
+            ColumnData::Atomic(cell) => CELL_OVERHEAD_BYTES + cell_bytes(cell),
+            ColumnData::Collection(coll) => {
+                coll.cells.iter().map(|(k, c)| CELL_OVERHEAD_BYTES + k.len() + c.key.len() + cell_bytes(&c.cell)).sum()
+            }
+        })
+        .sum();
+    cells + ROW_OVERHEAD_BYTES
 }
 
 fn cell_bytes(cell: &Cell) -> usize {
