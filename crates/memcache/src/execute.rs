@@ -94,7 +94,7 @@ impl Session {
         for request in requests {
             match request {
                 Request::Quit | Request::FlushAll { .. } | Request::Stats { .. } | Request::CacheMemlimit { .. } => {
-                    self.finish(&mut ops, &mut pending, answers, sink).await?;
+                    self.finish(&mut ops, &mut pending, now_s, answers, sink).await?;
                     if *request == Request::Quit {
                         return Ok(Control::Close);
                     }
@@ -116,7 +116,7 @@ impl Session {
                         pending.push(Pending { request, keys: start..end, last: end == keys.len() });
                         start = end;
                         if ops.len() >= OPS_PER_RUN_MAX {
-                            self.finish(&mut ops, &mut pending, answers, sink).await?;
+                            self.finish(&mut ops, &mut pending, now_s, answers, sink).await?;
                         }
                     }
                 }
@@ -126,12 +126,12 @@ impl Session {
                     }
                     pending.push(Pending { request, keys: 0..0, last: true });
                     if ops.len() >= OPS_PER_RUN_MAX {
-                        self.finish(&mut ops, &mut pending, answers, sink).await?;
+                        self.finish(&mut ops, &mut pending, now_s, answers, sink).await?;
                     }
                 }
             }
         }
-        self.finish(&mut ops, &mut pending, answers, sink).await?;
+        self.finish(&mut ops, &mut pending, now_s, answers, sink).await?;
         Ok(Control::Continue)
     }
 
@@ -140,6 +140,7 @@ impl Session {
         &mut self,
         ops: &mut Vec<(PartitionPosition, ItemOp)>,
         pending: &mut Vec<Pending<'_, '_>>,
+        now_s: i64,
         answers: &mut Vec<u8>,
         sink: &mut impl Sink,
     ) -> std::io::Result<()> {
@@ -155,8 +156,6 @@ impl Session {
             }
         };
         let mut outcomes = outcomes.into_iter();
-        // One clock read for the answers of the run (remaining TTLs, idle times).
-        let now_s = clock::now_s();
         for p in pending.drain(..) {
             let mut reply = Reply::new(answers);
             answer(p.request, p.keys, p.last, now_s, &mut outcomes, &mut reply);

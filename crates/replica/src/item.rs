@@ -72,7 +72,7 @@ pub struct Store {
     pub lifetime: Lifetime,
     /// Store only if the item's CAS unique is this (`cas`, meta `C`).
     pub compare_cas: Option<u64>,
-    /// The item's new CAS unique (meta `E`); else the write's timestamp.
+    /// The item's new CAS unique (meta `E`); else the shard's next one.
     pub new_cas: Option<u64>,
     /// Add/replace-style modes on a missing item: create it with these
     /// (meta `ms ... N`: append to a missing item vivifies it).
@@ -179,6 +179,10 @@ pub enum ItemOutcome {
     /// Arithmetic on a value that is not a decimal number below 2^64.
     NotANumber,
 }
+
+/// The largest item unique the shard's CAS counter moves up to (see
+/// `decide`): far above what a counter reaches, far below a timestamp in µs.
+const ADOPTED_CAS_MAX: u64 = u32::MAX as u64;
 
 /// Digits of the largest u64: a longer value is not a counter.
 const COUNTER_DIGITS_MAX: usize = 20;
@@ -372,7 +376,10 @@ fn fetched(mut item: Item, fetch: &Fetch, now_s: i64) -> (Item, Access) {
 /// above the item's current one when known: unique per shard within a run,
 /// growing with every read-modify-write of a key across restarts too (the
 /// counter starts again from the uniques it meets), and small, as
-/// memcached's are (clients read it as a 32-bit number).
+/// memcached's are (clients read it as a 32-bit number). A unique past
+/// [`ADOPTED_CAS_MAX`] is a CQL row's write timestamp: the new one goes
+/// above it, but the counter does not follow, or every later unique on the
+/// shard would be as large.
 fn decide(op: ItemOp, current: Option<Item>, now_s: i64, last_cas: &std::cell::Cell<u64>) -> Decision {
     // Taken only by a write: the clock's write timestamps are for writes.
     let timestamp = clock::next_write_timestamp_us;
@@ -380,9 +387,9 @@ fn decide(op: ItemOp, current: Option<Item>, now_s: i64, last_cas: &std::cell::C
     let put = |value: Bytes, flags: u32, lifetime: Lifetime, new_cas: Option<u64>| {
         let timestamp = timestamp();
         let cas = new_cas.unwrap_or_else(|| {
-            let cas = last_cas.get().max(current_cas).saturating_add(1);
-            last_cas.set(cas);
-            cas
+            let next = last_cas.get().saturating_add(1);
+            last_cas.set(if current_cas <= ADOPTED_CAS_MAX { next.max(current_cas + 1) } else { next });
+            next.max(current_cas.saturating_add(1))
         });
         (ItemUpdate::Put { value, flags, cas, lifetime, timestamp }, cas)
     };
@@ -527,6 +534,45 @@ fn parse_counter(value: &[u8]) -> Option<u64> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn set(value: &'static [u8]) -> ItemOp {
+        ItemOp::Store(Store {
+            mode: StoreMode::Set,
+            value: Bytes::from_static(value),
+            flags: 0,
+            lifetime: Lifetime::Forever,
+            compare_cas: None,
+            new_cas: None,
+            vivify: None,
+            stale_if_older: false,
+        })
+    }
+
+    fn item(cas: u64) -> Item {
+        let access = Access::written(0);
+        Item { value: Bytes::from_static(b"v"), flags: 0, cas, lifetime: Lifetime::Forever, access, won: false }
+    }
+
+    fn stored_cas(decision: Decision) -> u64 {
+        match decision.outcome {
+            ItemOutcome::Stored { cas } => cas,
+            other => panic!("{other:?}"),
+        }
+    }
+
+    #[test]
+    fn cas_uniques_grow_per_key_and_stay_small_past_a_cql_timestamp() {
+        let counter = std::cell::Cell::new(0);
+        assert_eq!(stored_cas(decide(set(b"a"), None, 0, &counter)), 1);
+        // Above the item's unique, and the counter follows it.
+        assert_eq!(stored_cas(decide(set(b"b"), Some(item(40)), 0, &counter)), 41);
+        assert_eq!(stored_cas(decide(set(b"c"), None, 0, &counter)), 42);
+        // A CQL row reports its write timestamp: go above it, but the
+        // shard's next uniques stay small.
+        let timestamp_us = 1_795_617_543_956_202;
+        assert_eq!(stored_cas(decide(set(b"d"), Some(item(timestamp_us)), 0, &counter)), timestamp_us + 1);
+        assert_eq!(stored_cas(decide(set(b"e"), None, 0, &counter)), 44);
+    }
 
     #[test]
     fn counters_are_decimal_below_two_to_the_64() {
