@@ -297,6 +297,7 @@ fn read_command(
         start_after: None,
         start_partition_rows: 0,
         now_s,
+        bypass_cache: select.bypass_cache,
     })
 }
 

@@ -153,6 +153,7 @@ impl Database {
             start_after: None,
             start_partition_rows: 0,
             now_s,
+            bypass_cache: false,
         };
         if let Some(key) = &condition.row {
             let range = ClusteringRange { start: Bound::Included(key.clone()), end: Bound::Included(key.clone()) };

@@ -62,6 +62,11 @@ pub struct StorageConfig {
     pub commitlog_space_bytes: u64,
     /// This shard's memtable budget.
     pub memtable_budget_bytes: usize,
+    /// This shard's share of `--memory`: memtables, row cache, index
+    /// cache and SSTable metadata together (`shoal_storage::memory`).
+    pub memory_budget_bytes: usize,
+    /// The index cache's share of the half of the budget memtables leave.
+    pub index_cache_fraction: f64,
 }
 
 /// What a write applied with [`Database::apply_unsynced`] waits for before
@@ -131,7 +136,7 @@ pub fn local() -> Rc<Database> {
 /// How a table is stored, from its schema options.
 pub(crate) fn table_options(meta: &TableMeta) -> TableOptions {
     let o = &meta.options;
-    let chunk_kb = o.compression.get("chunk_length_in_kb").and_then(|v| v.parse::<usize>().ok()).unwrap_or(64);
+    let chunk_kb = o.compression.get("chunk_length_in_kb").and_then(|v| v.parse::<usize>().ok()).unwrap_or(16);
     TableOptions {
         writer: WriterOptions {
             compression: Compression::from_options(&o.compression),
@@ -140,7 +145,15 @@ pub(crate) fn table_options(meta: &TableMeta) -> TableOptions {
         },
         strategy: Strategy::from_options(&o.compaction),
         gc_grace_s: i64::from(o.gc_grace_seconds),
+        cache: caching_enabled(&o.caching),
     }
+}
+
+/// ScyllaDB's reading of the `caching` option: the row cache is on unless
+/// `'enabled': 'false'` (Cassandra's `keys` and `rows_per_partition` are
+/// kept and shown but do not turn it off).
+fn caching_enabled(caching: &std::collections::BTreeMap<String, String>) -> bool {
+    caching.get("enabled").is_none_or(|v| !v.trim().eq_ignore_ascii_case("false"))
 }
 
 impl Database {

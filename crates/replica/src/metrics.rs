@@ -96,7 +96,7 @@ fn collect(db: &Database, out: &mut Collector) {
     for (meta, id, table) in user_tables {
         let labels = vec![("keyspace", meta.keyspace.clone()), ("table", meta.name.clone())];
         let sstables = table.sstable_set();
-        let gauges: [(&'static str, &'static str, f64); 4] = [
+        let gauges: [(&'static str, &'static str, f64); 5] = [
             (
                 "shoal_memtable_bytes",
                 "Memory held by memtables (active and being flushed).",
@@ -107,6 +107,11 @@ fn collect(db: &Database, out: &mut Collector) {
                 "shoal_sstable_data_bytes",
                 "Bytes of the Data components of live SSTables.",
                 sstables.iter().map(|s| s.data_bytes()).sum::<u64>() as f64,
+            ),
+            (
+                "shoal_memtable_partitions",
+                "Partitions in memtables (active and being flushed; one in several counts in each).",
+                table.memtable_partitions() as f64,
             ),
             (
                 "shoal_sstable_partitions",
@@ -132,7 +137,9 @@ fn collect(db: &Database, out: &mut Collector) {
         for (name, help, value) in counters {
             out.counter(name, help, labels.clone(), value);
         }
+        collect_cache(table, &labels, out);
     }
+    collect_memory(out);
     if let Some(log) = db.commitlog.borrow().as_ref() {
         out.counter(
             "shoal_commitlog_appended_bytes_total",
@@ -148,4 +155,67 @@ fn collect(db: &Database, out: &mut Collector) {
             log.disk_bytes() as f64,
         );
     }
+}
+
+/// The table's row cache on this shard.
+fn collect_cache(table: &shoal_storage::Table, labels: &[(&'static str, String)], out: &mut Collector) {
+    let stats = table.cache_stats();
+    let counters: [(&'static str, &'static str, u64); 4] = [
+        ("shoal_cache_hits_total", "Reads of partitions the row cache held.", stats.hits),
+        ("shoal_cache_misses_total", "Reads of partitions the row cache did not hold.", stats.misses),
+        ("shoal_cache_insertions_total", "Partitions put in the row cache (by reads and flushes).", stats.insertions),
+        ("shoal_cache_evictions_total", "Partitions evicted from the row cache for memory.", stats.evictions),
+    ];
+    for (name, help, value) in counters {
+        out.counter(name, help, labels.to_vec(), value as f64);
+    }
+    out.gauge(
+        "shoal_cache_partitions",
+        "Partitions in the row cache (known-absent ones included).",
+        labels.to_vec(),
+        stats.partitions as f64,
+    );
+    out.gauge("shoal_cache_bytes", "Bytes of the row cache's entries.", labels.to_vec(), stats.bytes as f64);
+}
+
+/// The shard's memory budget and what holds it, and the index cache.
+fn collect_memory(out: &mut Collector) {
+    let memory = shoal_storage::memory::report();
+    if memory.budget_bytes != usize::MAX {
+        out.gauge(
+            "shoal_memory_budget_bytes",
+            "This shard's share of --memory.",
+            Vec::new(),
+            memory.budget_bytes as f64,
+        );
+    }
+    let parts = [
+        ("memtables", memory.memtable_bytes),
+        ("cache", memory.cache_bytes),
+        ("index_cache", memory.index_cache_bytes),
+        ("sstable_metadata", memory.sstable_metadata_bytes),
+    ];
+    for (kind, bytes) in parts {
+        out.gauge(
+            "shoal_memory_used_bytes",
+            "Memory held, by what holds it.",
+            vec![("kind", kind.to_string())],
+            bytes as f64,
+        );
+    }
+    let index = shoal_storage::sstable::index_cache::stats();
+    out.counter(
+        "shoal_index_cache_hits_total",
+        "Partition-index pages found in memory.",
+        Vec::new(),
+        index.hits as f64,
+    );
+    out.counter(
+        "shoal_index_cache_misses_total",
+        "Partition-index pages read from disk.",
+        Vec::new(),
+        index.misses as f64,
+    );
+    out.gauge("shoal_index_cache_pages", "Partition-index pages held.", Vec::new(), index.pages as f64);
+    out.gauge("shoal_index_cache_capacity_bytes", "The index cache's limit.", Vec::new(), index.capacity_bytes as f64);
 }

@@ -58,6 +58,8 @@ pub struct ReadCommand {
     pub start_partition_rows: usize,
     /// The reader's clock: what has expired by now is gone.
     pub now_s: i64,
+    /// Neither served from nor filling the row cache (`BYPASS CACHE`).
+    pub bypass_cache: bool,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -101,7 +103,11 @@ pub(crate) async fn execute(
                 if reader.before_start(&position) {
                     continue;
                 }
-                if let Some(partition) = table.read(&position, &command.clustering).await? {
+                let partition = match command.bypass_cache {
+                    true => table.read_bypassing_cache(&position, &command.clustering).await?,
+                    false => table.read(&position, &command.clustering).await?,
+                };
+                if let Some(partition) = partition {
                     reader.emit_partition(&position, &partition)?;
                 }
                 if reader.result.limit_reached {

@@ -34,6 +34,7 @@ impl Database {
     pub async fn open_storage(&self, config: StorageConfig) -> Result<RecoveryReport, ReplicaError> {
         let shard = shoal_runtime::this_shard();
         *self.storage.borrow_mut() = Some(config.clone());
+        shoal_storage::memory::set_budget_bytes(config.memory_budget_bytes, config.index_cache_fraction);
         shoal_io::create_dir_all(&config.commitlog_dir, shoal_io::IoClass::Maintenance)
             .await
             .map_err(shoal_storage::StorageError::from)?;

@@ -91,7 +91,7 @@ impl Default for TableOptions {
             caching: map(&[("keys", "ALL"), ("rows_per_partition", "ALL")]),
             compaction: map(&[("class", "org.apache.cassandra.db.compaction.SizeTieredCompactionStrategy")]),
             compression: map(&[
-                ("chunk_length_in_kb", "64"),
+                ("chunk_length_in_kb", "16"),
                 ("class", "org.apache.cassandra.io.compress.LZ4Compressor"),
             ]),
         }

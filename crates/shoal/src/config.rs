@@ -28,6 +28,8 @@ pub enum ConfigError {
     CommitlogSync(String),
     #[error("{0} must be at least {1}")]
     TooSmall(&'static str, u64),
+    #[error("index_cache_fraction {0} must be between 0 and 1")]
+    IndexCacheFraction(f64),
 }
 
 /// `shoal [server]` options. Each `Option` is unset unless given by flag or
@@ -96,6 +98,9 @@ pub struct ServerArgs {
     /// Memory for memtables (all shards) [default: a quarter of --memory]
     #[arg(long, env = "SHOAL_MEMTABLE_SPACE_IN_MB")]
     pub memtable_space_in_mb: Option<u64>,
+    /// Share of the cache's memory that partition-index pages may use [default: 0.2]
+    #[arg(long, env = "SHOAL_INDEX_CACHE_FRACTION")]
+    pub index_cache_fraction: Option<f64>,
     /// Do not pin shard threads to cores.
     #[arg(long, env = "SHOAL_NO_PIN")]
     pub no_pin: bool,
@@ -123,6 +128,7 @@ struct OptionsFile {
     commitlog_segment_size_in_mb: Option<u32>,
     commitlog_total_space_in_mb: Option<u64>,
     memtable_space_in_mb: Option<u64>,
+    index_cache_fraction: Option<f64>,
     read_request_timeout_in_ms: Option<u64>,
     range_request_timeout_in_ms: Option<u64>,
     write_request_timeout_in_ms: Option<u64>,
@@ -157,6 +163,7 @@ pub struct Config {
     pub commitlog_segment_bytes: u32,
     pub commitlog_total_space_bytes: u64,
     pub memtable_space_bytes: u64,
+    pub index_cache_fraction: f64,
     pub timeouts: Timeouts,
 }
 
@@ -202,8 +209,13 @@ impl Config {
         if memtable_space_bytes < (smp as u64) << 20 {
             return Err(ConfigError::TooSmall("memtable space in MiB (one per shard)", smp as u64));
         }
+        let index_cache_fraction = args.index_cache_fraction.or(file.index_cache_fraction).unwrap_or(0.2);
+        if !(0.0..=1.0).contains(&index_cache_fraction) {
+            return Err(ConfigError::IndexCacheFraction(index_cache_fraction));
+        }
         Ok(Config {
             timeouts,
+            index_cache_fraction,
             data_dir: file
                 .data_file_directories
                 .and_then(|dirs| dirs.into_iter().next())

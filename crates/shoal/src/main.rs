@@ -129,6 +129,8 @@ async fn open_storage(config: &Config) -> Result<(), String> {
         segment_size_bytes: config.commitlog_segment_bytes,
         commitlog_space_bytes: config.commitlog_total_space_bytes / smp,
         memtable_budget_bytes: (config.memtable_space_bytes / smp) as usize,
+        memory_budget_bytes: (config.memory_bytes / smp) as usize,
+        index_cache_fraction: config.index_cache_fraction,
     };
     let started = std::time::Instant::now();
     let reports = futures_util::future::join_all((0..config.smp).map(|shard| {

@@ -7,24 +7,38 @@
 //! 2. memtable flush to an SSTable, per compression codec;
 //! 3. major compaction of overlapping SSTables (read and write MB/s);
 //! 4. point-read latency from SSTables, before and after that compaction;
-//! 5. commitlog replay (read, decode, apply), as recovery does it.
+//! 5. commitlog replay (read, decode, apply), as recovery does it;
+//! 6. point reads from one SSTable per compression chunk size (4 to 64 KiB,
+//!    LZ4), with the index page cache on and off, and each file's size.
 //!
 //! Why: these are the per-core budgets the rest of the design leans on
 //! (e.g. compaction ≥ 150 MB/s per core), so regressions must be visible.
 //!
 //! Rows are realistic CQL rows: an 8-byte partition key whose token is a
 //! hash of it (spread over the ring), one clustered row with a row marker
-//! and one 1 KiB cell of random (incompressible) bytes. There is no row or
-//! chunk cache: reads and replay hit the OS page cache, warm because the
-//! files were just written, unless `SHOAL_BENCH_DROP_CACHES=1`.
+//! and one 1 KiB cell of random (incompressible) bytes; [6] also uses
+//! text-like values (words of a small vocabulary), which compress as real
+//! text roughly does, since how chunk size trades read cost against
+//! compression only shows on data that compresses. Reads and replay hit the
+//! OS page cache, warm because the files were just written, unless
+//! `SHOAL_BENCH_DROP_CACHES=1`. [4] reads through the table (memtables and
+//! row cache as the table's defaults have them); [6] reads the SSTable
+//! itself, so it measures the SSTable read path alone.
 //!
-//! Runs in about a minute at default sizes. Knobs (environment):
+//! Runs in about two and a half minutes at default sizes ([6] is about half
+//! of it). Knobs (environment):
 //! `SHOAL_BENCH_MB` (data per flush / compaction / replay stage, default
 //! 256), `SHOAL_BENCH_SECS` (length of each timed write or read loop,
 //! default 3), `SHOAL_BENCH_WRITERS` (concurrent batch-mode writers, default
 //! 64), `SHOAL_BENCH_SSTABLES` (compaction inputs, default 6),
 //! `SHOAL_BENCH_DIR` (parent of the scratch directory, default the system
-//! temp dir). MB are 10^6 bytes.
+//! temp dir), `SHOAL_BENCH_CHUNK_ROWS` (rows of [6]'s SSTables, default
+//! 100000), `SHOAL_BENCH_STAGES` (which figures to run, e.g. `6` or `1,5`;
+//! default all; [5] replays [1]'s log, so it runs [1]'s periodic stage too).
+//! MB are 10^6 bytes.
+//!
+//! Just [6], in about a minute: `SHOAL_BENCH_STAGES=6 cargo bench -p
+//! shoal-storage --bench engine`.
 
 use std::cell::{Cell as StdCell, RefCell};
 use std::path::{Path, PathBuf};
@@ -40,6 +54,7 @@ use shoal_storage::commitlog::{
 };
 use shoal_storage::compaction::compact_major;
 use shoal_storage::sstable::compression::Compression;
+use shoal_storage::sstable::{index_cache, SSTable};
 use shoal_storage::{
     Cell, ClusteredRow, ClusteringRange, ColumnData, Partition, PartitionPosition, PartitionUpdate, Row, RowMarker,
     Table, TableOptions,
@@ -60,6 +75,9 @@ struct Config {
     writers: usize,
     sstables: u64,
     drop_caches: bool,
+    chunk_rows: u64,
+    /// Figures to run (1 to 6); empty: all.
+    stages: Vec<u32>,
 }
 
 impl Config {
@@ -73,7 +91,17 @@ impl Config {
             writers: number("SHOAL_BENCH_WRITERS", 64) as usize,
             sstables: number("SHOAL_BENCH_SSTABLES", 6).max(2),
             drop_caches: std::env::var("SHOAL_BENCH_DROP_CACHES").is_ok_and(|v| v == "1"),
+            chunk_rows: number("SHOAL_BENCH_CHUNK_ROWS", 100_000),
+            stages: std::env::var("SHOAL_BENCH_STAGES")
+                .unwrap_or_default()
+                .split(',')
+                .filter_map(|s| s.trim().parse().ok())
+                .collect(),
         }
+    }
+
+    fn runs(&self, stage: u32) -> bool {
+        self.stages.is_empty() || self.stages.contains(&stage)
     }
 
     /// Rows of one 1 KiB value holding `mb` of values.
@@ -118,6 +146,25 @@ impl Rows {
     fn new() -> Rows {
         let mut rng = 0x5eed_u64;
         let pool: Vec<u8> = (0..(16 << 20) / 8).flat_map(|_| splitmix64(&mut rng).to_le_bytes()).collect();
+        Rows { pool: Bytes::from(pool), rng }
+    }
+
+    /// Rows whose values are text-like: words drawn at random from a
+    /// vocabulary of 256 (3 to 10 lowercase letters each), spaced. LZ4
+    /// compresses these about as well as it does English text or JSON.
+    fn text() -> Rows {
+        let mut rng = 0x7e47_u64;
+        let words: Vec<Vec<u8>> = (0..256)
+            .map(|_| {
+                let len = 3 + splitmix64(&mut rng) % 8;
+                (0..len).map(|_| b'a' + (splitmix64(&mut rng) % 26) as u8).collect()
+            })
+            .collect();
+        let mut pool = Vec::with_capacity((16 << 20) + 16);
+        while pool.len() < 16 << 20 {
+            pool.extend_from_slice(&words[(splitmix64(&mut rng) % 256) as usize]);
+            pool.push(b' ');
+        }
         Rows { pool: Bytes::from(pool), rng }
     }
 
@@ -225,13 +272,32 @@ fn main() {
     );
 
     let periodic_log = scratch.stage("commitlog-periodic");
-    shoal_io::block_on(commitlog_periodic(&config, &periodic_log));
-    shoal_io::block_on(commitlog_batch(&config, &scratch.stage("commitlog-batch")));
-    for compression in [Compression::Lz4, Compression::Zstd, Compression::None] {
-        shoal_io::block_on(flush(&config, &scratch.stage(&format!("flush-{compression:?}")), compression));
+    if config.runs(1) || config.runs(5) {
+        shoal_io::block_on(commitlog_periodic(&config, &periodic_log));
     }
-    shoal_io::block_on(compaction_and_reads(&config, &scratch.stage("compaction")));
-    shoal_io::block_on(replay(&config, &periodic_log));
+    if config.runs(1) {
+        shoal_io::block_on(commitlog_batch(&config, &scratch.stage("commitlog-batch")));
+    }
+    if config.runs(2) {
+        for compression in [Compression::Lz4, Compression::Zstd, Compression::None] {
+            shoal_io::block_on(flush(&config, &scratch.stage(&format!("flush-{compression:?}")), compression));
+        }
+    }
+    if config.runs(3) || config.runs(4) {
+        shoal_io::block_on(compaction_and_reads(&config, &scratch.stage("compaction")));
+    }
+    if config.runs(5) {
+        shoal_io::block_on(replay(&config, &periodic_log));
+    }
+    if config.runs(6) {
+        for (values, rows) in [("random values", Rows::new as fn() -> Rows), ("text-like values", Rows::text)] {
+            for chunk_kib in CHUNK_KIB {
+                let dir = scratch.stage(&format!("chunk-{chunk_kib}k-{}", values.split(' ').next().unwrap_or("")));
+                shoal_io::block_on(chunk_reads(&config, &dir, chunk_kib, values, rows()));
+                let _ = std::fs::remove_dir_all(&dir);
+            }
+        }
+    }
 }
 
 /// [1] Periodic sync: appends are acknowledged at once; the clock stops
@@ -493,4 +559,111 @@ async fn replay(config: &Config, dir: &Path) {
         elapsed.as_secs_f64(),
         page_cache_note(config)
     );
+}
+
+/// [6]'s compression chunk sizes, in KiB.
+const CHUNK_KIB: [usize; 5] = [4, 8, 16, 32, 64];
+
+/// [6]'s index cache: enough for every page of its SSTables (a page of
+/// 128 entries with 8-byte keys is about 12 KiB).
+const INDEX_CACHE_BYTES: usize = 64 << 20;
+
+/// [6] `config.chunk_rows` rows flushed to one LZ4 SSTable of `chunk_kib`
+/// KiB chunks; uniform random point reads of it with the index cache on
+/// (warmed first), then off.
+async fn chunk_reads(config: &Config, dir: &Path, chunk_kib: usize, values: &str, mut rows: Rows) {
+    let mut options = TableOptions::default();
+    options.writer.compression = Compression::Lz4;
+    options.writer.chunk_bytes = chunk_kib << 10;
+    let table = Table::new(dir.to_path_buf(), 0, options);
+    let n = config.chunk_rows;
+    for id in 0..n {
+        let (position, update) = rows.row(id, now_micros());
+        table.apply(position, update, None);
+    }
+    table.flush(Position::ZERO).await.expect("flush");
+    let sstables = table.sstable_set();
+    assert_eq!(sstables.len(), 1, "one flush, one SSTable");
+    let sstable = &sstables[0];
+    let (raw, data) = (sstable.stats().raw_bytes, sstable.data_bytes());
+
+    drop_caches(config);
+    index_cache::set_capacity_bytes(INDEX_CACHE_BYTES);
+    let mut rng = 0xc4_u64;
+    // Warm-up: enough reads that every index page is cached (coupon
+    // collecting n / 128 pages takes about pages · ln(pages) reads).
+    for _ in 0..n / 4 {
+        read_one(sstable, splitmix64(&mut rng) % n).await;
+    }
+    let warm = index_cache::stats();
+    let on = timed_reads(config, sstable, n, &mut rng).await;
+    let after = index_cache::stats();
+    index_cache::set_capacity_bytes(0);
+    let off = timed_reads(config, sstable, n, &mut rng).await;
+
+    let hits = after.hits - warm.hits;
+    let lookups = hits + after.misses - warm.misses;
+    println!(
+        "[6] point read, 1 SSTable, LZ4 {chunk_kib:>2} KiB chunks, {values}: index cache on {}; off {}; \
+         data file {:.1} MB for {:.1} MB raw (ratio {:.2}x), {:.1} MB on disk in all; \
+         index cache {:.1}% hits, {} pages in {:.1} MB; {}",
+        on,
+        off,
+        data as f64 / MB,
+        raw as f64 / MB,
+        raw as f64 / data.max(1) as f64,
+        dir_bytes(dir) as f64 / MB,
+        100.0 * hits as f64 / lookups.max(1) as f64,
+        after.pages,
+        after.bytes as f64 / MB,
+        page_cache_note(config)
+    );
+    drop(sstables);
+    table.drop_data();
+}
+
+async fn read_one(sstable: &SSTable, id: u64) {
+    let partition = sstable.read(&position(id), &[ClusteringRange::all()]).await.expect("read");
+    assert!(partition.is_some_and(|p| p.rows.len() == 1), "a written key reads back");
+}
+
+/// CPU time this thread has used (user and system), from
+/// `/proc/thread-self/stat` in clock ticks of 10 ms (Linux's USER_HZ is
+/// 100); `None` where that file is missing. Reads on a loaded machine wait
+/// for the CPU, which wall time counts and this does not.
+fn thread_cpu_ns() -> Option<u64> {
+    let stat = std::fs::read_to_string("/proc/thread-self/stat").ok()?;
+    // Fields 14 and 15 (utime, stime); the name before them may hold spaces.
+    let mut after_name = stat.rsplit_once(')')?.1.split_whitespace().skip(11);
+    let (user, system) = (after_name.next()?.parse::<u64>().ok()?, after_name.next()?.parse::<u64>().ok()?);
+    Some((user + system) * 10_000_000)
+}
+
+/// Uniform random point reads of ids below `keys` for `config.secs`: mean
+/// wall and CPU time per read, reads/s and latency percentiles.
+async fn timed_reads(config: &Config, sstable: &SSTable, keys: u64, rng: &mut u64) -> String {
+    let mut latency = histogram();
+    let cpu_start = thread_cpu_ns();
+    let start = Instant::now();
+    let deadline = start + config.secs;
+    let mut reads = 0u64;
+    while Instant::now() < deadline {
+        let id = splitmix64(rng) % keys;
+        let began = Instant::now();
+        read_one(sstable, id).await;
+        latency.saturating_record(began.elapsed().as_nanos() as u64);
+        reads += 1;
+    }
+    let elapsed = start.elapsed();
+    let cpu = match (cpu_start, thread_cpu_ns()) {
+        (Some(from), Some(to)) => format!("{:.0}", (to - from) as f64 / reads.max(1) as f64),
+        _ => "?".to_string(),
+    };
+    format!(
+        "{:.0} ns/read ({cpu} ns CPU), {:.0} reads/s (p50 {:.1} µs, p99 {:.1} µs)",
+        elapsed.as_nanos() as f64 / reads.max(1) as f64,
+        per_s(reads, elapsed),
+        latency.value_at_quantile(0.5) as f64 / 1_000.0,
+        latency.value_at_quantile(0.99) as f64 / 1_000.0
+    )
 }

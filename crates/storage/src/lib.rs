@@ -11,17 +11,21 @@
 //!
 //! The engine is an LSM tree per table per shard: writes go to the shard's
 //! [`commitlog`] and a [`memtable`]; full memtables are flushed to immutable
-//! [`sstable`]s; [`compaction`] merges SSTables. Nothing here is shared
+//! [`sstable`]s; [`compaction`] merges SSTables. Reads of partitions the
+//! SSTables hold are served from the shard's row [`cache`] where it has
+//! them, within the shard's [`memory`] budget. Nothing here is shared
 //! between shards, and all file I/O goes through `shoal-io` (io_uring).
 //!
 //! This crate never interprets values: it compares cells by timestamp and
 //! keys by bytes. Types live in the layers above.
 
+pub mod cache;
 pub mod codec;
 pub mod commitlog;
 pub mod compaction;
 pub mod error;
 mod event;
+pub mod memory;
 pub mod memtable;
 pub mod partition;
 pub mod sstable;

@@ -1,7 +1,8 @@
 //! The memtable: a table's recent writes on one shard, sorted by partition
 //! position, merged in place as writes arrive. Once full it is sealed
 //! (read-only, shared by `Rc` with reads and the flush writing it out) and
-//! a new one takes the writes.
+//! a new one takes the writes. Its estimated size counts in the shard's
+//! memory budget from the write that adds it until the memtable is dropped.
 
 use std::collections::BTreeMap;
 use std::ops::Bound;
@@ -36,23 +37,23 @@ impl Memtable {
         if let Some(ts) = update.min_timestamp() {
             self.min_timestamp = Some(self.min_timestamp.map_or(ts, |m| m.min(ts)));
         }
-        match self.partitions.get_mut(&position) {
-            Some(current) => {
-                let grown = current.merge_measured(update);
-                self.size_bytes = self.size_bytes.saturating_add_signed(grown);
-            }
+        let grown = match self.partitions.get_mut(&position) {
+            Some(current) => current.merge_measured(update),
             None => {
-                self.size_bytes += position.key.len() + update.size_estimate_bytes();
+                let added = position.key.len() + update.size_estimate_bytes();
                 self.partitions.insert(position, update);
+                added as isize
             }
-        }
+        };
+        self.size_bytes = self.size_bytes.saturating_add_signed(grown);
+        crate::memory::memtables_changed(grown);
     }
 
     /// Frees the memtable a step at a time, yielding to the shard's other
     /// tasks between steps. Dropping a flushed memtable of a few hundred MB
     /// at once takes the shard away from its requests for over 100 ms.
-    pub async fn release(self) {
-        let mut partitions = self.partitions.into_iter();
+    pub async fn release(mut self) {
+        let mut partitions = std::mem::take(&mut self.partitions).into_iter();
         while partitions.by_ref().take(RELEASE_STEP_PARTITIONS).count() == RELEASE_STEP_PARTITIONS {
             shoal_runtime::yield_now().await;
         }
@@ -106,6 +107,13 @@ impl Memtable {
 
     pub fn min_timestamp(&self) -> Option<i64> {
         self.min_timestamp
+    }
+}
+
+/// The shard's memory stops counting a memtable once it is gone.
+impl Drop for Memtable {
+    fn drop(&mut self) {
+        crate::memory::memtables_changed(-(self.size_bytes as isize));
     }
 }
 

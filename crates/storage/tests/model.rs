@@ -8,6 +8,9 @@
 //! The seed is printed; `SHOAL_MODEL_SEED=<seed>` replays a failure.
 //! `SHOAL_MODEL_OPS` sets the operations per strategy (CI runs a short run);
 //! `SHOAL_MODEL_CHECK_EVERY=n` checks after every n-th step (long runs).
+//! The shard's memory budget is tiny (`SHOAL_MODEL_MEMORY_BYTES`, 16 KiB by
+//! default), so the row cache holds a few partitions at most and evicts
+//! constantly while every read checks it against the model.
 
 use std::collections::BTreeMap;
 use std::ops::Bound;
@@ -310,7 +313,12 @@ fn run(strategy: &[(&str, &str)]) {
     let ops: u64 = std::env::var("SHOAL_MODEL_OPS").ok().and_then(|s| s.parse().ok()).unwrap_or(1_500);
     let check_every: u64 =
         std::env::var("SHOAL_MODEL_CHECK_EVERY").ok().and_then(|s| s.parse().ok()).unwrap_or(1).max(1);
-    println!("model test: strategy {strategy:?}, seed {seed} (SHOAL_MODEL_SEED={seed} replays), {ops} ops");
+    let memory_bytes: usize =
+        std::env::var("SHOAL_MODEL_MEMORY_BYTES").ok().and_then(|s| s.parse().ok()).unwrap_or(16 << 10);
+    println!(
+        "model test: strategy {strategy:?}, seed {seed} (SHOAL_MODEL_SEED={seed} replays), {ops} ops, \
+         {memory_bytes} bytes of memory"
+    );
     let name = strategy[0].1;
     let dir = std::env::temp_dir().join(format!("shoal-model-{}-{name}-{seed}", std::process::id()));
     let _ = std::fs::remove_dir_all(&dir);
@@ -322,6 +330,7 @@ fn run(strategy: &[(&str, &str)]) {
         ..TableOptions::default()
     };
     shoal_io::block_on(async {
+        shoal_storage::memory::set_budget_bytes(memory_bytes, 0.2);
         let mut run = Run {
             rng: StdRng::seed_from_u64(seed),
             table: Table::new(dir.clone(), 0, options.clone()),
@@ -338,6 +347,9 @@ fn run(strategy: &[(&str, &str)]) {
             run.step().await;
         }
         run.check().await;
+        let cache = run.table.cache_stats();
+        println!("row cache: {cache:?}");
+        assert!(cache.hits > 0 && cache.misses > 0, "the cache took no part: {cache:?}");
     });
     let _ = std::fs::remove_dir_all(&dir);
 }

@@ -27,7 +27,12 @@ impl Metrics {
     }
 
     fn shards(&self) -> usize {
-        self.0.iter().filter_map(|s| s.label("shard")).collect::<BTreeSet<_>>().len()
+        self.shard_names().len()
+    }
+
+    fn shard_names(&self) -> Vec<String> {
+        let names: BTreeSet<u64> = self.0.iter().filter_map(|s| s.label("shard")?.parse().ok()).collect();
+        names.into_iter().map(|n| n.to_string()).collect()
     }
 
     /// `(keyspace, table)` of every table the node reports.
@@ -71,6 +76,8 @@ pub(super) fn info(api: &Api) -> Result<(), String> {
         ("Uptime (seconds)", (uptime_ms / 1000).to_string()),
         ("Shards", metrics.shards().to_string()),
         ("Memtable memory", bytes(metrics.total("shoal_memtable_bytes"))),
+        ("Row Cache", row_cache(&metrics)),
+        ("Key Cache", key_cache(&metrics)),
         ("Commitlog on disk", bytes(metrics.total("shoal_commitlog_disk_bytes"))),
         ("SSTables", metrics.total("shoal_sstables").to_string()),
         ("CQL connections", metrics.total("shoal_cql_connections").to_string()),
@@ -91,7 +98,53 @@ pub(super) fn info(api: &Api) -> Result<(), String> {
     for (name, value) in lines {
         println!("{name:<26}: {value}");
     }
+    for shard in metrics.shard_names() {
+        println!("{:<26}: {}", format!("Memory (shard {shard})"), shard_memory(&metrics, &shard));
+    }
     Ok(())
+}
+
+/// Cassandra's Row Cache line, from the row cache's counters (its capacity
+/// is what the shards' budgets leave it, so it is not a fixed figure).
+fn row_cache(metrics: &Metrics) -> String {
+    let (hits, misses) = (metrics.total("shoal_cache_hits_total"), metrics.total("shoal_cache_misses_total"));
+    format!(
+        "entries {}, size {}, {hits} hits, {} requests, {:.3} hit rate, {} evictions",
+        metrics.total("shoal_cache_partitions"),
+        bytes(metrics.sum("shoal_memory_used_bytes", |s| s.label("kind") == Some("cache"))),
+        hits + misses,
+        hits / (hits + misses),
+        metrics.total("shoal_cache_evictions_total"),
+    )
+}
+
+/// Cassandra's Key Cache line, for the partition-index page cache.
+fn key_cache(metrics: &Metrics) -> String {
+    let (hits, misses) =
+        (metrics.total("shoal_index_cache_hits_total"), metrics.total("shoal_index_cache_misses_total"));
+    format!(
+        "entries {}, size {}, capacity {}, {hits} hits, {} requests, {:.3} hit rate",
+        metrics.total("shoal_index_cache_pages"),
+        bytes(metrics.sum("shoal_memory_used_bytes", |s| s.label("kind") == Some("index_cache"))),
+        bytes(metrics.total("shoal_index_cache_capacity_bytes")),
+        hits + misses,
+        hits / (hits + misses),
+    )
+}
+
+/// One shard's memory budget and what holds it.
+fn shard_memory(metrics: &Metrics, shard: &str) -> String {
+    let of_shard = |s: &ParsedSample| s.label("shard") == Some(shard);
+    let used =
+        |kind: &str| bytes(metrics.sum("shoal_memory_used_bytes", |s| of_shard(s) && s.label("kind") == Some(kind)));
+    format!(
+        "budget {}, memtables {}, row cache {}, index cache {}, SSTable metadata {}",
+        bytes(metrics.sum("shoal_memory_budget_bytes", of_shard)),
+        used("memtables"),
+        used("cache"),
+        used("index_cache"),
+        used("sstable_metadata"),
+    )
 }
 
 /// `filters`: `ks` or `ks.table`; empty for every table.

@@ -41,6 +41,11 @@ impl BloomFilter {
         }
     }
 
+    /// Heap held by the filter's bits.
+    pub fn memory_bytes(&self) -> usize {
+        self.bits.capacity() * std::mem::size_of::<u64>()
+    }
+
     pub fn may_contain(&self, token: i64, key: &[u8]) -> bool {
         self.probes(token, key).all(|bit| self.bits[bit / 64] & (1 << (bit % 64)) != 0)
     }

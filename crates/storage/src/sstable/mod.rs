@@ -2,10 +2,12 @@
 //!
 //! A point read goes Bloom filter → summary (in RAM) → one index page →
 //! the data chunks holding the partition; a partition with clustering
-//! samples reads only the runs of rows a slice needs. Scans and compaction
-//! walk index pages in order with a [`Scanner`]. Every chunk and index page
-//! is checksummed: a damaged one fails the read that touches it, with the
-//! file and chunk named, and nothing else.
+//! samples reads only the runs of rows a slice needs. The index page comes
+//! from the shard's [`index_cache`] when it holds it, and is put there when
+//! read. Scans and compaction walk index pages in order with a
+//! [`Scanner`], reading them from disk and never caching them. Every chunk
+//! and index page is checksummed: a damaged one fails the read that
+//! touches it, with the file and chunk named, and nothing else.
 //!
 //! An [`SSTable`] is shared by `Rc` between the table's current set and the
 //! reads and compactions using it; once compaction replaces it, it is
@@ -14,6 +16,7 @@
 pub mod bloom;
 pub mod compression;
 pub mod format;
+pub mod index_cache;
 pub mod writer;
 
 use std::cell::Cell;
@@ -114,6 +117,9 @@ impl ChunkCache {
 }
 
 pub struct SSTable {
+    /// Shard-unique (generations are unique only per table): names the
+    /// SSTable's pages in the [`index_cache`].
+    id: u64,
     descriptor: Descriptor,
     data: File,
     index: File,
@@ -127,6 +133,9 @@ pub struct SSTable {
     stats: Statistics,
     data_file_bytes: u64,
     obsolete: Cell<bool>,
+    /// Bloom filter, summary and chunk offsets: counted in the shard's
+    /// memory while the SSTable is open.
+    metadata_bytes: usize,
 }
 
 impl SSTable {
@@ -208,7 +217,14 @@ impl SSTable {
                 chunk_offsets.last().unwrap()
             )));
         }
+        // What the SSTable keeps in RAM while open, in the shard's budget.
+        let metadata_bytes = bloom.memory_bytes()
+            + summary.iter().map(|s| std::mem::size_of::<SummaryEntry>() + s.first.key.len()).sum::<usize>()
+            + chunk_offsets.capacity() * std::mem::size_of::<u64>();
+        crate::memory::metadata_changed(metadata_bytes as isize);
         Ok(SSTable {
+            metadata_bytes,
+            id: index_cache::next_sstable_id(),
             descriptor,
             data,
             index,
@@ -285,24 +301,48 @@ impl SSTable {
         if page == 0 {
             return Ok(None);
         }
-        let entries = self.read_page(page - 1, IoClass::Query).await?;
-        let Some(entry) = entries.into_iter().find(|e| e.position == *position) else { return Ok(None) };
-        self.read_entry(&entry, ranges, &mut ChunkCache::new(IoClass::Query)).await.map(Some)
+        let entries = self.query_page(page - 1).await?;
+        // read_page checked that a page is sorted.
+        let Ok(at) = entries.binary_search_by(|e| e.position.cmp(position)) else { return Ok(None) };
+        self.read_entry(&entries[at], ranges, &mut ChunkCache::new(IoClass::Query)).await.map(Some)
     }
 
-    async fn read_page(&self, page: usize, class: IoClass) -> StorageResult<VecDeque<IndexEntry>> {
+    /// Index page `page` for a point read: from the shard's index cache, or
+    /// read from disk and cached.
+    async fn query_page(&self, page: usize) -> StorageResult<index_cache::Page> {
+        if let Some(entries) = index_cache::get(self.id, page) {
+            return Ok(entries);
+        }
+        let entries: index_cache::Page = self.read_page(page, IoClass::Query).await?.into();
+        index_cache::insert(self.id, page, Rc::clone(&entries));
+        Ok(entries)
+    }
+
+    /// Reads and decodes index page `page`, checking that its entries are
+    /// in order (point reads binary-search it) and point into the data.
+    async fn read_page(&self, page: usize, class: IoClass) -> StorageResult<Vec<IndexEntry>> {
         let s = &self.summary[page];
         let place = || format!("{} page {page} (offset {})", self.index.path().display(), s.offset);
         let bytes = self.index.read_exact_at(s.offset, s.len as usize, class).await?;
         let body = open_block(&bytes).map_err(|e| e.at(place))?;
         let mut d = Decoder::new(body);
-        let mut entries = VecDeque::new();
+        let mut entries: Vec<IndexEntry> = Vec::new();
         while !d.is_empty() {
             let entry = IndexEntry::decode(&mut d).map_err(|e| e.at(place))?;
             if entry.offset.checked_add(entry.len).is_none_or(|end| end > self.raw_len) {
                 return Err(StorageError::corrupt("index entry points past the data").at(place));
             }
-            entries.push_back(entry);
+            match entries.last() {
+                // The summary names a page by its first partition.
+                None if entry.position != s.first => {
+                    return Err(StorageError::corrupt("index page does not start where the summary says").at(place));
+                }
+                Some(last) if entry.position <= last.position => {
+                    return Err(StorageError::corrupt("index entries out of order").at(place));
+                }
+                _ => {}
+            }
+            entries.push(entry);
         }
         Ok(entries)
     }
@@ -421,6 +461,10 @@ impl SSTable {
 
 impl Drop for SSTable {
     fn drop(&mut self) {
+        // Its pages could never be found again (ids are not reused): give
+        // their memory back now.
+        index_cache::forget(self.id);
+        crate::memory::metadata_changed(-(self.metadata_bytes as isize));
         if self.obsolete.get() {
             let descriptor = self.descriptor.clone();
             shoal_runtime::spawn(async move { writer::remove_files(&descriptor).await });
@@ -472,7 +516,8 @@ impl Scanner {
 
     async fn fill(&mut self) -> StorageResult<()> {
         while self.entries.is_empty() && self.next_page < self.sstable.summary.len() {
-            self.entries = self.sstable.read_page(self.next_page, self.cache.class).await?;
+            // Not through the index cache: a scan reads each page once.
+            self.entries = self.sstable.read_page(self.next_page, self.cache.class).await?.into();
             self.next_page += 1;
         }
         Ok(())
@@ -642,27 +687,123 @@ mod tests {
             reseal(&descriptor, Component::CompressionInfo, &body);
             // An index of one page holding one partition as long as that.
             let entry = IndexEntry { position: position(0), offset: 0, len: raw_len, samples: Vec::new() };
-            let mut page = Vec::new();
-            entry.encode(&mut Encoder { out: &mut page });
-            let mut index = Vec::new();
-            format::write_header(&mut index, Component::Index);
-            index.extend_from_slice(&format::frame_block(&page));
-            std::fs::write(descriptor.path(Component::Index), &index).expect("write index");
-            let summary = SummaryEntry {
-                first: position(0),
-                offset: HEADER_BYTES as u64,
-                len: (index.len() - HEADER_BYTES) as u32,
-            };
-            let mut body = Vec::new();
-            let mut e = Encoder { out: &mut body };
-            e.var_u64(1);
-            summary.encode(&mut e);
-            reseal(&descriptor, Component::Summary, &body);
+            rewrite_index(&descriptor, &[entry]);
 
             let sstable =
                 SSTable::open(descriptor, shoal_io::IoClass::Query).await.expect("the lengths are plausible at open");
             let message = corruption(sstable.read(&position(0), &[ClusteringRange::all()]).await);
             assert!(message.contains("chunk 0"), "{message}");
+        });
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    /// Replaces the index with one page of `entries`, and the summary with
+    /// its one entry.
+    fn rewrite_index(descriptor: &Descriptor, entries: &[IndexEntry]) {
+        let mut page = Vec::new();
+        entries.iter().for_each(|entry| entry.encode(&mut Encoder { out: &mut page }));
+        let mut index = Vec::new();
+        format::write_header(&mut index, Component::Index);
+        index.extend_from_slice(&format::frame_block(&page));
+        std::fs::write(descriptor.path(Component::Index), &index).expect("write index");
+        let summary = SummaryEntry {
+            first: entries[0].position.clone(),
+            offset: HEADER_BYTES as u64,
+            len: (index.len() - HEADER_BYTES) as u32,
+        };
+        let mut body = Vec::new();
+        let mut e = Encoder { out: &mut body };
+        e.var_u64(1);
+        summary.encode(&mut e);
+        reseal(descriptor, Component::Summary, &body);
+    }
+
+    #[test]
+    fn a_point_read_after_a_warm_up_does_not_read_the_index_again() {
+        let dir = temp_dir("index-cache");
+        shoal_io::block_on(async {
+            index_cache::set_capacity_bytes(1 << 20);
+            let descriptor = write_sstable(&dir).await;
+            let sstable = SSTable::open(descriptor, IoClass::Query).await.expect("open");
+            let all: &[ClusteringRange] = &[ClusteringRange::all()];
+            let read = |i: u32| {
+                let sstable = &sstable;
+                async move {
+                    let before = shoal_io::counted(IoClass::Query).0;
+                    let read_back = sstable.read(&position(i), all).await.expect("read");
+                    assert_eq!(read_back, Some(partition(i)));
+                    shoal_io::counted(IoClass::Query).0 - before
+                }
+            };
+            // Cold: the index page, then the data chunk (the file is one chunk).
+            assert_eq!(read(3).await, 2);
+            let stats = index_cache::stats();
+            assert_eq!((stats.hits, stats.misses, stats.pages), (0, 1, 1));
+            // Warm: the data chunk only, for any key of the page.
+            for i in [3, 0, 49, 17] {
+                assert_eq!(read(i).await, 1, "partition {i} reads only its chunk");
+            }
+            assert_eq!(index_cache::stats().hits, 4);
+            // A key between stored ones is found absent on the cached page.
+            let absent = PartitionPosition { token: 3_500, key: Bytes::from_static(b"none") };
+            assert_eq!(sstable.read(&absent, all).await.expect("read"), None);
+
+            // Dropping the SSTable forgets its pages.
+            drop(sstable);
+            assert_eq!((index_cache::stats().pages, index_cache::stats().bytes), (0, 0));
+        });
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    #[test]
+    fn scans_neither_use_nor_fill_the_index_cache() {
+        let dir = temp_dir("index-cache-scan");
+        shoal_io::block_on(async {
+            index_cache::set_capacity_bytes(1 << 20);
+            let descriptor = write_sstable(&dir).await;
+            let sstable = Rc::new(SSTable::open(descriptor, IoClass::Query).await.expect("open"));
+            for class in [IoClass::Compaction, IoClass::Query] {
+                let mut scanner =
+                    Scanner::new(Rc::clone(&sstable), Bound::Unbounded, Bound::Unbounded, class).await.expect("scan");
+                let mut n = 0;
+                while scanner.next(&[ClusteringRange::all()]).await.expect("next").is_some() {
+                    n += 1;
+                }
+                assert_eq!(n, PARTITIONS);
+            }
+            assert_eq!(
+                index_cache::stats(),
+                index_cache::IndexCacheStats { capacity_bytes: 1 << 20, ..Default::default() }
+            );
+        });
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    #[test]
+    fn index_entries_out_of_order_are_corrupt() {
+        let dir = temp_dir("index-order");
+        shoal_io::block_on(async {
+            let descriptor = write_sstable(&dir).await;
+            let entry = |i: u32| IndexEntry { position: position(i), offset: 0, len: 1, samples: Vec::new() };
+            rewrite_index(&descriptor, &[entry(1), entry(3), entry(2)]);
+            let sstable = SSTable::open(descriptor.clone(), IoClass::Query).await.expect("open");
+            let message = corruption(sstable.read(&position(2), &[ClusteringRange::all()]).await);
+            assert!(message.contains("out of order") && message.contains("Index.db"), "{message}");
+            // A page whose first partition is not the one the summary names.
+            rewrite_index(&descriptor, &[entry(1), entry(3)]);
+            let body = small_body(&descriptor, Component::Summary);
+            let mut d = Decoder::new(&body);
+            let n = d.var_u64().expect("count");
+            let mut summary = SummaryEntry::decode(&mut d).expect("entry");
+            summary.first = position(0);
+            let mut body = Vec::new();
+            let mut e = Encoder { out: &mut body };
+            e.var_u64(n);
+            summary.encode(&mut e);
+            reseal(&descriptor, Component::Summary, &body);
+            let sstable = SSTable::open(descriptor, IoClass::Query).await.expect("open");
+            let message = corruption(sstable.read(&position(1), &[ClusteringRange::all()]).await);
+            assert!(message.contains("where the summary says"), "{message}");
         });
         let _ = std::fs::remove_dir_all(&dir);
     }
