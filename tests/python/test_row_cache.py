@@ -7,6 +7,7 @@ runs its own one-shard node so the counters are its own.
 """
 import re
 import socket
+import time
 
 import pytest
 
@@ -198,3 +199,32 @@ def test_a_small_memory_budget_evicts_and_loses_nothing():
         assert 20_000 < cached < items, cached
         info = node.nodetool("info")
         assert "Row Cache" in info and "Memory (shard 0)" in info
+
+
+def test_a_restarted_node_reads_its_saved_hot_keys_back():
+    with temp_node("shoal-cache-warm-", args=["--row-cache-save-period", "1"], smp=1) as node:
+        cluster, s = node.session()
+        s.execute("CREATE KEYSPACE ks WITH replication = {'class': 'SimpleStrategy', 'replication_factor': 1}")
+        fresh_table(s, "warm")
+        insert = s.prepare("INSERT INTO ks.warm (k, v) VALUES (?, ?)")
+        for k in range(300):
+            s.execute(insert, (k, "w%d" % k))
+        node.nodetool("flush", "ks", "warm")
+        cluster.shutdown()
+        # The flush cached all 300; wait for a save, then crash.
+        time.sleep(2.5)
+        node.kill()
+        node.start()
+        deadline = time.monotonic() + 20
+        while metric(node, "shoal_cache_partitions", "ks", table="warm") < 300:
+            assert time.monotonic() < deadline, "the saved keys were not read back within 20 s"
+            time.sleep(0.2)
+        misses = metric(node, "shoal_cache_misses_total", "ks")
+        cluster, s = node.session()
+        try:
+            read = s.prepare("SELECT v FROM ks.warm WHERE k = ?")
+            for k in range(300):
+                assert s.execute(read, (k,)).one().v == "w%d" % k
+            assert metric(node, "shoal_cache_misses_total", "ks") == misses
+        finally:
+            cluster.shutdown()

@@ -67,6 +67,10 @@ pub struct StorageConfig {
     pub memory_budget_bytes: usize,
     /// The index cache's share of the half of the budget memtables leave.
     pub index_cache_fraction: f64,
+    /// Where the row cache's hot keys are saved for a warm restart.
+    pub saved_caches_dir: PathBuf,
+    /// How often they are saved; `None`: never.
+    pub cache_save_period: Option<Duration>,
 }
 
 /// What a write applied with [`Database::apply_unsynced`] waits for before
@@ -539,6 +543,10 @@ impl Database {
         );
         *self.commitlog.borrow_mut() = Some(log);
         shoal_runtime::spawn(async { local().compaction_loop().await });
+        shoal_runtime::spawn(async { local().warm_cache().await });
+        if let Some(period) = config.cache_save_period {
+            shoal_runtime::spawn(async move { local().save_hot_keys_every(period).await });
+        }
         self.compaction_wanted.notify_all();
     }
 }

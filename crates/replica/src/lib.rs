@@ -25,6 +25,7 @@ mod read;
 mod recovery;
 mod token_hash;
 mod virtual_table;
+mod warm_restart;
 
 pub use cas::{CasRequest, CasResult, CheckOp, CheckedPart, ColumnCheck, RowCheck, RowCondition};
 pub use database::{local, Database, ReplicaError, SchemaListener, StorageConfig};

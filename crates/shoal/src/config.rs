@@ -101,6 +101,9 @@ pub struct ServerArgs {
     /// Share of the cache's memory that partition-index pages may use [default: 0.2]
     #[arg(long, env = "SHOAL_INDEX_CACHE_FRACTION")]
     pub index_cache_fraction: Option<f64>,
+    /// Seconds between saves of each shard's hottest cached keys, read back at start; 0: never [default: 60]
+    #[arg(long, env = "SHOAL_ROW_CACHE_SAVE_PERIOD")]
+    pub row_cache_save_period: Option<u64>,
     /// Do not pin shard threads to cores.
     #[arg(long, env = "SHOAL_NO_PIN")]
     pub no_pin: bool,
@@ -129,6 +132,8 @@ struct OptionsFile {
     commitlog_total_space_in_mb: Option<u64>,
     memtable_space_in_mb: Option<u64>,
     index_cache_fraction: Option<f64>,
+    row_cache_save_period: Option<u64>,
+    saved_caches_directory: Option<PathBuf>,
     read_request_timeout_in_ms: Option<u64>,
     range_request_timeout_in_ms: Option<u64>,
     write_request_timeout_in_ms: Option<u64>,
@@ -164,6 +169,9 @@ pub struct Config {
     pub commitlog_total_space_bytes: u64,
     pub memtable_space_bytes: u64,
     pub index_cache_fraction: f64,
+    /// Seconds; 0: never.
+    pub row_cache_save_period_s: u64,
+    pub saved_caches_dir: PathBuf,
     pub timeouts: Timeouts,
 }
 
@@ -216,6 +224,8 @@ impl Config {
         Ok(Config {
             timeouts,
             index_cache_fraction,
+            row_cache_save_period_s: args.row_cache_save_period.or(file.row_cache_save_period).unwrap_or(60),
+            saved_caches_dir: file.saved_caches_directory.unwrap_or_else(|| workdir.join("saved_caches")),
             data_dir: file
                 .data_file_directories
                 .and_then(|dirs| dirs.into_iter().next())

@@ -131,6 +131,9 @@ async fn open_storage(config: &Config) -> Result<(), String> {
         memtable_budget_bytes: (config.memtable_space_bytes / smp) as usize,
         memory_budget_bytes: (config.memory_bytes / smp) as usize,
         index_cache_fraction: config.index_cache_fraction,
+        saved_caches_dir: config.saved_caches_dir.clone(),
+        cache_save_period: (config.row_cache_save_period_s > 0)
+            .then(|| std::time::Duration::from_secs(config.row_cache_save_period_s)),
     };
     let started = std::time::Instant::now();
     let reports = futures_util::future::join_all((0..config.smp).map(|shard| {

@@ -210,6 +210,11 @@ impl Table {
         *self.options.borrow_mut() = options;
     }
 
+    /// The id the shard's row cache knows this table by.
+    pub fn cache_id(&self) -> u32 {
+        self.cache_id
+    }
+
     /// The table's row cache counters and sizes on this shard.
     pub fn cache_stats(&self) -> crate::cache::CacheStats {
         self.cache.stats(self.cache_id)

@@ -92,6 +92,20 @@ pub(crate) fn key(bytes: &[u8]) -> &[u8] {
     d.slice(len).unwrap()
 }
 
+/// Whether the entry holds a partition (is not a negative entry).
+pub(crate) fn holds_partition(bytes: &[u8]) -> bool {
+    let mut d = Decoder::new(bytes);
+    // Invariant: the bytes were written by `encode` (module doc): a key,
+    // then the kind.
+    #[allow(clippy::unwrap_used)]
+    let key_len = d.len().unwrap();
+    #[allow(clippy::unwrap_used)]
+    d.slice(key_len).unwrap();
+    #[allow(clippy::unwrap_used)]
+    let kind = d.u8().unwrap();
+    kind != ABSENT
+}
+
 /// The partition an entry holds; `None` for a negative entry.
 pub(crate) fn decode(bytes: &[u8]) -> Option<Partition> {
     let mut d = Decoder::new(bytes);

@@ -25,6 +25,7 @@
 //! flags) and 1-2 per cell. docs/read-path.md has the measured figures.
 
 mod entry;
+pub mod saved;
 pub mod segments;
 mod slots;
 
@@ -326,6 +327,25 @@ impl RowCache {
     /// Memory the cache holds: segments, slots and index.
     pub fn memory_bytes(&self) -> usize {
         self.inner.borrow().memory_bytes()
+    }
+
+    /// Up to `max` cached partitions (negative entries left out) with their
+    /// table, most recently used first: what a warm restart reads back.
+    pub fn hottest(&self, max: usize) -> Vec<(u32, PartitionPosition)> {
+        let inner = self.inner.borrow();
+        let mut hottest = Vec::new();
+        for id in inner.slots.most_recent_first() {
+            if hottest.len() == max {
+                break;
+            }
+            let slot = inner.slots.get(id);
+            let body = inner.segments.body(slot.location);
+            if entry::holds_partition(body) {
+                let key = bytes::Bytes::copy_from_slice(entry::key(body));
+                hottest.push((slot.table, PartitionPosition { token: slot.token, key }));
+            }
+        }
+        hottest
     }
 
     /// Entries held, of every table.

@@ -116,6 +116,14 @@ impl Slots {
         (self.tail != NIL).then_some(self.tail)
     }
 
+    /// Slots in use from the most recently used on.
+    pub(crate) fn most_recent_first(&self) -> impl Iterator<Item = u32> + '_ {
+        std::iter::successors((self.head != NIL).then_some(self.head), |id| {
+            let next = self.get(*id).next;
+            (next != NIL).then_some(next)
+        })
+    }
+
     pub(crate) fn in_use(&self) -> usize {
         self.in_use
     }
