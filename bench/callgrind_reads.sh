@@ -12,7 +12,8 @@
 # (instructions) and malloc calls per request, counted over every thread of
 # the server. PROTOCOL: cql (default; prepared statements), memcache-text
 # (`get`) or memcache-meta (`mg`), the memcache ones as one batch of 16
-# requests written at once (`--pipeline 16`). TOP=N also prints the N
+# requests written at once (`--pipeline 16`). FLUSH=1 flushes after the
+# load, so reads are row-cache hits instead of memtable reads. TOP=N also prints the N
 # functions of highest inclusive and self cost. Needs valgrind (Debian:
 # apt-get install valgrind).
 set -euo pipefail
@@ -55,6 +56,9 @@ stress() {
         "${via[@]}" "$@" >/dev/null
 }
 stress --workload write --pop seq --count "$keys"
+# FLUSH=1: reads come from the row cache (the flush puts the rows in it)
+# instead of the memtable.
+[[ -n "${FLUSH:-}" ]] && "$bin" nodetool --api-port 10400 flush >/dev/null
 stress --workload read --pop uniform --count 2000          # warm-up: prepare, caches
 callgrind_control -z "$server" >/dev/null
 stress --workload "$workload" --pop uniform --count "$reads"

@@ -109,19 +109,22 @@ def test_reads_after_a_restart_fill_the_cache():
             cluster.shutdown()
 
 
-def test_absent_partitions_are_remembered_until_written(node, session):
+def test_deletions_and_rewrites_are_flushed_into_the_cache(node, session):
     read = fresh_table(session, "absent")
-    session.execute("INSERT INTO ks.absent (k, v) VALUES (0, 'x')")
+    session.execute("INSERT INTO ks.absent (k, v) VALUES (42, 'x')")
+    node.nodetool("flush", "ks", "absent")
+    session.execute("DELETE FROM ks.absent WHERE k = 42")
     node.nodetool("flush", "ks", "absent")
     hits0, misses0 = cache_counts(node)
     assert session.execute(read, (42,)).one() is None
     assert session.execute(read, (42,)).one() is None
-    assert cache_counts(node) == (hits0 + 1, misses0 + 1)
+    # Both flushes went into the cached partition: the deletion is a hit.
+    assert cache_counts(node) == (hits0 + 2, misses0)
     session.execute("INSERT INTO ks.absent (k, v) VALUES (42, 'now')")
     assert session.execute(read, (42,)).one().v == "now"
     node.nodetool("flush", "ks", "absent")
     assert session.execute(read, (42,)).one().v == "now"
-    assert cache_counts(node) == (hits0 + 3, misses0 + 1)
+    assert cache_counts(node) == (hits0 + 4, misses0)
 
 
 def test_truncate_empties_the_cache(node, session):

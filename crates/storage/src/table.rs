@@ -263,6 +263,9 @@ impl Table {
         use_cache: bool,
     ) -> StorageResult<Option<Partition>> {
         let mut result = self.active.borrow().read(position, ranges);
+        // Without SSTables the cache has nothing to stand in for (a table
+        // still in its memtables, or truncated).
+        let use_cache = use_cache && !self.sstables.borrow().is_empty();
         let lookup = if use_cache { self.cache.get(self.cache_id, position) } else { Lookup::Miss };
         let hit = matches!(lookup, Lookup::Hit(_));
         {
@@ -282,28 +285,34 @@ impl Table {
             Lookup::Hit(cached) => merge_into(&mut result, cached.map(|p| restrict(p, ranges))),
             Lookup::Miss if use_cache && whole => {
                 let generation = self.cache_generation.get();
-                let stored = self.read_sstables(position, ranges).await?;
-                if self.cache_generation.get() == generation && self.cache_merge.borrow().is_none() {
+                let (stored, consulted) = self.read_sstables(position, ranges).await?;
+                // A negative entry is worth its memory only where the Bloom
+                // filters could not rule the key out on their own.
+                let worth_caching = stored.is_some() || consulted;
+                if worth_caching && self.cache_generation.get() == generation && self.cache_merge.borrow().is_none() {
                     self.cache.insert(self.cache_id, position, stored.as_ref());
                 }
                 merge_into(&mut result, stored);
             }
-            Lookup::Miss => merge_into(&mut result, self.read_sstables(position, ranges).await?),
+            Lookup::Miss => merge_into(&mut result, self.read_sstables(position, ranges).await?.0),
         }
         Ok(result)
     }
 
+    /// What the SSTables hold at `position`, and whether any had to be read
+    /// (one whose key range and Bloom filter may hold it).
     async fn read_sstables(
         &self,
         position: &PartitionPosition,
         ranges: &[ClusteringRange],
-    ) -> StorageResult<Option<Partition>> {
-        let mut result = None;
+    ) -> StorageResult<(Option<Partition>, bool)> {
+        let (mut result, mut consulted) = (None, false);
         let sstables = self.sstable_set();
-        for sstable in sstables.iter() {
+        for sstable in sstables.iter().filter(|s| s.may_contain(position)) {
+            consulted = true;
             merge_into(&mut result, sstable.read(position, ranges).await?);
         }
-        Ok(result)
+        Ok((result, consulted))
     }
 
     /// Up to `max_partitions` partitions between `from` and `to` in ring

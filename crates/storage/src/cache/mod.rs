@@ -255,7 +255,7 @@ impl RowCache {
     }
 
     /// The cached partition without counting or touching (flush merges).
-    pub(crate) fn peek(&self, table: u32, position: &PartitionPosition) -> Lookup {
+    pub fn peek(&self, table: u32, position: &PartitionPosition) -> Lookup {
         let inner = self.inner.borrow();
         match inner.find(table, position) {
             Some(id) => Lookup::Hit(entry::decode(inner.segments.body(inner.slots.get(id).location))),
