@@ -432,10 +432,18 @@ impl Partition {
         min
     }
 
-    /// Approximate heap bytes, for memtable accounting.
+    /// Estimated heap bytes, for memtable accounting: the B-tree nodes of
+    /// its maps as std allocates them (`btree_bytes`), keys and values.
     pub fn size_estimate_bytes(&self) -> usize {
         let clustered: usize = self.rows.iter().map(|(k, r)| clustered_row_bytes(k, r)).sum();
-        clustered + row_bytes(&self.static_row) + self.range_tombstones.len() * ROW_OVERHEAD_BYTES
+        clustered + self.fixed_bytes()
+    }
+
+    /// The part of the estimate that does not belong to one clustered row.
+    fn fixed_bytes(&self) -> usize {
+        btree_bytes(self.rows.len(), std::mem::size_of::<(Bytes, ClusteredRow)>())
+            + row_bytes(&self.static_row)
+            + self.range_tombstones.capacity() * std::mem::size_of::<RangeTombstone>()
     }
 
     /// Merges `other` in and returns the change of
@@ -446,7 +454,7 @@ impl Partition {
         let touched = |p: &Partition, keys: &[Bytes]| -> usize {
             let rows: usize =
                 keys.iter().filter_map(|k| p.rows.get_key_value(k)).map(|(k, r)| clustered_row_bytes(k, r)).sum();
-            rows + row_bytes(&p.static_row) + p.range_tombstones.len() * ROW_OVERHEAD_BYTES
+            rows + p.fixed_bytes()
         };
         let keys: Vec<Bytes> = other.rows.keys().cloned().collect();
         let before = touched(self, &keys);
@@ -455,25 +463,43 @@ impl Partition {
     }
 }
 
-const ROW_OVERHEAD_BYTES: usize = 96;
-const CELL_OVERHEAD_BYTES: usize = 48;
+/// Entries in a leaf of std's `BTreeMap` (2B - 1 with B = 6).
+const BTREE_LEAF_ENTRIES: usize = 11;
+
+/// Heap of a std `BTreeMap` of `len` entries of `entry_bytes`: a leaf is
+/// allocated whole (11 entries and a header) even for one entry; past one
+/// leaf, leaves run about 2/3 full and internal nodes add about 1/8.
+/// Single-row partitions pay a whole leaf per map, which is why they cost
+/// far more than their data in a memtable.
+pub(crate) fn btree_bytes(len: usize, entry_bytes: usize) -> usize {
+    let leaf = BTREE_LEAF_ENTRIES * entry_bytes + 16;
+    match len {
+        0 => 0,
+        1..=BTREE_LEAF_ENTRIES => leaf,
+        _ => len.div_ceil(BTREE_LEAF_ENTRIES * 2 / 3) * leaf * 9 / 8,
+    }
+}
 
 fn clustered_row_bytes(key: &Bytes, row: &ClusteredRow) -> usize {
-    key.len() + row.clustering.iter().map(Bytes::len).sum::<usize>() + row_bytes(&row.row)
+    key.len()
+        + row.clustering.capacity() * std::mem::size_of::<Bytes>()
+        + row.clustering.iter().map(Bytes::len).sum::<usize>()
+        + row_bytes(&row.row)
 }
 
 fn row_bytes(row: &Row) -> usize {
-    let cells: usize = row
+    let values: usize = row
         .columns
         .values()
         .map(|c| match c {
-            ColumnData::Atomic(cell) => CELL_OVERHEAD_BYTES + cell_bytes(cell),
+            ColumnData::Atomic(cell) => cell_bytes(cell),
             ColumnData::Collection(coll) => {
-                coll.cells.iter().map(|(k, c)| CELL_OVERHEAD_BYTES + k.len() + c.key.len() + cell_bytes(&c.cell)).sum()
+                btree_bytes(coll.cells.len(), std::mem::size_of::<(Bytes, CollectionCell)>())
+                    + coll.cells.iter().map(|(k, c)| k.len() + c.key.len() + cell_bytes(&c.cell)).sum::<usize>()
             }
         })
         .sum();
-    cells + ROW_OVERHEAD_BYTES
+    btree_bytes(row.columns.len(), std::mem::size_of::<(u32, ColumnData)>()) + values
 }
 
 fn cell_bytes(cell: &Cell) -> usize {
