@@ -231,3 +231,41 @@ def test_a_restarted_node_reads_its_saved_hot_keys_back():
             assert metric(node, "shoal_cache_misses_total", "ks") == misses
         finally:
             cluster.shutdown()
+
+
+def test_in_memory_tables_are_loaded_at_start_and_bounded():
+    from cassandra import InvalidRequest
+
+    with temp_node("shoal-cache-inmem-", args=["--in-memory-storage-size-mb", "2"], smp=1) as node:
+        cluster, s = node.session()
+        s.execute("CREATE KEYSPACE ks WITH replication = {'class': 'SimpleStrategy', 'replication_factor': 1}")
+        fresh_table(s, "mem", " WITH in_memory = true")
+        insert = s.prepare("INSERT INTO ks.mem (k, v) VALUES (?, ?)")
+        for k in range(200):
+            s.execute(insert, (k, "m%d" % k))
+        node.nodetool("flush", "ks", "mem")
+        cluster.shutdown()
+        node.kill()
+        node.start()
+        # Loaded whole at start, without a read.
+        deadline = time.monotonic() + 20
+        while metric(node, "shoal_cache_partitions", "ks", table="mem") < 200:
+            assert time.monotonic() < deadline, "the in-memory table was not loaded within 20 s"
+            time.sleep(0.2)
+        cluster, s = node.session()
+        try:
+            misses = metric(node, "shoal_cache_misses_total", "ks")
+            read = s.prepare("SELECT v FROM ks.mem WHERE k = ?")
+            for k in range(200):
+                assert s.execute(read, (k,)).one().v == "m%d" % k
+            assert metric(node, "shoal_cache_misses_total", "ks") == misses
+            # 2 MiB for in-memory tables: writes past it fail, and say why.
+            insert = s.prepare("INSERT INTO ks.mem (k, v) VALUES (?, ?)")
+            with pytest.raises(InvalidRequest, match="in_memory_storage_size_mb"):
+                for k in range(200, 5000):
+                    s.execute(insert, (k, "x" * 1000))
+            # Other tables are not bounded by it.
+            fresh_table(s, "plain")
+            s.execute("INSERT INTO ks.plain (k, v) VALUES (1, %s)", ("x" * 1000,))
+        finally:
+            cluster.shutdown()

@@ -481,6 +481,13 @@ pub fn table_options(options: &Options, mut base: TableOptions) -> CqlResult<(Ta
             ("min_index_interval", _) => base.min_index_interval = number("min_index_interval")?,
             ("max_index_interval", _) => base.max_index_interval = number("max_index_interval")?,
             ("speculative_retry", _) => base.speculative_retry = text,
+            ("in_memory", _) => {
+                base.in_memory = match text.to_ascii_lowercase().as_str() {
+                    "true" => true,
+                    "false" => false,
+                    _ => return Err(CqlError::Syntax(format!("Invalid value for in_memory: {text} (true or false)"))),
+                }
+            }
             ("caching", OptionValue::Map(m)) => base.caching = m.iter().cloned().collect(),
             ("compaction", OptionValue::Map(m)) => base.compaction = compaction_options(m)?,
             ("compression", OptionValue::Map(m)) => base.compression = m.iter().cloned().collect(),

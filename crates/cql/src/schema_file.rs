@@ -211,6 +211,9 @@ fn create_table(table: &TableMeta) -> String {
         format!("compaction = {}", map_literal(&o.compaction)),
         format!("compression = {}", map_literal(&o.compression)),
     ]);
+    if o.in_memory {
+        with.push("in_memory = true".to_string());
+    }
     format!(
         "CREATE TABLE {}.{} ({}) WITH {}",
         quote(&table.keyspace),

@@ -71,6 +71,9 @@ pub struct StorageConfig {
     pub saved_caches_dir: PathBuf,
     /// How often they are saved; `None`: never.
     pub cache_save_period: Option<Duration>,
+    /// This shard's share of `in_memory_storage_size_mb`: what its
+    /// `in_memory` tables may hold, in memtables and cache together.
+    pub in_memory_limit_bytes: usize,
 }
 
 /// What a write applied with [`Database::apply_unsynced`] waits for before
@@ -149,7 +152,8 @@ pub(crate) fn table_options(meta: &TableMeta) -> TableOptions {
         },
         strategy: Strategy::from_options(&o.compaction),
         gc_grace_s: i64::from(o.gc_grace_seconds),
-        cache: caching_enabled(&o.caching),
+        cache: caching_enabled(&o.caching) || o.in_memory,
+        in_memory: o.in_memory,
     }
 }
 
@@ -309,6 +313,7 @@ impl Database {
     ) -> Result<Durability, ReplicaError> {
         assert_owned_here(&position);
         let table = self.table(table_id)?;
+        self.check_in_memory_room(table_id, &table)?;
         if !list_ops.is_empty() {
             let current = table.read(&position, &[ClusteringRange::all()]).await?;
             list_ops::resolve(current.as_ref(), list_ops, &mut update)?;
@@ -329,6 +334,28 @@ impl Database {
         }
         let waits = log.sync_mode() == SyncMode::Batch;
         Ok(Durability { until: waits.then_some((log, end)) })
+    }
+
+    /// Refuses a write to an `in_memory` table whose data on this shard has
+    /// reached the shard's share of `in_memory_storage_size_mb`.
+    fn check_in_memory_room(&self, table_id: Uuid, table: &Table) -> Result<(), ReplicaError> {
+        if !table.in_memory() {
+            return Ok(());
+        }
+        let Some(limit) = self.storage.borrow().as_ref().map(|c| c.in_memory_limit_bytes) else { return Ok(()) };
+        let held = table.cache_stats().bytes as usize + table.memory_used_bytes();
+        if held < limit {
+            return Ok(());
+        }
+        let name = self.schema().table_by_id(table_id).map(|t| format!("{}.{}", t.keyspace, t.name));
+        Err(ReplicaError::Invalid(format!(
+            "in-memory table {} holds {} MiB on shard {}, its share of in_memory_storage_size_mb ({} MiB per shard): \
+             raise in_memory_storage_size_mb, delete data, or ALTER the table WITH in_memory = false",
+            name.unwrap_or_else(|| table_id.to_string()),
+            held >> 20,
+            shoal_runtime::this_shard(),
+            limit >> 20
+        )))
     }
 
     /// Waits until no other conditional write holds the partition, then
@@ -543,10 +570,15 @@ impl Database {
         );
         *self.commitlog.borrow_mut() = Some(log);
         shoal_runtime::spawn(async { local().compaction_loop().await });
-        shoal_runtime::spawn(async { local().warm_cache().await });
-        if let Some(period) = config.cache_save_period {
-            shoal_runtime::spawn(async move { local().save_hot_keys_every(period).await });
-        }
+        // Saving starts once warming is done: a save during it would
+        // replace the file with the part read back so far.
+        let period = config.cache_save_period;
+        shoal_runtime::spawn(async move {
+            local().warm_cache().await;
+            if let Some(period) = period {
+                local().save_hot_keys_every(period).await;
+            }
+        });
         self.compaction_wanted.notify_all();
     }
 }

@@ -1,7 +1,7 @@
 //! Warm restart: every `row_cache_save_period` a shard writes the keys of
 //! its hottest cached partitions to `saved_caches/shard-N.keys`; at start,
 //! after recovery, it reads them back into the row cache in the background
-//! (most recently used first), so a restarted node serves its hot set from
+//! (coldest first, so the hottest ends up most recently used), so a restarted node serves its hot set from
 //! memory within seconds instead of warming up one miss at a time. Periodic
 //! saving (Cassandra's `row_cache_save_period`) also covers a crash: the
 //! keys are at most one period old, and a stale key only costs a read.
@@ -59,9 +59,18 @@ impl Database {
         }
     }
 
-    /// Reads the saved hot keys back into the row cache. A missing file is
-    /// no error; a damaged one is logged and skipped.
+    /// Loads `in_memory` tables whole into the row cache, then reads the
+    /// saved hot keys back. A missing file is no error; a damaged one is
+    /// logged and skipped.
     pub(crate) async fn warm_cache(&self) {
+        let in_memory: Vec<_> =
+            self.tables().iter().filter(|(_, t)| t.in_memory()).map(|(id, t)| (*id, t.clone())).collect();
+        for (id, table) in in_memory {
+            match table.load_into_cache().await {
+                Ok(loaded) => tracing::info!("in-memory table {id}: {loaded} partitions loaded"),
+                Err(e) => tracing::error!("loading in-memory table {id} failed: {e}"),
+            }
+        }
         let Some(config) = self.storage.borrow().clone() else { return };
         let path = path(&config);
         let bytes = match shoal_io::File::open(&path, IoClass::Maintenance).await {
@@ -77,7 +86,9 @@ impl Database {
         };
         let started = Instant::now();
         let mut warmed = 0usize;
-        for (i, key) in keys.iter().enumerate() {
+        // Coldest first: each read puts its partition at the head of the
+        // LRU list, so the hottest ends up the most recently used.
+        for (i, key) in keys.iter().rev().enumerate() {
             if i % WARM_STEP_KEYS == WARM_STEP_KEYS - 1 {
                 shoal_runtime::yield_now().await;
             }

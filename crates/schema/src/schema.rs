@@ -73,6 +73,8 @@ pub struct TableOptions {
     pub caching: BTreeMap<String, String>,
     pub compaction: BTreeMap<String, String>,
     pub compression: BTreeMap<String, String>,
+    /// ScyllaDB's `in_memory`: all data held in the row cache, never evicted.
+    pub in_memory: bool,
 }
 
 impl Default for TableOptions {
@@ -94,6 +96,7 @@ impl Default for TableOptions {
                 ("chunk_length_in_kb", "16"),
                 ("class", "org.apache.cassandra.io.compress.LZ4Compressor"),
             ]),
+            in_memory: false,
         }
     }
 }

@@ -104,6 +104,9 @@ pub struct ServerArgs {
     /// Seconds between saves of each shard's hottest cached keys, read back at start; 0: never [default: 60]
     #[arg(long, env = "SHOAL_ROW_CACHE_SAVE_PERIOD")]
     pub row_cache_save_period: Option<u64>,
+    /// Memory that in_memory tables may hold (all shards) [default: half of --memory]
+    #[arg(long, env = "SHOAL_IN_MEMORY_STORAGE_SIZE_MB")]
+    pub in_memory_storage_size_mb: Option<u64>,
     /// Do not pin shard threads to cores.
     #[arg(long, env = "SHOAL_NO_PIN")]
     pub no_pin: bool,
@@ -133,6 +136,7 @@ struct OptionsFile {
     memtable_space_in_mb: Option<u64>,
     index_cache_fraction: Option<f64>,
     row_cache_save_period: Option<u64>,
+    in_memory_storage_size_mb: Option<u64>,
     saved_caches_directory: Option<PathBuf>,
     read_request_timeout_in_ms: Option<u64>,
     range_request_timeout_in_ms: Option<u64>,
@@ -172,6 +176,7 @@ pub struct Config {
     /// Seconds; 0: never.
     pub row_cache_save_period_s: u64,
     pub saved_caches_dir: PathBuf,
+    pub in_memory_storage_bytes: u64,
     pub timeouts: Timeouts,
 }
 
@@ -225,6 +230,10 @@ impl Config {
             timeouts,
             index_cache_fraction,
             row_cache_save_period_s: args.row_cache_save_period.or(file.row_cache_save_period).unwrap_or(60),
+            in_memory_storage_bytes: args
+                .in_memory_storage_size_mb
+                .or(file.in_memory_storage_size_mb)
+                .map_or(memory_bytes / 2, |mb| mb << 20),
             saved_caches_dir: file.saved_caches_directory.unwrap_or_else(|| workdir.join("saved_caches")),
             data_dir: file
                 .data_file_directories

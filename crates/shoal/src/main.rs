@@ -132,6 +132,7 @@ async fn open_storage(config: &Config) -> Result<(), String> {
         memory_budget_bytes: (config.memory_bytes / smp) as usize,
         index_cache_fraction: config.index_cache_fraction,
         saved_caches_dir: config.saved_caches_dir.clone(),
+        in_memory_limit_bytes: (config.in_memory_storage_bytes / smp) as usize,
         cache_save_period: (config.row_cache_save_period_s > 0)
             .then(|| std::time::Duration::from_secs(config.row_cache_save_period_s)),
     };

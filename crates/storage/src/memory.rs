@@ -91,11 +91,11 @@ pub(crate) fn cache_limit_bytes() -> usize {
 /// A memtable grew (or, negative, shrank) by `delta` bytes; past the budget
 /// the cache gives memory back.
 pub(crate) fn memtables_changed(delta: isize) {
-    let over = MEMORY.with(|m| {
+    let grew_with_cache = MEMORY.with(|m| {
         m.memtable_bytes.set(m.memtable_bytes.get().saturating_add_signed(delta));
-        delta > 0 && m.cache_bytes.get() > 0 && m.memtable_bytes.get() + m.cache_bytes.get() > m.budget_bytes.get()
+        delta > 0 && m.cache_bytes.get() > 0
     });
-    if over {
+    if grew_with_cache && MEMORY.with(|m| m.cache_bytes.get()) > cache_limit_bytes() {
         crate::cache::local().fit_to_budget();
     }
 }

@@ -47,6 +47,8 @@ pub struct TableOptions {
     pub gc_grace_s: i64,
     /// Whether reads use and fill the row cache (`caching = {'enabled': ...}`).
     pub cache: bool,
+    /// Every partition held in the cache and never evicted (`in_memory`).
+    pub in_memory: bool,
 }
 
 impl Default for TableOptions {
@@ -59,6 +61,7 @@ impl Default for TableOptions {
             strategy: Strategy::from_options(&BTreeMap::new()),
             gc_grace_s: 864_000,
             cache: true,
+            in_memory: false,
         }
     }
 }
@@ -126,6 +129,7 @@ impl Table {
     pub fn new(dir: PathBuf, shard: usize, options: TableOptions) -> Table {
         let cache = crate::cache::local();
         let cache_id = cache.register_table();
+        cache.set_pinned(cache_id, options.in_memory);
         Table {
             dir,
             shard,
@@ -207,6 +211,7 @@ impl Table {
         if !options.cache {
             self.cache.clear_table(self.cache_id);
         }
+        self.cache.set_pinned(self.cache_id, options.in_memory);
         *self.options.borrow_mut() = options;
     }
 
@@ -218,6 +223,11 @@ impl Table {
     /// The table's row cache counters and sizes on this shard.
     pub fn cache_stats(&self) -> crate::cache::CacheStats {
         self.cache.stats(self.cache_id)
+    }
+
+    /// Whether the table is `in_memory` (cheap: on every write).
+    pub fn in_memory(&self) -> bool {
+        self.options.borrow().in_memory
     }
 
     pub fn options(&self) -> TableOptions {
@@ -468,6 +478,42 @@ impl Table {
         self.cache_merge.borrow_mut().take();
         self.cache_generation.set(self.cache_generation.get() + 1);
         Ok(())
+    }
+
+    /// Reads every partition of the SSTables into the cache (an
+    /// `in_memory` table at start); returns how many it cached. Reads that
+    /// overlap a flush are skipped, as for any population: the flush puts
+    /// its own partitions in, and a later read fills the rest.
+    pub async fn load_into_cache(&self) -> StorageResult<usize> {
+        let sstables = self.sstable_set();
+        let mut loaded = 0;
+        for sstable in sstables.iter() {
+            let mut scanner =
+                Scanner::new(Rc::clone(sstable), Bound::Unbounded, Bound::Unbounded, IoClass::Maintenance).await?;
+            loop {
+                let generation = self.cache_generation.get();
+                let Some((position, scanned)) = scanner.next(&[ClusteringRange::all()]).await? else { break };
+                if matches!(self.cache.peek(self.cache_id, &position), Lookup::Hit(_)) {
+                    shoal_runtime::yield_now().await;
+                    continue;
+                }
+                // With one SSTable, still the only one, what the scan read is
+                // all there is.
+                let alone = sstables.len() == 1 && Rc::ptr_eq(&sstables, &self.sstable_set());
+                let stored = match alone {
+                    true => Some(scanned),
+                    false => self.read_sstables(&position, &[ClusteringRange::all()]).await?.0,
+                };
+                if self.cache_generation.get() == generation && self.cache_merge.borrow().is_none() {
+                    self.cache.insert(self.cache_id, &position, stored.as_ref());
+                    loaded += 1;
+                }
+                if loaded % CACHE_MERGE_STEP_PARTITIONS == 0 {
+                    shoal_runtime::yield_now().await;
+                }
+            }
+        }
+        Ok(loaded)
     }
 
     /// Merges a memtable about to become an SSTable into the cache: into

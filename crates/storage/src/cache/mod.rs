@@ -74,6 +74,8 @@ struct Inner {
     /// Slot ids, hashed by (table, token).
     index: HashTable<u32>,
     tables: HashMap<u32, CacheStats>,
+    /// Tables whose entries are never evicted (`in_memory`).
+    pinned: std::collections::HashSet<u32>,
     /// Bytes of all live records (the sum of the tables' `bytes`).
     record_bytes: usize,
     scratch: Vec<u8>,
@@ -209,6 +211,7 @@ impl RowCache {
                 segments: Segments::new(),
                 index: HashTable::new(),
                 tables: HashMap::new(),
+                pinned: std::collections::HashSet::new(),
                 record_bytes: 0,
                 scratch: Vec::new(),
             }),
@@ -235,10 +238,24 @@ impl RowCache {
         self.publish(&inner);
     }
 
+    /// Pins `table`'s entries (never evicted: `in_memory`) or unpins them.
+    pub fn set_pinned(&self, table: u32, pinned: bool) {
+        let mut inner = self.inner.borrow_mut();
+        let changed = if pinned { inner.pinned.insert(table) } else { inner.pinned.remove(&table) };
+        if changed {
+            let ids: Vec<u32> = inner.slots.ids_in_use().filter(|id| inner.slots.get(*id).table == table).collect();
+            for id in ids {
+                inner.slots.set_pinned(id, pinned);
+            }
+        }
+    }
+
     /// Forgets `table` altogether (its `Table` is gone).
     pub fn forget_table(&self, table: u32) {
         self.clear_table(table);
-        self.inner.borrow_mut().tables.remove(&table);
+        let mut inner = self.inner.borrow_mut();
+        inner.tables.remove(&table);
+        inner.pinned.remove(&table);
     }
 
     /// The cached partition at `position`, counted as a hit or a miss; a
@@ -275,6 +292,9 @@ impl RowCache {
         scratch.clear();
         entry::encode(&mut scratch, &position.key, partition);
         let body_len = scratch.len();
+        // A huge partition's encoding must not keep its buffer (counted in
+        // the cache's memory) once it is refused.
+        scratch.shrink_to(MAX_ENTRY_BYTES);
         inner.scratch = scratch;
         if body_len > MAX_ENTRY_BYTES || !Segments::fits(RECORD_HEADER_BYTES + body_len) {
             self.publish(&inner);
@@ -282,7 +302,8 @@ impl RowCache {
         }
         // The slot first (so the record names it), then its place: placing
         // may evict, but never the newest entry while older ones remain.
-        let id = inner.slots.allocate(table, position.token, Location::NOWHERE);
+        let pinned = inner.pinned.contains(&table);
+        let id = inner.slots.allocate(table, position.token, Location::NOWHERE, pinned);
         let at = inner.place(id, body_len);
         inner.slots.set_location(id, at);
         let Inner { index, slots, .. } = &mut *inner;

@@ -247,7 +247,7 @@ mod tests {
 
     /// Appends a record of `len` body bytes, each `fill`, for a new slot.
     fn add(segments: &mut Segments, slots: &mut Slots, len: usize, fill: u8) -> u32 {
-        let slot = slots.allocate(1, 0, Location { segment: 0, offset: 0 });
+        let slot = slots.allocate(1, 0, Location { segment: 0, offset: 0 }, false);
         let body = vec![fill; len];
         let at = match segments.append(slot, &body) {
             Some(at) => at,

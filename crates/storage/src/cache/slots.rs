@@ -35,11 +35,14 @@ pub(crate) struct Slot {
     pub location: Location,
     prev: u32,
     next: u32,
+    /// Not on the LRU list: never evicted (an `in_memory` table's).
+    pinned: bool,
 }
 
 pub(crate) const FREE: u32 = u32::MAX;
 
-const EMPTY: Slot = Slot { token: 0, table: FREE, location: Location { segment: 0, offset: 0 }, prev: NIL, next: NIL };
+const EMPTY: Slot =
+    Slot { token: 0, table: FREE, location: Location { segment: 0, offset: 0 }, prev: NIL, next: NIL, pinned: false };
 
 #[derive(Default)]
 pub(crate) struct Slots {
@@ -72,8 +75,8 @@ impl Slots {
         self.get_mut(id).location = location;
     }
 
-    /// A slot for a new entry, at the head of the LRU list.
-    pub(crate) fn allocate(&mut self, table: u32, token: i64, location: Location) -> u32 {
+    /// A slot for a new entry, at the head of the LRU list unless pinned.
+    pub(crate) fn allocate(&mut self, table: u32, token: i64, location: Location, pinned: bool) -> u32 {
         assert_ne!(table, FREE);
         let id = if self.free_head != NIL {
             let id = self.free_head;
@@ -88,15 +91,19 @@ impl Slots {
             self.made += 1;
             id
         };
-        *self.get_mut(id) = Slot { token, table, location, prev: NIL, next: NIL };
-        self.push_front(id);
+        *self.get_mut(id) = Slot { token, table, location, prev: NIL, next: NIL, pinned };
+        if !pinned {
+            self.push_front(id);
+        }
         self.in_use += 1;
         id
     }
 
     pub(crate) fn free(&mut self, id: u32) {
         assert_ne!(self.get(id).table, FREE, "slot {id} freed twice");
-        self.unlink(id);
+        if !self.get(id).pinned {
+            self.unlink(id);
+        }
         let free_head = self.free_head;
         *self.get_mut(id) = Slot { next: free_head, ..EMPTY };
         self.free_head = id;
@@ -105,10 +112,23 @@ impl Slots {
 
     /// Marks `id` the most recently used.
     pub(crate) fn touch(&mut self, id: u32) {
-        if self.head != id {
+        if self.head != id && !self.get(id).pinned {
             self.unlink(id);
             self.push_front(id);
         }
+    }
+
+    /// Takes `id` off the LRU list (`pinned`) or puts it back at its head.
+    pub(crate) fn set_pinned(&mut self, id: u32, pinned: bool) {
+        if self.get(id).pinned == pinned {
+            return;
+        }
+        if pinned {
+            self.unlink(id);
+        } else {
+            self.push_front(id);
+        }
+        self.get_mut(id).pinned = pinned;
     }
 
     /// The least recently used slot.
@@ -171,13 +191,13 @@ mod tests {
     #[test]
     fn least_recently_used_comes_out_first_and_freed_slots_are_reused() {
         let mut slots = Slots::new();
-        let ids: Vec<u32> = (0..5).map(|i| slots.allocate(1, i, AT)).collect();
+        let ids: Vec<u32> = (0..5).map(|i| slots.allocate(1, i, AT, false)).collect();
         assert_eq!(slots.lru(), Some(ids[0]));
         slots.touch(ids[0]);
         assert_eq!(slots.lru(), Some(ids[1]));
         slots.free(ids[1]);
         assert_eq!(slots.lru(), Some(ids[2]));
-        let reused = slots.allocate(2, 9, AT);
+        let reused = slots.allocate(2, 9, AT, false);
         assert_eq!(reused, ids[1]);
         assert_eq!(slots.in_use(), 5);
         let order: Vec<u32> = std::iter::from_fn(|| {
@@ -194,7 +214,7 @@ mod tests {
     fn slots_span_chunks() {
         let mut slots = Slots::new();
         for i in 0..(CHUNK_SLOTS as i64 + 10) {
-            slots.allocate(1, i, AT);
+            slots.allocate(1, i, AT, false);
         }
         assert_eq!(slots.memory_bytes(), 2 * std::mem::size_of::<[Slot; CHUNK_SLOTS]>());
         assert_eq!(slots.get(CHUNK_SLOTS as u32 + 3).token, CHUNK_SLOTS as i64 + 3);

@@ -153,3 +153,28 @@ impl Lookup {
         matches!(self, Lookup::Hit(_))
     }
 }
+
+#[test]
+fn pinned_tables_are_never_evicted() {
+    with_budget(4 * SEGMENT_BYTES, |cache| {
+        let pinned = cache.register_table();
+        let other = cache.register_table();
+        cache.set_pinned(pinned, true);
+        for i in 0..500 {
+            cache.insert(pinned, &position(i), Some(&partition(1000, 1)));
+        }
+        for i in 0..10_000 {
+            cache.insert(other, &position(i), Some(&partition(1000, 1)));
+        }
+        assert_eq!(cache.stats(pinned).partitions, 500);
+        assert_eq!(cache.stats(pinned).evictions, 0);
+        assert!(cache.stats(other).evictions > 0);
+        assert!((0..500).all(|i| cache.peek(pinned, &position(i)).is_hit()));
+        // Unpinned, they age like any entry.
+        cache.set_pinned(pinned, false);
+        for i in 10_000..20_000 {
+            cache.insert(other, &position(i), Some(&partition(1000, 1)));
+        }
+        assert!(cache.stats(pinned).evictions > 0);
+    });
+}
