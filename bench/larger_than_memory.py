@@ -24,6 +24,9 @@ import time
 from cassandra.cluster import Cluster
 from cassandra.concurrent import execute_concurrent_with_args
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from harness.node import du  # noqa: E402
+
 MB = int(sys.argv[1]) if len(sys.argv) > 1 else 512
 MEMTABLE_MB = int(sys.argv[2]) if len(sys.argv) > 2 else 32
 SHOAL_BIN = os.environ.get("SHOAL_BIN", "target/release/shoal")
@@ -43,17 +46,6 @@ def rss_kb(pid):
             if line.startswith("VmRSS:"):
                 return int(line.split()[1])
     return 0
-
-
-def du(path):
-    total = 0
-    for root, _, files in os.walk(path):
-        for name in files:
-            try:
-                total += os.path.getsize(os.path.join(root, name))
-            except OSError:
-                pass
-    return total
 
 
 def value_of(k):

@@ -51,6 +51,18 @@ def session(node):
     cluster.shutdown()
 
 
+def flushed_table(node, name, rows, extra=""):
+    """ks.`name` on a fresh node with `rows` rows (k -> "<name>k"), flushed."""
+    cluster, s = node.session()
+    s.execute("CREATE KEYSPACE ks WITH replication = {'class': 'SimpleStrategy', 'replication_factor': 1}")
+    fresh_table(s, name, extra)
+    insert = s.prepare("INSERT INTO ks.%s (k, v) VALUES (?, ?)" % name)
+    for k in range(rows):
+        s.execute(insert, (k, "%s%d" % (name, k)))
+    node.nodetool("flush", "ks", name)
+    cluster.shutdown()
+
+
 def fresh_table(session, name, extra=""):
     session.execute("DROP TABLE IF EXISTS ks.%s" % name)
     session.execute("CREATE TABLE ks.%s (k int PRIMARY KEY, v text)%s" % (name, extra))
@@ -86,24 +98,17 @@ def test_flushed_rows_are_served_from_the_cache_and_stay_right(node, session):
 
 def test_reads_after_a_restart_fill_the_cache():
     with temp_node("shoal-cache-restart-", smp=1) as node:
-        cluster, s = node.session()
-        s.execute("CREATE KEYSPACE ks WITH replication = {'class': 'SimpleStrategy', 'replication_factor': 1}")
-        fresh_table(s, "cold")
-        insert = s.prepare("INSERT INTO ks.cold (k, v) VALUES (?, ?)")
-        for k in range(100):
-            s.execute(insert, (k, "c%d" % k))
-        node.nodetool("flush", "ks", "cold")
-        cluster.shutdown()
+        flushed_table(node, "cold", 100)
         node.kill()
         node.start()
         cluster, s = node.session()
         try:
             read = s.prepare("SELECT v FROM ks.cold WHERE k = ?")
             for k in range(100):
-                assert s.execute(read, (k,)).one().v == "c%d" % k
+                assert s.execute(read, (k,)).one().v == "cold%d" % k
             assert cache_counts(node) == (0, 100)
             for k in range(100):
-                assert s.execute(read, (k,)).one().v == "c%d" % k
+                assert s.execute(read, (k,)).one().v == "cold%d" % k
             assert cache_counts(node) == (100, 100)
         finally:
             cluster.shutdown()
@@ -206,14 +211,7 @@ def test_a_small_memory_budget_evicts_and_loses_nothing():
 
 def test_a_restarted_node_reads_its_saved_hot_keys_back():
     with temp_node("shoal-cache-warm-", args=["--row-cache-save-period", "1"], smp=1) as node:
-        cluster, s = node.session()
-        s.execute("CREATE KEYSPACE ks WITH replication = {'class': 'SimpleStrategy', 'replication_factor': 1}")
-        fresh_table(s, "warm")
-        insert = s.prepare("INSERT INTO ks.warm (k, v) VALUES (?, ?)")
-        for k in range(300):
-            s.execute(insert, (k, "w%d" % k))
-        node.nodetool("flush", "ks", "warm")
-        cluster.shutdown()
+        flushed_table(node, "warm", 300)
         # The flush cached all 300; wait for a save, then crash.
         time.sleep(2.5)
         node.kill()
@@ -227,7 +225,7 @@ def test_a_restarted_node_reads_its_saved_hot_keys_back():
         try:
             read = s.prepare("SELECT v FROM ks.warm WHERE k = ?")
             for k in range(300):
-                assert s.execute(read, (k,)).one().v == "w%d" % k
+                assert s.execute(read, (k,)).one().v == "warm%d" % k
             assert metric(node, "shoal_cache_misses_total", "ks") == misses
         finally:
             cluster.shutdown()
@@ -237,14 +235,7 @@ def test_in_memory_tables_are_loaded_at_start_and_bounded():
     from cassandra import InvalidRequest
 
     with temp_node("shoal-cache-inmem-", args=["--in-memory-storage-size-mb", "2"], smp=1) as node:
-        cluster, s = node.session()
-        s.execute("CREATE KEYSPACE ks WITH replication = {'class': 'SimpleStrategy', 'replication_factor': 1}")
-        fresh_table(s, "mem", " WITH in_memory = true")
-        insert = s.prepare("INSERT INTO ks.mem (k, v) VALUES (?, ?)")
-        for k in range(200):
-            s.execute(insert, (k, "m%d" % k))
-        node.nodetool("flush", "ks", "mem")
-        cluster.shutdown()
+        flushed_table(node, "mem", 200, " WITH in_memory = true")
         node.kill()
         node.start()
         # Loaded whole at start, without a read.
@@ -257,7 +248,7 @@ def test_in_memory_tables_are_loaded_at_start_and_bounded():
             misses = metric(node, "shoal_cache_misses_total", "ks")
             read = s.prepare("SELECT v FROM ks.mem WHERE k = ?")
             for k in range(200):
-                assert s.execute(read, (k,)).one().v == "m%d" % k
+                assert s.execute(read, (k,)).one().v == "mem%d" % k
             assert metric(node, "shoal_cache_misses_total", "ks") == misses
             # 2 MiB for in-memory tables: writes past it fail, and say why.
             insert = s.prepare("INSERT INTO ks.mem (k, v) VALUES (?, ?)")
