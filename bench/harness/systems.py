@@ -22,6 +22,8 @@ import subprocess
 import time
 from dataclasses import dataclass, field
 
+from .node import tail
+
 CQL_PORT = 9242
 SHARD_AWARE_PORT = 19242
 API_PORT = 10300
@@ -66,14 +68,6 @@ def port_open(port, host="127.0.0.1"):
         return True
     except OSError:
         return False
-
-
-def _tail(path, n=15):
-    try:
-        with open(path, errors="replace") as f:
-            return "".join(f.readlines()[-n:])
-    except OSError:
-        return ""
 
 
 def _first_line(text):
@@ -134,7 +128,7 @@ class System:
             if self.proc.poll() is not None:
                 self.proc = None
                 raise Unavailable(f"exited during startup (see {log_path}): "
-                                  + _tail(log_path, 3).strip().replace("\n", " | "))
+                                  + tail(log_path, 3).strip().replace("\n", " | "))
             if all(port_open(p) for p in ports):
                 self.ctx.log(f"[{self.name}] up (pid {self.proc.pid})")
                 return
