@@ -22,7 +22,7 @@ import subprocess
 import time
 from dataclasses import dataclass, field
 
-from .node import tail
+from .node import port_open, tail, taskset
 
 CQL_PORT = 9242
 SHARD_AWARE_PORT = 19242
@@ -56,18 +56,6 @@ class Context:
     cassandra_install_timeout: int = 300
     log: callable = print
     started: list = field(default_factory=list)   # systems with a live server
-
-
-def taskset(cpu):
-    return ["taskset", "-c", cpu] if cpu is not None else []
-
-
-def port_open(port, host="127.0.0.1"):
-    try:
-        socket.create_connection((host, port), timeout=0.5).close()
-        return True
-    except OSError:
-        return False
 
 
 def _first_line(text):

@@ -33,6 +33,14 @@ def metric(node, name, keyspace=None, **labels):
     return total
 
 
+def wait_until_cached(node, table, partitions, what, timeout_s=20):
+    """Waits until ks.`table` has `partitions` in the row cache."""
+    deadline = time.monotonic() + timeout_s
+    while metric(node, "shoal_cache_partitions", "ks", table=table) < partitions:
+        assert time.monotonic() < deadline, "%s within %d s" % (what, timeout_s)
+        time.sleep(0.2)
+
+
 def cache_counts(node, keyspace="ks"):
     return (metric(node, "shoal_cache_hits_total", keyspace), metric(node, "shoal_cache_misses_total", keyspace))
 
@@ -216,10 +224,7 @@ def test_a_restarted_node_reads_its_saved_hot_keys_back():
         time.sleep(2.5)
         node.kill()
         node.start()
-        deadline = time.monotonic() + 20
-        while metric(node, "shoal_cache_partitions", "ks", table="warm") < 300:
-            assert time.monotonic() < deadline, "the saved keys were not read back within 20 s"
-            time.sleep(0.2)
+        wait_until_cached(node, "warm", 300, "the saved keys were not read back")
         misses = metric(node, "shoal_cache_misses_total", "ks")
         cluster, s = node.session()
         try:
@@ -239,10 +244,7 @@ def test_in_memory_tables_are_loaded_at_start_and_bounded():
         node.kill()
         node.start()
         # Loaded whole at start, without a read.
-        deadline = time.monotonic() + 20
-        while metric(node, "shoal_cache_partitions", "ks", table="mem") < 200:
-            assert time.monotonic() < deadline, "the in-memory table was not loaded within 20 s"
-            time.sleep(0.2)
+        wait_until_cached(node, "mem", 200, "the in-memory table was not loaded")
         cluster, s = node.session()
         try:
             misses = metric(node, "shoal_cache_misses_total", "ks")

@@ -24,6 +24,8 @@ struct ShardMemory {
     memtable_bytes: Cell<usize>,
     cache_bytes: Cell<usize>,
     metadata_bytes: Cell<usize>,
+    /// The most the index cache may hold (its own limit).
+    index_capacity_bytes: Cell<usize>,
 }
 
 thread_local! {
@@ -33,6 +35,7 @@ thread_local! {
             memtable_bytes: Cell::new(0),
             cache_bytes: Cell::new(0),
             metadata_bytes: Cell::new(0),
+            index_capacity_bytes: Cell::new(0),
         }
     };
 }
@@ -61,8 +64,12 @@ impl MemoryReport {
 /// the half that memtables never take.
 pub fn set_budget_bytes(bytes: usize, index_cache_fraction: f64) {
     assert!((0.0..=1.0).contains(&index_cache_fraction), "index_cache_fraction {index_cache_fraction}");
-    MEMORY.with(|m| m.budget_bytes.set(bytes));
-    crate::sstable::index_cache::set_capacity_bytes((bytes as f64 / 2.0 * index_cache_fraction) as usize);
+    let index_capacity_bytes = (bytes as f64 / 2.0 * index_cache_fraction) as usize;
+    MEMORY.with(|m| {
+        m.budget_bytes.set(bytes);
+        m.index_capacity_bytes.set(index_capacity_bytes);
+    });
+    crate::sstable::index_cache::set_capacity_bytes(index_capacity_bytes);
     crate::cache::local().fit_to_budget();
 }
 
@@ -91,11 +98,15 @@ pub(crate) fn cache_limit_bytes() -> usize {
 /// A memtable grew (or, negative, shrank) by `delta` bytes; past the budget
 /// the cache gives memory back.
 pub(crate) fn memtables_changed(delta: isize) {
-    let grew_with_cache = MEMORY.with(|m| {
+    // Runs on every write: only Cells here. The index cache's capacity
+    // stands in for its bytes, so the exact test runs only when the shard
+    // may be over.
+    let may_be_over = MEMORY.with(|m| {
         m.memtable_bytes.set(m.memtable_bytes.get().saturating_add_signed(delta));
-        delta > 0 && m.cache_bytes.get() > 0
+        let most = m.memtable_bytes.get() + m.cache_bytes.get() + m.metadata_bytes.get() + m.index_capacity_bytes.get();
+        delta > 0 && m.cache_bytes.get() > 0 && most > m.budget_bytes.get()
     });
-    if grew_with_cache && MEMORY.with(|m| m.cache_bytes.get()) > cache_limit_bytes() {
+    if may_be_over && MEMORY.with(|m| m.cache_bytes.get()) > cache_limit_bytes() {
         crate::cache::local().fit_to_budget();
     }
 }

@@ -292,6 +292,11 @@ impl ClusteringRange {
         ClusteringRange { start: Bound::Unbounded, end: Bound::Unbounded }
     }
 
+    /// Whether `ranges` is the whole partition (`[all()]`).
+    pub fn is_whole(ranges: &[ClusteringRange]) -> bool {
+        matches!(ranges, [ClusteringRange { start: Bound::Unbounded, end: Bound::Unbounded }])
+    }
+
     pub fn contains(&self, key: &[u8]) -> bool {
         let after_start = match &self.start {
             Bound::Included(s) => key >= &s[..],
@@ -374,7 +379,7 @@ impl Partition {
     pub fn slice(&self, ranges: &[ClusteringRange]) -> Partition {
         // The whole partition (point reads by partition key): a clone
         // copies the row map's shape instead of inserting row by row.
-        if let [ClusteringRange { start: Bound::Unbounded, end: Bound::Unbounded }] = ranges {
+        if ClusteringRange::is_whole(ranges) {
             return self.clone();
         }
         let mut rows = BTreeMap::new();

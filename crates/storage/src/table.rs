@@ -290,10 +290,9 @@ impl Table {
                 }
             }
         }
-        let whole = matches!(ranges, [r] if *r == ClusteringRange::all());
         match lookup {
             Lookup::Hit(cached) => merge_into(&mut result, cached.map(|p| restrict(p, ranges))),
-            Lookup::Miss if use_cache && whole => {
+            Lookup::Miss if use_cache && ClusteringRange::is_whole(ranges) => {
                 let generation = self.cache_generation.get();
                 let (stored, consulted) = self.read_sstables(position, ranges).await?;
                 // A negative entry is worth its memory only where the Bloom
@@ -668,7 +667,7 @@ impl Drop for Table {
 
 /// `p` with only the rows in `ranges` (a cached partition is whole).
 fn restrict(mut p: Partition, ranges: &[ClusteringRange]) -> Partition {
-    if !matches!(ranges, [r] if *r == ClusteringRange::all()) {
+    if !ClusteringRange::is_whole(ranges) {
         p.rows.retain(|key, _| ranges.iter().any(|r| r.contains(key)));
     }
     p

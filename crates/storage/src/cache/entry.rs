@@ -82,42 +82,38 @@ pub(crate) fn encode(out: &mut Vec<u8>, key: &[u8], partition: Option<&Partition
     }
 }
 
-/// The key an entry's bytes belong to.
-pub(crate) fn key(bytes: &[u8]) -> &[u8] {
+/// An entry's key, and a decoder at its kind byte.
+fn split_key(bytes: &[u8]) -> (&[u8], Decoder<'_>) {
     let mut d = Decoder::new(bytes);
     // Invariant: the bytes were written by `encode` (module doc).
     #[allow(clippy::unwrap_used)]
     let len = d.len().unwrap();
     #[allow(clippy::unwrap_used)]
-    d.slice(len).unwrap()
+    let key = d.slice(len).unwrap();
+    (key, d)
+}
+
+/// The key an entry's bytes belong to.
+pub(crate) fn key(bytes: &[u8]) -> &[u8] {
+    split_key(bytes).0
 }
 
 /// Whether the entry holds a partition (is not a negative entry).
 pub(crate) fn holds_partition(bytes: &[u8]) -> bool {
-    let mut d = Decoder::new(bytes);
-    // Invariant: the bytes were written by `encode` (module doc): a key,
-    // then the kind.
+    // Invariant: `encode` writes the kind right after the key.
     #[allow(clippy::unwrap_used)]
-    let key_len = d.len().unwrap();
-    #[allow(clippy::unwrap_used)]
-    d.slice(key_len).unwrap();
-    #[allow(clippy::unwrap_used)]
-    let kind = d.u8().unwrap();
+    let kind = split_key(bytes).1.u8().unwrap();
     kind != ABSENT
 }
 
 /// The partition an entry holds; `None` for a negative entry.
 pub(crate) fn decode(bytes: &[u8]) -> Option<Partition> {
-    let mut d = Decoder::new(bytes);
-    let decoded = (|| {
-        let key_len = d.len()?;
-        d.slice(key_len)?;
-        match d.u8()? {
-            ABSENT => Ok(None),
-            GENERAL => codec::decode_partition(&mut d).map(Some),
-            SINGLE_ROW => decode_single_row(&mut d).map(Some),
-            _ => Err(d.error("unknown cache entry kind")),
-        }
+    let mut d = split_key(bytes).1;
+    let decoded = (|| match d.u8()? {
+        ABSENT => Ok(None),
+        GENERAL => codec::decode_partition(&mut d).map(Some),
+        SINGLE_ROW => decode_single_row(&mut d).map(Some),
+        _ => Err(d.error("unknown cache entry kind")),
     })();
     match decoded {
         Ok(partition) => partition,

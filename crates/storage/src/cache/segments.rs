@@ -137,17 +137,18 @@ impl Segments {
         self.open = id;
     }
 
-    /// The allocated segment that scores highest by `by`.
-    fn pick(&self, by: impl Fn(&Segment) -> usize) -> Option<u32> {
+    /// The allocated segment, other than `except`, that scores highest by
+    /// `by`.
+    fn pick(&self, except: u32, by: impl Fn(&Segment) -> usize) -> Option<u32> {
         let ids = self.segments.iter().enumerate().filter_map(|(id, s)| Some((id as u32, s.as_ref()?)));
-        ids.max_by_key(|(_, s)| by(s)).map(|(id, _)| id)
+        ids.filter(|(id, _)| *id != except).max_by_key(|(_, s)| by(s)).map(|(id, _)| id)
     }
 
     /// Makes room for a record of `len` bytes without allocating: compacts
     /// the segment with the most dead bytes in place and opens it, if it
     /// frees at least `len` and `min_gain` bytes. Returns whether it did.
     pub(crate) fn compact_for(&mut self, len: usize, min_gain: usize, slots: &mut Slots) -> bool {
-        let Some(id) = self.pick(Segment::dead_bytes) else { return false };
+        let Some(id) = self.pick(NIL, Segment::dead_bytes) else { return false };
         let dead = self.segment(id).dead_bytes();
         if dead < len.max(min_gain) {
             return false;
@@ -182,7 +183,7 @@ impl Segments {
     /// segment (after compacting another to open it). Returns false when
     /// no segment can go without evicting first.
     pub(crate) fn release_one(&mut self, slots: &mut Slots) -> bool {
-        let Some(victim) = self.pick(|s| usize::MAX - s.live_bytes) else { return false };
+        let Some(victim) = self.pick(NIL, |s| usize::MAX - s.live_bytes) else { return false };
         let live = self.segment(victim).live_bytes;
         if live > 0 {
             let open_room = match self.open {
@@ -193,13 +194,7 @@ impl Segments {
             if open_room < live {
                 // Compact the segment (other than the victim) with the most
                 // dead bytes and move into it.
-                let target = self
-                    .segments
-                    .iter()
-                    .enumerate()
-                    .filter(|(id, s)| *id as u32 != victim && s.is_some())
-                    .max_by_key(|(_, s)| s.as_ref().map_or(0, Segment::dead_bytes))
-                    .map(|(id, _)| id as u32);
+                let target = self.pick(victim, Segment::dead_bytes);
                 let Some(target) = target.filter(|t| self.segment(*t).dead_bytes() >= live) else { return false };
                 self.compact_in_place(target, slots);
                 self.open = target;
