@@ -15,9 +15,14 @@
 //! acknowledging; entries appended while a round is on disk share the next
 //! round's fdatasync (group commit). With `periodic` sync, a timer syncs.
 //!
-//! A write error (disk full) is sticky: appends fail fast with it, the
-//! unwritten bytes stay queued in order and the writer retries them, so the
-//! log never has a hole; once a retry succeeds, appends work again.
+//! A write error (disk full) keeps the unwritten bytes queued in order and
+//! the writer retries them, so the log never has a hole. While writes fail,
+//! each new append wakes the writer for another try (else it retries every
+//! [`RETRY_AFTER_ERROR_MS`]), so a write's error says what the disk does now,
+//! not what it did before space came back; a waiter fails only when a round
+//! holding its entry failed. Appends keep joining the queue until
+//! [`CommitLog::max_backlog_bytes`] more have piled up during the failure,
+//! then fail fast: memory stays bounded however long the disk stays full.
 //!
 //! Segments are deleted when every entry in them is in an SSTable: the
 //! owner tells the log the oldest position any memtable still needs
@@ -115,9 +120,20 @@ struct State {
     durable: Position,
     /// Segment files that exist (or are about to), oldest first.
     segments: Vec<u64>,
-    /// The last write error, while writes fail.
-    failure: Option<String>,
+    /// Set while writes fail.
+    failure: Option<Failure>,
     open_file: Option<(u64, Rc<File>)>,
+}
+
+/// A write round failed and none has succeeded since.
+struct Failure {
+    /// The last round's error.
+    message: String,
+    /// Entries before it were in the last failed round: their waiters fail.
+    covers: Position,
+    /// Bytes appended since the first failed round, bounded by
+    /// [`CommitLog::max_backlog_bytes`].
+    appended_bytes: usize,
 }
 
 pub struct CommitLog {
@@ -189,8 +205,14 @@ impl CommitLog {
         (self.config.segment_size_bytes / 2) as usize
     }
 
+    /// How many bytes appends may queue while writes fail: one segment.
+    pub fn max_backlog_bytes(&self) -> usize {
+        self.config.segment_size_bytes as usize
+    }
+
     /// Appends the entry `encode` writes; returns its position and the
-    /// position just past it. Fails at once while the disk is failing.
+    /// position just past it. Fails at once once writes have been failing
+    /// for [`CommitLog::max_backlog_bytes`].
     pub fn append(&self, encode: impl FnOnce(&mut Vec<u8>)) -> StorageResult<(Position, Position)> {
         let mut entry = self.scratch.borrow_mut();
         entry.clear();
@@ -205,8 +227,12 @@ impl CommitLog {
         entry[4..8].copy_from_slice(&crc.to_le_bytes());
 
         let mut state = self.state.borrow_mut();
-        if let Some(failure) = &state.failure {
-            return Err(StorageError::WriteFailing(failure.clone()));
+        let max_backlog_bytes = self.max_backlog_bytes();
+        if let Some(failure) = &mut state.failure {
+            if failure.appended_bytes + entry.len() > max_backlog_bytes {
+                return Err(StorageError::WriteFailing(failure.message.clone()));
+            }
+            failure.appended_bytes += entry.len();
         }
         if state.next.offset as usize + entry.len() > self.config.segment_size_bytes as usize {
             let segment = state.next.segment + 1;
@@ -239,10 +265,12 @@ impl CommitLog {
                 if state.durable >= end {
                     return Ok(());
                 }
-                if let Some(failure) = &state.failure {
-                    return Err(StorageError::WriteFailing(failure.clone()));
+                match &state.failure {
+                    Some(failure) if end <= failure.covers => {
+                        return Err(StorageError::WriteFailing(failure.message.clone()))
+                    }
+                    _ => self.durable_advanced.wait(),
                 }
-                self.durable_advanced.wait()
             };
             waiting.await;
         }
@@ -369,10 +397,20 @@ async fn write_loop(log: Rc<CommitLog>) {
             continue;
         }
         if let Err(e) = log.write_round().await {
-            tracing::error!("commitlog write failed, retrying in {RETRY_AFTER_ERROR_MS} ms: {e}");
-            log.state.borrow_mut().failure = Some(e.to_string());
+            let appended = {
+                let mut state = log.state.borrow_mut();
+                let covers = state.next;
+                let first = state.failure.is_none();
+                let appended_bytes = state.failure.as_ref().map_or(0, |f| f.appended_bytes);
+                state.failure = Some(Failure { message: e.to_string(), covers, appended_bytes });
+                if first {
+                    tracing::error!("commitlog write failed, retrying: {e}");
+                }
+                log.has_pending.wait()
+            };
             log.durable_advanced.notify_all();
-            shoal_runtime::time::sleep(Duration::from_millis(RETRY_AFTER_ERROR_MS)).await;
+            // The next append, or the timer, starts the next try.
+            let _ = shoal_runtime::time::timeout(Duration::from_millis(RETRY_AFTER_ERROR_MS), appended).await;
             continue;
         }
         let recovered = log.state.borrow_mut().failure.take().is_some();
