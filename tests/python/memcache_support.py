@@ -254,3 +254,18 @@ def cql_blob(key):
     if isinstance(key, str):
         key = key.encode()
     return "0x" + key.hex()
+
+
+def wait_memcache(port, timeout=30):
+    """A connection to the memcached protocol on 127.0.0.1:port once it answers
+    `version` (a node or memcached just started)."""
+    deadline = time.monotonic() + timeout
+    while True:
+        try:
+            c = Conn("127.0.0.1", port, timeout=10)
+            if c.call(b"version\r\n").startswith(b"VERSION "):
+                return c
+        except (OSError, Closed):
+            pass
+        assert time.monotonic() < deadline, "memcache port %d not answering" % port
+        time.sleep(0.1)

@@ -9,7 +9,7 @@ import uuid
 
 import pytest
 
-from memcache_support import Closed, Conn, IS_CASSANDRA, SHOAL_HOST, SHOAL_MEMCACHE_PORT, cql_blob
+from memcache_support import IS_CASSANDRA, SHOAL_HOST, SHOAL_MEMCACHE_PORT, Conn, cql_blob, wait_memcache
 from node import skip_reason, temp_node
 
 if IS_CASSANDRA:
@@ -86,19 +86,6 @@ def test_ttl_items_expire(admin, mc):
 
 N_ITEMS = int(os.environ.get("SHOAL_MEMCACHE_CRASH_ITEMS", "2000"))
 BATCH = 100
-
-
-def wait_memcache(port, timeout=30):
-    deadline = time.monotonic() + timeout
-    while True:
-        try:
-            c = Conn("127.0.0.1", port, timeout=10)
-            if c.call(b"version\r\n").startswith(b"VERSION "):
-                return c
-        except (OSError, Closed):
-            pass
-        assert time.monotonic() < deadline, "memcache port %d not answering" % port
-        time.sleep(0.1)
 
 
 def value_of(i):

@@ -8,11 +8,11 @@
 //! itself.
 
 pub use shoal_replica::{
-    Arith, CasRequest, CasResult, CheckOp, CheckedPart, ColumnCheck, Fetch, FilterOp, Item, ItemOp, ItemOutcome,
-    ItemTable, Lifetime, ListOp, ListOpKind, Mutation, PartitionSelection, ReadCommand, ReadResult, ResultCell,
-    ResultRow, RowCheck, RowCondition, RowFilter, RowPosition, Store, StoreMode, VirtualTable,
+    Arith, CasRequest, CasResult, CheckOp, CheckedPart, ColumnCheck, Fetch, FilterOp, Item, ItemLruStats, ItemOp,
+    ItemOutcome, ItemTable, Lifetime, ListOp, ListOpKind, Mutation, PartitionSelection, ReadCommand, ReadResult,
+    ResultCell, ResultRow, RowCheck, RowCondition, RowFilter, RowPosition, Store, StoreMode, VirtualTable,
 };
 pub use shoal_storage::{
     Cell, ClusteredRow, ClusteringRange, Collection, CollectionCell, ColumnData, Expiry, Partition, PartitionPosition,
-    PartitionUpdate, RangeTombstone, Row, RowMarker, SizeEstimate, Tombstone,
+    PartitionUpdate, RangeTombstone, Row, RowMarker, Tombstone,
 };

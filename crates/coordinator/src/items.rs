@@ -10,20 +10,33 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use futures_util::future::join_all;
-use shoal_replica::{ItemOp, ItemOutcome, ItemTable};
+use shoal_replica::{ItemLruStats, ItemOp, ItemOutcome, ItemTable};
 use shoal_runtime::{nr_shards, submit_to, this_shard};
 use shoal_schema::token::murmur3_token;
-use shoal_storage::{PartitionPosition, SizeEstimate};
+use shoal_storage::PartitionPosition;
 
 use crate::shards::{on_every_shard, shard_of};
 use crate::timeouts::deadline;
 use crate::{metrics, ConsistencyLevel, CoordinatorError, WriteType};
 
-/// The items table's partitions and bytes over every shard, roughly (what
-/// memcached's `stats` calls `curr_items` and `bytes`).
-pub async fn items_size_estimate(table: ItemTable) -> Result<SizeEstimate, CoordinatorError> {
-    let per_shard = on_every_shard(move |_| async move { shoal_replica::local().items_size_estimate(table) }).await?;
-    Ok(per_shard.into_iter().fold(SizeEstimate::default(), |sum, shard| sum + shard))
+/// Bounds the items table's items at `max_bytes` over the node (`None`:
+/// no bound), each shard its share: past it the least recently used are
+/// evicted (memcached's `-m`).
+pub async fn track_items(table: ItemTable, max_bytes: Option<u64>) -> Result<(), CoordinatorError> {
+    let shards = nr_shards() as u64;
+    on_every_shard(
+        move |_| async move { shoal_replica::local().track_items(table, max_bytes.map(|bytes| bytes / shards)) },
+    )
+    .await?;
+    Ok(())
+}
+
+/// The items' count, bytes and evictions over every shard (what
+/// memcached's `stats` reports as `curr_items`, `bytes`, `evictions` and
+/// `reclaimed`).
+pub async fn items_stats(table: ItemTable) -> Result<ItemLruStats, CoordinatorError> {
+    let per_shard = on_every_shard(move |_| async move { shoal_replica::local().items_stats(table) }).await?;
+    Ok(per_shard.into_iter().fold(ItemLruStats::default(), |sum, shard| sum + shard))
 }
 
 /// The position of an item's partition: its key is the whole partition

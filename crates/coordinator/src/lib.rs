@@ -30,7 +30,7 @@ mod timeouts;
 
 pub use consistency::ConsistencyLevel;
 pub use error::{CoordinatorError, WriteType};
-pub use items::{item_position, items_size_estimate, run_items, ItemResult};
+pub use items::{item_position, items_stats, run_items, track_items, ItemResult};
 pub use metrics::register_metrics;
 pub use proxy::{cas, mutate, read, truncate};
 pub use schema::{schema, set_schema_everywhere, subscribe_schema_changes, unsubscribe_schema_changes, SchemaListener};

@@ -39,8 +39,9 @@ pub struct Config {
     pub keyspace: String,
     pub table: String,
     pub limits: Limits,
-    /// `limit_maxbytes` of `stats`: the memory items may use.
-    pub memory_limit_bytes: u64,
+    /// `memcache_max_size`: past it the least recently used items are
+    /// evicted (`limit_maxbytes` of `stats`); 0: never.
+    pub max_size_bytes: u64,
     pub port: u16,
 }
 
@@ -179,8 +180,16 @@ impl Session {
                 let bytes = megabytes.saturating_mul(1 << 20);
                 let _ = shoal_coordinator::on_every_shard(move |_| async move { stats::set_memory_limit_bytes(bytes) })
                     .await;
-                if !noreply {
-                    reply.line(b"OK");
+                let result = match self.items.get(&shoal_coordinator::schema()) {
+                    Ok(table) => {
+                        shoal_coordinator::track_items(table, max_size(bytes)).await.map_err(|e| e.to_string())
+                    }
+                    Err(e) => Err(e.to_string()),
+                };
+                match result {
+                    Ok(()) if *noreply => {}
+                    Ok(()) => reply.line(b"OK"),
+                    Err(e) => reply.server_error(&e),
                 }
             }
             Request::FlushAll { delay_s, noreply } => {
@@ -198,6 +207,12 @@ impl Session {
             _ => unreachable!("only stats and flush_all are barriers with answers"),
         }
     }
+}
+
+/// The bound on the items' bytes that `memcache_max_size` (or
+/// `cache_memlimit`) of `bytes` sets: 0 is none.
+pub fn max_size(bytes: u64) -> Option<u64> {
+    (bytes > 0).then_some(bytes)
 }
 
 fn timeout() -> Duration {

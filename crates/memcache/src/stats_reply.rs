@@ -1,15 +1,14 @@
 //! The answers of `stats`, `stats settings`, `stats items` and `stats
 //! slabs`: memcached's field names, this node's values summed over its
 //! shards. Items are not kept in slab classes: `items` and `slabs` report
-//! them all in one class, `1`. `curr_items` and `bytes` are the items
-//! table's size estimate (partitions and bytes held in memtables and
-//! SSTables: an item in several counts in each until compaction merges
-//! them).
+//! them all in one class, `1`. `curr_items`, `bytes`, `evictions` and
+//! `reclaimed` come from the shards' LRU lists of items (`bytes` as
+//! memcached charges an item: key, value and header).
 
 use std::sync::OnceLock;
 use std::time::Instant;
 
-use shoal_coordinator::data::{ItemTable, SizeEstimate};
+use shoal_coordinator::data::{ItemLruStats, ItemTable};
 
 use crate::execute::Config;
 use crate::reply::Reply;
@@ -25,29 +24,28 @@ pub fn mark_start() {
 
 /// Answers `stats [group]`; `table` is the items table, if it exists.
 pub async fn write(group: &[u8], config: &Config, table: Option<ItemTable>, reply: &mut Reply<'_>) {
-    let size = match (group, table) {
-        (b"" | b"items" | b"slabs", Some(table)) => {
-            shoal_coordinator::items_size_estimate(table).await.unwrap_or_default()
-        }
-        _ => SizeEstimate::default(),
+    let items = match (group, table) {
+        (b"" | b"items" | b"slabs", Some(table)) => shoal_coordinator::items_stats(table).await.unwrap_or_default(),
+        _ => ItemLruStats::default(),
     };
     match group {
-        b"" => general(config, size, reply).await,
+        b"" => general(config, items, reply).await,
         b"settings" => settings(config, reply),
-        b"items" if size.partitions > 0 => {
-            stat(reply, "items:1:number", size.partitions);
+        b"items" if items.items > 0 => {
+            stat(reply, "items:1:number", items.items);
             stat(reply, "items:1:age", 0);
-            stat(reply, "items:1:evicted", 0);
+            stat(reply, "items:1:evicted", items.evictions);
+            stat(reply, "items:1:reclaimed", items.reclaimed);
             stat(reply, "items:1:outofmemory", 0);
         }
         b"slabs" => {
-            if size.partitions > 0 {
-                stat(reply, "1:chunk_size", size.bytes.div_ceil(size.partitions));
-                stat(reply, "1:used_chunks", size.partitions);
-                stat(reply, "1:total_chunks", size.partitions);
+            if items.items > 0 {
+                stat(reply, "1:chunk_size", items.bytes.div_ceil(items.items));
+                stat(reply, "1:used_chunks", items.items);
+                stat(reply, "1:total_chunks", items.items);
             }
-            stat(reply, "active_slabs", u64::from(size.partitions > 0));
-            stat(reply, "total_malloced", size.bytes);
+            stat(reply, "active_slabs", u64::from(items.items > 0));
+            stat(reply, "total_malloced", items.bytes);
         }
         // No item listing: `cachedump` lists none (clients stop at END).
         b"items" | b"sizes" | b"conns" | b"cachedump" => {}
@@ -56,7 +54,7 @@ pub async fn write(group: &[u8], config: &Config, table: Option<ItemTable>, repl
     reply.line(b"END");
 }
 
-async fn general(config: &Config, size: SizeEstimate, reply: &mut Reply<'_>) {
+async fn general(config: &Config, items: ItemLruStats, reply: &mut Reply<'_>) {
     let per_shard = shoal_coordinator::on_every_shard(|_| async { stats::snapshot() }).await.unwrap_or_default();
     let mut totals = [0u64; NAMES.len()];
     let mut connections = 0;
@@ -79,13 +77,12 @@ async fn general(config: &Config, size: SizeEstimate, reply: &mut Reply<'_>) {
             stat(reply, name, value);
         }
     }
-    stat(reply, "curr_items", size.partitions);
+    stat(reply, "curr_items", items.items);
     stat(reply, "total_items", totals[Stat::TotalItems as usize]);
-    stat(reply, "bytes", size.bytes);
-    // Items are not evicted yet (no cache budget until the row cache).
-    stat(reply, "evictions", 0);
-    stat(reply, "reclaimed", 0);
-    stat(reply, "limit_maxbytes", stats::memory_limit_bytes().unwrap_or(config.memory_limit_bytes));
+    stat(reply, "bytes", items.bytes);
+    stat(reply, "evictions", items.evictions);
+    stat(reply, "reclaimed", items.reclaimed);
+    stat(reply, "limit_maxbytes", stats::memory_limit_bytes().unwrap_or(config.max_size_bytes));
     stat(reply, "accepting_conns", 1);
     stat(reply, "threads", shoal_runtime::nr_shards() as u64);
 }
@@ -94,7 +91,7 @@ async fn general(config: &Config, size: SizeEstimate, reply: &mut Reply<'_>) {
 const MAX_CONNECTIONS: u64 = 1024;
 
 fn settings(config: &Config, reply: &mut Reply<'_>) {
-    stat(reply, "maxbytes", stats::memory_limit_bytes().unwrap_or(config.memory_limit_bytes));
+    stat(reply, "maxbytes", stats::memory_limit_bytes().unwrap_or(config.max_size_bytes));
     stat(reply, "maxconns", MAX_CONNECTIONS);
     stat(reply, "tcpport", config.port.into());
     stat(reply, "udpport", 0);

@@ -29,6 +29,7 @@ use thiserror::Error;
 use uuid::Uuid;
 
 use crate::item_access::ItemAccessTable;
+use crate::item_lru::ItemLru;
 use crate::list_ops::{self, ListOp};
 use crate::metrics::ReplicaMetrics;
 use crate::partition_lock::{PartitionGuard, PartitionLocks};
@@ -126,6 +127,8 @@ pub struct Database {
     partition_locks: Rc<PartitionLocks>,
     /// memcached's per-item hints (last access, fetched, stale, token).
     pub(crate) item_access: ItemAccessTable,
+    /// memcached items in least-recently-used order, for eviction.
+    pub(crate) item_lru: ItemLru,
     /// The last CAS unique given to a memcached item on this shard.
     pub(crate) last_item_cas: Cell<u64>,
     pub(crate) metrics: ReplicaMetrics,
@@ -179,6 +182,7 @@ impl Database {
             compaction_wanted: Event::default(),
             partition_locks: Rc::default(),
             item_access: ItemAccessTable::default(),
+            item_lru: ItemLru::default(),
             last_item_cas: Cell::new(0),
             metrics: ReplicaMetrics::register(local),
         }
@@ -207,6 +211,7 @@ impl Database {
                 let keep = schema.table_by_id(*id).is_some();
                 if !keep {
                     table.drop_data();
+                    self.item_lru.cleared(*id);
                     self.metrics.forget_table(*id);
                 }
                 keep
@@ -386,6 +391,7 @@ impl Database {
     pub async fn truncate(&self, table_id: Uuid) -> Result<(), ReplicaError> {
         let table = self.table(table_id)?;
         table.truncate(self.log_position()).await?;
+        self.item_lru.cleared(table_id);
         self.memory_freed.notify_all();
         Ok(())
     }

@@ -16,22 +16,30 @@
 //! write, never a half. Durability is awaited after the lock is released
 //! and once per run of operations ([`Database::run_items`]).
 //!
+//! Each operation also keeps the shard's LRU list of items
+//! (`item_lru`) up to date, and a run that leaves the items over the
+//! shard's share of `memcache_max_size` deletes the least recently used
+//! before it answers ([`Database::evict_items`]).
+//!
 //! The CAS unique of an item is its `cas` cell: a per-shard counter (above
 //! the item's previous unique when the operation read it), unless the
 //! client chose one (meta `E`). A row written by CQL without `cas` reports
 //! its value's timestamp.
 
+use std::ops::Bound;
+use std::rc::Rc;
 use std::time::Instant;
 
 use bytes::Bytes;
 use shoal_runtime::clock;
 use shoal_storage::{
-    Cell, ClusteredRow, ClusteringRange, ColumnData, Expiry, Partition, PartitionPosition, Row, SizeEstimate, Tombstone,
+    Cell, ClusteredRow, ClusteringRange, ColumnData, Expiry, Partition, PartitionPosition, Row, Tombstone,
 };
 use uuid::Uuid;
 
 use crate::database::Durability;
 use crate::item_access::Access;
+use crate::item_lru::ItemLruStats;
 use crate::{Database, ReplicaError};
 
 /// An items table: its id and the column ids of its cells.
@@ -49,6 +57,16 @@ pub enum Lifetime {
     Forever,
     /// At this unix second; at or before now means already expired.
     Until(i64),
+}
+
+impl Lifetime {
+    /// Whether an item with it is still there at `now_s`.
+    pub fn is_live(self, now_s: i64) -> bool {
+        match self {
+            Lifetime::Forever => true,
+            Lifetime::Until(at) => at > now_s,
+        }
+    }
 }
 
 /// What a store command does with an existing (or missing) item.
@@ -180,6 +198,12 @@ pub enum ItemOutcome {
     NotANumber,
 }
 
+/// Evictions between yields to the shard's other tasks.
+const EVICTIONS_PER_YIELD: u64 = 64;
+
+/// Partitions the start-up scan reads at a time.
+const SCAN_PAGE_PARTITIONS: usize = 256;
+
 /// The largest item unique the shard's CAS counter moves up to (see
 /// `decide`): far above what a counter reaches, far below a timestamp in µs.
 const ADOPTED_CAS_MAX: u64 = u32::MAX as u64;
@@ -200,9 +224,13 @@ impl Database {
         let mut durability = Durability::default();
         let mut wrote = false;
         for (position, op) in ops {
-            wrote |= op.writes();
+            let writes = op.writes();
+            wrote |= writes;
             let (outcome, durable) = self.run_item(table, position, op).await?;
             durability = durability.and(durable);
+            if writes {
+                durability = durability.and(self.evict_items(table).await?);
+            }
             outcomes.push(outcome);
         }
         durability.durable().await?;
@@ -231,11 +259,20 @@ impl Database {
             true => self.read_item(table, &position, now_s).await?,
             false => None,
         };
+        let bumps = !matches!(op, ItemOp::Get(Fetch { no_bump: true, .. }));
         let Decision { update, outcome, access } = decide(op, current, now_s, &self.last_item_cas);
         match access {
             AccessUpdate::Keep => {}
             AccessUpdate::Set(access) => self.item_access.set(position.token, access),
             AccessUpdate::Forget => self.item_access.forget(position.token),
+        }
+        match (&update, &outcome) {
+            (Some(ItemUpdate::Put { value, lifetime, .. }), _) if lifetime.is_live(now_s) => {
+                self.item_lru.stored(table.id, position.token, &position.key, value.len(), *lifetime)
+            }
+            (Some(_), _) | (None, ItemOutcome::Missing) => self.item_lru.removed(table.id, position.token),
+            (None, ItemOutcome::Found(_)) if bumps => self.item_lru.fetched(table.id, position.token),
+            (None, _) => {}
         }
         let durable = match update {
             Some(update) => self.apply_unsynced(table.id, position, update.into_partition(table, now_s), &[]).await?,
@@ -244,9 +281,87 @@ impl Database {
         Ok((outcome, durable))
     }
 
-    /// The size of an items table on this shard, roughly (0 if missing).
-    pub fn items_size_estimate(&self, table: ItemTable) -> SizeEstimate {
-        self.table(table.id).map_or(SizeEstimate::default(), |t| t.size_estimate())
+    /// Deletes the least recently used items while the shard's items are
+    /// over its limit. Each victim is deleted under its partition's lock,
+    /// taken with no other held (so evictions cannot deadlock with
+    /// operations), and only if still the least recently used once the
+    /// lock is held.
+    async fn evict_items(&self, table: ItemTable) -> Result<Durability, ReplicaError> {
+        let mut durability = Durability::default();
+        let now_s = clock::now_s();
+        // Each pass removes an entry, or finds that an operation used the
+        // victim while its lock was awaited: the list is finite.
+        for pass in 0u64.. {
+            let Some(victim) = self.item_lru.victim(table.id, now_s) else { break };
+            if pass % EVICTIONS_PER_YIELD == EVICTIONS_PER_YIELD - 1 {
+                shoal_runtime::yield_now().await;
+            }
+            let position = PartitionPosition { token: victim.token, key: victim.key.clone() };
+            let _guard = self.lock_partition(table.id, position.clone()).await?;
+            if !self.item_lru.evict(table.id, &victim, now_s) {
+                continue;
+            }
+            self.item_access.forget(victim.token);
+            if !victim.expired {
+                let delete = ItemUpdate::Delete { timestamp: clock::next_write_timestamp_us() };
+                let partition = delete.into_partition(table, now_s);
+                durability = durability.and(self.apply_unsynced(table.id, position, partition, &[]).await?);
+            }
+        }
+        Ok(durability)
+    }
+
+    /// Bounds `table`'s items on this shard at `limit_bytes` (`None`: no
+    /// bound, items are never evicted). The first call for a table fills
+    /// the LRU list from what the table holds, in the background, oldest
+    /// write last.
+    pub fn track_items(self: &Rc<Self>, table: ItemTable, limit_bytes: Option<u64>) {
+        if self.item_lru.track(table.id, limit_bytes) {
+            let database = Rc::clone(self);
+            shoal_runtime::spawn(async move {
+                if let Err(e) = database.scan_items(table).await {
+                    tracing::warn!("memcached items: cannot list the items table's items for eviction: {e}");
+                }
+            });
+        }
+    }
+
+    /// Hands every live item on this shard to the LRU list, newest first.
+    async fn scan_items(&self, table: ItemTable) -> Result<(), ReplicaError> {
+        let store = self.table(table.id)?;
+        let now_s = clock::now_s();
+        let mut found = Vec::new();
+        let mut after: Option<PartitionPosition> = None;
+        loop {
+            let from = after.as_ref().map_or(Bound::Unbounded, Bound::Excluded);
+            let page = store.scan(from, Bound::Unbounded, &[ClusteringRange::all()], SCAN_PAGE_PARTITIONS).await?;
+            let full = page.len() == SCAN_PAGE_PARTITIONS;
+            for (position, partition) in page {
+                if let Some(item) = live_item(table, &partition, now_s) {
+                    found.push((
+                        value_timestamp_us(table, &partition),
+                        item.value.len(),
+                        item.lifetime,
+                        position.token,
+                        position.key.clone(),
+                    ));
+                }
+                after = Some(position);
+            }
+            if !full {
+                break;
+            }
+        }
+        found.sort_unstable_by_key(|(written_s, ..)| std::cmp::Reverse(*written_s));
+        for (_, value_bytes, lifetime, token, key) in found {
+            self.item_lru.found(table.id, token, &key, value_bytes, lifetime);
+        }
+        Ok(())
+    }
+
+    /// The shard's item count, bytes and evictions (memcached's `stats`).
+    pub fn items_stats(&self, table: ItemTable) -> ItemLruStats {
+        self.item_lru.stats(table.id)
     }
 
     /// The live item at `position`, if any, with its hints.
@@ -290,6 +405,14 @@ fn live_item(table: ItemTable, partition: &Partition, now_s: i64) -> Option<Item
         access: Access::written(value_cell.timestamp.div_euclid(1_000_000)),
         won: false,
     })
+}
+
+/// When the item's value was written (µs), for a live item's partition.
+fn value_timestamp_us(table: ItemTable, partition: &Partition) -> i64 {
+    match partition.rows.get(&Bytes::new()).and_then(|r| r.row.columns.get(&table.value)) {
+        Some(ColumnData::Atomic(cell)) => cell.timestamp,
+        _ => 0,
+    }
 }
 
 /// What an operation does, given the item as it is: the item's new state

@@ -17,6 +17,7 @@ mod database;
 mod filter;
 mod item;
 mod item_access;
+mod item_lru;
 mod list_ops;
 mod metrics;
 mod mutation;
@@ -32,6 +33,7 @@ pub use database::{local, Database, ReplicaError, SchemaListener, StorageConfig}
 pub use filter::{FilterOp, RowFilter};
 pub use item::{Arith, Fetch, Item, ItemOp, ItemOutcome, ItemTable, Lifetime, Store, StoreMode};
 pub use item_access::Access;
+pub use item_lru::{ItemLruStats, ITEM_HEADER_BYTES};
 pub use list_ops::{ListOp, ListOpKind};
 pub use mutation::Mutation;
 pub use partition_lock::PartitionGuard;

@@ -194,6 +194,7 @@ fn collect_memory(out: &mut Collector) {
         ("cache", memory.cache_bytes),
         ("index_cache", memory.index_cache_bytes),
         ("sstable_metadata", memory.sstable_metadata_bytes),
+        ("memcache_items", memory.items_index_bytes),
     ];
     for (kind, bytes) in parts {
         out.gauge(

@@ -79,6 +79,10 @@ pub struct ServerArgs {
     /// memcached text and meta protocols; 0 disables [default: 11211]
     #[arg(long, env = "SHOAL_MEMCACHE_PORT")]
     pub memcache_port: Option<u16>,
+    /// Bytes memcached items may take, e.g. 1G; past it the least recently
+    /// used are evicted (memcached's -m); 0: never evict [default: --memory]
+    #[arg(long, env = "SHOAL_MEMCACHE_MAX_SIZE")]
+    pub memcache_max_size: Option<String>,
     /// YAML options file with scylla.yaml key names [default: shoal.yaml if present]
     #[arg(long, env = "SHOAL_OPTIONS_FILE")]
     pub options_file: Option<PathBuf>,
@@ -126,6 +130,7 @@ struct OptionsFile {
     native_shard_aware_transport_port: Option<u16>,
     api_port: Option<u16>,
     memcache_port: Option<u16>,
+    memcache_max_size: Option<String>,
     native_transport_max_frame_size_in_mb: Option<usize>,
     data_file_directories: Option<Vec<PathBuf>>,
     commitlog_directory: Option<PathBuf>,
@@ -164,6 +169,8 @@ pub struct Config {
     pub native_shard_aware_transport_port: u16,
     pub api_port: u16,
     pub memcache_port: u16,
+    /// 0: memcached items are never evicted.
+    pub memcache_max_size_bytes: u64,
     pub max_frame_bytes: usize,
     pub pin_shards: bool,
     pub data_dir: PathBuf,
@@ -196,6 +203,10 @@ impl Config {
         let memory_bytes = match args.memory.or(file.memory) {
             Some(text) => parse_size(&text)?,
             None => default_memory_bytes(),
+        };
+        let memcache_max_size_bytes = match args.memcache_max_size.or(file.memcache_max_size) {
+            Some(text) => parse_size(&text)?,
+            None => memory_bytes,
         };
         let workdir = args.workdir.or(file.workdir).unwrap_or_else(|| PathBuf::from("./data"));
         let period_ms = args.commitlog_sync_period_in_ms.or(file.commitlog_sync_period_in_ms).unwrap_or(10_000);
@@ -260,6 +271,7 @@ impl Config {
                 .unwrap_or(19042),
             api_port: args.api_port.or(file.api_port).unwrap_or(10000),
             memcache_port: args.memcache_port.or(file.memcache_port).unwrap_or(11211),
+            memcache_max_size_bytes,
             max_frame_bytes: file.native_transport_max_frame_size_in_mb.unwrap_or(256) << 20,
             pin_shards: !args.no_pin,
         })

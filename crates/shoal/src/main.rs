@@ -228,7 +228,7 @@ async fn listen(config: &Config, server_config: Arc<ServerConfig>) -> Result<(),
             keyspace: shoal_memcache::items_table::DEFAULT_KEYSPACE.to_string(),
             table: shoal_memcache::items_table::DEFAULT_TABLE.to_string(),
             limits: shoal_memcache::Limits { item_size_max_bytes: MEMCACHE_ITEM_SIZE_MAX_BYTES },
-            memory_limit_bytes: config.memory_bytes,
+            max_size_bytes: config.memcache_max_size_bytes,
             port: config.memcache_port,
         });
         shoal_runtime::spawn(shoal_memcache::server::serve(listener, memcache_config));

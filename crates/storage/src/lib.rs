@@ -37,4 +37,4 @@ pub use partition::{
     Cell, CellValue, ClusteredRow, ClusteringRange, Collection, CollectionCell, ColumnData, Expiry, Partition,
     PartitionPosition, PartitionUpdate, RangeTombstone, Row, RowMarker, Tombstone,
 };
-pub use table::{SizeEstimate, Table, TableOptions};
+pub use table::{Table, TableOptions};

@@ -1,5 +1,5 @@
-//! A shard's memory budget: what its memtables, row cache, index cache and
-//! SSTable metadata (Bloom filters, summaries) hold, against the share of
+//! A shard's memory budget: what its memtables, row cache, index cache,
+//! SSTable metadata (Bloom filters, summaries) and memcached item list hold, against the share of
 //! `--memory` the shard was given (docs/design.md §5).
 //!
 //! Memtables are bounded by the replica's own budget (flushes start at half
@@ -24,6 +24,7 @@ struct ShardMemory {
     memtable_bytes: Cell<usize>,
     cache_bytes: Cell<usize>,
     metadata_bytes: Cell<usize>,
+    items_index_bytes: Cell<usize>,
     /// The most the index cache may hold (its own limit).
     index_capacity_bytes: Cell<usize>,
 }
@@ -35,6 +36,7 @@ thread_local! {
             memtable_bytes: Cell::new(0),
             cache_bytes: Cell::new(0),
             metadata_bytes: Cell::new(0),
+            items_index_bytes: Cell::new(0),
             index_capacity_bytes: Cell::new(0),
         }
     };
@@ -52,11 +54,17 @@ pub struct MemoryReport {
     pub index_cache_bytes: usize,
     /// Bloom filters and summaries of open SSTables.
     pub sstable_metadata_bytes: usize,
+    /// memcached items' LRU list (`replica::item_lru`).
+    pub items_index_bytes: usize,
 }
 
 impl MemoryReport {
     pub fn used_bytes(&self) -> usize {
-        self.memtable_bytes + self.cache_bytes + self.index_cache_bytes + self.sstable_metadata_bytes
+        self.memtable_bytes
+            + self.cache_bytes
+            + self.index_cache_bytes
+            + self.sstable_metadata_bytes
+            + self.items_index_bytes
     }
 }
 
@@ -80,6 +88,7 @@ pub fn report() -> MemoryReport {
         cache_bytes: m.cache_bytes.get(),
         index_cache_bytes: crate::sstable::index_cache::stats().bytes,
         sstable_metadata_bytes: m.metadata_bytes.get(),
+        items_index_bytes: m.items_index_bytes.get(),
     })
 }
 
@@ -90,7 +99,7 @@ pub(crate) fn cache_limit_bytes() -> usize {
     if r.budget_bytes == usize::MAX {
         return usize::MAX;
     }
-    let others = r.memtable_bytes + r.index_cache_bytes + r.sstable_metadata_bytes;
+    let others = r.memtable_bytes + r.index_cache_bytes + r.sstable_metadata_bytes + r.items_index_bytes;
     let floor = (r.budget_bytes as f64 * CACHE_FLOOR_FRACTION) as usize;
     r.budget_bytes.saturating_sub(others).max(floor)
 }
@@ -103,7 +112,11 @@ pub(crate) fn memtables_changed(delta: isize) {
     // may be over.
     let may_be_over = MEMORY.with(|m| {
         m.memtable_bytes.set(m.memtable_bytes.get().saturating_add_signed(delta));
-        let most = m.memtable_bytes.get() + m.cache_bytes.get() + m.metadata_bytes.get() + m.index_capacity_bytes.get();
+        let most = m.memtable_bytes.get()
+            + m.cache_bytes.get()
+            + m.metadata_bytes.get()
+            + m.items_index_bytes.get()
+            + m.index_capacity_bytes.get();
         delta > 0 && m.cache_bytes.get() > 0 && most > m.budget_bytes.get()
     });
     if may_be_over && MEMORY.with(|m| m.cache_bytes.get()) > cache_limit_bytes() {
@@ -117,4 +130,10 @@ pub(crate) fn set_cache_bytes(bytes: usize) {
 
 pub(crate) fn metadata_changed(delta: isize) {
     MEMORY.with(|m| m.metadata_bytes.set(m.metadata_bytes.get().saturating_add_signed(delta)));
+}
+
+/// The memcached item list grew (or, negative, shrank) by `delta` bytes.
+/// The cache makes room at its next change ([`cache_limit_bytes`]).
+pub fn items_index_changed(delta: isize) {
+    MEMORY.with(|m| m.items_index_bytes.set(m.items_index_bytes.get().saturating_add_signed(delta)));
 }

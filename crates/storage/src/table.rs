@@ -76,22 +76,6 @@ struct Sealed {
     writing: Cell<bool>,
 }
 
-/// A table's partitions and bytes (memtables' heap and SSTables' data),
-/// roughly: see [`Table::size_estimate`].
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub struct SizeEstimate {
-    pub partitions: u64,
-    pub bytes: u64,
-}
-
-impl std::ops::Add for SizeEstimate {
-    type Output = SizeEstimate;
-
-    fn add(self, other: SizeEstimate) -> SizeEstimate {
-        SizeEstimate { partitions: self.partitions + other.partitions, bytes: self.bytes + other.bytes }
-    }
-}
-
 pub struct Table {
     dir: PathBuf,
     shard: usize,
@@ -363,18 +347,6 @@ impl Table {
     /// The current SSTables (a snapshot: later swaps do not change it).
     pub fn sstable_set(&self) -> SSTableSet {
         Rc::clone(&self.sstables.borrow())
-    }
-
-    /// About how many partitions the table holds and in how many bytes:
-    /// a partition in several memtables or SSTables counts in each, and
-    /// deleted ones count until compaction drops them.
-    pub fn size_estimate(&self) -> SizeEstimate {
-        let memtables = self.memtable_partitions();
-        let sstables = self.sstable_set();
-        SizeEstimate {
-            partitions: memtables as u64 + sstables.iter().map(|s| s.stats().partitions).sum::<u64>(),
-            bytes: self.memory_used_bytes() as u64 + sstables.iter().map(|s| s.data_bytes()).sum::<u64>(),
-        }
     }
 
     /// Heap held by the active and sealed memtables.

@@ -138,12 +138,13 @@ fn shard_memory(metrics: &Metrics, shard: &str) -> String {
     let used =
         |kind: &str| bytes(metrics.sum("shoal_memory_used_bytes", |s| of_shard(s) && s.label("kind") == Some(kind)));
     format!(
-        "budget {}, memtables {}, row cache {}, index cache {}, SSTable metadata {}",
+        "budget {}, memtables {}, row cache {}, index cache {}, SSTable metadata {}, memcached items list {}",
         bytes(metrics.sum("shoal_memory_budget_bytes", of_shard)),
         used("memtables"),
         used("cache"),
         used("index_cache"),
         used("sstable_metadata"),
+        used("memcache_items"),
     )
 }
 
