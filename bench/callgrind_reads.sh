@@ -36,7 +36,7 @@ trap cleanup EXIT
 
 valgrind --tool=callgrind --callgrind-out-file="$tmp/callgrind.out" \
     "$bin" --smp 1 --workdir "$tmp/data" --memory 1G --native-transport-port "$cql_port" \
-    --native-shard-aware-transport-port 19342 --api-port 10400 --memcache-port "$memcache_port" \
+    --native-shard-aware-transport-port 19342 --api-port 10400 --memcache-port "$memcache_port" --storage-port 7400 \
     >"$tmp/server.log" 2>&1 &
 server=$!
 case "$protocol" in

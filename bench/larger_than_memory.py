@@ -55,12 +55,13 @@ def value_of(k):
 
 def main():
     workdir = tempfile.mkdtemp(prefix="shoal-ltm-")
-    cql, aware, api = free_port(), free_port(), free_port()
+    cql, aware, api, memcache, storage = free_port(), free_port(), free_port(), free_port(), free_port()
     log = open(os.path.join(workdir, "server.log"), "wb")
     proc = subprocess.Popen(
         [SHOAL_BIN, "--workdir", os.path.join(workdir, "w"), "--smp", "2", "--memory", "1G",
          "--memtable-space-in-mb", str(MEMTABLE_MB), "--native-transport-port", str(cql),
-         "--native-shard-aware-transport-port", str(aware), "--api-port", str(api)],
+         "--native-shard-aware-transport-port", str(aware), "--api-port", str(api),
+         "--memcache-port", str(memcache), "--storage-port", str(storage)],
         stdout=log, stderr=subprocess.STDOUT)
     try:
         for _ in range(100):

@@ -38,7 +38,7 @@ from harness.runner import RUN_SLACK_S, wait_with_rusage  # noqa: E402
 from harness.systems import port_open  # noqa: E402
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-CQL_PORT, SHARD_AWARE_PORT, API_PORT, MEMCACHE_PORT = 9242, 19242, 10300, 11411
+CQL_PORT, SHARD_AWARE_PORT, API_PORT, MEMCACHE_PORT, STORAGE_PORT = 9242, 19242, 10300, 11411, 7300
 KEYS_PER_SHARD = 100_000
 IN_FLIGHT_PER_SHARD = 64
 START_TIMEOUT_S = 60
@@ -221,7 +221,8 @@ class Scaling:
                "--smp", str(n), "--memory", f"{2 * n}G", "--workdir", workdir,
                "--native-transport-port", str(CQL_PORT),
                "--native-shard-aware-transport-port", str(SHARD_AWARE_PORT),
-               "--api-port", str(API_PORT), "--memcache-port", str(MEMCACHE_PORT)]
+               "--api-port", str(API_PORT), "--memcache-port", str(MEMCACHE_PORT),
+               "--storage-port", str(STORAGE_PORT)]
         keys = KEYS_PER_SHARD * n
         common = ["--port", str(CQL_PORT), "--keys", str(keys)]
         print(f"[shoal --smp {n}]", flush=True)

@@ -45,7 +45,7 @@ CONSISTENCY="${CONSISTENCY:-ONE}"
 LATTE="${LATTE:-$ROOT/bench/peers/latte/bin/latte}"
 SHOAL="${SHOAL:-$ROOT/target/release/shoal}"
 WORKLOAD="$ROOT/bench/latte/kv.rn"
-CQL_PORT=9342 AWARE_PORT=19342 API_PORT=10400 MEMCACHE_PORT=11342
+CQL_PORT=9342 AWARE_PORT=19342 API_PORT=10400 MEMCACHE_PORT=11342 STORAGE_PORT=7342
 
 log() { echo "latte-crosscheck: $*" >&2; }
 die() { log "$*"; exit 1; }
@@ -93,14 +93,14 @@ if [[ $# -eq 1 ]]; then
     log "using the node at $HOST:$PORT (not started here; not pinned)"
 else
     HOST=127.0.0.1 PORT=$CQL_PORT
-    for p in $CQL_PORT $AWARE_PORT $API_PORT $MEMCACHE_PORT; do
+    for p in $CQL_PORT $AWARE_PORT $API_PORT $MEMCACHE_PORT $STORAGE_PORT; do
         ss -Hltn "sport = :$p" | grep -q . && die "port $p is in use"
     done
     log "starting shoal --smp 1 on CPU $SERVER_CPU, CQL port $PORT (workdir $WORK/node)"
     taskset -c "$SERVER_CPU" "$SHOAL" --workdir "$WORK/node" --smp 1 --memory "$SERVER_MEMORY" \
         --listen-address 127.0.0.1 --native-transport-port $CQL_PORT \
         --native-shard-aware-transport-port $AWARE_PORT --api-port $API_PORT \
-        --memcache-port $MEMCACHE_PORT >"$WORK/server.log" 2>&1 &
+        --memcache-port $MEMCACHE_PORT --storage-port $STORAGE_PORT >"$WORK/server.log" 2>&1 &
     SERVER_PID=$!
     for _ in $(seq 300); do
         cql_ready "$HOST" "$PORT" && break

@@ -170,7 +170,7 @@ mapfile -t TESTS < <("$EXE" --list --format terse | sed -n 's/: test$//p')
 free_ports() {
     python3 -c '
 import socket
-socks = [socket.socket() for _ in range(3)]
+socks = [socket.socket() for _ in range(5)]
 for s in socks:
     s.bind(("127.0.0.1", 0))
 print(" ".join(str(s.getsockname()[1]) for s in socks))'
@@ -202,12 +202,13 @@ start_server() {
     server_starts=$((server_starts + 1))
     local attempt ports
     for attempt in 1 2 3; do
-        read -r CQL_PORT SA_PORT API_PORT < <(free_ports)
+        read -r CQL_PORT SA_PORT API_PORT MEMCACHE_PORT STORAGE_PORT < <(free_ports)
         local slog="$WORK/server$server_starts.log"
         rm -rf "$server_tmp/work"; mkdir -p "$server_tmp/work"
         "$SHOAL_BIN" --workdir "$server_tmp/work" --smp "$SMP" \
             --native-transport-port "$CQL_PORT" --native-shard-aware-transport-port "$SA_PORT" \
-            --api-port "$API_PORT" --listen-address 127.0.0.1 >"$slog" 2>&1 &
+            --api-port "$API_PORT" --memcache-port "$MEMCACHE_PORT" --storage-port "$STORAGE_PORT" \
+            --listen-address 127.0.0.1 >"$slog" 2>&1 &
         server_pid=$!
         local deadline=$((SECONDS + 30))
         while (( SECONDS < deadline )) && kill -0 "$server_pid" 2>/dev/null; do

@@ -134,7 +134,7 @@ if [[ -n "${SHOAL_BIN:-}" ]]; then
     [[ -x "$SHOAL_BIN" ]] || { log "SHOAL_BIN=$SHOAL_BIN is not an executable"; exit 1; }
     tmp="$(mktemp -d -t shoal-tests.XXXXXX)"
     export SHOAL_HOST=127.0.0.1
-    read -r SHOAL_PORT SHOAL_SHARD_AWARE_PORT SHOAL_API_PORT SHOAL_MEMCACHE_PORT < <(free_ports 4)
+    read -r SHOAL_PORT SHOAL_SHARD_AWARE_PORT SHOAL_API_PORT SHOAL_MEMCACHE_PORT SHOAL_STORAGE_PORT < <(free_ports 5)
     export SHOAL_PORT SHOAL_SHARD_AWARE_PORT SHOAL_API_PORT SHOAL_MEMCACHE_PORT
     export SHOAL_SMP="$SMP"
     unset SHOAL_PEER
@@ -145,6 +145,7 @@ if [[ -n "${SHOAL_BIN:-}" ]]; then
         --native-shard-aware-transport-port "$SHOAL_SHARD_AWARE_PORT" \
         --api-port "$SHOAL_API_PORT" \
         --memcache-port "$SHOAL_MEMCACHE_PORT" \
+        --storage-port "$SHOAL_STORAGE_PORT" \
         --listen-address 127.0.0.1 >"$tmp/server.log" 2>&1 &
     server_pid=$!
     deadline=$((SECONDS + START_TIMEOUT))

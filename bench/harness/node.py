@@ -257,7 +257,7 @@ class ShoalNode(_Server):
     def __init__(self, binary, workdir, memory, cpu, log_path, smp=1, extra=()):
         super().__init__(log_path, cpu)
         self.binary, self.workdir, self.memory, self.smp = binary, workdir, memory, smp
-        self.cql_port, self.aware_port, self.api_port, self.memcache_port = free_ports(4)
+        self.cql_port, self.aware_port, self.api_port, self.memcache_port, self.storage_port = free_ports(5)
         self.extra = list(extra)
 
     def cmd(self):
@@ -266,6 +266,7 @@ class ShoalNode(_Server):
                 "--native-transport-port", str(self.cql_port),
                 "--native-shard-aware-transport-port", str(self.aware_port),
                 "--api-port", str(self.api_port), "--memcache-port", str(self.memcache_port),
+                "--storage-port", str(self.storage_port),
                 "--commitlog-sync", "periodic", *self.extra]
 
     def start(self, log=_err):

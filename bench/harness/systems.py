@@ -27,6 +27,7 @@ from .node import port_open, tail, taskset
 CQL_PORT = 9242
 SHARD_AWARE_PORT = 19242
 API_PORT = 10300
+STORAGE_PORT = 7300
 MEMCACHE_PORT = 11411
 CASSANDRA_STORAGE_PORT = 7300
 CASSANDRA_JMX_PORT = 7399
@@ -172,6 +173,7 @@ class Shoal(System):
                 "--native-transport-port", str(CQL_PORT),
                 "--native-shard-aware-transport-port", str(SHARD_AWARE_PORT),
                 "--api-port", str(API_PORT), "--memcache-port", str(MEMCACHE_PORT),
+                "--storage-port", str(STORAGE_PORT),
                 # The default, spelled out: acknowledged at once, fdatasync every 10 s.
                 "--commitlog-sync", "periodic"]
 

@@ -4,7 +4,9 @@ Tests that must kill and restart a server (test_restart.py, test_crash.py) run
 their own node on fresh loopback ports with a fresh workdir, so they never
 disturb the server tests/run.sh shares between the other tests. A Node keeps
 its ports and its workdir across restarts; every start appends to one
-server.log in that workdir.
+server.log in that workdir. A node listens on `address` (127.0.0.1 unless
+given: a test of several nodes gives each its own loopback address), every
+port its own, the storage port included.
 """
 import contextlib
 import os
@@ -41,11 +43,12 @@ class Node:
     on every start.
     """
 
-    def __init__(self, workdir, args=(), smp=2):
+    def __init__(self, workdir, args=(), smp=2, address="127.0.0.1"):
         self.workdir = workdir
         self.args = list(args)
         self.smp = smp
-        self.ports = [free_port(), free_port(), free_port(), free_port()]
+        self.address = address
+        self.ports = [free_port(), free_port(), free_port(), free_port(), free_port()]
         self.proc = None
         self.log = None
         self.starts = 0
@@ -59,15 +62,19 @@ class Node:
         return self.ports[3]
 
     @property
+    def storage_port(self):
+        return self.ports[4]
+
+    @property
     def log_path(self):
         return os.path.join(self.workdir, "server.log")
 
     def command(self):
-        cql, aware, api, memcache = self.ports
+        cql, aware, api, memcache, storage = self.ports
         return [SHOAL_BIN, "--workdir", os.path.join(self.workdir, "data"), "--smp", str(self.smp),
                 "--native-transport-port", str(cql), "--native-shard-aware-transport-port", str(aware),
-                "--api-port", str(api), "--memcache-port", str(memcache),
-                "--listen-address", "127.0.0.1"] + self.args
+                "--api-port", str(api), "--memcache-port", str(memcache), "--storage-port", str(storage),
+                "--listen-address", self.address] + self.args
 
     def start(self, timeout=30):
         """Starts the server; returns once it answers a CQL OPTIONS request."""
@@ -83,7 +90,7 @@ class Node:
             # A real OPTIONS round trip: right after a kill -9 the old
             # process's listener may still accept for a few milliseconds.
             try:
-                with socket.create_connection(("127.0.0.1", self.cql_port), timeout=1) as s:
+                with socket.create_connection((self.address, self.cql_port), timeout=1) as s:
                     s.settimeout(1)
                     s.sendall(struct.pack(">BBhBI", 4, 0, 0, 0x05, 0))
                     if len(s.recv(9)) == 9:
@@ -126,7 +133,7 @@ class Node:
         # Without TCP_NODELAY the driver's requests over 4 KiB wait on
         # delayed ACKs (~40 ms each).
         kwargs.setdefault("sockopts", [(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)])
-        return Cluster(["127.0.0.1"], port=self.cql_port, protocol_version=4, **kwargs)
+        return Cluster([self.address], port=self.cql_port, protocol_version=4, **kwargs)
 
     def session(self):
         cluster = self.cluster()
@@ -134,7 +141,7 @@ class Node:
 
     def nodetool(self, *args):
         """Runs `shoal nodetool` against this node; its stdout (asserts exit 0)."""
-        out = subprocess.run([SHOAL_BIN, "nodetool", "--api-port", str(self.ports[2]), *args],
+        out = subprocess.run([SHOAL_BIN, "nodetool", "--host", self.address, "--api-port", str(self.ports[2]), *args],
                              capture_output=True, text=True, timeout=60)
         assert out.returncode == 0, out.stderr
         return out.stdout
@@ -142,19 +149,19 @@ class Node:
     def metrics(self):
         """The node's /metrics text."""
         import urllib.request
-        with urllib.request.urlopen("http://127.0.0.1:%d/metrics" % self.ports[2], timeout=10) as r:
+        with urllib.request.urlopen("http://%s:%d/metrics" % (self.address, self.ports[2]), timeout=10) as r:
             return r.read().decode()
 
 
 @contextlib.contextmanager
-def temp_node(prefix, args=(), smp=2, start=True):
+def temp_node(prefix, args=(), smp=2, start=True, address="127.0.0.1"):
     """A Node in a fresh temporary workdir; killed and removed afterwards.
 
     Set `node.keep_workdir = True` to keep the workdir (data and server.log),
     e.g. after a failure; SHOAL_KEEP_RESTART_LOG=1 prints server.log at the end.
     """
     workdir = tempfile.mkdtemp(prefix=prefix)
-    node = Node(workdir, args=args, smp=smp)
+    node = Node(workdir, args=args, smp=smp, address=address)
     node.keep_workdir = False
     try:
         if start:

@@ -4,6 +4,9 @@
 //! - `GET /storage_service/hostid/local`, `GET /storage_service/cluster_name`
 //!   (JSON strings), `GET /system/uptime_ms` (a number): node identity for
 //!   `nodetool status` and `info`;
+//! - `GET /gossiper/endpoint/live`, `GET /gossiper/endpoint/down`: JSON
+//!   arrays of the addresses of nodes the failure detector finds up (this
+//!   node among them) and down;
 //! - `POST /storage_service/keyspace_flush[/<keyspace>][?cf=t1,t2]`
 //! - `POST /storage_service/keyspace_compaction[/<keyspace>][?cf=t1,t2]`
 //! - `POST /storage_service/snapshots?tag=<tag>[&kn=<keyspace>]`
@@ -51,6 +54,8 @@ async fn handle(mut stream: TcpStream) {
         ["GET", "/metrics", ..] => ("200 OK", metrics().await),
         ["GET", "/storage_service/hostid/local", ..] => ("200 OK", format!("\"{}\"\n", node().host_id)),
         ["GET", "/storage_service/cluster_name", ..] => ("200 OK", format!("{:?}\n", node().cluster_name)),
+        ["GET", "/gossiper/endpoint/live", ..] => ("200 OK", endpoints(true).await),
+        ["GET", "/gossiper/endpoint/down", ..] => ("200 OK", endpoints(false).await),
         ["GET", "/system/uptime_ms", ..] => {
             ("200 OK", format!("{}\n", STARTED.get().map_or(0, |s| s.elapsed().as_millis())))
         }
@@ -103,4 +108,17 @@ async fn metrics() -> String {
         }
     }
     shoal_metrics::render_prometheus(&shards)
+}
+
+/// The addresses of the nodes that are up (`live`; this node is) or down,
+/// as a JSON array of strings.
+async fn endpoints(live: bool) -> String {
+    // The failure detector runs on shard 0.
+    let statuses = submit_to(0, || async { shoal_cluster::failure_detector::statuses() }).await.unwrap_or_default();
+    let mut addresses: Vec<String> =
+        statuses.iter().filter(|s| s.up == live).map(|s| format!("\"{}\"", s.address.ip())).collect();
+    if live {
+        addresses.insert(0, format!("\"{}\"", node().address));
+    }
+    format!("[{}]\n", addresses.join(","))
 }

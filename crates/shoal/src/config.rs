@@ -5,12 +5,13 @@
 //! the options file (`--options-file`, default `shoal.yaml` if present), then
 //! the embedded default.
 
-use std::net::IpAddr;
+use std::net::{IpAddr, SocketAddr};
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use clap::Parser;
 use serde::Deserialize;
+use shoal_coordinator::cluster::{DEFAULT_DATA_CENTER, DEFAULT_RACK};
 use shoal_coordinator::Timeouts;
 use thiserror::Error;
 
@@ -30,6 +31,10 @@ pub enum ConfigError {
     TooSmall(&'static str, u64),
     #[error("index_cache_fraction {0} must be between 0 and 1")]
     IndexCacheFraction(f64),
+    #[error("invalid seed '{0}': use an IP address, optionally with :port (the storage port)")]
+    Seed(String),
+    #[error("seed_provider: give one entry whose parameters hold `seeds: \"ip1,ip2,...\"`")]
+    SeedProvider,
 }
 
 /// `shoal [server]` options. Each `Option` is unset unless given by flag or
@@ -76,6 +81,23 @@ pub struct ServerArgs {
     /// HTTP port for /metrics and the admin API [default: 10000]
     #[arg(long, env = "SHOAL_API_PORT")]
     pub api_port: Option<u16>,
+    /// Internode messaging port: other nodes connect here [default: 7000]
+    #[arg(long, env = "SHOAL_STORAGE_PORT")]
+    pub storage_port: Option<u16>,
+    /// Comma-separated addresses of the nodes a new node first contacts,
+    /// each an IP with an optional :port (default: the storage port)
+    /// [default: none: a cluster of one]
+    #[arg(long, env = "SHOAL_SEEDS")]
+    pub seeds: Option<String>,
+    /// A node that has not answered pings for this long is marked down [default: 20000]
+    #[arg(long, env = "SHOAL_FAILURE_DETECTOR_TIMEOUT_IN_MS")]
+    pub failure_detector_timeout_in_ms: Option<u64>,
+    /// This node's data center [default: datacenter1]
+    #[arg(long, env = "SHOAL_DC")]
+    pub dc: Option<String>,
+    /// This node's rack [default: rack1]
+    #[arg(long, env = "SHOAL_RACK")]
+    pub rack: Option<String>,
     /// memcached text and meta protocols; 0 disables [default: 11211]
     #[arg(long, env = "SHOAL_MEMCACHE_PORT")]
     pub memcache_port: Option<u16>,
@@ -131,6 +153,9 @@ struct OptionsFile {
     api_port: Option<u16>,
     memcache_port: Option<u16>,
     memcache_max_size: Option<String>,
+    storage_port: Option<u16>,
+    seed_provider: Option<Vec<SeedProvider>>,
+    failure_detector_timeout_in_ms: Option<u64>,
     native_transport_max_frame_size_in_mb: Option<usize>,
     data_file_directories: Option<Vec<PathBuf>>,
     commitlog_directory: Option<PathBuf>,
@@ -151,6 +176,23 @@ struct OptionsFile {
     truncate_request_timeout_in_ms: Option<u64>,
 }
 
+/// scylla.yaml's `seed_provider` entry:
+/// `[{class_name: ..., parameters: [{seeds: "ip1,ip2"}]}]`.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct SeedProvider {
+    /// Named by scylla.yaml; the simple provider is the only one.
+    #[serde(rename = "class_name", default)]
+    _class_name: Option<String>,
+    parameters: Vec<SeedParameters>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct SeedParameters {
+    seeds: String,
+}
+
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum CommitlogSync {
     Periodic { period_ms: u64 },
@@ -169,6 +211,12 @@ pub struct Config {
     pub native_shard_aware_transport_port: u16,
     pub api_port: u16,
     pub memcache_port: u16,
+    pub storage_port: u16,
+    /// Other nodes' storage ports to contact at start (never this node).
+    pub seeds: Vec<SocketAddr>,
+    pub failure_detector_timeout: Duration,
+    pub data_center: String,
+    pub rack: String,
     /// 0: memcached items are never evicted.
     pub memcache_max_size_bytes: u64,
     pub max_frame_bytes: usize,
@@ -208,6 +256,21 @@ impl Config {
             Some(text) => parse_size(&text)?,
             None => memory_bytes,
         };
+        let storage_port = args.storage_port.or(file.storage_port).unwrap_or(7000);
+        let seeds_text = match (args.seeds, file.seed_provider) {
+            (Some(seeds), _) => seeds,
+            (None, Some(providers)) => match providers.as_slice() {
+                [provider] if provider.parameters.len() == 1 => provider.parameters[0].seeds.clone(),
+                _ => return Err(ConfigError::SeedProvider),
+            },
+            (None, None) => String::new(),
+        };
+        let listen_address =
+            args.listen_address.or(file.listen_address).or(file.rpc_address).unwrap_or([127, 0, 0, 1].into());
+        let seeds = parse_seeds(&seeds_text, storage_port)?
+            .into_iter()
+            .filter(|seed| *seed != SocketAddr::new(listen_address, storage_port))
+            .collect();
         let workdir = args.workdir.or(file.workdir).unwrap_or_else(|| PathBuf::from("./data"));
         let period_ms = args.commitlog_sync_period_in_ms.or(file.commitlog_sync_period_in_ms).unwrap_or(10_000);
         let commitlog_sync = match args.commitlog_sync.or(file.commitlog_sync).as_deref().map(str::trim) {
@@ -259,11 +322,14 @@ impl Config {
             smp,
             memory_bytes,
             cluster_name: file.cluster_name.unwrap_or_else(|| "Shoal Cluster".to_string()),
-            listen_address: args
-                .listen_address
-                .or(file.listen_address)
-                .or(file.rpc_address)
-                .unwrap_or([127, 0, 0, 1].into()),
+            listen_address,
+            storage_port,
+            seeds,
+            failure_detector_timeout: Duration::from_millis(
+                args.failure_detector_timeout_in_ms.or(file.failure_detector_timeout_in_ms).unwrap_or(20_000),
+            ),
+            data_center: args.dc.unwrap_or_else(|| DEFAULT_DATA_CENTER.to_string()),
+            rack: args.rack.unwrap_or_else(|| DEFAULT_RACK.to_string()),
             native_transport_port: args.native_transport_port.or(file.native_transport_port).unwrap_or(9042),
             native_shard_aware_transport_port: args
                 .native_shard_aware_transport_port
@@ -300,6 +366,21 @@ fn read_options(path: &Path) -> Result<OptionsFile, ConfigError> {
         return Ok(OptionsFile::default());
     }
     serde_yaml::from_str(&text).map_err(|source| ConfigError::Parse { path: path.to_path_buf(), source })
+}
+
+/// `ip1,ip2:port,...`; a seed without a port is at `storage_port`.
+fn parse_seeds(text: &str, storage_port: u16) -> Result<Vec<SocketAddr>, ConfigError> {
+    let mut seeds = Vec::new();
+    for seed in text.split(',').map(str::trim).filter(|s| !s.is_empty()) {
+        let parsed = match seed.parse::<IpAddr>() {
+            Ok(ip) => SocketAddr::new(ip, storage_port),
+            Err(_) => seed.parse::<SocketAddr>().map_err(|_| ConfigError::Seed(seed.to_string()))?,
+        };
+        if !seeds.contains(&parsed) {
+            seeds.push(parsed);
+        }
+    }
+    Ok(seeds)
 }
 
 /// `2G`, `512M`, `1024` (bytes).
@@ -357,6 +438,27 @@ mod tests {
         assert_eq!(config.map(|c| c.native_shard_aware_transport_port), Some(19042));
         assert_eq!(config.map(|c| c.cluster_name.as_str()), Some("Test"));
         assert_eq!(config.map(|c| c.smp), Some(3));
+        std::fs::remove_dir_all(&dir).ok();
+    }
+
+    #[test]
+    fn seeds_come_from_the_flag_or_scylla_yaml_and_skip_this_node() {
+        let dir = std::env::temp_dir().join(format!("shoal-config-seeds-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).ok();
+        let path = dir.join("shoal.yaml");
+        let yaml = "listen_address: 127.0.0.2\nstorage_port: 7100\nseed_provider:\n  - class_name: \
+                    org.apache.cassandra.locator.SimpleSeedProvider\n    parameters:\n      - seeds: \
+                    \"127.0.0.1, 127.0.0.2, 127.0.0.3:7200\"\n";
+        std::fs::write(&path, yaml).ok();
+        let args = ServerArgs { options_file: Some(path.clone()), ..ServerArgs::default() };
+        let seeds = Config::resolve(args).ok().map(|c| c.seeds);
+        let expected: Vec<SocketAddr> =
+            ["127.0.0.1:7100", "127.0.0.3:7200"].iter().filter_map(|s| s.parse().ok()).collect();
+        assert_eq!(seeds, Some(expected));
+        let args = ServerArgs { options_file: Some(path), seeds: Some("10.0.0.9".into()), ..ServerArgs::default() };
+        let seeds = Config::resolve(args).ok().map(|c| c.seeds);
+        assert_eq!(seeds, Some(vec![SocketAddr::from(([10, 0, 0, 9], 7100))]));
+        assert!(matches!(parse_seeds("127.0.0.1,nonsense", 7000), Err(ConfigError::Seed(_))));
         std::fs::remove_dir_all(&dir).ok();
     }
 

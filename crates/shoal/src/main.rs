@@ -17,7 +17,7 @@ use std::sync::Arc;
 
 use clap::Parser;
 use config::{Cli, Command, CommitlogSync, Config};
-use shoal_coordinator::cluster::{set_node_info, NodeInfo, DEFAULT_DATA_CENTER, DEFAULT_RACK};
+use shoal_coordinator::cluster::{set_node_info, NodeInfo};
 use shoal_replica::StorageConfig;
 use shoal_storage::commitlog::SyncMode;
 use shoal_transport::connection::ServerConfig;
@@ -71,9 +71,16 @@ fn run(config: Config) -> Result<(), String> {
         cluster_name: config.cluster_name.clone(),
         host_id,
         address: config.listen_address,
-        data_center: DEFAULT_DATA_CENTER.to_string(),
-        rack: DEFAULT_RACK.to_string(),
+        data_center: config.data_center.clone(),
+        rack: config.rack.clone(),
         tokens: vec![0],
+    });
+    shoal_cluster::messaging::set_identity(shoal_cluster::messaging::Identity {
+        cluster_name: config.cluster_name.clone(),
+        host_id,
+        address: config.listen_address,
+        storage_port: config.storage_port,
+        shard_count: u16::try_from(config.smp).map_err(|_| format!("--smp {} is too many shards", config.smp))?,
     });
     let schema_path = config.workdir.join("schema.cql");
     let schema = Arc::new(shoal_cql::schema_file::load(&schema_path).map_err(|e| e.to_string())?);
@@ -96,6 +103,7 @@ fn run(config: Config) -> Result<(), String> {
         shoal_cql::metrics::register_metrics();
         shoal_coordinator::register_metrics();
         shoal_memcache::stats::register_metrics();
+        shoal_cluster::start_shard();
         shoal_replica::local().set_schema(Arc::clone(&schema), None);
         let config = config.clone();
         let server_config = Arc::clone(&server_config);
@@ -205,6 +213,17 @@ async fn listen(config: &Config, server_config: Arc<ServerConfig>) -> Result<(),
     tracing::info!("CQL shard-aware transport listening on {}:{}", address, config.native_shard_aware_transport_port);
     let api = bind(config.api_port).await?;
     tracing::info!("HTTP API (/metrics) listening on {}:{}", address, config.api_port);
+    let storage = bind(config.storage_port).await?;
+    tracing::info!(
+        "internode messaging listening on {}:{}; seeds: {}",
+        address,
+        config.storage_port,
+        if config.seeds.is_empty() {
+            "none".to_string()
+        } else {
+            config.seeds.iter().map(ToString::to_string).collect::<Vec<_>>().join(", ")
+        }
+    );
     let memcache = match config.memcache_port {
         0 => None,
         port => {
@@ -223,6 +242,8 @@ async fn listen(config: &Config, server_config: Arc<ServerConfig>) -> Result<(),
     shoal_runtime::spawn(server::serve(cql, Placement::RoundRobin, Arc::clone(&server_config)));
     shoal_runtime::spawn(server::serve(shard_aware, Placement::BySourcePort, server_config));
     shoal_runtime::spawn(api::serve(api));
+    shoal_runtime::spawn(shoal_cluster::messaging::serve(storage));
+    shoal_runtime::spawn(shoal_cluster::failure_detector::run(config.seeds.clone(), config.failure_detector_timeout));
     if let Some(listener) = memcache {
         let memcache_config = Arc::new(shoal_memcache::Config {
             keyspace: shoal_memcache::items_table::DEFAULT_KEYSPACE.to_string(),

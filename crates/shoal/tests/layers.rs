@@ -16,6 +16,7 @@ const LAYERS: &[&str] = &[
     "io",
     "storage",
     "replica",
+    "cluster",
     "coordinator",
     "cql",
     "transport",

@@ -28,7 +28,7 @@ fn start_shoal() -> Result<Option<Server>, Box<dyn std::error::Error>> {
         return Ok(None);
     }
     let dir = temp_dir("shoal")?;
-    let ports = free_ports(3)?;
+    let ports = free_ports(5)?;
     let log = std::fs::File::create(dir.join("server.log"))?;
     let child = Command::new(&bin)
         .arg("--workdir")
@@ -37,6 +37,8 @@ fn start_shoal() -> Result<Option<Server>, Box<dyn std::error::Error>> {
         .args(["--native-transport-port", &ports[0].to_string()])
         .args(["--native-shard-aware-transport-port", &ports[1].to_string()])
         .args(["--api-port", &ports[2].to_string()])
+        .args(["--memcache-port", &ports[3].to_string()])
+        .args(["--storage-port", &ports[4].to_string()])
         .stdin(Stdio::null())
         .stdout(log.try_clone()?)
         .stderr(log)

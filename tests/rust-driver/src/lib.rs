@@ -165,7 +165,7 @@ impl Server {
     }
 
     fn start_once(bin: &Path, smp: usize) -> Result<Server, String> {
-        let ports = free_ports(3)?;
+        let ports = free_ports(5)?;
         let unique = SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |d| d.as_nanos());
         let workdir = std::env::temp_dir().join(format!("shoal-driver-tests-{}-{unique}", std::process::id()));
         std::fs::create_dir_all(workdir.join("data"))
@@ -180,6 +180,8 @@ impl Server {
             .args(["--native-transport-port", &ports[0].to_string()])
             .args(["--native-shard-aware-transport-port", &ports[1].to_string()])
             .args(["--api-port", &ports[2].to_string()])
+            .args(["--memcache-port", &ports[3].to_string()])
+            .args(["--storage-port", &ports[4].to_string()])
             .args(["--listen-address", "127.0.0.1"])
             .stdin(Stdio::null())
             .stdout(log)

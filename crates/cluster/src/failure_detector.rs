@@ -1,0 +1,129 @@
+//! Failure detection by direct pings, as ScyllaDB's direct failure
+//! detector does it: shard 0 pings shard 0 of every known peer every
+//! [`PING_INTERVAL`]. A peer is up from its first answer and down once no
+//! answer came for the failure detector's timeout
+//! (`failure_detector_timeout_in_ms`). Liveness changes where requests go,
+//! never who is a member.
+//!
+//! The state lives on shard 0, the only shard that pings; [`statuses`]
+//! reads it there. At most one ping per peer is outstanding.
+
+use std::cell::RefCell;
+use std::net::SocketAddr;
+use std::rc::Rc;
+use std::time::{Duration, Instant};
+
+use bytes::Bytes;
+use futures_util::FutureExt;
+use uuid::Uuid;
+
+use crate::messaging;
+use crate::verb::Verb;
+
+/// How often each peer is pinged.
+pub const PING_INTERVAL: Duration = Duration::from_millis(500);
+
+/// What this node knows of a peer's liveness.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PeerStatus {
+    /// The peer's storage port.
+    pub address: SocketAddr,
+    pub up: bool,
+    /// From its handshake, once it answered.
+    pub host_id: Option<Uuid>,
+    pub shard_count: Option<u16>,
+}
+
+struct Peer {
+    status: PeerStatus,
+    last_answer: Option<Instant>,
+    probing: bool,
+}
+
+#[derive(Default)]
+struct Detector {
+    peers: Vec<Peer>,
+}
+
+thread_local! {
+    static DETECTOR: RefCell<Detector> = RefCell::default();
+}
+
+/// Answers pings; registered on every shard.
+pub(crate) fn register_ping() {
+    messaging::register(Verb::Ping, Rc::new(|_, _| std::future::ready(Ok(Bytes::new())).boxed_local()));
+}
+
+/// Pings `peers` from this shard forever, marking each up or down.
+pub async fn run(peers: Vec<SocketAddr>, timeout: Duration) {
+    DETECTOR.with(|d| {
+        d.borrow_mut().peers = peers
+            .into_iter()
+            .map(|address| Peer {
+                status: PeerStatus { address, up: false, host_id: None, shard_count: None },
+                last_answer: None,
+                probing: false,
+            })
+            .collect();
+    });
+    let mut ticks = shoal_runtime::time::interval(PING_INTERVAL);
+    loop {
+        ticks.tick().await;
+        let now = Instant::now();
+        let to_probe: Vec<SocketAddr> = DETECTOR.with(|d| {
+            let mut d = d.borrow_mut();
+            for peer in d.peers.iter_mut().filter(|p| p.status.up) {
+                let silent = peer.last_answer.is_none_or(|at| now.duration_since(at) > timeout);
+                if silent {
+                    peer.status.up = false;
+                    tracing::warn!("node {} is DOWN: no answer for {} ms", peer.status.address, timeout.as_millis());
+                }
+            }
+            d.peers
+                .iter_mut()
+                .filter(|p| !p.probing)
+                .map(|p| {
+                    p.probing = true;
+                    p.status.address
+                })
+                .collect()
+        });
+        for address in to_probe {
+            shoal_runtime::spawn(probe(address));
+        }
+    }
+}
+
+async fn probe(address: SocketAddr) {
+    let answered = messaging::request(address, 0, Verb::Ping, &[]).await;
+    if let Err(e) = &answered {
+        tracing::debug!("ping of {address}: {e}");
+    }
+    let welcome = messaging::welcome_of(address, 0);
+    DETECTOR.with(|d| {
+        let mut d = d.borrow_mut();
+        let Some(peer) = d.peers.iter_mut().find(|p| p.status.address == address) else { return };
+        peer.probing = false;
+        if answered.is_err() {
+            return;
+        }
+        peer.last_answer = Some(Instant::now());
+        if let Some(welcome) = welcome {
+            peer.status.host_id = Some(welcome.host_id);
+            peer.status.shard_count = Some(welcome.shard_count);
+        }
+        if !peer.status.up {
+            peer.status.up = true;
+            tracing::info!(
+                "node {address} is UP (host id {}, {} shard(s))",
+                peer.status.host_id.map_or_else(|| "unknown".to_string(), |h| h.to_string()),
+                peer.status.shard_count.unwrap_or(0)
+            );
+        }
+    });
+}
+
+/// Every known peer's liveness; call on the shard that runs [`run`].
+pub fn statuses() -> Vec<PeerStatus> {
+    DETECTOR.with(|d| d.borrow().peers.iter().map(|p| p.status.clone()).collect())
+}

@@ -1,0 +1,212 @@
+//! The handshake that opens every internode connection. The caller sends a
+//! [`Hello`] (the payload of a `Hello` request): its protocol version,
+//! cluster name, host id, address, shard count, and the shard of the callee
+//! it wants. The callee checks it ([`Hello::check`]) and answers a
+//! [`Welcome`] from that shard, or a failure naming what does not match,
+//! and closes. The caller sends nothing else until it is welcomed, so the
+//! callee can hand the connection to the wanted shard before reading on.
+//!
+//! Payloads are little-endian; strings are `[u16 length][UTF-8]`, an
+//! address `[u8 4 or 16][octets]`. Decoding is total.
+
+use std::net::IpAddr;
+
+use bytes::{Buf, Bytes};
+use thiserror::Error;
+use uuid::Uuid;
+
+/// The internode protocol this build speaks; a node refuses another.
+pub const PROTOCOL_VERSION: u16 = 1;
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Hello {
+    pub version: u16,
+    pub cluster_name: String,
+    pub host_id: Uuid,
+    /// The caller's listen address (where its own storage port is).
+    pub address: IpAddr,
+    pub shard_count: u16,
+    pub from_shard: u16,
+    pub to_shard: u16,
+}
+
+/// The callee's answer to an acceptable [`Hello`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Welcome {
+    pub host_id: Uuid,
+    pub shard_count: u16,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Error)]
+pub enum HelloError {
+    #[error("malformed handshake: {0}")]
+    Malformed(&'static str),
+    #[error("internode protocol version {theirs} is not this node's {ours}")]
+    Version { theirs: u16, ours: u16 },
+    #[error("cluster name '{theirs}' is not this node's '{ours}'")]
+    ClusterName { theirs: String, ours: String },
+    #[error("shard {to_shard} asked for, but this node has {shard_count} shard(s)")]
+    NoSuchShard { to_shard: u16, shard_count: u16 },
+    #[error("the caller has this node's own host id {0}")]
+    SameHostId(Uuid),
+}
+
+impl Hello {
+    pub fn encode(&self, out: &mut Vec<u8>) {
+        out.extend_from_slice(&self.version.to_le_bytes());
+        put_string(out, &self.cluster_name);
+        out.extend_from_slice(self.host_id.as_bytes());
+        match self.address {
+            IpAddr::V4(a) => {
+                out.push(4);
+                out.extend_from_slice(&a.octets());
+            }
+            IpAddr::V6(a) => {
+                out.push(16);
+                out.extend_from_slice(&a.octets());
+            }
+        }
+        for n in [self.shard_count, self.from_shard, self.to_shard] {
+            out.extend_from_slice(&n.to_le_bytes());
+        }
+    }
+
+    pub fn decode(mut payload: Bytes) -> Result<Hello, HelloError> {
+        let p = &mut payload;
+        let version = get_u16(p)?;
+        let cluster_name = get_string(p)?;
+        let host_id = Uuid::from_bytes(get_array::<16>(p)?);
+        let address = match get_array::<1>(p)?[0] {
+            4 => IpAddr::from(get_array::<4>(p)?),
+            16 => IpAddr::from(get_array::<16>(p)?),
+            _ => return Err(HelloError::Malformed("address family")),
+        };
+        let (shard_count, from_shard, to_shard) = (get_u16(p)?, get_u16(p)?, get_u16(p)?);
+        if p.has_remaining() {
+            return Err(HelloError::Malformed("trailing bytes"));
+        }
+        Ok(Hello { version, cluster_name, host_id, address, shard_count, from_shard, to_shard })
+    }
+
+    /// Whether a node of `cluster_name`, `host_id` and `shard_count`
+    /// accepts this caller.
+    pub fn check(&self, cluster_name: &str, host_id: Uuid, shard_count: u16) -> Result<(), HelloError> {
+        if self.version != PROTOCOL_VERSION {
+            return Err(HelloError::Version { theirs: self.version, ours: PROTOCOL_VERSION });
+        }
+        if self.cluster_name != cluster_name {
+            return Err(HelloError::ClusterName { theirs: self.cluster_name.clone(), ours: cluster_name.to_string() });
+        }
+        if self.to_shard >= shard_count {
+            return Err(HelloError::NoSuchShard { to_shard: self.to_shard, shard_count });
+        }
+        if self.host_id == host_id {
+            return Err(HelloError::SameHostId(host_id));
+        }
+        Ok(())
+    }
+}
+
+impl Welcome {
+    pub fn encode(&self, out: &mut Vec<u8>) {
+        out.extend_from_slice(self.host_id.as_bytes());
+        out.extend_from_slice(&self.shard_count.to_le_bytes());
+    }
+
+    pub fn decode(mut payload: Bytes) -> Result<Welcome, HelloError> {
+        let p = &mut payload;
+        let welcome = Welcome { host_id: Uuid::from_bytes(get_array::<16>(p)?), shard_count: get_u16(p)? };
+        if p.has_remaining() {
+            return Err(HelloError::Malformed("trailing bytes"));
+        }
+        if welcome.shard_count == 0 {
+            return Err(HelloError::Malformed("zero shards"));
+        }
+        Ok(welcome)
+    }
+}
+
+fn put_string(out: &mut Vec<u8>, s: &str) {
+    let bytes = &s.as_bytes()[..s.len().min(usize::from(u16::MAX))];
+    out.extend_from_slice(&(bytes.len() as u16).to_le_bytes());
+    out.extend_from_slice(bytes);
+}
+
+fn get_array<const N: usize>(p: &mut Bytes) -> Result<[u8; N], HelloError> {
+    if p.remaining() < N {
+        return Err(HelloError::Malformed("too short"));
+    }
+    let mut out = [0; N];
+    p.copy_to_slice(&mut out);
+    Ok(out)
+}
+
+fn get_u16(p: &mut Bytes) -> Result<u16, HelloError> {
+    get_array::<2>(p).map(u16::from_le_bytes)
+}
+
+fn get_string(p: &mut Bytes) -> Result<String, HelloError> {
+    let len = usize::from(get_u16(p)?);
+    if p.remaining() < len {
+        return Err(HelloError::Malformed("too short"));
+    }
+    String::from_utf8(p.split_to(len).to_vec()).map_err(|_| HelloError::Malformed("cluster name is not UTF-8"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn hello() -> Hello {
+        Hello {
+            version: PROTOCOL_VERSION,
+            cluster_name: "Shoal Cluster".to_string(),
+            host_id: Uuid::from_u128(1),
+            address: IpAddr::from([127, 0, 0, 2]),
+            shard_count: 2,
+            from_shard: 1,
+            to_shard: 0,
+        }
+    }
+
+    fn encoded(h: &Hello) -> Bytes {
+        let mut out = Vec::new();
+        h.encode(&mut out);
+        Bytes::from(out)
+    }
+
+    #[test]
+    fn hellos_and_welcomes_round_trip() {
+        let mut v6 = hello();
+        v6.address = IpAddr::from([0u16, 0, 0, 0, 0, 0, 0, 1]);
+        for h in [hello(), v6] {
+            assert_eq!(Hello::decode(encoded(&h)), Ok(h));
+        }
+        let w = Welcome { host_id: Uuid::from_u128(9), shard_count: 3 };
+        let mut out = Vec::new();
+        w.encode(&mut out);
+        assert_eq!(Welcome::decode(Bytes::from(out)), Ok(w));
+    }
+
+    #[test]
+    fn every_truncation_and_extension_is_malformed() {
+        let wire = encoded(&hello());
+        for len in 0..wire.len() {
+            assert!(matches!(Hello::decode(wire.slice(..len)), Err(HelloError::Malformed(_))), "{len}");
+        }
+        let mut longer = wire.to_vec();
+        longer.push(0);
+        assert_eq!(Hello::decode(Bytes::from(longer)), Err(HelloError::Malformed("trailing bytes")));
+    }
+
+    #[test]
+    fn checks_name_what_does_not_match() {
+        let me = Uuid::from_u128(2);
+        assert_eq!(hello().check("Shoal Cluster", me, 2), Ok(()));
+        assert!(matches!(hello().check("Other", me, 2), Err(HelloError::ClusterName { .. })));
+        assert!(matches!(hello().check("Shoal Cluster", me, 0), Err(HelloError::NoSuchShard { .. })));
+        assert!(matches!(hello().check("Shoal Cluster", Uuid::from_u128(1), 2), Err(HelloError::SameHostId(_))));
+        let old = Hello { version: 0, ..hello() };
+        assert!(matches!(old.check("Shoal Cluster", me, 2), Err(HelloError::Version { .. })));
+    }
+}

@@ -1,0 +1,26 @@
+//! The cluster layer: how nodes talk and know of each other (ScyllaDB's
+//! `message/` and `gms/`).
+//!
+//! - [`frame`]: internode frames (length, checksum, kind, verb, id);
+//!   [`hello`]: the handshake that opens a connection; [`verb`]: the
+//!   messages and their timeouts. Every decoder is total and fuzzed
+//!   (`fuzz/fuzz_targets/internode_frame.rs`).
+//! - [`messaging`]: shard-to-shard connections, requests and their
+//!   answers, the storage port's listener.
+//! - [`failure_detector`]: direct pings from shard 0 to every known peer;
+//!   liveness changes routing, never membership.
+//!
+//! Membership, the token ring and replica placement build on these
+//! (docs/design.md §8).
+
+pub mod failure_detector;
+pub mod frame;
+pub mod hello;
+pub mod messaging;
+pub mod verb;
+
+/// Registers this crate's own handlers on the calling shard; call on
+/// every shard at start.
+pub fn start_shard() {
+    failure_detector::register_ping();
+}

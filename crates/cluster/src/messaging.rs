@@ -1,0 +1,459 @@
+//! The messaging service (ScyllaDB's `messaging_service`): each shard's
+//! connections to other nodes' shards, requests answered within their
+//! verb's timeout, and the serving side of the storage port.
+//!
+//! Connections go shard to shard. Shard s of this node sends to shard t of
+//! a peer over a connection of its own, opened on first use with a
+//! [`Hello`], so a message lands on the shard that owns its data with no
+//! hop in between (ScyllaDB's shard-aware RPC). A connection carries its
+//! opener's requests one way and their answers back; the peer sends its own
+//! requests over its own connections. The listener accepts on any shard,
+//! reads the Hello, and moves the connection to the shard it names before
+//! answering it.
+//!
+//! Handlers are registered per verb on every shard ([`register`]); a
+//! request whose verb has none is answered with a failure. Bytes that do
+//! not decode close that connection with a log line naming the peer; the
+//! node goes on. A connection that closes fails the requests waiting on it,
+//! and the next request opens a new one.
+
+use std::cell::{Cell, RefCell};
+use std::collections::HashMap;
+use std::net::{IpAddr, SocketAddr};
+use std::rc::Rc;
+use std::sync::OnceLock;
+use std::time::Duration;
+
+use bytes::{Bytes, BytesMut};
+use futures_channel::{mpsc, oneshot};
+use futures_util::future::{FutureExt, LocalBoxFuture, Shared};
+use futures_util::StreamExt;
+use shoal_runtime::net::{AsyncRead, AsyncWriteExt, BufResult, Placement, TcpListener, TcpStream};
+use shoal_runtime::time::timeout;
+use thiserror::Error;
+use uuid::Uuid;
+
+use crate::frame::{self, Frame, FrameError, Kind};
+use crate::hello::{Hello, HelloError, Welcome, PROTOCOL_VERSION};
+use crate::verb::Verb;
+
+/// How long opening a TCP connection to a peer may take.
+const CONNECT_TIMEOUT: Duration = Duration::from_secs(2);
+/// Requests a connection runs at once before its reader waits.
+const IN_FLIGHT_REQUESTS_MAX: usize = 1024;
+const READ_BUFFER_BYTES: usize = 64 * 1024;
+
+/// This node, as its handshakes present it. Set once at start.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Identity {
+    pub cluster_name: String,
+    pub host_id: Uuid,
+    pub address: IpAddr,
+    pub storage_port: u16,
+    pub shard_count: u16,
+}
+
+static IDENTITY: OnceLock<Identity> = OnceLock::new();
+
+/// Sets this node's identity; call once, before any shard sends or serves.
+pub fn set_identity(identity: Identity) {
+    assert!(identity.shard_count > 0);
+    // A second call (several nodes in one test process) keeps the first.
+    let _ = IDENTITY.set(identity);
+}
+
+fn identity() -> &'static Identity {
+    IDENTITY.get().expect("messaging::set_identity is called at start")
+}
+
+/// Who sent a request: the caller's handshake.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Caller {
+    pub host_id: Uuid,
+    pub address: IpAddr,
+    pub shard: u16,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Error)]
+pub enum MessagingError {
+    #[error("cannot connect to {peer}: {message}")]
+    Connect { peer: SocketAddr, message: String },
+    #[error("{peer} refused the handshake: {message}")]
+    Refused { peer: SocketAddr, message: String },
+    #[error("no answer to {verb:?} from {peer} within {timeout_ms} ms")]
+    Timeout { verb: Verb, peer: SocketAddr, timeout_ms: u128 },
+    #[error("the connection to {peer} closed")]
+    Closed { peer: SocketAddr },
+    #[error("{peer} failed the request: {message}")]
+    Failed { peer: SocketAddr, message: String },
+}
+
+/// Answers one verb's requests: the payload of the response, or why not.
+pub type Handler = Rc<dyn Fn(Caller, Bytes) -> LocalBoxFuture<'static, Result<Bytes, String>>>;
+
+type Connecting = Shared<LocalBoxFuture<'static, Result<Rc<Outgoing>, MessagingError>>>;
+
+#[derive(Default)]
+struct Messaging {
+    /// Per (peer storage address, peer shard): the connection, opened or
+    /// opening.
+    connections: RefCell<HashMap<(SocketAddr, u16), Connecting>>,
+    handlers: RefCell<HashMap<Verb, Handler>>,
+}
+
+thread_local! {
+    static LOCAL: Rc<Messaging> = Rc::default();
+}
+
+fn local() -> Rc<Messaging> {
+    LOCAL.with(Rc::clone)
+}
+
+/// Makes `handler` answer `verb`'s requests that arrive on this shard.
+pub fn register(verb: Verb, handler: Handler) {
+    local().handlers.borrow_mut().insert(verb, handler);
+}
+
+/// Sends `verb` with `payload` to shard `shard` of the node whose storage
+/// port is `peer`, and waits for the answer at most the verb's timeout.
+pub async fn request(peer: SocketAddr, shard: u16, verb: Verb, payload: &[u8]) -> Result<Bytes, MessagingError> {
+    let limit = verb.timeout();
+    let exchange = async {
+        let connection = connection(peer, shard).await?;
+        connection.exchange(verb, payload).await
+    };
+    match timeout(limit, exchange).await {
+        Ok(answer) => answer,
+        Err(_) => Err(MessagingError::Timeout { verb, peer, timeout_ms: limit.as_millis() }),
+    }
+}
+
+/// What a peer said of itself when this shard last connected to its shard
+/// `shard`: its host id and shard count.
+pub fn welcome_of(peer: SocketAddr, shard: u16) -> Option<Welcome> {
+    let connecting = local().connections.borrow().get(&(peer, shard)).cloned()?;
+    match connecting.peek() {
+        Some(Ok(connection)) if !connection.closed.get() => Some(connection.welcome),
+        _ => None,
+    }
+}
+
+/// This shard's connection to `(peer, shard)`: the open one, the one being
+/// opened, or a new one.
+async fn connection(peer: SocketAddr, shard: u16) -> Result<Rc<Outgoing>, MessagingError> {
+    let messaging = local();
+    let key = (peer, shard);
+    let existing = messaging.connections.borrow().get(&key).cloned();
+    let usable = match existing.as_ref().and_then(|c| c.peek()) {
+        Some(Ok(connection)) => !connection.closed.get(),
+        Some(Err(_)) => false,
+        None => existing.is_some(),
+    };
+    let connecting = match (usable, existing) {
+        (true, Some(connecting)) => connecting,
+        _ => {
+            let connecting = open(peer, shard).boxed_local().shared();
+            messaging.connections.borrow_mut().insert(key, connecting.clone());
+            connecting
+        }
+    };
+    connecting.await
+}
+
+/// One connection this shard opened to a peer's shard.
+struct Outgoing {
+    peer: SocketAddr,
+    welcome: Welcome,
+    out: mpsc::UnboundedSender<Vec<u8>>,
+    waiting: RefCell<HashMap<u64, oneshot::Sender<Result<Bytes, MessagingError>>>>,
+    next_id: Cell<u64>,
+    closed: Cell<bool>,
+}
+
+impl Outgoing {
+    async fn exchange(self: &Rc<Outgoing>, verb: Verb, payload: &[u8]) -> Result<Bytes, MessagingError> {
+        let id = self.next_id.get();
+        self.next_id.set(id + 1);
+        let (answer, answered) = oneshot::channel();
+        self.waiting.borrow_mut().insert(id, answer);
+        // Forgets the request however this ends (answer, close, timeout).
+        let _waiting = Waiting { connection: Rc::clone(self), id };
+        let mut frame = Vec::with_capacity(frame::FRAME_HEADER_BYTES + frame::BODY_HEADER_BYTES + payload.len());
+        frame::encode(&mut frame, Kind::Request, verb, id, payload);
+        if self.closed.get() || self.out.unbounded_send(frame).is_err() {
+            return Err(MessagingError::Closed { peer: self.peer });
+        }
+        answered.await.unwrap_or(Err(MessagingError::Closed { peer: self.peer }))
+    }
+
+    /// The connection is gone: every waiting request fails.
+    fn close(&self) {
+        self.closed.set(true);
+        self.out.close_channel();
+        for (_, waiting) in self.waiting.borrow_mut().drain() {
+            let _ = waiting.send(Err(MessagingError::Closed { peer: self.peer }));
+        }
+    }
+}
+
+struct Waiting {
+    connection: Rc<Outgoing>,
+    id: u64,
+}
+
+impl Drop for Waiting {
+    fn drop(&mut self) {
+        self.connection.waiting.borrow_mut().remove(&self.id);
+    }
+}
+
+/// Connects, says hello and waits for the welcome.
+async fn open(peer: SocketAddr, shard: u16) -> Result<Rc<Outgoing>, MessagingError> {
+    let me = identity();
+    let connect_failed = |message: String| MessagingError::Connect { peer, message };
+    let stream = match timeout(CONNECT_TIMEOUT, TcpStream::connect(peer)).await {
+        Ok(Ok(stream)) => stream,
+        Ok(Err(e)) => return Err(connect_failed(e.to_string())),
+        Err(_) => return Err(connect_failed(format!("no connection within {} ms", CONNECT_TIMEOUT.as_millis()))),
+    };
+    let _ = stream.set_nodelay(true);
+    let (mut reader, mut writer) = stream.into_split();
+    let hello = Hello {
+        version: PROTOCOL_VERSION,
+        cluster_name: me.cluster_name.clone(),
+        host_id: me.host_id,
+        address: me.address,
+        shard_count: me.shard_count,
+        from_shard: shoal_runtime::this_shard() as u16,
+        to_shard: shard,
+    };
+    let mut payload = Vec::new();
+    hello.encode(&mut payload);
+    let mut frame = Vec::new();
+    frame::encode(&mut frame, Kind::Request, Verb::Hello, 0, &payload);
+    let BufResult(written, _) = writer.write_all(frame).await;
+    written.map_err(|e| connect_failed(e.to_string()))?;
+    let mut pending = BytesMut::new();
+    let answer = match timeout(Verb::Hello.timeout(), read_frame(&mut reader, &mut pending)).await {
+        Ok(Ok(Some(answer))) => answer,
+        Ok(Ok(None)) => return Err(MessagingError::Closed { peer }),
+        Ok(Err(e)) => return Err(connect_failed(e.to_string())),
+        Err(_) => return Err(connect_failed("no answer to the handshake".to_string())),
+    };
+    let welcome = match answer.kind {
+        Kind::Response if answer.verb == Verb::Hello => {
+            Welcome::decode(answer.payload).map_err(|e| connect_failed(e.to_string()))?
+        }
+        Kind::Failure => {
+            let message = String::from_utf8_lossy(&answer.payload).into_owned();
+            return Err(MessagingError::Refused { peer, message });
+        }
+        _ => return Err(connect_failed("the handshake's answer is not a welcome".to_string())),
+    };
+    let (out, frames) = mpsc::unbounded();
+    let connection = Rc::new(Outgoing {
+        peer,
+        welcome,
+        out,
+        waiting: RefCell::default(),
+        next_id: Cell::new(1),
+        closed: Cell::new(false),
+    });
+    shoal_runtime::spawn(write_loop(writer, frames));
+    shoal_runtime::spawn(answers_loop(reader, pending, Rc::clone(&connection)));
+    Ok(connection)
+}
+
+/// Hands each answer to the request waiting for it, until the connection
+/// ends.
+async fn answers_loop(mut reader: TcpStream, mut pending: BytesMut, connection: Rc<Outgoing>) {
+    let peer = connection.peer;
+    loop {
+        match read_frame(&mut reader, &mut pending).await {
+            Ok(Some(answer)) => {
+                let result = match answer.kind {
+                    Kind::Response => Ok(answer.payload),
+                    Kind::Failure => {
+                        Err(MessagingError::Failed { peer, message: String::from_utf8_lossy(&answer.payload).into() })
+                    }
+                    Kind::Request => {
+                        tracing::warn!("internode connection to {peer}: a request came back on it; closing");
+                        break;
+                    }
+                };
+                // The request may have timed out and gone.
+                if let Some(waiting) = connection.waiting.borrow_mut().remove(&answer.id) {
+                    let _ = waiting.send(result);
+                }
+            }
+            Ok(None) => break,
+            Err(e) => {
+                tracing::warn!("internode connection to {peer} closed: {e}");
+                break;
+            }
+        }
+    }
+    connection.close();
+}
+
+/// Writes frames as they come, everything queued at once in one write.
+async fn write_loop(mut writer: TcpStream, mut frames: mpsc::UnboundedReceiver<Vec<u8>>) {
+    while let Some(mut batch) = frames.next().await {
+        while let Ok(next) = frames.try_recv() {
+            batch.extend_from_slice(&next);
+        }
+        let BufResult(result, _) = writer.write_all(batch).await;
+        if result.is_err() {
+            return;
+        }
+    }
+}
+
+#[derive(Debug, Error)]
+enum ReadError {
+    #[error(transparent)]
+    Io(#[from] std::io::Error),
+    #[error(transparent)]
+    Frame(#[from] FrameError),
+}
+
+/// The next frame from `reader` (`None` at a clean end of stream), reading
+/// into `pending` as needed.
+async fn read_frame(reader: &mut TcpStream, pending: &mut BytesMut) -> Result<Option<Frame>, ReadError> {
+    loop {
+        if let Some(frame) = frame::decode(pending)? {
+            return Ok(Some(frame));
+        }
+        let BufResult(read, buffer) = reader.read(Vec::with_capacity(READ_BUFFER_BYTES)).await;
+        if read? == 0 {
+            return Ok(None);
+        }
+        pending.extend_from_slice(&buffer);
+    }
+}
+
+/// Accepts internode connections on the storage port forever.
+pub async fn serve(listener: TcpListener) {
+    shoal_runtime::net::serve(listener, Placement::RoundRobin, accept).await
+}
+
+#[derive(Debug, Error)]
+enum AcceptError {
+    #[error(transparent)]
+    Read(#[from] ReadError),
+    #[error("closed before the handshake")]
+    Closed,
+    #[error("no handshake within {0} ms")]
+    Timeout(u128),
+    #[error("the first frame is not a handshake")]
+    NotHello,
+    #[error(transparent)]
+    Hello(#[from] HelloError),
+    #[error("cannot move the connection to its shard: {0}")]
+    Move(String),
+}
+
+/// Reads a new connection's handshake and serves it on the shard it names.
+async fn accept(stream: TcpStream) {
+    let from = stream.peer_addr().map_or_else(|_| "an unknown address".to_string(), |a| a.to_string());
+    if let Err(e) = accept_on_shard(stream).await {
+        tracing::warn!("internode connection from {from} closed: {e}");
+    }
+}
+
+async fn accept_on_shard(mut stream: TcpStream) -> Result<(), AcceptError> {
+    let _ = stream.set_nodelay(true);
+    let mut pending = BytesMut::new();
+    let limit = Verb::Hello.timeout();
+    let first = match timeout(limit, read_frame(&mut stream, &mut pending)).await {
+        Ok(read) => read?.ok_or(AcceptError::Closed)?,
+        Err(_) => return Err(AcceptError::Timeout(limit.as_millis())),
+    };
+    if first.kind != Kind::Request || first.verb != Verb::Hello {
+        return Err(AcceptError::NotHello);
+    }
+    let me = identity();
+    let checked = Hello::decode(first.payload)
+        .and_then(|hello| hello.check(&me.cluster_name, me.host_id, me.shard_count).map(|()| hello));
+    let hello = match checked {
+        Ok(hello) => hello,
+        Err(e) => {
+            let mut refusal = Vec::new();
+            frame::encode(&mut refusal, Kind::Failure, Verb::Hello, first.id, e.to_string().as_bytes());
+            let _ = stream.write_all(refusal).await;
+            return Err(e.into());
+        }
+    };
+    let (shard, id) = (usize::from(hello.to_shard), first.id);
+    if shard == shoal_runtime::this_shard() {
+        serve_incoming(stream, hello, id, pending).await;
+        return Ok(());
+    }
+    let detached = shoal_runtime::net::detach(stream).map_err(|e| AcceptError::Move(e.to_string()))?;
+    // The caller waits for the welcome before it sends more: nothing
+    // should follow the handshake yet, but what did goes along.
+    let pending = pending.freeze();
+    shoal_runtime::submit_to(shard, move || {
+        match shoal_runtime::net::attach(detached) {
+            Ok(stream) => shoal_runtime::spawn(serve_incoming(stream, hello, id, BytesMut::from(&pending[..]))),
+            Err(e) => tracing::warn!("internode connection lost moving to shard {shard}: {e}"),
+        }
+        std::future::ready(())
+    })
+    .await
+    .map_err(|e| AcceptError::Move(e.to_string()))
+}
+
+/// Welcomes the caller, then answers its requests until it hangs up.
+async fn serve_incoming(stream: TcpStream, hello: Hello, hello_id: u64, mut pending: BytesMut) {
+    let me = identity();
+    let caller = Caller { host_id: hello.host_id, address: hello.address, shard: hello.from_shard };
+    let (mut reader, writer) = stream.into_split();
+    let (out, frames) = mpsc::unbounded();
+    let mut welcome = Vec::new();
+    Welcome { host_id: me.host_id, shard_count: me.shard_count }.encode(&mut welcome);
+    let mut frame = Vec::new();
+    frame::encode(&mut frame, Kind::Response, Verb::Hello, hello_id, &welcome);
+    let _ = out.unbounded_send(frame);
+    shoal_runtime::spawn(write_loop(writer, frames));
+    let in_flight = Rc::new(Cell::new(0usize));
+    let (done, mut finished) = mpsc::unbounded::<()>();
+    loop {
+        while in_flight.get() >= IN_FLIGHT_REQUESTS_MAX {
+            if finished.next().await.is_none() {
+                return;
+            }
+        }
+        let request = match read_frame(&mut reader, &mut pending).await {
+            Ok(Some(request)) if request.kind == Kind::Request => request,
+            Ok(Some(_)) => {
+                tracing::warn!("internode connection from {}: an answer came on it; closing", caller.address);
+                return;
+            }
+            Ok(None) => return,
+            Err(e) => {
+                tracing::warn!("internode connection from {} closed: {e}", caller.address);
+                return;
+            }
+        };
+        let handler = local().handlers.borrow().get(&request.verb).cloned();
+        in_flight.set(in_flight.get() + 1);
+        let (out, done, in_flight, caller) = (out.clone(), done.clone(), Rc::clone(&in_flight), caller.clone());
+        shoal_runtime::spawn(async move {
+            let Frame { verb, id, payload, .. } = request;
+            let result = match handler {
+                Some(handler) => handler(caller, payload).await,
+                None => Err(format!("this node does not answer {verb:?}")),
+            };
+            let mut frame = Vec::new();
+            match result {
+                Ok(answer) => frame::encode(&mut frame, Kind::Response, verb, id, &answer),
+                Err(message) => frame::encode(&mut frame, Kind::Failure, verb, id, message.as_bytes()),
+            }
+            // The connection may be gone: nobody to answer then.
+            let _ = out.unbounded_send(frame);
+            in_flight.set(in_flight.get() - 1);
+            let _ = done.unbounded_send(());
+        });
+    }
+}

@@ -1,0 +1,32 @@
+//! The messages nodes exchange, one verb each (ScyllaDB's messaging verbs),
+//! and how long a sender waits for each one's answer.
+
+use std::time::Duration;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Verb {
+    /// The first request on a connection: who is calling, for which shard
+    /// ([`crate::hello`]).
+    Hello = 1,
+    /// Are you there? Answered at once with an empty payload (failure
+    /// detection).
+    Ping = 2,
+}
+
+impl Verb {
+    pub fn from_u8(byte: u8) -> Option<Verb> {
+        Some(match byte {
+            1 => Verb::Hello,
+            2 => Verb::Ping,
+            _ => return None,
+        })
+    }
+
+    /// How long a sender waits for the answer before it gives up on it.
+    pub fn timeout(self) -> Duration {
+        match self {
+            Verb::Hello => Duration::from_secs(5),
+            Verb::Ping => Duration::from_secs(2),
+        }
+    }
+}

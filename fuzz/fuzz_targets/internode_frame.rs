@@ -1,0 +1,29 @@
+//! Fuzzes what a node reads from another: internode frames split off a
+//! byte stream, and each frame's payload read as a handshake (`Hello`)
+//! and as its answer (`Welcome`). Any bytes give frames, "incomplete" or an
+//! error, never a panic; a decoded frame consumes bytes, so a connection's
+//! read loop always makes progress.
+#![no_main]
+
+use bytes::BytesMut;
+use libfuzzer_sys::fuzz_target;
+use shoal_cluster::frame::decode;
+use shoal_cluster::hello::{Hello, Welcome};
+
+fuzz_target!(|data: &[u8]| {
+    let mut buf = BytesMut::from(data);
+    loop {
+        let before = buf.len();
+        match decode(&mut buf) {
+            Ok(Some(frame)) => {
+                assert!(buf.len() < before, "a frame consumed nothing");
+                let _ = Hello::decode(frame.payload.clone());
+                let _ = Welcome::decode(frame.payload);
+            }
+            Ok(None) | Err(_) => break,
+        }
+    }
+    // The payload decoders on raw bytes too, without a frame around them.
+    let _ = Hello::decode(bytes::Bytes::copy_from_slice(data));
+    let _ = Welcome::decode(bytes::Bytes::copy_from_slice(data));
+});
