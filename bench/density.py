@@ -7,7 +7,7 @@
 Each server in turn, one core each (pinned with `taskset -c 1`; this script,
 the loader, pins itself to CPU 0):
 
-  Shoal      shoal --smp 1 --memory 512M --commitlog-sync periodic --workdir <fresh /tmp dir>
+  Shoal      shoal --smp 1 --memory 512M --commitlog-sync periodic --memcache-max-size 0 --workdir <fresh /tmp dir>
   memcached  memcached -t 1 -m 512 -U 0 -l 127.0.0.1
 
 On a fresh server, 1000-byte values are written under increasing keys
@@ -167,7 +167,10 @@ def run_one(kind, args, tmp):
     log_path = os.path.join(tmp, f"{kind}.log")
     if kind == "shoal":
         workdir = os.path.join(tmp, "shoal-data")
-        node = ShoalNode(args.shoal, workdir, f"{args.memory_mb}M", args.server_cpu, log_path)
+        # Items leaving memory (the row cache) is what is measured; deleting
+        # them past --memcache-max-size (default --memory) is turned off.
+        node = ShoalNode(args.shoal, workdir, f"{args.memory_mb}M", args.server_cpu, log_path,
+                         extra=["--memcache-max-size", "0"])
         res["version"] = version_of([args.shoal, "--version"])
     else:
         binary = MemcachedNode.find_or_install(args.memcached, log)

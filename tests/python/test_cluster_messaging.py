@@ -44,6 +44,12 @@ def log_of(node):
         return f.read()
 
 
+def status_lines(node):
+    """`nodetool status` of a node: its node lines by address."""
+    lines = [line for line in node.nodetool("status").splitlines() if line[:2] in ("UN", "DN")]
+    return {line.split()[1]: line for line in lines}
+
+
 def pair(storage_ports, extra=()):
     """Node arguments for two nodes on 127.0.0.2/.3 that seed each other."""
     seeds = "127.0.0.2:%d,127.0.0.3:%d" % storage_ports
@@ -55,12 +61,17 @@ def test_two_nodes_see_each_other_come_and_go():
     with temp_node("shoal-cluster-a-", start=False, address="127.0.0.2") as a, \
             temp_node("shoal-cluster-b-", start=False, address="127.0.0.3") as b:
         args = pair((a.storage_port, b.storage_port))
-        a.args, b.args = list(args), list(args)
+        a.args, b.args = args + ["--dc", "dc1", "--rack", "r2"], list(args)
         a.start()
         b.start()
         wait_for("a sees b up", lambda: endpoints(a, "live") == {"127.0.0.2", "127.0.0.3"})
         wait_for("b sees a up", lambda: endpoints(b, "live") == {"127.0.0.2", "127.0.0.3"})
         assert "node 127.0.0.3:%d is UP" % b.storage_port in log_of(a)
+        b_id = b.nodetool("info").split("ID", 1)[1].split(":", 1)[1].split()[0]
+        status = status_lines(a)
+        assert status["127.0.0.2"].startswith("UN") and " 256 " in status["127.0.0.2"], status
+        assert status["127.0.0.2"].split()[-1] == "r2", "--rack shown: %s" % status
+        assert status["127.0.0.3"].startswith("UN") and b_id in status["127.0.0.3"], status
 
         b.kill()
         started = time.monotonic()
@@ -68,6 +79,7 @@ def test_two_nodes_see_each_other_come_and_go():
         # Down after the timeout, not long after it (pings every 0.5 s).
         assert time.monotonic() - started < DETECTOR_TIMEOUT_MS / 1000 + 3
         assert endpoints(a, "live") == {"127.0.0.2"}
+        assert status_lines(a)["127.0.0.3"].startswith("DN")
 
         b.start()
         wait_for("a sees b up again", lambda: endpoints(a, "live") == {"127.0.0.2", "127.0.0.3"})

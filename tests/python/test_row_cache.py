@@ -193,7 +193,9 @@ def pipelined(sock, payload, replies_end, count):
 
 def test_a_small_memory_budget_evicts_and_loses_nothing():
     # 48 MiB for one shard: 60,000 items of 1000 bytes do not fit in it.
-    with temp_node("shoal-cache-small-", args=["--memory", "48M"], smp=1) as node:
+    # The row cache is under test, not memcached's eviction of items past
+    # --memcache-max-size (which defaults to --memory): that is off.
+    with temp_node("shoal-cache-small-", args=["--memory", "48M", "--memcache-max-size", "0"], smp=1) as node:
         value = b"x" * 1000
         items = 60_000
         with socket.create_connection(("127.0.0.1", node.memcache_port), timeout=60) as s:

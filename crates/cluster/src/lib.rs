@@ -9,14 +9,19 @@
 //!   answers, the storage port's listener.
 //! - [`failure_detector`]: direct pings from shard 0 to every known peer;
 //!   liveness changes routing, never membership.
+//! - [`ring`]: tokens and their owners (vnodes), balanced token choice at
+//!   join; [`replication`]: SimpleStrategy, NetworkTopologyStrategy with
+//!   racks, Local, Everywhere, behind one [`replication::ReplicaMap`].
 //!
-//! Membership, the token ring and replica placement build on these
-//! (docs/design.md §8).
+//! Membership through Raft and the coordinator's use of replicas build on
+//! these (docs/design.md §8).
 
 pub mod failure_detector;
 pub mod frame;
 pub mod hello;
 pub mod messaging;
+pub mod replication;
+pub mod ring;
 pub mod verb;
 
 /// Registers this crate's own handlers on the calling shard; call on

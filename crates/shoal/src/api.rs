@@ -6,7 +6,10 @@
 //!   `nodetool status` and `info`;
 //! - `GET /gossiper/endpoint/live`, `GET /gossiper/endpoint/down`: JSON
 //!   arrays of the addresses of nodes the failure detector finds up (this
-//!   node among them) and down;
+//!   node first) and down; `GET /storage_service/host_id`: every known
+//!   node's host id (`[{"key": address, "value": host id}]`);
+//!   `GET /storage_service/tokens`: this node's tokens;
+//!   `GET /snitch/datacenter`, `GET /snitch/rack`: this node's place;
 //! - `POST /storage_service/keyspace_flush[/<keyspace>][?cf=t1,t2]`
 //! - `POST /storage_service/keyspace_compaction[/<keyspace>][?cf=t1,t2]`
 //! - `POST /storage_service/snapshots?tag=<tag>[&kn=<keyspace>]`
@@ -56,6 +59,13 @@ async fn handle(mut stream: TcpStream) {
         ["GET", "/storage_service/cluster_name", ..] => ("200 OK", format!("{:?}\n", node().cluster_name)),
         ["GET", "/gossiper/endpoint/live", ..] => ("200 OK", endpoints(true).await),
         ["GET", "/gossiper/endpoint/down", ..] => ("200 OK", endpoints(false).await),
+        ["GET", "/storage_service/host_id", ..] => ("200 OK", host_ids().await),
+        ["GET", "/storage_service/tokens", ..] => {
+            let tokens: Vec<String> = node().tokens.iter().map(|t| format!("\"{t}\"")).collect();
+            ("200 OK", format!("[{}]\n", tokens.join(",")))
+        }
+        ["GET", "/snitch/datacenter", ..] => ("200 OK", format!("{:?}\n", node().data_center)),
+        ["GET", "/snitch/rack", ..] => ("200 OK", format!("{:?}\n", node().rack)),
         ["GET", "/system/uptime_ms", ..] => {
             ("200 OK", format!("{}\n", STARTED.get().map_or(0, |s| s.elapsed().as_millis())))
         }
@@ -121,4 +131,17 @@ async fn endpoints(live: bool) -> String {
         addresses.insert(0, format!("\"{}\"", node().address));
     }
     format!("[{}]\n", addresses.join(","))
+}
+
+/// This node's and every peer's host id that a handshake told.
+async fn host_ids() -> String {
+    let statuses = submit_to(0, || async { shoal_cluster::failure_detector::statuses() }).await.unwrap_or_default();
+    let me = node();
+    let mut entries = vec![format!("{{\"key\":\"{}\",\"value\":\"{}\"}}", me.address, me.host_id)];
+    for status in statuses {
+        if let Some(host_id) = status.host_id {
+            entries.push(format!("{{\"key\":\"{}\",\"value\":\"{host_id}\"}}", status.address.ip()));
+        }
+    }
+    format!("[{}]\n", entries.join(","))
 }

@@ -92,6 +92,9 @@ pub struct ServerArgs {
     /// A node that has not answered pings for this long is marked down [default: 20000]
     #[arg(long, env = "SHOAL_FAILURE_DETECTOR_TIMEOUT_IN_MS")]
     pub failure_detector_timeout_in_ms: Option<u64>,
+    /// Tokens (vnodes) this node takes when it first starts; kept after [default: 256]
+    #[arg(long, env = "SHOAL_NUM_TOKENS")]
+    pub num_tokens: Option<usize>,
     /// This node's data center [default: datacenter1]
     #[arg(long, env = "SHOAL_DC")]
     pub dc: Option<String>,
@@ -156,6 +159,7 @@ struct OptionsFile {
     storage_port: Option<u16>,
     seed_provider: Option<Vec<SeedProvider>>,
     failure_detector_timeout_in_ms: Option<u64>,
+    num_tokens: Option<usize>,
     native_transport_max_frame_size_in_mb: Option<usize>,
     data_file_directories: Option<Vec<PathBuf>>,
     commitlog_directory: Option<PathBuf>,
@@ -215,6 +219,8 @@ pub struct Config {
     /// Other nodes' storage ports to contact at start (never this node).
     pub seeds: Vec<SocketAddr>,
     pub failure_detector_timeout: Duration,
+    /// Tokens a node takes at its first start.
+    pub num_tokens: usize,
     pub data_center: String,
     pub rack: String,
     /// 0: memcached items are never evicted.
@@ -328,6 +334,10 @@ impl Config {
             failure_detector_timeout: Duration::from_millis(
                 args.failure_detector_timeout_in_ms.or(file.failure_detector_timeout_in_ms).unwrap_or(20_000),
             ),
+            num_tokens: match args.num_tokens.or(file.num_tokens).unwrap_or(256) {
+                0 => return Err(ConfigError::TooSmall("num_tokens", 1)),
+                n => n,
+            },
             data_center: args.dc.unwrap_or_else(|| DEFAULT_DATA_CENTER.to_string()),
             rack: args.rack.unwrap_or_else(|| DEFAULT_RACK.to_string()),
             native_transport_port: args.native_transport_port.or(file.native_transport_port).unwrap_or(9042),

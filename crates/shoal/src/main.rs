@@ -65,6 +65,7 @@ fn run(config: Config) -> Result<(), String> {
     std::fs::create_dir_all(&config.workdir)
         .map_err(|e| format!("cannot create workdir {}: {e}", config.workdir.display()))?;
     let host_id = node_identity(&config)?;
+    let tokens = node_tokens(&config, host_id)?;
     check_shard_count(&config)?;
     shoal_coordinator::set_timeouts(config.timeouts);
     set_node_info(NodeInfo {
@@ -73,7 +74,7 @@ fn run(config: Config) -> Result<(), String> {
         address: config.listen_address,
         data_center: config.data_center.clone(),
         rack: config.rack.clone(),
-        tokens: vec![0],
+        tokens,
     });
     shoal_cluster::messaging::set_identity(shoal_cluster::messaging::Identity {
         cluster_name: config.cluster_name.clone(),
@@ -275,6 +276,30 @@ async fn create_items_table() -> Result<(), String> {
             .map_err(|e| format!("memcached items table: {e}"))?;
     }
     Ok(())
+}
+
+/// The node's tokens: chosen on first start (`num_tokens` of them, spread
+/// evenly: with no ring learned yet the node is its own ring), kept in the
+/// workdir one per line, and read back on every later start.
+fn node_tokens(config: &Config, host_id: uuid::Uuid) -> Result<Vec<i64>, String> {
+    let path = config.workdir.join("tokens");
+    match std::fs::read_to_string(&path) {
+        Ok(text) => {
+            let tokens: Result<Vec<i64>, _> = text.split_whitespace().map(str::parse::<i64>).collect();
+            match tokens {
+                Ok(tokens) if !tokens.is_empty() => Ok(tokens),
+                _ => Err(format!("{} is corrupt: it should hold this node's tokens, one per line", path.display())),
+            }
+        }
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+            let ring = shoal_cluster::ring::TokenRing::default();
+            let tokens = shoal_cluster::ring::allocate_tokens(&ring, host_id, config.num_tokens);
+            let text: String = tokens.iter().map(|t| format!("{t}\n")).collect();
+            std::fs::write(&path, text).map_err(|e| format!("cannot write {}: {e}", path.display()))?;
+            Ok(tokens)
+        }
+        Err(e) => Err(format!("cannot read {}: {e}", path.display())),
+    }
 }
 
 /// The node's host id: made on first start, kept in the workdir.

@@ -2,9 +2,8 @@
 //! Cassandra's nodetool prints them, from the node's metrics summed over
 //! its shards.
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 
-use shoal_coordinator::cluster::{DEFAULT_DATA_CENTER as DATA_CENTER, DEFAULT_RACK as RACK};
 use shoal_metrics::ParsedSample;
 
 use super::Api;
@@ -50,16 +49,41 @@ fn json_string(body: &str) -> String {
     body.trim().trim_matches('"').to_string()
 }
 
+/// A JSON answer of the API, parsed (JSON is YAML).
+fn json<T: serde::de::DeserializeOwned>(api: &Api, path: &str) -> Result<T, String> {
+    serde_yaml::from_str(&api.get(path)?).map_err(|e| format!("bad answer from {path}: {e}"))
+}
+
+/// Every node this node knows: itself with its load, tokens and rack, and
+/// the peers its failure detector pings, up or down. Peers' load, tokens and
+/// ownership are not shared yet (no ring membership): shown as `?`, and so
+/// is this node's ownership once it has peers.
 pub(super) fn status(api: &Api, address: &str) -> Result<(), String> {
     let metrics = Metrics::fetch(api)?;
     let host_id = json_string(&api.get("/storage_service/hostid/local")?);
+    let data_center = json_string(&api.get("/snitch/datacenter")?);
+    let rack = json_string(&api.get("/snitch/rack")?);
+    let tokens: Vec<String> = json(api, "/storage_service/tokens")?;
+    let live: Vec<String> = json(api, "/gossiper/endpoint/live")?;
+    let down: Vec<String> = json(api, "/gossiper/endpoint/down")?;
+    let host_ids: Vec<BTreeMap<String, String>> = json(api, "/storage_service/host_id")?;
+    let host_of = |peer: &str| {
+        host_ids.iter().find(|e| e.get("key").map(String::as_str) == Some(peer)).and_then(|e| e.get("value").cloned())
+    };
     let load = bytes(metrics.total("shoal_sstable_data_bytes"));
-    println!("Datacenter: {DATA_CENTER}");
-    println!("{}", "=".repeat(12 + DATA_CENTER.len()));
+    let alone = live.len() + down.len() <= 1;
+    println!("Datacenter: {data_center}");
+    println!("{}", "=".repeat(12 + data_center.len()));
     println!("Status=Up/Down");
     println!("|/ State=Normal/Leaving/Joining/Moving");
     println!("--  {:<15} {:<11} {:<7} {:<8} {:<37} Rack", "Address", "Load", "Tokens", "Owns", "Host ID");
-    println!("UN  {address:<15} {load:<11} {:<7} {:<8} {host_id:<37} {RACK}", 1, "100.0%");
+    let owns = if alone { "100.0%" } else { "?" };
+    println!("UN  {address:<15} {load:<11} {:<7} {owns:<8} {host_id:<37} {rack}", tokens.len());
+    let peers = live.iter().skip(1).map(|p| ("UN", p)).chain(down.iter().map(|p| ("DN", p)));
+    for (state, peer) in peers {
+        let id = host_of(peer).unwrap_or_else(|| "?".to_string());
+        println!("{state}  {peer:<15} {:<11} {:<7} {:<8} {id:<37} ?", "?", "?", "?");
+    }
     Ok(())
 }
 
@@ -92,8 +116,8 @@ pub(super) fn info(api: &Api) -> Result<(), String> {
             ),
         ),
         ("Forwarded to other shards", metrics.total("shoal_cql_forwarded_requests_total").to_string()),
-        ("Data Center", DATA_CENTER.to_string()),
-        ("Rack", RACK.to_string()),
+        ("Data Center", json_string(&api.get("/snitch/datacenter")?)),
+        ("Rack", json_string(&api.get("/snitch/rack")?)),
     ];
     for (name, value) in lines {
         println!("{name:<26}: {value}");
@@ -208,7 +232,8 @@ fn mean_ms(seconds: f64, count: f64) -> String {
 /// prints a load.
 fn bytes(value: f64) -> String {
     const UNITS: [&str; 5] = ["bytes", "KiB", "MiB", "GiB", "TiB"];
-    let mut value = value;
+    // An empty f64 sum is -0.0: print it as 0.
+    let mut value = value + 0.0;
     let mut unit = 0;
     while value >= 1024.0 && unit < UNITS.len() - 1 {
         value /= 1024.0;
