@@ -5,7 +5,9 @@
 //!
 //! fills `corpus/commitlog_segment` with valid segments (and a
 //! torn one), `corpus/codec_partition` with encoded partitions and
-//! `corpus/sstable` with inputs that leave each component intact.
+//! `corpus/sstable` with inputs that leave each component intact,
+//! `corpus/raft_log` with a Raft log file (and a torn one) and
+//! `corpus/internode_frame` with a handshake frame and a Raft message frame.
 
 use std::path::Path;
 
@@ -45,5 +47,45 @@ fn main() {
         write(&sstable, &format!("intact-{selector}"), &[selector, 20, 0, 0]);
     }
 
+    raft_seeds(&corpus);
     println!("seeds written under {}", corpus.display());
+}
+
+fn raft_seeds(corpus: &Path) {
+    use raft::eraftpb::{ConfState, Entry, HardState, Message, MessageType};
+    use shoal_cluster::frame::{encode, Kind};
+    use shoal_cluster::verb::Verb;
+
+    let entries: Vec<Entry> = (1..=3)
+        .map(|index| Entry { term: 1, index, data: bytes::Bytes::from(format!("op-{index}")), ..Entry::default() })
+        .collect();
+    let hard_state = HardState { term: 1, vote: 1, commit: 2, ..Default::default() };
+    let conf_state = ConfState { voters: vec![1, 2, 3], ..Default::default() };
+    let log = shoal_cluster::raft_store::encode_records(&entries, Some(&hard_state), Some(&conf_state));
+    let raft_log = corpus.join("raft_log");
+    write(&raft_log, "log", &log);
+    write(&raft_log, "torn", &log[..log.len() - 3]);
+
+    let frames = corpus.join("internode_frame");
+    let hello = shoal_cluster::hello::Hello {
+        version: shoal_cluster::hello::PROTOCOL_VERSION,
+        cluster_name: "Shoal Cluster".to_string(),
+        host_id: uuid::Uuid::from_u128(1),
+        address: std::net::IpAddr::from([127, 0, 0, 1]),
+        shard_count: 2,
+        from_shard: 0,
+        to_shard: 1,
+    };
+    let mut payload = Vec::new();
+    hello.encode(&mut payload);
+    let mut frame = Vec::new();
+    encode(&mut frame, Kind::Request, Verb::Hello, 0, &payload);
+    write(&frames, "hello", &frame);
+    let mut message = Message { msg_type: MessageType::MsgAppend, to: 2, from: 1, term: 1, ..Message::default() };
+    message.entries = entries.into();
+    let mut payload = Vec::new();
+    shoal_cluster::raft_codec::encode_message(&message, &mut payload);
+    let mut frame = Vec::new();
+    encode(&mut frame, Kind::Request, Verb::Ping, 7, &payload);
+    write(&frames, "raft-append", &frame);
 }

@@ -1,6 +1,6 @@
 //! Fuzzes what a node reads from another: internode frames split off a
-//! byte stream, and each frame's payload read as a handshake (`Hello`)
-//! and as its answer (`Welcome`). Any bytes give frames, "incomplete" or an
+//! byte stream, and each frame's payload read as a handshake (`Hello`),
+//! as its answer (`Welcome`) and as a Raft message. Any bytes give frames, "incomplete" or an
 //! error, never a panic; a decoded frame consumes bytes, so a connection's
 //! read loop always makes progress.
 #![no_main]
@@ -9,6 +9,7 @@ use bytes::BytesMut;
 use libfuzzer_sys::fuzz_target;
 use shoal_cluster::frame::decode;
 use shoal_cluster::hello::{Hello, Welcome};
+use shoal_cluster::raft_codec::decode_message;
 
 fuzz_target!(|data: &[u8]| {
     let mut buf = BytesMut::from(data);
@@ -18,6 +19,7 @@ fuzz_target!(|data: &[u8]| {
             Ok(Some(frame)) => {
                 assert!(buf.len() < before, "a frame consumed nothing");
                 let _ = Hello::decode(frame.payload.clone());
+                let _ = decode_message(&frame.payload);
                 let _ = Welcome::decode(frame.payload);
             }
             Ok(None) | Err(_) => break,
@@ -26,4 +28,5 @@ fuzz_target!(|data: &[u8]| {
     // The payload decoders on raw bytes too, without a frame around them.
     let _ = Hello::decode(bytes::Bytes::copy_from_slice(data));
     let _ = Welcome::decode(bytes::Bytes::copy_from_slice(data));
+    let _ = decode_message(data);
 });

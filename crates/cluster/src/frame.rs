@@ -1,7 +1,7 @@
 //! Internode frames: what one node's shard sends another's over TCP.
 //!
 //! A frame is `[u32 body length][u32 crc32c of the body][body]`, integers
-//! little-endian, and a body is `[u8 kind][u8 verb][u64 id][payload]`. A
+//! big-endian, and a body is `[u8 kind][u8 verb][u64 id][payload]`. A
 //! request carries an id its sender chose; the response (or failure) to it
 //! carries the same id, so many requests share a connection and their
 //! answers may come in any order.
@@ -73,14 +73,14 @@ pub fn encode(out: &mut Vec<u8>, kind: Kind, verb: Verb, id: u64, payload: &[u8]
     let body_bytes = BODY_HEADER_BYTES + payload.len();
     assert!(body_bytes <= MAX_BODY_BYTES, "an internode payload of {} bytes is over the limit", payload.len());
     let start = out.len();
-    out.extend_from_slice(&(body_bytes as u32).to_le_bytes());
+    out.extend_from_slice(&(body_bytes as u32).to_be_bytes());
     out.extend_from_slice(&[0; 4]);
     out.push(kind as u8);
     out.push(verb as u8);
-    out.extend_from_slice(&id.to_le_bytes());
+    out.extend_from_slice(&id.to_be_bytes());
     out.extend_from_slice(payload);
     let crc = crc32c::crc32c(&out[start + FRAME_HEADER_BYTES..]);
-    out[start + 4..start + 8].copy_from_slice(&crc.to_le_bytes());
+    out[start + 4..start + 8].copy_from_slice(&crc.to_be_bytes());
 }
 
 /// Takes the first complete frame off `buf`; `Ok(None)` until one is there.
@@ -88,7 +88,7 @@ pub fn decode(buf: &mut BytesMut) -> Result<Option<Frame>, FrameError> {
     if buf.len() < FRAME_HEADER_BYTES {
         return Ok(None);
     }
-    let body_bytes = u32::from_le_bytes([buf[0], buf[1], buf[2], buf[3]]) as usize;
+    let body_bytes = u32::from_be_bytes([buf[0], buf[1], buf[2], buf[3]]) as usize;
     if body_bytes > MAX_BODY_BYTES {
         return Err(FrameError::TooLarge { bytes: body_bytes, max_bytes: MAX_BODY_BYTES });
     }
@@ -99,14 +99,14 @@ pub fn decode(buf: &mut BytesMut) -> Result<Option<Frame>, FrameError> {
         buf.reserve(FRAME_HEADER_BYTES + body_bytes - buf.len());
         return Ok(None);
     }
-    let crc = u32::from_le_bytes([buf[4], buf[5], buf[6], buf[7]]);
+    let crc = u32::from_be_bytes([buf[4], buf[5], buf[6], buf[7]]);
     if crc32c::crc32c(&buf[FRAME_HEADER_BYTES..FRAME_HEADER_BYTES + body_bytes]) != crc {
         return Err(FrameError::Checksum);
     }
     let kind = Kind::from_u8(buf[8]).ok_or(FrameError::UnknownKind(buf[8]))?;
     let verb = Verb::from_u8(buf[9]).ok_or(FrameError::UnknownVerb(buf[9]))?;
     buf.advance(FRAME_HEADER_BYTES + 2);
-    let id = buf.get_u64_le();
+    let id = buf.get_u64();
     let payload = buf.split_to(body_bytes - BODY_HEADER_BYTES).freeze();
     Ok(Some(Frame { kind, verb, id, payload }))
 }
@@ -149,18 +149,18 @@ mod tests {
         *wire.last_mut().expect("a payload byte") ^= 1;
         assert_eq!(decode(&mut BytesMut::from(&wire[..])), Err(FrameError::Checksum));
 
-        let huge = ((MAX_BODY_BYTES + 1) as u32).to_le_bytes();
+        let huge = ((MAX_BODY_BYTES + 1) as u32).to_be_bytes();
         let mut buf = BytesMut::from(&[huge[0], huge[1], huge[2], huge[3], 0, 0, 0, 0][..]);
         assert!(matches!(decode(&mut buf), Err(FrameError::TooLarge { .. })));
 
-        let mut short = BytesMut::from(&[3, 0, 0, 0, 0, 0, 0, 0, 1, 2, 3][..]);
+        let mut short = BytesMut::from(&[0, 0, 0, 3, 0, 0, 0, 0, 1, 2, 3][..]);
         assert_eq!(decode(&mut short), Err(FrameError::TooShort { bytes: 3 }));
 
         for (at, bad, error) in [(8, 9, FrameError::UnknownKind(9)), (9, 250, FrameError::UnknownVerb(250))] {
             let mut wire = encoded(Kind::Request, Verb::Ping, 1, b"");
             wire[at] = bad;
             let crc = crc32c::crc32c(&wire[FRAME_HEADER_BYTES..]);
-            wire[4..8].copy_from_slice(&crc.to_le_bytes());
+            wire[4..8].copy_from_slice(&crc.to_be_bytes());
             assert_eq!(decode(&mut BytesMut::from(&wire[..])), Err(error));
         }
     }

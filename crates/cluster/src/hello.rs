@@ -6,12 +6,13 @@
 //! and closes. The caller sends nothing else until it is welcomed, so the
 //! callee can hand the connection to the wanted shard before reading on.
 //!
-//! Payloads are little-endian; strings are `[u16 length][UTF-8]`, an
-//! address `[u8 4 or 16][octets]`. Decoding is total.
+//! Integers are big-endian; strings are `[u16 length][UTF-8]`, an address
+//! `[u8 4 or 16][octets]`. Decoding (on `buf::Reader`) is total.
 
 use std::net::IpAddr;
 
-use bytes::{Buf, Bytes};
+use bytes::Bytes;
+use shoal_buf::{Reader, Short};
 use thiserror::Error;
 use uuid::Uuid;
 
@@ -41,6 +42,8 @@ pub struct Welcome {
 pub enum HelloError {
     #[error("malformed handshake: {0}")]
     Malformed(&'static str),
+    #[error("malformed handshake: {0}")]
+    Short(#[from] Short),
     #[error("internode protocol version {theirs} is not this node's {ours}")]
     Version { theirs: u16, ours: u16 },
     #[error("cluster name '{theirs}' is not this node's '{ours}'")]
@@ -53,7 +56,7 @@ pub enum HelloError {
 
 impl Hello {
     pub fn encode(&self, out: &mut Vec<u8>) {
-        out.extend_from_slice(&self.version.to_le_bytes());
+        out.extend_from_slice(&self.version.to_be_bytes());
         put_string(out, &self.cluster_name);
         out.extend_from_slice(self.host_id.as_bytes());
         match self.address {
@@ -67,22 +70,27 @@ impl Hello {
             }
         }
         for n in [self.shard_count, self.from_shard, self.to_shard] {
-            out.extend_from_slice(&n.to_le_bytes());
+            out.extend_from_slice(&n.to_be_bytes());
         }
     }
 
-    pub fn decode(mut payload: Bytes) -> Result<Hello, HelloError> {
-        let p = &mut payload;
-        let version = get_u16(p)?;
-        let cluster_name = get_string(p)?;
-        let host_id = Uuid::from_bytes(get_array::<16>(p)?);
-        let address = match get_array::<1>(p)?[0] {
-            4 => IpAddr::from(get_array::<4>(p)?),
-            16 => IpAddr::from(get_array::<16>(p)?),
+    pub fn decode(payload: Bytes) -> Result<Hello, HelloError> {
+        let mut r = Reader::new(&payload);
+        let version = r.be_u16("version")?;
+        let name_bytes = usize::from(r.be_u16("cluster name length")?);
+        let cluster_name = std::str::from_utf8(r.take(name_bytes, "cluster name")?)
+            .map_err(|_| HelloError::Malformed("cluster name is not UTF-8"))?
+            .to_string();
+        let host_id = Uuid::from_bytes(r.array("host id")?);
+        let address = match r.u8("address family")? {
+            4 => IpAddr::from(r.array::<4>("IPv4 address")?),
+            16 => IpAddr::from(r.array::<16>("IPv6 address")?),
             _ => return Err(HelloError::Malformed("address family")),
         };
-        let (shard_count, from_shard, to_shard) = (get_u16(p)?, get_u16(p)?, get_u16(p)?);
-        if p.has_remaining() {
+        let shard_count = r.be_u16("shard count")?;
+        let from_shard = r.be_u16("from shard")?;
+        let to_shard = r.be_u16("to shard")?;
+        if !r.is_empty() {
             return Err(HelloError::Malformed("trailing bytes"));
         }
         Ok(Hello { version, cluster_name, host_id, address, shard_count, from_shard, to_shard })
@@ -110,13 +118,13 @@ impl Hello {
 impl Welcome {
     pub fn encode(&self, out: &mut Vec<u8>) {
         out.extend_from_slice(self.host_id.as_bytes());
-        out.extend_from_slice(&self.shard_count.to_le_bytes());
+        out.extend_from_slice(&self.shard_count.to_be_bytes());
     }
 
-    pub fn decode(mut payload: Bytes) -> Result<Welcome, HelloError> {
-        let p = &mut payload;
-        let welcome = Welcome { host_id: Uuid::from_bytes(get_array::<16>(p)?), shard_count: get_u16(p)? };
-        if p.has_remaining() {
+    pub fn decode(payload: Bytes) -> Result<Welcome, HelloError> {
+        let mut r = Reader::new(&payload);
+        let welcome = Welcome { host_id: Uuid::from_bytes(r.array("host id")?), shard_count: r.be_u16("shard count")? };
+        if !r.is_empty() {
             return Err(HelloError::Malformed("trailing bytes"));
         }
         if welcome.shard_count == 0 {
@@ -128,29 +136,8 @@ impl Welcome {
 
 fn put_string(out: &mut Vec<u8>, s: &str) {
     let bytes = &s.as_bytes()[..s.len().min(usize::from(u16::MAX))];
-    out.extend_from_slice(&(bytes.len() as u16).to_le_bytes());
+    out.extend_from_slice(&(bytes.len() as u16).to_be_bytes());
     out.extend_from_slice(bytes);
-}
-
-fn get_array<const N: usize>(p: &mut Bytes) -> Result<[u8; N], HelloError> {
-    if p.remaining() < N {
-        return Err(HelloError::Malformed("too short"));
-    }
-    let mut out = [0; N];
-    p.copy_to_slice(&mut out);
-    Ok(out)
-}
-
-fn get_u16(p: &mut Bytes) -> Result<u16, HelloError> {
-    get_array::<2>(p).map(u16::from_le_bytes)
-}
-
-fn get_string(p: &mut Bytes) -> Result<String, HelloError> {
-    let len = usize::from(get_u16(p)?);
-    if p.remaining() < len {
-        return Err(HelloError::Malformed("too short"));
-    }
-    String::from_utf8(p.split_to(len).to_vec()).map_err(|_| HelloError::Malformed("cluster name is not UTF-8"))
 }
 
 #[cfg(test)]
@@ -192,7 +179,10 @@ mod tests {
     fn every_truncation_and_extension_is_malformed() {
         let wire = encoded(&hello());
         for len in 0..wire.len() {
-            assert!(matches!(Hello::decode(wire.slice(..len)), Err(HelloError::Malformed(_))), "{len}");
+            assert!(
+                matches!(Hello::decode(wire.slice(..len)), Err(HelloError::Malformed(_) | HelloError::Short(_))),
+                "{len}"
+            );
         }
         let mut longer = wire.to_vec();
         longer.push(0);

@@ -20,6 +20,8 @@ pub mod failure_detector;
 pub mod frame;
 pub mod hello;
 pub mod messaging;
+pub mod raft_codec;
+pub mod raft_store;
 pub mod replication;
 pub mod ring;
 pub mod verb;
