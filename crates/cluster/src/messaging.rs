@@ -16,6 +16,12 @@
 //! not decode close that connection with a log line naming the peer; the
 //! node goes on. A connection that closes fails the requests waiting on it,
 //! and the next request opens a new one.
+//!
+//! Queues are bounded: a connection holds at most [`QUEUED_BYTES_MAX`] of
+//! requests not yet written (a slow or stuck peer makes further requests
+//! fail at once with [`MessagingError::Overloaded`]), and an incoming
+//! connection runs at most [`IN_FLIGHT_REQUESTS_MAX`] requests, so it
+//! queues at most as many answers.
 
 use std::cell::{Cell, RefCell};
 use std::collections::HashMap;
@@ -40,7 +46,9 @@ use crate::verb::Verb;
 /// How long opening a TCP connection to a peer may take.
 const CONNECT_TIMEOUT: Duration = Duration::from_secs(2);
 /// Requests a connection runs at once before its reader waits.
-const IN_FLIGHT_REQUESTS_MAX: usize = 1024;
+pub const IN_FLIGHT_REQUESTS_MAX: usize = 1024;
+/// Request bytes a connection queues for writing before it refuses more.
+pub const QUEUED_BYTES_MAX: usize = 64 << 20;
 const READ_BUFFER_BYTES: usize = 64 * 1024;
 
 /// This node, as its handshakes present it. Set once at start.
@@ -86,6 +94,8 @@ pub enum MessagingError {
     Closed { peer: SocketAddr },
     #[error("{peer} failed the request: {message}")]
     Failed { peer: SocketAddr, message: String },
+    #[error("{queued_bytes} bytes of requests to {peer} wait to be written: refusing more")]
+    Overloaded { peer: SocketAddr, queued_bytes: usize },
 }
 
 /// Answers one verb's requests: the payload of the response, or why not.
@@ -165,6 +175,8 @@ struct Outgoing {
     peer: SocketAddr,
     welcome: Welcome,
     out: mpsc::UnboundedSender<Vec<u8>>,
+    /// Bytes sent to `out` and not yet written.
+    queued_bytes: Rc<Cell<usize>>,
     waiting: RefCell<HashMap<u64, oneshot::Sender<Result<Bytes, MessagingError>>>>,
     next_id: Cell<u64>,
     closed: Cell<bool>,
@@ -180,6 +192,11 @@ impl Outgoing {
         let _waiting = Waiting { connection: Rc::clone(self), id };
         let mut frame = Vec::with_capacity(frame::FRAME_HEADER_BYTES + frame::BODY_HEADER_BYTES + payload.len());
         frame::encode(&mut frame, Kind::Request, verb, id, payload);
+        let queued_bytes = self.queued_bytes.get();
+        if queued_bytes + frame.len() > QUEUED_BYTES_MAX {
+            return Err(MessagingError::Overloaded { peer: self.peer, queued_bytes });
+        }
+        self.queued_bytes.set(queued_bytes + frame.len());
         if self.closed.get() || self.out.unbounded_send(frame).is_err() {
             return Err(MessagingError::Closed { peer: self.peer });
         }
@@ -251,15 +268,17 @@ async fn open(peer: SocketAddr, shard: u16) -> Result<Rc<Outgoing>, MessagingErr
         _ => return Err(connect_failed("the handshake's answer is not a welcome".to_string())),
     };
     let (out, frames) = mpsc::unbounded();
+    let queued_bytes = Rc::new(Cell::new(0));
     let connection = Rc::new(Outgoing {
         peer,
         welcome,
         out,
+        queued_bytes: Rc::clone(&queued_bytes),
         waiting: RefCell::default(),
         next_id: Cell::new(1),
         closed: Cell::new(false),
     });
-    shoal_runtime::spawn(write_loop(writer, frames));
+    shoal_runtime::spawn(write_loop(writer, frames, queued_bytes));
     shoal_runtime::spawn(answers_loop(reader, pending, Rc::clone(&connection)));
     Ok(connection)
 }
@@ -296,13 +315,20 @@ async fn answers_loop(mut reader: TcpStream, mut pending: BytesMut, connection: 
     connection.close();
 }
 
-/// Writes frames as they come, everything queued at once in one write.
-async fn write_loop(mut writer: TcpStream, mut frames: mpsc::UnboundedReceiver<Vec<u8>>) {
+/// Writes frames as they come, everything queued at once in one write,
+/// counting down `queued_bytes` as they leave.
+async fn write_loop(
+    mut writer: TcpStream,
+    mut frames: mpsc::UnboundedReceiver<Vec<u8>>,
+    queued_bytes: Rc<Cell<usize>>,
+) {
     while let Some(mut batch) = frames.next().await {
         while let Ok(next) = frames.try_recv() {
             batch.extend_from_slice(&next);
         }
+        let written = batch.len();
         let BufResult(result, _) = writer.write_all(batch).await;
+        queued_bytes.set(queued_bytes.get().saturating_sub(written));
         if result.is_err() {
             return;
         }
@@ -415,7 +441,8 @@ async fn serve_incoming(stream: TcpStream, hello: Hello, hello_id: u64, mut pend
     let mut frame = Vec::new();
     frame::encode(&mut frame, Kind::Response, Verb::Hello, hello_id, &welcome);
     let _ = out.unbounded_send(frame);
-    shoal_runtime::spawn(write_loop(writer, frames));
+    // Answers are bounded by the requests in flight, not by bytes.
+    shoal_runtime::spawn(write_loop(writer, frames, Rc::new(Cell::new(0))));
     let in_flight = Rc::new(Cell::new(0usize));
     let (done, mut finished) = mpsc::unbounded::<()>();
     loop {
