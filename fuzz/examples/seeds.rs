@@ -72,6 +72,7 @@ fn raft_seeds(corpus: &Path) {
         cluster_name: "Shoal Cluster".to_string(),
         host_id: uuid::Uuid::from_u128(1),
         address: std::net::IpAddr::from([127, 0, 0, 1]),
+        storage_port: 7000,
         shard_count: 2,
         from_shard: 0,
         to_shard: 1,

@@ -1,6 +1,6 @@
 //! The handshake that opens every internode connection. The caller sends a
 //! [`Hello`] (the payload of a `Hello` request): its protocol version,
-//! cluster name, host id, address, shard count, and the shard of the callee
+//! cluster name, host id, address and storage port, shard count, and the shard of the callee
 //! it wants. The callee checks it ([`Hello::check`]) and answers a
 //! [`Welcome`] from that shard, or a failure naming what does not match,
 //! and closes. The caller sends nothing else until it is welcomed, so the
@@ -13,6 +13,8 @@ use std::net::IpAddr;
 
 use bytes::Bytes;
 use shoal_buf::{Reader, Short};
+
+use crate::wire::{ip_of, put_ip, put_text, text_of, WireError};
 use thiserror::Error;
 use uuid::Uuid;
 
@@ -24,8 +26,9 @@ pub struct Hello {
     pub version: u16,
     pub cluster_name: String,
     pub host_id: Uuid,
-    /// The caller's listen address (where its own storage port is).
+    /// The caller's listen address and storage port: where it answers.
     pub address: IpAddr,
+    pub storage_port: u16,
     pub shard_count: u16,
     pub from_shard: u16,
     pub to_shard: u16,
@@ -44,6 +47,8 @@ pub enum HelloError {
     Malformed(&'static str),
     #[error("malformed handshake: {0}")]
     Short(#[from] Short),
+    #[error("malformed handshake: {0}")]
+    Wire(#[from] WireError),
     #[error("internode protocol version {theirs} is not this node's {ours}")]
     Version { theirs: u16, ours: u16 },
     #[error("cluster name '{theirs}' is not this node's '{ours}'")]
@@ -57,19 +62,10 @@ pub enum HelloError {
 impl Hello {
     pub fn encode(&self, out: &mut Vec<u8>) {
         out.extend_from_slice(&self.version.to_be_bytes());
-        put_string(out, &self.cluster_name);
+        put_text(out, &self.cluster_name);
         out.extend_from_slice(self.host_id.as_bytes());
-        match self.address {
-            IpAddr::V4(a) => {
-                out.push(4);
-                out.extend_from_slice(&a.octets());
-            }
-            IpAddr::V6(a) => {
-                out.push(16);
-                out.extend_from_slice(&a.octets());
-            }
-        }
-        for n in [self.shard_count, self.from_shard, self.to_shard] {
+        put_ip(out, self.address);
+        for n in [self.storage_port, self.shard_count, self.from_shard, self.to_shard] {
             out.extend_from_slice(&n.to_be_bytes());
         }
     }
@@ -77,23 +73,17 @@ impl Hello {
     pub fn decode(payload: Bytes) -> Result<Hello, HelloError> {
         let mut r = Reader::new(&payload);
         let version = r.be_u16("version")?;
-        let name_bytes = usize::from(r.be_u16("cluster name length")?);
-        let cluster_name = std::str::from_utf8(r.take(name_bytes, "cluster name")?)
-            .map_err(|_| HelloError::Malformed("cluster name is not UTF-8"))?
-            .to_string();
+        let cluster_name = text_of(&mut r)?;
         let host_id = Uuid::from_bytes(r.array("host id")?);
-        let address = match r.u8("address family")? {
-            4 => IpAddr::from(r.array::<4>("IPv4 address")?),
-            16 => IpAddr::from(r.array::<16>("IPv6 address")?),
-            _ => return Err(HelloError::Malformed("address family")),
-        };
+        let address = ip_of(&mut r)?;
+        let storage_port = r.be_u16("storage port")?;
         let shard_count = r.be_u16("shard count")?;
         let from_shard = r.be_u16("from shard")?;
         let to_shard = r.be_u16("to shard")?;
         if !r.is_empty() {
             return Err(HelloError::Malformed("trailing bytes"));
         }
-        Ok(Hello { version, cluster_name, host_id, address, shard_count, from_shard, to_shard })
+        Ok(Hello { version, cluster_name, host_id, address, storage_port, shard_count, from_shard, to_shard })
     }
 
     /// Whether a node of `cluster_name`, `host_id` and `shard_count`
@@ -134,12 +124,6 @@ impl Welcome {
     }
 }
 
-fn put_string(out: &mut Vec<u8>, s: &str) {
-    let bytes = &s.as_bytes()[..s.len().min(usize::from(u16::MAX))];
-    out.extend_from_slice(&(bytes.len() as u16).to_be_bytes());
-    out.extend_from_slice(bytes);
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -150,6 +134,7 @@ mod tests {
             cluster_name: "Shoal Cluster".to_string(),
             host_id: Uuid::from_u128(1),
             address: IpAddr::from([127, 0, 0, 2]),
+            storage_port: 7000,
             shard_count: 2,
             from_shard: 1,
             to_shard: 0,
@@ -180,7 +165,10 @@ mod tests {
         let wire = encoded(&hello());
         for len in 0..wire.len() {
             assert!(
-                matches!(Hello::decode(wire.slice(..len)), Err(HelloError::Malformed(_) | HelloError::Short(_))),
+                matches!(
+                    Hello::decode(wire.slice(..len)),
+                    Err(HelloError::Malformed(_) | HelloError::Short(_) | HelloError::Wire(_))
+                ),
                 "{len}"
             );
         }

@@ -13,11 +13,15 @@
 //!   join; [`replication`]: SimpleStrategy, NetworkTopologyStrategy with
 //!   racks, Local, Everywhere, behind one [`replication::ReplicaMap`].
 //!
-//! Membership through Raft and the coordinator's use of replicas build on
-//! these (docs/design.md §8).
+//! - [`group0`]: the Raft group of all nodes on shard 0 (raft-rs, its
+//!   messages in [`raft_codec`], its log in [`raft_store`]): bootstrap,
+//!   joins through the seeds, membership agreed in log order.
+//!
+//! The coordinator's use of replicas builds on these (docs/design.md §8).
 
 pub mod failure_detector;
 pub mod frame;
+pub mod group0;
 pub mod hello;
 pub mod messaging;
 pub mod raft_codec;
@@ -25,6 +29,7 @@ pub mod raft_store;
 pub mod replication;
 pub mod ring;
 pub mod verb;
+mod wire;
 
 /// Registers this crate's own handlers on the calling shard; call on
 /// every shard at start.

@@ -78,7 +78,8 @@ fn identity() -> &'static Identity {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Caller {
     pub host_id: Uuid,
-    pub address: IpAddr,
+    /// Its storage port's address: where it answers requests.
+    pub address: SocketAddr,
     pub shard: u16,
 }
 
@@ -240,6 +241,7 @@ async fn open(peer: SocketAddr, shard: u16) -> Result<Rc<Outgoing>, MessagingErr
         cluster_name: me.cluster_name.clone(),
         host_id: me.host_id,
         address: me.address,
+        storage_port: me.storage_port,
         shard_count: me.shard_count,
         from_shard: shoal_runtime::this_shard() as u16,
         to_shard: shard,
@@ -433,7 +435,11 @@ async fn accept_on_shard(mut stream: TcpStream) -> Result<(), AcceptError> {
 /// Welcomes the caller, then answers its requests until it hangs up.
 async fn serve_incoming(stream: TcpStream, hello: Hello, hello_id: u64, mut pending: BytesMut) {
     let me = identity();
-    let caller = Caller { host_id: hello.host_id, address: hello.address, shard: hello.from_shard };
+    let caller = Caller {
+        host_id: hello.host_id,
+        address: SocketAddr::new(hello.address, hello.storage_port),
+        shard: hello.from_shard,
+    };
     let (mut reader, writer) = stream.into_split();
     let (out, frames) = mpsc::unbounded();
     let mut welcome = Vec::new();

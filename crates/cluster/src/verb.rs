@@ -11,6 +11,10 @@ pub enum Verb {
     /// Are you there? Answered at once with an empty payload (failure
     /// detection).
     Ping = 2,
+    /// A group 0 Raft message (`raft_codec`), to shard 0.
+    Raft = 3,
+    /// Add the calling node to group 0 ([`crate::group0`]), to shard 0.
+    Group0Join = 4,
 }
 
 impl Verb {
@@ -18,6 +22,8 @@ impl Verb {
         Some(match byte {
             1 => Verb::Hello,
             2 => Verb::Ping,
+            3 => Verb::Raft,
+            4 => Verb::Group0Join,
             _ => return None,
         })
     }
@@ -26,7 +32,9 @@ impl Verb {
     pub fn timeout(self) -> Duration {
         match self {
             Verb::Hello => Duration::from_secs(5),
-            Verb::Ping => Duration::from_secs(2),
+            Verb::Ping | Verb::Raft => Duration::from_secs(2),
+            // A join waits for its entry to be committed and applied.
+            Verb::Group0Join => Duration::from_secs(10),
         }
     }
 }

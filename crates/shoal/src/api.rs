@@ -10,6 +10,8 @@
 //!   node's host id (`[{"key": address, "value": host id}]`);
 //!   `GET /storage_service/tokens`: this node's tokens;
 //!   `GET /snitch/datacenter`, `GET /snitch/rack`: this node's place;
+//! - `GET /raft/leader_host`: group 0's leader's host id (JSON string, or
+//!   null); `GET /raft/group0`: its term, leader and members (JSON);
 //! - `POST /storage_service/keyspace_flush[/<keyspace>][?cf=t1,t2]`
 //! - `POST /storage_service/keyspace_compaction[/<keyspace>][?cf=t1,t2]`
 //! - `POST /storage_service/snapshots?tag=<tag>[&kn=<keyspace>]`
@@ -66,6 +68,11 @@ async fn handle(mut stream: TcpStream) {
         }
         ["GET", "/snitch/datacenter", ..] => ("200 OK", format!("{:?}\n", node().data_center)),
         ["GET", "/snitch/rack", ..] => ("200 OK", format!("{:?}\n", node().rack)),
+        ["GET", "/raft/leader_host", ..] => {
+            let leader = group0().await.and_then(|s| s.leader);
+            ("200 OK", leader.map_or_else(|| "null\n".to_string(), |l| format!("\"{l}\"\n")))
+        }
+        ["GET", "/raft/group0", ..] => ("200 OK", group0_json().await),
         ["GET", "/system/uptime_ms", ..] => {
             ("200 OK", format!("{}\n", STARTED.get().map_or(0, |s| s.elapsed().as_millis())))
         }
@@ -144,4 +151,29 @@ async fn host_ids() -> String {
         }
     }
     format!("[{}]\n", entries.join(","))
+}
+
+/// Group 0 as shard 0 sees it (it runs there).
+async fn group0() -> Option<shoal_cluster::group0::Status> {
+    submit_to(0, || async { shoal_cluster::group0::status() }).await.ok().flatten()
+}
+
+async fn group0_json() -> String {
+    let Some(status) = group0().await else { return "null\n".to_string() };
+    let members: Vec<String> = status
+        .members
+        .iter()
+        .map(|m| {
+            format!(
+                "{{\"host_id\":\"{}\",\"address\":\"{}\",\"dc\":{:?},\"rack\":{:?},\"tokens\":{}}}",
+                m.host_id,
+                m.address,
+                m.data_center,
+                m.rack,
+                m.tokens.len()
+            )
+        })
+        .collect();
+    let leader = status.leader.map_or_else(|| "null".to_string(), |l| format!("\"{l}\""));
+    format!("{{\"term\":{},\"leader\":{leader},\"members\":[{}]}}\n", status.term, members.join(","))
 }

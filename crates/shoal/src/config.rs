@@ -218,6 +218,9 @@ pub struct Config {
     pub storage_port: u16,
     /// Other nodes' storage ports to contact at start (never this node).
     pub seeds: Vec<SocketAddr>,
+    /// No seed but this node, or this node is the first seed: it forms the
+    /// cluster (group 0) if it has never been in one.
+    pub first_seed: bool,
     pub failure_detector_timeout: Duration,
     /// Tokens a node takes at its first start.
     pub num_tokens: usize,
@@ -273,10 +276,10 @@ impl Config {
         };
         let listen_address =
             args.listen_address.or(file.listen_address).or(file.rpc_address).unwrap_or([127, 0, 0, 1].into());
-        let seeds = parse_seeds(&seeds_text, storage_port)?
-            .into_iter()
-            .filter(|seed| *seed != SocketAddr::new(listen_address, storage_port))
-            .collect();
+        let all_seeds = parse_seeds(&seeds_text, storage_port)?;
+        let me = SocketAddr::new(listen_address, storage_port);
+        let first_seed = all_seeds.first().is_none_or(|first| *first == me);
+        let seeds = all_seeds.into_iter().filter(|seed| *seed != me).collect();
         let workdir = args.workdir.or(file.workdir).unwrap_or_else(|| PathBuf::from("./data"));
         let period_ms = args.commitlog_sync_period_in_ms.or(file.commitlog_sync_period_in_ms).unwrap_or(10_000);
         let commitlog_sync = match args.commitlog_sync.or(file.commitlog_sync).as_deref().map(str::trim) {
@@ -331,6 +334,7 @@ impl Config {
             listen_address,
             storage_port,
             seeds,
+            first_seed,
             failure_detector_timeout: Duration::from_millis(
                 args.failure_detector_timeout_in_ms.or(file.failure_detector_timeout_in_ms).unwrap_or(20_000),
             ),

@@ -17,7 +17,7 @@ use std::sync::Arc;
 
 use clap::Parser;
 use config::{Cli, Command, CommitlogSync, Config};
-use shoal_coordinator::cluster::{set_node_info, NodeInfo};
+use shoal_coordinator::cluster::{node, set_node_info, NodeInfo};
 use shoal_replica::StorageConfig;
 use shoal_storage::commitlog::SyncMode;
 use shoal_transport::connection::ServerConfig;
@@ -245,6 +245,20 @@ async fn listen(config: &Config, server_config: Arc<ServerConfig>) -> Result<(),
     shoal_runtime::spawn(api::serve(api));
     shoal_runtime::spawn(shoal_cluster::messaging::serve(storage));
     shoal_runtime::spawn(shoal_cluster::failure_detector::run(config.seeds.clone(), config.failure_detector_timeout));
+    let me = node();
+    shoal_runtime::spawn(shoal_cluster::group0::run(shoal_cluster::group0::Group0Config {
+        dir: config.workdir.join("raft"),
+        me: shoal_cluster::group0::Member {
+            host_id: me.host_id,
+            address: SocketAddr::new(address, config.storage_port),
+            shard_count: config.smp as u16,
+            data_center: me.data_center,
+            rack: me.rack,
+            tokens: me.tokens,
+        },
+        seeds: config.seeds.clone(),
+        bootstrap: config.first_seed,
+    }));
     if let Some(listener) = memcache {
         let memcache_config = Arc::new(shoal_memcache::Config {
             keyspace: shoal_memcache::items_table::DEFAULT_KEYSPACE.to_string(),
