@@ -50,9 +50,9 @@ def status_lines(node):
     return {line.split()[1]: line for line in lines}
 
 
-def pair(storage_ports, extra=()):
-    """Node arguments for two nodes on 127.0.0.2/.3 that seed each other."""
-    seeds = "127.0.0.2:%d,127.0.0.3:%d" % storage_ports
+def pair(storage_ports, extra=(), addresses=("127.0.0.2", "127.0.0.3")):
+    """Node arguments for two nodes that seed each other, the first seed first."""
+    seeds = "%s:%d,%s:%d" % (addresses[0], storage_ports[0], addresses[1], storage_ports[1])
     return ["--seeds", seeds, "--failure-detector-timeout-in-ms", str(DETECTOR_TIMEOUT_MS), "--memory", "512M",
             *extra]
 
@@ -94,7 +94,10 @@ def test_another_cluster_is_refused_and_garbage_closes_only_its_connection():
         other = os.path.join(b.workdir, "other.yaml")
         with open(other, "w") as f:
             f.write("cluster_name: Other Cluster\n")
-        b.args = list(args) + ["--options-file", other]
+        # b lists itself first: it forms its own cluster rather than wait
+        # (forever) to be let into a's.
+        b.args = pair((b.storage_port, a.storage_port), addresses=("127.0.0.3", "127.0.0.2")) + [
+            "--options-file", other]
         a.start()
         b.start()
         wait_for("a logs the refusal", lambda: "cluster name 'Other Cluster' is not this node's" in log_of(a))

@@ -1,7 +1,7 @@
 """Group 0: membership agreed through Raft. Three real nodes on 127.0.0.2-4,
 each given all three as seeds: the first seed forms the cluster, the others
-ask to be added, and every node ends up with the same three members and the
-same leader. The leader killed with -9, the other two elect a new one and
+ask to be added (the leader chooses their tokens: a third of the ring each),
+and every node ends up with the same three members and the same leader. The leader killed with -9, the other two elect a new one and
 keep the membership; restarted, the old leader comes back from its own log
 (it does not ask to join again) and follows the new leader.
 
@@ -66,6 +66,10 @@ def test_three_nodes_agree_on_membership_and_survive_the_leader():
         assert sorted(m["address"] for m in view["members"]) == sorted(
             "%s:%d" % (n.address, n.storage_port) for n in nodes)
         assert all(m["tokens"] == 256 for m in view["members"])
+        # The joiners' tokens were chosen by the leader against the ring:
+        # a third each, though the two joined at once.
+        for m in view["members"]:
+            assert abs(m["owns"] - 1 / 3) < 0.01, "unbalanced ownership: %s" % view["members"]
         assert "bootstrapping a new cluster" in log_of(nodes[0])
         for n in nodes[1:]:
             assert "joined through" in log_of(n)

@@ -5,8 +5,9 @@
 //! (`failure_detector_timeout_in_ms`). Liveness changes where requests go,
 //! never who is a member.
 //!
-//! The state lives on shard 0, the only shard that pings; [`statuses`]
-//! reads it there. At most one ping per peer is outstanding.
+//! The peers are the seeds, and every member group 0 adds ([`watch`]). The
+//! state lives on shard 0, the only shard that pings; [`statuses`] reads it
+//! there. At most one ping per peer is outstanding.
 
 use std::cell::RefCell;
 use std::net::SocketAddr;
@@ -56,16 +57,7 @@ pub(crate) fn register_ping() {
 
 /// Pings `peers` from this shard forever, marking each up or down.
 pub async fn run(peers: Vec<SocketAddr>, timeout: Duration) {
-    DETECTOR.with(|d| {
-        d.borrow_mut().peers = peers
-            .into_iter()
-            .map(|address| Peer {
-                status: PeerStatus { address, up: false, host_id: None, shard_count: None },
-                last_answer: None,
-                probing: false,
-            })
-            .collect();
-    });
+    peers.into_iter().for_each(watch);
     let mut ticks = shoal_runtime::time::interval(PING_INTERVAL);
     loop {
         ticks.tick().await;
@@ -119,6 +111,21 @@ async fn probe(address: SocketAddr) {
                 peer.status.host_id.map_or_else(|| "unknown".to_string(), |h| h.to_string()),
                 peer.status.shard_count.unwrap_or(0)
             );
+        }
+    });
+}
+
+/// Pings `address` too from now on (no-op if it already is); call on the
+/// shard that runs [`run`].
+pub fn watch(address: SocketAddr) {
+    DETECTOR.with(|d| {
+        let mut d = d.borrow_mut();
+        if d.peers.iter().all(|p| p.status.address != address) {
+            d.peers.push(Peer {
+                status: PeerStatus { address, up: false, host_id: None, shard_count: None },
+                last_answer: None,
+                probing: false,
+            });
         }
     });
 }

@@ -6,12 +6,17 @@
 //! [`RaftStore`] under `<workdir>/raft`, then send). Messages travel as the
 //! `Raft` verb to shard 0 of the member, in `raft_codec`'s encoding.
 //!
-//! Joining. A node whose log is empty either bootstraps the group — it has
-//! no seed but itself, or it is the first seed: a group of one whose voter
-//! it is — or asks the seeds in turn to add it (`Group0Join`). A node that
-//! is not the leader answers with the leader's address, and the joiner asks
-//! there. The leader proposes a `Join` entry (host id, storage address,
-//! shard count, data center, rack, tokens) and answers once it is applied.
+//! Joining. A node that was never a member either bootstraps the group — it
+//! has no seed but itself, or it is the first seed: a group of one whose
+//! voter it is — or, before it serves, asks the seeds in turn to add it
+//! ([`join_through_seeds`], `Group0Join`). A node that is not the leader
+//! answers with the leader's address, and the joiner asks there. The leader
+//! chooses the joiner's tokens against the ring of the members and of the
+//! joins it has proposed (one task does both, so two joiners never get the
+//! same ranges; `ring::allocate_tokens`), proposes a `Join` entry (host id,
+//! storage address, shard count, data center, rack, tokens) and answers
+//! with it once it is applied. Asking again is safe: a member gets its
+//! record back, a join in flight is proposed again with the same tokens.
 //! Every node applies entries in log order: a `Join` records the member and
 //! adds it as a voter, one voter per entry, so the configuration only ever
 //! changes by one node at a time. A node with a log restarts from it and
@@ -76,8 +81,6 @@ pub struct Group0Config {
     /// Where the log lives.
     pub dir: PathBuf,
     pub me: Member,
-    /// Other nodes' storage addresses to ask for a join.
-    pub seeds: Vec<SocketAddr>,
     /// Whether this node forms the group if its log is empty.
     pub bootstrap: bool,
 }
@@ -92,10 +95,21 @@ pub fn raft_id(host_id: Uuid) -> u64 {
     }
 }
 
+/// Answers a join: the member as applied.
+type Joined = oneshot::Sender<Result<Member, String>>;
+
 enum Input {
     Step(Message),
-    Join(Member, oneshot::Sender<Result<(), String>>),
+    /// A member to add; with no tokens, `num_tokens` chosen by the leader.
+    Join {
+        member: Member,
+        num_tokens: usize,
+        done: Joined,
+    },
 }
+
+/// Joins the leader proposed and has not applied, with who waits on each.
+type Pending = HashMap<Uuid, (Member, Vec<Joined>)>;
 
 struct Group0 {
     members: RefCell<BTreeMap<u64, Member>>,
@@ -153,10 +167,7 @@ async fn drive(config: Group0Config) -> Result<(), String> {
     if fresh && config.bootstrap {
         raft.campaign().map_err(|e| e.to_string())?;
     }
-    if fresh && !config.bootstrap {
-        shoal_runtime::spawn(ask_to_join(config.me.clone(), config.seeds.clone()));
-    }
-    let mut waiting: HashMap<Uuid, Vec<oneshot::Sender<Result<(), String>>>> = HashMap::new();
+    let mut pending = Pending::new();
     let mut self_join_proposed = false;
     let mut next_tick = std::time::Instant::now() + TICK;
     loop {
@@ -170,7 +181,9 @@ async fn drive(config: Group0Config) -> Result<(), String> {
                     Input::Step(message) => {
                         let _ = raft.step(message);
                     }
-                    Input::Join(member, done) => propose_join(&mut raft, &group, &mut waiting, member, done),
+                    Input::Join { member, num_tokens, done } => {
+                        propose_join(&mut raft, &group, &mut pending, member, num_tokens, done)
+                    }
                 }
             }
         }
@@ -181,10 +194,18 @@ async fn drive(config: Group0Config) -> Result<(), String> {
         let is_member = group.members.borrow().contains_key(&my_id);
         if raft.raft.state == StateRole::Leader && !is_member && !self_join_proposed {
             let (done, _) = oneshot::channel();
-            propose_join(&mut raft, &group, &mut waiting, config.me.clone(), done);
+            let num_tokens = config.me.tokens.len();
+            propose_join(&mut raft, &group, &mut pending, config.me.clone(), num_tokens, done);
             self_join_proposed = true;
         }
-        handle_ready(&mut raft, &store, &group, &mut waiting).await?;
+        handle_ready(&mut raft, &store, &group, &mut pending).await?;
+        if raft.raft.state != StateRole::Leader && !pending.is_empty() {
+            // Proposals of a leader that is no more may never apply: their
+            // joiners ask again, the new leader proposes them anew.
+            for (_, (_, joined)) in pending.drain() {
+                joined.into_iter().for_each(|done| drop(done.send(Err("leadership changed; ask again".to_string()))));
+            }
+        }
         update_status(&raft, &group);
     }
 }
@@ -192,12 +213,13 @@ async fn drive(config: Group0Config) -> Result<(), String> {
 fn propose_join(
     raft: &mut RawNode<MemStorage>,
     group: &Group0,
-    waiting: &mut HashMap<Uuid, Vec<oneshot::Sender<Result<(), String>>>>,
-    member: Member,
-    done: oneshot::Sender<Result<(), String>>,
+    pending: &mut Pending,
+    mut member: Member,
+    num_tokens: usize,
+    done: Joined,
 ) {
-    if group.members.borrow().contains_key(&raft_id(member.host_id)) {
-        let _ = done.send(Ok(()));
+    if let Some(existing) = group.members.borrow().get(&raft_id(member.host_id)) {
+        let _ = done.send(Ok(existing.clone()));
         return;
     }
     if raft.raft.state != StateRole::Leader {
@@ -208,15 +230,29 @@ fn propose_join(
         }));
         return;
     }
-    let taken = group.members.borrow().values().flat_map(|m| m.tokens.iter().copied()).collect::<Vec<_>>();
-    if member.tokens.iter().any(|t| taken.contains(t)) {
-        let _ = done.send(Err(format!("node {} holds tokens another member holds", member.host_id)));
-        return;
+    if let Some((proposed, _)) = pending.get(&member.host_id) {
+        member = proposed.clone();
+    } else {
+        let members = group.members.borrow();
+        let holders = members.values().chain(pending.values().map(|(m, _)| m));
+        let ring = match crate::ring::TokenRing::new(holders.map(|m| (m.host_id, m.tokens.as_slice()))) {
+            Ok(ring) => ring,
+            Err(e) => {
+                let _ = done.send(Err(e.to_string()));
+                return;
+            }
+        };
+        if member.tokens.is_empty() {
+            member.tokens = crate::ring::allocate_tokens(&ring, member.host_id, num_tokens.max(1));
+        } else if member.tokens.iter().any(|t| ring.holds(*t)) {
+            let _ = done.send(Err(format!("node {} holds tokens another member holds", member.host_id)));
+            return;
+        }
     }
     let mut data = Vec::new();
     encode_member(&member, &mut data);
     match raft.propose(Vec::new(), data) {
-        Ok(()) => waiting.entry(member.host_id).or_default().push(done),
+        Ok(()) => pending.entry(member.host_id).or_insert_with(|| (member, Vec::new())).1.push(done),
         Err(e) => {
             let _ = done.send(Err(e.to_string()));
         }
@@ -230,14 +266,14 @@ async fn handle_ready(
     raft: &mut RawNode<MemStorage>,
     store: &RaftStore,
     group: &Group0,
-    waiting: &mut HashMap<Uuid, Vec<oneshot::Sender<Result<(), String>>>>,
+    pending: &mut Pending,
 ) -> Result<(), String> {
     if !raft.has_ready() {
         return Ok(());
     }
     let mut ready = raft.ready();
     send(group, ready.take_messages());
-    apply(raft, store, group, waiting, ready.take_committed_entries()).await?;
+    apply(raft, store, group, pending, ready.take_committed_entries()).await?;
     store.persist(ready.entries(), ready.hs(), None).await.map_err(|e| e.to_string())?;
     send(group, ready.take_persisted_messages());
     let mut light = raft.advance(ready);
@@ -247,7 +283,7 @@ async fn handle_ready(
         store.persist(&[], Some(&state), None).await.map_err(|e| e.to_string())?;
     }
     send(group, light.take_messages());
-    apply(raft, store, group, waiting, light.take_committed_entries()).await?;
+    apply(raft, store, group, pending, light.take_committed_entries()).await?;
     raft.advance_apply();
     Ok(())
 }
@@ -256,7 +292,7 @@ async fn apply(
     raft: &mut RawNode<MemStorage>,
     store: &RaftStore,
     group: &Group0,
-    waiting: &mut HashMap<Uuid, Vec<oneshot::Sender<Result<(), String>>>>,
+    pending: &mut Pending,
     entries: Vec<Entry>,
 ) -> Result<(), String> {
     for entry in entries {
@@ -282,6 +318,9 @@ async fn apply(
             );
         }
         group.addresses.borrow_mut().insert(id, member.address);
+        if id != raft.raft.id {
+            crate::failure_detector::watch(member.address);
+        }
         group.members.borrow_mut().insert(id, member.clone());
         let voters = store.storage().initial_state().map_err(|e| e.to_string())?.conf_state.voters;
         if !voters.contains(&id) {
@@ -289,8 +328,8 @@ async fn apply(
             let conf = raft.apply_conf_change(&change).map_err(|e| e.to_string())?;
             store.persist(&[], None, Some(&conf)).await.map_err(|e| e.to_string())?;
         }
-        for done in waiting.remove(&member.host_id).unwrap_or_default() {
-            let _ = done.send(Ok(()));
+        for done in pending.remove(&member.host_id).map(|(_, joined)| joined).unwrap_or_default() {
+            let _ = done.send(Ok(member.clone()));
         }
     }
     Ok(())
@@ -335,31 +374,40 @@ fn register_handlers() {
         Verb::Group0Join,
         Rc::new(|_caller: Caller, payload: Bytes| {
             async move {
-                let member = decode_member(&payload).map_err(|e| e.to_string())?;
+                let (num_tokens, member) = decode_join(&payload)?;
                 let group = GROUP0.with(|g| g.borrow().clone()).ok_or("group 0 is not running")?;
                 let (done, joined) = oneshot::channel();
-                group.inputs.unbounded_send(Input::Join(member, done)).map_err(|_| "group 0 stopped".to_string())?;
-                joined.await.unwrap_or_else(|_| Err("group 0 stopped".to_string())).map(|()| Bytes::new())
+                let join = Input::Join { member, num_tokens, done };
+                group.inputs.unbounded_send(join).map_err(|_| "group 0 stopped".to_string())?;
+                let member = joined.await.unwrap_or_else(|_| Err("group 0 stopped".to_string()))?;
+                let mut answer = Vec::new();
+                encode_member(&member, &mut answer);
+                Ok(Bytes::from(answer))
             }
             .boxed_local()
         }),
     );
 }
 
-/// Asks the seeds, in turn and again until one succeeds, to add this node.
-async fn ask_to_join(me: Member, seeds: Vec<SocketAddr>) {
-    let mut payload = Vec::new();
-    encode_member(&me, &mut payload);
-    let mut ask: Vec<SocketAddr> = seeds.clone();
+/// Asks the seeds, in turn and again until one succeeds, to add `me`
+/// with `num_tokens` tokens the leader chooses; returns the member record
+/// as group 0 applied it (its tokens among it).
+pub async fn join_through_seeds(me: &Member, num_tokens: usize, seeds: &[SocketAddr]) -> Member {
+    let mut payload = (num_tokens as u32).to_be_bytes().to_vec();
+    encode_member(me, &mut payload);
+    let mut ask: Vec<SocketAddr> = seeds.to_vec();
     loop {
         let mut next_round = Vec::new();
         for seed in ask {
             tracing::info!("group 0: asking {seed} to add this node");
             match messaging::request(seed, 0, Verb::Group0Join, &payload).await {
-                Ok(_) => {
-                    tracing::info!("group 0: joined through {seed}");
-                    return;
-                }
+                Ok(answer) => match decode_member(&answer) {
+                    Ok(member) => {
+                        tracing::info!("group 0: joined through {seed} with {} tokens", member.tokens.len());
+                        return member;
+                    }
+                    Err(e) => tracing::warn!("group 0: {seed} answered a bad member record: {e}"),
+                },
                 Err(MessagingError::Failed { message, .. }) if message.starts_with(NOT_LEADER) => {
                     match message[NOT_LEADER.len()..].parse::<SocketAddr>() {
                         Ok(leader) => next_round.insert(0, leader),
@@ -373,6 +421,12 @@ async fn ask_to_join(me: Member, seeds: Vec<SocketAddr>) {
         next_round.extend(seeds.iter().copied());
         ask = next_round;
     }
+}
+
+/// A join request: `[u32 tokens wanted][member]`.
+fn decode_join(payload: &[u8]) -> Result<(usize, Member), String> {
+    let Some((count, member)) = payload.split_first_chunk::<4>() else { return Err("short join".to_string()) };
+    Ok((u32::from_be_bytes(*count) as usize, decode_member(member)?))
 }
 
 /// `[16 host id][u8 4|16][ip][u16 port][u16 shards][u16+dc][u16+rack]
@@ -427,7 +481,10 @@ mod tests {
         };
         let mut out = Vec::new();
         encode_member(&member, &mut out);
-        assert_eq!(decode_member(&out), Ok(member));
+        assert_eq!(decode_member(&out), Ok(member.clone()));
+        let mut join = 16u32.to_be_bytes().to_vec();
+        join.extend_from_slice(&out);
+        assert_eq!(decode_join(&join), Ok((16, member)));
         for len in 0..out.len() {
             assert!(decode_member(&out[..len]).is_err(), "{len}");
         }

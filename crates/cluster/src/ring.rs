@@ -61,6 +61,11 @@ impl TokenRing {
         self.walk_from(token).next().map(|(_, host)| host)
     }
 
+    /// Whether some node holds exactly `token`.
+    pub fn holds(&self, token: i64) -> bool {
+        self.tokens.binary_search_by_key(&token, |(t, _)| *t).is_ok()
+    }
+
     /// The share of the ring each node owns (summing to 1).
     pub fn ownership(&self) -> BTreeMap<Uuid, f64> {
         let mut shares = BTreeMap::new();

@@ -23,10 +23,23 @@ pub struct NodeInfo {
     pub address: IpAddr,
     pub data_center: String,
     pub rack: String,
-    pub tokens: Vec<i64>,
 }
 
 static NODE: OnceLock<NodeInfo> = OnceLock::new();
+
+/// The node's tokens: chosen once it knows the ring it joins, after its
+/// identity is set.
+static TOKENS: OnceLock<Vec<i64>> = OnceLock::new();
+
+/// Sets the node's tokens; call once at start, before serving CQL.
+pub fn set_tokens(tokens: Vec<i64>) {
+    let _ = TOKENS.set(tokens);
+}
+
+/// The node's tokens (`[0]` before [`set_tokens`]).
+pub fn tokens() -> Vec<i64> {
+    TOKENS.get().cloned().unwrap_or_else(|| vec![0])
+}
 
 /// Sets the node's identity; call once at start, before serving.
 pub fn set_node_info(info: NodeInfo) {
@@ -42,7 +55,6 @@ pub fn node() -> NodeInfo {
         address: IpAddr::from([127, 0, 0, 1]),
         data_center: DEFAULT_DATA_CENTER.to_string(),
         rack: DEFAULT_RACK.to_string(),
-        tokens: vec![0],
     })
 }
 

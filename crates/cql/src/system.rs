@@ -156,7 +156,7 @@ fn text_set<'a>(items: impl Iterator<Item = &'a str> + Clone) -> Option<Bytes> {
 
 fn local_row(schema: &Schema) -> Vec<Option<Bytes>> {
     let node = shoal_coordinator::cluster::node();
-    let tokens: Vec<String> = node.tokens.iter().map(i64::to_string).collect();
+    let tokens: Vec<String> = shoal_coordinator::cluster::tokens().iter().map(i64::to_string).collect();
     vec![
         text("local"),
         text("COMPLETED"),

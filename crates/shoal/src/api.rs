@@ -11,7 +11,8 @@
 //!   `GET /storage_service/tokens`: this node's tokens;
 //!   `GET /snitch/datacenter`, `GET /snitch/rack`: this node's place;
 //! - `GET /raft/leader_host`: group 0's leader's host id (JSON string, or
-//!   null); `GET /raft/group0`: its term, leader and members (JSON);
+//!   null); `GET /raft/group0`: its term, leader and members (address,
+//!   host id, dc, rack, token count, share of the ring they own; JSON);
 //! - `POST /storage_service/keyspace_flush[/<keyspace>][?cf=t1,t2]`
 //! - `POST /storage_service/keyspace_compaction[/<keyspace>][?cf=t1,t2]`
 //! - `POST /storage_service/snapshots?tag=<tag>[&kn=<keyspace>]`
@@ -63,7 +64,7 @@ async fn handle(mut stream: TcpStream) {
         ["GET", "/gossiper/endpoint/down", ..] => ("200 OK", endpoints(false).await),
         ["GET", "/storage_service/host_id", ..] => ("200 OK", host_ids().await),
         ["GET", "/storage_service/tokens", ..] => {
-            let tokens: Vec<String> = node().tokens.iter().map(|t| format!("\"{t}\"")).collect();
+            let tokens: Vec<String> = shoal_coordinator::cluster::tokens().iter().map(|t| format!("\"{t}\"")).collect();
             ("200 OK", format!("[{}]\n", tokens.join(",")))
         }
         ["GET", "/snitch/datacenter", ..] => ("200 OK", format!("{:?}\n", node().data_center)),
@@ -160,17 +161,20 @@ async fn group0() -> Option<shoal_cluster::group0::Status> {
 
 async fn group0_json() -> String {
     let Some(status) = group0().await else { return "null\n".to_string() };
+    let ring = shoal_cluster::ring::TokenRing::new(status.members.iter().map(|m| (m.host_id, m.tokens.as_slice())));
+    let ownership = ring.map(|ring| ring.ownership()).unwrap_or_default();
     let members: Vec<String> = status
         .members
         .iter()
         .map(|m| {
             format!(
-                "{{\"host_id\":\"{}\",\"address\":\"{}\",\"dc\":{:?},\"rack\":{:?},\"tokens\":{}}}",
+                "{{\"host_id\":\"{}\",\"address\":\"{}\",\"dc\":{:?},\"rack\":{:?},\"tokens\":{},\"owns\":{}}}",
                 m.host_id,
                 m.address,
                 m.data_center,
                 m.rack,
-                m.tokens.len()
+                m.tokens.len(),
+                ownership.get(&m.host_id).copied().unwrap_or(0.0)
             )
         })
         .collect();

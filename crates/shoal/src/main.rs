@@ -65,7 +65,6 @@ fn run(config: Config) -> Result<(), String> {
     std::fs::create_dir_all(&config.workdir)
         .map_err(|e| format!("cannot create workdir {}: {e}", config.workdir.display()))?;
     let host_id = node_identity(&config)?;
-    let tokens = node_tokens(&config, host_id)?;
     check_shard_count(&config)?;
     shoal_coordinator::set_timeouts(config.timeouts);
     set_node_info(NodeInfo {
@@ -74,7 +73,6 @@ fn run(config: Config) -> Result<(), String> {
         address: config.listen_address,
         data_center: config.data_center.clone(),
         rack: config.rack.clone(),
-        tokens,
     });
     shoal_cluster::messaging::set_identity(shoal_cluster::messaging::Identity {
         cluster_name: config.cluster_name.clone(),
@@ -112,6 +110,10 @@ fn run(config: Config) -> Result<(), String> {
             if shard == 0 {
                 if let Err(e) = open_storage(&config).await {
                     fail(&e);
+                }
+                match node_tokens(&config).await {
+                    Ok(tokens) => shoal_coordinator::cluster::set_tokens(tokens),
+                    Err(e) => fail(&e),
                 }
                 if let Err(e) = listen(&config, server_config).await {
                     fail(&e);
@@ -245,18 +247,9 @@ async fn listen(config: &Config, server_config: Arc<ServerConfig>) -> Result<(),
     shoal_runtime::spawn(api::serve(api));
     shoal_runtime::spawn(shoal_cluster::messaging::serve(storage));
     shoal_runtime::spawn(shoal_cluster::failure_detector::run(config.seeds.clone(), config.failure_detector_timeout));
-    let me = node();
     shoal_runtime::spawn(shoal_cluster::group0::run(shoal_cluster::group0::Group0Config {
         dir: config.workdir.join("raft"),
-        me: shoal_cluster::group0::Member {
-            host_id: me.host_id,
-            address: SocketAddr::new(address, config.storage_port),
-            shard_count: config.smp as u16,
-            data_center: me.data_center,
-            rack: me.rack,
-            tokens: me.tokens,
-        },
-        seeds: config.seeds.clone(),
+        me: group0_member(config, shoal_coordinator::cluster::tokens()),
         bootstrap: config.first_seed,
     }));
     if let Some(listener) = memcache {
@@ -292,10 +285,14 @@ async fn create_items_table() -> Result<(), String> {
     Ok(())
 }
 
-/// The node's tokens: chosen on first start (`num_tokens` of them, spread
-/// evenly: with no ring learned yet the node is its own ring), kept in the
-/// workdir one per line, and read back on every later start.
-fn node_tokens(config: &Config, host_id: uuid::Uuid) -> Result<Vec<i64>, String> {
+/// The node's tokens: chosen on first start, `num_tokens` of them — by the
+/// node itself, evenly spread, when it forms the cluster (the first seed);
+/// else by group 0's leader against the ring when the node joins through
+/// its seeds (`cluster::group0::join_through_seeds`: the node waits here
+/// for them) — kept in the workdir one per line and read back on every
+/// later start.
+async fn node_tokens(config: &Config) -> Result<Vec<i64>, String> {
+    let host_id = node().host_id;
     let path = config.workdir.join("tokens");
     match std::fs::read_to_string(&path) {
         Ok(text) => {
@@ -306,13 +303,30 @@ fn node_tokens(config: &Config, host_id: uuid::Uuid) -> Result<Vec<i64>, String>
             }
         }
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
-            let ring = shoal_cluster::ring::TokenRing::default();
-            let tokens = shoal_cluster::ring::allocate_tokens(&ring, host_id, config.num_tokens);
+            let tokens = if config.first_seed {
+                shoal_cluster::ring::allocate_tokens(&Default::default(), host_id, config.num_tokens)
+            } else {
+                let me = group0_member(config, Vec::new());
+                shoal_cluster::group0::join_through_seeds(&me, config.num_tokens, &config.seeds).await.tokens
+            };
             let text: String = tokens.iter().map(|t| format!("{t}\n")).collect();
             std::fs::write(&path, text).map_err(|e| format!("cannot write {}: {e}", path.display()))?;
             Ok(tokens)
         }
         Err(e) => Err(format!("cannot read {}: {e}", path.display())),
+    }
+}
+
+/// This node as group 0 records it.
+fn group0_member(config: &Config, tokens: Vec<i64>) -> shoal_cluster::group0::Member {
+    let me = node();
+    shoal_cluster::group0::Member {
+        host_id: me.host_id,
+        address: SocketAddr::new(config.listen_address, config.storage_port),
+        shard_count: config.smp as u16,
+        data_center: me.data_center,
+        rack: me.rack,
+        tokens,
     }
 }
 

@@ -54,35 +54,63 @@ fn json<T: serde::de::DeserializeOwned>(api: &Api, path: &str) -> Result<T, Stri
     serde_yaml::from_str(&api.get(path)?).map_err(|e| format!("bad answer from {path}: {e}"))
 }
 
-/// Every node this node knows: itself with its load, tokens and rack, and
-/// the peers its failure detector pings, up or down. Peers' load, tokens and
-/// ownership are not shared yet (no ring membership): shown as `?`, and so
-/// is this node's ownership once it has peers.
+/// A member of group 0 as `/raft/group0` lists it.
+#[derive(serde::Deserialize)]
+struct Member {
+    host_id: String,
+    address: String,
+    dc: String,
+    rack: String,
+    tokens: usize,
+    owns: f64,
+}
+
+#[derive(serde::Deserialize)]
+struct Group0 {
+    members: Vec<Member>,
+}
+
+/// Every member of the cluster (group 0), by data center: up or down as
+/// this node's failure detector sees it, tokens, the share of the ring it
+/// owns, host id and rack; load for this node only (peers do not report
+/// theirs yet).
 pub(super) fn status(api: &Api, address: &str) -> Result<(), String> {
     let metrics = Metrics::fetch(api)?;
-    let host_id = json_string(&api.get("/storage_service/hostid/local")?);
-    let data_center = json_string(&api.get("/snitch/datacenter")?);
-    let rack = json_string(&api.get("/snitch/rack")?);
-    let tokens: Vec<String> = json(api, "/storage_service/tokens")?;
+    let local_id = json_string(&api.get("/storage_service/hostid/local")?);
     let live: Vec<String> = json(api, "/gossiper/endpoint/live")?;
-    let down: Vec<String> = json(api, "/gossiper/endpoint/down")?;
-    let host_ids: Vec<BTreeMap<String, String>> = json(api, "/storage_service/host_id")?;
-    let host_of = |peer: &str| {
-        host_ids.iter().find(|e| e.get("key").map(String::as_str) == Some(peer)).and_then(|e| e.get("value").cloned())
-    };
+    let group0: Option<Group0> = json(api, "/raft/group0")?;
+    let mut members = group0.map(|g| g.members).unwrap_or_default();
+    if members.is_empty() {
+        // Before group 0 has applied this node's own join: itself alone.
+        let tokens: Vec<String> = json(api, "/storage_service/tokens")?;
+        members.push(Member {
+            host_id: local_id.clone(),
+            address: address.to_string(),
+            dc: json_string(&api.get("/snitch/datacenter")?),
+            rack: json_string(&api.get("/snitch/rack")?),
+            tokens: tokens.len(),
+            owns: 1.0,
+        });
+    }
     let load = bytes(metrics.total("shoal_sstable_data_bytes"));
-    let alone = live.len() + down.len() <= 1;
-    println!("Datacenter: {data_center}");
-    println!("{}", "=".repeat(12 + data_center.len()));
-    println!("Status=Up/Down");
-    println!("|/ State=Normal/Leaving/Joining/Moving");
-    println!("--  {:<15} {:<11} {:<7} {:<8} {:<37} Rack", "Address", "Load", "Tokens", "Owns", "Host ID");
-    let owns = if alone { "100.0%" } else { "?" };
-    println!("UN  {address:<15} {load:<11} {:<7} {owns:<8} {host_id:<37} {rack}", tokens.len());
-    let peers = live.iter().skip(1).map(|p| ("UN", p)).chain(down.iter().map(|p| ("DN", p)));
-    for (state, peer) in peers {
-        let id = host_of(peer).unwrap_or_else(|| "?".to_string());
-        println!("{state}  {peer:<15} {:<11} {:<7} {:<8} {id:<37} ?", "?", "?", "?");
+    let mut by_dc: BTreeMap<&str, Vec<&Member>> = BTreeMap::new();
+    for member in &members {
+        by_dc.entry(member.dc.as_str()).or_default().push(member);
+    }
+    for (dc, members) in by_dc {
+        println!("Datacenter: {dc}");
+        println!("{}", "=".repeat(12 + dc.len()));
+        println!("Status=Up/Down");
+        println!("|/ State=Normal/Leaving/Joining/Moving");
+        println!("--  {:<15} {:<11} {:<7} {:<8} {:<37} Rack", "Address", "Load", "Tokens", "Owns", "Host ID");
+        for m in members {
+            let ip = m.address.rsplit_once(':').map_or(m.address.as_str(), |(ip, _)| ip);
+            let local = m.host_id == local_id;
+            let state = if local || live.iter().any(|l| l == ip) { "UN" } else { "DN" };
+            let load = if local { load.as_str() } else { "?" };
+            let owns = format!("{:.1}%", m.owns * 100.0);
+            println!("{state}  {ip:<15} {load:<11} {:<7} {owns:<8} {:<37} {}", m.tokens, m.host_id, m.rack);
+        }
     }
     Ok(())
 }
