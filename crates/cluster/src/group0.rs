@@ -112,6 +112,8 @@ enum Input {
 type Pending = HashMap<Uuid, (Member, Vec<Joined>)>;
 
 struct Group0 {
+    /// This node's raft id.
+    id: u64,
     members: RefCell<BTreeMap<u64, Member>>,
     /// Where each raft id answers: members, and callers heard from.
     addresses: RefCell<HashMap<u64, SocketAddr>>,
@@ -157,6 +159,7 @@ async fn drive(config: Group0Config) -> Result<(), String> {
     let mut raft = RawNode::new(&raft_config, store.storage(), &logger).map_err(|e| e.to_string())?;
     let (inputs, mut queue) = mpsc::unbounded();
     let group = Rc::new(Group0 {
+        id: my_id,
         members: RefCell::default(),
         addresses: RefCell::default(),
         inputs,
@@ -168,7 +171,6 @@ async fn drive(config: Group0Config) -> Result<(), String> {
         raft.campaign().map_err(|e| e.to_string())?;
     }
     let mut pending = Pending::new();
-    let mut self_join_proposed = false;
     let mut next_tick = std::time::Instant::now() + TICK;
     loop {
         let wait = next_tick.saturating_duration_since(std::time::Instant::now());
@@ -192,11 +194,11 @@ async fn drive(config: Group0Config) -> Result<(), String> {
             next_tick += TICK;
         }
         let is_member = group.members.borrow().contains_key(&my_id);
-        if raft.raft.state == StateRole::Leader && !is_member && !self_join_proposed {
+        if raft.raft.state == StateRole::Leader && !is_member && !pending.contains_key(&config.me.host_id) {
+            // Refused until the log is applied: tried again next round.
             let (done, _) = oneshot::channel();
             let num_tokens = config.me.tokens.len();
             propose_join(&mut raft, &group, &mut pending, config.me.clone(), num_tokens, done);
-            self_join_proposed = true;
         }
         handle_ready(&mut raft, &store, &group, &mut pending).await?;
         if raft.raft.state != StateRole::Leader && !pending.is_empty() {
@@ -230,9 +232,27 @@ fn propose_join(
         }));
         return;
     }
+    if num_tokens > MAX_TOKENS || member.tokens.len() > MAX_TOKENS {
+        let _ = done.send(Err(format!("at most {MAX_TOKENS} tokens per node")));
+        return;
+    }
     if let Some((proposed, _)) = pending.get(&member.host_id) {
         member = proposed.clone();
     } else {
+        // One membership change at a time (Raft's single-server changes):
+        // none may be pending, and everything in the log must be applied,
+        // which a new leader reaches once its first entry is.
+        let log = &raft.raft.raft_log;
+        if !pending.is_empty() || log.applied < log.last_index() {
+            let _ = done.send(Err("another membership change is in progress; ask again".to_string()));
+            return;
+        }
+        // Others join a ring the leader is part of: tokens chosen against
+        // an empty ring would overlap the leader's own.
+        if raft_id(member.host_id) != group.id && !group.members.borrow().contains_key(&group.id) {
+            let _ = done.send(Err("the cluster is still forming; ask again".to_string()));
+            return;
+        }
         let members = group.members.borrow();
         let holders = members.values().chain(pending.values().map(|(m, _)| m));
         let ring = match crate::ring::TokenRing::new(holders.map(|m| (m.host_id, m.tokens.as_slice()))) {
@@ -258,6 +278,26 @@ fn propose_join(
         }
     }
 }
+
+/// Why a `Join` entry cannot be applied, if it cannot.
+fn void_join(members: &BTreeMap<u64, Member>, member: &Member) -> Option<String> {
+    if let Some(existing) = members.get(&raft_id(member.host_id)) {
+        return (existing != member).then(|| format!("node {} is already a member", member.host_id));
+    }
+    if member.tokens.is_empty() || member.tokens.len() > MAX_TOKENS {
+        return Some(format!("node {} joins with {} tokens", member.host_id, member.tokens.len()));
+    }
+    let mut tokens = member.tokens.clone();
+    tokens.sort_unstable();
+    if tokens.windows(2).any(|pair| pair[0] == pair[1]) {
+        return Some(format!("node {} lists a token twice", member.host_id));
+    }
+    let held = members.values().any(|m| m.tokens.iter().any(|t| tokens.binary_search(t).is_ok()));
+    held.then(|| format!("node {} holds tokens another member holds", member.host_id))
+}
+
+/// The most tokens a node may hold (ScyllaDB's `num_tokens` is 256).
+const MAX_TOKENS: usize = 4096;
 
 /// The answer's prefix that names the leader's address.
 const NOT_LEADER: &str = "not the group 0 leader; the leader is at ";
@@ -307,6 +347,16 @@ async fn apply(
             }
         };
         let id = raft_id(member.host_id);
+        // Checked here, the same on every node: the first record of a
+        // host wins, and tokens that repeat or another member holds make
+        // the entry void (the joiner asks again).
+        if let Some(reason) = void_join(&group.members.borrow(), &member) {
+            tracing::error!("group 0: entry {} ignored: {reason}", entry.index);
+            for done in pending.remove(&member.host_id).map(|(_, joined)| joined).unwrap_or_default() {
+                let _ = done.send(Err(reason.clone()));
+            }
+            continue;
+        }
         if !group.members.borrow().contains_key(&id) {
             tracing::info!(
                 "group 0: node {} ({}) is a member (dc {}, rack {}, {} tokens)",
@@ -363,7 +413,10 @@ fn register_handlers() {
         Rc::new(|caller: Caller, payload: Bytes| {
             let answer = raft_codec::decode_message(&payload).map_err(|e| e.to_string()).and_then(|message| {
                 let group = GROUP0.with(|g| g.borrow().clone()).ok_or("group 0 is not running")?;
-                group.addresses.borrow_mut().entry(message.from).or_insert(caller.address);
+                if message.to != group.id {
+                    return Err(format!("a raft message for {} reached {}", message.to, group.id));
+                }
+                group.addresses.borrow_mut().insert(message.from, caller.address);
                 group.inputs.unbounded_send(Input::Step(message)).map_err(|_| "group 0 stopped".to_string())?;
                 Ok(Bytes::new())
             });

@@ -19,9 +19,11 @@
 //!
 //! Queues are bounded: a connection holds at most [`QUEUED_BYTES_MAX`] of
 //! requests not yet written (a slow or stuck peer makes further requests
-//! fail at once with [`MessagingError::Overloaded`]), and an incoming
-//! connection runs at most [`IN_FLIGHT_REQUESTS_MAX`] requests, so it
-//! queues at most as many answers.
+//! fail at once with [`MessagingError::Overloaded`]); an incoming
+//! connection runs at most [`IN_FLIGHT_REQUESTS_MAX`] requests and stops
+//! reading while more than [`QUEUED_BYTES_MAX`] of answers wait to be
+//! written (a caller that does not read is held back by TCP). A connection
+//! whose write fails is closed, and the next request opens a new one.
 
 use std::cell::{Cell, RefCell};
 use std::collections::HashMap;
@@ -180,7 +182,8 @@ struct Outgoing {
     queued_bytes: Rc<Cell<usize>>,
     waiting: RefCell<HashMap<u64, oneshot::Sender<Result<Bytes, MessagingError>>>>,
     next_id: Cell<u64>,
-    closed: Cell<bool>,
+    /// Shared with its writer, which closes it when a write fails.
+    closed: Rc<Cell<bool>>,
 }
 
 impl Outgoing {
@@ -271,6 +274,7 @@ async fn open(peer: SocketAddr, shard: u16) -> Result<Rc<Outgoing>, MessagingErr
     };
     let (out, frames) = mpsc::unbounded();
     let queued_bytes = Rc::new(Cell::new(0));
+    let closed = Rc::new(Cell::new(false));
     let connection = Rc::new(Outgoing {
         peer,
         welcome,
@@ -278,9 +282,9 @@ async fn open(peer: SocketAddr, shard: u16) -> Result<Rc<Outgoing>, MessagingErr
         queued_bytes: Rc::clone(&queued_bytes),
         waiting: RefCell::default(),
         next_id: Cell::new(1),
-        closed: Cell::new(false),
+        closed: Rc::clone(&closed),
     });
-    shoal_runtime::spawn(write_loop(writer, frames, queued_bytes));
+    shoal_runtime::spawn(write_loop(writer, frames, Written { queued_bytes, progress: None, closed }));
     shoal_runtime::spawn(answers_loop(reader, pending, Rc::clone(&connection)));
     Ok(connection)
 }
@@ -317,21 +321,30 @@ async fn answers_loop(mut reader: TcpStream, mut pending: BytesMut, connection: 
     connection.close();
 }
 
-/// Writes frames as they come, everything queued at once in one write,
-/// counting down `queued_bytes` as they leave.
-async fn write_loop(
-    mut writer: TcpStream,
-    mut frames: mpsc::UnboundedReceiver<Vec<u8>>,
+/// What a writer tells its connection.
+struct Written {
+    /// Bytes queued and not yet written: counted down as they leave.
     queued_bytes: Rc<Cell<usize>>,
-) {
+    /// Told after each write (a reader waiting for room).
+    progress: Option<mpsc::UnboundedSender<()>>,
+    /// Set when a write fails.
+    closed: Rc<Cell<bool>>,
+}
+
+/// Writes frames as they come, everything queued at once in one write.
+async fn write_loop(mut writer: TcpStream, mut frames: mpsc::UnboundedReceiver<Vec<u8>>, written: Written) {
     while let Some(mut batch) = frames.next().await {
         while let Ok(next) = frames.try_recv() {
             batch.extend_from_slice(&next);
         }
-        let written = batch.len();
+        let bytes = batch.len();
         let BufResult(result, _) = writer.write_all(batch).await;
-        queued_bytes.set(queued_bytes.get().saturating_sub(written));
+        written.queued_bytes.set(written.queued_bytes.get().saturating_sub(bytes));
+        if let Some(progress) = &written.progress {
+            let _ = progress.unbounded_send(());
+        }
         if result.is_err() {
+            written.closed.set(true);
             return;
         }
     }
@@ -447,12 +460,16 @@ async fn serve_incoming(stream: TcpStream, hello: Hello, hello_id: u64, mut pend
     let mut frame = Vec::new();
     frame::encode(&mut frame, Kind::Response, Verb::Hello, hello_id, &welcome);
     let _ = out.unbounded_send(frame);
-    // Answers are bounded by the requests in flight, not by bytes.
-    shoal_runtime::spawn(write_loop(writer, frames, Rc::new(Cell::new(0))));
     let in_flight = Rc::new(Cell::new(0usize));
+    let queued_bytes = Rc::new(Cell::new(0usize));
+    // Told when a request finishes and when answers are written.
     let (done, mut finished) = mpsc::unbounded::<()>();
+    let written =
+        Written { queued_bytes: Rc::clone(&queued_bytes), progress: Some(done.clone()), closed: Rc::default() };
+    shoal_runtime::spawn(write_loop(writer, frames, written));
     loop {
-        while in_flight.get() >= IN_FLIGHT_REQUESTS_MAX {
+        while finished.try_recv().is_ok() {}
+        while in_flight.get() >= IN_FLIGHT_REQUESTS_MAX || queued_bytes.get() > QUEUED_BYTES_MAX {
             if finished.next().await.is_none() {
                 return;
             }
@@ -472,6 +489,7 @@ async fn serve_incoming(stream: TcpStream, hello: Hello, hello_id: u64, mut pend
         let handler = local().handlers.borrow().get(&request.verb).cloned();
         in_flight.set(in_flight.get() + 1);
         let (out, done, in_flight, caller) = (out.clone(), done.clone(), Rc::clone(&in_flight), caller.clone());
+        let queued_bytes = Rc::clone(&queued_bytes);
         shoal_runtime::spawn(async move {
             let Frame { verb, id, payload, .. } = request;
             let result = match handler {
@@ -484,6 +502,7 @@ async fn serve_incoming(stream: TcpStream, hello: Hello, hello_id: u64, mut pend
                 Err(message) => frame::encode(&mut frame, Kind::Failure, verb, id, message.as_bytes()),
             }
             // The connection may be gone: nobody to answer then.
+            queued_bytes.set(queued_bytes.get() + frame.len());
             let _ = out.unbounded_send(frame);
             in_flight.set(in_flight.get() - 1);
             let _ = done.unbounded_send(());

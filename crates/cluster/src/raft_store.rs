@@ -72,6 +72,15 @@ impl RaftStore {
                 path.display(),
                 bytes.len() - good
             );
+            // Cut them off for good: records written later must not line
+            // up with stale bytes behind them. Start-up only, so the
+            // blocking call is on no request's path.
+            std::fs::OpenOptions::new()
+                .write(true)
+                .open(&path)
+                .and_then(|f| f.set_len(good as u64))
+                .map_err(|source| io(shoal_io::IoError { path: path.clone(), source }))?;
+            file.sync_data(IoClass::Maintenance).await.map_err(io)?;
         }
         Ok(RaftStore { memory, path, file, end: std::cell::Cell::new(good as u64) })
     }
@@ -92,6 +101,10 @@ impl RaftStore {
         let out = encode_records(entries, hard_state, conf_state);
         if out.is_empty() {
             return Ok(());
+        }
+        if out.len() > MAX_RECORD_BYTES {
+            let reason = format!("{} bytes to persist at once, over {MAX_RECORD_BYTES}", out.len());
+            return Err(RaftStoreError::Corrupt { path: self.path.clone(), offset: self.end.get() as usize, reason });
         }
         let io = |source| RaftStoreError::Io { path: self.path.clone(), source };
         let at = self.end.get();

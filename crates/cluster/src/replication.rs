@@ -104,7 +104,7 @@ impl ReplicaMap for VnodeReplicas<'_> {
                 all
             }
             Strategy::Simple { replication_factor } => {
-                let mut chosen = Vec::with_capacity(*replication_factor);
+                let mut chosen = Vec::new();
                 for (_, host) in self.ring.walk_from(token) {
                     if chosen.len() == *replication_factor {
                         break;
@@ -132,7 +132,7 @@ impl VnodeReplicas<'_> {
         let place = |host: &Uuid| self.placements.get(host);
         let racks: HashSet<&str> =
             self.placements.values().filter(|p| p.data_center == dc).map(|p| p.rack.as_str()).collect();
-        let mut chosen: Vec<Uuid> = Vec::with_capacity(factor);
+        let mut chosen: Vec<Uuid> = Vec::new();
         let mut racks_used: HashSet<&str> = HashSet::new();
         let mut kept_aside: Vec<Uuid> = Vec::new();
         for (_, host) in self.ring.walk_from(token) {

@@ -71,18 +71,18 @@ impl TokenRing {
         let mut shares = BTreeMap::new();
         for (i, (token, host)) in self.tokens.iter().enumerate() {
             let previous = if i == 0 { self.tokens[self.tokens.len() - 1].0 } else { self.tokens[i - 1].0 };
-            *shares.entry(*host).or_insert(0.0) += range_width(previous, *token) / RING_TOKENS;
+            *shares.entry(*host).or_insert(0.0) += range_width(previous, *token) as f64 / RING_TOKENS;
         }
         shares
     }
 }
 
-/// The tokens in (previous, token], wrapping: the whole ring when equal
-/// (a ring of one token).
-fn range_width(previous: i64, token: i64) -> f64 {
+/// The tokens in (previous, token], wrapping: the whole ring (2^64) when
+/// equal (a ring of one token). Exact: an f64 cannot count them.
+fn range_width(previous: i64, token: i64) -> u128 {
     match token.wrapping_sub(previous) as u64 {
-        0 => RING_TOKENS,
-        width => width as f64,
+        0 => 1 << 64,
+        width => u128::from(width),
     }
 }
 
@@ -111,11 +111,14 @@ pub fn allocate_tokens(ring: &TokenRing, host: Uuid, count: usize) -> Vec<i64> {
             break;
         };
         let Some((previous, width)) = largest_range_of(&ring, donor) else { break };
-        if width < 2.0 {
+        if width < 2 {
             break;
         }
-        let take = want_per_token.min(width - 1.0).max(1.0);
+        // The new token lands strictly inside the range.
+        let take = (want_per_token as u128).clamp(1, width - 1);
         let token = previous.wrapping_add(take as u64 as i64);
+        let take = take as f64;
+        debug_assert!(!ring.holds(token), "a new token lands on a held one");
         chosen.push(token);
         *shares.entry(donor).or_insert(0.0) -= take / RING_TOKENS;
         *shares.entry(host).or_insert(0.0) += take / RING_TOKENS;
@@ -126,7 +129,7 @@ pub fn allocate_tokens(ring: &TokenRing, host: Uuid, count: usize) -> Vec<i64> {
 }
 
 /// The start (exclusive) and width of `host`'s widest range.
-fn largest_range_of(ring: &TokenRing, host: Uuid) -> Option<(i64, f64)> {
+fn largest_range_of(ring: &TokenRing, host: Uuid) -> Option<(i64, u128)> {
     let n = ring.tokens.len();
     (0..n)
         .filter(|i| ring.tokens[*i].1 == host)
@@ -134,7 +137,7 @@ fn largest_range_of(ring: &TokenRing, host: Uuid) -> Option<(i64, f64)> {
             let previous = ring.tokens[(i + n - 1) % n].0;
             (previous, range_width(previous, ring.tokens[i].0))
         })
-        .max_by(|a, b| a.1.total_cmp(&b.1))
+        .max_by_key(|(_, width)| *width)
 }
 
 #[cfg(test)]
@@ -194,6 +197,21 @@ mod tests {
                 );
             }
         }
+    }
+
+    #[test]
+    fn a_joiner_with_fewer_tokens_gets_distinct_ones() {
+        // 2^56-wide ranges, wanted slices wider than them: every slice must
+        // still fall strictly inside its range.
+        let first = allocate_tokens(&TokenRing::default(), host(1), 256);
+        let ring = TokenRing::new([(host(1), first.as_slice())]).expect("distinct");
+        let joiner = allocate_tokens(&ring, host(2), 16);
+        let mut distinct = joiner.clone();
+        distinct.sort_unstable();
+        distinct.dedup();
+        assert_eq!(distinct.len(), 16);
+        assert!(joiner.iter().all(|t| !ring.holds(*t)));
+        assert!(TokenRing::new([(host(1), first.as_slice()), (host(2), joiner.as_slice())]).is_ok());
     }
 
     #[test]
