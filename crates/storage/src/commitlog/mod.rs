@@ -24,6 +24,12 @@
 //! [`CommitLog::max_backlog_bytes`] more have piled up during the failure,
 //! then fail fast: memory stays bounded however long the disk stays full.
 //!
+//! A failed fdatasync is different: the kernel may already have dropped
+//! the pages it could not write, so a later sync that succeeds proves
+//! nothing about them. It fails the log for good: every append and waiter
+//! fails from then on, with a message asking for a restart (whose replay
+//! reads what really reached the disk).
+//!
 //! Segments are deleted when every entry in them is in an SSTable: the
 //! owner tells the log the oldest position any memtable still needs
 //! ([`CommitLog::discard_before`]).
@@ -144,6 +150,8 @@ pub struct CommitLog {
     /// Bytes appended since start, for metrics.
     appended_bytes: Cell<u64>,
     syncs: Cell<u64>,
+    /// An fdatasync failed: the log fails until restart.
+    sync_failed: Cell<bool>,
     /// Where an entry is encoded before it joins the pending bytes: kept,
     /// so encoding allocates nothing once it has grown.
     scratch: RefCell<Vec<u8>>,
@@ -187,6 +195,7 @@ impl CommitLog {
             durable_advanced: Event::default(),
             appended_bytes: Cell::new(0),
             syncs: Cell::new(0),
+            sync_failed: Cell::new(false),
             scratch: RefCell::default(),
         });
         shoal_runtime::spawn(write_loop(Rc::clone(&log)));
@@ -229,7 +238,7 @@ impl CommitLog {
         let mut state = self.state.borrow_mut();
         let max_backlog_bytes = self.max_backlog_bytes();
         if let Some(failure) = &mut state.failure {
-            if failure.appended_bytes + entry.len() > max_backlog_bytes {
+            if self.sync_failed.get() || failure.appended_bytes + entry.len() > max_backlog_bytes {
                 return Err(StorageError::WriteFailing(failure.message.clone()));
             }
             failure.appended_bytes += entry.len();
@@ -266,7 +275,7 @@ impl CommitLog {
                     return Ok(());
                 }
                 match &state.failure {
-                    Some(failure) if end <= failure.covers => {
+                    Some(failure) if end <= failure.covers || self.sync_failed.get() => {
                         return Err(StorageError::WriteFailing(failure.message.clone()))
                     }
                     _ => self.durable_advanced.wait(),
@@ -319,7 +328,10 @@ impl CommitLog {
     }
 
     async fn sync_file(&self, file: &File) -> StorageResult<()> {
-        file.sync_data(IoClass::Commitlog).await?;
+        if let Err(e) = file.sync_data(IoClass::Commitlog).await {
+            self.sync_failed.set(true);
+            return Err(e.into());
+        }
         self.syncs.set(self.syncs.get() + 1);
         Ok(())
     }
@@ -402,16 +414,27 @@ async fn write_loop(log: Rc<CommitLog>) {
                 let covers = state.next;
                 let first = state.failure.is_none();
                 let appended_bytes = state.failure.as_ref().map_or(0, |f| f.appended_bytes);
-                state.failure = Some(Failure { message: e.to_string(), covers, appended_bytes });
+                let message = match log.sync_failed.get() {
+                    true => format!("{e}; an fdatasync failed, so the log is not known durable: restart the node"),
+                    false => e.to_string(),
+                };
+                state.failure = Some(Failure { message, covers, appended_bytes });
                 if first {
                     tracing::error!("commitlog write failed, retrying: {e}");
                 }
                 log.has_pending.wait()
             };
             log.durable_advanced.notify_all();
+            if log.sync_failed.get() {
+                tracing::error!("commitlog fdatasync failed: writes fail until the node restarts");
+                return;
+            }
             // The next append, or the timer, starts the next try.
             let _ = shoal_runtime::time::timeout(Duration::from_millis(RETRY_AFTER_ERROR_MS), appended).await;
             continue;
+        }
+        if log.sync_failed.get() {
+            return;
         }
         let recovered = log.state.borrow_mut().failure.take().is_some();
         if recovered {
@@ -425,7 +448,14 @@ async fn periodic_sync(log: std::rc::Weak<CommitLog>, period_ms: u64) {
         shoal_runtime::time::sleep(Duration::from_millis(period_ms)).await;
         let Some(log) = log.upgrade() else { return };
         if let Err(e) = log.sync().await {
-            tracing::error!("commitlog sync failed: {e}");
+            tracing::error!("commitlog fdatasync failed: writes fail until the node restarts: {e}");
+            let mut state = log.state.borrow_mut();
+            let covers = state.next;
+            let message = format!("{e}; an fdatasync failed, so the log is not known durable: restart the node");
+            state.failure = Some(Failure { message, covers, appended_bytes: 0 });
+            drop(state);
+            log.durable_advanced.notify_all();
+            return;
         }
     }
 }
