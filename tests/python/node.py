@@ -31,9 +31,20 @@ def skip_reason():
 
 
 def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+    return free_ports(1)[0]
+
+
+def free_ports(n):
+    """n distinct free loopback ports: all bound at once, so no two are the
+    same (ports taken one at a time may repeat)."""
+    socks = [socket.socket() for _ in range(n)]
+    try:
+        for s in socks:
+            s.bind(("127.0.0.1", 0))
+        return [s.getsockname()[1] for s in socks]
+    finally:
+        for s in socks:
+            s.close()
 
 
 class Node:
@@ -48,7 +59,7 @@ class Node:
         self.args = list(args)
         self.smp = smp
         self.address = address
-        self.ports = [free_port(), free_port(), free_port(), free_port(), free_port()]
+        self.ports = free_ports(5)
         self.proc = None
         self.log = None
         self.starts = 0
