@@ -1,6 +1,7 @@
 //! Fuzzes what a node reads from another: internode frames split off a
 //! byte stream, and each frame's payload read as a handshake (`Hello`),
-//! as its answer (`Welcome`), as a Raft message and as a group 0 join. Any bytes give frames, "incomplete" or an
+//! as its answer (`Welcome`), as a Raft message, as a group 0 join and
+//! as a group 0 log entry. Any bytes give frames, "incomplete" or an
 //! error, never a panic; a decoded frame consumes bytes, so a connection's
 //! read loop always makes progress.
 #![no_main]
@@ -8,7 +9,7 @@
 use bytes::BytesMut;
 use libfuzzer_sys::fuzz_target;
 use shoal_cluster::frame::decode;
-use shoal_cluster::group0::decode_member;
+use shoal_cluster::group0_entry::{decode_member, Entry};
 use shoal_cluster::hello::{Hello, Welcome};
 use shoal_cluster::raft_codec::decode_message;
 
@@ -22,6 +23,7 @@ fuzz_target!(|data: &[u8]| {
                 let _ = Hello::decode(frame.payload.clone());
                 let _ = decode_message(&frame.payload);
                 let _ = decode_member(&frame.payload);
+                let _ = Entry::decode(&frame.payload);
                 let _ = Welcome::decode(frame.payload);
             }
             Ok(None) | Err(_) => break,
@@ -32,4 +34,5 @@ fuzz_target!(|data: &[u8]| {
     let _ = Welcome::decode(bytes::Bytes::copy_from_slice(data));
     let _ = decode_message(data);
     let _ = decode_member(data);
+    let _ = Entry::decode(data);
 });

@@ -15,13 +15,15 @@
 //!
 //! - [`group0`]: the Raft group of all nodes on shard 0 (raft-rs, its
 //!   messages in [`raft_codec`], its log in [`raft_store`]): bootstrap,
-//!   joins through the seeds, membership agreed in log order.
+//!   joins through the seeds, membership and schema changes agreed in log
+//!   order; [`group0_entry`]: what its log holds.
 //!
 //! The coordinator's use of replicas builds on these (docs/design.md §8).
 
 pub mod failure_detector;
 pub mod frame;
 pub mod group0;
+pub mod group0_entry;
 pub mod hello;
 pub mod messaging;
 pub mod raft_codec;

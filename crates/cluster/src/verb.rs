@@ -15,6 +15,9 @@ pub enum Verb {
     Raft = 3,
     /// Add the calling node to group 0 ([`crate::group0`]), to shard 0.
     Group0Join = 4,
+    /// Propose a schema entry ([`crate::group0::propose_schema`]) to the
+    /// group 0 leader, to shard 0.
+    Group0Propose = 5,
 }
 
 impl Verb {
@@ -24,6 +27,7 @@ impl Verb {
             2 => Verb::Ping,
             3 => Verb::Raft,
             4 => Verb::Group0Join,
+            5 => Verb::Group0Propose,
             _ => return None,
         })
     }
@@ -34,7 +38,7 @@ impl Verb {
             Verb::Hello => Duration::from_secs(5),
             Verb::Ping | Verb::Raft => Duration::from_secs(2),
             // A join waits for its entry to be committed and applied.
-            Verb::Group0Join => Duration::from_secs(10),
+            Verb::Group0Join | Verb::Group0Propose => Duration::from_secs(10),
         }
     }
 }

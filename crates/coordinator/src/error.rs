@@ -44,6 +44,10 @@ pub enum CoordinatorError {
     Shard(#[from] ShardError),
     #[error("Operation timed out for a {} write at consistency {consistency} - received 0 responses and 1 required", write_type.name())]
     WriteTimeout { consistency: ConsistencyLevel, write_type: WriteType },
+    /// The cluster did not agree on a schema change (no group 0 leader
+    /// within the timeout, or too many changes at once).
+    #[error("{0}")]
+    SchemaAgreement(String),
     /// The schema file could not be written: the change was not applied.
     #[error("cannot write the schema file: {0}")]
     SchemaFile(String),

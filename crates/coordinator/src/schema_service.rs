@@ -8,13 +8,24 @@
 //! DDL lock. What the schema file says is the front end's format too (CQL
 //! text, registered at start with [`set_schema_file`]); this module only
 //! writes it durably, through the `io` layer: a temporary file, synced,
-//! renamed over the old one, the directory synced. With a cluster, the
-//! transition is what gets agreed (Raft) before it applies.
+//! renamed over the old one, the directory synced.
+//!
+//! Once group 0 runs, the cluster agrees on every change before any node
+//! applies it: the transition's result goes to group 0 as the next
+//! schema's text ([`crate::schema_entry`]), built on the latest schema
+//! entry this node applied. Every node applies agreed entries in log order
+//! ([`apply_agreed`]: parse, persist, install everywhere, tell listeners),
+//! so all install the same schemas, ids included, with versions that
+//! follow from the log. A change built on a schema another change has
+//! replaced is void; the transition runs again on the new schema.
 
 use std::path::PathBuf;
 use std::sync::{Arc, OnceLock};
 
+use bytes::Bytes;
 use futures_util::lock::Mutex;
+use futures_util::FutureExt;
+use shoal_cluster::group0;
 use shoal_io::IoClass;
 use shoal_runtime::submit_to;
 use shoal_schema::{Schema, SchemaChange};
@@ -26,6 +37,7 @@ use crate::CoordinatorError;
 struct SchemaFile {
     path: PathBuf,
     render: fn(&Schema) -> String,
+    parse: fn(&str) -> Result<Schema, String>,
 }
 
 static SCHEMA_FILE: OnceLock<SchemaFile> = OnceLock::new();
@@ -35,11 +47,15 @@ thread_local! {
     static DDL_LOCK: Arc<Mutex<()>> = Arc::new(Mutex::new(()));
 }
 
-/// Keeps the schema in `path`, as `render` writes it; call once at start.
-/// Without it (tests), schema changes are not persisted.
-pub fn set_schema_file(path: PathBuf, render: fn(&Schema) -> String) {
+/// How many times a change is built again because others came first.
+const AGREEMENT_ATTEMPTS_MAX: usize = 10;
+
+/// Keeps the schema in `path`, as `render` writes it and `parse` reads it
+/// back; call once at start. Without it (tests), schema changes are not
+/// persisted nor agreed through group 0.
+pub fn set_schema_file(path: PathBuf, render: fn(&Schema) -> String, parse: fn(&str) -> Result<Schema, String>) {
     // A second call (several nodes in one test process) keeps the first.
-    let _ = SCHEMA_FILE.set(SchemaFile { path, render });
+    let _ = SCHEMA_FILE.set(SchemaFile { path, render, parse });
 }
 
 /// The outcome of a transition: the next schema and the change to
@@ -51,18 +67,80 @@ pub type Transition = Option<(Schema, SchemaChange)>;
 /// error (an invalid statement) comes back as the inner `Err`.
 pub async fn announce_schema_change<F, E>(transition: F) -> Result<Result<Option<SchemaChange>, E>, CoordinatorError>
 where
-    F: FnOnce(&Schema) -> Result<Transition, E> + Send + 'static,
+    F: Fn(&Schema) -> Result<Transition, E> + Send + 'static,
     E: Send + 'static,
 {
-    submit_to(0, move || apply_on_shard_zero(transition)).await?
+    submit_to(0, move || async move {
+        let lock = DDL_LOCK.with(Arc::clone);
+        let _guard = lock.lock().await;
+        match (group0::schema_index(), SCHEMA_FILE.get()) {
+            (Some(_), Some(file)) => agree(file, transition).await,
+            _ => apply_here(transition).await,
+        }
+    })
+    .await?
 }
 
-async fn apply_on_shard_zero<F, E>(transition: F) -> Result<Result<Option<SchemaChange>, E>, CoordinatorError>
+/// Has group 0 agree on the transition's result, building it again when
+/// another change came first; returns once this node applied it.
+async fn agree<F, E>(file: &SchemaFile, transition: F) -> Result<Result<Option<SchemaChange>, E>, CoordinatorError>
 where
-    F: FnOnce(&Schema) -> Result<Transition, E>,
+    F: Fn(&Schema) -> Result<Transition, E>,
 {
-    let lock = DDL_LOCK.with(Arc::clone);
-    let _guard = lock.lock().await;
+    for _ in 0..AGREEMENT_ATTEMPTS_MAX {
+        // The schema installed here is the one of this entry: the applier
+        // installs it before group 0 counts the entry as applied.
+        let base_index = group0::schema_index().unwrap_or(0);
+        let (next, change) = match transition(&schema()) {
+            Ok(Some(next)) => next,
+            Ok(None) => return Ok(Ok(None)),
+            Err(e) => return Ok(Err(e)),
+        };
+        let payload = crate::schema_entry::encode(&change, &(file.render)(&next));
+        if group0::propose_schema(base_index, payload).await.map_err(CoordinatorError::SchemaAgreement)? {
+            return Ok(Ok(Some(change)));
+        }
+    }
+    Err(CoordinatorError::SchemaAgreement(format!(
+        "other schema changes came first {AGREEMENT_ATTEMPTS_MAX} times in a row; try again"
+    )))
+}
+
+/// Group 0's [`group0::SchemaApplier`]: installs the schema of an agreed
+/// entry, unless this node holds it already (a replayed log).
+pub fn schema_applier() -> group0::SchemaApplier {
+    std::rc::Rc::new(|index, payload| apply_agreed(index, payload).boxed_local())
+}
+
+async fn apply_agreed(index: u64, payload: Bytes) {
+    if schema().group0_index().is_some_and(|held| held >= index) {
+        return;
+    }
+    let Some(file) = SCHEMA_FILE.get() else { return };
+    let decoded = crate::schema_entry::decode(&payload).and_then(|(change, text)| Ok(((file.parse)(&text)?, change)));
+    let (mut next, change) = match decoded {
+        Ok(decoded) => decoded,
+        Err(e) => {
+            tracing::error!("group 0 schema entry {index} cannot be installed: {e}");
+            return;
+        }
+    };
+    next.version = Schema::version_at(index);
+    if let Err(e) = save(file, &next).await {
+        // Installed all the same: the log holds the entry, and a restart
+        // applies it again over the older file.
+        tracing::error!("group 0 schema entry {index}: {e}");
+    }
+    if let Err(e) = set_schema_everywhere(Arc::new(next), Some(change)).await {
+        tracing::error!("group 0 schema entry {index}: {e}");
+    }
+}
+
+/// Applies the transition on this node alone (no group 0: tests).
+async fn apply_here<F, E>(transition: F) -> Result<Result<Option<SchemaChange>, E>, CoordinatorError>
+where
+    F: Fn(&Schema) -> Result<Transition, E>,
+{
     let current = schema();
     let (next, change) = match transition(&current) {
         Ok(Some(next)) => next,

@@ -26,6 +26,10 @@ const COLUMN_IDS: &str = "shoal_column_ids";
 /// above every dropped column's id, so none is reused after a restart.
 const NEXT_COLUMN_ID: &str = "shoal_next_column_id";
 
+/// The first line of a schema agreed through group 0: the index of its
+/// schema entry, which gives its version (`Schema::version_at`).
+const GROUP0_INDEX: &str = "-- group0 schema entry ";
+
 /// Reads the schema file (if any) and returns the node's starting schema,
 /// system keyspaces included. Call once at start, before shards run (so
 /// the blocking read stalls no shard).
@@ -45,9 +49,14 @@ fn parse(text: &str, path: &Path) -> CqlResult<Schema> {
     for keyspace in system::system_keyspaces() {
         schema.keyspaces.insert(keyspace.name.clone(), Arc::new(keyspace));
     }
+    let mut version = uuid::Uuid::new_v4();
     for (number, line) in text.lines().enumerate().filter(|(_, l)| !l.trim().is_empty()) {
         let failed =
             |e: &dyn std::fmt::Display| CqlError::Server(format!("schema file {}:{}: {e}", path.display(), number + 1));
+        if let Some(index) = line.strip_prefix(GROUP0_INDEX) {
+            version = Schema::version_at(index.trim().parse::<u64>().map_err(|e| failed(&e))?);
+            continue;
+        }
         let mut parsed = crate::parser::parse_statement(line).map_err(|e| failed(&e))?;
         // Taken out before `ddl::apply`, which (as for clients) rejects them.
         let ids = take_column_ids(&mut parsed.statement).map_err(|e| failed(&e))?;
@@ -59,8 +68,14 @@ fn parse(text: &str, path: &Path) -> CqlResult<Schema> {
             restore_column_ids(&mut schema, keyspace, &table.name, ids).map_err(|e| failed(&e))?;
         }
     }
-    schema.version = uuid::Uuid::new_v4();
+    schema.version = version;
     Ok(schema)
+}
+
+/// The schema `text` (what [`render`] wrote) describes; for schemas that
+/// reach a node through group 0.
+pub fn parse_text(text: &str) -> Result<Schema, String> {
+    parse(text, Path::new("(group 0 schema entry)")).map_err(|e| e.to_string())
 }
 
 /// A table's column ids as the schema file keeps them.
@@ -130,6 +145,9 @@ fn restore_column_ids(schema: &mut Schema, keyspace: &str, name: &str, ids: Colu
 /// The user keyspaces and tables as CQL, one statement per line.
 pub fn render(schema: &Schema) -> String {
     let mut out = String::new();
+    if let Some(index) = schema.group0_index() {
+        let _ = writeln!(out, "{GROUP0_INDEX}{index}");
+    }
     for keyspace in schema.keyspaces.values().filter(|k| !system::is_system_keyspace(&k.name)) {
         let _ = writeln!(out, "{}", create_keyspace(keyspace));
         for udt in user_types::in_dependency_order(keyspace) {

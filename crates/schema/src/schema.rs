@@ -169,6 +169,9 @@ pub struct KeyspaceMeta {
     pub types: BTreeMap<String, Arc<UserType>>,
 }
 
+/// The high half of the versions of schemas agreed through group 0.
+const GROUP0_VERSION_TAG: u64 = 0x5348_4f41_4c00_0000;
+
 /// One immutable version of the whole schema.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Schema {
@@ -179,6 +182,19 @@ pub struct Schema {
 impl Schema {
     pub fn empty() -> Schema {
         Schema { version: Uuid::nil(), keyspaces: BTreeMap::new() }
+    }
+
+    /// The version of the schema that group 0's schema entry `index`
+    /// installs: the same on every node, and the index can be read back
+    /// from it ([`Schema::group0_index`]).
+    pub fn version_at(index: u64) -> Uuid {
+        Uuid::from_u64_pair(GROUP0_VERSION_TAG, index)
+    }
+
+    /// The group 0 schema entry this schema came from, if it came from one.
+    pub fn group0_index(&self) -> Option<u64> {
+        let (tag, index) = self.version.as_u64_pair();
+        (tag == GROUP0_VERSION_TAG).then_some(index)
     }
 
     pub fn keyspace(&self, name: &str) -> Option<&Arc<KeyspaceMeta>> {

@@ -83,7 +83,7 @@ fn run(config: Config) -> Result<(), String> {
     });
     let schema_path = config.workdir.join("schema.cql");
     let schema = Arc::new(shoal_cql::schema_file::load(&schema_path).map_err(|e| e.to_string())?);
-    shoal_coordinator::set_schema_file(schema_path, shoal_cql::schema_file::render);
+    shoal_coordinator::set_schema_file(schema_path, shoal_cql::schema_file::render, shoal_cql::schema_file::parse_text);
     tracing::info!(
         "starting {} shard(s), workdir {}, memory {} MiB",
         config.smp,
@@ -227,9 +227,18 @@ async fn listen(config: &Config, server_config: Arc<ServerConfig>) -> Result<(),
             config.seeds.iter().map(ToString::to_string).collect::<Vec<_>>().join(", ")
         }
     );
+    shoal_runtime::spawn(shoal_cluster::messaging::serve(storage));
+    shoal_runtime::spawn(shoal_cluster::failure_detector::run(config.seeds.clone(), config.failure_detector_timeout));
+    shoal_runtime::spawn(shoal_cluster::group0::run(shoal_cluster::group0::Group0Config {
+        dir: config.workdir.join("raft"),
+        me: group0_member(config, shoal_coordinator::cluster::tokens()),
+        bootstrap: config.first_seed,
+        apply_schema: shoal_coordinator::schema_applier(),
+    }));
     let memcache = match config.memcache_port {
         0 => None,
         port => {
+            // Through group 0, which runs now: every node has the table.
             create_items_table().await?;
             let listener = bind(port).await?;
             tracing::info!(
@@ -245,13 +254,6 @@ async fn listen(config: &Config, server_config: Arc<ServerConfig>) -> Result<(),
     shoal_runtime::spawn(server::serve(cql, Placement::RoundRobin, Arc::clone(&server_config)));
     shoal_runtime::spawn(server::serve(shard_aware, Placement::BySourcePort, server_config));
     shoal_runtime::spawn(api::serve(api));
-    shoal_runtime::spawn(shoal_cluster::messaging::serve(storage));
-    shoal_runtime::spawn(shoal_cluster::failure_detector::run(config.seeds.clone(), config.failure_detector_timeout));
-    shoal_runtime::spawn(shoal_cluster::group0::run(shoal_cluster::group0::Group0Config {
-        dir: config.workdir.join("raft"),
-        me: group0_member(config, shoal_coordinator::cluster::tokens()),
-        bootstrap: config.first_seed,
-    }));
     if let Some(listener) = memcache {
         let memcache_config = Arc::new(shoal_memcache::Config {
             keyspace: shoal_memcache::items_table::DEFAULT_KEYSPACE.to_string(),
