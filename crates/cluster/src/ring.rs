@@ -56,6 +56,11 @@ impl TokenRing {
         self.tokens[start..].iter().chain(&self.tokens[..start]).copied()
     }
 
+    /// Every token of the ring, in ring order (ascending).
+    pub fn tokens(&self) -> impl Iterator<Item = i64> + '_ {
+        self.tokens.iter().map(|(token, _)| *token)
+    }
+
     /// The node that owns `token`; `None` on an empty ring.
     pub fn owner(&self, token: i64) -> Option<Uuid> {
         self.walk_from(token).next().map(|(_, host)| host)

@@ -18,6 +18,15 @@ pub enum Verb {
     /// Propose a schema entry ([`crate::group0::propose_schema`]) to the
     /// group 0 leader, to shard 0.
     Group0Propose = 5,
+    /// Apply a mutation (the coordinator's `wire` encoding), to the shard
+    /// that owns its partition.
+    Mutation = 6,
+    /// Run a read command and answer its rows.
+    ReadData = 7,
+    /// Run a read command and answer a digest of its rows.
+    ReadDigest = 8,
+    /// Answer stored partitions as they are (reconciling replicas).
+    ReadRaw = 9,
 }
 
 impl Verb {
@@ -28,6 +37,10 @@ impl Verb {
             3 => Verb::Raft,
             4 => Verb::Group0Join,
             5 => Verb::Group0Propose,
+            6 => Verb::Mutation,
+            7 => Verb::ReadData,
+            8 => Verb::ReadDigest,
+            9 => Verb::ReadRaw,
             _ => return None,
         })
     }
@@ -39,6 +52,8 @@ impl Verb {
             Verb::Ping | Verb::Raft => Duration::from_secs(2),
             // A join waits for its entry to be committed and applied.
             Verb::Group0Join | Verb::Group0Propose => Duration::from_secs(10),
+            // The coordinator's request timeout, shorter, ends the wait first.
+            Verb::Mutation | Verb::ReadData | Verb::ReadDigest | Verb::ReadRaw => Duration::from_secs(60),
         }
     }
 }

@@ -1,10 +1,13 @@
 //! Consistency levels: how many replicas must answer a request.
 //!
-//! One node keeps one copy of each partition, so every level is served
-//! alike today; the level still travels with every request so the cluster
-//! (replication over a token ring) only has to start counting replicas.
-//! The rules that do not depend on replica counts apply now: SERIAL and
-//! LOCAL_SERIAL are only serial consistencies of conditional writes.
+//! A level asks for a number of answers from a partition's replicas: of
+//! all of them (ONE, TWO, THREE, QUORUM, ALL; ANY as ONE, hints not being
+//! kept yet), of those in the coordinator's data center (LOCAL_ONE,
+//! LOCAL_QUORUM), or a quorum in each data center (EACH_QUORUM, writes
+//! only). A [`Tally`] counts answers against that; with too few live
+//! replicas the request fails at once (Unavailable). SERIAL and
+//! LOCAL_SERIAL are the serial consistencies of conditional writes; as a
+//! plain read's level they count as QUORUM and LOCAL_QUORUM.
 
 /// The levels of the CQL protocol (`[consistency]`, section 3 of the v4
 /// spec), with its codes.
@@ -85,6 +88,86 @@ impl ConsistencyLevel {
     }
 }
 
+/// Answers a request at one level needs: per data center (`None`: any),
+/// how many.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Tally {
+    needs: Vec<(Option<String>, usize)>,
+    got: Vec<usize>,
+}
+
+impl Tally {
+    /// What `level` needs of `replicas`, given each one's data center
+    /// (`data_centers[i]` is `replicas[i]`'s) and the coordinator's.
+    pub(crate) fn new(level: ConsistencyLevel, data_centers: &[String], local_dc: &str) -> Tally {
+        let total = data_centers.len();
+        let local = data_centers.iter().filter(|dc| *dc == local_dc).count();
+        let quorum = |n: usize| n / 2 + 1;
+        let any = |n: usize| vec![(None, n)];
+        let in_local = |n: usize| vec![(Some(local_dc.to_string()), n)];
+        let needs = match level {
+            ConsistencyLevel::Any | ConsistencyLevel::One => any(1),
+            ConsistencyLevel::Two => any(2),
+            ConsistencyLevel::Three => any(3),
+            ConsistencyLevel::Quorum | ConsistencyLevel::Serial => any(quorum(total)),
+            ConsistencyLevel::All => any(total),
+            ConsistencyLevel::LocalOne => in_local(1),
+            ConsistencyLevel::LocalQuorum | ConsistencyLevel::LocalSerial => in_local(quorum(local)),
+            ConsistencyLevel::EachQuorum => {
+                let mut dcs: Vec<&String> = data_centers.iter().collect();
+                dcs.sort();
+                dcs.dedup();
+                dcs.into_iter()
+                    .map(|dc| (Some(dc.clone()), quorum(data_centers.iter().filter(|d| *d == dc).count())))
+                    .collect()
+            }
+        };
+        let got = vec![0; needs.len()];
+        Tally { needs, got }
+    }
+
+    /// Answers needed in all.
+    pub(crate) fn block_for(&self) -> usize {
+        self.needs.iter().map(|(_, n)| n).sum()
+    }
+
+    /// Answers counted so far (at most what is needed).
+    pub(crate) fn received(&self) -> usize {
+        self.got.iter().sum()
+    }
+
+    /// Whether an answer from a replica in `dc` would count.
+    pub(crate) fn wants(&self, dc: &str) -> bool {
+        self.needs
+            .iter()
+            .zip(&self.got)
+            .any(|((need_dc, n), got)| got < n && need_dc.as_deref().is_none_or(|d| d == dc))
+    }
+
+    /// Counts an answer from a replica in `dc`.
+    pub(crate) fn count(&mut self, dc: &str) {
+        for ((need_dc, n), got) in self.needs.iter().zip(self.got.iter_mut()) {
+            if *got < *n && need_dc.as_deref().is_none_or(|d| d == dc) {
+                *got += 1;
+                return;
+            }
+        }
+    }
+
+    pub(crate) fn is_met(&self) -> bool {
+        self.needs.iter().zip(&self.got).all(|((_, n), got)| got >= n)
+    }
+
+    /// The first need that `live` replicas (by data center) cannot meet:
+    /// `(required, alive)`, what Unavailable reports.
+    pub(crate) fn unmet_by(&self, live: &[String]) -> Option<(usize, usize)> {
+        self.needs.iter().find_map(|(dc, n)| {
+            let alive = live.iter().filter(|d| dc.as_deref().is_none_or(|want| want == d.as_str())).count();
+            (alive < *n).then_some((*n, alive))
+        })
+    }
+}
+
 impl std::fmt::Display for ConsistencyLevel {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.write_str(self.name())
@@ -103,5 +186,37 @@ mod tests {
         assert_eq!(ConsistencyLevel::from_code(0x000B), None);
         assert_eq!(ConsistencyLevel::LocalQuorum.to_string(), "LOCAL_QUORUM");
         assert!(ConsistencyLevel::LocalSerial.is_serial() && !ConsistencyLevel::Quorum.is_serial());
+    }
+
+    fn dcs(names: &[&str]) -> Vec<String> {
+        names.iter().map(|n| n.to_string()).collect()
+    }
+
+    #[test]
+    fn tallies_count_by_level_and_data_center() {
+        let replicas = dcs(&["dc1", "dc1", "dc2", "dc2", "dc2"]);
+        let tally = |level| Tally::new(level, &replicas, "dc1");
+        assert_eq!(tally(ConsistencyLevel::Quorum).block_for(), 3);
+        assert_eq!(tally(ConsistencyLevel::All).block_for(), 5);
+        assert_eq!(tally(ConsistencyLevel::LocalQuorum).block_for(), 2);
+        assert_eq!(tally(ConsistencyLevel::EachQuorum).block_for(), 4);
+
+        let mut local = tally(ConsistencyLevel::LocalQuorum);
+        assert!(!local.wants("dc2"));
+        local.count("dc2");
+        assert_eq!(local.received(), 0, "a remote data center's answer does not count");
+        local.count("dc1");
+        local.count("dc1");
+        assert!(local.is_met());
+
+        let mut each = tally(ConsistencyLevel::EachQuorum);
+        ["dc2", "dc2", "dc2", "dc1"].into_iter().for_each(|dc| each.count(dc));
+        assert!(!each.is_met() && each.received() == 3);
+        each.count("dc1");
+        assert!(each.is_met());
+
+        assert_eq!(tally(ConsistencyLevel::Three).unmet_by(&dcs(&["dc1", "dc2"])), Some((3, 2)));
+        assert_eq!(tally(ConsistencyLevel::LocalOne).unmet_by(&dcs(&["dc2"])), Some((1, 0)));
+        assert_eq!(tally(ConsistencyLevel::Quorum).unmet_by(&dcs(&["dc1", "dc2", "dc2"])), None);
     }
 }

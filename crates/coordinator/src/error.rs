@@ -42,8 +42,14 @@ pub enum CoordinatorError {
     Replica(ReplicaError),
     #[error(transparent)]
     Shard(#[from] ShardError),
-    #[error("Operation timed out for a {} write at consistency {consistency} - received 0 responses and 1 required", write_type.name())]
-    WriteTimeout { consistency: ConsistencyLevel, write_type: WriteType },
+    #[error("Operation timed out for a {} write at consistency {consistency} - received {received} responses and {block_for} required", write_type.name())]
+    WriteTimeout { consistency: ConsistencyLevel, write_type: WriteType, received: usize, block_for: usize },
+    /// Too few replicas are up to meet the level: the request was not sent.
+    #[error("Cannot achieve consistency level {consistency}: {required} replicas required, {alive} alive")]
+    Unavailable { consistency: ConsistencyLevel, required: usize, alive: usize },
+    /// A replica on another node failed the request.
+    #[error("{0}")]
+    Remote(String),
     /// The cluster did not agree on a schema change (no group 0 leader
     /// within the timeout, or too many changes at once).
     #[error("{0}")]
@@ -51,8 +57,8 @@ pub enum CoordinatorError {
     /// The schema file could not be written: the change was not applied.
     #[error("cannot write the schema file: {0}")]
     SchemaFile(String),
-    #[error("Operation timed out for a read at consistency {consistency} - received 0 responses and 1 required")]
-    ReadTimeout { consistency: ConsistencyLevel },
+    #[error("Operation timed out for a read at consistency {consistency} - received {received} responses and {block_for} required")]
+    ReadTimeout { consistency: ConsistencyLevel, received: usize, block_for: usize, data_present: bool },
 }
 
 impl From<ReplicaError> for CoordinatorError {

@@ -103,9 +103,19 @@ async fn run_here(
     if Instant::now() > deadline {
         let writes = ops.iter().any(|(_, op)| op.writes());
         return Err(if writes {
-            CoordinatorError::WriteTimeout { consistency: ConsistencyLevel::One, write_type: WriteType::Simple }
+            CoordinatorError::WriteTimeout {
+                consistency: ConsistencyLevel::One,
+                write_type: WriteType::Simple,
+                received: 0,
+                block_for: 1,
+            }
         } else {
-            CoordinatorError::ReadTimeout { consistency: ConsistencyLevel::One }
+            CoordinatorError::ReadTimeout {
+                consistency: ConsistencyLevel::One,
+                received: 0,
+                block_for: 1,
+                data_present: false,
+            }
         });
     }
     Ok(shoal_replica::local().run_items(table, ops).await?)

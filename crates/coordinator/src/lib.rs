@@ -22,12 +22,17 @@ mod error;
 mod items;
 mod metrics;
 mod proxy;
+mod read_executor;
 mod schema;
 mod schema_entry;
 mod schema_service;
 mod shards;
 mod storage_ops;
 mod timeouts;
+mod topology;
+mod verbs;
+pub mod wire;
+mod write_handler;
 
 pub use consistency::ConsistencyLevel;
 pub use error::{CoordinatorError, WriteType};
@@ -39,3 +44,10 @@ pub use schema_service::{announce_schema_change, schema_applier, set_schema_file
 pub use shards::{on_every_shard, shard_of, sharder, SHARDING_IGNORE_MSB};
 pub use storage_ops::{storage_op, StorageOp};
 pub use timeouts::{set_timeouts, timeouts, Timeouts};
+pub use topology::maintain as maintain_topology;
+
+/// Registers the coordinator's handlers of other nodes' requests on the
+/// calling shard; call on every shard at start.
+pub fn start_shard() {
+    verbs::register();
+}

@@ -1,27 +1,53 @@
 //! The storage proxy: where a write or read runs, and the gathering of its
 //! answers (ScyllaDB's `service/storage_proxy`).
 //!
-//! A partition lives on exactly one shard, chosen by ScyllaDB's sharding of
-//! its token, so a single-partition request goes to one shard and the rows
-//! of several shards merge by partition position without reordering rows
-//! inside a partition. Each call takes the consistency level and the
-//! timeout its front end chose; with one copy of each partition every level
-//! is met by the owning shard's answer.
+//! A partition's replicas are the nodes its keyspace's replication puts
+//! it on ([`crate::topology`]). Where this node is the only one — a single
+//! node, or a partition only this node holds — a request runs on this
+//! node's shards alone, with no message to another node. Otherwise the
+//! write goes to every live replica ([`crate::write_handler`]) and the
+//! read to as many as the consistency level needs
+//! ([`crate::read_executor`]).
+//!
+//! On one node a partition lives on exactly one shard, chosen by
+//! ScyllaDB's sharding of its token, so a single-partition request goes to
+//! one shard and the rows of several shards merge by partition position
+//! without reordering rows inside a partition.
 
+use std::rc::Rc;
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use futures_util::future::join_all;
 use shoal_replica::{CasRequest, CasResult, Mutation, PartitionSelection, ReadCommand, ReadResult};
 use shoal_runtime::{nr_shards, submit_to};
-use shoal_storage::PartitionPosition;
+use shoal_schema::KeyspaceMeta;
+use shoal_storage::{ClusteringRange, Partition, PartitionPosition};
 use uuid::Uuid;
 
+use crate::schema::schema;
 use crate::shards::{on_every_shard, shard_of};
 use crate::timeouts::deadline;
-use crate::{metrics, ConsistencyLevel, CoordinatorError, WriteType};
+use crate::topology::{topology, Topology};
+use crate::{metrics, read_executor, write_handler, ConsistencyLevel, CoordinatorError, WriteType};
 
-/// Applies `mutation` on the shard that owns its partition. With
-/// `commitlog_sync: batch`, returns once it is on disk there.
+/// Where a request on `table` runs when other nodes hold some of it: the
+/// cluster and the table's keyspace (and whether it counts). `None`: on
+/// this node alone.
+fn placement(table: Uuid) -> Option<(Rc<Topology>, Arc<KeyspaceMeta>, bool)> {
+    let topology = topology();
+    if !topology.is_cluster() {
+        return None;
+    }
+    let schema = schema();
+    let meta = schema.table_by_id(table)?;
+    let counters = meta.columns.iter().any(|c| c.ty.is_counter());
+    Some((topology, Arc::clone(schema.keyspace(&meta.keyspace)?), counters))
+}
+
+/// Applies `mutation` on its partition's replicas, answered once the
+/// consistency level's count of them applied it. With `commitlog_sync:
+/// batch`, applied means on disk.
 pub async fn mutate(
     mutation: Mutation,
     consistency: ConsistencyLevel,
@@ -29,11 +55,27 @@ pub async fn mutate(
     timeout: Duration,
 ) -> Result<(), CoordinatorError> {
     let deadline = deadline(timeout);
+    if let Some((topology, keyspace, _)) = placement(mutation.table) {
+        let replicas = topology.replicas(&keyspace, mutation.position.token);
+        if replicas != [topology.me] {
+            return write_handler::write(topology, replicas, mutation, consistency, write_type, deadline).await;
+        }
+    }
+    mutate_local(mutation, consistency, write_type, deadline).await
+}
+
+/// Applies `mutation` on this node, on the shard that owns its partition.
+pub(crate) async fn mutate_local(
+    mutation: Mutation,
+    consistency: ConsistencyLevel,
+    write_type: WriteType,
+    deadline: Instant,
+) -> Result<(), CoordinatorError> {
     let shard = shard_of(mutation.position.token);
     metrics::note_target(shard);
     submit_to(shard, move || async move {
         if Instant::now() > deadline {
-            return Err(CoordinatorError::WriteTimeout { consistency, write_type });
+            return Err(CoordinatorError::WriteTimeout { consistency, write_type, received: 0, block_for: 1 });
         }
         let Mutation { table, position, update, list_ops } = mutation;
         Ok(shoal_replica::local().apply(table, position, update, &list_ops).await?)
@@ -41,14 +83,28 @@ pub async fn mutate(
     .await?
 }
 
-/// Runs a read on every shard that may hold its rows and merges the answers
-/// in ring order, keeping at most the command's row limit.
+/// Reads from as many of the partitions' replicas as the consistency
+/// level needs, repairing those that answered differently.
 pub async fn read(
     command: ReadCommand,
     consistency: ConsistencyLevel,
     timeout: Duration,
 ) -> Result<ReadResult, CoordinatorError> {
     let deadline = deadline(timeout);
+    if let Some((topology, keyspace, counters)) = placement(command.table) {
+        return read_executor::read(topology, keyspace, counters, command, consistency, deadline).await;
+    }
+    read_local(command, consistency, deadline).await
+}
+
+/// Runs a read on every shard of this node that may hold its rows and
+/// merges the answers in ring order, keeping at most the command's row
+/// limit.
+pub(crate) async fn read_local(
+    command: ReadCommand,
+    consistency: ConsistencyLevel,
+    deadline: Instant,
+) -> Result<ReadResult, CoordinatorError> {
     let mut per_shard = split_by_shard(command);
     if let [(shard, _)] = per_shard.as_slice() {
         metrics::note_target(*shard);
@@ -58,6 +114,15 @@ pub async fn read(
     let row_limit = per_shard.first().map_or(0, |(_, c)| c.row_limit);
     let answers =
         join_all(per_shard.into_iter().map(|(shard, command)| read_on(shard, command, consistency, deadline))).await;
+    merge_answers(answers, row_limit)
+}
+
+/// Merges answers for disjoint sets of partitions in ring order, keeping
+/// at most `row_limit` rows.
+pub(crate) fn merge_answers(
+    answers: Vec<Result<ReadResult, CoordinatorError>>,
+    row_limit: usize,
+) -> Result<ReadResult, CoordinatorError> {
     let mut merged = ReadResult::default();
     for answer in answers {
         let answer = answer?;
@@ -110,11 +175,42 @@ async fn read_on(
 ) -> Result<ReadResult, CoordinatorError> {
     submit_to(shard, move || async move {
         if Instant::now() > deadline {
-            return Err(CoordinatorError::ReadTimeout { consistency });
+            return Err(CoordinatorError::ReadTimeout { consistency, received: 0, block_for: 1, data_present: false });
         }
         Ok(shoal_replica::local().query(&command).await?)
     })
     .await?
+}
+
+/// The stored partitions at `keys` on this node, in the order given.
+pub(crate) async fn read_raw_local(
+    table: Uuid,
+    keys: Vec<PartitionPosition>,
+    clustering: Vec<ClusteringRange>,
+) -> Result<Vec<Option<Partition>>, CoordinatorError> {
+    let shards: Vec<usize> = keys.iter().map(|key| shard_of(key.token)).collect();
+    let mut per_shard: Vec<Vec<PartitionPosition>> = vec![Vec::new(); nr_shards()];
+    for (key, shard) in keys.into_iter().zip(&shards) {
+        per_shard[*shard].push(key);
+    }
+    let answers =
+        join_all(per_shard.into_iter().enumerate().filter(|(_, keys)| !keys.is_empty()).map(|(shard, keys)| {
+            let clustering = clustering.clone();
+            async move {
+                let answer = submit_to(shard, move || async move {
+                    shoal_replica::local().read_raw(table, &keys, &clustering).await
+                })
+                .await;
+                (shard, answer)
+            }
+        }))
+        .await;
+    let mut by_shard: Vec<std::vec::IntoIter<Option<Partition>>> = vec![Vec::new().into_iter(); nr_shards()];
+    for (shard, answer) in answers {
+        by_shard[shard] = answer??.into_iter();
+    }
+    // Back in the order asked: each shard answered its keys in order.
+    Ok(shards.iter().map(|shard| by_shard[*shard].next().flatten()).collect())
 }
 
 /// Removes every row of `table` on every shard.
@@ -125,6 +221,8 @@ pub async fn truncate(table: Uuid, timeout: Duration) -> Result<(), CoordinatorE
             return Err(CoordinatorError::WriteTimeout {
                 consistency: ConsistencyLevel::All,
                 write_type: WriteType::Simple,
+                received: 0,
+                block_for: 1,
             });
         }
         Ok(shoal_replica::local().truncate(table).await?)
@@ -149,7 +247,12 @@ pub async fn cas(
     metrics::note_target(shard);
     submit_to(shard, move || async move {
         if Instant::now() > deadline {
-            return Err(CoordinatorError::WriteTimeout { consistency, write_type: WriteType::Cas });
+            return Err(CoordinatorError::WriteTimeout {
+                consistency,
+                write_type: WriteType::Cas,
+                received: 0,
+                block_for: 1,
+            });
         }
         Ok(shoal_replica::local().cas(request).await?)
     })

@@ -32,10 +32,25 @@ pub enum CqlError {
     Overloaded(String),
     /// WriteTimeout (0x1100): the write may or may not have been applied.
     #[error("{message}")]
-    WriteTimeout { message: String, consistency: ConsistencyLevel, write_type: WriteType },
+    WriteTimeout {
+        message: String,
+        consistency: ConsistencyLevel,
+        write_type: WriteType,
+        received: usize,
+        block_for: usize,
+    },
     /// ReadTimeout (0x1200).
     #[error("{message}")]
-    ReadTimeout { message: String, consistency: ConsistencyLevel },
+    ReadTimeout {
+        message: String,
+        consistency: ConsistencyLevel,
+        received: usize,
+        block_for: usize,
+        data_present: bool,
+    },
+    /// Unavailable (0x1000): too few replicas are up for the level.
+    #[error("{message}")]
+    Unavailable { message: String, consistency: ConsistencyLevel, required: usize, alive: usize },
     /// ServerError (0x0000): our fault, not the client's.
     #[error("{0}")]
     Server(String),
@@ -56,11 +71,14 @@ impl From<CoordinatorError> for CqlError {
         match e {
             CoordinatorError::Invalid(message) => CqlError::Invalid(message),
             CoordinatorError::Overloaded(message) => CqlError::Overloaded(message),
-            CoordinatorError::WriteTimeout { consistency, write_type } => {
-                CqlError::WriteTimeout { message: e.to_string(), consistency, write_type }
+            CoordinatorError::WriteTimeout { consistency, write_type, received, block_for } => {
+                CqlError::WriteTimeout { message: e.to_string(), consistency, write_type, received, block_for }
             }
-            CoordinatorError::ReadTimeout { consistency } => {
-                CqlError::ReadTimeout { message: e.to_string(), consistency }
+            CoordinatorError::ReadTimeout { consistency, received, block_for, data_present } => {
+                CqlError::ReadTimeout { message: e.to_string(), consistency, received, block_for, data_present }
+            }
+            CoordinatorError::Unavailable { consistency, required, alive } => {
+                CqlError::Unavailable { message: e.to_string(), consistency, required, alive }
             }
             other => CqlError::Server(other.to_string()),
         }

@@ -24,7 +24,9 @@ use shoal_storage::commitlog::{encode_mutation, CommitLog, CommitLogConfig, Posi
 use shoal_storage::compaction::strategy::Strategy;
 use shoal_storage::sstable::compression::Compression;
 use shoal_storage::sstable::writer::WriterOptions;
-use shoal_storage::{ClusteringRange, Event, PartitionPosition, PartitionUpdate, StorageError, Table, TableOptions};
+use shoal_storage::{
+    ClusteringRange, Event, Partition, PartitionPosition, PartitionUpdate, StorageError, Table, TableOptions,
+};
 use thiserror::Error;
 use uuid::Uuid;
 
@@ -385,6 +387,24 @@ impl Database {
         let result = read::execute(meta, &table, command).await;
         self.metrics.record_read(command.table, started.elapsed());
         result
+    }
+
+    /// The stored partitions at `keys` as they are — tombstones and
+    /// timestamps kept, limited to `clustering` — for reconciling replicas
+    /// that answered differently (read repair); `None` where none is held.
+    pub async fn read_raw(
+        &self,
+        table_id: Uuid,
+        keys: &[PartitionPosition],
+        clustering: &[ClusteringRange],
+    ) -> Result<Vec<Option<Partition>>, ReplicaError> {
+        let table = self.table(table_id)?;
+        let mut partitions = Vec::with_capacity(keys.len());
+        for key in keys {
+            assert_owned_here(key);
+            partitions.push(table.read(key, clustering).await?);
+        }
+        Ok(partitions)
     }
 
     /// Removes every row of the table on this shard.

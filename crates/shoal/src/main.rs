@@ -103,6 +103,7 @@ fn run(config: Config) -> Result<(), String> {
         shoal_coordinator::register_metrics();
         shoal_memcache::stats::register_metrics();
         shoal_cluster::start_shard();
+        shoal_coordinator::start_shard();
         shoal_replica::local().set_schema(Arc::clone(&schema), None);
         let config = config.clone();
         let server_config = Arc::clone(&server_config);
@@ -235,6 +236,7 @@ async fn listen(config: &Config, server_config: Arc<ServerConfig>) -> Result<(),
         bootstrap: config.first_seed,
         apply_schema: shoal_coordinator::schema_applier(),
     }));
+    shoal_runtime::spawn(shoal_coordinator::maintain_topology());
     let memcache = match config.memcache_port {
         0 => None,
         port => {

@@ -79,6 +79,10 @@ impl<'a> Decoder<'a> {
         self.bytes.is_empty()
     }
 
+    pub fn remaining(&self) -> usize {
+        self.bytes.remaining()
+    }
+
     pub fn error(&self, what: &'static str) -> DecodeError {
         DecodeError { offset: self.position(), what }
     }
@@ -253,7 +257,7 @@ fn decode_tombstone(d: &mut Decoder) -> Result<Option<Tombstone>, DecodeError> {
     }
 }
 
-fn encode_bound(e: &mut Encoder, b: &Bound<Bytes>) {
+pub fn encode_bound(e: &mut Encoder, b: &Bound<Bytes>) {
     match b {
         Bound::Unbounded => e.u8(BOUND_UNBOUNDED),
         Bound::Included(k) => {
@@ -267,7 +271,7 @@ fn encode_bound(e: &mut Encoder, b: &Bound<Bytes>) {
     }
 }
 
-fn decode_bound(d: &mut Decoder) -> Result<Bound<Bytes>, DecodeError> {
+pub fn decode_bound(d: &mut Decoder) -> Result<Bound<Bytes>, DecodeError> {
     match d.u8()? {
         BOUND_UNBOUNDED => Ok(Bound::Unbounded),
         BOUND_INCLUDED => Ok(Bound::Included(d.bytes()?)),
@@ -276,12 +280,12 @@ fn decode_bound(d: &mut Decoder) -> Result<Bound<Bytes>, DecodeError> {
     }
 }
 
-fn encode_expiry(e: &mut Encoder, x: Expiry) {
+pub fn encode_expiry(e: &mut Encoder, x: Expiry) {
     e.var_i64(i64::from(x.ttl_s));
     e.var_i64(x.expires_at_s);
 }
 
-fn decode_expiry(d: &mut Decoder) -> Result<Expiry, DecodeError> {
+pub fn decode_expiry(d: &mut Decoder) -> Result<Expiry, DecodeError> {
     Ok(Expiry { ttl_s: d.var_i32()?, expires_at_s: d.var_i64()? })
 }
 

@@ -473,11 +473,10 @@ fn to_error_body(error: CqlError) -> ErrorBody {
         CqlError::Protocol(_) => ErrorKind::ProtocolError,
         CqlError::Overloaded(_) => ErrorKind::Overloaded,
         CqlError::Server(_) => ErrorKind::ServerError,
-        // One node holds one copy: no replica answered, one was required.
-        CqlError::WriteTimeout { consistency, write_type, .. } => ErrorKind::WriteTimeout {
+        CqlError::WriteTimeout { consistency, write_type, received, block_for, .. } => ErrorKind::WriteTimeout {
             consistency: consistency.code(),
-            received: 0,
-            block_for: 1,
+            received: count(received),
+            block_for: count(block_for),
             write_type: match write_type {
                 shoal_coordinator::WriteType::Simple => WriteType::Simple,
                 shoal_coordinator::WriteType::Batch => WriteType::Batch,
@@ -485,9 +484,20 @@ fn to_error_body(error: CqlError) -> ErrorBody {
                 shoal_coordinator::WriteType::Cas => WriteType::Cas,
             },
         },
-        CqlError::ReadTimeout { consistency, .. } => {
-            ErrorKind::ReadTimeout { consistency: consistency.code(), received: 0, block_for: 1, data_present: false }
+        CqlError::ReadTimeout { consistency, received, block_for, data_present, .. } => ErrorKind::ReadTimeout {
+            consistency: consistency.code(),
+            received: count(received),
+            block_for: count(block_for),
+            data_present,
+        },
+        CqlError::Unavailable { consistency, required, alive, .. } => {
+            ErrorKind::Unavailable { consistency: consistency.code(), required: count(required), alive: count(alive) }
         }
     };
     ErrorBody::new(kind, message)
+}
+
+/// A replica count as the protocol's `[int]`.
+fn count(n: usize) -> i32 {
+    i32::try_from(n).unwrap_or(i32::MAX)
 }

@@ -1,0 +1,196 @@
+//! The cluster as this shard's coordinator sees it: the members group 0
+//! agreed on (address, shard count, data center and rack, tokens), the
+//! token ring they make, and which of them are up.
+//!
+//! Each shard keeps its own snapshot. Shard 0, where group 0 and the
+//! failure detector run, compares what they say with the last snapshot
+//! every [`REFRESH_INTERVAL`] and sends a new one to every shard when it
+//! changed ([`maintain`]): by message, never shared. Until group 0 has more
+//! than one member the snapshot is this node alone, and every request
+//! takes the single-node path.
+
+use std::cell::RefCell;
+use std::collections::{HashMap, HashSet};
+use std::net::SocketAddr;
+use std::ops::Bound;
+use std::rc::Rc;
+use std::time::Duration;
+
+use bytes::Bytes;
+use shoal_cluster::failure_detector;
+use shoal_cluster::group0::{self, Member};
+use shoal_cluster::replication::{Placement, ReplicaMap, Strategy, VnodeReplicas};
+use shoal_cluster::ring::TokenRing;
+use shoal_schema::sharder::Sharder;
+use shoal_schema::KeyspaceMeta;
+use shoal_storage::PartitionPosition;
+use uuid::Uuid;
+
+use crate::shards::{on_every_shard, SHARDING_IGNORE_MSB};
+
+/// How often shard 0 looks for membership and liveness changes.
+const REFRESH_INTERVAL: Duration = Duration::from_millis(100);
+
+/// What shard 0 sends every shard: plain data, built into a [`Topology`]
+/// there.
+#[derive(Debug, Clone, PartialEq, Default)]
+struct Snapshot {
+    members: Vec<Member>,
+    up: Vec<Uuid>,
+}
+
+/// Where a member answers and how its data is placed.
+#[derive(Debug, Clone)]
+pub struct Endpoint {
+    pub address: SocketAddr,
+    pub shard_count: u16,
+    pub placement: Placement,
+}
+
+pub struct Topology {
+    pub me: Uuid,
+    endpoints: HashMap<Uuid, Endpoint>,
+    placements: HashMap<Uuid, Placement>,
+    ring: TokenRing,
+    up: HashSet<Uuid>,
+}
+
+thread_local! {
+    static TOPOLOGY: RefCell<Option<Rc<Topology>>> = const { RefCell::new(None) };
+}
+
+/// This shard's snapshot of the cluster.
+pub fn topology() -> Rc<Topology> {
+    TOPOLOGY.with(|t| Rc::clone(t.borrow_mut().get_or_insert_with(|| Rc::new(Topology::build(Snapshot::default())))))
+}
+
+impl Topology {
+    fn build(snapshot: Snapshot) -> Topology {
+        let me = crate::cluster::node().host_id;
+        let placement = |m: &Member| Placement { data_center: m.data_center.clone(), rack: m.rack.clone() };
+        let endpoints: HashMap<Uuid, Endpoint> = snapshot
+            .members
+            .iter()
+            .map(|m| (m.host_id, Endpoint { address: m.address, shard_count: m.shard_count, placement: placement(m) }))
+            .collect();
+        let placements = endpoints.iter().map(|(host, e)| (*host, e.placement.clone())).collect();
+        // Group 0 refuses a join whose tokens another member holds, so the
+        // members' tokens are distinct; an empty ring is the single node.
+        let ring =
+            TokenRing::new(snapshot.members.iter().map(|m| (m.host_id, m.tokens.as_slice()))).unwrap_or_default();
+        let up = snapshot.up.into_iter().chain([me]).collect();
+        Topology { me, endpoints, placements, ring, up }
+    }
+
+    /// Whether other nodes hold data: until then, everything is local.
+    pub fn is_cluster(&self) -> bool {
+        self.endpoints.len() > 1
+    }
+
+    pub fn is_up(&self, host: Uuid) -> bool {
+        self.up.contains(&host)
+    }
+
+    pub fn endpoint(&self, host: Uuid) -> Option<&Endpoint> {
+        self.endpoints.get(&host)
+    }
+
+    /// A member's data center (this node's for a host not in the ring).
+    pub fn data_center(&self, host: Uuid) -> String {
+        match self.endpoints.get(&host) {
+            Some(endpoint) => endpoint.placement.data_center.clone(),
+            None => crate::cluster::node().data_center,
+        }
+    }
+
+    /// The hosts that hold `token`'s data in `keyspace`, its primary first.
+    pub fn replicas(&self, keyspace: &KeyspaceMeta, token: i64) -> Vec<Uuid> {
+        let strategy = match Strategy::from_options(&keyspace.replication) {
+            Ok(strategy) => strategy,
+            // Checked when the keyspace was made: only system keyspaces
+            // (LocalStrategy, or none) get here.
+            Err(_) => Strategy::Local,
+        };
+        let map = VnodeReplicas { ring: &self.ring, placements: &self.placements, strategy: &strategy, local: self.me };
+        map.replicas(token)
+    }
+
+    /// The shard of `host` that owns `token` (ScyllaDB's sharding with the
+    /// host's shard count).
+    pub fn shard_on(&self, host: Uuid, token: i64) -> u16 {
+        let shards = self.endpoints.get(&host).map_or(1, |e| e.shard_count);
+        Sharder { nr_shards: usize::from(shards), ignore_msb: SHARDING_IGNORE_MSB }.shard_of(token) as u16
+    }
+
+    /// Splits the partition range `from..to` at the ring's tokens: each
+    /// piece lies within one vnode range, in ring order, with a token of
+    /// that range (its start's) to find its replicas by. A vnode range is
+    /// `(previous token, token]`; a piece ends before the first position of
+    /// `token + 1`.
+    pub fn split_range(
+        &self,
+        from: &Bound<PartitionPosition>,
+        to: &Bound<PartitionPosition>,
+    ) -> Vec<(Bound<PartitionPosition>, Bound<PartitionPosition>, i64)> {
+        let token_of = |start: &Bound<PartitionPosition>| match start {
+            Bound::Unbounded => i64::MIN,
+            Bound::Included(p) | Bound::Excluded(p) => p.token,
+        };
+        let first_of = |token: i64| PartitionPosition { token, key: Bytes::new() };
+        let mut pieces = Vec::new();
+        let mut start = from.clone();
+        for token in self.ring.tokens() {
+            let Some(next) = token.checked_add(1) else { break };
+            let boundary = first_of(next);
+            let after_start = match &start {
+                Bound::Unbounded => true,
+                Bound::Included(p) => *p < boundary,
+                Bound::Excluded(p) => *p < boundary,
+            };
+            let before_end = match to {
+                Bound::Unbounded => true,
+                Bound::Included(p) => boundary <= *p,
+                Bound::Excluded(p) => boundary < *p,
+            };
+            if !before_end {
+                break;
+            }
+            if after_start {
+                let token = token_of(&start);
+                pieces.push((start, Bound::Excluded(boundary.clone()), token));
+                start = Bound::Included(boundary);
+            }
+        }
+        let token = token_of(&start);
+        pieces.push((start, to.clone(), token));
+        pieces
+    }
+}
+
+/// Keeps every shard's snapshot current; runs on shard 0 forever.
+pub async fn maintain() {
+    let mut last = Snapshot::default();
+    let mut ticks = shoal_runtime::time::interval(REFRESH_INTERVAL);
+    loop {
+        ticks.tick().await;
+        let Some(status) = group0::status() else { continue };
+        let live: HashSet<SocketAddr> =
+            failure_detector::statuses().into_iter().filter(|s| s.up).map(|s| s.address).collect();
+        let up = status.members.iter().filter(|m| live.contains(&m.address)).map(|m| m.host_id).collect();
+        let snapshot = Snapshot { members: status.members, up };
+        if snapshot == last {
+            continue;
+        }
+        let installed = on_every_shard({
+            let snapshot = snapshot.clone();
+            move |_| {
+                let snapshot = snapshot.clone();
+                async move { TOPOLOGY.with(|t| *t.borrow_mut() = Some(Rc::new(Topology::build(snapshot)))) }
+            }
+        })
+        .await;
+        if installed.is_ok() {
+            last = snapshot;
+        }
+    }
+}

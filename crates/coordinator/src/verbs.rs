@@ -1,0 +1,203 @@
+//! The data verbs between nodes: what a replica answers when another
+//! node's coordinator asks (handlers registered on every shard by
+//! [`register`]), and how a coordinator asks ([`Target`]).
+//!
+//! A replica's answer is `[u8 outcome][body]`: 0 and the payload, or an
+//! error as a message — 1 invalid (the client's to fix), 2 overloaded, 3
+//! any other — so a coordinator returns the replica's error as the kind it
+//! is. A request that gets no answer (connection lost, timeout) is a
+//! replica that did not answer, which consistency levels count.
+
+use std::rc::Rc;
+use std::time::Instant;
+
+use bytes::Bytes;
+use futures_util::FutureExt;
+use shoal_cluster::messaging::{self, Caller};
+use shoal_cluster::verb::Verb;
+use shoal_replica::{Mutation, PartitionSelection, ReadCommand, ReadResult};
+use shoal_storage::Partition;
+use uuid::Uuid;
+
+use crate::proxy::{mutate_local, read_local, read_raw_local};
+use crate::timeouts::{deadline, timeouts};
+use crate::topology::Topology;
+use crate::{wire, ConsistencyLevel, CoordinatorError, WriteType};
+
+const OK: u8 = 0;
+const INVALID: u8 = 1;
+const OVERLOADED: u8 = 2;
+const FAILED: u8 = 3;
+
+/// Registers the data verbs' handlers on the calling shard.
+pub fn register() {
+    messaging::register(Verb::Mutation, handler(handle_mutation));
+    messaging::register(Verb::ReadData, handler(handle_read_data));
+    messaging::register(Verb::ReadDigest, handler(handle_read_digest));
+    messaging::register(Verb::ReadRaw, handler(handle_read_raw));
+}
+
+fn handler<F, Fut>(handle: F) -> messaging::Handler
+where
+    F: Fn(Bytes) -> Fut + 'static,
+    Fut: std::future::Future<Output = Result<Vec<u8>, CoordinatorError>> + 'static,
+{
+    let handle = Rc::new(handle);
+    Rc::new(move |_caller: Caller, payload: Bytes| {
+        let handle = Rc::clone(&handle);
+        async move {
+            let mut answer = Vec::new();
+            match handle(payload).await {
+                Ok(body) => {
+                    answer.push(OK);
+                    answer.extend_from_slice(&body);
+                }
+                Err(e) => {
+                    answer.push(match e {
+                        CoordinatorError::Invalid(_) => INVALID,
+                        CoordinatorError::Overloaded(_) => OVERLOADED,
+                        _ => FAILED,
+                    });
+                    answer.extend_from_slice(e.to_string().as_bytes());
+                }
+            }
+            Ok(Bytes::from(answer))
+        }
+        .boxed_local()
+    })
+}
+
+fn malformed(e: shoal_storage::codec::DecodeError) -> CoordinatorError {
+    CoordinatorError::Invalid(format!("malformed data message: {e}"))
+}
+
+async fn handle_mutation(payload: Bytes) -> Result<Vec<u8>, CoordinatorError> {
+    let mutation = wire::decode_mutation(&payload).map_err(malformed)?;
+    let deadline = deadline(timeouts().write);
+    mutate_local(mutation, ConsistencyLevel::One, WriteType::Simple, deadline).await?;
+    Ok(Vec::new())
+}
+
+async fn handle_read_data(payload: Bytes) -> Result<Vec<u8>, CoordinatorError> {
+    let command = wire::decode_read_command(&payload).map_err(malformed)?;
+    let result = read_local(command, ConsistencyLevel::One, deadline(timeouts().range)).await?;
+    Ok(wire::encode_read_result(&result))
+}
+
+async fn handle_read_digest(payload: Bytes) -> Result<Vec<u8>, CoordinatorError> {
+    let command = wire::decode_read_command(&payload).map_err(malformed)?;
+    let result = read_local(command, ConsistencyLevel::One, deadline(timeouts().range)).await?;
+    Ok(digest(&result).to_be_bytes().to_vec())
+}
+
+async fn handle_read_raw(payload: Bytes) -> Result<Vec<u8>, CoordinatorError> {
+    let command = wire::decode_read_command(&payload).map_err(malformed)?;
+    let PartitionSelection::Keys(keys) = command.partitions else {
+        return Err(CoordinatorError::Invalid("a raw read names its partitions".to_string()));
+    };
+    let partitions = read_raw_local(command.table, keys, command.clustering).await?;
+    Ok(wire::encode_partitions(&partitions))
+}
+
+/// A digest of a read's rows: equal rows give equal digests on every node
+/// (the rows' encoding under two CRC32C seeds).
+pub(crate) fn digest(result: &ReadResult) -> u64 {
+    let bytes = wire::encode_read_result(result);
+    u64::from(crc32c::crc32c(&bytes)) << 32 | u64::from(crc32c::crc32c_append(0x5348_4f41, &bytes))
+}
+
+/// A replica a coordinator asks: this node (served on its own shards, no
+/// message) or another.
+pub(crate) struct Target<'a> {
+    pub topology: &'a Topology,
+    pub host: Uuid,
+}
+
+impl Target<'_> {
+    fn is_local(&self) -> bool {
+        self.host == self.topology.me
+    }
+
+    async fn call(&self, verb: Verb, token: i64, payload: &[u8]) -> Result<Bytes, CoordinatorError> {
+        let endpoint = self
+            .topology
+            .endpoint(self.host)
+            .ok_or_else(|| CoordinatorError::Remote(format!("node {} left the cluster", self.host)))?;
+        let shard = self.topology.shard_on(self.host, token);
+        let answer = messaging::request(endpoint.address, shard, verb, payload)
+            .await
+            .map_err(|e| CoordinatorError::Remote(e.to_string()))?;
+        let Some((&outcome, body)) = answer.split_first() else {
+            return Err(CoordinatorError::Remote(format!("{} answered nothing", endpoint.address)));
+        };
+        let message = || String::from_utf8_lossy(body).into_owned();
+        match outcome {
+            OK => Ok(answer.slice(1..)),
+            INVALID => Err(CoordinatorError::Invalid(message())),
+            OVERLOADED => Err(CoordinatorError::Overloaded(message())),
+            _ => Err(CoordinatorError::Remote(format!("{}: {}", endpoint.address, message()))),
+        }
+    }
+
+    /// Applies `mutation` (`payload`: its encoding) on this replica.
+    pub(crate) async fn mutate(
+        &self,
+        mutation: &Mutation,
+        payload: &[u8],
+        write_type: WriteType,
+        deadline: Instant,
+    ) -> Result<(), CoordinatorError> {
+        if self.is_local() {
+            return mutate_local(mutation.clone(), ConsistencyLevel::One, write_type, deadline).await;
+        }
+        self.call(Verb::Mutation, mutation.position.token, payload).await.map(drop)
+    }
+
+    /// The shard a read command goes to: its first partition's.
+    fn token_of(command: &ReadCommand) -> i64 {
+        match &command.partitions {
+            PartitionSelection::Keys(keys) => keys.first().map_or(0, |k| k.token),
+            PartitionSelection::Range { .. } => i64::from(shoal_runtime::this_shard() as u32),
+        }
+    }
+
+    pub(crate) async fn read_data(
+        &self,
+        command: &ReadCommand,
+        deadline: Instant,
+    ) -> Result<ReadResult, CoordinatorError> {
+        if self.is_local() {
+            return read_local(command.clone(), ConsistencyLevel::One, deadline).await;
+        }
+        let answer = self.call(Verb::ReadData, Self::token_of(command), &wire::encode_read_command(command)).await?;
+        wire::decode_read_result(&answer).map_err(|e| CoordinatorError::Remote(format!("a replica's rows: {e}")))
+    }
+
+    pub(crate) async fn read_digest(&self, command: &ReadCommand, deadline: Instant) -> Result<u64, CoordinatorError> {
+        if self.is_local() {
+            return Ok(digest(&read_local(command.clone(), ConsistencyLevel::One, deadline).await?));
+        }
+        let answer = self.call(Verb::ReadDigest, Self::token_of(command), &wire::encode_read_command(command)).await?;
+        match answer.as_ref().try_into() {
+            Ok(bytes) => Ok(u64::from_be_bytes(bytes)),
+            Err(_) => Err(CoordinatorError::Remote(format!("a digest of {} bytes", answer.len()))),
+        }
+    }
+
+    /// The stored partitions of a command naming its keys.
+    pub(crate) async fn read_raw(&self, command: &ReadCommand) -> Result<Vec<Option<Partition>>, CoordinatorError> {
+        let PartitionSelection::Keys(keys) = &command.partitions else {
+            unreachable!("raw reads name their partitions");
+        };
+        if self.is_local() {
+            return read_raw_local(command.table, keys.clone(), command.clustering.clone()).await;
+        }
+        let answer = self.call(Verb::ReadRaw, Self::token_of(command), &wire::encode_read_command(command)).await?;
+        let partitions =
+            wire::decode_partitions(&answer).map_err(|e| CoordinatorError::Remote(format!("a replica's data: {e}")))?;
+        if partitions.len() != keys.len() {
+            return Err(CoordinatorError::Remote(format!("{} partitions for {} keys", partitions.len(), keys.len())));
+        }
+        Ok(partitions)
+    }
+}

@@ -1,0 +1,365 @@
+//! The data messages between coordinators and replicas: mutations, read
+//! commands, read results and raw partitions, in the storage codec's
+//! varints and length-prefixed bytes (`shoal_storage::codec`).
+//!
+//! Decoding is total — the bytes come from the network — and checks that
+//! nothing trails the message (fuzzed: `fuzz/fuzz_targets/data_messages.rs`).
+
+use std::ops::Bound;
+
+use bytes::Bytes;
+use shoal_replica::{
+    FilterOp, ListOp, ListOpKind, Mutation, PartitionSelection, ReadCommand, ReadResult, ResultCell, ResultRow,
+    RowFilter, RowPosition,
+};
+use shoal_storage::codec::{self, DecodeError, Decoder, Encoder};
+use shoal_storage::{ClusteringRange, Partition, PartitionPosition};
+use uuid::Uuid;
+
+/// Most items a decoded list may claim before its bytes are read: each
+/// item takes at least one byte, so a longer claim is cut by what is left.
+fn capacity(d: &Decoder, claimed: u64) -> usize {
+    usize::try_from(claimed).unwrap_or(usize::MAX).min(d.remaining())
+}
+
+fn encode_uuid(e: &mut Encoder, id: Uuid) {
+    e.out.extend_from_slice(id.as_bytes());
+}
+
+fn decode_uuid(d: &mut Decoder) -> Result<Uuid, DecodeError> {
+    Uuid::from_slice(d.slice(16)?).map_err(|_| d.error("bad uuid"))
+}
+
+fn encode_position(e: &mut Encoder, p: &PartitionPosition) {
+    e.var_i64(p.token);
+    e.bytes(&p.key);
+}
+
+fn decode_position(d: &mut Decoder) -> Result<PartitionPosition, DecodeError> {
+    Ok(PartitionPosition { token: d.var_i64()?, key: d.bytes()? })
+}
+
+fn encode_optional(e: &mut Encoder, value: Option<&[u8]>) {
+    match value {
+        None => e.u8(0),
+        Some(v) => {
+            e.u8(1);
+            e.bytes(v);
+        }
+    }
+}
+
+fn decode_optional(d: &mut Decoder) -> Result<Option<Bytes>, DecodeError> {
+    match d.u8()? {
+        0 => Ok(None),
+        1 => Ok(Some(d.bytes()?)),
+        _ => Err(d.error("bad option flag")),
+    }
+}
+
+fn encode_list<T>(e: &mut Encoder, items: &[T], mut each: impl FnMut(&mut Encoder, &T)) {
+    e.var_u64(items.len() as u64);
+    for item in items {
+        each(e, item);
+    }
+}
+
+fn decode_list<T>(
+    d: &mut Decoder,
+    mut each: impl FnMut(&mut Decoder) -> Result<T, DecodeError>,
+) -> Result<Vec<T>, DecodeError> {
+    let count = d.var_u64()?;
+    let mut items = Vec::with_capacity(capacity(d, count));
+    for _ in 0..count {
+        items.push(each(d)?);
+    }
+    Ok(items)
+}
+
+fn finish<T>(d: &Decoder, value: T) -> Result<T, DecodeError> {
+    if !d.is_empty() {
+        return Err(d.error("trailing bytes after the message"));
+    }
+    Ok(value)
+}
+
+pub fn encode_mutation(m: &Mutation) -> Vec<u8> {
+    let mut out = Vec::new();
+    let e = &mut Encoder { out: &mut out };
+    encode_uuid(e, m.table);
+    encode_position(e, &m.position);
+    codec::encode_partition(e, &m.update);
+    encode_list(e, &m.list_ops, encode_list_op);
+    out
+}
+
+pub fn decode_mutation(bytes: &[u8]) -> Result<Mutation, DecodeError> {
+    let d = &mut Decoder::new(bytes);
+    let table = decode_uuid(d)?;
+    let position = decode_position(d)?;
+    let update = codec::decode_partition(d)?;
+    let list_ops = decode_list(d, decode_list_op)?;
+    finish(d, Mutation { table, position, update, list_ops })
+}
+
+fn encode_list_op(e: &mut Encoder, op: &ListOp) {
+    e.var_u64(u64::from(op.column));
+    encode_optional(e, op.row.as_deref());
+    match &op.kind {
+        ListOpKind::RemoveValues(values) => {
+            e.u8(0);
+            encode_list(e, values, |e, v| e.bytes(v));
+        }
+        ListOpKind::SetIndex { index, value } => {
+            e.u8(1);
+            e.var_i64(i64::from(*index));
+            encode_optional(e, value.as_deref());
+        }
+        ListOpKind::DeleteIndex(index) => {
+            e.u8(2);
+            e.var_i64(i64::from(*index));
+        }
+        ListOpKind::SetField { index, value } => {
+            e.u8(3);
+            e.var_u64(*index as u64);
+            encode_optional(e, value.as_deref());
+        }
+    }
+    e.var_i64(op.timestamp);
+    e.var_i64(op.now_s);
+    match op.expiry {
+        None => e.u8(0),
+        Some(expiry) => {
+            e.u8(1);
+            codec::encode_expiry(e, expiry);
+        }
+    }
+}
+
+fn decode_list_op(d: &mut Decoder) -> Result<ListOp, DecodeError> {
+    let column = d.var_u32()?;
+    let row = decode_optional(d)?;
+    let kind = match d.u8()? {
+        0 => ListOpKind::RemoveValues(decode_list(d, |d| d.bytes())?),
+        1 => ListOpKind::SetIndex { index: d.var_i32()?, value: decode_optional(d)? },
+        2 => ListOpKind::DeleteIndex(d.var_i32()?),
+        3 => {
+            let index = usize::try_from(d.var_u32()?).map_err(|_| d.error("field index"))?;
+            ListOpKind::SetField { index, value: decode_optional(d)? }
+        }
+        _ => return Err(d.error("bad list operation kind")),
+    };
+    let timestamp = d.var_i64()?;
+    let now_s = d.var_i64()?;
+    let expiry = match d.u8()? {
+        0 => None,
+        1 => Some(codec::decode_expiry(d)?),
+        _ => return Err(d.error("bad expiry flag")),
+    };
+    Ok(ListOp { column, row, kind, timestamp, now_s, expiry })
+}
+
+const FILTER_OPS: [FilterOp; 9] = [
+    FilterOp::Eq,
+    FilterOp::Ne,
+    FilterOp::Lt,
+    FilterOp::Le,
+    FilterOp::Gt,
+    FilterOp::Ge,
+    FilterOp::In,
+    FilterOp::Contains,
+    FilterOp::ContainsKey,
+];
+
+fn encode_position_bound(e: &mut Encoder, bound: &Bound<PartitionPosition>) {
+    match bound {
+        Bound::Unbounded => e.u8(0),
+        Bound::Included(p) => {
+            e.u8(1);
+            encode_position(e, p);
+        }
+        Bound::Excluded(p) => {
+            e.u8(2);
+            encode_position(e, p);
+        }
+    }
+}
+
+fn decode_position_bound(d: &mut Decoder) -> Result<Bound<PartitionPosition>, DecodeError> {
+    match d.u8()? {
+        0 => Ok(Bound::Unbounded),
+        1 => Ok(Bound::Included(decode_position(d)?)),
+        2 => Ok(Bound::Excluded(decode_position(d)?)),
+        _ => Err(d.error("bad bound kind")),
+    }
+}
+
+fn encode_row_position(e: &mut Encoder, p: &RowPosition) {
+    encode_position(e, &p.partition);
+    encode_optional(e, p.clustering.as_deref());
+}
+
+fn decode_row_position(d: &mut Decoder) -> Result<RowPosition, DecodeError> {
+    Ok(RowPosition { partition: decode_position(d)?, clustering: decode_optional(d)? })
+}
+
+pub fn encode_read_command(c: &ReadCommand) -> Vec<u8> {
+    let mut out = Vec::new();
+    let e = &mut Encoder { out: &mut out };
+    encode_uuid(e, c.table);
+    match &c.partitions {
+        PartitionSelection::Keys(keys) => {
+            e.u8(0);
+            encode_list(e, keys, encode_position);
+        }
+        PartitionSelection::Range { from, to } => {
+            e.u8(1);
+            encode_position_bound(e, from);
+            encode_position_bound(e, to);
+        }
+    }
+    encode_list(e, &c.clustering, |e, range| {
+        codec::encode_bound(e, &range.start);
+        codec::encode_bound(e, &range.end);
+    });
+    encode_list(e, &c.filters, |e, filter| {
+        e.var_u64(filter.column as u64);
+        // The position in FILTER_OPS: every op is listed there.
+        e.u8(FILTER_OPS.iter().position(|op| *op == filter.op).unwrap_or(0) as u8);
+        encode_list(e, &filter.values, |e, v| e.bytes(v));
+    });
+    e.u8(u8::from(c.reversed) | u8::from(c.distinct) << 1 | u8::from(c.bypass_cache) << 2);
+    e.var_u64(c.row_limit as u64);
+    e.var_u64(c.per_partition_limit as u64);
+    match &c.start_after {
+        None => e.u8(0),
+        Some(position) => {
+            e.u8(1);
+            encode_row_position(e, position);
+        }
+    }
+    e.var_u64(c.start_partition_rows as u64);
+    e.var_i64(c.now_s);
+    out
+}
+
+pub fn decode_read_command(bytes: &[u8]) -> Result<ReadCommand, DecodeError> {
+    let d = &mut Decoder::new(bytes);
+    let size = |d: &mut Decoder| usize::try_from(d.var_u64()?).map_err(|_| d.error("size"));
+    let table = decode_uuid(d)?;
+    let partitions = match d.u8()? {
+        0 => PartitionSelection::Keys(decode_list(d, decode_position)?),
+        1 => PartitionSelection::Range { from: decode_position_bound(d)?, to: decode_position_bound(d)? },
+        _ => return Err(d.error("bad partition selection")),
+    };
+    let clustering =
+        decode_list(d, |d| Ok(ClusteringRange { start: codec::decode_bound(d)?, end: codec::decode_bound(d)? }))?;
+    if clustering.is_empty() {
+        return Err(d.error("a read asks for at least one clustering range"));
+    }
+    let filters = decode_list(d, |d| {
+        let column = size(d)?;
+        let op = *FILTER_OPS.get(usize::from(d.u8()?)).ok_or_else(|| d.error("bad filter op"))?;
+        Ok(RowFilter { column, op, values: decode_list(d, |d| d.bytes())? })
+    })?;
+    let flags = d.u8()?;
+    let row_limit = size(d)?;
+    let per_partition_limit = size(d)?;
+    let start_after = match d.u8()? {
+        0 => None,
+        1 => Some(decode_row_position(d)?),
+        _ => return Err(d.error("bad start flag")),
+    };
+    let start_partition_rows = size(d)?;
+    let now_s = d.var_i64()?;
+    let command = ReadCommand {
+        table,
+        partitions,
+        clustering,
+        reversed: flags & 1 != 0,
+        filters,
+        distinct: flags & 2 != 0,
+        row_limit,
+        per_partition_limit,
+        start_after,
+        start_partition_rows,
+        now_s,
+        bypass_cache: flags & 4 != 0,
+    };
+    finish(d, command)
+}
+
+pub fn encode_read_result(r: &ReadResult) -> Vec<u8> {
+    let mut out = Vec::new();
+    let e = &mut Encoder { out: &mut out };
+    e.u8(u8::from(r.limit_reached));
+    encode_list(e, &r.rows, |e, row| {
+        encode_row_position(e, &row.position);
+        encode_list(e, &row.clustering, |e, v| e.bytes(v));
+        encode_list(e, &row.cells, |e, cell| match cell {
+            None => e.u8(0),
+            Some(cell) => {
+                e.u8(if cell.ttl_s.is_some() { 2 } else { 1 });
+                e.bytes(&cell.value);
+                e.var_i64(cell.timestamp);
+                if let Some(ttl) = cell.ttl_s {
+                    e.var_i64(i64::from(ttl));
+                }
+            }
+        });
+    });
+    out
+}
+
+pub fn decode_read_result(bytes: &[u8]) -> Result<ReadResult, DecodeError> {
+    let d = &mut Decoder::new(bytes);
+    let limit_reached = match d.u8()? {
+        0 => false,
+        1 => true,
+        _ => return Err(d.error("bad limit flag")),
+    };
+    let rows = decode_list(d, |d| {
+        let position = decode_row_position(d)?;
+        let clustering = decode_list(d, |d| d.bytes())?;
+        let cells = decode_list(d, |d| {
+            let flag = d.u8()?;
+            if flag == 0 {
+                return Ok(None);
+            }
+            if flag > 2 {
+                return Err(d.error("bad cell flag"));
+            }
+            let value = d.bytes()?;
+            let timestamp = d.var_i64()?;
+            let ttl_s = if flag == 2 { Some(d.var_i32()?) } else { None };
+            Ok(Some(ResultCell { value, timestamp, ttl_s }))
+        })?;
+        Ok(ResultRow { position, clustering, cells })
+    })?;
+    finish(d, ReadResult { rows, limit_reached })
+}
+
+/// Raw partitions (tombstones and timestamps kept), for reconciling
+/// replicas: `None` for a partition a replica does not hold.
+pub fn encode_partitions(partitions: &[Option<Partition>]) -> Vec<u8> {
+    let mut out = Vec::new();
+    let e = &mut Encoder { out: &mut out };
+    encode_list(e, partitions, |e, partition| match partition {
+        None => e.u8(0),
+        Some(p) => {
+            e.u8(1);
+            codec::encode_partition(e, p);
+        }
+    });
+    out
+}
+
+pub fn decode_partitions(bytes: &[u8]) -> Result<Vec<Option<Partition>>, DecodeError> {
+    let d = &mut Decoder::new(bytes);
+    let partitions = decode_list(d, |d| match d.u8()? {
+        0 => Ok(None),
+        1 => Ok(Some(codec::decode_partition(d)?)),
+        _ => Err(d.error("bad partition flag")),
+    })?;
+    finish(d, partitions)
+}

@@ -1,0 +1,83 @@
+//! A write to a partition's replicas (ScyllaDB's write response handler):
+//! sent to every live replica at once, answered as soon as the consistency
+//! level's count of replicas applied it.
+//!
+//! Too few live replicas for the level fail the write before anything is
+//! sent (Unavailable). Replicas that answer after the client was answered
+//! still apply the write: their requests run on. A replica that is down
+//! misses the write (hints are not kept yet); read repair and, later,
+//! repair bring it back in line.
+
+use std::rc::Rc;
+use std::time::Instant;
+
+use futures_channel::mpsc;
+use futures_util::StreamExt;
+use shoal_replica::Mutation;
+use uuid::Uuid;
+
+use crate::consistency::Tally;
+use crate::topology::Topology;
+use crate::verbs::Target;
+use crate::{wire, ConsistencyLevel, CoordinatorError, WriteType};
+
+pub(crate) async fn write(
+    topology: Rc<Topology>,
+    replicas: Vec<Uuid>,
+    mutation: Mutation,
+    consistency: ConsistencyLevel,
+    write_type: WriteType,
+    deadline: Instant,
+) -> Result<(), CoordinatorError> {
+    assert!(!replicas.is_empty(), "a partition has at least one replica");
+    let data_centers: Vec<String> = replicas.iter().map(|host| topology.data_center(*host)).collect();
+    let mut tally = Tally::new(consistency, &data_centers, &crate::cluster::node().data_center);
+    let live: Vec<(Uuid, String)> =
+        replicas.into_iter().zip(data_centers).filter(|(host, _)| topology.is_up(*host)).collect();
+    let live_dcs: Vec<String> = live.iter().map(|(_, dc)| dc.clone()).collect();
+    if let Some((required, alive)) = tally.unmet_by(&live_dcs) {
+        return Err(CoordinatorError::Unavailable { consistency, required, alive });
+    }
+    let payload: Rc<[u8]> = wire::encode_mutation(&mutation).into();
+    let mutation = Rc::new(mutation);
+    let (answered, mut answers) = mpsc::unbounded();
+    for (host, dc) in live {
+        let (topology, mutation, payload, answered) =
+            (Rc::clone(&topology), Rc::clone(&mutation), Rc::clone(&payload), answered.clone());
+        shoal_runtime::spawn(async move {
+            let target = Target { topology: &topology, host };
+            let outcome = target.mutate(&mutation, &payload, write_type, deadline).await;
+            let _ = answered.unbounded_send((dc, outcome));
+        });
+    }
+    drop(answered);
+    let mut failure = None;
+    while !tally.is_met() {
+        let wait = deadline.saturating_duration_since(Instant::now());
+        match shoal_runtime::time::timeout(wait, answers.next()).await {
+            Ok(Some((dc, Ok(())))) => tally.count(&dc),
+            Ok(Some((_, Err(e)))) => {
+                tracing::debug!("a replica failed a write: {e}");
+                failure.get_or_insert(e);
+            }
+            // Every replica answered, too few of them with success.
+            Ok(None) => {
+                return Err(failure.unwrap_or(CoordinatorError::WriteTimeout {
+                    consistency,
+                    write_type,
+                    received: tally.received(),
+                    block_for: tally.block_for(),
+                }))
+            }
+            Err(_) => {
+                return Err(CoordinatorError::WriteTimeout {
+                    consistency,
+                    write_type,
+                    received: tally.received(),
+                    block_for: tally.block_for(),
+                })
+            }
+        }
+    }
+    Ok(())
+}
