@@ -7,7 +7,8 @@
 //! torn one), `corpus/codec_partition` with encoded partitions and
 //! `corpus/sstable` with inputs that leave each component intact,
 //! `corpus/raft_log` with a Raft log file (and a torn one) and
-//! `corpus/internode_frame` with a handshake frame and a Raft message frame.
+//! `corpus/internode_frame` with a handshake frame and a Raft message frame;
+//! `corpus/data_messages` with a mutation, a read command and partitions.
 
 use std::path::Path;
 
@@ -89,4 +90,30 @@ fn raft_seeds(corpus: &Path) {
     let mut frame = Vec::new();
     encode(&mut frame, Kind::Request, Verb::Ping, 7, &payload);
     write(&frames, "raft-append", &frame);
+
+    let data = corpus.join("data_messages");
+    let mutation = shoal_coordinator::data::Mutation {
+        table: uuid::Uuid::from_u128(1),
+        position: position(1),
+        update: partition(1, 3, 8),
+        list_ops: Vec::new(),
+    };
+    write(&data, "mutation", &[&[0u8][..], &shoal_coordinator::wire::encode_mutation(&mutation)].concat());
+    let command = shoal_coordinator::data::ReadCommand {
+        table: uuid::Uuid::from_u128(1),
+        partitions: shoal_coordinator::data::PartitionSelection::Keys(vec![position(1)]),
+        clustering: vec![shoal_coordinator::data::ClusteringRange::all()],
+        reversed: false,
+        filters: Vec::new(),
+        distinct: false,
+        row_limit: 100,
+        per_partition_limit: 100,
+        start_after: None,
+        start_partition_rows: 0,
+        now_s: 0,
+        bypass_cache: false,
+    };
+    write(&data, "read", &[&[1u8][..], &shoal_coordinator::wire::encode_read_command(&command)].concat());
+    let partitions = shoal_coordinator::wire::encode_partitions(&[None, Some(partition(2, 2, 4))]);
+    write(&data, "partitions", &[&[3u8][..], &partitions].concat());
 }

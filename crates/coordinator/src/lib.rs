@@ -24,7 +24,7 @@ mod metrics;
 mod proxy;
 mod read_executor;
 mod schema;
-mod schema_entry;
+pub mod schema_entry;
 mod schema_service;
 mod shards;
 mod storage_ops;

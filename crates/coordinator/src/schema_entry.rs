@@ -12,7 +12,7 @@ const KEYSPACE: u8 = 1;
 const TABLE: u8 = 2;
 const TYPE: u8 = 3;
 
-pub(crate) fn encode(change: &SchemaChange, schema_text: &str) -> Vec<u8> {
+pub fn encode(change: &SchemaChange, schema_text: &str) -> Vec<u8> {
     let mut out = vec![match change.kind {
         SchemaChangeKind::Created => 1,
         SchemaChangeKind::Updated => 2,
@@ -39,7 +39,7 @@ pub(crate) fn encode(change: &SchemaChange, schema_text: &str) -> Vec<u8> {
     out
 }
 
-pub(crate) fn decode(bytes: &[u8]) -> Result<(SchemaChange, String), String> {
+pub fn decode(bytes: &[u8]) -> Result<(SchemaChange, String), String> {
     let mut r = Reader::new(bytes);
     let kind = match r.u8("change kind").map_err(|e| e.to_string())? {
         1 => SchemaChangeKind::Created,

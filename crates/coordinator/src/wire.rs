@@ -363,3 +363,106 @@ pub fn decode_partitions(bytes: &[u8]) -> Result<Vec<Option<Partition>>, DecodeE
     })?;
     finish(d, partitions)
 }
+
+#[cfg(test)]
+mod tests {
+    use shoal_storage::{Cell, ClusteredRow, Row};
+
+    use super::*;
+
+    fn position(token: i64, key: &str) -> PartitionPosition {
+        PartitionPosition { token, key: Bytes::copy_from_slice(key.as_bytes()) }
+    }
+
+    fn partition() -> Partition {
+        let mut p = Partition::default();
+        let mut row = Row::default();
+        row.columns.insert(1, shoal_storage::ColumnData::Atomic(Cell::live(42, Bytes::from_static(b"v"), None)));
+        p.rows.insert(Bytes::from_static(b"c"), ClusteredRow { row, ..Default::default() });
+        p
+    }
+
+    /// Every prefix of a message is refused, never read as a shorter one.
+    fn truncations_fail<T>(bytes: &[u8], decode: impl Fn(&[u8]) -> Result<T, DecodeError>) {
+        for len in 0..bytes.len() {
+            assert!(decode(&bytes[..len]).is_err(), "a prefix of {len} bytes decoded");
+        }
+        let mut longer = bytes.to_vec();
+        longer.push(0);
+        assert!(decode(&longer).is_err(), "trailing bytes accepted");
+    }
+
+    #[test]
+    fn mutations_round_trip() {
+        let mutation = Mutation {
+            table: Uuid::from_u128(9),
+            position: position(-7, "k"),
+            update: partition(),
+            list_ops: vec![
+                ListOp {
+                    column: 3,
+                    row: Some(Bytes::from_static(b"c")),
+                    kind: ListOpKind::SetIndex { index: 2, value: Some(Bytes::from_static(b"x")) },
+                    timestamp: 5,
+                    now_s: 6,
+                    expiry: Some(shoal_storage::Expiry { ttl_s: 10, expires_at_s: 16 }),
+                },
+                ListOp {
+                    column: 4,
+                    row: None,
+                    kind: ListOpKind::RemoveValues(vec![Bytes::from_static(b"y")]),
+                    timestamp: 5,
+                    now_s: 6,
+                    expiry: None,
+                },
+            ],
+        };
+        let bytes = encode_mutation(&mutation);
+        let decoded = decode_mutation(&bytes).expect("decodes");
+        assert_eq!((decoded.table, &decoded.position, &decoded.update), (mutation.table, &mutation.position, &mutation.update));
+        assert_eq!(format!("{:?}", decoded.list_ops), format!("{:?}", mutation.list_ops));
+        truncations_fail(&bytes, decode_mutation);
+    }
+
+    #[test]
+    fn read_commands_results_and_partitions_round_trip() {
+        let command = ReadCommand {
+            table: Uuid::from_u128(3),
+            partitions: PartitionSelection::Range {
+                from: Bound::Excluded(position(1, "a")),
+                to: Bound::Unbounded,
+            },
+            clustering: vec![ClusteringRange::all()],
+            reversed: true,
+            filters: vec![RowFilter { column: 2, op: FilterOp::ContainsKey, values: vec![Bytes::from_static(b"z")] }],
+            distinct: false,
+            row_limit: 100,
+            per_partition_limit: usize::MAX,
+            start_after: Some(RowPosition { partition: position(1, "a"), clustering: None }),
+            start_partition_rows: 3,
+            now_s: 1_700_000_000,
+            bypass_cache: true,
+        };
+        let bytes = encode_read_command(&command);
+        assert_eq!(format!("{:?}", decode_read_command(&bytes).expect("decodes")), format!("{command:?}"));
+        truncations_fail(&bytes, decode_read_command);
+
+        let result = ReadResult {
+            rows: vec![ResultRow {
+                position: RowPosition { partition: position(1, "a"), clustering: Some(Bytes::from_static(b"c")) },
+                clustering: vec![Bytes::from_static(b"c")],
+                cells: vec![None, Some(ResultCell { value: Bytes::from_static(b"v"), timestamp: 42, ttl_s: Some(9) })],
+            }],
+            limit_reached: true,
+        };
+        let bytes = encode_read_result(&result);
+        let decoded = decode_read_result(&bytes).expect("decodes");
+        assert_eq!((decoded.rows, decoded.limit_reached), (result.rows, true));
+        truncations_fail(&bytes, decode_read_result);
+
+        let partitions = vec![None, Some(partition())];
+        let bytes = encode_partitions(&partitions);
+        assert_eq!(decode_partitions(&bytes), Ok(partitions));
+        truncations_fail(&bytes, decode_partitions);
+    }
+}

@@ -1,0 +1,137 @@
+"""Replication across three real nodes (127.0.0.2-4), through the Python
+cassandra-driver, one session per node so each node coordinates in turn.
+
+- Schema changes go through group 0: DDL on one node is on every node when
+  it is answered (same schema version everywhere), and drivers connected to
+  the other nodes hear of it (SCHEMA_CHANGE).
+- RF=3: writes at every consistency level from every node; each node then
+  holds every row (a read at ONE is served by the coordinator itself).
+- RF=1: a row lives on one node, and every node reads it there.
+- One node killed: QUORUM still writes and reads; ALL and THREE are
+  Unavailable with the protocol's counts.
+- Writes and a delete the dead node missed: after it returns it does not
+  have them at ONE; a read at ALL repairs it, for a partition and for a
+  range, row by row.
+"""
+import contextlib
+import time
+
+import pytest
+from cassandra import ConsistencyLevel as CL
+from cassandra import Unavailable
+from cassandra.cluster import Cluster, ExecutionProfile, EXEC_PROFILE_DEFAULT
+from cassandra.policies import WhiteListRoundRobinPolicy, FallthroughRetryPolicy
+from cassandra.query import SimpleStatement
+
+from node import skip_reason, temp_node
+
+if skip_reason():
+    pytest.skip(skip_reason(), allow_module_level=True)
+
+ADDRESSES = ("127.0.0.2", "127.0.0.3", "127.0.0.4")
+WRITE_LEVELS = (CL.ANY, CL.ONE, CL.TWO, CL.THREE, CL.QUORUM, CL.ALL, CL.LOCAL_QUORUM, CL.EACH_QUORUM, CL.LOCAL_ONE)
+READ_LEVELS = (CL.ONE, CL.TWO, CL.THREE, CL.QUORUM, CL.ALL, CL.LOCAL_QUORUM, CL.LOCAL_ONE)
+
+
+def wait_for(what, check, timeout=20):
+    deadline = time.monotonic() + timeout
+    while not check():
+        assert time.monotonic() < deadline, "%s: not within %d s" % (what, timeout)
+        time.sleep(0.2)
+
+
+class Sessions:
+    """One driver session per node, each sending only to its node."""
+
+    def __init__(self):
+        self.clusters = {}
+
+    def connect(self, node):
+        profile = ExecutionProfile(load_balancing_policy=WhiteListRoundRobinPolicy([node.address]),
+                                   retry_policy=FallthroughRetryPolicy(), request_timeout=10)
+        cluster = Cluster([node.address], port=node.cql_port, protocol_version=4,
+                          execution_profiles={EXEC_PROFILE_DEFAULT: profile})
+        self.clusters[node.address] = cluster
+        return cluster.connect()
+
+    def close(self):
+        for cluster in self.clusters.values():
+            cluster.shutdown()
+
+
+def q(session, text, level, params=None):
+    return list(session.execute(SimpleStatement(text, consistency_level=level), params))
+
+
+def test_three_nodes_replicate_at_every_level_and_repair_a_node_that_missed_writes():
+    with contextlib.ExitStack() as stack:
+        nodes = [stack.enter_context(temp_node("shoal-replication-", start=False, address=a)) for a in ADDRESSES]
+        seeds = ",".join("%s:%d" % (n.address, n.storage_port) for n in nodes)
+        for n in nodes:
+            n.args = ["--seeds", seeds, "--memory", "512M", "--failure-detector-timeout-in-ms", "2000"]
+            n.start()
+        sessions = Sessions()
+        stack.callback(sessions.close)
+        s = [sessions.connect(n) for n in nodes]
+        wait_for("three members, all up", lambda: all(n.nodetool("status").count("UN ") == 3 for n in nodes))
+
+        # Schema through group 0: made on one node, there on all at once.
+        s[0].execute("CREATE KEYSPACE rf3 WITH replication = {'class': 'SimpleStrategy', 'replication_factor': 3}")
+        s[1].execute("CREATE TABLE rf3.t (k int, c int, v text, PRIMARY KEY (k, c))")
+        s[2].execute("CREATE KEYSPACE rf1 WITH replication = {'class': 'NetworkTopologyStrategy', 'replication_factor': 1}")
+        s[0].execute("CREATE TABLE rf1.t (k int PRIMARY KEY, v text)")
+        versions = {q(x, "SELECT schema_version FROM system.local", CL.ONE)[0].schema_version for x in s}
+        assert len(versions) == 1, versions
+        for x in s:
+            tables = {r.table_name for r in q(x, "SELECT table_name FROM system_schema.tables "
+                                                 "WHERE keyspace_name IN ('rf3', 'rf1')", CL.ONE)}
+            assert tables == {"t"}
+        wait_for("SCHEMA_CHANGE reaches a driver on another node",
+                 lambda: "rf1" in sessions.clusters[nodes[2].address].metadata.keyspaces)
+
+        # RF=3 at every level, every node coordinating.
+        for i, level in enumerate(WRITE_LEVELS):
+            for j, x in enumerate(s):
+                q(x, "INSERT INTO rf3.t (k, c, v) VALUES (%s, %s, %s)", level, (i, j, "%d-%d" % (i, j)))
+        expected = sorted((i, j, "%d-%d" % (i, j)) for i in range(len(WRITE_LEVELS)) for j in range(3))
+        for x in s:
+            # At ONE the coordinator reads its own copy: every node has all.
+            assert sorted(tuple(r) for r in q(x, "SELECT k, c, v FROM rf3.t", CL.ONE)) == expected
+            for level in READ_LEVELS:
+                rows = q(x, "SELECT c, v FROM rf3.t WHERE k = %s", level, (3,))
+                assert [(r.c, r.v) for r in rows] == [(0, "3-0"), (1, "3-1"), (2, "3-2")], level
+        with pytest.raises(Exception, match="EACH_QUORUM"):
+            q(s[0], "SELECT * FROM rf3.t WHERE k = 1", CL.EACH_QUORUM)
+
+        # RF=1: one node holds each row; every node finds it.
+        for k in range(60):
+            q(s[k % 3], "INSERT INTO rf1.t (k, v) VALUES (%s, %s)", CL.ONE, (k, "v%d" % k))
+        for x in s:
+            assert len(q(x, "SELECT * FROM rf1.t", CL.ONE)) == 60
+            assert q(x, "SELECT v FROM rf1.t WHERE k = 17", CL.ONE)[0].v == "v17"
+
+        # One node down: QUORUM goes on, ALL and THREE cannot.
+        nodes[2].kill()
+        wait_for("the dead node is seen DOWN", lambda: "DN" in nodes[0].nodetool("status"))
+        for level in (CL.ALL, CL.THREE):
+            with pytest.raises(Unavailable) as failed:
+                q(s[0], "INSERT INTO rf3.t (k, c, v) VALUES (100, 0, 'x')", level)
+            assert (failed.value.required_replicas, failed.value.alive_replicas) == (3, 2)
+        for k in range(100, 140):
+            q(s[k % 2], "INSERT INTO rf3.t (k, c, v) VALUES (%s, 0, 'missed')", CL.QUORUM, (k,))
+        q(s[0], "DELETE FROM rf3.t WHERE k = 0", CL.QUORUM)
+        assert len(q(s[1], "SELECT * FROM rf3.t WHERE k = 120", CL.QUORUM)) == 1
+
+        # Back, it lacks what it missed until a read at ALL repairs it.
+        nodes[2].start()
+        s[2] = sessions.connect(nodes[2])
+        wait_for("the node is seen UP again", lambda: "DN" not in nodes[0].nodetool("status"))
+        assert q(s[2], "SELECT * FROM rf3.t WHERE k = 120", CL.ONE) == []
+        assert len(q(s[2], "SELECT * FROM rf3.t WHERE k = 0", CL.ONE)) == 3
+        assert [r.v for r in q(s[2], "SELECT v FROM rf3.t WHERE k = 120", CL.ALL)] == ["missed"]
+        assert [r.v for r in q(s[2], "SELECT v FROM rf3.t WHERE k = 120", CL.ONE)] == ["missed"]
+        everything = q(s[2], "SELECT k, c, v FROM rf3.t", CL.ALL)
+        assert len(everything) == len(expected) - 3 + 40
+        assert sorted(tuple(r) for r in q(s[2], "SELECT k, c, v FROM rf3.t", CL.ONE)) == sorted(
+            tuple(r) for r in everything)
+        assert q(s[2], "SELECT * FROM rf3.t WHERE k = 0", CL.ONE) == []
