@@ -154,6 +154,12 @@ pub struct StressArgs {
     /// Do not create the keyspace and table
     #[arg(long)]
     pub no_schema: bool,
+    /// CQL: the keyspace's replication factor (SimpleStrategy) when created
+    #[arg(long, default_value_t = 1)]
+    pub replication_factor: u32,
+    /// CQL: consistency level of every operation (ONE, QUORUM, ALL, ...)
+    #[arg(long, default_value = "ONE")]
+    pub consistency: String,
     /// CQL protocol version (the driver speaks v4 only)
     #[arg(long, default_value_t = 4)]
     pub protocol_version: u8,
@@ -206,6 +212,8 @@ pub struct Config {
     pub keyspace: String,
     pub table: String,
     pub no_schema: bool,
+    pub replication_factor: u32,
+    pub consistency: String,
     pub protocol_version: u8,
     pub json: Option<PathBuf>,
     pub quiet: bool,
@@ -295,6 +303,8 @@ impl Config {
             keyspace: args.keyspace,
             table: args.table,
             no_schema: args.no_schema,
+            replication_factor: args.replication_factor,
+            consistency: args.consistency,
             protocol_version: args.protocol_version,
             json: args.json,
             quiet: args.quiet,

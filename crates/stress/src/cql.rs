@@ -1,10 +1,11 @@
 //! The CQL side of the load generator, on the `scylla` driver: one session
 //! with the driver's default (token- and shard-aware) load balancing,
-//! `--connections` connections per shard (per node on Cassandra), consistency
-//! ONE, prepared statements only, and `--concurrency` tasks each running one
-//! operation at a time.
+//! `--connections` connections per shard (per node on Cassandra),
+//! `--consistency` (ONE), prepared statements only, and `--concurrency` tasks
+//! each running one operation at a time.
 //!
-//! Schema (unless `--no-schema`): keyspace with SimpleStrategy RF 1 and
+//! Schema (unless `--no-schema`): keyspace with SimpleStrategy RF
+//! `--replication-factor` (1) and
 //! `(pk bigint, ck int, v blob, PRIMARY KEY (pk, ck))`. A write is
 //! `INSERT (pk, ck, v)`; a read is `SELECT v ... WHERE pk = ?`, the whole
 //! partition, and a partition with no rows is a miss. The same statements run
@@ -48,8 +49,9 @@ impl Target {
     /// Connects, creates the schema if asked, prepares; any failure is fatal.
     pub async fn connect(config: &Config, value: Vec<u8>) -> Result<Target, StressError> {
         let address = config.address();
+        let consistency = consistency_of(&config.consistency)?;
         let profile = ExecutionProfile::builder()
-            .consistency(Consistency::One)
+            .consistency(consistency)
             // The driver gives up a little after our own timeout would.
             .request_timeout(Some(OP_TIMEOUT + CONNECT_TIMEOUT))
             .build();
@@ -65,7 +67,7 @@ impl Target {
             .map_err(|e| StressError::Connect { address: address.clone(), reason: e.to_string() })?;
         let table = format!("{}.{}", config.keyspace, config.table);
         if !config.no_schema {
-            create_schema(&session, &config.keyspace, &table).await?;
+            create_schema(&session, &config.keyspace, &table, config.replication_factor).await?;
         }
         let insert = prepare(&session, format!("INSERT INTO {table} (pk, ck, v) VALUES (?, ?, ?)")).await?;
         let select = prepare(&session, format!("SELECT v FROM {table} WHERE pk = ?")).await?;
@@ -86,11 +88,27 @@ impl Target {
     }
 }
 
-async fn create_schema(session: &Session, keyspace: &str, table: &str) -> Result<(), StressError> {
+/// The driver's level named `name` (`LOCAL_QUORUM`, any case).
+fn consistency_of(name: &str) -> Result<Consistency, StressError> {
+    Ok(match name.to_ascii_uppercase().as_str() {
+        "ANY" => Consistency::Any,
+        "ONE" => Consistency::One,
+        "TWO" => Consistency::Two,
+        "THREE" => Consistency::Three,
+        "QUORUM" => Consistency::Quorum,
+        "ALL" => Consistency::All,
+        "LOCAL_QUORUM" => Consistency::LocalQuorum,
+        "EACH_QUORUM" => Consistency::EachQuorum,
+        "LOCAL_ONE" => Consistency::LocalOne,
+        _ => return Err(StressError::InvalidOption(format!("--consistency {name}: not a consistency level"))),
+    })
+}
+
+async fn create_schema(session: &Session, keyspace: &str, table: &str, rf: u32) -> Result<(), StressError> {
     let statements = [
         format!(
             "CREATE KEYSPACE IF NOT EXISTS {keyspace} \
-             WITH replication = {{'class': 'SimpleStrategy', 'replication_factor': 1}}"
+             WITH replication = {{'class': 'SimpleStrategy', 'replication_factor': {rf}}}"
         ),
         format!("CREATE TABLE IF NOT EXISTS {table} (pk bigint, ck int, v blob, PRIMARY KEY (pk, ck))"),
     ];
