@@ -59,6 +59,14 @@ class Sessions:
             cluster.shutdown()
 
 
+def succeeds(request):
+    try:
+        request()
+        return True
+    except Unavailable:
+        return False
+
+
 def q(session, text, level, params=None):
     return list(session.execute(SimpleStatement(text, consistency_level=level), params))
 
@@ -88,6 +96,11 @@ def test_three_nodes_replicate_at_every_level_and_repair_a_node_that_missed_writ
             assert tables == {"t"}
         wait_for("SCHEMA_CHANGE reaches a driver on another node",
                  lambda: "rf1" in sessions.clusters[nodes[2].address].metadata.keyspaces)
+        # Every shard of every node learns the others are up a moment after
+        # its failure detector does (shard 0 sends the news).
+        wait_for("every coordinator sees three live replicas", lambda: all(
+            succeeds(lambda: q(x, "INSERT INTO rf3.t (k, c, v) VALUES (-1, 0, 'probe')", CL.ALL)) for x in s))
+        q(s[0], "DELETE FROM rf3.t WHERE k = -1", CL.ALL)
 
         # RF=3 at every level, every node coordinating.
         for i, level in enumerate(WRITE_LEVELS):
@@ -135,3 +148,62 @@ def test_three_nodes_replicate_at_every_level_and_repair_a_node_that_missed_writ
         assert sorted(tuple(r) for r in q(s[2], "SELECT k, c, v FROM rf3.t", CL.ONE)) == sorted(
             tuple(r) for r in everything)
         assert q(s[2], "SELECT * FROM rf3.t WHERE k = 0", CL.ONE) == []
+
+
+def test_a_token_aware_driver_finds_every_node_hears_events_and_rides_out_a_death():
+    """The driver is given one node: it finds the others in system.peers_v2
+    (and hears NEW_NODE as they join), routes token-aware to them, sees one
+    killed with -9 and back (STATUS_CHANGE UP), and under QUORUM load
+    across the death no request fails and no acknowledged write is lost."""
+    with contextlib.ExitStack() as stack:
+        nodes = [stack.enter_context(temp_node("shoal-drivers-", start=False, address=a)) for a in ADDRESSES]
+        first = "%s:%d" % (nodes[0].address, nodes[0].storage_port)
+        for n in nodes:
+            n.args = ["--seeds", first, "--memory", "512M", "--failure-detector-timeout-in-ms", "2000"]
+        nodes[0].start()
+        profile = ExecutionProfile(request_timeout=10)
+        cluster = Cluster([nodes[0].address], port=nodes[0].cql_port, protocol_version=4,
+                          execution_profiles={EXEC_PROFILE_DEFAULT: profile})
+        stack.callback(cluster.shutdown)
+        session = cluster.connect()
+        for n in nodes[1:]:
+            n.start()
+
+        def hosts_up():
+            return sorted(h.address for h in cluster.metadata.all_hosts() if h.is_up)
+        wait_for("the driver finds both joiners (NEW_NODE)", lambda: hosts_up() == list(ADDRESSES), timeout=30)
+        ports = {h.address: h.endpoint.port for h in cluster.metadata.all_hosts()}
+        assert ports == {n.address: n.cql_port for n in nodes}, "native ports from system.peers_v2"
+
+        session.execute("CREATE KEYSPACE ks WITH replication = {'class': 'NetworkTopologyStrategy', "
+                        "'replication_factor': 3}")
+        session.execute("CREATE TABLE ks.t (k int PRIMARY KEY, v int)")
+        insert = session.prepare("INSERT INTO ks.t (k, v) VALUES (?, ?)")
+        insert.consistency_level = CL.QUORUM
+        select = session.prepare("SELECT v FROM ks.t WHERE k = ?")
+        select.consistency_level = CL.QUORUM
+        coordinators = {session.execute(insert, (k, k)).response_future.coordinator_host for k in range(60)}
+        assert len(coordinators) == 3, "token-aware routing uses every node: %s" % coordinators
+
+        acknowledged, failures = [], []
+        deadline = time.monotonic() + 8
+        killed_at = time.monotonic() + 2
+        k = 1000
+        while time.monotonic() < deadline:
+            if nodes[2].alive() and time.monotonic() > killed_at:
+                nodes[2].kill()
+            try:
+                session.execute(insert, (k, k))
+                acknowledged.append(k)
+                assert session.execute(select, (k,)).one().v == k
+            except Exception as e:  # noqa: BLE001 - every failure counts
+                failures.append(repr(e))
+            k += 1
+        assert not nodes[2].alive()
+        assert failures == [], failures[:5]
+        assert len(acknowledged) > 50
+        for k in acknowledged:
+            assert session.execute(select, (k,)).one().v == k
+
+        nodes[2].start()
+        wait_for("the driver sees the node UP again", lambda: hosts_up() == list(ADDRESSES), timeout=30)

@@ -669,6 +669,7 @@ mod tests {
         let member = Member {
             host_id: Uuid::from_u128(7),
             address: SocketAddr::from(([127, 0, 0, 3], 7000)),
+            native_port: 9042,
             shard_count: 2,
             data_center: "dc1".to_string(),
             rack: "r1".to_string(),

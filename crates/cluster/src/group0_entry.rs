@@ -24,6 +24,8 @@ pub struct Member {
     pub host_id: Uuid,
     /// Its storage port's address.
     pub address: SocketAddr,
+    /// Its CQL port (at the same address), for drivers (`system.peers_v2`).
+    pub native_port: u16,
     pub shard_count: u16,
     pub data_center: String,
     pub rack: String,
@@ -68,12 +70,13 @@ impl Entry {
     }
 }
 
-/// `[16 host id][u8 4|16][ip][u16 port][u16 shards][u16+dc][u16+rack]
-/// [u32 count][i64 tokens]`, big-endian.
+/// `[16 host id][u8 4|16][ip][u16 port][u16 native port][u16 shards]
+/// [u16+dc][u16+rack][u32 count][i64 tokens]`, big-endian.
 pub fn encode_member(m: &Member, out: &mut Vec<u8>) {
     out.extend_from_slice(m.host_id.as_bytes());
     put_ip(out, m.address.ip());
     out.extend_from_slice(&m.address.port().to_be_bytes());
+    out.extend_from_slice(&m.native_port.to_be_bytes());
     out.extend_from_slice(&m.shard_count.to_be_bytes());
     put_text(out, &m.data_center);
     put_text(out, &m.rack);
@@ -90,6 +93,7 @@ pub fn decode_member(bytes: &[u8]) -> Result<Member, String> {
     let host_id = Uuid::from_bytes(r.array("host id").map_err(short)?);
     let ip = ip_of(&mut r).map_err(|e| e.to_string())?;
     let port = r.be_u16("port").map_err(short)?;
+    let native_port = r.be_u16("native port").map_err(short)?;
     let shard_count = r.be_u16("shard count").map_err(short)?;
     let data_center = text_of(&mut r).map_err(|e| e.to_string())?;
     let rack = text_of(&mut r).map_err(|e| e.to_string())?;
@@ -101,7 +105,7 @@ pub fn decode_member(bytes: &[u8]) -> Result<Member, String> {
     if !r.is_empty() {
         return Err("trailing bytes".to_string());
     }
-    Ok(Member { host_id, address: SocketAddr::new(ip, port), shard_count, data_center, rack, tokens })
+    Ok(Member { host_id, address: SocketAddr::new(ip, port), native_port, shard_count, data_center, rack, tokens })
 }
 
 #[cfg(test)]
@@ -113,6 +117,7 @@ mod tests {
         let member = Member {
             host_id: Uuid::from_u128(7),
             address: SocketAddr::from(([127, 0, 0, 3], 7000)),
+            native_port: 9042,
             shard_count: 2,
             data_center: "dc1".to_string(),
             rack: "r1".to_string(),

@@ -41,6 +41,11 @@ pub fn tokens() -> Vec<i64> {
     TOKENS.get().cloned().unwrap_or_else(|| vec![0])
 }
 
+/// The cluster's other members as this shard knows them (`system.peers`).
+pub fn peers() -> Vec<crate::Peer> {
+    crate::topology::topology().peers()
+}
+
 /// Sets the node's identity; call once at start, before serving.
 pub fn set_node_info(info: NodeInfo) {
     // A second call (tests starting several nodes in one process) keeps the first.

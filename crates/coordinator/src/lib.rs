@@ -44,7 +44,10 @@ pub use schema_service::{announce_schema_change, schema_applier, set_schema_file
 pub use shards::{on_every_shard, shard_of, sharder, SHARDING_IGNORE_MSB};
 pub use storage_ops::{storage_op, StorageOp};
 pub use timeouts::{set_timeouts, timeouts, Timeouts};
-pub use topology::maintain as maintain_topology;
+pub use topology::{
+    maintain as maintain_topology, subscribe_topology_changes, unsubscribe_topology_changes, Peer, TopologyEvent,
+    TopologyListener,
+};
 
 /// Registers the coordinator's handlers of other nodes' requests on the
 /// calling shard; call on every shard at start.

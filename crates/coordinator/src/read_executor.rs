@@ -15,6 +15,7 @@
 //! A range is read in pieces, one per run of vnode ranges with the same
 //! replicas, in ring order, until its row limit.
 
+use std::cell::RefCell;
 use std::collections::BTreeMap;
 use std::rc::Rc;
 use std::sync::Arc;
@@ -123,45 +124,84 @@ impl Reader<'_> {
         // This node first, then its data center: the cheapest answers.
         live.sort_by_key(|(host, dc)| (*host != topology.me, *dc != local_dc));
         let mut plan = tally;
-        let mut targets = Vec::new();
+        let mut chosen = Vec::new();
+        let mut spares = Vec::new();
         for (host, dc) in live {
             if plan.wants(&dc) {
                 plan.count(&dc);
-                targets.push(Target { topology, host });
-            }
-            if plan.is_met() {
-                break;
+                chosen.push((host, dc));
+            } else {
+                spares.push((host, dc));
             }
         }
-        let block_for = targets.len();
-        let wait = self.deadline.saturating_duration_since(Instant::now());
+        let block_for = chosen.len();
+        let spares = RefCell::new(spares);
+        let (first, rest) = chosen.split_first().expect("a level needs at least one replica");
         let (data, digests) = futures_util::join!(
-            shoal_runtime::time::timeout(wait, targets[0].read_data(command, self.deadline)),
-            join_all(
-                targets[1..].iter().map(|t| shoal_runtime::time::timeout(wait, t.read_digest(command, self.deadline)))
-            )
+            self.ask(first.clone(), &spares, |target| async move { target.read_data(command, self.deadline).await }),
+            join_all(rest.iter().map(|replica| {
+                self.ask(
+                    replica.clone(),
+                    &spares,
+                    |target| async move { target.read_digest(command, self.deadline).await },
+                )
+            }))
         );
-        let data = match data {
-            Ok(Ok(data)) => data,
-            Ok(Err(e @ CoordinatorError::Invalid(_))) => return Err(e),
-            failed => {
-                if let Ok(Err(e)) = failed {
-                    tracing::debug!("a replica failed a read: {e}");
-                }
-                let received = digests.iter().filter(|d| matches!(d, Ok(Ok(_)))).count();
-                return Err(self.timeout(received, block_for, false));
-            }
+        let answered_digests = digests.iter().filter(|d| d.is_ok()).count();
+        let (data_host, data) = match data {
+            Ok(answer) => answer,
+            Err(e @ CoordinatorError::Invalid(_)) => return Err(e),
+            Err(_) => return Err(self.timeout(answered_digests, block_for, false)),
         };
-        let digests: Vec<u64> = digests.into_iter().filter_map(|d| d.ok().and_then(Result::ok)).collect();
-        if digests.len() + 1 < block_for {
+        let digests: Vec<(Uuid, u64)> = digests.into_iter().filter_map(Result::ok).collect();
+        if digests.len() < rest.len() {
             return Err(self.timeout(digests.len() + 1, block_for, true));
         }
         let expected = digest(&data);
-        if self.counters || digests.iter().all(|d| *d == expected) {
+        if self.counters || digests.iter().all(|(_, d)| *d == expected) {
             return Ok(data);
         }
+        // Those that answered, the data's first.
+        let targets: Vec<Target<'_>> = [data_host]
+            .into_iter()
+            .chain(digests.iter().map(|(host, _)| *host))
+            .map(|host| Target { topology, host })
+            .collect();
         self.repair(&targets, command, &data).await?;
         targets[0].read_data(command, self.deadline).await
+    }
+
+    /// Asks `replica` with `ask`; when it fails (it may be down and not
+    /// yet known to be), asks a spare live replica of the same data center
+    /// instead, so the answer counts the same. Returns who answered.
+    async fn ask<'t, T, F, Fut>(
+        &self,
+        replica: (Uuid, String),
+        spares: &RefCell<Vec<(Uuid, String)>>,
+        ask: F,
+    ) -> Result<(Uuid, T), CoordinatorError>
+    where
+        F: Fn(Target<'t>) -> Fut,
+        Fut: std::future::Future<Output = Result<T, CoordinatorError>>,
+        Self: 't,
+    {
+        let (mut host, dc) = replica;
+        loop {
+            let wait = self.deadline.saturating_duration_since(Instant::now());
+            let failure = match shoal_runtime::time::timeout(wait, ask(Target { topology: self.topology, host })).await
+            {
+                Ok(Ok(answer)) => return Ok((host, answer)),
+                Ok(Err(e @ CoordinatorError::Invalid(_))) => return Err(e),
+                Ok(Err(e)) => e,
+                Err(_) => return Err(self.timeout(0, 0, false)),
+            };
+            tracing::debug!("replica {host} failed a read: {failure}");
+            let mut spares = spares.borrow_mut();
+            match spares.iter().position(|(_, spare_dc)| *spare_dc == dc) {
+                Some(i) => host = spares.remove(i).0,
+                None => return Err(failure),
+            }
+        }
     }
 
     /// Brings `targets` in line for the partitions `command` read: each

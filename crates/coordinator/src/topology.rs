@@ -8,10 +8,14 @@
 //! changed ([`maintain`]): by message, never shared. Until group 0 has more
 //! than one member the snapshot is this node alone, and every request
 //! takes the single-node path.
+//!
+//! Installing a snapshot tells the shard's listeners what changed, as
+//! drivers' TOPOLOGY_CHANGE and STATUS_CHANGE events name it: a member
+//! new or gone, a member up or down (by its CQL address).
 
-use std::cell::RefCell;
-use std::collections::{HashMap, HashSet};
-use std::net::SocketAddr;
+use std::cell::{Cell, RefCell};
+use std::collections::{BTreeMap, HashMap, HashSet};
+use std::net::{IpAddr, SocketAddr};
 use std::ops::Bound;
 use std::rc::Rc;
 use std::time::Duration;
@@ -47,8 +51,32 @@ pub struct Endpoint {
     pub placement: Placement,
 }
 
+/// A member other than this node, as drivers see it (`system.peers`).
+#[derive(Debug, Clone)]
+pub struct Peer {
+    pub host_id: Uuid,
+    pub address: IpAddr,
+    pub native_port: u16,
+    pub data_center: String,
+    pub rack: String,
+    pub tokens: Vec<i64>,
+}
+
+/// A change of the cluster a driver hears of.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum TopologyEvent {
+    NewNode(SocketAddr),
+    RemovedNode(SocketAddr),
+    Up(SocketAddr),
+    Down(SocketAddr),
+}
+
+/// Told of every topology change this shard installs.
+pub type TopologyListener = Box<dyn Fn(&TopologyEvent)>;
+
 pub struct Topology {
     pub me: Uuid,
+    snapshot: Snapshot,
     endpoints: HashMap<Uuid, Endpoint>,
     placements: HashMap<Uuid, Placement>,
     ring: TokenRing,
@@ -57,6 +85,56 @@ pub struct Topology {
 
 thread_local! {
     static TOPOLOGY: RefCell<Option<Rc<Topology>>> = const { RefCell::new(None) };
+    static LISTENERS: RefCell<BTreeMap<u64, TopologyListener>> = const { RefCell::new(BTreeMap::new()) };
+    static NEXT_LISTENER: Cell<u64> = const { Cell::new(0) };
+}
+
+/// Subscribes `listener` to this shard's topology changes; the id
+/// unsubscribes it.
+pub fn subscribe_topology_changes(listener: TopologyListener) -> u64 {
+    let id = NEXT_LISTENER.with(|next| next.replace(next.get() + 1));
+    LISTENERS.with(|l| l.borrow_mut().insert(id, listener));
+    id
+}
+
+pub fn unsubscribe_topology_changes(id: u64) {
+    LISTENERS.with(|l| l.borrow_mut().remove(&id));
+}
+
+/// Installs `snapshot` on this shard and tells the listeners what changed.
+fn install(snapshot: Snapshot) {
+    let next = Rc::new(Topology::build(snapshot));
+    let previous = TOPOLOGY.with(|t| t.borrow_mut().replace(Rc::clone(&next)));
+    let events = match previous {
+        Some(previous) => changes(&previous, &next),
+        None => Vec::new(),
+    };
+    LISTENERS.with(|listeners| {
+        for event in &events {
+            listeners.borrow().values().for_each(|listener| listener(event));
+        }
+    });
+}
+
+/// What changed from `old` to `new`, other nodes only.
+fn changes(old: &Topology, new: &Topology) -> Vec<TopologyEvent> {
+    let native = |m: &Member| SocketAddr::new(m.address.ip(), m.native_port);
+    let others =
+        |t: &Topology| -> Vec<Member> { t.snapshot.members.iter().filter(|m| m.host_id != t.me).cloned().collect() };
+    let (before, after) = (others(old), others(new));
+    let mut events = Vec::new();
+    for m in &after {
+        match before.iter().find(|b| b.host_id == m.host_id) {
+            None => events.push(TopologyEvent::NewNode(native(m))),
+            Some(_) if new.is_up(m.host_id) && !old.is_up(m.host_id) => events.push(TopologyEvent::Up(native(m))),
+            Some(_) if !new.is_up(m.host_id) && old.is_up(m.host_id) => events.push(TopologyEvent::Down(native(m))),
+            Some(_) => {}
+        }
+    }
+    for m in before.iter().filter(|b| after.iter().all(|a| a.host_id != b.host_id)) {
+        events.push(TopologyEvent::RemovedNode(native(m)));
+    }
+    events
 }
 
 /// This shard's snapshot of the cluster.
@@ -78,13 +156,28 @@ impl Topology {
         // members' tokens are distinct; an empty ring is the single node.
         let ring =
             TokenRing::new(snapshot.members.iter().map(|m| (m.host_id, m.tokens.as_slice()))).unwrap_or_default();
-        let up = snapshot.up.into_iter().chain([me]).collect();
-        Topology { me, endpoints, placements, ring, up }
+        let up = snapshot.up.iter().copied().chain([me]).collect();
+        Topology { me, snapshot, endpoints, placements, ring, up }
     }
 
     /// Whether other nodes hold data: until then, everything is local.
     pub fn is_cluster(&self) -> bool {
         self.endpoints.len() > 1
+    }
+
+    /// The other members, for drivers.
+    pub fn peers(&self) -> Vec<Peer> {
+        let members = self.snapshot.members.iter().filter(|m| m.host_id != self.me);
+        members
+            .map(|m| Peer {
+                host_id: m.host_id,
+                address: m.address.ip(),
+                native_port: m.native_port,
+                data_center: m.data_center.clone(),
+                rack: m.rack.clone(),
+                tokens: m.tokens.clone(),
+            })
+            .collect()
     }
 
     pub fn is_up(&self, host: Uuid) -> bool {
@@ -185,7 +278,7 @@ pub async fn maintain() {
             let snapshot = snapshot.clone();
             move |_| {
                 let snapshot = snapshot.clone();
-                async move { TOPOLOGY.with(|t| *t.borrow_mut() = Some(Rc::new(Topology::build(snapshot)))) }
+                async move { install(snapshot) }
             }
         })
         .await;

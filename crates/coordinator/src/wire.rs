@@ -419,7 +419,10 @@ mod tests {
         };
         let bytes = encode_mutation(&mutation);
         let decoded = decode_mutation(&bytes).expect("decodes");
-        assert_eq!((decoded.table, &decoded.position, &decoded.update), (mutation.table, &mutation.position, &mutation.update));
+        assert_eq!(
+            (decoded.table, &decoded.position, &decoded.update),
+            (mutation.table, &mutation.position, &mutation.update)
+        );
         assert_eq!(format!("{:?}", decoded.list_ops), format!("{:?}", mutation.list_ops));
         truncations_fail(&bytes, decode_mutation);
     }
@@ -428,10 +431,7 @@ mod tests {
     fn read_commands_results_and_partitions_round_trip() {
         let command = ReadCommand {
             table: Uuid::from_u128(3),
-            partitions: PartitionSelection::Range {
-                from: Bound::Excluded(position(1, "a")),
-                to: Bound::Unbounded,
-            },
+            partitions: PartitionSelection::Range { from: Bound::Excluded(position(1, "a")), to: Bound::Unbounded },
             clustering: vec![ClusteringRange::all()],
             reversed: true,
             filters: vec![RowFilter { column: 2, op: FilterOp::ContainsKey, values: vec![Bytes::from_static(b"z")] }],

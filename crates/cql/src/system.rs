@@ -101,6 +101,8 @@ pub async fn contents(meta: &Arc<TableMeta>, schema: &Schema) -> CqlResult<Virtu
     let rows: Vec<Values> = match (meta.keyspace.as_str(), meta.name.as_str()) {
         ("system_traces", name) => crate::traces::rows(name).await?,
         ("system", "local") => vec![local_row(schema)],
+        ("system", "peers") => shoal_coordinator::cluster::peers().iter().map(|p| peer_row(p, schema)).collect(),
+        ("system", "peers_v2") => shoal_coordinator::cluster::peers().iter().map(|p| peer_v2_row(p, schema)).collect(),
         ("system_schema", "keyspaces") => schema.keyspaces.values().map(|ks| keyspace_row(ks)).collect(),
         ("system_schema", "tables") => schema.tables().map(|t| table_row(t)).collect(),
         ("system_schema", "columns") => schema.tables().flat_map(|t| column_rows(t)).collect(),
@@ -175,6 +177,42 @@ fn local_row(schema: &Schema) -> Vec<Option<Bytes>> {
         uuid(schema.version),
         text_set(tokens.iter().map(String::as_str)),
         None,
+    ]
+}
+
+/// A peer's schema version is reported as this node's: group 0 applies
+/// every schema change on every node in the same order, and a DDL is
+/// answered once applied here.
+fn peer_row(peer: &shoal_coordinator::Peer, schema: &Schema) -> Vec<Option<Bytes>> {
+    let tokens: Vec<String> = peer.tokens.iter().map(i64::to_string).collect();
+    vec![
+        inet(peer.address),
+        text(&peer.data_center),
+        uuid(peer.host_id),
+        inet(peer.address),
+        text(&peer.rack),
+        text(RELEASE_VERSION),
+        inet(peer.address),
+        uuid(schema.version),
+        text_set(tokens.iter().map(String::as_str)),
+    ]
+}
+
+fn peer_v2_row(peer: &shoal_coordinator::Peer, schema: &Schema) -> Vec<Option<Bytes>> {
+    let tokens: Vec<String> = peer.tokens.iter().map(i64::to_string).collect();
+    vec![
+        inet(peer.address),
+        int(0),
+        text(&peer.data_center),
+        uuid(peer.host_id),
+        inet(peer.address),
+        int(i32::from(peer.native_port)),
+        inet(peer.address),
+        int(0),
+        text(&peer.rack),
+        text(RELEASE_VERSION),
+        uuid(schema.version),
+        text_set(tokens.iter().map(String::as_str)),
     ]
 }
 

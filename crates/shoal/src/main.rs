@@ -327,6 +327,7 @@ fn group0_member(config: &Config, tokens: Vec<i64>) -> shoal_cluster::group0::Me
     shoal_cluster::group0::Member {
         host_id: me.host_id,
         address: SocketAddr::new(config.listen_address, config.storage_port),
+        native_port: config.native_transport_port,
         shard_count: config.smp as u16,
         data_center: me.data_center,
         rack: me.rack,

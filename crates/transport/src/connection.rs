@@ -67,12 +67,18 @@ struct Connection {
     out: mpsc::UnboundedSender<Outgoing>,
     /// Schema listener id, once the client REGISTERed for SCHEMA_CHANGE.
     listener: Cell<Option<u64>>,
+    /// Topology listener id, once the client REGISTERed for
+    /// TOPOLOGY_CHANGE or STATUS_CHANGE.
+    topology_listener: Cell<Option<u64>>,
 }
 
 impl Drop for Connection {
     fn drop(&mut self) {
         if let Some(id) = self.listener.get() {
             shoal_coordinator::unsubscribe_schema_changes(id);
+        }
+        if let Some(id) = self.topology_listener.get() {
+            shoal_coordinator::unsubscribe_topology_changes(id);
         }
     }
 }
@@ -96,6 +102,7 @@ pub async fn run(stream: TcpStream, config: Arc<ServerConfig>) {
         lwt_mark: Cell::new(false),
         out,
         listener: Cell::new(None),
+        topology_listener: Cell::new(None),
     });
     if let Err(e) = read_loop(reader, &connection, &mut written_rx).await {
         tracing::debug!("connection closed: {e}");
@@ -375,22 +382,53 @@ fn supported(config: &ServerConfig) -> Vec<u8> {
 }
 
 fn register(connection: &Rc<Connection>, events: &[String]) {
-    if !events.iter().any(|e| e == "SCHEMA_CHANGE") || connection.listener.get().is_some() {
-        return;
+    let wants = |name: &str| events.iter().any(|e| e == name);
+    if wants("SCHEMA_CHANGE") && connection.listener.get().is_none() {
+        let send = event_sender(connection);
+        let id = shoal_coordinator::subscribe_schema_changes(Box::new(move |change: &SchemaEvent| {
+            send(&response::Event::SchemaChange(schema_change(change)));
+        }));
+        connection.listener.set(Some(id));
     }
+    let (topology, status) = (wants("TOPOLOGY_CHANGE"), wants("STATUS_CHANGE"));
+    if (topology || status) && connection.topology_listener.get().is_none() {
+        let send = event_sender(connection);
+        let id = shoal_coordinator::subscribe_topology_changes(Box::new(move |event| {
+            use response::{Event, StatusChangeType, TopologyChangeType};
+            use shoal_coordinator::TopologyEvent;
+            let event = match *event {
+                TopologyEvent::NewNode(address) if topology => {
+                    Event::TopologyChange { change: TopologyChangeType::NewNode, address }
+                }
+                TopologyEvent::RemovedNode(address) if topology => {
+                    Event::TopologyChange { change: TopologyChangeType::RemovedNode, address }
+                }
+                TopologyEvent::Up(address) if status => Event::StatusChange { change: StatusChangeType::Up, address },
+                TopologyEvent::Down(address) if status => {
+                    Event::StatusChange { change: StatusChangeType::Down, address }
+                }
+                _ => return,
+            };
+            send(&event);
+        }));
+        connection.topology_listener.set(Some(id));
+    }
+}
+
+/// Sends an event to this connection's client (on the event stream).
+fn event_sender(connection: &Connection) -> impl Fn(&response::Event) + 'static {
     let out = connection.out.clone();
     let compression = connection.compression.get();
-    let id = shoal_coordinator::subscribe_schema_changes(Box::new(move |change: &SchemaEvent| {
+    move |event| {
         let mut body = Vec::new();
-        response::write_event(&mut body, &response::Event::SchemaChange(schema_change(change)));
+        response::write_event(&mut body, event);
         let mut frame = Vec::new();
         let start = begin_response(&mut frame, crate::frame::EVENT_STREAM, Opcode::Event);
         frame.extend_from_slice(&body);
         if finish_frame(&mut frame, start, compression).is_ok() {
             let _ = out.unbounded_send(Outgoing { frame, answers: false });
         }
-    }));
-    connection.listener.set(Some(id));
+    }
 }
 
 fn schema_change(change: &SchemaEvent) -> response::SchemaChange {
