@@ -255,8 +255,8 @@ async fn open(peer: SocketAddr, shard: u16) -> Result<Rc<Outgoing>, MessagingErr
     frame::encode(&mut frame, Kind::Request, Verb::Hello, 0, &payload);
     let BufResult(written, _) = writer.write_all(frame).await;
     written.map_err(|e| connect_failed(e.to_string()))?;
-    let mut pending = BytesMut::new();
-    let answer = match timeout(Verb::Hello.timeout(), read_frame(&mut reader, &mut pending)).await {
+    let mut incoming = Incoming::default();
+    let answer = match timeout(Verb::Hello.timeout(), read_frame(&mut reader, &mut incoming)).await {
         Ok(Ok(Some(answer))) => answer,
         Ok(Ok(None)) => return Err(MessagingError::Closed { peer }),
         Ok(Err(e)) => return Err(connect_failed(e.to_string())),
@@ -285,16 +285,16 @@ async fn open(peer: SocketAddr, shard: u16) -> Result<Rc<Outgoing>, MessagingErr
         closed: Rc::clone(&closed),
     });
     shoal_runtime::spawn(write_loop(writer, frames, Written { queued_bytes, progress: None, closed }));
-    shoal_runtime::spawn(answers_loop(reader, pending, Rc::clone(&connection)));
+    shoal_runtime::spawn(answers_loop(reader, incoming, Rc::clone(&connection)));
     Ok(connection)
 }
 
 /// Hands each answer to the request waiting for it, until the connection
 /// ends.
-async fn answers_loop(mut reader: TcpStream, mut pending: BytesMut, connection: Rc<Outgoing>) {
+async fn answers_loop(mut reader: TcpStream, mut incoming: Incoming, connection: Rc<Outgoing>) {
     let peer = connection.peer;
     loop {
-        match read_frame(&mut reader, &mut pending).await {
+        match read_frame(&mut reader, &mut incoming).await {
             Ok(Some(answer)) => {
                 let result = match answer.kind {
                     Kind::Response => Ok(answer.payload),
@@ -358,18 +358,30 @@ enum ReadError {
     Frame(#[from] FrameError),
 }
 
+/// What a connection has read and not yet decoded, and the buffer it
+/// reads into (kept: one allocation per connection, not one per read).
+#[derive(Default)]
+struct Incoming {
+    pending: BytesMut,
+    buffer: Vec<u8>,
+}
+
 /// The next frame from `reader` (`None` at a clean end of stream), reading
-/// into `pending` as needed.
-async fn read_frame(reader: &mut TcpStream, pending: &mut BytesMut) -> Result<Option<Frame>, ReadError> {
+/// into `incoming` as needed.
+async fn read_frame(reader: &mut TcpStream, incoming: &mut Incoming) -> Result<Option<Frame>, ReadError> {
     loop {
-        if let Some(frame) = frame::decode(pending)? {
+        if let Some(frame) = frame::decode(&mut incoming.pending)? {
             return Ok(Some(frame));
         }
-        let BufResult(read, buffer) = reader.read(Vec::with_capacity(READ_BUFFER_BYTES)).await;
+        let mut buffer = std::mem::take(&mut incoming.buffer);
+        buffer.clear();
+        buffer.reserve(READ_BUFFER_BYTES);
+        let BufResult(read, buffer) = reader.read(buffer).await;
+        incoming.buffer = buffer;
         if read? == 0 {
             return Ok(None);
         }
-        pending.extend_from_slice(&buffer);
+        incoming.pending.extend_from_slice(&incoming.buffer);
     }
 }
 
@@ -404,9 +416,9 @@ async fn accept(stream: TcpStream) {
 
 async fn accept_on_shard(mut stream: TcpStream) -> Result<(), AcceptError> {
     let _ = stream.set_nodelay(true);
-    let mut pending = BytesMut::new();
+    let mut incoming = Incoming::default();
     let limit = Verb::Hello.timeout();
-    let first = match timeout(limit, read_frame(&mut stream, &mut pending)).await {
+    let first = match timeout(limit, read_frame(&mut stream, &mut incoming)).await {
         Ok(read) => read?.ok_or(AcceptError::Closed)?,
         Err(_) => return Err(AcceptError::Timeout(limit.as_millis())),
     };
@@ -427,16 +439,19 @@ async fn accept_on_shard(mut stream: TcpStream) -> Result<(), AcceptError> {
     };
     let (shard, id) = (usize::from(hello.to_shard), first.id);
     if shard == shoal_runtime::this_shard() {
-        serve_incoming(stream, hello, id, pending).await;
+        serve_incoming(stream, hello, id, incoming).await;
         return Ok(());
     }
     let detached = shoal_runtime::net::detach(stream).map_err(|e| AcceptError::Move(e.to_string()))?;
     // The caller waits for the welcome before it sends more: nothing
     // should follow the handshake yet, but what did goes along.
-    let pending = pending.freeze();
+    let pending = incoming.pending.freeze();
     shoal_runtime::submit_to(shard, move || {
         match shoal_runtime::net::attach(detached) {
-            Ok(stream) => shoal_runtime::spawn(serve_incoming(stream, hello, id, BytesMut::from(&pending[..]))),
+            Ok(stream) => {
+                let incoming = Incoming { pending: BytesMut::from(&pending[..]), buffer: Vec::new() };
+                shoal_runtime::spawn(serve_incoming(stream, hello, id, incoming))
+            }
             Err(e) => tracing::warn!("internode connection lost moving to shard {shard}: {e}"),
         }
         std::future::ready(())
@@ -446,7 +461,7 @@ async fn accept_on_shard(mut stream: TcpStream) -> Result<(), AcceptError> {
 }
 
 /// Welcomes the caller, then answers its requests until it hangs up.
-async fn serve_incoming(stream: TcpStream, hello: Hello, hello_id: u64, mut pending: BytesMut) {
+async fn serve_incoming(stream: TcpStream, hello: Hello, hello_id: u64, mut incoming: Incoming) {
     let me = identity();
     let caller = Caller {
         host_id: hello.host_id,
@@ -474,7 +489,7 @@ async fn serve_incoming(stream: TcpStream, hello: Hello, hello_id: u64, mut pend
                 return;
             }
         }
-        let request = match read_frame(&mut reader, &mut pending).await {
+        let request = match read_frame(&mut reader, &mut incoming).await {
             Ok(Some(request)) if request.kind == Kind::Request => request,
             Ok(Some(_)) => {
                 tracing::warn!("internode connection from {}: an answer came on it; closing", caller.address);

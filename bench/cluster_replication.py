@@ -1,0 +1,164 @@
+"""What replication costs per core: three nodes at RF=3 and QUORUM against
+one node at RF=1 and ONE, the same loader, the same server core.
+
+    python3 bench/cluster_replication.py [--shoal target/release/shoal] [--duration 10]
+
+Every server runs `--smp 1` pinned to CPU 1 (all three cluster nodes share
+it, so the cluster figures are per core of cluster work: each write is
+applied three times, each read asks two replicas); `shoal stress` runs on
+CPU 0. The cluster's nodes listen on 127.0.0.2-4 with one CQL port, so the
+Rust driver, given the first node, finds the others in `system.peers` and
+routes token-aware. Phases, each `--duration` seconds after a 2 s warm-up:
+writes of `--keys` partitions (uniform), then reads of them (uniform).
+
+Reported per phase: ops/s, p50/p99 (µs), the server core's busy share
+(from /proc: the servers' CPU time over the phase), and ops per
+server-core-second; then cluster/single ratios. The loader's own CPU is
+reported too: a phase whose loader core is saturated is loader-bound.
+"""
+import argparse
+import json
+import os
+import shutil
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from harness.cpu import TICK_S, process_ticks  # noqa: E402
+from harness.node import free_ports  # noqa: E402
+
+ADDRESSES = ("127.0.0.2", "127.0.0.3", "127.0.0.4")
+SERVER_CPU, LOADER_CPU = 1, 0
+
+
+def common_free_port(addresses):
+    """A port free on every address (the driver uses one CQL port)."""
+    for _ in range(50):
+        probe = socket.socket()
+        probe.bind((addresses[0], 0))
+        port = probe.getsockname()[1]
+        probe.close()
+        try:
+            for address in addresses:
+                s = socket.socket()
+                s.bind((address, port))
+                s.close()
+            return port
+        except OSError:
+            continue
+    raise RuntimeError("no port free on every address")
+
+
+class Node:
+    def __init__(self, binary, root, address, cql_port):
+        self.binary, self.address, self.cql = binary, address, cql_port
+        self.workdir = tempfile.mkdtemp(dir=root)
+        self.aware, self.api, self.memcache, self.storage = free_ports(4)
+        self.proc = None
+
+    def start(self, seeds):
+        log = open(os.path.join(self.workdir, "shoal.log"), "w")
+        self.proc = subprocess.Popen(
+            ["taskset", "-c", str(SERVER_CPU), self.binary, "--smp", "1", "--memory", "1G",
+             "--workdir", self.workdir, "--listen-address", self.address,
+             "--native-transport-port", str(self.cql), "--native-shard-aware-transport-port", str(self.aware),
+             "--api-port", str(self.api), "--memcache-port", str(self.memcache), "--storage-port", str(self.storage),
+             "--seeds", seeds],
+            stdout=log, stderr=subprocess.STDOUT)
+        deadline = time.monotonic() + 30
+        while True:
+            try:
+                socket.create_connection((self.address, self.cql), timeout=0.5).close()
+                return
+            except OSError:
+                if self.proc.poll() is not None or time.monotonic() > deadline:
+                    raise RuntimeError("node %s did not start" % self.address)
+                time.sleep(0.1)
+
+    def stop(self):
+        if self.proc:
+            self.proc.kill()
+            self.proc.wait()
+
+
+def stress(binary, host, port, workload, args, rf, consistency, out):
+    cmd = ["taskset", "-c", str(LOADER_CPU), binary, "stress", "--host", host, "--port", str(port),
+           "--workload", workload, "--pop", "uniform", "--keys", str(args.keys), "--value-size", str(args.value_size),
+           "--duration", str(args.duration), "--warmup", "2", "--concurrency", str(args.concurrency),
+           "--replication-factor", str(rf), "--consistency", consistency, "--json", out, "--quiet"]
+    subprocess.run(cmd, check=True, stdout=subprocess.DEVNULL, timeout=args.duration + 120)
+    with open(out) as f:
+        return json.load(f)
+
+
+def phase(binary, nodes, workload, args, rf, consistency, tmp):
+    pids = [n.proc.pid for n in nodes]
+    before = sum(process_ticks(p) or 0 for p in pids)
+    started = time.monotonic()
+    summary = stress(binary, nodes[0].address, nodes[0].cql, workload, args, rf, consistency,
+                     os.path.join(tmp, "%s-%d.json" % (workload, len(nodes))))
+    elapsed = time.monotonic() - started
+    server_s = (sum(process_ticks(p) or 0 for p in pids) - before) * TICK_S
+    # The servers' CPU over the whole stress run (warm-up included) against
+    # its wall time: the share of CPU 1 they kept busy.
+    busy = server_s / elapsed
+    return {
+        "ops_per_s": summary["ops_per_s"],
+        "p50_us": summary["latency_us"]["p50"],
+        "p99_us": summary["latency_us"]["p99"],
+        "errors": summary["errors"],
+        "busy": busy,
+        "ops_per_core_s": summary["ops_per_s"] / max(busy, 1e-9),
+        "loader_cpu": summary.get("loader_cpu"),
+    }
+
+
+def run(args, count):
+    root = tempfile.mkdtemp(prefix="shoal-cluster-bench-")
+    port = common_free_port(ADDRESSES[:count])
+    nodes = [Node(args.shoal, root, a, port) for a in ADDRESSES[:count]]
+    try:
+        seeds = "%s:%d" % (nodes[0].address, nodes[0].storage)
+        for n in nodes:
+            n.start(seeds)
+        time.sleep(3 if count > 1 else 0.5)
+        rf, consistency = (3, "QUORUM") if count > 1 else (1, "ONE")
+        results = {}
+        for workload in ("write", "read"):
+            results[workload] = phase(args.shoal, nodes, workload, args, rf, consistency, root)
+        return results
+    finally:
+        for n in nodes:
+            n.stop()
+        shutil.rmtree(root, ignore_errors=True)
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--shoal", default="target/release/shoal")
+    parser.add_argument("--duration", type=float, default=10)
+    parser.add_argument("--keys", type=int, default=100000)
+    parser.add_argument("--value-size", type=int, default=256)
+    parser.add_argument("--concurrency", type=int, default=128)
+    args = parser.parse_args()
+    single = run(args, 1)
+    cluster = run(args, 3)
+    print("| phase | setup | ops/s | p50 µs | p99 µs | errors | server core busy | ops per core-s |")
+    print("|---|---|---:|---:|---:|---:|---:|---:|")
+    for workload in ("write", "read"):
+        for name, r in (("1 node RF=1 ONE", single[workload]), ("3 nodes RF=3 QUORUM", cluster[workload])):
+            print("| %s | %s | %.0f | %.0f | %.0f | %d | %.0f%% | %.0f |" % (
+                workload, name, r["ops_per_s"], r["p50_us"], r["p99_us"], r["errors"], 100 * r["busy"],
+                r["ops_per_core_s"]))
+    for workload in ("write", "read"):
+        print("%s: cluster/single per core-second %.2f×, p99 %.1f×" % (
+            workload, cluster[workload]["ops_per_core_s"] / single[workload]["ops_per_core_s"],
+            cluster[workload]["p99_us"] / max(single[workload]["p99_us"], 1)))
+    print("loader CPU:", json.dumps({w: [single[w]["loader_cpu"], cluster[w]["loader_cpu"]] for w in ("write", "read")}))
+
+
+if __name__ == "__main__":
+    main()
