@@ -27,6 +27,8 @@ pub enum Verb {
     ReadDigest = 8,
     /// Answer stored partitions as they are (reconciling replicas).
     ReadRaw = 9,
+    /// Run a conditional write as the partition's primary replica.
+    Cas = 10,
 }
 
 impl Verb {
@@ -41,6 +43,7 @@ impl Verb {
             7 => Verb::ReadData,
             8 => Verb::ReadDigest,
             9 => Verb::ReadRaw,
+            10 => Verb::Cas,
             _ => return None,
         })
     }
@@ -53,7 +56,7 @@ impl Verb {
             // A join waits for its entry to be committed and applied.
             Verb::Group0Join | Verb::Group0Propose => Duration::from_secs(10),
             // The coordinator's request timeout, shorter, ends the wait first.
-            Verb::Mutation | Verb::ReadData | Verb::ReadDigest | Verb::ReadRaw => Duration::from_secs(60),
+            Verb::Mutation | Verb::ReadData | Verb::ReadDigest | Verb::ReadRaw | Verb::Cas => Duration::from_secs(60),
         }
     }
 }

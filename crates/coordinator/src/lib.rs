@@ -20,6 +20,7 @@ mod consistency;
 pub mod data;
 mod error;
 mod items;
+mod lwt;
 mod metrics;
 mod proxy;
 mod read_executor;

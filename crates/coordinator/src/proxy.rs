@@ -29,12 +29,12 @@ use crate::schema::schema;
 use crate::shards::{on_every_shard, shard_of};
 use crate::timeouts::deadline;
 use crate::topology::{topology, Topology};
-use crate::{metrics, read_executor, write_handler, ConsistencyLevel, CoordinatorError, WriteType};
+use crate::{lwt, metrics, read_executor, write_handler, ConsistencyLevel, CoordinatorError, WriteType};
 
 /// Where a request on `table` runs when other nodes hold some of it: the
 /// cluster and the table's keyspace (and whether it counts). `None`: on
 /// this node alone.
-fn placement(table: Uuid) -> Option<(Rc<Topology>, Arc<KeyspaceMeta>, bool)> {
+pub(crate) fn placement(table: Uuid) -> Option<(Rc<Topology>, Arc<KeyspaceMeta>, bool)> {
     let topology = topology();
     if !topology.is_cluster() {
         return None;
@@ -58,7 +58,7 @@ pub async fn mutate(
     if let Some((topology, keyspace, _)) = placement(mutation.table) {
         let replicas = topology.replicas(&keyspace, mutation.position.token);
         if replicas != [topology.me] {
-            return write_handler::write(topology, replicas, mutation, consistency, write_type, deadline).await;
+            return write_handler::write(topology, replicas, mutation, consistency, write_type, deadline, None).await;
         }
     }
     mutate_local(mutation, consistency, write_type, deadline).await
@@ -233,8 +233,9 @@ pub async fn truncate(table: Uuid, timeout: Duration) -> Result<(), CoordinatorE
 
 /// A conditional write (compare-and-set): on the shard owning the
 /// partition, under its lock, the conditions are checked and the mutation
-/// applied when all hold. `serial` is the consistency of the check (SERIAL
-/// or LOCAL_SERIAL), `consistency` that of the commit.
+/// applied when all hold; with other replicas, on the partition's primary
+/// replica ([`crate::lwt`]). `serial` is the consistency of the check
+/// (SERIAL or LOCAL_SERIAL), `consistency` that of the commit.
 pub async fn cas(
     request: CasRequest,
     consistency: ConsistencyLevel,
@@ -243,6 +244,21 @@ pub async fn cas(
 ) -> Result<CasResult, CoordinatorError> {
     assert!(serial.is_serial(), "a conditional write's serial consistency is SERIAL or LOCAL_SERIAL");
     let deadline = deadline(timeout);
+    if let Some((topology, keyspace, _)) = placement(request.table) {
+        let replicas = topology.replicas(&keyspace, request.position.token);
+        if replicas != [topology.me] {
+            return lwt::cas(topology, keyspace, replicas, request, consistency, serial, deadline).await;
+        }
+    }
+    cas_local(request, consistency, deadline).await
+}
+
+/// A conditional write on this node, on the shard that owns its partition.
+pub(crate) async fn cas_local(
+    request: CasRequest,
+    consistency: ConsistencyLevel,
+    deadline: Instant,
+) -> Result<CasResult, CoordinatorError> {
     let shard = shard_of(request.position.token);
     metrics::note_target(shard);
     submit_to(shard, move || async move {

@@ -15,7 +15,7 @@ use bytes::Bytes;
 use futures_util::FutureExt;
 use shoal_cluster::messaging::{self, Caller};
 use shoal_cluster::verb::Verb;
-use shoal_replica::{Mutation, PartitionSelection, ReadCommand, ReadResult};
+use shoal_replica::{CasRequest, CasResult, Mutation, PartitionSelection, ReadCommand, ReadResult};
 use shoal_storage::Partition;
 use uuid::Uuid;
 
@@ -35,6 +35,7 @@ pub fn register() {
     messaging::register(Verb::ReadData, handler(handle_read_data));
     messaging::register(Verb::ReadDigest, handler(handle_read_digest));
     messaging::register(Verb::ReadRaw, handler(handle_read_raw));
+    messaging::register(Verb::Cas, handler(handle_cas));
 }
 
 fn handler<F, Fut>(handle: F) -> messaging::Handler
@@ -97,6 +98,21 @@ async fn handle_read_raw(payload: Bytes) -> Result<Vec<u8>, CoordinatorError> {
     };
     let partitions = read_raw_local(command.table, keys, command.clustering).await?;
     Ok(wire::encode_partitions(&partitions))
+}
+
+/// `[u16 consistency][u16 serial][request]`.
+async fn handle_cas(payload: Bytes) -> Result<Vec<u8>, CoordinatorError> {
+    let level = |bytes: &[u8]| ConsistencyLevel::from_code(u16::from_be_bytes([bytes[0], bytes[1]]));
+    let (Some(consistency), Some(serial)) = (payload.get(..2).and_then(level), payload.get(2..4).and_then(level))
+    else {
+        return Err(CoordinatorError::Invalid("a conditional write without its consistency levels".to_string()));
+    };
+    if !serial.is_serial() {
+        return Err(CoordinatorError::Invalid(format!("{serial} is not a serial consistency level")));
+    }
+    let request = wire::decode_cas_request(&payload[4..]).map_err(malformed)?;
+    let result = crate::lwt::serve(request, consistency, serial, deadline(timeouts().cas)).await?;
+    Ok(wire::encode_cas_result(&result))
 }
 
 /// A digest of a read's rows: equal rows give equal digests on every node
@@ -182,6 +198,22 @@ impl Target<'_> {
             Ok(bytes) => Ok(u64::from_be_bytes(bytes)),
             Err(_) => Err(CoordinatorError::Remote(format!("a digest of {} bytes", answer.len()))),
         }
+    }
+
+    /// Has this replica, the partition's primary, run a conditional write.
+    pub(crate) async fn cas(
+        &self,
+        request: &CasRequest,
+        consistency: ConsistencyLevel,
+        serial: ConsistencyLevel,
+    ) -> Result<CasResult, CoordinatorError> {
+        let mut payload = Vec::new();
+        payload.extend_from_slice(&consistency.code().to_be_bytes());
+        payload.extend_from_slice(&serial.code().to_be_bytes());
+        payload.extend_from_slice(&wire::encode_cas_request(request));
+        let answer = self.call(Verb::Cas, request.position.token, &payload).await?;
+        wire::decode_cas_result(&answer)
+            .map_err(|e| CoordinatorError::Remote(format!("a conditional write's outcome: {e}")))
     }
 
     /// The stored partitions of a command naming its keys.

@@ -1,6 +1,7 @@
 //! The data messages between coordinators and replicas: mutations, read
-//! commands, read results and raw partitions, in the storage codec's
-//! varints and length-prefixed bytes (`shoal_storage::codec`).
+//! commands, read results, raw partitions and conditional writes with
+//! their outcomes, in the storage codec's varints and length-prefixed
+//! bytes (`shoal_storage::codec`).
 //!
 //! Decoding is total — the bytes come from the network — and checks that
 //! nothing trails the message (fuzzed: `fuzz/fuzz_targets/data_messages.rs`).
@@ -9,8 +10,8 @@ use std::ops::Bound;
 
 use bytes::Bytes;
 use shoal_replica::{
-    FilterOp, ListOp, ListOpKind, Mutation, PartitionSelection, ReadCommand, ReadResult, ResultCell, ResultRow,
-    RowFilter, RowPosition,
+    CasRequest, CasResult, CheckOp, CheckedPart, ColumnCheck, FilterOp, ListOp, ListOpKind, Mutation,
+    PartitionSelection, ReadCommand, ReadResult, ResultCell, ResultRow, RowCheck, RowCondition, RowFilter, RowPosition,
 };
 use shoal_storage::codec::{self, DecodeError, Decoder, Encoder};
 use shoal_storage::{ClusteringRange, Partition, PartitionPosition};
@@ -293,49 +294,178 @@ pub fn encode_read_result(r: &ReadResult) -> Vec<u8> {
     let mut out = Vec::new();
     let e = &mut Encoder { out: &mut out };
     e.u8(u8::from(r.limit_reached));
-    encode_list(e, &r.rows, |e, row| {
-        encode_row_position(e, &row.position);
-        encode_list(e, &row.clustering, |e, v| e.bytes(v));
-        encode_list(e, &row.cells, |e, cell| match cell {
-            None => e.u8(0),
-            Some(cell) => {
-                e.u8(if cell.ttl_s.is_some() { 2 } else { 1 });
-                e.bytes(&cell.value);
-                e.var_i64(cell.timestamp);
-                if let Some(ttl) = cell.ttl_s {
-                    e.var_i64(i64::from(ttl));
-                }
-            }
-        });
-    });
+    encode_list(e, &r.rows, encode_result_row);
     out
+}
+
+fn encode_result_row(e: &mut Encoder, row: &ResultRow) {
+    encode_row_position(e, &row.position);
+    encode_list(e, &row.clustering, |e, v| e.bytes(v));
+    encode_list(e, &row.cells, |e, cell| match cell {
+        None => e.u8(0),
+        Some(cell) => {
+            e.u8(if cell.ttl_s.is_some() { 2 } else { 1 });
+            e.bytes(&cell.value);
+            e.var_i64(cell.timestamp);
+            if let Some(ttl) = cell.ttl_s {
+                e.var_i64(i64::from(ttl));
+            }
+        }
+    });
+}
+
+fn decode_result_row(d: &mut Decoder) -> Result<ResultRow, DecodeError> {
+    let position = decode_row_position(d)?;
+    let clustering = decode_list(d, |d| d.bytes())?;
+    let cells = decode_list(d, |d| {
+        let flag = d.u8()?;
+        if flag == 0 {
+            return Ok(None);
+        }
+        if flag > 2 {
+            return Err(d.error("bad cell flag"));
+        }
+        let value = d.bytes()?;
+        let timestamp = d.var_i64()?;
+        let ttl_s = if flag == 2 { Some(d.var_i32()?) } else { None };
+        Ok(Some(ResultCell { value, timestamp, ttl_s }))
+    })?;
+    Ok(ResultRow { position, clustering, cells })
+}
+
+fn decode_flag(d: &mut Decoder) -> Result<bool, DecodeError> {
+    match d.u8()? {
+        0 => Ok(false),
+        1 => Ok(true),
+        _ => Err(d.error("bad flag")),
+    }
+}
+
+fn encode_nested_mutation(e: &mut Encoder, mutation: Option<&Mutation>) {
+    match mutation {
+        None => e.u8(0),
+        Some(m) => {
+            e.u8(1);
+            e.bytes(&encode_mutation(m));
+        }
+    }
+}
+
+fn decode_nested_mutation(d: &mut Decoder) -> Result<Option<Mutation>, DecodeError> {
+    match decode_flag(d)? {
+        false => Ok(None),
+        true => Ok(Some(decode_mutation(&d.bytes()?)?)),
+    }
+}
+
+const CHECK_OPS: [CheckOp; 7] =
+    [CheckOp::Eq, CheckOp::Ne, CheckOp::Lt, CheckOp::Le, CheckOp::Gt, CheckOp::Ge, CheckOp::In];
+
+pub fn encode_cas_request(r: &CasRequest) -> Vec<u8> {
+    let mut out = Vec::new();
+    let e = &mut Encoder { out: &mut out };
+    encode_uuid(e, r.table);
+    encode_position(e, &r.position);
+    encode_list(e, &r.conditions, |e, condition| {
+        encode_optional(e, condition.row.as_deref());
+        match &condition.check {
+            RowCheck::NotExists => e.u8(0),
+            RowCheck::Exists => e.u8(1),
+            RowCheck::Columns(checks) => {
+                e.u8(2);
+                encode_list(e, checks, |e, check| {
+                    e.var_u64(check.column as u64);
+                    match &check.part {
+                        CheckedPart::Whole => e.u8(0),
+                        CheckedPart::MapValue(key) => {
+                            e.u8(1);
+                            e.bytes(key);
+                        }
+                        CheckedPart::Field(index) => {
+                            e.u8(2);
+                            e.var_u64(*index as u64);
+                        }
+                    }
+                    // The position in CHECK_OPS: every op is listed there.
+                    e.u8(CHECK_OPS.iter().position(|op| *op == check.op).unwrap_or(0) as u8);
+                    encode_list(e, &check.values, |e, v| encode_optional(e, v.as_deref()));
+                });
+            }
+        }
+    });
+    encode_nested_mutation(e, r.mutation.as_ref());
+    e.var_i64(r.timestamp_us);
+    e.var_i64(r.now_s);
+    out
+}
+
+pub fn decode_cas_request(bytes: &[u8]) -> Result<CasRequest, DecodeError> {
+    let d = &mut Decoder::new(bytes);
+    let size = |d: &mut Decoder| usize::try_from(d.var_u64()?).map_err(|_| d.error("size"));
+    let table = decode_uuid(d)?;
+    let position = decode_position(d)?;
+    let conditions = decode_list(d, |d| {
+        let row = decode_optional(d)?;
+        let check = match d.u8()? {
+            0 => RowCheck::NotExists,
+            1 => RowCheck::Exists,
+            2 => RowCheck::Columns(decode_list(d, |d| {
+                let column = size(d)?;
+                let part = match d.u8()? {
+                    0 => CheckedPart::Whole,
+                    1 => CheckedPart::MapValue(d.bytes()?),
+                    2 => CheckedPart::Field(size(d)?),
+                    _ => return Err(d.error("bad checked part")),
+                };
+                let op = *CHECK_OPS.get(usize::from(d.u8()?)).ok_or_else(|| d.error("bad check op"))?;
+                Ok(ColumnCheck { column, part, op, values: decode_list(d, decode_optional)? })
+            })?),
+            _ => return Err(d.error("bad row check")),
+        };
+        Ok(RowCondition { row, check })
+    })?;
+    if conditions.is_empty() {
+        return Err(d.error("a conditional write has conditions"));
+    }
+    let mutation = decode_nested_mutation(d)?;
+    if mutation.as_ref().is_some_and(|m| m.table != table || m.position != position) {
+        return Err(d.error("a conditional write's mutation is of its partition"));
+    }
+    let timestamp_us = d.var_i64()?;
+    let now_s = d.var_i64()?;
+    finish(d, CasRequest { table, position, conditions, mutation, timestamp_us, now_s })
+}
+
+pub fn encode_cas_result(r: &CasResult) -> Vec<u8> {
+    let mut out = Vec::new();
+    let e = &mut Encoder { out: &mut out };
+    e.u8(u8::from(r.applied));
+    encode_list(e, &r.rows, |e, row| match row {
+        None => e.u8(0),
+        Some(row) => {
+            e.u8(1);
+            encode_result_row(e, row);
+        }
+    });
+    encode_nested_mutation(e, r.written.as_ref());
+    out
+}
+
+pub fn decode_cas_result(bytes: &[u8]) -> Result<CasResult, DecodeError> {
+    let d = &mut Decoder::new(bytes);
+    let applied = decode_flag(d)?;
+    let rows = decode_list(d, |d| match decode_flag(d)? {
+        false => Ok(None),
+        true => Ok(Some(decode_result_row(d)?)),
+    })?;
+    let written = decode_nested_mutation(d)?;
+    finish(d, CasResult { applied, rows, written })
 }
 
 pub fn decode_read_result(bytes: &[u8]) -> Result<ReadResult, DecodeError> {
     let d = &mut Decoder::new(bytes);
-    let limit_reached = match d.u8()? {
-        0 => false,
-        1 => true,
-        _ => return Err(d.error("bad limit flag")),
-    };
-    let rows = decode_list(d, |d| {
-        let position = decode_row_position(d)?;
-        let clustering = decode_list(d, |d| d.bytes())?;
-        let cells = decode_list(d, |d| {
-            let flag = d.u8()?;
-            if flag == 0 {
-                return Ok(None);
-            }
-            if flag > 2 {
-                return Err(d.error("bad cell flag"));
-            }
-            let value = d.bytes()?;
-            let timestamp = d.var_i64()?;
-            let ttl_s = if flag == 2 { Some(d.var_i32()?) } else { None };
-            Ok(Some(ResultCell { value, timestamp, ttl_s }))
-        })?;
-        Ok(ResultRow { position, clustering, cells })
-    })?;
+    let limit_reached = decode_flag(d)?;
+    let rows = decode_list(d, decode_result_row)?;
     finish(d, ReadResult { rows, limit_reached })
 }
 

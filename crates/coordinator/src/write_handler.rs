@@ -6,7 +6,8 @@
 //! sent (Unavailable). Replicas that answer after the client was answered
 //! still apply the write: their requests run on. A replica that is down
 //! misses the write (hints are not kept yet); read repair and, later,
-//! repair bring it back in line.
+//! repair bring it back in line. A replica that applied the write already
+//! (a conditional write's primary) counts without being sent it.
 
 use std::rc::Rc;
 use std::time::Instant;
@@ -28,6 +29,7 @@ pub(crate) async fn write(
     consistency: ConsistencyLevel,
     write_type: WriteType,
     deadline: Instant,
+    applied_by: Option<Uuid>,
 ) -> Result<(), CoordinatorError> {
     assert!(!replicas.is_empty(), "a partition has at least one replica");
     let data_centers: Vec<String> = replicas.iter().map(|host| topology.data_center(*host)).collect();
@@ -42,6 +44,10 @@ pub(crate) async fn write(
     let mutation = Rc::new(mutation);
     let (answered, mut answers) = mpsc::unbounded();
     for (host, dc) in live {
+        if Some(host) == applied_by {
+            tally.count(&dc);
+            continue;
+        }
         let (topology, mutation, payload, answered) =
             (Rc::clone(&topology), Rc::clone(&mutation), Rc::clone(&payload), answered.clone());
         shoal_runtime::spawn(async move {

@@ -102,6 +102,10 @@ pub struct CasResult {
     pub applied: bool,
     /// One per condition, in order; `None` where the row does not exist.
     pub rows: Vec<Option<ResultRow>>,
+    /// What was written, when applied: the mutation at the timestamp it
+    /// took here, its list operations resolved to cells (what other
+    /// replicas are sent).
+    pub written: Option<Mutation>,
 }
 
 impl Database {
@@ -123,13 +127,19 @@ impl Database {
         for (condition, row) in request.conditions.iter().zip(&rows) {
             applied &= condition.check.holds(&meta, row.as_ref())?;
         }
+        let mut written = None;
         if let (true, Some(mut mutation)) = (applied, request.mutation) {
             let delta_us = shoal_runtime::clock::next_write_timestamp_us() - request.timestamp_us;
             mutation.shift_timestamps(delta_us);
-            let Mutation { table, position, update, list_ops } = mutation;
-            self.apply_holding_lock(table, position, update, &list_ops).await?;
+            let Mutation { table, position, mut update, list_ops } = mutation;
+            if !list_ops.is_empty() {
+                let current = self.table(table)?.read(&position, &[ClusteringRange::all()]).await?;
+                crate::list_ops::resolve(current.as_ref(), &list_ops, &mut update)?;
+            }
+            self.apply_holding_lock(table, position.clone(), update.clone(), &[]).await?;
+            written = Some(Mutation { table, position, update, list_ops: Vec::new() });
         }
-        Ok(CasResult { applied, rows })
+        Ok(CasResult { applied, rows, written })
     }
 
     /// The live row a condition tests (its static columns merged in), or

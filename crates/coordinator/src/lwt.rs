@@ -1,0 +1,127 @@
+//! Conditional writes when several nodes hold the partition: every one is
+//! decided by the partition's primary replica (the first of its replicas
+//! in ring order), one at a time under that node's partition lock.
+//!
+//! The primary first reads the rows the conditions name at QUORUM (or
+//! LOCAL_QUORUM for LOCAL_SERIAL), asking itself first, so read repair
+//! brings its own copy up to every write a quorum acknowledged; then it
+//! checks the conditions and applies the write on its own copy, as a
+//! single node does; then it sends what it wrote — at the timestamp it
+//! took there, list operations resolved — to the other replicas, answered
+//! at the commit consistency.
+//!
+//! While the primary is down a conditional write is Unavailable rather
+//! than decided elsewhere: two deciders could each pass a check the other
+//! invalidates. This is not Paxos: it gives up availability where Paxos
+//! would not, and it is only linearizable while every coordinator agrees
+//! on the primary, which a change of the ring (a node joining) may break
+//! for a moment.
+
+use std::rc::Rc;
+use std::sync::Arc;
+use std::time::Instant;
+
+use bytes::Bytes;
+use shoal_replica::{CasRequest, CasResult, PartitionSelection, ReadCommand};
+use shoal_schema::KeyspaceMeta;
+use shoal_storage::ClusteringRange;
+use uuid::Uuid;
+
+use crate::proxy::{cas_local, placement};
+use crate::topology::Topology;
+use crate::verbs::Target;
+use crate::{read_executor, write_handler, ConsistencyLevel, CoordinatorError, WriteType};
+
+pub(crate) async fn cas(
+    topology: Rc<Topology>,
+    keyspace: Arc<KeyspaceMeta>,
+    replicas: Vec<Uuid>,
+    request: CasRequest,
+    consistency: ConsistencyLevel,
+    serial: ConsistencyLevel,
+    deadline: Instant,
+) -> Result<CasResult, CoordinatorError> {
+    let primary = replicas[0];
+    if !topology.is_up(primary) {
+        return Err(CoordinatorError::Unavailable { consistency: serial, required: 1, alive: 0 });
+    }
+    if primary == topology.me {
+        return as_primary(topology, keyspace, replicas, request, consistency, serial, deadline).await;
+    }
+    Target { topology: &topology, host: primary }.cas(&request, consistency, serial).await
+}
+
+/// Runs a conditional write that another node sent this one, its primary.
+pub(crate) async fn serve(
+    request: CasRequest,
+    consistency: ConsistencyLevel,
+    serial: ConsistencyLevel,
+    deadline: Instant,
+) -> Result<CasResult, CoordinatorError> {
+    let Some((topology, keyspace, _)) = placement(request.table) else {
+        return cas_local(request, consistency, deadline).await;
+    };
+    let replicas = topology.replicas(&keyspace, request.position.token);
+    if replicas.first() != Some(&topology.me) {
+        return Err(CoordinatorError::Remote(
+            "this node is not the partition's primary replica in its view of the ring; try again".to_string(),
+        ));
+    }
+    as_primary(topology, keyspace, replicas, request, consistency, serial, deadline).await
+}
+
+async fn as_primary(
+    topology: Rc<Topology>,
+    keyspace: Arc<KeyspaceMeta>,
+    replicas: Vec<Uuid>,
+    request: CasRequest,
+    consistency: ConsistencyLevel,
+    serial: ConsistencyLevel,
+    deadline: Instant,
+) -> Result<CasResult, CoordinatorError> {
+    let level = match serial {
+        ConsistencyLevel::LocalSerial => ConsistencyLevel::LocalQuorum,
+        _ => ConsistencyLevel::Quorum,
+    };
+    let catch_up = ReadCommand {
+        table: request.table,
+        partitions: PartitionSelection::Keys(vec![request.position.clone()]),
+        clustering: condition_ranges(&request),
+        reversed: false,
+        filters: Vec::new(),
+        distinct: false,
+        row_limit: usize::MAX,
+        per_partition_limit: usize::MAX,
+        start_after: None,
+        start_partition_rows: 0,
+        now_s: request.now_s,
+        bypass_cache: false,
+    };
+    read_executor::read(Rc::clone(&topology), keyspace, false, catch_up, level, deadline).await?;
+    let result = cas_local(request, consistency, deadline).await?;
+    if let Some(written) = &result.written {
+        let me = Some(topology.me);
+        write_handler::write(topology, replicas, written.clone(), consistency, WriteType::Cas, deadline, me).await?;
+    }
+    Ok(result)
+}
+
+/// The rows the conditions read: each named row, or the whole partition
+/// when one reads the static row.
+fn condition_ranges(request: &CasRequest) -> Vec<ClusteringRange> {
+    let mut keys: Vec<Bytes> = Vec::new();
+    for condition in &request.conditions {
+        match &condition.row {
+            None => return vec![ClusteringRange::all()],
+            Some(key) => keys.push(key.clone()),
+        }
+    }
+    keys.sort();
+    keys.dedup();
+    keys.into_iter()
+        .map(|key| ClusteringRange {
+            start: std::ops::Bound::Included(key.clone()),
+            end: std::ops::Bound::Included(key),
+        })
+        .collect()
+}
