@@ -9,9 +9,15 @@ cassandra-driver, one session per node so each node coordinates in turn.
 - RF=1: a row lives on one node, and every node reads it there.
 - One node killed: QUORUM still writes and reads; ALL and THREE are
   Unavailable with the protocol's counts.
-- Writes and a delete the dead node missed: after it returns it does not
-  have them at ONE; a read at ALL repairs it, for a partition and for a
-  range, row by row.
+- Writes and a delete the dead node missed, with hints off: after it
+  returns it does not have them at ONE; a read at ALL repairs it, for a
+  partition and for a range, row by row. TRUNCATE empties every node, and
+  is Unavailable while one is down.
+- With hints on: the coordinators keep what the dead node missed and send
+  it when it returns; at ANY a write whose only replica is down succeeds
+  as a hint and is there once the replica is back.
+- A driver given one node finds the others (system.peers_v2, NEW_NODE),
+  routes token-aware, and rides out a node killed under QUORUM load.
 """
 import contextlib
 import time
@@ -63,7 +69,17 @@ def succeeds(request):
     try:
         request()
         return True
+    except Exception:  # noqa: BLE001 - Unavailable, or a replica not yet known dead
+        return False
+
+
+def unavailable(request):
+    try:
+        request()
+        return False
     except Unavailable:
+        return True
+    except Exception:  # noqa: BLE001 - a replica not yet known dead
         return False
 
 
@@ -76,7 +92,9 @@ def test_three_nodes_replicate_at_every_level_and_repair_a_node_that_missed_writ
         nodes = [stack.enter_context(temp_node("shoal-replication-", start=False, address=a)) for a in ADDRESSES]
         seeds = ",".join("%s:%d" % (n.address, n.storage_port) for n in nodes)
         for n in nodes:
-            n.args = ["--seeds", seeds, "--memory", "512M", "--failure-detector-timeout-in-ms", "2000"]
+            # No hints: what the dead node misses stays missed until repair.
+            n.args = ["--seeds", seeds, "--memory", "512M", "--failure-detector-timeout-in-ms", "2000",
+                      "--max-hint-window-in-ms", "0"]
             n.start()
         sessions = Sessions()
         stack.callback(sessions.close)
@@ -149,6 +167,11 @@ def test_three_nodes_replicate_at_every_level_and_repair_a_node_that_missed_writ
             tuple(r) for r in everything)
         assert q(s[2], "SELECT * FROM rf3.t WHERE k = 0", CL.ONE) == []
 
+        # TRUNCATE empties every node.
+        s[1].execute("TRUNCATE rf3.t")
+        for x in s:
+            assert q(x, "SELECT * FROM rf3.t", CL.ONE) == []
+
 
 def test_a_token_aware_driver_finds_every_node_hears_events_and_rides_out_a_death():
     """The driver is given one node: it finds the others in system.peers_v2
@@ -207,3 +230,51 @@ def test_a_token_aware_driver_finds_every_node_hears_events_and_rides_out_a_deat
 
         nodes[2].start()
         wait_for("the driver sees the node UP again", lambda: hosts_up() == list(ADDRESSES), timeout=30)
+
+
+def metric(node, name):
+    """The sum of a metric over the node's shards."""
+    return sum(float(line.rsplit(" ", 1)[1]) for line in node.metrics().splitlines()
+               if line.startswith(name + "{") or line.startswith(name + " "))
+
+
+def test_hints_bring_back_what_a_dead_node_missed_and_any_succeeds_through_them():
+    with contextlib.ExitStack() as stack:
+        nodes = [stack.enter_context(temp_node("shoal-hints-", start=False, address=a)) for a in ADDRESSES]
+        seeds = ",".join("%s:%d" % (n.address, n.storage_port) for n in nodes)
+        for n in nodes:
+            n.args = ["--seeds", seeds, "--memory", "512M", "--failure-detector-timeout-in-ms", "2000"]
+            n.start()
+        sessions = Sessions()
+        stack.callback(sessions.close)
+        s = [sessions.connect(n) for n in nodes]
+        s[0].execute("CREATE KEYSPACE rf3 WITH replication = {'class': 'SimpleStrategy', 'replication_factor': 3}")
+        s[0].execute("CREATE TABLE rf3.t (k int PRIMARY KEY, v text)")
+        s[0].execute("CREATE KEYSPACE rf1 WITH replication = {'class': 'SimpleStrategy', 'replication_factor': 1}")
+        s[0].execute("CREATE TABLE rf1.t (k int PRIMARY KEY, v text)")
+        wait_for("every coordinator sees three live replicas", lambda: all(
+            succeeds(lambda: q(x, "INSERT INTO rf3.t (k, v) VALUES (-1, 'probe')", CL.ALL)) for x in s))
+
+        nodes[2].kill()
+        wait_for("the dead node is seen DOWN", lambda: all(
+            unavailable(lambda: q(x, "INSERT INTO rf3.t (k, v) VALUES (-1, 'probe')", CL.ALL)) for x in s[:2]))
+        for k in range(40):
+            q(s[k % 2], "INSERT INTO rf3.t (k, v) VALUES (%s, 'hinted')", CL.QUORUM, (k,))
+        # ANY: kept as a hint where the one replica is the dead node.
+        unavailable_at_one = 0
+        for k in range(40):
+            q(s[0], "INSERT INTO rf1.t (k, v) VALUES (%s, 'any')", CL.ANY, (k,))
+            unavailable_at_one += not succeeds(lambda: q(s[0], "INSERT INTO rf1.t (k, v) VALUES (%s, 'any')",
+                                                         CL.ONE, (k,)))
+        assert unavailable_at_one > 0, "some rf1 keys live on the dead node"
+        assert metric(nodes[0], "shoal_hints_stored_total") > 0
+        with pytest.raises(Unavailable):
+            s[0].execute("TRUNCATE rf1.t")
+
+        nodes[2].start()
+        s[2] = sessions.connect(nodes[2])
+        # The node reads its own copy at ONE: the hints reached it.
+        wait_for("the hints are replayed", lambda: len(q(s[2], "SELECT * FROM rf3.t", CL.ONE)) == 41)
+        assert {r.v for r in q(s[2], "SELECT v FROM rf3.t WHERE k IN (0, 1, 39)", CL.ONE)} == {"hinted"}
+        wait_for("ANY writes arrive", lambda: len(q(s[2], "SELECT * FROM rf1.t", CL.ONE)) == 40)
+        assert metric(nodes[0], "shoal_hints_replayed_total") + metric(nodes[1], "shoal_hints_replayed_total") > 0

@@ -29,6 +29,8 @@ pub enum Verb {
     ReadRaw = 9,
     /// Run a conditional write as the partition's primary replica.
     Cas = 10,
+    /// Remove every row of a table on the node (TRUNCATE).
+    Truncate = 11,
 }
 
 impl Verb {
@@ -44,6 +46,7 @@ impl Verb {
             8 => Verb::ReadDigest,
             9 => Verb::ReadRaw,
             10 => Verb::Cas,
+            11 => Verb::Truncate,
             _ => return None,
         })
     }
@@ -56,7 +59,9 @@ impl Verb {
             // A join waits for its entry to be committed and applied.
             Verb::Group0Join | Verb::Group0Propose => Duration::from_secs(10),
             // The coordinator's request timeout, shorter, ends the wait first.
-            Verb::Mutation | Verb::ReadData | Verb::ReadDigest | Verb::ReadRaw | Verb::Cas => Duration::from_secs(60),
+            Verb::Mutation | Verb::ReadData | Verb::ReadDigest | Verb::ReadRaw | Verb::Cas | Verb::Truncate => {
+                Duration::from_secs(60)
+            }
         }
     }
 }

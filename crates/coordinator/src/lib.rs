@@ -19,6 +19,7 @@ pub mod cluster;
 mod consistency;
 pub mod data;
 mod error;
+mod hints;
 mod items;
 mod lwt;
 mod metrics;
@@ -37,8 +38,8 @@ mod write_handler;
 
 pub use consistency::ConsistencyLevel;
 pub use error::{CoordinatorError, WriteType};
+pub use hints::set_hint_window;
 pub use items::{item_position, items_stats, run_items, track_items, ItemResult};
-pub use metrics::register_metrics;
 pub use proxy::{cas, mutate, read, truncate};
 pub use schema::{schema, set_schema_everywhere, subscribe_schema_changes, unsubscribe_schema_changes, SchemaListener};
 pub use schema_service::{announce_schema_change, schema_applier, set_schema_file, Transition};
@@ -51,7 +52,16 @@ pub use topology::{
 };
 
 /// Registers the coordinator's handlers of other nodes' requests on the
-/// calling shard; call on every shard at start.
+/// calling shard, and starts its hint replay there; call on every shard at
+/// start.
 pub fn start_shard() {
     verbs::register();
+    shoal_runtime::spawn(hints::replay());
+}
+
+/// Registers the coordinator's metrics on the calling shard, so they read
+/// 0 before the first request rather than being absent.
+pub fn register_metrics() {
+    metrics::register_metrics();
+    hints::register_metrics();
 }

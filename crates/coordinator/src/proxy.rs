@@ -29,6 +29,7 @@ use crate::schema::schema;
 use crate::shards::{on_every_shard, shard_of};
 use crate::timeouts::deadline;
 use crate::topology::{topology, Topology};
+use crate::verbs::Target;
 use crate::{lwt, metrics, read_executor, write_handler, ConsistencyLevel, CoordinatorError, WriteType};
 
 /// Where a request on `table` runs when other nodes hold some of it: the
@@ -213,9 +214,49 @@ pub(crate) async fn read_raw_local(
     Ok(shards.iter().map(|shard| by_shard[*shard].next().flatten()).collect())
 }
 
-/// Removes every row of `table` on every shard.
+/// Removes every row of `table` on every node of the cluster, all of
+/// which must be up (as in Cassandra: TRUNCATE is at ALL).
 pub async fn truncate(table: Uuid, timeout: Duration) -> Result<(), CoordinatorError> {
     let deadline = deadline(timeout);
+    let topology = topology();
+    if !topology.is_cluster() {
+        return truncate_local(table, deadline).await;
+    }
+    let members: Vec<Uuid> = topology.members().collect();
+    let alive = members.iter().filter(|host| topology.is_up(**host)).count();
+    if alive < members.len() {
+        return Err(CoordinatorError::Unavailable {
+            consistency: ConsistencyLevel::All,
+            required: members.len(),
+            alive,
+        });
+    }
+    let wait = deadline.saturating_duration_since(Instant::now());
+    let answers = join_all(members.iter().map(|host| {
+        let target = Target { topology: &topology, host: *host };
+        shoal_runtime::time::timeout(wait, async move { target.truncate(table, deadline).await })
+    }))
+    .await;
+    let received = answers.iter().filter(|a| matches!(a, Ok(Ok(())))).count();
+    for answer in answers {
+        match answer {
+            Ok(Ok(())) => {}
+            Ok(Err(e @ CoordinatorError::Invalid(_))) => return Err(e),
+            _ => {
+                return Err(CoordinatorError::WriteTimeout {
+                    consistency: ConsistencyLevel::All,
+                    write_type: WriteType::Simple,
+                    received,
+                    block_for: members.len(),
+                })
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Removes every row of `table` on every shard of this node.
+pub(crate) async fn truncate_local(table: Uuid, deadline: Instant) -> Result<(), CoordinatorError> {
     let answers = on_every_shard(move |_| async move {
         if Instant::now() > deadline {
             return Err(CoordinatorError::WriteTimeout {

@@ -180,6 +180,11 @@ impl Topology {
             .collect()
     }
 
+    /// Every member, this node too.
+    pub fn members(&self) -> impl Iterator<Item = Uuid> + '_ {
+        self.endpoints.keys().copied()
+    }
+
     pub fn is_up(&self, host: Uuid) -> bool {
         self.up.contains(&host)
     }

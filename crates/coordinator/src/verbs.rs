@@ -19,7 +19,7 @@ use shoal_replica::{CasRequest, CasResult, Mutation, PartitionSelection, ReadCom
 use shoal_storage::Partition;
 use uuid::Uuid;
 
-use crate::proxy::{mutate_local, read_local, read_raw_local};
+use crate::proxy::{mutate_local, read_local, read_raw_local, truncate_local};
 use crate::timeouts::{deadline, timeouts};
 use crate::topology::Topology;
 use crate::{wire, ConsistencyLevel, CoordinatorError, WriteType};
@@ -36,6 +36,13 @@ pub fn register() {
     messaging::register(Verb::ReadDigest, handler(handle_read_digest));
     messaging::register(Verb::ReadRaw, handler(handle_read_raw));
     messaging::register(Verb::Cas, handler(handle_cas));
+    messaging::register(Verb::Truncate, handler(handle_truncate));
+}
+
+async fn handle_truncate(payload: Bytes) -> Result<Vec<u8>, CoordinatorError> {
+    let table = Uuid::from_slice(&payload).map_err(|_| CoordinatorError::Invalid("a truncate names a table".into()))?;
+    truncate_local(table, deadline(timeouts().truncate)).await?;
+    Ok(Vec::new())
 }
 
 fn handler<F, Fut>(handle: F) -> messaging::Handler
@@ -166,7 +173,12 @@ impl Target<'_> {
         if self.is_local() {
             return mutate_local(mutation.clone(), ConsistencyLevel::One, write_type, deadline).await;
         }
-        self.call(Verb::Mutation, mutation.position.token, payload).await.map(drop)
+        self.send_mutation(mutation.position.token, payload).await
+    }
+
+    /// Sends this replica, another node, an encoded mutation of `token`.
+    pub(crate) async fn send_mutation(&self, token: i64, payload: &[u8]) -> Result<(), CoordinatorError> {
+        self.call(Verb::Mutation, token, payload).await.map(drop)
     }
 
     /// The shard a read command goes to: its first partition's.
@@ -198,6 +210,14 @@ impl Target<'_> {
             Ok(bytes) => Ok(u64::from_be_bytes(bytes)),
             Err(_) => Err(CoordinatorError::Remote(format!("a digest of {} bytes", answer.len()))),
         }
+    }
+
+    /// Removes every row of `table` on this node.
+    pub(crate) async fn truncate(&self, table: Uuid, deadline: Instant) -> Result<(), CoordinatorError> {
+        if self.is_local() {
+            return truncate_local(table, deadline).await;
+        }
+        self.call(Verb::Truncate, 0, table.as_bytes()).await.map(drop)
     }
 
     /// Has this replica, the partition's primary, run a conditional write.

@@ -4,9 +4,9 @@
 //!
 //! Too few live replicas for the level fail the write before anything is
 //! sent (Unavailable). Replicas that answer after the client was answered
-//! still apply the write: their requests run on. A replica that is down
-//! misses the write (hints are not kept yet); read repair and, later,
-//! repair bring it back in line. A replica that applied the write already
+//! still apply the write: their requests run on. A replica that is down,
+//! or fails the write, gets it later as a hint ([`crate::hints`]); at ANY a
+//! hint kept counts as an answer. A replica that applied the write already
 //! (a conditional write's primary) counts without being sent it.
 
 use std::rc::Rc;
@@ -20,7 +20,7 @@ use uuid::Uuid;
 use crate::consistency::Tally;
 use crate::topology::Topology;
 use crate::verbs::Target;
-use crate::{wire, ConsistencyLevel, CoordinatorError, WriteType};
+use crate::{hints, wire, ConsistencyLevel, CoordinatorError, WriteType};
 
 pub(crate) async fn write(
     topology: Rc<Topology>,
@@ -34,13 +34,21 @@ pub(crate) async fn write(
     assert!(!replicas.is_empty(), "a partition has at least one replica");
     let data_centers: Vec<String> = replicas.iter().map(|host| topology.data_center(*host)).collect();
     let mut tally = Tally::new(consistency, &data_centers, &crate::cluster::node().data_center);
-    let live: Vec<(Uuid, String)> =
-        replicas.into_iter().zip(data_centers).filter(|(host, _)| topology.is_up(*host)).collect();
+    let (live, down): (Vec<(Uuid, String)>, Vec<(Uuid, String)>) =
+        replicas.into_iter().zip(data_centers).partition(|(host, _)| topology.is_up(*host));
     let live_dcs: Vec<String> = live.iter().map(|(_, dc)| dc.clone()).collect();
     if let Some((required, alive)) = tally.unmet_by(&live_dcs) {
-        return Err(CoordinatorError::Unavailable { consistency, required, alive });
+        if consistency != ConsistencyLevel::Any {
+            return Err(CoordinatorError::Unavailable { consistency, required, alive });
+        }
     }
     let payload: Rc<[u8]> = wire::encode_mutation(&mutation).into();
+    let token = mutation.position.token;
+    for (host, dc) in down {
+        if hints::store(host, token, Rc::clone(&payload)) && consistency == ConsistencyLevel::Any {
+            tally.count(&dc);
+        }
+    }
     let mutation = Rc::new(mutation);
     let (answered, mut answers) = mpsc::unbounded();
     for (host, dc) in live {
@@ -53,7 +61,11 @@ pub(crate) async fn write(
         shoal_runtime::spawn(async move {
             let target = Target { topology: &topology, host };
             let outcome = target.mutate(&mutation, &payload, write_type, deadline).await;
-            let _ = answered.unbounded_send((dc, outcome));
+            let hinted = match &outcome {
+                Err(e) if !matches!(e, CoordinatorError::Invalid(_)) => hints::store(host, token, Rc::clone(&payload)),
+                _ => false,
+            };
+            let _ = answered.unbounded_send((dc, outcome, hinted));
         });
     }
     drop(answered);
@@ -61,10 +73,15 @@ pub(crate) async fn write(
     while !tally.is_met() {
         let wait = deadline.saturating_duration_since(Instant::now());
         match shoal_runtime::time::timeout(wait, answers.next()).await {
-            Ok(Some((dc, Ok(())))) => tally.count(&dc),
-            Ok(Some((_, Err(e)))) => {
+            Ok(Some((dc, Ok(()), _))) => tally.count(&dc),
+            Ok(Some((dc, Err(_), true))) if consistency == ConsistencyLevel::Any => tally.count(&dc),
+            Ok(Some((_, Err(e), _))) => {
                 tracing::debug!("a replica failed a write: {e}");
-                failure.get_or_insert(e);
+                // The client's to fix, or to slow down for; any other
+                // failure (a replica unreachable) reads as no answer.
+                if matches!(e, CoordinatorError::Invalid(_) | CoordinatorError::Overloaded(_)) {
+                    failure.get_or_insert(e);
+                }
             }
             // Every replica answered, too few of them with success.
             Ok(None) => {

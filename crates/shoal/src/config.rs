@@ -92,6 +92,10 @@ pub struct ServerArgs {
     /// A node that has not answered pings for this long is marked down [default: 20000]
     #[arg(long, env = "SHOAL_FAILURE_DETECTOR_TIMEOUT_IN_MS")]
     pub failure_detector_timeout_in_ms: Option<u64>,
+    /// Writes a down replica missed are kept as hints while it has been down
+    /// less than this; 0 keeps none [default: 10800000, 3 h]
+    #[arg(long, env = "SHOAL_MAX_HINT_WINDOW_IN_MS")]
+    pub max_hint_window_in_ms: Option<u64>,
     /// Tokens (vnodes) this node takes when it first starts; kept after [default: 256]
     #[arg(long, env = "SHOAL_NUM_TOKENS")]
     pub num_tokens: Option<usize>,
@@ -159,6 +163,7 @@ struct OptionsFile {
     storage_port: Option<u16>,
     seed_provider: Option<Vec<SeedProvider>>,
     failure_detector_timeout_in_ms: Option<u64>,
+    max_hint_window_in_ms: Option<u64>,
     num_tokens: Option<usize>,
     native_transport_max_frame_size_in_mb: Option<usize>,
     data_file_directories: Option<Vec<PathBuf>>,
@@ -222,6 +227,8 @@ pub struct Config {
     /// cluster (group 0) if it has never been in one.
     pub first_seed: bool,
     pub failure_detector_timeout: Duration,
+    /// How long a down replica's missed writes are kept as hints.
+    pub max_hint_window: Duration,
     /// Tokens a node takes at its first start.
     pub num_tokens: usize,
     pub data_center: String,
@@ -335,6 +342,9 @@ impl Config {
             storage_port,
             seeds,
             first_seed,
+            max_hint_window: Duration::from_millis(
+                args.max_hint_window_in_ms.or(file.max_hint_window_in_ms).unwrap_or(3 * 3600 * 1000),
+            ),
             failure_detector_timeout: Duration::from_millis(
                 args.failure_detector_timeout_in_ms.or(file.failure_detector_timeout_in_ms).unwrap_or(20_000),
             ),

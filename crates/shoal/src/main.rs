@@ -67,6 +67,7 @@ fn run(config: Config) -> Result<(), String> {
     let host_id = node_identity(&config)?;
     check_shard_count(&config)?;
     shoal_coordinator::set_timeouts(config.timeouts);
+    shoal_coordinator::set_hint_window(config.max_hint_window);
     set_node_info(NodeInfo {
         cluster_name: config.cluster_name.clone(),
         host_id,
