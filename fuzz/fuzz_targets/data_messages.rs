@@ -1,6 +1,7 @@
 //! Fuzzes the data messages a replica reads from another node's
 //! coordinator, and the answers a coordinator reads back (`coordinator::
-//! wire`), plus group 0's schema entries (`coordinator::schema_entry`).
+//! wire`: mutations, reads, results, partitions, conditional writes and
+//! their outcomes), plus group 0's schema entries (`coordinator::schema_entry`).
 //! The first byte picks the decoder; any bytes give a message or an
 //! error, never a panic, and a message decoded encodes to what decodes to
 //! it again.
@@ -11,7 +12,7 @@ use shoal_coordinator::{schema_entry, wire};
 
 fuzz_target!(|data: &[u8]| {
     let Some((&which, bytes)) = data.split_first() else { return };
-    match which % 5 {
+    match which % 7 {
         0 => {
             if let Ok(mutation) = wire::decode_mutation(bytes) {
                 assert!(wire::decode_mutation(&wire::encode_mutation(&mutation)).is_ok());
@@ -30,6 +31,16 @@ fuzz_target!(|data: &[u8]| {
         3 => {
             if let Ok(partitions) = wire::decode_partitions(bytes) {
                 assert_eq!(wire::decode_partitions(&wire::encode_partitions(&partitions)).ok(), Some(partitions));
+            }
+        }
+        4 => {
+            if let Ok(request) = wire::decode_cas_request(bytes) {
+                assert!(wire::decode_cas_request(&wire::encode_cas_request(&request)).is_ok());
+            }
+        }
+        5 => {
+            if let Ok(result) = wire::decode_cas_result(bytes) {
+                assert!(wire::decode_cas_result(&wire::encode_cas_result(&result)).is_ok());
             }
         }
         _ => {

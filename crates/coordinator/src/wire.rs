@@ -587,8 +587,41 @@ mod tests {
         };
         let bytes = encode_read_result(&result);
         let decoded = decode_read_result(&bytes).expect("decodes");
-        assert_eq!((decoded.rows, decoded.limit_reached), (result.rows, true));
+        assert_eq!((&decoded.rows, decoded.limit_reached), (&result.rows, true));
         truncations_fail(&bytes, decode_read_result);
+
+        let request = CasRequest {
+            table: Uuid::from_u128(3),
+            position: position(1, "a"),
+            conditions: vec![
+                RowCondition { row: None, check: RowCheck::NotExists },
+                RowCondition {
+                    row: Some(Bytes::from_static(b"c")),
+                    check: RowCheck::Columns(vec![ColumnCheck {
+                        column: 2,
+                        part: CheckedPart::MapValue(Bytes::from_static(b"k")),
+                        op: CheckOp::In,
+                        values: vec![None, Some(Bytes::from_static(b"v"))],
+                    }]),
+                },
+            ],
+            mutation: Some(Mutation {
+                table: Uuid::from_u128(3),
+                position: position(1, "a"),
+                update: partition(),
+                list_ops: Vec::new(),
+            }),
+            timestamp_us: 77,
+            now_s: 1_700_000_000,
+        };
+        let bytes = encode_cas_request(&request);
+        assert_eq!(format!("{:?}", decode_cas_request(&bytes).expect("decodes")), format!("{request:?}"));
+        truncations_fail(&bytes, decode_cas_request);
+        let outcome =
+            CasResult { applied: true, rows: vec![None, Some(result.rows[0].clone())], written: request.mutation };
+        let bytes = encode_cas_result(&outcome);
+        assert_eq!(format!("{:?}", decode_cas_result(&bytes).expect("decodes")), format!("{outcome:?}"));
+        truncations_fail(&bytes, decode_cas_result);
 
         let partitions = vec![None, Some(partition())];
         let bytes = encode_partitions(&partitions);

@@ -22,6 +22,9 @@ use crate::topology::Topology;
 use crate::verbs::Target;
 use crate::{hints, wire, ConsistencyLevel, CoordinatorError, WriteType};
 
+/// A replica and its data center.
+type Replica = (Uuid, String);
+
 pub(crate) async fn write(
     topology: Rc<Topology>,
     replicas: Vec<Uuid>,
@@ -34,7 +37,7 @@ pub(crate) async fn write(
     assert!(!replicas.is_empty(), "a partition has at least one replica");
     let data_centers: Vec<String> = replicas.iter().map(|host| topology.data_center(*host)).collect();
     let mut tally = Tally::new(consistency, &data_centers, &crate::cluster::node().data_center);
-    let (live, down): (Vec<(Uuid, String)>, Vec<(Uuid, String)>) =
+    let (live, down): (Vec<Replica>, Vec<Replica>) =
         replicas.into_iter().zip(data_centers).partition(|(host, _)| topology.is_up(*host));
     let live_dcs: Vec<String> = live.iter().map(|(_, dc)| dc.clone()).collect();
     if let Some((required, alive)) = tally.unmet_by(&live_dcs) {
