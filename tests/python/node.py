@@ -186,3 +186,18 @@ def temp_node(prefix, args=(), smp=2, start=True, address="127.0.0.1"):
             print("kept the node's workdir (data and server.log): %s" % workdir)
         else:
             shutil.rmtree(workdir, ignore_errors=True)
+
+
+CLUSTER_ADDRESSES = ("127.0.0.2", "127.0.0.3", "127.0.0.4")
+
+
+def start_cluster(stack, prefix, args=(), addresses=CLUSTER_ADDRESSES):
+    """Nodes on `addresses`, each seeding all, started in order on `stack`
+    (a contextlib.ExitStack that kills and removes them); the failure
+    detector's timeout is 2 s so deaths are seen quickly."""
+    nodes = [stack.enter_context(temp_node(prefix, start=False, address=a)) for a in addresses]
+    seeds = ",".join("%s:%d" % (n.address, n.storage_port) for n in nodes)
+    for n in nodes:
+        n.args = ["--seeds", seeds, "--memory", "512M", "--failure-detector-timeout-in-ms", "2000", *args]
+        n.start()
+    return nodes

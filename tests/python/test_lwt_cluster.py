@@ -25,12 +25,11 @@ from cassandra import Unavailable
 from cassandra.cluster import Cluster, ExecutionProfile, EXEC_PROFILE_DEFAULT
 from cassandra.query import SimpleStatement
 
-from node import skip_reason, temp_node
+from node import skip_reason, start_cluster
 
 if skip_reason():
     pytest.skip(skip_reason(), allow_module_level=True)
 
-ADDRESSES = ("127.0.0.2", "127.0.0.3", "127.0.0.4")
 CLIENTS = 4
 RUN_S = 6
 KILL_AT_S = 2
@@ -155,11 +154,7 @@ def client(nodes, seed, history, lock, stop):
 
 def test_compare_and_set_is_linearizable_across_three_nodes_with_one_killed():
     with contextlib.ExitStack() as stack:
-        nodes = [stack.enter_context(temp_node("shoal-lwt-", start=False, address=a)) for a in ADDRESSES]
-        seeds = ",".join("%s:%d" % (n.address, n.storage_port) for n in nodes)
-        for n in nodes:
-            n.args = ["--seeds", seeds, "--memory", "512M", "--failure-detector-timeout-in-ms", "2000"]
-            n.start()
+        nodes = start_cluster(stack, "shoal-lwt-")
         cluster = Cluster([nodes[0].address], port=nodes[0].cql_port, protocol_version=4)
         stack.callback(cluster.shutdown)
         session = cluster.connect()

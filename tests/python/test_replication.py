@@ -29,12 +29,11 @@ from cassandra.cluster import Cluster, ExecutionProfile, EXEC_PROFILE_DEFAULT
 from cassandra.policies import WhiteListRoundRobinPolicy, FallthroughRetryPolicy
 from cassandra.query import SimpleStatement
 
-from node import skip_reason, temp_node
+from node import CLUSTER_ADDRESSES as ADDRESSES, skip_reason, start_cluster, temp_node
 
 if skip_reason():
     pytest.skip(skip_reason(), allow_module_level=True)
 
-ADDRESSES = ("127.0.0.2", "127.0.0.3", "127.0.0.4")
 WRITE_LEVELS = (CL.ANY, CL.ONE, CL.TWO, CL.THREE, CL.QUORUM, CL.ALL, CL.LOCAL_QUORUM, CL.EACH_QUORUM, CL.LOCAL_ONE)
 READ_LEVELS = (CL.ONE, CL.TWO, CL.THREE, CL.QUORUM, CL.ALL, CL.LOCAL_QUORUM, CL.LOCAL_ONE)
 
@@ -89,13 +88,8 @@ def q(session, text, level, params=None):
 
 def test_three_nodes_replicate_at_every_level_and_repair_a_node_that_missed_writes():
     with contextlib.ExitStack() as stack:
-        nodes = [stack.enter_context(temp_node("shoal-replication-", start=False, address=a)) for a in ADDRESSES]
-        seeds = ",".join("%s:%d" % (n.address, n.storage_port) for n in nodes)
-        for n in nodes:
-            # No hints: what the dead node misses stays missed until repair.
-            n.args = ["--seeds", seeds, "--memory", "512M", "--failure-detector-timeout-in-ms", "2000",
-                      "--max-hint-window-in-ms", "0"]
-            n.start()
+        # No hints: what the dead node misses stays missed until repair.
+        nodes = start_cluster(stack, "shoal-replication-", ["--max-hint-window-in-ms", "0"])
         sessions = Sessions()
         stack.callback(sessions.close)
         s = [sessions.connect(n) for n in nodes]
@@ -240,11 +234,7 @@ def metric(node, name):
 
 def test_hints_bring_back_what_a_dead_node_missed_and_any_succeeds_through_them():
     with contextlib.ExitStack() as stack:
-        nodes = [stack.enter_context(temp_node("shoal-hints-", start=False, address=a)) for a in ADDRESSES]
-        seeds = ",".join("%s:%d" % (n.address, n.storage_port) for n in nodes)
-        for n in nodes:
-            n.args = ["--seeds", seeds, "--memory", "512M", "--failure-detector-timeout-in-ms", "2000"]
-            n.start()
+        nodes = start_cluster(stack, "shoal-hints-")
         sessions = Sessions()
         stack.callback(sessions.close)
         s = [sessions.connect(n) for n in nodes]

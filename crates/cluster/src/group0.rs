@@ -666,15 +666,7 @@ mod tests {
 
     #[test]
     fn joins_round_trip_and_raft_ids_are_never_zero() {
-        let member = Member {
-            host_id: Uuid::from_u128(7),
-            address: SocketAddr::from(([127, 0, 0, 3], 7000)),
-            native_port: 9042,
-            shard_count: 2,
-            data_center: "dc1".to_string(),
-            rack: "r1".to_string(),
-            tokens: vec![-5, 0, 9],
-        };
+        let member = crate::group0_entry::sample_member();
         let mut join = 16u32.to_be_bytes().to_vec();
         encode_member(&member, &mut join);
         assert_eq!(decode_join(&join), Ok((16, member)));

@@ -108,21 +108,27 @@ pub fn decode_member(bytes: &[u8]) -> Result<Member, String> {
     Ok(Member { host_id, address: SocketAddr::new(ip, port), native_port, shard_count, data_center, rack, tokens })
 }
 
+/// A member for tests.
+#[cfg(test)]
+pub(crate) fn sample_member() -> Member {
+    Member {
+        host_id: Uuid::from_u128(7),
+        address: SocketAddr::from(([127, 0, 0, 3], 7000)),
+        native_port: 9042,
+        shard_count: 2,
+        data_center: "dc1".to_string(),
+        rack: "r1".to_string(),
+        tokens: vec![-5, 0, 9],
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
 
     #[test]
     fn entries_round_trip_and_truncations_fail() {
-        let member = Member {
-            host_id: Uuid::from_u128(7),
-            address: SocketAddr::from(([127, 0, 0, 3], 7000)),
-            native_port: 9042,
-            shard_count: 2,
-            data_center: "dc1".to_string(),
-            rack: "r1".to_string(),
-            tokens: vec![-5, 0, 9],
-        };
+        let member = sample_member();
         let mut out = Vec::new();
         encode_member(&member, &mut out);
         assert_eq!(decode_member(&out), Ok(member.clone()));
