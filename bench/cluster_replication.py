@@ -142,7 +142,7 @@ def main():
     parser.add_argument("--duration", type=float, default=10)
     parser.add_argument("--keys", type=int, default=100000)
     parser.add_argument("--value-size", type=int, default=256)
-    parser.add_argument("--concurrency", type=int, default=128)
+    parser.add_argument("--concurrency", type=int, default=512)
     args = parser.parse_args()
     single = run(args, 1)
     cluster = run(args, 3)
