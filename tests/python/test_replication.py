@@ -5,7 +5,8 @@ cassandra-driver, one session per node so each node coordinates in turn.
   it is answered (same schema version everywhere), and drivers connected to
   the other nodes hear of it (SCHEMA_CHANGE).
 - RF=3: writes at every consistency level from every node; each node then
-  holds every row (a read at ONE is served by the coordinator itself).
+  holds every row (a read at ONE is served by the coordinator itself);
+  counter increments count once on each replica.
 - RF=1: a row lives on one node, and every node reads it there.
 - One node killed: QUORUM still writes and reads; ALL and THREE are
   Unavailable with the protocol's counts.
@@ -119,14 +120,25 @@ def test_three_nodes_replicate_at_every_level_and_repair_a_node_that_missed_writ
             for j, x in enumerate(s):
                 q(x, "INSERT INTO rf3.t (k, c, v) VALUES (%s, %s, %s)", level, (i, j, "%d-%d" % (i, j)))
         expected = sorted((i, j, "%d-%d" % (i, j)) for i in range(len(WRITE_LEVELS)) for j in range(3))
+        # At ONE the coordinator reads its own copy: every node has all (the
+        # writes at ONE reach the third replica a moment after their answer).
+        wait_for("every node holds every row", lambda: all(
+            sorted(tuple(r) for r in q(x, "SELECT k, c, v FROM rf3.t", CL.ONE)) == expected for x in s))
         for x in s:
-            # At ONE the coordinator reads its own copy: every node has all.
-            assert sorted(tuple(r) for r in q(x, "SELECT k, c, v FROM rf3.t", CL.ONE)) == expected
             for level in READ_LEVELS:
                 rows = q(x, "SELECT c, v FROM rf3.t WHERE k = %s", level, (3,))
                 assert [(r.c, r.v) for r in rows] == [(0, "3-0"), (1, "3-1"), (2, "3-2")], level
         with pytest.raises(Exception, match="EACH_QUORUM"):
             q(s[0], "SELECT * FROM rf3.t WHERE k = 1", CL.EACH_QUORUM)
+
+        # Counters: each replica applies each increment once.
+        s[0].execute("CREATE TABLE rf3.c (k int PRIMARY KEY, n counter)")
+        for i in range(30):
+            q(s[i % 3], "UPDATE rf3.c SET n = n + 1 WHERE k = 1", CL.QUORUM)
+        assert q(s[1], "SELECT n FROM rf3.c WHERE k = 1", CL.ALL)[0].n == 30
+        # The third replica's copy may trail the QUORUM answers by a moment.
+        wait_for("every replica counts 30", lambda: all(
+            q(x, "SELECT n FROM rf3.c WHERE k = 1", CL.ONE)[0].n == 30 for x in s))
 
         # RF=1: one node holds each row; every node finds it.
         for k in range(60):
@@ -199,6 +211,8 @@ def test_a_token_aware_driver_finds_every_node_hears_events_and_rides_out_a_deat
         insert.consistency_level = CL.QUORUM
         select = session.prepare("SELECT v FROM ks.t WHERE k = ?")
         select.consistency_level = CL.QUORUM
+        # Both may be retried on another node when one dies mid-request.
+        insert.is_idempotent = select.is_idempotent = True
         coordinators = {session.execute(insert, (k, k)).response_future.coordinator_host for k in range(60)}
         assert len(coordinators) == 3, "token-aware routing uses every node: %s" % coordinators
 

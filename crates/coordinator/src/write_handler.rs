@@ -6,7 +6,9 @@
 //! sent (Unavailable). Replicas that answer after the client was answered
 //! still apply the write: their requests run on. A replica that is down,
 //! or fails the write, gets it later as a hint ([`crate::hints`]); at ANY a
-//! hint kept counts as an answer. A replica that applied the write already
+//! hint kept counts as an answer. Counter writes get no hints: a counter
+//! cell is a delta, and a replica that applied a write it did not answer
+//! in time would count the hint's copy again. A replica that applied the write already
 //! (a conditional write's primary) counts without being sent it.
 
 use std::rc::Rc;
@@ -47,7 +49,8 @@ pub(crate) async fn write(
     }
     let payload: Rc<[u8]> = wire::encode_mutation(&mutation).into();
     let token = mutation.position.token;
-    for (host, dc) in down {
+    let hinted = write_type != WriteType::Counter;
+    for (host, dc) in down.into_iter().filter(|_| hinted) {
         if hints::store(host, token, Rc::clone(&payload)) && consistency == ConsistencyLevel::Any {
             tally.count(&dc);
         }
@@ -65,7 +68,9 @@ pub(crate) async fn write(
             let target = Target { topology: &topology, host };
             let outcome = target.mutate(&mutation, &payload, write_type, deadline).await;
             let hinted = match &outcome {
-                Err(e) if !matches!(e, CoordinatorError::Invalid(_)) => hints::store(host, token, Rc::clone(&payload)),
+                Err(e) if hinted && !matches!(e, CoordinatorError::Invalid(_)) => {
+                    hints::store(host, token, Rc::clone(&payload))
+                }
                 _ => false,
             };
             let _ = answered.unbounded_send((dc, outcome, hinted));
