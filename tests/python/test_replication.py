@@ -19,6 +19,8 @@ cassandra-driver, one session per node so each node coordinates in turn.
   as a hint and is there once the replica is back.
 - A driver given one node finds the others (system.peers_v2, NEW_NODE),
   routes token-aware, and rides out a node killed under QUORUM load.
+- A logged batch whose coordinator could not finish it is applied whole
+  from another node's batchlog.
 """
 import contextlib
 import time
@@ -282,3 +284,31 @@ def test_hints_bring_back_what_a_dead_node_missed_and_any_succeeds_through_them(
         assert {r.v for r in q(s[2], "SELECT v FROM rf3.t WHERE k IN (0, 1, 39)", CL.ONE)} == {"hinted"}
         wait_for("ANY writes arrive", lambda: len(q(s[2], "SELECT * FROM rf1.t", CL.ONE)) == 40)
         assert metric(nodes[0], "shoal_hints_replayed_total") + metric(nodes[1], "shoal_hints_replayed_total") > 0
+
+
+def test_a_logged_batch_whose_coordinator_could_not_finish_is_applied_whole_by_its_batchlog():
+    """A logged batch over RF=1 partitions is sent the moment a node dies
+    (before anyone knows): it fails to the client, and nothing of it need
+    have applied. Its copy in another node's batchlog is replayed until
+    every partition took, once the dead node is back (hints are off, so
+    only the batchlog can bring the batch in)."""
+    with contextlib.ExitStack() as stack:
+        nodes = start_cluster(stack, "shoal-batchlog-", ["--max-hint-window-in-ms", "0"])
+        sessions = Sessions()
+        stack.callback(sessions.close)
+        s = [sessions.connect(n) for n in nodes]
+        s[0].execute("CREATE KEYSPACE rf1 WITH replication = {'class': 'SimpleStrategy', 'replication_factor': 1}")
+        s[0].execute("CREATE TABLE rf1.t (k int PRIMARY KEY, v text)")
+        wait_for("every coordinator sees three live nodes", lambda: all(
+            succeeds(lambda: q(x, "SELECT * FROM rf1.t", CL.ONE)) for x in s))
+        batch = "BEGIN BATCH " + " ".join(
+            "INSERT INTO rf1.t (k, v) VALUES (%d, 'batched');" % k for k in range(20)) + " APPLY BATCH"
+
+        nodes[2].kill()
+        with pytest.raises(Exception):
+            s[0].execute(SimpleStatement(batch, consistency_level=CL.ONE))
+        nodes[2].start()
+        s[2] = sessions.connect(nodes[2])
+        wait_for("the batch is replayed whole", lambda: succeeds(
+            lambda: len(q(s[0], "SELECT * FROM rf1.t", CL.ONE)) == 20 or 1 / 0), timeout=40)
+        assert {r.v for r in q(s[1], "SELECT v FROM rf1.t", CL.ONE)} == {"batched"}

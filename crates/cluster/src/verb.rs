@@ -31,6 +31,10 @@ pub enum Verb {
     Cas = 10,
     /// Remove every row of a table on the node (TRUNCATE).
     Truncate = 11,
+    /// Hold a logged batch until its coordinator removes it (batchlog).
+    BatchStore = 12,
+    /// Forget a held batch: its coordinator finished it.
+    BatchRemove = 13,
 }
 
 impl Verb {
@@ -47,6 +51,8 @@ impl Verb {
             9 => Verb::ReadRaw,
             10 => Verb::Cas,
             11 => Verb::Truncate,
+            12 => Verb::BatchStore,
+            13 => Verb::BatchRemove,
             _ => return None,
         })
     }
@@ -59,9 +65,14 @@ impl Verb {
             // A join waits for its entry to be committed and applied.
             Verb::Group0Join | Verb::Group0Propose => Duration::from_secs(10),
             // The coordinator's request timeout, shorter, ends the wait first.
-            Verb::Mutation | Verb::ReadData | Verb::ReadDigest | Verb::ReadRaw | Verb::Cas | Verb::Truncate => {
-                Duration::from_secs(60)
-            }
+            Verb::Mutation
+            | Verb::ReadData
+            | Verb::ReadDigest
+            | Verb::ReadRaw
+            | Verb::Cas
+            | Verb::Truncate
+            | Verb::BatchStore
+            | Verb::BatchRemove => Duration::from_secs(60),
         }
     }
 }

@@ -15,6 +15,7 @@
 //! - front ends name the data only through [`data`]: they never depend on
 //!   `replica` or `storage` (a test in `shoal` checks the crate graph).
 
+mod batchlog;
 pub mod cluster;
 mod consistency;
 pub mod data;
@@ -36,6 +37,7 @@ mod verbs;
 pub mod wire;
 mod write_handler;
 
+pub use batchlog::{decode_batch, mutate_logged};
 pub use consistency::ConsistencyLevel;
 pub use error::{CoordinatorError, WriteType};
 pub use hints::set_hint_window;
@@ -52,11 +54,12 @@ pub use topology::{
 };
 
 /// Registers the coordinator's handlers of other nodes' requests on the
-/// calling shard, and starts its hint replay there; call on every shard at
-/// start.
+/// calling shard, and starts its hint and batchlog replays there; call on
+/// every shard at start.
 pub fn start_shard() {
     verbs::register();
     shoal_runtime::spawn(hints::replay());
+    shoal_runtime::spawn(batchlog::replay());
 }
 
 /// Registers the coordinator's metrics on the calling shard, so they read

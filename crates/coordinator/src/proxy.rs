@@ -9,6 +9,10 @@
 //! read to as many as the consistency level needs
 //! ([`crate::read_executor`]).
 //!
+//! The paths to other nodes are boxed where they are awaited: their state
+//! machines are large, and inline they would make every request's future
+//! (moved whole into its task) as large, single-node requests included.
+//!
 //! On one node a partition lives on exactly one shard, chosen by
 //! ScyllaDB's sharding of its token, so a single-partition request goes to
 //! one shard and the rows of several shards merge by partition position
@@ -59,7 +63,8 @@ pub async fn mutate(
     if let Some((topology, keyspace, _)) = placement(mutation.table) {
         let replicas = topology.replicas(&keyspace, mutation.position.token);
         if replicas != [topology.me] {
-            return write_handler::write(topology, replicas, mutation, consistency, write_type, deadline, None).await;
+            let write = write_handler::write(topology, replicas, mutation, consistency, write_type, deadline, None);
+            return Box::pin(write).await;
         }
     }
     mutate_local(mutation, consistency, write_type, deadline).await
@@ -93,7 +98,7 @@ pub async fn read(
 ) -> Result<ReadResult, CoordinatorError> {
     let deadline = deadline(timeout);
     if let Some((topology, keyspace, counters)) = placement(command.table) {
-        return read_executor::read(topology, keyspace, counters, command, consistency, deadline).await;
+        return Box::pin(read_executor::read(topology, keyspace, counters, command, consistency, deadline)).await;
     }
     read_local(command, consistency, deadline).await
 }
@@ -222,6 +227,10 @@ pub async fn truncate(table: Uuid, timeout: Duration) -> Result<(), CoordinatorE
     if !topology.is_cluster() {
         return truncate_local(table, deadline).await;
     }
+    Box::pin(truncate_everywhere(&topology, table, deadline)).await
+}
+
+async fn truncate_everywhere(topology: &Topology, table: Uuid, deadline: Instant) -> Result<(), CoordinatorError> {
     let members: Vec<Uuid> = topology.members().collect();
     let alive = members.iter().filter(|host| topology.is_up(**host)).count();
     if alive < members.len() {
@@ -233,7 +242,7 @@ pub async fn truncate(table: Uuid, timeout: Duration) -> Result<(), CoordinatorE
     }
     let wait = deadline.saturating_duration_since(Instant::now());
     let answers = join_all(members.iter().map(|host| {
-        let target = Target { topology: &topology, host: *host };
+        let target = Target { topology, host: *host };
         shoal_runtime::time::timeout(wait, async move { target.truncate(table, deadline).await })
     }))
     .await;
@@ -288,7 +297,7 @@ pub async fn cas(
     if let Some((topology, keyspace, _)) = placement(request.table) {
         let replicas = topology.replicas(&keyspace, request.position.token);
         if replicas != [topology.me] {
-            return lwt::cas(topology, keyspace, replicas, request, consistency, serial, deadline).await;
+            return Box::pin(lwt::cas(topology, keyspace, replicas, request, consistency, serial, deadline)).await;
         }
     }
     cas_local(request, consistency, deadline).await

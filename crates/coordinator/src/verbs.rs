@@ -37,6 +37,19 @@ pub fn register() {
     messaging::register(Verb::ReadRaw, handler(handle_read_raw));
     messaging::register(Verb::Cas, handler(handle_cas));
     messaging::register(Verb::Truncate, handler(handle_truncate));
+    messaging::register(
+        Verb::BatchStore,
+        handler(|payload: Bytes| async move { crate::batchlog::hold(&payload).map(|()| Vec::new()) }),
+    );
+    messaging::register(
+        Verb::BatchRemove,
+        handler(|payload: Bytes| async move {
+            let id =
+                Uuid::from_slice(&payload).map_err(|_| CoordinatorError::Invalid("a batch id is 16 bytes".into()))?;
+            crate::batchlog::forget(id);
+            Ok(Vec::new())
+        }),
+    );
 }
 
 async fn handle_truncate(payload: Bytes) -> Result<Vec<u8>, CoordinatorError> {
@@ -218,6 +231,23 @@ impl Target<'_> {
             return truncate_local(table, deadline).await;
         }
         self.call(Verb::Truncate, 0, table.as_bytes()).await.map(drop)
+    }
+
+    /// Has this node hold a logged batch (`payload`: its encoding).
+    pub(crate) async fn store_batch(&self, payload: &[u8]) -> Result<(), CoordinatorError> {
+        if self.is_local() {
+            return crate::batchlog::hold(payload);
+        }
+        self.call(Verb::BatchStore, 0, payload).await.map(drop)
+    }
+
+    /// Has this node forget a batch it holds.
+    pub(crate) async fn remove_batch(&self, id: Uuid) -> Result<(), CoordinatorError> {
+        if self.is_local() {
+            crate::batchlog::forget(id);
+            return Ok(());
+        }
+        self.call(Verb::BatchRemove, 0, id.as_bytes()).await.map(drop)
     }
 
     /// Has this replica, the partition's primary, run a conditional write.

@@ -27,6 +27,26 @@ use crate::{hints, wire, ConsistencyLevel, CoordinatorError, WriteType};
 /// A replica and its data center.
 type Replica = (Uuid, String);
 
+/// Unavailable if too few of `replicas` are up to meet `consistency`
+/// (ANY is met by a hint).
+pub(crate) fn check_available(
+    topology: &Topology,
+    replicas: &[Uuid],
+    consistency: ConsistencyLevel,
+) -> Result<(), CoordinatorError> {
+    if consistency == ConsistencyLevel::Any {
+        return Ok(());
+    }
+    let data_centers: Vec<String> = replicas.iter().map(|host| topology.data_center(*host)).collect();
+    let tally = Tally::new(consistency, &data_centers, &crate::cluster::node().data_center);
+    let live: Vec<String> =
+        replicas.iter().zip(data_centers).filter(|(host, _)| topology.is_up(**host)).map(|(_, dc)| dc).collect();
+    match tally.unmet_by(&live) {
+        Some((required, alive)) => Err(CoordinatorError::Unavailable { consistency, required, alive }),
+        None => Ok(()),
+    }
+}
+
 pub(crate) async fn write(
     topology: Rc<Topology>,
     replicas: Vec<Uuid>,
@@ -37,16 +57,11 @@ pub(crate) async fn write(
     applied_by: Option<Uuid>,
 ) -> Result<(), CoordinatorError> {
     assert!(!replicas.is_empty(), "a partition has at least one replica");
+    check_available(&topology, &replicas, consistency)?;
     let data_centers: Vec<String> = replicas.iter().map(|host| topology.data_center(*host)).collect();
     let mut tally = Tally::new(consistency, &data_centers, &crate::cluster::node().data_center);
     let (live, down): (Vec<Replica>, Vec<Replica>) =
         replicas.into_iter().zip(data_centers).partition(|(host, _)| topology.is_up(*host));
-    let live_dcs: Vec<String> = live.iter().map(|(_, dc)| dc.clone()).collect();
-    if let Some((required, alive)) = tally.unmet_by(&live_dcs) {
-        if consistency != ConsistencyLevel::Any {
-            return Err(CoordinatorError::Unavailable { consistency, required, alive });
-        }
-    }
     let payload: Rc<[u8]> = wire::encode_mutation(&mutation).into();
     let token = mutation.position.token;
     let hinted = write_type != WriteType::Counter;

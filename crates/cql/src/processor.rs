@@ -302,9 +302,12 @@ async fn execute_parsed(
             };
             let mut conditions = Vec::new();
             let writes = writes(&schema, &parsed.statement, keyspace, ctx, &mut conditions)?;
-            let is_batch = matches!(parsed.statement, Statement::Batch(_));
+            let batch = match &parsed.statement {
+                Statement::Batch(b) => Some(b.kind),
+                _ => None,
+            };
             check_write_consistency(&options, !conditions.is_empty())?;
-            apply_or_check(writes, conditions, &options, ctx.timestamp, ctx.now_s, is_batch).await
+            apply_or_check(writes, conditions, &options, ctx.timestamp, ctx.now_s, batch).await
         }
     }
 }
@@ -403,17 +406,17 @@ async fn apply_or_check(
     options: &QueryOptions,
     timestamp_us: i64,
     now_s: i64,
-    is_batch: bool,
+    batch: Option<BatchKind>,
 ) -> CqlResult<QueryResult> {
     if conditions.is_empty() {
-        apply_writes(writes, options.consistency, is_batch).await?;
+        apply_writes(writes, options.consistency, batch).await?;
         return Ok(QueryResult::Void);
     }
     lwt::check_single_partition(&conditions, &writes)?;
     // Boxed: the conditional path's state is ~3 KB, and every request's
     // task would otherwise carry (and copy, as it is spawned) that much.
     let (consistency, serial) = (options.consistency, options.serial_consistency);
-    Box::pin(lwt::execute(conditions, writes, consistency, serial, timestamp_us, now_s, is_batch)).await
+    Box::pin(lwt::execute(conditions, writes, consistency, serial, timestamp_us, now_s, batch.is_some())).await
 }
 
 /// Counter updates go only in COUNTER batches, and only they do.
@@ -444,17 +447,22 @@ fn writable_table(
 
 /// Applies writes, one mutation per partition: the writes of a batch to
 /// one partition merge into one update, so they apply atomically (and
-/// survive a crash, or not, together), as in Cassandra.
-async fn apply_writes(writes: Vec<Mutation>, consistency: ConsistencyLevel, is_batch: bool) -> CqlResult<()> {
+/// survive a crash, or not, together), as in Cassandra. A logged batch of
+/// several partitions goes through the batchlog (`coordinator::batchlog`).
+async fn apply_writes(writes: Vec<Mutation>, consistency: ConsistencyLevel, batch: Option<BatchKind>) -> CqlResult<()> {
     let writes = if writes.len() > 1 { merge_by_partition(writes) } else { writes };
     let schema = shoal_coordinator::schema();
     let counter =
         writes.first().and_then(|w| schema.table_by_id(w.table)).is_some_and(|t| crate::ddl::is_counter_table(t));
-    let (write_type, timeout) = match (counter, is_batch) {
+    let (write_type, timeout) = match (counter, batch.is_some()) {
         (true, _) => (WriteType::Counter, timeouts().counter_write),
         (false, true) => (WriteType::Batch, timeouts().write),
         (false, false) => (WriteType::Simple, timeouts().write),
     };
+    if batch == Some(BatchKind::Logged) && !counter && writes.len() > 1 {
+        // Boxed: a batchlog's state machine would make every write's future larger.
+        return Ok(Box::pin(shoal_coordinator::mutate_logged(writes, consistency, timeout)).await?);
+    }
     let results =
         join_all(writes.into_iter().map(|w| shoal_coordinator::mutate(w, consistency, write_type, timeout))).await;
     for result in results {
@@ -522,7 +530,7 @@ async fn run_batch(
     }
     check_batch_kind(kind, &schema, &all)?;
     check_write_consistency(&options, !conditions.is_empty())?;
-    apply_or_check(all, conditions, &options, timestamp, now, true).await
+    apply_or_check(all, conditions, &options, timestamp, now, Some(kind)).await
 }
 
 /// Cassandra's rules on serial consistency levels for writes: SERIAL and

@@ -1,0 +1,196 @@
+//! Logged batches across nodes (Cassandra's batchlog): before a batch's
+//! mutations go to their replicas, the whole batch is stored on up to two
+//! other live nodes (this node when it is alone); once every mutation is
+//! answered at the consistency level, those copies are removed. A copy
+//! still held [`REPLAY_AFTER`] after it was stored means its coordinator
+//! did not finish — it died, or a mutation failed — and the holder applies
+//! the batch itself, at ONE, until every mutation took. So a logged batch
+//! applies whole or, eventually, whole: never half.
+//!
+//! Copies are kept in memory, per shard ([`BATCHES_BYTES_MAX`]): a holder's
+//! restart loses those it held (not yet written to disk). On one node, or
+//! when every mutation stays on this node, a batch is applied without a
+//! log, as before.
+
+use std::cell::RefCell;
+use std::collections::BTreeMap;
+use std::time::{Duration, Instant};
+
+use bytes::Bytes;
+use futures_util::future::join_all;
+use shoal_replica::Mutation;
+use shoal_storage::codec::{DecodeError, Decoder, Encoder};
+use uuid::Uuid;
+
+use crate::proxy::{mutate, placement};
+use crate::timeouts::timeouts;
+use crate::topology::topology;
+use crate::verbs::Target;
+use crate::write_handler::check_available;
+use crate::{wire, ConsistencyLevel, CoordinatorError, WriteType};
+
+/// How long a stored batch waits for its coordinator before its holder
+/// replays it.
+const REPLAY_AFTER: Duration = Duration::from_secs(10);
+/// How often holders look for batches to replay.
+const REPLAY_INTERVAL: Duration = Duration::from_secs(1);
+/// Batch bytes a shard holds for coordinators.
+pub const BATCHES_BYTES_MAX: usize = 64 << 20;
+/// How many other nodes hold each batch.
+const HOLDERS: usize = 2;
+
+struct Held {
+    stored: Instant,
+    mutations: Vec<Mutation>,
+    bytes: usize,
+}
+
+#[derive(Default)]
+struct Batchlog {
+    held: BTreeMap<Uuid, Held>,
+    bytes: usize,
+}
+
+thread_local! {
+    static BATCHLOG: RefCell<Batchlog> = RefCell::default();
+}
+
+/// Applies the mutations of a logged batch at `consistency`.
+pub async fn mutate_logged(
+    mutations: Vec<Mutation>,
+    consistency: ConsistencyLevel,
+    timeout: Duration,
+) -> Result<(), CoordinatorError> {
+    let topology = topology();
+    if !topology.is_cluster() || mutations.len() < 2 {
+        return mutate_all(mutations, consistency, timeout).await;
+    }
+    // Refused before anything is stored or sent: Unavailable means nothing
+    // was done.
+    for m in &mutations {
+        if let Some((topology, keyspace, _)) = placement(m.table) {
+            check_available(&topology, &topology.replicas(&keyspace, m.position.token), consistency)?;
+        }
+    }
+    let id = Uuid::new_v4();
+    let payload = encode_batch(id, &mutations);
+    let mut holders: Vec<Uuid> = topology.members().filter(|h| *h != topology.me && topology.is_up(*h)).collect();
+    holders.truncate(HOLDERS);
+    if holders.is_empty() {
+        holders.push(topology.me);
+    }
+    let stored = join_all(holders.iter().map(|host| {
+        let target = Target { topology: &topology, host: *host };
+        let payload = &payload;
+        async move { target.store_batch(payload).await }
+    }))
+    .await;
+    if let Some(Err(e)) = stored.into_iter().find(Result::is_err) {
+        tracing::debug!("storing a batch: {e}");
+        return Err(CoordinatorError::WriteTimeout {
+            consistency,
+            write_type: WriteType::Batch,
+            received: 0,
+            block_for: holders.len(),
+        });
+    }
+    mutate_all(mutations, consistency, timeout).await?;
+    for host in holders {
+        let topology = topology.clone();
+        shoal_runtime::spawn(async move {
+            if let Err(e) = (Target { topology: &topology, host }).remove_batch(id).await {
+                tracing::debug!("removing batch {id} from {host}: {e}; it will be replayed");
+            }
+        });
+    }
+    Ok(())
+}
+
+async fn mutate_all(
+    mutations: Vec<Mutation>,
+    consistency: ConsistencyLevel,
+    timeout: Duration,
+) -> Result<(), CoordinatorError> {
+    let results = join_all(mutations.into_iter().map(|m| mutate(m, consistency, WriteType::Batch, timeout))).await;
+    results.into_iter().collect()
+}
+
+/// Holds a batch another node coordinates (`payload`: [`encode_batch`]).
+pub(crate) fn hold(payload: &[u8]) -> Result<(), CoordinatorError> {
+    let (id, mutations) =
+        decode_batch(payload).map_err(|e| CoordinatorError::Invalid(format!("malformed batch: {e}")))?;
+    BATCHLOG.with(|log| {
+        let mut log = log.borrow_mut();
+        if log.bytes + payload.len() > BATCHES_BYTES_MAX {
+            return Err(CoordinatorError::Overloaded(format!(
+                "this node holds {} bytes of batches already; try again later",
+                log.bytes
+            )));
+        }
+        log.bytes += payload.len();
+        log.held.insert(id, Held { stored: Instant::now(), mutations, bytes: payload.len() });
+        Ok(())
+    })
+}
+
+/// Forgets a batch whose coordinator finished it.
+pub(crate) fn forget(id: Uuid) {
+    BATCHLOG.with(|log| {
+        let mut log = log.borrow_mut();
+        if let Some(held) = log.held.remove(&id) {
+            log.bytes -= held.bytes;
+        }
+    });
+}
+
+/// Replays the batches whose coordinator did not finish, forever; runs on
+/// every shard.
+pub async fn replay() {
+    let mut ticks = shoal_runtime::time::interval(REPLAY_INTERVAL);
+    loop {
+        ticks.tick().await;
+        let due: Vec<(Uuid, Vec<Mutation>)> = BATCHLOG.with(|log| {
+            let log = log.borrow();
+            log.held
+                .iter()
+                .filter(|(_, held)| held.stored.elapsed() > REPLAY_AFTER)
+                .map(|(id, held)| (*id, held.mutations.clone()))
+                .collect()
+        });
+        for (id, mutations) in due {
+            match mutate_all(mutations, ConsistencyLevel::One, timeouts().write).await {
+                Ok(()) => {
+                    tracing::info!("replayed batch {id}: its coordinator did not finish it");
+                    forget(id);
+                }
+                Err(e) => tracing::debug!("replaying batch {id}: {e}; trying again"),
+            }
+        }
+    }
+}
+
+/// `[16 id][varint count][varint+mutation]...`
+pub(crate) fn encode_batch(id: Uuid, mutations: &[Mutation]) -> Vec<u8> {
+    let mut out = id.as_bytes().to_vec();
+    let e = &mut Encoder { out: &mut out };
+    e.var_u64(mutations.len() as u64);
+    for m in mutations {
+        e.bytes(&wire::encode_mutation(m));
+    }
+    out
+}
+
+pub fn decode_batch(bytes: &[u8]) -> Result<(Uuid, Vec<Mutation>), DecodeError> {
+    let d = &mut Decoder::new(bytes);
+    let id = Uuid::from_slice(d.slice(16)?).map_err(|_| d.error("bad batch id"))?;
+    let count = d.var_u64()?;
+    let mut mutations = Vec::with_capacity(usize::try_from(count).unwrap_or(0).min(d.remaining()));
+    for _ in 0..count {
+        let bytes: Bytes = d.bytes()?;
+        mutations.push(wire::decode_mutation(&bytes)?);
+    }
+    if !d.is_empty() {
+        return Err(d.error("trailing bytes after the batch"));
+    }
+    Ok((id, mutations))
+}
