@@ -1,7 +1,7 @@
 //! Fuzzes the data messages a replica reads from another node's
 //! coordinator, and the answers a coordinator reads back (`coordinator::
 //! wire`: mutations, reads, results, partitions, conditional writes and
-//! their outcomes), plus group 0's schema entries (`coordinator::schema_entry`).
+//! their outcomes, batchlog batches), plus group 0's schema entries (`coordinator::schema_entry`).
 //! The first byte picks the decoder; any bytes give a message or an
 //! error, never a panic, and a message decoded encodes to what decodes to
 //! it again.
@@ -12,7 +12,7 @@ use shoal_coordinator::{schema_entry, wire};
 
 fuzz_target!(|data: &[u8]| {
     let Some((&which, bytes)) = data.split_first() else { return };
-    match which % 7 {
+    match which % 8 {
         0 => {
             if let Ok(mutation) = wire::decode_mutation(bytes) {
                 assert!(wire::decode_mutation(&wire::encode_mutation(&mutation)).is_ok());
@@ -42,6 +42,9 @@ fuzz_target!(|data: &[u8]| {
             if let Ok(result) = wire::decode_cas_result(bytes) {
                 assert!(wire::decode_cas_result(&wire::encode_cas_result(&result)).is_ok());
             }
+        }
+        6 => {
+            let _ = shoal_coordinator::decode_batch(bytes);
         }
         _ => {
             let _ = schema_entry::decode(bytes);
