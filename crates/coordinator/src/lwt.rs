@@ -32,53 +32,51 @@ use crate::topology::Topology;
 use crate::verbs::Target;
 use crate::{read_executor, write_handler, ConsistencyLevel, CoordinatorError, WriteType};
 
-pub(crate) async fn cas(
-    topology: Rc<Topology>,
-    keyspace: Arc<KeyspaceMeta>,
-    replicas: Vec<Uuid>,
-    request: CasRequest,
-    consistency: ConsistencyLevel,
-    serial: ConsistencyLevel,
-    deadline: Instant,
-) -> Result<CasResult, CoordinatorError> {
-    let primary = replicas[0];
-    if !topology.is_up(primary) {
-        return Err(CoordinatorError::Unavailable { consistency: serial, required: 1, alive: 0 });
+/// A conditional write, its consistency levels and its deadline.
+pub(crate) struct Conditional {
+    pub request: CasRequest,
+    /// Of the commit.
+    pub consistency: ConsistencyLevel,
+    /// Of the check: SERIAL or LOCAL_SERIAL.
+    pub serial: ConsistencyLevel,
+    pub deadline: Instant,
+}
+
+/// The partition's replicas as this node sees them.
+pub(crate) struct Replicas {
+    pub topology: Rc<Topology>,
+    pub keyspace: Arc<KeyspaceMeta>,
+    pub hosts: Vec<Uuid>,
+}
+
+pub(crate) async fn cas(replicas: Replicas, op: Conditional) -> Result<CasResult, CoordinatorError> {
+    let primary = replicas.hosts[0];
+    if !replicas.topology.is_up(primary) {
+        return Err(CoordinatorError::Unavailable { consistency: op.serial, required: 1, alive: 0 });
     }
-    if primary == topology.me {
-        return as_primary(topology, keyspace, replicas, request, consistency, serial, deadline).await;
+    if primary == replicas.topology.me {
+        return as_primary(replicas, op).await;
     }
-    Target { topology: &topology, host: primary }.cas(&request, consistency, serial).await
+    Target { topology: &replicas.topology, host: primary }.cas(&op.request, op.consistency, op.serial).await
 }
 
 /// Runs a conditional write that another node sent this one, its primary.
-pub(crate) async fn serve(
-    request: CasRequest,
-    consistency: ConsistencyLevel,
-    serial: ConsistencyLevel,
-    deadline: Instant,
-) -> Result<CasResult, CoordinatorError> {
-    let Some((topology, keyspace, _)) = placement(request.table) else {
-        return cas_local(request, consistency, deadline).await;
+pub(crate) async fn serve(op: Conditional) -> Result<CasResult, CoordinatorError> {
+    let Some((topology, keyspace, _)) = placement(op.request.table) else {
+        return cas_local(op.request, op.consistency, op.deadline).await;
     };
-    let replicas = topology.replicas(&keyspace, request.position.token);
-    if replicas.first() != Some(&topology.me) {
+    let hosts = topology.replicas(&keyspace, op.request.position.token);
+    if hosts.first() != Some(&topology.me) {
         return Err(CoordinatorError::Remote(
             "this node is not the partition's primary replica in its view of the ring; try again".to_string(),
         ));
     }
-    as_primary(topology, keyspace, replicas, request, consistency, serial, deadline).await
+    as_primary(Replicas { topology, keyspace, hosts }, op).await
 }
 
-async fn as_primary(
-    topology: Rc<Topology>,
-    keyspace: Arc<KeyspaceMeta>,
-    replicas: Vec<Uuid>,
-    request: CasRequest,
-    consistency: ConsistencyLevel,
-    serial: ConsistencyLevel,
-    deadline: Instant,
-) -> Result<CasResult, CoordinatorError> {
+async fn as_primary(replicas: Replicas, op: Conditional) -> Result<CasResult, CoordinatorError> {
+    let Replicas { topology, keyspace, hosts } = replicas;
+    let Conditional { request, consistency, serial, deadline } = op;
     let level = match serial {
         ConsistencyLevel::LocalSerial => ConsistencyLevel::LocalQuorum,
         _ => ConsistencyLevel::Quorum,
@@ -101,7 +99,7 @@ async fn as_primary(
     let result = cas_local(request, consistency, deadline).await?;
     if let Some(written) = &result.written {
         let me = Some(topology.me);
-        write_handler::write(topology, replicas, written.clone(), consistency, WriteType::Cas, deadline, me).await?;
+        write_handler::write(topology, hosts, written.clone(), consistency, WriteType::Cas, deadline, me).await?;
     }
     Ok(result)
 }

@@ -295,9 +295,11 @@ pub async fn cas(
     assert!(serial.is_serial(), "a conditional write's serial consistency is SERIAL or LOCAL_SERIAL");
     let deadline = deadline(timeout);
     if let Some((topology, keyspace, _)) = placement(request.table) {
-        let replicas = topology.replicas(&keyspace, request.position.token);
-        if replicas != [topology.me] {
-            return Box::pin(lwt::cas(topology, keyspace, replicas, request, consistency, serial, deadline)).await;
+        let hosts = topology.replicas(&keyspace, request.position.token);
+        if hosts != [topology.me] {
+            let replicas = lwt::Replicas { topology, keyspace, hosts };
+            let op = lwt::Conditional { request, consistency, serial, deadline };
+            return Box::pin(lwt::cas(replicas, op)).await;
         }
     }
     cas_local(request, consistency, deadline).await

@@ -131,7 +131,8 @@ async fn handle_cas(payload: Bytes) -> Result<Vec<u8>, CoordinatorError> {
         return Err(CoordinatorError::Invalid(format!("{serial} is not a serial consistency level")));
     }
     let request = wire::decode_cas_request(&payload[4..]).map_err(malformed)?;
-    let result = crate::lwt::serve(request, consistency, serial, deadline(timeouts().cas)).await?;
+    let op = crate::lwt::Conditional { request, consistency, serial, deadline: deadline(timeouts().cas) };
+    let result = crate::lwt::serve(op).await?;
     Ok(wire::encode_cas_result(&result))
 }
 
