@@ -7,7 +7,8 @@ cassandra-driver, one session per node so each node coordinates in turn.
 - RF=3: writes at every consistency level from every node; each node then
   holds every row (a read at ONE is served by the coordinator itself);
   counter increments count once on each replica.
-- RF=1: a row lives on one node, and every node reads it there.
+- RF=1: a row lives on one node, and every node reads it there; a scan
+  pages across the nodes in token order.
 - One node killed: QUORUM still writes and reads; ALL and THREE are
   Unavailable with the protocol's counts.
 - Writes and a delete the dead node missed, with hints off: after it
@@ -148,6 +149,13 @@ def test_three_nodes_replicate_at_every_level_and_repair_a_node_that_missed_writ
         for x in s:
             assert len(q(x, "SELECT * FROM rf1.t", CL.ONE)) == 60
             assert q(x, "SELECT v FROM rf1.t WHERE k = 17", CL.ONE)[0].v == "v17"
+            # Paging across nodes: small pages, every row once, in token order.
+            paged = list(x.execute(SimpleStatement("SELECT token(k), k FROM rf1.t", fetch_size=7)))
+            assert sorted(r.k for r in paged) == list(range(60))
+            tokens = [r[0] for r in paged]
+            assert tokens == sorted(tokens)
+            assert len(q(x, "SELECT * FROM rf1.t LIMIT 25", CL.ONE)) == 25
+            assert q(x, "SELECT count(*) FROM rf1.t", CL.ONE)[0].count == 60
 
         # One node down: QUORUM goes on, ALL and THREE cannot.
         nodes[2].kill()
