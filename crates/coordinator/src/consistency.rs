@@ -99,9 +99,9 @@ pub(crate) struct Tally {
 impl Tally {
     /// What `level` needs of `replicas`, given each one's data center
     /// (`data_centers[i]` is `replicas[i]`'s) and the coordinator's.
-    pub(crate) fn new(level: ConsistencyLevel, data_centers: &[String], local_dc: &str) -> Tally {
+    pub(crate) fn new(level: ConsistencyLevel, data_centers: &[&str], local_dc: &str) -> Tally {
         let total = data_centers.len();
-        let local = data_centers.iter().filter(|dc| *dc == local_dc).count();
+        let local = data_centers.iter().filter(|dc| **dc == local_dc).count();
         let quorum = |n: usize| n / 2 + 1;
         let any = |n: usize| vec![(None, n)];
         let in_local = |n: usize| vec![(Some(local_dc.to_string()), n)];
@@ -114,11 +114,11 @@ impl Tally {
             ConsistencyLevel::LocalOne => in_local(1),
             ConsistencyLevel::LocalQuorum | ConsistencyLevel::LocalSerial => in_local(quorum(local)),
             ConsistencyLevel::EachQuorum => {
-                let mut dcs: Vec<&String> = data_centers.iter().collect();
-                dcs.sort();
+                let mut dcs: Vec<&str> = data_centers.to_vec();
+                dcs.sort_unstable();
                 dcs.dedup();
                 dcs.into_iter()
-                    .map(|dc| (Some(dc.clone()), quorum(data_centers.iter().filter(|d| *d == dc).count())))
+                    .map(|dc| (Some(dc.to_string()), quorum(data_centers.iter().filter(|d| **d == dc).count())))
                     .collect()
             }
         };
@@ -160,9 +160,9 @@ impl Tally {
 
     /// The first need that `live` replicas (by data center) cannot meet:
     /// `(required, alive)`, what Unavailable reports.
-    pub(crate) fn unmet_by(&self, live: &[String]) -> Option<(usize, usize)> {
+    pub(crate) fn unmet_by(&self, live: &[&str]) -> Option<(usize, usize)> {
         self.needs.iter().find_map(|(dc, n)| {
-            let alive = live.iter().filter(|d| dc.as_deref().is_none_or(|want| want == d.as_str())).count();
+            let alive = live.iter().filter(|d| dc.as_deref().is_none_or(|want| want == **d)).count();
             (alive < *n).then_some((*n, alive))
         })
     }
@@ -188,13 +188,9 @@ mod tests {
         assert!(ConsistencyLevel::LocalSerial.is_serial() && !ConsistencyLevel::Quorum.is_serial());
     }
 
-    fn dcs(names: &[&str]) -> Vec<String> {
-        names.iter().map(|n| n.to_string()).collect()
-    }
-
     #[test]
     fn tallies_count_by_level_and_data_center() {
-        let replicas = dcs(&["dc1", "dc1", "dc2", "dc2", "dc2"]);
+        let replicas = ["dc1", "dc1", "dc2", "dc2", "dc2"];
         let tally = |level| Tally::new(level, &replicas, "dc1");
         assert_eq!(tally(ConsistencyLevel::Quorum).block_for(), 3);
         assert_eq!(tally(ConsistencyLevel::All).block_for(), 5);
@@ -215,8 +211,8 @@ mod tests {
         each.count("dc1");
         assert!(each.is_met());
 
-        assert_eq!(tally(ConsistencyLevel::Three).unmet_by(&dcs(&["dc1", "dc2"])), Some((3, 2)));
-        assert_eq!(tally(ConsistencyLevel::LocalOne).unmet_by(&dcs(&["dc2"])), Some((1, 0)));
-        assert_eq!(tally(ConsistencyLevel::Quorum).unmet_by(&dcs(&["dc1", "dc2", "dc2"])), None);
+        assert_eq!(tally(ConsistencyLevel::Three).unmet_by(&["dc1", "dc2"]), Some((3, 2)));
+        assert_eq!(tally(ConsistencyLevel::LocalOne).unmet_by(&["dc2"]), Some((1, 0)));
+        assert_eq!(tally(ConsistencyLevel::Quorum).unmet_by(&["dc1", "dc2", "dc2"]), None);
     }
 }

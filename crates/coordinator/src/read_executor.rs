@@ -27,9 +27,8 @@ use shoal_schema::KeyspaceMeta;
 use shoal_storage::{Partition, PartitionPosition};
 use uuid::Uuid;
 
-use crate::consistency::Tally;
 use crate::proxy::merge_answers;
-use crate::topology::Topology;
+use crate::topology::{Replica, ReplicaPlan, Topology};
 use crate::verbs::{digest, Target};
 use crate::{wire, ConsistencyLevel, CoordinatorError, WriteType};
 
@@ -48,9 +47,10 @@ pub(crate) async fn read(
     let reader = Reader { topology: &topology, counters, consistency, deadline };
     match &command.partitions {
         PartitionSelection::Keys(keys) => {
+            let map = topology.replica_map(&keyspace);
             let mut groups: BTreeMap<Vec<Uuid>, Vec<PartitionPosition>> = BTreeMap::new();
             for key in keys {
-                groups.entry(topology.replicas(&keyspace, key.token)).or_default().push(key.clone());
+                groups.entry(map.replicas(key.token)).or_default().push(key.clone());
             }
             if groups.len() == 1 {
                 let (replicas, _) = groups.pop_first().expect("one group");
@@ -66,9 +66,10 @@ pub(crate) async fn read(
             merge_answers(answers, row_limit)
         }
         PartitionSelection::Range { from, to } => {
+            let map = topology.replica_map(&keyspace);
             let mut pieces: Vec<(Vec<Uuid>, ReadCommand)> = Vec::new();
             for (from, to, token) in topology.split_range(from, to) {
-                let replicas = topology.replicas(&keyspace, token);
+                let replicas = map.replicas(token);
                 match pieces.last_mut() {
                     // The same replicas as the piece before: one read.
                     Some((last, command)) if *last == replicas => {
@@ -112,23 +113,14 @@ impl Reader<'_> {
     /// Reads `command` from `replicas`, as many as the level needs.
     async fn read_from(&self, replicas: &[Uuid], command: &ReadCommand) -> Result<ReadResult, CoordinatorError> {
         let topology = self.topology;
-        let local_dc = crate::cluster::node().data_center;
-        let data_centers: Vec<String> = replicas.iter().map(|host| topology.data_center(*host)).collect();
-        let tally = Tally::new(self.consistency, &data_centers, &local_dc);
-        let mut live: Vec<(Uuid, String)> =
-            replicas.iter().copied().zip(data_centers).filter(|(host, _)| topology.is_up(*host)).collect();
-        let live_dcs: Vec<String> = live.iter().map(|(_, dc)| dc.clone()).collect();
-        if let Some((required, alive)) = tally.unmet_by(&live_dcs) {
-            return Err(CoordinatorError::Unavailable { consistency: self.consistency, required, alive });
-        }
+        let ReplicaPlan { tally: mut plan, mut live, .. } = topology.plan(replicas, self.consistency, false)?;
         // This node first, then its data center: the cheapest answers.
-        live.sort_by_key(|(host, dc)| (*host != topology.me, *dc != local_dc));
-        let mut plan = tally;
+        live.sort_by_key(|(host, dc)| (*host != topology.me, *dc != topology.local_dc));
         let mut chosen = Vec::new();
         let mut spares = Vec::new();
         for (host, dc) in live {
-            if plan.wants(&dc) {
-                plan.count(&dc);
+            if plan.wants(dc) {
+                plan.count(dc);
                 chosen.push((host, dc));
             } else {
                 spares.push((host, dc));
@@ -138,13 +130,9 @@ impl Reader<'_> {
         let spares = RefCell::new(spares);
         let (first, rest) = chosen.split_first().expect("a level needs at least one replica");
         let (data, digests) = futures_util::join!(
-            self.ask(first.clone(), &spares, |target| async move { target.read_data(command, self.deadline).await }),
+            self.ask(*first, &spares, |target| async move { target.read_data(command, self.deadline).await }),
             join_all(rest.iter().map(|replica| {
-                self.ask(
-                    replica.clone(),
-                    &spares,
-                    |target| async move { target.read_digest(command, self.deadline).await },
-                )
+                self.ask(*replica, &spares, |target| async move { target.read_digest(command, self.deadline).await })
             }))
         );
         let answered_digests = digests.iter().filter(|d| d.is_ok()).count();
@@ -176,8 +164,8 @@ impl Reader<'_> {
     /// instead, so the answer counts the same. Returns who answered.
     async fn ask<'t, T, F, Fut>(
         &self,
-        replica: (Uuid, String),
-        spares: &RefCell<Vec<(Uuid, String)>>,
+        replica: Replica<'_>,
+        spares: &RefCell<Vec<Replica<'_>>>,
         ask: F,
     ) -> Result<(Uuid, T), CoordinatorError>
     where

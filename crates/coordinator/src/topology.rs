@@ -9,6 +9,11 @@
 //! than one member the snapshot is this node alone, and every request
 //! takes the single-node path.
 //!
+//! A request asks it for a keyspace's replicas of a token (the
+//! replication options read once per request, [`Topology::replica_map`])
+//! and splits them by liveness against its consistency level
+//! ([`Topology::plan`]: Unavailable here, once, for reads and writes alike).
+//!
 //! Installing a snapshot tells the shard's listeners what changed, as
 //! drivers' TOPOLOGY_CHANGE and STATUS_CHANGE events name it: a member
 //! new or gone, a member up or down (by its CQL address).
@@ -30,7 +35,9 @@ use shoal_schema::KeyspaceMeta;
 use shoal_storage::PartitionPosition;
 use uuid::Uuid;
 
+use crate::consistency::Tally;
 use crate::shards::{on_every_shard, SHARDING_IGNORE_MSB};
+use crate::{ConsistencyLevel, CoordinatorError};
 
 /// How often shard 0 looks for membership and liveness changes.
 const REFRESH_INTERVAL: Duration = Duration::from_millis(100);
@@ -76,6 +83,8 @@ pub type TopologyListener = Box<dyn Fn(&TopologyEvent)>;
 
 pub struct Topology {
     pub me: Uuid,
+    /// This node's data center.
+    pub local_dc: String,
     snapshot: Snapshot,
     endpoints: HashMap<Uuid, Endpoint>,
     placements: HashMap<Uuid, Placement>,
@@ -144,7 +153,8 @@ pub fn topology() -> Rc<Topology> {
 
 impl Topology {
     fn build(snapshot: Snapshot) -> Topology {
-        let me = crate::cluster::node().host_id;
+        let node = crate::cluster::node();
+        let (me, local_dc) = (node.host_id, node.data_center);
         let placement = |m: &Member| Placement { data_center: m.data_center.clone(), rack: m.rack.clone() };
         let endpoints: HashMap<Uuid, Endpoint> = snapshot
             .members
@@ -157,7 +167,7 @@ impl Topology {
         let ring =
             TokenRing::new(snapshot.members.iter().map(|m| (m.host_id, m.tokens.as_slice()))).unwrap_or_default();
         let up = snapshot.up.iter().copied().chain([me]).collect();
-        Topology { me, snapshot, endpoints, placements, ring, up }
+        Topology { me, local_dc, snapshot, endpoints, placements, ring, up }
     }
 
     /// Whether other nodes hold data: until then, everything is local.
@@ -194,23 +204,47 @@ impl Topology {
     }
 
     /// A member's data center (this node's for a host not in the ring).
-    pub fn data_center(&self, host: Uuid) -> String {
-        match self.endpoints.get(&host) {
-            Some(endpoint) => endpoint.placement.data_center.clone(),
-            None => crate::cluster::node().data_center,
-        }
+    pub fn data_center(&self, host: Uuid) -> &str {
+        self.endpoints.get(&host).map_or(&self.local_dc, |endpoint| &endpoint.placement.data_center)
     }
 
     /// The hosts that hold `token`'s data in `keyspace`, its primary first.
     pub fn replicas(&self, keyspace: &KeyspaceMeta, token: i64) -> Vec<Uuid> {
+        self.replica_map(keyspace).replicas(token)
+    }
+
+    /// Where `keyspace`'s tokens live: its replication options read once,
+    /// for a request that looks up many tokens.
+    pub fn replica_map(&self, keyspace: &KeyspaceMeta) -> KeyspaceReplicas<'_> {
         let strategy = match Strategy::from_options(&keyspace.replication) {
             Ok(strategy) => strategy,
             // Checked when the keyspace was made: only system keyspaces
             // (LocalStrategy, or none) get here.
             Err(_) => Strategy::Local,
         };
-        let map = VnodeReplicas { ring: &self.ring, placements: &self.placements, strategy: &strategy, local: self.me };
-        map.replicas(token)
+        KeyspaceReplicas { topology: self, strategy }
+    }
+
+    /// `replicas` split by liveness, with what `consistency` needs of
+    /// them; Unavailable when the live ones cannot meet it. With
+    /// `hints_count` (writes at ANY), a hint meets it: never Unavailable.
+    pub fn plan(
+        &self,
+        replicas: &[Uuid],
+        consistency: ConsistencyLevel,
+        hints_count: bool,
+    ) -> Result<ReplicaPlan<'_>, CoordinatorError> {
+        let data_centers: Vec<&str> = replicas.iter().map(|host| self.data_center(*host)).collect();
+        let tally = Tally::new(consistency, &data_centers, &self.local_dc);
+        let (live, down): (Vec<Replica<'_>>, Vec<Replica<'_>>) =
+            replicas.iter().copied().zip(data_centers).partition(|(host, _)| self.is_up(*host));
+        let live_dcs: Vec<&str> = live.iter().map(|(_, dc)| *dc).collect();
+        match tally.unmet_by(&live_dcs) {
+            Some((required, alive)) if !hints_count => {
+                Err(CoordinatorError::Unavailable { consistency, required, alive })
+            }
+            _ => Ok(ReplicaPlan { tally, live, down }),
+        }
     }
 
     /// The shard of `host` that owns `token` (ScyllaDB's sharding with the
@@ -262,6 +296,30 @@ impl Topology {
         let token = token_of(&start);
         pieces.push((start, to.clone(), token));
         pieces
+    }
+}
+
+/// A replica and its data center.
+pub type Replica<'a> = (Uuid, &'a str);
+
+/// A request's replicas by liveness, and the answers its level needs.
+pub struct ReplicaPlan<'a> {
+    pub tally: Tally,
+    pub live: Vec<Replica<'a>>,
+    pub down: Vec<Replica<'a>>,
+}
+
+/// One keyspace's replica placement ([`Topology::replica_map`]).
+pub struct KeyspaceReplicas<'a> {
+    topology: &'a Topology,
+    strategy: Strategy,
+}
+
+impl KeyspaceReplicas<'_> {
+    pub fn replicas(&self, token: i64) -> Vec<Uuid> {
+        let t = self.topology;
+        let map = VnodeReplicas { ring: &t.ring, placements: &t.placements, strategy: &self.strategy, local: t.me };
+        map.replicas(token)
     }
 }
 

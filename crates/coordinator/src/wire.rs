@@ -40,22 +40,46 @@ fn decode_position(d: &mut Decoder) -> Result<PartitionPosition, DecodeError> {
     Ok(PartitionPosition { token: d.var_i64()?, key: d.bytes()? })
 }
 
-fn encode_optional(e: &mut Encoder, value: Option<&[u8]>) {
+/// A value that may be absent: `[u8 0]`, or `[u8 1]` and the value.
+fn encode_option<T: ?Sized>(e: &mut Encoder, value: Option<&T>, each: impl FnOnce(&mut Encoder, &T)) {
     match value {
         None => e.u8(0),
         Some(v) => {
             e.u8(1);
-            e.bytes(v);
+            each(e, v);
         }
     }
 }
 
-fn decode_optional(d: &mut Decoder) -> Result<Option<Bytes>, DecodeError> {
-    match d.u8()? {
-        0 => Ok(None),
-        1 => Ok(Some(d.bytes()?)),
-        _ => Err(d.error("bad option flag")),
+fn decode_option<T>(
+    d: &mut Decoder,
+    each: impl FnOnce(&mut Decoder) -> Result<T, DecodeError>,
+) -> Result<Option<T>, DecodeError> {
+    match decode_flag(d)? {
+        false => Ok(None),
+        true => Ok(Some(each(d)?)),
     }
+}
+
+fn encode_optional(e: &mut Encoder, value: Option<&[u8]>) {
+    encode_option(e, value, |e, v| e.bytes(v));
+}
+
+fn decode_optional(d: &mut Decoder) -> Result<Option<Bytes>, DecodeError> {
+    decode_option(d, |d| d.bytes())
+}
+
+fn decode_flag(d: &mut Decoder) -> Result<bool, DecodeError> {
+    match d.u8()? {
+        0 => Ok(false),
+        1 => Ok(true),
+        _ => Err(d.error("bad flag")),
+    }
+}
+
+/// A count or index, which must fit a `usize`.
+fn decode_size(d: &mut Decoder) -> Result<usize, DecodeError> {
+    usize::try_from(d.var_u64()?).map_err(|_| d.error("size"))
 }
 
 fn encode_list<T>(e: &mut Encoder, items: &[T], mut each: impl FnMut(&mut Encoder, &T)) {
@@ -128,13 +152,7 @@ fn encode_list_op(e: &mut Encoder, op: &ListOp) {
     }
     e.var_i64(op.timestamp);
     e.var_i64(op.now_s);
-    match op.expiry {
-        None => e.u8(0),
-        Some(expiry) => {
-            e.u8(1);
-            codec::encode_expiry(e, expiry);
-        }
-    }
+    encode_option(e, op.expiry.as_ref(), |e, expiry| codec::encode_expiry(e, *expiry));
 }
 
 fn decode_list_op(d: &mut Decoder) -> Result<ListOp, DecodeError> {
@@ -152,11 +170,7 @@ fn decode_list_op(d: &mut Decoder) -> Result<ListOp, DecodeError> {
     };
     let timestamp = d.var_i64()?;
     let now_s = d.var_i64()?;
-    let expiry = match d.u8()? {
-        0 => None,
-        1 => Some(codec::decode_expiry(d)?),
-        _ => return Err(d.error("bad expiry flag")),
-    };
+    let expiry = decode_option(d, codec::decode_expiry)?;
     Ok(ListOp { column, row, kind, timestamp, now_s, expiry })
 }
 
@@ -232,13 +246,7 @@ pub fn encode_read_command(c: &ReadCommand) -> Vec<u8> {
     e.u8(u8::from(c.reversed) | u8::from(c.distinct) << 1 | u8::from(c.bypass_cache) << 2);
     e.var_u64(c.row_limit as u64);
     e.var_u64(c.per_partition_limit as u64);
-    match &c.start_after {
-        None => e.u8(0),
-        Some(position) => {
-            e.u8(1);
-            encode_row_position(e, position);
-        }
-    }
+    encode_option(e, c.start_after.as_ref(), encode_row_position);
     e.var_u64(c.start_partition_rows as u64);
     e.var_i64(c.now_s);
     out
@@ -246,7 +254,6 @@ pub fn encode_read_command(c: &ReadCommand) -> Vec<u8> {
 
 pub fn decode_read_command(bytes: &[u8]) -> Result<ReadCommand, DecodeError> {
     let d = &mut Decoder::new(bytes);
-    let size = |d: &mut Decoder| usize::try_from(d.var_u64()?).map_err(|_| d.error("size"));
     let table = decode_uuid(d)?;
     let partitions = match d.u8()? {
         0 => PartitionSelection::Keys(decode_list(d, decode_position)?),
@@ -259,19 +266,15 @@ pub fn decode_read_command(bytes: &[u8]) -> Result<ReadCommand, DecodeError> {
         return Err(d.error("a read asks for at least one clustering range"));
     }
     let filters = decode_list(d, |d| {
-        let column = size(d)?;
+        let column = decode_size(d)?;
         let op = *FILTER_OPS.get(usize::from(d.u8()?)).ok_or_else(|| d.error("bad filter op"))?;
         Ok(RowFilter { column, op, values: decode_list(d, |d| d.bytes())? })
     })?;
     let flags = d.u8()?;
-    let row_limit = size(d)?;
-    let per_partition_limit = size(d)?;
-    let start_after = match d.u8()? {
-        0 => None,
-        1 => Some(decode_row_position(d)?),
-        _ => return Err(d.error("bad start flag")),
-    };
-    let start_partition_rows = size(d)?;
+    let row_limit = decode_size(d)?;
+    let per_partition_limit = decode_size(d)?;
+    let start_after = decode_option(d, decode_row_position)?;
+    let start_partition_rows = decode_size(d)?;
     let now_s = d.var_i64()?;
     let command = ReadCommand {
         table,
@@ -333,29 +336,12 @@ fn decode_result_row(d: &mut Decoder) -> Result<ResultRow, DecodeError> {
     Ok(ResultRow { position, clustering, cells })
 }
 
-fn decode_flag(d: &mut Decoder) -> Result<bool, DecodeError> {
-    match d.u8()? {
-        0 => Ok(false),
-        1 => Ok(true),
-        _ => Err(d.error("bad flag")),
-    }
-}
-
 fn encode_nested_mutation(e: &mut Encoder, mutation: Option<&Mutation>) {
-    match mutation {
-        None => e.u8(0),
-        Some(m) => {
-            e.u8(1);
-            e.bytes(&encode_mutation(m));
-        }
-    }
+    encode_option(e, mutation, |e, m| e.bytes(&encode_mutation(m)));
 }
 
 fn decode_nested_mutation(d: &mut Decoder) -> Result<Option<Mutation>, DecodeError> {
-    match decode_flag(d)? {
-        false => Ok(None),
-        true => Ok(Some(decode_mutation(&d.bytes()?)?)),
-    }
+    decode_option(d, |d| decode_mutation(&d.bytes()?))
 }
 
 const CHECK_OPS: [CheckOp; 7] =
@@ -401,7 +387,6 @@ pub fn encode_cas_request(r: &CasRequest) -> Vec<u8> {
 
 pub fn decode_cas_request(bytes: &[u8]) -> Result<CasRequest, DecodeError> {
     let d = &mut Decoder::new(bytes);
-    let size = |d: &mut Decoder| usize::try_from(d.var_u64()?).map_err(|_| d.error("size"));
     let table = decode_uuid(d)?;
     let position = decode_position(d)?;
     let conditions = decode_list(d, |d| {
@@ -410,11 +395,11 @@ pub fn decode_cas_request(bytes: &[u8]) -> Result<CasRequest, DecodeError> {
             0 => RowCheck::NotExists,
             1 => RowCheck::Exists,
             2 => RowCheck::Columns(decode_list(d, |d| {
-                let column = size(d)?;
+                let column = decode_size(d)?;
                 let part = match d.u8()? {
                     0 => CheckedPart::Whole,
                     1 => CheckedPart::MapValue(d.bytes()?),
-                    2 => CheckedPart::Field(size(d)?),
+                    2 => CheckedPart::Field(decode_size(d)?),
                     _ => return Err(d.error("bad checked part")),
                 };
                 let op = *CHECK_OPS.get(usize::from(d.u8()?)).ok_or_else(|| d.error("bad check op"))?;
@@ -440,13 +425,7 @@ pub fn encode_cas_result(r: &CasResult) -> Vec<u8> {
     let mut out = Vec::new();
     let e = &mut Encoder { out: &mut out };
     e.u8(u8::from(r.applied));
-    encode_list(e, &r.rows, |e, row| match row {
-        None => e.u8(0),
-        Some(row) => {
-            e.u8(1);
-            encode_result_row(e, row);
-        }
-    });
+    encode_list(e, &r.rows, |e, row| encode_option(e, row.as_ref(), encode_result_row));
     encode_nested_mutation(e, r.written.as_ref());
     out
 }
@@ -454,10 +433,7 @@ pub fn encode_cas_result(r: &CasResult) -> Vec<u8> {
 pub fn decode_cas_result(bytes: &[u8]) -> Result<CasResult, DecodeError> {
     let d = &mut Decoder::new(bytes);
     let applied = decode_flag(d)?;
-    let rows = decode_list(d, |d| match decode_flag(d)? {
-        false => Ok(None),
-        true => Ok(Some(decode_result_row(d)?)),
-    })?;
+    let rows = decode_list(d, |d| decode_option(d, decode_result_row))?;
     let written = decode_nested_mutation(d)?;
     finish(d, CasResult { applied, rows, written })
 }
@@ -474,23 +450,13 @@ pub fn decode_read_result(bytes: &[u8]) -> Result<ReadResult, DecodeError> {
 pub fn encode_partitions(partitions: &[Option<Partition>]) -> Vec<u8> {
     let mut out = Vec::new();
     let e = &mut Encoder { out: &mut out };
-    encode_list(e, partitions, |e, partition| match partition {
-        None => e.u8(0),
-        Some(p) => {
-            e.u8(1);
-            codec::encode_partition(e, p);
-        }
-    });
+    encode_list(e, partitions, |e, partition| encode_option(e, partition.as_ref(), codec::encode_partition));
     out
 }
 
 pub fn decode_partitions(bytes: &[u8]) -> Result<Vec<Option<Partition>>, DecodeError> {
     let d = &mut Decoder::new(bytes);
-    let partitions = decode_list(d, |d| match d.u8()? {
-        0 => Ok(None),
-        1 => Ok(Some(codec::decode_partition(d)?)),
-        _ => Err(d.error("bad partition flag")),
-    })?;
+    let partitions = decode_list(d, |d| decode_option(d, codec::decode_partition))?;
     finish(d, partitions)
 }
 

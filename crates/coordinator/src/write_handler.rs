@@ -19,32 +19,18 @@ use futures_util::StreamExt;
 use shoal_replica::Mutation;
 use uuid::Uuid;
 
-use crate::consistency::Tally;
-use crate::topology::Topology;
+use crate::topology::{ReplicaPlan, Topology};
 use crate::verbs::Target;
 use crate::{hints, wire, ConsistencyLevel, CoordinatorError, WriteType};
 
-/// A replica and its data center.
-type Replica = (Uuid, String);
-
-/// Unavailable if too few of `replicas` are up to meet `consistency`
-/// (ANY is met by a hint).
+/// Unavailable if too few of `replicas` are up to meet a write at
+/// `consistency` (ANY is met by a hint).
 pub(crate) fn check_available(
     topology: &Topology,
     replicas: &[Uuid],
     consistency: ConsistencyLevel,
 ) -> Result<(), CoordinatorError> {
-    if consistency == ConsistencyLevel::Any {
-        return Ok(());
-    }
-    let data_centers: Vec<String> = replicas.iter().map(|host| topology.data_center(*host)).collect();
-    let tally = Tally::new(consistency, &data_centers, &crate::cluster::node().data_center);
-    let live: Vec<String> =
-        replicas.iter().zip(data_centers).filter(|(host, _)| topology.is_up(**host)).map(|(_, dc)| dc).collect();
-    match tally.unmet_by(&live) {
-        Some((required, alive)) => Err(CoordinatorError::Unavailable { consistency, required, alive }),
-        None => Ok(()),
-    }
+    topology.plan(replicas, consistency, consistency == ConsistencyLevel::Any).map(drop)
 }
 
 pub(crate) async fn write(
@@ -57,26 +43,24 @@ pub(crate) async fn write(
     applied_by: Option<Uuid>,
 ) -> Result<(), CoordinatorError> {
     assert!(!replicas.is_empty(), "a partition has at least one replica");
-    check_available(&topology, &replicas, consistency)?;
-    let data_centers: Vec<String> = replicas.iter().map(|host| topology.data_center(*host)).collect();
-    let mut tally = Tally::new(consistency, &data_centers, &crate::cluster::node().data_center);
-    let (live, down): (Vec<Replica>, Vec<Replica>) =
-        replicas.into_iter().zip(data_centers).partition(|(host, _)| topology.is_up(*host));
+    let ReplicaPlan { mut tally, live, down } =
+        topology.plan(&replicas, consistency, consistency == ConsistencyLevel::Any)?;
     let payload: Rc<[u8]> = wire::encode_mutation(&mutation).into();
     let token = mutation.position.token;
     let hinted = write_type != WriteType::Counter;
     for (host, dc) in down.into_iter().filter(|_| hinted) {
         if hints::store(host, token, Rc::clone(&payload)) && consistency == ConsistencyLevel::Any {
-            tally.count(&dc);
+            tally.count(dc);
         }
     }
     let mutation = Rc::new(mutation);
     let (answered, mut answers) = mpsc::unbounded();
     for (host, dc) in live {
         if Some(host) == applied_by {
-            tally.count(&dc);
+            tally.count(dc);
             continue;
         }
+        let dc = dc.to_string();
         let (topology, mutation, payload, answered) =
             (Rc::clone(&topology), Rc::clone(&mutation), Rc::clone(&payload), answered.clone());
         shoal_runtime::spawn(async move {
