@@ -53,22 +53,26 @@ def common_free_port(addresses):
 
 
 class Node:
-    def __init__(self, binary, root, address, cql_port):
-        self.binary, self.address, self.cql = binary, address, cql_port
+    def __init__(self, binary, root, address, cql_port, cpu=SERVER_CPU):
+        self.binary, self.address, self.cql, self.cpu = binary, address, cql_port, cpu
         self.workdir = tempfile.mkdtemp(dir=root)
         self.aware, self.api, self.memcache, self.storage = free_ports(4)
         self.proc = None
 
-    def start(self, seeds):
-        log = open(os.path.join(self.workdir, "shoal.log"), "w")
+    @property
+    def log_path(self):
+        return os.path.join(self.workdir, "shoal.log")
+
+    def start(self, seeds, timeout=30):
+        log = open(self.log_path, "a")
         self.proc = subprocess.Popen(
-            ["taskset", "-c", str(SERVER_CPU), self.binary, "--smp", "1", "--memory", "1G",
+            ["taskset", "-c", str(self.cpu), self.binary, "--smp", "1", "--memory", "1G",
              "--workdir", self.workdir, "--listen-address", self.address,
              "--native-transport-port", str(self.cql), "--native-shard-aware-transport-port", str(self.aware),
              "--api-port", str(self.api), "--memcache-port", str(self.memcache), "--storage-port", str(self.storage),
              "--seeds", seeds],
             stdout=log, stderr=subprocess.STDOUT)
-        deadline = time.monotonic() + 30
+        deadline = time.monotonic() + timeout
         while True:
             try:
                 socket.create_connection((self.address, self.cql), timeout=0.5).close()

@@ -116,4 +116,6 @@ fn raft_seeds(corpus: &Path) {
     write(&data, "read", &[&[1u8][..], &shoal_coordinator::wire::encode_read_command(&command)].concat());
     let partitions = shoal_coordinator::wire::encode_partitions(&[None, Some(partition(2, 2, 4))]);
     write(&data, "partitions", &[&[3u8][..], &partitions].concat());
+    let page = shoal_coordinator::wire::StreamPage { partitions: vec![(position(2), partition(2, 2, 4))], more: true };
+    write(&data, "stream-page", &[&[8u8][..], &shoal_coordinator::wire::encode_stream_page(&page)].concat());
 }

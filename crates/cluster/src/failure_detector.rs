@@ -130,6 +130,12 @@ pub fn watch(address: SocketAddr) {
     });
 }
 
+/// Stops pinging `address` (a member that left); call on the shard that
+/// runs [`run`].
+pub fn unwatch(address: SocketAddr) {
+    DETECTOR.with(|d| d.borrow_mut().peers.retain(|p| p.status.address != address));
+}
+
 /// Every known peer's liveness; call on the shard that runs [`run`].
 pub fn statuses() -> Vec<PeerStatus> {
     DETECTOR.with(|d| d.borrow().peers.iter().map(|p| p.status.clone()).collect())

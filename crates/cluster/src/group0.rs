@@ -31,8 +31,19 @@
 //! proposer builds the change again. The proposer returns once its own node
 //! has applied the entry, so a client told of a change finds it there.
 //!
+//! Node states. The first member is `Normal` at once; every later one
+//! joins `Joining` and becomes `Normal` by a `State` entry once it has
+//! streamed its data; a member leaving (decommission, or removenode for a
+//! dead one) goes `Leaving`, then `Left`, which removes it from the group
+//! and from the voters. One topology change at a time: a join or a
+//! `Leaving` is refused (void, decided in log order on every node) while a
+//! member joins or leaves. [`propose_state`] proposes such an entry
+//! through the leader; [`barrier`] waits until every live member applied
+//! it, so every coordinator writes to the ranges' next replicas before
+//! data moves.
+//!
 //! Members are known to Raft by a raft id: the first 8 bytes of the host id
-//! (never 0). Not yet: leaving, removing and replacing nodes, snapshots.
+//! (never 0). Not yet: replacing nodes, snapshots.
 
 use std::cell::{Cell, RefCell};
 use std::collections::{BTreeMap, HashMap};
@@ -50,8 +61,8 @@ use raft::storage::MemStorage;
 use raft::{RawNode, StateRole, Storage};
 use uuid::Uuid;
 
-pub use crate::group0_entry::Member;
 use crate::group0_entry::{decode_member, encode_member, Entry as Group0Entry};
+pub use crate::group0_entry::{Member, NodeState};
 use crate::messaging::{self, Caller, MessagingError};
 use crate::raft_codec;
 use crate::raft_store::RaftStore;
@@ -63,7 +74,7 @@ const ELECTION_TICKS: usize = 10;
 const HEARTBEAT_TICKS: usize = 2;
 /// Between rounds of asking the seeds to be added.
 const JOIN_RETRY: Duration = Duration::from_secs(1);
-/// How long a schema change may take to be agreed and applied here.
+/// How long a proposal may take to be agreed and applied here.
 const PROPOSE_TIMEOUT: Duration = Duration::from_secs(10);
 /// Between tries of a schema proposal while there is no leader.
 const PROPOSE_RETRY: Duration = Duration::from_millis(200);
@@ -74,7 +85,7 @@ pub struct Status {
     pub term: u64,
     /// The leader's host id, if one is known.
     pub leader: Option<Uuid>,
-    pub members: Vec<Member>,
+    pub members: Vec<(Member, NodeState)>,
 }
 
 /// How this node takes part.
@@ -130,6 +141,8 @@ struct Group0 {
     /// This node's raft id.
     id: u64,
     members: RefCell<BTreeMap<u64, Member>>,
+    /// Each member's state.
+    states: RefCell<HashMap<u64, NodeState>>,
     /// Where each raft id answers: members, and callers heard from.
     addresses: RefCell<HashMap<u64, SocketAddr>>,
     inputs: mpsc::UnboundedSender<Input>,
@@ -186,6 +199,7 @@ async fn drive(config: Group0Config) -> Result<(), String> {
     let group = Rc::new(Group0 {
         id: my_id,
         members: RefCell::default(),
+        states: RefCell::default(),
         addresses: RefCell::default(),
         inputs,
         status: RefCell::default(),
@@ -277,6 +291,10 @@ fn propose_join(
             let _ = done.send(Err("another membership change is in progress; ask again".to_string()));
             return;
         }
+        if let Some(reason) = topology_change_in_progress(group, member.host_id) {
+            let _ = done.send(Err(format!("{reason}; ask again")));
+            return;
+        }
         // Others join a ring the leader is part of: tokens chosen against
         // an empty ring would overlap the leader's own.
         if raft_id(member.host_id) != group.id && !group.members.borrow().contains_key(&group.id) {
@@ -328,6 +346,17 @@ fn propose(raft: &mut RawNode<MemStorage>, group: &Group0, data: Vec<u8>, done: 
         }
         Err(e) => drop(done.send(Err(e.to_string()))),
     }
+}
+
+/// The member other than `host_id` that is joining or leaving, if one is:
+/// a topology change runs alone.
+fn topology_change_in_progress(group: &Group0, host_id: Uuid) -> Option<String> {
+    let states = group.states.borrow();
+    let (id, state) = states
+        .iter()
+        .find(|(id, state)| **id != raft_id(host_id) && matches!(state, NodeState::Joining | NodeState::Leaving))?;
+    let host = group.members.borrow().get(id).map_or_else(|| format!("raft id {id}"), |m| m.host_id.to_string());
+    Some(format!("node {host} is {} the cluster", if *state == NodeState::Joining { "joining" } else { "leaving" }))
 }
 
 /// Why a `Join` entry cannot be applied, if it cannot.
@@ -390,12 +419,26 @@ async fn apply(
 ) -> Result<(), String> {
     for entry in entries {
         if entry.entry_type == EntryType::EntryNormal && !entry.data.is_empty() {
-            match Group0Entry::decode(&entry.data) {
+            let took_effect = match Group0Entry::decode(&entry.data) {
                 Ok(Group0Entry::Join(member)) => apply_join(raft, store, group, pending, entry.index, member).await?,
                 Ok(Group0Entry::Schema { base_index, payload }) => {
                     apply_schema(group, &entry, base_index, payload).await
                 }
-                Err(e) => tracing::error!("group 0: entry {} does not decode ({e}); skipped", entry.index),
+                Ok(Group0Entry::State { host_id, state }) => {
+                    apply_state(raft, store, group, entry.index, host_id, state).await?
+                }
+                Err(e) => {
+                    tracing::error!("group 0: entry {} does not decode ({e}); skipped", entry.index);
+                    false
+                }
+            };
+            if let Some((term, done)) = group.proposals.borrow_mut().remove(&entry.index) {
+                let answer = if term == entry.term {
+                    Ok((entry.index, took_effect))
+                } else {
+                    Err(LEADERSHIP_CHANGED.to_string())
+                };
+                let _ = done.send(answer);
             }
         }
         group.applied.set(entry.index);
@@ -416,7 +459,7 @@ async fn apply_join(
     pending: &mut Pending,
     index: u64,
     member: Member,
-) -> Result<(), String> {
+) -> Result<bool, String> {
     let id = raft_id(member.host_id);
     // Checked here, the same on every node: the first record of a host
     // wins, and tokens that repeat or another member holds make the entry
@@ -426,9 +469,13 @@ async fn apply_join(
         for done in pending.remove(&member.host_id).map(|(_, joined)| joined).unwrap_or_default() {
             let _ = done.send(Err(reason.clone()));
         }
-        return Ok(());
+        return Ok(false);
     }
     if !group.members.borrow().contains_key(&id) {
+        // The first member has nothing to stream: it serves at once.
+        let first = !group.states.borrow().values().any(|s| *s == NodeState::Normal);
+        let state = if first { NodeState::Normal } else { NodeState::Joining };
+        group.states.borrow_mut().insert(id, state);
         tracing::info!(
             "group 0: node {} ({}) is a member (dc {}, rack {}, {} tokens)",
             member.address,
@@ -452,13 +499,57 @@ async fn apply_join(
     for done in pending.remove(&member.host_id).map(|(_, joined)| joined).unwrap_or_default() {
         let _ = done.send(Ok(member.clone()));
     }
-    Ok(())
+    Ok(true)
+}
+
+/// Applies a member's move to `state` if it may move there now (the same
+/// decision on every node: it depends on the log alone); `Left` removes it
+/// from the members and the voters.
+async fn apply_state(
+    raft: &mut RawNode<MemStorage>,
+    store: &RaftStore,
+    group: &Group0,
+    index: u64,
+    host_id: Uuid,
+    state: NodeState,
+) -> Result<bool, String> {
+    let id = raft_id(host_id);
+    let current = group.states.borrow().get(&id).copied();
+    let normal = group.states.borrow().values().filter(|s| **s == NodeState::Normal).count();
+    let refusal = match (current, state) {
+        (None, _) => Some("it is not a member".to_string()),
+        (Some(NodeState::Joining), NodeState::Normal) => None,
+        (Some(NodeState::Normal), NodeState::Leaving) if normal < 2 => Some("it is the last normal member".to_string()),
+        (Some(NodeState::Normal), NodeState::Leaving) => topology_change_in_progress(group, host_id),
+        // A join given up (removenode of a joiner that died) or a leave done.
+        (Some(NodeState::Joining | NodeState::Leaving), NodeState::Left) => None,
+        (Some(current), _) => Some(format!("it is {current:?}")),
+    };
+    if let Some(reason) = refusal {
+        tracing::info!("group 0: entry {index} ignored: node {host_id} cannot become {state:?}: {reason}");
+        return Ok(false);
+    }
+    tracing::info!("group 0: node {host_id} is {state:?}");
+    if state != NodeState::Left {
+        group.states.borrow_mut().insert(id, state);
+        return Ok(true);
+    }
+    group.states.borrow_mut().remove(&id);
+    if let Some(member) = group.members.borrow_mut().remove(&id) {
+        crate::failure_detector::unwatch(member.address);
+    }
+    let voters = store.storage().initial_state().map_err(|e| e.to_string())?.conf_state.voters;
+    if voters.contains(&id) {
+        let change = ConfChange { change_type: ConfChangeType::RemoveNode, node_id: id, ..Default::default() };
+        let conf = raft.apply_conf_change(&change).map_err(|e| e.to_string())?;
+        store.persist(&[], None, Some(&conf)).await.map_err(|e| e.to_string())?;
+    }
+    Ok(true)
 }
 
 /// Applies a schema entry if it is built on the latest schema entry (the
-/// same on every node: it depends on the log alone), and answers its
-/// proposer.
-async fn apply_schema(group: &Group0, entry: &Entry, base_index: u64, payload: Vec<u8>) {
+/// same on every node: it depends on the log alone): whether it did.
+async fn apply_schema(group: &Group0, entry: &Entry, base_index: u64, payload: Vec<u8>) -> bool {
     let latest = group.schema_index.get();
     let took_effect = base_index == latest;
     if took_effect {
@@ -470,11 +561,7 @@ async fn apply_schema(group: &Group0, entry: &Entry, base_index: u64, payload: V
             entry.index
         );
     }
-    if let Some((term, done)) = group.proposals.borrow_mut().remove(&entry.index) {
-        let answer =
-            if term == entry.term { Ok((entry.index, took_effect)) } else { Err(LEADERSHIP_CHANGED.to_string()) };
-        let _ = done.send(answer);
-    }
+    took_effect
 }
 
 fn send(group: &Group0, messages: Vec<Message>) {
@@ -494,9 +581,11 @@ fn send(group: &Group0, messages: Vec<Message>) {
 }
 
 fn update_status(raft: &RawNode<MemStorage>, group: &Group0) {
-    let members = group.members.borrow();
+    let (members, states) = (group.members.borrow(), group.states.borrow());
     let leader = members.get(&raft.raft.leader_id).map(|m| m.host_id);
-    *group.status.borrow_mut() = Status { term: raft.raft.term, leader, members: members.values().cloned().collect() };
+    let members =
+        members.iter().map(|(id, m)| (m.clone(), states.get(id).copied().unwrap_or(NodeState::Normal))).collect();
+    *group.status.borrow_mut() = Status { term: raft.raft.term, leader, members };
 }
 
 fn register_handlers() {
@@ -519,9 +608,9 @@ fn register_handlers() {
         Verb::Group0Propose,
         Rc::new(|_caller: Caller, payload: Bytes| {
             async move {
-                // Only schema entries: joins go through their own checks.
-                let Ok(Group0Entry::Schema { .. }) = Group0Entry::decode(&payload) else {
-                    return Err("only schema changes are proposed this way".to_string());
+                // Joins go through their own checks.
+                let Ok(Group0Entry::Schema { .. } | Group0Entry::State { .. }) = Group0Entry::decode(&payload) else {
+                    return Err("only schema changes and node states are proposed this way".to_string());
                 };
                 let (index, took_effect) = propose_here(&*running()?, payload.to_vec()).await?;
                 let mut answer = index.to_be_bytes().to_vec();
@@ -548,6 +637,22 @@ fn register_handlers() {
             .boxed_local()
         }),
     );
+    messaging::register(
+        Verb::Group0Barrier,
+        Rc::new(|_caller: Caller, payload: Bytes| {
+            async move {
+                let index = payload
+                    .as_ref()
+                    .try_into()
+                    .map(u64::from_be_bytes)
+                    .map_err(|_| "a barrier names an index of 8 bytes".to_string())?;
+                let deadline = std::time::Instant::now() + PROPOSE_TIMEOUT;
+                wait_applied(&*running()?, index, deadline).await?;
+                Ok(Bytes::new())
+            }
+            .boxed_local()
+        }),
+    );
 }
 
 fn running() -> Result<Rc<Group0>, String> {
@@ -564,7 +669,72 @@ pub fn schema_index() -> Option<u64> {
 /// once this node has applied it: whether it took effect (`false`: another
 /// change came first; build it again on the new schema). Call on shard 0.
 pub async fn propose_schema(base_index: u64, payload: Vec<u8>) -> Result<bool, String> {
-    let data = Group0Entry::Schema { base_index, payload }.encode();
+    let entry = Group0Entry::Schema { base_index, payload };
+    propose_entry(&entry).await.map(|(_, took_effect)| took_effect)
+}
+
+/// Proposes that member `host_id` moves to `state` and returns once this
+/// node has applied it: its log index, or why it did not take effect (the
+/// move is not allowed now). Call on shard 0.
+pub async fn propose_state(host_id: Uuid, state: NodeState) -> Result<u64, String> {
+    match propose_entry(&Group0Entry::State { host_id, state }).await? {
+        (index, true) => Ok(index),
+        (index, false) => {
+            let group = running()?;
+            let busy = topology_change_in_progress(&group, host_id);
+            let reason = busy.unwrap_or_else(|| match group.states.borrow().get(&raft_id(host_id)) {
+                Some(current) => format!("it is {current:?}"),
+                None => "it is not a member".to_string(),
+            });
+            Err(format!("node {host_id} cannot become {state:?} (entry {index}): {reason}"))
+        }
+    }
+}
+
+/// The index of the latest entry this node applied (0: none, or group 0
+/// does not run on this shard).
+pub fn applied_index() -> u64 {
+    GROUP0.with(|g| g.borrow().as_ref().map_or(0, |g| g.applied.get()))
+}
+
+/// This node's record of member `host_id` and its state, if it is one.
+pub fn member(host_id: Uuid) -> Option<(Member, NodeState)> {
+    let group = GROUP0.with(|g| g.borrow().clone())?;
+    let id = raft_id(host_id);
+    let member = group.members.borrow().get(&id).cloned()?;
+    let state = group.states.borrow().get(&id).copied()?;
+    Some((member, state))
+}
+
+/// Waits until every member the failure detector finds up has applied
+/// group 0's entry `index` (down ones apply it before they serve again).
+/// Call on shard 0.
+pub async fn barrier(index: u64) -> Result<(), String> {
+    let group = running()?;
+    let deadline = std::time::Instant::now() + PROPOSE_TIMEOUT;
+    wait_applied(&group, index, deadline).await?;
+    let up: Vec<SocketAddr> =
+        crate::failure_detector::statuses().into_iter().filter(|s| s.up).map(|s| s.address).collect();
+    let others: Vec<SocketAddr> = group
+        .members
+        .borrow()
+        .iter()
+        .filter(|(id, m)| **id != group.id && up.contains(&m.address))
+        .map(|(_, m)| m.address)
+        .collect();
+    let payload = index.to_be_bytes();
+    let asks = others.iter().map(|address| messaging::request(*address, 0, Verb::Group0Barrier, &payload));
+    for (address, answer) in others.iter().zip(futures_util::future::join_all(asks).await) {
+        answer.map_err(|e| format!("{address} did not apply group 0 entry {index}: {e}"))?;
+    }
+    Ok(())
+}
+
+/// Proposes `entry` through the leader (forwarded if this node is not it)
+/// and returns once this node applied it: its index and whether it took
+/// effect.
+async fn propose_entry(entry: &Group0Entry) -> Result<(u64, bool), String> {
+    let data = entry.encode();
     let deadline = std::time::Instant::now() + PROPOSE_TIMEOUT;
     loop {
         let group = running()?;
@@ -578,13 +748,13 @@ pub async fn propose_schema(base_index: u64, payload: Vec<u8>) -> Result<bool, S
         match outcome {
             Ok((index, took_effect)) => {
                 wait_applied(&group, index, deadline).await?;
-                return Ok(took_effect);
+                return Ok((index, took_effect));
             }
             Err(message) if std::time::Instant::now() + PROPOSE_RETRY < deadline => {
                 tracing::debug!("group 0: schema proposal: {message}; trying again");
                 shoal_runtime::time::sleep(PROPOSE_RETRY).await;
             }
-            Err(message) => return Err(format!("the schema change was not agreed: {message}")),
+            Err(message) => return Err(format!("group 0 did not agree: {message}")),
         }
     }
 }

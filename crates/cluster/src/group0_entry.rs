@@ -4,7 +4,9 @@
 //! - `JOIN`: a [`Member`] — the node, its place and its tokens;
 //! - `SCHEMA`: `[u64 base index][payload]` — a schema change the
 //!   coordinator encodes, built on the schema entry at `base index` (it
-//!   takes effect only if that is still the latest one when it applies).
+//!   takes effect only if that is still the latest one when it applies);
+//! - `STATE`: `[16 host id][u8 state]` — a member moves on in its life:
+//!   joining → normal → leaving → left ([`NodeState`]).
 //!
 //! Decoding is total: log files and peers' messages are read with it.
 
@@ -17,6 +19,37 @@ use crate::wire::{ip_of, put_ip, put_text, text_of};
 
 const JOIN: u8 = 1;
 const SCHEMA: u8 = 2;
+const STATE: u8 = 3;
+
+/// Where a member is in its life. A member joins (its `Join` entry) as
+/// `Joining` — or `Normal`, the first one, with no data to stream — and
+/// holds its tokens as a replica once `Normal`; `Leaving` it still holds
+/// them while its ranges move to their next replicas; `Left`, it is no
+/// longer a member.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum NodeState {
+    Joining = 0,
+    Normal = 1,
+    Leaving = 2,
+    Left = 3,
+}
+
+impl NodeState {
+    fn from_u8(byte: u8) -> Option<NodeState> {
+        [NodeState::Joining, NodeState::Normal, NodeState::Leaving, NodeState::Left]
+            .into_iter()
+            .find(|state| *state as u8 == byte)
+    }
+
+    /// The letter of nodetool status's state column.
+    pub fn letter(self) -> char {
+        match self {
+            NodeState::Joining => 'J',
+            NodeState::Normal => 'N',
+            NodeState::Leaving | NodeState::Left => 'L',
+        }
+    }
+}
 
 /// A member of the cluster as group 0 records it.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -36,6 +69,7 @@ pub struct Member {
 pub enum Entry {
     Join(Member),
     Schema { base_index: u64, payload: Vec<u8> },
+    State { host_id: Uuid, state: NodeState },
 }
 
 impl Entry {
@@ -51,6 +85,11 @@ impl Entry {
                 out.extend_from_slice(&base_index.to_be_bytes());
                 out.extend_from_slice(payload);
             }
+            Entry::State { host_id, state } => {
+                out.push(STATE);
+                out.extend_from_slice(host_id.as_bytes());
+                out.push(*state as u8);
+            }
         }
         out
     }
@@ -64,6 +103,13 @@ impl Entry {
                 };
                 Ok(Entry::Schema { base_index: u64::from_be_bytes(*base), payload: payload.to_vec() })
             }
+            Some((&STATE, body)) => match body.split_first_chunk::<16>() {
+                Some((host_id, [state])) => match NodeState::from_u8(*state) {
+                    Some(state) => Ok(Entry::State { host_id: Uuid::from_bytes(*host_id), state }),
+                    None => Err(format!("unknown node state {state}")),
+                },
+                _ => Err(format!("a state entry of {} bytes", body.len())),
+            },
             Some((kind, _)) => Err(format!("unknown entry kind {kind}")),
             None => Err("empty entry".to_string()),
         }
@@ -135,12 +181,21 @@ mod tests {
         for len in 0..out.len() {
             assert!(decode_member(&out[..len]).is_err(), "{len}");
         }
-        for entry in [Entry::Join(member), Entry::Schema { base_index: 42, payload: b"schema".to_vec() }] {
+        let entries = [
+            Entry::Join(member),
+            Entry::Schema { base_index: 42, payload: b"schema".to_vec() },
+            Entry::State { host_id: Uuid::from_u128(9), state: NodeState::Leaving },
+        ];
+        for entry in entries {
             let bytes = entry.encode();
             assert_eq!(Entry::decode(&bytes), Ok(entry));
         }
         assert!(Entry::decode(&[]).is_err());
         assert!(Entry::decode(&[SCHEMA, 0, 0, 0]).is_err());
         assert!(Entry::decode(&[9]).is_err());
+        let mut state = Entry::State { host_id: Uuid::from_u128(9), state: NodeState::Left }.encode();
+        assert!(Entry::decode(&state[..17]).is_err());
+        state[17] = 4;
+        assert!(Entry::decode(&state).is_err(), "no fifth state");
     }
 }

@@ -35,6 +35,15 @@ pub enum Verb {
     BatchStore = 12,
     /// Forget a held batch: its coordinator finished it.
     BatchRemove = 13,
+    /// Answer once group 0's entry at an index is applied here, to shard 0
+    /// ([`crate::group0::barrier`]).
+    Group0Barrier = 14,
+    /// Answer a page of a token range's stored partitions (streaming's
+    /// source side), to the shard whose data is read.
+    StreamRead = 15,
+    /// Stream in every range this node gains by the topology change in
+    /// progress, and answer when done (to shard 0).
+    Stream = 16,
 }
 
 impl Verb {
@@ -53,6 +62,9 @@ impl Verb {
             11 => Verb::Truncate,
             12 => Verb::BatchStore,
             13 => Verb::BatchRemove,
+            14 => Verb::Group0Barrier,
+            15 => Verb::StreamRead,
+            16 => Verb::Stream,
             _ => return None,
         })
     }
@@ -63,7 +75,10 @@ impl Verb {
             Verb::Hello => Duration::from_secs(5),
             Verb::Ping | Verb::Raft => Duration::from_secs(2),
             // A join waits for its entry to be committed and applied.
-            Verb::Group0Join | Verb::Group0Propose => Duration::from_secs(10),
+            Verb::Group0Join | Verb::Group0Propose | Verb::Group0Barrier => Duration::from_secs(10),
+            // A node's whole share of a topology change: bounded by its
+            // data, not by a timeout; a lost connection ends the wait.
+            Verb::Stream => Duration::from_secs(24 * 3600),
             // The coordinator's request timeout, shorter, ends the wait first.
             Verb::Mutation
             | Verb::ReadData
@@ -72,7 +87,8 @@ impl Verb {
             | Verb::Cas
             | Verb::Truncate
             | Verb::BatchStore
-            | Verb::BatchRemove => Duration::from_secs(60),
+            | Verb::BatchRemove
+            | Verb::StreamRead => Duration::from_secs(60),
         }
     }
 }

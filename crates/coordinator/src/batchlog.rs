@@ -69,7 +69,7 @@ pub async fn mutate_logged(
     // was done.
     for m in &mutations {
         if let Some((topology, keyspace, _)) = placement(m.table) {
-            check_available(&topology, &topology.replicas(&keyspace, m.position.token), consistency)?;
+            check_available(&topology, &topology.write_targets(&keyspace, m.position.token), consistency)?;
         }
     }
     let id = Uuid::new_v4();

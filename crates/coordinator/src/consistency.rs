@@ -126,6 +126,15 @@ impl Tally {
         Tally { needs, got }
     }
 
+    /// Needs one more answer for a pending replica in `dc` (a node that
+    /// gains the range by a join or a leave in progress), where its answer
+    /// would count.
+    pub(crate) fn add_pending(&mut self, dc: &str) {
+        if let Some((_, n)) = self.needs.iter_mut().find(|(need_dc, _)| need_dc.as_deref().is_none_or(|d| d == dc)) {
+            *n += 1;
+        }
+    }
+
     /// Answers needed in all.
     pub(crate) fn block_for(&self) -> usize {
         self.needs.iter().map(|(_, n)| n).sum()

@@ -54,6 +54,10 @@ pub enum CoordinatorError {
     /// within the timeout, or too many changes at once).
     #[error("{0}")]
     SchemaAgreement(String),
+    /// A node operation (bootstrap, decommission, removenode) could not go
+    /// on: why, and what to do.
+    #[error("{0}")]
+    NodeOperation(String),
     /// The schema file could not be written: the change was not applied.
     #[error("cannot write the schema file: {0}")]
     SchemaFile(String),

@@ -75,8 +75,9 @@ pub(crate) async fn serve(op: Conditional) -> Result<CasResult, CoordinatorError
 }
 
 async fn as_primary(replicas: Replicas, op: Conditional) -> Result<CasResult, CoordinatorError> {
-    let Replicas { topology, keyspace, hosts } = replicas;
+    let Replicas { topology, keyspace, hosts: _ } = replicas;
     let Conditional { request, consistency, serial, deadline } = op;
+    let targets = topology.write_targets(&keyspace, request.position.token);
     let level = match serial {
         ConsistencyLevel::LocalSerial => ConsistencyLevel::LocalQuorum,
         _ => ConsistencyLevel::Quorum,
@@ -99,7 +100,7 @@ async fn as_primary(replicas: Replicas, op: Conditional) -> Result<CasResult, Co
     let result = cas_local(request, consistency, deadline).await?;
     if let Some(written) = &result.written {
         let me = Some(topology.me);
-        write_handler::write(topology, hosts, written.clone(), consistency, WriteType::Cas, deadline, me).await?;
+        write_handler::write(topology, targets, written.clone(), consistency, WriteType::Cas, deadline, me).await?;
     }
     Ok(result)
 }

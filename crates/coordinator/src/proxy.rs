@@ -61,9 +61,9 @@ pub async fn mutate(
 ) -> Result<(), CoordinatorError> {
     let deadline = deadline(timeout);
     if let Some((topology, keyspace, _)) = placement(mutation.table) {
-        let replicas = topology.replicas(&keyspace, mutation.position.token);
-        if replicas != [topology.me] {
-            let write = write_handler::write(topology, replicas, mutation, consistency, write_type, deadline, None);
+        let targets = topology.write_targets(&keyspace, mutation.position.token);
+        if !targets.only(topology.me) {
+            let write = write_handler::write(topology, targets, mutation, consistency, write_type, deadline, None);
             return Box::pin(write).await;
         }
     }
@@ -296,7 +296,7 @@ pub async fn cas(
     let deadline = deadline(timeout);
     if let Some((topology, keyspace, _)) = placement(request.table) {
         let hosts = topology.replicas(&keyspace, request.position.token);
-        if hosts != [topology.me] {
+        if !topology.write_targets(&keyspace, request.position.token).only(topology.me) {
             let replicas = lwt::Replicas { topology, keyspace, hosts };
             let op = lwt::Conditional { request, consistency, serial, deadline };
             return Box::pin(lwt::cas(replicas, op)).await;

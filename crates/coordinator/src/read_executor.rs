@@ -113,7 +113,7 @@ impl Reader<'_> {
     /// Reads `command` from `replicas`, as many as the level needs.
     async fn read_from(&self, replicas: &[Uuid], command: &ReadCommand) -> Result<ReadResult, CoordinatorError> {
         let topology = self.topology;
-        let ReplicaPlan { tally: mut plan, mut live, .. } = topology.plan(replicas, self.consistency, false)?;
+        let ReplicaPlan { tally: mut plan, mut live, .. } = topology.plan(replicas, &[], self.consistency, false)?;
         // This node first, then its data center: the cheapest answers.
         live.sort_by_key(|(host, dc)| (*host != topology.me, *dc != topology.local_dc));
         let mut chosen = Vec::new();

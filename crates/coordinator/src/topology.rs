@@ -14,6 +14,15 @@
 //! and splits them by liveness against its consistency level
 //! ([`Topology::plan`]: Unavailable here, once, for reads and writes alike).
 //!
+//! While a member joins or leaves, two rings are kept: the natural one
+//! (normal and leaving members), whose replicas serve reads and count for
+//! writes, and the next one (normal and joining members), whose replicas
+//! that are not natural ones are the token's pending replicas: writes go
+//! to them too, and each one raises what the level needs by one
+//! (Cassandra's rule), so that once the change is done the next replicas
+//! hold every acknowledged write at the level ([`KeyspaceReplicas::pending`],
+//! [`Topology::range_moves`]).
+//!
 //! Installing a snapshot tells the shard's listeners what changed, as
 //! drivers' TOPOLOGY_CHANGE and STATUS_CHANGE events name it: a member
 //! new or gone, a member up or down (by its CQL address).
@@ -27,7 +36,7 @@ use std::time::Duration;
 
 use bytes::Bytes;
 use shoal_cluster::failure_detector;
-use shoal_cluster::group0::{self, Member};
+use shoal_cluster::group0::{self, Member, NodeState};
 use shoal_cluster::replication::{Placement, ReplicaMap, Strategy, VnodeReplicas};
 use shoal_cluster::ring::TokenRing;
 use shoal_schema::sharder::Sharder;
@@ -46,7 +55,7 @@ const REFRESH_INTERVAL: Duration = Duration::from_millis(100);
 /// there.
 #[derive(Debug, Clone, PartialEq, Default)]
 struct Snapshot {
-    members: Vec<Member>,
+    members: Vec<(Member, NodeState)>,
     up: Vec<Uuid>,
 }
 
@@ -88,8 +97,26 @@ pub struct Topology {
     snapshot: Snapshot,
     endpoints: HashMap<Uuid, Endpoint>,
     placements: HashMap<Uuid, Placement>,
+    /// The natural ring: normal and leaving members.
     ring: TokenRing,
+    /// The ring once the change in progress is done (normal and joining
+    /// members), while a member joins or leaves.
+    next_ring: Option<TokenRing>,
     up: HashSet<Uuid>,
+}
+
+/// A range of tokens `(start, end]` (wrapping when `start >= end`) whose
+/// replicas change: who holds it now and who gains it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RangeMove {
+    pub start: i64,
+    pub end: i64,
+    /// Its natural replicas, primary first.
+    pub holders: Vec<Uuid>,
+    /// Its next replicas that are not natural ones.
+    pub gainers: Vec<Uuid>,
+    /// Its natural replicas that are not next ones.
+    pub losers: Vec<Uuid>,
 }
 
 thread_local! {
@@ -125,11 +152,11 @@ fn install(snapshot: Snapshot) {
     });
 }
 
-/// What changed from `old` to `new`, other nodes only.
+/// What changed from `old` to `new`, other nodes only: a node is new to
+/// drivers once it is normal (its CQL port opens then).
 fn changes(old: &Topology, new: &Topology) -> Vec<TopologyEvent> {
     let native = |m: &Member| SocketAddr::new(m.address.ip(), m.native_port);
-    let others =
-        |t: &Topology| -> Vec<Member> { t.snapshot.members.iter().filter(|m| m.host_id != t.me).cloned().collect() };
+    let others = |t: &Topology| -> Vec<Member> { t.serving().filter(|m| m.host_id != t.me).cloned().collect() };
     let (before, after) = (others(old), others(new));
     let mut events = Vec::new();
     for m in &after {
@@ -159,15 +186,59 @@ impl Topology {
         let endpoints: HashMap<Uuid, Endpoint> = snapshot
             .members
             .iter()
-            .map(|m| (m.host_id, Endpoint { address: m.address, shard_count: m.shard_count, placement: placement(m) }))
+            .map(|(m, _)| {
+                (m.host_id, Endpoint { address: m.address, shard_count: m.shard_count, placement: placement(m) })
+            })
             .collect();
         let placements = endpoints.iter().map(|(host, e)| (*host, e.placement.clone())).collect();
         // Group 0 refuses a join whose tokens another member holds, so the
         // members' tokens are distinct; an empty ring is the single node.
-        let ring =
-            TokenRing::new(snapshot.members.iter().map(|m| (m.host_id, m.tokens.as_slice()))).unwrap_or_default();
+        let ring_of = |keep: &dyn Fn(NodeState) -> bool| {
+            let holders = snapshot.members.iter().filter(|(_, state)| keep(*state));
+            TokenRing::new(holders.map(|(m, _)| (m.host_id, m.tokens.as_slice()))).unwrap_or_default()
+        };
+        let ring = ring_of(&|state| matches!(state, NodeState::Normal | NodeState::Leaving));
+        let changing = snapshot.members.iter().any(|(_, s)| matches!(s, NodeState::Joining | NodeState::Leaving));
+        let next_ring = changing.then(|| ring_of(&|state| matches!(state, NodeState::Normal | NodeState::Joining)));
         let up = snapshot.up.iter().copied().chain([me]).collect();
-        Topology { me, local_dc, snapshot, endpoints, placements, ring, up }
+        Topology { me, local_dc, snapshot, endpoints, placements, ring, next_ring, up }
+    }
+
+    /// The members that serve clients: normal and leaving ones.
+    fn serving(&self) -> impl Iterator<Item = &Member> {
+        let serving = |state: &NodeState| matches!(state, NodeState::Normal | NodeState::Leaving);
+        self.snapshot.members.iter().filter(move |(_, state)| serving(state)).map(|(m, _)| m)
+    }
+
+    /// Whether a member is joining or leaving.
+    pub fn is_changing(&self) -> bool {
+        self.next_ring.is_some()
+    }
+
+    /// Whether `host` is a member on its way out.
+    pub fn is_leaving(&self, host: Uuid) -> bool {
+        self.snapshot.members.iter().any(|(m, state)| m.host_id == host && *state == NodeState::Leaving)
+    }
+
+    /// The ranges of `keyspace` whose replicas the change in progress
+    /// moves, in ring order; empty when none is in progress.
+    pub fn range_moves(&self, keyspace: &KeyspaceMeta) -> Vec<RangeMove> {
+        let Some(next_ring) = &self.next_ring else { return Vec::new() };
+        let map = self.replica_map(keyspace);
+        let mut boundaries: Vec<i64> = self.ring.tokens().chain(next_ring.tokens()).collect();
+        boundaries.sort_unstable();
+        boundaries.dedup();
+        let mut moves = Vec::new();
+        for (i, end) in boundaries.iter().enumerate() {
+            let start = if i == 0 { boundaries[boundaries.len() - 1] } else { boundaries[i - 1] };
+            let (holders, next) = (map.replicas(*end), map.next_replicas(*end));
+            let gainers: Vec<Uuid> = next.iter().filter(|h| !holders.contains(h)).copied().collect();
+            if !gainers.is_empty() {
+                let losers = holders.iter().filter(|h| !next.contains(h)).copied().collect();
+                moves.push(RangeMove { start, end: *end, holders, gainers, losers });
+            }
+        }
+        moves
     }
 
     /// Whether other nodes hold data: until then, everything is local.
@@ -177,7 +248,7 @@ impl Topology {
 
     /// The other members, for drivers.
     pub fn peers(&self) -> Vec<Peer> {
-        let members = self.snapshot.members.iter().filter(|m| m.host_id != self.me);
+        let members = self.serving().filter(|m| m.host_id != self.me);
         members
             .map(|m| Peer {
                 host_id: m.host_id,
@@ -213,6 +284,12 @@ impl Topology {
         self.replica_map(keyspace).replicas(token)
     }
 
+    /// Where a write of `token` in `keyspace` goes.
+    pub fn write_targets(&self, keyspace: &KeyspaceMeta, token: i64) -> WriteTargets {
+        let map = self.replica_map(keyspace);
+        WriteTargets { natural: map.replicas(token), pending: map.pending(token) }
+    }
+
     /// Where `keyspace`'s tokens live: its replication options read once,
     /// for a request that looks up many tokens.
     pub fn replica_map(&self, keyspace: &KeyspaceMeta) -> KeyspaceReplicas<'_> {
@@ -225,19 +302,26 @@ impl Topology {
         KeyspaceReplicas { topology: self, strategy }
     }
 
-    /// `replicas` split by liveness, with what `consistency` needs of
-    /// them; Unavailable when the live ones cannot meet it. With
-    /// `hints_count` (writes at ANY), a hint meets it: never Unavailable.
+    /// `replicas` and `pending` ones split by liveness, with what
+    /// `consistency` needs of them (one more per pending replica);
+    /// Unavailable when the live ones cannot meet it. With `hints_count`
+    /// (writes at ANY), a hint meets it: never Unavailable.
     pub fn plan(
         &self,
         replicas: &[Uuid],
+        pending: &[Uuid],
         consistency: ConsistencyLevel,
         hints_count: bool,
     ) -> Result<ReplicaPlan<'_>, CoordinatorError> {
         let data_centers: Vec<&str> = replicas.iter().map(|host| self.data_center(*host)).collect();
-        let tally = Tally::new(consistency, &data_centers, &self.local_dc);
+        let mut tally = Tally::new(consistency, &data_centers, &self.local_dc);
+        let all = replicas.iter().chain(pending).copied();
+        let all_dcs: Vec<&str> = all.clone().map(|host| self.data_center(host)).collect();
+        if consistency != ConsistencyLevel::Any {
+            pending.iter().for_each(|host| tally.add_pending(self.data_center(*host)));
+        }
         let (live, down): (Vec<Replica<'_>>, Vec<Replica<'_>>) =
-            replicas.iter().copied().zip(data_centers).partition(|(host, _)| self.is_up(*host));
+            all.zip(all_dcs).partition(|(host, _)| self.is_up(*host));
         let live_dcs: Vec<&str> = live.iter().map(|(_, dc)| *dc).collect();
         match tally.unmet_by(&live_dcs) {
             Some((required, alive)) if !hints_count => {
@@ -299,6 +383,21 @@ impl Topology {
     }
 }
 
+/// A write's replicas: the natural ones, primary first, and the pending
+/// ones (gaining the token by a change in progress).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct WriteTargets {
+    pub natural: Vec<Uuid>,
+    pub pending: Vec<Uuid>,
+}
+
+impl WriteTargets {
+    /// Whether this node alone holds the token: the single-node path.
+    pub fn only(&self, me: Uuid) -> bool {
+        self.natural == [me] && self.pending.is_empty()
+    }
+}
+
 /// A replica and its data center.
 pub type Replica<'a> = (Uuid, &'a str);
 
@@ -316,10 +415,29 @@ pub struct KeyspaceReplicas<'a> {
 }
 
 impl KeyspaceReplicas<'_> {
+    /// `token`'s natural replicas, its primary first.
     pub fn replicas(&self, token: i64) -> Vec<Uuid> {
         let t = self.topology;
         let map = VnodeReplicas { ring: &t.ring, placements: &t.placements, strategy: &self.strategy, local: t.me };
         map.replicas(token)
+    }
+
+    /// `token`'s pending replicas: those that gain it by the change in
+    /// progress (none when none is).
+    pub fn pending(&self, token: i64) -> Vec<Uuid> {
+        if self.topology.next_ring.is_none() {
+            return Vec::new();
+        }
+        let natural = self.replicas(token);
+        self.next_replicas(token).into_iter().filter(|host| !natural.contains(host)).collect()
+    }
+
+    /// `token`'s replicas once the change in progress is done (its
+    /// natural ones when none is).
+    fn next_replicas(&self, token: i64) -> Vec<Uuid> {
+        let t = self.topology;
+        let ring = t.next_ring.as_ref().unwrap_or(&t.ring);
+        VnodeReplicas { ring, placements: &t.placements, strategy: &self.strategy, local: t.me }.replicas(token)
     }
 }
 
@@ -332,7 +450,7 @@ pub async fn maintain() {
         let Some(status) = group0::status() else { continue };
         let live: HashSet<SocketAddr> =
             failure_detector::statuses().into_iter().filter(|s| s.up).map(|s| s.address).collect();
-        let up = status.members.iter().filter(|m| live.contains(&m.address)).map(|m| m.host_id).collect();
+        let up = status.members.iter().filter(|(m, _)| live.contains(&m.address)).map(|(m, _)| m.host_id).collect();
         let snapshot = Snapshot { members: status.members, up };
         if snapshot == last {
             continue;

@@ -8,6 +8,7 @@
 //! is. A request that gets no answer (connection lost, timeout) is a
 //! replica that did not answer, which consistency levels count.
 
+use std::net::SocketAddr;
 use std::rc::Rc;
 use std::time::Instant;
 
@@ -37,6 +38,8 @@ pub fn register() {
     messaging::register(Verb::ReadRaw, handler(handle_read_raw));
     messaging::register(Verb::Cas, handler(handle_cas));
     messaging::register(Verb::Truncate, handler(handle_truncate));
+    messaging::register(Verb::StreamRead, handler(crate::streaming::serve_read));
+    messaging::register(Verb::Stream, handler(crate::streaming::serve_stream));
     messaging::register(
         Verb::BatchStore,
         handler(|payload: Bytes| async move { crate::batchlog::hold(&payload).map(|()| Vec::new()) }),
@@ -143,6 +146,21 @@ pub(crate) fn digest(result: &ReadResult) -> u64 {
     u64::from(crc32c::crc32c(&bytes)) << 32 | u64::from(crc32c::crc32c_append(0x5348_4f41, &bytes))
 }
 
+/// The body of `address`'s answer to a data verb, or its error as the
+/// kind it is.
+pub(crate) fn answer_body(address: SocketAddr, answer: Bytes) -> Result<Bytes, CoordinatorError> {
+    let Some((&outcome, body)) = answer.split_first() else {
+        return Err(CoordinatorError::Remote(format!("{address} answered nothing")));
+    };
+    let message = || String::from_utf8_lossy(body).into_owned();
+    match outcome {
+        OK => Ok(answer.slice(1..)),
+        INVALID => Err(CoordinatorError::Invalid(message())),
+        OVERLOADED => Err(CoordinatorError::Overloaded(message())),
+        _ => Err(CoordinatorError::Remote(format!("{address}: {}", message()))),
+    }
+}
+
 /// A replica a coordinator asks: this node (served on its own shards, no
 /// message) or another.
 pub(crate) struct Target<'a> {
@@ -164,16 +182,7 @@ impl Target<'_> {
         let answer = messaging::request(endpoint.address, shard, verb, payload)
             .await
             .map_err(|e| CoordinatorError::Remote(e.to_string()))?;
-        let Some((&outcome, body)) = answer.split_first() else {
-            return Err(CoordinatorError::Remote(format!("{} answered nothing", endpoint.address)));
-        };
-        let message = || String::from_utf8_lossy(body).into_owned();
-        match outcome {
-            OK => Ok(answer.slice(1..)),
-            INVALID => Err(CoordinatorError::Invalid(message())),
-            OVERLOADED => Err(CoordinatorError::Overloaded(message())),
-            _ => Err(CoordinatorError::Remote(format!("{}: {}", endpoint.address, message()))),
-        }
+        answer_body(endpoint.address, answer)
     }
 
     /// Applies `mutation` (`payload`: its encoding) on this replica.

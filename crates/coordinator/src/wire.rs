@@ -460,6 +460,55 @@ pub fn decode_partitions(bytes: &[u8]) -> Result<Vec<Option<Partition>>, DecodeE
     finish(d, partitions)
 }
 
+/// A streaming read: a page of `table`'s stored partitions in a range,
+/// on the shard asked.
+#[derive(Debug, Clone, PartialEq)]
+pub struct StreamRead {
+    pub table: Uuid,
+    pub from: Bound<PartitionPosition>,
+    pub to: Bound<PartitionPosition>,
+}
+
+pub fn encode_stream_read(r: &StreamRead) -> Vec<u8> {
+    let mut out = Vec::new();
+    let e = &mut Encoder { out: &mut out };
+    encode_uuid(e, r.table);
+    encode_position_bound(e, &r.from);
+    encode_position_bound(e, &r.to);
+    out
+}
+
+pub fn decode_stream_read(bytes: &[u8]) -> Result<StreamRead, DecodeError> {
+    let d = &mut Decoder::new(bytes);
+    let read = StreamRead { table: decode_uuid(d)?, from: decode_position_bound(d)?, to: decode_position_bound(d)? };
+    finish(d, read)
+}
+
+/// A page of streamed partitions, in ring order, and whether more follow.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct StreamPage {
+    pub partitions: Vec<(PartitionPosition, Partition)>,
+    pub more: bool,
+}
+
+pub fn encode_stream_page(page: &StreamPage) -> Vec<u8> {
+    let mut out = Vec::new();
+    let e = &mut Encoder { out: &mut out };
+    e.u8(u8::from(page.more));
+    encode_list(e, &page.partitions, |e, (position, partition)| {
+        encode_position(e, position);
+        codec::encode_partition(e, partition);
+    });
+    out
+}
+
+pub fn decode_stream_page(bytes: &[u8]) -> Result<StreamPage, DecodeError> {
+    let d = &mut Decoder::new(bytes);
+    let more = decode_flag(d)?;
+    let partitions = decode_list(d, |d| Ok((decode_position(d)?, codec::decode_partition(d)?)))?;
+    finish(d, StreamPage { partitions, more })
+}
+
 #[cfg(test)]
 mod tests {
     use shoal_storage::{Cell, ClusteredRow, Row};
@@ -593,5 +642,21 @@ mod tests {
         let bytes = encode_partitions(&partitions);
         assert_eq!(decode_partitions(&bytes), Ok(partitions));
         truncations_fail(&bytes, decode_partitions);
+    }
+
+    #[test]
+    fn stream_reads_and_pages_round_trip() {
+        let read = StreamRead {
+            table: Uuid::from_u128(5),
+            from: Bound::Included(position(-9, "")),
+            to: Bound::Excluded(position(12, "")),
+        };
+        let bytes = encode_stream_read(&read);
+        assert_eq!(decode_stream_read(&bytes), Ok(read));
+        truncations_fail(&bytes, decode_stream_read);
+        let page = StreamPage { partitions: vec![(position(3, "k"), partition())], more: true };
+        let bytes = encode_stream_page(&page);
+        assert_eq!(decode_stream_page(&bytes), Ok(page));
+        truncations_fail(&bytes, decode_stream_page);
     }
 }

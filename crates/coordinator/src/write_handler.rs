@@ -19,32 +19,32 @@ use futures_util::StreamExt;
 use shoal_replica::Mutation;
 use uuid::Uuid;
 
-use crate::topology::{ReplicaPlan, Topology};
+use crate::topology::{ReplicaPlan, Topology, WriteTargets};
 use crate::verbs::Target;
 use crate::{hints, wire, ConsistencyLevel, CoordinatorError, WriteType};
 
-/// Unavailable if too few of `replicas` are up to meet a write at
+/// Unavailable if too few of `targets` are up to meet a write at
 /// `consistency` (ANY is met by a hint).
 pub(crate) fn check_available(
     topology: &Topology,
-    replicas: &[Uuid],
+    targets: &WriteTargets,
     consistency: ConsistencyLevel,
 ) -> Result<(), CoordinatorError> {
-    topology.plan(replicas, consistency, consistency == ConsistencyLevel::Any).map(drop)
+    topology.plan(&targets.natural, &targets.pending, consistency, consistency == ConsistencyLevel::Any).map(drop)
 }
 
 pub(crate) async fn write(
     topology: Rc<Topology>,
-    replicas: Vec<Uuid>,
+    targets: WriteTargets,
     mutation: Mutation,
     consistency: ConsistencyLevel,
     write_type: WriteType,
     deadline: Instant,
     applied_by: Option<Uuid>,
 ) -> Result<(), CoordinatorError> {
-    assert!(!replicas.is_empty(), "a partition has at least one replica");
+    assert!(!targets.natural.is_empty(), "a partition has at least one replica");
     let ReplicaPlan { mut tally, live, down } =
-        topology.plan(&replicas, consistency, consistency == ConsistencyLevel::Any)?;
+        topology.plan(&targets.natural, &targets.pending, consistency, consistency == ConsistencyLevel::Any)?;
     let payload: Rc<[u8]> = wire::encode_mutation(&mutation).into();
     let token = mutation.position.token;
     let hinted = write_type != WriteType::Counter;

@@ -13,6 +13,7 @@
 use std::cell::Ref;
 use std::cell::{Cell, RefCell};
 use std::collections::{HashMap, HashSet};
+use std::ops::Bound;
 use std::path::PathBuf;
 use std::rc::Rc;
 use std::sync::Arc;
@@ -392,6 +393,20 @@ impl Database {
     /// The stored partitions at `keys` as they are — tombstones and
     /// timestamps kept, limited to `clustering` — for reconciling replicas
     /// that answered differently (read repair); `None` where none is held.
+    /// Up to `max_partitions` stored partitions of `table_id` between
+    /// `from` and `to` on this shard, in ring order, as they are
+    /// (tombstones and timestamps kept): what streaming sends.
+    pub async fn scan_raw(
+        &self,
+        table_id: Uuid,
+        from: Bound<&PartitionPosition>,
+        to: Bound<&PartitionPosition>,
+        max_partitions: usize,
+    ) -> Result<Vec<(PartitionPosition, Partition)>, ReplicaError> {
+        let table = self.table(table_id)?;
+        Ok(table.scan(from, to, &[ClusteringRange::all()], max_partitions).await?)
+    }
+
     pub async fn read_raw(
         &self,
         table_id: Uuid,

@@ -77,6 +77,8 @@ async fn handle(mut stream: TcpStream) {
         ["GET", "/system/uptime_ms", ..] => {
             ("200 OK", format!("{}\n", STARTED.get().map_or(0, |s| s.elapsed().as_millis())))
         }
+        ["POST", "/storage_service/decommission", ..] => decommission().await,
+        ["POST", target, ..] if target.starts_with("/storage_service/remove_node") => remove_node(target).await,
         ["POST", target, ..] => match storage_op(target) {
             Some(op) => match shoal_coordinator::storage_op(op).await {
                 Ok(n) => ("200 OK", format!("{n}\n")),
@@ -94,13 +96,49 @@ async fn handle(mut stream: TcpStream) {
     let _ = stream.write_all(response.into_bytes()).await;
 }
 
+/// How long a decommissioned node keeps serving before it stops.
+const DRAIN: std::time::Duration = std::time::Duration::from_secs(2);
+
+/// Decommissions this node; once answered, the node stops.
+async fn decommission() -> (&'static str, String) {
+    match shoal_coordinator::node_ops::decommission().await {
+        Ok(()) => {
+            shoal_runtime::spawn(async {
+                // Time for the answer to reach the caller, and for drivers
+                // to hear REMOVED_NODE from the other nodes and finish what
+                // they sent here, before connections close.
+                shoal_runtime::time::sleep(DRAIN).await;
+                tracing::info!("decommissioned: this node left the cluster; stopping");
+                std::process::exit(0);
+            });
+            ("200 OK", "decommissioned\n".to_string())
+        }
+        Err(e) => ("500 Internal Server Error", format!("{e}\n")),
+    }
+}
+
+/// `remove_node?host_id=<uuid>`: removes a dead member.
+async fn remove_node(target: &str) -> (&'static str, String) {
+    let Some(host) = query_param(target, "host_id").and_then(|h| uuid::Uuid::parse_str(h).ok()) else {
+        return ("400 Bad Request", "remove_node needs ?host_id=<the dead node's host id>\n".to_string());
+    };
+    match shoal_coordinator::node_ops::remove_node(host).await {
+        Ok(()) => ("200 OK", format!("removed {host}\n")),
+        Err(e) => ("500 Internal Server Error", format!("{e}\n")),
+    }
+}
+
+/// The value of query parameter `name` in `target` (`path?k=v&...`).
+fn query_param<'a>(target: &'a str, name: &str) -> Option<&'a str> {
+    let (_, query) = target.split_once('?')?;
+    query.split('&').filter_map(|kv| kv.split_once('=')).find(|(k, _)| *k == name).map(|(_, v)| v)
+}
+
 /// Parses a POST target into the storage operation it names.
 fn storage_op(target: &str) -> Option<shoal_coordinator::StorageOp> {
     use shoal_coordinator::StorageOp;
-    let (path, query) = target.split_once('?').unwrap_or((target, ""));
-    let param = |name: &str| {
-        query.split('&').filter_map(|kv| kv.split_once('=')).find(|(k, _)| *k == name).map(|(_, v)| v.to_string())
-    };
+    let path = target.split_once('?').map_or(target, |(path, _)| path);
+    let param = |name: &str| query_param(target, name).map(str::to_string);
     let tables: Vec<String> = param("cf").map(|cf| cf.split(',').map(str::to_string).collect()).unwrap_or_default();
     let keyspace_of = |rest: &str| Some(rest.trim_start_matches('/').to_string()).filter(|k| !k.is_empty());
     if let Some(rest) = path.strip_prefix("/storage_service/keyspace_flush") {
@@ -161,20 +199,22 @@ async fn group0() -> Option<shoal_cluster::group0::Status> {
 
 async fn group0_json() -> String {
     let Some(status) = group0().await else { return "null\n".to_string() };
-    let ring = shoal_cluster::ring::TokenRing::new(status.members.iter().map(|m| (m.host_id, m.tokens.as_slice())));
+    let ring =
+        shoal_cluster::ring::TokenRing::new(status.members.iter().map(|(m, _)| (m.host_id, m.tokens.as_slice())));
     let ownership = ring.map(|ring| ring.ownership()).unwrap_or_default();
     let members: Vec<String> = status
         .members
         .iter()
-        .map(|m| {
+        .map(|(m, state)| {
             format!(
-                "{{\"host_id\":\"{}\",\"address\":\"{}\",\"dc\":{:?},\"rack\":{:?},\"tokens\":{},\"owns\":{}}}",
+                "{{\"host_id\":\"{}\",\"address\":\"{}\",\"dc\":{:?},\"rack\":{:?},\"tokens\":{},\"owns\":{},\"state\":\"{}\"}}",
                 m.host_id,
                 m.address,
                 m.data_center,
                 m.rack,
                 m.tokens.len(),
-                ownership.get(&m.host_id).copied().unwrap_or(0.0)
+                ownership.get(&m.host_id).copied().unwrap_or(0.0),
+                state.letter()
             )
         })
         .collect();

@@ -205,17 +205,15 @@ fn check_shard_count(config: &Config) -> Result<(), String> {
     }
 }
 
-/// Binds every listener on shard 0, logs one line each, then "ready".
+/// Binds every listener on shard 0, logs one line each, then "ready": the
+/// internode and API ports first, the client ports once the node has
+/// joined the ring (bootstrap streams its data first).
 async fn listen(config: &Config, server_config: Arc<ServerConfig>) -> Result<(), String> {
     let address = config.listen_address;
     let bind = |port: u16| {
         let at = SocketAddr::new(address, port);
         async move { server::bind(at).await.map_err(|e| format!("cannot listen on {at}: {e}")) }
     };
-    let cql = bind(config.native_transport_port).await?;
-    tracing::info!("CQL native transport listening on {}:{}", address, config.native_transport_port);
-    let shard_aware = bind(config.native_shard_aware_transport_port).await?;
-    tracing::info!("CQL shard-aware transport listening on {}:{}", address, config.native_shard_aware_transport_port);
     let api = bind(config.api_port).await?;
     tracing::info!("HTTP API (/metrics) listening on {}:{}", address, config.api_port);
     let storage = bind(config.storage_port).await?;
@@ -238,6 +236,14 @@ async fn listen(config: &Config, server_config: Arc<ServerConfig>) -> Result<(),
         apply_schema: shoal_coordinator::schema_applier(),
     }));
     shoal_runtime::spawn(shoal_coordinator::maintain_topology());
+    shoal_runtime::spawn(api::serve(api));
+    shoal_coordinator::node_ops::bootstrap()
+        .await
+        .map_err(|e| format!("bootstrap failed: {e}; start the node again to retry"))?;
+    let cql = bind(config.native_transport_port).await?;
+    tracing::info!("CQL native transport listening on {}:{}", address, config.native_transport_port);
+    let shard_aware = bind(config.native_shard_aware_transport_port).await?;
+    tracing::info!("CQL shard-aware transport listening on {}:{}", address, config.native_shard_aware_transport_port);
     let memcache = match config.memcache_port {
         0 => None,
         port => {
@@ -256,7 +262,6 @@ async fn listen(config: &Config, server_config: Arc<ServerConfig>) -> Result<(),
     };
     shoal_runtime::spawn(server::serve(cql, Placement::RoundRobin, Arc::clone(&server_config)));
     shoal_runtime::spawn(server::serve(shard_aware, Placement::BySourcePort, server_config));
-    shoal_runtime::spawn(api::serve(api));
     if let Some(listener) = memcache {
         let memcache_config = Arc::new(shoal_memcache::Config {
             keyspace: shoal_memcache::items_table::DEFAULT_KEYSPACE.to_string(),

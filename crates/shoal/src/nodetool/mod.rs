@@ -34,6 +34,13 @@ pub enum NodetoolCommand {
     Flush { keyspace: Option<String>, tables: Vec<String> },
     /// Major compaction: each table's SSTables into one.
     Compact { keyspace: Option<String>, tables: Vec<String> },
+    /// Stream this node's data to the other nodes and leave the cluster; the node stops.
+    Decommission,
+    /// Remove a dead node from the cluster, streaming its ranges from the other replicas.
+    Removenode {
+        /// The dead node's host id (nodetool status lists it)
+        host_id: String,
+    },
     /// Hard-link every SSTable into <table dir>/snapshots/<tag> (after a flush).
     Snapshot {
         /// Snapshot name [default: the current time in milliseconds]
@@ -68,6 +75,10 @@ pub fn run(args: NodetoolArgs) -> Result<(), String> {
             let kn = keyspace.as_ref().map(|k| format!("&kn={k}")).unwrap_or_default();
             println!("snapshot tag: {tag}");
             (format!("/storage_service/snapshots?tag={tag}{kn}"), "snapshot taken")
+        }
+        NodetoolCommand::Decommission => ("/storage_service/decommission".to_string(), "decommissioned"),
+        NodetoolCommand::Removenode { host_id } => {
+            (format!("/storage_service/remove_node?host_id={host_id}"), "removed")
         }
     };
     api.request("POST", &path)?;

@@ -63,6 +63,8 @@ struct Member {
     rack: String,
     tokens: usize,
     owns: f64,
+    /// N, J or L (normal, joining, leaving).
+    state: String,
 }
 
 #[derive(serde::Deserialize)]
@@ -90,6 +92,7 @@ pub(super) fn status(api: &Api, address: &str) -> Result<(), String> {
             rack: json_string(&api.get("/snitch/rack")?),
             tokens: tokens.len(),
             owns: 1.0,
+            state: "N".to_string(),
         });
     }
     let load = bytes(metrics.total("shoal_sstable_data_bytes"));
@@ -106,7 +109,8 @@ pub(super) fn status(api: &Api, address: &str) -> Result<(), String> {
         for m in members {
             let ip = m.address.rsplit_once(':').map_or(m.address.as_str(), |(ip, _)| ip);
             let local = m.host_id == local_id;
-            let state = if local || live.iter().any(|l| l == ip) { "UN" } else { "DN" };
+            let up = if local || live.iter().any(|l| l == ip) { 'U' } else { 'D' };
+            let state = format!("{up}{}", m.state);
             let load = if local { load.as_str() } else { "?" };
             let owns = format!("{:.1}%", m.owns * 100.0);
             println!("{state}  {ip:<15} {load:<11} {:<7} {owns:<8} {:<37} {}", m.tokens, m.host_id, m.rack);

@@ -1,0 +1,128 @@
+//! Node operations (ScyllaDB's `service/storage_service` topology
+//! operations): bootstrap, decommission and removenode. Each moves a
+//! member through group 0's states, and between them streams the ranges
+//! whose replicas change:
+//!
+//! 1. group 0 agrees the member's intermediate state (`Joining`, by its
+//!    `Join` entry; `Leaving`);
+//! 2. a barrier: every live member has applied it, so every coordinator
+//!    now also writes to the ranges' pending replicas; then [`settle`]
+//!    lets the writes sent before that finish (or time out);
+//! 3. every node that gains ranges streams them in ([`crate::streaming`]);
+//! 4. group 0 agrees the end state (`Normal`; `Left`).
+//!
+//! A crash anywhere leaves the member in its intermediate state, where
+//! writes still reach both the old and the new replicas: the operation is
+//! run again from the start (a joining node resumes when it restarts;
+//! decommission and removenode are asked again). Streaming twice is
+//! harmless. Run on shard 0, where group 0 runs.
+
+use std::time::Duration;
+
+use futures_util::future::join_all;
+use shoal_cluster::group0::{self, NodeState};
+use uuid::Uuid;
+
+use crate::cluster::node;
+use crate::schema::schema;
+use crate::streaming::ask_to_stream;
+use crate::timeouts::timeouts;
+use crate::topology::topology;
+use crate::CoordinatorError;
+
+/// How often a joining node looks whether group 0 applied its join.
+const JOIN_POLL: Duration = Duration::from_millis(100);
+
+fn failed(message: String) -> CoordinatorError {
+    CoordinatorError::NodeOperation(message)
+}
+
+/// Makes this node, joining, a normal member: streams its ranges in, then
+/// has group 0 mark it normal. Returns at once for a node that is normal
+/// (or leaving) already: the first member, or a restart. Call before the
+/// node serves clients.
+pub async fn bootstrap() -> Result<(), CoordinatorError> {
+    let me = node().host_id;
+    let state = loop {
+        // The join was applied by the leader before this node started
+        // group 0; it is here once this node's log caught up.
+        if let Some((_, state)) = group0::member(me) {
+            break state;
+        }
+        shoal_runtime::time::sleep(JOIN_POLL).await;
+    };
+    if state != NodeState::Joining {
+        return Ok(());
+    }
+    tracing::info!("bootstrap: this node joins the ring; streaming its ranges from their replicas");
+    group0::barrier(group0::applied_index()).await.map_err(failed)?;
+    settle().await;
+    crate::streaming::stream_in().await?;
+    group0::propose_state(me, NodeState::Normal).await.map_err(failed)?;
+    tracing::info!("bootstrap: done; this node is a normal member");
+    Ok(())
+}
+
+/// Moves this node's ranges to their next replicas and removes it from
+/// the cluster. The node stops serving afterwards (its caller stops it).
+pub async fn decommission() -> Result<(), CoordinatorError> {
+    let me = node().host_id;
+    leave(me).await
+}
+
+/// Removes `host`, a member that is down for good, from the cluster: the
+/// ranges it held are streamed to their next replicas from the others.
+pub async fn remove_node(host: Uuid) -> Result<(), CoordinatorError> {
+    if host == node().host_id {
+        return Err(failed("this node cannot remove itself; run decommission on it instead".to_string()));
+    }
+    if topology().is_up(host) {
+        return Err(failed(format!("node {host} is up: decommission it from itself, or stop it before removing it")));
+    }
+    leave(host).await
+}
+
+/// Takes `host` through leaving to left.
+async fn leave(host: Uuid) -> Result<(), CoordinatorError> {
+    let Some((_, state)) = group0::member(host) else {
+        return Err(failed(format!("node {host} is not a member of the cluster")));
+    };
+    let index = match state {
+        NodeState::Normal => group0::propose_state(host, NodeState::Leaving).await.map_err(failed)?,
+        // An operation interrupted: run again from its start.
+        NodeState::Leaving => group0::applied_index(),
+        // A join that never finished: nothing of its own to move.
+        NodeState::Joining => {
+            group0::propose_state(host, NodeState::Left).await.map_err(failed)?;
+            return Ok(());
+        }
+        NodeState::Left => return Ok(()),
+    };
+    tracing::info!("node {host} is leaving the ring; streaming its ranges to their next replicas");
+    group0::barrier(index).await.map_err(failed)?;
+    settle().await;
+    let topology = topology();
+    let schema = schema();
+    let mut gainers: Vec<Uuid> = schema
+        .keyspaces
+        .values()
+        .flat_map(|keyspace| topology.range_moves(keyspace))
+        .flat_map(|range| range.gainers)
+        .collect();
+    gainers.sort_unstable();
+    gainers.dedup();
+    for streamed in join_all(gainers.iter().map(|gainer| ask_to_stream(&topology, *gainer))).await {
+        streamed?;
+    }
+    group0::propose_state(host, NodeState::Left).await.map_err(failed)?;
+    tracing::info!("node {host} left the cluster");
+    Ok(())
+}
+
+/// Waits until every shard of every node has installed the topology the
+/// barrier guaranteed (they look every 100 ms) and every write sent before
+/// it has been applied or has timed out, so none of them misses a range's
+/// pending replica unseen.
+async fn settle() {
+    shoal_runtime::time::sleep(timeouts().write + Duration::from_millis(300)).await;
+}

@@ -1,0 +1,159 @@
+"""Node operations on real nodes, under QUORUM write load, hints off (so
+only streaming and pending-replica writes can give a node its data):
+
+- bootstrap: a fourth node joins three at RF=3 while a client writes; its
+  CQL port opens once it has streamed its ranges; nodetool status shows it
+  UN and every node owns about a quarter of the ring; every row written
+  before or during the join is on it (read at ONE through it, which reads
+  its own copy where it is a replica), and no acknowledged write is lost;
+- decommission: a node streams its ranges to their next replicas and
+  leaves; the other three hold every row (each one, at ONE, on its own);
+- removenode: a node killed for good is removed from another node; its
+  ranges come from the surviving replicas, and both survivors hold every
+  row.
+"""
+import contextlib
+import json
+import threading
+import time
+import urllib.request
+
+import pytest
+from cassandra import ConsistencyLevel as CL
+from cassandra.cluster import Cluster, ExecutionProfile, EXEC_PROFILE_DEFAULT
+from cassandra.policies import WhiteListRoundRobinPolicy, FallthroughRetryPolicy
+from cassandra.query import SimpleStatement
+
+from node import skip_reason, start_cluster, temp_node
+
+if skip_reason():
+    pytest.skip(skip_reason(), allow_module_level=True)
+
+NO_HINTS = ["--max-hint-window-in-ms", "0"]
+PRELOADED = 2000
+
+
+def group0(node):
+    url = "http://%s:%d/raft/group0" % (node.address, node.ports[2])
+    with urllib.request.urlopen(url, timeout=10) as answer:
+        return json.loads(answer.read())
+
+
+def only(node):
+    """A session whose requests go to `node` alone (it coordinates them)."""
+    profile = ExecutionProfile(load_balancing_policy=WhiteListRoundRobinPolicy([node.address]),
+                               retry_policy=FallthroughRetryPolicy(), request_timeout=20)
+    cluster = Cluster([node.address], port=node.cql_port, protocol_version=4,
+                      execution_profiles={EXEC_PROFILE_DEFAULT: profile})
+    return cluster, cluster.connect()
+
+
+class Writer:
+    """Writes new rows at QUORUM through a token-aware driver until stopped;
+    remembers the keys acknowledged and counts failures."""
+
+    def __init__(self, node, first_key):
+        self.cluster = Cluster([node.address], port=node.cql_port, protocol_version=4)
+        self.session = self.cluster.connect()
+        self.insert = self.session.prepare("INSERT INTO ops.t (k, v) VALUES (?, ?)")
+        self.insert.consistency_level = CL.QUORUM
+        self.next_key = first_key
+        self.acked, self.failed = [], []
+        self.stop = threading.Event()
+        self.thread = threading.Thread(target=self.run)
+        self.thread.start()
+
+    def run(self):
+        while not self.stop.is_set():
+            key = self.next_key
+            self.next_key += 1
+            try:
+                self.session.execute(self.insert, (key, "v%d" % key))
+                self.acked.append(key)
+            except Exception as e:  # noqa: BLE001 - counted and reported
+                self.failed.append((key, repr(e)))
+
+    def finish(self):
+        self.stop.set()
+        self.thread.join()
+        self.cluster.shutdown()
+        return self.acked
+
+
+def missing_on(node, keys):
+    """The keys that `node`, reading at ONE, does not find."""
+    cluster, session = only(node)
+    try:
+        select = session.prepare("SELECT v FROM ops.t WHERE k = ?")
+        select.consistency_level = CL.ONE
+        return [k for k in keys if session.execute(select, (k,)).one() is None]
+    finally:
+        cluster.shutdown()
+
+
+def test_nodes_join_leave_and_are_removed_under_load_without_losing_a_write():
+    with contextlib.ExitStack() as stack:
+        nodes = start_cluster(stack, "shoal-node-ops-", NO_HINTS)
+        cluster, session = only(nodes[0])
+        stack.callback(cluster.shutdown)
+        session.execute("CREATE KEYSPACE ops WITH replication = {'class': 'SimpleStrategy', 'replication_factor': 3}")
+        session.execute("CREATE TABLE ops.t (k int PRIMARY KEY, v text)")
+        insert = session.prepare("INSERT INTO ops.t (k, v) VALUES (?, ?)")
+        insert.consistency_level = CL.QUORUM
+        for k in range(PRELOADED):
+            session.execute(insert, (k, "v%d" % k))
+        # Some of it in SSTables, some in memtables: streaming reads both.
+        nodes[0].nodetool("flush")
+        nodes[1].nodetool("flush")
+
+        # Bootstrap a fourth node under load.
+        writer = Writer(nodes[0], PRELOADED)
+        time.sleep(1)
+        joiner = stack.enter_context(temp_node("shoal-node-ops-", start=False, address="127.0.0.5"))
+        seeds = ",".join("%s:%d" % (n.address, n.storage_port) for n in nodes)
+        joiner.args = ["--seeds", seeds, "--memory", "512M", "--failure-detector-timeout-in-ms", "2000", *NO_HINTS]
+        joiner.start(timeout=60)
+        time.sleep(1)
+        written = writer.finish()
+        assert not writer.failed, writer.failed[:5]
+        assert len(written) > 100, "the load ran through the join"
+        status = joiner.nodetool("status")
+        assert status.count("UN ") == 4, status
+        owns = [m["owns"] for m in group0(nodes[0])["members"]]
+        assert len(owns) == 4 and all(0.2 < o < 0.3 for o in owns), owns
+        assert "streamed in" in open(joiner.log_path).read()
+        everything = list(range(PRELOADED)) + written
+        assert missing_on(joiner, everything) == []
+        nodes.append(joiner)
+
+        # Decommission the second node under load.
+        writer = Writer(nodes[0], written[-1] + 1 if written else PRELOADED)
+        leaving = nodes[1]
+        host_id = json.loads(urllib.request.urlopen(
+            "http://%s:%d/storage_service/hostid/local" % (leaving.address, leaving.ports[2])).read())
+        assert "decommissioned" in leaving.nodetool("decommission")
+        leaving.proc.wait(timeout=20)
+        written = writer.finish()
+        assert not writer.failed, writer.failed[:5]
+        members = group0(nodes[0])["members"]
+        assert len(members) == 3 and host_id not in [m["host_id"] for m in members], members
+        everything += written
+        rest = [n for n in nodes if n is not leaving]
+        for n in rest:
+            assert missing_on(n, everything) == [], n.address
+
+        # Kill the third for good and remove it from the first.
+        dead = rest[1]
+        dead_id = next(m["host_id"] for m in members if m["address"].startswith(dead.address + ":"))
+        dead.kill()
+        survivors = [rest[0], rest[2]]
+        deadline = time.monotonic() + 20
+        while "DN " not in survivors[0].nodetool("status"):
+            assert time.monotonic() < deadline, "the dead node is not seen down"
+            time.sleep(0.5)
+        assert "removed" in survivors[0].nodetool("removenode", dead_id)
+        members = group0(survivors[1])["members"]
+        assert sorted(m["host_id"] for m in members) == sorted(
+            m["host_id"] for m in group0(survivors[0])["members"]) and len(members) == 2, members
+        for n in survivors:
+            assert missing_on(n, everything) == [], n.address
