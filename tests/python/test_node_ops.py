@@ -8,6 +8,10 @@ only streaming and pending-replica writes can give a node its data):
   its own copy where it is a replica), and no acknowledged write is lost;
 - decommission: a node streams its ranges to their next replicas and
   leaves; the other three hold every row (each one, at ONE, on its own);
+- replace: a node killed for good is replaced by a new node started with
+  `--replace-node-first-boot <its host id>`, under load; the new node
+  takes its tokens, streams its ranges from the other replicas and holds
+  every row; the dead one is no longer a member;
 - removenode: a node killed for good is removed from another node; its
   ranges come from the surviving replicas, and both survivors hold every
   row.
@@ -21,6 +25,7 @@ import urllib.request
 import pytest
 from cassandra import ConsistencyLevel as CL
 from cassandra.cluster import Cluster, ExecutionProfile, EXEC_PROFILE_DEFAULT
+from cassandra.concurrent import execute_concurrent_with_args
 from cassandra.policies import WhiteListRoundRobinPolicy, FallthroughRetryPolicy
 from cassandra.query import SimpleStatement
 
@@ -86,12 +91,24 @@ def missing_on(node, keys):
     try:
         select = session.prepare("SELECT v FROM ops.t WHERE k = ?")
         select.consistency_level = CL.ONE
-        return [k for k in keys if session.execute(select, (k,)).one() is None]
+        results = execute_concurrent_with_args(session, select, [(k,) for k in keys], concurrency=64)
+        return [k for k, (ok, rows) in zip(keys, results) if not ok or rows.one() is None]
     finally:
         cluster.shutdown()
 
 
-def test_nodes_join_leave_and_are_removed_under_load_without_losing_a_write():
+def kill_for_good(node, members, observer):
+    """Kills `node` (-9) and waits until `observer` sees it down; its host id."""
+    host_id = next(m["host_id"] for m in members if m["address"].startswith(node.address + ":"))
+    node.kill()
+    deadline = time.monotonic() + 20
+    while "DN " not in observer.nodetool("status"):
+        assert time.monotonic() < deadline, "the dead node is not seen down"
+        time.sleep(0.5)
+    return host_id
+
+
+def test_nodes_join_leave_are_replaced_and_removed_under_load_without_losing_a_write():
     with contextlib.ExitStack() as stack:
         nodes = start_cluster(stack, "shoal-node-ops-", NO_HINTS)
         cluster, session = only(nodes[0])
@@ -142,15 +159,31 @@ def test_nodes_join_leave_and_are_removed_under_load_without_losing_a_write():
         for n in rest:
             assert missing_on(n, everything) == [], n.address
 
-        # Kill the third for good and remove it from the first.
+        # Kill one for good and replace it, under load.
         dead = rest[1]
-        dead_id = next(m["host_id"] for m in members if m["address"].startswith(dead.address + ":"))
-        dead.kill()
-        survivors = [rest[0], rest[2]]
-        deadline = time.monotonic() + 20
-        while "DN " not in survivors[0].nodetool("status"):
-            assert time.monotonic() < deadline, "the dead node is not seen down"
-            time.sleep(0.5)
+        dead_id = kill_for_good(dead, members, rest[0])
+        writer = Writer(rest[0], written[-1] + 1)
+        replacement = stack.enter_context(temp_node("shoal-node-ops-", start=False, address="127.0.0.6"))
+        seeds = "%s:%d" % (rest[0].address, rest[0].storage_port)
+        replacement.args = ["--seeds", seeds, "--memory", "512M", "--failure-detector-timeout-in-ms", "2000",
+                            "--replace-node-first-boot", dead_id, *NO_HINTS]
+        replacement.start(timeout=60)
+        time.sleep(1)
+        written = writer.finish()
+        assert not writer.failed, writer.failed[:5]
+        members = group0(rest[0])["members"]
+        ids = [m["host_id"] for m in members]
+        assert len(members) == 3 and dead_id not in ids, members
+        assert replacement.nodetool("status").count("UN ") == 3
+        everything += written
+        rest = [rest[0], replacement, rest[2]]
+        for n in rest:
+            assert missing_on(n, everything) == [], n.address
+
+        # Kill another for good and remove it from the first.
+        dead = rest[2]
+        dead_id = kill_for_good(dead, members, rest[0])
+        survivors = rest[:2]
         assert "removed" in survivors[0].nodetool("removenode", dead_id)
         members = group0(survivors[1])["members"]
         assert sorted(m["host_id"] for m in members) == sorted(

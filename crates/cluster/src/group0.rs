@@ -42,6 +42,12 @@
 //! it, so every coordinator writes to the ranges' next replicas before
 //! data moves.
 //!
+//! Replacing. A new node may join in a dead member's place
+//! (`replace_node_first_boot`): the leader checks that the member is
+//! normal and down, and proposes a `Replace` entry — the new node joining
+//! with the dead one's tokens, the dead one leaving. The new node streams
+//! its ranges like any joiner; once it is normal, the dead one has left.
+//!
 //! Members are known to Raft by a raft id: the first 8 bytes of the host id
 //! (never 0). Not yet: replacing nodes, snapshots.
 
@@ -118,10 +124,12 @@ type Joined = oneshot::Sender<Result<Member, String>>;
 
 enum Input {
     Step(Message),
-    /// A member to add; with no tokens, `num_tokens` chosen by the leader.
+    /// A member to add; with no tokens, `num_tokens` chosen by the leader
+    /// (or, replacing a dead member, that member's).
     Join {
         member: Member,
         num_tokens: usize,
+        replaces: Option<Uuid>,
         done: Joined,
     },
     /// A schema entry to propose (the leader only).
@@ -143,6 +151,8 @@ struct Group0 {
     members: RefCell<BTreeMap<u64, Member>>,
     /// Each member's state.
     states: RefCell<HashMap<u64, NodeState>>,
+    /// Joining members that replace a member, and the member they replace.
+    replacing: RefCell<HashMap<u64, u64>>,
     /// Where each raft id answers: members, and callers heard from.
     addresses: RefCell<HashMap<u64, SocketAddr>>,
     inputs: mpsc::UnboundedSender<Input>,
@@ -200,6 +210,7 @@ async fn drive(config: Group0Config) -> Result<(), String> {
         id: my_id,
         members: RefCell::default(),
         states: RefCell::default(),
+        replacing: RefCell::default(),
         addresses: RefCell::default(),
         inputs,
         status: RefCell::default(),
@@ -227,8 +238,9 @@ async fn drive(config: Group0Config) -> Result<(), String> {
                     Input::Step(message) => {
                         let _ = raft.step(message);
                     }
-                    Input::Join { member, num_tokens, done } => {
-                        propose_join(&mut raft, &group, &mut pending, member, num_tokens, done)
+                    Input::Join { member, num_tokens, replaces, done } => {
+                        let join = JoinRequest { member, num_tokens, replaces };
+                        propose_join(&mut raft, &group, &mut pending, join, done)
                     }
                     Input::Propose { data, done } => propose(&mut raft, &group, data, done),
                 }
@@ -242,8 +254,8 @@ async fn drive(config: Group0Config) -> Result<(), String> {
         if raft.raft.state == StateRole::Leader && !is_member && !pending.contains_key(&config.me.host_id) {
             // Refused until the log is applied: tried again next round.
             let (done, _) = oneshot::channel();
-            let num_tokens = config.me.tokens.len();
-            propose_join(&mut raft, &group, &mut pending, config.me.clone(), num_tokens, done);
+            let join = JoinRequest { member: config.me.clone(), num_tokens: config.me.tokens.len(), replaces: None };
+            propose_join(&mut raft, &group, &mut pending, join, done);
         }
         handle_ready(&mut raft, &store, &group, &mut pending).await?;
         if raft.raft.state != StateRole::Leader {
@@ -260,14 +272,22 @@ async fn drive(config: Group0Config) -> Result<(), String> {
     }
 }
 
+/// A node asking to join: its record, how many tokens it wants, and the
+/// dead member it replaces, if any.
+struct JoinRequest {
+    member: Member,
+    num_tokens: usize,
+    replaces: Option<Uuid>,
+}
+
 fn propose_join(
     raft: &mut RawNode<MemStorage>,
     group: &Group0,
     pending: &mut Pending,
-    mut member: Member,
-    num_tokens: usize,
+    join: JoinRequest,
     done: Joined,
 ) {
+    let JoinRequest { mut member, num_tokens, replaces } = join;
     if let Some(existing) = group.members.borrow().get(&raft_id(member.host_id)) {
         let _ = done.send(Ok(existing.clone()));
         return;
@@ -301,6 +321,15 @@ fn propose_join(
             let _ = done.send(Err("the cluster is still forming; ask again".to_string()));
             return;
         }
+        if let Some(replaced) = replaces {
+            match replaceable(group, replaced) {
+                Ok(tokens) => member.tokens = tokens,
+                Err(reason) => {
+                    let _ = done.send(Err(reason));
+                    return;
+                }
+            }
+        }
         let members = group.members.borrow();
         let holders = members.values().chain(pending.values().map(|(m, _)| m));
         let ring = match crate::ring::TokenRing::new(holders.map(|m| (m.host_id, m.tokens.as_slice()))) {
@@ -312,12 +341,16 @@ fn propose_join(
         };
         if member.tokens.is_empty() {
             member.tokens = crate::ring::allocate_tokens(&ring, member.host_id, num_tokens.max(1));
-        } else if member.tokens.iter().any(|t| ring.holds(*t)) {
+        } else if replaces.is_none() && member.tokens.iter().any(|t| ring.holds(*t)) {
             let _ = done.send(Err(format!("node {} holds tokens another member holds", member.host_id)));
             return;
         }
     }
-    match raft.propose(Vec::new(), Group0Entry::Join(member.clone()).encode()) {
+    let entry = match replaces {
+        Some(replaced) => Group0Entry::Replace { replaced, member: member.clone() },
+        None => Group0Entry::Join(member.clone()),
+    };
+    match raft.propose(Vec::new(), entry.encode()) {
         Ok(()) => pending.entry(member.host_id).or_insert_with(|| (member, Vec::new())).1.push(done),
         Err(e) => {
             let _ = done.send(Err(e.to_string()));
@@ -348,6 +381,23 @@ fn propose(raft: &mut RawNode<MemStorage>, group: &Group0, data: Vec<u8>, done: 
     }
 }
 
+/// The tokens of `replaced` if a new node may take its place: it is a
+/// normal member that this node's failure detector finds down.
+fn replaceable(group: &Group0, replaced: Uuid) -> Result<Vec<i64>, String> {
+    let id = raft_id(replaced);
+    let Some(member) = group.members.borrow().get(&id).cloned() else {
+        return Err(format!("node {replaced} is not a member: there is nothing to replace"));
+    };
+    if group.states.borrow().get(&id) != Some(&NodeState::Normal) {
+        return Err(format!("node {replaced} is not a normal member: it cannot be replaced now"));
+    }
+    let up = crate::failure_detector::statuses().into_iter().any(|s| s.address == member.address && s.up);
+    if up {
+        return Err(format!("node {replaced} is up: stop it before replacing it"));
+    }
+    Ok(member.tokens)
+}
+
 /// The member other than `host_id` that is joining or leaving, if one is:
 /// a topology change runs alone.
 fn topology_change_in_progress(group: &Group0, host_id: Uuid) -> Option<String> {
@@ -357,6 +407,24 @@ fn topology_change_in_progress(group: &Group0, host_id: Uuid) -> Option<String> 
         .find(|(id, state)| **id != raft_id(host_id) && matches!(state, NodeState::Joining | NodeState::Leaving))?;
     let host = group.members.borrow().get(id).map_or_else(|| format!("raft id {id}"), |m| m.host_id.to_string());
     Some(format!("node {host} is {} the cluster", if *state == NodeState::Joining { "joining" } else { "leaving" }))
+}
+
+/// Why a `Replace` entry cannot be applied, if it cannot.
+fn void_replace(group: &Group0, member: &Member, replaced: Uuid) -> Option<String> {
+    let members = group.members.borrow();
+    if let Some(existing) = members.get(&raft_id(member.host_id)) {
+        return (existing != member).then(|| format!("node {} is already a member", member.host_id));
+    }
+    let Some(old) = members.get(&raft_id(replaced)) else {
+        return Some(format!("node {replaced} is not a member"));
+    };
+    if group.states.borrow().get(&raft_id(replaced)) != Some(&NodeState::Normal) {
+        return Some(format!("node {replaced} is not a normal member"));
+    }
+    if old.tokens != member.tokens {
+        return Some(format!("node {} does not hold the tokens of node {replaced}", member.host_id));
+    }
+    topology_change_in_progress(group, member.host_id)
 }
 
 /// Why a `Join` entry cannot be applied, if it cannot.
@@ -420,7 +488,12 @@ async fn apply(
     for entry in entries {
         if entry.entry_type == EntryType::EntryNormal && !entry.data.is_empty() {
             let took_effect = match Group0Entry::decode(&entry.data) {
-                Ok(Group0Entry::Join(member)) => apply_join(raft, store, group, pending, entry.index, member).await?,
+                Ok(Group0Entry::Join(member)) => {
+                    apply_join(raft, store, group, pending, entry.index, member, None).await?
+                }
+                Ok(Group0Entry::Replace { replaced, member }) => {
+                    apply_join(raft, store, group, pending, entry.index, member, Some(replaced)).await?
+                }
                 Ok(Group0Entry::Schema { base_index, payload }) => {
                     apply_schema(group, &entry, base_index, payload).await
                 }
@@ -459,12 +532,18 @@ async fn apply_join(
     pending: &mut Pending,
     index: u64,
     member: Member,
+    replaces: Option<Uuid>,
 ) -> Result<bool, String> {
     let id = raft_id(member.host_id);
     // Checked here, the same on every node: the first record of a host
     // wins, and tokens that repeat or another member holds make the entry
-    // void (the joiner asks again).
-    if let Some(reason) = void_join(&group.members.borrow(), &member) {
+    // void (the joiner asks again); a replacement holds exactly the
+    // tokens of a normal member, while nothing else joins or leaves.
+    let void = match replaces {
+        None => void_join(&group.members.borrow(), &member),
+        Some(replaced) => void_replace(group, &member, replaced),
+    };
+    if let Some(reason) = void {
         tracing::error!("group 0: entry {index} ignored: {reason}");
         for done in pending.remove(&member.host_id).map(|(_, joined)| joined).unwrap_or_default() {
             let _ = done.send(Err(reason.clone()));
@@ -476,6 +555,11 @@ async fn apply_join(
         let first = !group.states.borrow().values().any(|s| *s == NodeState::Normal);
         let state = if first { NodeState::Normal } else { NodeState::Joining };
         group.states.borrow_mut().insert(id, state);
+        if let Some(replaced) = replaces {
+            tracing::info!("group 0: node {} replaces node {replaced}, which is leaving", member.host_id);
+            group.states.borrow_mut().insert(raft_id(replaced), NodeState::Leaving);
+            group.replacing.borrow_mut().insert(id, raft_id(replaced));
+        }
         tracing::info!(
             "group 0: node {} ({}) is a member (dc {}, rack {}, {} tokens)",
             member.address,
@@ -530,12 +614,33 @@ async fn apply_state(
         return Ok(false);
     }
     tracing::info!("group 0: node {host_id} is {state:?}");
+    // A replacement that is done takes its place for good; one given up
+    // gives it back.
+    let replaced = group.replacing.borrow_mut().remove(&id);
     if state != NodeState::Left {
         group.states.borrow_mut().insert(id, state);
+        if let Some(replaced) = replaced {
+            remove_member(raft, store, group, replaced).await?;
+        }
         return Ok(true);
     }
+    if let Some(replaced) = replaced {
+        group.states.borrow_mut().insert(replaced, NodeState::Normal);
+    }
+    remove_member(raft, store, group, id).await?;
+    Ok(true)
+}
+
+/// Removes raft id `id` from the members and the voters.
+async fn remove_member(
+    raft: &mut RawNode<MemStorage>,
+    store: &RaftStore,
+    group: &Group0,
+    id: u64,
+) -> Result<(), String> {
     group.states.borrow_mut().remove(&id);
     if let Some(member) = group.members.borrow_mut().remove(&id) {
+        tracing::info!("group 0: node {} ({}) left the cluster", member.address, member.host_id);
         crate::failure_detector::unwatch(member.address);
     }
     let voters = store.storage().initial_state().map_err(|e| e.to_string())?.conf_state.voters;
@@ -544,7 +649,7 @@ async fn apply_state(
         let conf = raft.apply_conf_change(&change).map_err(|e| e.to_string())?;
         store.persist(&[], None, Some(&conf)).await.map_err(|e| e.to_string())?;
     }
-    Ok(true)
+    Ok(())
 }
 
 /// Applies a schema entry if it is built on the latest schema entry (the
@@ -624,10 +729,10 @@ fn register_handlers() {
         Verb::Group0Join,
         Rc::new(|_caller: Caller, payload: Bytes| {
             async move {
-                let (num_tokens, member) = decode_join(&payload)?;
+                let (num_tokens, replaces, member) = decode_join(&payload)?;
                 let group = running()?;
                 let (done, joined) = oneshot::channel();
-                let join = Input::Join { member, num_tokens, done };
+                let join = Input::Join { member, num_tokens, replaces, done };
                 group.inputs.unbounded_send(join).map_err(|_| "group 0 stopped".to_string())?;
                 let member = joined.await.unwrap_or_else(|_| Err("group 0 stopped".to_string()))?;
                 let mut answer = Vec::new();
@@ -641,13 +746,16 @@ fn register_handlers() {
         Verb::Group0Barrier,
         Rc::new(|_caller: Caller, payload: Bytes| {
             async move {
-                let index = payload
-                    .as_ref()
-                    .try_into()
-                    .map(u64::from_be_bytes)
-                    .map_err(|_| "a barrier names an index of 8 bytes".to_string())?;
+                let Some((index, host)) = payload.split_first_chunk::<8>() else {
+                    return Err("a barrier is [u64 index][16 host id]".to_string());
+                };
+                let host = Uuid::from_slice(host).map_err(|_| "a barrier is [u64 index][16 host id]".to_string())?;
                 let deadline = std::time::Instant::now() + PROPOSE_TIMEOUT;
-                wait_applied(&*running()?, index, deadline).await?;
+                let group = running()?;
+                wait_applied(&group, u64::from_be_bytes(*index), deadline).await?;
+                if !host.is_nil() {
+                    wait_seen_up(&group, host, deadline).await?;
+                }
                 Ok(Bytes::new())
             }
             .boxed_local()
@@ -707,9 +815,9 @@ pub fn member(host_id: Uuid) -> Option<(Member, NodeState)> {
 }
 
 /// Waits until every member the failure detector finds up has applied
-/// group 0's entry `index` (down ones apply it before they serve again).
-/// Call on shard 0.
-pub async fn barrier(index: u64) -> Result<(), String> {
+/// group 0's entry `index` (down ones apply it before they serve again)
+/// and, with `seen_up`, finds that member up. Call on shard 0.
+pub async fn barrier(index: u64, seen_up: Option<Uuid>) -> Result<(), String> {
     let group = running()?;
     let deadline = std::time::Instant::now() + PROPOSE_TIMEOUT;
     wait_applied(&group, index, deadline).await?;
@@ -722,12 +830,28 @@ pub async fn barrier(index: u64) -> Result<(), String> {
         .filter(|(id, m)| **id != group.id && up.contains(&m.address))
         .map(|(_, m)| m.address)
         .collect();
-    let payload = index.to_be_bytes();
+    let mut payload = index.to_be_bytes().to_vec();
+    payload.extend_from_slice(seen_up.unwrap_or_default().as_bytes());
     let asks = others.iter().map(|address| messaging::request(*address, 0, Verb::Group0Barrier, &payload));
     for (address, answer) in others.iter().zip(futures_util::future::join_all(asks).await) {
         answer.map_err(|e| format!("{address} did not apply group 0 entry {index}: {e}"))?;
     }
     Ok(())
+}
+
+/// Waits until this node's failure detector finds member `host` up.
+async fn wait_seen_up(group: &Group0, host: Uuid, deadline: std::time::Instant) -> Result<(), String> {
+    loop {
+        let address = group.members.borrow().get(&raft_id(host)).map(|m| m.address);
+        let up = crate::failure_detector::statuses().into_iter().any(|s| Some(s.address) == address && s.up);
+        if up {
+            return Ok(());
+        }
+        if std::time::Instant::now() > deadline {
+            return Err(format!("node {host} is not seen up"));
+        }
+        shoal_runtime::time::sleep(Duration::from_millis(50)).await;
+    }
 }
 
 /// Proposes `entry` through the leader (forwarded if this node is not it)
@@ -791,11 +915,16 @@ async fn wait_applied(group: &Group0, index: u64, deadline: std::time::Instant) 
 }
 
 /// Asks the seeds, in turn and again until one succeeds, to add `me`
-/// with `num_tokens` tokens the leader chooses; returns the member record
-/// as group 0 applied it (its tokens among it).
-pub async fn join_through_seeds(me: &Member, num_tokens: usize, seeds: &[SocketAddr]) -> Member {
-    let mut payload = (num_tokens as u32).to_be_bytes().to_vec();
-    encode_member(me, &mut payload);
+/// with `num_tokens` tokens the leader chooses — or, replacing a dead
+/// member, its tokens; returns the member record as group 0 applied it
+/// (its tokens among it).
+pub async fn join_through_seeds(
+    me: &Member,
+    num_tokens: usize,
+    replaces: Option<Uuid>,
+    seeds: &[SocketAddr],
+) -> Member {
+    let payload = encode_join(num_tokens, replaces, me);
     let mut ask: Vec<SocketAddr> = seeds.to_vec();
     loop {
         let mut next_round = Vec::new();
@@ -824,10 +953,20 @@ pub async fn join_through_seeds(me: &Member, num_tokens: usize, seeds: &[SocketA
     }
 }
 
-/// A join request: `[u32 tokens wanted][member]`.
-fn decode_join(payload: &[u8]) -> Result<(usize, Member), String> {
-    let Some((count, member)) = payload.split_first_chunk::<4>() else { return Err("short join".to_string()) };
-    Ok((u32::from_be_bytes(*count) as usize, decode_member(member)?))
+/// A join request: `[u32 tokens wanted][16 host id replaced, nil for
+/// none][member]`.
+fn encode_join(num_tokens: usize, replaces: Option<Uuid>, me: &Member) -> Vec<u8> {
+    let mut payload = (num_tokens as u32).to_be_bytes().to_vec();
+    payload.extend_from_slice(replaces.unwrap_or_default().as_bytes());
+    encode_member(me, &mut payload);
+    payload
+}
+
+fn decode_join(payload: &[u8]) -> Result<(usize, Option<Uuid>, Member), String> {
+    let Some((count, rest)) = payload.split_first_chunk::<4>() else { return Err("short join".to_string()) };
+    let Some((replaces, member)) = rest.split_first_chunk::<16>() else { return Err("short join".to_string()) };
+    let replaces = Some(Uuid::from_bytes(*replaces)).filter(|id| !id.is_nil());
+    Ok((u32::from_be_bytes(*count) as usize, replaces, decode_member(member)?))
 }
 
 #[cfg(test)]
@@ -837,9 +976,11 @@ mod tests {
     #[test]
     fn joins_round_trip_and_raft_ids_are_never_zero() {
         let member = crate::group0_entry::sample_member();
-        let mut join = 16u32.to_be_bytes().to_vec();
-        encode_member(&member, &mut join);
-        assert_eq!(decode_join(&join), Ok((16, member)));
+        let join = encode_join(16, None, &member);
+        assert_eq!(decode_join(&join), Ok((16, None, member.clone())));
+        let replaced = Uuid::from_u128(5);
+        assert_eq!(decode_join(&encode_join(0, Some(replaced), &member)), Ok((0, Some(replaced), member)));
+        assert!(decode_join(&join[..19]).is_err());
         assert_eq!(raft_id(Uuid::nil()), 1);
     }
 }

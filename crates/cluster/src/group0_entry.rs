@@ -6,7 +6,9 @@
 //!   coordinator encodes, built on the schema entry at `base index` (it
 //!   takes effect only if that is still the latest one when it applies);
 //! - `STATE`: `[16 host id][u8 state]` — a member moves on in its life:
-//!   joining → normal → leaving → left ([`NodeState`]).
+//!   joining → normal → leaving → left ([`NodeState`]);
+//! - `REPLACE`: `[16 replaced host id][member]` — a new node joins with
+//!   the tokens of a dead member, which leaves once the new one is normal.
 //!
 //! Decoding is total: log files and peers' messages are read with it.
 
@@ -20,6 +22,7 @@ use crate::wire::{ip_of, put_ip, put_text, text_of};
 const JOIN: u8 = 1;
 const SCHEMA: u8 = 2;
 const STATE: u8 = 3;
+const REPLACE: u8 = 4;
 
 /// Where a member is in its life. A member joins (its `Join` entry) as
 /// `Joining` — or `Normal`, the first one, with no data to stream — and
@@ -70,6 +73,7 @@ pub enum Entry {
     Join(Member),
     Schema { base_index: u64, payload: Vec<u8> },
     State { host_id: Uuid, state: NodeState },
+    Replace { replaced: Uuid, member: Member },
 }
 
 impl Entry {
@@ -90,6 +94,11 @@ impl Entry {
                 out.extend_from_slice(host_id.as_bytes());
                 out.push(*state as u8);
             }
+            Entry::Replace { replaced, member } => {
+                out.push(REPLACE);
+                out.extend_from_slice(replaced.as_bytes());
+                encode_member(member, &mut out);
+            }
         }
         out
     }
@@ -109,6 +118,12 @@ impl Entry {
                     None => Err(format!("unknown node state {state}")),
                 },
                 _ => Err(format!("a state entry of {} bytes", body.len())),
+            },
+            Some((&REPLACE, body)) => match body.split_first_chunk::<16>() {
+                Some((replaced, member)) => {
+                    Ok(Entry::Replace { replaced: Uuid::from_bytes(*replaced), member: decode_member(member)? })
+                }
+                None => Err("short replace entry".to_string()),
             },
             Some((kind, _)) => Err(format!("unknown entry kind {kind}")),
             None => Err("empty entry".to_string()),
@@ -182,7 +197,8 @@ mod tests {
             assert!(decode_member(&out[..len]).is_err(), "{len}");
         }
         let entries = [
-            Entry::Join(member),
+            Entry::Join(member.clone()),
+            Entry::Replace { replaced: Uuid::from_u128(8), member },
             Entry::Schema { base_index: 42, payload: b"schema".to_vec() },
             Entry::State { host_id: Uuid::from_u128(9), state: NodeState::Leaving },
         ];

@@ -55,7 +55,10 @@ pub async fn bootstrap() -> Result<(), CoordinatorError> {
         return Ok(());
     }
     tracing::info!("bootstrap: this node joins the ring; streaming its ranges from their replicas");
-    group0::barrier(group0::applied_index()).await.map_err(failed)?;
+    // Every node sees this one up before data moves: until then its
+    // writes as a pending replica are hints, and what it missed that way
+    // comes with the stream.
+    group0::barrier(group0::applied_index(), Some(me)).await.map_err(failed)?;
     settle().await;
     crate::streaming::stream_in().await?;
     group0::propose_state(me, NodeState::Normal).await.map_err(failed)?;
@@ -99,7 +102,7 @@ async fn leave(host: Uuid) -> Result<(), CoordinatorError> {
         NodeState::Left => return Ok(()),
     };
     tracing::info!("node {host} is leaving the ring; streaming its ranges to their next replicas");
-    group0::barrier(index).await.map_err(failed)?;
+    group0::barrier(index, None).await.map_err(failed)?;
     settle().await;
     let topology = topology();
     let schema = schema();
@@ -114,7 +117,9 @@ async fn leave(host: Uuid) -> Result<(), CoordinatorError> {
     for streamed in join_all(gainers.iter().map(|gainer| ask_to_stream(&topology, *gainer))).await {
         streamed?;
     }
-    group0::propose_state(host, NodeState::Left).await.map_err(failed)?;
+    let index = group0::propose_state(host, NodeState::Left).await.map_err(failed)?;
+    // Answered once every live member knows: none routes to it any more.
+    group0::barrier(index, None).await.map_err(failed)?;
     tracing::info!("node {host} left the cluster");
     Ok(())
 }

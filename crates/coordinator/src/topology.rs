@@ -303,9 +303,12 @@ impl Topology {
     }
 
     /// `replicas` and `pending` ones split by liveness, with what
-    /// `consistency` needs of them (one more per pending replica);
-    /// Unavailable when the live ones cannot meet it. With `hints_count`
-    /// (writes at ANY), a hint meets it: never Unavailable.
+    /// `consistency` needs of them (one more per live pending replica: a
+    /// pending replica that is down gets a hint, and the data it missed
+    /// before it streams comes with the stream — a joining node streams
+    /// only once every node sees it up); Unavailable when the live ones
+    /// cannot meet it. With `hints_count` (writes at ANY), a hint meets
+    /// it: never Unavailable.
     pub fn plan(
         &self,
         replicas: &[Uuid],
@@ -318,7 +321,8 @@ impl Topology {
         let all = replicas.iter().chain(pending).copied();
         let all_dcs: Vec<&str> = all.clone().map(|host| self.data_center(host)).collect();
         if consistency != ConsistencyLevel::Any {
-            pending.iter().for_each(|host| tally.add_pending(self.data_center(*host)));
+            let live_pending = pending.iter().filter(|host| self.is_up(**host));
+            live_pending.for_each(|host| tally.add_pending(self.data_center(*host)));
         }
         let (live, down): (Vec<Replica<'_>>, Vec<Replica<'_>>) =
             all.zip(all_dcs).partition(|(host, _)| self.is_up(*host));

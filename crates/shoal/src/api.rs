@@ -199,8 +199,10 @@ async fn group0() -> Option<shoal_cluster::group0::Status> {
 
 async fn group0_json() -> String {
     let Some(status) = group0().await else { return "null\n".to_string() };
-    let ring =
-        shoal_cluster::ring::TokenRing::new(status.members.iter().map(|(m, _)| (m.host_id, m.tokens.as_slice())));
+    // The natural ring: a node replacing another holds the same tokens
+    // while it joins.
+    let holders = status.members.iter().filter(|(_, state)| *state != shoal_cluster::group0::NodeState::Joining);
+    let ring = shoal_cluster::ring::TokenRing::new(holders.map(|(m, _)| (m.host_id, m.tokens.as_slice())));
     let ownership = ring.map(|ring| ring.ownership()).unwrap_or_default();
     let members: Vec<String> = status
         .members

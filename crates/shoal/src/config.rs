@@ -99,6 +99,10 @@ pub struct ServerArgs {
     /// Tokens (vnodes) this node takes when it first starts; kept after [default: 256]
     #[arg(long, env = "SHOAL_NUM_TOKENS")]
     pub num_tokens: Option<usize>,
+    /// On this node's first start, take over the tokens of this dead member
+    /// (its host id) and stream its data from the other replicas
+    #[arg(long, env = "SHOAL_REPLACE_NODE_FIRST_BOOT")]
+    pub replace_node_first_boot: Option<uuid::Uuid>,
     /// This node's data center [default: datacenter1]
     #[arg(long, env = "SHOAL_DC")]
     pub dc: Option<String>,
@@ -165,6 +169,7 @@ struct OptionsFile {
     failure_detector_timeout_in_ms: Option<u64>,
     max_hint_window_in_ms: Option<u64>,
     num_tokens: Option<usize>,
+    replace_node_first_boot: Option<uuid::Uuid>,
     native_transport_max_frame_size_in_mb: Option<usize>,
     data_file_directories: Option<Vec<PathBuf>>,
     commitlog_directory: Option<PathBuf>,
@@ -231,6 +236,8 @@ pub struct Config {
     pub max_hint_window: Duration,
     /// Tokens a node takes at its first start.
     pub num_tokens: usize,
+    /// The dead member whose tokens this node takes at its first start.
+    pub replace_node_first_boot: Option<uuid::Uuid>,
     pub data_center: String,
     pub rack: String,
     /// 0: memcached items are never evicted.
@@ -352,6 +359,7 @@ impl Config {
                 0 => return Err(ConfigError::TooSmall("num_tokens", 1)),
                 n => n,
             },
+            replace_node_first_boot: args.replace_node_first_boot.or(file.replace_node_first_boot),
             data_center: args.dc.unwrap_or_else(|| DEFAULT_DATA_CENTER.to_string()),
             rack: args.rack.unwrap_or_else(|| DEFAULT_RACK.to_string()),
             native_transport_port: args.native_transport_port.or(file.native_transport_port).unwrap_or(9042),

@@ -299,7 +299,7 @@ async fn create_items_table() -> Result<(), String> {
 /// node itself, evenly spread, when it forms the cluster (the first seed);
 /// else by group 0's leader against the ring when the node joins through
 /// its seeds (`cluster::group0::join_through_seeds`: the node waits here
-/// for them) — kept in the workdir one per line and read back on every
+/// for them), or those of the dead member it replaces — kept in the workdir one per line and read back on every
 /// later start.
 async fn node_tokens(config: &Config) -> Result<Vec<i64>, String> {
     let host_id = node().host_id;
@@ -313,11 +313,18 @@ async fn node_tokens(config: &Config) -> Result<Vec<i64>, String> {
             }
         }
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+            let replaces = config.replace_node_first_boot;
             let tokens = if config.first_seed {
+                if let Some(replaced) = replaces {
+                    return Err(format!(
+                        "replace_node_first_boot {replaced}: a replacing node joins through a live seed; \
+                         list one before this node in the seeds"
+                    ));
+                }
                 shoal_cluster::ring::allocate_tokens(&Default::default(), host_id, config.num_tokens)
             } else {
                 let me = group0_member(config, Vec::new());
-                shoal_cluster::group0::join_through_seeds(&me, config.num_tokens, &config.seeds).await.tokens
+                shoal_cluster::group0::join_through_seeds(&me, config.num_tokens, replaces, &config.seeds).await.tokens
             };
             let text: String = tokens.iter().map(|t| format!("{t}\n")).collect();
             std::fs::write(&path, text).map_err(|e| format!("cannot write {}: {e}", path.display()))?;
