@@ -21,7 +21,7 @@ use std::time::{Duration, Instant};
 use shoal_metrics::Counter;
 use uuid::Uuid;
 
-use crate::topology::topology;
+use crate::topology::{topology, Topology};
 use crate::verbs::Target;
 
 /// Hint bytes a shard keeps, all targets together.
@@ -105,12 +105,27 @@ pub async fn replay() {
     loop {
         ticks.tick().await;
         let topology = topology();
+        forget_departed(&topology);
         let targets: Vec<Uuid> =
             HINTS.with(|h| h.borrow().by_target.keys().copied().filter(|t| topology.is_up(*t)).collect());
         for host in targets {
             deliver(&Target { topology: &topology, host }).await;
         }
     }
+}
+
+/// Drops the hints of nodes that left the cluster: their ranges have
+/// other replicas now, which the leaving streamed to.
+fn forget_departed(topology: &Topology) {
+    HINTS.with(|h| {
+        let mut hints = h.borrow_mut();
+        let departed: Vec<Uuid> = hints.by_target.keys().copied().filter(|t| topology.endpoint(*t).is_none()).collect();
+        for host in departed {
+            let queue = hints.by_target.remove(&host).unwrap_or_default();
+            hints.bytes -= queue.iter().map(|hint| hint.payload.len()).sum::<usize>();
+            DROPPED.with(|c| c.add(queue.len() as u64));
+        }
+    });
 }
 
 /// Sends `target` its hints in order until one fails.
