@@ -7,8 +7,10 @@
 //! table of the keyspace, it asks one live natural replica of the range —
 //! the one that loses the range when that one is up — for its stored
 //! partitions in the range: every shard of the source at once, each page
-//! by page (`StreamRead`, about [`PAGE_BYTES`] a page), applied on this
-//! node's shards as writes are (commitlog, memtable). Partitions keep
+//! by page (`StreamRead`, about [`PAGE_BYTES`] a page), applied to this
+//! node's memtables without the commitlog (ScyllaDB's streaming skips it
+//! too): the memtables are flushed before the stream is done, and a
+//! stream cut short by a crash is run again. Partitions keep
 //! their timestamps and tombstones, so what clients write meanwhile —
 //! this node is already a pending replica of the range — merges with the
 //! streamed copy as any two writes do, and streaming a range twice
@@ -36,12 +38,13 @@ use uuid::Uuid;
 
 use crate::schema::schema;
 use crate::shards::shard_of;
+use crate::storage_ops::{storage_op, StorageOp};
 use crate::topology::{topology, RangeMove, Topology};
 use crate::wire::{self, StreamPage, StreamRead};
 use crate::CoordinatorError;
 
 /// About how much one page of a streaming read carries.
-const PAGE_BYTES: usize = 1 << 20;
+const PAGE_BYTES: usize = 256 << 10;
 /// Partitions read from storage per step while a page fills.
 const SCAN_PARTITIONS: usize = 128;
 /// Ranges streamed at once by one gaining node.
@@ -124,6 +127,8 @@ pub async fn stream_in() -> Result<Streamed, CoordinatorError> {
         total.partitions += streamed.partitions;
         total.bytes += streamed.bytes;
     }
+    // Streamed data skipped the commitlog: on disk before it counts.
+    storage_op(StorageOp::Flush { keyspace: None, tables: Vec::new() }).await?;
     let seconds = started.elapsed().as_secs_f64();
     tracing::info!(
         "streamed in {} range(s) of tables: {} partition(s), {} bytes in {:.1} s ({:.1} MB/s)",
@@ -233,9 +238,10 @@ async fn apply(table: Uuid, partitions: Vec<(PartitionPosition, Partition)>) -> 
     let applies = by_shard.into_iter().enumerate().filter(|(_, p)| !p.is_empty()).map(|(shard, partitions)| {
         submit_to(shard, move || async move {
             let database = shoal_replica::local();
-            let writes =
-                partitions.into_iter().map(|(position, partition)| database.apply(table, position, partition, &[]));
-            join_all(writes).await.into_iter().collect::<Result<Vec<()>, _>>()
+            for (position, partition) in partitions {
+                database.apply_streamed(table, position, partition).await?;
+            }
+            Ok::<(), shoal_replica::ReplicaError>(())
         })
     });
     for applied in join_all(applies).await {

@@ -308,6 +308,25 @@ impl Database {
         Ok(())
     }
 
+    /// Applies a streamed partition (a node operation moving data here)
+    /// to the memtable without logging it: the stream's caller flushes
+    /// once it is done, and a stream cut short is streamed again, so the
+    /// commitlog would only cost the copy.
+    pub async fn apply_streamed(
+        &self,
+        table_id: Uuid,
+        position: PartitionPosition,
+        update: PartitionUpdate,
+    ) -> Result<(), ReplicaError> {
+        assert_owned_here(&position);
+        let table = self.table(table_id)?;
+        self.check_in_memory_room(table_id, &table)?;
+        self.wait_for_memtable_space().await;
+        table.apply(position, update, None);
+        self.maybe_flush();
+        Ok(())
+    }
+
     /// Logs and applies a write without waiting for the log to be on disk:
     /// the caller awaits [`Durability::durable`] before answering, once for
     /// a run of writes (a memcached pipeline) rather than once per write.
