@@ -1,7 +1,8 @@
 //! Fuzzes the data messages a replica reads from another node's
 //! coordinator, and the answers a coordinator reads back (`coordinator::
 //! wire`: mutations, reads, results, partitions, conditional writes and
-//! their outcomes, batchlog batches, streaming reads and pages), plus
+//! their outcomes, batchlog batches, streaming reads and pages, repair's
+//! hash pages), plus
 //! group 0's schema entries (`coordinator::schema_entry`).
 //! The first byte picks the decoder; any bytes give a message or an
 //! error, never a panic, and a message decoded encodes to what decodes to
@@ -13,7 +14,7 @@ use shoal_coordinator::{schema_entry, wire};
 
 fuzz_target!(|data: &[u8]| {
     let Some((&which, bytes)) = data.split_first() else { return };
-    match which % 10 {
+    match which % 11 {
         0 => {
             if let Ok(mutation) = wire::decode_mutation(bytes) {
                 assert!(wire::decode_mutation(&wire::encode_mutation(&mutation)).is_ok());
@@ -55,6 +56,11 @@ fuzz_target!(|data: &[u8]| {
         8 => {
             if let Ok(page) = wire::decode_stream_page(bytes) {
                 assert_eq!(wire::decode_stream_page(&wire::encode_stream_page(&page)).ok(), Some(page));
+            }
+        }
+        9 => {
+            if let Ok(page) = wire::decode_hash_page(bytes) {
+                assert_eq!(wire::decode_hash_page(&wire::encode_hash_page(&page)).ok(), Some(page));
             }
         }
         _ => {

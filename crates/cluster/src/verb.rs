@@ -44,6 +44,9 @@ pub enum Verb {
     /// Stream in every range this node gains by the topology change in
     /// progress, and answer when done (to shard 0).
     Stream = 16,
+    /// Answer a page of the hashes of a token range's stored partitions
+    /// (repair), to the shard whose data is read.
+    RepairHashes = 17,
 }
 
 impl Verb {
@@ -65,6 +68,7 @@ impl Verb {
             14 => Verb::Group0Barrier,
             15 => Verb::StreamRead,
             16 => Verb::Stream,
+            17 => Verb::RepairHashes,
             _ => return None,
         })
     }
@@ -88,7 +92,8 @@ impl Verb {
             | Verb::Truncate
             | Verb::BatchStore
             | Verb::BatchRemove
-            | Verb::StreamRead => Duration::from_secs(60),
+            | Verb::StreamRead
+            | Verb::RepairHashes => Duration::from_secs(60),
         }
     }
 }

@@ -27,6 +27,7 @@ mod metrics;
 pub mod node_ops;
 mod proxy;
 mod read_executor;
+pub mod repair;
 mod schema;
 pub mod schema_entry;
 mod schema_service;

@@ -218,39 +218,55 @@ impl Reader<'_> {
         if keys.is_empty() {
             return Ok(());
         }
-        let raw_command = ReadCommand { partitions: PartitionSelection::Keys(keys.clone()), ..command.clone() };
-        let copies = join_all(targets.iter().map(|t| t.read_raw(&raw_command))).await;
-        let copies: Vec<Vec<Option<Partition>>> =
-            copies.into_iter().collect::<Result<_, _>>().map_err(|_| self.timeout(0, block_for, true))?;
-        let mut repairs = Vec::new();
-        for (i, key) in keys.iter().enumerate() {
-            let mut merged: Option<Partition> = None;
-            for copy in copies.iter().filter_map(|c| c[i].clone()) {
-                match &mut merged {
-                    None => merged = Some(copy),
-                    Some(m) => m.merge(copy),
-                }
-            }
-            let Some(merged) = merged else { continue };
-            for (target, copy) in targets.iter().zip(&copies) {
-                if copy[i].as_ref() != Some(&merged) {
-                    let mutation = Mutation {
-                        table: command.table,
-                        position: key.clone(),
-                        update: merged.clone(),
-                        list_ops: Vec::new(),
-                    };
-                    repairs.push((target, mutation));
-                }
-            }
-        }
-        tracing::debug!("read repair: {} partition copies differ", repairs.len());
-        let written = join_all(repairs.iter().map(|(target, mutation)| {
-            let payload = wire::encode_mutation(mutation);
-            async move { target.mutate(mutation, &payload, WriteType::Simple, self.deadline).await }
-        }))
-        .await;
-        written.into_iter().collect::<Result<Vec<()>, _>>().map_err(|_| self.timeout(block_for, block_for, true))?;
+        let raw_command = ReadCommand { partitions: PartitionSelection::Keys(keys), ..command.clone() };
+        let repaired = reconcile(targets, &raw_command, self.deadline).await;
+        repaired.map_err(|_| self.timeout(0, block_for, true))?;
         Ok(())
     }
+}
+
+/// Brings `targets` in line for the partitions `command` names (its keys):
+/// their stored copies are read as they are, merged, and each target whose
+/// copy differs from the merge gets the merge written to it. Returns how
+/// many copies were written. Read repair and repair both use it.
+pub(crate) async fn reconcile(
+    targets: &[Target<'_>],
+    command: &ReadCommand,
+    deadline: Instant,
+) -> Result<usize, CoordinatorError> {
+    let PartitionSelection::Keys(keys) = &command.partitions else {
+        unreachable!("a reconciliation names its partitions");
+    };
+    let copies = join_all(targets.iter().map(|t| t.read_raw(command))).await;
+    let copies: Vec<Vec<Option<Partition>>> = copies.into_iter().collect::<Result<_, _>>()?;
+    let mut repairs = Vec::new();
+    for (i, key) in keys.iter().enumerate() {
+        let mut merged: Option<Partition> = None;
+        for copy in copies.iter().filter_map(|c| c[i].clone()) {
+            match &mut merged {
+                None => merged = Some(copy),
+                Some(m) => m.merge(copy),
+            }
+        }
+        let Some(merged) = merged else { continue };
+        for (target, copy) in targets.iter().zip(&copies) {
+            if copy[i].as_ref() != Some(&merged) {
+                let mutation = Mutation {
+                    table: command.table,
+                    position: key.clone(),
+                    update: merged.clone(),
+                    list_ops: Vec::new(),
+                };
+                repairs.push((target, mutation));
+            }
+        }
+    }
+    tracing::debug!("reconcile: {} partition copies differ", repairs.len());
+    let written = join_all(repairs.iter().map(|(target, mutation)| {
+        let payload = wire::encode_mutation(mutation);
+        async move { target.mutate(mutation, &payload, WriteType::Simple, deadline).await }
+    }))
+    .await;
+    written.into_iter().collect::<Result<Vec<()>, _>>()?;
+    Ok(repairs.len())
 }

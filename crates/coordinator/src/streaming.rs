@@ -63,8 +63,17 @@ pub struct Streamed {
 /// The source side: a page of this shard's stored partitions of a table
 /// in a range.
 pub(crate) async fn serve_read(payload: Bytes) -> Result<Vec<u8>, CoordinatorError> {
-    let read = wire::decode_stream_read(&payload)
-        .map_err(|e| CoordinatorError::Invalid(format!("malformed streaming read: {e}")))?;
+    let read = decode_read(&payload)?;
+    Ok(wire::encode_stream_page(&scan_page(read, PAGE_BYTES).await?))
+}
+
+pub(crate) fn decode_read(payload: &[u8]) -> Result<StreamRead, CoordinatorError> {
+    wire::decode_stream_read(payload).map_err(|e| CoordinatorError::Invalid(format!("malformed streaming read: {e}")))
+}
+
+/// This shard's stored partitions of a table in a range, from its start,
+/// about `page_bytes` of them.
+pub(crate) async fn scan_page(read: StreamRead, page_bytes: usize) -> Result<StreamPage, CoordinatorError> {
     let database = shoal_replica::local();
     let mut page = StreamPage::default();
     let (mut from, mut bytes) = (read.from, 0);
@@ -79,12 +88,12 @@ pub(crate) async fn serve_read(payload: Bytes) -> Result<Vec<u8>, CoordinatorErr
         if !full {
             break;
         }
-        if bytes >= PAGE_BYTES {
+        if bytes >= page_bytes {
             page.more = true;
             break;
         }
     }
-    Ok(wire::encode_stream_page(&page))
+    Ok(page)
 }
 
 /// The gaining side, asked by the node that drives the change: streams in
@@ -252,7 +261,7 @@ async fn apply(table: Uuid, partitions: Vec<(PartitionPosition, Partition)>) -> 
 
 /// The partition bounds of tokens `(start, end]`, wrapping past the
 /// ring's end when `start >= end` (two pieces then).
-fn token_bounds(start: i64, end: i64) -> Vec<(Bound<PartitionPosition>, Bound<PartitionPosition>)> {
+pub(crate) fn token_bounds(start: i64, end: i64) -> Vec<(Bound<PartitionPosition>, Bound<PartitionPosition>)> {
     // A token's first position has the empty key.
     let first_of = |token: i64| PartitionPosition { token, key: Bytes::new() };
     let after = |token: i64| token.checked_add(1).map_or(Bound::Unbounded, |t| Bound::Included(first_of(t)));

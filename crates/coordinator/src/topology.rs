@@ -220,6 +220,12 @@ impl Topology {
         self.snapshot.members.iter().any(|(m, state)| m.host_id == host && *state == NodeState::Leaving)
     }
 
+    /// The natural ring's vnode ranges `(start, end]`, in ring order, the
+    /// first one wrapping (`start >= end`).
+    pub fn vnode_ranges(&self) -> Vec<(i64, i64)> {
+        ranges_between(&self.ring.tokens().collect::<Vec<i64>>())
+    }
+
     /// The ranges of `keyspace` whose replicas the change in progress
     /// moves, in ring order; empty when none is in progress.
     pub fn range_moves(&self, keyspace: &KeyspaceMeta) -> Vec<RangeMove> {
@@ -229,13 +235,12 @@ impl Topology {
         boundaries.sort_unstable();
         boundaries.dedup();
         let mut moves = Vec::new();
-        for (i, end) in boundaries.iter().enumerate() {
-            let start = if i == 0 { boundaries[boundaries.len() - 1] } else { boundaries[i - 1] };
-            let (holders, next) = (map.replicas(*end), map.next_replicas(*end));
+        for (start, end) in ranges_between(&boundaries) {
+            let (holders, next) = (map.replicas(end), map.next_replicas(end));
             let gainers: Vec<Uuid> = next.iter().filter(|h| !holders.contains(h)).copied().collect();
             if !gainers.is_empty() {
                 let losers = holders.iter().filter(|h| !next.contains(h)).copied().collect();
-                moves.push(RangeMove { start, end: *end, holders, gainers, losers });
+                moves.push(RangeMove { start, end, holders, gainers, losers });
             }
         }
         moves
@@ -400,6 +405,13 @@ impl WriteTargets {
     pub fn only(&self, me: Uuid) -> bool {
         self.natural == [me] && self.pending.is_empty()
     }
+}
+
+/// The ranges `(previous, token]` that sorted, distinct `tokens` make,
+/// the first wrapping from the last token.
+fn ranges_between(tokens: &[i64]) -> Vec<(i64, i64)> {
+    let Some(last) = tokens.last() else { return Vec::new() };
+    std::iter::once(*last).chain(tokens.iter().copied()).zip(tokens.iter().copied()).collect()
 }
 
 /// A replica and its data center.

@@ -40,6 +40,7 @@ pub fn register() {
     messaging::register(Verb::Truncate, handler(handle_truncate));
     messaging::register(Verb::StreamRead, handler(crate::streaming::serve_read));
     messaging::register(Verb::Stream, handler(crate::streaming::serve_stream));
+    messaging::register(Verb::RepairHashes, handler(crate::repair::serve_hashes));
     messaging::register(
         Verb::BatchStore,
         handler(|payload: Bytes| async move { crate::batchlog::hold(&payload).map(|()| Vec::new()) }),

@@ -509,6 +509,44 @@ pub fn decode_stream_page(bytes: &[u8]) -> Result<StreamPage, DecodeError> {
     finish(d, StreamPage { partitions, more })
 }
 
+/// A page of partition hashes (repair), in ring order, and whether more
+/// follow.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct HashPage {
+    pub hashes: Vec<(PartitionPosition, u64)>,
+    pub more: bool,
+}
+
+pub fn encode_hash_page(page: &HashPage) -> Vec<u8> {
+    let mut out = Vec::new();
+    let e = &mut Encoder { out: &mut out };
+    e.u8(u8::from(page.more));
+    encode_list(e, &page.hashes, |e, (position, hash)| {
+        encode_position(e, position);
+        e.out.extend_from_slice(&hash.to_be_bytes());
+    });
+    out
+}
+
+pub fn decode_hash_page(bytes: &[u8]) -> Result<HashPage, DecodeError> {
+    let d = &mut Decoder::new(bytes);
+    let more = decode_flag(d)?;
+    let hashes = decode_list(d, |d| {
+        let position = decode_position(d)?;
+        let hash = d.slice(8)?.try_into().map(u64::from_be_bytes).map_err(|_| d.error("hash"))?;
+        Ok((position, hash))
+    })?;
+    finish(d, HashPage { hashes, more })
+}
+
+/// A hash of a partition as stored: equal partitions hash alike on every
+/// node (their encoding under two CRC32C seeds).
+pub fn partition_hash(partition: &Partition) -> u64 {
+    let mut out = Vec::new();
+    codec::encode_partition(&mut Encoder { out: &mut out }, partition);
+    u64::from(crc32c::crc32c(&out)) << 32 | u64::from(crc32c::crc32c_append(0x5348_4f41, &out))
+}
+
 #[cfg(test)]
 mod tests {
     use shoal_storage::{Cell, ClusteredRow, Row};
@@ -658,5 +696,9 @@ mod tests {
         let bytes = encode_stream_page(&page);
         assert_eq!(decode_stream_page(&bytes), Ok(page));
         truncations_fail(&bytes, decode_stream_page);
+        let hashes = HashPage { hashes: vec![(position(3, "k"), partition_hash(&partition()))], more: false };
+        let bytes = encode_hash_page(&hashes);
+        assert_eq!(decode_hash_page(&bytes), Ok(hashes));
+        truncations_fail(&bytes, decode_hash_page);
     }
 }

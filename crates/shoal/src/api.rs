@@ -16,6 +16,10 @@
 //! - `POST /storage_service/keyspace_flush[/<keyspace>][?cf=t1,t2]`
 //! - `POST /storage_service/keyspace_compaction[/<keyspace>][?cf=t1,t2]`
 //! - `POST /storage_service/snapshots?tag=<tag>[&kn=<keyspace>]`
+//! - `POST /storage_service/decommission`, `POST
+//!   /storage_service/remove_node?host_id=<uuid>`, `POST
+//!   /storage_service/repair[/<keyspace>]`: node operations, answered when
+//!   done
 //!
 //! A deliberately small HTTP/1.1 server: one request per connection, bounded
 //! request size, no body. Metrics are gathered from every shard by message
@@ -79,6 +83,7 @@ async fn handle(mut stream: TcpStream) {
         }
         ["POST", "/storage_service/decommission", ..] => decommission().await,
         ["POST", target, ..] if target.starts_with("/storage_service/remove_node") => remove_node(target).await,
+        ["POST", target, ..] if target.starts_with("/storage_service/repair") => repair(target).await,
         ["POST", target, ..] => match storage_op(target) {
             Some(op) => match shoal_coordinator::storage_op(op).await {
                 Ok(n) => ("200 OK", format!("{n}\n")),
@@ -132,6 +137,23 @@ async fn remove_node(target: &str) -> (&'static str, String) {
 fn query_param<'a>(target: &'a str, name: &str) -> Option<&'a str> {
     let (_, query) = target.split_once('?')?;
     query.split('&').filter_map(|kv| kv.split_once('=')).find(|(k, _)| *k == name).map(|(_, v)| v)
+}
+
+/// `repair[/<keyspace>]`: repairs the ranges this node replicates.
+async fn repair(target: &str) -> (&'static str, String) {
+    let path = target.split_once('?').map_or(target, |(path, _)| path);
+    let keyspace = path.trim_start_matches("/storage_service/repair").trim_start_matches('/');
+    let keyspace = Some(keyspace).filter(|k| !k.is_empty());
+    match shoal_coordinator::repair::repair(keyspace).await {
+        Ok(r) => (
+            "200 OK",
+            format!(
+                "repaired: {} range(s) of tables, {} partition(s) compared, {} differed, {} cop(ies) written\n",
+                r.ranges, r.partitions, r.differing, r.written
+            ),
+        ),
+        Err(e) => ("500 Internal Server Error", format!("{e}\n")),
+    }
 }
 
 /// Parses a POST target into the storage operation it names.

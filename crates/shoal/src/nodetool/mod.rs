@@ -34,6 +34,8 @@ pub enum NodetoolCommand {
     Flush { keyspace: Option<String>, tables: Vec<String> },
     /// Major compaction: each table's SSTables into one.
     Compact { keyspace: Option<String>, tables: Vec<String> },
+    /// Bring the replicas of every range this node holds in line: compare partition hashes, send what differs.
+    Repair { keyspace: Option<String> },
     /// Stream this node's data to the other nodes and leave the cluster; the node stops.
     Decommission,
     /// Remove a dead node from the cluster, streaming its ranges from the other replicas.
@@ -77,6 +79,11 @@ pub fn run(args: NodetoolArgs) -> Result<(), String> {
             (format!("/storage_service/snapshots?tag={tag}{kn}"), "snapshot taken")
         }
         NodetoolCommand::Decommission => ("/storage_service/decommission".to_string(), "decommissioned"),
+        NodetoolCommand::Repair { keyspace } => {
+            let answer = api.request("POST", &format!("/storage_service/repair{}", keyspace_path(keyspace)))?;
+            print!("{answer}");
+            return Ok(());
+        }
         NodetoolCommand::Removenode { host_id } => {
             (format!("/storage_service/remove_node?host_id={host_id}"), "removed")
         }

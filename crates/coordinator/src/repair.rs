@@ -1,0 +1,189 @@
+//! Repair (`nodetool repair`): brings the replicas of every range this
+//! node holds in line, moving only the partitions that differ (ScyllaDB's
+//! row-level repair, at the grain of partitions).
+//!
+//! For each range of the ring this node replicates, and each table of the
+//! keyspace, every replica answers the hashes of its stored partitions in
+//! the range — position and a hash of the partition as stored, page by
+//! page from each of its shards (`RepairHashes`). The partitions whose
+//! hashes differ, or that some replica lacks, are read from every replica
+//! as stored, merged, and the merge is written to each replica whose copy
+//! differs ([`reconcile`], as read repair does). Every replica of a range
+//! must be up. Counter tables are skipped, as read repair skips them: a
+//! merge of deltas written again would count twice.
+
+use std::collections::BTreeMap;
+
+use bytes::Bytes;
+use shoal_cluster::messaging;
+use shoal_cluster::verb::Verb;
+use shoal_replica::{PartitionSelection, ReadCommand};
+use shoal_runtime::submit_to;
+use shoal_storage::{ClusteringRange, PartitionPosition};
+use uuid::Uuid;
+
+use crate::read_executor::reconcile;
+use crate::schema::schema;
+use crate::streaming::{decode_read, scan_page, token_bounds};
+use crate::timeouts::{deadline, timeouts};
+use crate::topology::{topology, Topology};
+use crate::verbs::{answer_body, Target};
+use crate::wire::{self, HashPage, StreamRead};
+use crate::CoordinatorError;
+
+/// About how many bytes of partitions one page of hashes covers.
+const HASHED_BYTES_PER_PAGE: usize = 4 << 20;
+/// Partitions reconciled at once.
+const RECONCILE_KEYS: usize = 128;
+
+/// What a repair did.
+#[derive(Debug, Default, Clone, Copy)]
+pub struct Repaired {
+    /// Ranges of tables compared.
+    pub ranges: usize,
+    /// Partitions whose hashes were compared.
+    pub partitions: usize,
+    /// Partitions that differed somewhere.
+    pub differing: usize,
+    /// Copies written to bring replicas in line.
+    pub written: usize,
+}
+
+/// The hashes of a page of this shard's partitions of a table in a range.
+pub(crate) async fn serve_hashes(payload: Bytes) -> Result<Vec<u8>, CoordinatorError> {
+    Ok(wire::encode_hash_page(&hash_page(decode_read(&payload)?).await?))
+}
+
+async fn hash_page(read: StreamRead) -> Result<HashPage, CoordinatorError> {
+    let page = scan_page(read, HASHED_BYTES_PER_PAGE).await?;
+    let hashes = page.partitions.iter().map(|(position, p)| (position.clone(), wire::partition_hash(p))).collect();
+    Ok(HashPage { hashes, more: page.more })
+}
+
+/// Repairs every table of `keyspace` (every keyspace: `None`) over the
+/// ranges this node replicates; call on any shard.
+pub async fn repair(keyspace: Option<&str>) -> Result<Repaired, CoordinatorError> {
+    let topology = topology();
+    let schema = schema();
+    let mut total = Repaired::default();
+    for meta in schema.keyspaces.values().filter(|k| keyspace.is_none_or(|name| k.name == name)) {
+        let map = topology.replica_map(meta);
+        for (start, end) in topology.vnode_ranges() {
+            let replicas = map.replicas(end);
+            if replicas.len() < 2 || !replicas.contains(&topology.me) {
+                continue;
+            }
+            if let Some(down) = replicas.iter().find(|host| !topology.is_up(**host)) {
+                return Err(CoordinatorError::NodeOperation(format!(
+                    "replica {down} of tokens ({start}, {end}] in keyspace {} is down: repair needs every replica up",
+                    meta.name
+                )));
+            }
+            for table in meta.tables.values().filter(|t| !t.columns.iter().any(|c| c.ty.is_counter())) {
+                let repaired = repair_range(&topology, table.id, (start, end), &replicas).await?;
+                total.ranges += 1;
+                total.partitions += repaired.partitions;
+                total.differing += repaired.differing;
+                total.written += repaired.written;
+            }
+        }
+    }
+    tracing::info!(
+        "repair of {}: {} range(s) of tables, {} partition(s) compared, {} differed, {} cop(ies) written",
+        keyspace.unwrap_or("every keyspace"),
+        total.ranges,
+        total.partitions,
+        total.differing,
+        total.written
+    );
+    Ok(total)
+}
+
+/// Compares one table's range on its replicas and reconciles what differs.
+async fn repair_range(
+    topology: &Topology,
+    table: Uuid,
+    (start, end): (i64, i64),
+    replicas: &[Uuid],
+) -> Result<Repaired, CoordinatorError> {
+    // Each partition's hash on each replica (`None`: the replica lacks it).
+    let mut hashes: BTreeMap<PartitionPosition, Vec<Option<u64>>> = BTreeMap::new();
+    for (i, host) in replicas.iter().enumerate() {
+        for (position, hash) in replica_hashes(topology, *host, table, start, end).await? {
+            hashes.entry(position).or_insert_with(|| vec![None; replicas.len()])[i] = Some(hash);
+        }
+    }
+    let partitions = hashes.len();
+    let differing: Vec<PartitionPosition> = hashes
+        .into_iter()
+        .filter(|(_, per_replica)| per_replica.iter().any(|h| h.is_none() || *h != per_replica[0]))
+        .map(|(position, _)| position)
+        .collect();
+    let targets: Vec<Target<'_>> = replicas.iter().map(|host| Target { topology, host: *host }).collect();
+    let mut written = 0;
+    for keys in differing.chunks(RECONCILE_KEYS) {
+        let command = raw_command(table, keys.to_vec());
+        written += reconcile(&targets, &command, deadline(timeouts().range)).await?;
+    }
+    Ok(Repaired { ranges: 1, partitions, differing: differing.len(), written })
+}
+
+/// Every hash of `host`'s partitions of `table` in `(start, end]`, from
+/// each of its shards.
+async fn replica_hashes(
+    topology: &Topology,
+    host: Uuid,
+    table: Uuid,
+    start: i64,
+    end: i64,
+) -> Result<Vec<(PartitionPosition, u64)>, CoordinatorError> {
+    let endpoint =
+        topology.endpoint(host).ok_or_else(|| CoordinatorError::Remote(format!("node {host} left the cluster")))?;
+    let mut all = Vec::new();
+    for shard in 0..endpoint.shard_count {
+        for (from, to) in token_bounds(start, end) {
+            let mut read = StreamRead { table, from, to };
+            loop {
+                let page = if host == topology.me {
+                    let read = read.clone();
+                    submit_to(usize::from(shard), move || hash_page(read)).await??
+                } else {
+                    let payload = wire::encode_stream_read(&read);
+                    let answer =
+                        messaging::request(endpoint.address, shard, Verb::RepairHashes, &payload).await.map_err(
+                            |e| CoordinatorError::Remote(format!("repair hashes from {}: {e}", endpoint.address)),
+                        )?;
+                    let body = answer_body(endpoint.address, answer)?;
+                    wire::decode_hash_page(&body).map_err(|e| {
+                        CoordinatorError::Remote(format!("repair hashes from {}: {e}", endpoint.address))
+                    })?
+                };
+                let next = page.hashes.last().map(|(position, _)| std::ops::Bound::Excluded(position.clone()));
+                all.extend(page.hashes);
+                match next {
+                    Some(from) if page.more => read.from = from,
+                    _ => break,
+                }
+            }
+        }
+    }
+    Ok(all)
+}
+
+/// A read of whole partitions by key, for reconciling them.
+fn raw_command(table: Uuid, keys: Vec<PartitionPosition>) -> ReadCommand {
+    ReadCommand {
+        table,
+        partitions: PartitionSelection::Keys(keys),
+        clustering: vec![ClusteringRange::all()],
+        reversed: false,
+        filters: Vec::new(),
+        distinct: false,
+        row_limit: usize::MAX,
+        per_partition_limit: usize::MAX,
+        start_after: None,
+        start_partition_rows: 0,
+        now_s: 0,
+        bypass_cache: true,
+    }
+}
