@@ -12,7 +12,9 @@ SSTables. Then, timed:
    from its start to its CQL port opening;
 2. decommission of that fourth node: its ranges stream to the others;
 3. removenode: the third node is killed and removed from the first; its
-   ranges stream from the surviving replicas.
+   ranges stream from the surviving replicas;
+4. repair on the first node of the two left, whose replicas agree: the
+   cost of comparing every partition's hash.
 
 For each: wall time, what the gaining nodes report streaming (their
 `streamed in` log lines: partitions, bytes as sent, seconds), MB/s, and
@@ -134,8 +136,13 @@ def main():
         post(nodes[0], "/storage_service/remove_node?host_id=%s" % dead_id)
         wall = time.monotonic() - started
         report("removenode (3 → 2)", wall, *streamed(nodes[:2], since))
+
+        started = time.monotonic()
+        answer = post(nodes[0], "/storage_service/repair/shoal_stress").strip()
+        repair_wall = time.monotonic() - started
         print()
         print("the joining node used %.1f CPU-s over its bootstrap of %.1f s (start-up included)" % (cpu_s, join_wall))
+        print("repair of shoal_stress on %s: %.1f s: %s" % (nodes[0].address, repair_wall, answer))
     finally:
         for n in nodes + [joiner]:
             n.stop()

@@ -112,13 +112,21 @@ def kill_for_good(node, members, observer):
     return host_id
 
 
+def cluster_with_table(stack, prefix, keyspace, columns):
+    """Three nodes, hints off, a session on the first, and `keyspace.t`
+    (RF=3) with `columns`."""
+    nodes = start_cluster(stack, prefix, NO_HINTS)
+    cluster, session = only(nodes[0])
+    stack.callback(cluster.shutdown)
+    session.execute("CREATE KEYSPACE %s WITH replication = {'class': 'SimpleStrategy', 'replication_factor': 3}"
+                    % keyspace)
+    session.execute("CREATE TABLE %s.t (%s)" % (keyspace, columns))
+    return nodes, session
+
+
 def test_nodes_join_leave_are_replaced_and_removed_under_load_without_losing_a_write():
     with contextlib.ExitStack() as stack:
-        nodes = start_cluster(stack, "shoal-node-ops-", NO_HINTS)
-        cluster, session = only(nodes[0])
-        stack.callback(cluster.shutdown)
-        session.execute("CREATE KEYSPACE ops WITH replication = {'class': 'SimpleStrategy', 'replication_factor': 3}")
-        session.execute("CREATE TABLE ops.t (k int PRIMARY KEY, v text)")
+        nodes, session = cluster_with_table(stack, "shoal-node-ops-", "ops", "k int PRIMARY KEY, v text")
         insert = session.prepare("INSERT INTO ops.t (k, v) VALUES (?, ?)")
         insert.consistency_level = CL.QUORUM
         for k in range(PRELOADED):
@@ -214,11 +222,7 @@ def rows_of(node, keys):
 
 def test_repair_converges_a_replica_that_missed_writes_row_by_row():
     with contextlib.ExitStack() as stack:
-        nodes = start_cluster(stack, "shoal-repair-", NO_HINTS)
-        cluster, session = only(nodes[0])
-        stack.callback(cluster.shutdown)
-        session.execute("CREATE KEYSPACE rep WITH replication = {'class': 'SimpleStrategy', 'replication_factor': 3}")
-        session.execute("CREATE TABLE rep.t (k int, c int, v text, PRIMARY KEY (k, c))")
+        nodes, session = cluster_with_table(stack, "shoal-repair-", "rep", "k int, c int, v text, PRIMARY KEY (k, c)")
         insert = session.prepare("INSERT INTO rep.t (k, c, v) VALUES (?, ?, ?)")
         expected = {}
         for k in range(30):

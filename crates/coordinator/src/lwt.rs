@@ -22,7 +22,7 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use bytes::Bytes;
-use shoal_replica::{CasRequest, CasResult, PartitionSelection, ReadCommand};
+use shoal_replica::{CasRequest, CasResult, ReadCommand};
 use shoal_schema::KeyspaceMeta;
 use shoal_storage::ClusteringRange;
 use uuid::Uuid;
@@ -82,20 +82,8 @@ async fn as_primary(replicas: Replicas, op: Conditional) -> Result<CasResult, Co
         ConsistencyLevel::LocalSerial => ConsistencyLevel::LocalQuorum,
         _ => ConsistencyLevel::Quorum,
     };
-    let catch_up = ReadCommand {
-        table: request.table,
-        partitions: PartitionSelection::Keys(vec![request.position.clone()]),
-        clustering: condition_ranges(&request),
-        reversed: false,
-        filters: Vec::new(),
-        distinct: false,
-        row_limit: usize::MAX,
-        per_partition_limit: usize::MAX,
-        start_after: None,
-        start_partition_rows: 0,
-        now_s: request.now_s,
-        bypass_cache: false,
-    };
+    let keys = vec![request.position.clone()];
+    let catch_up = ReadCommand::of_partitions(request.table, keys, condition_ranges(&request), request.now_s);
     read_executor::read(Rc::clone(&topology), keyspace, false, catch_up, level, deadline).await?;
     let result = cas_local(request, consistency, deadline).await?;
     if let Some(written) = &result.written {

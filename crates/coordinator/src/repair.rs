@@ -17,7 +17,7 @@ use std::collections::BTreeMap;
 use bytes::Bytes;
 use shoal_cluster::messaging;
 use shoal_cluster::verb::Verb;
-use shoal_replica::{PartitionSelection, ReadCommand};
+use shoal_replica::ReadCommand;
 use shoal_runtime::submit_to;
 use shoal_storage::{ClusteringRange, PartitionPosition};
 use uuid::Uuid;
@@ -122,7 +122,7 @@ async fn repair_range(
     let targets: Vec<Target<'_>> = replicas.iter().map(|host| Target { topology, host: *host }).collect();
     let mut written = 0;
     for keys in differing.chunks(RECONCILE_KEYS) {
-        let command = raw_command(table, keys.to_vec());
+        let command = ReadCommand::of_partitions(table, keys.to_vec(), vec![ClusteringRange::all()], 0);
         written += reconcile(&targets, &command, deadline(timeouts().range)).await?;
     }
     Ok(Repaired { ranges: 1, partitions, differing: differing.len(), written })
@@ -168,22 +168,4 @@ async fn replica_hashes(
         }
     }
     Ok(all)
-}
-
-/// A read of whole partitions by key, for reconciling them.
-fn raw_command(table: Uuid, keys: Vec<PartitionPosition>) -> ReadCommand {
-    ReadCommand {
-        table,
-        partitions: PartitionSelection::Keys(keys),
-        clustering: vec![ClusteringRange::all()],
-        reversed: false,
-        filters: Vec::new(),
-        distinct: false,
-        row_limit: usize::MAX,
-        per_partition_limit: usize::MAX,
-        start_after: None,
-        start_partition_rows: 0,
-        now_s: 0,
-        bypass_cache: true,
-    }
 }

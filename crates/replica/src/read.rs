@@ -62,6 +62,33 @@ pub struct ReadCommand {
     pub bypass_cache: bool,
 }
 
+impl ReadCommand {
+    /// Every row of `clustering` in the partitions at `keys`, unlimited and
+    /// unfiltered, as read at `now_s`: the reads the coordinator makes of
+    /// its own accord (a conditional write's catch-up, repair).
+    pub fn of_partitions(
+        table: Uuid,
+        keys: Vec<PartitionPosition>,
+        clustering: Vec<ClusteringRange>,
+        now_s: i64,
+    ) -> ReadCommand {
+        ReadCommand {
+            table,
+            partitions: PartitionSelection::Keys(keys),
+            clustering,
+            reversed: false,
+            filters: Vec::new(),
+            distinct: false,
+            row_limit: usize::MAX,
+            per_partition_limit: usize::MAX,
+            start_after: None,
+            start_partition_rows: 0,
+            now_s,
+            bypass_cache: false,
+        }
+    }
+}
+
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ResultCell {
     pub value: Bytes,
