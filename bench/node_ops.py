@@ -18,8 +18,10 @@ SSTables. Then, timed:
 
 For each: wall time, what the gaining nodes report streaming (their
 `streamed in` log lines: partitions, bytes as sent, seconds), MB/s, and
-the CPU the fourth node used over its bootstrap. MB/s per shard is the
-streamed bytes over the streaming seconds of one receiving shard.
+the CPU the fourth node used over its bootstrap. MB/s is the streamed
+bytes over the streaming seconds (a gaining node's log line, which ends
+after its flush): for bootstrap, one receiving shard on its own core; for
+decommission and removenode, the receiving nodes sharing CPU 0.
 """
 import argparse
 import os
@@ -107,7 +109,7 @@ def main():
             post(n, "/storage_service/keyspace_flush")
         print("loaded %d partitions of %d bytes at RF=2 into 3 nodes, flushed" % (args.keys, args.value_size))
         print()
-        print("| operation | wall s | partitions streamed | MB streamed | streaming s | MB/s (one receiving shard) |")
+        print("| operation | wall s | partitions streamed | MB streamed | streaming s | MB/s per receiving core |")
         print("|---|---:|---:|---:|---:|---:|")
 
         started = time.monotonic()

@@ -30,7 +30,7 @@ use crate::timeouts::timeouts;
 use crate::topology::topology;
 use crate::CoordinatorError;
 
-/// How often a joining node looks whether group 0 applied its join.
+/// How often an operation looks whether group 0's change reached it.
 const JOIN_POLL: Duration = Duration::from_millis(100);
 
 fn failed(message: String) -> CoordinatorError {
@@ -118,8 +118,12 @@ async fn leave(host: Uuid) -> Result<(), CoordinatorError> {
         streamed?;
     }
     let index = group0::propose_state(host, NodeState::Left).await.map_err(failed)?;
-    // Answered once every live member knows: none routes to it any more.
+    // Answered once every live member knows, and this shard's topology
+    // shows it: none routes to it any more.
     group0::barrier(index, None).await.map_err(failed)?;
+    while crate::topology::topology().endpoint(host).is_some() {
+        shoal_runtime::time::sleep(JOIN_POLL).await;
+    }
     tracing::info!("node {host} left the cluster");
     Ok(())
 }
