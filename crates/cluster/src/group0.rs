@@ -49,7 +49,7 @@
 //! its ranges like any joiner; once it is normal, the dead one has left.
 //!
 //! Members are known to Raft by a raft id: the first 8 bytes of the host id
-//! (never 0). Not yet: replacing nodes, snapshots.
+//! (never 0). Not yet: snapshots (the log grows without bound).
 
 use std::cell::{Cell, RefCell};
 use std::collections::{BTreeMap, HashMap};

@@ -15,8 +15,9 @@ pub enum Verb {
     Raft = 3,
     /// Add the calling node to group 0 ([`crate::group0`]), to shard 0.
     Group0Join = 4,
-    /// Propose a schema entry ([`crate::group0::propose_schema`]) to the
-    /// group 0 leader, to shard 0.
+    /// Propose a schema entry or a node state
+    /// ([`crate::group0::propose_schema`], [`crate::group0::propose_state`])
+    /// to the group 0 leader, to shard 0.
     Group0Propose = 5,
     /// Apply a mutation (the coordinator's `wire` encoding), to the shard
     /// that owns its partition.
