@@ -598,18 +598,7 @@ async fn apply_state(
     state: NodeState,
 ) -> Result<bool, String> {
     let id = raft_id(host_id);
-    let current = group.states.borrow().get(&id).copied();
-    let normal = group.states.borrow().values().filter(|s| **s == NodeState::Normal).count();
-    let refusal = match (current, state) {
-        (None, _) => Some("it is not a member".to_string()),
-        (Some(NodeState::Joining), NodeState::Normal) => None,
-        (Some(NodeState::Normal), NodeState::Leaving) if normal < 2 => Some("it is the last normal member".to_string()),
-        (Some(NodeState::Normal), NodeState::Leaving) => topology_change_in_progress(group, host_id),
-        // A join given up (removenode of a joiner that died) or a leave done.
-        (Some(NodeState::Joining | NodeState::Leaving), NodeState::Left) => None,
-        (Some(current), _) => Some(format!("it is {current:?}")),
-    };
-    if let Some(reason) = refusal {
+    if let Some(reason) = state_refusal(group, host_id, state) {
         tracing::info!("group 0: entry {index} ignored: node {host_id} cannot become {state:?}: {reason}");
         return Ok(false);
     }
@@ -629,6 +618,21 @@ async fn apply_state(
     }
     remove_member(raft, store, group, id).await?;
     Ok(true)
+}
+
+/// Why member `host_id` may not move to `state` now, if it may not.
+fn state_refusal(group: &Group0, host_id: Uuid, state: NodeState) -> Option<String> {
+    let current = group.states.borrow().get(&raft_id(host_id)).copied();
+    let normal = group.states.borrow().values().filter(|s| **s == NodeState::Normal).count();
+    match (current, state) {
+        (None, _) => Some("it is not a member".to_string()),
+        (Some(NodeState::Joining), NodeState::Normal) => None,
+        (Some(NodeState::Normal), NodeState::Leaving) if normal < 2 => Some("it is the last normal member".to_string()),
+        (Some(NodeState::Normal), NodeState::Leaving) => topology_change_in_progress(group, host_id),
+        // A join given up (removenode of a joiner that died) or a leave done.
+        (Some(NodeState::Joining | NodeState::Leaving), NodeState::Left) => None,
+        (Some(current), _) => Some(format!("it is {current:?}")),
+    }
 }
 
 /// Removes raft id `id` from the members and the voters.
@@ -788,12 +792,8 @@ pub async fn propose_state(host_id: Uuid, state: NodeState) -> Result<u64, Strin
     match propose_entry(&Group0Entry::State { host_id, state }).await? {
         (index, true) => Ok(index),
         (index, false) => {
-            let group = running()?;
-            let busy = topology_change_in_progress(&group, host_id);
-            let reason = busy.unwrap_or_else(|| match group.states.borrow().get(&raft_id(host_id)) {
-                Some(current) => format!("it is {current:?}"),
-                None => "it is not a member".to_string(),
-            });
+            // The entry changed nothing, so the refusal reads the same now.
+            let reason = state_refusal(&*running()?, host_id, state).unwrap_or_else(|| "refused".to_string());
             Err(format!("node {host_id} cannot become {state:?} (entry {index}): {reason}"))
         }
     }

@@ -31,7 +31,7 @@ use crate::topology::topology;
 use crate::CoordinatorError;
 
 /// How often an operation looks whether group 0's change reached it.
-const JOIN_POLL: Duration = Duration::from_millis(100);
+const POLL: Duration = Duration::from_millis(100);
 
 fn failed(message: String) -> CoordinatorError {
     CoordinatorError::NodeOperation(message)
@@ -49,7 +49,7 @@ pub async fn bootstrap() -> Result<(), CoordinatorError> {
         if let Some((_, state)) = group0::member(me) {
             break state;
         }
-        shoal_runtime::time::sleep(JOIN_POLL).await;
+        shoal_runtime::time::sleep(POLL).await;
     };
     if state != NodeState::Joining {
         return Ok(());
@@ -104,25 +104,25 @@ async fn leave(host: Uuid) -> Result<(), CoordinatorError> {
     tracing::info!("node {host} is leaving the ring; streaming its ranges to their next replicas");
     group0::barrier(index, None).await.map_err(failed)?;
     settle().await;
-    let topology = topology();
+    let changing = topology();
     let schema = schema();
     let mut gainers: Vec<Uuid> = schema
         .keyspaces
         .values()
-        .flat_map(|keyspace| topology.range_moves(keyspace))
+        .flat_map(|keyspace| changing.range_moves(keyspace))
         .flat_map(|range| range.gainers)
         .collect();
     gainers.sort_unstable();
     gainers.dedup();
-    for streamed in join_all(gainers.iter().map(|gainer| ask_to_stream(&topology, *gainer))).await {
+    for streamed in join_all(gainers.iter().map(|gainer| ask_to_stream(&changing, *gainer))).await {
         streamed?;
     }
     let index = group0::propose_state(host, NodeState::Left).await.map_err(failed)?;
     // Answered once every live member knows, and this shard's topology
     // shows it: none routes to it any more.
     group0::barrier(index, None).await.map_err(failed)?;
-    while crate::topology::topology().endpoint(host).is_some() {
-        shoal_runtime::time::sleep(JOIN_POLL).await;
+    while topology().endpoint(host).is_some() {
+        shoal_runtime::time::sleep(POLL).await;
     }
     tracing::info!("node {host} left the cluster");
     Ok(())

@@ -60,6 +60,14 @@ pub struct Streamed {
     pub bytes: usize,
 }
 
+impl std::ops::AddAssign for Streamed {
+    fn add_assign(&mut self, other: Streamed) {
+        self.ranges += other.ranges;
+        self.partitions += other.partitions;
+        self.bytes += other.bytes;
+    }
+}
+
 /// The source side: a page of this shard's stored partitions of a table
 /// in a range.
 pub(crate) async fn serve_read(payload: Bytes) -> Result<Vec<u8>, CoordinatorError> {
@@ -99,11 +107,8 @@ pub(crate) async fn scan_page(read: StreamRead, page_bytes: usize) -> Result<Str
 /// The gaining side, asked by the node that drives the change: streams in
 /// what this node gains.
 pub(crate) async fn serve_stream(_payload: Bytes) -> Result<Vec<u8>, CoordinatorError> {
-    let streamed = stream_in().await?;
-    Ok([streamed.ranges as u64, streamed.partitions as u64, streamed.bytes as u64]
-        .iter()
-        .flat_map(|n| n.to_be_bytes())
-        .collect())
+    stream_in().await?;
+    Ok(Vec::new())
 }
 
 /// Streams in every range this node gains by the change in progress, from
@@ -132,9 +137,7 @@ pub async fn stream_in() -> Result<Streamed, CoordinatorError> {
         .await;
     let mut total = Streamed { ranges, ..Streamed::default() };
     for result in results {
-        let streamed = result?;
-        total.partitions += streamed.partitions;
-        total.bytes += streamed.bytes;
+        total += result?;
     }
     // Streamed data skipped the commitlog: on disk before it counts.
     storage_op(StorageOp::Flush { keyspace: None, tables: Vec::new() }).await?;
@@ -210,9 +213,7 @@ async fn stream_range(
     });
     let mut total = Streamed::default();
     for result in join_all(reads).await {
-        let streamed = result?;
-        total.partitions += streamed.partitions;
-        total.bytes += streamed.bytes;
+        total += result?;
     }
     Ok(total)
 }

@@ -20,7 +20,7 @@
 //! that are not natural ones are the token's pending replicas: writes go
 //! to them too, and each one raises what the level needs by one
 //! (Cassandra's rule), so that once the change is done the next replicas
-//! hold every acknowledged write at the level ([`KeyspaceReplicas::pending`],
+//! hold every acknowledged write at the level ([`KeyspaceReplicas::write_targets`],
 //! [`Topology::range_moves`]).
 //!
 //! Installing a snapshot tells the shard's listeners what changed, as
@@ -291,8 +291,7 @@ impl Topology {
 
     /// Where a write of `token` in `keyspace` goes.
     pub fn write_targets(&self, keyspace: &KeyspaceMeta, token: i64) -> WriteTargets {
-        let map = self.replica_map(keyspace);
-        WriteTargets { natural: map.replicas(token), pending: map.pending(token) }
+        self.replica_map(keyspace).write_targets(token)
     }
 
     /// Where `keyspace`'s tokens live: its replication options read once,
@@ -438,14 +437,15 @@ impl KeyspaceReplicas<'_> {
         map.replicas(token)
     }
 
-    /// `token`'s pending replicas: those that gain it by the change in
-    /// progress (none when none is).
-    pub fn pending(&self, token: i64) -> Vec<Uuid> {
-        if self.topology.next_ring.is_none() {
-            return Vec::new();
-        }
+    /// `token`'s natural replicas and its pending ones: those that gain it
+    /// by the change in progress (none when none is).
+    pub fn write_targets(&self, token: i64) -> WriteTargets {
         let natural = self.replicas(token);
-        self.next_replicas(token).into_iter().filter(|host| !natural.contains(host)).collect()
+        let pending = match self.topology.next_ring {
+            None => Vec::new(),
+            Some(_) => self.next_replicas(token).into_iter().filter(|host| !natural.contains(host)).collect(),
+        };
+        WriteTargets { natural, pending }
     }
 
     /// `token`'s replicas once the change in progress is done (its
