@@ -3,7 +3,8 @@
 #
 #   SHOAL_BIN=target/release/shoal tests/run.sh [extra pytest args]
 #
-# 1. installs the Python venvs (scripts/venv.sh, idempotent);
+# 1. installs the Python venvs (scripts/venv.sh, idempotent), and iproute2
+#    for the partition test when missing (as root, with apt-get);
 # 2. starts "$SHOAL_BIN" on free loopback ports in a temp workdir, waits (<= 30 s)
 #    until its CQL port accepts connections; starts the reference memcached for
 #    test_memcache_*.py (Debian's `memcached`, installed with apt-get when
@@ -27,6 +28,16 @@ START_TIMEOUT="${SHOAL_START_TIMEOUT:-30}"
 log() { echo "run.sh: $*" >&2; }
 
 timeout 900 scripts/venv.sh || { log "venv setup failed"; exit 1; }
+
+# test_partition.py cuts links between nodes in network namespaces (`ip
+# netns`, root only): install iproute2 where it is missing and we are root.
+if ! command -v ip >/dev/null 2>&1 && [[ $EUID -eq 0 ]] && command -v apt-get >/dev/null 2>&1; then
+    log "installing iproute2 (apt-get install -y iproute2) for the partition test"
+    DEBIAN_FRONTEND=noninteractive timeout 300 apt-get install -y -q iproute2 >/dev/null 2>&1 \
+        || { timeout 300 apt-get update -q >/dev/null 2>&1; \
+             DEBIAN_FRONTEND=noninteractive timeout 300 apt-get install -y -q iproute2 >/dev/null 2>&1; } \
+        || log "apt-get install iproute2 failed: the partition test skips"
+fi
 
 free_ports() { # N -> N distinct free loopback ports on one line
     .venv/bin/python - "$1" <<'PY'

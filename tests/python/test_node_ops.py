@@ -257,9 +257,6 @@ def test_repair_converges_a_replica_that_missed_writes_row_by_row():
         while nodes[0].nodetool("status").count("UN ") < 3:
             assert time.monotonic() < wait_up, "the restarted node is not seen up"
             time.sleep(0.5)
-        # status reads the failure detector; the shards' topology, which
-        # repair reads, follows it within 100 ms.
-        time.sleep(0.5)
         keys = range(50)
         assert rows_of(nodes[2], keys) != expected, "the restarted node missed the writes"
         out = nodes[0].nodetool("repair", "rep")

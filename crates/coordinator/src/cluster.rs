@@ -46,6 +46,15 @@ pub fn peers() -> Vec<crate::Peer> {
     crate::topology::topology().peers()
 }
 
+/// Whether requests on this shard count member `host` as up: the failure
+/// detector's view once this shard's topology took it in (`None`: not a
+/// member). What reports show, so a node shown up is one requests and
+/// repair count up.
+pub fn member_up(host: Uuid) -> Option<bool> {
+    let topology = crate::topology::topology();
+    topology.endpoint(host).map(|_| topology.is_up(host))
+}
+
 /// Sets the node's identity; call once at start, before serving.
 pub fn set_node_info(info: NodeInfo) {
     // A second call (tests starting several nodes in one process) keeps the first.

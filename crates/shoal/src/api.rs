@@ -5,8 +5,9 @@
 //!   (JSON strings), `GET /system/uptime_ms` (a number): node identity for
 //!   `nodetool status` and `info`;
 //! - `GET /gossiper/endpoint/live`, `GET /gossiper/endpoint/down`: JSON
-//!   arrays of the addresses of nodes the failure detector finds up (this
-//!   node first) and down; `GET /storage_service/host_id`: every known
+//!   arrays of the addresses of nodes up (this node first) and down: the
+//!   failure detector's view, a member counted up once shard 0's topology
+//!   took it in; `GET /storage_service/host_id`: every known
 //!   node's host id (`[{"key": address, "value": host id}]`);
 //!   `GET /storage_service/tokens`: this node's tokens;
 //!   `GET /snitch/datacenter`, `GET /snitch/rack`: this node's place;
@@ -191,10 +192,22 @@ async fn metrics() -> String {
 /// The addresses of the nodes that are up (`live`; this node is) or down,
 /// as a JSON array of strings.
 async fn endpoints(live: bool) -> String {
-    // The failure detector runs on shard 0.
-    let statuses = submit_to(0, || async { shoal_cluster::failure_detector::statuses() }).await.unwrap_or_default();
+    // The failure detector runs on shard 0; a member is up once shard 0's
+    // topology (which this API's node operations read) has it up too.
+    let statuses = submit_to(0, || async {
+        let statuses = shoal_cluster::failure_detector::statuses();
+        statuses
+            .into_iter()
+            .map(|s| {
+                let counted = s.host_id.and_then(shoal_coordinator::cluster::member_up).unwrap_or(true);
+                (s.address, s.up && counted)
+            })
+            .collect::<Vec<_>>()
+    })
+    .await
+    .unwrap_or_default();
     let mut addresses: Vec<String> =
-        statuses.iter().filter(|s| s.up == live).map(|s| format!("\"{}\"", s.address.ip())).collect();
+        statuses.iter().filter(|(_, up)| *up == live).map(|(address, _)| format!("\"{}\"", address.ip())).collect();
     if live {
         addresses.insert(0, format!("\"{}\"", node().address));
     }
