@@ -9,7 +9,10 @@ applied three times, each read asks two replicas); `shoal stress` runs on
 CPU 0. The cluster's nodes listen on 127.0.0.2-4 with one CQL port, so the
 Rust driver, given the first node, finds the others in `system.peers` and
 routes token-aware. Phases, each `--duration` seconds after a 2 s warm-up:
-writes of `--keys` partitions (uniform), then reads of them (uniform).
+writes of `--keys` partitions (uniform), then reads of them (uniform); with
+`--phases write,read,lwt` also conditional writes (`INSERT ... IF NOT
+EXISTS` at serial consistency SERIAL: on one node the shard's partition
+lock, on the cluster a Paxos round each).
 
 Reported per phase: ops/s, p50/p99 (µs), the server core's busy share
 (from /proc: the servers' CPU time over the phase), and ops per
@@ -88,8 +91,9 @@ class Node:
             self.proc.wait()
 
 
-def stress(binary, host, port, workload, args, rf, consistency, out):
-    cmd = ["taskset", "-c", str(LOADER_CPU), binary, "stress", "--host", host, "--port", str(port),
+def stress(binary, host, port, phase_name, args, rf, consistency, out):
+    workload, extra = ("write", ["--conditional"]) if phase_name == "lwt" else (phase_name, [])
+    cmd = ["taskset", "-c", str(LOADER_CPU), binary, "stress", "--host", host, "--port", str(port), *extra,
            "--workload", workload, "--pop", "uniform", "--keys", str(args.keys), "--value-size", str(args.value_size),
            "--duration", str(args.duration), "--warmup", "2", "--concurrency", str(args.concurrency),
            "--replication-factor", str(rf), "--consistency", consistency, "--json", out, "--quiet"]
@@ -131,7 +135,7 @@ def run(args, count):
         time.sleep(3 if count > 1 else 0.5)
         rf, consistency = (3, "QUORUM") if count > 1 else (1, "ONE")
         results = {}
-        for workload in ("write", "read"):
+        for workload in args.phases:
             results[workload] = phase(args.shoal, nodes, workload, args, rf, consistency, root)
         return results
     finally:
@@ -147,21 +151,23 @@ def main():
     parser.add_argument("--keys", type=int, default=100000)
     parser.add_argument("--value-size", type=int, default=256)
     parser.add_argument("--concurrency", type=int, default=512)
+    parser.add_argument("--phases", type=lambda v: v.split(","), default=["write", "read"],
+                        help="comma-separated, of write, read, lwt")
     args = parser.parse_args()
     single = run(args, 1)
     cluster = run(args, 3)
     print("| phase | setup | ops/s | p50 µs | p99 µs | errors | server core busy | ops per core-s |")
     print("|---|---|---:|---:|---:|---:|---:|---:|")
-    for workload in ("write", "read"):
+    for workload in args.phases:
         for name, r in (("1 node RF=1 ONE", single[workload]), ("3 nodes RF=3 QUORUM", cluster[workload])):
             print("| %s | %s | %.0f | %.0f | %.0f | %d | %.0f%% | %.0f |" % (
                 workload, name, r["ops_per_s"], r["p50_us"], r["p99_us"], r["errors"], 100 * r["busy"],
                 r["ops_per_core_s"]))
-    for workload in ("write", "read"):
+    for workload in args.phases:
         print("%s: cluster/single per core-second %.2f×, p99 %.1f×" % (
             workload, cluster[workload]["ops_per_core_s"] / single[workload]["ops_per_core_s"],
             cluster[workload]["p99_us"] / max(single[workload]["p99_us"], 1)))
-    print("loader CPU:", json.dumps({w: [single[w]["loader_cpu"], cluster[w]["loader_cpu"]] for w in ("write", "read")}))
+    print("loader CPU:", json.dumps({w: [single[w]["loader_cpu"], cluster[w]["loader_cpu"]] for w in args.phases}))
 
 
 if __name__ == "__main__":

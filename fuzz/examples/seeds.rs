@@ -118,4 +118,13 @@ fn raft_seeds(corpus: &Path) {
     write(&data, "partitions", &[&[3u8][..], &partitions].concat());
     let page = shoal_coordinator::wire::StreamPage { partitions: vec![(position(2), partition(2, 2, 4))], more: true };
     write(&data, "stream-page", &[&[8u8][..], &shoal_coordinator::wire::encode_stream_page(&page)].concat());
+    let ballot = shoal_coordinator::wire::Ballot { micros: 1_700_000_000_000_000, node: uuid::Uuid::from_u128(7) };
+    write(&data, "paxos-proposal", &[&[10u8][..], &shoal_coordinator::wire::encode_paxos_proposal(ballot, &mutation)].concat());
+    let promise = shoal_coordinator::wire::Promise {
+        promised: true,
+        promised_ballot: ballot,
+        accepted: Some(shoal_coordinator::wire::Proposal { ballot, update: partition(1, 2, 4) }),
+        committed: ballot,
+    };
+    write(&data, "paxos-promise", &[&[5u8][..], &shoal_coordinator::wire::encode_promise(&promise)].concat());
 }

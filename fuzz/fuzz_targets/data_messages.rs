@@ -1,7 +1,7 @@
 //! Fuzzes the data messages a replica reads from another node's
 //! coordinator, and the answers a coordinator reads back (`coordinator::
-//! wire`: mutations, reads, results, partitions, conditional writes and
-//! their outcomes, batchlog batches, streaming reads and pages, repair's
+//! wire`: mutations, reads, results, partitions, Paxos prepares, promises
+//! and proposals, batchlog batches, streaming reads and pages, repair's
 //! hash pages), plus
 //! group 0's schema entries (`coordinator::schema_entry`).
 //! The first byte picks the decoder; any bytes give a message or an
@@ -14,7 +14,7 @@ use shoal_coordinator::{schema_entry, wire};
 
 fuzz_target!(|data: &[u8]| {
     let Some((&which, bytes)) = data.split_first() else { return };
-    match which % 11 {
+    match which % 12 {
         0 => {
             if let Ok(mutation) = wire::decode_mutation(bytes) {
                 assert!(wire::decode_mutation(&wire::encode_mutation(&mutation)).is_ok());
@@ -36,13 +36,13 @@ fuzz_target!(|data: &[u8]| {
             }
         }
         4 => {
-            if let Ok(request) = wire::decode_cas_request(bytes) {
-                assert!(wire::decode_cas_request(&wire::encode_cas_request(&request)).is_ok());
+            if let Ok(prepare) = wire::decode_paxos_prepare(bytes) {
+                assert_eq!(wire::decode_paxos_prepare(&wire::encode_paxos_prepare(&prepare)).ok(), Some(prepare));
             }
         }
         5 => {
-            if let Ok(result) = wire::decode_cas_result(bytes) {
-                assert!(wire::decode_cas_result(&wire::encode_cas_result(&result)).is_ok());
+            if let Ok(promise) = wire::decode_promise(bytes) {
+                assert_eq!(wire::decode_promise(&wire::encode_promise(&promise)).ok(), Some(promise));
             }
         }
         6 => {
@@ -61,6 +61,11 @@ fuzz_target!(|data: &[u8]| {
         9 => {
             if let Ok(page) = wire::decode_hash_page(bytes) {
                 assert_eq!(wire::decode_hash_page(&wire::encode_hash_page(&page)).ok(), Some(page));
+            }
+        }
+        10 => {
+            if let Ok((ballot, mutation)) = wire::decode_paxos_proposal(bytes) {
+                assert!(wire::decode_paxos_proposal(&wire::encode_paxos_proposal(ballot, &mutation)).is_ok());
             }
         }
         _ => {

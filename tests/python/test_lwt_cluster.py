@@ -1,14 +1,15 @@
 """Conditional writes across three real nodes (127.0.0.2-4) at RF=3 are
-linearizable, checked on the history of concurrent clients, one node killed
-with -9 midway.
+linearizable (Paxos), checked on the history of concurrent clients, one node
+killed with -9 midway; and Paxos state survives every node's kill -9.
 
 Four clients, each with its own token-aware driver session over all three
 nodes, run for a few seconds against one register (`v` of one row):
 compare-and-set `UPDATE ... SET v = new IF v = expected` (new values unique
 per client) and reads at SERIAL. Every operation is recorded with when it
 was sent and when it was answered. A CAS that failed (timeout, lost
-connection) may or may not have taken effect: it is indeterminate; one
-refused as Unavailable did nothing. A checker in the style of Wing and Gong (depth-first search
+connection) may or may not have taken effect: it is indeterminate. With two
+of three replicas up, no request may be refused as Unavailable, and writes
+must go on taking effect after the kill, whichever node died. A checker in the style of Wing and Gong (depth-first search
 over the orders the history allows, memoized on the set of operations
 placed and the register's value) then looks for one sequential order,
 consistent with real time, in which every read returns the value last
@@ -19,6 +20,7 @@ import random
 import threading
 import time
 
+import cassandra
 import pytest
 from cassandra import ConsistencyLevel as CL
 from cassandra import Unavailable
@@ -110,7 +112,7 @@ def test_the_checker_finds_a_stale_read_and_accepts_an_overlap():
     assert not linearizable(both, 0), "two CAS from one value cannot both apply"
 
 
-def client(nodes, seed, history, lock, stop):
+def client(nodes, seed, history, lock, stop, unavailable):
     rng = random.Random(seed)
     profile = ExecutionProfile(request_timeout=5)
     # Given the first node, the driver finds the others in system.peers_v2.
@@ -142,7 +144,8 @@ def client(nodes, seed, history, lock, stop):
                     if applied:
                         last = new
                 except Unavailable:
-                    continue  # refused before anything was done (the primary is down)
+                    unavailable.append(time.monotonic())
+                    continue
                 except Exception:  # noqa: BLE001 - it may or may not have applied
                     op = Op(0, "cas", started, INF, expected=expected, new=new)
             with lock:
@@ -169,11 +172,13 @@ def test_compare_and_set_is_linearizable_across_three_nodes_with_one_killed():
                 assert time.monotonic() < deadline
                 time.sleep(0.2)
 
-        history, lock, stop = [], threading.Lock(), threading.Event()
-        threads = [threading.Thread(target=client, args=(nodes, i + 1, history, lock, stop)) for i in range(CLIENTS)]
+        history, lock, stop, unavailable = [], threading.Lock(), threading.Event(), []
+        threads = [threading.Thread(target=client, args=(nodes, i + 1, history, lock, stop, unavailable))
+                   for i in range(CLIENTS)]
         for t in threads:
             t.start()
         time.sleep(KILL_AT_S)
+        killed_at = time.monotonic()
         nodes[1].kill()
         time.sleep(RUN_S - KILL_AT_S)
         stop.set()
@@ -184,5 +189,54 @@ def test_compare_and_set_is_linearizable_across_three_nodes_with_one_killed():
         applied = [op for op in cas if op.applied]
         assert len(applied) >= 10, "too few writes took effect to say anything: %d of %d" % (len(applied), len(cas))
         assert sum(op.kind == "read" for op in history) >= 10
+        assert not unavailable, "%d requests refused as Unavailable with 2 of 3 replicas up" % len(unavailable)
+        after = [op for op in applied if op.call > killed_at + 1]
+        assert len(after) >= 5, "only %d writes took effect after the kill" % len(after)
         assert linearizable(history, 0), "no linearization of %d operations (%d indeterminate)" % (
             len(history), sum(op.indeterminate for op in history))
+
+
+def test_paxos_state_and_writes_survive_every_node_killed():
+    """Conditional writes at QUORUM with `commitlog_sync: batch`, then all
+    three nodes killed with -9 and restarted: a serial read sees the last
+    write, a stale condition fails, the right one applies."""
+    with contextlib.ExitStack() as stack:
+        nodes = start_cluster(stack, "shoal-lwt-crash-", args=("--commitlog-sync", "batch"))
+        cluster = Cluster([nodes[0].address], port=nodes[0].cql_port, protocol_version=4)
+        stack.callback(cluster.shutdown)
+        session = cluster.connect()
+        session.execute("CREATE KEYSPACE lwt WITH replication = {'class': 'SimpleStrategy', 'replication_factor': 3}")
+        session.execute("CREATE TABLE lwt.reg (k int PRIMARY KEY, v int)")
+        update = session.prepare("UPDATE lwt.reg SET v = ? WHERE k = ? IF v = ?")
+        update.consistency_level = CL.QUORUM
+        insert = SimpleStatement("INSERT INTO lwt.reg (k, v) VALUES (%s, 0) IF NOT EXISTS", consistency_level=CL.QUORUM)
+        keys = range(20)
+        for k in keys:
+            assert session.execute(insert, (k,)).one()[0]
+            for v in range(1, 4):
+                assert session.execute(update, (v, k, v - 1)).one()[0]
+        cluster.shutdown()
+
+        for node in nodes:
+            node.kill()
+        for node in nodes:
+            node.start()
+        cluster = Cluster([nodes[0].address], port=nodes[0].cql_port, protocol_version=4)
+        stack.callback(cluster.shutdown)
+        session = cluster.connect()
+        update = session.prepare("UPDATE lwt.reg SET v = ? WHERE k = ? IF v = ?")
+        read = session.prepare("SELECT v FROM lwt.reg WHERE k = ?")
+        read.consistency_level = CL.SERIAL
+        deadline = time.monotonic() + 20
+        for k in keys:
+            while True:
+                try:
+                    assert session.execute(read, (k,)).one().v == 3
+                    stale = session.execute(update, (9, k, 2)).one()
+                    break
+                except (Unavailable, cassandra.OperationTimedOut, cassandra.ReadTimeout, cassandra.WriteTimeout):
+                    # Until every node sees the others up again.
+                    assert time.monotonic() < deadline
+                    time.sleep(0.2)
+            assert (stale[0], stale[1]) == (False, 3)
+            assert session.execute(update, (4, k, 3)).one()[0]

@@ -28,8 +28,6 @@ pub enum Verb {
     ReadDigest = 8,
     /// Answer stored partitions as they are (reconciling replicas).
     ReadRaw = 9,
-    /// Run a conditional write as the partition's primary replica.
-    Cas = 10,
     /// Remove every row of a table on the node (TRUNCATE).
     Truncate = 11,
     /// Hold a logged batch until its coordinator removes it (batchlog).
@@ -48,6 +46,14 @@ pub enum Verb {
     /// Answer a page of the hashes of a token range's stored partitions
     /// (repair), to the shard whose data is read.
     RepairHashes = 17,
+    /// Promise a Paxos ballot for a partition (a conditional write's first
+    /// round), to the shard that owns it. (10, a conditional write run by
+    /// the partition's primary replica, is retired.)
+    PaxosPrepare = 18,
+    /// Accept a Paxos proposal for a partition.
+    PaxosAccept = 19,
+    /// Apply a chosen Paxos proposal and record it committed.
+    PaxosCommit = 20,
 }
 
 impl Verb {
@@ -62,7 +68,6 @@ impl Verb {
             7 => Verb::ReadData,
             8 => Verb::ReadDigest,
             9 => Verb::ReadRaw,
-            10 => Verb::Cas,
             11 => Verb::Truncate,
             12 => Verb::BatchStore,
             13 => Verb::BatchRemove,
@@ -70,6 +75,9 @@ impl Verb {
             15 => Verb::StreamRead,
             16 => Verb::Stream,
             17 => Verb::RepairHashes,
+            18 => Verb::PaxosPrepare,
+            19 => Verb::PaxosAccept,
+            20 => Verb::PaxosCommit,
             _ => return None,
         })
     }
@@ -89,7 +97,9 @@ impl Verb {
             | Verb::ReadData
             | Verb::ReadDigest
             | Verb::ReadRaw
-            | Verb::Cas
+            | Verb::PaxosPrepare
+            | Verb::PaxosAccept
+            | Verb::PaxosCommit
             | Verb::Truncate
             | Verb::BatchStore
             | Verb::BatchRemove

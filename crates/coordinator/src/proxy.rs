@@ -31,10 +31,10 @@ use uuid::Uuid;
 
 use crate::schema::schema;
 use crate::shards::{on_every_shard, shard_of};
-use crate::timeouts::deadline;
+use crate::timeouts::{deadline, timeouts};
 use crate::topology::{topology, Topology};
 use crate::verbs::Target;
-use crate::{lwt, metrics, read_executor, write_handler, ConsistencyLevel, CoordinatorError, WriteType};
+use crate::{metrics, paxos, read_executor, write_handler, ConsistencyLevel, CoordinatorError, WriteType};
 
 /// Where a request on `table` runs when other nodes hold some of it: the
 /// cluster and the table's keyspace (and whether it counts). `None`: on
@@ -98,9 +98,50 @@ pub async fn read(
 ) -> Result<ReadResult, CoordinatorError> {
     let deadline = deadline(timeout);
     if let Some((topology, keyspace, counters)) = placement(command.table) {
+        if consistency.is_serial() {
+            Box::pin(settle_for_serial_read(&topology, &keyspace, &command, consistency)).await?;
+        }
         return Box::pin(read_executor::read(topology, keyspace, counters, command, consistency, deadline)).await;
     }
     read_local(command, consistency, deadline).await
+}
+
+/// Cassandra's refusal of a serial read of several partitions.
+fn one_partition_serial() -> CoordinatorError {
+    CoordinatorError::Invalid(
+        "SERIAL/LOCAL_SERIAL consistency may only be requested for one partition at a time".into(),
+    )
+}
+
+/// Before a read at SERIAL or LOCAL_SERIAL of a partition other nodes
+/// hold: a Paxos round that settles what conditional writes left in
+/// flight, so the read sees every write chosen before it.
+async fn settle_for_serial_read(
+    topology: &Rc<Topology>,
+    keyspace: &Arc<KeyspaceMeta>,
+    command: &ReadCommand,
+    serial: ConsistencyLevel,
+) -> Result<(), CoordinatorError> {
+    let PartitionSelection::Keys(keys) = &command.partitions else {
+        return Err(one_partition_serial());
+    };
+    let [position] = keys.as_slice() else {
+        return Err(one_partition_serial());
+    };
+    if topology.write_targets(keyspace, position.token).only(topology.me) {
+        return Ok(());
+    }
+    let cas_deadline = deadline(timeouts().cas);
+    let round = paxos::Round::new(
+        Rc::clone(topology),
+        Arc::clone(keyspace),
+        command.table,
+        position.clone(),
+        serial,
+        true,
+        cas_deadline,
+    );
+    round.settle().await
 }
 
 /// Runs a read on every shard of this node that may hold its rows and
@@ -283,9 +324,9 @@ pub(crate) async fn truncate_local(table: Uuid, deadline: Instant) -> Result<(),
 
 /// A conditional write (compare-and-set): on the shard owning the
 /// partition, under its lock, the conditions are checked and the mutation
-/// applied when all hold; with other replicas, on the partition's primary
-/// replica ([`crate::lwt`]). `serial` is the consistency of the check
-/// (SERIAL or LOCAL_SERIAL), `consistency` that of the commit.
+/// applied when all hold; with other replicas, by Paxos ([`crate::paxos`]).
+/// `serial` is the consistency of the check (SERIAL or LOCAL_SERIAL),
+/// `consistency` that of the commit.
 pub async fn cas(
     request: CasRequest,
     consistency: ConsistencyLevel,
@@ -295,11 +336,10 @@ pub async fn cas(
     assert!(serial.is_serial(), "a conditional write's serial consistency is SERIAL or LOCAL_SERIAL");
     let deadline = deadline(timeout);
     if let Some((topology, keyspace, _)) = placement(request.table) {
-        let hosts = topology.replicas(&keyspace, request.position.token);
         if !topology.write_targets(&keyspace, request.position.token).only(topology.me) {
-            let replicas = lwt::Replicas { topology, keyspace, hosts };
-            let op = lwt::Conditional { request, consistency, serial, deadline };
-            return Box::pin(lwt::cas(replicas, op)).await;
+            let (table, position) = (request.table, request.position.clone());
+            let round = paxos::Round::new(topology, keyspace, table, position, serial, false, deadline);
+            return Box::pin(round.cas(paxos::Conditional { request, consistency, serial })).await;
         }
     }
     cas_local(request, consistency, deadline).await

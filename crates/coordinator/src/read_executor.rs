@@ -225,21 +225,29 @@ impl Reader<'_> {
     }
 }
 
+/// What [`reconcile`] did: each partition's merge (in the command's key
+/// order; `None` where no target holds it) and how many copies it wrote.
+pub(crate) struct Reconciled {
+    pub merged: Vec<Option<Partition>>,
+    pub written: usize,
+}
+
 /// Brings `targets` in line for the partitions `command` names (its keys):
 /// their stored copies are read as they are, merged, and each target whose
-/// copy differs from the merge gets the merge written to it. Returns how
-/// many copies were written. Read repair and repair both use it.
+/// copy differs from the merge gets the merge written to it. Read repair,
+/// repair and Paxos's read use it.
 pub(crate) async fn reconcile(
     targets: &[Target<'_>],
     command: &ReadCommand,
     deadline: Instant,
-) -> Result<usize, CoordinatorError> {
+) -> Result<Reconciled, CoordinatorError> {
     let PartitionSelection::Keys(keys) = &command.partitions else {
         unreachable!("a reconciliation names its partitions");
     };
     let copies = join_all(targets.iter().map(|t| t.read_raw(command))).await;
     let copies: Vec<Vec<Option<Partition>>> = copies.into_iter().collect::<Result<_, _>>()?;
     let mut repairs = Vec::new();
+    let mut merges = Vec::with_capacity(keys.len());
     for (i, key) in keys.iter().enumerate() {
         let mut merged: Option<Partition> = None;
         for copy in copies.iter().filter_map(|c| c[i].clone()) {
@@ -248,6 +256,7 @@ pub(crate) async fn reconcile(
                 Some(m) => m.merge(copy),
             }
         }
+        merges.push(merged.clone());
         let Some(merged) = merged else { continue };
         for (target, copy) in targets.iter().zip(&copies) {
             if copy[i].as_ref() != Some(&merged) {
@@ -268,5 +277,5 @@ pub(crate) async fn reconcile(
     }))
     .await;
     written.into_iter().collect::<Result<Vec<()>, _>>()?;
-    Ok(repairs.len())
+    Ok(Reconciled { merged: merges, written: repairs.len() })
 }

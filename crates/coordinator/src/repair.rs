@@ -123,7 +123,7 @@ async fn repair_range(
     let mut written = 0;
     for keys in differing.chunks(RECONCILE_KEYS) {
         let command = ReadCommand::of_partitions(table, keys.to_vec(), vec![ClusteringRange::all()], 0);
-        written += reconcile(&targets, &command, deadline(timeouts().range)).await?;
+        written += reconcile(&targets, &command, deadline(timeouts().range)).await?.written;
     }
     Ok(Repaired { ranges: 1, partitions, differing: differing.len(), written })
 }

@@ -284,11 +284,6 @@ impl Topology {
         self.endpoints.get(&host).map_or(&self.local_dc, |endpoint| &endpoint.placement.data_center)
     }
 
-    /// The hosts that hold `token`'s data in `keyspace`, its primary first.
-    pub fn replicas(&self, keyspace: &KeyspaceMeta, token: i64) -> Vec<Uuid> {
-        self.replica_map(keyspace).replicas(token)
-    }
-
     /// Where a write of `token` in `keyspace` goes.
     pub fn write_targets(&self, keyspace: &KeyspaceMeta, token: i64) -> WriteTargets {
         self.replica_map(keyspace).write_targets(token)

@@ -16,14 +16,15 @@ use bytes::Bytes;
 use futures_util::FutureExt;
 use shoal_cluster::messaging::{self, Caller};
 use shoal_cluster::verb::Verb;
-use shoal_replica::{CasRequest, CasResult, Mutation, PartitionSelection, ReadCommand, ReadResult};
+use shoal_replica::{Ballot, Mutation, PartitionSelection, Promise, ReadCommand, ReadResult};
 use shoal_storage::Partition;
 use uuid::Uuid;
 
 use crate::proxy::{mutate_local, read_local, read_raw_local, truncate_local};
 use crate::timeouts::{deadline, timeouts};
 use crate::topology::Topology;
-use crate::{wire, ConsistencyLevel, CoordinatorError, WriteType};
+use crate::wire::PaxosPrepare;
+use crate::{paxos, wire, ConsistencyLevel, CoordinatorError, WriteType};
 
 const OK: u8 = 0;
 const INVALID: u8 = 1;
@@ -36,7 +37,9 @@ pub fn register() {
     messaging::register(Verb::ReadData, handler(handle_read_data));
     messaging::register(Verb::ReadDigest, handler(handle_read_digest));
     messaging::register(Verb::ReadRaw, handler(handle_read_raw));
-    messaging::register(Verb::Cas, handler(handle_cas));
+    messaging::register(Verb::PaxosPrepare, handler(handle_paxos_prepare));
+    messaging::register(Verb::PaxosAccept, handler(handle_paxos_accept));
+    messaging::register(Verb::PaxosCommit, handler(handle_paxos_commit));
     messaging::register(Verb::Truncate, handler(handle_truncate));
     messaging::register(Verb::StreamRead, handler(crate::streaming::serve_read));
     messaging::register(Verb::Stream, handler(crate::streaming::serve_stream));
@@ -124,20 +127,22 @@ async fn handle_read_raw(payload: Bytes) -> Result<Vec<u8>, CoordinatorError> {
     Ok(wire::encode_partitions(&partitions))
 }
 
-/// `[u16 consistency][u16 serial][request]`.
-async fn handle_cas(payload: Bytes) -> Result<Vec<u8>, CoordinatorError> {
-    let level = |bytes: &[u8]| ConsistencyLevel::from_code(u16::from_be_bytes([bytes[0], bytes[1]]));
-    let (Some(consistency), Some(serial)) = (payload.get(..2).and_then(level), payload.get(2..4).and_then(level))
-    else {
-        return Err(CoordinatorError::Invalid("a conditional write without its consistency levels".to_string()));
-    };
-    if !serial.is_serial() {
-        return Err(CoordinatorError::Invalid(format!("{serial} is not a serial consistency level")));
-    }
-    let request = wire::decode_cas_request(&payload[4..]).map_err(malformed)?;
-    let op = crate::lwt::Conditional { request, consistency, serial, deadline: deadline(timeouts().cas) };
-    let result = crate::lwt::serve(op).await?;
-    Ok(wire::encode_cas_result(&result))
+async fn handle_paxos_prepare(payload: Bytes) -> Result<Vec<u8>, CoordinatorError> {
+    let prepare = wire::decode_paxos_prepare(&payload).map_err(malformed)?;
+    Ok(wire::encode_promise(&paxos::prepare_local(prepare).await?))
+}
+
+/// Answers `[u8 1]` when accepted, `[u8 0]` when a higher ballot was
+/// promised.
+async fn handle_paxos_accept(payload: Bytes) -> Result<Vec<u8>, CoordinatorError> {
+    let (ballot, mutation) = wire::decode_paxos_proposal(&payload).map_err(malformed)?;
+    Ok(vec![u8::from(paxos::accept_local(mutation, ballot).await?)])
+}
+
+async fn handle_paxos_commit(payload: Bytes) -> Result<Vec<u8>, CoordinatorError> {
+    let (ballot, mutation) = wire::decode_paxos_proposal(&payload).map_err(malformed)?;
+    paxos::commit_local(mutation, ballot).await?;
+    Ok(Vec::new())
 }
 
 /// A digest of a read's rows: equal rows give equal digests on every node
@@ -261,20 +266,45 @@ impl Target<'_> {
         self.call(Verb::BatchRemove, 0, id.as_bytes()).await.map(drop)
     }
 
-    /// Has this replica, the partition's primary, run a conditional write.
-    pub(crate) async fn cas(
+    /// Asks this replica to promise a ballot.
+    pub(crate) async fn paxos_prepare(&self, prepare: &PaxosPrepare) -> Result<Promise, CoordinatorError> {
+        if self.is_local() {
+            return paxos::prepare_local(prepare.clone()).await;
+        }
+        let answer =
+            self.call(Verb::PaxosPrepare, prepare.position.token, &wire::encode_paxos_prepare(prepare)).await?;
+        wire::decode_promise(&answer).map_err(|e| CoordinatorError::Remote(format!("a replica's promise: {e}")))
+    }
+
+    /// Asks this replica to accept a proposal (`payload`: its encoding
+    /// with `ballot`); whether it did.
+    pub(crate) async fn paxos_accept(
         &self,
-        request: &CasRequest,
-        consistency: ConsistencyLevel,
-        serial: ConsistencyLevel,
-    ) -> Result<CasResult, CoordinatorError> {
-        let mut payload = Vec::new();
-        payload.extend_from_slice(&consistency.code().to_be_bytes());
-        payload.extend_from_slice(&serial.code().to_be_bytes());
-        payload.extend_from_slice(&wire::encode_cas_request(request));
-        let answer = self.call(Verb::Cas, request.position.token, &payload).await?;
-        wire::decode_cas_result(&answer)
-            .map_err(|e| CoordinatorError::Remote(format!("a conditional write's outcome: {e}")))
+        mutation: &Mutation,
+        ballot: Ballot,
+        payload: &[u8],
+    ) -> Result<bool, CoordinatorError> {
+        if self.is_local() {
+            return paxos::accept_local(mutation.clone(), ballot).await;
+        }
+        match self.call(Verb::PaxosAccept, mutation.position.token, payload).await?.as_ref() {
+            [accepted @ (0 | 1)] => Ok(*accepted == 1),
+            other => Err(CoordinatorError::Remote(format!("an accept answered {} bytes", other.len()))),
+        }
+    }
+
+    /// Has this replica apply a chosen proposal (`payload`: its encoding
+    /// with `ballot`) and record it committed.
+    pub(crate) async fn paxos_commit(
+        &self,
+        mutation: &Mutation,
+        ballot: Ballot,
+        payload: &[u8],
+    ) -> Result<(), CoordinatorError> {
+        if self.is_local() {
+            return paxos::commit_local(mutation.clone(), ballot).await;
+        }
+        self.call(Verb::PaxosCommit, mutation.position.token, payload).await.map(drop)
     }
 
     /// The stored partitions of a command naming its keys.

@@ -1,6 +1,6 @@
 //! The data messages between coordinators and replicas: mutations, read
-//! commands, read results, raw partitions and conditional writes with
-//! their outcomes, in the storage codec's varints and length-prefixed
+//! commands, read results, raw partitions and Paxos's prepares, promises
+//! and proposals, in the storage codec's varints and length-prefixed
 //! bytes (`shoal_storage::codec`).
 //!
 //! Decoding is total — the bytes come from the network — and checks that
@@ -9,9 +9,10 @@
 use std::ops::Bound;
 
 use bytes::Bytes;
+pub use shoal_replica::{Ballot, Promise, Proposal};
 use shoal_replica::{
-    CasRequest, CasResult, CheckOp, CheckedPart, ColumnCheck, FilterOp, ListOp, ListOpKind, Mutation,
-    PartitionSelection, ReadCommand, ReadResult, ResultCell, ResultRow, RowCheck, RowCondition, RowFilter, RowPosition,
+    FilterOp, ListOp, ListOpKind, Mutation, PartitionSelection, ReadCommand, ReadResult, ResultCell, ResultRow,
+    RowFilter, RowPosition,
 };
 use shoal_storage::codec::{self, DecodeError, Decoder, Encoder};
 use shoal_storage::{ClusteringRange, Partition, PartitionPosition};
@@ -336,106 +337,73 @@ fn decode_result_row(d: &mut Decoder) -> Result<ResultRow, DecodeError> {
     Ok(ResultRow { position, clustering, cells })
 }
 
-fn encode_nested_mutation(e: &mut Encoder, mutation: Option<&Mutation>) {
-    encode_option(e, mutation, |e, m| e.bytes(&encode_mutation(m)));
+/// A Paxos prepare: the ballot a proposer asks replicas to promise for a
+/// partition.
+#[derive(Debug, Clone, PartialEq)]
+pub struct PaxosPrepare {
+    pub table: Uuid,
+    pub position: PartitionPosition,
+    pub ballot: Ballot,
 }
 
-fn decode_nested_mutation(d: &mut Decoder) -> Result<Option<Mutation>, DecodeError> {
-    decode_option(d, |d| decode_mutation(&d.bytes()?))
-}
-
-const CHECK_OPS: [CheckOp; 7] =
-    [CheckOp::Eq, CheckOp::Ne, CheckOp::Lt, CheckOp::Le, CheckOp::Gt, CheckOp::Ge, CheckOp::In];
-
-pub fn encode_cas_request(r: &CasRequest) -> Vec<u8> {
+pub fn encode_paxos_prepare(p: &PaxosPrepare) -> Vec<u8> {
     let mut out = Vec::new();
+    p.ballot.encode(&mut out);
     let e = &mut Encoder { out: &mut out };
-    encode_uuid(e, r.table);
-    encode_position(e, &r.position);
-    encode_list(e, &r.conditions, |e, condition| {
-        encode_optional(e, condition.row.as_deref());
-        match &condition.check {
-            RowCheck::NotExists => e.u8(0),
-            RowCheck::Exists => e.u8(1),
-            RowCheck::Columns(checks) => {
-                e.u8(2);
-                encode_list(e, checks, |e, check| {
-                    e.var_u64(check.column as u64);
-                    match &check.part {
-                        CheckedPart::Whole => e.u8(0),
-                        CheckedPart::MapValue(key) => {
-                            e.u8(1);
-                            e.bytes(key);
-                        }
-                        CheckedPart::Field(index) => {
-                            e.u8(2);
-                            e.var_u64(*index as u64);
-                        }
-                    }
-                    // The position in CHECK_OPS: every op is listed there.
-                    e.u8(CHECK_OPS.iter().position(|op| *op == check.op).unwrap_or(0) as u8);
-                    encode_list(e, &check.values, |e, v| encode_optional(e, v.as_deref()));
-                });
-            }
-        }
-    });
-    encode_nested_mutation(e, r.mutation.as_ref());
-    e.var_i64(r.timestamp_us);
-    e.var_i64(r.now_s);
+    encode_uuid(e, p.table);
+    encode_position(e, &p.position);
     out
 }
 
-pub fn decode_cas_request(bytes: &[u8]) -> Result<CasRequest, DecodeError> {
+pub fn decode_paxos_prepare(bytes: &[u8]) -> Result<PaxosPrepare, DecodeError> {
     let d = &mut Decoder::new(bytes);
+    let ballot = Ballot::decode(d)?;
     let table = decode_uuid(d)?;
     let position = decode_position(d)?;
-    let conditions = decode_list(d, |d| {
-        let row = decode_optional(d)?;
-        let check = match d.u8()? {
-            0 => RowCheck::NotExists,
-            1 => RowCheck::Exists,
-            2 => RowCheck::Columns(decode_list(d, |d| {
-                let column = decode_size(d)?;
-                let part = match d.u8()? {
-                    0 => CheckedPart::Whole,
-                    1 => CheckedPart::MapValue(d.bytes()?),
-                    2 => CheckedPart::Field(decode_size(d)?),
-                    _ => return Err(d.error("bad checked part")),
-                };
-                let op = *CHECK_OPS.get(usize::from(d.u8()?)).ok_or_else(|| d.error("bad check op"))?;
-                Ok(ColumnCheck { column, part, op, values: decode_list(d, decode_optional)? })
-            })?),
-            _ => return Err(d.error("bad row check")),
-        };
-        Ok(RowCondition { row, check })
-    })?;
-    if conditions.is_empty() {
-        return Err(d.error("a conditional write has conditions"));
-    }
-    let mutation = decode_nested_mutation(d)?;
-    if mutation.as_ref().is_some_and(|m| m.table != table || m.position != position) {
-        return Err(d.error("a conditional write's mutation is of its partition"));
-    }
-    let timestamp_us = d.var_i64()?;
-    let now_s = d.var_i64()?;
-    finish(d, CasRequest { table, position, conditions, mutation, timestamp_us, now_s })
+    finish(d, PaxosPrepare { table, position, ballot })
 }
 
-pub fn encode_cas_result(r: &CasResult) -> Vec<u8> {
+pub fn encode_promise(p: &Promise) -> Vec<u8> {
     let mut out = Vec::new();
+    out.push(u8::from(p.promised));
+    p.promised_ballot.encode(&mut out);
+    p.committed.encode(&mut out);
     let e = &mut Encoder { out: &mut out };
-    e.u8(u8::from(r.applied));
-    encode_list(e, &r.rows, |e, row| encode_option(e, row.as_ref(), encode_result_row));
-    encode_nested_mutation(e, r.written.as_ref());
+    encode_option(e, p.accepted.as_ref(), |e, accepted| {
+        accepted.ballot.encode(e.out);
+        codec::encode_partition(e, &accepted.update);
+    });
     out
 }
 
-pub fn decode_cas_result(bytes: &[u8]) -> Result<CasResult, DecodeError> {
+pub fn decode_promise(bytes: &[u8]) -> Result<Promise, DecodeError> {
     let d = &mut Decoder::new(bytes);
-    let applied = decode_flag(d)?;
-    let rows = decode_list(d, |d| decode_option(d, decode_result_row))?;
-    let written = decode_nested_mutation(d)?;
-    finish(d, CasResult { applied, rows, written })
+    let promised = decode_flag(d)?;
+    let promised_ballot = Ballot::decode(d)?;
+    let committed = Ballot::decode(d)?;
+    let accepted =
+        decode_option(d, |d| Ok(Proposal { ballot: Ballot::decode(d)?, update: codec::decode_partition(d)? }))?;
+    finish(d, Promise { promised, promised_ballot, accepted, committed })
+}
+
+/// A proposal to accept, or a chosen one to commit: its ballot, then its
+/// mutation, whose list operations are resolved already.
+pub fn encode_paxos_proposal(ballot: Ballot, mutation: &Mutation) -> Vec<u8> {
+    assert!(mutation.list_ops.is_empty(), "a proposal's list operations are resolved before it is proposed");
+    let mut out = Vec::new();
+    ballot.encode(&mut out);
+    out.extend_from_slice(&encode_mutation(mutation));
+    out
+}
+
+pub fn decode_paxos_proposal(bytes: &[u8]) -> Result<(Ballot, Mutation), DecodeError> {
+    let d = &mut Decoder::new(bytes);
+    let ballot = Ballot::decode(d)?;
+    let mutation = decode_mutation(&bytes[Ballot::ENCODED_BYTES..])?;
+    if !mutation.list_ops.is_empty() {
+        return Err(d.error("a proposal with unresolved list operations"));
+    }
+    Ok((ballot, mutation))
 }
 
 pub fn decode_read_result(bytes: &[u8]) -> Result<ReadResult, DecodeError> {
@@ -643,43 +611,37 @@ mod tests {
         assert_eq!((&decoded.rows, decoded.limit_reached), (&result.rows, true));
         truncations_fail(&bytes, decode_read_result);
 
-        let request = CasRequest {
-            table: Uuid::from_u128(3),
-            position: position(1, "a"),
-            conditions: vec![
-                RowCondition { row: None, check: RowCheck::NotExists },
-                RowCondition {
-                    row: Some(Bytes::from_static(b"c")),
-                    check: RowCheck::Columns(vec![ColumnCheck {
-                        column: 2,
-                        part: CheckedPart::MapValue(Bytes::from_static(b"k")),
-                        op: CheckOp::In,
-                        values: vec![None, Some(Bytes::from_static(b"v"))],
-                    }]),
-                },
-            ],
-            mutation: Some(Mutation {
-                table: Uuid::from_u128(3),
-                position: position(1, "a"),
-                update: partition(),
-                list_ops: Vec::new(),
-            }),
-            timestamp_us: 77,
-            now_s: 1_700_000_000,
-        };
-        let bytes = encode_cas_request(&request);
-        assert_eq!(format!("{:?}", decode_cas_request(&bytes).expect("decodes")), format!("{request:?}"));
-        truncations_fail(&bytes, decode_cas_request);
-        let outcome =
-            CasResult { applied: true, rows: vec![None, Some(result.rows[0].clone())], written: request.mutation };
-        let bytes = encode_cas_result(&outcome);
-        assert_eq!(format!("{:?}", decode_cas_result(&bytes).expect("decodes")), format!("{outcome:?}"));
-        truncations_fail(&bytes, decode_cas_result);
-
         let partitions = vec![None, Some(partition())];
         let bytes = encode_partitions(&partitions);
         assert_eq!(decode_partitions(&bytes), Ok(partitions));
         truncations_fail(&bytes, decode_partitions);
+    }
+
+    #[test]
+    fn paxos_messages_round_trip() {
+        let ballot = Ballot { micros: 1_700_000_000_000_000, node: Uuid::from_u128(9) };
+        let prepare = PaxosPrepare { table: Uuid::from_u128(3), position: position(1, "a"), ballot };
+        let bytes = encode_paxos_prepare(&prepare);
+        assert_eq!(decode_paxos_prepare(&bytes), Ok(prepare));
+        truncations_fail(&bytes, decode_paxos_prepare);
+
+        for accepted in [None, Some(Proposal { ballot, update: partition() })] {
+            let promise = Promise { promised: false, promised_ballot: ballot, accepted, committed: Ballot::ZERO };
+            let bytes = encode_promise(&promise);
+            assert_eq!(decode_promise(&bytes), Ok(promise));
+            truncations_fail(&bytes, decode_promise);
+        }
+
+        let mutation = Mutation {
+            table: Uuid::from_u128(3),
+            position: position(1, "a"),
+            update: partition(),
+            list_ops: Vec::new(),
+        };
+        let bytes = encode_paxos_proposal(ballot, &mutation);
+        let (decoded_ballot, decoded) = decode_paxos_proposal(&bytes).expect("decodes");
+        assert_eq!((decoded_ballot, format!("{decoded:?}")), (ballot, format!("{mutation:?}")));
+        truncations_fail(&bytes, decode_paxos_proposal);
     }
 
     #[test]

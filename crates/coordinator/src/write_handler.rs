@@ -8,16 +8,16 @@
 //! or fails the write, gets it later as a hint ([`crate::hints`]); at ANY a
 //! hint kept counts as an answer. Counter writes get no hints: a counter
 //! cell is a delta, and a replica that applied a write it did not answer
-//! in time would count the hint's copy again. A replica that applied the write already
-//! (a conditional write's primary) counts without being sent it.
+//! in time would count the hint's copy again. A Paxos commit is such a
+//! write sent with its ballot: replicas also record it committed; a hint
+//! of it carries the write alone.
 
 use std::rc::Rc;
 use std::time::Instant;
 
 use futures_channel::mpsc;
 use futures_util::StreamExt;
-use shoal_replica::Mutation;
-use uuid::Uuid;
+use shoal_replica::{Ballot, Mutation};
 
 use crate::topology::{ReplicaPlan, Topology, WriteTargets};
 use crate::verbs::Target;
@@ -40,12 +40,13 @@ pub(crate) async fn write(
     consistency: ConsistencyLevel,
     write_type: WriteType,
     deadline: Instant,
-    applied_by: Option<Uuid>,
+    commit: Option<Ballot>,
 ) -> Result<(), CoordinatorError> {
     assert!(!targets.natural.is_empty(), "a partition has at least one replica");
     let ReplicaPlan { mut tally, live, down } =
         topology.plan(&targets.natural, &targets.pending, consistency, consistency == ConsistencyLevel::Any)?;
     let payload: Rc<[u8]> = wire::encode_mutation(&mutation).into();
+    let commit_payload: Option<Rc<[u8]>> = commit.map(|ballot| wire::encode_paxos_proposal(ballot, &mutation).into());
     let token = mutation.position.token;
     let hinted = write_type != WriteType::Counter;
     for (host, dc) in down.into_iter().filter(|_| hinted) {
@@ -56,16 +57,16 @@ pub(crate) async fn write(
     let mutation = Rc::new(mutation);
     let (answered, mut answers) = mpsc::unbounded();
     for (host, dc) in live {
-        if Some(host) == applied_by {
-            tally.count(dc);
-            continue;
-        }
         let dc = dc.to_string();
         let (topology, mutation, payload, answered) =
             (Rc::clone(&topology), Rc::clone(&mutation), Rc::clone(&payload), answered.clone());
+        let commit = commit.zip(commit_payload.clone());
         shoal_runtime::spawn(async move {
             let target = Target { topology: &topology, host };
-            let outcome = target.mutate(&mutation, &payload, write_type, deadline).await;
+            let outcome = match commit {
+                Some((ballot, commit_payload)) => target.paxos_commit(&mutation, ballot, &commit_payload).await,
+                None => target.mutate(&mutation, &payload, write_type, deadline).await,
+            };
             let hinted = match &outcome {
                 Err(e) if hinted && !matches!(e, CoordinatorError::Invalid(_)) => {
                     hints::store(host, token, Rc::clone(&payload))

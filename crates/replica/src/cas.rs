@@ -1,11 +1,13 @@
-//! Conditional writes on the owning shard (compare-and-set; the single-node
-//! form of ScyllaDB's `service/paxos`): hold the partition's lock, read the
-//! rows the conditions name, evaluate the conditions, and apply the
-//! mutation only when every one holds.
+//! Conditional writes (compare-and-set): the conditions and how they are
+//! evaluated against a partition ([`CasRequest::evaluate`], a pure
+//! function: the coordinator's Paxos runs it on a quorum's merged copy),
+//! and the single-replica form on the owning shard: hold the partition's
+//! lock, read the rows the conditions name, evaluate, and apply the
+//! mutation only when every condition holds.
 //!
 //! Conditions are data, built by a front end from its language (CQL's `IF`)
-//! and evaluated here, where the partition's data is, so no front end reads
-//! and writes a replica itself. The mutation takes its timestamp under the
+//! and evaluated below the front end, so no front end reads and writes a
+//! replica itself. On one replica the mutation takes its timestamp under the
 //! lock from this shard's strictly increasing clock: conditional writes to
 //! a partition apply in timestamp order whatever the coordinators' clocks,
 //! so a write that passed its check is never shadowed by the one it
@@ -20,10 +22,10 @@ use shoal_schema::collection::Items;
 use shoal_schema::fields;
 use shoal_schema::value::compare;
 use shoal_schema::{ColumnKind, CqlType, TableMeta};
-use shoal_storage::{ClusteringRange, PartitionPosition};
+use shoal_storage::{ClusteringRange, Partition, PartitionPosition};
 use uuid::Uuid;
 
-use crate::read::{PartitionSelection, ReadCommand, ResultRow};
+use crate::read::{rows_of, ReadCommand, ResultRow};
 use crate::{Database, Mutation, ReplicaError};
 
 /// What a condition requires of its row.
@@ -108,82 +110,112 @@ pub struct CasResult {
     pub written: Option<Mutation>,
 }
 
-impl Database {
-    /// Runs `request` on this shard, which owns its partition: lock, read,
-    /// check, maybe write.
-    pub async fn cas(&self, request: CasRequest) -> Result<CasResult, ReplicaError> {
-        assert!(!request.conditions.is_empty(), "a conditional write without conditions");
-        if let Some(mutation) = &request.mutation {
-            assert!(mutation.table == request.table && mutation.position == request.position);
+impl CasRequest {
+    /// The clustering ranges the check and the write read: each row a
+    /// condition names, or the whole partition when a condition reads the
+    /// static row or a list operation reads its list.
+    pub fn read_ranges(&self) -> Vec<ClusteringRange> {
+        let list_ops = self.mutation.as_ref().is_some_and(|m| !m.list_ops.is_empty());
+        let mut keys: Vec<Bytes> = Vec::new();
+        for condition in &self.conditions {
+            match &condition.row {
+                Some(key) if !list_ops => keys.push(key.clone()),
+                _ => return vec![ClusteringRange::all()],
+            }
         }
-        let schema = self.schema();
-        let meta = Arc::clone(schema.table_by_id(request.table).ok_or(ReplicaError::NoSuchTable(request.table))?);
-        let _guard = self.lock_partition(request.table, request.position.clone()).await?;
-        let mut rows = Vec::with_capacity(request.conditions.len());
-        for condition in &request.conditions {
-            rows.push(self.read_condition_row(&meta, &request.position, condition, request.now_s).await?);
+        keys.sort();
+        keys.dedup();
+        keys.into_iter()
+            .map(|key| ClusteringRange { start: Bound::Included(key.clone()), end: Bound::Included(key) })
+            .collect()
+    }
+
+    /// Checks the conditions against `current` (the partition as stored,
+    /// holding at least [`CasRequest::read_ranges`]) and, when every one
+    /// holds, makes the write: the mutation moved to `timestamp_us`, its
+    /// list operations resolved to cells. Nothing is applied here.
+    pub fn evaluate(
+        &self,
+        meta: &TableMeta,
+        current: Option<&Partition>,
+        timestamp_us: i64,
+    ) -> Result<CasResult, ReplicaError> {
+        assert!(!self.conditions.is_empty(), "a conditional write without conditions");
+        assert_eq!(meta.id, self.table, "a conditional write evaluated against another table");
+        let mut rows = Vec::with_capacity(self.conditions.len());
+        for condition in &self.conditions {
+            rows.push(condition_row(meta, &self.position, current, condition, self.now_s)?);
         }
         let mut applied = true;
-        for (condition, row) in request.conditions.iter().zip(&rows) {
-            applied &= condition.check.holds(&meta, row.as_ref())?;
+        for (condition, row) in self.conditions.iter().zip(&rows) {
+            applied &= condition.check.holds(meta, row.as_ref())?;
         }
         let mut written = None;
-        if let (true, Some(mut mutation)) = (applied, request.mutation) {
-            let delta_us = shoal_runtime::clock::next_write_timestamp_us() - request.timestamp_us;
-            mutation.shift_timestamps(delta_us);
+        if let (true, Some(mutation)) = (applied, &self.mutation) {
+            assert!(mutation.table == self.table && mutation.position == self.position);
+            let mut mutation = mutation.clone();
+            mutation.shift_timestamps(timestamp_us - self.timestamp_us);
             let Mutation { table, position, mut update, list_ops } = mutation;
-            if !list_ops.is_empty() {
-                let current = self.table(table)?.read(&position, &[ClusteringRange::all()]).await?;
-                crate::list_ops::resolve(current.as_ref(), &list_ops, &mut update)?;
-            }
-            self.apply_holding_lock(table, position.clone(), update.clone(), &[]).await?;
+            crate::list_ops::resolve(current, &list_ops, &mut update)?;
             written = Some(Mutation { table, position, update, list_ops: Vec::new() });
         }
         Ok(CasResult { applied, rows, written })
     }
+}
 
-    /// The live row a condition tests (its static columns merged in), or
-    /// the partition's static row for a condition on the partition.
-    async fn read_condition_row(
-        &self,
-        meta: &TableMeta,
-        position: &PartitionPosition,
-        condition: &RowCondition,
-        now_s: i64,
-    ) -> Result<Option<ResultRow>, ReplicaError> {
-        let command = |clustering: ClusteringRange, distinct: bool| ReadCommand {
-            table: meta.id,
-            partitions: PartitionSelection::Keys(vec![position.clone()]),
-            clustering: vec![clustering],
-            reversed: false,
-            filters: Vec::new(),
-            distinct,
-            row_limit: 1,
-            per_partition_limit: 1,
-            start_after: None,
-            start_partition_rows: 0,
-            now_s,
-            bypass_cache: false,
-        };
-        if let Some(key) = &condition.row {
-            let range = ClusteringRange { start: Bound::Included(key.clone()), end: Bound::Included(key.clone()) };
-            let found = self.query(&command(range, false)).await?.rows.into_iter().next();
-            if found.is_some() || !reads_static(meta, &condition.check) {
-                return Ok(found);
+impl Database {
+    /// Runs `request` on this shard, which owns its partition and is its
+    /// only replica: lock, read, check, maybe write.
+    pub async fn cas(&self, request: CasRequest) -> Result<CasResult, ReplicaError> {
+        let schema = self.schema();
+        let meta = Arc::clone(schema.table_by_id(request.table).ok_or(ReplicaError::NoSuchTable(request.table))?);
+        let _guard = self.lock_partition(request.table, request.position.clone()).await?;
+        let current = self.table(request.table)?.read(&request.position, &request.read_ranges()).await?;
+        let timestamp_us = shoal_runtime::clock::next_write_timestamp_us();
+        let result = request.evaluate(&meta, current.as_ref(), timestamp_us)?;
+        if let Some(written) = &result.written {
+            let position = written.position.clone();
+            self.apply_holding_lock(written.table, position, written.update.clone(), &[]).await?;
+        }
+        Ok(result)
+    }
+}
+
+/// The live row a condition tests (its static columns merged in), or
+/// the partition's static row for a condition on the partition.
+fn condition_row(
+    meta: &TableMeta,
+    position: &PartitionPosition,
+    current: Option<&Partition>,
+    condition: &RowCondition,
+    now_s: i64,
+) -> Result<Option<ResultRow>, ReplicaError> {
+    let Some(partition) = current else { return Ok(None) };
+    let read = |clustering: ClusteringRange, distinct: bool| -> Result<Option<ResultRow>, ReplicaError> {
+        let mut command = ReadCommand::of_partitions(meta.id, vec![position.clone()], vec![clustering], now_s);
+        command.distinct = distinct;
+        command.row_limit = 1;
+        command.per_partition_limit = 1;
+        Ok(rows_of(meta, &command, position, partition)?.rows.into_iter().next())
+    };
+    if let Some(key) = &condition.row {
+        let found =
+            read(ClusteringRange { start: Bound::Included(key.clone()), end: Bound::Included(key.clone()) }, false)?;
+        if found.is_some() || !reads_static(meta, &condition.check) {
+            return Ok(found);
+        }
+    }
+    // The static row: a distinct read yields it (with the first row's
+    // cells when rows exist; only static cells are looked at then).
+    let row = read(ClusteringRange::all(), true)?;
+    Ok(row.map(|mut r| {
+        for (i, column) in meta.columns.iter().enumerate() {
+            if column.kind == ColumnKind::Regular {
+                r.cells[i] = None;
             }
         }
-        // The static row: a distinct read yields it (with the first row's
-        // cells when rows exist; only static cells are looked at then).
-        let row = self.query(&command(ClusteringRange::all(), true)).await?.rows.into_iter().next();
-        Ok(row.map(|mut r| {
-            for (i, column) in meta.columns.iter().enumerate() {
-                if column.kind == ColumnKind::Regular {
-                    r.cells[i] = None;
-                }
-            }
-            r
-        }))
-    }
+        r
+    }))
 }
 
 fn reads_static(meta: &TableMeta, check: &RowCheck) -> bool {

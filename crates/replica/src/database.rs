@@ -36,6 +36,7 @@ use crate::item_lru::ItemLru;
 use crate::list_ops::{self, ListOp};
 use crate::metrics::ReplicaMetrics;
 use crate::partition_lock::{PartitionGuard, PartitionLocks};
+use crate::paxos::{self, PAXOS_TABLE};
 use crate::read::{self, PartitionSelection, ReadCommand, ReadResult};
 
 #[derive(Debug, Error)]
@@ -174,7 +175,10 @@ impl Database {
     fn new() -> Database {
         Database {
             schema: RefCell::new(Arc::new(Schema::empty())),
-            tables: RefCell::new(HashMap::new()),
+            tables: RefCell::new(HashMap::from([(
+                PAXOS_TABLE,
+                Rc::new(Table::new(PathBuf::new(), shoal_runtime::this_shard(), paxos::table_options())),
+            )])),
             listeners: RefCell::new(Vec::new()),
             next_listener_id: Cell::new(0),
             storage: RefCell::new(None),
@@ -211,7 +215,7 @@ impl Database {
         {
             let mut tables = self.tables.borrow_mut();
             tables.retain(|id, table| {
-                let keep = schema.table_by_id(*id).is_some();
+                let keep = *id == PAXOS_TABLE || schema.table_by_id(*id).is_some();
                 if !keep {
                     table.drop_data();
                     self.item_lru.cleared(*id);

@@ -165,6 +165,24 @@ pub(crate) async fn execute(
     Ok(reader.result)
 }
 
+/// The rows `command` asks of one partition already in hand (a
+/// coordinator's merge of replicas' copies), as a read of this shard
+/// would return them.
+pub fn rows_of(
+    meta: &TableMeta,
+    command: &ReadCommand,
+    position: &PartitionPosition,
+    partition: &Partition,
+) -> Result<ReadResult, ReplicaError> {
+    let mut reader = Reader { meta, command, result: ReadResult::default() };
+    if ClusteringRange::is_whole(&command.clustering) {
+        reader.emit_partition(position, partition)?;
+    } else {
+        reader.emit_partition(position, &partition.slice(&command.clustering))?;
+    }
+    Ok(reader.result)
+}
+
 fn range_contains_start(from: &Bound<PartitionPosition>, start: &PartitionPosition) -> bool {
     match from {
         Bound::Included(f) => start >= f,

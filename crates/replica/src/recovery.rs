@@ -1,6 +1,7 @@
 //! Start-up of a shard's storage: open every table's SSTables, replay the
 //! commitlog over them, flush what was replayed, and start a fresh log.
 //!
+//! The internal paxos table is opened beside the schema's tables.
 //! Replay skips entries a table already has in SSTables (before its replay
 //! floor) and entries of tables no longer in the schema. After each replayed
 //! segment, if memtables pass half the budget, they are flushed with a floor
@@ -14,6 +15,7 @@ use shoal_storage::commitlog::{decode_mutation, replay_segment, segment_ids, Pos
 use shoal_storage::Table;
 
 use crate::database::{table_options, Database, ReplicaError, StorageConfig};
+use crate::paxos::{self, PAXOS_TABLE};
 
 /// What recovery did, for the start-up log.
 #[derive(Debug, Default, Clone)]
@@ -50,6 +52,12 @@ impl Database {
             floors.insert(meta.id, table.replay_floor());
             self.replace_table(meta.id, table);
         }
+        let (paxos, opened) = Table::open(paxos::table_dir(&config.data_dir), shard, paxos::table_options()).await?;
+        report.sstables += opened.sstables;
+        report.removed_partial += opened.removed_partial;
+        report.quarantined.extend(opened.quarantined);
+        floors.insert(PAXOS_TABLE, paxos.replay_floor());
+        self.replace_table(PAXOS_TABLE, paxos);
 
         let segments = segment_ids(&config.commitlog_dir, shard).await?;
         let highest_floor = floors.values().map(|p| p.segment).max().unwrap_or(0);

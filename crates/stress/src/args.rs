@@ -160,6 +160,10 @@ pub struct StressArgs {
     /// CQL: consistency level of every operation (ONE, QUORUM, ALL, ...)
     #[arg(long, default_value = "ONE")]
     pub consistency: String,
+    /// CQL: writes are conditional, `INSERT ... IF NOT EXISTS` (a lightweight transaction: Paxos
+    /// on a cluster), at serial consistency SERIAL
+    #[arg(long)]
+    pub conditional: bool,
     /// CQL protocol version (the driver speaks v4 only)
     #[arg(long, default_value_t = 4)]
     pub protocol_version: u8,
@@ -214,6 +218,7 @@ pub struct Config {
     pub no_schema: bool,
     pub replication_factor: u32,
     pub consistency: String,
+    pub conditional: bool,
     pub protocol_version: u8,
     pub json: Option<PathBuf>,
     pub quiet: bool,
@@ -303,6 +308,7 @@ impl Config {
             keyspace: args.keyspace,
             table: args.table,
             no_schema: args.no_schema,
+            conditional: args.conditional,
             replication_factor: args.replication_factor,
             consistency: args.consistency,
             protocol_version: args.protocol_version,

@@ -7,7 +7,8 @@
 //! Schema (unless `--no-schema`): keyspace with SimpleStrategy RF
 //! `--replication-factor` (1) and
 //! `(pk bigint, ck int, v blob, PRIMARY KEY (pk, ck))`. A write is
-//! `INSERT (pk, ck, v)`; a read is `SELECT v ... WHERE pk = ?`, the whole
+//! `INSERT (pk, ck, v)` (`... IF NOT EXISTS` with `--conditional`, at
+//! serial consistency SERIAL); a read is `SELECT v ... WHERE pk = ?`, the whole
 //! partition, and a partition with no rows is a miss. The same statements run
 //! against Shoal and Apache Cassandra (protocol v4).
 
@@ -22,7 +23,7 @@ use scylla::client::session::Session;
 use scylla::client::session_builder::SessionBuilder;
 use scylla::client::PoolSize;
 use scylla::statement::prepared::PreparedStatement;
-use scylla::statement::Consistency;
+use scylla::statement::{Consistency, SerialConsistency};
 use tokio::task::JoinSet;
 
 use crate::args::Config;
@@ -52,6 +53,7 @@ impl Target {
         let consistency = consistency_of(&config.consistency)?;
         let profile = ExecutionProfile::builder()
             .consistency(consistency)
+            .serial_consistency(Some(SerialConsistency::Serial))
             // The driver gives up a little after our own timeout would.
             .request_timeout(Some(OP_TIMEOUT + CONNECT_TIMEOUT))
             .build();
@@ -69,7 +71,8 @@ impl Target {
         if !config.no_schema {
             create_schema(&session, &config.keyspace, &table, config.replication_factor).await?;
         }
-        let insert = prepare(&session, format!("INSERT INTO {table} (pk, ck, v) VALUES (?, ?, ?)")).await?;
+        let condition = if config.conditional { " IF NOT EXISTS" } else { "" };
+        let insert = prepare(&session, format!("INSERT INTO {table} (pk, ck, v) VALUES (?, ?, ?){condition}")).await?;
         let select = prepare(&session, format!("SELECT v FROM {table} WHERE pk = ?")).await?;
         let client = Client { session, insert, select, value };
         Ok(Target { client: Arc::new(client), connections: config.connections, concurrency: config.concurrency })
