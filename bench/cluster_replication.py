@@ -11,8 +11,9 @@ Rust driver, given the first node, finds the others in `system.peers` and
 routes token-aware. Phases, each `--duration` seconds after a 2 s warm-up:
 writes of `--keys` partitions (uniform), then reads of them (uniform); with
 `--phases write,read,lwt` also conditional writes (`INSERT ... IF NOT
-EXISTS` at serial consistency SERIAL: on one node the shard's partition
-lock, on the cluster a Paxos round each).
+EXISTS` at serial consistency SERIAL, into a table of their own so most
+apply: on one node the shard's partition lock, on the cluster a Paxos round
+each).
 
 Reported per phase: ops/s, p50/p99 (µs), the server core's busy share
 (from /proc: the servers' CPU time over the phase), and ops per
@@ -92,7 +93,8 @@ class Node:
 
 
 def stress(binary, host, port, phase_name, args, rf, consistency, out):
-    workload, extra = ("write", ["--conditional"]) if phase_name == "lwt" else (phase_name, [])
+    # Conditional writes into a table of their own: new keys, so most apply.
+    workload, extra = ("write", ["--conditional", "--table", "lwt"]) if phase_name == "lwt" else (phase_name, [])
     cmd = ["taskset", "-c", str(LOADER_CPU), binary, "stress", "--host", host, "--port", str(port), *extra,
            "--workload", workload, "--pop", "uniform", "--keys", str(args.keys), "--value-size", str(args.value_size),
            "--duration", str(args.duration), "--warmup", "2", "--concurrency", str(args.concurrency),
