@@ -2,7 +2,7 @@
 //! coordinator, and the answers a coordinator reads back (`coordinator::
 //! wire`: mutations, reads, results, partitions, Paxos prepares, promises
 //! and proposals, batchlog batches, streaming reads and pages, repair's
-//! hash pages), plus
+//! hash pages), the hint log's entries (`coordinator::hint_log`), plus
 //! group 0's schema entries (`coordinator::schema_entry`).
 //! The first byte picks the decoder; any bytes give a message or an
 //! error, never a panic, and a message decoded encodes to what decodes to
@@ -14,7 +14,7 @@ use shoal_coordinator::{schema_entry, wire};
 
 fuzz_target!(|data: &[u8]| {
     let Some((&which, bytes)) = data.split_first() else { return };
-    match which % 12 {
+    match which % 13 {
         0 => {
             if let Ok(mutation) = wire::decode_mutation(bytes) {
                 assert!(wire::decode_mutation(&wire::encode_mutation(&mutation)).is_ok());
@@ -66,6 +66,13 @@ fuzz_target!(|data: &[u8]| {
         10 => {
             if let Ok((ballot, mutation)) = wire::decode_paxos_proposal(bytes) {
                 assert!(wire::decode_paxos_proposal(&wire::encode_paxos_proposal(ballot, &mutation)).is_ok());
+            }
+        }
+        11 => {
+            if let Ok(hint) = shoal_coordinator::decode_hint_entry(bytes) {
+                let mut again = Vec::new();
+                shoal_coordinator::encode_hint_entry(&mut again, hint.target, hint.token, hint.written_ms, &hint.payload);
+                assert_eq!(shoal_coordinator::decode_hint_entry(&again).ok(), Some(hint));
             }
         }
         _ => {

@@ -17,7 +17,8 @@ cassandra-driver, one session per node so each node coordinates in turn.
   is Unavailable while one is down.
 - With hints on: the coordinators keep what the dead node missed and send
   it when it returns; at ANY a write whose only replica is down succeeds
-  as a hint and is there once the replica is back.
+  as a hint and is there once the replica is back. Hints are on disk: a
+  coordinator killed with -9 and restarted still delivers them.
 - A driver given one node finds the others (system.peers_v2, NEW_NODE),
   routes token-aware, and rides out a node killed under QUORUM load.
 - A logged batch whose coordinator could not finish it is applied whole
@@ -292,6 +293,38 @@ def test_hints_bring_back_what_a_dead_node_missed_and_any_succeeds_through_them(
         assert {r.v for r in q(s[2], "SELECT v FROM rf3.t WHERE k IN (0, 1, 39)", CL.ONE)} == {"hinted"}
         wait_for("ANY writes arrive", lambda: len(q(s[2], "SELECT * FROM rf1.t", CL.ONE)) == 40)
         assert metric(nodes[0], "shoal_hints_replayed_total") + metric(nodes[1], "shoal_hints_replayed_total") > 0
+
+
+def test_hints_survive_their_coordinators_restart():
+    with contextlib.ExitStack() as stack:
+        nodes = start_cluster(stack, "shoal-hints-disk-")
+        sessions = Sessions()
+        stack.callback(sessions.close)
+        s = [sessions.connect(n) for n in nodes]
+        s[0].execute("CREATE KEYSPACE rf3 WITH replication = {'class': 'SimpleStrategy', 'replication_factor': 3}")
+        s[0].execute("CREATE TABLE rf3.t (k int PRIMARY KEY, v text)")
+        wait_for("every coordinator sees three live replicas", lambda: all(
+            succeeds(lambda: q(x, "INSERT INTO rf3.t (k, v) VALUES (-1, 'probe')", CL.ALL)) for x in s))
+
+        nodes[2].kill()
+        wait_for("the dead node is seen DOWN", lambda: unavailable(
+            lambda: q(s[0], "INSERT INTO rf3.t (k, v) VALUES (-1, 'probe')", CL.ALL)))
+        for k in range(40):
+            q(s[0], "INSERT INTO rf3.t (k, v) VALUES (%s, 'hinted')", CL.QUORUM, (k,))
+        assert metric(nodes[0], "shoal_hints_stored_total") >= 40
+        # The hint log's writer puts appended hints in the file at once
+        # (its fdatasync is periodic: a kill -9 of the process loses nothing
+        # written, a power cut up to 10 s).
+        time.sleep(0.5)
+        nodes[0].kill()
+        nodes[0].start()
+        s[0] = sessions.connect(nodes[0])
+        nodes[2].start()
+        s[2] = sessions.connect(nodes[2])
+        wait_for("the restarted coordinator's hints are replayed",
+                 lambda: len(q(s[2], "SELECT * FROM rf3.t", CL.ONE)) == 41, timeout=30)
+        assert {r.v for r in q(s[2], "SELECT v FROM rf3.t WHERE k IN (0, 1, 39)", CL.ONE)} == {"hinted"}
+        assert metric(nodes[0], "shoal_hints_replayed_total") >= 40
 
 
 def test_a_logged_batch_whose_coordinator_could_not_finish_is_applied_whole_by_its_batchlog():

@@ -6,21 +6,26 @@
 //! [`HINTS_BYTES_MAX`] per shard: past that, or once a target's oldest
 //! hint is older than `max_hint_window_in_ms` (3 h, ScyllaDB's default:
 //! the target has been down that long; 0 keeps none), new hints for it
-//! are dropped and counted — repair must bring such a replica back. A
-//! coordinator that restarts loses its hints (not yet written to disk).
+//! are dropped and counted — repair must bring such a replica back. Each
+//! kept hint is also appended to the shard's hint log ([`crate::hint_log`],
+//! synced every 10 s), read back when the node starts ([`open`]); a log's
+//! segments go once their hints are delivered or dropped.
 //!
 //! [`replay`] runs on every shard: every [`REPLAY_INTERVAL`] it sends each
 //! live target its hints, oldest first, stopping at the first that fails.
 
 use std::cell::RefCell;
 use std::collections::{HashMap, VecDeque};
+use std::path::Path;
 use std::rc::Rc;
 use std::sync::OnceLock;
 use std::time::{Duration, Instant};
 
 use shoal_metrics::Counter;
+use shoal_storage::commitlog::Position;
 use uuid::Uuid;
 
+use crate::hint_log::{self, HintLog};
 use crate::topology::{topology, Topology};
 use crate::verbs::Target;
 
@@ -45,12 +50,16 @@ struct Hint {
     token: i64,
     /// The mutation, encoded (`wire`).
     payload: Rc<[u8]>,
+    /// Its entry in the hint log, when it is on one.
+    logged: Option<Position>,
 }
 
 #[derive(Default)]
 struct Hints {
     by_target: HashMap<Uuid, VecDeque<Hint>>,
     bytes: usize,
+    /// `None` until [`open`] ran (or if it failed): hints in memory only.
+    log: Option<Rc<HintLog>>,
 }
 
 thread_local! {
@@ -75,28 +84,65 @@ pub(crate) fn register_metrics() {
 /// Keeps a hint of `payload` (a mutation of `token`) for `target`;
 /// whether it was kept.
 pub(crate) fn store(target: Uuid, token: i64, payload: Rc<[u8]>) -> bool {
-    let kept = HINTS.with(|hints| {
-        let mut hints = hints.borrow_mut();
-        let window = hint_window();
-        let expired = window.is_zero()
-            || hints
-                .by_target
-                .get(&target)
-                .and_then(|queue| queue.front())
-                .is_some_and(|o| o.written.elapsed() > window);
-        if expired || hints.bytes + payload.len() > HINTS_BYTES_MAX {
-            return false;
-        }
-        hints.bytes += payload.len();
-        let hint = Hint { written: Instant::now(), token, payload };
-        hints.by_target.entry(target).or_default().push_back(hint);
-        true
-    });
-    match kept {
-        true => STORED.with(|c| c.inc()),
-        false => DROPPED.with(|c| c.inc()),
+    let written_ms = shoal_runtime::clock::now_ms();
+    HINTS.with(|hints| keep(&mut hints.borrow_mut(), target, token, written_ms, payload))
+}
+
+/// Keeps a hint written at `written_ms` (wall clock) if the window and the
+/// memory bound allow, logging it when there is a log; counts it.
+fn keep(hints: &mut Hints, target: Uuid, token: i64, written_ms: i64, payload: Rc<[u8]>) -> bool {
+    let window = hint_window();
+    let age = Duration::from_millis(u64::try_from(shoal_runtime::clock::now_ms() - written_ms).unwrap_or(0));
+    let expired = window.is_zero()
+        || age > window
+        || hints.by_target.get(&target).and_then(|queue| queue.front()).is_some_and(|o| o.written.elapsed() > window);
+    if expired || hints.bytes + payload.len() > HINTS_BYTES_MAX {
+        DROPPED.with(|c| c.inc());
+        return false;
     }
-    kept
+    let logged = hints.log.as_ref().and_then(|log| match log.append(target, token, written_ms, &payload) {
+        Ok(at) => Some(at),
+        Err(e) => {
+            tracing::warn!("a hint for {target} is kept in memory only: {e}");
+            None
+        }
+    });
+    hints.bytes += payload.len();
+    let written = Instant::now().checked_sub(age).unwrap_or_else(Instant::now);
+    hints.by_target.entry(target).or_default().push_back(Hint { written, token, payload, logged });
+    STORED.with(|c| c.inc());
+    true
+}
+
+/// Opens this shard's hint log in `dir` and takes back the hints it held
+/// (those still inside the hint window); call once per shard at start.
+/// Without it (or if it fails: logged) hints are kept in memory only.
+pub async fn open(dir: &Path) {
+    let opened = async {
+        let (log, old) = hint_log::open(dir).await?;
+        HINTS.with(|hints| hints.borrow_mut().log = Some(log));
+        hint_log::take_back(dir, old, |entry| {
+            let payload = entry.payload.into();
+            HINTS.with(|hints| keep(&mut hints.borrow_mut(), entry.target, entry.token, entry.written_ms, payload));
+        })
+        .await
+    };
+    if let Err(e) = opened.await {
+        tracing::error!("the hint log in {}: {e}; hints it held may be lost", dir.display());
+    }
+}
+
+/// Deletes the hint log's segments no kept hint needs.
+async fn discard_delivered() {
+    let Some((log, oldest)) = HINTS.with(|hints| {
+        let hints = hints.borrow();
+        let log = hints.log.clone()?;
+        let oldest = hints.by_target.values().filter_map(|q| q.front()).filter_map(|hint| hint.logged).min();
+        Some((Rc::clone(&log), oldest.unwrap_or_else(|| log.end())))
+    }) else {
+        return;
+    };
+    log.discard_before(oldest).await;
 }
 
 /// Sends live targets their hints, forever; runs on every shard.
@@ -111,6 +157,7 @@ pub async fn replay() {
         for host in targets {
             deliver(&Target { topology: &topology, host }).await;
         }
+        discard_delivered().await;
     }
 }
 

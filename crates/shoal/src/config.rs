@@ -182,6 +182,7 @@ struct OptionsFile {
     row_cache_save_period: Option<u64>,
     in_memory_storage_size_mb: Option<u64>,
     saved_caches_directory: Option<PathBuf>,
+    hints_directory: Option<PathBuf>,
     read_request_timeout_in_ms: Option<u64>,
     range_request_timeout_in_ms: Option<u64>,
     write_request_timeout_in_ms: Option<u64>,
@@ -254,6 +255,8 @@ pub struct Config {
     /// Seconds; 0: never.
     pub row_cache_save_period_s: u64,
     pub saved_caches_dir: PathBuf,
+    /// Where hints for down replicas are kept (`hints_directory`).
+    pub hints_dir: PathBuf,
     pub in_memory_storage_bytes: u64,
     pub timeouts: Timeouts,
 }
@@ -332,6 +335,7 @@ impl Config {
                 .or(file.in_memory_storage_size_mb)
                 .map_or(memory_bytes / 2, |mb| mb << 20),
             saved_caches_dir: file.saved_caches_directory.unwrap_or_else(|| workdir.join("saved_caches")),
+            hints_dir: file.hints_directory.unwrap_or_else(|| workdir.join("hints")),
             data_dir: file
                 .data_file_directories
                 .and_then(|dirs| dirs.into_iter().next())
