@@ -16,7 +16,8 @@
 #    (default 127.0.0.2 127.0.0.3 127.0.0.4), every node on CQL port 9042 and
 #    shard-aware port 19042, as test_with_3_node_cluster expects: the driver
 #    pairs the IPs in system.local/peers with the port it dialled (the proxy's
-#    9042) and the proxy's translation map knows REAL_IP:9042 and :19042 only.
+#    9042) and the proxy's translation map knows REAL_IP:9042 and :19042 only;
+#    the cluster is named TestCluster, like the one the suite's CI sets up.
 #    Each server is started when the first test that needs it comes up;
 # 3. runs every test (or those whose name contains NAME_FILTER) in its own
 #    process with a time limit, one at a time, restarting the server if it
@@ -296,6 +297,8 @@ start_cluster() {
             cluster_api+=("${ports[0]}"); storage+=("${ports[1]}"); memcache+=("${ports[2]}")
             seeds+="${seeds:+,}${CLUSTER_ADDRESSES[$i]}:${ports[1]}"
         done
+        # The suite's own cluster is named TestCluster (metadata::contents checks it).
+        printf 'cluster_name: TestCluster\n' >"$server_tmp/cluster.yaml"
         cluster_pids=()
         for i in 0 1 2; do
             a="${CLUSTER_ADDRESSES[$i]}"
@@ -304,6 +307,7 @@ start_cluster() {
                 --native-transport-port "$CLUSTER_CQL_PORT" --native-shard-aware-transport-port "$CLUSTER_SA_PORT" \
                 --api-port "${cluster_api[$i]}" --memcache-port "${memcache[$i]}" --storage-port "${storage[$i]}" \
                 --seeds "$seeds" --memory 512M --failure-detector-timeout-in-ms 2000 \
+                --options-file "$server_tmp/cluster.yaml" \
                 >"$WORK/cluster$cluster_starts-$a.log" 2>&1 &
             cluster_pids+=($!)
         done

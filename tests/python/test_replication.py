@@ -22,7 +22,7 @@ cassandra-driver, one session per node so each node coordinates in turn.
 - A driver given one node finds the others (system.peers_v2, NEW_NODE),
   routes token-aware, and rides out a node killed under QUORUM load.
 - A logged batch whose coordinator could not finish it is applied whole
-  from another node's batchlog.
+  from another node's batchlog, also after that node's kill -9 and restart.
 """
 import contextlib
 import time
@@ -295,16 +295,25 @@ def test_hints_bring_back_what_a_dead_node_missed_and_any_succeeds_through_them(
         assert metric(nodes[0], "shoal_hints_replayed_total") + metric(nodes[1], "shoal_hints_replayed_total") > 0
 
 
+def three_nodes(stack, prefix, rf, args=()):
+    """Three nodes, a session to each, and table rf<rf>.t (k int, v text)
+    at that replication factor, once every coordinator sees all three."""
+    nodes = start_cluster(stack, prefix, args)
+    sessions = Sessions()
+    stack.callback(sessions.close)
+    s = [sessions.connect(n) for n in nodes]
+    s[0].execute("CREATE KEYSPACE rf%d WITH replication = {'class': 'SimpleStrategy', 'replication_factor': %d}"
+                 % (rf, rf))
+    s[0].execute("CREATE TABLE rf%d.t (k int PRIMARY KEY, v text)" % rf)
+    wait_for("every coordinator sees three live nodes", lambda: all(
+        succeeds(lambda: q(x, "SELECT * FROM rf%d.t" % rf, CL.ALL)) for x in s))
+    return nodes, sessions, s
+
+
 def test_hints_survive_their_coordinators_restart():
     with contextlib.ExitStack() as stack:
-        nodes = start_cluster(stack, "shoal-hints-disk-")
-        sessions = Sessions()
-        stack.callback(sessions.close)
-        s = [sessions.connect(n) for n in nodes]
-        s[0].execute("CREATE KEYSPACE rf3 WITH replication = {'class': 'SimpleStrategy', 'replication_factor': 3}")
-        s[0].execute("CREATE TABLE rf3.t (k int PRIMARY KEY, v text)")
-        wait_for("every coordinator sees three live replicas", lambda: all(
-            succeeds(lambda: q(x, "INSERT INTO rf3.t (k, v) VALUES (-1, 'probe')", CL.ALL)) for x in s))
+        nodes, sessions, s = three_nodes(stack, "shoal-hints-disk-", 3)
+        q(s[0], "INSERT INTO rf3.t (k, v) VALUES (-1, 'probe')", CL.ALL)
 
         nodes[2].kill()
         wait_for("the dead node is seen DOWN", lambda: unavailable(
@@ -327,29 +336,44 @@ def test_hints_survive_their_coordinators_restart():
         assert metric(nodes[0], "shoal_hints_replayed_total") >= 40
 
 
-def test_a_logged_batch_whose_coordinator_could_not_finish_is_applied_whole_by_its_batchlog():
-    """A logged batch over RF=1 partitions is sent the moment a node dies
-    (before anyone knows): it fails to the client, and nothing of it need
-    have applied. Its copy in another node's batchlog is replayed until
-    every partition took, once the dead node is back (hints are off, so
-    only the batchlog can bring the batch in)."""
-    with contextlib.ExitStack() as stack:
-        nodes = start_cluster(stack, "shoal-batchlog-", ["--max-hint-window-in-ms", "0"])
-        sessions = Sessions()
-        stack.callback(sessions.close)
-        s = [sessions.connect(n) for n in nodes]
-        s[0].execute("CREATE KEYSPACE rf1 WITH replication = {'class': 'SimpleStrategy', 'replication_factor': 1}")
-        s[0].execute("CREATE TABLE rf1.t (k int PRIMARY KEY, v text)")
-        wait_for("every coordinator sees three live nodes", lambda: all(
-            succeeds(lambda: q(x, "SELECT * FROM rf1.t", CL.ONE)) for x in s))
-        batch = "BEGIN BATCH " + " ".join(
-            "INSERT INTO rf1.t (k, v) VALUES (%d, 'batched');" % k for k in range(20)) + " APPLY BATCH"
+def failed_batch(stack, prefix):
+    """Three nodes, hints off; a logged batch over RF=1 partitions sent
+    through the first node the moment the third dies (before anyone knows):
+    it fails to the client, and the second node holds its copy. The three
+    nodes and a session to each."""
+    nodes, sessions, s = three_nodes(stack, prefix, 1, ["--max-hint-window-in-ms", "0"])
+    batch = "BEGIN BATCH " + " ".join(
+        "INSERT INTO rf1.t (k, v) VALUES (%d, 'batched');" % k for k in range(20)) + " APPLY BATCH"
+    nodes[2].kill()
+    with pytest.raises(Exception):
+        s[0].execute(SimpleStatement(batch, consistency_level=CL.ONE))
+    return nodes, sessions, s
 
-        nodes[2].kill()
-        with pytest.raises(Exception):
-            s[0].execute(SimpleStatement(batch, consistency_level=CL.ONE))
-        nodes[2].start()
-        s[2] = sessions.connect(nodes[2])
-        wait_for("the batch is replayed whole", lambda: succeeds(
-            lambda: len(q(s[0], "SELECT * FROM rf1.t", CL.ONE)) == 20 or 1 / 0), timeout=40)
-        assert {r.v for r in q(s[1], "SELECT v FROM rf1.t", CL.ONE)} == {"batched"}
+
+def replayed_whole(nodes, sessions, s):
+    nodes[2].start()
+    s[2] = sessions.connect(nodes[2])
+    wait_for("the batch is replayed whole", lambda: succeeds(
+        lambda: len(q(s[0], "SELECT * FROM rf1.t", CL.ONE)) == 20 or 1 / 0), timeout=40)
+    assert {r.v for r in q(s[1], "SELECT v FROM rf1.t", CL.ONE)} == {"batched"}
+
+
+def test_a_logged_batch_whose_coordinator_could_not_finish_is_applied_whole_by_its_batchlog():
+    """Nothing of the failed batch need have applied. Its copy in another
+    node's batchlog is replayed until every partition took, once the dead
+    node is back (hints are off, so only the batchlog can bring the batch
+    in)."""
+    with contextlib.ExitStack() as stack:
+        replayed_whole(*failed_batch(stack, "shoal-batchlog-"))
+
+
+def test_a_held_batch_survives_its_holders_restart():
+    """The node holding the failed batch's copy is killed with -9 and
+    restarted before the replay: its batch log brings the copy back."""
+    with contextlib.ExitStack() as stack:
+        nodes, sessions, s = failed_batch(stack, "shoal-batchlog-disk-")
+        time.sleep(0.5)  # the batch log's writer puts the copy in its file at once
+        nodes[1].kill()
+        nodes[1].start()
+        s[1] = sessions.connect(nodes[1])
+        replayed_whole(nodes, sessions, s)

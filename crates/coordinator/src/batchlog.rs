@@ -7,22 +7,30 @@
 //! the batch itself, at ONE, until every mutation took. So a logged batch
 //! applies whole or, eventually, whole: never half.
 //!
-//! Copies are kept in memory, per shard ([`BATCHES_BYTES_MAX`]): a holder's
-//! restart loses those it held (not yet written to disk). On one node, or
-//! when every mutation stays on this node, a batch is applied without a
-//! log, as before.
+//! Copies are kept in memory, per shard ([`BATCHES_BYTES_MAX`]), and in
+//! the shard's batch log (a [`crate::side_log`], synced every 10 s; entries
+//! are [`encode_batch`]'s bytes), read back when the node starts
+//! ([`open`]). Removals are not logged: a batch removed just before a
+//! restart is replayed once more after it, which writes nothing new (its
+//! mutations carry their timestamps; counter batches are never logged).
+//! On one node, or when every mutation stays on this node, a batch is
+//! applied without a log, as before.
 
 use std::cell::RefCell;
 use std::collections::BTreeMap;
+use std::path::Path;
+use std::rc::Rc;
 use std::time::{Duration, Instant};
 
 use bytes::Bytes;
 use futures_util::future::join_all;
 use shoal_replica::Mutation;
 use shoal_storage::codec::{DecodeError, Decoder, Encoder};
+use shoal_storage::commitlog::Position;
 use uuid::Uuid;
 
 use crate::proxy::{mutate, placement};
+use crate::side_log::{self, SideLog};
 use crate::timeouts::timeouts;
 use crate::topology::topology;
 use crate::verbs::Target;
@@ -43,12 +51,16 @@ struct Held {
     stored: Instant,
     mutations: Vec<Mutation>,
     bytes: usize,
+    /// Its entry in the batch log, when it is on one.
+    logged: Option<Position>,
 }
 
 #[derive(Default)]
 struct Batchlog {
     held: BTreeMap<Uuid, Held>,
     bytes: usize,
+    /// `None` until [`open`] ran (or if it failed): copies in memory only.
+    log: Option<Rc<SideLog>>,
 }
 
 thread_local! {
@@ -127,10 +139,46 @@ pub(crate) fn hold(payload: &[u8]) -> Result<(), CoordinatorError> {
                 log.bytes
             )));
         }
+        let logged = log.log.as_ref().and_then(|side| match side.append(|out| out.extend_from_slice(payload)) {
+            Ok(at) => Some(at),
+            Err(e) => {
+                tracing::warn!("batch {id} is held in memory only: {e}");
+                None
+            }
+        });
         log.bytes += payload.len();
-        log.held.insert(id, Held { stored: Instant::now(), mutations, bytes: payload.len() });
+        log.held.insert(id, Held { stored: Instant::now(), mutations, bytes: payload.len(), logged });
         Ok(())
     })
+}
+
+/// Opens this shard's batch log in `dir` and holds again the batches it
+/// kept (replayed [`REPLAY_AFTER`] from now unless their coordinator
+/// removes them); call once per shard at start. Without it (or if it
+/// fails: logged) copies are kept in memory only.
+pub async fn open(dir: &Path) {
+    let install = |side| BATCHLOG.with(|log| log.borrow_mut().log = Some(side));
+    let keep_again = |entry: &[u8]| {
+        if let Err(e) = hold(entry) {
+            tracing::error!("a batch in {} is not held again: {e}", dir.display());
+        }
+    };
+    if let Err(e) = side_log::open(dir, install, keep_again).await {
+        tracing::error!("the batch log in {}: {e}; batches it held may be lost", dir.display());
+    }
+}
+
+/// Deletes the batch log's segments no held batch needs.
+async fn discard_finished() {
+    let Some((side, oldest)) = BATCHLOG.with(|log| {
+        let log = log.borrow();
+        let side = log.log.clone()?;
+        let oldest = log.held.values().filter_map(|held| held.logged).min();
+        Some((Rc::clone(&side), oldest.unwrap_or_else(|| side.end())))
+    }) else {
+        return;
+    };
+    side.discard_before(oldest).await;
 }
 
 /// Forgets a batch whose coordinator finished it.
@@ -166,6 +214,7 @@ pub async fn replay() {
                 Err(e) => tracing::debug!("replaying batch {id}: {e}; trying again"),
             }
         }
+        discard_finished().await;
     }
 }
 

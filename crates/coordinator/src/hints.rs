@@ -7,9 +7,12 @@
 //! hint is older than `max_hint_window_in_ms` (3 h, ScyllaDB's default:
 //! the target has been down that long; 0 keeps none), new hints for it
 //! are dropped and counted — repair must bring such a replica back. Each
-//! kept hint is also appended to the shard's hint log ([`crate::hint_log`],
-//! synced every 10 s), read back when the node starts ([`open`]); a log's
-//! segments go once their hints are delivered or dropped.
+//! kept hint is also appended to the shard's hint log (a
+//! [`crate::side_log`] in `hints_directory`, synced every 10 s), read back
+//! when the node starts ([`open`]); its segments go once their hints are
+//! delivered or dropped. An entry is `[16 target host id][i64 token][i64
+//! written, ms since the epoch][the mutation, as sent]` (fuzzed:
+//! `fuzz/fuzz_targets/data_messages.rs`).
 //!
 //! [`replay`] runs on every shard: every [`REPLAY_INTERVAL`] it sends each
 //! live target its hints, oldest first, stopping at the first that fails.
@@ -22,10 +25,11 @@ use std::sync::OnceLock;
 use std::time::{Duration, Instant};
 
 use shoal_metrics::Counter;
+use shoal_storage::codec::{DecodeError, Decoder};
 use shoal_storage::commitlog::Position;
 use uuid::Uuid;
 
-use crate::hint_log::{self, HintLog};
+use crate::side_log::{self, SideLog};
 use crate::topology::{topology, Topology};
 use crate::verbs::Target;
 
@@ -59,7 +63,7 @@ struct Hints {
     by_target: HashMap<Uuid, VecDeque<Hint>>,
     bytes: usize,
     /// `None` until [`open`] ran (or if it failed): hints in memory only.
-    log: Option<Rc<HintLog>>,
+    log: Option<Rc<SideLog>>,
 }
 
 thread_local! {
@@ -100,7 +104,8 @@ fn keep(hints: &mut Hints, target: Uuid, token: i64, written_ms: i64, payload: R
         DROPPED.with(|c| c.inc());
         return false;
     }
-    let logged = hints.log.as_ref().and_then(|log| match log.append(target, token, written_ms, &payload) {
+    let entry = |out: &mut Vec<u8>| encode_hint_entry(out, target, token, written_ms, &payload);
+    let logged = hints.log.as_ref().and_then(|log| match log.append(entry) {
         Ok(at) => Some(at),
         Err(e) => {
             tracing::warn!("a hint for {target} is kept in memory only: {e}");
@@ -118,18 +123,42 @@ fn keep(hints: &mut Hints, target: Uuid, token: i64, written_ms: i64, payload: R
 /// (those still inside the hint window); call once per shard at start.
 /// Without it (or if it fails: logged) hints are kept in memory only.
 pub async fn open(dir: &Path) {
-    let opened = async {
-        let (log, old) = hint_log::open(dir).await?;
-        HINTS.with(|hints| hints.borrow_mut().log = Some(log));
-        hint_log::take_back(dir, old, |entry| {
-            let payload = entry.payload.into();
-            HINTS.with(|hints| keep(&mut hints.borrow_mut(), entry.target, entry.token, entry.written_ms, payload));
-        })
-        .await
+    let install = |log| HINTS.with(|hints| hints.borrow_mut().log = Some(log));
+    let keep_again = |entry: &[u8]| match decode_hint_entry(entry) {
+        Ok(hint) => {
+            let payload = hint.payload.into();
+            HINTS.with(|hints| keep(&mut hints.borrow_mut(), hint.target, hint.token, hint.written_ms, payload));
+        }
+        Err(e) => tracing::error!("a hint in {} with a valid checksum does not decode: {e}", dir.display()),
     };
-    if let Err(e) = opened.await {
+    if let Err(e) = side_log::open(dir, install, keep_again).await {
         tracing::error!("the hint log in {}: {e}; hints it held may be lost", dir.display());
     }
+}
+
+/// A hint as the log keeps it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct HintEntry {
+    pub target: Uuid,
+    pub token: i64,
+    pub written_ms: i64,
+    pub payload: Vec<u8>,
+}
+
+pub fn encode_hint_entry(out: &mut Vec<u8>, target: Uuid, token: i64, written_ms: i64, payload: &[u8]) {
+    out.extend_from_slice(target.as_bytes());
+    out.extend_from_slice(&token.to_be_bytes());
+    out.extend_from_slice(&written_ms.to_be_bytes());
+    out.extend_from_slice(payload);
+}
+
+pub fn decode_hint_entry(bytes: &[u8]) -> Result<HintEntry, DecodeError> {
+    let mut d = Decoder::new(bytes);
+    let target = Uuid::from_slice(d.slice(16)?).map_err(|_| d.error("bad target host id"))?;
+    let token = d.fixed_i64()?;
+    let written_ms = d.fixed_i64()?;
+    let payload = d.slice(d.remaining())?.to_vec();
+    Ok(HintEntry { target, token, written_ms, payload })
 }
 
 /// Deletes the hint log's segments no kept hint needs.
@@ -201,5 +230,27 @@ async fn deliver(target: &Target<'_>) {
                 hints.by_target.remove(&target.host);
             }
         });
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn entries_round_trip_and_short_ones_are_errors() {
+        let mut bytes = Vec::new();
+        encode_hint_entry(&mut bytes, Uuid::from_u128(7), -42, 1_700_000_000_000, b"mutation");
+        let entry = decode_hint_entry(&bytes).expect("decodes");
+        let expected = HintEntry {
+            target: Uuid::from_u128(7),
+            token: -42,
+            written_ms: 1_700_000_000_000,
+            payload: b"mutation".to_vec(),
+        };
+        assert_eq!(entry, expected);
+        for cut in 0..32 {
+            assert!(decode_hint_entry(&bytes[..cut]).is_err(), "{cut} bytes");
+        }
     }
 }

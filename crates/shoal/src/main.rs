@@ -110,6 +110,7 @@ fn run(config: Config) -> Result<(), String> {
         let server_config = Arc::clone(&server_config);
         async move {
             shoal_coordinator::open_hints(&config.hints_dir).await;
+            shoal_coordinator::open_batchlog(&config.workdir.join("batchlog")).await;
             if shard == 0 {
                 if let Err(e) = open_storage(&config).await {
                     fail(&e);
