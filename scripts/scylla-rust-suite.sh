@@ -12,20 +12,22 @@
 #    (own workspace and CARGO_TARGET_DIR under target/scylla-rust-suite);
 # 2. starts "$SHOAL_BIN" (default target/release/shoal) with --smp 2 on free
 #    loopback ports and points the tests at it (SCYLLA_URI); with
-#    INCLUDE_3_NODE=1 or only, also a 3-node Shoal cluster on CLUSTER_ADDRESSES
-#    (default 127.0.0.2 127.0.0.3 127.0.0.4), every node on CQL port 9042 and
-#    shard-aware port 19042, as test_with_3_node_cluster expects: the driver
-#    pairs the IPs in system.local/peers with the port it dialled (the proxy's
-#    9042) and the proxy's translation map knows REAL_IP:9042 and :19042 only;
-#    the cluster is named TestCluster, like the one the suite's CI sets up.
-#    Each server is started when the first test that needs it comes up;
+#    INCLUDE_3_NODE=1, only or all, also a 3-node Shoal cluster on
+#    CLUSTER_ADDRESSES (default 127.0.0.2 127.0.0.3 127.0.0.4), every node on
+#    CQL port 9042 and shard-aware port 19042, as test_with_3_node_cluster
+#    expects: the driver pairs the IPs in system.local/peers with the port it
+#    dialled (the proxy's 9042) and the proxy's translation map knows
+#    REAL_IP:9042 and :19042 only; the cluster is named TestCluster, as the
+#    suite expects (metadata::contents). Each server is started when the first
+#    test that needs it comes up;
 # 3. runs every test (or those whose name contains NAME_FILTER) in its own
 #    process with a time limit, one at a time, restarting the server if it
 #    died, or the whole cluster (on fresh data) if a node died or is not UN.
 #    Tests that need a 3-node cluster (scylla-proxy in front of SCYLLA_URI,
 #    SCYLLA_URI2, SCYLLA_URI3) run against the cluster (SCYLLA_URI* = its
-#    nodes) with INCLUDE_3_NODE=1 or only, and are skipped otherwise;
-#    INCLUDE_3_NODE=only skips all the other tests;
+#    nodes) with INCLUDE_3_NODE=1, only or all, and are skipped otherwise;
+#    INCLUDE_3_NODE=only skips all the other tests, INCLUDE_3_NODE=all runs
+#    them against the cluster too (as the suite's own CI does);
 # 4. prints passed/failed/timed-out/ignored/skipped counts per test module and
 #    each failure's panic message, tagging tests that are ScyllaDB-only (marked
 #    `#[cfg_attr(cassandra_tests, ignore)]` upstream) and those that need 3
@@ -40,11 +42,11 @@
 # (default full-serialization,metrics), CASSANDRA_TESTS=1 (build with
 # --cfg cassandra_tests: ScyllaDB-only tests become ignored), INCLUDE_3_NODE
 # (0, the default: skip the 3-node tests; 1: run them against a 3-node
-# cluster; only: run just them), CLUSTER_ADDRESSES (three loopback addresses;
-# ports 9042 and 19042 must be free on each), SHOAL_SMP (default 2, for the
-# single server and each cluster node), TEST_TIMEOUT (seconds per test,
-# default 60), SUITE_TIMEOUT (seconds for all tests, default 3600),
-# BUILD_TIMEOUT (default 3600).
+# cluster; only: run just them; all: run every test against the cluster),
+# CLUSTER_ADDRESSES (three loopback addresses; ports 9042 and 19042 must be
+# free on each), SHOAL_SMP (default 2, for the single server and each cluster
+# node), TEST_TIMEOUT (seconds per test, default 60), SUITE_TIMEOUT (seconds
+# for all tests, default 3600), BUILD_TIMEOUT (default 3600).
 # Exit status: 0 if no test failed or timed out, 1 otherwise, 2 on set-up errors.
 set -uo pipefail
 
@@ -68,7 +70,7 @@ export CARGO_BUILD_JOBS="${CARGO_BUILD_JOBS:-2}"
 log() { echo "scylla-rust-suite: $*" >&2; }
 die() { log "$*"; exit 2; }
 
-[[ "$INCLUDE_3_NODE" =~ ^(0|1|only)$ ]] || die "INCLUDE_3_NODE must be 0, 1 or only"
+[[ "$INCLUDE_3_NODE" =~ ^(0|1|only|all)$ ]] || die "INCLUDE_3_NODE must be 0, 1, only or all"
 [[ ${#CLUSTER_ADDRESSES[@]} -eq 3 ]] || die "CLUSTER_ADDRESSES must name three addresses"
 
 [[ -x "$SHOAL_BIN" ]] || die "$SHOAL_BIN is not an executable (cargo build --release -p shoal, or set SHOAL_BIN)"
@@ -297,7 +299,7 @@ start_cluster() {
             cluster_api+=("${ports[0]}"); storage+=("${ports[1]}"); memcache+=("${ports[2]}")
             seeds+="${seeds:+,}${CLUSTER_ADDRESSES[$i]}:${ports[1]}"
         done
-        # The suite's own cluster is named TestCluster (metadata::contents checks it).
+        # The suite expects its cluster to be named TestCluster (metadata::contents).
         printf 'cluster_name: TestCluster\n' >"$server_tmp/cluster.yaml"
         cluster_pids=()
         for i in 0 1 2; do
@@ -357,7 +359,7 @@ for t in "${TESTS[@]}"; do
     if (( SECONDS >= suite_deadline )); then
         printf '%s\tnot_run\t%s\tSUITE_TIMEOUT reached\n' "$t" "$tags" >>"$RESULTS"; continue
     fi
-    if [[ "$tags" == *3nodes* ]]; then
+    if [[ "$tags" == *3nodes* || "$INCLUDE_3_NODE" == all ]]; then
         if ! cluster_healthy; then
             if [[ ${#cluster_pids[@]} -gt 0 ]]; then
                 log "a cluster node died or is not UN (see $WORK/cluster$cluster_starts-*.log); restarting the cluster"

@@ -1,7 +1,8 @@
 """Node operations on real nodes, under QUORUM write load, hints off (so
 only streaming and pending-replica writes can give a node its data):
 
-- bootstrap: a fourth node joins three at RF=3 while a client writes; its
+- bootstrap: a fourth node joins three at RF=3 while a client writes (then
+  `nodetool cleanup` leaves an old node exactly the keys it replicates); its
   CQL port opens once it has streamed its ranges; nodetool status shows it
   UN and every node owns about a quarter of the ring; every row written
   before or during the join is on it (read at ONE through it, which reads
@@ -23,6 +24,7 @@ only streaming and pending-replica writes can give a node its data):
 import contextlib
 import json
 import threading
+import struct
 import time
 import urllib.request
 
@@ -124,6 +126,12 @@ def cluster_with_table(stack, prefix, keyspace, columns):
     return nodes, session
 
 
+def stored_partitions(node):
+    """Partitions in the node's SSTables, all tables and shards."""
+    lines = node.metrics().splitlines()
+    return sum(float(line.split()[-1]) for line in lines if line.startswith("shoal_sstable_partitions"))
+
+
 def test_nodes_join_leave_are_replaced_and_removed_under_load_without_losing_a_write():
     with contextlib.ExitStack() as stack:
         nodes, session = cluster_with_table(stack, "shoal-node-ops-", "ops", "k int PRIMARY KEY, v text")
@@ -154,6 +162,18 @@ def test_nodes_join_leave_are_replaced_and_removed_under_load_without_losing_a_w
         everything = list(range(PRELOADED)) + written
         assert missing_on(joiner, everything) == []
         nodes.append(joiner)
+
+        # Cleanup: an old replica still holds the ranges the joiner took.
+        # Afterwards it holds exactly the keys the driver's token map
+        # (four nodes, RF=3) says it replicates.
+        nodes[0].nodetool("flush")
+        before = stored_partitions(nodes[0])
+        assert "cleaned up" in nodes[0].nodetool("cleanup", "ops")
+        session.cluster.refresh_nodes(force_token_rebuild=True)
+        assert len(session.cluster.metadata.all_hosts()) == 4
+        replicated = [k for k in everything if nodes[0].address in
+                      {h.address for h in session.cluster.metadata.get_replicas("ops", struct.pack(">i", k))}]
+        assert stored_partitions(nodes[0]) == len(replicated) < before, (before, len(replicated))
 
         # Decommission the second node under load.
         writer = Writer(nodes[0], written[-1] + 1 if written else PRELOADED)

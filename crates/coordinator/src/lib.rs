@@ -16,6 +16,7 @@
 //!   `replica` or `storage` (a test in `shoal` checks the crate graph).
 
 mod batchlog;
+pub mod cleanup;
 pub mod cluster;
 mod consistency;
 pub mod data;

@@ -583,6 +583,32 @@ impl Database {
         Ok(ids.len())
     }
 
+    /// Drops, from `tables` (ids), the partitions whose token `keep`
+    /// refuses (nodetool cleanup, after this node's share of the ring
+    /// shrank): each is flushed, then compacted whole without them.
+    /// Returns how many tables it cleaned.
+    pub async fn cleanup(&self, tables: &[Uuid], keep: &dyn Fn(i64) -> bool) -> Result<usize, ReplicaError> {
+        let mut cleaned = 0;
+        for id in tables {
+            let Ok(table) = self.table(*id) else { continue };
+            self.flush_table(*id).await?;
+            let now_s = shoal_runtime::clock::now_s();
+            if let Some(report) = shoal_storage::compaction::cleanup(&table, now_s, keep).await? {
+                tracing::info!(
+                    "cleanup of table {id}: {} SSTable(s) of {} bytes became {} of {} bytes, {} partitions kept",
+                    report.inputs,
+                    report.bytes_read,
+                    report.outputs,
+                    report.bytes_written,
+                    report.partitions_written
+                );
+                self.metrics.record_compaction(&report);
+            }
+            cleaned += 1;
+        }
+        Ok(cleaned)
+    }
+
     /// Hard-links the selected tables' SSTables into
     /// `<table dir>/snapshots/<tag>` after flushing them (nodetool snapshot).
     pub async fn snapshot(&self, keyspace: Option<&str>, tag: &str) -> Result<usize, ReplicaError> {

@@ -19,8 +19,9 @@
 //! - `POST /storage_service/snapshots?tag=<tag>[&kn=<keyspace>]`
 //! - `POST /storage_service/decommission`, `POST
 //!   /storage_service/remove_node?host_id=<uuid>`, `POST
-//!   /storage_service/repair[/<keyspace>]`: node operations, answered when
-//!   done
+//!   /storage_service/repair[/<keyspace>]`, `POST
+//!   /storage_service/keyspace_cleanup[/<keyspace>]`: node operations,
+//!   answered when done
 //!
 //! A deliberately small HTTP/1.1 server: one request per connection, bounded
 //! request size, no body. Metrics are gathered from every shard by message
@@ -85,6 +86,7 @@ async fn handle(mut stream: TcpStream) {
         ["POST", "/storage_service/decommission", ..] => decommission().await,
         ["POST", target, ..] if target.starts_with("/storage_service/remove_node") => remove_node(target).await,
         ["POST", target, ..] if target.starts_with("/storage_service/repair") => repair(target).await,
+        ["POST", target, ..] if target.starts_with("/storage_service/keyspace_cleanup") => cleanup(target).await,
         ["POST", target, ..] => match storage_op(target) {
             Some(op) => match shoal_coordinator::storage_op(op).await {
                 Ok(n) => ("200 OK", format!("{n}\n")),
@@ -140,12 +142,24 @@ fn query_param<'a>(target: &'a str, name: &str) -> Option<&'a str> {
     query.split('&').filter_map(|kv| kv.split_once('=')).find(|(k, _)| *k == name).map(|(_, v)| v)
 }
 
+/// The keyspace a node operation's target names after `prefix`, if any.
+fn keyspace_of<'a>(target: &'a str, prefix: &str) -> Option<&'a str> {
+    let path = target.split_once('?').map_or(target, |(path, _)| path);
+    Some(path.trim_start_matches(prefix).trim_start_matches('/')).filter(|k| !k.is_empty())
+}
+
+/// `keyspace_cleanup[/<keyspace>]`: drops the ranges this node no longer
+/// replicates.
+async fn cleanup(target: &str) -> (&'static str, String) {
+    match shoal_coordinator::cleanup::cleanup(keyspace_of(target, "/storage_service/keyspace_cleanup")).await {
+        Ok(tables) => ("200 OK", format!("{tables}\n")),
+        Err(e) => ("500 Internal Server Error", format!("{e}\n")),
+    }
+}
+
 /// `repair[/<keyspace>]`: repairs the ranges this node replicates.
 async fn repair(target: &str) -> (&'static str, String) {
-    let path = target.split_once('?').map_or(target, |(path, _)| path);
-    let keyspace = path.trim_start_matches("/storage_service/repair").trim_start_matches('/');
-    let keyspace = Some(keyspace).filter(|k| !k.is_empty());
-    match shoal_coordinator::repair::repair(keyspace).await {
+    match shoal_coordinator::repair::repair(keyspace_of(target, "/storage_service/repair")).await {
         Ok(r) => (
             "200 OK",
             format!(

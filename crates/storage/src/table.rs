@@ -600,11 +600,19 @@ impl Table {
         self.discard_everything();
     }
 
+    /// Empties the table's row cache (reads fill it again from the
+    /// memtables and SSTables). A flush merging into the cache meanwhile
+    /// goes on: the entries it passed are gone, so no hit relies on them,
+    /// and reads begun before the clear do not fill it (the generation).
+    pub fn clear_cache(&self) {
+        self.cache.clear_table(self.cache_id);
+        self.cache_generation.set(self.cache_generation.get() + 1);
+    }
+
     fn discard_everything(&self) {
         self.epoch.set(self.epoch.get() + 1);
-        self.cache.clear_table(self.cache_id);
+        self.clear_cache();
         self.cache_merge.borrow_mut().take();
-        self.cache_generation.set(self.cache_generation.get() + 1);
         *self.active.borrow_mut() = Memtable::default();
         self.sealed.borrow_mut().clear();
         let old = std::mem::replace(&mut *self.sstables.borrow_mut(), Rc::new(Vec::new()));

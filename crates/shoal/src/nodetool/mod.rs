@@ -36,6 +36,8 @@ pub enum NodetoolCommand {
     Compact { keyspace: Option<String>, tables: Vec<String> },
     /// Bring the replicas of every range this node holds in line: compare partition hashes, send what differs.
     Repair { keyspace: Option<String> },
+    /// Drop the data of ranges this node no longer replicates (after a node joined).
+    Cleanup { keyspace: Option<String> },
     /// Stream this node's data to the other nodes and leave the cluster; the node stops.
     Decommission,
     /// Remove a dead node from the cluster, streaming its ranges from the other replicas.
@@ -79,6 +81,9 @@ pub fn run(args: NodetoolArgs) -> Result<(), String> {
             (format!("/storage_service/snapshots?tag={tag}{kn}"), "snapshot taken")
         }
         NodetoolCommand::Decommission => ("/storage_service/decommission".to_string(), "decommissioned"),
+        NodetoolCommand::Cleanup { keyspace } => {
+            (format!("/storage_service/keyspace_cleanup{}", keyspace_path(keyspace)), "cleaned up")
+        }
         NodetoolCommand::Repair { keyspace } => {
             let answer = api.request("POST", &format!("/storage_service/repair{}", keyspace_path(keyspace)))?;
             print!("{answer}");

@@ -29,6 +29,9 @@ use crate::table::Table;
 use purge::PurgeRules;
 use strategy::Job;
 
+/// How often cleanup looks whether a compaction in its way is done.
+const COMPACTION_POLL_MS: u64 = 20;
+
 /// What a compaction did, for logs and benchmarks.
 #[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
 pub struct CompactionReport {
@@ -43,27 +46,46 @@ pub struct CompactionReport {
 pub async fn compact_next(table: &Table, now_s: i64) -> StorageResult<Option<CompactionReport>> {
     let strategy = table.options().strategy;
     let Some(job) = strategy.pick(&table.idle_sstables()) else { return Ok(None) };
-    run(table, job, now_s).await.map(Some)
+    run(table, job, now_s, &|_| true).await.map(Some)
 }
 
 /// Compacts every SSTable of the table (nodetool compact).
 pub async fn compact_major(table: &Table, now_s: i64) -> StorageResult<Option<CompactionReport>> {
+    compact_all(table, now_s, &|_| true).await
+}
+
+/// Compacts every SSTable of the table keeping only the partitions whose
+/// token `keep` accepts (nodetool cleanup: those of ranges this node no
+/// longer replicates go), then empties the table's row cache, which may
+/// hold some of those.
+pub async fn cleanup(table: &Table, now_s: i64, keep: &dyn Fn(i64) -> bool) -> StorageResult<Option<CompactionReport>> {
+    // Every SSTable must pass through the filter: wait out a compaction
+    // under way (no await between this check and the job's start).
+    while table.idle_sstables().len() < table.sstable_set().len() {
+        shoal_runtime::time::sleep(std::time::Duration::from_millis(COMPACTION_POLL_MS)).await;
+    }
+    let report = compact_all(table, now_s, keep).await?;
+    table.clear_cache();
+    Ok(report)
+}
+
+async fn compact_all(table: &Table, now_s: i64, keep: &dyn Fn(i64) -> bool) -> StorageResult<Option<CompactionReport>> {
     let inputs = table.idle_sstables();
     if inputs.is_empty() {
         return Ok(None);
     }
     let job = table.options().strategy.major(inputs);
-    run(table, job, now_s).await.map(Some)
+    run(table, job, now_s, keep).await.map(Some)
 }
 
-async fn run(table: &Table, job: Job, now_s: i64) -> StorageResult<CompactionReport> {
+async fn run(table: &Table, job: Job, now_s: i64, keep: &dyn Fn(i64) -> bool) -> StorageResult<CompactionReport> {
     table.set_compacting(&job.inputs, true);
-    let result = merge(table, &job, now_s).await;
+    let result = merge(table, &job, now_s, keep).await;
     table.set_compacting(&job.inputs, false);
     result
 }
 
-async fn merge(table: &Table, job: &Job, now_s: i64) -> StorageResult<CompactionReport> {
+async fn merge(table: &Table, job: &Job, now_s: i64, keep: &dyn Fn(i64) -> bool) -> StorageResult<CompactionReport> {
     let epoch = table.epoch();
     let gc_grace_s = table.options().gc_grace_s;
     let ancestors: Vec<u64> = job.inputs.iter().map(|s| s.generation()).collect();
@@ -98,6 +120,9 @@ async fn merge(table: &Table, job: &Job, now_s: i64) -> StorageResult<Compaction
                 }
             }
             let Some(mut partition) = merged else { continue };
+            if !keep(next.token) {
+                continue;
+            }
             let rules = PurgeRules {
                 now_s,
                 gc_grace_s,
