@@ -156,6 +156,8 @@ def test_nodes_join_leave_are_replaced_and_removed_under_load_without_losing_a_w
         assert len(written) > 100, "the load ran through the join"
         status = joiner.nodetool("status")
         assert status.count("UN ") == 4, status
+        # Every node's load, peers' as their ping answers tell it.
+        assert all(line.split()[2] != "?" for line in status.splitlines() if line.startswith("UN")), status
         owns = [m["owns"] for m in group0(nodes[0])["members"]]
         assert len(owns) == 4 and all(0.2 < o < 0.3 for o in owns), owns
         assert "streamed in" in open(joiner.log_path).read()

@@ -8,8 +8,12 @@
 //! The peers are the seeds, and every member group 0 adds ([`watch`]). The
 //! state lives on shard 0, the only shard that pings; [`statuses`] reads it
 //! there. At most one ping per peer is outstanding.
+//!
+//! A ping's answer carries the node's load (`[u64 bytes]`, set with
+//! [`set_load_bytes`]; empty before it is known), as ScyllaDB's gossip
+//! does, for `nodetool status`.
 
-use std::cell::RefCell;
+use std::cell::{Cell, RefCell};
 use std::net::SocketAddr;
 use std::rc::Rc;
 use std::time::{Duration, Instant};
@@ -33,6 +37,8 @@ pub struct PeerStatus {
     /// From its handshake, once it answered.
     pub host_id: Option<Uuid>,
     pub shard_count: Option<u16>,
+    /// Its load, from its last answer, once it told it.
+    pub load_bytes: Option<u64>,
 }
 
 struct Peer {
@@ -48,11 +54,24 @@ struct Detector {
 
 thread_local! {
     static DETECTOR: RefCell<Detector> = RefCell::default();
+    /// This node's load, on the shard that answers pings (shard 0).
+    static LOAD_BYTES: Cell<Option<u64>> = const { Cell::new(None) };
 }
 
-/// Answers pings; registered on every shard.
+/// Answers pings with this node's load; registered on every shard.
 pub(crate) fn register_ping() {
-    messaging::register(Verb::Ping, Rc::new(|_, _| std::future::ready(Ok(Bytes::new())).boxed_local()));
+    messaging::register(
+        Verb::Ping,
+        Rc::new(|_, _| {
+            let load = LOAD_BYTES.with(Cell::get).map_or_else(Bytes::new, |b| Bytes::copy_from_slice(&b.to_be_bytes()));
+            std::future::ready(Ok(load)).boxed_local()
+        }),
+    );
+}
+
+/// Sets the load this node's ping answers carry; call on shard 0.
+pub fn set_load_bytes(bytes: u64) {
+    LOAD_BYTES.with(|load| load.set(Some(bytes)));
 }
 
 /// Pings `peers` from this shard forever, marking each up or down.
@@ -100,6 +119,9 @@ async fn probe(address: SocketAddr) {
             return;
         }
         peer.last_answer = Some(Instant::now());
+        if let Ok(Ok(load)) = answered.as_deref().map(<[u8; 8]>::try_from) {
+            peer.status.load_bytes = Some(u64::from_be_bytes(load));
+        }
         if let Some(welcome) = welcome {
             peer.status.host_id = Some(welcome.host_id);
             peer.status.shard_count = Some(welcome.shard_count);
@@ -122,7 +144,7 @@ pub fn watch(address: SocketAddr) {
         let mut d = d.borrow_mut();
         if d.peers.iter().all(|p| p.status.address != address) {
             d.peers.push(Peer {
-                status: PeerStatus { address, up: false, host_id: None, shard_count: None },
+                status: PeerStatus { address, up: false, host_id: None, shard_count: None, load_bytes: None },
                 last_answer: None,
                 probing: false,
             });

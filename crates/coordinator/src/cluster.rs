@@ -1,7 +1,6 @@
 //! This node's place in the cluster: who it is (host id, address, cluster
-//! name, data center, rack, tokens), and which replication strategies a
-//! keyspace may use. One node today; the token ring, membership and
-//! replica placement grow here (docs/design.md §8).
+//! name, data center, rack, tokens), its load as peers see it, and which
+//! replication strategies a keyspace may use.
 
 use std::collections::BTreeMap;
 use std::net::IpAddr;
@@ -53,6 +52,26 @@ pub fn peers() -> Vec<crate::Peer> {
 pub fn member_up(host: Uuid) -> Option<bool> {
     let topology = crate::topology::topology();
     topology.endpoint(host).map(|_| topology.is_up(host))
+}
+
+/// How often this node's load is measured for its ping answers.
+const LOAD_PUBLISH_INTERVAL: std::time::Duration = std::time::Duration::from_secs(5);
+
+/// This node's load (nodetool status): its user tables' SSTable bytes on
+/// every shard.
+pub async fn load_bytes() -> u64 {
+    let loads = crate::shards::on_every_shard(|_| async { shoal_replica::local().load_bytes() }).await;
+    loads.map(|loads| loads.into_iter().sum()).unwrap_or(0)
+}
+
+/// Measures this node's load every few seconds, forever, for the failure
+/// detector's ping answers (how peers learn it); run on shard 0.
+pub async fn publish_load() {
+    let mut ticks = shoal_runtime::time::interval(LOAD_PUBLISH_INTERVAL);
+    loop {
+        ticks.tick().await;
+        shoal_cluster::failure_detector::set_load_bytes(load_bytes().await);
+    }
 }
 
 /// Sets the node's identity; call once at start, before serving.

@@ -583,6 +583,17 @@ impl Database {
         Ok(ids.len())
     }
 
+    /// This shard's load: the bytes of its user tables' SSTables' Data
+    /// components (nodetool status's Load).
+    pub fn load_bytes(&self) -> u64 {
+        let schema = self.schema();
+        let tables = self.tables.borrow();
+        let user = tables.iter().filter(|(id, _)| {
+            schema.table_by_id(**id).is_some_and(|t| !shoal_schema::SYSTEM_KEYSPACES.contains(&t.keyspace.as_str()))
+        });
+        user.map(|(_, table)| table.sstable_set().iter().map(|s| s.data_bytes()).sum::<u64>()).sum()
+    }
+
     /// Drops, from `tables` (ids), the partitions whose token `keep`
     /// refuses (nodetool cleanup, after this node's share of the ring
     /// shrank): each is flushed, then compacted whole without them.

@@ -9,6 +9,8 @@
 //!   failure detector's view, a member counted up once shard 0's topology
 //!   took it in; `GET /storage_service/host_id`: every known
 //!   node's host id (`[{"key": address, "value": host id}]`);
+//!   `GET /storage_service/load_map`: this node's load and each peer's as
+//!   its last ping answer told (`[{"key": address, "value": bytes}]`);
 //!   `GET /storage_service/tokens`: this node's tokens;
 //!   `GET /snitch/datacenter`, `GET /snitch/rack`: this node's place;
 //! - `GET /raft/leader_host`: group 0's leader's host id (JSON string, or
@@ -69,6 +71,7 @@ async fn handle(mut stream: TcpStream) {
         ["GET", "/gossiper/endpoint/live", ..] => ("200 OK", endpoints(true).await),
         ["GET", "/gossiper/endpoint/down", ..] => ("200 OK", endpoints(false).await),
         ["GET", "/storage_service/host_id", ..] => ("200 OK", host_ids().await),
+        ["GET", "/storage_service/load_map", ..] => ("200 OK", load_map().await),
         ["GET", "/storage_service/tokens", ..] => {
             let tokens: Vec<String> = shoal_coordinator::cluster::tokens().iter().map(|t| format!("\"{t}\"")).collect();
             ("200 OK", format!("[{}]\n", tokens.join(",")))
@@ -226,6 +229,21 @@ async fn endpoints(live: bool) -> String {
         addresses.insert(0, format!("\"{}\"", node().address));
     }
     format!("[{}]\n", addresses.join(","))
+}
+
+/// This node's load and every peer's its last ping answer told, in bytes
+/// (`[{"key": address, "value": bytes}]`).
+async fn load_map() -> String {
+    let statuses = submit_to(0, || async { shoal_cluster::failure_detector::statuses() }).await.unwrap_or_default();
+    let me = node();
+    let mine = shoal_coordinator::cluster::load_bytes().await;
+    let mut entries = vec![format!("{{\"key\":\"{}\",\"value\":{mine}}}", me.address)];
+    for status in statuses {
+        if let Some(load) = status.load_bytes {
+            entries.push(format!("{{\"key\":\"{}\",\"value\":{load}}}", status.address.ip()));
+        }
+    }
+    format!("[{}]\n", entries.join(","))
 }
 
 /// This node's and every peer's host id that a handshake told.

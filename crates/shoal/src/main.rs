@@ -238,6 +238,7 @@ async fn listen(config: &Config, server_config: Arc<ServerConfig>) -> Result<(),
         apply_schema: shoal_coordinator::schema_applier(),
     }));
     shoal_runtime::spawn(shoal_coordinator::maintain_topology());
+    shoal_runtime::spawn(shoal_coordinator::cluster::publish_load());
     shoal_runtime::spawn(api::serve(api));
     shoal_coordinator::node_ops::bootstrap()
         .await

@@ -54,6 +54,13 @@ fn json<T: serde::de::DeserializeOwned>(api: &Api, path: &str) -> Result<T, Stri
     serde_yaml::from_str(&api.get(path)?).map_err(|e| format!("bad answer from {path}: {e}"))
 }
 
+/// A node's load as `/storage_service/load_map` lists it.
+#[derive(serde::Deserialize)]
+struct LoadEntry {
+    key: String,
+    value: u64,
+}
+
 /// A member of group 0 as `/raft/group0` lists it.
 #[derive(serde::Deserialize)]
 struct Member {
@@ -73,9 +80,8 @@ struct Group0 {
 }
 
 /// Every member of the cluster (group 0), by data center: up or down as
-/// this node's failure detector sees it, tokens, the share of the ring it
-/// owns, host id and rack; load for this node only (peers do not report
-/// theirs yet).
+/// this node's failure detector sees it, load (a peer's as its last ping
+/// answer told), tokens, the share of the ring it owns, host id and rack.
 pub(super) fn status(api: &Api, address: &str) -> Result<(), String> {
     let metrics = Metrics::fetch(api)?;
     let local_id = json_string(&api.get("/storage_service/hostid/local")?);
@@ -96,6 +102,7 @@ pub(super) fn status(api: &Api, address: &str) -> Result<(), String> {
         });
     }
     let load = bytes(metrics.total("shoal_sstable_data_bytes"));
+    let loads: Vec<LoadEntry> = json(api, "/storage_service/load_map")?;
     let mut by_dc: BTreeMap<&str, Vec<&Member>> = BTreeMap::new();
     for member in &members {
         by_dc.entry(member.dc.as_str()).or_default().push(member);
@@ -111,7 +118,8 @@ pub(super) fn status(api: &Api, address: &str) -> Result<(), String> {
             let local = m.host_id == local_id;
             let up = if local || live.iter().any(|l| l == ip) { 'U' } else { 'D' };
             let state = format!("{up}{}", m.state);
-            let load = if local { load.as_str() } else { "?" };
+            let peer_load = loads.iter().find(|l| l.key == ip).map(|l| bytes(l.value as f64));
+            let load = if local { load.clone() } else { peer_load.unwrap_or_else(|| "?".to_string()) };
             let owns = format!("{:.1}%", m.owns * 100.0);
             println!("{state}  {ip:<15} {load:<11} {:<7} {owns:<8} {:<37} {}", m.tokens, m.host_id, m.rack);
         }
