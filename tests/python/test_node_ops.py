@@ -8,7 +8,8 @@ only streaming and pending-replica writes can give a node its data):
   before or during the join is on it (read at ONE through it, which reads
   its own copy where it is a replica), and no acknowledged write is lost;
 - decommission: a node streams its ranges to their next replicas and
-  leaves; the other three hold every row (each one, at ONE, on its own);
+  leaves (restarted on its old workdir, it refuses to start); the other
+  three hold every row (each one, at ONE, on its own);
 - replace: a node killed for good is replaced by a new node started with
   `--replace-node-first-boot <its host id>`, under load; the new node
   takes its tokens, streams its ranges from the other replicas and holds
@@ -188,6 +189,9 @@ def test_nodes_join_leave_are_replaced_and_removed_under_load_without_losing_a_w
         assert not writer.failed, writer.failed[:5]
         members = group0(nodes[0])["members"]
         assert len(members) == 3 and host_id not in [m["host_id"] for m in members], members
+        # Restarted on its old workdir, it refuses to serve as a member.
+        with pytest.raises(AssertionError, match="left the cluster"):
+            leaving.start()
         everything += written
         rest = [n for n in nodes if n is not leaving]
         for n in rest:

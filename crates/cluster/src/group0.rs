@@ -52,7 +52,7 @@
 //! (never 0). Not yet: snapshots (the log grows without bound).
 
 use std::cell::{Cell, RefCell};
-use std::collections::{BTreeMap, HashMap};
+use std::collections::{BTreeMap, HashMap, HashSet};
 use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::rc::Rc;
@@ -153,6 +153,8 @@ struct Group0 {
     states: RefCell<HashMap<u64, NodeState>>,
     /// Joining members that replace a member, and the member they replace.
     replacing: RefCell<HashMap<u64, u64>>,
+    /// Members that left (decommissioned or removed), by raft id.
+    departed: RefCell<HashSet<u64>>,
     /// Where each raft id answers: members, and callers heard from.
     addresses: RefCell<HashMap<u64, SocketAddr>>,
     inputs: mpsc::UnboundedSender<Input>,
@@ -211,6 +213,7 @@ async fn drive(config: Group0Config) -> Result<(), String> {
         members: RefCell::default(),
         states: RefCell::default(),
         replacing: RefCell::default(),
+        departed: RefCell::default(),
         addresses: RefCell::default(),
         inputs,
         status: RefCell::default(),
@@ -643,6 +646,7 @@ async fn remove_member(
     id: u64,
 ) -> Result<(), String> {
     group.states.borrow_mut().remove(&id);
+    group.departed.borrow_mut().insert(id);
     if let Some(member) = group.members.borrow_mut().remove(&id) {
         tracing::info!("group 0: node {} ({}) left the cluster", member.address, member.host_id);
         crate::failure_detector::unwatch(member.address);
@@ -803,6 +807,12 @@ pub async fn propose_state(host_id: Uuid, state: NodeState) -> Result<u64, Strin
 /// does not run on this shard).
 pub fn applied_index() -> u64 {
     GROUP0.with(|g| g.borrow().as_ref().map_or(0, |g| g.applied.get()))
+}
+
+/// Whether `host_id` was a member and left (decommissioned or removed),
+/// as far as this node's log goes.
+pub fn has_left(host_id: Uuid) -> bool {
+    GROUP0.with(|g| g.borrow().clone()).is_some_and(|group| group.departed.borrow().contains(&raft_id(host_id)))
 }
 
 /// This node's record of member `host_id` and its state, if it is one.

@@ -49,19 +49,26 @@ pub async fn bootstrap() -> Result<(), CoordinatorError> {
         if let Some((_, state)) = group0::member(me) {
             break state;
         }
+        if group0::has_left(me) {
+            return Err(failed(format!(
+                "this node ({me}) left the cluster (decommissioned or removed): its data and identity are no \
+                 longer the cluster's; to join again as a new node, start it on an empty workdir"
+            )));
+        }
         shoal_runtime::time::sleep(POLL).await;
     };
     if state != NodeState::Joining {
         return Ok(());
     }
+    let retry = |e: CoordinatorError| failed(format!("{e}; start the node again to retry"));
     tracing::info!("bootstrap: this node joins the ring; streaming its ranges from their replicas");
     // Every node sees this one up before data moves: until then its
     // writes as a pending replica are hints, and what it missed that way
     // comes with the stream.
-    group0::barrier(group0::applied_index(), Some(me)).await.map_err(failed)?;
+    group0::barrier(group0::applied_index(), Some(me)).await.map_err(failed).map_err(retry)?;
     settle().await;
-    crate::streaming::stream_in().await?;
-    group0::propose_state(me, NodeState::Normal).await.map_err(failed)?;
+    crate::streaming::stream_in().await.map_err(retry)?;
+    group0::propose_state(me, NodeState::Normal).await.map_err(failed).map_err(retry)?;
     tracing::info!("bootstrap: done; this node is a normal member");
     Ok(())
 }

@@ -240,9 +240,7 @@ async fn listen(config: &Config, server_config: Arc<ServerConfig>) -> Result<(),
     shoal_runtime::spawn(shoal_coordinator::maintain_topology());
     shoal_runtime::spawn(shoal_coordinator::cluster::publish_load());
     shoal_runtime::spawn(api::serve(api));
-    shoal_coordinator::node_ops::bootstrap()
-        .await
-        .map_err(|e| format!("bootstrap failed: {e}; start the node again to retry"))?;
+    shoal_coordinator::node_ops::bootstrap().await.map_err(|e| format!("bootstrap failed: {e}"))?;
     let cql = bind(config.native_transport_port).await?;
     tracing::info!("CQL native transport listening on {}:{}", address, config.native_transport_port);
     let shard_aware = bind(config.native_shard_aware_transport_port).await?;
