@@ -114,3 +114,22 @@ def test_conditional_statements_carry_the_lwt_mark(sharded):
     assert [session.prepare(q).is_lwt() for q in conditional] == [True] * 3
     assert [session.prepare(q).is_lwt() for q in plain] == [False] * 2
     assert session.execute(session.prepare(conditional[0]), (1, 1)).was_applied
+
+
+def test_a_statement_prepared_on_one_shard_executes_on_every_shard(sharded):
+    """A PREPARE fills every shard's cache before it is answered, as on
+    ScyllaDB: drivers prepare on one connection per node and execute on
+    any, and an Unprepared answer costs them a round trip."""
+    from cassandra import ConsistencyLevel
+    from cassandra.protocol import ExecuteMessage, PrepareMessage, ResultMessage
+
+    _, session = sharded
+    conns = wait_until(lambda: len(shard_connections(session)) == SMP and shard_connections(session), timeout=15)
+    assert conns, "driver did not connect to every shard"
+    query = "SELECT key FROM system.local WHERE key = 'local' -- prepared on shard 0 only"
+    prepared = conns[0].wait_for_response(PrepareMessage(query=query, keyspace=None))
+    for shard_id, conn in sorted(conns.items()):
+        answer = conn.wait_for_response(ExecuteMessage(
+            query_id=prepared.query_id, query_params=[], consistency_level=ConsistencyLevel.ONE,
+            result_metadata_id=getattr(prepared, "result_metadata_id", None)))
+        assert isinstance(answer, ResultMessage), "shard %d: %r" % (shard_id, answer)

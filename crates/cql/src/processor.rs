@@ -2,9 +2,12 @@
 //! one connection's session on the shard the connection lives on.
 //!
 //! Prepared statements are cached per shard under an id derived from the
-//! statement text and keyspace, so every shard gives the same id; a shard
-//! that has not seen the statement answers Unprepared and the driver
-//! prepares it there. Schema statements go to the coordinator's schema
+//! statement text and keyspace, so every shard gives the same id. A PREPARE
+//! fills every shard's cache before it answers, as ScyllaDB does: drivers
+//! prepare on one connection per node and expect an EXECUTE on any other
+//! connection to that node to find the statement. A shard that still lacks
+//! it (evicted, or a shard that failed to prepare) answers Unprepared and
+//! the driver prepares it there. Schema statements go to the coordinator's schema
 //! service as transitions (`ddl::apply`).
 
 use std::cell::RefCell;
@@ -103,7 +106,23 @@ pub async fn query(text: &str, session: &Session, options: QueryOptions) -> CqlR
     .await
 }
 
-pub fn prepare(text: &str, session: &Session) -> CqlResult<PreparedInfo> {
+/// Prepares `text` on this shard, then on every other one (their errors
+/// are left for an EXECUTE there to meet as Unprepared).
+pub async fn prepare(text: &str, session: &Session) -> CqlResult<PreparedInfo> {
+    let info = prepare_here(text, session)?;
+    let here = shoal_runtime::this_shard();
+    let others = (0..shoal_runtime::nr_shards()).filter(|&shard| shard != here).map(|shard| {
+        let (text, session) = (text.to_string(), session.clone());
+        shoal_runtime::submit_to(shard, move || async move {
+            let _ = prepare_here(&text, &session);
+        })
+    });
+    join_all(others).await;
+    Ok(info)
+}
+
+/// Prepares `text` in this shard's cache.
+fn prepare_here(text: &str, session: &Session) -> CqlResult<PreparedInfo> {
     let parsed = parse(text)?;
     let keyspace = session.keyspace.clone();
     let schema = shoal_coordinator::schema();

@@ -47,6 +47,9 @@ const DEFINITIONS: &[(&str, &str, &str)] = &[
     ("system_traces", "sessions", "session_id uuid PRIMARY KEY, client inet, command text, coordinator inet, duration int, parameters map<text, text>, request text, started_at timestamp"),
     ("system_traces", "events", "session_id uuid, event_id timeuuid, activity text, source inet, source_elapsed int, thread text, PRIMARY KEY (session_id, event_id)"),
     ("system_schema", "triggers", "keyspace_name text, table_name text, trigger_name text, options frozen<map<text, text>>, PRIMARY KEY (keyspace_name, table_name, trigger_name)"),
+    // ScyllaDB's own schema tables; always empty here (no CDC partitioner, no tablets).
+    ("system_schema", "scylla_tables", "keyspace_name text, table_name text, cdc frozen<map<text, text>>, partitioner text, version uuid, PRIMARY KEY (keyspace_name, table_name)"),
+    ("system_schema", "scylla_keyspaces", "keyspace_name text PRIMARY KEY, initial_tablets int, storage_options frozen<map<text, text>>, storage_type text"),
 ];
 
 fn definitions() -> &'static BTreeMap<(&'static str, &'static str), Arc<TableMeta>> {

@@ -293,7 +293,7 @@ async fn execute(connection: &Rc<Connection>, request: Request) -> Result<Respon
         )),
         Request::Prepare { query } => {
             let session = connection.session.borrow().clone();
-            let info = processor::prepare(&query, &session)?;
+            let info = processor::prepare(&query, &session).await?;
             let bind: Vec<ColumnSpec<'_>> = info.variables.iter().map(spec).collect();
             let result: Vec<ColumnSpec<'_>> = info.result_columns.iter().map(spec).collect();
             let prepared = response::Prepared {
