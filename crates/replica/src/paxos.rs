@@ -6,10 +6,10 @@
 //!
 //! The state of a partition of table T lives in the internal paxos table
 //! in the partition of the same key (so on the same shard), in the row
-//! whose clustering key is T's id. Its three values are cells, each written at its
-//! ballot's timestamp: the storage engine's last-write-wins merge then
-//! keeps the highest ballot whatever order writes, flushes and compactions
-//! take. A tie of timestamps falls to the larger value, and every value
+//! whose clustering key is T's id. Its three values are cells, each
+//! written at its ballot's timestamp: the storage engine's last-write-wins
+//! merge then keeps the highest ballot whatever order writes, flushes and
+//! compactions take. A tie of timestamps falls to the larger value, and every value
 //! starts with its ballot's bytes, which order as ballots do. The cells
 //! expire after the table's `gc_grace_seconds`, at least three hours, as
 //! Cassandra's do.
@@ -18,9 +18,8 @@
 //! lock from its read to its write: two rounds cannot interleave on one
 //! shard between a check and its record.
 
-use std::path::Path;
-
 use std::ops::Bound;
+use std::path::Path;
 
 use bytes::Bytes;
 use shoal_storage::codec::{self, DecodeError, Decoder, Encoder};
