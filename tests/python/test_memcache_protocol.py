@@ -624,7 +624,7 @@ def test_md(conn, key):
     assert conn.call(b"mg %s v\r\n" % k) == b"EN\r\n"
 
 
-def test_ma(conn, key):
+def test_ma(conn, key, target):
     k = key.encode()
     assert conn.call(b"ma %s\r\n" % k) == b"NF\r\n"
     assert conn.call(b"ma %s v\r\n" % k) == b"NF\r\n"
@@ -641,7 +641,14 @@ def test_ma(conn, key):
     assert conn.call(b"ma %s MD v\r\n" % k) == b"VA 1\r\n0\r\n"
     # wraps at 2^64
     assert conn.call(b"ma %s D18446744073709551615 v\r\n" % k) == b"VA 20\r\n18446744073709551615\r\n"
-    assert conn.call(b"ma %s D2 v\r\n" % k) == b"VA 1\r\n1\r\n"
+    wrapped = conn.call(b"ma %s D2 v\r\n" % k)
+    if not target.is_shoal and wrapped.startswith(b"CLIENT_ERROR cannot increment or decrement non-numeric value"):
+        # memcached 1.6.18's own bug: after its value grew to 20 digits it
+        # refuses the next increment about 1 time in 260 (77 of 20,000 tries
+        # of this sequence). Shoal must always wrap.
+        assert conn.call(b"ms %s 1\r\n1\r\n" % k) == b"HD\r\n"
+    else:
+        assert wrapped == b"VA 1\r\n1\r\n"
     # t, c, k, O
     cas = conn.gets(key)[2]
     r = conn.call(b"ma %s t c k O4 v\r\n" % k)
