@@ -174,7 +174,7 @@ async fn discard_finished() {
         let log = log.borrow();
         let side = log.log.clone()?;
         let oldest = log.held.values().filter_map(|held| held.logged).min();
-        Some((Rc::clone(&side), oldest.unwrap_or_else(|| side.end())))
+        Some((side, oldest))
     }) else {
         return;
     };

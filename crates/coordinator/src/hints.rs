@@ -167,7 +167,7 @@ async fn discard_delivered() {
         let hints = hints.borrow();
         let log = hints.log.clone()?;
         let oldest = hints.by_target.values().filter_map(|q| q.front()).filter_map(|hint| hint.logged).min();
-        Some((Rc::clone(&log), oldest.unwrap_or_else(|| log.end())))
+        Some((log, oldest))
     }) else {
         return;
     };

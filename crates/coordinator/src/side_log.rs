@@ -39,14 +39,11 @@ impl SideLog {
         Ok(at)
     }
 
-    /// Where the next record will go.
-    pub(crate) fn end(&self) -> Position {
-        self.log.current_position()
-    }
-
-    /// Deletes the segments wholly before `position`.
-    pub(crate) async fn discard_before(&self, position: Position) {
-        self.log.discard_before(position).await;
+    /// Deletes the segments wholly before `oldest_kept`, the oldest
+    /// record the owner still keeps (`None`: it keeps none, so every
+    /// segment but the current one goes).
+    pub(crate) async fn discard_before(&self, oldest_kept: Option<Position>) {
+        self.log.discard_before(oldest_kept.unwrap_or_else(|| self.log.current_position())).await;
     }
 }
 
