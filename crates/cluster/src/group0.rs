@@ -13,9 +13,11 @@
 //! answers with the leader's address, and the joiner asks there. The leader
 //! chooses the joiner's tokens against the ring of the members and of the
 //! joins it has proposed (one task does both, so two joiners never get the
-//! same ranges; `ring::allocate_tokens`), proposes a `Join` entry (host id,
-//! storage address, shard count, data center, rack, tokens) and answers
-//! with it once it is applied. Asking again is safe: a member gets its
+//! same ranges; `token_allocation`: what the joiner's data center
+//! replicates comes out even at the leader's
+//! `allocate_tokens_for_local_replication_factor`), proposes a `Join`
+//! entry (host id, storage address, shard count, data center, rack,
+//! tokens) and answers with it once it is applied. Asking again is safe: a member gets its
 //! record back, a join in flight is proposed again with the same tokens.
 //! Every node applies entries in log order: a `Join` records the member and
 //! adds it as a voter, one voter per entry, so the configuration only ever
@@ -52,7 +54,7 @@
 //! (never 0). Not yet: snapshots (the log grows without bound).
 
 use std::cell::{Cell, RefCell};
-use std::collections::{BTreeMap, HashMap, HashSet};
+use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
 use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::rc::Rc;
@@ -72,6 +74,7 @@ pub use crate::group0_entry::{Member, NodeState};
 use crate::messaging::{self, Caller, MessagingError};
 use crate::raft_codec;
 use crate::raft_store::RaftStore;
+use crate::token_allocation::allocate_tokens;
 use crate::verb::Verb;
 
 /// How often raft-rs is ticked; elections after 10 ticks without a leader.
@@ -102,6 +105,10 @@ pub struct Group0Config {
     /// Whether this node forms the group if its log is empty.
     pub bootstrap: bool,
     pub apply_schema: SchemaApplier,
+    /// The replication factor whose replicated shares a joiner's tokens
+    /// balance, when this node leads (scylla.yaml's
+    /// `allocate_tokens_for_local_replication_factor`).
+    pub token_allocation_rf: usize,
 }
 
 /// Applies a schema entry that took effect: its log index and payload.
@@ -160,6 +167,7 @@ struct Group0 {
     inputs: mpsc::UnboundedSender<Input>,
     status: RefCell<Status>,
     apply_schema: SchemaApplier,
+    token_allocation_rf: usize,
     /// The index of the latest schema entry that took effect (0: none).
     schema_index: Cell<u64>,
     /// The index of the latest entry applied.
@@ -218,6 +226,7 @@ async fn drive(config: Group0Config) -> Result<(), String> {
         inputs,
         status: RefCell::default(),
         apply_schema: config.apply_schema,
+        token_allocation_rf: config.token_allocation_rf,
         schema_index: Cell::new(0),
         applied: Cell::new(0),
         applied_waiters: RefCell::default(),
@@ -343,7 +352,14 @@ fn propose_join(
             }
         };
         if member.tokens.is_empty() {
-            member.tokens = crate::ring::allocate_tokens(&ring, member.host_id, num_tokens.max(1));
+            let local: BTreeSet<Uuid> = members
+                .values()
+                .chain(pending.values().map(|(m, _)| m))
+                .filter(|m| m.data_center == member.data_center && m.host_id != member.host_id)
+                .map(|m| m.host_id)
+                .collect();
+            let rf = group.token_allocation_rf;
+            member.tokens = allocate_tokens(&ring, &local, member.host_id, num_tokens.max(1), rf);
         } else if replaces.is_none() && member.tokens.iter().any(|t| ring.holds(*t)) {
             let _ = done.send(Err(format!("node {} holds tokens another member holds", member.host_id)));
             return;

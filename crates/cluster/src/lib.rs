@@ -9,8 +9,9 @@
 //!   answers, the storage port's listener.
 //! - [`failure_detector`]: direct pings from shard 0 to every known peer;
 //!   liveness changes routing, never membership.
-//! - [`ring`]: tokens and their owners (vnodes), balanced token choice at
-//!   join; [`replication`]: SimpleStrategy, NetworkTopologyStrategy with
+//! - [`ring`]: tokens and their owners (vnodes); [`token_allocation`]: a
+//!   joiner's tokens, chosen so that what each node replicates is even;
+//!   [`replication`]: SimpleStrategy, NetworkTopologyStrategy with
 //!   racks, Local, Everywhere, behind one [`replication::ReplicaMap`].
 //!
 //! - [`group0`]: the Raft group of all nodes on shard 0 (raft-rs, its
@@ -30,6 +31,7 @@ pub mod raft_codec;
 pub mod raft_store;
 pub mod replication;
 pub mod ring;
+pub mod token_allocation;
 pub mod verb;
 mod wire;
 

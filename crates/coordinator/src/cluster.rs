@@ -30,6 +30,17 @@ static NODE: OnceLock<NodeInfo> = OnceLock::new();
 /// identity is set.
 static TOKENS: OnceLock<Vec<i64>> = OnceLock::new();
 
+/// The share of the ring each member replicates for `keyspace`, by host
+/// id, as this shard's topology sees the ring.
+pub fn effective_ownership(keyspace: &str) -> Result<BTreeMap<Uuid, f64>, crate::CoordinatorError> {
+    let schema = crate::schema();
+    let meta = schema
+        .keyspaces
+        .get(keyspace)
+        .ok_or_else(|| crate::CoordinatorError::Invalid(format!("no keyspace named {keyspace}")))?;
+    Ok(crate::topology::topology().effective_ownership(meta))
+}
+
 /// Sets the node's tokens; call once at start, before serving CQL.
 pub fn set_tokens(tokens: Vec<i64>) {
     let _ = TOKENS.set(tokens);

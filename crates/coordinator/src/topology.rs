@@ -34,6 +34,9 @@ use std::ops::Bound;
 use std::rc::Rc;
 use std::time::Duration;
 
+/// The ring's size in tokens: Murmur3 tokens are every i64.
+const RING_TOKENS: f64 = 18_446_744_073_709_551_616.0;
+
 use bytes::Bytes;
 use shoal_cluster::failure_detector;
 use shoal_cluster::group0::{self, Member, NodeState};
@@ -224,6 +227,28 @@ impl Topology {
     /// first one wrapping (`start >= end`).
     pub fn vnode_ranges(&self) -> Vec<(i64, i64)> {
         ranges_between(&self.ring.tokens().collect::<Vec<i64>>())
+    }
+
+    /// The share of the ring each member replicates for `keyspace`
+    /// (`nodetool status <keyspace>`'s "Owns (effective)"); a node alone,
+    /// or before it knows the ring, replicates all of it.
+    pub fn effective_ownership(&self, keyspace: &KeyspaceMeta) -> BTreeMap<Uuid, f64> {
+        let map = self.replica_map(keyspace);
+        let mut shares = BTreeMap::new();
+        for (start, end) in self.vnode_ranges() {
+            // A ring of one token: the range is the whole ring.
+            let width = match end.wrapping_sub(start) as u64 {
+                0 => RING_TOKENS,
+                width => width as f64,
+            };
+            for host in map.replicas(end) {
+                *shares.entry(host).or_insert(0.0) += width / RING_TOKENS;
+            }
+        }
+        if shares.is_empty() {
+            shares.insert(self.me, 1.0);
+        }
+        shares
     }
 
     /// The ranges of `keyspace` whose replicas the change in progress

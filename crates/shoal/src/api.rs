@@ -12,6 +12,9 @@
 //!   `GET /storage_service/load_map`: this node's load and each peer's as
 //!   its last ping answer told (`[{"key": address, "value": bytes}]`);
 //!   `GET /storage_service/tokens`: this node's tokens;
+//!   `GET /storage_service/ownership/<keyspace>`: the share of the ring
+//!   each node replicates for the keyspace (`[{"key": address, "value":
+//!   share}]`, nodetool status's "Owns (effective)");
 //!   `GET /snitch/datacenter`, `GET /snitch/rack`: this node's place;
 //! - `GET /raft/leader_host`: group 0's leader's host id (JSON string, or
 //!   null); `GET /raft/group0`: its term, leader and members (address,
@@ -76,6 +79,7 @@ async fn handle(mut stream: TcpStream) {
             let tokens: Vec<String> = shoal_coordinator::cluster::tokens().iter().map(|t| format!("\"{t}\"")).collect();
             ("200 OK", format!("[{}]\n", tokens.join(",")))
         }
+        ["GET", target, ..] if target.starts_with("/storage_service/ownership/") => ownership(target).await,
         ["GET", "/snitch/datacenter", ..] => ("200 OK", format!("{:?}\n", node().data_center)),
         ["GET", "/snitch/rack", ..] => ("200 OK", format!("{:?}\n", node().rack)),
         ["GET", "/raft/leader_host", ..] => {
@@ -244,6 +248,29 @@ async fn load_map() -> String {
         }
     }
     format!("[{}]\n", entries.join(","))
+}
+
+/// `ownership/<keyspace>`: the share of the ring each member replicates
+/// for the keyspace, by address.
+async fn ownership(target: &str) -> (&'static str, String) {
+    let keyspace = keyspace_of(target, "/storage_service/ownership").unwrap_or_default().to_string();
+    let shares = match shoal_coordinator::cluster::effective_ownership(&keyspace) {
+        Ok(shares) => shares,
+        Err(e) => return ("400 Bad Request", format!("{e}\n")),
+    };
+    let members = group0().await.map(|s| s.members).unwrap_or_default();
+    let me = node();
+    let entries: Vec<String> = shares
+        .iter()
+        .map(|(host, share)| {
+            let address = match members.iter().find(|(m, _)| m.host_id == *host) {
+                Some((m, _)) => m.address.ip(),
+                None => me.address,
+            };
+            format!("{{\"key\":\"{address}\",\"value\":{share}}}")
+        })
+        .collect();
+    ("200 OK", format!("[{}]\n", entries.join(",")))
 }
 
 /// This node's and every peer's host id that a handshake told.

@@ -99,6 +99,11 @@ pub struct ServerArgs {
     /// Tokens (vnodes) this node takes when it first starts; kept after [default: 256]
     #[arg(long, env = "SHOAL_NUM_TOKENS")]
     pub num_tokens: Option<usize>,
+    /// When this node leads group 0, a joiner's tokens even out what each
+    /// node of its data center replicates at this replication factor
+    /// [default: 3]
+    #[arg(long, env = "SHOAL_ALLOCATE_TOKENS_FOR_LOCAL_REPLICATION_FACTOR")]
+    pub allocate_tokens_for_local_replication_factor: Option<usize>,
     /// On this node's first start, take over the tokens of this dead member
     /// (its host id) and stream its data from the other replicas
     #[arg(long, env = "SHOAL_REPLACE_NODE_FIRST_BOOT")]
@@ -169,6 +174,7 @@ struct OptionsFile {
     failure_detector_timeout_in_ms: Option<u64>,
     max_hint_window_in_ms: Option<u64>,
     num_tokens: Option<usize>,
+    allocate_tokens_for_local_replication_factor: Option<usize>,
     replace_node_first_boot: Option<uuid::Uuid>,
     native_transport_max_frame_size_in_mb: Option<usize>,
     data_file_directories: Option<Vec<PathBuf>>,
@@ -237,6 +243,8 @@ pub struct Config {
     pub max_hint_window: Duration,
     /// Tokens a node takes at its first start.
     pub num_tokens: usize,
+    /// The replication factor a joiner's tokens balance (as leader).
+    pub allocate_tokens_for_local_replication_factor: usize,
     /// The dead member whose tokens this node takes at its first start.
     pub replace_node_first_boot: Option<uuid::Uuid>,
     pub data_center: String,
@@ -361,6 +369,14 @@ impl Config {
             ),
             num_tokens: match args.num_tokens.or(file.num_tokens).unwrap_or(256) {
                 0 => return Err(ConfigError::TooSmall("num_tokens", 1)),
+                n => n,
+            },
+            allocate_tokens_for_local_replication_factor: match args
+                .allocate_tokens_for_local_replication_factor
+                .or(file.allocate_tokens_for_local_replication_factor)
+                .unwrap_or(3)
+            {
+                0 => return Err(ConfigError::TooSmall("allocate_tokens_for_local_replication_factor", 1)),
                 n => n,
             },
             replace_node_first_boot: args.replace_node_first_boot.or(file.replace_node_first_boot),

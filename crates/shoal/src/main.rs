@@ -236,6 +236,7 @@ async fn listen(config: &Config, server_config: Arc<ServerConfig>) -> Result<(),
         me: group0_member(config, shoal_coordinator::cluster::tokens()),
         bootstrap: config.first_seed,
         apply_schema: shoal_coordinator::schema_applier(),
+        token_allocation_rf: config.allocate_tokens_for_local_replication_factor,
     }));
     shoal_runtime::spawn(shoal_coordinator::maintain_topology());
     shoal_runtime::spawn(shoal_coordinator::cluster::publish_load());
@@ -322,7 +323,8 @@ async fn node_tokens(config: &Config) -> Result<Vec<i64>, String> {
                          list one before this node in the seeds"
                     ));
                 }
-                shoal_cluster::ring::allocate_tokens(&Default::default(), host_id, config.num_tokens)
+                let (ring, local) = (Default::default(), Default::default());
+                shoal_cluster::token_allocation::allocate_tokens(&ring, &local, host_id, config.num_tokens, 1)
             } else {
                 let me = group0_member(config, Vec::new());
                 shoal_cluster::group0::join_through_seeds(&me, config.num_tokens, replaces, &config.seeds).await.tokens

@@ -23,8 +23,9 @@ pub struct NodetoolArgs {
 
 #[derive(Debug, clap::Subcommand)]
 pub enum NodetoolCommand {
-    /// The cluster's nodes: state, load, tokens, ownership, host id.
-    Status,
+    /// The cluster's nodes: state, load, tokens, ownership, host id; with
+    /// a keyspace, the share each node replicates for it ("Owns (effective)").
+    Status { keyspace: Option<String> },
     /// This node: id, uptime, load, memory, requests.
     Info,
     /// Per-table statistics (cfstats): all tables, a keyspace's, or `ks.table`.
@@ -61,7 +62,7 @@ pub fn run(args: NodetoolArgs) -> Result<(), String> {
         |tables: &[String]| if tables.is_empty() { String::new() } else { format!("?cf={}", tables.join(",")) };
     let keyspace_path = |k: &Option<String>| k.as_ref().map(|k| format!("/{k}")).unwrap_or_default();
     let (path, done) = match &args.command {
-        NodetoolCommand::Status => return report::status(&api, &args.host),
+        NodetoolCommand::Status { keyspace } => return report::status(&api, &args.host, keyspace.as_deref()),
         NodetoolCommand::Info => return report::info(&api),
         NodetoolCommand::Tablestats { tables } => return report::tablestats(&api, tables),
         NodetoolCommand::Flush { keyspace, tables } => {

@@ -54,11 +54,12 @@ fn json<T: serde::de::DeserializeOwned>(api: &Api, path: &str) -> Result<T, Stri
     serde_yaml::from_str(&api.get(path)?).map_err(|e| format!("bad answer from {path}: {e}"))
 }
 
-/// A node's load as `/storage_service/load_map` lists it.
+/// A node's entry in `/storage_service/load_map` (bytes) or
+/// `/storage_service/ownership/<keyspace>` (a share).
 #[derive(serde::Deserialize)]
-struct LoadEntry {
+struct AddressEntry<T> {
     key: String,
-    value: u64,
+    value: T,
 }
 
 /// A member of group 0 as `/raft/group0` lists it.
@@ -81,8 +82,9 @@ struct Group0 {
 
 /// Every member of the cluster (group 0), by data center: up or down as
 /// this node's failure detector sees it, load (a peer's as its last ping
-/// answer told), tokens, the share of the ring it owns, host id and rack.
-pub(super) fn status(api: &Api, address: &str) -> Result<(), String> {
+/// answer told), tokens, the share of the ring it owns — with a keyspace,
+/// the share it replicates for it — host id and rack.
+pub(super) fn status(api: &Api, address: &str, keyspace: Option<&str>) -> Result<(), String> {
     let metrics = Metrics::fetch(api)?;
     let local_id = json_string(&api.get("/storage_service/hostid/local")?);
     let live: Vec<String> = json(api, "/gossiper/endpoint/live")?;
@@ -102,7 +104,12 @@ pub(super) fn status(api: &Api, address: &str) -> Result<(), String> {
         });
     }
     let load = bytes(metrics.total("shoal_sstable_data_bytes"));
-    let loads: Vec<LoadEntry> = json(api, "/storage_service/load_map")?;
+    let loads: Vec<AddressEntry<u64>> = json(api, "/storage_service/load_map")?;
+    let effective: Option<Vec<AddressEntry<f64>>> = match keyspace {
+        Some(keyspace) => Some(json(api, &format!("/storage_service/ownership/{keyspace}"))?),
+        None => None,
+    };
+    let owns_heading = if effective.is_some() { "Owns (effective)" } else { "Owns" };
     let mut by_dc: BTreeMap<&str, Vec<&Member>> = BTreeMap::new();
     for member in &members {
         by_dc.entry(member.dc.as_str()).or_default().push(member);
@@ -112,7 +119,7 @@ pub(super) fn status(api: &Api, address: &str) -> Result<(), String> {
         println!("{}", "=".repeat(12 + dc.len()));
         println!("Status=Up/Down");
         println!("|/ State=Normal/Leaving/Joining/Moving");
-        println!("--  {:<15} {:<11} {:<7} {:<8} {:<37} Rack", "Address", "Load", "Tokens", "Owns", "Host ID");
+        println!("--  {:<15} {:<11} {:<7} {:<17} {:<37} Rack", "Address", "Load", "Tokens", owns_heading, "Host ID");
         for m in members {
             let ip = m.address.rsplit_once(':').map_or(m.address.as_str(), |(ip, _)| ip);
             let local = m.host_id == local_id;
@@ -120,8 +127,12 @@ pub(super) fn status(api: &Api, address: &str) -> Result<(), String> {
             let state = format!("{up}{}", m.state);
             let peer_load = loads.iter().find(|l| l.key == ip).map(|l| bytes(l.value as f64));
             let load = if local { load.clone() } else { peer_load.unwrap_or_else(|| "?".to_string()) };
-            let owns = format!("{:.1}%", m.owns * 100.0);
-            println!("{state}  {ip:<15} {load:<11} {:<7} {owns:<8} {:<37} {}", m.tokens, m.host_id, m.rack);
+            let owns = match &effective {
+                Some(shares) => shares.iter().find(|s| s.key == ip).map_or(0.0, |s| s.value),
+                None => m.owns,
+            };
+            let owns = format!("{:.1}%", owns * 100.0);
+            println!("{state}  {ip:<15} {load:<11} {:<7} {owns:<17} {:<37} {}", m.tokens, m.host_id, m.rack);
         }
     }
     Ok(())
