@@ -17,7 +17,8 @@ only streaming and pending-replica writes can give a node its data):
   every row; the dead one is no longer a member;
 - removenode: a node killed for good is removed from another node; its
   ranges come from the surviving replicas, and both survivors hold every
-  row;
+  row; restarted on its old workdir, the removed node learns from them
+  that it left and stops before it serves;
 - repair: a node that missed inserts, updates, row and partition deletes
   while it was down has every row as the others do after `nodetool
   repair`, checked row by row at ONE on each node; a second repair finds
@@ -235,6 +236,10 @@ def test_nodes_join_leave_are_replaced_and_removed_under_load_without_losing_a_w
             m["host_id"] for m in group0(survivors[0])["members"]) and len(members) == 2, members
         for n in survivors:
             assert missing_on(n, everything) == [], n.address
+        # Back on its old workdir, the removed node still thinks it is a
+        # member; the survivors tell it it left, and it stops unserved.
+        with pytest.raises(AssertionError, match="left the cluster"):
+            dead.start(timeout=30)
 
 
 def rows_of(node, keys):

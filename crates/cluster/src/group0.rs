@@ -470,6 +470,9 @@ const MAX_TOKENS: usize = 4096;
 const NOT_LEADER: &str = "not the group 0 leader; the leader is at ";
 const NO_LEADER: &str = "group 0 has no leader yet";
 const LEADERSHIP_CHANGED: &str = "group 0 leadership changed; ask again";
+/// How a member answers the group 0 messages of a node that left the
+/// group (removed or replaced while it was down): the node learns it left.
+const YOU_LEFT: &str = "this node left the cluster: ";
 
 async fn handle_ready(
     raft: &mut RawNode<MemStorage>,
@@ -702,10 +705,21 @@ fn send(group: &Group0, messages: Vec<Message>) {
         let mut payload = Vec::new();
         raft_codec::encode_message(&message, &mut payload);
         shoal_runtime::spawn(async move {
-            if let Err(e) = messaging::request(address, 0, Verb::Raft, &payload).await {
-                tracing::debug!("group 0: message to {address}: {e}");
+            match messaging::request(address, 0, Verb::Raft, &payload).await {
+                Err(MessagingError::Failed { message, .. }) if message.starts_with(YOU_LEFT) => learn_left(&message),
+                Err(e) => tracing::debug!("group 0: message to {address}: {e}"),
+                Ok(_) => {}
             }
         });
+    }
+}
+
+/// A member answered that this node left the group while it was down:
+/// from now on it has left ([`has_left`]), as if it had applied that.
+fn learn_left(answer: &str) {
+    let Ok(group) = running() else { return };
+    if group.departed.borrow_mut().insert(group.id) {
+        tracing::error!("group 0: {answer}");
     }
 }
 
@@ -725,6 +739,9 @@ fn register_handlers() {
                 let group = running()?;
                 if message.to != group.id {
                     return Err(format!("a raft message for {} reached {}", message.to, group.id));
+                }
+                if group.departed.borrow().contains(&message.from) {
+                    return Err(format!("{YOU_LEFT}group 0 removed it (removenode, or replaced) while it was down"));
                 }
                 group.addresses.borrow_mut().insert(message.from, caller.address);
                 group.inputs.unbounded_send(Input::Step(message)).map_err(|_| "group 0 stopped".to_string())?;
@@ -825,8 +842,9 @@ pub fn applied_index() -> u64 {
     GROUP0.with(|g| g.borrow().as_ref().map_or(0, |g| g.applied.get()))
 }
 
-/// Whether `host_id` was a member and left (decommissioned or removed),
-/// as far as this node's log goes.
+/// Whether `host_id` was a member and left (decommissioned, removed or
+/// replaced), as far as this node's log goes — or, for this node itself,
+/// as a member answered it.
 pub fn has_left(host_id: Uuid) -> bool {
     GROUP0.with(|g| g.borrow().clone()).is_some_and(|group| group.departed.borrow().contains(&raft_id(host_id)))
 }

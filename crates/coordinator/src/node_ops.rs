@@ -16,8 +16,14 @@
 //! run again from the start (a joining node resumes when it restarts;
 //! decommission and removenode are asked again). Streaming twice is
 //! harmless. Run on shard 0, where group 0 runs.
+//!
+//! A member removed or replaced while it was down learns it when it is
+//! back: the members answer its group 0 messages that it left. Restarted,
+//! it confirms its membership before it serves ([`bootstrap`]); one that
+//! learns it later stops ([`until_removed`]).
 
-use std::time::Duration;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::{Duration, Instant};
 
 use futures_util::future::join_all;
 use shoal_cluster::group0::{self, NodeState};
@@ -32,6 +38,15 @@ use crate::CoordinatorError;
 
 /// How often an operation looks whether group 0's change reached it.
 const POLL: Duration = Duration::from_millis(100);
+
+/// How long a restarted member waits to hear from group 0's leader (or
+/// to learn it left) before it serves on the membership it last knew —
+/// with most members down there may be no leader for a while. A removed
+/// node learns it at its first election timeout (1-2 s).
+const CONFIRM_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// Set while this node decommissions itself: its leaving is expected.
+static DECOMMISSIONING: AtomicBool = AtomicBool::new(false);
 
 fn failed(message: String) -> CoordinatorError {
     CoordinatorError::NodeOperation(message)
@@ -50,15 +65,12 @@ pub async fn bootstrap() -> Result<(), CoordinatorError> {
             break state;
         }
         if group0::has_left(me) {
-            return Err(failed(format!(
-                "this node ({me}) left the cluster (decommissioned or removed): its data and identity are no \
-                 longer the cluster's; to join again as a new node, start it on an empty workdir"
-            )));
+            return Err(failed(left(me)));
         }
         shoal_runtime::time::sleep(POLL).await;
     };
     if state != NodeState::Joining {
-        return Ok(());
+        return confirm_membership(me).await;
     }
     let retry = |e: CoordinatorError| failed(format!("{e}; start the node again to retry"));
     tracing::info!("bootstrap: this node joins the ring; streaming its ranges from their replicas");
@@ -73,11 +85,63 @@ pub async fn bootstrap() -> Result<(), CoordinatorError> {
     Ok(())
 }
 
+/// Why a node that left may not serve.
+fn left(me: Uuid) -> String {
+    format!(
+        "this node ({me}) left the cluster (decommissioned, removed or replaced): its data and identity are no \
+         longer the cluster's; to join again as a new node, start it on an empty workdir"
+    )
+}
+
+/// A restarted member makes sure it still is one before it serves: it
+/// waits until it hears from group 0's leader, or learns it left, for at
+/// most [`CONFIRM_TIMEOUT`]. A member alone has nothing to wait for.
+async fn confirm_membership(me: Uuid) -> Result<(), CoordinatorError> {
+    if group0::status().is_none_or(|status| status.members.len() < 2) {
+        return Ok(());
+    }
+    let deadline = Instant::now() + CONFIRM_TIMEOUT;
+    loop {
+        if group0::has_left(me) {
+            return Err(failed(left(me)));
+        }
+        if group0::status().is_some_and(|status| status.leader.is_some()) {
+            return Ok(());
+        }
+        if Instant::now() >= deadline {
+            tracing::warn!(
+                "group 0 has no leader this node can reach after {} s; serving on the membership it last knew",
+                CONFIRM_TIMEOUT.as_secs()
+            );
+            return Ok(());
+        }
+        shoal_runtime::time::sleep(POLL).await;
+    }
+}
+
+/// Returns once this node, serving, learns it left the cluster — removed
+/// or replaced while it was down — and must stop (its caller stops it).
+/// Its own decommission does not count: it stops after that anyway.
+pub async fn until_removed() -> String {
+    let me = node().host_id;
+    loop {
+        shoal_runtime::time::sleep(Duration::from_secs(1)).await;
+        if group0::has_left(me) && !DECOMMISSIONING.load(Ordering::Relaxed) {
+            return left(me);
+        }
+    }
+}
+
 /// Moves this node's ranges to their next replicas and removes it from
 /// the cluster. The node stops serving afterwards (its caller stops it).
 pub async fn decommission() -> Result<(), CoordinatorError> {
     let me = node().host_id;
-    leave(me).await
+    DECOMMISSIONING.store(true, Ordering::Relaxed);
+    let result = leave(me).await;
+    if result.is_err() {
+        DECOMMISSIONING.store(false, Ordering::Relaxed);
+    }
+    result
 }
 
 /// Removes `host`, a member that is down for good, from the cluster: the

@@ -242,6 +242,11 @@ async fn listen(config: &Config, server_config: Arc<ServerConfig>) -> Result<(),
     shoal_runtime::spawn(shoal_coordinator::cluster::publish_load());
     shoal_runtime::spawn(api::serve(api));
     shoal_coordinator::node_ops::bootstrap().await.map_err(|e| format!("bootstrap failed: {e}"))?;
+    shoal_runtime::spawn(async {
+        let why = shoal_coordinator::node_ops::until_removed().await;
+        tracing::error!("stopping: {why}");
+        std::process::exit(1);
+    });
     let cql = bind(config.native_transport_port).await?;
     tracing::info!("CQL native transport listening on {}:{}", address, config.native_transport_port);
     let shard_aware = bind(config.native_shard_aware_transport_port).await?;
