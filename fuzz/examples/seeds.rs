@@ -127,4 +127,6 @@ fn raft_seeds(corpus: &Path) {
         committed: ballot,
     };
     write(&data, "paxos-promise", &[&[5u8][..], &shoal_coordinator::wire::encode_promise(&promise)].concat());
+    let rows = shoal_coordinator::wire::RowHashes::of(&partition(2, 2, 4));
+    write(&data, "row-hashes", &[&[12u8][..], &shoal_coordinator::wire::encode_row_hashes(&[None, Some(rows)])].concat());
 }

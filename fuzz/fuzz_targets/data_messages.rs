@@ -2,7 +2,7 @@
 //! coordinator, and the answers a coordinator reads back (`coordinator::
 //! wire`: mutations, reads, results, partitions, Paxos prepares, promises
 //! and proposals, batchlog batches, streaming reads and pages, repair's
-//! hash pages), the hint log's entries (`coordinator::hint_log`), plus
+//! hash pages and row hashes), the hint log's entries (`coordinator::hint_log`), plus
 //! group 0's schema entries (`coordinator::schema_entry`).
 //! The first byte picks the decoder; any bytes give a message or an
 //! error, never a panic, and a message decoded encodes to what decodes to
@@ -14,7 +14,7 @@ use shoal_coordinator::{schema_entry, wire};
 
 fuzz_target!(|data: &[u8]| {
     let Some((&which, bytes)) = data.split_first() else { return };
-    match which % 13 {
+    match which % 14 {
         0 => {
             if let Ok(mutation) = wire::decode_mutation(bytes) {
                 assert!(wire::decode_mutation(&wire::encode_mutation(&mutation)).is_ok());
@@ -73,6 +73,11 @@ fuzz_target!(|data: &[u8]| {
                 let mut again = Vec::new();
                 shoal_coordinator::encode_hint_entry(&mut again, hint.target, hint.token, hint.written_ms, &hint.payload);
                 assert_eq!(shoal_coordinator::decode_hint_entry(&again).ok(), Some(hint));
+            }
+        }
+        12 => {
+            if let Ok(hashes) = wire::decode_row_hashes(bytes) {
+                assert_eq!(wire::decode_row_hashes(&wire::encode_row_hashes(&hashes)).ok(), Some(hashes));
             }
         }
         _ => {

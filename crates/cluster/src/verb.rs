@@ -54,6 +54,9 @@ pub enum Verb {
     PaxosAccept = 19,
     /// Apply a chosen Paxos proposal and record it committed.
     PaxosCommit = 20,
+    /// Answer the row hashes of named stored partitions (row-level
+    /// repair), to the shard of the first one.
+    RepairRowHashes = 21,
 }
 
 impl Verb {
@@ -78,6 +81,7 @@ impl Verb {
             18 => Verb::PaxosPrepare,
             19 => Verb::PaxosAccept,
             20 => Verb::PaxosCommit,
+            21 => Verb::RepairRowHashes,
             _ => return None,
         })
     }
@@ -104,7 +108,8 @@ impl Verb {
             | Verb::BatchStore
             | Verb::BatchRemove
             | Verb::StreamRead
-            | Verb::RepairHashes => Duration::from_secs(60),
+            | Verb::RepairHashes
+            | Verb::RepairRowHashes => Duration::from_secs(60),
         }
     }
 }

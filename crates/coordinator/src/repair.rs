@@ -1,20 +1,31 @@
 //! Repair (`nodetool repair`): brings the replicas of every range this
-//! node holds in line, moving only the partitions that differ (ScyllaDB's
-//! row-level repair, at the grain of partitions).
+//! node holds in line, moving only the rows that differ (ScyllaDB's
+//! row-level repair).
 //!
 //! For each range of the ring this node replicates, and each table of the
-//! keyspace, every replica answers the hashes of its stored partitions in
-//! the range — position and a hash of the partition as stored, page by
-//! page from each of its shards (`RepairHashes`). The partitions whose
-//! hashes differ, or that some replica lacks, are read from every replica
-//! as stored, merged, and the merge is written to each replica whose copy
-//! differs ([`reconcile`], as read repair does). Every replica of a range
-//! must be up. Counter tables are skipped, as read repair skips them: a
-//! merge of deltas written again would count twice.
+//! keyspace:
+//! 1. every replica answers the hashes of its stored partitions in the
+//!    range — position and a hash of the partition as stored, page by page
+//!    from each of its shards (`RepairHashes`);
+//! 2. of the partitions whose hashes differ, every replica answers the
+//!    hashes of each row, and of the rest (partition tombstone, static
+//!    row, range tombstones) apart (`RepairRowHashes`, [`RowHashes`]);
+//! 3. where that rest is alike everywhere, only the rows whose hashes
+//!    differ, or that some replica lacks, are read from every replica as
+//!    stored, merged, and the merge written to each replica whose copy
+//!    differs ([`reconcile`], as read repair does); a partition some
+//!    replica lacks, or whose rest differs, is reconciled whole.
+//!
+//! Every replica of a range must be up. Counter tables are skipped, as
+//! read repair skips them: a merge of deltas written again would count
+//! twice.
 
 use std::collections::BTreeMap;
+use std::ops::Bound;
 
 use bytes::Bytes;
+use futures_util::future::join_all;
+use futures_util::{stream, StreamExt};
 use shoal_cluster::messaging;
 use shoal_cluster::verb::Verb;
 use shoal_replica::ReadCommand;
@@ -28,12 +39,13 @@ use crate::streaming::{decode_read, scan_page, token_bounds};
 use crate::timeouts::{deadline, timeouts};
 use crate::topology::{topology, Topology};
 use crate::verbs::{answer_body, Target};
-use crate::wire::{self, HashPage, StreamRead};
+use crate::wire::{self, HashPage, RowHashes, StreamRead};
 use crate::CoordinatorError;
 
 /// About how many bytes of partitions one page of hashes covers.
 const HASHED_BYTES_PER_PAGE: usize = 4 << 20;
-/// Partitions reconciled at once.
+/// Partitions reconciled at once (row hashes asked in one message; rows
+/// of that many partitions reconciled concurrently).
 const RECONCILE_KEYS: usize = 128;
 
 /// What a repair did.
@@ -45,6 +57,11 @@ pub struct Repaired {
     pub partitions: usize,
     /// Partitions that differed somewhere.
     pub differing: usize,
+    /// Of those, the ones reconciled whole (missing somewhere, or their
+    /// partition tombstone, static row or range tombstones differed).
+    pub whole: usize,
+    /// Rows that differed in the others: the only rows reconciled there.
+    pub rows: usize,
     /// Copies written to bring replicas in line.
     pub written: usize,
 }
@@ -84,16 +101,21 @@ pub async fn repair(keyspace: Option<&str>) -> Result<Repaired, CoordinatorError
                 total.ranges += 1;
                 total.partitions += repaired.partitions;
                 total.differing += repaired.differing;
+                total.whole += repaired.whole;
+                total.rows += repaired.rows;
                 total.written += repaired.written;
             }
         }
     }
     tracing::info!(
-        "repair of {}: {} range(s) of tables, {} partition(s) compared, {} differed, {} cop(ies) written",
+        "repair of {}: {} range(s) of tables, {} partition(s) compared, {} differed ({} whole, {} row(s) in the \
+         others), {} cop(ies) written",
         keyspace.unwrap_or("every keyspace"),
         total.ranges,
         total.partitions,
         total.differing,
+        total.whole,
+        total.rows,
         total.written
     );
     Ok(total)
@@ -120,12 +142,66 @@ async fn repair_range(
         .map(|(position, _)| position)
         .collect();
     let targets: Vec<Target<'_>> = replicas.iter().map(|host| Target { topology, host: *host }).collect();
-    let mut written = 0;
+    let mut repaired = Repaired { ranges: 1, partitions, differing: differing.len(), ..Repaired::default() };
     for keys in differing.chunks(RECONCILE_KEYS) {
         let command = ReadCommand::of_partitions(table, keys.to_vec(), vec![ClusteringRange::all()], 0);
-        written += reconcile(&targets, &command, deadline(timeouts().range)).await?.written;
+        let hashes = join_all(targets.iter().map(|t| t.row_hashes(&command))).await;
+        let hashes: Vec<Vec<Option<RowHashes>>> = hashes.into_iter().collect::<Result<_, _>>()?;
+        let mut whole = Vec::new();
+        let mut by_rows = Vec::new();
+        for (i, key) in keys.iter().enumerate() {
+            match differing_rows(hashes.iter().map(|per_replica| per_replica[i].as_ref())) {
+                Some(rows) => by_rows.push((key.clone(), rows)),
+                None => whole.push(key.clone()),
+            }
+        }
+        repaired.whole += whole.len();
+        if !whole.is_empty() {
+            let command = ReadCommand::of_partitions(table, whole, vec![ClusteringRange::all()], 0);
+            repaired.written += reconcile(&targets, &command, deadline(timeouts().range)).await?.written;
+        }
+        repaired.rows += by_rows.iter().map(|(_, rows)| rows.len()).sum::<usize>();
+        let targets = &targets;
+        let mut row_repairs = stream::iter(by_rows.into_iter().filter(|(_, rows)| !rows.is_empty()))
+            .map(|(key, rows)| async move {
+                let clustering = rows
+                    .into_iter()
+                    .map(|row| ClusteringRange { start: Bound::Included(row.clone()), end: Bound::Included(row) })
+                    .collect();
+                let command = ReadCommand::of_partitions(table, vec![key], clustering, 0);
+                reconcile(targets, &command, deadline(timeouts().range)).await
+            })
+            .buffer_unordered(RECONCILE_KEYS);
+        while let Some(reconciled) = row_repairs.next().await {
+            repaired.written += reconciled?.written;
+        }
     }
-    Ok(Repaired { ranges: 1, partitions, differing: differing.len(), written })
+    Ok(repaired)
+}
+
+/// The clustering keys of the rows that differ between replicas' copies
+/// of a partition, or `None` when it must be reconciled whole: some
+/// replica lacks it, or the rest of it (tombstones, static row) differs.
+fn differing_rows<'a>(copies: impl Iterator<Item = Option<&'a RowHashes>>) -> Option<Vec<Bytes>> {
+    let copies: Vec<&RowHashes> = copies.collect::<Option<_>>()?;
+    let first = copies.first()?;
+    if copies.iter().any(|c| c.header != first.header) {
+        return None;
+    }
+    // Each row's hash on each replica; a row differs where a replica's hash
+    // is another, or missing.
+    let mut rows: BTreeMap<&Bytes, Vec<u64>> = BTreeMap::new();
+    for copy in &copies {
+        for (key, hash) in &copy.rows {
+            rows.entry(key).or_default().push(*hash);
+        }
+    }
+    let differing = rows
+        .into_iter()
+        .filter(|(_, hashes)| hashes.len() < copies.len() || hashes.iter().any(|h| *h != hashes[0]))
+        .map(|(key, _)| key.clone())
+        .collect();
+    Some(differing)
 }
 
 /// Every hash of `host`'s partitions of `table` in `(start, end]`, from

@@ -17,7 +17,7 @@ use futures_util::FutureExt;
 use shoal_cluster::messaging::{self, Caller};
 use shoal_cluster::verb::Verb;
 use shoal_replica::{Ballot, Mutation, PartitionSelection, Promise, ReadCommand, ReadResult};
-use shoal_storage::Partition;
+use shoal_storage::{ClusteringRange, Partition, PartitionPosition};
 use uuid::Uuid;
 
 use crate::proxy::{mutate_local, read_local, read_raw_local, truncate_local};
@@ -44,6 +44,7 @@ pub fn register() {
     messaging::register(Verb::StreamRead, handler(crate::streaming::serve_read));
     messaging::register(Verb::Stream, handler(crate::streaming::serve_stream));
     messaging::register(Verb::RepairHashes, handler(crate::repair::serve_hashes));
+    messaging::register(Verb::RepairRowHashes, handler(handle_row_hashes));
     messaging::register(
         Verb::BatchStore,
         handler(|payload: Bytes| async move { crate::batchlog::hold(&payload).map(|()| Vec::new()) }),
@@ -125,6 +126,23 @@ async fn handle_read_raw(payload: Bytes) -> Result<Vec<u8>, CoordinatorError> {
     };
     let partitions = read_raw_local(command.table, keys, command.clustering).await?;
     Ok(wire::encode_partitions(&partitions))
+}
+
+async fn handle_row_hashes(payload: Bytes) -> Result<Vec<u8>, CoordinatorError> {
+    let command = wire::decode_read_command(&payload).map_err(malformed)?;
+    let PartitionSelection::Keys(keys) = command.partitions else {
+        return Err(CoordinatorError::Invalid("row hashes are asked of named partitions".to_string()));
+    };
+    Ok(wire::encode_row_hashes(&row_hashes_local(command.table, keys).await?))
+}
+
+/// The [`wire::RowHashes`] of this node's stored copies of `keys`.
+async fn row_hashes_local(
+    table: Uuid,
+    keys: Vec<PartitionPosition>,
+) -> Result<Vec<Option<wire::RowHashes>>, CoordinatorError> {
+    let partitions = read_raw_local(table, keys, vec![ClusteringRange::all()]).await?;
+    Ok(partitions.iter().map(|p| p.as_ref().map(wire::RowHashes::of)).collect())
 }
 
 async fn handle_paxos_prepare(payload: Bytes) -> Result<Vec<u8>, CoordinatorError> {
@@ -308,6 +326,32 @@ impl Target<'_> {
     }
 
     /// The stored partitions of a command naming its keys.
+    /// The row hashes of this replica's stored copies of `command`'s
+    /// partitions (its clustering is ignored: every row).
+    pub(crate) async fn row_hashes(
+        &self,
+        command: &ReadCommand,
+    ) -> Result<Vec<Option<wire::RowHashes>>, CoordinatorError> {
+        let PartitionSelection::Keys(keys) = &command.partitions else {
+            unreachable!("row hashes are asked of named partitions");
+        };
+        if self.is_local() {
+            return row_hashes_local(command.table, keys.clone()).await;
+        }
+        let answer =
+            self.call(Verb::RepairRowHashes, Self::token_of(command), &wire::encode_read_command(command)).await?;
+        let hashes = wire::decode_row_hashes(&answer)
+            .map_err(|e| CoordinatorError::Remote(format!("a replica's row hashes: {e}")))?;
+        if hashes.len() != keys.len() {
+            return Err(CoordinatorError::Remote(format!(
+                "{} partitions' row hashes for {} keys",
+                hashes.len(),
+                keys.len()
+            )));
+        }
+        Ok(hashes)
+    }
+
     pub(crate) async fn read_raw(&self, command: &ReadCommand) -> Result<Vec<Option<Partition>>, CoordinatorError> {
         let PartitionSelection::Keys(keys) = &command.partitions else {
             unreachable!("raw reads name their partitions");

@@ -501,10 +501,13 @@ pub fn decode_hash_page(bytes: &[u8]) -> Result<HashPage, DecodeError> {
     let more = decode_flag(d)?;
     let hashes = decode_list(d, |d| {
         let position = decode_position(d)?;
-        let hash = d.slice(8)?.try_into().map(u64::from_be_bytes).map_err(|_| d.error("hash"))?;
-        Ok((position, hash))
+        Ok((position, decode_hash(d)?))
     })?;
     finish(d, HashPage { hashes, more })
+}
+
+fn decode_hash(d: &mut Decoder) -> Result<u64, DecodeError> {
+    d.slice(8)?.try_into().map(u64::from_be_bytes).map_err(|_| d.error("hash"))
 }
 
 /// A hash of a partition as stored: equal partitions hash alike on every
@@ -513,6 +516,58 @@ pub fn partition_hash(partition: &Partition) -> u64 {
     let mut out = Vec::new();
     codec::encode_partition(&mut Encoder { out: &mut out }, partition);
     u64::from(crc32c::crc32c(&out)) << 32 | u64::from(crc32c::crc32c_append(0x5348_4f41, &out))
+}
+
+/// A stored partition's hashes for row-level repair: one of everything
+/// but its clustered rows (partition tombstone, static row, range
+/// tombstones), and one per clustered row, by clustering key.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct RowHashes {
+    pub header: u64,
+    pub rows: Vec<(Bytes, u64)>,
+}
+
+impl RowHashes {
+    pub fn of(partition: &Partition) -> RowHashes {
+        let header = Partition { rows: Default::default(), ..partition.clone() };
+        let rows = partition
+            .rows
+            .iter()
+            .map(|(key, row)| {
+                let alone = Partition { rows: [(key.clone(), row.clone())].into(), ..Partition::default() };
+                (key.clone(), partition_hash(&alone))
+            })
+            .collect();
+        RowHashes { header: partition_hash(&header), rows }
+    }
+}
+
+/// Each named partition's [`RowHashes`] (`None`: not stored).
+pub fn encode_row_hashes(partitions: &[Option<RowHashes>]) -> Vec<u8> {
+    let mut out = Vec::new();
+    let e = &mut Encoder { out: &mut out };
+    encode_list(e, partitions, |e, partition| {
+        encode_option(e, partition.as_ref(), |e, hashes| {
+            e.out.extend_from_slice(&hashes.header.to_be_bytes());
+            encode_list(e, &hashes.rows, |e, (key, hash)| {
+                e.bytes(key);
+                e.out.extend_from_slice(&hash.to_be_bytes());
+            });
+        })
+    });
+    out
+}
+
+pub fn decode_row_hashes(bytes: &[u8]) -> Result<Vec<Option<RowHashes>>, DecodeError> {
+    let d = &mut Decoder::new(bytes);
+    let partitions = decode_list(d, |d| {
+        decode_option(d, |d| {
+            let header = decode_hash(d)?;
+            let rows = decode_list(d, |d| Ok((d.bytes()?, decode_hash(d)?)))?;
+            Ok(RowHashes { header, rows })
+        })
+    })?;
+    finish(d, partitions)
 }
 
 #[cfg(test)]

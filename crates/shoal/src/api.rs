@@ -170,8 +170,9 @@ async fn repair(target: &str) -> (&'static str, String) {
         Ok(r) => (
             "200 OK",
             format!(
-                "repaired: {} range(s) of tables, {} partition(s) compared, {} differed, {} cop(ies) written\n",
-                r.ranges, r.partitions, r.differing, r.written
+                "repaired: {} range(s) of tables, {} partition(s) compared, {} differed ({} whole, {} row(s) in the \
+                 others), {} cop(ies) written\n",
+                r.ranges, r.partitions, r.differing, r.whole, r.rows, r.written
             ),
         ),
         Err(e) => ("500 Internal Server Error", format!("{e}\n")),
