@@ -718,4 +718,19 @@ mod tests {
         assert_eq!(decode_hash_page(&bytes), Ok(hashes));
         truncations_fail(&bytes, decode_hash_page);
     }
+
+    #[test]
+    fn row_hashes_tell_rows_apart_from_the_rest() {
+        let mut p = partition();
+        let rows = RowHashes::of(&p);
+        assert_eq!(rows.rows.len(), 1);
+        // A partition tombstone changes the rest, not the row.
+        p.tombstone = Some(shoal_storage::Tombstone { timestamp: 5, deletion_time_s: 1 });
+        let tombstoned = RowHashes::of(&p);
+        assert_ne!(tombstoned.header, rows.header);
+        assert_eq!(tombstoned.rows, rows.rows);
+        let bytes = encode_row_hashes(&[Some(rows), None, Some(tombstoned)]);
+        assert_eq!(decode_row_hashes(&bytes).map(|h| h.len()), Ok(3));
+        truncations_fail(&bytes, decode_row_hashes);
+    }
 }
