@@ -19,7 +19,8 @@ use thiserror::Error;
 use uuid::Uuid;
 
 /// The internode protocol this build speaks; a node refuses another.
-pub const PROTOCOL_VERSION: u16 = 1;
+/// 2: a Paxos prepare carries the rows to read, its promise their data.
+pub const PROTOCOL_VERSION: u16 = 2;
 
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Hello {

@@ -1,6 +1,6 @@
 //! Conditional writes and serial reads when several nodes hold the
 //! partition: Paxos per partition, as Cassandra and ScyllaDB run it
-//! (prepare/promise, a quorum read, propose/accept, commit). Any
+//! (prepare/promise with the read, propose/accept, commit). Any
 //! coordinator may run a round; replicas keep their side
 //! ([`shoal_replica::Ballot`], `replica::paxos`) durable.
 //!
@@ -10,13 +10,16 @@
 //!    SERIAL's over all replicas, LOCAL_SERIAL's in this data center, one
 //!    more per live pending replica — must promise it. A refusal means a
 //!    higher ballot is out: wait a random moment and start again above it.
+//!    A promise carries the replica's stored copy of the rows the
+//!    conditions need, read under the lock that records it (as ScyllaDB
+//!    does: three round trips, not Cassandra's classic four).
 //! 2. **Settle.** If a promise carries an accepted proposal with something
 //!    to write that some promising replica has not committed, it may have
 //!    been chosen: it is proposed again under this ballot and committed
-//!    at the level's quorum before starting again. So every promising
-//!    replica has applied every chosen write before the read.
-//! 3. **Read** the partition's rows the conditions need from the
-//!    promising replicas, merged, stale copies repaired.
+//!    at the level's quorum before starting again. So, when nothing is
+//!    left to settle, every promising replica had applied every chosen
+//!    write when it read its copy.
+//! 3. **Read**: the promisers' copies merged, stale copies repaired.
 //! 4. **Propose** what the request writes when its conditions hold — at
 //!    the ballot's timestamp, list operations resolved — or an empty
 //!    update when they do not (or for a serial read), so that no older
@@ -38,10 +41,10 @@ use futures_util::StreamExt;
 use shoal_replica::{Ballot, CasRequest, CasResult, Mutation, Promise, Proposal, ReadCommand};
 use shoal_runtime::submit_to;
 use shoal_schema::KeyspaceMeta;
-use shoal_storage::{Partition, PartitionPosition};
+use shoal_storage::{ClusteringRange, Partition, PartitionPosition};
 use uuid::Uuid;
 
-use crate::read_executor::reconcile;
+use crate::read_executor::repair_copies;
 use crate::shards::shard_of;
 use crate::timeouts::{deadline, timeouts};
 use crate::topology::{ReplicaPlan, Topology, WriteTargets};
@@ -134,15 +137,13 @@ impl Round {
             Arc::clone(schema.table_by_id(self.table).ok_or(shoal_replica::ReplicaError::NoSuchTable(self.table))?);
         let mut floor_us = i64::MIN;
         loop {
-            let (ballot, promised) = self.begin(&mut floor_us).await?;
-            let command = ReadCommand::of_partitions(
-                self.table,
-                vec![self.position.clone()],
-                request.read_ranges(),
-                request.now_s,
-            );
-            let targets: Vec<Target> = promised.iter().map(|&host| Target { topology: &self.topology, host }).collect();
-            let current = reconcile(&targets, &command, self.deadline).await?.merged.pop().flatten();
+            let ranges = request.read_ranges();
+            let (ballot, promised) = self.begin(&mut floor_us, Some(&ranges)).await?;
+            let command = ReadCommand::of_partitions(self.table, vec![self.position.clone()], ranges, request.now_s);
+            let targets: Vec<Target> =
+                promised.iter().map(|(host, _)| Target { topology: &self.topology, host: *host }).collect();
+            let copies = promised.into_iter().map(|(_, data)| vec![data]).collect();
+            let current = repair_copies(&targets, &command, copies, self.deadline).await?.merged.pop().flatten();
             let result = request.evaluate(&meta, current.as_ref(), ballot.micros)?;
             let update = result.written.as_ref().map_or_else(Partition::default, |w| w.update.clone());
             let proposal = Proposal { ballot, update };
@@ -175,7 +176,7 @@ impl Round {
     pub(crate) async fn settle(&self) -> Result<(), CoordinatorError> {
         let mut floor_us = i64::MIN;
         loop {
-            let (ballot, _) = self.begin(&mut floor_us).await?;
+            let (ballot, _) = self.begin(&mut floor_us, None).await?;
             if self.propose(&Proposal { ballot, update: Partition::default() }, false).await? {
                 return Ok(());
             }
@@ -185,13 +186,19 @@ impl Round {
     }
 
     /// Prepares ballots until a quorum promises one with nothing left to
-    /// settle: that ballot and the replicas that promised it. `floor_us`
-    /// rises past every ballot seen.
-    async fn begin(&self, floor_us: &mut i64) -> Result<(Ballot, Vec<Uuid>), CoordinatorError> {
+    /// settle: that ballot, and the replicas that promised it with their
+    /// stored copies of the rows in `read` (the promise carries them: no
+    /// read round of its own). `floor_us` rises past every ballot seen.
+    async fn begin(
+        &self,
+        floor_us: &mut i64,
+        read: Option<&[ClusteringRange]>,
+    ) -> Result<(Ballot, Vec<(Uuid, Option<Partition>)>), CoordinatorError> {
         loop {
             let micros = shoal_runtime::clock::next_write_timestamp_us().max(*floor_us);
             let ballot = Ballot { micros, node: self.topology.me };
-            let prepare = PaxosPrepare { table: self.table, position: self.position.clone(), ballot };
+            let read = read.map(<[ClusteringRange]>::to_vec);
+            let prepare = PaxosPrepare { table: self.table, position: self.position.clone(), ballot, read };
             let answers = self
                 .ask(false, |target: Target<'_>| {
                     let prepare = prepare.clone();
@@ -234,7 +241,7 @@ impl Round {
                 *floor_us = (*floor_us).max(seen_us + 1);
                 continue;
             }
-            return Ok((ballot, promises.into_iter().map(|(host, _)| host).collect()));
+            return Ok((ballot, promises.into_iter().map(|(host, promise)| (host, promise.data)).collect()));
         }
     }
 
@@ -351,8 +358,8 @@ impl Round {
 /// A replica's prepare on this node, on the shard owning the partition.
 pub(crate) async fn prepare_local(prepare: PaxosPrepare) -> Result<Promise, CoordinatorError> {
     submit_to(shard_of(prepare.position.token), move || async move {
-        let PaxosPrepare { table, position, ballot } = prepare;
-        Ok(shoal_replica::local().paxos_prepare(table, &position, ballot).await?)
+        let PaxosPrepare { table, position, ballot, read } = prepare;
+        Ok(shoal_replica::local().paxos_prepare(table, &position, ballot, read.as_deref()).await?)
     })
     .await?
 }

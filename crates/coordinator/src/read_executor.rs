@@ -234,18 +234,32 @@ pub(crate) struct Reconciled {
 
 /// Brings `targets` in line for the partitions `command` names (its keys):
 /// their stored copies are read as they are, merged, and each target whose
-/// copy differs from the merge gets the merge written to it. Read repair,
-/// repair and Paxos's read use it.
+/// copy differs from the merge gets the merge written to it. Read repair
+/// and repair use it; Paxos has its copies from the promises already
+/// ([`repair_copies`]).
 pub(crate) async fn reconcile(
     targets: &[Target<'_>],
     command: &ReadCommand,
     deadline: Instant,
 ) -> Result<Reconciled, CoordinatorError> {
+    let copies = join_all(targets.iter().map(|t| t.read_raw(command))).await;
+    let copies: Vec<Vec<Option<Partition>>> = copies.into_iter().collect::<Result<_, _>>()?;
+    repair_copies(targets, command, copies, deadline).await
+}
+
+/// [`reconcile`] of `copies` already read: per target, its stored copy of
+/// each of `command`'s partitions.
+pub(crate) async fn repair_copies(
+    targets: &[Target<'_>],
+    command: &ReadCommand,
+    copies: Vec<Vec<Option<Partition>>>,
+    deadline: Instant,
+) -> Result<Reconciled, CoordinatorError> {
     let PartitionSelection::Keys(keys) = &command.partitions else {
         unreachable!("a reconciliation names its partitions");
     };
-    let copies = join_all(targets.iter().map(|t| t.read_raw(command))).await;
-    let copies: Vec<Vec<Option<Partition>>> = copies.into_iter().collect::<Result<_, _>>()?;
+    assert_eq!(copies.len(), targets.len(), "a copy per target");
+    assert!(copies.iter().all(|c| c.len() == keys.len()), "each target's copies are the keys'");
     let mut repairs = Vec::new();
     let mut merges = Vec::with_capacity(keys.len());
     for (i, key) in keys.iter().enumerate() {

@@ -234,10 +234,7 @@ pub fn encode_read_command(c: &ReadCommand) -> Vec<u8> {
             encode_position_bound(e, to);
         }
     }
-    encode_list(e, &c.clustering, |e, range| {
-        codec::encode_bound(e, &range.start);
-        codec::encode_bound(e, &range.end);
-    });
+    encode_clustering(e, &c.clustering);
     encode_list(e, &c.filters, |e, filter| {
         e.var_u64(filter.column as u64);
         // The position in FILTER_OPS: every op is listed there.
@@ -261,11 +258,7 @@ pub fn decode_read_command(bytes: &[u8]) -> Result<ReadCommand, DecodeError> {
         1 => PartitionSelection::Range { from: decode_position_bound(d)?, to: decode_position_bound(d)? },
         _ => return Err(d.error("bad partition selection")),
     };
-    let clustering =
-        decode_list(d, |d| Ok(ClusteringRange { start: codec::decode_bound(d)?, end: codec::decode_bound(d)? }))?;
-    if clustering.is_empty() {
-        return Err(d.error("a read asks for at least one clustering range"));
-    }
+    let clustering = decode_clustering(d)?;
     let filters = decode_list(d, |d| {
         let column = decode_size(d)?;
         let op = *FILTER_OPS.get(usize::from(d.u8()?)).ok_or_else(|| d.error("bad filter op"))?;
@@ -337,13 +330,32 @@ fn decode_result_row(d: &mut Decoder) -> Result<ResultRow, DecodeError> {
     Ok(ResultRow { position, clustering, cells })
 }
 
+fn encode_clustering(e: &mut Encoder, ranges: &[ClusteringRange]) {
+    encode_list(e, ranges, |e, range| {
+        codec::encode_bound(e, &range.start);
+        codec::encode_bound(e, &range.end);
+    });
+}
+
+/// A list of clustering ranges, at least one.
+fn decode_clustering(d: &mut Decoder) -> Result<Vec<ClusteringRange>, DecodeError> {
+    let ranges =
+        decode_list(d, |d| Ok(ClusteringRange { start: codec::decode_bound(d)?, end: codec::decode_bound(d)? }))?;
+    if ranges.is_empty() {
+        return Err(d.error("a read asks for at least one clustering range"));
+    }
+    Ok(ranges)
+}
+
 /// A Paxos prepare: the ballot a proposer asks replicas to promise for a
-/// partition.
+/// partition, and the rows a promise should carry as stored (a
+/// conditional write's condition rows; `None`: none, a serial read).
 #[derive(Debug, Clone, PartialEq)]
 pub struct PaxosPrepare {
     pub table: Uuid,
     pub position: PartitionPosition,
     pub ballot: Ballot,
+    pub read: Option<Vec<ClusteringRange>>,
 }
 
 pub fn encode_paxos_prepare(p: &PaxosPrepare) -> Vec<u8> {
@@ -352,6 +364,7 @@ pub fn encode_paxos_prepare(p: &PaxosPrepare) -> Vec<u8> {
     let e = &mut Encoder { out: &mut out };
     encode_uuid(e, p.table);
     encode_position(e, &p.position);
+    encode_option(e, p.read.as_deref(), encode_clustering);
     out
 }
 
@@ -360,7 +373,8 @@ pub fn decode_paxos_prepare(bytes: &[u8]) -> Result<PaxosPrepare, DecodeError> {
     let ballot = Ballot::decode(d)?;
     let table = decode_uuid(d)?;
     let position = decode_position(d)?;
-    finish(d, PaxosPrepare { table, position, ballot })
+    let read = decode_option(d, decode_clustering)?;
+    finish(d, PaxosPrepare { table, position, ballot, read })
 }
 
 pub fn encode_promise(p: &Promise) -> Vec<u8> {
@@ -373,6 +387,7 @@ pub fn encode_promise(p: &Promise) -> Vec<u8> {
         accepted.ballot.encode(e.out);
         codec::encode_partition(e, &accepted.update);
     });
+    encode_option(e, p.data.as_ref(), codec::encode_partition);
     out
 }
 
@@ -383,7 +398,8 @@ pub fn decode_promise(bytes: &[u8]) -> Result<Promise, DecodeError> {
     let committed = Ballot::decode(d)?;
     let accepted =
         decode_option(d, |d| Ok(Proposal { ballot: Ballot::decode(d)?, update: codec::decode_partition(d)? }))?;
-    finish(d, Promise { promised, promised_ballot, accepted, committed })
+    let data = decode_option(d, codec::decode_partition)?;
+    finish(d, Promise { promised, promised_ballot, accepted, committed, data })
 }
 
 /// A proposal to accept, or a chosen one to commit: its ballot, then its
@@ -675,13 +691,15 @@ mod tests {
     #[test]
     fn paxos_messages_round_trip() {
         let ballot = Ballot { micros: 1_700_000_000_000_000, node: Uuid::from_u128(9) };
-        let prepare = PaxosPrepare { table: Uuid::from_u128(3), position: position(1, "a"), ballot };
-        let bytes = encode_paxos_prepare(&prepare);
-        assert_eq!(decode_paxos_prepare(&bytes), Ok(prepare));
-        truncations_fail(&bytes, decode_paxos_prepare);
+        for read in [None, Some(vec![ClusteringRange::all()])] {
+            let prepare = PaxosPrepare { table: Uuid::from_u128(3), position: position(1, "a"), ballot, read };
+            let bytes = encode_paxos_prepare(&prepare);
+            assert_eq!(decode_paxos_prepare(&bytes), Ok(prepare));
+            truncations_fail(&bytes, decode_paxos_prepare);
+        }
 
-        for accepted in [None, Some(Proposal { ballot, update: partition() })] {
-            let promise = Promise { promised: false, promised_ballot: ballot, accepted, committed: Ballot::ZERO };
+        for (accepted, data) in [(None, Some(partition())), (Some(Proposal { ballot, update: partition() }), None)] {
+            let promise = Promise { promised: false, promised_ballot: ballot, accepted, committed: Ballot::ZERO, data };
             let bytes = encode_promise(&promise);
             assert_eq!(decode_promise(&bytes), Ok(promise));
             truncations_fail(&bytes, decode_promise);

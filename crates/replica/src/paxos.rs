@@ -85,6 +85,9 @@ pub struct Promise {
     pub promised_ballot: Ballot,
     pub accepted: Option<Proposal>,
     pub committed: Ballot,
+    /// When asked and promised: the rows asked for as stored, read under
+    /// the same lock as the promise (`None`: none stored, or not asked).
+    pub data: Option<Partition>,
 }
 
 /// One partition's stored state.
@@ -97,25 +100,33 @@ struct State {
 
 impl Database {
     /// Promises `ballot` for the partition unless a higher or equal one was
-    /// promised; answers what it accepted and committed either way.
+    /// promised; answers what it accepted and committed either way, and,
+    /// promised, the stored rows of `read` (Paxos's read rides on the
+    /// prepare, as in ScyllaDB: the data is as of the commit it answers).
     pub async fn paxos_prepare(
         &self,
         table: Uuid,
         position: &PartitionPosition,
         ballot: Ballot,
+        read: Option<&[ClusteringRange]>,
     ) -> Result<Promise, ReplicaError> {
         let _guard = self.lock_partition(PAXOS_TABLE, position.clone()).await?;
         let state = self.paxos_state(table, position).await?;
         let promised_before = state.promised.unwrap_or(Ballot::ZERO);
         let promised = ballot > promised_before;
+        let mut data = None;
         if promised {
             self.record(table, position, ballot, &[(PROMISED, Vec::new())]).await?;
+            if let Some(ranges) = read {
+                data = self.read_raw(table, std::slice::from_ref(position), ranges).await?.pop().flatten();
+            }
         }
         Ok(Promise {
             promised,
             promised_ballot: if promised { ballot } else { promised_before },
             accepted: state.accepted,
             committed: state.committed.unwrap_or(Ballot::ZERO),
+            data,
         })
     }
 
