@@ -67,14 +67,14 @@ class Node:
     def log_path(self):
         return os.path.join(self.workdir, "shoal.log")
 
-    def start(self, seeds, timeout=30):
+    def start(self, seeds, timeout=30, extra=()):
         log = open(self.log_path, "a")
         self.proc = subprocess.Popen(
             ["taskset", "-c", str(self.cpu), self.binary, "--smp", "1", "--memory", "1G",
              "--workdir", self.workdir, "--listen-address", self.address,
              "--native-transport-port", str(self.cql), "--native-shard-aware-transport-port", str(self.aware),
              "--api-port", str(self.api), "--memcache-port", str(self.memcache), "--storage-port", str(self.storage),
-             "--seeds", seeds],
+             "--seeds", seeds, *extra],
             stdout=log, stderr=subprocess.STDOUT)
         deadline = time.monotonic() + timeout
         while True:
