@@ -125,6 +125,7 @@ fn raft_seeds(corpus: &Path) {
         promised_ballot: ballot,
         accepted: Some(shoal_coordinator::wire::Proposal { ballot, update: partition(1, 2, 4) }),
         committed: ballot,
+        data: Some(partition(1, 2, 4)),
     };
     write(&data, "paxos-promise", &[&[5u8][..], &shoal_coordinator::wire::encode_promise(&promise)].concat());
     let rows = shoal_coordinator::wire::RowHashes::of(&partition(2, 2, 4));

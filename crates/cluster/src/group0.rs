@@ -719,7 +719,7 @@ fn send(group: &Group0, messages: Vec<Message>) {
 fn learn_left(answer: &str) {
     let Ok(group) = running() else { return };
     if group.departed.borrow_mut().insert(group.id) {
-        tracing::error!("group 0: {answer}");
+        tracing::info!("group 0: a member answered: {answer}");
     }
 }
 
@@ -741,7 +741,7 @@ fn register_handlers() {
                     return Err(format!("a raft message for {} reached {}", message.to, group.id));
                 }
                 if group.departed.borrow().contains(&message.from) {
-                    return Err(format!("{YOU_LEFT}group 0 removed it (removenode, or replaced) while it was down"));
+                    return Err(format!("{YOU_LEFT}group 0 no longer counts it a member"));
                 }
                 group.addresses.borrow_mut().insert(message.from, caller.address);
                 group.inputs.unbounded_send(Input::Step(message)).map_err(|_| "group 0 stopped".to_string())?;

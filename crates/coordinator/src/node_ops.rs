@@ -69,8 +69,9 @@ pub async fn bootstrap() -> Result<(), CoordinatorError> {
         }
         shoal_runtime::time::sleep(POLL).await;
     };
+    confirm_membership(me).await?;
     if state != NodeState::Joining {
-        return confirm_membership(me).await;
+        return Ok(());
     }
     let retry = |e: CoordinatorError| failed(format!("{e}; start the node again to retry"));
     tracing::info!("bootstrap: this node joins the ring; streaming its ranges from their replicas");
@@ -93,9 +94,10 @@ fn left(me: Uuid) -> String {
     )
 }
 
-/// A restarted member makes sure it still is one before it serves: it
-/// waits until it hears from group 0's leader, or learns it left, for at
-/// most [`CONFIRM_TIMEOUT`]. A member alone has nothing to wait for.
+/// A member (restarted, or joining) makes sure it still is one before it
+/// streams or serves: it waits until it hears from group 0's leader, or
+/// learns it left, for at most [`CONFIRM_TIMEOUT`]. A member alone has
+/// nothing to wait for.
 async fn confirm_membership(me: Uuid) -> Result<(), CoordinatorError> {
     if group0::status().is_none_or(|status| status.members.len() < 2) {
         return Ok(());
@@ -138,7 +140,9 @@ pub async fn decommission() -> Result<(), CoordinatorError> {
     let me = node().host_id;
     DECOMMISSIONING.store(true, Ordering::Relaxed);
     let result = leave(me).await;
-    if result.is_err() {
+    // Failed before it left, it serves on as a member; once it left, its
+    // stop is the decommission's, whatever failed after.
+    if result.is_err() && !group0::has_left(me) {
         DECOMMISSIONING.store(false, Ordering::Relaxed);
     }
     result

@@ -325,7 +325,6 @@ impl Target<'_> {
         self.call(Verb::PaxosCommit, mutation.position.token, payload).await.map(drop)
     }
 
-    /// The stored partitions of a command naming its keys.
     /// The row hashes of this replica's stored copies of `command`'s
     /// partitions (its clustering is ignored: every row).
     pub(crate) async fn row_hashes(
@@ -352,6 +351,7 @@ impl Target<'_> {
         Ok(hashes)
     }
 
+    /// The stored partitions of a command naming its keys.
     pub(crate) async fn read_raw(&self, command: &ReadCommand) -> Result<Vec<Option<Partition>>, CoordinatorError> {
         let PartitionSelection::Keys(keys) = &command.partitions else {
             unreachable!("raw reads name their partitions");

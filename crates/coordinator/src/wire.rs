@@ -545,7 +545,9 @@ pub struct RowHashes {
 
 impl RowHashes {
     pub fn of(partition: &Partition) -> RowHashes {
-        let header = Partition { rows: Default::default(), ..partition.clone() };
+        // Stored copies may list the same range tombstones in another order.
+        let mut header = Partition { rows: Default::default(), ..partition.clone() };
+        header.canonicalize_range_tombstones();
         let rows = partition
             .rows
             .iter()

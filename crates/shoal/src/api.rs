@@ -263,12 +263,13 @@ async fn ownership(target: &str) -> (&'static str, String) {
     let me = node();
     let entries: Vec<String> = shares
         .iter()
-        .map(|(host, share)| {
+        .filter_map(|(host, share)| {
             let address = match members.iter().find(|(m, _)| m.host_id == *host) {
                 Some((m, _)) => m.address.ip(),
-                None => me.address,
+                None if *host == me.host_id => me.address,
+                None => return None,
             };
-            format!("{{\"key\":\"{address}\",\"value\":{share}}}")
+            Some(format!("{{\"key\":\"{address}\",\"value\":{share}}}"))
         })
         .collect();
     ("200 OK", format!("[{}]\n", entries.join(",")))

@@ -370,7 +370,34 @@ impl Partition {
                 }
             }
         }
-        self.range_tombstones.extend(other.range_tombstones);
+        if !other.range_tombstones.is_empty() {
+            self.range_tombstones.extend(other.range_tombstones);
+            self.canonicalize_range_tombstones();
+        }
+    }
+
+    /// Sorts range tombstones into one order (any total order: copies that
+    /// hold the same ones then compare and hash alike) and drops repeats:
+    /// a merge of two copies of a partition holds each of its range
+    /// tombstones once, so reconciling copies again and again does not
+    /// grow them.
+    pub fn canonicalize_range_tombstones(&mut self) {
+        fn bound(b: &Bound<Bytes>) -> (u8, &[u8]) {
+            match b {
+                Bound::Unbounded => (0, &[]),
+                Bound::Included(key) => (1, key),
+                Bound::Excluded(key) => (2, key),
+            }
+        }
+        let key = |rt: &RangeTombstone| (rt.tombstone.timestamp, rt.tombstone.deletion_time_s);
+        self.range_tombstones.sort_by(|a, b| {
+            (bound(&a.range.start), bound(&a.range.end), key(a)).cmp(&(
+                bound(&b.range.start),
+                bound(&b.range.end),
+                key(b),
+            ))
+        });
+        self.range_tombstones.dedup();
     }
 
     /// A copy holding only what a read of `ranges` needs: the partition
@@ -550,6 +577,26 @@ mod tests {
             Cell::dead(7, 50),
             Cell::dead(7, 60),
         ]
+    }
+
+    #[test]
+    fn merged_copies_hold_each_range_tombstone_once_in_one_order() {
+        let rt = |from: &'static [u8], ts: i64| RangeTombstone {
+            range: ClusteringRange { start: Bound::Included(Bytes::from_static(from)), end: Bound::Unbounded },
+            tombstone: Tombstone { timestamp: ts, deletion_time_s: 1 },
+        };
+        let a = Partition { range_tombstones: vec![rt(b"b", 5), rt(b"a", 5)], ..Partition::default() };
+        let b = Partition { range_tombstones: vec![rt(b"a", 5), rt(b"b", 5), rt(b"a", 6)], ..Partition::default() };
+        let mut ab = a.clone();
+        ab.merge(b.clone());
+        let mut ba = b.clone();
+        ba.merge(a.clone());
+        assert_eq!(ab, ba, "the same whichever copy merges into which");
+        assert_eq!(ab.range_tombstones.len(), 3, "{ab:?}");
+        // Reconciling again changes nothing.
+        let mut again = ab.clone();
+        again.merge(ab.clone());
+        assert_eq!(again, ab);
     }
 
     #[test]

@@ -121,7 +121,9 @@ pub(super) fn status(api: &Api, address: &str, keyspace: Option<&str>) -> Result
         println!("|/ State=Normal/Leaving/Joining/Moving");
         println!("--  {:<15} {:<11} {:<7} {:<17} {:<37} Rack", "Address", "Load", "Tokens", owns_heading, "Host ID");
         for m in members {
+            // `[v6]:port` or `v4:port`: the address as the API keys it.
             let ip = m.address.rsplit_once(':').map_or(m.address.as_str(), |(ip, _)| ip);
+            let ip = ip.trim_start_matches('[').trim_end_matches(']');
             let local = m.host_id == local_id;
             let up = if local || live.iter().any(|l| l == ip) { 'U' } else { 'D' };
             let state = format!("{up}{}", m.state);
