@@ -11,12 +11,23 @@ thread_local! {
         "CQL requests a shard sent to the shard owning their token.",
         &[],
     );
+    static RECONCILE_WRITES: Rc<Counter> = shoal_metrics::counter(
+        "shoal_reconcile_writes_total",
+        "Copies of partitions a coordinator wrote to replicas to bring them in line (read repair, repair, the read of a Paxos round).",
+        &[],
+    );
 }
 
 /// Registers the metrics on the calling shard, so they read 0 before the
 /// first request rather than being absent.
 pub fn register_metrics() {
     FORWARDED.with(|_| ());
+    RECONCILE_WRITES.with(|_| ());
+}
+
+/// Counts `copies` written by a reconciliation.
+pub(crate) fn note_reconcile_writes(copies: usize) {
+    RECONCILE_WRITES.with(|c| c.add(copies as u64));
 }
 
 /// Counts a single-shard request whose owner is not the shard it arrived on:

@@ -285,6 +285,7 @@ pub(crate) async fn repair_copies(
         }
     }
     tracing::debug!("reconcile: {} partition copies differ", repairs.len());
+    crate::metrics::note_reconcile_writes(repairs.len());
     let written = join_all(repairs.iter().map(|(target, mutation)| {
         let payload = wire::encode_mutation(mutation);
         async move { target.mutate(mutation, &payload, WriteType::Simple, deadline).await }
