@@ -224,8 +224,8 @@ impl LocalRing {
     }
 
     /// The joiner's token placed in the range ending at token `i`: at its
-    /// midpoint, or a `slice` into it; none in a range too narrow or at a
-    /// token `ring` holds.
+    /// midpoint, or a `slice` into it, or just past where `ring` (another
+    /// data center) holds those; none in a range too narrow.
     fn candidate(&mut self, i: usize, joiner: u32, slice: Option<u128>, ring: &TokenRing) -> Candidate {
         let n = self.tokens.len();
         let previous = self.tokens[(i + n - 1) % n].0;
@@ -234,11 +234,16 @@ impl LocalRing {
         if width < 2 {
             return unplaced;
         }
-        let take = slice.map_or(width / 2, |slice| slice.clamp(1, width - 1));
-        let token = previous.wrapping_add(take as u64 as i64);
-        if ring.holds(token) {
-            return unplaced;
+        let mut take = slice.map_or(width / 2, |slice| slice.clamp(1, width - 1));
+        // Another data center's token may sit on the spot: the next free
+        // one (a handful of steps: its tokens are spread as these are).
+        while ring.holds(previous.wrapping_add(take as u64 as i64)) {
+            if take + 1 >= width {
+                return unplaced;
+            }
+            take += 1;
         }
+        let token = previous.wrapping_add(take as u64 as i64);
         let (placement, read) = self.place(i, (token, joiner));
         Candidate { placement: Some(placement), read }
     }
@@ -417,6 +422,26 @@ mod tests {
         // land on the first one's tokens.
         let clash = allocate_tokens(&ring, &BTreeSet::new(), host(1), 256, 3);
         assert!(clash.iter().all(|t| !ring.holds(*t)));
+    }
+
+    #[test]
+    fn a_spot_another_data_center_holds_is_passed_by() {
+        // Data center 2's first node, and data center 1's tokens on and
+        // around each midpoint of its ranges.
+        let first = allocate_tokens(&TokenRing::default(), &BTreeSet::new(), host(2), 16, 1);
+        let mut sorted = first.clone();
+        sorted.sort_unstable();
+        let blocking: Vec<i64> = (0..16)
+            .flat_map(|i| {
+                let previous = sorted[(i + 15) % 16];
+                let middle = previous.wrapping_add((range_width(previous, sorted[i]) / 2) as u64 as i64);
+                (-2..=2).map(move |d| middle.wrapping_add(d))
+            })
+            .collect();
+        let ring = TokenRing::new([(host(1), blocking.as_slice()), (host(2), first.as_slice())]).expect("distinct");
+        let joiner = allocate_tokens(&ring, &BTreeSet::from([host(2)]), host(3), 16, 1);
+        assert_eq!(joiner.len(), 16);
+        assert!(joiner.iter().all(|t| !ring.holds(*t)), "{joiner:?}");
     }
 
     #[test]
