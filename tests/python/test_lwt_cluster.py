@@ -157,14 +157,21 @@ def client(nodes, seed, history, lock, stop, unavailable):
         cluster.shutdown()
 
 
+def cluster_with_table(stack, prefix, table, args=()):
+    """Three nodes, a session through the first, keyspace `lwt` at RF=3 and
+    `table` (`name (columns)`) in it."""
+    nodes = start_cluster(stack, prefix, args=args)
+    cluster = Cluster([nodes[0].address], port=nodes[0].cql_port, protocol_version=4)
+    stack.callback(cluster.shutdown)
+    session = cluster.connect()
+    session.execute("CREATE KEYSPACE lwt WITH replication = {'class': 'SimpleStrategy', 'replication_factor': 3}")
+    session.execute("CREATE TABLE lwt." + table)
+    return nodes, cluster, session
+
+
 def test_compare_and_set_is_linearizable_across_three_nodes_with_one_killed():
     with contextlib.ExitStack() as stack:
-        nodes = start_cluster(stack, "shoal-lwt-")
-        cluster = Cluster([nodes[0].address], port=nodes[0].cql_port, protocol_version=4)
-        stack.callback(cluster.shutdown)
-        session = cluster.connect()
-        session.execute("CREATE KEYSPACE lwt WITH replication = {'class': 'SimpleStrategy', 'replication_factor': 3}")
-        session.execute("CREATE TABLE lwt.reg (k int PRIMARY KEY, v int)")
+        nodes, _, session = cluster_with_table(stack, "shoal-lwt-", "reg (k int PRIMARY KEY, v int)")
         deadline = time.monotonic() + 20
         while True:
             try:
@@ -203,12 +210,8 @@ def test_paxos_state_and_writes_survive_every_node_killed():
     three nodes killed with -9 and restarted: a serial read sees the last
     write, a stale condition fails, the right one applies."""
     with contextlib.ExitStack() as stack:
-        nodes = start_cluster(stack, "shoal-lwt-crash-", args=("--commitlog-sync", "batch"))
-        cluster = Cluster([nodes[0].address], port=nodes[0].cql_port, protocol_version=4)
-        stack.callback(cluster.shutdown)
-        session = cluster.connect()
-        session.execute("CREATE KEYSPACE lwt WITH replication = {'class': 'SimpleStrategy', 'replication_factor': 3}")
-        session.execute("CREATE TABLE lwt.reg (k int PRIMARY KEY, v int)")
+        nodes, cluster, session = cluster_with_table(stack, "shoal-lwt-crash-", "reg (k int PRIMARY KEY, v int)",
+                                                     args=("--commitlog-sync", "batch"))
         update = session.prepare("UPDATE lwt.reg SET v = ? WHERE k = ? IF v = ?")
         update.consistency_level = CL.QUORUM
         insert = SimpleStatement("INSERT INTO lwt.reg (k, v) VALUES (%s, 0) IF NOT EXISTS", consistency_level=CL.QUORUM)
@@ -259,12 +262,7 @@ def test_conditional_writes_beside_range_tombstones_find_the_replicas_in_line():
     compare equal: a merge that listed them twice made every round write
     to every replica, and the lists grow without end."""
     with contextlib.ExitStack() as stack:
-        nodes = start_cluster(stack, "shoal-lwt-rt-")
-        cluster = Cluster([nodes[0].address], port=nodes[0].cql_port, protocol_version=4)
-        stack.callback(cluster.shutdown)
-        session = cluster.connect()
-        session.execute("CREATE KEYSPACE lwt WITH replication = {'class': 'SimpleStrategy', 'replication_factor': 3}")
-        session.execute("CREATE TABLE lwt.wide (k int, c int, v int, PRIMARY KEY (k, c))")
+        nodes, _, session = cluster_with_table(stack, "shoal-lwt-rt-", "wide (k int, c int, v int, PRIMARY KEY (k, c))")
         for c in range(10):
             session.execute(SimpleStatement("INSERT INTO lwt.wide (k, c, v) VALUES (1, %s, 0)",
                                             consistency_level=CL.ALL), (c,))
