@@ -15,7 +15,7 @@ use thiserror::Error;
 use uuid::Uuid;
 
 /// The ring's size in tokens: Murmur3 tokens are every i64.
-pub(crate) const RING_TOKENS: f64 = 18_446_744_073_709_551_616.0;
+pub const RING_TOKENS: f64 = 18_446_744_073_709_551_616.0;
 
 #[derive(Debug, Clone, PartialEq, Eq, Error)]
 pub enum RingError {
@@ -86,7 +86,7 @@ impl TokenRing {
 
 /// The tokens in (previous, token], wrapping: the whole ring (2^64) when
 /// equal (a ring of one token). Exact: an f64 cannot count them.
-pub(crate) fn range_width(previous: i64, token: i64) -> u128 {
+pub fn range_width(previous: i64, token: i64) -> u128 {
     match token.wrapping_sub(previous) as u64 {
         0 => 1 << 64,
         width => u128::from(width),

@@ -33,7 +33,7 @@
 //! Racks are not considered: NetworkTopologyStrategy also spreads replicas
 //! over racks, so with racks fewer than RF shares can differ.
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::BTreeSet;
 
 use uuid::Uuid;
 
@@ -96,10 +96,7 @@ pub fn allocate_tokens(
         token_target: fair / count as f64,
         seen: Vec::with_capacity(rf),
     };
-    let mut shares = vec![0.0; nodes];
-    for i in 0..local_ring.tokens.len() {
-        shares[local_ring.tokens[i].1 as usize] += local_ring.span(i).width;
-    }
+    let mut shares = local_ring.shares(nodes);
     // At RF=1 a token's span is its slice alone, which the midpoint of a
     // range smaller than the joiner's fair slice would leave too thin.
     let slice = (rf == 1).then(|| (fair * RING_TOKENS / count as f64) as u128);
@@ -143,10 +140,7 @@ pub fn allocate_tokens(
         chosen.push(placement.token);
     }
     if cfg!(debug_assertions) {
-        let mut fresh = vec![0.0; nodes];
-        for i in 0..local_ring.tokens.len() {
-            fresh[local_ring.tokens[i].1 as usize] += local_ring.span(i).width;
-        }
+        let fresh = local_ring.shares(nodes);
         let kept_right = fresh.iter().zip(&shares).all(|(fresh, kept)| (fresh - kept).abs() < 1e-9);
         assert!(kept_right, "the shares kept while placing are the ring's: {fresh:?} vs {shares:?}");
     }
@@ -205,6 +199,15 @@ struct Span {
 }
 
 impl LocalRing {
+    /// Each of `hosts` hosts' replicated share: the sum of its spans.
+    fn shares(&mut self, hosts: usize) -> Vec<f64> {
+        let mut shares = vec![0.0; hosts];
+        for i in 0..self.tokens.len() {
+            shares[self.tokens[i].1 as usize] += self.span(i).width;
+        }
+        shares
+    }
+
     /// The replicated share the token at `i` gives its host.
     fn span(&mut self, i: usize) -> Span {
         let tokens = &self.tokens;
@@ -330,27 +333,21 @@ fn walk(at: impl Fn(usize) -> (i64, u32), n: usize, i: usize, rf: usize, seen: &
     Span { width: width as f64 / RING_TOKENS, reach: n }
 }
 
-/// Every host's replicated share of `ring` at `rf` (each summing to
-/// min(rf, hosts)).
-pub fn replicated_shares(ring: &TokenRing, rf: usize) -> BTreeMap<Uuid, f64> {
-    let hosts: Vec<Uuid> = ring.entries().map(|(_, h)| h).collect::<BTreeSet<_>>().into_iter().collect();
-    let index = |h: &Uuid| hosts.binary_search(h).expect("a host of the ring") as u32;
-    let mut local = LocalRing {
-        tokens: ring.entries().map(|(t, h)| (t, index(&h))).collect(),
-        rf,
-        token_target: 0.0,
-        seen: Vec::new(),
-    };
-    let mut shares = BTreeMap::new();
-    for i in 0..local.tokens.len() {
-        *shares.entry(hosts[local.tokens[i].1 as usize]).or_insert(0.0) += local.span(i).width;
-    }
-    shares
-}
-
 #[cfg(test)]
 mod tests {
+    use std::collections::BTreeMap;
+
     use super::*;
+
+    /// Every host's replicated share of `ring` at `rf` (each summing to
+    /// min(rf, hosts)).
+    fn replicated_shares(ring: &TokenRing, rf: usize) -> BTreeMap<Uuid, f64> {
+        let hosts: Vec<Uuid> = ring.entries().map(|(_, h)| h).collect::<BTreeSet<_>>().into_iter().collect();
+        let index = |h: &Uuid| hosts.binary_search(h).expect("a host of the ring") as u32;
+        let tokens = ring.entries().map(|(t, h)| (t, index(&h))).collect();
+        let shares = LocalRing { tokens, rf, token_target: 0.0, seen: Vec::new() }.shares(hosts.len());
+        hosts.into_iter().zip(shares).collect()
+    }
 
     fn host(n: u128) -> Uuid {
         Uuid::from_u128(n.wrapping_mul(0x9e37_79b9_7f4a_7c15_f39c_c060_5ced_c835))

@@ -34,14 +34,11 @@ use std::ops::Bound;
 use std::rc::Rc;
 use std::time::Duration;
 
-/// The ring's size in tokens: Murmur3 tokens are every i64.
-const RING_TOKENS: f64 = 18_446_744_073_709_551_616.0;
-
 use bytes::Bytes;
 use shoal_cluster::failure_detector;
 use shoal_cluster::group0::{self, Member, NodeState};
 use shoal_cluster::replication::{Placement, ReplicaMap, Strategy, VnodeReplicas};
-use shoal_cluster::ring::TokenRing;
+use shoal_cluster::ring::{range_width, TokenRing, RING_TOKENS};
 use shoal_schema::sharder::Sharder;
 use shoal_schema::KeyspaceMeta;
 use shoal_storage::PartitionPosition;
@@ -236,13 +233,9 @@ impl Topology {
         let map = self.replica_map(keyspace);
         let mut shares = BTreeMap::new();
         for (start, end) in self.vnode_ranges() {
-            // A ring of one token: the range is the whole ring.
-            let width = match end.wrapping_sub(start) as u64 {
-                0 => RING_TOKENS,
-                width => width as f64,
-            };
+            let share = range_width(start, end) as f64 / RING_TOKENS;
             for host in map.replicas(end) {
-                *shares.entry(host).or_insert(0.0) += width / RING_TOKENS;
+                *shares.entry(host).or_insert(0.0) += share;
             }
         }
         if shares.is_empty() {

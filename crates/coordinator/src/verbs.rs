@@ -119,21 +119,24 @@ async fn handle_read_digest(payload: Bytes) -> Result<Vec<u8>, CoordinatorError>
     Ok(digest(&result).to_be_bytes().to_vec())
 }
 
-async fn handle_read_raw(payload: Bytes) -> Result<Vec<u8>, CoordinatorError> {
-    let command = wire::decode_read_command(&payload).map_err(malformed)?;
+/// A read command that must name its partitions (a raw read, row
+/// hashes): its table, keys and clustering ranges.
+fn keyed_command(payload: &[u8]) -> Result<(Uuid, Vec<PartitionPosition>, Vec<ClusteringRange>), CoordinatorError> {
+    let command = wire::decode_read_command(payload).map_err(malformed)?;
     let PartitionSelection::Keys(keys) = command.partitions else {
-        return Err(CoordinatorError::Invalid("a raw read names its partitions".to_string()));
+        return Err(CoordinatorError::Invalid("raw reads and row hashes name their partitions".to_string()));
     };
-    let partitions = read_raw_local(command.table, keys, command.clustering).await?;
-    Ok(wire::encode_partitions(&partitions))
+    Ok((command.table, keys, command.clustering))
+}
+
+async fn handle_read_raw(payload: Bytes) -> Result<Vec<u8>, CoordinatorError> {
+    let (table, keys, clustering) = keyed_command(&payload)?;
+    Ok(wire::encode_partitions(&read_raw_local(table, keys, clustering).await?))
 }
 
 async fn handle_row_hashes(payload: Bytes) -> Result<Vec<u8>, CoordinatorError> {
-    let command = wire::decode_read_command(&payload).map_err(malformed)?;
-    let PartitionSelection::Keys(keys) = command.partitions else {
-        return Err(CoordinatorError::Invalid("row hashes are asked of named partitions".to_string()));
-    };
-    Ok(wire::encode_row_hashes(&row_hashes_local(command.table, keys).await?))
+    let (table, keys, _) = keyed_command(&payload)?;
+    Ok(wire::encode_row_hashes(&row_hashes_local(table, keys).await?))
 }
 
 /// The [`wire::RowHashes`] of this node's stored copies of `keys`.

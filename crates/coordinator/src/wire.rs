@@ -507,7 +507,7 @@ pub fn encode_hash_page(page: &HashPage) -> Vec<u8> {
     e.u8(u8::from(page.more));
     encode_list(e, &page.hashes, |e, (position, hash)| {
         encode_position(e, position);
-        e.out.extend_from_slice(&hash.to_be_bytes());
+        encode_hash(e, *hash);
     });
     out
 }
@@ -522,6 +522,10 @@ pub fn decode_hash_page(bytes: &[u8]) -> Result<HashPage, DecodeError> {
     finish(d, HashPage { hashes, more })
 }
 
+fn encode_hash(e: &mut Encoder, hash: u64) {
+    e.out.extend_from_slice(&hash.to_be_bytes());
+}
+
 fn decode_hash(d: &mut Decoder) -> Result<u64, DecodeError> {
     d.slice(8)?.try_into().map(u64::from_be_bytes).map_err(|_| d.error("hash"))
 }
@@ -529,8 +533,13 @@ fn decode_hash(d: &mut Decoder) -> Result<u64, DecodeError> {
 /// A hash of a partition as stored: equal partitions hash alike on every
 /// node (their encoding under two CRC32C seeds).
 pub fn partition_hash(partition: &Partition) -> u64 {
+    hash_encoded(|e| codec::encode_partition(e, partition))
+}
+
+/// A hash of what `encode` writes: its bytes under two CRC32C seeds.
+fn hash_encoded(encode: impl FnOnce(&mut Encoder)) -> u64 {
     let mut out = Vec::new();
-    codec::encode_partition(&mut Encoder { out: &mut out }, partition);
+    encode(&mut Encoder { out: &mut out });
     u64::from(crc32c::crc32c(&out)) << 32 | u64::from(crc32c::crc32c_append(0x5348_4f41, &out))
 }
 
@@ -546,17 +555,19 @@ pub struct RowHashes {
 impl RowHashes {
     pub fn of(partition: &Partition) -> RowHashes {
         // Stored copies may list the same range tombstones in another order.
-        let mut header = Partition { rows: Default::default(), ..partition.clone() };
+        let mut header = Partition {
+            tombstone: partition.tombstone,
+            static_row: partition.static_row.clone(),
+            rows: Default::default(),
+            range_tombstones: partition.range_tombstones.clone(),
+        };
         header.canonicalize_range_tombstones();
         let rows = partition
             .rows
             .iter()
-            .map(|(key, row)| {
-                let alone = Partition { rows: [(key.clone(), row.clone())].into(), ..Partition::default() };
-                (key.clone(), partition_hash(&alone))
-            })
+            .map(|(key, row)| (key.clone(), hash_encoded(|e| codec::encode_clustered_row(e, key, row))))
             .collect();
-        RowHashes { header: partition_hash(&header), rows }
+        RowHashes { header: hash_encoded(|e| codec::encode_header(e, &header)), rows }
     }
 }
 
@@ -566,10 +577,10 @@ pub fn encode_row_hashes(partitions: &[Option<RowHashes>]) -> Vec<u8> {
     let e = &mut Encoder { out: &mut out };
     encode_list(e, partitions, |e, partition| {
         encode_option(e, partition.as_ref(), |e, hashes| {
-            e.out.extend_from_slice(&hashes.header.to_be_bytes());
+            encode_hash(e, hashes.header);
             encode_list(e, &hashes.rows, |e, (key, hash)| {
                 e.bytes(key);
-                e.out.extend_from_slice(&hash.to_be_bytes());
+                encode_hash(e, *hash);
             });
         })
     });
