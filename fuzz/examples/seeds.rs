@@ -6,7 +6,8 @@
 //! fills `corpus/commitlog_segment` with valid segments (and a
 //! torn one), `corpus/codec_partition` with encoded partitions and
 //! `corpus/sstable` with inputs that leave each component intact,
-//! `corpus/raft_log` with a Raft log file (and a torn one) and
+//! `corpus/raft_log` with a Raft log file (and a torn one), a snapshot
+//! file and group 0's snapshot state, and
 //! `corpus/internode_frame` with a handshake frame and a Raft message frame;
 //! `corpus/data_messages` with a mutation, a read command and partitions.
 
@@ -66,6 +67,28 @@ fn raft_seeds(corpus: &Path) {
     let raft_log = corpus.join("raft_log");
     write(&raft_log, "log", &log);
     write(&raft_log, "torn", &log[..log.len() - 3]);
+    let member = shoal_cluster::group0::Member {
+        host_id: uuid::Uuid::from_u128(1),
+        address: std::net::SocketAddr::from(([127, 0, 0, 2], 7000)),
+        native_port: 9042,
+        shard_count: 2,
+        data_center: "datacenter1".to_string(),
+        rack: "rack1".to_string(),
+        tokens: vec![-7, 42],
+    };
+    let state = shoal_cluster::group0_snapshot::Group0State {
+        members: vec![(member, shoal_cluster::group0::NodeState::Normal)],
+        replacing: Vec::new(),
+        departed: vec![9],
+        schema_index: 2,
+        schema: b"schema".to_vec(),
+    };
+    write(&raft_log, "group0-state", &state.encode());
+    let mut metadata = raft::eraftpb::SnapshotMetadata { index: 3, term: 1, ..Default::default() };
+    metadata.set_conf_state(conf_state.clone());
+    let mut snapshot = raft::eraftpb::Snapshot { data: state.encode().into(), ..Default::default() };
+    snapshot.set_metadata(metadata);
+    write(&raft_log, "snapshot", &shoal_cluster::raft_store::encode_snapshot_file(&snapshot));
 
     let frames = corpus.join("internode_frame");
     let hello = shoal_cluster::hello::Hello {

@@ -6,15 +6,22 @@ keep the membership; restarted, the old leader comes back from its own log
 (it does not ask to join again) and follows the new leader.
 
 Read through `GET /raft/group0` and `GET /raft/leader_host`.
+
+Snapshots: with one every 8 entries, the log stays short however many
+schema changes are made; a node down through them, a node joining after
+them and a node restarted all come up to date from a snapshot.
 """
 import contextlib
 import json
+import os
 import time
 import urllib.request
 
 import pytest
+from cassandra.cluster import EXEC_PROFILE_DEFAULT, Cluster, ExecutionProfile
+from cassandra.policies import WhiteListRoundRobinPolicy
 
-from node import skip_reason, temp_node
+from node import skip_reason, start_cluster, temp_node
 
 if skip_reason():
     pytest.skip(skip_reason(), allow_module_level=True)
@@ -90,3 +97,63 @@ def test_three_nodes_agree_on_membership_and_survive_the_leader():
         leader.start()
         wait_for("the old leader follows the new one", lambda: agreed(nodes, 3))
         assert log_of(leader).count("asking") == asked_before, "a member asked to join again"
+
+
+def tables_on(node, keyspace):
+    """The tables `node` itself knows in `keyspace` (system_schema is local)."""
+    profile = ExecutionProfile(load_balancing_policy=WhiteListRoundRobinPolicy([node.address]), request_timeout=20)
+    cluster = Cluster([node.address], port=node.cql_port, protocol_version=4,
+                      execution_profiles={EXEC_PROFILE_DEFAULT: profile})
+    try:
+        rows = cluster.connect().execute(
+            "SELECT table_name FROM system_schema.tables WHERE keyspace_name = %s", (keyspace,))
+        return {r.table_name for r in rows}
+    finally:
+        cluster.shutdown()
+
+
+def raft_log_bytes(node):
+    return os.path.getsize(os.path.join(node.workdir, "data", "raft", "raft.log"))
+
+
+def test_snapshots_bound_the_log_and_bring_nodes_up_to_date():
+    tables = {"t%d" % i for i in range(40)}
+    with contextlib.ExitStack() as stack:
+        nodes = start_cluster(stack, "shoal-group0-snap-", ["--group0-snapshot-threshold", "8"])
+        wait_for("three members and one leader everywhere", lambda: agreed(nodes, 3))
+        cluster = nodes[0].cluster(request_timeout=30)
+        stack.callback(cluster.shutdown)
+        session = cluster.connect()
+        session.execute("CREATE KEYSPACE snap WITH replication = {'class': 'SimpleStrategy', 'replication_factor': 3}")
+        down = nodes[2]
+        down.kill()
+        wait_for("the node seen down", lambda: "DN " in nodes[0].nodetool("status"))
+        for name in sorted(tables):
+            session.execute("CREATE TABLE snap.%s (k int PRIMARY KEY, v int)" % name)
+        for n in nodes[:2]:
+            assert "snapshot at entry" in log_of(n)
+            # Each entry carries the whole schema: 40 of them without
+            # snapshots would be far larger.
+            assert raft_log_bytes(n) < 64 * 1024, raft_log_bytes(n)
+
+        # Down through it all: the leader no longer has the entries it
+        # missed, and sends it a snapshot.
+        down.start()
+        wait_for("the restarted node has every table", lambda: tables_on(down, "snap") == tables)
+        assert "restored from a snapshot" in log_of(down)
+
+        # Joining after the snapshots were taken: its state comes whole.
+        joiner = stack.enter_context(temp_node("shoal-group0-snap-", start=False, address="127.0.0.5"))
+        joiner.args = list(nodes[0].args)
+        joiner.start(timeout=60)
+        wait_for("four members everywhere", lambda: agreed(nodes + [joiner], 4))
+        assert tables_on(joiner, "snap") == tables
+        assert "restored from a snapshot" in log_of(joiner)
+
+        # Restarted on its own snapshot and the few entries after it.
+        nodes[0].kill()
+        nodes[0].start()
+        wait_for("the restarted node agrees", lambda: agreed(nodes + [joiner], 4))
+        assert tables_on(nodes[0], "snap") == tables
+        session.execute("INSERT INTO snap.t7 (k, v) VALUES (1, 2)")
+        assert tables_on(nodes[1], "snap") == tables

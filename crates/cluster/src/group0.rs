@@ -50,8 +50,16 @@
 //! with the dead one's tokens, the dead one leaving. The new node streams
 //! its ranges like any joiner; once it is normal, the dead one has left.
 //!
+//! Snapshots. Once `snapshot_threshold` entries were applied since the
+//! last snapshot, the node snapshots what they built ([`Group0State`]:
+//! members, their states, the latest schema) and drops the entries up to
+//! it, so the log stays bounded however many changes the cluster sees.
+//! A restart starts from the snapshot; a follower that needs entries the
+//! leader dropped — one down for long, or a new node — is sent the
+//! snapshot instead and takes its state whole ([`restore`]).
+//!
 //! Members are known to Raft by a raft id: the first 8 bytes of the host id
-//! (never 0). Not yet: snapshots (the log grows without bound).
+//! (never 0).
 
 use std::cell::{Cell, RefCell};
 use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
@@ -64,16 +72,16 @@ use bytes::Bytes;
 use futures_channel::{mpsc, oneshot};
 use futures_util::future::LocalBoxFuture;
 use futures_util::{FutureExt, StreamExt};
-use raft::eraftpb::{ConfChange, ConfChangeType, Entry, EntryType, Message};
-use raft::storage::MemStorage;
-use raft::{RawNode, StateRole, Storage};
+use raft::eraftpb::{ConfChange, ConfChangeType, Entry, EntryType, Message, MessageType, Snapshot, SnapshotMetadata};
+use raft::{RawNode, SnapshotStatus, StateRole, Storage};
 use uuid::Uuid;
 
 use crate::group0_entry::{decode_member, encode_member, Entry as Group0Entry};
 pub use crate::group0_entry::{Member, NodeState};
+use crate::group0_snapshot::Group0State;
 use crate::messaging::{self, Caller, MessagingError};
 use crate::raft_codec;
-use crate::raft_store::RaftStore;
+use crate::raft_store::{RaftStore, StoredLog};
 use crate::token_allocation::allocate_tokens;
 use crate::verb::Verb;
 
@@ -85,6 +93,9 @@ const HEARTBEAT_TICKS: usize = 2;
 const JOIN_RETRY: Duration = Duration::from_secs(1);
 /// How long a proposal may take to be agreed and applied here.
 const PROPOSE_TIMEOUT: Duration = Duration::from_secs(10);
+/// A log this large is snapshotted whatever its entry count (ScyllaDB's
+/// `snapshot_threshold_log_size`).
+const SNAPSHOT_LOG_BYTES: u64 = 2 << 20;
 /// Between tries of a schema proposal while there is no leader.
 const PROPOSE_RETRY: Duration = Duration::from_millis(200);
 
@@ -109,6 +120,9 @@ pub struct Group0Config {
     /// balance, when this node leads (scylla.yaml's
     /// `allocate_tokens_for_local_replication_factor`).
     pub token_allocation_rf: usize,
+    /// Entries applied after which a snapshot is taken and the log before
+    /// it dropped.
+    pub snapshot_threshold: u64,
 }
 
 /// Applies a schema entry that took effect: its log index and payload.
@@ -144,6 +158,12 @@ enum Input {
         data: Vec<u8>,
         done: Proposed,
     },
+    /// Whether a snapshot sent to raft id `to` reached it: raft sends
+    /// that follower nothing more until it knows.
+    SnapshotSent {
+        to: u64,
+        delivered: bool,
+    },
 }
 
 /// Joins the leader proposed and has not applied, with who waits on each.
@@ -170,6 +190,9 @@ struct Group0 {
     token_allocation_rf: usize,
     /// The index of the latest schema entry that took effect (0: none).
     schema_index: Cell<u64>,
+    /// Its payload: the schema, for snapshots.
+    latest_schema: RefCell<Bytes>,
+    snapshot_threshold: u64,
     /// The index of the latest entry applied.
     applied: Cell<u64>,
     /// Who waits for an index to be applied.
@@ -228,11 +251,17 @@ async fn drive(config: Group0Config) -> Result<(), String> {
         apply_schema: config.apply_schema,
         token_allocation_rf: config.token_allocation_rf,
         schema_index: Cell::new(0),
+        latest_schema: RefCell::default(),
+        snapshot_threshold: config.snapshot_threshold.max(1),
         applied: Cell::new(0),
         applied_waiters: RefCell::default(),
         proposals: RefCell::default(),
     });
     GROUP0.with(|g| *g.borrow_mut() = Some(Rc::clone(&group)));
+    let snapshot = store.snapshot();
+    if snapshot.get_metadata().index > 0 {
+        restore(&group, &snapshot).await?;
+    }
     register_handlers();
     if fresh && config.bootstrap {
         raft.campaign().map_err(|e| e.to_string())?;
@@ -255,6 +284,10 @@ async fn drive(config: Group0Config) -> Result<(), String> {
                         propose_join(&mut raft, &group, &mut pending, join, done)
                     }
                     Input::Propose { data, done } => propose(&mut raft, &group, data, done),
+                    Input::SnapshotSent { to, delivered } => {
+                        let status = if delivered { SnapshotStatus::Finish } else { SnapshotStatus::Failure };
+                        raft.report_snapshot(to, status);
+                    }
                 }
             }
         }
@@ -270,6 +303,7 @@ async fn drive(config: Group0Config) -> Result<(), String> {
             propose_join(&mut raft, &group, &mut pending, join, done);
         }
         handle_ready(&mut raft, &store, &group, &mut pending).await?;
+        take_snapshot_when_due(&raft, &store, &group).await?;
         if raft.raft.state != StateRole::Leader {
             // Proposals of a leader that is no more may never apply: their
             // joiners ask again, the new leader proposes them anew.
@@ -292,13 +326,7 @@ struct JoinRequest {
     replaces: Option<Uuid>,
 }
 
-fn propose_join(
-    raft: &mut RawNode<MemStorage>,
-    group: &Group0,
-    pending: &mut Pending,
-    join: JoinRequest,
-    done: Joined,
-) {
+fn propose_join(raft: &mut RawNode<StoredLog>, group: &Group0, pending: &mut Pending, join: JoinRequest, done: Joined) {
     let JoinRequest { mut member, num_tokens, replaces } = join;
     if let Some(existing) = group.members.borrow().get(&raft_id(member.host_id)) {
         let _ = done.send(Ok(existing.clone()));
@@ -378,7 +406,7 @@ fn propose_join(
 }
 
 /// Why this node cannot take a proposal: where the leader is, if known.
-fn not_leader(raft: &RawNode<MemStorage>, group: &Group0) -> String {
+fn not_leader(raft: &RawNode<StoredLog>, group: &Group0) -> String {
     match group.addresses.borrow().get(&raft.raft.leader_id) {
         Some(address) => format!("{NOT_LEADER}{address}"),
         None => NO_LEADER.to_string(),
@@ -386,7 +414,7 @@ fn not_leader(raft: &RawNode<MemStorage>, group: &Group0) -> String {
 }
 
 /// Proposes a schema entry if this node leads; it is answered when applied.
-fn propose(raft: &mut RawNode<MemStorage>, group: &Group0, data: Vec<u8>, done: Proposed) {
+fn propose(raft: &mut RawNode<StoredLog>, group: &Group0, data: Vec<u8>, done: Proposed) {
     if raft.raft.state != StateRole::Leader {
         let _ = done.send(Err(not_leader(raft, group)));
         return;
@@ -475,7 +503,7 @@ const LEADERSHIP_CHANGED: &str = "group 0 leadership changed; ask again";
 const YOU_LEFT: &str = "this node left the cluster: ";
 
 async fn handle_ready(
-    raft: &mut RawNode<MemStorage>,
+    raft: &mut RawNode<StoredLog>,
     store: &RaftStore,
     group: &Group0,
     pending: &mut Pending,
@@ -485,6 +513,10 @@ async fn handle_ready(
     }
     let mut ready = raft.ready();
     send(group, ready.take_messages());
+    if !ready.snapshot().is_empty() {
+        store.install(ready.snapshot()).await.map_err(|e| e.to_string())?;
+        restore(group, ready.snapshot()).await?;
+    }
     apply(raft, store, group, pending, ready.take_committed_entries()).await?;
     store.persist(ready.entries(), ready.hs(), None).await.map_err(|e| e.to_string())?;
     send(group, ready.take_persisted_messages());
@@ -501,7 +533,7 @@ async fn handle_ready(
 }
 
 async fn apply(
-    raft: &mut RawNode<MemStorage>,
+    raft: &mut RawNode<StoredLog>,
     store: &RaftStore,
     group: &Group0,
     pending: &mut Pending,
@@ -536,19 +568,108 @@ async fn apply(
                 let _ = done.send(answer);
             }
         }
-        group.applied.set(entry.index);
-        let waiters = std::mem::take(&mut *group.applied_waiters.borrow_mut());
-        let (reached, waiting): (Vec<_>, Vec<_>) = waiters.into_iter().partition(|(index, _)| *index <= entry.index);
-        *group.applied_waiters.borrow_mut() = waiting;
-        for (_, done) in reached {
-            let _ = done.send(());
-        }
+        set_applied(group, entry.index);
     }
     Ok(())
 }
 
+/// Entry `index` and those before it are applied: who waited for them
+/// goes on.
+fn set_applied(group: &Group0, index: u64) {
+    group.applied.set(index);
+    let waiters = std::mem::take(&mut *group.applied_waiters.borrow_mut());
+    let (reached, waiting): (Vec<_>, Vec<_>) = waiters.into_iter().partition(|(at, _)| *at <= index);
+    *group.applied_waiters.borrow_mut() = waiting;
+    for (_, done) in reached {
+        let _ = done.send(());
+    }
+}
+
+/// What the entries applied so far built, as a snapshot holds it.
+fn state_of(group: &Group0) -> Group0State {
+    let states = group.states.borrow();
+    let members = group.members.borrow();
+    let mut replacing: Vec<(u64, u64)> = group.replacing.borrow().iter().map(|(a, b)| (*a, *b)).collect();
+    replacing.sort_unstable();
+    let mut departed: Vec<u64> = group.departed.borrow().iter().copied().collect();
+    departed.sort_unstable();
+    Group0State {
+        members: members
+            .iter()
+            .map(|(id, m)| (m.clone(), states.get(id).copied().unwrap_or(NodeState::Normal)))
+            .collect(),
+        replacing,
+        departed,
+        schema_index: group.schema_index.get(),
+        schema: group.latest_schema.borrow().to_vec(),
+    }
+}
+
+/// Takes the state `snapshot` holds in place of what this node applied:
+/// at start, from its own snapshot, or one the leader sent.
+async fn restore(group: &Group0, snapshot: &Snapshot) -> Result<(), String> {
+    let index = snapshot.get_metadata().index;
+    let state = Group0State::decode(&snapshot.data)?;
+    let members: BTreeMap<u64, Member> = state.members.iter().map(|(m, _)| (raft_id(m.host_id), m.clone())).collect();
+    for (id, old) in group.members.borrow().iter() {
+        if !members.contains_key(id) {
+            crate::failure_detector::unwatch(old.address);
+        }
+    }
+    for (id, member) in &members {
+        group.addresses.borrow_mut().insert(*id, member.address);
+        if *id != group.id {
+            crate::failure_detector::watch(member.address);
+        }
+    }
+    *group.states.borrow_mut() = state.members.iter().map(|(m, s)| (raft_id(m.host_id), *s)).collect();
+    *group.members.borrow_mut() = members;
+    *group.replacing.borrow_mut() = state.replacing.into_iter().collect();
+    // That this node left may be known from a member's answer alone.
+    let left = group.departed.borrow().contains(&group.id);
+    *group.departed.borrow_mut() = state.departed.into_iter().chain(left.then_some(group.id)).collect();
+    let schema = Bytes::from(state.schema);
+    if state.schema_index > 0 {
+        (group.apply_schema)(state.schema_index, schema.clone()).await;
+    }
+    group.schema_index.set(state.schema_index);
+    *group.latest_schema.borrow_mut() = schema;
+    set_applied(group, index);
+    tracing::info!(
+        "group 0: state restored from a snapshot at entry {index} ({} members, schema entry {})",
+        group.members.borrow().len(),
+        state.schema_index
+    );
+    Ok(())
+}
+
+/// Snapshots what was applied and drops the log before it, once
+/// `snapshot_threshold` entries were applied since the last snapshot or
+/// the log holds `SNAPSHOT_LOG_BYTES` (schema entries grow with the
+/// schema), or when raft wants a newer one to send.
+async fn take_snapshot_when_due(raft: &RawNode<StoredLog>, store: &RaftStore, group: &Group0) -> Result<(), String> {
+    let applied = raft.raft.raft_log.applied;
+    let compacted = store.compacted();
+    let wanted = store.take_snapshot_wanted();
+    let due = applied.saturating_sub(compacted) >= group.snapshot_threshold || store.log_bytes() >= SNAPSHOT_LOG_BYTES;
+    if applied <= compacted || !(due || wanted) {
+        return Ok(());
+    }
+    assert_eq!(applied, group.applied.get(), "group 0 applied what raft-rs counts applied");
+    let term = raft.store().term(applied).map_err(|e| e.to_string())?;
+    let conf_state = raft.store().initial_state().map_err(|e| e.to_string())?.conf_state;
+    let mut metadata = SnapshotMetadata { index: applied, term, ..Default::default() };
+    metadata.set_conf_state(conf_state);
+    let mut snapshot = Snapshot { data: Bytes::from(state_of(group).encode()), ..Default::default() };
+    snapshot.set_metadata(metadata);
+    let bytes = snapshot.data.len();
+    store.compact(snapshot).await.map_err(|e| e.to_string())?;
+    tracing::info!("group 0: snapshot at entry {applied} ({bytes} bytes); the log before it is dropped");
+    Ok(())
+}
+
 async fn apply_join(
-    raft: &mut RawNode<MemStorage>,
+    raft: &mut RawNode<StoredLog>,
     store: &RaftStore,
     group: &Group0,
     pending: &mut Pending,
@@ -612,7 +733,7 @@ async fn apply_join(
 /// decision on every node: it depends on the log alone); `Left` removes it
 /// from the members and the voters.
 async fn apply_state(
-    raft: &mut RawNode<MemStorage>,
+    raft: &mut RawNode<StoredLog>,
     store: &RaftStore,
     group: &Group0,
     index: u64,
@@ -659,7 +780,7 @@ fn state_refusal(group: &Group0, host_id: Uuid, state: NodeState) -> Option<Stri
 
 /// Removes raft id `id` from the members and the voters.
 async fn remove_member(
-    raft: &mut RawNode<MemStorage>,
+    raft: &mut RawNode<StoredLog>,
     store: &RaftStore,
     group: &Group0,
     id: u64,
@@ -685,8 +806,10 @@ async fn apply_schema(group: &Group0, entry: &Entry, base_index: u64, payload: V
     let latest = group.schema_index.get();
     let took_effect = base_index == latest;
     if took_effect {
-        (group.apply_schema)(entry.index, Bytes::from(payload)).await;
+        let payload = Bytes::from(payload);
+        (group.apply_schema)(entry.index, payload.clone()).await;
         group.schema_index.set(entry.index);
+        *group.latest_schema.borrow_mut() = payload;
     } else {
         tracing::info!(
             "group 0: schema change {} is void: it was built on schema entry {base_index}, the latest is {latest}",
@@ -698,14 +821,23 @@ async fn apply_schema(group: &Group0, entry: &Entry, base_index: u64, payload: V
 
 fn send(group: &Group0, messages: Vec<Message>) {
     for message in messages {
+        let snapshot_to = (message.msg_type == MessageType::MsgSnapshot).then_some(message.to);
+        let inputs = group.inputs.clone();
         let Some(address) = group.addresses.borrow().get(&message.to).copied() else {
             tracing::debug!("group 0: no address for raft id {}; message dropped", message.to);
+            if let Some(to) = snapshot_to {
+                let _ = inputs.unbounded_send(Input::SnapshotSent { to, delivered: false });
+            }
             continue;
         };
         let mut payload = Vec::new();
         raft_codec::encode_message(&message, &mut payload);
         shoal_runtime::spawn(async move {
-            match messaging::request(address, 0, Verb::Raft, &payload).await {
+            let answer = messaging::request(address, 0, Verb::Raft, &payload).await;
+            if let Some(to) = snapshot_to {
+                let _ = inputs.unbounded_send(Input::SnapshotSent { to, delivered: answer.is_ok() });
+            }
+            match answer {
                 Err(MessagingError::Failed { message, .. }) if message.starts_with(YOU_LEFT) => learn_left(&message),
                 Err(e) => tracing::debug!("group 0: message to {address}: {e}"),
                 Ok(_) => {}
@@ -723,7 +855,7 @@ fn learn_left(answer: &str) {
     }
 }
 
-fn update_status(raft: &RawNode<MemStorage>, group: &Group0) {
+fn update_status(raft: &RawNode<StoredLog>, group: &Group0) {
     let (members, states) = (group.members.borrow(), group.states.borrow());
     let leader = members.get(&raft.raft.leader_id).map(|m| m.host_id);
     let members =

@@ -38,7 +38,7 @@ pub enum NodeState {
 }
 
 impl NodeState {
-    fn from_u8(byte: u8) -> Option<NodeState> {
+    pub(crate) fn from_u8(byte: u8) -> Option<NodeState> {
         [NodeState::Joining, NodeState::Normal, NodeState::Leaving, NodeState::Left]
             .into_iter()
             .find(|state| *state as u8 == byte)

@@ -17,7 +17,8 @@
 //! - [`group0`]: the Raft group of all nodes on shard 0 (raft-rs, its
 //!   messages in [`raft_codec`], its log in [`raft_store`]): bootstrap,
 //!   joins through the seeds, membership and schema changes agreed in log
-//!   order; [`group0_entry`]: what its log holds.
+//!   order; [`group0_entry`]: what its log holds; [`group0_snapshot`]:
+//!   what its snapshots hold, so the log before them can be dropped.
 //!
 //! The coordinator's use of replicas builds on these (docs/design.md §8).
 
@@ -25,6 +26,7 @@ pub mod failure_detector;
 pub mod frame;
 pub mod group0;
 pub mod group0_entry;
+pub mod group0_snapshot;
 pub mod hello;
 pub mod messaging;
 pub mod raft_codec;

@@ -65,11 +65,7 @@ pub fn encode_message(m: &Message, out: &mut Vec<u8>) {
         None => out.push(0),
         Some(snapshot) => {
             out.push(1);
-            put_bytes(out, &snapshot.data);
-            let metadata = snapshot.metadata.as_ref().cloned().unwrap_or_default();
-            put_u64(out, metadata.index);
-            put_u64(out, metadata.term);
-            encode_conf_state(metadata.conf_state.as_ref().unwrap_or(&ConfState::default()), out);
+            encode_snapshot(snapshot, out);
         }
     }
 }
@@ -99,16 +95,34 @@ pub fn decode_message(bytes: &[u8]) -> Result<Message, RaftCodecError> {
     }
     m.entries = entries.into();
     if bool_of(&mut r, "snapshot flag")? {
-        let mut snapshot = Snapshot { data: bytes_of(&mut r, "snapshot data")?, ..Snapshot::default() };
-        let mut metadata = SnapshotMetadata { index: u64_of(&mut r)?, term: u64_of(&mut r)?, ..Default::default() };
-        metadata.set_conf_state(decode_conf_state_from(&mut r)?);
-        snapshot.set_metadata(metadata);
-        m.set_snapshot(snapshot);
+        m.set_snapshot(decode_snapshot_from(&mut r)?);
     }
     if !r.is_empty() {
         return Err(RaftCodecError::Trailing);
     }
     Ok(m)
+}
+
+/// `[bytes data][u64 index][u64 term][conf state]`: in a message, and as
+/// group 0's snapshot file holds it.
+pub fn encode_snapshot(snapshot: &Snapshot, out: &mut Vec<u8>) {
+    put_bytes(out, &snapshot.data);
+    let metadata = snapshot.metadata.as_ref().cloned().unwrap_or_default();
+    put_u64(out, metadata.index);
+    put_u64(out, metadata.term);
+    encode_conf_state(metadata.conf_state.as_ref().unwrap_or(&ConfState::default()), out);
+}
+
+pub fn decode_snapshot(bytes: &[u8]) -> Result<Snapshot, RaftCodecError> {
+    whole(bytes, decode_snapshot_from)
+}
+
+fn decode_snapshot_from(r: &mut Reader<'_>) -> Result<Snapshot, RaftCodecError> {
+    let mut snapshot = Snapshot { data: bytes_of(r, "snapshot data")?, ..Snapshot::default() };
+    let mut metadata = SnapshotMetadata { index: u64_of(r)?, term: u64_of(r)?, ..Default::default() };
+    metadata.set_conf_state(decode_conf_state_from(r)?);
+    snapshot.set_metadata(metadata);
+    Ok(snapshot)
 }
 
 pub fn encode_entry(entry: &Entry, out: &mut Vec<u8>) {

@@ -1,7 +1,9 @@
 //! A simulated Raft group of three: raft-rs driven the way group 0 will
 //! drive it, every message through Shoal's codec, every log on disk through
 //! `RaftStore`, over a network that drops and reorders messages, with
-//! nodes crashing (their memory lost, their file kept) and coming back.
+//! nodes crashing (their memory lost, their file kept) and coming back,
+//! each node snapshotting what it applied and dropping its log every few
+//! entries, so a node back from a crash catches up from a snapshot.
 //! Seeded, so a failure replays: `SHOAL_RAFT_SEED=<seed>`.
 //!
 //! Checked: safety (every node applies the same entries in the same order:
@@ -13,17 +15,19 @@ use std::collections::HashSet;
 use std::path::PathBuf;
 
 use bytes::Bytes;
-use raft::eraftpb::{ConfState, EntryType, Message};
-use raft::storage::MemStorage;
-use raft::{RawNode, StateRole};
+use raft::eraftpb::{ConfState, EntryType, Message, MessageType, Snapshot, SnapshotMetadata};
+use raft::{RawNode, SnapshotStatus, StateRole, Storage};
 use shoal_cluster::raft_codec::{decode_message, encode_message};
-use shoal_cluster::raft_store::RaftStore;
+use shoal_cluster::raft_store::{RaftStore, StoredLog};
 
 const NODES: u64 = 3;
 const STEPS: u64 = 3000;
 const HEAL_STEPS: u64 = 600;
 const DROP_PERCENT: u64 = 10;
 const PROPOSE_EVERY: u64 = 7;
+/// Entries applied between snapshots: a node down for 200 steps misses
+/// more than this, so the leader has dropped what it needs.
+const SNAPSHOT_EVERY: u64 = 16;
 
 /// xorshift64*: small, seeded, good enough to pick drops and orders.
 struct Rng(u64);
@@ -45,9 +49,31 @@ struct Node {
     id: u64,
     dir: PathBuf,
     store: RaftStore,
-    raft: RawNode<MemStorage>,
-    /// Normal entries' data, in the order applied.
+    raft: RawNode<StoredLog>,
+    /// Normal entries' data, in the order applied: the state machine.
     applied: Vec<Bytes>,
+    /// Snapshots this node took from a leader.
+    installed: u64,
+}
+
+/// The state machine as a snapshot holds it: `([u32 length][data])*`.
+fn encode_state(applied: &[Bytes]) -> Bytes {
+    let mut out = Vec::new();
+    for data in applied {
+        out.extend_from_slice(&(data.len() as u32).to_be_bytes());
+        out.extend_from_slice(data);
+    }
+    Bytes::from(out)
+}
+
+fn decode_state(mut bytes: &[u8]) -> Vec<Bytes> {
+    let mut applied = Vec::new();
+    while let Some((len, rest)) = bytes.split_first_chunk::<4>() {
+        let len = u32::from_be_bytes(*len) as usize;
+        applied.push(Bytes::copy_from_slice(&rest[..len]));
+        bytes = &rest[len..];
+    }
+    applied
 }
 
 fn config(id: u64) -> raft::Config {
@@ -63,8 +89,27 @@ async fn start(id: u64, dir: PathBuf) -> Node {
     }
     let logger = slog::Logger::root(slog::Discard, slog::o!());
     let raft = RawNode::new(&config(id), store.storage(), &logger).expect("a raft node");
-    // Applied entries are re-applied from the start after a restart.
-    Node { id, dir, store, raft, applied: Vec::new() }
+    // The state starts from the snapshot; the entries after it are applied
+    // again after a restart.
+    let applied = decode_state(&store.snapshot().data);
+    Node { id, dir, store, raft, applied, installed: 0 }
+}
+
+/// Snapshots what `node` applied once `SNAPSHOT_EVERY` entries were applied
+/// since its last snapshot, or when raft wants a newer one.
+async fn take_snapshot_when_due(node: &mut Node) {
+    let applied = node.raft.raft.raft_log.applied;
+    let compacted = node.store.compacted();
+    let wanted = node.store.take_snapshot_wanted();
+    if applied <= compacted || (applied - compacted < SNAPSHOT_EVERY && !wanted) {
+        return;
+    }
+    let mut metadata =
+        SnapshotMetadata { index: applied, term: node.raft.store().term(applied).expect("term"), ..Default::default() };
+    metadata.set_conf_state(node.raft.store().initial_state().expect("state").conf_state);
+    let mut snapshot = Snapshot { data: encode_state(&node.applied), ..Default::default() };
+    snapshot.set_metadata(metadata);
+    node.store.compact(snapshot).await.expect("compacted");
 }
 
 fn apply(node: &mut Node, entries: Vec<raft::eraftpb::Entry>) {
@@ -91,7 +136,11 @@ async fn handle_ready(node: &mut Node, network: &mut Vec<(u64, Vec<u8>)>) {
     }
     let mut ready = node.raft.ready();
     send(network, ready.take_messages());
-    assert!(ready.snapshot().is_empty(), "no snapshots without log compaction");
+    if !ready.snapshot().is_empty() {
+        node.store.install(ready.snapshot()).await.expect("installed");
+        node.applied = decode_state(&ready.snapshot().data);
+        node.installed += 1;
+    }
     apply(node, ready.take_committed_entries());
     node.store.persist(ready.entries(), ready.hs(), None).await.expect("persisted");
     send(network, ready.take_persisted_messages());
@@ -117,7 +166,7 @@ fn three_nodes_agree_through_drops_reorders_and_crashes() {
     let root = std::env::temp_dir().join(format!("shoal-raft-sim-{}-{seed}", std::process::id()));
     let _ = std::fs::remove_dir_all(&root);
     let mut rng = Rng(seed | 1);
-    let proposals = shoal_io::block_on(async {
+    let outcome = shoal_io::block_on(async {
         let mut nodes: Vec<Option<Node>> = Vec::new();
         for id in 1..=NODES {
             nodes.push(Some(start(id, root.join(format!("n{id}"))).await));
@@ -158,19 +207,30 @@ fn three_nodes_agree_through_drops_reorders_and_crashes() {
                     }
                 }
             }
-            // Deliver what is in flight, in a random order; drop some.
+            // Deliver what is in flight, in a random order; drop some. A
+            // snapshot's sender learns whether it arrived (as group 0's
+            // does from the answer), or raft waits on it for ever.
             let mut in_flight = std::mem::take(&mut network);
             while !in_flight.is_empty() {
                 let (to, wire) = in_flight.swap_remove(rng.below(in_flight.len() as u64) as usize);
-                if !healing && rng.below(100) < DROP_PERCENT {
-                    continue;
-                }
-                let Some(node) = nodes[(to - 1) as usize].as_mut() else { continue };
                 let message = decode_message(&wire).expect("our own encoding decodes");
-                let _ = node.raft.step(message);
+                let (from, is_snapshot) = (message.from, message.msg_type == MessageType::MsgSnapshot);
+                let dropped = !healing && rng.below(100) < DROP_PERCENT;
+                let delivered = match nodes[(to - 1) as usize].as_mut() {
+                    Some(node) if !dropped => {
+                        let _ = node.raft.step(message);
+                        true
+                    }
+                    _ => false,
+                };
+                if let (true, Some(sender)) = (is_snapshot, nodes[(from - 1) as usize].as_mut()) {
+                    let status = if delivered { SnapshotStatus::Finish } else { SnapshotStatus::Failure };
+                    sender.raft.report_snapshot(to, status);
+                }
             }
             for node in nodes.iter_mut().flatten() {
                 handle_ready(node, &mut network).await;
+                take_snapshot_when_due(node).await;
             }
             let applied: Vec<&Vec<Bytes>> = nodes.iter().flatten().map(|n| &n.applied).collect();
             for pair in applied.windows(2) {
@@ -178,12 +238,22 @@ fn three_nodes_agree_through_drops_reorders_and_crashes() {
             }
         }
         let applied: Vec<Vec<Bytes>> = nodes.iter().map(|n| n.as_ref().expect("all up").applied.clone()).collect();
-        assert!(applied.windows(2).all(|pair| pair[0] == pair[1]), "after healing every node applied the same");
+        let lens: Vec<(usize, u64, u64, u64)> = nodes
+            .iter()
+            .flatten()
+            .map(|n| (n.applied.len(), n.raft.raft.raft_log.applied, n.store.compacted(), n.installed))
+            .collect();
+        assert!(
+            applied.windows(2).all(|pair| pair[0] == pair[1]),
+            "after healing every node applied the same: {lens:?}"
+        );
         let distinct: HashSet<&Bytes> = applied[0].iter().collect();
         assert_eq!(distinct.len(), applied[0].len(), "an entry applied twice");
-        (proposed, applied[0].len() as u64)
+        let installed: u64 = nodes.iter().flatten().map(|n| n.installed).sum();
+        (proposed, applied[0].len() as u64, installed)
     });
-    let (proposed, committed) = proposals;
+    let (proposed, committed, installed) = outcome;
+    assert!(installed > 0, "no node caught up from a snapshot (seed {seed})");
     assert!(proposed > 200, "only {proposed} proposals were accepted (seed {seed})");
     assert!(committed * 10 >= proposed * 9, "{committed} of {proposed} proposals committed (seed {seed})");
     let _ = std::fs::remove_dir_all(&root);

@@ -104,6 +104,10 @@ pub struct ServerArgs {
     /// [default: 3]
     #[arg(long, env = "SHOAL_ALLOCATE_TOKENS_FOR_LOCAL_REPLICATION_FACTOR")]
     pub allocate_tokens_for_local_replication_factor: Option<usize>,
+    /// Group 0 snapshots its state and drops its log after this many
+    /// entries (membership and schema changes) [default: 1024]
+    #[arg(long, env = "SHOAL_GROUP0_SNAPSHOT_THRESHOLD")]
+    pub group0_snapshot_threshold: Option<u64>,
     /// On this node's first start, take over the tokens of this dead member
     /// (its host id) and stream its data from the other replicas
     #[arg(long, env = "SHOAL_REPLACE_NODE_FIRST_BOOT")]
@@ -175,6 +179,7 @@ struct OptionsFile {
     max_hint_window_in_ms: Option<u64>,
     num_tokens: Option<usize>,
     allocate_tokens_for_local_replication_factor: Option<usize>,
+    group0_snapshot_threshold: Option<u64>,
     replace_node_first_boot: Option<uuid::Uuid>,
     native_transport_max_frame_size_in_mb: Option<usize>,
     data_file_directories: Option<Vec<PathBuf>>,
@@ -245,6 +250,8 @@ pub struct Config {
     pub num_tokens: usize,
     /// The replication factor a joiner's tokens balance (as leader).
     pub allocate_tokens_for_local_replication_factor: usize,
+    /// Group 0's entries between snapshots.
+    pub group0_snapshot_threshold: u64,
     /// The dead member whose tokens this node takes at its first start.
     pub replace_node_first_boot: Option<uuid::Uuid>,
     pub data_center: String,
@@ -377,6 +384,14 @@ impl Config {
                 .unwrap_or(3)
             {
                 0 => return Err(ConfigError::TooSmall("allocate_tokens_for_local_replication_factor", 1)),
+                n => n,
+            },
+            group0_snapshot_threshold: match args
+                .group0_snapshot_threshold
+                .or(file.group0_snapshot_threshold)
+                .unwrap_or(1024)
+            {
+                0 => return Err(ConfigError::TooSmall("group0_snapshot_threshold", 1)),
                 n => n,
             },
             replace_node_first_boot: args.replace_node_first_boot.or(file.replace_node_first_boot),
