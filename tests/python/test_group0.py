@@ -7,6 +7,9 @@ keep the membership; restarted, the old leader comes back from its own log
 
 Read through `GET /raft/group0` and `GET /raft/leader_host`.
 
+Racks: in a data center of as many racks as the replication factor, a
+joiner's tokens split its rack's copy evenly with the rack's other nodes.
+
 Snapshots: with one every 8 entries, the log stays short however many
 schema changes are made; a node down through them, a node joining after
 them and a node restarted all come up to date from a snapshot.
@@ -157,3 +160,32 @@ def test_snapshots_bound_the_log_and_bring_nodes_up_to_date():
         assert tables_on(nodes[0], "snap") == tables
         session.execute("INSERT INTO snap.t7 (k, v) VALUES (1, 2)")
         assert tables_on(nodes[1], "snap") == tables
+
+
+def ownership(node, keyspace):
+    url = "http://%s:%d/storage_service/ownership/%s" % (node.address, node.ports[2], keyspace)
+    with urllib.request.urlopen(url, timeout=10) as r:
+        return {e["key"]: e["value"] for e in json.loads(r.read().decode())}
+
+
+def test_a_joiner_splits_its_racks_copy_evenly_when_racks_match_the_replication_factor():
+    racks = ("r1", "r2", "r3", "r1")
+    with contextlib.ExitStack() as stack:
+        nodes = [stack.enter_context(temp_node("shoal-group0-racks-", start=False, address=a))
+                 for a in ("127.0.0.2", "127.0.0.3", "127.0.0.4", "127.0.0.5")]
+        seeds = ",".join("%s:%d" % (n.address, n.storage_port) for n in nodes[:3])
+        for n, rack in zip(nodes, racks):
+            n.args = ["--seeds", seeds, "--memory", "512M", "--dc", "dc1", "--rack", rack]
+            n.start(timeout=60)
+        wait_for("four members everywhere", lambda: agreed(nodes, 4))
+        cluster = nodes[0].cluster(request_timeout=30)
+        stack.callback(cluster.shutdown)
+        cluster.connect().execute(
+            "CREATE KEYSPACE racks WITH replication = {'class': 'NetworkTopologyStrategy', 'dc1': 3}")
+        # Each rack holds one whole copy: r2's and r3's nodes replicate
+        # everything, r1's two split it, each within 2% of half.
+        wait_for("the fourth node replicating", lambda: len(ownership(nodes[0], "racks")) == 4)
+        shares = ownership(nodes[0], "racks")
+        for n, rack in zip(nodes, racks):
+            fair = 0.5 if rack == "r1" else 1.0
+            assert abs(shares[n.address] - fair) < 0.01, shares

@@ -15,7 +15,8 @@
 //! joins it has proposed (one task does both, so two joiners never get the
 //! same ranges; `token_allocation`: what the joiner's data center
 //! replicates comes out even at the leader's
-//! `allocate_tokens_for_local_replication_factor`), proposes a `Join`
+//! `allocate_tokens_for_local_replication_factor`, rack by rack where the
+//! data center has that many racks), proposes a `Join`
 //! entry (host id, storage address, shard count, data center, rack,
 //! tokens) and answers with it once it is applied. Asking again is safe: a member gets its
 //! record back, a join in flight is proposed again with the same tokens.
@@ -62,7 +63,7 @@
 //! (never 0).
 
 use std::cell::{Cell, RefCell};
-use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
+use std::collections::{BTreeMap, HashMap, HashSet};
 use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::rc::Rc;
@@ -82,7 +83,8 @@ use crate::group0_snapshot::Group0State;
 use crate::messaging::{self, Caller, MessagingError};
 use crate::raft_codec;
 use crate::raft_store::{RaftStore, StoredLog};
-use crate::token_allocation::allocate_tokens;
+use crate::replication::Placement;
+use crate::token_allocation::{allocate_tokens, balancing_group};
 use crate::verb::Verb;
 
 /// How often raft-rs is ticked; elections after 10 ticks without a leader.
@@ -380,13 +382,15 @@ fn propose_join(raft: &mut RawNode<StoredLog>, group: &Group0, pending: &mut Pen
             }
         };
         if member.tokens.is_empty() {
-            let local: BTreeSet<Uuid> = members
+            let place = |m: &Member| Placement { data_center: m.data_center.clone(), rack: m.rack.clone() };
+            let others: Vec<(Uuid, Placement)> = members
                 .values()
                 .chain(pending.values().map(|(m, _)| m))
-                .filter(|m| m.data_center == member.data_center && m.host_id != member.host_id)
-                .map(|m| m.host_id)
+                .filter(|m| m.host_id != member.host_id)
+                .map(|m| (m.host_id, place(m)))
                 .collect();
-            let rf = group.token_allocation_rf;
+            let (local, rf) =
+                balancing_group(&place(&member), others.iter().map(|(h, p)| (*h, p)), group.token_allocation_rf);
             member.tokens = allocate_tokens(&ring, &local, member.host_id, num_tokens.max(1), rf);
         } else if replaces.is_none() && member.tokens.iter().any(|t| ring.holds(*t)) {
             let _ = done.send(Err(format!("node {} holds tokens another member holds", member.host_id)));

@@ -30,14 +30,41 @@
 //! interleaved slices (at RF=3 the pattern a b c a b c …), the shape from
 //! which the next joiner can even every host out.
 //!
-//! Racks are not considered: NetworkTopologyStrategy also spreads replicas
-//! over racks, so with racks fewer than RF shares can differ.
+//! Racks ([`balancing_group`]). When a data center has exactly RF racks,
+//! NetworkTopologyStrategy puts one replica of every range on each rack:
+//! a rack holds a whole copy, split among its nodes by the ranges each
+//! owns first among the rack's tokens. A joiner then balances against its
+//! rack's nodes at RF=1, as Cassandra's allocator does by rack. With
+//! other rack counts the data center is balanced as one group of hosts,
+//! which NetworkTopologyStrategy's spreading over racks can skew; and a
+//! keyspace of SimpleStrategy, which ignores racks, sees the rack-wise
+//! tokens' first-owned shares.
 
 use std::collections::BTreeSet;
 
 use uuid::Uuid;
 
+use crate::replication::Placement as Place;
 use crate::ring::{range_width, TokenRing, RING_TOKENS};
+
+/// Whom a joiner at `joiner` balances its tokens against, and at which
+/// replication factor: the other nodes of its data center (of `others`:
+/// the members and joins in flight) at `replication_factor`; or, where
+/// that data center has exactly `replication_factor` racks counting the
+/// joiner's (and more than one), the other nodes of its rack at 1.
+pub fn balancing_group<'a>(
+    joiner: &Place,
+    others: impl IntoIterator<Item = (Uuid, &'a Place)>,
+    replication_factor: usize,
+) -> (BTreeSet<Uuid>, usize) {
+    let local: Vec<(Uuid, &Place)> = others.into_iter().filter(|(_, p)| p.data_center == joiner.data_center).collect();
+    let racks: BTreeSet<&str> = local.iter().map(|(_, p)| p.rack.as_str()).chain([joiner.rack.as_str()]).collect();
+    if replication_factor > 1 && racks.len() == replication_factor {
+        let rack = local.iter().filter(|(_, p)| p.rack == joiner.rack).map(|(h, _)| *h).collect();
+        return (rack, 1);
+    }
+    (local.iter().map(|(h, _)| *h).collect(), replication_factor)
+}
 
 /// How much evening out each token's span counts against evening out
 /// each host's share. Measured over 6 host-id draws, 1 to 16 nodes joining
@@ -335,9 +362,10 @@ fn walk(at: impl Fn(usize) -> (i64, u32), n: usize, i: usize, rf: usize, seen: &
 
 #[cfg(test)]
 mod tests {
-    use std::collections::BTreeMap;
+    use std::collections::{BTreeMap, HashMap};
 
     use super::*;
+    use crate::replication::{ReplicaMap, Strategy, VnodeReplicas};
 
     /// Every host's replicated share of `ring` at `rf` (each summing to
     /// min(rf, hosts)).
@@ -439,6 +467,68 @@ mod tests {
         let joiner = allocate_tokens(&ring, &BTreeSet::from([host(2)]), host(3), 16, 1);
         assert_eq!(joiner.len(), 16);
         assert!(joiner.iter().all(|t| !ring.holds(*t)), "{joiner:?}");
+    }
+
+    /// Each host's share of the ring it replicates under `strategy`.
+    fn replicated_by(ring: &TokenRing, placements: &HashMap<Uuid, Place>, strategy: &Strategy) -> Vec<f64> {
+        let map = VnodeReplicas { ring, placements, strategy, local: Uuid::nil() };
+        let tokens: Vec<i64> = ring.tokens().collect();
+        let mut shares: BTreeMap<Uuid, f64> = BTreeMap::new();
+        for (k, end) in tokens.iter().enumerate() {
+            let start = tokens[(k + tokens.len() - 1) % tokens.len()];
+            for h in map.replicas(*end) {
+                *shares.entry(h).or_default() += range_width(start, *end) as f64 / RING_TOKENS;
+            }
+        }
+        shares.into_values().collect()
+    }
+
+    #[test]
+    fn with_as_many_racks_as_replicas_each_rack_splits_its_copy_evenly() {
+        let rack_of = ["r1", "r2", "r3", "r1", "r2", "r3", "r1"];
+        let strategy = Strategy::NetworkTopology { factors: BTreeMap::from([("dc1".to_string(), 3)]) };
+        let mut placements: HashMap<Uuid, Place> = HashMap::new();
+        let mut hosts: Vec<(Uuid, Vec<i64>)> = Vec::new();
+        let mut ring = TokenRing::default();
+        for (n, rack) in rack_of.iter().enumerate() {
+            let joiner = Place { data_center: "dc1".to_string(), rack: rack.to_string() };
+            let (local, rf) = balancing_group(&joiner, placements.iter().map(|(h, p)| (*h, p)), 3);
+            let tokens = allocate_tokens(&ring, &local, host(n as u128 + 1), 256, rf);
+            hosts.push((host(n as u128 + 1), tokens));
+            placements.insert(host(n as u128 + 1), joiner);
+            ring = TokenRing::new(hosts.iter().map(|(h, t)| (*h, t.as_slice()))).expect("no token twice");
+            if n + 1 < 3 {
+                continue;
+            }
+            // Each rack holds one whole copy, shared by its nodes.
+            let in_rack = |r: &str| placements.values().filter(|p| p.rack == r).count() as f64;
+            let shares = replicated_by(&ring, &placements, &strategy);
+            let order: Vec<&Place> = {
+                let mut ids: Vec<&Uuid> = placements.keys().collect();
+                ids.sort();
+                ids.into_iter().map(|h| &placements[h]).collect()
+            };
+            for (share, place) in shares.iter().zip(order) {
+                let fair = 1.0 / in_rack(&place.rack);
+                assert!(
+                    (share - fair).abs() / fair < 0.02,
+                    "{} nodes: {share:.4} on {}, fair {fair:.4}",
+                    n + 1,
+                    place.rack
+                );
+            }
+        }
+        // Other rack counts: the data center is one group.
+        let two_racks = [(host(1), place("r1")), (host(2), place("r2"))];
+        let (group, rf) = balancing_group(&place("r1"), two_racks.iter().map(|(h, p)| (*h, p)), 3);
+        assert_eq!((group, rf), (BTreeSet::from([host(1), host(2)]), 3));
+        let elsewhere = [(host(1), Place { data_center: "dc2".to_string(), rack: "r2".to_string() })];
+        let (group, rf) = balancing_group(&place("r1"), elsewhere.iter().map(|(h, p)| (*h, p)), 1);
+        assert_eq!((group, rf), (BTreeSet::new(), 1));
+    }
+
+    fn place(rack: &str) -> Place {
+        Place { data_center: "dc1".to_string(), rack: rack.to_string() }
     }
 
     #[test]
