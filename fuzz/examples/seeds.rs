@@ -6,8 +6,8 @@
 //! fills `corpus/commitlog_segment` with valid segments (and a
 //! torn one), `corpus/codec_partition` with encoded partitions and
 //! `corpus/sstable` with inputs that leave each component intact,
-//! `corpus/raft_log` with a Raft log file (and a torn one), a snapshot
-//! file and group 0's snapshot state, and
+//! `corpus/raft_log` with a Raft log file (and a torn one), one that
+//! opens with a snapshot, and group 0's snapshot state, and
 //! `corpus/internode_frame` with a handshake frame and a Raft message frame;
 //! `corpus/data_messages` with a mutation, a read command and partitions.
 
@@ -88,7 +88,11 @@ fn raft_seeds(corpus: &Path) {
     metadata.set_conf_state(conf_state.clone());
     let mut snapshot = raft::eraftpb::Snapshot { data: state.encode().into(), ..Default::default() };
     snapshot.set_metadata(metadata);
-    write(&raft_log, "snapshot", &shoal_cluster::raft_store::encode_snapshot_file(&snapshot));
+    let mut compacted = shoal_cluster::raft_store::encode_snapshot_record(&snapshot);
+    let after = Entry { term: 1, index: 4, data: bytes::Bytes::from_static(b"op-4"), ..Entry::default() };
+    let hard_state = HardState { commit: 4, ..hard_state };
+    compacted.extend(shoal_cluster::raft_store::encode_records(&[after], Some(&hard_state), Some(&conf_state)));
+    write(&raft_log, "compacted", &compacted);
 
     let frames = corpus.join("internode_frame");
     let hello = shoal_cluster::hello::Hello {

@@ -51,13 +51,18 @@
 //! with the dead one's tokens, the dead one leaving. The new node streams
 //! its ranges like any joiner; once it is normal, the dead one has left.
 //!
-//! Snapshots. Once `snapshot_threshold` entries were applied since the
-//! last snapshot, the node snapshots what they built ([`Group0State`]:
-//! members, their states, the latest schema) and drops the entries up to
-//! it, so the log stays bounded however many changes the cluster sees.
-//! A restart starts from the snapshot; a follower that needs entries the
-//! leader dropped — one down for long, or a new node — is sent the
-//! snapshot instead and takes its state whole ([`restore`]).
+//! Snapshots. Once `snapshot_threshold_entries` entries or
+//! [`SNAPSHOT_LOG_BYTES`] of log were applied since the last snapshot, the
+//! node snapshots what they built ([`Group0State`]: members, their
+//! states, the latest schema) and drops the entries up to it, so the log
+//! stays bounded however many changes the cluster sees. No entries are
+//! kept behind it: the state is small, so a follower a little behind
+//! takes the snapshot as cheaply as the entries. A restart starts from
+//! the snapshot; a follower that needs entries the leader dropped — one
+//! down for long, or a new node — is sent the snapshot instead and takes
+//! its state whole ([`restore`]): a snapshot that does not name it as a
+//! member it would refuse, so the leader takes a newer one when raft asks
+//! for it. The schema applier then sees the latest schema entry only.
 //!
 //! Members are known to Raft by a raft id: the first 8 bytes of the host id
 //! (never 0).
@@ -123,13 +128,15 @@ pub struct Group0Config {
     /// `allocate_tokens_for_local_replication_factor`).
     pub token_allocation_rf: usize,
     /// Entries applied after which a snapshot is taken and the log before
-    /// it dropped.
-    pub snapshot_threshold: u64,
+    /// it dropped (at least 1).
+    pub snapshot_threshold_entries: u64,
 }
 
 /// Applies a schema entry that took effect: its log index and payload.
 /// Called on shard 0, in log order, on every node (again for the entries
-/// a restart replays: it skips what it already holds).
+/// a restart replays: it skips what it already holds); after a snapshot
+/// is restored, with its latest schema entry alone, those before it
+/// skipped.
 pub type SchemaApplier = Rc<dyn Fn(u64, Bytes) -> LocalBoxFuture<'static, ()>>;
 
 /// The raft id of a host: its first 8 bytes, never 0 (raft-rs's "none").
@@ -194,7 +201,7 @@ struct Group0 {
     schema_index: Cell<u64>,
     /// Its payload: the schema, for snapshots.
     latest_schema: RefCell<Bytes>,
-    snapshot_threshold: u64,
+    snapshot_threshold_entries: u64,
     /// The index of the latest entry applied.
     applied: Cell<u64>,
     /// Who waits for an index to be applied.
@@ -221,6 +228,7 @@ pub async fn run(config: Group0Config) {
 }
 
 async fn drive(config: Group0Config) -> Result<(), String> {
+    assert!(config.snapshot_threshold_entries > 0, "a snapshot follows at least one entry");
     let store = RaftStore::open(&config.dir).await.map_err(|e| e.to_string())?;
     let my_id = raft_id(config.me.host_id);
     let fresh = store.storage().initial_state().map_err(|e| e.to_string())?.conf_state.voters.is_empty()
@@ -254,7 +262,7 @@ async fn drive(config: Group0Config) -> Result<(), String> {
         token_allocation_rf: config.token_allocation_rf,
         schema_index: Cell::new(0),
         latest_schema: RefCell::default(),
-        snapshot_threshold: config.snapshot_threshold.max(1),
+        snapshot_threshold_entries: config.snapshot_threshold_entries,
         applied: Cell::new(0),
         applied_waiters: RefCell::default(),
         proposals: RefCell::default(),
@@ -262,7 +270,7 @@ async fn drive(config: Group0Config) -> Result<(), String> {
     GROUP0.with(|g| *g.borrow_mut() = Some(Rc::clone(&group)));
     let snapshot = store.snapshot();
     if snapshot.get_metadata().index > 0 {
-        restore(&group, &snapshot).await?;
+        restore(&group, snapshot.get_metadata().index, Group0State::decode(&snapshot.data)?).await;
     }
     register_handlers();
     if fresh && config.bootstrap {
@@ -518,8 +526,11 @@ async fn handle_ready(
     let mut ready = raft.ready();
     send(group, ready.take_messages());
     if !ready.snapshot().is_empty() {
+        // Decoded before it is kept: one this node cannot read (a newer
+        // format) must not replace the log it can.
+        let state = Group0State::decode(&ready.snapshot().data)?;
         store.install(ready.snapshot()).await.map_err(|e| e.to_string())?;
-        restore(group, ready.snapshot()).await?;
+        restore(group, ready.snapshot().get_metadata().index, state).await;
     }
     apply(raft, store, group, pending, ready.take_committed_entries()).await?;
     store.persist(ready.entries(), ready.hs(), None).await.map_err(|e| e.to_string())?;
@@ -609,11 +620,9 @@ fn state_of(group: &Group0) -> Group0State {
     }
 }
 
-/// Takes the state `snapshot` holds in place of what this node applied:
-/// at start, from its own snapshot, or one the leader sent.
-async fn restore(group: &Group0, snapshot: &Snapshot) -> Result<(), String> {
-    let index = snapshot.get_metadata().index;
-    let state = Group0State::decode(&snapshot.data)?;
+/// Takes `state`, a snapshot's at entry `index`, in place of what this
+/// node applied: at start, from its own snapshot, or one the leader sent.
+async fn restore(group: &Group0, index: u64, state: Group0State) {
     let members: BTreeMap<u64, Member> = state.members.iter().map(|(m, _)| (raft_id(m.host_id), m.clone())).collect();
     for (id, old) in group.members.borrow().iter() {
         if !members.contains_key(id) {
@@ -644,18 +653,18 @@ async fn restore(group: &Group0, snapshot: &Snapshot) -> Result<(), String> {
         group.members.borrow().len(),
         state.schema_index
     );
-    Ok(())
 }
 
 /// Snapshots what was applied and drops the log before it, once
-/// `snapshot_threshold` entries were applied since the last snapshot or
+/// `snapshot_threshold_entries` entries were applied since the last snapshot or
 /// the log holds `SNAPSHOT_LOG_BYTES` (schema entries grow with the
 /// schema), or when raft wants a newer one to send.
 async fn take_snapshot_when_due(raft: &RawNode<StoredLog>, store: &RaftStore, group: &Group0) -> Result<(), String> {
     let applied = raft.raft.raft_log.applied;
     let compacted = store.compacted();
     let wanted = store.take_snapshot_wanted();
-    let due = applied.saturating_sub(compacted) >= group.snapshot_threshold || store.log_bytes() >= SNAPSHOT_LOG_BYTES;
+    let due = applied.saturating_sub(compacted) >= group.snapshot_threshold_entries
+        || store.log_bytes() >= SNAPSHOT_LOG_BYTES;
     if applied <= compacted || !(due || wanted) {
         return Ok(());
     }

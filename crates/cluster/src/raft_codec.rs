@@ -104,7 +104,7 @@ pub fn decode_message(bytes: &[u8]) -> Result<Message, RaftCodecError> {
 }
 
 /// `[bytes data][u64 index][u64 term][conf state]`: in a message, and as
-/// group 0's snapshot file holds it.
+/// a Raft log file opens with it.
 pub fn encode_snapshot(snapshot: &Snapshot, out: &mut Vec<u8>) {
     put_bytes(out, &snapshot.data);
     let metadata = snapshot.metadata.as_ref().cloned().unwrap_or_default();

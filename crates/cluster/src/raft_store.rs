@@ -4,27 +4,26 @@
 //! entries, read on the one shard that drives the group, so its lock is
 //! never contended, and the snapshot with its data).
 //!
-//! Two files. `raft.log` is a sequence of records `[u32 length][u32
+//! One file, `raft.log`: a sequence of records `[u32 length][u32
 //! crc32c][u8 kind][payload]` (lengths and checksums over kind and
-//! payload): entries, a hard state, a configuration, each as `raft_codec`
-//! encodes it. What raft asks to persist from one `Ready` is written as one
-//! write and one fdatasync ([`RaftStore::persist`]) before anything that
-//! depends on it is sent. `raft.snapshot` is one such record holding the
-//! latest snapshot, replaced whole (written aside, synced, renamed).
+//! payload): a snapshot, entries, a hard state, a configuration, each as
+//! `raft_codec` encodes it. What raft asks to persist from one `Ready` is
+//! written as one write and one fdatasync ([`RaftStore::persist`]) before
+//! anything that depends on it is sent.
 //!
-//! At start the snapshot is loaded and the log's records replayed in order
-//! into memory, so the log ends as it was: a later append that overwrote a
-//! suffix overwrites it again. A torn or damaged tail (a crash mid-write)
-//! ends the replay and is cut off; the log before it stands. A record that
-//! contradicts the log (entries not following on from it) is corruption and
-//! an error, never a panic.
+//! At start the records are replayed in order into memory, so the log ends
+//! as it was: a later append that overwrote a suffix overwrites it again.
+//! A torn or damaged tail (a crash mid-write) ends the replay and is cut
+//! off; the log before it stands. A record that contradicts the log
+//! (entries not following on from it) is corruption and an error, never a
+//! panic.
 //!
 //! Compaction ([`RaftStore::compact`], with a snapshot the group took of
 //! what it applied) and a snapshot from the leader ([`RaftStore::install`])
-//! both write the snapshot file first, then replace the log file by one
-//! holding only what follows the snapshot. A crash between the two leaves
-//! the old log beside the new snapshot: its entries up to the snapshot are
-//! skipped at replay, so either file order reads the same.
+//! replace the whole file, all or nothing (written aside, synced, renamed
+//! over it): the snapshot first, then the entries after it, the hard state
+//! and the configuration. A crash leaves the old file or the new one,
+//! never a snapshot beside a log that predates it.
 
 use std::cell::{Cell, RefCell};
 use std::path::{Path, PathBuf};
@@ -71,7 +70,7 @@ pub struct StoredLog {
 impl StoredLog {
     /// The index of the latest snapshot (0: none): the last entry dropped.
     fn compacted(&self) -> u64 {
-        self.snapshot.borrow().get_metadata().index
+        self.memory.first_index().unwrap_or(1) - 1
     }
 }
 
@@ -119,47 +118,29 @@ impl Storage for StoredLog {
 pub struct RaftStore {
     log: StoredLog,
     path: PathBuf,
-    snapshot_path: PathBuf,
     /// The log file, replaced whole by compaction.
     file: RefCell<Rc<File>>,
     /// Where the next record goes.
     end: Cell<u64>,
+    /// The bytes of the snapshot record at the file's start (0: none).
+    snapshot_bytes: Cell<u64>,
 }
 
 impl RaftStore {
     /// Opens (or creates) the log in `dir` and replays it into memory.
     pub async fn open(dir: &Path) -> Result<RaftStore, RaftStoreError> {
         let path = dir.join("raft.log");
-        let snapshot_path = dir.join("raft.snapshot");
-        let io = |path: &Path| {
-            let path = path.to_path_buf();
-            move |source| RaftStoreError::Io { path, source }
-        };
-        shoal_io::create_dir_all(dir, IoClass::Maintenance).await.map_err(io(dir))?;
+        let io = |source| RaftStoreError::Io { path: path.clone(), source };
+        shoal_io::create_dir_all(dir, IoClass::Maintenance).await.map_err(io)?;
+        let file = File::open_rw(&path, IoClass::Maintenance).await.map_err(io)?;
+        let bytes = file.read_all(IoClass::Maintenance).await.map_err(io)?;
         let memory = MemStorage::new();
-        let mut snapshot = Snapshot::default();
-        if shoal_io::exists(&snapshot_path, IoClass::Maintenance).await.map_err(io(&snapshot_path))? {
-            let file = File::open(&snapshot_path, IoClass::Maintenance).await.map_err(io(&snapshot_path))?;
-            let bytes = file.read_all(IoClass::Maintenance).await.map_err(io(&snapshot_path))?;
-            snapshot = decode_snapshot_file(&bytes).map_err(|reason| RaftStoreError::Corrupt {
-                path: snapshot_path.clone(),
-                offset: 0,
-                reason,
-            })?;
-            memory.wl().apply_snapshot(snapshot.clone()).map_err(|e| RaftStoreError::Corrupt {
-                path: snapshot_path.clone(),
-                offset: 0,
-                reason: e.to_string(),
-            })?;
-        }
-        let file = File::open_rw(&path, IoClass::Maintenance).await.map_err(io(&path))?;
-        let bytes = file.read_all(IoClass::Maintenance).await.map_err(io(&path))?;
-        let compacted = snapshot.get_metadata().index;
-        let good = replay(&bytes, &memory, compacted).map_err(|(offset, reason)| RaftStoreError::Corrupt {
+        let replayed = replay(&bytes, &memory).map_err(|(offset, reason)| RaftStoreError::Corrupt {
             path: path.clone(),
             offset,
             reason,
         })?;
+        let good = replayed.bytes;
         if good < bytes.len() {
             tracing::warn!(
                 "raft log {}: {} bytes after offset {good} are a torn write; dropped",
@@ -173,11 +154,17 @@ impl RaftStore {
                 .write(true)
                 .open(&path)
                 .and_then(|f| f.set_len(good as u64))
-                .map_err(|source| io(&path)(shoal_io::IoError { path: path.clone(), source }))?;
-            file.sync_data(IoClass::Maintenance).await.map_err(io(&path))?;
+                .map_err(|source| io(shoal_io::IoError { path: path.clone(), source }))?;
+            file.sync_data(IoClass::Maintenance).await.map_err(io)?;
         }
-        let log = StoredLog { memory, snapshot: Rc::new(RefCell::new(snapshot)), wanted: Rc::default() };
-        Ok(RaftStore { log, path, snapshot_path, file: RefCell::new(Rc::new(file)), end: Cell::new(good as u64) })
+        let snapshot = Rc::new(RefCell::new(replayed.snapshot.unwrap_or_default()));
+        Ok(RaftStore {
+            log: StoredLog { memory, snapshot, wanted: Rc::default() },
+            path,
+            file: RefCell::new(Rc::new(file)),
+            end: Cell::new(good as u64),
+            snapshot_bytes: Cell::new(replayed.snapshot_bytes as u64),
+        })
     }
 
     /// The state raft-rs reads (a handle on the same memory).
@@ -190,9 +177,9 @@ impl RaftStore {
         self.log.snapshot.borrow().clone()
     }
 
-    /// How many bytes the log file holds.
+    /// How many bytes the log file holds after its snapshot.
     pub fn log_bytes(&self) -> u64 {
-        self.end.get()
+        self.end.get() - self.snapshot_bytes.get()
     }
 
     /// The index of the latest snapshot (0: none): the last entry dropped.
@@ -231,7 +218,7 @@ impl RaftStore {
         file.sync_data(IoClass::Maintenance).await.map_err(io)?;
         self.end.set(at + written);
         let corrupt = |reason: String| RaftStoreError::Corrupt { path: self.path.clone(), offset: at as usize, reason };
-        apply_entries(&self.log.memory, entries, self.log.compacted()).map_err(corrupt)?;
+        apply_entries(&self.log.memory, entries).map_err(corrupt)?;
         let mut core = self.log.memory.wl();
         if let Some(state) = hard_state {
             core.set_hardstate(state.clone());
@@ -249,42 +236,58 @@ impl RaftStore {
         let memory = &self.log.memory;
         let (first, last) = (memory.first_index().unwrap_or(1), memory.last_index().unwrap_or(0));
         assert!(first <= index && index <= last, "compacting at {index} a log of {first}..={last}");
-        self.write_snapshot(&snapshot).await?;
-        let kept = memory.entries(index + 1, last + 1, None, GetEntriesContext::empty(false)).unwrap_or_default();
-        let hard_state = memory.initial_state().map(|s| s.hard_state).unwrap_or_default();
-        {
-            let mut core = memory.wl();
-            // apply_snapshot drops every entry and sets the commit to the
-            // snapshot's index: the later entries and the commit go back.
-            core.apply_snapshot(snapshot).map_err(|e| self.corrupt(e.to_string()))?;
-            core.append(&kept).map_err(|e| self.corrupt(e.to_string()))?;
-            core.set_hardstate(hard_state);
-        }
-        self.rewrite_log(&kept).await
+        let storage_error = |e: raft::Error| self.corrupt(e.to_string());
+        let kept = memory.entries(index + 1, last + 1, None, GetEntriesContext::empty(false)).map_err(storage_error)?;
+        let state = memory.initial_state().map_err(storage_error)?;
+        self.rewrite(&snapshot, &kept, &state.hard_state, &state.conf_state).await?;
+        let mut core = memory.wl();
+        // apply_snapshot drops every entry and sets the commit to the
+        // snapshot's index: the later entries and the commit go back.
+        core.apply_snapshot(snapshot.clone()).map_err(storage_error)?;
+        core.append(&kept).map_err(storage_error)?;
+        core.set_hardstate(state.hard_state);
+        drop(core);
+        *self.log.snapshot.borrow_mut() = snapshot;
+        Ok(())
     }
 
     /// Takes `snapshot`, sent by the leader, in place of the whole log.
     pub async fn install(&self, snapshot: &Snapshot) -> Result<(), RaftStoreError> {
-        self.write_snapshot(snapshot).await?;
-        self.log.memory.wl().apply_snapshot(snapshot.clone()).map_err(|e| self.corrupt(e.to_string()))?;
-        self.rewrite_log(&[]).await
-    }
-
-    async fn write_snapshot(&self, snapshot: &Snapshot) -> Result<(), RaftStoreError> {
-        let bytes = encode_snapshot_file(snapshot);
-        let tmp = self.snapshot_path.with_extension("snapshot.tmp");
-        shoal_io::replace_durably(&self.snapshot_path, &tmp, bytes, IoClass::Maintenance)
-            .await
-            .map_err(|source| RaftStoreError::Io { path: self.snapshot_path.clone(), source })?;
+        let storage_error = |e: raft::Error| self.corrupt(e.to_string());
+        let state = self.log.memory.initial_state().map_err(storage_error)?;
+        let metadata = snapshot.get_metadata();
+        let mut hard_state = state.hard_state;
+        if metadata.term > hard_state.term {
+            // A vote belongs to its term.
+            hard_state.term = metadata.term;
+            hard_state.vote = 0;
+        }
+        hard_state.commit = hard_state.commit.max(metadata.index);
+        self.rewrite(snapshot, &[], &hard_state, metadata.get_conf_state()).await?;
+        self.log.memory.wl().apply_snapshot(snapshot.clone()).map_err(storage_error)?;
+        self.log.memory.wl().set_hardstate(hard_state);
         *self.log.snapshot.borrow_mut() = snapshot.clone();
         Ok(())
     }
 
-    /// Replaces the log file by one holding `entries` and the current hard
-    /// state and configuration.
-    async fn rewrite_log(&self, entries: &[Entry]) -> Result<(), RaftStoreError> {
-        let state = self.log.memory.initial_state().map_err(|e| self.corrupt(e.to_string()))?;
-        let bytes = encode_records(entries, Some(&state.hard_state), Some(&state.conf_state));
+    /// Replaces the log file by one holding `snapshot`, the `entries` after
+    /// it, `hard_state` and `conf_state`, all or nothing.
+    async fn rewrite(
+        &self,
+        snapshot: &Snapshot,
+        entries: &[Entry],
+        hard_state: &HardState,
+        conf_state: &ConfState,
+    ) -> Result<(), RaftStoreError> {
+        let mut bytes = encode_snapshot_record(snapshot);
+        let snapshot_bytes = bytes.len();
+        for chunk in record_sized_chunks(entries) {
+            bytes.extend(encode_records(chunk, None, None));
+        }
+        bytes.extend(encode_records(&[], Some(hard_state), Some(conf_state)));
+        if snapshot_bytes > MAX_RECORD_BYTES {
+            return Err(self.corrupt(format!("a snapshot of {snapshot_bytes} bytes, over {MAX_RECORD_BYTES}")));
+        }
         let io = |source| RaftStoreError::Io { path: self.path.clone(), source };
         let written = bytes.len() as u64;
         let tmp = self.path.with_extension("log.tmp");
@@ -292,6 +295,7 @@ impl RaftStore {
         let file = File::open_rw(&self.path, IoClass::Maintenance).await.map_err(io)?;
         *self.file.borrow_mut() = Rc::new(file);
         self.end.set(written);
+        self.snapshot_bytes.set(snapshot_bytes as u64);
         Ok(())
     }
 
@@ -340,36 +344,59 @@ fn record_at(bytes: &[u8]) -> Option<(u8, &[u8])> {
     (crc32c::crc32c(body) == crc).then(|| (body[0], &body[1..]))
 }
 
-/// A snapshot file: one record holding `snapshot`.
-pub fn encode_snapshot_file(snapshot: &Snapshot) -> Vec<u8> {
-    let mut bytes = Vec::new();
-    record(&mut bytes, SNAPSHOT, |payload| raft_codec::encode_snapshot(snapshot, payload));
-    bytes
+/// The record of `snapshot`, which opens a log file.
+pub fn encode_snapshot_record(snapshot: &Snapshot) -> Vec<u8> {
+    let mut out = Vec::new();
+    record(&mut out, SNAPSHOT, |payload| raft_codec::encode_snapshot(snapshot, payload));
+    out
 }
 
-/// The snapshot a snapshot file holds: exactly one whole record. Total
-/// (fuzzed by `fuzz/fuzz_targets/raft_log.rs`).
-pub fn decode_snapshot_file(bytes: &[u8]) -> Result<Snapshot, String> {
-    match record_at(bytes) {
-        Some((SNAPSHOT, payload)) if RECORD_HEADER_BYTES + 1 + payload.len() == bytes.len() => {
-            raft_codec::decode_snapshot(payload).map_err(|e| e.to_string())
+/// `entries` in runs whose record stays under [`MAX_RECORD_BYTES`] (each
+/// entry was persisted in one, so each fits).
+fn record_sized_chunks(entries: &[Entry]) -> impl Iterator<Item = &[Entry]> {
+    let budget = MAX_RECORD_BYTES / 2;
+    let mut rest = entries;
+    std::iter::from_fn(move || {
+        if rest.is_empty() {
+            return None;
         }
-        _ => Err("not one whole snapshot record".to_string()),
-    }
+        let (mut bytes, mut n) = (0, 0);
+        while n < rest.len() && (n == 0 || bytes + rest[n].data.len() + rest[n].context.len() < budget) {
+            bytes += rest[n].data.len() + rest[n].context.len();
+            n += 1;
+        }
+        let (chunk, later) = rest.split_at(n);
+        rest = later;
+        Some(chunk)
+    })
 }
 
-/// Replays a log file's `bytes` into `memory`, which holds the snapshot at
-/// index `compacted` (0: none) — entries up to it are skipped; returns how
-/// many bytes were whole records, or where and why a whole record
-/// contradicts the log. Total: any bytes give an answer, never a panic
-/// (fuzzed by `fuzz/fuzz_targets/raft_log.rs`).
-pub fn replay(bytes: &[u8], memory: &MemStorage, compacted: u64) -> Result<usize, (usize, String)> {
+/// What a replay found: the whole records' bytes, and the snapshot the log
+/// starts with, if it does, and its record's bytes.
+#[derive(Debug, Default)]
+pub struct Replayed {
+    pub bytes: usize,
+    pub snapshot: Option<Snapshot>,
+    pub snapshot_bytes: usize,
+}
+
+/// Replays a log file's `bytes` into `memory`: what it found, or where and
+/// why a whole record contradicts the log. A snapshot may only open the
+/// file. Total: any bytes give an answer, never a panic (fuzzed by
+/// `fuzz/fuzz_targets/raft_log.rs`).
+pub fn replay(bytes: &[u8], memory: &MemStorage) -> Result<Replayed, (usize, String)> {
+    let mut replayed = Replayed::default();
     let mut at = 0;
     while let Some((kind, payload)) = record_at(&bytes[at..]) {
         let applied = match kind {
-            ENTRIES => {
-                decode_entries(payload).map_err(|e| e.to_string()).and_then(|e| apply_entries(memory, &e, compacted))
-            }
+            SNAPSHOT if at == 0 => raft_codec::decode_snapshot(payload).map_err(|e| e.to_string()).and_then(|s| {
+                memory.wl().apply_snapshot(s.clone()).map_err(|e| e.to_string())?;
+                replayed.snapshot = Some(s);
+                replayed.snapshot_bytes = RECORD_HEADER_BYTES + 1 + payload.len();
+                Ok(())
+            }),
+            SNAPSHOT => Err("a snapshot after the log's start".to_string()),
+            ENTRIES => decode_entries(payload).map_err(|e| e.to_string()).and_then(|e| apply_entries(memory, &e)),
             HARD_STATE => raft_codec::decode_hard_state(payload)
                 .map(|state| memory.wl().set_hardstate(state))
                 .map_err(|e| e.to_string()),
@@ -381,15 +408,16 @@ pub fn replay(bytes: &[u8], memory: &MemStorage, compacted: u64) -> Result<usize
         applied.map_err(|reason| (at, reason))?;
         at += RECORD_HEADER_BYTES + 1 + payload.len();
     }
-    // A log written before its snapshot was taken or received (a crash
-    // between the two files) may name an older commit or term: the
-    // snapshot's are the least raft may start from.
-    let (index, term) = (compacted, memory.term(compacted).unwrap_or(0));
-    let mut core = memory.wl();
-    let state = core.mut_hard_state();
-    state.commit = state.commit.max(index);
-    state.term = state.term.max(term);
-    Ok(at)
+    replayed.bytes = at;
+    if let Some(snapshot) = &replayed.snapshot {
+        // raft-rs panics on a commit below its snapshot; none is written,
+        // but a damaged file must not crash the node.
+        let (index, commit) = (snapshot.get_metadata().index, memory.rl().hard_state().commit);
+        if commit < index {
+            return Err((0, format!("a commit of {commit} below the snapshot at {index}")));
+        }
+    }
+    Ok(replayed)
 }
 
 fn decode_entries(mut payload: &[u8]) -> Result<Vec<Entry>, RaftCodecError> {
@@ -404,10 +432,8 @@ fn decode_entries(mut payload: &[u8]) -> Result<Vec<Entry>, RaftCodecError> {
 }
 
 /// Appends `entries` after checking they follow on from the log (raft-rs
-/// panics on a gap, and a damaged file must not crash the node); those up
-/// to `compacted`, the snapshot's index, are in the snapshot already.
-fn apply_entries(memory: &MemStorage, entries: &[Entry], compacted: u64) -> Result<(), String> {
-    let entries = &entries[entries.iter().take_while(|e| e.index <= compacted).count()..];
+/// panics on a gap, and a damaged file must not crash the node).
+fn apply_entries(memory: &MemStorage, entries: &[Entry]) -> Result<(), String> {
     let Some(first) = entries.first() else { return Ok(()) };
     let (first_index, last_index) = (memory.first_index().unwrap_or(1), memory.last_index().unwrap_or(0));
     if first.index < first_index || first.index > last_index + 1 {
@@ -489,7 +515,7 @@ mod tests {
     }
 
     #[test]
-    fn compaction_keeps_what_follows_the_snapshot_even_across_a_crash_between_the_files() {
+    fn compaction_keeps_what_follows_the_snapshot_in_one_file_replaced_whole() {
         let dir = dir("compact");
         shoal_io::block_on(async {
             let store = RaftStore::open(&dir).await.expect("a new log");
@@ -497,26 +523,29 @@ mod tests {
             let cs = ConfState { voters: vec![1, 2, 3], ..Default::default() };
             let entries: Vec<Entry> = (1..=5).map(|i| entry(1, i)).collect();
             store.persist(&entries, Some(&hs), Some(&cs)).await.expect("persist");
-            let before = std::fs::read(dir.join("raft.log")).expect("the log");
+            let before = store.log_bytes();
 
             store.compact(snapshot_at(3, 1, b"state at 3")).await.expect("compact");
             let expected = vec![(1, 4), (1, 5)];
             assert_eq!(log_of(&store), expected);
             assert_eq!(store.storage().term(3).expect("the snapshot's term"), 1);
-            assert!(std::fs::metadata(dir.join("raft.log")).expect("the log").len() < before.len() as u64);
+            assert!(store.log_bytes() < before, "{} of {before}", store.log_bytes());
             drop(store);
 
-            let reopened = |store: &RaftStore| {
-                assert_eq!(log_of(store), expected);
-                assert_eq!(store.compacted(), 3);
-                assert_eq!(store.snapshot().data, Bytes::from_static(b"state at 3"));
-                assert_eq!(store.storage().initial_state().expect("state").hard_state, hs);
-            };
-            reopened(&RaftStore::open(&dir).await.expect("reopened"));
-            // A crash after the snapshot file was written and before the
-            // log was replaced: the old log's entries up to 3 are skipped.
-            std::fs::write(dir.join("raft.log"), &before).expect("write");
-            reopened(&RaftStore::open(&dir).await.expect("reopened"));
+            // A crash while the next file was being written leaves it
+            // aside, unread.
+            std::fs::write(dir.join("raft.log.tmp"), b"half a file").expect("write");
+            let store = RaftStore::open(&dir).await.expect("reopened");
+            assert_eq!(log_of(&store), expected);
+            assert_eq!(store.compacted(), 3);
+            assert_eq!(store.snapshot().data, Bytes::from_static(b"state at 3"));
+            assert_eq!(store.storage().initial_state().expect("state").hard_state, hs);
+            assert_eq!(store.storage().initial_state().expect("state").conf_state, cs);
+            // Appends follow on after reopening.
+            store.persist(&[entry(1, 6)], None, None).await.expect("persist");
+            drop(store);
+            let store = RaftStore::open(&dir).await.expect("reopened");
+            assert_eq!(log_of(&store), vec![(1, 4), (1, 5), (1, 6)]);
         });
         let _ = std::fs::remove_dir_all(&dir);
     }
@@ -526,7 +555,9 @@ mod tests {
         let dir = dir("install");
         shoal_io::block_on(async {
             let store = RaftStore::open(&dir).await.expect("a new log");
-            store.persist(&[entry(1, 1), entry(1, 2)], None, None).await.expect("persist");
+            let hs = HardState { term: 1, vote: 2, commit: 1, ..Default::default() };
+            let old_voters = ConfState { voters: vec![1, 2], ..Default::default() };
+            store.persist(&[entry(1, 1), entry(1, 2)], Some(&hs), Some(&old_voters)).await.expect("persist");
             store.install(&snapshot_at(10, 2, b"state at 10")).await.expect("install");
             assert_eq!(log_of(&store), vec![]);
             assert_eq!(store.storage().first_index().expect("first"), 11);
@@ -534,7 +565,11 @@ mod tests {
             drop(store);
             let store = RaftStore::open(&dir).await.expect("reopened");
             assert_eq!(log_of(&store), vec![(2, 11)]);
-            assert_eq!(store.storage().initial_state().expect("state").hard_state.commit, 10);
+            let state = store.storage().initial_state().expect("state");
+            // The snapshot's term, with no vote in it; its configuration,
+            // not the one the old log held.
+            assert_eq!(state.hard_state, HardState { term: 2, vote: 0, commit: 10, ..Default::default() });
+            assert_eq!(state.conf_state.voters, vec![1, 2, 3]);
             let storage = store.storage();
             assert_eq!(storage.snapshot(0, 2).expect("a member is sent it").data, Bytes::from_static(b"state at 10"));
             // Not a member in it: raft is told to ask again, and a newer
@@ -543,6 +578,15 @@ mod tests {
             assert!(store.take_snapshot_wanted() && !store.take_snapshot_wanted());
         });
         let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    #[test]
+    fn a_snapshot_only_opens_a_log() {
+        let mut bytes = Vec::new();
+        record(&mut bytes, ENTRIES, |p| raft_codec::encode_entry(&entry(1, 1), p));
+        bytes.extend(encode_snapshot_record(&snapshot_at(3, 1, b"s")));
+        let replayed = replay(&bytes, &MemStorage::new());
+        assert!(matches!(replayed, Err((_, ref reason)) if reason.contains("after the log's start")), "{replayed:?}");
     }
 
     #[test]

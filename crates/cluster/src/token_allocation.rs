@@ -44,7 +44,7 @@ use std::collections::BTreeSet;
 
 use uuid::Uuid;
 
-use crate::replication::Placement as Place;
+use crate::replication::Placement;
 use crate::ring::{range_width, TokenRing, RING_TOKENS};
 
 /// Whom a joiner at `joiner` balances its tokens against, and at which
@@ -53,11 +53,12 @@ use crate::ring::{range_width, TokenRing, RING_TOKENS};
 /// that data center has exactly `replication_factor` racks counting the
 /// joiner's (and more than one), the other nodes of its rack at 1.
 pub fn balancing_group<'a>(
-    joiner: &Place,
-    others: impl IntoIterator<Item = (Uuid, &'a Place)>,
+    joiner: &Placement,
+    others: impl IntoIterator<Item = (Uuid, &'a Placement)>,
     replication_factor: usize,
 ) -> (BTreeSet<Uuid>, usize) {
-    let local: Vec<(Uuid, &Place)> = others.into_iter().filter(|(_, p)| p.data_center == joiner.data_center).collect();
+    let local: Vec<(Uuid, &Placement)> =
+        others.into_iter().filter(|(_, p)| p.data_center == joiner.data_center).collect();
     let racks: BTreeSet<&str> = local.iter().map(|(_, p)| p.rack.as_str()).chain([joiner.rack.as_str()]).collect();
     if replication_factor > 1 && racks.len() == replication_factor {
         let rack = local.iter().filter(|(_, p)| p.rack == joiner.rack).map(|(h, _)| *h).collect();
@@ -190,14 +191,14 @@ struct LocalRing {
 /// changes the evaluation, one outside it does not.
 #[derive(Clone)]
 struct Candidate {
-    placement: Option<Placement>,
+    placement: Option<TokenPlacement>,
     /// The ring from `from` to `to`, clockwise, both exclusive; `None`:
     /// all of it.
     read: Option<(i64, i64)>,
 }
 
 #[derive(Clone)]
-struct Placement {
+struct TokenPlacement {
     token: i64,
     /// Each host's replicated share gained (or lost) by the token.
     changes: Vec<(u32, f64)>,
@@ -280,7 +281,7 @@ impl LocalRing {
 
     /// `new` placed in the range ending at token `i`: its placement, and
     /// the stretch of the ring that evaluating it read.
-    fn place(&mut self, i: usize, new: (i64, u32)) -> (Placement, Option<(i64, i64)>) {
+    fn place(&mut self, i: usize, new: (i64, u32)) -> (TokenPlacement, Option<(i64, i64)>) {
         let n = self.tokens.len();
         let at = self.insertion_point(i, new.0);
         let span = self.span_with(new, at, at);
@@ -322,7 +323,7 @@ impl LocalRing {
             let from = (i as isize - back).rem_euclid(n as isize) as usize;
             (self.tokens[from].0, self.tokens[(i + ahead) % n].0)
         });
-        (Placement { token: new.0, changes, token_score }, read)
+        (TokenPlacement { token: new.0, changes, token_score }, read)
     }
 
     /// Where `token`, inside the range ending at token `i`, goes in the
@@ -470,7 +471,7 @@ mod tests {
     }
 
     /// Each host's share of the ring it replicates under `strategy`.
-    fn replicated_by(ring: &TokenRing, placements: &HashMap<Uuid, Place>, strategy: &Strategy) -> Vec<f64> {
+    fn replicated_by(ring: &TokenRing, placements: &HashMap<Uuid, Placement>, strategy: &Strategy) -> Vec<f64> {
         let map = VnodeReplicas { ring, placements, strategy, local: Uuid::nil() };
         let tokens: Vec<i64> = ring.tokens().collect();
         let mut shares: BTreeMap<Uuid, f64> = BTreeMap::new();
@@ -487,11 +488,11 @@ mod tests {
     fn with_as_many_racks_as_replicas_each_rack_splits_its_copy_evenly() {
         let rack_of = ["r1", "r2", "r3", "r1", "r2", "r3", "r1"];
         let strategy = Strategy::NetworkTopology { factors: BTreeMap::from([("dc1".to_string(), 3)]) };
-        let mut placements: HashMap<Uuid, Place> = HashMap::new();
+        let mut placements: HashMap<Uuid, Placement> = HashMap::new();
         let mut hosts: Vec<(Uuid, Vec<i64>)> = Vec::new();
         let mut ring = TokenRing::default();
         for (n, rack) in rack_of.iter().enumerate() {
-            let joiner = Place { data_center: "dc1".to_string(), rack: rack.to_string() };
+            let joiner = Placement { data_center: "dc1".to_string(), rack: rack.to_string() };
             let (local, rf) = balancing_group(&joiner, placements.iter().map(|(h, p)| (*h, p)), 3);
             let tokens = allocate_tokens(&ring, &local, host(n as u128 + 1), 256, rf);
             hosts.push((host(n as u128 + 1), tokens));
@@ -503,7 +504,7 @@ mod tests {
             // Each rack holds one whole copy, shared by its nodes.
             let in_rack = |r: &str| placements.values().filter(|p| p.rack == r).count() as f64;
             let shares = replicated_by(&ring, &placements, &strategy);
-            let order: Vec<&Place> = {
+            let order: Vec<&Placement> = {
                 let mut ids: Vec<&Uuid> = placements.keys().collect();
                 ids.sort();
                 ids.into_iter().map(|h| &placements[h]).collect()
@@ -522,13 +523,13 @@ mod tests {
         let two_racks = [(host(1), place("r1")), (host(2), place("r2"))];
         let (group, rf) = balancing_group(&place("r1"), two_racks.iter().map(|(h, p)| (*h, p)), 3);
         assert_eq!((group, rf), (BTreeSet::from([host(1), host(2)]), 3));
-        let elsewhere = [(host(1), Place { data_center: "dc2".to_string(), rack: "r2".to_string() })];
+        let elsewhere = [(host(1), Placement { data_center: "dc2".to_string(), rack: "r2".to_string() })];
         let (group, rf) = balancing_group(&place("r1"), elsewhere.iter().map(|(h, p)| (*h, p)), 1);
         assert_eq!((group, rf), (BTreeSet::new(), 1));
     }
 
-    fn place(rack: &str) -> Place {
-        Place { data_center: "dc1".to_string(), rack: rack.to_string() }
+    fn place(rack: &str) -> Placement {
+        Placement { data_center: "dc1".to_string(), rack: rack.to_string() }
     }
 
     #[test]

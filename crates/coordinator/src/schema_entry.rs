@@ -5,8 +5,8 @@
 //! `[u8 kind][u8 target][u32+text]...[schema]`, big-endian lengths. The
 //! schema is zstd-compressed, `[u32 text length][u32+compressed]`, marked
 //! by [`COMPRESSED`] in the kind byte: every entry carries the whole
-//! schema, so the log grows with the square of the DDL statements run,
-//! and schema text compresses about tenfold. (Entries of earlier builds,
+//! schema, so the log between group 0's snapshots grows with the square
+//! of the DDL statements run, and schema text compresses about tenfold. (Entries of earlier builds,
 //! `[u32+schema text]` without the mark, still decode.) Decoding is total
 //! and bounded ([`SCHEMA_BYTES_MAX`]): the bytes come from the Raft log and
 //! peers.

@@ -237,7 +237,7 @@ async fn listen(config: &Config, server_config: Arc<ServerConfig>) -> Result<(),
         bootstrap: config.first_seed,
         apply_schema: shoal_coordinator::schema_applier(),
         token_allocation_rf: config.allocate_tokens_for_local_replication_factor,
-        snapshot_threshold: config.group0_snapshot_threshold,
+        snapshot_threshold_entries: config.group0_snapshot_threshold,
     }));
     shoal_runtime::spawn(shoal_coordinator::maintain_topology());
     shoal_runtime::spawn(shoal_coordinator::cluster::publish_load());
