@@ -18,7 +18,8 @@ SSTables. Then, timed:
 
 For each: wall time, what the gaining nodes report streaming (their
 `streamed in` log lines: partitions, bytes as sent, seconds), MB/s, and
-the CPU the fourth node used over its bootstrap. MB/s is the streamed
+the CPU the fourth node used over its bootstrap, and the partitions its
+row cache holds once it has streamed. MB/s is the streamed
 bytes over the streaming seconds (a gaining node's log line, which ends
 after its flush): for bootstrap, one receiving shard on its own core; for
 decommission and removenode, the receiving nodes sharing CPU 0.
@@ -82,6 +83,13 @@ def log_lengths(nodes):
     return {n.address: len(open(n.log_path, errors="replace").read().splitlines()) for n in nodes}
 
 
+def cache_partitions(node):
+    """The partitions in the node's row cache, all shards."""
+    with urllib.request.urlopen("http://%s:%d/metrics" % (node.address, node.api), timeout=10) as answer:
+        lines = answer.read().decode().splitlines()
+    return int(sum(float(line.split()[-1]) for line in lines if line.startswith("shoal_cache_partitions")))
+
+
 def report(name, wall_s, partitions, size, seconds):
     print("| %s | %.1f | %d | %.0f | %.1f | %.1f |" % (
         name, wall_s, partitions, size / 1e6, seconds, size / 1e6 / max(seconds, 1e-3)))
@@ -118,6 +126,7 @@ def main():
         cpu_s = (process_ticks(joiner.proc.pid) or 0) * TICK_S
         join_wall = wall
         report("bootstrap (3 → 4 nodes)", wall, *streamed([joiner], {}))
+        joiner_cached = cache_partitions(joiner)
 
         since = log_lengths(nodes)
         started = time.monotonic()
@@ -144,6 +153,7 @@ def main():
         repair_wall = time.monotonic() - started
         print()
         print("the joining node used %.1f CPU-s over its bootstrap of %.1f s (start-up included)" % (cpu_s, join_wall))
+        print("the joining node's row cache held %d partitions once it had streamed" % joiner_cached)
         print("repair of shoal_stress on %s: %.1f s: %s" % (nodes[0].address, repair_wall, answer))
     finally:
         for n in nodes + [joiner]:

@@ -326,7 +326,7 @@ impl Database {
         let table = self.table(table_id)?;
         self.check_in_memory_room(table_id, &table)?;
         self.wait_for_memtable_space().await;
-        table.apply(position, update, None);
+        table.apply_streamed(position, update);
         self.maybe_flush();
         Ok(())
     }

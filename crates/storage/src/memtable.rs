@@ -33,6 +33,9 @@ pub struct Memtable {
     first_logged: Option<Position>,
     /// The oldest write timestamp held (for tombstone purging).
     min_timestamp: Option<i64>,
+    /// Whether it holds data streamed from another node (a node
+    /// operation): its flush puts no new partitions into the row cache.
+    streamed: bool,
 }
 
 impl Memtable {
@@ -53,6 +56,17 @@ impl Memtable {
         };
         self.size_bytes = self.size_bytes.saturating_add_signed(grown);
         crate::memory::memtables_changed(grown);
+    }
+
+    /// Applies a partition streamed from another node (a node operation).
+    pub fn apply_streamed(&mut self, position: PartitionPosition, update: PartitionUpdate) {
+        self.streamed = true;
+        self.apply(position, update, None);
+    }
+
+    /// Whether it holds data streamed from another node.
+    pub fn holds_streamed(&self) -> bool {
+        self.streamed
     }
 
     /// Frees the memtable a step at a time, yielding to the shard's other

@@ -227,6 +227,14 @@ impl Table {
         self.active.borrow_mut().apply(position, update, logged_at);
     }
 
+    /// Applies a partition streamed from another node (a node operation),
+    /// unlogged: its memtable's flush updates the row cache's entries but
+    /// adds none, so a stream does not push the cache's hot partitions out
+    /// with cold ones (ScyllaDB's streaming bypasses its cache too).
+    pub fn apply_streamed(&self, position: PartitionPosition, update: PartitionUpdate) {
+        self.active.borrow_mut().apply_streamed(position, update);
+    }
+
     /// The partition at `position`, holding only rows in `ranges`; `None`
     /// when nothing at all is stored for it. The row cache stands in for
     /// the SSTables where it holds the partition, and a read of a whole
@@ -490,9 +498,10 @@ impl Table {
     /// Merges a memtable about to become an SSTable into the cache: into
     /// the entries of its partitions, and as new entries for partitions no
     /// current SSTable may hold (so the memtable's version is all there
-    /// is). Yields every few partitions; stops if TRUNCATE or DROP comes.
+    /// is) unless it holds streamed data. Yields every few partitions;
+    /// stops if TRUNCATE or DROP comes.
     async fn merge_into_cache(&self, memtable: &Rc<Memtable>, epoch: u64) {
-        let insert_new = self.options.borrow().cache;
+        let insert_new = self.options.borrow().cache && !memtable.holds_streamed();
         if !insert_new && self.cache_stats().partitions == 0 {
             return;
         }

@@ -1,7 +1,7 @@
 //! The row cache through `Table`: an entry stays equal to what the
 //! SSTables hold through writes, flushes and compactions (continuity), a
 //! negative entry gives way to a later write, and a flush updates entries
-//! instead of dropping them.
+//! instead of dropping them; streamed data updates entries but adds none.
 
 use bytes::Bytes;
 use shoal_storage::cache::{self, Lookup};
@@ -82,6 +82,41 @@ fn entries_follow_writes_flushes_and_compactions() {
         let after = table.cache_stats();
         assert_eq!(after.misses, before.misses, "reads after flush and compaction missed the cache");
         assert_eq!(after.hits - before.hits, 41);
+    });
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn a_flush_of_streamed_data_updates_entries_but_adds_none() {
+    let dir = std::env::temp_dir().join(format!("shoal-row-cache-streamed-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    shoal_io::block_on(async {
+        let table = Table::new(dir.clone(), 0, Default::default());
+        write(&table, 1, "one", 1);
+        table.flush(Position::ZERO).await.expect("flush");
+        assert!(cached(&table, 1).is_some(), "a client's write is cached by its flush");
+
+        let streamed = |i: u8, value: &str, ts: i64| {
+            let mut row = Row::default();
+            row.columns.insert(1, ColumnData::Atomic(Cell::live(ts, Bytes::from(value.to_string()), None)));
+            let mut p = Partition::default();
+            p.rows.insert(Bytes::new(), ClusteredRow { clustering: Vec::new(), row });
+            table.apply_streamed(position(i), p);
+        };
+        for i in 2..12 {
+            streamed(i, "streamed", 2);
+        }
+        streamed(1, "newer", 3);
+        let before = table.cache_stats().partitions;
+        table.flush(Position::ZERO).await.expect("flush");
+        assert_eq!(table.cache_stats().partitions, before, "streamed partitions went into the cache");
+        for i in 2..12 {
+            assert!(cached(&table, i).is_none(), "key {i} was cached by the flush");
+            assert_eq!(value(&table, i).await.as_deref(), Some(&b"streamed"[..]));
+        }
+        // The entry the cache held follows the streamed write.
+        assert!(cached(&table, 1).is_some());
+        assert_eq!(value(&table, 1).await.as_deref(), Some(&b"newer"[..]));
     });
     let _ = std::fs::remove_dir_all(&dir);
 }
