@@ -13,12 +13,17 @@ fn position(i: u8) -> PartitionPosition {
     PartitionPosition { token: i64::from(i) * 1000, key: Bytes::from(vec![i]) }
 }
 
-fn write(table: &Table, i: u8, value: &str, ts: i64) {
+/// A partition of one row whose column 1 is `value`, written at `ts`.
+fn partition_of(value: &str, ts: i64) -> Partition {
     let mut row = Row::default();
     row.columns.insert(1, ColumnData::Atomic(Cell::live(ts, Bytes::from(value.to_string()), None)));
     let mut p = Partition::default();
     p.rows.insert(Bytes::new(), ClusteredRow { clustering: Vec::new(), row });
-    table.apply(position(i), p, None);
+    p
+}
+
+fn write(table: &Table, i: u8, value: &str, ts: i64) {
+    table.apply(position(i), partition_of(value, ts), None);
 }
 
 async fn value(table: &Table, i: u8) -> Option<Bytes> {
@@ -96,13 +101,7 @@ fn a_flush_of_streamed_data_updates_entries_but_adds_none() {
         table.flush(Position::ZERO).await.expect("flush");
         assert!(cached(&table, 1).is_some(), "a client's write is cached by its flush");
 
-        let streamed = |i: u8, value: &str, ts: i64| {
-            let mut row = Row::default();
-            row.columns.insert(1, ColumnData::Atomic(Cell::live(ts, Bytes::from(value.to_string()), None)));
-            let mut p = Partition::default();
-            p.rows.insert(Bytes::new(), ClusteredRow { clustering: Vec::new(), row });
-            table.apply_streamed(position(i), p);
-        };
+        let streamed = |i: u8, value: &str, ts: i64| table.apply_streamed(position(i), partition_of(value, ts));
         for i in 2..12 {
             streamed(i, "streamed", 2);
         }
