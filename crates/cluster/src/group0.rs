@@ -630,10 +630,7 @@ async fn restore(group: &Group0, index: u64, state: Group0State) {
         }
     }
     for (id, member) in &members {
-        group.addresses.borrow_mut().insert(*id, member.address);
-        if *id != group.id {
-            crate::failure_detector::watch(member.address);
-        }
+        reach(group, *id, member.address);
     }
     *group.states.borrow_mut() = state.members.iter().map(|(m, s)| (raft_id(m.host_id), *s)).collect();
     *group.members.borrow_mut() = members;
@@ -725,10 +722,7 @@ async fn apply_join(
             member.tokens.len()
         );
     }
-    group.addresses.borrow_mut().insert(id, member.address);
-    if id != raft.raft.id {
-        crate::failure_detector::watch(member.address);
-    }
+    reach(group, id, member.address);
     group.members.borrow_mut().insert(id, member.clone());
     let voters = store.storage().initial_state().map_err(|e| e.to_string())?.conf_state.voters;
     if !voters.contains(&id) {
@@ -740,6 +734,15 @@ async fn apply_join(
         let _ = done.send(Ok(member.clone()));
     }
     Ok(true)
+}
+
+/// Member `id` answers at `address`: group 0 sends it there, and the
+/// failure detector pings it (this node aside).
+fn reach(group: &Group0, id: u64, address: SocketAddr) {
+    group.addresses.borrow_mut().insert(id, address);
+    if id != group.id {
+        crate::failure_detector::watch(address);
+    }
 }
 
 /// Applies a member's move to `state` if it may move there now (the same

@@ -264,8 +264,10 @@ impl RaftStore {
         }
         hard_state.commit = hard_state.commit.max(metadata.index);
         self.rewrite(snapshot, &[], &hard_state, metadata.get_conf_state()).await?;
-        self.log.memory.wl().apply_snapshot(snapshot.clone()).map_err(storage_error)?;
-        self.log.memory.wl().set_hardstate(hard_state);
+        let mut core = self.log.memory.wl();
+        core.apply_snapshot(snapshot.clone()).map_err(storage_error)?;
+        core.set_hardstate(hard_state);
+        drop(core);
         *self.log.snapshot.borrow_mut() = snapshot.clone();
         Ok(())
     }
@@ -281,13 +283,13 @@ impl RaftStore {
     ) -> Result<(), RaftStoreError> {
         let mut bytes = encode_snapshot_record(snapshot);
         let snapshot_bytes = bytes.len();
+        if snapshot_bytes > MAX_RECORD_BYTES {
+            return Err(self.corrupt(format!("a snapshot of {snapshot_bytes} bytes, over {MAX_RECORD_BYTES}")));
+        }
         for chunk in record_sized_chunks(entries) {
             bytes.extend(encode_records(chunk, None, None));
         }
         bytes.extend(encode_records(&[], Some(hard_state), Some(conf_state)));
-        if snapshot_bytes > MAX_RECORD_BYTES {
-            return Err(self.corrupt(format!("a snapshot of {snapshot_bytes} bytes, over {MAX_RECORD_BYTES}")));
-        }
         let io = |source| RaftStoreError::Io { path: self.path.clone(), source };
         let written = bytes.len() as u64;
         let tmp = self.path.with_extension("log.tmp");
