@@ -13,7 +13,11 @@ writes of `--keys` partitions (uniform), then reads of them (uniform); with
 `--phases write,read,lwt` also conditional writes (`INSERT ... IF NOT
 EXISTS` at serial consistency SERIAL, into a table of their own so most
 apply: on one node the shard's partition lock, on the cluster a Paxos round
-each).
+each), and `counter`: counter increments (`UPDATE ... SET n = n + 1`, a
+table of their own), each led by one replica, which reads its own shard
+under the partition's lock before it writes. `--stress BIN` runs the
+loader from another build (one whose `shoal stress` knows `--counter`,
+against a server that predates it).
 
 Reported per phase: ops/s, p50/p99 (µs), the server core's busy share
 (from /proc: the servers' CPU time over the phase), and ops per
@@ -93,8 +97,12 @@ class Node:
 
 
 def stress(binary, host, port, phase_name, args, rf, consistency, out):
-    # Conditional writes into a table of their own: new keys, so most apply.
-    workload, extra = ("write", ["--conditional", "--table", "lwt"]) if phase_name == "lwt" else (phase_name, [])
+    # Conditional writes and counters into tables of their own: new keys,
+    # so most conditional writes apply.
+    workload, extra = {
+        "lwt": ("write", ["--conditional", "--table", "lwt"]),
+        "counter": ("write", ["--counter", "--table", "counts"]),
+    }.get(phase_name, (phase_name, []))
     cmd = ["taskset", "-c", str(LOADER_CPU), binary, "stress", "--host", host, "--port", str(port), *extra,
            "--workload", workload, "--pop", "uniform", "--keys", str(args.keys), "--value-size", str(args.value_size),
            "--duration", str(args.duration), "--warmup", "2", "--concurrency", str(args.concurrency),
@@ -108,7 +116,7 @@ def phase(binary, nodes, workload, args, rf, consistency, tmp):
     pids = [n.proc.pid for n in nodes]
     before = sum(process_ticks(p) or 0 for p in pids)
     started = time.monotonic()
-    summary = stress(binary, nodes[0].address, nodes[0].cql, workload, args, rf, consistency,
+    summary = stress(args.stress or binary, nodes[0].address, nodes[0].cql, workload, args, rf, consistency,
                      os.path.join(tmp, "%s-%d.json" % (workload, len(nodes))))
     elapsed = time.monotonic() - started
     server_s = (sum(process_ticks(p) or 0 for p in pids) - before) * TICK_S
@@ -154,7 +162,8 @@ def main():
     parser.add_argument("--value-size", type=int, default=256)
     parser.add_argument("--concurrency", type=int, default=512)
     parser.add_argument("--phases", type=lambda v: v.split(","), default=["write", "read"],
-                        help="comma-separated, of write, read, lwt")
+                        help="comma-separated, of write, read, lwt, counter")
+    parser.add_argument("--stress", help="the build whose `shoal stress` loads (default: --shoal)")
     args = parser.parse_args()
     single = run(args, 1)
     cluster = run(args, 3)

@@ -117,6 +117,10 @@ WORKLOADS = (
              "1:1 reads:writes of 1 KiB rows, keys gaussian over the population loaded first "
              "(hot keys in the middle)",
              run=("--workload", "mixed", "--ratio", "1:1", "--pop", "gaussian"), table="kv1k"),
+    Workload("cql-counter", "cql", ("shoal", "cassandra"),
+             "counter increments (`UPDATE ... SET n = n + 1`), keys uniform over the population: "
+             "each increment read-modify-writes its replica's shard of the counter",
+             run=("--workload", "write", "--counter", "--pop", "uniform"), table="c1", populate=False),
     Workload("cql-partition-read", "cql", ("shoal", "cassandra"),
              "reads of whole 16-row partitions (16 x 1 KiB), partitions uniform over a "
              "population loaded first",

@@ -9,7 +9,8 @@
 //! `corpus/raft_log` with a Raft log file (and a torn one), one that
 //! opens with a snapshot, and group 0's snapshot state, and
 //! `corpus/internode_frame` with a handshake frame and a Raft message frame;
-//! `corpus/data_messages` with a mutation, a read command and partitions.
+//! `corpus/data_messages` with a mutation (counter cells among its rows), a
+//! counter write, a read command and partitions.
 
 use std::path::Path;
 
@@ -122,10 +123,16 @@ fn raft_seeds(corpus: &Path) {
     let mutation = shoal_coordinator::data::Mutation {
         table: uuid::Uuid::from_u128(1),
         position: position(1),
-        update: partition(1, 3, 8),
+        update: partition(1, 4, 8),
         list_ops: Vec::new(),
     };
     write(&data, "mutation", &[&[0u8][..], &shoal_coordinator::wire::encode_mutation(&mutation)].concat());
+    let counter_write = shoal_coordinator::wire::CounterWrite {
+        consistency: shoal_coordinator::ConsistencyLevel::Quorum,
+        timeout_ms: 5000,
+        mutation: mutation.clone(),
+    };
+    write(&data, "counter-write", &[&[13u8][..], &shoal_coordinator::wire::encode_counter_write(&counter_write)].concat());
     let command = shoal_coordinator::data::ReadCommand {
         table: uuid::Uuid::from_u128(1),
         partitions: shoal_coordinator::data::PartitionSelection::Keys(vec![position(1)]),

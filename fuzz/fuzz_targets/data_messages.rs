@@ -1,6 +1,6 @@
 //! Fuzzes the data messages a replica reads from another node's
 //! coordinator, and the answers a coordinator reads back (`coordinator::
-//! wire`: mutations, reads, results, partitions, Paxos prepares, promises
+//! wire`: mutations, counter writes for their leader, reads, results, partitions, Paxos prepares, promises
 //! and proposals, batchlog batches, streaming reads and pages, repair's
 //! hash pages and row hashes), the hint log's entries (`coordinator::hint_log`), plus
 //! group 0's schema entries (`coordinator::schema_entry`).
@@ -14,7 +14,7 @@ use shoal_coordinator::{schema_entry, wire};
 
 fuzz_target!(|data: &[u8]| {
     let Some((&which, bytes)) = data.split_first() else { return };
-    match which % 14 {
+    match which % 15 {
         0 => {
             if let Ok(mutation) = wire::decode_mutation(bytes) {
                 assert!(wire::decode_mutation(&wire::encode_mutation(&mutation)).is_ok());
@@ -78,6 +78,12 @@ fuzz_target!(|data: &[u8]| {
         12 => {
             if let Ok(hashes) = wire::decode_row_hashes(bytes) {
                 assert_eq!(wire::decode_row_hashes(&wire::encode_row_hashes(&hashes)).ok(), Some(hashes));
+            }
+        }
+        13 => {
+            if let Ok(write) = wire::decode_counter_write(bytes) {
+                let again = wire::decode_counter_write(&wire::encode_counter_write(&write)).expect("round trip");
+                assert_eq!((again.consistency, again.timeout_ms), (write.consistency, write.timeout_ms));
             }
         }
         _ => {

@@ -9,8 +9,8 @@ use std::ops::Bound;
 use bytes::Bytes;
 use shoal_storage::commitlog::{encode_mutation, segment_header, SEGMENT_HEADER_BYTES};
 use shoal_storage::{
-    Cell, ClusteredRow, ClusteringRange, Collection, CollectionCell, ColumnData, Expiry, Partition, PartitionPosition,
-    RangeTombstone, Row, RowMarker, Tombstone,
+    Cell, ClusteredRow, ClusteringRange, Collection, CollectionCell, ColumnData, CounterShard, Expiry, Partition,
+    PartitionPosition, RangeTombstone, Row, RowMarker, Tombstone,
 };
 use uuid::Uuid;
 
@@ -51,6 +51,10 @@ pub fn partition(i: u32, rows: u32, value_bytes: usize) -> Partition {
         row.columns.insert(1, ColumnData::Atomic(Cell::live(300, Bytes::from(value), cell_expiry)));
         if r % 2 == 1 {
             row.columns.insert(2, ColumnData::Atomic(Cell::dead(301, 1_700_000_002)));
+        }
+        if r % 4 == 3 {
+            let led = CounterShard { id: u128::from(i) + 1, clock: i64::from(r), value: -i64::from(r) };
+            row.columns.insert(4, ColumnData::Atomic(Cell::counter(302, Box::new([CounterShard::delta(1), led]))));
         }
         if r % 3 == 0 {
             let mut coll = Collection {

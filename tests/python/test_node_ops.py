@@ -19,10 +19,14 @@ only streaming and pending-replica writes can give a node its data):
   ranges come from the surviving replicas, and both survivors hold every
   row; restarted on its old workdir, the removed node learns from them
   that it left and stops before it serves;
+- counters: increments at QUORUM through a bootstrap and a decommission
+  count exactly once on every node (an increment arrives at a gaining node
+  both streamed and as a pending replica's write: the same version of its
+  leader's counter shard, merged once);
 - repair (row-level): a node that missed inserts, updates, row and partition deletes
-  while it was down has every row as the others do after `nodetool
-  repair`, checked row by row at ONE on each node; a second repair finds
-  nothing that differs.
+  and counter increments while it was down has every row as the others
+  do after `nodetool repair`, checked row by row at ONE on each node; a
+  second repair finds nothing that differs.
 """
 import contextlib
 import json
@@ -92,6 +96,73 @@ class Writer:
         self.thread.join()
         self.cluster.shutdown()
         return self.acked
+
+
+class CounterWriter:
+    """Increments `KEYS` counters in turn at QUORUM through a token-aware
+    driver until stopped; counts the increments acknowledged per key and
+    the failures."""
+
+    KEYS = 40
+
+    def __init__(self, node):
+        self.cluster = Cluster([node.address], port=node.cql_port, protocol_version=4)
+        self.session = self.cluster.connect()
+        self.increment = self.session.prepare("UPDATE cops.t SET n = n + 1 WHERE k = ?")
+        self.increment.consistency_level = CL.QUORUM
+        self.acked = {k: 0 for k in range(self.KEYS)}
+        self.failed = []
+        self.stop = threading.Event()
+        self.thread = threading.Thread(target=self.run)
+        self.thread.start()
+
+    def run(self):
+        sent = 0
+        while not self.stop.is_set():
+            key = sent % self.KEYS
+            sent += 1
+            try:
+                self.session.execute(self.increment, (key,))
+                self.acked[key] += 1
+            except Exception as e:  # noqa: BLE001 - counted and reported
+                self.failed.append((key, repr(e)))
+
+    def finish(self):
+        self.stop.set()
+        self.thread.join()
+        self.cluster.shutdown()
+        assert not self.failed, self.failed[:5]
+        return self.acked
+
+
+def counts_on(node, keys, table="cops.t"):
+    """{k: n} of counters `keys` of `table` as `node` alone reads them (ONE)."""
+    cluster, session = only(node)
+    try:
+        select = session.prepare("SELECT k, n FROM %s WHERE k = ?" % table)
+        select.consistency_level = CL.ONE
+        results = execute_concurrent_with_args(session, select, [(k,) for k in keys], concurrency=32)
+        counts = {}
+        for ok, answer in results:
+            assert ok, answer
+            counts.update({r.k: r.n for r in answer})
+        return counts
+    finally:
+        cluster.shutdown()
+
+
+def wait_for_counts(nodes, expected):
+    """Until every node, reading at ONE, counts `expected` (the replica a
+    QUORUM write did not wait for may trail by a moment)."""
+    deadline = time.monotonic() + 20
+    while True:
+        counts = {n.address: counts_on(n, list(expected)) for n in nodes}
+        if all(c == expected for c in counts.values()):
+            return
+        wrong = {a: {k: (c.get(k), expected[k]) for k in expected if c.get(k) != expected[k]}
+                 for a, c in counts.items()}
+        assert time.monotonic() < deadline, "counts (got, expected) differ: %s" % wrong
+        time.sleep(0.5)
 
 
 def missing_on(node, keys):
@@ -242,6 +313,33 @@ def test_nodes_join_leave_are_replaced_and_removed_under_load_without_losing_a_w
             dead.start(timeout=30)
 
 
+def test_counters_count_once_through_a_bootstrap_and_a_decommission():
+    with contextlib.ExitStack() as stack:
+        nodes, session = cluster_with_table(stack, "shoal-counter-ops-", "cops", "k int PRIMARY KEY, n counter")
+        writer = CounterWriter(nodes[0])
+        time.sleep(1)
+        joiner = stack.enter_context(temp_node("shoal-counter-ops-", start=False, address="127.0.0.5"))
+        seeds = ",".join("%s:%d" % (n.address, n.storage_port) for n in nodes)
+        joiner.args = ["--seeds", seeds, "--memory", "512M", "--failure-detector-timeout-in-ms", "2000", *NO_HINTS]
+        joiner.start(timeout=60)
+        time.sleep(1)
+        expected = writer.finish()
+        assert sum(expected.values()) > 100, "the load ran through the join"
+        assert "streamed in" in open(joiner.log_path).read()
+        nodes.append(joiner)
+        wait_for_counts(nodes, expected)
+
+        writer = CounterWriter(nodes[0])
+        time.sleep(0.5)
+        leaving = nodes[1]
+        assert "decommissioned" in leaving.nodetool("decommission")
+        leaving.proc.wait(timeout=20)
+        time.sleep(0.5)
+        more = writer.finish()
+        expected = {k: expected[k] + more[k] for k in expected}
+        wait_for_counts([n for n in nodes if n is not leaving], expected)
+
+
 def rows_of(node, keys):
     """{(k, c): v} of partitions `keys` as `node` alone has them (ONE)."""
     cluster, session = only(node)
@@ -261,6 +359,11 @@ def rows_of(node, keys):
 def test_repair_converges_a_replica_that_missed_writes_row_by_row():
     with contextlib.ExitStack() as stack:
         nodes, session = cluster_with_table(stack, "shoal-repair-", "rep", "k int, c int, v text, PRIMARY KEY (k, c)")
+        session.execute("CREATE TABLE rep.c (k int PRIMARY KEY, n counter)")
+        increment = session.prepare("UPDATE rep.c SET n = n + ? WHERE k = ?")
+        increment.consistency_level = CL.ALL
+        for k in range(5):
+            session.execute(increment, (1, k))
         insert = session.prepare("INSERT INTO rep.t (k, c, v) VALUES (?, ?, ?)")
         expected = {}
         for k in range(30):
@@ -289,6 +392,11 @@ def test_repair_converges_a_replica_that_missed_writes_row_by_row():
         delete_partition.consistency_level = CL.QUORUM
         session.execute(delete_partition, (25,))
         expected = {key: v for key, v in expected.items() if key[0] != 25}
+        # Counters: five it holds grow, five new ones it lacks.
+        increment.consistency_level = CL.QUORUM
+        for k in range(10):
+            session.execute(increment, (2, k))
+        counts = {k: 3 if k < 5 else 2 for k in range(10)}
 
         nodes[2].start()
         wait_up = time.monotonic() + 20
@@ -297,12 +405,15 @@ def test_repair_converges_a_replica_that_missed_writes_row_by_row():
             time.sleep(0.5)
         keys = range(50)
         assert rows_of(nodes[2], keys) != expected, "the restarted node missed the writes"
+        assert counts_on(nodes[2], list(counts), "rep.c") != counts, "the restarted node missed the increments"
         out = nodes[0].nodetool("repair", "rep")
-        # Row-level: of the 41 partitions that differ, the 20 the node lacks
-        # and the one deleted whole are reconciled whole; in the other 20,
-        # only the updated or deleted row, not their 10.
-        assert "41 differed (21 whole, 20 row(s) in the others)" in out, out
+        # Row-level: of the 41 partitions of rep.t that differ, the 20 the
+        # node lacks and the one deleted whole are reconciled whole; in the
+        # other 20, only the updated or deleted row, not their 10. Of the
+        # 10 counters, the 5 it lacks are whole, the 5 it holds a row each.
+        assert "51 differed (26 whole, 25 row(s) in the others)" in out, out
         for n in nodes:
             assert rows_of(n, keys) == expected, n.address
+            assert counts_on(n, list(counts), "rep.c") == counts, n.address
         again = nodes[1].nodetool("repair", "rep")
         assert " 0 differed" in again, again

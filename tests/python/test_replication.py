@@ -6,14 +6,16 @@ cassandra-driver, one session per node so each node coordinates in turn.
   the other nodes hear of it (SCHEMA_CHANGE).
 - RF=3: writes at every consistency level from every node; each node then
   holds every row (a read at ONE is served by the coordinator itself);
-  counter increments count once on each replica.
+  counter increments count once on each replica. At RF=1 a counter write
+  coordinated by a node that does not hold it is led by the one that does.
 - RF=1: a row lives on one node, and every node reads it there; a scan
   pages across the nodes in token order.
 - One node killed: QUORUM still writes and reads; ALL and THREE are
   Unavailable with the protocol's counts.
-- Writes and a delete the dead node missed, with hints off: after it
-  returns it does not have them at ONE; a read at ALL repairs it, for a
-  partition and for a range, row by row. TRUNCATE empties every node, and
+- Writes, a delete and counter increments the dead node missed, with
+  hints off: after it returns it does not have them at ONE; a read at ALL
+  repairs it, for a partition and for a range, row by row, and a counter
+  (its replicas' shards merged: nothing counted twice). TRUNCATE empties every node, and
   is Unavailable while one is down.
 - With hints on: the coordinators keep what the dead node missed and send
   it when it returns; at ANY a write whose only replica is down succeeds
@@ -143,6 +145,16 @@ def test_three_nodes_replicate_at_every_level_and_repair_a_node_that_missed_writ
         # The third replica's copy may trail the QUORUM answers by a moment.
         wait_for("every replica counts 30", lambda: all(
             q(x, "SELECT n FROM rf3.c WHERE k = 1", CL.ONE)[0].n == 30 for x in s))
+        # RF=1: most increments are coordinated by a node that is not the
+        # counter's replica, and led by the one that is.
+        s[0].execute("CREATE TABLE rf1.c (k int PRIMARY KEY, n counter)")
+        for i in range(60):
+            q(s[i % 3], "UPDATE rf1.c SET n = n + %s WHERE k = %s", CL.ONE, (i % 4, i % 5))
+        for x in s:
+            counts = {r.k: r.n for r in q(x, "SELECT k, n FROM rf1.c", CL.ONE)}
+            assert counts == {k: sum(i % 4 for i in range(60) if i % 5 == k) for k in range(5)}
+        with pytest.raises(Exception, match="ANY is not yet supported for counter"):
+            q(s[0], "UPDATE rf3.c SET n = n + 1 WHERE k = 1", CL.ANY)
 
         # RF=1: one node holds each row; every node finds it.
         for k in range(60):
@@ -169,6 +181,8 @@ def test_three_nodes_replicate_at_every_level_and_repair_a_node_that_missed_writ
             q(s[k % 2], "INSERT INTO rf3.t (k, c, v) VALUES (%s, 0, 'missed')", CL.QUORUM, (k,))
         q(s[0], "DELETE FROM rf3.t WHERE k = 0", CL.QUORUM)
         assert len(q(s[1], "SELECT * FROM rf3.t WHERE k = 120", CL.QUORUM)) == 1
+        for i in range(12):
+            q(s[i % 2], "UPDATE rf3.c SET n = n + 1 WHERE k = 1", CL.QUORUM)
 
         # Back, it lacks what it missed until a read at ALL repairs it.
         nodes[2].start()
@@ -183,6 +197,10 @@ def test_three_nodes_replicate_at_every_level_and_repair_a_node_that_missed_writ
         assert sorted(tuple(r) for r in q(s[2], "SELECT k, c, v FROM rf3.t", CL.ONE)) == sorted(
             tuple(r) for r in everything)
         assert q(s[2], "SELECT * FROM rf3.t WHERE k = 0", CL.ONE) == []
+        assert q(s[2], "SELECT n FROM rf3.c WHERE k = 1", CL.ONE)[0].n == 30
+        assert q(s[2], "SELECT n FROM rf3.c WHERE k = 1", CL.ALL)[0].n == 42
+        for x in s:
+            assert q(x, "SELECT n FROM rf3.c WHERE k = 1", CL.ONE)[0].n == 42
 
         # TRUNCATE empties every node.
         s[1].execute("TRUNCATE rf3.t")

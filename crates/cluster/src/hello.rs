@@ -20,7 +20,9 @@ use uuid::Uuid;
 
 /// The internode protocol this build speaks; a node refuses another.
 /// 2: a Paxos prepare carries the rows to read, its promise their data.
-pub const PROTOCOL_VERSION: u16 = 2;
+/// 3: counter cells hold per-replica shards, and counter writes are led
+/// by one replica (`CounterMutation`).
+pub const PROTOCOL_VERSION: u16 = 3;
 
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Hello {

@@ -57,6 +57,10 @@ pub enum Verb {
     /// Answer the row hashes of named stored partitions (row-level
     /// repair), to the shard of the first one.
     RepairRowHashes = 21,
+    /// Lead a counter write: grow this replica's shards by its deltas,
+    /// apply them here and on the other replicas, and answer once the
+    /// write's consistency level is met. To the shard that owns it.
+    CounterMutation = 22,
 }
 
 impl Verb {
@@ -82,6 +86,7 @@ impl Verb {
             19 => Verb::PaxosAccept,
             20 => Verb::PaxosCommit,
             21 => Verb::RepairRowHashes,
+            22 => Verb::CounterMutation,
             _ => return None,
         })
     }
@@ -109,7 +114,8 @@ impl Verb {
             | Verb::BatchRemove
             | Verb::StreamRead
             | Verb::RepairHashes
-            | Verb::RepairRowHashes => Duration::from_secs(60),
+            | Verb::RepairRowHashes
+            | Verb::CounterMutation => Duration::from_secs(60),
         }
     }
 }

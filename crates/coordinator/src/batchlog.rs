@@ -83,7 +83,7 @@ pub async fn mutate_logged(
     // Refused before anything is stored or sent: Unavailable means nothing
     // was done.
     for m in &mutations {
-        if let Some((topology, keyspace, _)) = placement(m.table) {
+        if let Some((topology, keyspace)) = placement(m.table) {
             check_available(&topology, &topology.write_targets(&keyspace, m.position.token), consistency)?;
         }
     }

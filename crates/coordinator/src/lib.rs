@@ -19,6 +19,7 @@ mod batchlog;
 pub mod cleanup;
 pub mod cluster;
 mod consistency;
+mod counter_write;
 pub mod data;
 mod error;
 mod hints;

@@ -50,6 +50,7 @@ use crate::timeouts::{deadline, timeouts};
 use crate::topology::{ReplicaPlan, Topology, WriteTargets};
 use crate::verbs::Target;
 use crate::wire::PaxosPrepare;
+use crate::write_handler::Delivery;
 use crate::{write_handler, ConsistencyLevel, CoordinatorError, WriteType};
 
 /// Longest random wait before a round starts again after contention
@@ -162,7 +163,7 @@ impl Round {
                     consistency,
                     WriteType::Cas,
                     until,
-                    Some(ballot),
+                    Delivery::PaxosCommit(ballot),
                 )
                 .await?;
             }
@@ -287,8 +288,8 @@ impl Round {
     async fn commit_settling(&self, proposal: &Proposal) -> Result<(), CoordinatorError> {
         let (topology, targets, level) = (Rc::clone(&self.topology), self.targets(), self.quorum());
         let mutation = self.mutation(proposal);
-        write_handler::write(topology, targets, mutation, level, WriteType::Cas, self.deadline, Some(proposal.ballot))
-            .await
+        let commit = Delivery::PaxosCommit(proposal.ballot);
+        write_handler::write(topology, targets, mutation, level, WriteType::Cas, self.deadline, commit).await
     }
 
     fn mutation(&self, proposal: &Proposal) -> Mutation {

@@ -34,20 +34,21 @@ use crate::shards::{on_every_shard, shard_of};
 use crate::timeouts::{deadline, timeouts};
 use crate::topology::{topology, Topology};
 use crate::verbs::Target;
-use crate::{metrics, paxos, read_executor, write_handler, ConsistencyLevel, CoordinatorError, WriteType};
+use crate::write_handler::Delivery;
+use crate::{
+    counter_write, metrics, paxos, read_executor, write_handler, ConsistencyLevel, CoordinatorError, WriteType,
+};
 
 /// Where a request on `table` runs when other nodes hold some of it: the
-/// cluster and the table's keyspace (and whether it counts). `None`: on
-/// this node alone.
-pub(crate) fn placement(table: Uuid) -> Option<(Rc<Topology>, Arc<KeyspaceMeta>, bool)> {
+/// cluster and the table's keyspace. `None`: on this node alone.
+pub(crate) fn placement(table: Uuid) -> Option<(Rc<Topology>, Arc<KeyspaceMeta>)> {
     let topology = topology();
     if !topology.is_cluster() {
         return None;
     }
     let schema = schema();
     let meta = schema.table_by_id(table)?;
-    let counters = meta.columns.iter().any(|c| c.ty.is_counter());
-    Some((topology, Arc::clone(schema.keyspace(&meta.keyspace)?), counters))
+    Some((topology, Arc::clone(schema.keyspace(&meta.keyspace)?)))
 }
 
 /// Applies `mutation` on its partition's replicas, answered once the
@@ -60,10 +61,14 @@ pub async fn mutate(
     timeout: Duration,
 ) -> Result<(), CoordinatorError> {
     let deadline = deadline(timeout);
-    if let Some((topology, keyspace, _)) = placement(mutation.table) {
+    if write_type == WriteType::Counter {
+        return Box::pin(counter_write::write(mutation, consistency, deadline)).await;
+    }
+    if let Some((topology, keyspace)) = placement(mutation.table) {
         let targets = topology.write_targets(&keyspace, mutation.position.token);
         if !targets.only(topology.me) {
-            let write = write_handler::write(topology, targets, mutation, consistency, write_type, deadline, None);
+            let delivery = Delivery::Mutation;
+            let write = write_handler::write(topology, targets, mutation, consistency, write_type, deadline, delivery);
             return Box::pin(write).await;
         }
     }
@@ -97,11 +102,11 @@ pub async fn read(
     timeout: Duration,
 ) -> Result<ReadResult, CoordinatorError> {
     let deadline = deadline(timeout);
-    if let Some((topology, keyspace, counters)) = placement(command.table) {
+    if let Some((topology, keyspace)) = placement(command.table) {
         if consistency.is_serial() {
             Box::pin(settle_for_serial_read(&topology, &keyspace, &command, consistency)).await?;
         }
-        return Box::pin(read_executor::read(topology, keyspace, counters, command, consistency, deadline)).await;
+        return Box::pin(read_executor::read(topology, keyspace, command, consistency, deadline)).await;
     }
     read_local(command, consistency, deadline).await
 }
@@ -335,7 +340,7 @@ pub async fn cas(
 ) -> Result<CasResult, CoordinatorError> {
     assert!(serial.is_serial(), "a conditional write's serial consistency is SERIAL or LOCAL_SERIAL");
     let deadline = deadline(timeout);
-    if let Some((topology, keyspace, _)) = placement(request.table) {
+    if let Some((topology, keyspace)) = placement(request.table) {
         if !topology.write_targets(&keyspace, request.position.token).only(topology.me) {
             let (table, position) = (request.table, request.position.clone());
             let round = paxos::Round::new(topology, keyspace, table, position, serial, false, deadline);

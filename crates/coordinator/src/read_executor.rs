@@ -9,8 +9,10 @@
 //! from the merge gets the merge written to it. Then the rows are read
 //! again from the first replica, which now holds the merge. For a range,
 //! the partitions to repair are those any replica returned rows of.
-//! Counter tables are not repaired this way: their cells are deltas, and
-//! writing a merge again would count them twice.
+//! Counter cells merge by their replicas' shards, so writing a merge again
+//! counts nothing twice; a counter cell still holding a delta (written
+//! before counter shards existed: each replica's held its whole count) is
+//! never merged across replicas, and its partition is left as it is.
 //!
 //! A range is read in pieces, one per run of vnode ranges with the same
 //! replicas, in ring order, until its row limit.
@@ -36,7 +38,6 @@ use crate::{wire, ConsistencyLevel, CoordinatorError, WriteType};
 pub(crate) async fn read(
     topology: Rc<Topology>,
     keyspace: Arc<KeyspaceMeta>,
-    counters: bool,
     command: ReadCommand,
     consistency: ConsistencyLevel,
     deadline: Instant,
@@ -44,7 +45,7 @@ pub(crate) async fn read(
     if consistency == ConsistencyLevel::EachQuorum {
         return Err(CoordinatorError::Invalid("EACH_QUORUM ConsistencyLevel is only supported for writes".to_string()));
     }
-    let reader = Reader { topology: &topology, counters, consistency, deadline };
+    let reader = Reader { topology: &topology, consistency, deadline };
     match &command.partitions {
         PartitionSelection::Keys(keys) => {
             let map = topology.replica_map(&keyspace);
@@ -100,7 +101,6 @@ pub(crate) async fn read(
 
 struct Reader<'a> {
     topology: &'a Topology,
-    counters: bool,
     consistency: ConsistencyLevel,
     deadline: Instant,
 }
@@ -146,7 +146,7 @@ impl Reader<'_> {
             return Err(self.timeout(digests.len() + 1, block_for, true));
         }
         let expected = digest(&data);
-        if self.counters || digests.iter().all(|(_, d)| *d == expected) {
+        if digests.iter().all(|(_, d)| *d == expected) {
             return Ok(data);
         }
         // Those that answered, the data's first.
@@ -263,6 +263,10 @@ pub(crate) async fn repair_copies(
     let mut repairs = Vec::new();
     let mut merges = Vec::with_capacity(keys.len());
     for (i, key) in keys.iter().enumerate() {
+        if copies.iter().any(|c| c[i].as_ref().is_some_and(Partition::holds_counter_deltas)) {
+            merges.push(copies.iter().find_map(|c| c[i].clone()));
+            continue;
+        }
         let mut merged: Option<Partition> = None;
         for copy in copies.iter().filter_map(|c| c[i].clone()) {
             match &mut merged {

@@ -16,9 +16,8 @@
 //!    differs ([`reconcile`], as read repair does); a partition some
 //!    replica lacks, or whose rest differs, is reconciled whole.
 //!
-//! Every replica of a range must be up. Counter tables are skipped, as
-//! read repair skips them: a merge of deltas written again would count
-//! twice.
+//! Every replica of a range must be up. Counter tables are repaired like
+//! the rest: their cells merge by their replicas' shards.
 
 use std::collections::BTreeMap;
 use std::ops::Bound;
@@ -96,7 +95,7 @@ pub async fn repair(keyspace: Option<&str>) -> Result<Repaired, CoordinatorError
                     meta.name
                 )));
             }
-            for table in meta.tables.values().filter(|t| !t.columns.iter().any(|c| c.ty.is_counter())) {
+            for table in meta.tables.values() {
                 let repaired = repair_range(&topology, table.id, (start, end), &replicas).await?;
                 total.ranges += 1;
                 total.partitions += repaired.partitions;

@@ -13,7 +13,8 @@
 //! after the old segments, which are read back, their records handed to
 //! the owner (which appends again what it keeps) and deleted:
 //! a crash in between only repeats records, and every record here is an
-//! idempotent write (no counters).
+//! idempotent write (a counter write's hint carries its leader's counter
+//! shards, which merge by clock).
 
 use std::path::Path;
 use std::rc::Rc;

@@ -15,10 +15,10 @@
 //! this node is already a pending replica of the range — merges with the
 //! streamed copy as any two writes do, and streaming a range twice
 //! changes nothing: an interrupted operation is retried from the start.
-//! (Counter cells are deltas: an increment applied to the source before
-//! its page was read, and sent to this node as a pending replica too,
-//! counts twice here. Cassandra's counters carry per-replica shards to
-//! avoid that; Shoal's do not yet.)
+//! Counters too: an increment applied to the source before its page was
+//! read, and sent to this node as a pending replica as well, arrives twice
+//! as the same version of its leader's counter shard, which merges once
+//! (`shoal_storage::counter`).
 //!
 //! The node that drives a change asks each gaining node to stream in
 //! (`Stream`, [`ask_to_stream`]) and waits for all of them.

@@ -34,6 +34,7 @@ const FAILED: u8 = 3;
 /// Registers the data verbs' handlers on the calling shard.
 pub fn register() {
     messaging::register(Verb::Mutation, handler(handle_mutation));
+    messaging::register(Verb::CounterMutation, handler(crate::counter_write::serve));
     messaging::register(Verb::ReadData, handler(handle_read_data));
     messaging::register(Verb::ReadDigest, handler(handle_read_digest));
     messaging::register(Verb::ReadRaw, handler(handle_read_raw));
@@ -229,6 +230,12 @@ impl Target<'_> {
     /// Sends this replica, another node, an encoded mutation of `token`.
     pub(crate) async fn send_mutation(&self, token: i64, payload: &[u8]) -> Result<(), CoordinatorError> {
         self.call(Verb::Mutation, token, payload).await.map(drop)
+    }
+
+    /// Asks this replica, another node, to lead a counter write of `token`
+    /// (`payload`: its encoding) and answer once its level is met.
+    pub(crate) async fn lead_counter_write(&self, token: i64, payload: &[u8]) -> Result<(), CoordinatorError> {
+        self.call(Verb::CounterMutation, token, payload).await.map(drop)
     }
 
     /// The shard a read command goes to: its first partition's.

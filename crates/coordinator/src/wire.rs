@@ -18,6 +18,8 @@ use shoal_storage::codec::{self, DecodeError, Decoder, Encoder};
 use shoal_storage::{ClusteringRange, Partition, PartitionPosition};
 use uuid::Uuid;
 
+use crate::ConsistencyLevel;
+
 /// Most items a decoded list may claim before its bytes are read: each
 /// item takes at least one byte, so a longer claim is cut by what is left.
 fn capacity(d: &Decoder, claimed: u64) -> usize {
@@ -126,6 +128,33 @@ pub fn decode_mutation(bytes: &[u8]) -> Result<Mutation, DecodeError> {
     let update = codec::decode_partition(d)?;
     let list_ops = decode_list(d, decode_list_op)?;
     finish(d, Mutation { table, position, update, list_ops })
+}
+
+/// A counter write asked of its leader: the level its replicas answer at,
+/// the time left to answer in, and the write (its counter deltas).
+#[derive(Debug, Clone)]
+pub struct CounterWrite {
+    pub consistency: ConsistencyLevel,
+    pub timeout_ms: u64,
+    pub mutation: Mutation,
+}
+
+pub fn encode_counter_write(write: &CounterWrite) -> Vec<u8> {
+    let mut out = Vec::new();
+    let e = &mut Encoder { out: &mut out };
+    e.var_u64(u64::from(write.consistency.code()));
+    e.var_u64(write.timeout_ms);
+    out.extend_from_slice(&encode_mutation(&write.mutation));
+    out
+}
+
+pub fn decode_counter_write(bytes: &[u8]) -> Result<CounterWrite, DecodeError> {
+    let d = &mut Decoder::new(bytes);
+    let code = u16::try_from(d.var_u64()?).map_err(|_| d.error("bad consistency level"))?;
+    let consistency = ConsistencyLevel::from_code(code).ok_or_else(|| d.error("bad consistency level"))?;
+    let timeout_ms = d.var_u64()?;
+    let mutation = decode_mutation(&bytes[d.position()..])?;
+    Ok(CounterWrite { consistency, timeout_ms, mutation })
 }
 
 fn encode_list_op(e: &mut Encoder, op: &ListOp) {

@@ -6,9 +6,10 @@
 //! sent (Unavailable). Replicas that answer after the client was answered
 //! still apply the write: their requests run on. A replica that is down,
 //! or fails the write, gets it later as a hint ([`crate::hints`]); at ANY a
-//! hint kept counts as an answer. Counter writes get no hints: a counter
-//! cell is a delta, and a replica that applied a write it did not answer
-//! in time would count the hint's copy again. A Paxos commit is such a
+//! hint kept counts as an answer. A counter write is sent by its leader,
+//! which applied it already and counts as one answer; it carries the
+//! leader's new counter shards, which a replica merges by clock, so a hint
+//! of it applies once however often it arrives. A Paxos commit is such a
 //! write sent with its ballot: replicas also record it committed; a hint
 //! of it carries the write alone.
 
@@ -33,6 +34,18 @@ pub(crate) fn check_available(
     topology.plan(&targets.natural, &targets.pending, consistency, consistency == ConsistencyLevel::Any).map(drop)
 }
 
+/// How a write reaches its replicas.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Delivery {
+    /// As a mutation.
+    Mutation,
+    /// As a chosen Paxos proposal's commit, with its ballot.
+    PaxosCommit(Ballot),
+    /// As a counter write this node led: it applied it already, and the
+    /// other replicas get it as a mutation.
+    LedHere,
+}
+
 pub(crate) async fn write(
     topology: Rc<Topology>,
     targets: WriteTargets,
@@ -40,16 +53,23 @@ pub(crate) async fn write(
     consistency: ConsistencyLevel,
     write_type: WriteType,
     deadline: Instant,
-    commit: Option<Ballot>,
+    delivery: Delivery,
 ) -> Result<(), CoordinatorError> {
     assert!(!targets.natural.is_empty(), "a partition has at least one replica");
-    let ReplicaPlan { mut tally, live, down } =
+    let ReplicaPlan { mut tally, mut live, down } =
         topology.plan(&targets.natural, &targets.pending, consistency, consistency == ConsistencyLevel::Any)?;
+    // The leader chose itself as a live natural replica in this snapshot.
+    if let Some(here) = live.iter().position(|(host, _)| *host == topology.me && delivery == Delivery::LedHere) {
+        tally.count(live.swap_remove(here).1);
+    }
     let payload: Rc<[u8]> = wire::encode_mutation(&mutation).into();
+    let commit = match delivery {
+        Delivery::PaxosCommit(ballot) => Some(ballot),
+        Delivery::Mutation | Delivery::LedHere => None,
+    };
     let commit_payload: Option<Rc<[u8]>> = commit.map(|ballot| wire::encode_paxos_proposal(ballot, &mutation).into());
     let token = mutation.position.token;
-    let hinted = write_type != WriteType::Counter;
-    for (host, dc) in down.into_iter().filter(|_| hinted) {
+    for (host, dc) in down {
         if hints::store(host, token, Rc::clone(&payload)) && consistency == ConsistencyLevel::Any {
             tally.count(dc);
         }
@@ -68,9 +88,7 @@ pub(crate) async fn write(
                 None => target.mutate(&mutation, &payload, write_type, deadline).await,
             };
             let hinted = match &outcome {
-                Err(e) if hinted && !matches!(e, CoordinatorError::Invalid(_)) => {
-                    hints::store(host, token, Rc::clone(&payload))
-                }
+                Err(e) if !matches!(e, CoordinatorError::Invalid(_)) => hints::store(host, token, Rc::clone(&payload)),
                 _ => false,
             };
             let _ = answered.unbounded_send((dc, outcome, hinted));

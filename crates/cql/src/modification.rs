@@ -477,8 +477,8 @@ fn add_to_counter(
     let delta = if negate { delta.wrapping_neg() } else { delta };
     let cell = match row.columns.remove(&column.id) {
         // `SET c = c + 1, c = c + 2` adds both.
-        Some(ColumnData::Atomic(earlier)) => Cell::reconcile(earlier, Cell::counter(attrs.timestamp, delta)),
-        _ => Cell::counter(attrs.timestamp, delta),
+        Some(ColumnData::Atomic(earlier)) => Cell::reconcile(earlier, Cell::counter_delta(attrs.timestamp, delta)),
+        _ => Cell::counter_delta(attrs.timestamp, delta),
     };
     row.columns.insert(column.id, ColumnData::Atomic(cell));
     Ok(())

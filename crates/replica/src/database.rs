@@ -31,6 +31,7 @@ use shoal_storage::{
 use thiserror::Error;
 use uuid::Uuid;
 
+use crate::counter_leader;
 use crate::item_access::ItemAccessTable;
 use crate::item_lru::ItemLru;
 use crate::list_ops::{self, ListOp};
@@ -310,6 +311,25 @@ impl Database {
         self.apply_unsynced(table_id, position, update, list_ops).await?.durable().await?;
         self.metrics.record_write(table_id, started.elapsed());
         Ok(())
+    }
+
+    /// Leads a counter write (`crate::counter_leader`): turns `update`'s
+    /// counter deltas into this replica's (`leader`'s) grown shards under
+    /// the partition's lock, applies that, and returns it for the other
+    /// replicas.
+    pub async fn lead_counter_update(
+        &self,
+        table_id: Uuid,
+        position: PartitionPosition,
+        mut update: PartitionUpdate,
+        leader: u128,
+    ) -> Result<PartitionUpdate, ReplicaError> {
+        assert_owned_here(&position);
+        let _guard = self.lock_partition(table_id, position.clone()).await?;
+        let current = self.table(table_id)?.read(&position, &counter_leader::rows_read(&update)).await?;
+        counter_leader::lead(current.as_ref(), &mut update, leader)?;
+        self.apply_holding_lock(table_id, position, update.clone(), &[]).await?;
+        Ok(update)
     }
 
     /// Applies a streamed partition (a node operation moving data here)

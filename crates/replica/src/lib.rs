@@ -13,6 +13,7 @@
 //! above.
 
 mod cas;
+mod counter_leader;
 mod database;
 mod filter;
 mod item;

@@ -14,6 +14,7 @@ use std::ops::Bound;
 
 use bytes::Bytes;
 
+use crate::counter::{self, CounterShard};
 use crate::partition::{
     Cell, CellValue, ClusteredRow, ClusteringRange, Collection, CollectionCell, ColumnData, Expiry, Partition,
     RangeTombstone, Row, RowMarker, Tombstone,
@@ -146,9 +147,17 @@ const HAS_TOMBSTONE: u8 = 1;
 
 const CELL_DEAD: u8 = 1;
 const CELL_EXPIRES: u8 = 2;
-/// A counter delta (a zig-zag varint): added in a later version without
-/// changing any earlier encoding, so older files still read.
+/// A counter delta (a zig-zag varint): a counter cell of one delta shard.
+/// Added in a later version without changing any earlier encoding, so
+/// older files still read; a cell written before counter shards existed
+/// reads as the delta it was.
 const CELL_COUNTER: u8 = 4;
+/// A counter cell's shards: their count, then each one's id (16 bytes, big
+/// endian), clock and value (zig-zag varints), sorted by id.
+const CELL_COUNTER_SHARDS: u8 = 8;
+/// The bytes a counter shard takes at the least: its id and two one-byte
+/// varints. Bounds a shard count against the bytes left before allocating.
+const COUNTER_SHARD_MIN_BYTES: usize = 18;
 
 const ROW_MARKER: u8 = 1;
 const ROW_MARKER_EXPIRES: u8 = 2;
@@ -390,11 +399,23 @@ fn encode_cell(e: &mut Encoder, cell: &Cell) {
             e.var_i64(cell.timestamp);
             e.var_i64(*deletion_time_s);
         }
-        CellValue::Counter { delta } => {
-            e.u8(CELL_COUNTER);
-            e.var_i64(cell.timestamp);
-            e.var_i64(*delta);
-        }
+        CellValue::Counter { shards } => match &**shards {
+            [only] if only.id == CounterShard::DELTA_ID => {
+                e.u8(CELL_COUNTER);
+                e.var_i64(cell.timestamp);
+                e.var_i64(only.value);
+            }
+            shards => {
+                e.u8(CELL_COUNTER_SHARDS);
+                e.var_i64(cell.timestamp);
+                e.var_u64(shards.len() as u64);
+                for shard in shards {
+                    e.out.extend_from_slice(&shard.id.to_be_bytes());
+                    e.var_i64(shard.clock);
+                    e.var_i64(shard.value);
+                }
+            }
+        },
     }
 }
 
@@ -408,14 +429,46 @@ fn decode_cell(d: &mut Decoder) -> Result<Cell, DecodeError> {
             Ok(Cell::live(timestamp, value, Some(decode_expiry(d)?)))
         }
         CELL_DEAD => Ok(Cell::dead(timestamp, d.var_i64()?)),
-        CELL_COUNTER => Ok(Cell::counter(timestamp, d.var_i64()?)),
+        CELL_COUNTER => Ok(Cell::counter_delta(timestamp, d.var_i64()?)),
+        CELL_COUNTER_SHARDS => Ok(Cell::counter(timestamp, decode_counter_shards(d)?)),
         _ => Err(d.error("bad cell flags")),
     }
+}
+
+fn decode_counter_shards(d: &mut Decoder) -> Result<Box<[CounterShard]>, DecodeError> {
+    let count = d.var_u64()?;
+    if count == 0 || count > (d.remaining() / COUNTER_SHARD_MIN_BYTES) as u64 {
+        return Err(d.error("bad counter shard count"));
+    }
+    let mut shards = Vec::with_capacity(count as usize);
+    for _ in 0..count {
+        let id = u128::from_be_bytes(d.slice(16)?.try_into().expect("16 bytes taken"));
+        shards.push(CounterShard { id, clock: d.var_i64()?, value: d.var_i64()? });
+    }
+    if !counter::well_formed(&shards) {
+        return Err(d.error("counter shards out of order, or a delta shard with a clock"));
+    }
+    Ok(shards.into_boxed_slice())
 }
 
 #[cfg(test)]
 pub(crate) mod tests {
     use super::*;
+
+    #[test]
+    fn a_delta_shard_with_a_clock_is_malformed() {
+        // Found by the codec_partition fuzz target: it would encode back as
+        // a plain delta, without its clock.
+        let mut out = Vec::new();
+        let e = &mut Encoder { out: &mut out };
+        e.u8(CELL_COUNTER_SHARDS);
+        e.var_i64(1);
+        e.var_u64(1);
+        e.out.extend_from_slice(&CounterShard::DELTA_ID.to_be_bytes());
+        e.var_i64(300);
+        e.var_i64(0);
+        assert!(decode_cell(&mut Decoder::new(&out)).is_err());
+    }
 
     pub(crate) fn sample_partition() -> Partition {
         let mut p =
@@ -427,7 +480,9 @@ pub(crate) mod tests {
             columns: BTreeMap::new(),
         };
         row.columns.insert(1, ColumnData::Atomic(Cell::dead(i64::MIN, i64::MAX)));
-        row.columns.insert(2, ColumnData::Atomic(Cell::counter(11, i64::MIN)));
+        row.columns.insert(2, ColumnData::Atomic(Cell::counter_delta(11, i64::MIN)));
+        let shards = [CounterShard::delta(4), CounterShard { id: u128::MAX, clock: i64::MAX, value: i64::MIN }];
+        row.columns.insert(3, ColumnData::Atomic(Cell::counter(12, Box::new(shards))));
         let mut coll =
             Collection { tombstone: Some(Tombstone { timestamp: 4, deletion_time_s: 4 }), ..Default::default() };
         coll.cells.insert(

@@ -23,6 +23,7 @@ pub mod cache;
 pub mod codec;
 pub mod commitlog;
 pub mod compaction;
+pub mod counter;
 pub mod error;
 mod event;
 pub mod memory;
@@ -31,6 +32,7 @@ pub mod partition;
 pub mod sstable;
 pub mod table;
 
+pub use counter::CounterShard;
 pub use error::{StorageError, StorageResult};
 pub use event::Event;
 pub use partition::{

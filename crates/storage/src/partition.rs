@@ -12,19 +12,22 @@
 //! applies this one rule everywhere. Shadowed data is kept until read or compaction; reads apply
 //! tombstones and expiry with the reader's clock.
 //!
-//! Counter cells are the exception: each holds a delta, and two of them merge
-//! by adding their deltas (keeping the later timestamp), never by choosing
-//! one. A counter cell tombstone beats every counter delta whatever the
-//! timestamps, as in Cassandra, so the merge stays order-independent. Row,
-//! range and partition tombstones shadow a merged counter cell by its
-//! (latest) timestamp: a deleted counter therefore must not be reused — an
-//! increment after the deletion can bring back deltas older than it.
+//! Counter cells are the exception: each holds shards, one per replica
+//! that led increments to it, and two versions merge shard by shard
+//! ([`crate::counter`]), never by choosing one cell. A counter cell
+//! tombstone beats every counter cell whatever the timestamps, as in
+//! Cassandra, so the merge stays order-independent. Row, range and
+//! partition tombstones shadow a merged counter cell by its (latest)
+//! timestamp: a deleted counter therefore must not be reused — an
+//! increment after the deletion can bring back shards older than it.
 
 use std::cmp::Ordering;
 use std::collections::BTreeMap;
 use std::ops::Bound;
 
 use bytes::Bytes;
+
+use crate::counter::{self, CounterShard};
 
 /// Where a partition sits in the ring: by token, then by key bytes.
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash)]
@@ -72,9 +75,9 @@ pub enum CellValue {
     Dead {
         deletion_time_s: i64,
     },
-    /// A counter update (or the sum of several): merges by addition.
+    /// A counter: its shards, sorted by id ([`crate::counter`]).
     Counter {
-        delta: i64,
+        shards: Box<[CounterShard]>,
     },
 }
 
@@ -93,8 +96,15 @@ impl Cell {
         Cell { timestamp, value: CellValue::Dead { deletion_time_s } }
     }
 
-    pub fn counter(timestamp: i64, delta: i64) -> Cell {
-        Cell { timestamp, value: CellValue::Counter { delta } }
+    /// A counter update of `delta` that no replica has led yet.
+    pub fn counter_delta(timestamp: i64, delta: i64) -> Cell {
+        Cell::counter(timestamp, Box::new([CounterShard::delta(delta)]))
+    }
+
+    /// A counter cell of `shards`, sorted by id.
+    pub fn counter(timestamp: i64, shards: Box<[CounterShard]>) -> Cell {
+        assert!(counter::well_formed(&shards), "a counter's shards are sorted by id, each id once");
+        Cell { timestamp, value: CellValue::Counter { shards } }
     }
 
     /// The value, if the cell is live at `now_s`; a counter's is its sum as
@@ -102,7 +112,7 @@ impl Cell {
     pub fn live_value(&self, now_s: i64) -> Option<Bytes> {
         match &self.value {
             CellValue::Live { value, expiry } if expiry.is_none_or(|e| e.expires_at_s > now_s) => Some(value.clone()),
-            CellValue::Counter { delta } => Some(Bytes::copy_from_slice(&delta.to_be_bytes())),
+            CellValue::Counter { shards } => Some(Bytes::copy_from_slice(&counter::total(shards).to_be_bytes())),
             _ => None,
         }
     }
@@ -117,8 +127,8 @@ impl Cell {
     /// Merges two versions of a cell (see the module doc).
     pub fn reconcile(a: Cell, b: Cell) -> Cell {
         match (&a.value, &b.value) {
-            (CellValue::Counter { delta: da }, CellValue::Counter { delta: db }) => {
-                Cell::counter(a.timestamp.max(b.timestamp), da.wrapping_add(*db))
+            (CellValue::Counter { shards: sa }, CellValue::Counter { shards: sb }) => {
+                Cell::counter(a.timestamp.max(b.timestamp), counter::merge(sa, sb))
             }
             (CellValue::Dead { .. }, CellValue::Counter { .. }) => a,
             (CellValue::Counter { .. }, CellValue::Dead { .. }) => b,
@@ -140,8 +150,8 @@ impl Cell {
             // which the schema layer forbids; any fixed order will do.
             (CellValue::Counter { .. }, CellValue::Live { .. }) => true,
             (CellValue::Live { .. }, CellValue::Counter { .. }) => false,
-            // Never asked: `reconcile` sums two counter cells.
-            (CellValue::Counter { delta: da }, CellValue::Counter { delta: db }) => db > da,
+            // Never asked: `reconcile` merges two counter cells.
+            (CellValue::Counter { .. }, CellValue::Counter { .. }) => false,
             (CellValue::Dead { deletion_time_s: da }, CellValue::Dead { deletion_time_s: db }) => db > da,
             (CellValue::Live { value: va, expiry: ea }, CellValue::Live { value: vb, expiry: eb }) => {
                 (expires_at_s(*eb), vb, eb.map(|e| e.ttl_s)) > (expires_at_s(*ea), va, ea.map(|e| e.ttl_s))
@@ -346,6 +356,20 @@ pub struct Partition {
 pub type PartitionUpdate = Partition;
 
 impl Partition {
+    /// Whether a counter cell here holds a delta no replica led
+    /// ([`crate::counter`]): one written before counter shards existed.
+    pub fn holds_counter_deltas(&self) -> bool {
+        let has_delta = |row: &Row| {
+            row.columns.values().any(|c| match c {
+                ColumnData::Atomic(Cell { value: CellValue::Counter { shards }, .. }) => {
+                    shards.iter().any(|s| s.id == CounterShard::DELTA_ID)
+                }
+                _ => false,
+            })
+        };
+        has_delta(&self.static_row) || self.rows.values().any(|r| has_delta(&r.row))
+    }
+
     /// Moves every timestamp of the update by `delta` µs, keeping their
     /// differences (a collection tombstone stays just below its elements).
     /// A conditional write takes its timestamp only once it holds the
@@ -537,7 +561,8 @@ fn row_bytes(row: &Row) -> usize {
 fn cell_bytes(cell: &Cell) -> usize {
     match &cell.value {
         CellValue::Live { value, .. } => value.len(),
-        CellValue::Dead { .. } | CellValue::Counter { .. } => 0,
+        CellValue::Counter { shards } => std::mem::size_of_val(&**shards),
+        CellValue::Dead { .. } => 0,
     }
 }
 
@@ -651,14 +676,16 @@ mod tests {
 
     #[test]
     fn counter_deltas_add_up_and_a_cell_tombstone_beats_them_all() {
-        let sum = Cell::reconcile(Cell::counter(5, 3), Cell::counter(2, -1));
-        assert_eq!(sum, Cell::counter(5, 2));
+        let sum = Cell::reconcile(Cell::counter_delta(5, 3), Cell::counter_delta(2, -1));
+        assert_eq!(sum, Cell::counter_delta(5, 2));
         assert_eq!(sum.live_value(0), Some(Bytes::copy_from_slice(&2i64.to_be_bytes())));
         // Whatever the order and the timestamps, the deletion wins.
-        assert_eq!(Cell::reconcile(Cell::counter(9, 1), Cell::dead(1, 0)), Cell::dead(1, 0));
-        assert_eq!(Cell::reconcile(Cell::dead(1, 0), Cell::counter(9, 1)), Cell::dead(1, 0));
-        let grouped = Cell::reconcile(Cell::reconcile(Cell::counter(1, 1), Cell::dead(2, 0)), Cell::counter(3, 4));
-        let other = Cell::reconcile(Cell::counter(1, 1), Cell::reconcile(Cell::dead(2, 0), Cell::counter(3, 4)));
+        assert_eq!(Cell::reconcile(Cell::counter_delta(9, 1), Cell::dead(1, 0)), Cell::dead(1, 0));
+        assert_eq!(Cell::reconcile(Cell::dead(1, 0), Cell::counter_delta(9, 1)), Cell::dead(1, 0));
+        let grouped =
+            Cell::reconcile(Cell::reconcile(Cell::counter_delta(1, 1), Cell::dead(2, 0)), Cell::counter_delta(3, 4));
+        let other =
+            Cell::reconcile(Cell::counter_delta(1, 1), Cell::reconcile(Cell::dead(2, 0), Cell::counter_delta(3, 4)));
         assert_eq!(grouped, other);
     }
 

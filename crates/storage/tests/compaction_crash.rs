@@ -18,7 +18,7 @@ fn position(pk: u32) -> PartitionPosition {
 /// One row holding a counter delta of 1: read twice, it would sum to 2.
 fn counter_row() -> Partition {
     let mut row = Row::default();
-    row.columns.insert(0, ColumnData::Atomic(Cell::counter(1, 1)));
+    row.columns.insert(0, ColumnData::Atomic(Cell::counter_delta(1, 1)));
     let mut partition = Partition::default();
     partition.rows.insert(Bytes::from_static(b"c"), ClusteredRow { clustering: vec![Bytes::from_static(b"c")], row });
     partition

@@ -117,7 +117,7 @@ impl Run {
         let delta: i64 = self.rng.gen_range(-1_000..1_000);
         let ts = self.next_timestamp();
         let mut r = Row::default();
-        r.columns.insert(COUNTER_COLUMN, ColumnData::Atomic(Cell::counter(ts, delta)));
+        r.columns.insert(COUNTER_COLUMN, ColumnData::Atomic(Cell::counter_delta(ts, delta)));
         let mut update = Partition::default();
         update.rows.insert(ck(row), ClusteredRow { clustering: vec![ck(row)], row: r });
         self.table.apply(position(pk), update, None);

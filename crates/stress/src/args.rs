@@ -164,6 +164,10 @@ pub struct StressArgs {
     /// on a cluster), at serial consistency SERIAL
     #[arg(long)]
     pub conditional: bool,
+    /// CQL: the table counts, `(pk bigint, ck int, n counter)`: a write is `UPDATE ... SET n = n + 1`,
+    /// a read `SELECT n`. Give it a `--table` of its own
+    #[arg(long, conflicts_with = "conditional")]
+    pub counter: bool,
     /// CQL protocol version (the driver speaks v4 only)
     #[arg(long, default_value_t = 4)]
     pub protocol_version: u8,
@@ -219,6 +223,7 @@ pub struct Config {
     pub replication_factor: u32,
     pub consistency: String,
     pub conditional: bool,
+    pub counter: bool,
     pub protocol_version: u8,
     pub json: Option<PathBuf>,
     pub quiet: bool,
@@ -309,6 +314,7 @@ impl Config {
             table: args.table,
             no_schema: args.no_schema,
             conditional: args.conditional,
+            counter: args.counter,
             replication_factor: args.replication_factor,
             consistency: args.consistency,
             protocol_version: args.protocol_version,

@@ -9,8 +9,10 @@
 //! `(pk bigint, ck int, v blob, PRIMARY KEY (pk, ck))`. A write is
 //! `INSERT (pk, ck, v)` (`... IF NOT EXISTS` with `--conditional`, at
 //! serial consistency SERIAL); a read is `SELECT v ... WHERE pk = ?`, the whole
-//! partition, and a partition with no rows is a miss. The same statements run
-//! against Shoal and Apache Cassandra (protocol v4).
+//! partition, and a partition with no rows is a miss. With `--counter` the
+//! table is `(pk bigint, ck int, n counter, ...)`, a write
+//! `UPDATE ... SET n = n + 1 WHERE pk = ? AND ck = ?` and a read `SELECT n`.
+//! The same statements run against Shoal and Apache Cassandra (protocol v4).
 
 use std::num::NonZeroUsize;
 use std::sync::Arc;
@@ -44,6 +46,7 @@ struct Client {
     insert: PreparedStatement,
     select: PreparedStatement,
     value: Vec<u8>,
+    counter: bool,
 }
 
 impl Target {
@@ -69,12 +72,22 @@ impl Target {
             .map_err(|e| StressError::Connect { address: address.clone(), reason: e.to_string() })?;
         let table = format!("{}.{}", config.keyspace, config.table);
         if !config.no_schema {
-            create_schema(&session, &config.keyspace, &table, config.replication_factor).await?;
+            let value = if config.counter { "n counter" } else { "v blob" };
+            create_schema(&session, &config.keyspace, &table, value, config.replication_factor).await?;
         }
         let condition = if config.conditional { " IF NOT EXISTS" } else { "" };
-        let insert = prepare(&session, format!("INSERT INTO {table} (pk, ck, v) VALUES (?, ?, ?){condition}")).await?;
-        let select = prepare(&session, format!("SELECT v FROM {table} WHERE pk = ?")).await?;
-        let client = Client { session, insert, select, value };
+        let (insert, select) = match config.counter {
+            true => (
+                format!("UPDATE {table} SET n = n + 1 WHERE pk = ? AND ck = ?"),
+                format!("SELECT n FROM {table} WHERE pk = ?"),
+            ),
+            false => (
+                format!("INSERT INTO {table} (pk, ck, v) VALUES (?, ?, ?){condition}"),
+                format!("SELECT v FROM {table} WHERE pk = ?"),
+            ),
+        };
+        let (insert, select) = (prepare(&session, insert).await?, prepare(&session, select).await?);
+        let client = Client { session, insert, select, value, counter: config.counter };
         Ok(Target { client: Arc::new(client), connections: config.connections, concurrency: config.concurrency })
     }
 
@@ -107,13 +120,20 @@ fn consistency_of(name: &str) -> Result<Consistency, StressError> {
     })
 }
 
-async fn create_schema(session: &Session, keyspace: &str, table: &str, rf: u32) -> Result<(), StressError> {
+/// The keyspace and `table`, its one column besides the key `value` (`v blob`).
+async fn create_schema(
+    session: &Session,
+    keyspace: &str,
+    table: &str,
+    value: &str,
+    rf: u32,
+) -> Result<(), StressError> {
     let statements = [
         format!(
             "CREATE KEYSPACE IF NOT EXISTS {keyspace} \
              WITH replication = {{'class': 'SimpleStrategy', 'replication_factor': {rf}}}"
         ),
-        format!("CREATE TABLE IF NOT EXISTS {table} (pk bigint, ck int, v blob, PRIMARY KEY (pk, ck))"),
+        format!("CREATE TABLE IF NOT EXISTS {table} (pk bigint, ck int, {value}, PRIMARY KEY (pk, ck))"),
     ];
     for statement in statements {
         session
@@ -150,6 +170,10 @@ impl Client {
         let pk = op.pk as i64;
         let cql = |e: &dyn std::fmt::Display| OpError::Cql(e.to_string());
         match op.kind {
+            OpKind::Write if self.counter => {
+                self.session.execute_unpaged(&self.insert, (pk, op.ck as i32)).await.map_err(|e| cql(&e))?;
+                Ok(Outcome::Done)
+            }
             OpKind::Write => {
                 let values = (pk, op.ck as i32, self.value.as_slice());
                 self.session.execute_unpaged(&self.insert, values).await.map_err(|e| cql(&e))?;
