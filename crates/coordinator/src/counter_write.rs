@@ -3,7 +3,7 @@
 //!
 //! A counter update carries deltas, which cannot be applied twice. So the
 //! coordinator hands it to one live natural replica, the leader — this
-//! node when it is one, else one in its data center. The leader turns each
+//! node when it is one, else one in its data center, else any. The leader turns each
 //! delta into its own grown counter shard (`shoal_replica`'s
 //! `lead_counter_update`), applies that, and sends it to the other
 //! replicas as a plain write, answering at the request's level with its
@@ -11,9 +11,12 @@
 //! idempotent: hints, read repair, repair and streaming may deliver it
 //! again and it still counts once.
 //!
-//! The leader is asked once. If it does not answer in time the write may
-//! or may not have happened, and the client gets a write timeout of type
-//! COUNTER, as from Cassandra: counter updates are not retried.
+//! The leader is asked once. If it does not answer in time, or fails once
+//! it has applied its shard, the write may or may not have happened, and
+//! the client gets a write timeout of type COUNTER, as from Cassandra:
+//! counter updates are not retried. Increments of one counter led by one
+//! replica queue on its partition lock, held until the leader's own write
+//! is applied (and, with `commitlog_sync: batch`, synced).
 
 use std::rc::Rc;
 use std::time::Instant;
@@ -37,19 +40,18 @@ pub(crate) async fn write(
     consistency: ConsistencyLevel,
     deadline: Instant,
 ) -> Result<(), CoordinatorError> {
-    if consistency == ConsistencyLevel::Any {
-        return Err(CoordinatorError::Invalid("Consistency level ANY is not yet supported for counter tables".into()));
-    }
+    refuse_any(consistency)?;
     let Some((topology, keyspace)) = placement(mutation.table) else {
-        return lead_here(mutation, consistency, deadline).await.map(drop);
+        return lead_here(mutation, consistency, 1, deadline).await.map(drop);
     };
     let targets = topology.write_targets(&keyspace, mutation.position.token);
     if targets.only(topology.me) {
-        return lead_here(mutation, consistency, deadline).await.map(drop);
+        return lead_here(mutation, consistency, 1, deadline).await.map(drop);
     }
+    // Unavailable before anything is sent; with too few live replicas for
+    // the level there is no live natural one to lead either.
     let block_for = topology.plan(&targets.natural, &targets.pending, consistency, false)?.tally.block_for();
-    let timeout =
-        || CoordinatorError::WriteTimeout { consistency, write_type: WriteType::Counter, received: 0, block_for };
+    let timeout = || timed_out(consistency, 0, block_for);
     let leader = leader_of(&topology, &targets.natural).ok_or_else(timeout)?;
     if leader == topology.me {
         return lead(topology, targets, mutation, consistency, deadline).await;
@@ -68,6 +70,19 @@ pub(crate) async fn write(
         }
         Err(_) => Err(timeout()),
     }
+}
+
+fn refuse_any(consistency: ConsistencyLevel) -> Result<(), CoordinatorError> {
+    match consistency {
+        ConsistencyLevel::Any => {
+            Err(CoordinatorError::Invalid("Consistency level ANY is not yet supported for counter tables".into()))
+        }
+        _ => Ok(()),
+    }
+}
+
+fn timed_out(consistency: ConsistencyLevel, received: usize, block_for: usize) -> CoordinatorError {
+    CoordinatorError::WriteTimeout { consistency, write_type: WriteType::Counter, received, block_for }
 }
 
 /// The replica to lead a write of a token with `natural` replicas: this
@@ -91,9 +106,19 @@ async fn lead(
     deadline: Instant,
 ) -> Result<(), CoordinatorError> {
     // Unavailable before anything is written.
-    topology.plan(&targets.natural, &targets.pending, consistency, false)?;
-    let led = lead_here(mutation, consistency, deadline).await?;
-    write_handler::write(topology, targets, led, consistency, WriteType::Counter, deadline, Delivery::LedHere).await
+    let block_for = topology.plan(&targets.natural, &targets.pending, consistency, false)?.tally.block_for();
+    let led = lead_here(mutation, consistency, block_for, deadline).await?;
+    let sent =
+        write_handler::write(topology, targets, led, consistency, WriteType::Counter, deadline, Delivery::LedHere);
+    match sent.await {
+        // Applied here already: whatever failed, the increment may count.
+        Err(CoordinatorError::WriteTimeout { received, .. }) => Err(timed_out(consistency, received, block_for)),
+        Err(e) => {
+            tracing::debug!("a led counter write failed on its replicas: {e}");
+            Err(timed_out(consistency, 1, block_for))
+        }
+        Ok(()) => Ok(()),
+    }
 }
 
 /// Leads a counter write on the shard of this node that owns its
@@ -101,6 +126,7 @@ async fn lead(
 async fn lead_here(
     mutation: Mutation,
     consistency: ConsistencyLevel,
+    block_for: usize,
     deadline: Instant,
 ) -> Result<Mutation, CoordinatorError> {
     let leader = crate::cluster::node().host_id.as_u128();
@@ -108,14 +134,10 @@ async fn lead_here(
     metrics::note_target(shard);
     submit_to(shard, move || async move {
         if Instant::now() > deadline {
-            return Err(CoordinatorError::WriteTimeout {
-                consistency,
-                write_type: WriteType::Counter,
-                received: 0,
-                block_for: 1,
-            });
+            return Err(timed_out(consistency, 0, block_for));
         }
         let Mutation { table, position, update, list_ops } = mutation;
+        // Only from a malformed message: counter tables have no lists.
         if !list_ops.is_empty() {
             return Err(CoordinatorError::Invalid("a counter update has no list operations".into()));
         }
@@ -130,6 +152,7 @@ async fn lead_here(
 pub(crate) async fn serve(payload: bytes::Bytes) -> Result<Vec<u8>, CoordinatorError> {
     let CounterWrite { consistency, timeout_ms, mutation } = wire::decode_counter_write(&payload)
         .map_err(|e| CoordinatorError::Invalid(format!("malformed counter write: {e}")))?;
+    refuse_any(consistency)?;
     let deadline = Instant::now() + std::time::Duration::from_millis(timeout_ms);
     let Some((topology, keyspace)) = placement(mutation.table) else {
         return Err(CoordinatorError::Remote("asked to lead a counter write without a cluster".into()));

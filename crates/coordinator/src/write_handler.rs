@@ -58,9 +58,13 @@ pub(crate) async fn write(
     assert!(!targets.natural.is_empty(), "a partition has at least one replica");
     let ReplicaPlan { mut tally, mut live, down } =
         topology.plan(&targets.natural, &targets.pending, consistency, consistency == ConsistencyLevel::Any)?;
-    // The leader chose itself as a live natural replica in this snapshot.
-    if let Some(here) = live.iter().position(|(host, _)| *host == topology.me && delivery == Delivery::LedHere) {
-        tally.count(live.swap_remove(here).1);
+    if delivery == Delivery::LedHere {
+        // The leader chose itself as a live natural replica in this snapshot.
+        let here = live.iter().position(|(host, _)| *host == topology.me);
+        debug_assert!(here.is_some(), "a counter's leader is one of its live replicas");
+        if let Some(here) = here {
+            tally.count(live.swap_remove(here).1);
+        }
     }
     let payload: Rc<[u8]> = wire::encode_mutation(&mutation).into();
     let commit = match delivery {

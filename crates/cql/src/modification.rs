@@ -5,8 +5,9 @@
 //! with every column null), UPDATE does not; setting a non-frozen collection
 //! replaces it with a collection tombstone one microsecond below the write;
 //! a null value is a cell tombstone; an unset value leaves the column alone.
-//! Counter tables take only UPDATE (`c = c + n`, written as a delta cell
-//! that storage sums) and DELETE, without TTL or client timestamps.
+//! Counter tables take only UPDATE (`c = c + n`, a delta cell that the
+//! counter's leading replica turns into its shard: `coordinator::
+//! counter_write`) and DELETE, without TTL or client timestamps.
 
 use std::cell::Cell as StdCell;
 

@@ -58,7 +58,10 @@ fn lead_row(stored: Option<&Row>, row: &mut Row, leader: u128) -> Result<(), Rep
             _ => None,
         }
         .unwrap_or(CounterShard { id: leader, clock: 0, value: 0 });
-        let grown = CounterShard { id: leader, clock: own.clock + 1, value: own.value.wrapping_add(delta) };
+        let clock = own.clock.checked_add(1).ok_or_else(|| {
+            ReplicaError::Invalid("a counter's shard has led its last increment (its clock is at the limit)".into())
+        })?;
+        let grown = CounterShard { id: leader, clock, value: own.value.wrapping_add(delta) };
         *cell = Cell::counter(cell.timestamp, Box::new([grown]));
     }
     Ok(())

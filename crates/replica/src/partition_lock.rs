@@ -1,6 +1,6 @@
 //! Per-partition serialization of conditional writes (LWT), of writes that
-//! read before they write (list index and user-type field updates) and of
-//! memcached item writes on this shard.
+//! read before they write (list index and user-type field updates, counter
+//! updates this replica leads) and of memcached item writes on this shard.
 //!
 //! A conditional write reads the partition, checks its condition and writes;
 //! the read may await SSTable I/O, so another task could run in between. Each
@@ -22,7 +22,7 @@ use uuid::Uuid;
 use crate::database::ReplicaError;
 use crate::token_hash::TokenHashMap;
 
-/// Conditional writes of this shard waiting for a partition lock, at most.
+/// Writes of this shard waiting for a partition lock, at most.
 const WAITERS_MAX: usize = 10_000;
 
 /// A locked partition: its table and position.
@@ -100,7 +100,7 @@ impl PartitionLocks {
             };
             if self.waiting.get() >= WAITERS_MAX {
                 return Err(ReplicaError::Overloaded(format!(
-                    "too many conditional writes waiting on this shard ({WAITERS_MAX})"
+                    "too many writes waiting for a partition lock on this shard ({WAITERS_MAX})"
                 )));
             }
             let ticket = Rc::new(Ticket::default());

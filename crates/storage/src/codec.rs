@@ -446,7 +446,7 @@ fn decode_counter_shards(d: &mut Decoder) -> Result<Box<[CounterShard]>, DecodeE
         shards.push(CounterShard { id, clock: d.var_i64()?, value: d.var_i64()? });
     }
     if !counter::well_formed(&shards) {
-        return Err(d.error("counter shards out of order, or a delta shard with a clock"));
+        return Err(d.error("counter shards out of order, or a clock out of range"));
     }
     Ok(shards.into_boxed_slice())
 }
@@ -481,7 +481,7 @@ pub(crate) mod tests {
         };
         row.columns.insert(1, ColumnData::Atomic(Cell::dead(i64::MIN, i64::MAX)));
         row.columns.insert(2, ColumnData::Atomic(Cell::counter_delta(11, i64::MIN)));
-        let shards = [CounterShard::delta(4), CounterShard { id: u128::MAX, clock: i64::MAX, value: i64::MIN }];
+        let shards = [CounterShard::delta(4), CounterShard { id: u128::MAX, clock: i64::MAX - 1, value: i64::MIN }];
         row.columns.insert(3, ColumnData::Atomic(Cell::counter(12, Box::new(shards))));
         let mut coll =
             Collection { tombstone: Some(Tombstone { timestamp: 4, deletion_time_s: 4 }), ..Default::default() };

@@ -15,8 +15,8 @@
 //! shards existed (which held the replica's whole count). Delta shards
 //! merge by addition, as every counter cell once did.
 //!
-//! Invariant: a cell's shards are sorted by id, with no id twice, and a
-//! delta shard's clock is 0.
+//! Invariant: a cell has at least one shard; its shards are sorted by id,
+//! with no id twice; a delta shard's clock is 0, a replica's is above 0.
 
 use std::cmp::Ordering;
 
@@ -46,8 +46,10 @@ impl CounterShard {
         if a.id == Self::DELTA_ID {
             return CounterShard::delta(a.value.wrapping_add(b.value));
         }
-        // Equal clocks carry equal values unless a replica lost its own
-        // writes; the larger value keeps the merge order-independent.
+        // Equal clocks carry equal values unless the replica lost writes it
+        // had already sent (a leader's crash with periodic commitlog sync
+        // can: it then reuses their clocks); the larger value keeps the
+        // merge order-independent, but one of the two versions is lost.
         if (b.clock, b.value) > (a.clock, a.value) {
             b
         } else {
@@ -56,11 +58,11 @@ impl CounterShard {
     }
 }
 
-/// Whether `shards` hold the invariant: sorted by id, no id twice, no
-/// clock on a delta shard.
+/// Whether `shards` hold the invariant (see the module doc).
 pub fn well_formed(shards: &[CounterShard]) -> bool {
-    shards.windows(2).all(|w| w[0].id < w[1].id)
-        && shards.iter().all(|s| s.id != CounterShard::DELTA_ID || s.clock == 0)
+    !shards.is_empty()
+        && shards.windows(2).all(|w| w[0].id < w[1].id)
+        && shards.iter().all(|s| (s.id == CounterShard::DELTA_ID) == (s.clock == 0) && s.clock >= 0)
 }
 
 /// The merge of two versions of a counter's shards.
@@ -147,5 +149,7 @@ mod tests {
         assert_eq!(shard_of(&shards, 4), None);
         assert!(!well_formed(&[shard(3, 1, 1), shard(3, 2, 2)]));
         assert!(!well_formed(&[shard(CounterShard::DELTA_ID, 1, 1)]));
+        assert!(!well_formed(&[shard(4, 0, 1)]));
+        assert!(!well_formed(&[]));
     }
 }
