@@ -22,7 +22,8 @@ only streaming and pending-replica writes can give a node its data):
 - counters: increments at QUORUM through a bootstrap and a decommission
   count exactly once on every node (an increment arrives at a gaining node
   both streamed and as a pending replica's write: the same version of its
-  leader's counter shard, merged once);
+  leader's counter shard, merged once); an increment that failed (not
+  retried: an answer cut off as a node stops) may count once or not;
 - repair (row-level): a node that missed inserts, updates, row and partition deletes
   and counter increments while it was down has every row as the others
   do after `nodetool repair`, checked row by row at ONE on each node; a
@@ -39,7 +40,8 @@ import pytest
 from cassandra import ConsistencyLevel as CL
 from cassandra.cluster import Cluster, ExecutionProfile, EXEC_PROFILE_DEFAULT
 from cassandra.concurrent import execute_concurrent_with_args
-from cassandra.policies import WhiteListRoundRobinPolicy, FallthroughRetryPolicy
+from cassandra.policies import (DCAwareRoundRobinPolicy, FallthroughRetryPolicy, TokenAwarePolicy,
+                                WhiteListRoundRobinPolicy)
 from cassandra.query import SimpleStatement
 
 from node import skip_reason, start_cluster, temp_node
@@ -101,12 +103,19 @@ class Writer:
 class CounterWriter:
     """Increments `KEYS` counters in turn at QUORUM through a token-aware
     driver until stopped; counts the increments acknowledged per key and
-    the failures."""
+    the failed ones. A counter increment is not idempotent, so the driver
+    does not retry it: one whose answer was lost (a connection cut as a
+    node stops) may or may not have counted, as with Cassandra."""
 
     KEYS = 40
+    # Failed increments tolerated: a node's exit can cut off an answer.
+    FAILED_MAX = 5
 
     def __init__(self, node):
-        self.cluster = Cluster([node.address], port=node.cql_port, protocol_version=4)
+        profile = ExecutionProfile(load_balancing_policy=TokenAwarePolicy(DCAwareRoundRobinPolicy()),
+                                   retry_policy=FallthroughRetryPolicy(), request_timeout=20)
+        self.cluster = Cluster([node.address], port=node.cql_port, protocol_version=4,
+                               execution_profiles={EXEC_PROFILE_DEFAULT: profile})
         self.session = self.cluster.connect()
         self.increment = self.session.prepare("UPDATE cops.t SET n = n + 1 WHERE k = ?")
         self.increment.consistency_level = CL.QUORUM
@@ -128,11 +137,12 @@ class CounterWriter:
                 self.failed.append((key, repr(e)))
 
     def finish(self):
+        """{key: (acknowledged, failed)} increments."""
         self.stop.set()
         self.thread.join()
         self.cluster.shutdown()
-        assert not self.failed, self.failed[:5]
-        return self.acked
+        assert len(self.failed) <= self.FAILED_MAX, self.failed[:5]
+        return {k: (n, sum(1 for key, _ in self.failed if key == k)) for k, n in self.acked.items()}
 
 
 def counts_on(node, keys, table="cops.t"):
@@ -152,14 +162,20 @@ def counts_on(node, keys, table="cops.t"):
 
 
 def wait_for_counts(nodes, expected):
-    """Until every node, reading at ONE, counts `expected` (the replica a
-    QUORUM write did not wait for may trail by a moment)."""
+    """Until every node, reading at ONE, counts what `expected` ({key:
+    (acknowledged, failed)}) allows: every acknowledged increment, plus at
+    most the failed ones (the replica a QUORUM write did not wait for may
+    trail by a moment)."""
     deadline = time.monotonic() + 20
+
+    def right(count, k):
+        acked, failed = expected[k]
+        return count is not None and acked <= count <= acked + failed
     while True:
         counts = {n.address: counts_on(n, list(expected)) for n in nodes}
-        if all(c == expected for c in counts.values()):
+        if all(right(c.get(k), k) for c in counts.values() for k in expected):
             return
-        wrong = {a: {k: (c.get(k), expected[k]) for k in expected if c.get(k) != expected[k]}
+        wrong = {a: {k: (c.get(k), expected[k]) for k in expected if not right(c.get(k), k)}
                  for a, c in counts.items()}
         assert time.monotonic() < deadline, "counts (got, expected) differ: %s" % wrong
         time.sleep(0.5)
@@ -324,7 +340,7 @@ def test_counters_count_once_through_a_bootstrap_and_a_decommission():
         joiner.start(timeout=60)
         time.sleep(1)
         expected = writer.finish()
-        assert sum(expected.values()) > 100, "the load ran through the join"
+        assert sum(acked for acked, _ in expected.values()) > 100, "the load ran through the join"
         assert "streamed in" in open(joiner.log_path).read()
         nodes.append(joiner)
         wait_for_counts(nodes, expected)
@@ -336,7 +352,7 @@ def test_counters_count_once_through_a_bootstrap_and_a_decommission():
         leaving.proc.wait(timeout=20)
         time.sleep(0.5)
         more = writer.finish()
-        expected = {k: expected[k] + more[k] for k in expected}
+        expected = {k: (expected[k][0] + more[k][0], expected[k][1] + more[k][1]) for k in expected}
         wait_for_counts([n for n in nodes if n is not leaving], expected)
 
 

@@ -113,6 +113,9 @@ async fn handle(mut stream: TcpStream) {
 
 /// How long a decommissioned node keeps serving before it stops.
 const DRAIN: std::time::Duration = std::time::Duration::from_secs(2);
+/// How much longer it waits, at most, for the CQL requests it is still
+/// answering.
+const DRAIN_REQUESTS_MAX: std::time::Duration = std::time::Duration::from_secs(10);
 
 /// Decommissions this node; once answered, the node stops.
 async fn decommission() -> (&'static str, String) {
@@ -123,6 +126,12 @@ async fn decommission() -> (&'static str, String) {
                 // to hear REMOVED_NODE from the other nodes and finish what
                 // they sent here, before connections close.
                 shoal_runtime::time::sleep(DRAIN).await;
+                // A request cut off unanswered would be retried elsewhere
+                // by the driver, and a counter increment counted twice.
+                let give_up = std::time::Instant::now() + DRAIN_REQUESTS_MAX;
+                while requests_in_flight().await > 0 && std::time::Instant::now() < give_up {
+                    shoal_runtime::time::sleep(std::time::Duration::from_millis(20)).await;
+                }
                 tracing::info!("decommissioned: this node left the cluster; stopping");
                 std::process::exit(0);
             });
@@ -130,6 +139,13 @@ async fn decommission() -> (&'static str, String) {
         }
         Err(e) => ("500 Internal Server Error", format!("{e}\n")),
     }
+}
+
+/// CQL requests read and not yet answered, all shards together.
+async fn requests_in_flight() -> i64 {
+    let counts =
+        (0..nr_shards()).map(|shard| submit_to(shard, || async { shoal_transport::metrics::requests_in_flight() }));
+    futures_util::future::join_all(counts).await.into_iter().map(|count| count.unwrap_or(0)).sum()
 }
 
 /// `remove_node?host_id=<uuid>`: removes a dead member.

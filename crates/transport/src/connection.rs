@@ -27,7 +27,7 @@ use shoal_schema::{SchemaChange as SchemaEvent, SchemaChangeKind, SchemaChangeTa
 
 use crate::compression::Compression;
 use crate::frame::{begin_response, begin_response_with, finish_frame, FrameDecoder, Opcode};
-use crate::metrics::OpenConnection;
+use crate::metrics::{InFlight, OpenConnection};
 use crate::request::{self, Request};
 use crate::request_trace;
 use crate::response::{self, ColumnSpec, ErrorBody, ErrorKind, RowsWriter, WriteType};
@@ -59,7 +59,7 @@ struct Connection {
     /// Requests read and not yet answered on the socket; shared with the
     /// writer, which must not hold the connection itself (its sender would
     /// then keep the writer alive forever).
-    in_flight: Rc<Cell<usize>>,
+    in_flight: Rc<InFlight>,
     session: RefCell<Session>,
     compression: Cell<Option<Compression>>,
     /// The client negotiated [`LWT_ADD_METADATA_MARK`].
@@ -91,7 +91,7 @@ pub async fn run(stream: TcpStream, config: Arc<ServerConfig>) {
     let (reader, writer) = stream.into_split();
     let (out, frames) = mpsc::unbounded();
     let (written, mut written_rx) = mpsc::unbounded();
-    let in_flight = Rc::new(Cell::new(0));
+    let in_flight = Rc::new(InFlight::default());
     shoal_runtime::spawn(write_loop(writer, frames, Rc::clone(&in_flight), written));
     let connection = Rc::new(Connection {
         config,
@@ -119,7 +119,7 @@ struct Outgoing {
 async fn write_loop(
     mut writer: TcpStream,
     mut frames: mpsc::UnboundedReceiver<Outgoing>,
-    in_flight: Rc<Cell<usize>>,
+    in_flight: Rc<InFlight>,
     written: mpsc::UnboundedSender<()>,
 ) {
     while let Some(first) = frames.next().await {
@@ -133,7 +133,7 @@ async fn write_loop(
         if result.is_err() {
             return;
         }
-        in_flight.set(in_flight.get() - answered);
+        in_flight.answered(answered);
         // The reader may be gone (connection closing); nobody to wake then.
         let _ = written.unbounded_send(());
     }
@@ -174,7 +174,7 @@ async fn read_loop(
                     return Ok(());
                 }
             };
-            connection.in_flight.set(connection.in_flight.get() + 1);
+            connection.in_flight.read_one();
             let connection = Rc::clone(connection);
             let mut request = Box::pin(async move {
                 let stream = frame.header.stream;
