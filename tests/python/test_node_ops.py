@@ -68,79 +68,89 @@ def only(node):
     return cluster, cluster.connect()
 
 
-class Writer:
-    """Writes new rows at QUORUM through a token-aware driver until stopped;
-    remembers the keys acknowledged and counts failures."""
+class Load:
+    """Runs `step` on a thread, key after key (`next_key`), through a
+    token-aware driver given `node`, until stopped; counts failures."""
 
-    def __init__(self, node, first_key):
-        self.cluster = Cluster([node.address], port=node.cql_port, protocol_version=4)
+    def __init__(self, node, profile=None):
+        profiles = {EXEC_PROFILE_DEFAULT: profile} if profile else None
+        self.cluster = Cluster([node.address], port=node.cql_port, protocol_version=4,
+                               execution_profiles=profiles)
         self.session = self.cluster.connect()
-        self.insert = self.session.prepare("INSERT INTO ops.t (k, v) VALUES (?, ?)")
-        self.insert.consistency_level = CL.QUORUM
-        self.next_key = first_key
-        self.acked, self.failed = [], []
+        self.failed = []
         self.stop = threading.Event()
         self.thread = threading.Thread(target=self.run)
-        self.thread.start()
 
     def run(self):
         while not self.stop.is_set():
-            key = self.next_key
-            self.next_key += 1
+            key = self.next_key()
             try:
-                self.session.execute(self.insert, (key, "v%d" % key))
-                self.acked.append(key)
+                self.step(key)
             except Exception as e:  # noqa: BLE001 - counted and reported
                 self.failed.append((key, repr(e)))
 
-    def finish(self):
+    def end(self):
         self.stop.set()
         self.thread.join()
         self.cluster.shutdown()
+
+
+class Writer(Load):
+    """Writes new rows at QUORUM until stopped; remembers the keys
+    acknowledged and counts failures."""
+
+    def __init__(self, node, first_key):
+        super().__init__(node)
+        self.insert = self.session.prepare("INSERT INTO ops.t (k, v) VALUES (?, ?)")
+        self.insert.consistency_level = CL.QUORUM
+        self.key = first_key
+        self.acked = []
+        self.thread.start()
+
+    def next_key(self):
+        self.key += 1
+        return self.key - 1
+
+    def step(self, key):
+        self.session.execute(self.insert, (key, "v%d" % key))
+        self.acked.append(key)
+
+    def finish(self):
+        self.end()
         return self.acked
 
 
-class CounterWriter:
-    """Increments `KEYS` counters in turn at QUORUM through a token-aware
-    driver until stopped; counts the increments acknowledged per key and
-    the failed ones. A counter increment is not idempotent, so the driver
-    does not retry it: one whose answer was lost (a connection cut as a
-    node stops) may or may not have counted, as with Cassandra."""
+class CounterWriter(Load):
+    """Increments `KEYS` counters in turn at QUORUM until stopped; counts
+    the increments acknowledged per key and the failed ones. A counter
+    increment is not idempotent, so the driver does not retry it: one
+    whose answer was lost (a connection cut as a node stops) may or may not
+    have counted, as with Cassandra."""
 
     KEYS = 40
     # Failed increments tolerated: a node's exit can cut off an answer.
     FAILED_MAX = 5
 
     def __init__(self, node):
-        profile = ExecutionProfile(load_balancing_policy=TokenAwarePolicy(DCAwareRoundRobinPolicy()),
-                                   retry_policy=FallthroughRetryPolicy(), request_timeout=20)
-        self.cluster = Cluster([node.address], port=node.cql_port, protocol_version=4,
-                               execution_profiles={EXEC_PROFILE_DEFAULT: profile})
-        self.session = self.cluster.connect()
+        super().__init__(node, ExecutionProfile(load_balancing_policy=TokenAwarePolicy(DCAwareRoundRobinPolicy()),
+                                                retry_policy=FallthroughRetryPolicy(), request_timeout=20))
         self.increment = self.session.prepare("UPDATE cops.t SET n = n + 1 WHERE k = ?")
         self.increment.consistency_level = CL.QUORUM
         self.acked = {k: 0 for k in range(self.KEYS)}
-        self.failed = []
-        self.stop = threading.Event()
-        self.thread = threading.Thread(target=self.run)
+        self.sent = 0
         self.thread.start()
 
-    def run(self):
-        sent = 0
-        while not self.stop.is_set():
-            key = sent % self.KEYS
-            sent += 1
-            try:
-                self.session.execute(self.increment, (key,))
-                self.acked[key] += 1
-            except Exception as e:  # noqa: BLE001 - counted and reported
-                self.failed.append((key, repr(e)))
+    def next_key(self):
+        self.sent += 1
+        return (self.sent - 1) % self.KEYS
+
+    def step(self, key):
+        self.session.execute(self.increment, (key,))
+        self.acked[key] += 1
 
     def finish(self):
         """{key: (acknowledged, failed)} increments."""
-        self.stop.set()
-        self.thread.join()
-        self.cluster.shutdown()
+        self.end()
         assert len(self.failed) <= self.FAILED_MAX, self.failed[:5]
         return {k: (n, sum(1 for key, _ in self.failed if key == k)) for k, n in self.acked.items()}
 
@@ -216,6 +226,16 @@ def cluster_with_table(stack, prefix, keyspace, columns):
     return nodes, session
 
 
+def join_a_fourth(stack, prefix, nodes):
+    """Starts a fourth node (127.0.0.5, hints off) seeded by `nodes`, on
+    `stack`; it returns once the node serves (it has streamed its ranges)."""
+    joiner = stack.enter_context(temp_node(prefix, start=False, address="127.0.0.5"))
+    seeds = ",".join("%s:%d" % (n.address, n.storage_port) for n in nodes)
+    joiner.args = ["--seeds", seeds, "--memory", "512M", "--failure-detector-timeout-in-ms", "2000", *NO_HINTS]
+    joiner.start(timeout=60)
+    return joiner
+
+
 def stored_partitions(node):
     """Partitions in the node's SSTables, all tables and shards."""
     lines = node.metrics().splitlines()
@@ -236,10 +256,7 @@ def test_nodes_join_leave_are_replaced_and_removed_under_load_without_losing_a_w
         # Bootstrap a fourth node under load.
         writer = Writer(nodes[0], PRELOADED)
         time.sleep(1)
-        joiner = stack.enter_context(temp_node("shoal-node-ops-", start=False, address="127.0.0.5"))
-        seeds = ",".join("%s:%d" % (n.address, n.storage_port) for n in nodes)
-        joiner.args = ["--seeds", seeds, "--memory", "512M", "--failure-detector-timeout-in-ms", "2000", *NO_HINTS]
-        joiner.start(timeout=60)
+        joiner = join_a_fourth(stack, "shoal-node-ops-", nodes)
         time.sleep(1)
         written = writer.finish()
         assert not writer.failed, writer.failed[:5]
@@ -334,10 +351,7 @@ def test_counters_count_once_through_a_bootstrap_and_a_decommission():
         nodes, session = cluster_with_table(stack, "shoal-counter-ops-", "cops", "k int PRIMARY KEY, n counter")
         writer = CounterWriter(nodes[0])
         time.sleep(1)
-        joiner = stack.enter_context(temp_node("shoal-counter-ops-", start=False, address="127.0.0.5"))
-        seeds = ",".join("%s:%d" % (n.address, n.storage_port) for n in nodes)
-        joiner.args = ["--seeds", seeds, "--memory", "512M", "--failure-detector-timeout-in-ms", "2000", *NO_HINTS]
-        joiner.start(timeout=60)
+        joiner = join_a_fourth(stack, "shoal-counter-ops-", nodes)
         time.sleep(1)
         expected = writer.finish()
         assert sum(acked for acked, _ in expected.values()) > 100, "the load ran through the join"
