@@ -24,6 +24,8 @@ only streaming and pending-replica writes can give a node its data):
   both streamed and as a pending replica's write: the same version of its
   leader's counter shard, merged once); an increment that failed (not
   retried: an answer cut off as a node stops) may count once or not;
+  through a kill -9 of one of three nodes the same holds on the other two,
+  and on the killed one once it is back and repaired;
 - repair (row-level): a node that missed inserts, updates, row and partition deletes
   and counter increments while it was down has every row as the others
   do after `nodetool repair`, checked row by row at ONE on each node; a
@@ -368,6 +370,29 @@ def test_counters_count_once_through_a_bootstrap_and_a_decommission():
         more = writer.finish()
         expected = {k: (expected[k][0] + more[k][0], expected[k][1] + more[k][1]) for k in expected}
         wait_for_counts([n for n in nodes if n is not leaving], expected)
+
+
+def test_counters_survive_a_kill_9_under_load_and_repair_brings_the_killed_node_back():
+    with contextlib.ExitStack() as stack:
+        nodes, session = cluster_with_table(stack, "shoal-counter-kill-", "cops", "k int PRIMARY KEY, n counter")
+        writer = CounterWriter(nodes[0])
+        time.sleep(1)
+        nodes[2].kill()
+        # QUORUM goes on with two replicas, led by whichever coordinates.
+        time.sleep(3)
+        expected = writer.finish()
+        assert sum(acked for acked, _ in expected.values()) > 100, "the load ran through the kill"
+        wait_for_counts(nodes[:2], expected)
+        # Back with hints off, it lacks what it missed until repair.
+        nodes[2].start()
+        deadline = time.monotonic() + 20
+        while nodes[0].nodetool("status").count("UN ") < 3:
+            assert time.monotonic() < deadline, "the restarted node is not seen up"
+            time.sleep(0.5)
+        held = counts_on(nodes[2], list(expected))
+        assert any(held.get(k, 0) < acked for k, (acked, _) in expected.items()), "it missed increments"
+        assert " differed" in nodes[0].nodetool("repair", "cops")
+        wait_for_counts(nodes, expected)
 
 
 def rows_of(node, keys):
