@@ -25,7 +25,7 @@ use shoal_fuzz::{fix_frames, partition, position};
 use shoal_storage::commitlog::Position;
 use shoal_storage::sstable::compression::Compression;
 use shoal_storage::sstable::format::{Component, Descriptor, HEADER_BYTES, INDEX_PAGE_ENTRIES};
-use shoal_storage::sstable::writer::{Writer, WriterOptions};
+use shoal_storage::sstable::writer::{Lineage, Writer, WriterOptions};
 use shoal_storage::sstable::{SSTable, Scanner};
 use shoal_storage::{ClusteringRange, Partition, PartitionPosition};
 
@@ -82,7 +82,8 @@ fn fixture() -> &'static Fixture {
                     for (position, partition) in &partitions {
                         writer.add(position, partition).await.expect("add");
                     }
-                    writer.finish(Position::ZERO, 0, vec![generation + 10]).await.expect("finish")
+                    let lineage = Lineage { ancestors: vec![generation + 10], last_of_run: true };
+                    writer.finish(Position::ZERO, 0, lineage).await.expect("finish")
                 });
                 let files =
                     COMPONENTS.iter().map(|c| std::fs::read(descriptor.path(*c)).expect("read component")).collect();
