@@ -42,11 +42,11 @@ pub(crate) async fn write(
 ) -> Result<(), CoordinatorError> {
     refuse_any(consistency)?;
     let Some((topology, keyspace)) = placement(mutation.table) else {
-        return lead_here(mutation, consistency, 1, deadline).await.map(drop);
+        return lead_here(mutation, consistency, 1, deadline, false).await.map(drop);
     };
     let targets = topology.write_targets(&keyspace, mutation.position.token);
     if targets.only(topology.me) {
-        return lead_here(mutation, consistency, 1, deadline).await.map(drop);
+        return lead_here(mutation, consistency, 1, deadline, false).await.map(drop);
     }
     // Unavailable before anything is sent; with too few live replicas for
     // the level there is no live natural one to lead either.
@@ -54,7 +54,7 @@ pub(crate) async fn write(
     let timeout = || timed_out(consistency, 0, block_for);
     let leader = leader_of(&topology, &targets.natural).ok_or_else(timeout)?;
     if leader == topology.me {
-        return lead(topology, targets, mutation, consistency, deadline).await;
+        return lead(topology, targets, mutation, consistency, block_for, deadline).await;
     }
     let token = mutation.position.token;
     let timeout_ms = deadline.saturating_duration_since(Instant::now()).as_millis() as u64;
@@ -97,17 +97,20 @@ fn leader_of(topology: &Topology, natural: &[Uuid]) -> Option<Uuid> {
 }
 
 /// Leads a counter write on this node, a natural replica of it: applies
-/// the grown shards here, then has the other replicas apply them.
+/// the grown shards here, then has the other replicas apply them. The
+/// caller's plan of `targets` found enough of them live (else Unavailable
+/// before anything is written) and needs `block_for` answers.
 async fn lead(
     topology: Rc<Topology>,
     targets: WriteTargets,
     mutation: Mutation,
     consistency: ConsistencyLevel,
+    block_for: usize,
     deadline: Instant,
 ) -> Result<(), CoordinatorError> {
-    // Unavailable before anything is written.
-    let block_for = topology.plan(&targets.natural, &targets.pending, consistency, false)?.tally.block_for();
-    let led = lead_here(mutation, consistency, block_for, deadline).await?;
+    let led = lead_here(mutation, consistency, block_for, deadline, true)
+        .await?
+        .expect("a leader asked for the replicas' copy gets it");
     let sent =
         write_handler::write(topology, targets, led, consistency, WriteType::Counter, deadline, Delivery::LedHere);
     match sent.await {
@@ -122,13 +125,15 @@ async fn lead(
 }
 
 /// Leads a counter write on the shard of this node that owns its
-/// partition; the write with its deltas turned into this node's shards.
+/// partition; with `for_replicas`, the write with its deltas turned into
+/// this node's shards, for the other replicas.
 async fn lead_here(
     mutation: Mutation,
     consistency: ConsistencyLevel,
     block_for: usize,
     deadline: Instant,
-) -> Result<Mutation, CoordinatorError> {
+    for_replicas: bool,
+) -> Result<Option<Mutation>, CoordinatorError> {
     let leader = crate::cluster::node().host_id.as_u128();
     let shard = shard_of(mutation.position.token);
     metrics::note_target(shard);
@@ -141,8 +146,9 @@ async fn lead_here(
         if !list_ops.is_empty() {
             return Err(CoordinatorError::Invalid("a counter update has no list operations".into()));
         }
-        let update = shoal_replica::local().lead_counter_update(table, position.clone(), update, leader).await?;
-        Ok(Mutation { table, position, update, list_ops })
+        let database = shoal_replica::local();
+        let led = database.lead_counter_update(table, position.clone(), update, leader, for_replicas).await?;
+        Ok(led.map(|update| Mutation { table, position, update, list_ops }))
     })
     .await?
 }
@@ -162,6 +168,8 @@ pub(crate) async fn serve(payload: bytes::Bytes) -> Result<Vec<u8>, CoordinatorE
     if !targets.natural.contains(&topology.me) {
         return Err(CoordinatorError::Remote("asked to lead a counter write of a token it does not replicate".into()));
     }
-    lead(topology, targets, mutation, consistency, deadline).await?;
+    // Unavailable before anything is written.
+    let block_for = topology.plan(&targets.natural, &targets.pending, consistency, false)?.tally.block_for();
+    lead(topology, targets, mutation, consistency, block_for, deadline).await?;
     Ok(Vec::new())
 }

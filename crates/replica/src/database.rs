@@ -315,21 +315,23 @@ impl Database {
 
     /// Leads a counter write (`crate::counter_leader`): turns `update`'s
     /// counter deltas into this replica's (`leader`'s) grown shards under
-    /// the partition's lock, applies that, and returns it for the other
-    /// replicas.
+    /// the partition's lock and applies that; returns a copy of it for the
+    /// other replicas when there are any (`for_replicas`).
     pub async fn lead_counter_update(
         &self,
         table_id: Uuid,
         position: PartitionPosition,
         mut update: PartitionUpdate,
         leader: u128,
-    ) -> Result<PartitionUpdate, ReplicaError> {
+        for_replicas: bool,
+    ) -> Result<Option<PartitionUpdate>, ReplicaError> {
         assert_owned_here(&position);
         let _guard = self.lock_partition(table_id, position.clone()).await?;
         let current = self.table(table_id)?.read(&position, &counter_leader::rows_read(&update)).await?;
         counter_leader::lead(current.as_ref(), &mut update, leader)?;
-        self.apply_holding_lock(table_id, position, update.clone(), &[]).await?;
-        Ok(update)
+        let copy = for_replicas.then(|| update.clone());
+        self.apply_holding_lock(table_id, position, update, &[]).await?;
+        Ok(copy)
     }
 
     /// Applies a streamed partition (a node operation moving data here)
