@@ -4,8 +4,9 @@ removenode on nodes of this machine, each `--smp 1`.
     python3 bench/node_ops.py [--shoal target/release/shoal] [--keys 400000] [--value-size 1024]
 
 Three nodes (127.0.0.2-4, pinned to CPU 0) get `--keys` partitions of
-`--value-size` bytes at RF=2 (`shoal stress`, sequential keys), flushed to
-SSTables. Then, timed:
+`--value-size` bytes at RF=2 (`shoal stress`, sequential keys), flushed and
+compacted to one SSTable each, so no compaction left from the load competes
+with the operations. Then, timed:
 
 1. bootstrap: a fourth node (127.0.0.5, pinned to CPU 1, so its core is
    the receiving shard's alone) starts and streams its ranges; the time is
@@ -18,19 +19,29 @@ SSTables. Then, timed:
 
 For each: wall time, what the gaining nodes report streaming (their
 `streamed in` log lines: partitions, bytes as sent, seconds), MB/s, and
-the CPU the fourth node used over its bootstrap, and the partitions its
-row cache holds once it has streamed. MB/s is the streamed
-bytes over the streaming seconds (a gaining node's log line, which ends
-after its flush): for bootstrap, one receiving shard on its own core; for
-decommission and removenode, the receiving nodes sharing CPU 0.
+the partitions the fourth node's row cache holds once it has streamed.
+MB/s is the streamed bytes over the streaming seconds (a gaining node's
+log line, which ends after its flush): for bootstrap, one receiving shard
+on its own core; for decommission and removenode, the receiving nodes
+sharing CPU 0.
+
+Whether that rate is the receiver's limit: a thread samples every node's
+CPU time (/proc/<pid>/stat) every 20 ms, and over each streaming window
+(the log line's time, less its seconds) the table gives the receiving
+nodes' CPU busy % of their core(s), the MB streamed per CPU-second they
+spent (the rate a saturated receiving shard would reach), and the CPU
+seconds the sending nodes spent. A receiver below ~95% busy was waiting
+on its senders (or the network), not on itself.
 """
 import argparse
+import datetime
 import os
 import re
 import shutil
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 import urllib.error
 import urllib.request
@@ -41,6 +52,43 @@ from harness.cpu import TICK_S, process_ticks  # noqa: E402
 
 ADDRESSES = ("127.0.0.2", "127.0.0.3", "127.0.0.4", "127.0.0.5")
 STREAMED = re.compile(r"streamed in (\d+) range\(s\) of tables: (\d+) partition\(s\), (\d+) bytes in ([\d.]+) s")
+LOG_TIME = re.compile(r"(\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d+)Z")
+ANSI = re.compile(r"\x1b\[[0-9;]*m")
+SAMPLE_S = 0.02
+
+
+class CpuSampler(threading.Thread):
+    """Every node's CPU ticks over wall-clock time, so the CPU spent in a
+    window known only afterwards (from a log line) can be read back."""
+
+    def __init__(self):
+        super().__init__(daemon=True)
+        self.pids = set()
+        self.samples = {}       # pid -> [(epoch s, ticks)]
+        self.done = threading.Event()
+
+    def watch(self, node):
+        self.pids.add(node.proc.pid)
+
+    def run(self):
+        while not self.done.wait(SAMPLE_S):
+            now = time.time()
+            for pid in list(self.pids):
+                ticks = process_ticks(pid)
+                if ticks is not None:
+                    self.samples.setdefault(pid, []).append((now, ticks))
+
+    def cpu_s(self, pid, start, end):
+        """CPU seconds `pid` spent between two epoch times (the samples
+        around each end, so at most a sample's worth wider)."""
+        samples = self.samples.get(pid, [])
+        before = [ticks for (t, ticks) in samples if t <= start]
+        after = [ticks for (t, ticks) in samples if t >= end]
+        if not samples:
+            return 0.0
+        first = before[-1] if before else samples[0][1]
+        last = after[0] if after else samples[-1][1]
+        return (last - first) * TICK_S
 
 
 def post(node, path, timeout=3600):
@@ -64,10 +112,12 @@ def host_id(node):
 
 
 def streamed(nodes, since):
-    """(partitions, bytes, seconds) over the `streamed in` lines the nodes
-    logged after `since` lines of each log (seconds: the longest)."""
+    """(partitions, bytes, seconds, window) over the `streamed in` lines
+    the nodes logged after `since` lines of each log (seconds: the
+    longest; window: epoch times from the first start to the last end)."""
     partitions = size = 0
     seconds = 0.0
+    starts, ends = [], []
     for node in nodes:
         lines = open(node.log_path, errors="replace").read().splitlines()[since.get(node.address, 0):]
         for line in lines:
@@ -76,7 +126,11 @@ def streamed(nodes, since):
                 partitions += int(m.group(2))
                 size += int(m.group(3))
                 seconds = max(seconds, float(m.group(4)))
-    return partitions, size, seconds
+                stamp = LOG_TIME.search(ANSI.sub("", line))
+                end = datetime.datetime.fromisoformat(stamp.group(1)).replace(tzinfo=datetime.timezone.utc).timestamp()
+                starts.append(end - float(m.group(4)))
+                ends.append(end)
+    return partitions, size, seconds, (min(starts, default=0.0), max(ends, default=0.0))
 
 
 def log_lengths(nodes):
@@ -90,9 +144,20 @@ def cache_partitions(node):
     return int(sum(float(line.split()[-1]) for line in lines if line.startswith("shoal_cache_partitions")))
 
 
-def report(name, wall_s, partitions, size, seconds):
-    print("| %s | %.1f | %d | %.0f | %.1f | %.1f |" % (
-        name, wall_s, partitions, size / 1e6, seconds, size / 1e6 / max(seconds, 1e-3)))
+def report(name, wall_s, streamed_in, sampler, receivers, senders):
+    """One row; `receivers` share one core (bootstrap: the joiner alone)."""
+    partitions, size, seconds, (start, end) = streamed_in
+    received_cpu = sum(sampler.cpu_s(n.proc.pid, start, end) for n in receivers)
+    sent_cpu = sum(sampler.cpu_s(n.proc.pid, start, end) for n in senders)
+    print("| %s | %.1f | %d | %.0f | %.2f | %.1f | %.0f%% | %.1f | %.2f |" % (
+        name, wall_s, partitions, size / 1e6, seconds, size / 1e6 / max(seconds, 1e-3),
+        100 * received_cpu / max(end - start, 1e-3), size / 1e6 / max(received_cpu, 1e-3), sent_cpu))
+
+
+def watch_when_spawned(sampler, node):
+    while node.proc is None:
+        time.sleep(SAMPLE_S / 4)
+    sampler.watch(node)
 
 
 def main():
@@ -102,6 +167,7 @@ def main():
     parser.add_argument("--value-size", type=int, default=1024)
     args = parser.parse_args()
     root = tempfile.mkdtemp(prefix="shoal-node-ops-bench-")
+    sampler = CpuSampler()
     port = common_free_port(ADDRESSES)
     nodes = [Node(args.shoal, root, a, port, cpu=0) for a in ADDRESSES[:3]]
     joiner = Node(args.shoal, root, ADDRESSES[3], port, cpu=1)
@@ -115,17 +181,24 @@ def main():
                         "--consistency", "ONE", "--quiet"], check=True, stdout=subprocess.DEVNULL, timeout=1800)
         for n in nodes:
             post(n, "/storage_service/keyspace_flush")
-        print("loaded %d partitions of %d bytes at RF=2 into 3 nodes, flushed" % (args.keys, args.value_size))
+            post(n, "/storage_service/keyspace_compaction/shoal_stress")
+        print("loaded %d partitions of %d bytes at RF=2 into 3 nodes, flushed and compacted" % (
+            args.keys, args.value_size))
         print()
-        print("| operation | wall s | partitions streamed | MB streamed | streaming s | MB/s per receiving core |")
-        print("|---|---:|---:|---:|---:|---:|")
+        print("| operation | wall s | partitions streamed | MB streamed | streaming s | MB/s "
+              "| receiving CPU busy | MB per receiving CPU-s | sending CPU-s |")
+        print("|---|---:|---:|---:|---:|---:|---:|---:|---:|")
+        sampler.start()
+        for n in nodes:
+            sampler.watch(n)
 
         started = time.monotonic()
+        # The sampler must see the joiner from its first tick: watch it as
+        # soon as it is spawned, from a thread, while start() waits.
+        threading.Thread(target=lambda: watch_when_spawned(sampler, joiner), daemon=True).start()
         joiner.start(seeds, timeout=1800)
         wall = time.monotonic() - started
-        cpu_s = (process_ticks(joiner.proc.pid) or 0) * TICK_S
-        join_wall = wall
-        report("bootstrap (3 → 4 nodes)", wall, *streamed([joiner], {}))
+        report("bootstrap (3 → 4 nodes)", wall, streamed([joiner], {}), sampler, [joiner], nodes)
         joiner_cached = cache_partitions(joiner)
 
         since = log_lengths(nodes)
@@ -133,7 +206,7 @@ def main():
         post(joiner, "/storage_service/decommission")
         wall = time.monotonic() - started
         joiner.proc.wait(timeout=60)
-        report("decommission (4 → 3)", wall, *streamed(nodes, since))
+        report("decommission (4 → 3)", wall, streamed(nodes, since), sampler, nodes, [joiner])
 
         since = log_lengths(nodes)
         dead = nodes[2]
@@ -146,16 +219,17 @@ def main():
         started = time.monotonic()
         post(nodes[0], "/storage_service/remove_node?host_id=%s" % dead_id)
         wall = time.monotonic() - started
-        report("removenode (3 → 2)", wall, *streamed(nodes[:2], since))
+        report("removenode (3 → 2)", wall, streamed(nodes[:2], since), sampler, nodes[:2], nodes[:2])
 
         started = time.monotonic()
         answer = post(nodes[0], "/storage_service/repair/shoal_stress").strip()
         repair_wall = time.monotonic() - started
         print()
-        print("the joining node used %.1f CPU-s over its bootstrap of %.1f s (start-up included)" % (cpu_s, join_wall))
+        print("removenode's receivers are also its senders: both CPU columns count the same two nodes")
         print("the joining node's row cache held %d partitions once it had streamed" % joiner_cached)
         print("repair of shoal_stress on %s: %.1f s: %s" % (nodes[0].address, repair_wall, answer))
     finally:
+        sampler.done.set()
         for n in nodes + [joiner]:
             n.stop()
         shutil.rmtree(root, ignore_errors=True)

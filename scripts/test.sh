@@ -18,6 +18,9 @@ else
     echo "== clippy is not installed with this toolchain: lint step skipped"
 fi
 
+echo "== cargo check of the fuzz targets (their own workspace, so nothing else builds them)"
+cargo check --manifest-path fuzz/Cargo.toml --all-targets --locked
+
 echo "== cargo test (unit and crate tests)"
 cargo test --workspace --locked
 

@@ -36,7 +36,7 @@ use bytes::{Bytes, BytesMut};
 use futures_channel::{mpsc, oneshot};
 use futures_util::future::{FutureExt, LocalBoxFuture, Shared};
 use futures_util::StreamExt;
-use shoal_runtime::net::{AsyncRead, AsyncWriteExt, BufResult, Placement, TcpListener, TcpStream};
+use shoal_runtime::net::{read_appending, AsyncWriteExt, BufResult, Placement, TcpListener, TcpStream};
 use shoal_runtime::time::timeout;
 use thiserror::Error;
 use uuid::Uuid;
@@ -255,7 +255,7 @@ async fn open(peer: SocketAddr, shard: u16) -> Result<Rc<Outgoing>, MessagingErr
     frame::encode(&mut frame, Kind::Request, Verb::Hello, 0, &payload);
     let BufResult(written, _) = writer.write_all(frame).await;
     written.map_err(|e| connect_failed(e.to_string()))?;
-    let mut incoming = Incoming::default();
+    let mut incoming = BytesMut::new();
     let answer = match timeout(Verb::Hello.timeout(), read_frame(&mut reader, &mut incoming)).await {
         Ok(Ok(Some(answer))) => answer,
         Ok(Ok(None)) => return Err(MessagingError::Closed { peer }),
@@ -291,7 +291,7 @@ async fn open(peer: SocketAddr, shard: u16) -> Result<Rc<Outgoing>, MessagingErr
 
 /// Hands each answer to the request waiting for it, until the connection
 /// ends.
-async fn answers_loop(mut reader: TcpStream, mut incoming: Incoming, connection: Rc<Outgoing>) {
+async fn answers_loop(mut reader: TcpStream, mut incoming: BytesMut, connection: Rc<Outgoing>) {
     let peer = connection.peer;
     loop {
         match read_frame(&mut reader, &mut incoming).await {
@@ -358,30 +358,22 @@ enum ReadError {
     Frame(#[from] FrameError),
 }
 
-/// What a connection has read and not yet decoded, and the buffer it
-/// reads into (kept: one allocation per connection, not one per read).
-#[derive(Default)]
-struct Incoming {
-    pending: BytesMut,
-    buffer: Vec<u8>,
-}
-
-/// The next frame from `reader` (`None` at a clean end of stream), reading
-/// into `incoming` as needed.
-async fn read_frame(reader: &mut TcpStream, incoming: &mut Incoming) -> Result<Option<Frame>, ReadError> {
+/// The next frame from `reader` (`None` at a clean end of stream). What
+/// the connection has read and not yet decoded stays in `pending`, and
+/// reads land straight in its spare room: a frame's payload is split off
+/// the bytes the socket wrote, never copied out of a read buffer first.
+async fn read_frame(reader: &mut TcpStream, pending: &mut BytesMut) -> Result<Option<Frame>, ReadError> {
     loop {
-        if let Some(frame) = frame::decode(&mut incoming.pending)? {
+        if let Some(frame) = frame::decode(pending)? {
             return Ok(Some(frame));
         }
-        let mut buffer = std::mem::take(&mut incoming.buffer);
-        buffer.clear();
-        buffer.reserve(READ_BUFFER_BYTES);
-        let BufResult(read, buffer) = reader.read(buffer).await;
-        incoming.buffer = buffer;
+        // `decode` made room for the whole of a frame it saw the start of;
+        // this only adds room when less than a read's worth is left.
+        let BufResult(read, buffer) = read_appending(reader, std::mem::take(pending), READ_BUFFER_BYTES).await;
+        *pending = buffer;
         if read? == 0 {
             return Ok(None);
         }
-        incoming.pending.extend_from_slice(&incoming.buffer);
     }
 }
 
@@ -416,7 +408,7 @@ async fn accept(stream: TcpStream) {
 
 async fn accept_on_shard(mut stream: TcpStream) -> Result<(), AcceptError> {
     let _ = stream.set_nodelay(true);
-    let mut incoming = Incoming::default();
+    let mut incoming = BytesMut::new();
     let limit = Verb::Hello.timeout();
     let first = match timeout(limit, read_frame(&mut stream, &mut incoming)).await {
         Ok(read) => read?.ok_or(AcceptError::Closed)?,
@@ -445,11 +437,11 @@ async fn accept_on_shard(mut stream: TcpStream) -> Result<(), AcceptError> {
     let detached = shoal_runtime::net::detach(stream).map_err(|e| AcceptError::Move(e.to_string()))?;
     // The caller waits for the welcome before it sends more: nothing
     // should follow the handshake yet, but what did goes along.
-    let pending = incoming.pending.freeze();
+    let pending = incoming.freeze();
     shoal_runtime::submit_to(shard, move || {
         match shoal_runtime::net::attach(detached) {
             Ok(stream) => {
-                let incoming = Incoming { pending: BytesMut::from(&pending[..]), buffer: Vec::new() };
+                let incoming = BytesMut::from(&pending[..]);
                 shoal_runtime::spawn(serve_incoming(stream, hello, id, incoming))
             }
             Err(e) => tracing::warn!("internode connection lost moving to shard {shard}: {e}"),
@@ -461,7 +453,7 @@ async fn accept_on_shard(mut stream: TcpStream) -> Result<(), AcceptError> {
 }
 
 /// Welcomes the caller, then answers its requests until it hangs up.
-async fn serve_incoming(stream: TcpStream, hello: Hello, hello_id: u64, mut incoming: Incoming) {
+async fn serve_incoming(stream: TcpStream, hello: Hello, hello_id: u64, mut incoming: BytesMut) {
     let me = identity();
     let caller = Caller {
         host_id: hello.host_id,

@@ -143,7 +143,7 @@ pub async fn stream_in() -> Result<Streamed, CoordinatorError> {
     storage_op(StorageOp::Flush { keyspace: None, tables: Vec::new() }).await?;
     let seconds = started.elapsed().as_secs_f64();
     tracing::info!(
-        "streamed in {} range(s) of tables: {} partition(s), {} bytes in {:.1} s ({:.1} MB/s)",
+        "streamed in {} range(s) of tables: {} partition(s), {} bytes in {:.2} s ({:.1} MB/s)",
         total.ranges,
         total.partitions,
         total.bytes,

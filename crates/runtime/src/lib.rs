@@ -13,6 +13,7 @@
 pub mod clock;
 mod cpus;
 mod inbox;
+pub mod memory;
 mod shard;
 mod task;
 

@@ -9,21 +9,24 @@
 use std::os::fd::AsFd;
 
 pub use compio::buf::BufResult;
+use compio::buf::{IntoInner, IoBufMut};
 pub use compio::io::{AsyncRead, AsyncWriteExt};
 pub use compio::net::{TcpListener, TcpStream};
 
-use compio::buf::{IntoInner, IoBufMut};
 use compio::net::TcpSocket;
 
 /// Reads what `stream` has into `buf` after its bytes (making room for at
 /// least `min_spare_bytes` first), so a connection keeps one buffer and
-/// never copies what it read.
-pub async fn read_appending(
+/// never copies what it read. `buf` is a `Vec<u8>` or a `BytesMut`: both
+/// grow on demand.
+pub async fn read_appending<B: IoBufMut>(
     stream: &mut TcpStream,
-    mut buf: Vec<u8>,
+    mut buf: B,
     min_spare_bytes: usize,
-) -> BufResult<usize, Vec<u8>> {
-    buf.reserve(min_spare_bytes);
+) -> BufResult<usize, B> {
+    if let Err(e) = IoBufMut::reserve(&mut buf, min_spare_bytes) {
+        return BufResult(Err(std::io::Error::other(e.to_string())), buf);
+    }
     let BufResult(result, buf) = stream.read(buf.uninit()).await;
     BufResult(result, buf.into_inner())
 }

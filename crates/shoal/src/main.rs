@@ -97,6 +97,11 @@ fn run(config: Config) -> Result<(), String> {
         nr_shards: config.smp,
         sharding_ignore_msb: shoal_coordinator::SHARDING_IGNORE_MSB,
     });
+    if !config.transparent_hugepages {
+        if let Err(e) = shoal_runtime::memory::disable_transparent_huge_pages() {
+            tracing::warn!("cannot turn transparent huge pages off ({e}); page faults may stall shards");
+        }
+    }
     let pin = config.pin_shards.then(shoal_runtime::allowed_cpus);
     let shards = shoal_runtime::start_shards(config.smp, pin, move |shard| {
         shoal_transport::metrics::register_metrics();
