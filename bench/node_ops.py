@@ -12,18 +12,22 @@ with the operations. Then, timed:
    the receiving shard's alone) starts and streams its ranges; the time is
    from its start to its CQL port opening;
 2. decommission of that fourth node: its ranges stream to the others;
-3. removenode: the third node is killed and removed from the first; its
-   ranges stream from the surviving replicas;
-4. repair on the first node of the two left, whose replicas agree: the
+3. replace: the third node is killed, and a new node (127.0.0.6, CPU 1)
+   started with `--replace-node-first-boot <its host id>` takes its
+   tokens, streaming them from the surviving replicas; the time is from
+   its start to its CQL port opening;
+4. removenode: that replacement is killed and removed from the first;
+   its ranges stream from the surviving replicas;
+5. repair on the first node of the two left, whose replicas agree: the
    cost of comparing every partition's hash.
 
 For each: wall time, what the gaining nodes report streaming (their
 `streamed in` log lines: partitions, bytes as sent, seconds), MB/s, and
 the partitions the fourth node's row cache holds once it has streamed.
 MB/s is the streamed bytes over the streaming seconds (a gaining node's
-log line, which ends after its flush): for bootstrap, one receiving shard
-on its own core; for decommission and removenode, the receiving nodes
-sharing CPU 0.
+log line, which ends after its flush): for bootstrap and replace, one
+receiving shard on its own core; for decommission and removenode, the
+receiving nodes sharing CPU 0.
 
 Whether that rate is the receiver's limit: a thread samples every node's
 CPU time (/proc/<pid>/stat) every 20 ms, and over each streaming window
@@ -50,7 +54,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from cluster_replication import Node, common_free_port  # noqa: E402
 from harness.cpu import TICK_S, process_ticks  # noqa: E402
 
-ADDRESSES = ("127.0.0.2", "127.0.0.3", "127.0.0.4", "127.0.0.5")
+ADDRESSES = ("127.0.0.2", "127.0.0.3", "127.0.0.4", "127.0.0.5", "127.0.0.6")
 STREAMED = re.compile(r"streamed in (\d+) range\(s\) of tables: (\d+) partition\(s\), (\d+) bytes in ([\d.]+) s")
 LOG_TIME = re.compile(r"(\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d+)Z")
 ANSI = re.compile(r"\x1b\[[0-9;]*m")
@@ -79,16 +83,28 @@ class CpuSampler(threading.Thread):
                     self.samples.setdefault(pid, []).append((now, ticks))
 
     def cpu_s(self, pid, start, end):
-        """CPU seconds `pid` spent between two epoch times (the samples
-        around each end, so at most a sample's worth wider)."""
+        """CPU seconds `pid` spent between two epoch times, interpolated
+        linearly between the samples around each (waits for one past
+        `end` while the process lives)."""
+        deadline = time.monotonic() + 5
+        while not any(t >= end for (t, _) in self.samples.get(pid, [])):
+            if process_ticks(pid) is None or time.monotonic() > deadline:
+                break
+            time.sleep(SAMPLE_S)
         samples = self.samples.get(pid, [])
-        before = [ticks for (t, ticks) in samples if t <= start]
-        after = [ticks for (t, ticks) in samples if t >= end]
         if not samples:
             return 0.0
-        first = before[-1] if before else samples[0][1]
-        last = after[0] if after else samples[-1][1]
-        return (last - first) * TICK_S
+        return (ticks_at(samples, end) - ticks_at(samples, start)) * TICK_S
+
+
+def ticks_at(samples, when):
+    """A process's CPU ticks at epoch time `when`, between its samples."""
+    if when <= samples[0][0]:
+        return samples[0][1]
+    for (t0, ticks0), (t1, ticks1) in zip(samples, samples[1:]):
+        if t0 <= when <= t1:
+            return ticks0 + (ticks1 - ticks0) * (when - t0) / max(t1 - t0, 1e-9)
+    return samples[-1][1]
 
 
 def post(node, path, timeout=3600):
@@ -127,6 +143,8 @@ def streamed(nodes, since):
                 size += int(m.group(3))
                 seconds = max(seconds, float(m.group(4)))
                 stamp = LOG_TIME.search(ANSI.sub("", line))
+                if stamp is None:
+                    raise RuntimeError("no time on the log line %r" % line)
                 end = datetime.datetime.fromisoformat(stamp.group(1)).replace(tzinfo=datetime.timezone.utc).timestamp()
                 starts.append(end - float(m.group(4)))
                 ends.append(end)
@@ -152,6 +170,17 @@ def report(name, wall_s, streamed_in, sampler, receivers, senders):
     print("| %s | %.1f | %d | %.0f | %.2f | %.1f | %.0f%% | %.1f | %.2f |" % (
         name, wall_s, partitions, size / 1e6, seconds, size / 1e6 / max(seconds, 1e-3),
         100 * received_cpu / max(end - start, 1e-3), size / 1e6 / max(received_cpu, 1e-3), sent_cpu))
+
+
+def kill(node, observer):
+    """Kills `node` with -9 and waits until `observer` sees it down; its host id."""
+    dead_id = host_id(node)
+    node.stop()
+    deadline = time.monotonic() + 60
+    while not seen_down(observer, node.address):
+        assert time.monotonic() < deadline, "the killed node is not seen down"
+        time.sleep(0.5)
+    return dead_id
 
 
 def watch_when_spawned(sampler, node):
@@ -208,14 +237,19 @@ def main():
         joiner.proc.wait(timeout=60)
         report("decommission (4 → 3)", wall, streamed(nodes, since), sampler, nodes, [joiner])
 
+        dead_id = kill(nodes[2], nodes[0])
+        replacement = Node(args.shoal, root, ADDRESSES[4], port, cpu=1)
+        # Stopped with the others, whether or not it starts.
+        nodes.append(replacement)
+        started = time.monotonic()
+        threading.Thread(target=lambda: watch_when_spawned(sampler, replacement), daemon=True).start()
+        replacement.start(seeds, timeout=1800, extra=("--replace-node-first-boot", dead_id))
+        wall = time.monotonic() - started
+        report("replace (a dead node's tokens)", wall, streamed([replacement], {}), sampler, [replacement], nodes[:2])
+        nodes[2] = nodes.pop()
+
         since = log_lengths(nodes)
-        dead = nodes[2]
-        dead_id = host_id(dead)
-        dead.stop()
-        deadline = time.monotonic() + 60
-        while not seen_down(nodes[0], dead.address):
-            assert time.monotonic() < deadline, "the killed node is not seen down"
-            time.sleep(0.5)
+        dead_id = kill(nodes[2], nodes[0])
         started = time.monotonic()
         post(nodes[0], "/storage_service/remove_node?host_id=%s" % dead_id)
         wall = time.monotonic() - started

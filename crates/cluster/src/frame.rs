@@ -111,6 +111,15 @@ pub fn decode(buf: &mut BytesMut) -> Result<Option<Frame>, FrameError> {
     Ok(Some(Frame { kind, verb, id, payload }))
 }
 
+/// After [`decode`] found no whole frame in `buf`: the bytes still to come
+/// of the frame whose header `buf` holds, if it holds one (`decode` made
+/// room for them).
+pub fn bytes_to_come(buf: &BytesMut) -> Option<usize> {
+    let header: [u8; 4] = buf.get(..4)?.try_into().ok()?;
+    let frame_bytes = FRAME_HEADER_BYTES + u32::from_be_bytes(header) as usize;
+    (buf.len() >= FRAME_HEADER_BYTES).then(|| frame_bytes.saturating_sub(buf.len()))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -141,6 +150,18 @@ mod tests {
             ]
         );
         assert!(buf.is_empty());
+    }
+
+    #[test]
+    fn a_partial_frame_says_how_much_is_to_come_and_has_room_for_it() {
+        let wire = encoded(Kind::Request, Verb::Ping, 7, &[9; 1000]);
+        let mut buf = BytesMut::from(&wire[..5]);
+        assert_eq!(decode(&mut buf), Ok(None));
+        assert_eq!(bytes_to_come(&buf), None, "no whole header yet");
+        let mut buf = BytesMut::from(&wire[..100]);
+        assert_eq!(decode(&mut buf), Ok(None));
+        assert_eq!(bytes_to_come(&buf), Some(wire.len() - 100));
+        assert!(buf.capacity() - buf.len() >= wire.len() - 100);
     }
 
     #[test]

@@ -367,9 +367,11 @@ async fn read_frame(reader: &mut TcpStream, pending: &mut BytesMut) -> Result<Op
         if let Some(frame) = frame::decode(pending)? {
             return Ok(Some(frame));
         }
-        // `decode` made room for the whole of a frame it saw the start of;
-        // this only adds room when less than a read's worth is left.
-        let BufResult(read, buffer) = read_appending(reader, std::mem::take(pending), READ_BUFFER_BYTES).await;
+        // The rest of a frame whose header is here has room already
+        // (`decode` made it): read into that, not into a bigger buffer the
+        // partial frame would be copied to. Otherwise, room for a read.
+        let spare_bytes = frame::bytes_to_come(pending).unwrap_or(READ_BUFFER_BYTES).max(1);
+        let BufResult(read, buffer) = read_appending(reader, std::mem::take(pending), spare_bytes).await;
         *pending = buffer;
         if read? == 0 {
             return Ok(None);

@@ -7,11 +7,12 @@
 //! all of it, stalling the shard that touched it; Cassandra's and Redis's
 //! production guides tell users to turn THP off for that reason. Measured
 //! here (2 cores; bench/results/2026-11-27-streaming.md), turning it off
-//! for the process raised a bootstrap's streaming rate ~48%, three-node
-//! QUORUM writes ~30% (p99 ~180 ms → 45-100 ms) and one node's CQL writes
-//! and reads ~20%, and cost pipelined memcached gets ~10% (a warm cache's
-//! random lookups miss the TLB more with 4 KiB pages). The server turns it
-//! off unless `--transparent-hugepages` is given.
+//! for the process raised a bootstrap's streaming (median 155 → 212 MB/s
+//! per receiving shard), three-node QUORUM writes (+24-47%, p99 180-200 ms
+//! → 45-102 ms) and one node's CQL reads (+21-31%), and cost pipelined
+//! memcached gets ~7%, within their run-to-run noise (a warm cache's
+//! random lookups likely miss the TLB more with 4 KiB pages). The server
+//! turns it off unless `--transparent-hugepages` is given.
 
 /// Turns transparent huge pages off for this process (and what it forks),
 /// whatever the system-wide setting. Memory already backed by huge pages

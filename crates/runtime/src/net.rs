@@ -16,16 +16,19 @@ pub use compio::net::{TcpListener, TcpStream};
 use compio::net::TcpSocket;
 
 /// Reads what `stream` has into `buf` after its bytes (making room for at
-/// least `min_spare_bytes` first), so a connection keeps one buffer and
-/// never copies what it read. `buf` is a `Vec<u8>` or a `BytesMut`: both
-/// grow on demand.
+/// least `min_spare_bytes` first), so what a connection reads is never
+/// copied out of a read buffer. `buf` is a `Vec<u8>` or a `BytesMut`: both
+/// grow on demand (a `BytesMut` whose earlier bytes were split off and are
+/// still held moves to a new allocation when it grows).
 pub async fn read_appending<B: IoBufMut>(
     stream: &mut TcpStream,
     mut buf: B,
     min_spare_bytes: usize,
 ) -> BufResult<usize, B> {
+    // No room would read 0 bytes, which reads as the end of the stream.
+    debug_assert!(min_spare_bytes > 0, "a read needs room");
     if let Err(e) = IoBufMut::reserve(&mut buf, min_spare_bytes) {
-        return BufResult(Err(std::io::Error::other(e.to_string())), buf);
+        return BufResult(Err(e.into()), buf);
     }
     let BufResult(result, buf) = stream.read(buf.uninit()).await;
     BufResult(result, buf.into_inner())

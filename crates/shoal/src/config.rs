@@ -158,7 +158,7 @@ pub struct ServerArgs {
     pub no_pin: bool,
     /// Let the heap use transparent huge pages. Off by default: a huge-page
     /// fault may stall a shard (bench/results/2026-11-27-streaming.md); a
-    /// node that only serves memcached gets from a warm cache gains ~10%.
+    /// node that only serves memcached gets from a warm cache gains ~7%.
     #[arg(long, env = "SHOAL_TRANSPARENT_HUGEPAGES")]
     pub transparent_hugepages: bool,
 }
