@@ -2,13 +2,14 @@
 //! byte stream, and each frame's payload read as a handshake (`Hello`),
 //! as its answer (`Welcome`), as a Raft message, as a group 0 join and
 //! as a group 0 log entry. Any bytes give frames, "incomplete" or an
-//! error, never a panic; a decoded frame consumes bytes, so a connection's
-//! read loop always makes progress.
+//! error, never a panic; a decoded frame consumes bytes, and an incomplete
+//! one asks for at least one more byte and has room for all it asks, so a
+//! connection's read loop always makes progress.
 #![no_main]
 
 use bytes::BytesMut;
 use libfuzzer_sys::fuzz_target;
-use shoal_cluster::frame::decode;
+use shoal_cluster::frame::{bytes_to_come, decode};
 use shoal_cluster::group0_entry::{decode_member, Entry};
 use shoal_cluster::hello::{Hello, Welcome};
 use shoal_cluster::raft_codec::decode_message;
@@ -26,7 +27,14 @@ fuzz_target!(|data: &[u8]| {
                 let _ = Entry::decode(&frame.payload);
                 let _ = Welcome::decode(frame.payload);
             }
-            Ok(None) | Err(_) => break,
+            Ok(None) => {
+                if let Some(missing) = bytes_to_come(&buf) {
+                    assert!(missing > 0, "an incomplete frame asks for nothing");
+                    assert!(buf.capacity() - buf.len() >= missing, "no room for the rest of a frame");
+                }
+                break;
+            }
+            Err(_) => break,
         }
     }
     // The payload decoders on raw bytes too, without a frame around them.
