@@ -132,7 +132,11 @@ fn raft_seeds(corpus: &Path) {
         timeout_ms: 5000,
         mutation: mutation.clone(),
     };
-    write(&data, "counter-write", &[&[13u8][..], &shoal_coordinator::wire::encode_counter_write(&counter_write)].concat());
+    write(
+        &data,
+        "counter-write",
+        &[&[13u8][..], &shoal_coordinator::wire::encode_counter_write(&counter_write)].concat(),
+    );
     let command = shoal_coordinator::data::ReadCommand {
         table: uuid::Uuid::from_u128(1),
         partitions: shoal_coordinator::data::PartitionSelection::Keys(vec![position(1)]),
@@ -153,7 +157,11 @@ fn raft_seeds(corpus: &Path) {
     let page = shoal_coordinator::wire::StreamPage { partitions: vec![(position(2), partition(2, 2, 4))], more: true };
     write(&data, "stream-page", &[&[8u8][..], &shoal_coordinator::wire::encode_stream_page(&page)].concat());
     let ballot = shoal_coordinator::wire::Ballot { micros: 1_700_000_000_000_000, node: uuid::Uuid::from_u128(7) };
-    write(&data, "paxos-proposal", &[&[10u8][..], &shoal_coordinator::wire::encode_paxos_proposal(ballot, &mutation)].concat());
+    write(
+        &data,
+        "paxos-proposal",
+        &[&[10u8][..], &shoal_coordinator::wire::encode_paxos_proposal(ballot, &mutation)].concat(),
+    );
     let promise = shoal_coordinator::wire::Promise {
         promised: true,
         promised_ballot: ballot,
@@ -163,5 +171,9 @@ fn raft_seeds(corpus: &Path) {
     };
     write(&data, "paxos-promise", &[&[5u8][..], &shoal_coordinator::wire::encode_promise(&promise)].concat());
     let rows = shoal_coordinator::wire::RowHashes::of(&partition(2, 2, 4));
-    write(&data, "row-hashes", &[&[12u8][..], &shoal_coordinator::wire::encode_row_hashes(&[None, Some(rows)])].concat());
+    write(
+        &data,
+        "row-hashes",
+        &[&[12u8][..], &shoal_coordinator::wire::encode_row_hashes(&[None, Some(rows)])].concat(),
+    );
 }

@@ -39,11 +39,7 @@ fn split_frames(data: &[u8]) {
                 for compression in [None, Some(Compression::Lz4), Some(Compression::Snappy)] {
                     if let Ok(body) = frame.clone().into_body(compression, MAX_FRAME_BYTES) {
                         assert!(body.len() <= MAX_FRAME_BYTES);
-                        answer(Request::decode_with_flags(
-                            header.flags,
-                            header.opcode,
-                            body,
-                        ));
+                        answer(Request::decode_with_flags(header.flags, header.opcode, body));
                     }
                 }
             }

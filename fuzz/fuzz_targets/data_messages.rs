@@ -71,7 +71,13 @@ fuzz_target!(|data: &[u8]| {
         11 => {
             if let Ok(hint) = shoal_coordinator::decode_hint_entry(bytes) {
                 let mut again = Vec::new();
-                shoal_coordinator::encode_hint_entry(&mut again, hint.target, hint.token, hint.written_ms, &hint.payload);
+                shoal_coordinator::encode_hint_entry(
+                    &mut again,
+                    hint.target,
+                    hint.token,
+                    hint.written_ms,
+                    &hint.payload,
+                );
                 assert_eq!(shoal_coordinator::decode_hint_entry(&again).ok(), Some(hint));
             }
         }

@@ -78,7 +78,9 @@ fn fixture() -> &'static Fixture {
                 let descriptor = Descriptor { dir: dir.clone(), shard: 0, generation };
                 let options = WriterOptions { compression, chunk_bytes: 4096, bloom_fp_chance: 0.01 };
                 let descriptor = shoal_io::block_on(async {
-                    let mut writer = Writer::create(descriptor, options, partitions.len(), shoal_io::IoClass::Flush).await.expect("create");
+                    let mut writer = Writer::create(descriptor, options, partitions.len(), shoal_io::IoClass::Flush)
+                        .await
+                        .expect("create");
                     for (position, partition) in &partitions {
                         writer.add(position, partition).await.expect("add");
                     }
@@ -227,7 +229,9 @@ async fn check(fixture: &Fixture, written: &Written, intact: bool, deep: bool) {
     // A bounded scan from inside the second index page, of slices.
     let (from, _) = &fixture.partitions[INDEX_PAGE_ENTRIES + 3];
     let (to, _) = &fixture.partitions[PARTITIONS as usize - 2];
-    if let Ok(mut scanner) = Scanner::new(sstable, Bound::Excluded(from), Bound::Excluded(to.clone()), shoal_io::IoClass::Query).await {
+    if let Ok(mut scanner) =
+        Scanner::new(sstable, Bound::Excluded(from), Bound::Excluded(to.clone()), shoal_io::IoClass::Query).await
+    {
         let mut scanned = 0;
         loop {
             match scanner.next(&slices).await {
