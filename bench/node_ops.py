@@ -183,10 +183,18 @@ def kill(node, observer):
     return dead_id
 
 
-def watch_when_spawned(sampler, node):
-    while node.proc is None:
-        time.sleep(SAMPLE_S / 4)
-    sampler.watch(node)
+def start_watched(node, sampler, seeds, extra=()):
+    """Starts `node` with the sampler watching it from its first tick (a
+    thread adds it as soon as it is spawned, while start() waits for its
+    CQL port); the seconds until the port opened."""
+    def watch_when_spawned():
+        while node.proc is None:
+            time.sleep(SAMPLE_S / 4)
+        sampler.watch(node)
+    started = time.monotonic()
+    threading.Thread(target=watch_when_spawned, daemon=True).start()
+    node.start(seeds, timeout=1800, extra=extra)
+    return time.monotonic() - started
 
 
 def main():
@@ -221,12 +229,7 @@ def main():
         for n in nodes:
             sampler.watch(n)
 
-        started = time.monotonic()
-        # The sampler must see the joiner from its first tick: watch it as
-        # soon as it is spawned, from a thread, while start() waits.
-        threading.Thread(target=lambda: watch_when_spawned(sampler, joiner), daemon=True).start()
-        joiner.start(seeds, timeout=1800)
-        wall = time.monotonic() - started
+        wall = start_watched(joiner, sampler, seeds)
         report("bootstrap (3 → 4 nodes)", wall, streamed([joiner], {}), sampler, [joiner], nodes)
         joiner_cached = cache_partitions(joiner)
 
@@ -241,10 +244,7 @@ def main():
         replacement = Node(args.shoal, root, ADDRESSES[4], port, cpu=1)
         # Stopped with the others, whether or not it starts.
         nodes.append(replacement)
-        started = time.monotonic()
-        threading.Thread(target=lambda: watch_when_spawned(sampler, replacement), daemon=True).start()
-        replacement.start(seeds, timeout=1800, extra=("--replace-node-first-boot", dead_id))
-        wall = time.monotonic() - started
+        wall = start_watched(replacement, sampler, seeds, extra=("--replace-node-first-boot", dead_id))
         report("replace (a dead node's tokens)", wall, streamed([replacement], {}), sampler, [replacement], nodes[:2])
         nodes[2] = nodes.pop()
 

@@ -85,10 +85,9 @@ pub fn encode(out: &mut Vec<u8>, kind: Kind, verb: Verb, id: u64, payload: &[u8]
 
 /// Takes the first complete frame off `buf`; `Ok(None)` until one is there.
 pub fn decode(buf: &mut BytesMut) -> Result<Option<Frame>, FrameError> {
-    if buf.len() < FRAME_HEADER_BYTES {
+    let Some(body_bytes) = body_bytes(buf) else {
         return Ok(None);
-    }
-    let body_bytes = u32::from_be_bytes([buf[0], buf[1], buf[2], buf[3]]) as usize;
+    };
     if body_bytes > MAX_BODY_BYTES {
         return Err(FrameError::TooLarge { bytes: body_bytes, max_bytes: MAX_BODY_BYTES });
     }
@@ -115,9 +114,13 @@ pub fn decode(buf: &mut BytesMut) -> Result<Option<Frame>, FrameError> {
 /// of the frame whose header `buf` holds, if it holds one (`decode` made
 /// room for them).
 pub fn bytes_to_come(buf: &BytesMut) -> Option<usize> {
-    let header: [u8; 4] = buf.get(..4)?.try_into().ok()?;
-    let frame_bytes = FRAME_HEADER_BYTES + u32::from_be_bytes(header) as usize;
-    (buf.len() >= FRAME_HEADER_BYTES).then(|| frame_bytes.saturating_sub(buf.len()))
+    body_bytes(buf).map(|body_bytes| (FRAME_HEADER_BYTES + body_bytes).saturating_sub(buf.len()))
+}
+
+/// The body length the frame header at the start of `buf` gives, once the
+/// whole header is there.
+fn body_bytes(buf: &BytesMut) -> Option<usize> {
+    (buf.len() >= FRAME_HEADER_BYTES).then(|| u32::from_be_bytes([buf[0], buf[1], buf[2], buf[3]]) as usize)
 }
 
 #[cfg(test)]
