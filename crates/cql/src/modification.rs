@@ -167,7 +167,7 @@ pub fn update(meta: &TableMeta, statement: &Update, ctx: WriteContext<'_>) -> Cq
             return Err(invalid(format!("PRIMARY KEY part {name} found in SET part")));
         }
         let target = if column.kind == ColumnKind::Static { &mut static_row } else { &mut row };
-        assign(target, column, assignment, &attrs, ctx.bindings, &mut pending)?;
+        merge_write(target, |part| assign(part, column, assignment, &attrs, ctx.bindings, &mut pending))?;
     }
     let has_regular = !row.columns.is_empty() || pending.iter().any(|p| !p.is_static);
     let keys = match restrictions.clustering_keys {
@@ -215,11 +215,10 @@ pub fn delete(meta: &TableMeta, statement: &Delete, ctx: WriteContext<'_>) -> Cq
                     update.rows.insert(encoded.clone(), ClusteredRow { clustering: values.clone(), row });
                 }
             }
-            _ if restrictions
-                .clustering_ranges
-                .iter()
-                .any(|r| r != &shoal_coordinator::data::ClusteringRange::all()) =>
-            {
+            // A slice or a key prefix deletes its rows, one range
+            // tombstone per range, and never the static row: an empty
+            // slice (`c > 5 AND c < 3`) deletes nothing.
+            _ if restrictions.clustering_restricted => {
                 update.range_tombstones = restrictions
                     .clustering_ranges
                     .iter()
@@ -274,8 +273,8 @@ fn delete_columns(
             continue;
         }
         let target = if column.kind == ColumnKind::Static { &mut update.static_row } else { &mut row };
-        match element {
-            None => write_value(target, column, BoundValue::Null, attrs)?,
+        merge_write(target, |part| match element {
+            None => write_value(part, column, BoundValue::Null, attrs),
             Some(key) if matches!(column.ty, CqlType::List(_)) => {
                 let index = list_index(key, column, bindings)?;
                 pending.push(PendingListOp {
@@ -284,10 +283,11 @@ fn delete_columns(
                     kind: ListOpKind::DeleteIndex(index),
                 });
                 // The row must be in the update for the operation to land.
-                target.columns.entry(column.id).or_insert_with(|| ColumnData::Collection(Collection::default()));
+                collection_of(part, column);
+                Ok(())
             }
-            Some(key) => delete_element(target, column, key, attrs, bindings)?,
-        }
+            Some(key) => delete_element(part, column, key, attrs, bindings),
+        })?;
     }
     // A field deletion writes its cell into the row on the replica.
     if !row.columns.is_empty() || pending.iter().any(|p| !p.is_static) {
@@ -326,6 +326,22 @@ fn assignment_column(assignment: &Assignment) -> &str {
         | Assignment::SetElement { column, .. }
         | Assignment::SetField { column, .. } => column,
     }
+}
+
+/// Runs one assignment or deletion of a statement into a row of its own,
+/// then merges that into the statement's `row` by the rules that reconcile
+/// two writes: a statement that writes one cell twice (`SET m[2] = 9,
+/// m[2] = 6`, `SET s = s - {3}, s = s + {3, 4}`) keeps what those rules
+/// pick at one timestamp (the greater value; a tombstone over a value),
+/// whatever the order of its assignments.
+fn merge_write(row: &mut Row, write: impl FnOnce(&mut Row) -> CqlResult<()>) -> CqlResult<()> {
+    if row.is_empty() {
+        return write(row);
+    }
+    let mut part = Row::default();
+    write(&mut part)?;
+    row.merge(part);
+    Ok(())
 }
 
 fn list_index(term: &Term, column: &ColumnMeta, bindings: Bindings<'_>) -> CqlResult<i32> {
@@ -518,13 +534,16 @@ fn write_value(row: &mut Row, column: &ColumnMeta, value: BoundValue, attrs: &At
         )));
     }
     if column.ty.is_multi_cell() {
-        let tombstone = Tombstone { timestamp: attrs.timestamp - 1, deletion_time_s: attrs.now_s };
+        // A null (or DELETE) deletes the collection at the write's own
+        // timestamp, as any deletion; a new value replaces it with a
+        // tombstone one microsecond below, so its own elements survive.
+        let at = |timestamp: i64| Some(Tombstone { timestamp, deletion_time_s: attrs.now_s });
         let collection = collection_of(row, column);
         match value {
             BoundValue::Unset => {}
-            BoundValue::Null => collection.tombstone = Some(tombstone),
+            BoundValue::Null => collection.tombstone = at(attrs.timestamp),
             BoundValue::Value(items) => {
-                collection.tombstone = Some(tombstone);
+                collection.tombstone = at(attrs.timestamp - 1);
                 add_elements(collection, &column.ty, &items, attrs, false);
             }
         }

@@ -38,7 +38,13 @@ pub struct Restrictions {
     /// Full clustering keys when every clustering column is restricted by
     /// `=`/`IN` (what UPDATE needs), as (encoding, values).
     pub clustering_keys: Option<Vec<(Bytes, Vec<Bytes>)>>,
+    /// The clustering ranges selected, in clustering order; empty when the
+    /// restrictions exclude every row (`c > 5 AND c < 3`, `c IN ()`).
     pub clustering_ranges: Vec<ClusteringRange>,
+    /// Whether some clustering column is restricted. The ranges alone do
+    /// not say it: `c <= 2147483647` selects every row as `[all()]` does,
+    /// yet a DELETE with it removes rows, never the partition's static row.
+    pub clustering_restricted: bool,
     pub filters: Vec<RowFilter>,
     /// Restrictions that make the read scan more than it returns.
     pub needs_filtering: bool,
@@ -143,6 +149,7 @@ impl EqPlan {
             partitions: PartitionRestriction::Keys(vec![position]),
             clustering_keys,
             clustering_ranges: if range.is_empty() { Vec::new() } else { vec![range] },
+            clustering_restricted: !self.clustering_prefix.is_empty(),
             filters: Vec::new(),
             needs_filtering: false,
         })
@@ -333,9 +340,19 @@ impl<'a> Analysis<'a> {
             PartitionRestriction::TokenRange { from: self.token_from, to: self.token_to }
         };
         let single_partition = matches!(&partitions, PartitionRestriction::Keys(_));
+        let is_clustering = |i: &usize| self.meta.columns[*i].kind == ColumnKind::Clustering;
+        let clustering_restricted =
+            !self.multi.is_empty() || !self.slices.is_empty() || self.equal.keys().any(is_clustering);
         let (clustering_keys, clustering_ranges, clustering_filtered) = self.clustering()?;
         let needs_filtering = !self.filters.is_empty() || (clustering_filtered && !single_partition);
-        Ok(Restrictions { partitions, clustering_keys, clustering_ranges, filters: self.filters, needs_filtering })
+        Ok(Restrictions {
+            partitions,
+            clustering_keys,
+            clustering_ranges,
+            clustering_restricted,
+            filters: self.filters,
+            needs_filtering,
+        })
     }
 
     fn partition_keys(&self, pk: &[usize]) -> CqlResult<Vec<PartitionPosition>> {
@@ -469,7 +486,16 @@ impl<'a> Analysis<'a> {
 fn apply_bound(range: &mut ClusteringRange, key: Bytes, op: Operator, desc: bool) {
     let op = if desc { flip(op) } else { op };
     let (start, end) = match op {
-        Operator::Gt => (Some(successor(&key).map_or(Bound::Excluded(key), Bound::Included)), None),
+        Operator::Gt => match successor(&key) {
+            Some(next) => (Some(Bound::Included(next)), None),
+            // No key follows every key starting with `key` (it is all 0xff
+            // bytes): nothing is greater, and the range becomes empty.
+            // Narrowing an empty range keeps it empty.
+            None => {
+                *range = ClusteringRange { start: Bound::Excluded(key.clone()), end: Bound::Excluded(key) };
+                return;
+            }
+        },
         Operator::Ge => (Some(Bound::Included(key)), None),
         Operator::Lt => (None, Some(Bound::Excluded(key))),
         Operator::Le => (None, Some(successor(&key).map_or(Bound::Unbounded, Bound::Excluded))),
@@ -624,4 +650,27 @@ fn tuple_fields(tuple: &[u8], count: usize) -> Option<Vec<Bytes>> {
         rest = &rest[4 + len..];
     }
     Some(fields)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn nothing_is_greater_than_a_key_without_successor() {
+        let last = Bytes::from_static(&[0xff, 0xff, 0xff, 0xff]);
+        let mut range = ClusteringRange::all();
+        apply_bound(&mut range, last.clone(), Operator::Gt, false);
+        assert!(range.is_empty());
+        // Keys that extend it (a later clustering column) are not greater.
+        assert!(!range.contains(&[0xff, 0xff, 0xff, 0xff, 0x01]));
+        // Narrowing an empty range keeps it empty.
+        apply_bound(&mut range, Bytes::from_static(&[0x01]), Operator::Ge, false);
+        apply_bound(&mut range, Bytes::from_static(&[0x02]), Operator::Lt, false);
+        assert!(range.is_empty());
+        // `<=` it holds everything from below: no end bound.
+        let mut range = ClusteringRange::all();
+        apply_bound(&mut range, last, Operator::Le, false);
+        assert_eq!(range, ClusteringRange::all());
+    }
 }

@@ -277,17 +277,15 @@ fn read_command(
     };
     if select.distinct
         && meta.columns.iter().any(|c| c.kind == ColumnKind::Clustering)
-        && !restrictions.clustering_ranges.iter().all(|r| r == &ClusteringRange::all())
+        && restrictions.clustering_restricted
     {
         return Err(invalid("SELECT DISTINCT with clustering column restrictions is not allowed"));
     }
     let reversed = ordering_reversed(meta, select)?;
-    // No range at all means the restrictions exclude every row.
-    let clustering = restrictions.clustering_ranges;
     Ok(ReadCommand {
         table: meta.id,
         partitions,
-        clustering: if clustering.is_empty() { vec![empty_range()] } else { clustering },
+        clustering: read_ranges(restrictions.clustering_ranges, restrictions.clustering_restricted),
         reversed,
         filters: restrictions.filters,
         distinct: select.distinct,
@@ -301,9 +299,20 @@ fn read_command(
     })
 }
 
-/// A range no key falls in (an `IN ()` on a clustering column).
-fn empty_range() -> ClusteringRange {
-    ClusteringRange { start: Bound::Excluded(Bytes::new()), end: Bound::Excluded(Bytes::new()) }
+/// The clustering ranges a read asks for. A read of `[all()]` also
+/// returns a partition's static row when it has no live rows, as a query
+/// without clustering restrictions must; a restricted one must not, even
+/// when its range holds every key (`c <= 2147483647`): that range starts
+/// at the empty key, which sorts before every key, instead. No range at
+/// all means the restrictions exclude every row.
+fn read_ranges(ranges: Vec<ClusteringRange>, restricted: bool) -> Vec<ClusteringRange> {
+    if ranges.is_empty() {
+        return vec![ClusteringRange { start: Bound::Excluded(Bytes::new()), end: Bound::Excluded(Bytes::new()) }];
+    }
+    if restricted && ClusteringRange::is_whole(&ranges) {
+        return vec![ClusteringRange { start: Bound::Included(Bytes::new()), end: Bound::Unbounded }];
+    }
+    ranges
 }
 
 /// Partitions with token > t begin at (t + 1, empty key): the empty key

@@ -58,21 +58,17 @@ pub(crate) fn resolve(current: Option<&Partition>, ops: &[ListOp], update: &mut 
         match &op.kind {
             ListOpKind::RemoveValues(values) => {
                 for (key, _) in live.iter().filter(|(_, v)| values.contains(v)) {
-                    cells.insert(key.clone(), CollectionCell { key: key.clone(), cell: dead() });
+                    put(cells, key.clone(), dead());
                 }
             }
             ListOpKind::SetIndex { index, value } => {
-                let key = element_key(&live, *index)?;
                 let cell = match value {
                     Some(v) => Cell::live(op.timestamp, v.clone(), op.expiry),
                     None => dead(),
                 };
-                cells.insert(key.clone(), CollectionCell { key, cell });
+                put(cells, element_key(&live, *index)?, cell);
             }
-            ListOpKind::DeleteIndex(index) => {
-                let key = element_key(&live, *index)?;
-                cells.insert(key.clone(), CollectionCell { key, cell: dead() });
-            }
+            ListOpKind::DeleteIndex(index) => put(cells, element_key(&live, *index)?, dead()),
             ListOpKind::SetField { .. } => unreachable!("handled before the list's elements are read"),
         }
     }
@@ -113,6 +109,17 @@ fn live_atomic(current: Option<&Partition>, op: &ListOp) -> Option<Bytes> {
         return None;
     }
     cell.live_value(op.now_s)
+}
+
+/// Writes `cell` at `key`, reconciled with what an earlier operation of the
+/// same statement wrote there (`SET l[0] = 2, l[0] = 1` keeps 2, in either
+/// order), as two writes reconcile.
+fn put(cells: &mut std::collections::BTreeMap<Bytes, CollectionCell>, key: Bytes, cell: Cell) {
+    let cell = match cells.remove(&key) {
+        Some(earlier) => Cell::reconcile(earlier.cell, cell),
+        None => cell,
+    };
+    cells.insert(key.clone(), CollectionCell { key, cell });
 }
 
 fn element_key(live: &[(Bytes, Bytes)], index: i32) -> Result<Bytes, ReplicaError> {
