@@ -12,10 +12,12 @@
 //! answering it.
 //!
 //! Handlers are registered per verb on every shard ([`register`]); a
-//! request whose verb has none is answered with a failure. Bytes that do
-//! not decode close that connection with a log line naming the peer; the
-//! node goes on. A connection that closes fails the requests waiting on it,
-//! and the next request opens a new one.
+//! request whose verb has none is answered with a failure, and so is one
+//! whose handler fails or panics: nothing a peer sends leaves a request
+//! unanswered or its in-flight slot held. Bytes that do not decode close
+//! that connection with a log line naming the peer; the node goes on. A
+//! connection that closes fails the requests waiting on it, and the next
+//! request opens a new one.
 //!
 //! Queues are bounded: a connection holds at most [`QUEUED_BYTES_MAX`] of
 //! requests not yet written (a slow or stuck peer makes further requests
@@ -25,9 +27,11 @@
 //! written (a caller that does not read is held back by TCP). A connection
 //! whose write fails is closed, and the next request opens a new one.
 
+use std::any::Any;
 use std::cell::{Cell, RefCell};
 use std::collections::HashMap;
 use std::net::{IpAddr, SocketAddr};
+use std::panic::AssertUnwindSafe;
 use std::rc::Rc;
 use std::sync::OnceLock;
 use std::time::Duration;
@@ -496,25 +500,71 @@ async fn serve_incoming(stream: TcpStream, hello: Hello, hello_id: u64, mut inco
             }
         };
         let handler = local().handlers.borrow().get(&request.verb).cloned();
-        in_flight.set(in_flight.get() + 1);
-        let (out, done, in_flight, caller) = (out.clone(), done.clone(), Rc::clone(&in_flight), caller.clone());
-        let queued_bytes = Rc::clone(&queued_bytes);
+        let slot = InFlight::take(&in_flight, &done);
+        let (out, caller, queued_bytes) = (out.clone(), caller.clone(), Rc::clone(&queued_bytes));
         shoal_runtime::spawn(async move {
-            let Frame { verb, id, payload, .. } = request;
-            let result = match handler {
-                Some(handler) => handler(caller, payload).await,
-                None => Err(format!("this node does not answer {verb:?}")),
-            };
-            let mut frame = Vec::new();
-            match result {
-                Ok(answer) => frame::encode(&mut frame, Kind::Response, verb, id, &answer),
-                Err(message) => frame::encode(&mut frame, Kind::Failure, verb, id, message.as_bytes()),
-            }
+            let frame = answer(handler, caller, request).await;
             // The connection may be gone: nobody to answer then.
             queued_bytes.set(queued_bytes.get() + frame.len());
             let _ = out.unbounded_send(frame);
-            in_flight.set(in_flight.get() - 1);
-            let _ = done.unbounded_send(());
+            drop(slot);
         });
+    }
+}
+
+/// One of a connection's in-flight request slots, held until dropped:
+/// however its request ends (answered, failed, panicked, dropped), the
+/// slot is freed and the reader told, so the connection keeps reading.
+struct InFlight {
+    count: Rc<Cell<usize>>,
+    done: mpsc::UnboundedSender<()>,
+}
+
+impl InFlight {
+    fn take(count: &Rc<Cell<usize>>, done: &mpsc::UnboundedSender<()>) -> InFlight {
+        assert!(count.get() < IN_FLIGHT_REQUESTS_MAX, "the reader waits for a free slot");
+        count.set(count.get() + 1);
+        InFlight { count: Rc::clone(count), done: done.clone() }
+    }
+}
+
+impl Drop for InFlight {
+    fn drop(&mut self) {
+        self.count.set(self.count.get() - 1);
+        let _ = self.done.unbounded_send(());
+    }
+}
+
+/// The answer frame to `request`: its handler's response, or a failure
+/// when there is no handler, the handler fails, or it panics. A panic is
+/// a bug on this node, but it fails the one request, not the shard: the
+/// peer is answered rather than left to time out.
+async fn answer(handler: Option<Handler>, caller: Caller, request: Frame) -> Vec<u8> {
+    let Frame { verb, id, payload, .. } = request;
+    let result = match handler {
+        Some(handler) => match AssertUnwindSafe(async move { handler(caller, payload).await }).catch_unwind().await {
+            Ok(result) => result,
+            Err(panic) => {
+                let message = panic_message(panic.as_ref());
+                tracing::error!("the handler of {verb:?} panicked: {message}");
+                Err(format!("the handler of {verb:?} failed: {message}"))
+            }
+        },
+        None => Err(format!("this node does not answer {verb:?}")),
+    };
+    let mut frame = Vec::new();
+    match result {
+        Ok(answer) => frame::encode(&mut frame, Kind::Response, verb, id, &answer),
+        Err(message) => frame::encode(&mut frame, Kind::Failure, verb, id, message.as_bytes()),
+    }
+    frame
+}
+
+/// What a panic said, when it said it with a string.
+fn panic_message(panic: &(dyn Any + Send)) -> &str {
+    match (panic.downcast_ref::<&str>(), panic.downcast_ref::<String>()) {
+        (Some(message), _) => message,
+        (_, Some(message)) => message,
+        _ => "a panic",
     }
 }

@@ -378,3 +378,39 @@ impl Target<'_> {
         Ok(partitions)
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use std::sync::mpsc;
+    use std::time::Duration;
+
+    use shoal_schema::token::murmur3_token;
+
+    use super::*;
+
+    /// A peer's mutation whose token is not its key's is answered with an
+    /// error (it once reached an assertion that panicked the handler,
+    /// leaving the peer unanswered).
+    #[test]
+    fn a_wrong_token_from_a_peer_is_answered_as_an_error() {
+        let key = bytes::Bytes::from_static(b"k");
+        let position = PartitionPosition { token: murmur3_token(&key).wrapping_add(1), key };
+        let mutation =
+            Mutation { table: Uuid::from_u128(7), position, update: Default::default(), list_ops: Vec::new() };
+        let payload = Bytes::from(wire::encode_mutation(&mutation));
+        let (answered, answer) = mpsc::channel();
+        let _shards = shoal_runtime::start_shards(1, None, move |_| {
+            let (payload, answered) = (payload.clone(), answered.clone());
+            async move {
+                let caller = Caller { host_id: Uuid::from_u128(2), address: ([127, 0, 0, 2], 7000).into(), shard: 0 };
+                let _ = answered.send(handler(handle_mutation)(caller, payload).await);
+            }
+        });
+        let answer = answer.recv_timeout(Duration::from_secs(10)).expect("the handler answers");
+        let answer = answer.expect("data verbs answer errors in their payload");
+        let (outcome, message) = answer.split_first().expect("an outcome byte");
+        let message = String::from_utf8_lossy(message);
+        assert_eq!(*outcome, FAILED, "{message}");
+        assert!(message.contains("is not its key's token"), "{message}");
+    }
+}

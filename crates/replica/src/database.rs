@@ -46,6 +46,11 @@ pub enum ReplicaError {
     NoSuchTable(Uuid),
     #[error("corrupt stored value: {0}")]
     Corrupt(String),
+    /// A partition position whose token is not its key's (a bug in, or
+    /// bytes damaged on the way from, whoever sent it): refused, as it
+    /// would be filed where no read finds it.
+    #[error("partition token {token} is not its key's token {key_token}")]
+    WrongToken { token: i64, key_token: i64 },
     /// The request cannot apply to the data as it is (e.g. a list index
     /// past the end).
     #[error("{0}")]
@@ -325,7 +330,7 @@ impl Database {
         leader: u128,
         for_replicas: bool,
     ) -> Result<Option<PartitionUpdate>, ReplicaError> {
-        assert_owned_here(&position);
+        check_token(&position)?;
         let _guard = self.lock_partition(table_id, position.clone()).await?;
         let current = self.table(table_id)?.read(&position, &counter_leader::rows_read(&update)).await?;
         counter_leader::lead(current.as_ref(), &mut update, leader)?;
@@ -344,7 +349,7 @@ impl Database {
         position: PartitionPosition,
         update: PartitionUpdate,
     ) -> Result<(), ReplicaError> {
-        assert_owned_here(&position);
+        check_token(&position)?;
         let table = self.table(table_id)?;
         self.check_in_memory_room(table_id, &table)?;
         self.wait_for_memtable_space().await;
@@ -364,7 +369,7 @@ impl Database {
         mut update: PartitionUpdate,
         list_ops: &[ListOp],
     ) -> Result<Durability, ReplicaError> {
-        assert_owned_here(&position);
+        check_token(&position)?;
         let table = self.table(table_id)?;
         self.check_in_memory_room(table_id, &table)?;
         if !list_ops.is_empty() {
@@ -424,7 +429,7 @@ impl Database {
 
     pub async fn query(&self, command: &ReadCommand) -> Result<ReadResult, ReplicaError> {
         if let PartitionSelection::Keys(keys) = &command.partitions {
-            keys.iter().for_each(assert_owned_here);
+            keys.iter().try_for_each(check_token)?;
         }
         let schema = self.schema();
         let meta = schema.table_by_id(command.table).ok_or(ReplicaError::NoSuchTable(command.table))?;
@@ -461,7 +466,7 @@ impl Database {
         let table = self.table(table_id)?;
         let mut partitions = Vec::with_capacity(keys.len());
         for key in keys {
-            assert_owned_here(key);
+            check_token(key)?;
             partitions.push(table.read(key, clustering).await?);
         }
         Ok(partitions)
@@ -710,6 +715,12 @@ impl Database {
 /// token, so the partition is stored on, and read from, one place. (Which
 /// shard owns a token is the coordinator's to choose; the token itself is
 /// checked here, where a wrong one would file data where no read finds it.)
-fn assert_owned_here(position: &PartitionPosition) {
-    assert_eq!(position.token, murmur3_token(&position.key), "a partition's token is the token of its key");
+/// Positions come from other nodes too, so a wrong one fails its request,
+/// never the shard.
+pub(crate) fn check_token(position: &PartitionPosition) -> Result<(), ReplicaError> {
+    let key_token = murmur3_token(&position.key);
+    if position.token != key_token {
+        return Err(ReplicaError::WrongToken { token: position.token, key_token });
+    }
+    Ok(())
 }

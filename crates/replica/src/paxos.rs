@@ -28,6 +28,7 @@ use shoal_storage::{
 };
 use uuid::Uuid;
 
+use crate::database::check_token;
 use crate::{Database, Mutation, ReplicaError};
 
 /// The internal table holding every partition's Paxos state.
@@ -110,6 +111,7 @@ impl Database {
         ballot: Ballot,
         read: Option<&[ClusteringRange]>,
     ) -> Result<Promise, ReplicaError> {
+        check_token(position)?;
         let _guard = self.lock_partition(PAXOS_TABLE, position.clone()).await?;
         let state = self.paxos_state(table, position).await?;
         let promised_before = state.promised.unwrap_or(Ballot::ZERO);
@@ -137,6 +139,7 @@ impl Database {
         position: &PartitionPosition,
         proposal: Proposal,
     ) -> Result<bool, ReplicaError> {
+        check_token(position)?;
         let _guard = self.lock_partition(PAXOS_TABLE, position.clone()).await?;
         let state = self.paxos_state(table, position).await?;
         if state.promised.unwrap_or(Ballot::ZERO) > proposal.ballot {
@@ -154,6 +157,7 @@ impl Database {
     pub async fn paxos_commit(&self, mutation: Mutation, ballot: Ballot) -> Result<(), ReplicaError> {
         assert!(mutation.list_ops.is_empty(), "a proposal's list operations are resolved before it is proposed");
         let Mutation { table, position, update, .. } = mutation;
+        check_token(&position)?;
         if update != Partition::default() {
             self.apply(table, position.clone(), update, &[]).await?;
         }
