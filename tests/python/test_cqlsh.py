@@ -2,8 +2,8 @@
 
 Two cqlsh builds are exercised when present:
   * .venv/bin/cqlsh         Apache cqlsh (PyPI `cqlsh`, on cassandra-driver). Its DESCRIBE is
-                            server-side only: against a server whose release_version is < 4
-                            (Shoal and ScyllaDB report 3.0.8) it prints a warning and no schema.
+                            server-side only, and only against a server whose release_version
+                            is 4 or more (Shoal reports 5.0.0; ScyllaDB 3.0.8).
   * .venv-scylla/bin/cqlsh  ScyllaDB's cqlsh (PyPI `scylla-cqlsh`, on scylla-driver). It sends
                             DESCRIBE to the server and, when the server answers with a syntax
                             error, describes from the driver's schema metadata instead.

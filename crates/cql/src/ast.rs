@@ -55,6 +55,45 @@ pub enum Statement {
     Delete(Delete),
     Batch(Batch),
     Select(Select),
+    Describe(Describe),
+}
+
+/// `DESCRIBE ...` (or `DESC`), answered by the server as Cassandra 4+
+/// does: names, or the CQL that recreates schema objects.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Describe {
+    pub target: DescribeTarget,
+    /// `WITH INTERNALS`: table ids too.
+    pub with_internals: bool,
+}
+
+/// What a DESCRIBE asks for. A `(keyspace, name)` pair names an object,
+/// its keyspace defaulting to the session's.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum DescribeTarget {
+    Keyspaces,
+    Tables,
+    Types,
+    Functions,
+    Aggregates,
+    Cluster,
+    /// `[FULL] SCHEMA`: FULL includes the system keyspaces.
+    Schema {
+        full: bool,
+    },
+    /// `[ONLY] KEYSPACE [name]`: ONLY leaves out what the keyspace holds.
+    Keyspace {
+        name: Option<String>,
+        only: bool,
+    },
+    Table(Option<String>, String),
+    Index(Option<String>, String),
+    View(Option<String>, String),
+    Type(Option<String>, String),
+    Function(Option<String>, String),
+    Aggregate(Option<String>, String),
+    /// `DESCRIBE name`: a keyspace, else a table, an index or a view.
+    Any(Option<String>, String),
 }
 
 /// A value on the right of `name = ...` in a `WITH` clause.

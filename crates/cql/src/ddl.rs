@@ -494,8 +494,20 @@ pub fn table_options(options: &Options, mut base: TableOptions) -> CqlResult<(Ta
             ("id", _) => {
                 id = Some(Uuid::parse_str(&text).map_err(|_| CqlError::Syntax(format!("Invalid table id {text}")))?)
             }
-            // Accepted for scripts written for Cassandra 3 (and DESCRIBE output).
-            ("read_repair_chance" | "dclocal_read_repair_chance" | "cdc", _) => {}
+            // Accepted and ignored, so scripts and DESCRIBE output of
+            // Cassandra 3 to 5 run unchanged.
+            (
+                "read_repair_chance"
+                | "dclocal_read_repair_chance"
+                | "cdc"
+                | "additional_write_policy"
+                | "extensions"
+                | "read_repair"
+                | "memtable"
+                | "allow_auto_snapshot"
+                | "incremental_backups",
+                _,
+            ) => {}
             (other, _) => return Err(CqlError::Syntax(format!("Unknown property '{other}'"))),
         }
     }

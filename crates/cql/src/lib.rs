@@ -15,6 +15,7 @@
 pub mod ast;
 pub mod bind_types;
 pub mod ddl;
+pub mod describe;
 pub mod error;
 pub mod functions;
 pub mod json;

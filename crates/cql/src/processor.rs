@@ -284,6 +284,7 @@ async fn execute_parsed(
             let change = shoal_coordinator::announce_schema_change(transition).await??;
             Ok(change.map_or(QueryResult::Void, QueryResult::SchemaChange))
         }
+        Statement::Describe(d) => Ok(QueryResult::Rows(crate::describe::execute(d, &schema, keyspace)?)),
         Statement::Truncate(t) => {
             let meta = table(&schema, t.keyspace.as_deref(), keyspace, &t.name)?;
             if crate::system::is_system_keyspace(&meta.keyspace) {

@@ -25,8 +25,11 @@ use crate::error::CqlResult;
 use crate::restrictions::{encode_clustering, position_of};
 use crate::values::serialize_items;
 
-/// What ScyllaDB reports; 4.x would make drivers query virtual keyspaces.
-pub const RELEASE_VERSION: &str = "3.0.8";
+/// The Cassandra release Shoal answers as. ScyllaDB reports 3.0.8, but
+/// Apache cqlsh 6 then refuses DESCRIBE (it is server-side from 4.0 on,
+/// and Shoal answers it); from 4.0 on, drivers also query
+/// `system_virtual_schema`, whose absence they accept (InvalidRequest).
+pub const RELEASE_VERSION: &str = "5.0.0";
 pub const CQL_VERSION: &str = "3.3.1";
 
 static TABLES: OnceLock<BTreeMap<(&'static str, &'static str), Arc<TableMeta>>> = OnceLock::new();

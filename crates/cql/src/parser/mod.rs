@@ -10,6 +10,7 @@
 //! [`MAX_DEPTH`] so hostile input cannot exhaust the stack.
 
 mod ddl;
+mod describe;
 mod dml;
 mod relation;
 mod select;
@@ -99,7 +100,7 @@ const RESERVED: &[&str] = &[
     "with",
 ];
 
-fn is_reserved(word: &str) -> bool {
+pub(crate) fn is_reserved(word: &str) -> bool {
     RESERVED.contains(&word)
 }
 
@@ -329,9 +330,8 @@ impl<'a> Parser<'a> {
             "alter" => self.alter(),
             "drop" => self.drop(),
             "truncate" => self.truncate(),
-            "grant" | "revoke" | "list" | "describe" | "desc" => {
-                Err(self.unsupported(self.peek(), &word.to_ascii_uppercase()))
-            }
+            "describe" | "desc" => self.describe(),
+            "grant" | "revoke" | "list" => Err(self.unsupported(self.peek(), &word.to_ascii_uppercase())),
             _ => Err(self.no_viable()),
         }
     }

@@ -1,0 +1,443 @@
+//! Server-side `DESCRIBE`, answered as Cassandra 4+ answers it, so cqlsh 6
+//! (which only sends the statement and prints the rows) works unchanged.
+//!
+//! Listings answer `(keyspace_name, type, name)` rows; descriptions add
+//! `create_statement`, the CQL that recreates the object exactly as this
+//! node holds it (every table option Shoal keeps, and with `WITH
+//! INTERNALS` the table's id). `DESCRIBE CLUSTER` answers `(cluster,
+//! partitioner, snitch)`. Keyspaces, tables and types come in name order,
+//! types in dependency order within a keyspace; missing objects get
+//! Cassandra's InvalidRequest texts. The answer is one page: schemas are
+//! small.
+
+use std::sync::Arc;
+
+use bytes::Bytes;
+use shoal_schema::{ClusteringOrder, ColumnKind, ColumnMeta, CqlType, KeyspaceMeta, Schema, TableMeta, UserType};
+
+use crate::ast::{Describe, DescribeTarget};
+use crate::error::{invalid, CqlResult};
+use crate::result::{ColumnSpec, Rows};
+use crate::{system, user_types};
+
+/// One schema object of a DESCRIBE answer.
+struct Element {
+    keyspace: String,
+    kind: &'static str,
+    name: String,
+    create_statement: String,
+}
+
+pub fn execute(describe: &Describe, schema: &Schema, session_keyspace: Option<&str>) -> CqlResult<Rows> {
+    let internals = describe.with_internals;
+    let elements = match &describe.target {
+        DescribeTarget::Cluster => return Ok(cluster()),
+        DescribeTarget::Keyspaces => {
+            let keyspaces = schema.keyspaces.values().map(|k| keyspace_element(k));
+            return Ok(listing(keyspaces.collect()));
+        }
+        DescribeTarget::Tables => {
+            let tables = |k: &KeyspaceMeta| k.tables.values().map(|t| table_element(t, internals)).collect();
+            return Ok(listing(in_keyspaces(schema, session_keyspace, tables)?));
+        }
+        DescribeTarget::Types => {
+            let types = |k: &KeyspaceMeta| k.types.values().map(|t| type_element(t)).collect();
+            return Ok(listing(in_keyspaces(schema, session_keyspace, types)?));
+        }
+        // Shoal has no user-defined functions or aggregates yet.
+        DescribeTarget::Functions | DescribeTarget::Aggregates => return Ok(listing(Vec::new())),
+        DescribeTarget::Schema { full } => schema
+            .keyspaces
+            .values()
+            .filter(|k| *full || !system::is_system_keyspace(&k.name))
+            .flat_map(|k| keyspace_elements(k, false, internals))
+            .collect(),
+        DescribeTarget::Keyspace { name, only } => {
+            let keyspace = keyspace(schema, name.as_deref().or(session_keyspace))?;
+            keyspace_elements(keyspace, *only, internals)
+        }
+        DescribeTarget::Table(ks, name) => {
+            let keyspace = keyspace(schema, ks.as_deref().or(session_keyspace))?;
+            let table = keyspace
+                .tables
+                .get(name)
+                .ok_or_else(|| invalid(format!("Table '{name}' not found in keyspace '{}'", keyspace.name)))?;
+            vec![table_element(table, internals)]
+        }
+        DescribeTarget::Index(ks, name) => {
+            let keyspace = keyspace(schema, ks.as_deref().or(session_keyspace))?;
+            return Err(invalid(format!("Table for existing index '{name}' not found in '{}'", keyspace.name)));
+        }
+        DescribeTarget::View(ks, name) => {
+            let keyspace = keyspace(schema, ks.as_deref().or(session_keyspace))?;
+            return Err(invalid(format!("Materialized view '{name}' not found in '{}'", keyspace.name)));
+        }
+        DescribeTarget::Type(ks, name) => {
+            let keyspace = keyspace(schema, ks.as_deref().or(session_keyspace))?;
+            let udt = keyspace
+                .types
+                .get(name)
+                .ok_or_else(|| invalid(format!("User defined type '{name}' not found in '{}'", keyspace.name)))?;
+            vec![type_element(udt)]
+        }
+        DescribeTarget::Function(ks, name) => {
+            let keyspace = keyspace(schema, ks.as_deref().or(session_keyspace))?;
+            return Err(invalid(format!("User defined function '{name}' not found in '{}'", keyspace.name)));
+        }
+        DescribeTarget::Aggregate(ks, name) => {
+            let keyspace = keyspace(schema, ks.as_deref().or(session_keyspace))?;
+            return Err(invalid(format!("User defined aggregate '{name}' not found in '{}'", keyspace.name)));
+        }
+        DescribeTarget::Any(ks, name) => any(schema, ks.as_deref(), name, session_keyspace, internals)?,
+    };
+    Ok(descriptions(elements))
+}
+
+/// `DESCRIBE name`: a keyspace, else a table (of the named or the
+/// session's keyspace); indexes and views do not exist yet.
+fn any(
+    schema: &Schema,
+    ks: Option<&str>,
+    name: &str,
+    session_keyspace: Option<&str>,
+    internals: bool,
+) -> CqlResult<Vec<Element>> {
+    if ks.is_none() {
+        if let Some(keyspace) = schema.keyspace(name) {
+            return Ok(keyspace_elements(keyspace, false, internals));
+        }
+    }
+    let keyspace = keyspace(schema, ks.or(session_keyspace).or(Some(name)))?;
+    match keyspace.tables.get(name) {
+        Some(table) => Ok(vec![table_element(table, internals)]),
+        None => Err(invalid(format!("'{name}' not found in keyspace '{}'", keyspace.name))),
+    }
+}
+
+fn keyspace<'s>(schema: &'s Schema, name: Option<&str>) -> CqlResult<&'s KeyspaceMeta> {
+    let name = name.ok_or_else(|| invalid("No keyspace specified and no current keyspace"))?;
+    schema.keyspace(name).map(|k| &**k).ok_or_else(|| invalid(format!("'{name}' not found in keyspaces")))
+}
+
+/// The elements `of` each keyspace gives: the session's keyspace only, if
+/// it has one, else every keyspace.
+fn in_keyspaces(
+    schema: &Schema,
+    session_keyspace: Option<&str>,
+    of: impl Fn(&KeyspaceMeta) -> Vec<Element>,
+) -> CqlResult<Vec<Element>> {
+    match session_keyspace {
+        Some(name) => Ok(of(keyspace(schema, Some(name))?)),
+        None => Ok(schema.keyspaces.values().flat_map(|k| of(k)).collect()),
+    }
+}
+
+/// The keyspace, then (unless `only`) its types and its tables.
+fn keyspace_elements(keyspace: &KeyspaceMeta, only: bool, internals: bool) -> Vec<Element> {
+    let mut elements = vec![keyspace_element(keyspace)];
+    if !only {
+        elements.extend(user_types::in_dependency_order(keyspace).into_iter().map(|t| type_element(t)));
+        elements.extend(keyspace.tables.values().map(|t| table_element(t, internals)));
+    }
+    elements
+}
+
+fn keyspace_element(keyspace: &KeyspaceMeta) -> Element {
+    Element {
+        keyspace: maybe_quote(&keyspace.name),
+        kind: "keyspace",
+        name: maybe_quote(&keyspace.name),
+        create_statement: create_keyspace(keyspace),
+    }
+}
+
+fn table_element(table: &TableMeta, internals: bool) -> Element {
+    Element {
+        keyspace: maybe_quote(&table.keyspace),
+        kind: "table",
+        name: maybe_quote(&table.name),
+        create_statement: create_table(table, internals),
+    }
+}
+
+fn type_element(udt: &UserType) -> Element {
+    Element {
+        keyspace: maybe_quote(&udt.keyspace),
+        kind: "type",
+        name: maybe_quote(&udt.name),
+        create_statement: create_type(udt),
+    }
+}
+
+fn columns(names: &[&str]) -> Arc<[ColumnSpec]> {
+    names
+        .iter()
+        .map(|name| ColumnSpec {
+            keyspace: "system".to_string(),
+            table: "describe".to_string(),
+            name: name.to_string(),
+            ty: CqlType::Text,
+        })
+        .collect()
+}
+
+fn text(value: &str) -> Option<Bytes> {
+    Some(Bytes::copy_from_slice(value.as_bytes()))
+}
+
+fn listing(elements: Vec<Element>) -> Rows {
+    let rows = elements.iter().map(|e| vec![text(&e.keyspace), text(e.kind), text(&e.name)]).collect();
+    Rows { columns: columns(&["keyspace_name", "type", "name"]), rows, paging_state: None }
+}
+
+fn descriptions(elements: Vec<Element>) -> Rows {
+    let rows = elements
+        .iter()
+        .map(|e| vec![text(&e.keyspace), text(e.kind), text(&e.name), text(&e.create_statement)])
+        .collect();
+    Rows { columns: columns(&["keyspace_name", "type", "name", "create_statement"]), rows, paging_state: None }
+}
+
+/// `DESCRIBE CLUSTER`: the cluster's name, partitioner and snitch.
+/// Cassandra adds `range_ownership` with a keyspace in use; cqlsh prints
+/// it only when present, and Shoal does not answer it yet.
+fn cluster() -> Rows {
+    let node = shoal_coordinator::cluster::node();
+    let row = vec![text(&node.cluster_name), text("Murmur3Partitioner"), text("GossipingPropertyFileSnitch")];
+    Rows { columns: columns(&["cluster", "partitioner", "snitch"]), rows: vec![row], paging_state: None }
+}
+
+/// A name as CQL must write it: bare when it is lower case letters, digits
+/// and `_` starting with a letter and not a reserved word, else quoted.
+pub fn maybe_quote(name: &str) -> String {
+    let bare = name.starts_with(|c: char| c.is_ascii_lowercase())
+        && name.chars().all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '_')
+        && !crate::parser::is_reserved(name);
+    if bare {
+        name.to_string()
+    } else {
+        format!("\"{}\"", name.replace('"', "\"\""))
+    }
+}
+
+fn literal(text: &str) -> String {
+    format!("'{}'", text.replace('\'', "''"))
+}
+
+fn map_literal<'a>(entries: impl IntoIterator<Item = (&'a String, &'a String)>) -> String {
+    let entries: Vec<String> = entries.into_iter().map(|(k, v)| format!("{}: {}", literal(k), literal(v))).collect();
+    format!("{{{}}}", entries.join(", "))
+}
+
+/// A double as Cassandra prints one: always with a fraction (`1.0`).
+fn double(value: f64) -> String {
+    let text = value.to_string();
+    if text.contains(['.', 'e', 'E']) || !value.is_finite() {
+        text
+    } else {
+        format!("{text}.0")
+    }
+}
+
+fn create_keyspace(keyspace: &KeyspaceMeta) -> String {
+    // `class` first, as Cassandra writes it; the rest by name.
+    let class = keyspace.replication.iter().filter(|(k, _)| *k == "class");
+    let rest = keyspace.replication.iter().filter(|(k, _)| *k != "class");
+    format!(
+        "CREATE KEYSPACE {} WITH replication = {} AND durable_writes = {};",
+        maybe_quote(&keyspace.name),
+        map_literal(class.chain(rest)),
+        keyspace.durable_writes
+    )
+}
+
+fn create_type(udt: &UserType) -> String {
+    let mut out = format!("CREATE TYPE {}.{} (\n", maybe_quote(&udt.keyspace), maybe_quote(&udt.name));
+    let fields: Vec<String> = udt.fields.iter().map(|(name, ty)| format!("    {} {ty}", maybe_quote(name))).collect();
+    out.push_str(&fields.join(",\n"));
+    out.push_str("\n);");
+    out
+}
+
+/// Cassandra's layout: one column a line (key columns first, then static
+/// and regular ones by name), the primary key, then one option a line.
+fn create_table(table: &TableMeta, internals: bool) -> String {
+    let pk: Vec<&ColumnMeta> = table.partition_key().collect();
+    let ck: Vec<&ColumnMeta> = table.clustering_key().collect();
+    let mut rest: Vec<&ColumnMeta> = table.columns.iter().filter(|c| !c.kind.is_primary_key()).collect();
+    rest.sort_by_key(|c| (c.kind != ColumnKind::Static, c.name.as_str()));
+    let inline_key = pk.len() == 1 && ck.is_empty();
+    let mut lines: Vec<String> = pk
+        .iter()
+        .chain(&ck)
+        .chain(&rest)
+        .map(|c| {
+            let suffix = match c.kind {
+                ColumnKind::Static => " static",
+                ColumnKind::PartitionKey if inline_key => " PRIMARY KEY",
+                _ => "",
+            };
+            format!("    {} {}{suffix}", maybe_quote(&c.name), c.ty)
+        })
+        .collect();
+    if !inline_key {
+        let names = |columns: &[&ColumnMeta]| columns.iter().map(|c| maybe_quote(&c.name)).collect::<Vec<_>>();
+        let partition = match pk.len() {
+            1 => names(&pk).remove(0),
+            _ => format!("({})", names(&pk).join(", ")),
+        };
+        let key: Vec<String> = std::iter::once(partition).chain(names(&ck)).collect();
+        lines.push(format!("    PRIMARY KEY ({})", key.join(", ")));
+    }
+    let mut out = format!("CREATE TABLE {}.{} (\n", maybe_quote(&table.keyspace), maybe_quote(&table.name));
+    out.push_str(&lines.join(",\n"));
+    out.push_str("\n) WITH ");
+    out.push_str(&table_options(table, internals, &ck).join("\n    AND "));
+    out.push(';');
+    out
+}
+
+fn table_options(table: &TableMeta, internals: bool, ck: &[&ColumnMeta]) -> Vec<String> {
+    let mut options = Vec::new();
+    if internals {
+        options.push(format!("ID = {}", table.id));
+    }
+    if !ck.is_empty() {
+        let orders: Vec<String> = ck
+            .iter()
+            .map(|c| {
+                format!("{} {}", maybe_quote(&c.name), if c.order == ClusteringOrder::Desc { "DESC" } else { "ASC" })
+            })
+            .collect();
+        options.push(format!("CLUSTERING ORDER BY ({})", orders.join(", ")));
+    }
+    let o = &table.options;
+    options.extend([
+        format!("bloom_filter_fp_chance = {}", double(o.bloom_filter_fp_chance)),
+        format!("caching = {}", map_literal(&o.caching)),
+        format!("comment = {}", literal(&o.comment)),
+        format!("compaction = {}", map_literal(&o.compaction)),
+        format!("compression = {}", map_literal(&o.compression)),
+        format!("crc_check_chance = {}", double(o.crc_check_chance)),
+        format!("default_time_to_live = {}", o.default_time_to_live_s),
+        format!("gc_grace_seconds = {}", o.gc_grace_seconds),
+        format!("max_index_interval = {}", o.max_index_interval),
+        format!("memtable_flush_period_in_ms = {}", o.memtable_flush_period_in_ms),
+        format!("min_index_interval = {}", o.min_index_interval),
+        format!("speculative_retry = {}", literal(&o.speculative_retry)),
+    ]);
+    if o.in_memory {
+        options.push("in_memory = true".to_string());
+    }
+    options
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::ast::Statement;
+
+    fn schema_of(statements: &[&str]) -> Schema {
+        let mut schema = Schema::empty();
+        for text in statements {
+            let parsed = crate::parser::parse_statement(text).expect("parses");
+            schema = crate::ddl::apply(&schema, &parsed.statement, Some("ks")).expect("applies").expect("changes").0;
+        }
+        schema
+    }
+
+    fn describe(schema: &Schema, text: &str) -> CqlResult<Rows> {
+        let parsed = crate::parser::parse_statement(text).expect("parses");
+        let Statement::Describe(d) = parsed.statement else { panic!("not a DESCRIBE: {text}") };
+        execute(&d, schema, Some("ks"))
+    }
+
+    fn texts(rows: &Rows, column: usize) -> Vec<String> {
+        rows.rows.iter().map(|r| String::from_utf8(r[column].clone().expect("set").to_vec()).expect("utf8")).collect()
+    }
+
+    const SCHEMA: &[&str] = &[
+        "CREATE KEYSPACE ks WITH replication = {'class': 'SimpleStrategy', 'replication_factor': 1}",
+        "CREATE TYPE ks.addr (street text, \"Zip\" int)",
+    ];
+
+    #[test]
+    fn a_described_table_recreates_itself() {
+        let schema = schema_of(&[
+            SCHEMA[0],
+            SCHEMA[1],
+            "CREATE TABLE ks.t (k int, a2 text, c int, \"Value\" frozen<addr>, s int static, a text, \
+             PRIMARY KEY ((k, a2), c)) WITH CLUSTERING ORDER BY (c DESC) AND comment = 'it''s'",
+        ]);
+        let rows = describe(&schema, "DESCRIBE TABLE t WITH INTERNALS").expect("described");
+        let text = &texts(&rows, 3)[0];
+        assert!(
+            text.starts_with("CREATE TABLE ks.t (\n    k int,\n    a2 text,\n    c int,\n    s int static,\n"),
+            "{text}"
+        );
+        assert!(text.contains("    \"Value\" frozen<addr>,\n    a text,\n    PRIMARY KEY ((k, a2), c)\n) WITH ID = "));
+        assert!(text.contains("\n    AND CLUSTERING ORDER BY (c DESC)\n    AND bloom_filter_fp_chance = 0.01\n"));
+        assert!(text.contains("AND comment = 'it''s'") && text.contains("AND crc_check_chance = 1.0"));
+        // Dropping it and running the description gives the same table.
+        let again = schema_of(&[SCHEMA[0], SCHEMA[1], text]);
+        let before = schema.table("ks", "t").expect("table");
+        let after = again.table("ks", "t").expect("table");
+        // Column ids are internal, as in Cassandra: the rest is the same.
+        let shape = |t: &TableMeta| -> Vec<(String, String, ColumnKind, i32, bool)> {
+            let mut columns: Vec<_> = t
+                .columns
+                .iter()
+                .map(|c| (c.name.clone(), c.ty.to_string(), c.kind, c.position, c.order == ClusteringOrder::Desc))
+                .collect();
+            columns.sort_by(|a, b| a.0.cmp(&b.0));
+            columns
+        };
+        assert_eq!((before.id, shape(before), &before.options), (after.id, shape(after), &after.options));
+    }
+
+    #[test]
+    fn a_keyspace_lists_itself_then_types_then_tables() {
+        let schema = schema_of(&[
+            SCHEMA[0],
+            SCHEMA[1],
+            "CREATE TABLE ks.b (k int PRIMARY KEY)",
+            "CREATE TABLE ks.a (k int PRIMARY KEY)",
+        ]);
+        let rows = describe(&schema, "DESCRIBE KEYSPACE").expect("described");
+        assert_eq!(texts(&rows, 1), ["keyspace", "type", "table", "table"]);
+        assert_eq!(texts(&rows, 2), ["ks", "addr", "a", "b"]);
+        assert!(texts(&rows, 3)[0].starts_with(
+            "CREATE KEYSPACE ks WITH replication = {'class': 'org.apache.cassandra.locator.SimpleStrategy', 'replication_factor': '1'}"
+        ));
+        assert_eq!(texts(&rows, 3)[2], "CREATE TABLE ks.a (\n    k int PRIMARY KEY\n) WITH bloom_filter_fp_chance = 0.01\n    AND caching = {'keys': 'ALL', 'rows_per_partition': 'ALL'}\n    AND comment = ''\n    AND compaction = {'class': 'org.apache.cassandra.db.compaction.SizeTieredCompactionStrategy'}\n    AND compression = {'chunk_length_in_kb': '16', 'class': 'org.apache.cassandra.io.compress.LZ4Compressor'}\n    AND crc_check_chance = 1.0\n    AND default_time_to_live = 0\n    AND gc_grace_seconds = 864000\n    AND max_index_interval = 2048\n    AND memtable_flush_period_in_ms = 0\n    AND min_index_interval = 128\n    AND speculative_retry = '99PERCENTILE';");
+        assert_eq!(texts(&describe(&schema, "DESCRIBE ONLY KEYSPACE ks").expect("described"), 1), ["keyspace"]);
+        assert_eq!(texts(&describe(&schema, "DESC TABLES").expect("listed"), 2), ["a", "b"]);
+        assert_eq!(texts(&describe(&schema, "DESC TYPES").expect("listed"), 2), ["addr"]);
+        assert_eq!(texts(&describe(&schema, "DESCRIBE a").expect("described"), 2), ["a"]);
+        assert_eq!(texts(&describe(&schema, "DESCRIBE ks").expect("described"), 2), ["ks", "addr", "a", "b"]);
+    }
+
+    #[test]
+    fn missing_objects_get_cassandras_messages() {
+        let schema = schema_of(&[SCHEMA[0]]);
+        let message = |text| match describe(&schema, text) {
+            Err(crate::error::CqlError::Invalid(m)) => m,
+            other => panic!("{text}: {other:?}"),
+        };
+        assert_eq!(message("DESCRIBE TABLE nope"), "Table 'nope' not found in keyspace 'ks'");
+        assert_eq!(message("DESCRIBE KEYSPACE nope"), "'nope' not found in keyspaces");
+        assert_eq!(message("DESCRIBE TYPE nope"), "User defined type 'nope' not found in 'ks'");
+        assert_eq!(message("DESCRIBE nope"), "'nope' not found in keyspace 'ks'");
+        assert_eq!(message("DESCRIBE MATERIALIZED VIEW ks.v"), "Materialized view 'v' not found in 'ks'");
+    }
+
+    #[test]
+    fn names_are_quoted_only_when_they_must_be() {
+        assert_eq!(maybe_quote("plain_1"), "plain_1");
+        assert_eq!(maybe_quote("Upper"), "\"Upper\"");
+        assert_eq!(maybe_quote("select"), "\"select\"");
+        assert_eq!(maybe_quote("a\"b"), "\"a\"\"b\"");
+        assert_eq!(double(1.0), "1.0");
+        assert_eq!(double(0.01), "0.01");
+    }
+}

@@ -1,0 +1,139 @@
+"""Server-side DESCRIBE, as Cassandra 4+ answers it: through the driver (the
+rows cqlsh 6 prints) and through both cqlsh builds, and the CQL it prints
+recreates the object exactly."""
+import os
+import subprocess
+from pathlib import Path
+
+import pytest
+from cassandra import InvalidRequest
+
+from conftest import HOST, PORT, unique_name
+
+ROOT = Path(__file__).resolve().parents[2]
+CQLSHS = {
+    "apache": Path(os.environ.get("SHOAL_CQLSH", ROOT / ".venv" / "bin" / "cqlsh")),
+    "scylla": Path(os.environ.get("SHOAL_SCYLLA_CQLSH", ROOT / ".venv-scylla" / "bin" / "cqlsh")),
+}
+
+
+@pytest.fixture
+def described(session, keyspace, request):
+    """A type and a table using it, in the module's keyspace."""
+    udt = unique_name(request, prefix="ty")
+    table = unique_name(request, prefix="tb")
+    session.execute("CREATE TYPE %s (street text, \"Zip\" int)" % udt)
+    session.execute(
+        "CREATE TABLE %s (k int, k2 text, c int, \"Value\" frozen<%s>, s int static, m map<text, int>, "
+        "PRIMARY KEY ((k, k2), c)) WITH CLUSTERING ORDER BY (c DESC) AND comment = 'it''s described' "
+        "AND default_time_to_live = 77 AND compaction = {'class': 'LeveledCompactionStrategy'}" % (table, udt))
+    return udt, table
+
+
+def test_describe_keyspaces_lists_every_keyspace(session, keyspace):
+    rows = list(session.execute("DESCRIBE KEYSPACES"))
+    assert rows[0]._fields == ("keyspace_name", "type", "name")
+    names = [r.name for r in rows]
+    assert keyspace in names and "system" in names and "system_schema" in names
+    assert names == sorted(names)
+    assert {r.type for r in rows} == {"keyspace"}
+
+
+def test_describe_tables_and_types_list_the_session_keyspace(session, keyspace, described):
+    udt, table = described
+    assert (keyspace, "table", table) in [tuple(r) for r in session.execute("DESCRIBE TABLES")]
+    assert [tuple(r) for r in session.execute("DESC TYPES")] == [(keyspace, "type", udt)]
+    assert list(session.execute("DESCRIBE FUNCTIONS")) == []
+
+
+def test_describe_table_recreates_the_table(session, keyspace, described):
+    udt, table = described
+    rows = list(session.execute("DESCRIBE TABLE %s.%s" % (keyspace, table)))
+    assert len(rows) == 1
+    row = rows[0]
+    assert row._fields == ("keyspace_name", "type", "name", "create_statement")
+    assert (row.keyspace_name, row.type, row.name) == (keyspace, "table", table)
+    text = row.create_statement
+    assert text.startswith("CREATE TABLE %s.%s (\n    k int,\n    k2 text,\n    c int,\n    s int static,\n"
+                           % (keyspace, table)), text
+    assert "    \"Value\" frozen<%s>,\n" % udt in text
+    assert "    PRIMARY KEY ((k, k2), c)\n) WITH CLUSTERING ORDER BY (c DESC)\n" in text
+    assert "AND comment = 'it''s described'" in text and "AND default_time_to_live = 77" in text
+    before = session.cluster.metadata.keyspaces[keyspace].tables[table].export_as_string()
+    session.execute("DROP TABLE %s" % table)
+    session.execute(text)
+    session.cluster.refresh_schema_metadata()
+    after = session.cluster.metadata.keyspaces[keyspace].tables[table].export_as_string()
+    assert after == before
+    assert session.execute("DESCRIBE TABLE %s.%s" % (keyspace, table)).one().create_statement == text
+
+
+def test_describe_keyspace_gives_the_keyspace_then_types_then_tables(session, keyspace, described):
+    udt, table = described
+    rows = list(session.execute("DESCRIBE KEYSPACE %s" % keyspace))
+    assert rows[0].type == "keyspace" and rows[0].name == keyspace
+    assert rows[0].create_statement.startswith("CREATE KEYSPACE %s WITH replication = {'class': " % keyspace)
+    kinds = [r.type for r in rows]
+    assert kinds == sorted(kinds, key=["keyspace", "type", "table"].index)
+    assert ("type", udt) in [(r.type, r.name) for r in rows]
+    only = list(session.execute("DESCRIBE ONLY KEYSPACE %s" % keyspace))
+    assert [r.type for r in only] == ["keyspace"]
+    # A bare name is a keyspace first, then a table of the session's keyspace.
+    assert [r.type for r in session.execute("DESCRIBE %s" % keyspace)] == kinds
+    assert [r.name for r in session.execute("DESCRIBE %s" % table)] == [table]
+    schema = [r.keyspace_name for r in session.execute("DESCRIBE SCHEMA")]
+    assert keyspace in schema and "system" not in schema
+    assert "system" in [r.keyspace_name for r in session.execute("DESCRIBE FULL SCHEMA")]
+
+
+def test_describe_cluster(session):
+    row = session.execute("DESCRIBE CLUSTER").one()
+    assert row.partitioner == "Murmur3Partitioner"
+    assert row.cluster == session.execute("SELECT cluster_name FROM system.local").one().cluster_name
+
+
+@pytest.mark.parametrize("statement, message", [
+    ("DESCRIBE TABLE nope", "Table 'nope' not found in keyspace '%s'"),
+    ("DESCRIBE KEYSPACE nope", "'nope' not found in keyspaces"),
+    ("DESCRIBE TYPE nope", "User defined type 'nope' not found in '%s'"),
+    ("DESCRIBE nope", "'nope' not found in keyspace '%s'"),
+])
+def test_describe_of_a_missing_object_is_an_invalid_request(session, keyspace, statement, message):
+    with pytest.raises(InvalidRequest) as e:
+        session.execute(statement)
+    assert (message % keyspace if "%s" in message else message) in str(e.value)
+
+
+@pytest.mark.parametrize("flavour", sorted(CQLSHS))
+def test_cqlsh_describe_output_recreates_the_keyspace(flavour, admin, tmp_path, request):
+    path = CQLSHS[flavour]
+    if not path.exists():
+        pytest.skip("%s not installed (run scripts/venv.sh)" % path)
+    env = dict(os.environ, HOME=str(tmp_path))
+    env.pop("PYTHONPATH", None)
+
+    def cqlsh(statement):
+        proc = subprocess.run([str(path), HOST, str(PORT), "--protocol-version=4", "--connect-timeout=10",
+                               "--request-timeout=30", "-e", statement],
+                              capture_output=True, text=True, timeout=90, env=env, cwd=str(tmp_path))
+        assert proc.returncode == 0 and "Traceback" not in proc.stderr, proc.stdout + proc.stderr
+        return proc.stdout
+
+    ks = unique_name(request, prefix="dk")
+    admin.execute("CREATE KEYSPACE %s WITH replication = {'class': 'SimpleStrategy', 'replication_factor': 1}" % ks)
+    admin.execute("CREATE TYPE %s.point (x int, y int)" % ks)
+    admin.execute("CREATE TABLE %s.t (k int PRIMARY KEY, p frozen<point>, v text) WITH comment = 'kept'" % ks)
+    try:
+        listed = cqlsh("DESCRIBE KEYSPACES")
+        assert ks in listed.split()
+        out = cqlsh("DESCRIBE KEYSPACE %s" % ks)
+        assert "CREATE KEYSPACE %s WITH replication" % ks in out
+        assert "CREATE TYPE %s.point (" % ks in out and "CREATE TABLE %s.t (" % ks in out
+        admin.execute("DROP KEYSPACE %s" % ks)
+        script = tmp_path / "schema.cql"
+        script.write_text(out)
+        cqlsh("SOURCE '%s'" % script)
+        assert cqlsh("DESCRIBE KEYSPACE %s" % ks) == out
+        assert "Cluster:" in cqlsh("DESCRIBE CLUSTER")
+    finally:
+        admin.execute("DROP KEYSPACE IF EXISTS %s" % ks)
