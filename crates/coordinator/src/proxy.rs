@@ -25,12 +25,13 @@ use std::time::{Duration, Instant};
 use futures_util::future::join_all;
 use shoal_replica::{CasRequest, CasResult, Mutation, PartitionSelection, ReadCommand, ReadResult};
 use shoal_runtime::{nr_shards, submit_to};
+use shoal_schema::sharder::Sharder;
 use shoal_schema::KeyspaceMeta;
 use shoal_storage::{ClusteringRange, Partition, PartitionPosition};
 use uuid::Uuid;
 
 use crate::schema::schema;
-use crate::shards::{on_every_shard, shard_of};
+use crate::shards::{on_every_shard, range_tokens, shard_of, sharder, shards_of_range};
 use crate::timeouts::{deadline, timeouts};
 use crate::topology::{topology, Topology};
 use crate::verbs::Target;
@@ -149,15 +150,15 @@ async fn settle_for_serial_read(
     round.settle().await
 }
 
-/// Runs a read on every shard of this node that may hold its rows and
-/// merges the answers in ring order, keeping at most the command's row
-/// limit.
+/// Runs a read on every shard of this node that may hold its rows (the
+/// shards owning its keys, or a token of its range) and merges the
+/// answers in ring order, keeping at most the command's row limit.
 pub(crate) async fn read_local(
     command: ReadCommand,
     consistency: ConsistencyLevel,
     deadline: Instant,
 ) -> Result<ReadResult, CoordinatorError> {
-    let mut per_shard = split_by_shard(command);
+    let mut per_shard = split_by_shard(command, sharder());
     if let [(shard, _)] = per_shard.as_slice() {
         metrics::note_target(*shard);
         let (shard, command) = per_shard.remove(0);
@@ -191,25 +192,26 @@ pub(crate) fn merge_answers(
 }
 
 /// The command for each shard that may hold its rows: the keys it owns,
-/// or the whole range on every shard.
-fn split_by_shard(command: ReadCommand) -> Vec<(usize, ReadCommand)> {
+/// or the whole range on each shard owning a token of it.
+fn split_by_shard(command: ReadCommand, sharder: Sharder) -> Vec<(usize, ReadCommand)> {
     let keys = match &command.partitions {
         PartitionSelection::Keys(keys) => keys,
-        PartitionSelection::Range { .. } => {
-            return (0..nr_shards()).map(|shard| (shard, command.clone())).collect();
+        PartitionSelection::Range { from, to } => {
+            let shards = range_tokens(from, to).map_or_else(Vec::new, |(f, l)| shards_of_range(sharder, f, l));
+            return shards.into_iter().map(|shard| (shard, command.clone())).collect();
         }
     };
     if let Some(first) = keys.first() {
-        let shard = shard_of(first.token);
+        let shard = sharder.shard_of(first.token);
         // The common case, one partition (or all on one shard): the
         // command goes as it is, without copying its keys.
-        if keys.iter().all(|key| shard_of(key.token) == shard) {
+        if keys.iter().all(|key| sharder.shard_of(key.token) == shard) {
             return vec![(shard, command)];
         }
     }
-    let mut by_shard: Vec<Vec<PartitionPosition>> = vec![Vec::new(); nr_shards()];
+    let mut by_shard: Vec<Vec<PartitionPosition>> = vec![Vec::new(); sharder.nr_shards];
     for key in keys {
-        by_shard[shard_of(key.token)].push(key.clone());
+        by_shard[sharder.shard_of(key.token)].push(key.clone());
     }
     by_shard
         .into_iter()
@@ -370,4 +372,35 @@ pub(crate) async fn cas_local(
         Ok(shoal_replica::local().cas(request).await?)
     })
     .await?
+}
+
+#[cfg(test)]
+pub(crate) mod tests {
+    use std::ops::Bound;
+
+    use super::*;
+    use crate::SHARDING_IGNORE_MSB;
+
+    /// A read of every partition of `first..=last`'s tokens.
+    pub(crate) fn range_read(first: i64, last: i64) -> ReadCommand {
+        let at = |token| Bound::Included(PartitionPosition { token, key: bytes::Bytes::new() });
+        let partitions = PartitionSelection::Range { from: at(first), to: at(last) };
+        ReadCommand {
+            partitions,
+            ..ReadCommand::of_partitions(Uuid::nil(), Vec::new(), vec![ClusteringRange::all()], 0)
+        }
+    }
+
+    #[test]
+    fn a_range_read_runs_on_the_shards_owning_its_tokens() {
+        let sharder = Sharder { nr_shards: 4, ignore_msb: SHARDING_IGNORE_MSB };
+        let shards = |command| split_by_shard(command, sharder).into_iter().map(|(shard, _)| shard).collect::<Vec<_>>();
+        // Shard 2's first token: each shard owns a quarter of a round of
+        // 2^52 tokens.
+        let start = i64::MIN + (2 << 50);
+        assert_eq!(shards(range_read(start, start + 10)), vec![2]);
+        assert_eq!(shards(range_read(start - 1, start)), vec![1, 2]);
+        assert_eq!(shards(range_read(i64::MIN, i64::MAX)), vec![0, 1, 2, 3]);
+        assert_eq!(shards(range_read(5, 4)), Vec::<usize>::new());
+    }
 }

@@ -45,7 +45,7 @@ use shoal_storage::PartitionPosition;
 use uuid::Uuid;
 
 use crate::consistency::Tally;
-use crate::shards::{on_every_shard, SHARDING_IGNORE_MSB};
+use crate::shards::{first_token, on_every_shard, SHARDING_IGNORE_MSB};
 use crate::{ConsistencyLevel, CoordinatorError};
 
 /// How often shard 0 looks for membership and liveness changes.
@@ -369,10 +369,6 @@ impl Topology {
         from: &Bound<PartitionPosition>,
         to: &Bound<PartitionPosition>,
     ) -> Vec<(Bound<PartitionPosition>, Bound<PartitionPosition>, i64)> {
-        let token_of = |start: &Bound<PartitionPosition>| match start {
-            Bound::Unbounded => i64::MIN,
-            Bound::Included(p) | Bound::Excluded(p) => p.token,
-        };
         let first_of = |token: i64| PartitionPosition { token, key: Bytes::new() };
         let mut pieces = Vec::new();
         let mut start = from.clone();
@@ -393,12 +389,12 @@ impl Topology {
                 break;
             }
             if after_start {
-                let token = token_of(&start);
+                let token = first_token(&start);
                 pieces.push((start, Bound::Excluded(boundary.clone()), token));
                 start = Bound::Included(boundary);
             }
         }
-        let token = token_of(&start);
+        let token = first_token(&start);
         pieces.push((start, to.clone(), token));
         pieces
     }

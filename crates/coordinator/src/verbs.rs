@@ -21,6 +21,7 @@ use shoal_storage::{ClusteringRange, Partition, PartitionPosition};
 use uuid::Uuid;
 
 use crate::proxy::{mutate_local, read_local, read_raw_local, truncate_local};
+use crate::shards::first_token;
 use crate::timeouts::{deadline, timeouts};
 use crate::topology::Topology;
 use crate::wire::PaxosPrepare;
@@ -238,11 +239,13 @@ impl Target<'_> {
         self.call(Verb::CounterMutation, token, payload).await.map(drop)
     }
 
-    /// The shard a read command goes to: its first partition's.
+    /// The token whose shard a read command goes to: its first
+    /// partition's, or its range's first (that shard reads the range on
+    /// every shard of its node owning a token of it).
     fn token_of(command: &ReadCommand) -> i64 {
         match &command.partitions {
             PartitionSelection::Keys(keys) => keys.first().map_or(0, |k| k.token),
-            PartitionSelection::Range { .. } => i64::from(shoal_runtime::this_shard() as u32),
+            PartitionSelection::Range { from, .. } => first_token(from),
         }
     }
 
@@ -412,5 +415,16 @@ mod tests {
         let message = String::from_utf8_lossy(message);
         assert_eq!(*outcome, FAILED, "{message}");
         assert!(message.contains("is not its key's token"), "{message}");
+    }
+
+    /// A range read goes to the shard owning the range's first token (it
+    /// once went wherever `this_shard()`, read as a token, fell: shard 0).
+    #[test]
+    fn a_range_read_goes_to_the_shard_of_its_first_token() {
+        let start = i64::MIN + (3 << 50);
+        let command = crate::proxy::tests::range_read(start, start + 10);
+        assert_eq!(Target::token_of(&command), start);
+        let peer = shoal_schema::sharder::Sharder { nr_shards: 4, ignore_msb: crate::SHARDING_IGNORE_MSB };
+        assert_eq!(peer.shard_of(Target::token_of(&command)), 3);
     }
 }
