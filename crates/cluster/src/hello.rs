@@ -22,7 +22,8 @@ use uuid::Uuid;
 /// 2: a Paxos prepare carries the rows to read, its promise their data.
 /// 3: counter cells hold per-replica shards, and counter writes are led
 /// by one replica (`CounterMutation`).
-pub const PROTOCOL_VERSION: u16 = 3;
+/// 4: read digests and repair hashes are 128-bit xxh3 (16 bytes, not 8).
+pub const PROTOCOL_VERSION: u16 = 4;
 
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Hello {

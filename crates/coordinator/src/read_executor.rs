@@ -141,7 +141,7 @@ impl Reader<'_> {
             Err(e @ CoordinatorError::Invalid(_)) => return Err(e),
             Err(_) => return Err(self.timeout(answered_digests, block_for, false)),
         };
-        let digests: Vec<(Uuid, u64)> = digests.into_iter().filter_map(Result::ok).collect();
+        let digests: Vec<(Uuid, u128)> = digests.into_iter().filter_map(Result::ok).collect();
         if digests.len() < rest.len() {
             return Err(self.timeout(digests.len() + 1, block_for, true));
         }

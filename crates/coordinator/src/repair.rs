@@ -128,7 +128,7 @@ async fn repair_range(
     replicas: &[Uuid],
 ) -> Result<Repaired, CoordinatorError> {
     // Each partition's hash on each replica (`None`: the replica lacks it).
-    let mut hashes: BTreeMap<PartitionPosition, Vec<Option<u64>>> = BTreeMap::new();
+    let mut hashes: BTreeMap<PartitionPosition, Vec<Option<u128>>> = BTreeMap::new();
     for (i, host) in replicas.iter().enumerate() {
         for (position, hash) in replica_hashes(topology, *host, table, start, end).await? {
             hashes.entry(position).or_insert_with(|| vec![None; replicas.len()])[i] = Some(hash);
@@ -189,7 +189,7 @@ fn differing_rows<'a>(copies: impl Iterator<Item = Option<&'a RowHashes>>) -> Op
     }
     // Each row's hash on each replica; a row differs where a replica's hash
     // is another, or missing.
-    let mut rows: BTreeMap<&Bytes, Vec<u64>> = BTreeMap::new();
+    let mut rows: BTreeMap<&Bytes, Vec<u128>> = BTreeMap::new();
     for copy in &copies {
         for (key, hash) in &copy.rows {
             rows.entry(key).or_default().push(*hash);
@@ -211,7 +211,7 @@ async fn replica_hashes(
     table: Uuid,
     start: i64,
     end: i64,
-) -> Result<Vec<(PartitionPosition, u64)>, CoordinatorError> {
+) -> Result<Vec<(PartitionPosition, u128)>, CoordinatorError> {
     let endpoint =
         topology.endpoint(host).ok_or_else(|| CoordinatorError::Remote(format!("node {host} left the cluster")))?;
     let mut all = Vec::new();

@@ -169,10 +169,9 @@ async fn handle_paxos_commit(payload: Bytes) -> Result<Vec<u8>, CoordinatorError
 }
 
 /// A digest of a read's rows: equal rows give equal digests on every node
-/// (the rows' encoding under two CRC32C seeds).
-pub(crate) fn digest(result: &ReadResult) -> u64 {
-    let bytes = wire::encode_read_result(result);
-    u64::from(crc32c::crc32c(&bytes)) << 32 | u64::from(crc32c::crc32c_append(0x5348_4f41, &bytes))
+/// ([`wire::digest_of`] the rows' encoding).
+pub(crate) fn digest(result: &ReadResult) -> u128 {
+    wire::digest_of(&wire::encode_read_result(result))
 }
 
 /// The body of `address`'s answer to a data verb, or its error as the
@@ -261,13 +260,13 @@ impl Target<'_> {
         wire::decode_read_result(&answer).map_err(|e| CoordinatorError::Remote(format!("a replica's rows: {e}")))
     }
 
-    pub(crate) async fn read_digest(&self, command: &ReadCommand, deadline: Instant) -> Result<u64, CoordinatorError> {
+    pub(crate) async fn read_digest(&self, command: &ReadCommand, deadline: Instant) -> Result<u128, CoordinatorError> {
         if self.is_local() {
             return Ok(digest(&read_local(command.clone(), ConsistencyLevel::One, deadline).await?));
         }
         let answer = self.call(Verb::ReadDigest, Self::token_of(command), &wire::encode_read_command(command)).await?;
         match answer.as_ref().try_into() {
-            Ok(bytes) => Ok(u64::from_be_bytes(bytes)),
+            Ok(bytes) => Ok(u128::from_be_bytes(bytes)),
             Err(_) => Err(CoordinatorError::Remote(format!("a digest of {} bytes", answer.len()))),
         }
     }

@@ -526,7 +526,7 @@ pub fn decode_stream_page(bytes: &[u8]) -> Result<StreamPage, DecodeError> {
 /// follow.
 #[derive(Debug, Clone, PartialEq, Default)]
 pub struct HashPage {
-    pub hashes: Vec<(PartitionPosition, u64)>,
+    pub hashes: Vec<(PartitionPosition, u128)>,
     pub more: bool,
 }
 
@@ -551,25 +551,33 @@ pub fn decode_hash_page(bytes: &[u8]) -> Result<HashPage, DecodeError> {
     finish(d, HashPage { hashes, more })
 }
 
-fn encode_hash(e: &mut Encoder, hash: u64) {
+fn encode_hash(e: &mut Encoder, hash: u128) {
     e.out.extend_from_slice(&hash.to_be_bytes());
 }
 
-fn decode_hash(d: &mut Decoder) -> Result<u64, DecodeError> {
-    d.slice(8)?.try_into().map(u64::from_be_bytes).map_err(|_| d.error("hash"))
+fn decode_hash(d: &mut Decoder) -> Result<u128, DecodeError> {
+    d.slice(16)?.try_into().map(u128::from_be_bytes).map_err(|_| d.error("hash"))
 }
 
 /// A hash of a partition as stored: equal partitions hash alike on every
-/// node (their encoding under two CRC32C seeds).
-pub fn partition_hash(partition: &Partition) -> u64 {
+/// node ([`digest_of`] their encoding).
+pub fn partition_hash(partition: &Partition) -> u128 {
     hash_encoded(|e| codec::encode_partition(e, partition))
 }
 
-/// A hash of what `encode` writes: its bytes under two CRC32C seeds.
-fn hash_encoded(encode: impl FnOnce(&mut Encoder)) -> u64 {
+/// The digest of encoded data that replicas compare (read digests,
+/// repair hashes): xxh3-128, so copies that differ look alike with odds
+/// of 2^-128. (Two CRC32Cs under different seeds, as before, collide
+/// together for inputs of equal length: 2^-32.)
+pub fn digest_of(bytes: &[u8]) -> u128 {
+    xxhash_rust::xxh3::xxh3_128(bytes)
+}
+
+/// The [`digest_of`] what `encode` writes.
+fn hash_encoded(encode: impl FnOnce(&mut Encoder)) -> u128 {
     let mut out = Vec::new();
     encode(&mut Encoder { out: &mut out });
-    u64::from(crc32c::crc32c(&out)) << 32 | u64::from(crc32c::crc32c_append(0x5348_4f41, &out))
+    digest_of(&out)
 }
 
 /// A stored partition's hashes for row-level repair: one of everything
@@ -577,8 +585,8 @@ fn hash_encoded(encode: impl FnOnce(&mut Encoder)) -> u64 {
 /// tombstones), and one per clustered row, by clustering key.
 #[derive(Debug, Clone, PartialEq, Default)]
 pub struct RowHashes {
-    pub header: u64,
-    pub rows: Vec<(Bytes, u64)>,
+    pub header: u128,
+    pub rows: Vec<(Bytes, u128)>,
 }
 
 impl RowHashes {
@@ -777,6 +785,25 @@ mod tests {
         let bytes = encode_hash_page(&hashes);
         assert_eq!(decode_hash_page(&bytes), Ok(hashes));
         truncations_fail(&bytes, decode_hash_page);
+    }
+
+    /// Partitions whose encodings differ only in a pattern that keeps
+    /// their CRC32C under every seed (the CRC-32C polynomial, bit-reflected,
+    /// XORed into a cell value) hash apart: two CRC32Cs, the hash before
+    /// xxh3-128, hashed them alike.
+    #[test]
+    fn a_crc32c_collision_hashes_apart() {
+        let with_value = |value: [u8; 8]| {
+            let mut p = Partition::default();
+            let mut row = Row::default();
+            let cell = Cell::live(42, Bytes::copy_from_slice(&value), None);
+            row.columns.insert(1, shoal_storage::ColumnData::Atomic(cell));
+            p.rows.insert(Bytes::from_static(b"c"), ClusteredRow { row, ..Default::default() });
+            p
+        };
+        let (a, b) = (with_value([0; 8]), with_value([0xF1, 0x76, 0xEC, 0x05, 0x01, 0, 0, 0]));
+        assert_ne!(partition_hash(&a), partition_hash(&b));
+        assert_ne!(RowHashes::of(&a).rows, RowHashes::of(&b).rows);
     }
 
     #[test]
