@@ -402,6 +402,18 @@ pub enum SelectorExpr {
         expr: Box<SelectorExpr>,
         field: String,
     },
+    /// `expr[key]`: a map's value, a set's element, a list's element.
+    Element {
+        expr: Box<SelectorExpr>,
+        key: Term,
+    },
+    /// `expr[from..to]` of a map or set: the part between the bounds,
+    /// both included; either may be left out.
+    Slice {
+        expr: Box<SelectorExpr>,
+        from: Option<Term>,
+        to: Option<Term>,
+    },
 }
 
 /// One `WHERE` restriction; restrictions are joined by `AND`.
@@ -591,6 +603,11 @@ impl fmt::Display for SelectorExpr {
             SelectorExpr::Cast { expr, ty } => write!(f, "cast({expr} as {ty})"),
             SelectorExpr::Term(term) => write!(f, "{term}"),
             SelectorExpr::Field { expr, field } => write!(f, "{expr}.{field}"),
+            SelectorExpr::Element { expr, key } => write!(f, "{expr}[{key}]"),
+            SelectorExpr::Slice { expr, from, to } => {
+                let bound = |b: &Option<Term>| b.as_ref().map(Term::to_string).unwrap_or_default();
+                write!(f, "{expr}[{}..{}]", bound(from), bound(to))
+            }
         }
     }
 }

@@ -2,7 +2,8 @@
 //! friends, the time conversions (`toTimestamp`, `toDate`, ...) and the blob
 //! conversions (`blobAsInt`, `textAsBlob`, ...), and the JSON functions
 //! `toJson()` (selections only) and `fromJson()` (terms only), which
-//! `json` implements.
+//! `json` implements, and Cassandra 5's vector similarity functions
+//! (`similarity_cosine`, `similarity_euclidean`, `similarity_dot_product`).
 //!
 //! One implementation serves both places a function appears: in a term
 //! (`VALUES (toTimestamp(now()))`) and in a selector (`SELECT blobAsText(b)`).
@@ -83,6 +84,7 @@ fn arity(name: &str) -> Option<usize> {
         "now" | "uuid" | "currenttimestamp" | "currentdate" | "currenttime" | "currenttimeuuid" => Some(0),
         "totimestamp" | "todate" | "tounixtimestamp" | "dateof" | "unixtimestampof" | "mintimeuuid" | "maxtimeuuid"
         | "tojson" => Some(1),
+        "similarity_cosine" | "similarity_euclidean" | "similarity_dot_product" => Some(2),
         _ if conversion_type(name).is_some() => Some(1),
         _ => None,
     }
@@ -119,6 +121,7 @@ pub fn result_type(name: &str) -> Option<CqlType> {
         "currenttime" => CqlType::Time,
         "tounixtimestamp" | "unixtimestampof" => CqlType::Bigint,
         "tojson" => CqlType::Text,
+        "similarity_cosine" | "similarity_euclidean" | "similarity_dot_product" => CqlType::Float,
         _ if name.starts_with("blobas") => conversion_type(name)?,
         _ if name.ends_with("asblob") => CqlType::Blob,
         _ => return None,
@@ -149,6 +152,9 @@ pub fn apply(name: &str, arg_types: &[CqlType], args: &[Bytes]) -> CqlResult<(Cq
             let ms = to_ms(arg_ty, arg);
             Bytes::copy_from_slice(&timeuuid_at(ms, name == "maxtimeuuid"))
         }
+        "similarity_cosine" | "similarity_euclidean" | "similarity_dot_product" => {
+            Bytes::copy_from_slice(&similarity(name, args)?.to_be_bytes())
+        }
         _ => {
             let value = arg.cloned().unwrap_or_default();
             validate_value(&ret, &value)
@@ -157,6 +163,118 @@ pub fn apply(name: &str, arg_types: &[CqlType], args: &[Bytes]) -> CqlResult<(Cq
         }
     };
     Ok((ret, out))
+}
+
+/// The argument types of function `name`'s overloads, for messages and
+/// checks; `None` where any type goes (toJson) or the types depend on one
+/// another (the similarity functions take two float vectors of one size).
+fn signatures(name: &str) -> Option<Vec<Vec<CqlType>>> {
+    let one = |types: &[CqlType]| types.iter().map(|t| vec![t.clone()]).collect();
+    Some(match name {
+        "totimestamp" => one(&[CqlType::Timeuuid, CqlType::Date]),
+        "todate" => one(&[CqlType::Timeuuid, CqlType::Timestamp]),
+        "tounixtimestamp" => one(&[CqlType::Timeuuid, CqlType::Timestamp, CqlType::Date]),
+        "dateof" | "unixtimestampof" => one(&[CqlType::Timeuuid]),
+        "mintimeuuid" | "maxtimeuuid" => one(&[CqlType::Timestamp]),
+        _ if name.starts_with("blobas") => one(&[CqlType::Blob]),
+        _ if name.ends_with("asblob") => one(&[conversion_type(name)?]),
+        _ if arity(name) == Some(0) => vec![Vec::new()],
+        _ => return None,
+    })
+}
+
+/// Refuses arguments of types function `name` does not take, with
+/// Cassandra's messages: a function of one signature names the argument,
+/// an overloaded one lists its signatures.
+pub fn check_arguments(name: &str, args: &[(String, CqlType)]) -> CqlResult<()> {
+    let expected = arity(name).ok_or_else(|| invalid(format!("Unknown function '{name}'")))?;
+    if args.len() != expected {
+        return Err(invalid(format!(
+            "Invalid number of arguments in call to function system.{name}: {expected} required but {} provided",
+            args.len()
+        )));
+    }
+    if name.starts_with("similarity_") {
+        return check_vectors(name, args);
+    }
+    let Some(signatures) = signatures(name) else { return Ok(()) };
+    let given: Vec<&CqlType> = args.iter().map(|(_, ty)| ty.unfrozen()).collect();
+    if signatures.iter().any(|s| s.iter().zip(&given).all(|(want, got)| want == *got)) {
+        return Ok(());
+    }
+    let ret = result_type(name).unwrap_or(CqlType::Blob);
+    match signatures.as_slice() {
+        [single] => {
+            let at = single.iter().zip(&given).position(|(want, got)| want != *got).unwrap_or(0);
+            Err(invalid(format!(
+                "Type error: {} cannot be passed as argument {at} of function system.{name} of type {}",
+                args[at].0, single[at]
+            )))
+        }
+        _ => {
+            let known: Vec<String> = signatures
+                .iter()
+                .map(|s| {
+                    let types: Vec<String> = s.iter().map(CqlType::to_string).collect();
+                    format!("system.{name} : ({}) -> {ret}", types.join(", "))
+                })
+                .collect();
+            Err(invalid(format!(
+                "Invalid call to function {name}, none of its type signatures match (known type signatures: {})",
+                known.join(", ")
+            )))
+        }
+    }
+}
+
+fn check_vectors(name: &str, args: &[(String, CqlType)]) -> CqlResult<()> {
+    let dimension = |(arg, ty): &(String, CqlType)| match ty.unfrozen() {
+        CqlType::Vector(elem, n) if **elem == CqlType::Float => Ok(*n),
+        _ => Err(invalid(format!(
+            "Function system.{name} requires a float vector argument, but found argument {arg} of type {ty}"
+        ))),
+    };
+    let (a, b) = (dimension(&args[0])?, dimension(&args[1])?);
+    if a != b {
+        return Err(invalid(format!("All arguments must have the same vector dimensions, but found {a} and {b}")));
+    }
+    Ok(())
+}
+
+/// The type a literal argument of function `name` takes at `index`, given
+/// the other arguments' types: a similarity function's other vector, or
+/// the one type a single signature names.
+pub fn parameter_type(name: &str, index: usize, others: &[Option<CqlType>]) -> Option<CqlType> {
+    if name.starts_with("similarity_") {
+        return others.iter().enumerate().find(|(i, _)| *i != index).and_then(|(_, t)| t.clone());
+    }
+    match signatures(name)?.as_slice() {
+        [single] => single.get(index).cloned(),
+        _ => None,
+    }
+}
+
+/// Cassandra 5's (Lucene's) similarities of two float vectors, each
+/// scaled into [0, 1]: cosine `(1 + cos) / 2`, euclidean
+/// `1 / (1 + squared distance)`, dot product `(1 + dot) / 2`.
+fn similarity(name: &str, args: &[Bytes]) -> CqlResult<f32> {
+    let floats =
+        |b: &Bytes| -> Vec<f32> { b.chunks_exact(4).map(|c| f32::from_be_bytes([c[0], c[1], c[2], c[3]])).collect() };
+    let (Some(a), Some(b)) = (args.first().map(floats), args.get(1).map(floats)) else {
+        return Err(invalid(format!("Invalid number of arguments in call to function system.{name}")));
+    };
+    let dot: f32 = a.iter().zip(&b).map(|(x, y)| x * y).sum();
+    Ok(match name {
+        "similarity_cosine" => {
+            let norms = a.iter().map(|x| x * x).sum::<f32>().sqrt() * b.iter().map(|y| y * y).sum::<f32>().sqrt();
+            if norms == 0.0 {
+                return Err(invalid(format!("Function system.{name} doesn't support all-zero vectors")));
+            }
+            (1.0 + dot / norms) / 2.0
+        }
+        "similarity_euclidean" => 1.0 / (1.0 + a.iter().zip(&b).map(|(x, y)| (x - y) * (x - y)).sum::<f32>()),
+        _ => (1.0 + dot) / 2.0,
+    })
 }
 
 /// Milliseconds since the Unix epoch of a timeuuid, timestamp or date value.

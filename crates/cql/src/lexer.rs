@@ -34,6 +34,8 @@ pub enum Sym {
     Comma,
     Semicolon,
     Dot,
+    /// `..`, in slice selections (`s[3..5]`).
+    Range,
     Colon,
     Question,
     Star,
@@ -62,6 +64,7 @@ impl Sym {
             Sym::Comma => ",",
             Sym::Semicolon => ";",
             Sym::Dot => ".",
+            Sym::Range => "..",
             Sym::Colon => ":",
             Sym::Question => "?",
             Sym::Star => "*",
@@ -266,7 +269,8 @@ impl Lexer<'_> {
             return self.duration_units(start, line, column);
         }
         let mut is_float = false;
-        if self.peek() == Some('.') {
+        // `3..5` is a range of integers, not the float `3.`.
+        if self.peek() == Some('.') && self.peek_nth(1) != Some('.') {
             self.bump();
             self.eat_digits();
             is_float = true;
@@ -397,6 +401,7 @@ impl Lexer<'_> {
             ('>', Some('=')) => (Sym::Ge, 2),
             ('+', Some('=')) => (Sym::PlusEq, 2),
             ('-', Some('=')) => (Sym::MinusEq, 2),
+            ('.', Some('.')) => (Sym::Range, 2),
             ('(', _) => (Sym::LParen, 1),
             (')', _) => (Sym::RParen, 1),
             ('{', _) => (Sym::LBrace, 1),

@@ -73,6 +73,10 @@ fn attributes(meta: &TableMeta, using: &Using, ctx: WriteContext<'_>) -> CqlResu
         },
         None => ctx.timestamp,
     };
+    // Cassandra's bounds: i64::MIN marks "no timestamp".
+    if timestamp == i64::MIN {
+        return Err(invalid(format!("Out of bound timestamp, must be in [{}, {}]", i64::MIN + 1, i64::MAX)));
+    }
     let ttl_s = match &using.ttl {
         Some(term) => match eval(term, Receiver { name: "[ttl]", ty: &CqlType::Int }, ctx.bindings)? {
             BoundValue::Value(v) => i32::from_be_bytes(v[..].try_into().map_err(|_| invalid("Invalid TTL"))?) as i64,

@@ -6,6 +6,7 @@
 //! rows left of the statement's LIMIT, and the next page resumes after it.
 //! GROUP BY queries page by groups (see `group_by`).
 
+mod aggregate;
 mod group_by;
 mod post_order;
 
@@ -17,9 +18,9 @@ use bytes::{Buf, BufMut, Bytes, BytesMut};
 use shoal_coordinator::data::{ClusteringRange, PartitionPosition};
 use shoal_coordinator::data::{PartitionSelection, ReadCommand, ReadResult, ResultRow, RowPosition};
 use shoal_coordinator::{timeouts, ConsistencyLevel};
-use shoal_schema::fields;
 use shoal_schema::token::split_partition_key;
-use shoal_schema::value::{add, compare, divide_for_avg, to_varint, zero_of, Value};
+use shoal_schema::value::compare;
+use shoal_schema::{collection, fields};
 use shoal_schema::{ClusteringOrder, ColumnKind, CqlType, Schema, TableMeta};
 use uuid::Uuid;
 
@@ -29,7 +30,7 @@ use crate::functions;
 use crate::restrictions::{analyze, EqPlan, PartitionRestriction};
 use crate::result::{ColumnSpec, Rows};
 use crate::system;
-use crate::values::{eval, eval_required, Bindings, Receiver};
+use crate::values::{collection_items, eval, eval_required, Bindings, Receiver};
 
 /// Rows per internal page when a statement reads everything (aggregates).
 const AGGREGATE_PAGE_ROWS: usize = 10_000;
@@ -63,6 +64,19 @@ enum Sel {
     Field {
         value: Box<Sel>,
         index: usize,
+    },
+    /// `value[key]` of a collection of type `collection` (unfrozen).
+    Element {
+        value: Box<Sel>,
+        collection: CqlType,
+        key: Bytes,
+    },
+    /// `value[from..to]` of a map or set of type `collection` (unfrozen).
+    Slice {
+        value: Box<Sel>,
+        collection: CqlType,
+        from: Option<Bytes>,
+        to: Option<Bytes>,
     },
     Aggregate {
         kind: AggregateKind,
@@ -109,7 +123,7 @@ pub struct CompiledSelect {
 pub fn compile(schema: &Schema, meta: Arc<TableMeta>, select: &Select) -> CqlResult<CompiledSelect> {
     let selected = selectors(&meta, select)?;
     let (columns, sels): (Vec<ColumnSpec>, Vec<Sel>) = selected.into_iter().unzip();
-    let aggregate = sels.iter().any(|s| matches!(s, Sel::Aggregate { .. }));
+    let aggregate = sels.iter().any(aggregate::has_aggregate);
     let grouping = group_by::grouping(&meta, select)?;
     let plan = EqPlan::compile(&meta, &select.where_clause);
     Ok(CompiledSelect {
@@ -169,20 +183,19 @@ pub async fn execute(
     command.start_partition_rows = state.as_ref().map_or(0, |s| s.in_partition);
     command.start_after = state.map(|s| s.position);
     if aggregate {
-        let mut rows = Vec::new();
+        // Folded page by page: the rows are never all in memory.
+        let mut folds = aggregate::Folds::new(sels)?;
         command.row_limit = AGGREGATE_PAGE_ROWS;
         loop {
             let page = read(command.clone()).await?;
             command.start_partition_rows = rows_in_last_partition(&page.rows, &command);
             command.start_after = page.rows.last().map(|r| r.position.clone());
-            let done = !page.limit_reached;
-            rows.extend(page.rows);
-            if done {
+            page.rows.iter().try_for_each(|row| folds.add(meta, row))?;
+            if !page.limit_reached {
                 break;
             }
         }
-        let row = aggregate_row(meta, sels, &rows)?;
-        return Ok(Rows { columns, rows: vec![row], paging_state: None });
+        return Ok(Rows { columns, rows: vec![folds.finish()?], paging_state: None });
     }
     let (rows, paging_state) = if post_order::needed(meta, select) {
         (post_order::read(meta, &select.order_by, command, remaining, options.page_size, read).await?, None)
@@ -431,17 +444,87 @@ fn selector_expr(meta: &TableMeta, expr: &SelectorExpr) -> CqlResult<(String, Cq
                 .ok_or_else(|| invalid(format!("{name} of type {} has no field {field}", udt.name)))?;
             (format!("{name}.{field}"), udt.fields[index].1.clone(), Sel::Field { value: Box::new(sel), index })
         }
-        SelectorExpr::Term(term) => {
-            let text = term.to_string();
-            let value = eval(term, Receiver { name: &text, ty: &CqlType::Int }, Bindings { values: &[] })?;
-            (text, CqlType::Int, Sel::Literal(value.into_option()))
+        SelectorExpr::Term(term) => literal_selector(term, CqlType::Int)?,
+        SelectorExpr::Element { expr, key } => {
+            let (name, ty, sel) = selector_expr(meta, expr)?;
+            let collection = ty.unfrozen().clone();
+            let (key_ty, result_ty) = match &collection {
+                CqlType::Map(k, v) => (k.as_ref().clone(), v.as_ref().clone()),
+                CqlType::Set(e) => (e.as_ref().clone(), e.as_ref().clone()),
+                CqlType::List(e) => (CqlType::Int, e.as_ref().clone()),
+                _ => {
+                    return Err(invalid(format!(
+                        "Invalid element selection: {name} is of type {ty} is not a collection"
+                    )))
+                }
+            };
+            let display = format!("{name}[{key}]");
+            let key = eval_required(key, Receiver { name: &display, ty: &key_ty }, Bindings { values: &[] })?;
+            (display, result_ty, Sel::Element { value: Box::new(sel), collection, key })
+        }
+        SelectorExpr::Slice { expr, from, to } => {
+            let (name, ty, sel) = selector_expr(meta, expr)?;
+            let collection = ty.unfrozen().clone();
+            let key_ty = match &collection {
+                CqlType::Map(k, _) | CqlType::Set(k) => k.as_ref().clone(),
+                _ => {
+                    return Err(invalid(format!(
+                        "Slice selection is only allowed on sets and maps, but {name} is a {ty}"
+                    )))
+                }
+            };
+            let display = expr_display(expr, from.as_ref(), to.as_ref());
+            let bound = |b: &Option<Term>| {
+                b.as_ref()
+                    .map(|t| eval_required(t, Receiver { name: &display, ty: &key_ty }, Bindings { values: &[] }))
+                    .transpose()
+            };
+            let (from, to) = (bound(from)?, bound(to)?);
+            (display, ty, Sel::Slice { value: Box::new(sel), collection, from, to })
         }
     })
 }
 
+fn expr_display(expr: &SelectorExpr, from: Option<&Term>, to: Option<&Term>) -> String {
+    let bound = |b: Option<&Term>| b.map(Term::to_string).unwrap_or_default();
+    format!("{expr}[{}..{}]", bound(from), bound(to))
+}
+
+/// A constant selector, read as a value of `ty`.
+fn literal_selector(term: &Term, ty: CqlType) -> CqlResult<(String, CqlType, Sel)> {
+    let text = term.to_string();
+    let value = eval(term, Receiver { name: &text, ty: &ty }, Bindings { values: &[] })?;
+    Ok((text, ty, Sel::Literal(value.into_option())))
+}
+
+/// A function's arguments; a constant takes the type the function expects
+/// there (`similarity_cosine(v, [1, 2, 3])` reads the list as `v`'s
+/// vector type), else int.
+fn function_arguments(meta: &TableMeta, name: &str, args: &[SelectorExpr]) -> CqlResult<Vec<(String, CqlType, Sel)>> {
+    let typed = args
+        .iter()
+        .map(|a| match a {
+            SelectorExpr::Term(_) => Ok(None),
+            _ => selector_expr(meta, a).map(Some),
+        })
+        .collect::<CqlResult<Vec<_>>>()?;
+    let others: Vec<Option<CqlType>> = typed.iter().map(|t| t.as_ref().map(|(_, ty, _)| ty.clone())).collect();
+    args.iter()
+        .zip(typed)
+        .enumerate()
+        .map(|(i, (arg, typed))| match (typed, arg) {
+            (Some(typed), _) => Ok(typed),
+            (None, SelectorExpr::Term(term)) => {
+                literal_selector(term, functions::parameter_type(name, i, &others).unwrap_or(CqlType::Int))
+            }
+            (None, _) => selector_expr(meta, arg),
+        })
+        .collect()
+}
+
 fn function_selector(meta: &TableMeta, name: &str, args: &[SelectorExpr]) -> CqlResult<(String, CqlType, Sel)> {
     let name = name.trim_start_matches("system.").to_ascii_lowercase();
-    let compiled = args.iter().map(|a| selector_expr(meta, a)).collect::<CqlResult<Vec<_>>>()?;
+    let compiled = function_arguments(meta, &name, args)?;
     let arg_names: Vec<&str> = compiled.iter().map(|(n, _, _)| n.as_str()).collect();
     let display = format!("system.{name}({})", arg_names.join(", "));
     let kind = match name.as_str() {
@@ -471,7 +554,9 @@ fn function_selector(meta: &TableMeta, name: &str, args: &[SelectorExpr]) -> Cql
     if name == "fromjson" {
         return Err(invalid("fromJson() cannot be used in the selection clause of a SELECT statement"));
     }
-    let arg_types: Vec<CqlType> = compiled.iter().map(|(_, t, _)| t.clone()).collect();
+    let named: Vec<(String, CqlType)> = compiled.iter().map(|(n, t, _)| (n.clone(), t.clone())).collect();
+    functions::check_arguments(&name, &named)?;
+    let arg_types: Vec<CqlType> = named.into_iter().map(|(_, t)| t).collect();
     let ty = functions::result_type(&name).ok_or_else(|| invalid(format!("Unknown function '{name}'")))?;
     let args = compiled.into_iter().map(|(_, _, s)| s).collect();
     Ok((display, ty, Sel::Function { name, arg_types, args }))
@@ -504,6 +589,14 @@ fn evaluate(meta: &TableMeta, sel: &Sel, row: &ResultRow) -> CqlResult<Option<By
                 .map(|f| v.slice_ref(f)),
             None => None,
         },
+        Sel::Element { value, collection, key } => match evaluate(meta, value, row)? {
+            Some(v) => element(collection, &v, key),
+            None => None,
+        },
+        Sel::Slice { value, collection, from, to } => match evaluate(meta, value, row)? {
+            Some(v) => slice(collection, &v, from.as_deref(), to.as_deref()),
+            None => None,
+        },
         Sel::Function { name, .. } if name == "token" => {
             Some(Bytes::copy_from_slice(&row.position.partition.token.to_be_bytes()))
         }
@@ -524,57 +617,45 @@ fn evaluate(meta: &TableMeta, sel: &Sel, row: &ResultRow) -> CqlResult<Option<By
     })
 }
 
-fn aggregate_row(meta: &TableMeta, sels: &[Sel], rows: &[ResultRow]) -> CqlResult<Vec<Option<Bytes>>> {
-    sels.iter()
-        .map(|sel| {
-            let Sel::Aggregate { kind, arg, ty } = sel else {
-                // A constant beside aggregates, such as `count(1)`'s literal.
-                return rows.first().map_or(Ok(None), |r| evaluate(meta, sel, r));
-            };
-            let values: Vec<Bytes> = match arg {
-                None => return Ok(Some(Bytes::copy_from_slice(&(rows.len() as i64).to_be_bytes()))),
-                Some(arg) => rows
-                    .iter()
-                    .map(|r| evaluate(meta, arg, r))
-                    .collect::<CqlResult<Vec<_>>>()?
-                    .into_iter()
-                    .flatten()
-                    .collect(),
-            };
-            aggregate(*kind, ty, values)
-        })
-        .collect()
+/// `collection[key]`: a map's value at `key`, `key` if a set holds it, a
+/// list's element at index `key`; null when there is none.
+fn element(collection: &CqlType, value: &Bytes, key: &[u8]) -> Option<Bytes> {
+    let items = collection_items(value);
+    match collection {
+        CqlType::Map(key_ty, _) => {
+            items.chunks_exact(2).find(|pair| compare(key_ty, &pair[0], key).is_eq()).map(|pair| pair[1].clone())
+        }
+        CqlType::Set(elem) => items.into_iter().find(|item| compare(elem, item, key).is_eq()),
+        CqlType::List(_) => {
+            let index = usize::try_from(i32::from_be_bytes(key.try_into().ok()?)).ok()?;
+            items.into_iter().nth(index)
+        }
+        _ => None,
+    }
 }
 
-fn aggregate(kind: AggregateKind, ty: &CqlType, values: Vec<Bytes>) -> CqlResult<Option<Bytes>> {
-    let ty = ty.unfrozen();
-    match kind {
-        AggregateKind::Count => Ok(Some(Bytes::copy_from_slice(&(values.len() as i64).to_be_bytes()))),
-        AggregateKind::Min => Ok(values.into_iter().min_by(|a, b| compare(ty, a, b))),
-        AggregateKind::Max => Ok(values.into_iter().max_by(|a, b| compare(ty, a, b))),
-        AggregateKind::Sum | AggregateKind::Avg => {
-            // Empty values count as null, as in Cassandra.
-            let values: Vec<Bytes> = values.into_iter().filter(|v| !v.is_empty()).collect();
-            let numeric = |e: shoal_schema::ValueError| invalid(format!("Invalid call to a numeric aggregate: {e}"));
-            let mut sum = zero_of(ty).map_err(numeric)?;
-            // avg sums integers as varint so the sum cannot wrap (sum does
-            // wrap, as in Cassandra); divide_for_avg narrows back.
-            let widen = kind == AggregateKind::Avg && to_varint(&sum).is_some();
-            let sum_ty = if widen { CqlType::Varint } else { ty.clone() };
-            if widen {
-                sum = Value::Varint(vec![0]);
-            }
-            for value in &values {
-                let value = Value::deserialize(ty, value).map_err(|e| CqlError::Server(e.to_string()))?;
-                let value = if widen { to_varint(&value).unwrap_or(value) } else { value };
-                sum = add(&sum_ty, &sum, &value).map_err(numeric)?;
-            }
-            if kind == AggregateKind::Avg {
-                sum = divide_for_avg(ty, &sum, values.len() as u64).map_err(numeric)?;
-            }
-            Ok(Some(Bytes::from(sum.to_bytes())))
-        }
+/// `collection[from..to]` of a map or set: the entries whose keys lie
+/// between the bounds (both included); null when none does, as an empty
+/// collection reads.
+fn slice(collection: &CqlType, value: &Bytes, from: Option<&[u8]>, to: Option<&[u8]>) -> Option<Bytes> {
+    let items = collection_items(value);
+    let (key_ty, width) = match collection {
+        CqlType::Map(key_ty, _) => (key_ty.as_ref(), 2),
+        CqlType::Set(elem) => (elem.as_ref(), 1),
+        _ => return None,
+    };
+    let within = |key: &Bytes| {
+        from.is_none_or(|f| compare(key_ty, key, f).is_ge()) && to.is_none_or(|t| compare(key_ty, key, t).is_le())
+    };
+    let kept: Vec<&Bytes> = items.chunks_exact(width).filter(|entry| within(&entry[0])).flatten().collect();
+    if kept.is_empty() {
+        return None;
     }
+    let items = kept.iter().map(|b| Some(&b[..]));
+    Some(match width {
+        2 => collection::serialize_map(items, kept.len() / 2),
+        _ => collection::serialize(items, kept.len()),
+    })
 }
 
 fn encode_paging_state(state: &PagingState) -> Bytes {

@@ -119,11 +119,31 @@ impl Parser<'_> {
 
     fn selector_expr(&mut self) -> PResult<SelectorExpr> {
         let mut expr = self.nested(|p| p.selector_inner())?;
-        while self.eat_sym(Sym::Dot) {
-            let field = self.ident("field name")?;
-            expr = SelectorExpr::Field { expr: Box::new(expr), field };
+        loop {
+            if self.eat_sym(Sym::Dot) {
+                let field = self.ident("field name")?;
+                expr = SelectorExpr::Field { expr: Box::new(expr), field };
+            } else if self.eat_sym(Sym::LBracket) {
+                expr = self.subscript(expr)?;
+            } else {
+                return Ok(expr);
+            }
         }
-        Ok(expr)
+    }
+
+    /// `[key]`, `[from..to]`, `[from..]` or `[..to]`, after the `[`.
+    fn subscript(&mut self, expr: SelectorExpr) -> PResult<SelectorExpr> {
+        let expr = Box::new(expr);
+        let from = if self.is_sym(Sym::Range) { None } else { Some(self.term()?) };
+        let subscript = match (from, self.eat_sym(Sym::Range)) {
+            (Some(key), false) => SelectorExpr::Element { expr, key },
+            (from, _) => {
+                let to = if self.is_sym(Sym::RBracket) { None } else { Some(self.term()?) };
+                SelectorExpr::Slice { expr, from, to }
+            }
+        };
+        self.expect_sym(Sym::RBracket)?;
+        Ok(subscript)
     }
 
     fn selector_inner(&mut self) -> PResult<SelectorExpr> {

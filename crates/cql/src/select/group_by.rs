@@ -17,7 +17,8 @@ use bytes::Bytes;
 use shoal_coordinator::data::{ReadCommand, ReadResult, ResultRow, RowPosition};
 use shoal_schema::{ColumnKind, TableMeta};
 
-use super::{aggregate_row, PagingState, Sel, AGGREGATE_PAGE_ROWS};
+use super::aggregate::aggregate_row;
+use super::{PagingState, Sel, AGGREGATE_PAGE_ROWS};
 use crate::ast::{Operator, Relation, Select};
 use crate::error::{invalid, CqlResult};
 

@@ -1,0 +1,215 @@
+//! Aggregates folded row by row: `count`, `min`, `max`, `sum`, `avg`, and
+//! functions of them (`toDate(max(ts))`), over the rows of a statement or
+//! of a GROUP BY group.
+//!
+//! A fold holds one running value per selector, never the rows: a
+//! `SELECT count(*)` over a large table reads it page by page and keeps
+//! a counter. Selectors that are not aggregates take the first row's
+//! value, as in Cassandra.
+
+use bytes::Bytes;
+use shoal_coordinator::data::ResultRow;
+use shoal_schema::value::{add, compare, divide_for_avg, to_varint, zero_of, Value};
+use shoal_schema::{fields, CqlType, TableMeta};
+
+use super::{evaluate, AggregateKind, Sel};
+use crate::error::{invalid, CqlError, CqlResult};
+use crate::functions;
+
+/// The running state of one selector.
+enum Fold<'s> {
+    Aggregate {
+        kind: AggregateKind,
+        arg: Option<&'s Sel>,
+        ty: &'s CqlType,
+        state: Running,
+    },
+    Function {
+        name: &'s str,
+        arg_types: &'s [CqlType],
+        args: Vec<Fold<'s>>,
+    },
+    Field {
+        value: Box<Fold<'s>>,
+        index: usize,
+    },
+    /// A selector without aggregates: its value on the first row.
+    First {
+        sel: &'s Sel,
+        value: Option<Option<Bytes>>,
+    },
+}
+
+/// What an aggregate has seen so far.
+enum Running {
+    Count(i64),
+    /// The least (min) or greatest (max) value so far.
+    Best(Option<Bytes>),
+    /// The sum so far (in `sum_ty`) and how many values it adds.
+    Sum {
+        sum: Value,
+        sum_ty: CqlType,
+        values: u64,
+    },
+}
+
+/// The folds of a statement's selectors.
+pub(super) struct Folds<'s> {
+    folds: Vec<Fold<'s>>,
+}
+
+impl<'s> Folds<'s> {
+    pub fn new(sels: &'s [Sel]) -> CqlResult<Folds<'s>> {
+        Ok(Folds { folds: sels.iter().map(fold_of).collect::<CqlResult<_>>()? })
+    }
+
+    pub fn add(&mut self, meta: &TableMeta, row: &ResultRow) -> CqlResult<()> {
+        self.folds.iter_mut().try_for_each(|f| f.add(meta, row))
+    }
+
+    pub fn finish(self) -> CqlResult<Vec<Option<Bytes>>> {
+        self.folds.into_iter().map(Fold::finish).collect()
+    }
+}
+
+/// The aggregated row of `rows` (a GROUP BY group).
+pub(super) fn aggregate_row(meta: &TableMeta, sels: &[Sel], rows: &[ResultRow]) -> CqlResult<Vec<Option<Bytes>>> {
+    let mut folds = Folds::new(sels)?;
+    rows.iter().try_for_each(|row| folds.add(meta, row))?;
+    folds.finish()
+}
+
+/// Whether `sel` aggregates, itself or in an argument.
+pub(super) fn has_aggregate(sel: &Sel) -> bool {
+    match sel {
+        Sel::Aggregate { .. } => true,
+        Sel::Function { args, .. } => args.iter().any(has_aggregate),
+        Sel::Field { value, .. } | Sel::Element { value, .. } | Sel::Slice { value, .. } => has_aggregate(value),
+        Sel::Column(_) | Sel::WriteTime(_) | Sel::Ttl(_) | Sel::Literal(_) => false,
+    }
+}
+
+fn fold_of(sel: &Sel) -> CqlResult<Fold<'_>> {
+    Ok(match sel {
+        Sel::Aggregate { kind, arg, ty } => {
+            let state = match kind {
+                AggregateKind::Count => Running::Count(0),
+                AggregateKind::Min | AggregateKind::Max => Running::Best(None),
+                AggregateKind::Sum | AggregateKind::Avg => {
+                    let ty = ty.unfrozen();
+                    let numeric =
+                        |e: shoal_schema::ValueError| invalid(format!("Invalid call to a numeric aggregate: {e}"));
+                    let zero = zero_of(ty).map_err(numeric)?;
+                    // avg sums integers as varint so the sum cannot wrap
+                    // (sum does wrap, as in Cassandra); the end narrows back.
+                    if *kind == AggregateKind::Avg && to_varint(&zero).is_some() {
+                        Running::Sum { sum: Value::Varint(vec![0]), sum_ty: CqlType::Varint, values: 0 }
+                    } else {
+                        Running::Sum { sum: zero, sum_ty: ty.clone(), values: 0 }
+                    }
+                }
+            };
+            Fold::Aggregate { kind: *kind, arg: arg.as_deref(), ty, state }
+        }
+        Sel::Function { name, arg_types, args } if args.iter().any(has_aggregate) => {
+            Fold::Function { name, arg_types, args: args.iter().map(fold_of).collect::<CqlResult<_>>()? }
+        }
+        Sel::Field { value, index } if has_aggregate(value) => {
+            Fold::Field { value: Box::new(fold_of(value)?), index: *index }
+        }
+        _ => Fold::First { sel, value: None },
+    })
+}
+
+impl Fold<'_> {
+    fn add(&mut self, meta: &TableMeta, row: &ResultRow) -> CqlResult<()> {
+        match self {
+            Fold::Aggregate { kind, arg, ty, state } => {
+                let value = match arg {
+                    None => None,
+                    Some(arg) => match evaluate(meta, arg, row)? {
+                        Some(value) => Some(value),
+                        // Aggregates skip nulls.
+                        None => return Ok(()),
+                    },
+                };
+                state.add(*kind, ty.unfrozen(), value)
+            }
+            Fold::Function { args, .. } => args.iter_mut().try_for_each(|a| a.add(meta, row)),
+            Fold::Field { value, .. } => value.add(meta, row),
+            Fold::First { sel, value } => {
+                if value.is_none() {
+                    *value = Some(evaluate(meta, sel, row)?);
+                }
+                Ok(())
+            }
+        }
+    }
+
+    fn finish(self) -> CqlResult<Option<Bytes>> {
+        match self {
+            Fold::Aggregate { kind, ty, state, .. } => state.finish(kind, ty.unfrozen()),
+            Fold::Function { name, arg_types, args } => {
+                let mut values = Vec::with_capacity(args.len());
+                for arg in args {
+                    match arg.finish()? {
+                        Some(value) => values.push(value),
+                        None => return Ok(None),
+                    }
+                }
+                Ok(Some(functions::apply(name, arg_types, &values)?.1))
+            }
+            Fold::Field { value, index } => match value.finish()? {
+                Some(v) => Ok(fields::field(&v, index)
+                    .map_err(|e| CqlError::Server(format!("corrupt user type value: {e}")))?
+                    .map(|f| v.slice_ref(f))),
+                None => Ok(None),
+            },
+            Fold::First { value, .. } => Ok(value.flatten()),
+        }
+    }
+}
+
+impl Running {
+    fn add(&mut self, kind: AggregateKind, ty: &CqlType, value: Option<Bytes>) -> CqlResult<()> {
+        match self {
+            Running::Count(n) => *n += 1,
+            Running::Best(best) => {
+                let Some(value) = value else { return Ok(()) };
+                let better = match best {
+                    None => true,
+                    Some(current) if kind == AggregateKind::Min => compare(ty, &value, current).is_lt(),
+                    Some(current) => compare(ty, &value, current).is_gt(),
+                };
+                if better {
+                    *best = Some(value);
+                }
+            }
+            Running::Sum { sum, sum_ty, values } => {
+                // Empty values count as null, as in Cassandra.
+                let Some(value) = value.filter(|v| !v.is_empty()) else { return Ok(()) };
+                let value = Value::deserialize(ty, &value).map_err(|e| CqlError::Server(e.to_string()))?;
+                let value = if *sum_ty == CqlType::Varint { to_varint(&value).unwrap_or(value) } else { value };
+                *sum = add(sum_ty, sum, &value)
+                    .map_err(|e| invalid(format!("Invalid call to a numeric aggregate: {e}")))?;
+                *values += 1;
+            }
+        }
+        Ok(())
+    }
+
+    fn finish(self, kind: AggregateKind, ty: &CqlType) -> CqlResult<Option<Bytes>> {
+        Ok(match self {
+            Running::Count(n) => Some(Bytes::copy_from_slice(&n.to_be_bytes())),
+            Running::Best(best) => best,
+            Running::Sum { sum, values, .. } => {
+                let sum = match kind {
+                    AggregateKind::Avg => divide_for_avg(ty, &sum, values)
+                        .map_err(|e| invalid(format!("Invalid call to a numeric aggregate: {e}")))?,
+                    _ => sum,
+                };
+                Some(Bytes::from(sum.to_bytes()))
+            }
+        })
+    }
+}

@@ -1,0 +1,87 @@
+"""Selectors as Cassandra 4+ and ScyllaDB take them: collection elements
+and slices, functions of aggregates, function argument checks, and the
+vector similarity functions."""
+import math
+
+import pytest
+from cassandra import InvalidRequest
+
+
+@pytest.fixture
+def coll(session, table):
+    t = table("(p int, c int, m map<text, int>, s set<int>, l list<int>, fm frozen<map<int, text>>, "
+              "PRIMARY KEY (p, c))")
+    session.execute("INSERT INTO %s (p, c, m, s, l, fm) VALUES (1, 1, {'a': 1, 'b': 2, 'c': 3}, {1, 3, 5, 7}, "
+                    "[10, 20, 30], {1: 'x', 2: 'y'})" % t)
+    session.execute("INSERT INTO %s (p, c) VALUES (1, 2)" % t)
+    return t
+
+
+def one(session, query):
+    return tuple(session.execute(query).one())
+
+
+def test_elements_of_maps_sets_and_lists(session, coll):
+    assert one(session, "SELECT m['b'], m['z'], s[3], s[4], l[1], l[7], fm[2] FROM %s WHERE p = 1 AND c = 1"
+               % coll) == (2, None, 3, None, 20, None, 'y')
+    # A row without the collection: null.
+    assert one(session, "SELECT m['a'], s[1] FROM %s WHERE p = 1 AND c = 2" % coll) == (None, None)
+
+
+def test_slices_of_maps_and_sets(session, coll):
+    row = session.execute("SELECT m['a'..'b'] AS ab, m['b'..] AS b_on, s[3..5] AS mid, s[..3] AS low, "
+                          "s[8..] AS none FROM %s WHERE p = 1 AND c = 1" % coll).one()
+    assert dict(row.ab) == {'a': 1, 'b': 2}
+    assert dict(row.b_on) == {'b': 2, 'c': 3}
+    assert set(row.mid) == {3, 5} and set(row.low) == {1, 3}
+    assert row.none is None
+
+
+def test_element_selection_needs_a_collection(session, coll):
+    with pytest.raises(InvalidRequest, match="is not a collection"):
+        session.execute("SELECT c[1] FROM %s WHERE p = 1" % coll)
+    with pytest.raises(InvalidRequest, match="Slice selection is only allowed on sets and maps"):
+        session.execute("SELECT l[1..2] FROM %s WHERE p = 1" % coll)
+
+
+def test_functions_of_aggregates(session, table):
+    t = table("(p int, c int, ts timestamp, b int, PRIMARY KEY (p, c))")
+    for c, ts in enumerate([86400000, 3 * 86400000, 2 * 86400000]):
+        session.execute("INSERT INTO %s (p, c, ts, b) VALUES (1, %d, %d, %d)" % (t, c, ts, c))
+    row = session.execute("SELECT todate(max(ts)), blobasint(intasblob(max(b))), count(*) FROM %s" % t).one()
+    assert str(row[0]) == "1970-01-04" and row[1] == 2 and row[2] == 3
+    # todate of an int is refused at PREPARE time, as by Cassandra.
+    with pytest.raises(InvalidRequest, match="none of its type signatures match"):
+        session.execute("SELECT todate(min(b)) FROM %s" % t)
+    with pytest.raises(InvalidRequest, match="cannot be passed as argument 0 of function system.blobasint"):
+        session.execute("SELECT blobasint(b) FROM %s" % t)
+
+
+def test_count_streams_over_many_pages(session, table):
+    t = table("(p int, c int, PRIMARY KEY (p, c))")
+    insert = session.prepare("INSERT INTO %s (p, c) VALUES (?, ?)" % t)
+    from cassandra.concurrent import execute_concurrent_with_args
+    execute_concurrent_with_args(session, insert, [(p % 7, p) for p in range(25_000)], concurrency=64)
+    assert session.execute("SELECT count(*), max(c), min(p) FROM %s" % t).one() == (25_000, 24_999, 0)
+
+
+def test_vector_similarity(session, table):
+    t = table("(p int PRIMARY KEY, v vector<float, 3>)")
+    session.execute("INSERT INTO %s (p, v) VALUES (1, [1.0, 2.0, 3.0])" % t)
+    row = session.execute("SELECT similarity_cosine(v, [2.0, 4.0, 6.0]), similarity_euclidean(v, [1, 2, 4]), "
+                          "similarity_dot_product(v, [0.1, 0.1, 0.1]) FROM %s WHERE p = 1" % t).one()
+    assert math.isclose(row[0], 1.0, rel_tol=1e-6)
+    assert math.isclose(row[1], 0.5, rel_tol=1e-6)
+    assert math.isclose(row[2], (1 + 0.6) / 2, rel_tol=1e-6)
+    # A literal takes the other argument's type: a vector of its size.
+    with pytest.raises(InvalidRequest, match="expected 3 elements, but given 2"):
+        session.execute("SELECT similarity_cosine(v, [1.0, 2.0]) FROM %s WHERE p = 1" % t)
+    with pytest.raises(InvalidRequest, match="all-zero vectors"):
+        session.execute("SELECT similarity_cosine(v, [0, 0, 0]) FROM %s WHERE p = 1" % t)
+
+
+def test_the_least_timestamp_is_out_of_bounds(session, table):
+    t = table("(p int PRIMARY KEY, v int)")
+    with pytest.raises(InvalidRequest, match=r"Out of bound timestamp, must be in \[-9223372036854775807, "):
+        session.execute("INSERT INTO %s (p, v) VALUES (1, 1) USING TIMESTAMP -9223372036854775808" % t)
+    session.execute("INSERT INTO %s (p, v) VALUES (1, 1) USING TIMESTAMP -9223372036854775807" % t)
