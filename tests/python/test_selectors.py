@@ -85,3 +85,26 @@ def test_the_least_timestamp_is_out_of_bounds(session, table):
     with pytest.raises(InvalidRequest, match=r"Out of bound timestamp, must be in \[-9223372036854775807, "):
         session.execute("INSERT INTO %s (p, v) VALUES (1, 1) USING TIMESTAMP -9223372036854775808" % t)
     session.execute("INSERT INTO %s (p, v) VALUES (1, 1) USING TIMESTAMP -9223372036854775807" % t)
+
+
+def test_casts_between_numbers_times_and_text(session, table):
+    t = table("(p int PRIMARY KEY, i int, d double, dec decimal, ts timestamp, dt date, u timeuuid)")
+    session.execute("INSERT INTO %s (p, i, d, dec, ts, dt, u) VALUES (1, 300, 2.75, 12.34, "
+                    "'2020-01-02 03:04:05', '2020-01-02', maxTimeuuid('2021-05-06 00:00:00+0000'))" % t)
+    row = session.execute(
+        "SELECT CAST(i AS tinyint), CAST(i AS double), CAST(d AS int), CAST(d AS text), CAST(dec AS int), "
+        "CAST(dec AS double), CAST(i AS decimal), CAST(ts AS date), CAST(ts AS text), CAST(dt AS timestamp), "
+        "CAST(u AS date), CAST(p AS ascii) FROM %s WHERE p = 1" % t).one()
+    assert row[0] == 44 and row[1] == 300.0 and row[2] == 2 and row[3] == "2.75"
+    assert row[4] == 12 and row[5] == 12.34 and str(row[6]) == "300"
+    assert str(row[7]) == "2020-01-02" and row[8] == "2020-01-02T03:04:05.000Z"
+    assert row[9].isoformat() == "2020-01-02T00:00:00" and str(row[10]) == "2021-05-06" and row[11] == "1"
+    with pytest.raises(InvalidRequest, match="Casting ts from timestamp to int is not supported"):
+        session.execute("SELECT CAST(ts AS int) FROM %s" % t)
+
+
+def test_a_bind_marker_takes_the_type_of_its_function_parameter(session, table):
+    t = table("(p int PRIMARY KEY, v int)")
+    session.execute("INSERT INTO %s (p, v) VALUES (1, 5)" % t)
+    prepared = session.prepare("SELECT v FROM %s WHERE p = blobAsInt(?)" % t)
+    assert prepared.column_metadata and session.execute(prepared, [b"\x00\x00\x00\x01"]).one().v == 5

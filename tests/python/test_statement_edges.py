@@ -93,3 +93,16 @@ def test_deleting_a_collection_shadows_elements_of_its_timestamp(session, table)
     # elements survive.
     session.execute("UPDATE %s USING TIMESTAMP 9 SET m = {2: 2} WHERE p = 1" % t)
     assert dict(session.execute("SELECT m FROM %s WHERE p = 1" % t).one().m) == {2: 2}
+
+
+def test_oversized_keys_and_mutations_are_invalid_requests(session, table):
+    from cassandra import InvalidRequest
+    t = table("(p blob, c blob, v blob, PRIMARY KEY (p, c))")
+    insert = session.prepare("INSERT INTO %s (p, c, v) VALUES (?, ?, ?)" % t)
+    with pytest.raises(InvalidRequest, match="longer than the maximum of 65535"):
+        session.execute(insert, [b"p" * 70_000, b"c", b"v"])
+    with pytest.raises(InvalidRequest, match="Key length of 70000 is longer than maximum of 65535"):
+        session.execute(insert, [b"p", b"c" * 70_000, b"v"])
+    # Past the commitlog's entry limit: the client is told the limit.
+    with pytest.raises(InvalidRequest, match=r"mutation of \d+ bytes is too large for the commitlog \(at most \d+\)"):
+        session.execute(insert, [b"p", b"c", b"v" * (20 << 20)])

@@ -70,6 +70,11 @@ impl From<ReplicaError> for CoordinatorError {
         match e {
             ReplicaError::Invalid(message) => CoordinatorError::Invalid(message),
             ReplicaError::Overloaded(message) => CoordinatorError::Overloaded(message),
+            // A mutation past the commitlog's entry limit is the client's
+            // to split (InvalidRequest naming the limit), not a failure.
+            ReplicaError::Storage(e @ shoal_storage::StorageError::TooLarge { .. }) => {
+                CoordinatorError::Invalid(e.to_string())
+            }
             other => CoordinatorError::Replica(other),
         }
     }

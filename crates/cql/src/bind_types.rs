@@ -64,14 +64,17 @@ impl Collector<'_> {
             }
             Term::Cast { ty, term } => self.term(term, name, ty),
             Term::FunctionCall { name: function, args } => {
-                // fromJson takes JSON text; the other functions with an
-                // argument take times (toTimestamp(?), minTimeuuid(?)...).
-                let arg_ty = if function.trim_start_matches("system.") == "fromjson" {
-                    CqlType::Text
-                } else {
-                    CqlType::Timeuuid
-                };
-                args.iter().for_each(|a| self.term(a, name, &arg_ty));
+                // fromJson takes JSON text; a function of one signature
+                // its parameters' types (blobAsInt(?) a blob); the time
+                // functions of several take times (toTimestamp(?)).
+                let function = function.trim_start_matches("system.");
+                for (i, arg) in args.iter().enumerate() {
+                    let arg_ty = match function {
+                        "fromjson" => CqlType::Text,
+                        _ => crate::functions::parameter_type(function, i, &[]).unwrap_or(CqlType::Timeuuid),
+                    };
+                    self.term(arg, name, &arg_ty);
+                }
             }
             Term::Literal(_) | Term::EmptyBraces => {}
         }

@@ -577,9 +577,13 @@ pub fn encode_clustering(meta: &TableMeta, values: &[Bytes]) -> Bytes {
     ))
 }
 
-/// Refuses an empty value of a clustering column whose type's key encoding
-/// cannot place it ([`comparable::encodes_empty`]).
+/// Refuses a clustering value over 64 KiB (Cassandra's limit), and an
+/// empty value of a clustering column whose type's key encoding cannot
+/// place it ([`comparable::encodes_empty`]).
 pub fn check_key_value(column: &ColumnMeta, value: &[u8]) -> CqlResult<()> {
+    if column.kind == ColumnKind::Clustering && value.len() > usize::from(u16::MAX) {
+        return Err(invalid(format!("Key length of {} is longer than maximum of {}", value.len(), u16::MAX)));
+    }
     if value.is_empty() && column.kind == ColumnKind::Clustering && !comparable::encodes_empty(&column.ty) {
         return Err(invalid(format!(
             "Empty values of type {} are not supported in clustering column {}",

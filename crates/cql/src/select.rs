@@ -20,7 +20,7 @@ use shoal_coordinator::data::{PartitionSelection, ReadCommand, ReadResult, Resul
 use shoal_coordinator::{timeouts, ConsistencyLevel};
 use shoal_schema::token::split_partition_key;
 use shoal_schema::value::compare;
-use shoal_schema::{collection, fields};
+use shoal_schema::{cast, collection, fields, Value};
 use shoal_schema::{ClusteringOrder, ColumnKind, CqlType, Schema, TableMeta};
 use uuid::Uuid;
 
@@ -64,6 +64,12 @@ enum Sel {
     Field {
         value: Box<Sel>,
         index: usize,
+    },
+    /// `CAST(value AS to)`, `value` of type `from` ([`cast::supported`]).
+    Cast {
+        value: Box<Sel>,
+        from: CqlType,
+        to: CqlType,
     },
     /// `value[key]` of a collection of type `collection` (unfrozen).
     Element {
@@ -429,9 +435,13 @@ fn selector_expr(meta: &TableMeta, expr: &SelectorExpr) -> CqlResult<(String, Cq
         SelectorExpr::FunctionCall { name, args } => function_selector(meta, name, args)?,
         SelectorExpr::Cast { expr, ty } => {
             let (name, from, sel) = selector_expr(meta, expr)?;
-            if from.unfrozen() != ty.unfrozen() {
-                return Err(invalid(format!("Casting {name} from {from} to {ty} is not supported yet")));
+            if !cast::supported(&from, ty) {
+                return Err(invalid(format!("Casting {name} from {from} to {ty} is not supported")));
             }
+            let sel = match from.unfrozen() == ty.unfrozen() {
+                true => sel,
+                false => Sel::Cast { value: Box::new(sel), from, to: ty.clone() },
+            };
             (format!("cast({name} as {ty})"), ty.clone(), sel)
         }
         SelectorExpr::Field { expr, field } => {
@@ -587,6 +597,15 @@ fn evaluate(meta: &TableMeta, sel: &Sel, row: &ResultRow) -> CqlResult<Option<By
             Some(v) => fields::field(&v, *index)
                 .map_err(|e| CqlError::Server(format!("corrupt user type value: {e}")))?
                 .map(|f| v.slice_ref(f)),
+            None => None,
+        },
+        Sel::Cast { value, from, to } => match evaluate(meta, value, row)? {
+            Some(v) => {
+                let corrupt =
+                    |e: shoal_schema::ValueError| CqlError::Server(format!("cannot cast a stored value: {e}"));
+                let value = Value::deserialize(from, &v).map_err(corrupt)?;
+                Some(Bytes::from(cast::cast(&value, to).map_err(corrupt)?.to_bytes()))
+            }
             None => None,
         },
         Sel::Element { value, collection, key } => match evaluate(meta, value, row)? {

@@ -84,7 +84,9 @@ pub(super) fn has_aggregate(sel: &Sel) -> bool {
     match sel {
         Sel::Aggregate { .. } => true,
         Sel::Function { args, .. } => args.iter().any(has_aggregate),
-        Sel::Field { value, .. } | Sel::Element { value, .. } | Sel::Slice { value, .. } => has_aggregate(value),
+        Sel::Field { value, .. } | Sel::Cast { value, .. } | Sel::Element { value, .. } | Sel::Slice { value, .. } => {
+            has_aggregate(value)
+        }
         Sel::Column(_) | Sel::WriteTime(_) | Sel::Ttl(_) | Sel::Literal(_) => false,
     }
 }
