@@ -13,7 +13,9 @@
 use std::sync::Arc;
 
 use bytes::Bytes;
-use shoal_schema::{ClusteringOrder, ColumnKind, ColumnMeta, CqlType, KeyspaceMeta, Schema, TableMeta, UserType};
+use shoal_schema::{
+    ClusteringOrder, ColumnKind, ColumnMeta, CqlType, KeyspaceMeta, Schema, TableMeta, TableOptions, UserType,
+};
 
 use crate::ast::{Describe, DescribeTarget};
 use crate::error::{invalid, CqlResult};
@@ -64,14 +66,6 @@ pub fn execute(describe: &Describe, schema: &Schema, session_keyspace: Option<&s
                 .ok_or_else(|| invalid(format!("Table '{name}' not found in keyspace '{}'", keyspace.name)))?;
             vec![table_element(table, internals)]
         }
-        DescribeTarget::Index(ks, name) => {
-            let keyspace = keyspace(schema, ks.as_deref().or(session_keyspace))?;
-            return Err(invalid(format!("Table for existing index '{name}' not found in '{}'", keyspace.name)));
-        }
-        DescribeTarget::View(ks, name) => {
-            let keyspace = keyspace(schema, ks.as_deref().or(session_keyspace))?;
-            return Err(invalid(format!("Materialized view '{name}' not found in '{}'", keyspace.name)));
-        }
         DescribeTarget::Type(ks, name) => {
             let keyspace = keyspace(schema, ks.as_deref().or(session_keyspace))?;
             let udt = keyspace
@@ -80,13 +74,19 @@ pub fn execute(describe: &Describe, schema: &Schema, session_keyspace: Option<&s
                 .ok_or_else(|| invalid(format!("User defined type '{name}' not found in '{}'", keyspace.name)))?;
             vec![type_element(udt)]
         }
-        DescribeTarget::Function(ks, name) => {
+        // Shoal has none of these yet: each is missing, with Cassandra's text.
+        DescribeTarget::Index(ks, name)
+        | DescribeTarget::View(ks, name)
+        | DescribeTarget::Function(ks, name)
+        | DescribeTarget::Aggregate(ks, name) => {
             let keyspace = keyspace(schema, ks.as_deref().or(session_keyspace))?;
-            return Err(invalid(format!("User defined function '{name}' not found in '{}'", keyspace.name)));
-        }
-        DescribeTarget::Aggregate(ks, name) => {
-            let keyspace = keyspace(schema, ks.as_deref().or(session_keyspace))?;
-            return Err(invalid(format!("User defined aggregate '{name}' not found in '{}'", keyspace.name)));
+            let what = match &describe.target {
+                DescribeTarget::Index(..) => "Table for existing index",
+                DescribeTarget::View(..) => "Materialized view",
+                DescribeTarget::Function(..) => "User defined function",
+                _ => "User defined aggregate",
+            };
+            return Err(invalid(format!("{what} '{name}' not found in '{}'", keyspace.name)));
         }
         DescribeTarget::Any(ks, name) => any(schema, ks.as_deref(), name, session_keyspace, internals)?,
     };
@@ -220,11 +220,11 @@ pub fn maybe_quote(name: &str) -> String {
     }
 }
 
-fn literal(text: &str) -> String {
+pub(crate) fn literal(text: &str) -> String {
     format!("'{}'", text.replace('\'', "''"))
 }
 
-fn map_literal<'a>(entries: impl IntoIterator<Item = (&'a String, &'a String)>) -> String {
+pub(crate) fn map_literal<'a>(entries: impl IntoIterator<Item = (&'a String, &'a String)>) -> String {
     let entries: Vec<String> = entries.into_iter().map(|(k, v)| format!("{}: {}", literal(k), literal(v))).collect();
     format!("{{{}}}", entries.join(", "))
 }
@@ -311,8 +311,14 @@ fn table_options(table: &TableMeta, internals: bool, ck: &[&ColumnMeta]) -> Vec<
             .collect();
         options.push(format!("CLUSTERING ORDER BY ({})", orders.join(", ")));
     }
-    let o = &table.options;
-    options.extend([
+    options.extend(option_list(&table.options));
+    options
+}
+
+/// A table's options as `name = value`, in Cassandra's (alphabetical)
+/// order; the schema file writes the same list.
+pub(crate) fn option_list(o: &TableOptions) -> Vec<String> {
+    let mut options = vec![
         format!("bloom_filter_fp_chance = {}", double(o.bloom_filter_fp_chance)),
         format!("caching = {}", map_literal(&o.caching)),
         format!("comment = {}", literal(&o.comment)),
@@ -325,7 +331,7 @@ fn table_options(table: &TableMeta, internals: bool, ck: &[&ColumnMeta]) -> Vec<
         format!("memtable_flush_period_in_ms = {}", o.memtable_flush_period_in_ms),
         format!("min_index_interval = {}", o.min_index_interval),
         format!("speculative_retry = {}", literal(&o.speculative_retry)),
-    ]);
+    ];
     if o.in_memory {
         options.push("in_memory = true".to_string());
     }

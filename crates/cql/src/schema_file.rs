@@ -17,6 +17,7 @@ use std::sync::Arc;
 use shoal_schema::{ClusteringOrder, ColumnKind, KeyspaceMeta, Schema, TableMeta, UserType};
 
 use crate::ast::{OptionValue, Statement};
+use crate::describe::{self, literal, map_literal};
 use crate::error::{CqlError, CqlResult};
 use crate::{ddl, system, user_types};
 
@@ -164,15 +165,6 @@ fn quote(name: &str) -> String {
     format!("\"{}\"", name.replace('"', "\"\""))
 }
 
-fn literal(text: &str) -> String {
-    format!("'{}'", text.replace('\'', "''"))
-}
-
-fn map_literal(map: &std::collections::BTreeMap<String, String>) -> String {
-    let entries: Vec<String> = map.iter().map(|(k, v)| format!("{}: {}", literal(k), literal(v))).collect();
-    format!("{{{}}}", entries.join(", "))
-}
-
 fn create_keyspace(keyspace: &KeyspaceMeta) -> String {
     format!(
         "CREATE KEYSPACE {} WITH replication = {} AND durable_writes = {}",
@@ -201,7 +193,6 @@ fn create_table(table: &TableMeta) -> String {
         key.push_str(c);
     }
     columns.push(format!("PRIMARY KEY ({key})"));
-    let o = &table.options;
     let ids: Vec<String> = table.columns.iter().map(|c| format!("{}: {}", literal(&c.name), c.id)).collect();
     let mut with = vec![
         format!("id = {}", table.id),
@@ -215,23 +206,7 @@ fn create_table(table: &TableMeta) -> String {
             .collect();
         with.push(format!("CLUSTERING ORDER BY ({})", orders.join(", ")));
     }
-    with.extend([
-        format!("comment = {}", literal(&o.comment)),
-        format!("default_time_to_live = {}", o.default_time_to_live_s),
-        format!("gc_grace_seconds = {}", o.gc_grace_seconds),
-        format!("bloom_filter_fp_chance = {}", o.bloom_filter_fp_chance),
-        format!("crc_check_chance = {}", o.crc_check_chance),
-        format!("memtable_flush_period_in_ms = {}", o.memtable_flush_period_in_ms),
-        format!("min_index_interval = {}", o.min_index_interval),
-        format!("max_index_interval = {}", o.max_index_interval),
-        format!("speculative_retry = {}", literal(&o.speculative_retry)),
-        format!("caching = {}", map_literal(&o.caching)),
-        format!("compaction = {}", map_literal(&o.compaction)),
-        format!("compression = {}", map_literal(&o.compression)),
-    ]);
-    if o.in_memory {
-        with.push("in_memory = true".to_string());
-    }
+    with.extend(describe::option_list(&table.options));
     format!(
         "CREATE TABLE {}.{} ({}) WITH {}",
         quote(&table.keyspace),

@@ -15,28 +15,13 @@
 
 use crate::literal::{format_date, format_time, parse_literal, LiteralKind};
 use crate::types::CqlType;
-use crate::value::{bignum, decimal_to_string, Value, ValueError};
+use crate::value::{bignum, decimal_to_string, is_numeric, Value, ValueError};
 
 const MS_PER_DAY: i64 = 86_400_000;
 /// Protocol dates count days with 2^31 as the Unix epoch.
 const DATE_EPOCH: i64 = 1 << 31;
 /// 100-ns intervals between the UUID epoch (1582-10-15) and the Unix epoch.
 const UUID_EPOCH_OFFSET_100NS: i64 = 0x01B2_1DD2_1381_4000;
-
-fn is_numeric(ty: &CqlType) -> bool {
-    matches!(
-        ty,
-        CqlType::Tinyint
-            | CqlType::Smallint
-            | CqlType::Int
-            | CqlType::Bigint
-            | CqlType::Counter
-            | CqlType::Float
-            | CqlType::Double
-            | CqlType::Varint
-            | CqlType::Decimal
-    )
-}
 
 /// Whether a value of `from` can be cast to `to`.
 pub fn supported(from: &CqlType, to: &CqlType) -> bool {

@@ -895,7 +895,8 @@ pub fn add(ty: &CqlType, a: &Value, b: &Value) -> Result<Value, ValueError> {
     Ok(sum)
 }
 
-fn is_numeric(ty: &CqlType) -> bool {
+/// Whether `ty` (frozen or not) is one of the numeric types.
+pub(crate) fn is_numeric(ty: &CqlType) -> bool {
     matches!(
         ty.unfrozen(),
         CqlType::Tinyint
