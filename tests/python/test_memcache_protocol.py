@@ -370,6 +370,29 @@ def test_line_too_long(target):
         c.close()
 
 
+@pytest.mark.parametrize("line", [b"GET / HTTP/1.0\r\n", b"PUT /items HTTP/1.1\r\nHost: x\r\n\r\n",
+                                  b"HEAD / HTTP/2.0\r\n", b"foo a b c d e f g h i j HTTP/1.1\r\n"])
+def test_http_request_line_hangs_up(target, line):
+    # memcached closes a connection whose command line is an HTTP request
+    # (an unknown command of two bytes or more whose last word starts with
+    # HTTP/), so that a web page cannot make a browser talk to the cache port.
+    c = target.connect()
+    try:
+        c.send(line)
+        assert c.closed_by_peer(), "%r did not close the connection" % line
+        assert c.buf == b"", c.buf
+    finally:
+        c.close()
+
+
+def test_http_version_words_in_commands_are_words(conn, key):
+    # Only unknown commands of two bytes or more ending with HTTP/... count.
+    assert conn.call(b"GET / HTTP/1.0 x\r\n") == b"ERROR\r\n"
+    assert conn.call(b"x HTTP/1.1\r\n") == b"ERROR\r\n"
+    assert conn.call(b"delete HTTP/1.1\r\n") in (b"DELETED\r\n", b"NOT_FOUND\r\n")
+    assert conn.call(b"get HTTP/1.1\r\n") == b"END\r\n"
+
+
 def test_long_get_line(conn, key):
     # ... but a get with many keys may be longer than 2048 bytes
     keys = ["%s_%03d" % (key, i) for i in range(150)]

@@ -49,6 +49,9 @@ pub fn parse<'a>(buf: &'a [u8], limits: &Limits) -> Parsed<'a> {
     let mut words = line.split(|b| *b == b' ').filter(|w| !w.is_empty());
     let done = |request| Parsed::Request { request, consumed: line_bytes, skip: 0 };
     let Some(command) = words.next() else { return done(Request::Fail(ProtocolError::UnknownCommand)) };
+    if is_http_request(command, line) {
+        return Parsed::Close;
+    }
     if let b"get" | b"gets" | b"gat" | b"gats" = command {
         // Retrievals take any number of keys: collected once, for the request.
         return done(retrievals(command, words.collect()));
@@ -86,6 +89,45 @@ pub fn parse<'a>(buf: &'a [u8], limits: &Limits) -> Parsed<'a> {
         b"mg" | b"ms" | b"md" | b"ma" | b"me" => meta::parse(command, args, &buf[line_bytes..], line_bytes, limits),
         _ => done(Request::Fail(ProtocolError::UnknownCommand)),
     }
+}
+
+/// Commands this parser knows; any other line is an unknown command.
+const COMMANDS: &[&[u8]] = &[
+    b"get",
+    b"gets",
+    b"gat",
+    b"gats",
+    b"set",
+    b"add",
+    b"replace",
+    b"append",
+    b"prepend",
+    b"cas",
+    b"incr",
+    b"decr",
+    b"delete",
+    b"touch",
+    b"flush_all",
+    b"version",
+    b"verbosity",
+    b"quit",
+    b"stats",
+    b"cache_memlimit",
+    b"mn",
+    b"mg",
+    b"ms",
+    b"md",
+    b"ma",
+    b"me",
+];
+
+/// An HTTP request line (`GET / HTTP/1.1`), as memcached tells one: an
+/// unknown command of two bytes or more (shorter ones are errors first)
+/// whose last word starts with `HTTP/`. memcached hangs up on it, so that
+/// a web page cannot make a browser talk to the cache port.
+fn is_http_request(command: &[u8], line: &[u8]) -> bool {
+    let last = line.split(|b| *b == b' ').rfind(|w| !w.is_empty());
+    command.len() >= 2 && last.is_some_and(|w| w.starts_with(b"HTTP/")) && !COMMANDS.contains(&command)
 }
 
 fn is_multiget(buf: &[u8]) -> bool {
@@ -271,6 +313,20 @@ mod tests {
     #[test]
     fn long_lines_close_unless_they_are_a_multiget() {
         assert_eq!(parse(&[b'x'; LINE_MAX_BYTES + 1], &LIMITS), Parsed::Close);
+        // HTTP request lines, as memcached: unknown commands (of two bytes
+        // or more) ending with an HTTP version close; known ones do not.
+        for line in [
+            &b"GET / HTTP/1.0\r\n"[..],
+            b"PUT /x HTTP/1.1\r\n",
+            b"HTTP/1.1\r\n",
+            b"HEAD / HTTP/2.0\r\n",
+            b"foo a b c d e f g h i j HTTP/1.1\r\n",
+        ] {
+            assert_eq!(parse(line, &LIMITS), Parsed::Close, "{}", String::from_utf8_lossy(line));
+        }
+        for line in [&b"GET / HTTP/1.0 x\r\n"[..], b"x HTTP/1.1\r\n", b"get HTTP/1.1\r\n", b"delete HTTP/1.1\r\n"] {
+            assert!(matches!(parse(line, &LIMITS), Parsed::Request { .. }), "{}", String::from_utf8_lossy(line));
+        }
         let mut get = b"get ".to_vec();
         get.resize(LINE_MAX_BYTES + 10, b'k');
         assert_eq!(parse(&get, &LIMITS), Parsed::Incomplete);
