@@ -12,6 +12,7 @@ use std::cell::{Cell, RefCell};
 use std::collections::HashMap;
 use std::future::Future;
 use std::net::IpAddr;
+use std::panic::AssertUnwindSafe;
 use std::pin::Pin;
 use std::rc::Rc;
 use std::sync::Arc;
@@ -19,7 +20,7 @@ use std::task::Poll;
 
 use bytes::{Bytes, BytesMut};
 use futures_channel::mpsc;
-use futures_util::StreamExt;
+use futures_util::{FutureExt, StreamExt};
 use shoal_cql::processor::{self, QueryOptions, Session};
 use shoal_cql::{BatchStatement, CqlError, QueryResult};
 use shoal_runtime::net::{AsyncRead, AsyncWriteExt, BufResult, TcpStream};
@@ -178,7 +179,7 @@ async fn read_loop(
             let connection = Rc::clone(connection);
             let mut request = Box::pin(async move {
                 let stream = frame.header.stream;
-                let response = handle(&connection, frame).await;
+                let response = contained(handle(&connection, frame)).await;
                 connection.send(stream, response);
             });
             // Most requests (a read from memtables, a write acknowledged
@@ -187,6 +188,24 @@ async fn read_loop(
             if poll_once(request.as_mut()).await.is_pending() {
                 shoal_runtime::spawn(request);
             }
+        }
+    }
+}
+
+/// The response of `handling`, or a ServerError when it panics: a bug in
+/// one request fails that request, as ScyllaDB's `on_internal_error` does,
+/// and the connection (with its other requests) goes on.
+async fn contained(handling: impl Future<Output = Response>) -> Response {
+    match AssertUnwindSafe(handling).catch_unwind().await {
+        Ok(response) => response,
+        Err(panic) => {
+            let message = match (panic.downcast_ref::<&str>(), panic.downcast_ref::<String>()) {
+                (Some(text), _) => text.to_string(),
+                (_, Some(text)) => text.clone(),
+                _ => "a panic".to_string(),
+            };
+            tracing::error!("a CQL request panicked: {message}");
+            error_response(ErrorBody::server(format!("internal error: {message}")))
         }
     }
 }
@@ -538,4 +557,20 @@ fn to_error_body(error: CqlError) -> ErrorBody {
 /// A replica count as the protocol's `[int]`.
 fn count(n: usize) -> i32 {
     i32::try_from(n).unwrap_or(i32::MAX)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_request_that_panics_is_answered_with_a_server_error() {
+        let answered = contained(async { panic!("an invariant broke") }).now_or_never();
+        let response = answered.expect("a panic is answered at once");
+        assert_eq!(response.opcode, Opcode::Error);
+        let text = String::from_utf8_lossy(&response.body);
+        assert!(text.contains("internal error: an invariant broke"), "{text}");
+        let fine = contained(async { reply(Opcode::Ready, Vec::new()) }).now_or_never().expect("ready");
+        assert_eq!(fine.opcode, Opcode::Ready);
+    }
 }
