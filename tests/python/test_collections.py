@@ -219,3 +219,20 @@ def test_set_and_map_values_are_the_same_whatever_order_a_client_sends(session, 
 def sortedset_of(*values):
     from cassandra.util import SortedSet
     return SortedSet(values)
+
+
+def test_filtering_on_a_map_entry(session, table):
+    t = table("(p int, c int, m map<text, int>, l list<int>, PRIMARY KEY (p, c))")
+    session.execute("INSERT INTO %s (p, c, m) VALUES (1, 1, {'a': 1, 'b': 2})" % t)
+    session.execute("INSERT INTO %s (p, c, m) VALUES (1, 2, {'a': 2})" % t)
+    session.execute("INSERT INTO %s (p, c, m) VALUES (2, 1, {'b': 1})" % t)
+    rows = session.execute("SELECT p, c FROM %s WHERE m['a'] = 1 ALLOW FILTERING" % t)
+    assert [tuple(r) for r in rows] == [(1, 1)]
+    prepared = session.prepare("SELECT p, c FROM %s WHERE p = ? AND m[?] = ? ALLOW FILTERING" % t)
+    assert [tuple(r) for r in session.execute(prepared, [1, "a", 2])] == [(1, 2)]
+    with pytest.raises(InvalidRequest, match="ALLOW FILTERING"):
+        session.execute("SELECT p FROM %s WHERE m['a'] = 1" % t)
+    with pytest.raises(InvalidRequest, match="Only EQ relations are supported on map entries"):
+        session.execute("SELECT p FROM %s WHERE m['a'] > 1 ALLOW FILTERING" % t)
+    with pytest.raises(InvalidRequest, match="non-map column l"):
+        session.execute("SELECT p FROM %s WHERE l[0] = 1 ALLOW FILTERING" % t)

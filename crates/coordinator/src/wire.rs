@@ -204,7 +204,8 @@ fn decode_list_op(d: &mut Decoder) -> Result<ListOp, DecodeError> {
     Ok(ListOp { column, row, kind, timestamp, now_s, expiry })
 }
 
-const FILTER_OPS: [FilterOp; 9] = [
+/// By wire code: new operators go at the end.
+const FILTER_OPS: [FilterOp; 10] = [
     FilterOp::Eq,
     FilterOp::Ne,
     FilterOp::Lt,
@@ -214,6 +215,7 @@ const FILTER_OPS: [FilterOp; 9] = [
     FilterOp::In,
     FilterOp::Contains,
     FilterOp::ContainsKey,
+    FilterOp::EntryEq,
 ];
 
 fn encode_position_bound(e: &mut Encoder, bound: &Bound<PartitionPosition>) {

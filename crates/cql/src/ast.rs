@@ -431,6 +431,8 @@ pub enum Relation {
     Token { columns: Vec<String>, op: Operator, value: Term },
     /// `c IS NOT NULL` (materialized-view syntax, accepted for completeness).
     IsNotNull { column: String },
+    /// `m[key] op term`: a map's entry (a filter).
+    Element { column: String, key: Term, op: Operator, value: Term },
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]

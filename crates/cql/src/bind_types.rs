@@ -128,6 +128,12 @@ impl Collector<'_> {
                     }
                 }
                 Relation::IsNotNull { .. } => {}
+                Relation::Element { column, key, value, .. } => {
+                    if let CqlType::Map(k, v) = self.column_type(column).unfrozen() {
+                        self.term(key, &format!("key({column})"), k);
+                        self.term(value, &format!("value({column})"), v);
+                    }
+                }
             }
         }
     }

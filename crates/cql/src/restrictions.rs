@@ -215,6 +215,10 @@ impl<'a> Analysis<'a> {
                 }
             },
             Relation::IsNotNull { .. } => Ok(()),
+            Relation::Element { column, key, op, value } => {
+                let (index, meta) = self.column(column)?;
+                self.map_entry(index, meta, key, *op, value)
+            }
         }
     }
 
@@ -262,6 +266,31 @@ impl<'a> Analysis<'a> {
                 Ok(())
             }
         }
+    }
+
+    /// `m[key] = value`: a filter on a map's entry, as Cassandra takes it
+    /// (only `=`, only on maps).
+    fn map_entry(
+        &mut self,
+        index: usize,
+        column: &ColumnMeta,
+        key: &Term,
+        op: Operator,
+        value: &Term,
+    ) -> CqlResult<()> {
+        let CqlType::Map(key_ty, value_ty) = column.ty.unfrozen() else {
+            return Err(invalid(format!(
+                "Invalid element access syntax for non-map column {} of type {}",
+                column.name, column.ty
+            )));
+        };
+        if op != Operator::Eq {
+            return Err(invalid(format!("Only EQ relations are supported on map entries (on {})", column.name)));
+        }
+        let key = eval_required(key, Receiver { name: &column.name, ty: key_ty }, self.bindings)?;
+        let value = eval_required(value, Receiver { name: &column.name, ty: value_ty }, self.bindings)?;
+        self.filters.push(RowFilter { column: index, op: FilterOp::EntryEq, values: vec![key, value] });
+        Ok(())
     }
 
     fn restrict_equal(&mut self, index: usize, column: &ColumnMeta, values: Vec<Bytes>) -> CqlResult<()> {

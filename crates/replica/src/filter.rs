@@ -26,6 +26,8 @@ pub enum FilterOp {
     Contains,
     /// A map holding the value as a key.
     ContainsKey,
+    /// A map whose entry at `values[0]` is `values[1]` (`m[k] = v`).
+    EntryEq,
 }
 
 /// `column op values` on the table's column at index `column`.
@@ -73,6 +75,15 @@ fn matches(meta: &TableMeta, filter: &RowFilter, row: &ResultRow) -> Result<bool
         FilterOp::In => filter.values.iter().any(|v| compare(ty, value, v) == Ordering::Equal),
         FilterOp::Contains => collection_contains(ty, value, first, false),
         FilterOp::ContainsKey => collection_contains(ty, value, first, true),
+        FilterOp::EntryEq => match (ty, &filter.values[..]) {
+            (CqlType::Map(key_ty, value_ty), [key, wanted]) => Items::entries(value)
+                .flatten()
+                .collect::<Vec<_>>()
+                .chunks_exact(2)
+                .find(|entry| compare(key_ty.unfrozen(), entry[0], key) == Ordering::Equal)
+                .is_some_and(|entry| compare(value_ty.unfrozen(), entry[1], wanted) == Ordering::Equal),
+            _ => false,
+        },
     })
 }
 

@@ -27,6 +27,13 @@ impl Parser<'_> {
             return Ok(Relation::Token { columns, op, value });
         }
         let column = self.ident("column name")?;
+        if self.eat_sym(Sym::LBracket) {
+            let key = self.term()?;
+            self.expect_sym(Sym::RBracket)?;
+            let op = self.comparison_op()?;
+            let value = self.term()?;
+            return Ok(Relation::Element { column, key, op, value });
+        }
         if self.eat_kw("in") {
             let values = self.in_values()?;
             return Ok(Relation::In { column, values });
