@@ -86,10 +86,17 @@ def test_describe_keyspace_gives_the_keyspace_then_types_then_tables(session, ke
     assert "system" in [r.keyspace_name for r in session.execute("DESCRIBE FULL SCHEMA")]
 
 
-def test_describe_cluster(session):
+def test_describe_cluster(session, admin):
     row = session.execute("DESCRIBE CLUSTER").one()
     assert row.partitioner == "Murmur3Partitioner"
     assert row.cluster == session.execute("SELECT cluster_name FROM system.local").one().cluster_name
+    # With a keyspace in use: which node replicates each token range.
+    local = session.execute("SELECT tokens, rpc_address FROM system.local").one()
+    ownership = row.range_ownership
+    assert set(ownership) == set(local.tokens)
+    assert all(replicas == [str(local.rpc_address)] for replicas in ownership.values())
+    # Without one, no range_ownership column.
+    assert "range_ownership" not in admin.execute("DESCRIBE CLUSTER").one()._fields
 
 
 @pytest.mark.parametrize("statement, message", [

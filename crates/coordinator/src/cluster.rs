@@ -41,6 +41,24 @@ pub fn effective_ownership(keyspace: &str) -> Result<BTreeMap<Uuid, f64>, crate:
     Ok(crate::topology::topology().effective_ownership(meta))
 }
 
+/// Each vnode range of `keyspace` by its end token, with the addresses of
+/// its replicas, as this shard's topology sees the ring.
+pub fn range_ownership(keyspace: &str) -> Result<Vec<(i64, Vec<IpAddr>)>, crate::CoordinatorError> {
+    let schema = crate::schema();
+    let meta = schema
+        .keyspaces
+        .get(keyspace)
+        .ok_or_else(|| crate::CoordinatorError::Invalid(format!("no keyspace named {keyspace}")))?;
+    let topology = crate::topology::topology();
+    let me = node();
+    let address = |host: Uuid| match host == me.host_id {
+        true => Some(me.address),
+        false => topology.endpoint(host).map(|e| e.address.ip()),
+    };
+    let ranges = topology.range_replicas(meta);
+    Ok(ranges.into_iter().map(|(end, hosts)| (end, hosts.into_iter().filter_map(address).collect())).collect())
+}
+
 /// Sets the node's tokens; call once at start, before serving CQL.
 pub fn set_tokens(tokens: Vec<i64>) {
     let _ = TOKENS.set(tokens);

@@ -244,6 +244,13 @@ impl Topology {
         shares
     }
 
+    /// Each natural vnode range of `keyspace`, by its end token, with its
+    /// replicas (primary first), in ring order (`DESCRIBE CLUSTER`).
+    pub fn range_replicas(&self, keyspace: &KeyspaceMeta) -> Vec<(i64, Vec<Uuid>)> {
+        let map = self.replica_map(keyspace);
+        self.vnode_ranges().into_iter().map(|(_, end)| (end, map.replicas(end))).collect()
+    }
+
     /// The ranges of `keyspace` whose replicas the change in progress
     /// moves, in ring order; empty when none is in progress.
     pub fn range_moves(&self, keyspace: &KeyspaceMeta) -> Vec<RangeMove> {

@@ -5,7 +5,8 @@
 //! `create_statement`, the CQL that recreates the object exactly as this
 //! node holds it (every table option Shoal keeps, and with `WITH
 //! INTERNALS` the table's id). `DESCRIBE CLUSTER` answers `(cluster,
-//! partitioner, snitch)`. Keyspaces, tables and types come in name order,
+//! partitioner, snitch)`, and `range_ownership` with a non-system keyspace
+//! in use. Keyspaces, tables and types come in name order,
 //! types in dependency order within a keyspace; missing objects get
 //! Cassandra's InvalidRequest texts. The answer is one page: schemas are
 //! small.
@@ -13,6 +14,7 @@
 use std::sync::Arc;
 
 use bytes::Bytes;
+use shoal_schema::collection;
 use shoal_schema::{
     ClusteringOrder, ColumnKind, ColumnMeta, CqlType, KeyspaceMeta, Schema, TableMeta, TableOptions, UserType,
 };
@@ -33,7 +35,7 @@ struct Element {
 pub fn execute(describe: &Describe, schema: &Schema, session_keyspace: Option<&str>) -> CqlResult<Rows> {
     let internals = describe.with_internals;
     let elements = match &describe.target {
-        DescribeTarget::Cluster => return Ok(cluster()),
+        DescribeTarget::Cluster => return cluster(session_keyspace),
         DescribeTarget::Keyspaces => {
             let keyspaces = schema.keyspaces.values().map(|k| keyspace_element(k));
             return Ok(listing(keyspaces.collect()));
@@ -198,13 +200,33 @@ fn descriptions(elements: Vec<Element>) -> Rows {
     Rows { columns: columns(&["keyspace_name", "type", "name", "create_statement"]), rows, paging_state: None }
 }
 
-/// `DESCRIBE CLUSTER`: the cluster's name, partitioner and snitch.
-/// Cassandra adds `range_ownership` with a keyspace in use; cqlsh prints
-/// it only when present, and Shoal does not answer it yet.
-fn cluster() -> Rows {
+/// `DESCRIBE CLUSTER`: the cluster's name, partitioner and snitch; with a
+/// non-system keyspace in use, also `range_ownership`: each token range's
+/// end token and its replicas' addresses.
+fn cluster(session_keyspace: Option<&str>) -> CqlResult<Rows> {
     let node = shoal_coordinator::cluster::node();
-    let row = vec![text(&node.cluster_name), text("Murmur3Partitioner"), text("GossipingPropertyFileSnitch")];
-    Rows { columns: columns(&["cluster", "partitioner", "snitch"]), rows: vec![row], paging_state: None }
+    let mut row = vec![text(&node.cluster_name), text("Murmur3Partitioner"), text("GossipingPropertyFileSnitch")];
+    let mut specs = columns(&["cluster", "partitioner", "snitch"]).to_vec();
+    if let Some(keyspace) = session_keyspace.filter(|k| !system::is_system_keyspace(k)) {
+        let ranges = shoal_coordinator::cluster::range_ownership(keyspace)?;
+        let entries: Vec<Bytes> = ranges
+            .iter()
+            .flat_map(|(end, addresses)| {
+                let addresses: Vec<String> = addresses.iter().map(ToString::to_string).collect();
+                let list = collection::serialize(addresses.iter().map(|a| Some(a.as_bytes())), addresses.len());
+                [Bytes::from(end.to_string()), list]
+            })
+            .collect();
+        row.push(Some(collection::serialize_map(entries.iter().map(|e| Some(&e[..])), ranges.len())));
+        let ty = CqlType::Map(Box::new(CqlType::Text), Box::new(CqlType::List(Box::new(CqlType::Text))));
+        specs.push(ColumnSpec {
+            keyspace: "system".to_string(),
+            table: "describe".to_string(),
+            name: "range_ownership".to_string(),
+            ty,
+        });
+    }
+    Ok(Rows { columns: specs.into(), rows: vec![row], paging_state: None })
 }
 
 /// A name as CQL must write it: bare when it is lower case letters, digits
