@@ -106,3 +106,18 @@ def test_oversized_keys_and_mutations_are_invalid_requests(session, table):
     # Past the commitlog's entry limit: the client is told the limit.
     with pytest.raises(InvalidRequest, match=r"mutation of \d+ bytes is too large for the commitlog \(at most \d+\)"):
         session.execute(insert, [b"p", b"c", b"v" * (20 << 20)])
+
+
+def test_an_unset_limit_is_no_limit(session, table):
+    from cassandra import InvalidRequest
+    from cassandra.query import UNSET_VALUE
+    t = table("(p int, c int, PRIMARY KEY (p, c))")
+    for c in range(3):
+        session.execute("INSERT INTO %s (p, c) VALUES (1, %d)" % (t, c))
+    limited = session.prepare("SELECT c FROM %s WHERE p = ? LIMIT ?" % t)
+    assert len(list(session.execute(limited, [1, UNSET_VALUE]))) == 3
+    assert len(list(session.execute(limited, [1, 2]))) == 2
+    per_partition = session.prepare("SELECT c FROM %s PER PARTITION LIMIT ?" % t)
+    assert len(list(session.execute(per_partition, [UNSET_VALUE]))) == 3
+    with pytest.raises(InvalidRequest, match="Invalid null value of limit"):
+        session.execute(limited, [1, None])

@@ -30,7 +30,7 @@ use crate::functions;
 use crate::restrictions::{analyze, EqPlan, PartitionRestriction};
 use crate::result::{ColumnSpec, Rows};
 use crate::system;
-use crate::values::{collection_items, eval, eval_required, Bindings, Receiver};
+use crate::values::{collection_items, eval, eval_required, Bindings, BoundValue, Receiver};
 
 /// Rows per internal page when a statement reads everything (aggregates).
 const AGGREGATE_PAGE_ROWS: usize = 10_000;
@@ -256,13 +256,16 @@ fn rows_in_last_partition(rows: &[ResultRow], command: &ReadCommand) -> usize {
     }
 }
 
+/// A LIMIT or PER PARTITION LIMIT; an unset bind value means none, as in
+/// Cassandra.
 fn limit(term: Option<&Term>, what: &str, bindings: Bindings<'_>) -> CqlResult<Option<usize>> {
     let Some(term) = term else { return Ok(None) };
-    let value = eval_required(
-        term,
-        Receiver { name: &format!("[{}]", what.to_ascii_lowercase()), ty: &CqlType::Int },
-        bindings,
-    )?;
+    let name = format!("[{}]", what.to_ascii_lowercase());
+    let value = match eval(term, Receiver { name: &name, ty: &CqlType::Int }, bindings)? {
+        BoundValue::Value(value) => value,
+        BoundValue::Unset => return Ok(None),
+        BoundValue::Null => return Err(invalid(format!("Invalid null value of {}", what.to_ascii_lowercase()))),
+    };
     let n = i32::from_be_bytes(value[..].try_into().map_err(|_| invalid(format!("Invalid {what}")))?);
     if n <= 0 {
         return Err(invalid(format!("{what} must be strictly positive")));
