@@ -355,3 +355,17 @@ def test_static_only_insert_if_not_exists_tests_the_static_row(session, table):
     rs = session.execute("INSERT INTO %s (k, s) VALUES (1, 8) IF NOT EXISTS" % t)
     assert not rs.was_applied
     assert session.execute("SELECT s FROM %s WHERE k = 1" % t).one().s == 7
+
+
+def test_conditions_on_list_elements(session, table):
+    t = table("(p int PRIMARY KEY, l list<int>, v int)")
+    session.execute("INSERT INTO %s (p, l, v) VALUES (1, [10, 20, 30], 0)" % t)
+    assert session.execute("UPDATE %s SET v = 1 WHERE p = 1 IF l[1] = 20" % t).one()[0] is True
+    assert session.execute("UPDATE %s SET v = 2 WHERE p = 1 IF l[1] > 25" % t).one()[0] is False
+    # Past the end the element is null.
+    assert session.execute("UPDATE %s SET v = 3 WHERE p = 1 IF l[7] = null" % t).one()[0] is True
+    prepared = session.prepare("UPDATE %s SET v = ? WHERE p = ? IF l[?] IN ?" % t)
+    assert session.execute(prepared, [4, 1, 0, [5, 10]]).one()[0] is True
+    assert session.execute("SELECT v FROM %s WHERE p = 1" % t).one().v == 4
+    with pytest.raises(InvalidRequest, match="Invalid negative list index -1"):
+        session.execute("UPDATE %s SET v = 5 WHERE p = 1 IF l[-1] = 10" % t)

@@ -150,6 +150,10 @@ impl Collector<'_> {
                     self.term(key, &format!("key({column})"), &k);
                     *v
                 }
+                (Some(index), _, CqlType::List(elem)) => {
+                    self.term(index, &format!("idx({column})"), &CqlType::Int);
+                    *elem
+                }
                 (None, Some(field), ty) => {
                     column = format!("{column}.{field}");
                     field_type(&ty, field)

@@ -116,7 +116,20 @@ fn column_check(meta: &TableMeta, condition: &ColumnCondition, bindings: Binding
                 };
                 (CheckedPart::MapValue(key), value_ty.as_ref())
             }
-            _ => return Err(invalid(format!("Element conditions are only supported on map columns ({name})"))),
+            CqlType::List(elem_ty) => {
+                let index = match eval(key, Receiver { name, ty: &CqlType::Int }, bindings)? {
+                    BoundValue::Value(index) => i32::from_be_bytes(
+                        index[..].try_into().map_err(|_| invalid(format!("Invalid list index for {name}")))?,
+                    ),
+                    _ => return Err(invalid(format!("Invalid null value for list index of {name}"))),
+                };
+                let index = usize::try_from(index)
+                    .map_err(|_| invalid(format!("Invalid negative list index {index} for {name}")))?;
+                (CheckedPart::ListElement(index), elem_ty.as_ref())
+            }
+            _ => {
+                return Err(invalid(format!("Element conditions are only supported on map and list columns ({name})")))
+            }
         },
         (None, Some(field)) => {
             let (index, ty) = field_of(meta_column, field)?;

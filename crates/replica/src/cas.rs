@@ -57,6 +57,8 @@ pub enum CheckedPart {
     Whole,
     /// The value at this key of a map.
     MapValue(Bytes),
+    /// The element at this index of a list (null past its end).
+    ListElement(usize),
     /// The field at this index of a user type value, frozen or not.
     Field(usize),
 }
@@ -252,6 +254,10 @@ fn column_holds(meta: &TableMeta, check: &ColumnCheck, row: Option<&ResultRow>) 
     let (current, ty) = match (&check.part, column.ty.unfrozen()) {
         (CheckedPart::MapValue(key), CqlType::Map(key_ty, value_ty)) => {
             (whole.and_then(|m| map_get(&m, key_ty, key)), value_ty.as_ref())
+        }
+        (CheckedPart::ListElement(index), CqlType::List(elem)) => {
+            let element = whole.and_then(|l| Items::new(&l).nth(*index).flatten().map(|e| l.slice_ref(e)));
+            (element, elem.as_ref())
         }
         (CheckedPart::Field(index), CqlType::Udt(udt)) => {
             // A value too short to hold the field (written before the
