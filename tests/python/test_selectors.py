@@ -108,3 +108,20 @@ def test_a_bind_marker_takes_the_type_of_its_function_parameter(session, table):
     session.execute("INSERT INTO %s (p, v) VALUES (1, 5)" % t)
     prepared = session.prepare("SELECT v FROM %s WHERE p = blobAsInt(?)" % t)
     assert prepared.column_metadata and session.execute(prepared, [b"\x00\x00\x00\x01"]).one().v == 5
+
+
+def test_arithmetic_in_the_selection(session, table):
+    t = table("(p int PRIMARY KEY, i int, b bigint, d double, dec decimal, t text)")
+    session.execute("INSERT INTO %s (p, i, b, d, dec, t) VALUES (1, 7, 10, 2.5, 1.25, 'x')" % t)
+    session.execute("INSERT INTO %s (p, i) VALUES (2, 3)" % t)
+    row = session.execute("SELECT i + b, i - 1, i * 2, i / 2, i %% 4, -i, i * d, dec + 1, dec * dec, i + 2 * 3 "
+                          "FROM %s WHERE p = 1" % t).one()
+    assert tuple(row)[:8] == (17, 6, 14, 3, 3, -7, 17.5, __import__("decimal").Decimal("2.25"))
+    assert str(row[8]) == "1.5625" and row[9] == 13
+    # With a null operand the result is null; aggregates take part.
+    assert session.execute("SELECT i + b FROM %s WHERE p = 2" % t).one()[0] is None
+    assert tuple(session.execute("SELECT count(*) + 1, max(i) * 2 FROM %s" % t).one()) == (3, 14)
+    with pytest.raises(InvalidRequest, match=r"the operation 'int / int' failed: / by zero"):
+        session.execute("SELECT i / 0 FROM %s WHERE p = 1" % t)
+    with pytest.raises(InvalidRequest, match=r"the '\+' operation is not supported between t and 1"):
+        session.execute("SELECT t + 1 FROM %s WHERE p = 1" % t)

@@ -10,6 +10,7 @@
 
 use std::fmt;
 
+use shoal_schema::arithmetic::NumericOp;
 use shoal_schema::CqlType;
 
 /// A parsed statement and the bind markers it contains.
@@ -402,6 +403,12 @@ pub enum SelectorExpr {
         expr: Box<SelectorExpr>,
         field: String,
     },
+    /// `left op right` of numbers (`a + b`, `v * 2`); `-x` is `0 - x`.
+    Arithmetic {
+        op: NumericOp,
+        left: Box<SelectorExpr>,
+        right: Box<SelectorExpr>,
+    },
     /// `expr[key]`: a map's value, a set's element, a list's element.
     Element {
         expr: Box<SelectorExpr>,
@@ -606,6 +613,7 @@ impl fmt::Display for SelectorExpr {
             SelectorExpr::Term(term) => write!(f, "{term}"),
             SelectorExpr::Field { expr, field } => write!(f, "{expr}.{field}"),
             SelectorExpr::Element { expr, key } => write!(f, "{expr}[{key}]"),
+            SelectorExpr::Arithmetic { op, left, right } => write!(f, "{left} {} {right}", op.symbol()),
             SelectorExpr::Slice { expr, from, to } => {
                 let bound = |b: &Option<Term>| b.as_ref().map(Term::to_string).unwrap_or_default();
                 write!(f, "{expr}[{}..{}]", bound(from), bound(to))

@@ -18,6 +18,7 @@ use bytes::{Buf, BufMut, Bytes, BytesMut};
 use shoal_coordinator::data::{ClusteringRange, PartitionPosition};
 use shoal_coordinator::data::{PartitionSelection, ReadCommand, ReadResult, ResultRow, RowPosition};
 use shoal_coordinator::{timeouts, ConsistencyLevel};
+use shoal_schema::arithmetic::{self, NumericOp};
 use shoal_schema::token::split_partition_key;
 use shoal_schema::value::compare;
 use shoal_schema::{cast, collection, fields, Value};
@@ -64,6 +65,14 @@ enum Sel {
     Field {
         value: Box<Sel>,
         index: usize,
+    },
+    /// `left op right`, computed in `ty` (`arithmetic::result_type`).
+    Arithmetic {
+        op: NumericOp,
+        left: Box<Sel>,
+        right: Box<Sel>,
+        types: (CqlType, CqlType),
+        ty: CqlType,
     },
     /// `CAST(value AS to)`, `value` of type `from` ([`cast::supported`]).
     Cast {
@@ -458,6 +467,7 @@ fn selector_expr(meta: &TableMeta, expr: &SelectorExpr) -> CqlResult<(String, Cq
             (format!("{name}.{field}"), udt.fields[index].1.clone(), Sel::Field { value: Box::new(sel), index })
         }
         SelectorExpr::Term(term) => literal_selector(term, CqlType::Int)?,
+        SelectorExpr::Arithmetic { op, left, right } => arithmetic_selector(meta, *op, left, right)?,
         SelectorExpr::Element { expr, key } => {
             let (name, ty, sel) = selector_expr(meta, expr)?;
             let collection = ty.unfrozen().clone();
@@ -503,6 +513,56 @@ fn expr_display(expr: &SelectorExpr, from: Option<&Term>, to: Option<&Term>) -> 
     format!("{expr}[{}..{}]", bound(from), bound(to))
 }
 
+/// `left op right`: a constant operand takes the other's type (`v * 2`),
+/// as Cassandra resolves it; the result is of the type both are brought to.
+fn arithmetic_selector(
+    meta: &TableMeta,
+    op: NumericOp,
+    left: &SelectorExpr,
+    right: &SelectorExpr,
+) -> CqlResult<(String, CqlType, Sel)> {
+    // A constant takes the other operand's type when that is a number.
+    let other = |i: usize, types: &[Option<CqlType>]| {
+        types.get(1 - i).cloned().flatten().filter(|t| arithmetic::result_type(t, t).is_some())
+    };
+    let operands = function_arguments(meta, &[left.clone(), right.clone()], other)?;
+    let [(left_name, left_ty, left), (right_name, right_ty, right)] =
+        <[_; 2]>::try_from(operands).map_err(|_| CqlError::Server("an operation without two operands".to_string()))?;
+    let display = format!("{left_name} {} {right_name}", op.symbol());
+    let ty = arithmetic::result_type(&left_ty, &right_ty).ok_or_else(|| {
+        invalid(format!(
+            "the '{}' operation is not supported between {left_name} and {right_name} (types {left_ty} and {right_ty})",
+            op.symbol()
+        ))
+    })?;
+    let sel = Sel::Arithmetic {
+        op,
+        left: Box::new(left),
+        right: Box::new(right),
+        types: (left_ty, right_ty),
+        ty: ty.clone(),
+    };
+    Ok((display, ty, sel))
+}
+
+/// `left op right` of serialized operands of `types`, in `ty`; null when
+/// either is.
+fn operate(
+    op: NumericOp,
+    types: &(CqlType, CqlType),
+    ty: &CqlType,
+    left: Option<Bytes>,
+    right: Option<Bytes>,
+) -> CqlResult<Option<Bytes>> {
+    let (Some(a), Some(b)) = (left, right) else { return Ok(None) };
+    let value = |bytes: &Bytes, ty: &CqlType| {
+        Value::deserialize(ty, bytes).map_err(|e| CqlError::Server(format!("a stored value: {e}")))
+    };
+    let result =
+        arithmetic::apply(op, ty, &value(&a, &types.0)?, &value(&b, &types.1)?).map_err(|e| invalid(e.to_string()))?;
+    Ok(Some(Bytes::from(result.to_bytes())))
+}
+
 /// A constant selector, read as a value of `ty`.
 fn literal_selector(term: &Term, ty: CqlType) -> CqlResult<(String, CqlType, Sel)> {
     let text = term.to_string();
@@ -510,10 +570,15 @@ fn literal_selector(term: &Term, ty: CqlType) -> CqlResult<(String, CqlType, Sel
     Ok((text, ty, Sel::Literal(value.into_option())))
 }
 
-/// A function's arguments; a constant takes the type the function expects
-/// there (`similarity_cosine(v, [1, 2, 3])` reads the list as `v`'s
-/// vector type), else int.
-fn function_arguments(meta: &TableMeta, name: &str, args: &[SelectorExpr]) -> CqlResult<Vec<(String, CqlType, Sel)>> {
+/// A function's (or an operation's) arguments; a constant takes the type
+/// `parameter_type` gives it from its position and the other arguments'
+/// types (`similarity_cosine(v, [1, 2, 3])` reads the list as `v`'s vector
+/// type), else int.
+fn function_arguments(
+    meta: &TableMeta,
+    args: &[SelectorExpr],
+    parameter_type: impl Fn(usize, &[Option<CqlType>]) -> Option<CqlType>,
+) -> CqlResult<Vec<(String, CqlType, Sel)>> {
     let typed = args
         .iter()
         .map(|a| match a {
@@ -528,8 +593,9 @@ fn function_arguments(meta: &TableMeta, name: &str, args: &[SelectorExpr]) -> Cq
         .map(|(i, (arg, typed))| match (typed, arg) {
             (Some(typed), _) => Ok(typed),
             (None, SelectorExpr::Term(term)) => {
-                literal_selector(term, functions::parameter_type(name, i, &others).unwrap_or(CqlType::Int))
+                literal_selector(term, parameter_type(i, &others).unwrap_or(CqlType::Int))
             }
+            // Only constants are left untyped above.
             (None, _) => selector_expr(meta, arg),
         })
         .collect()
@@ -537,7 +603,7 @@ fn function_arguments(meta: &TableMeta, name: &str, args: &[SelectorExpr]) -> Cq
 
 fn function_selector(meta: &TableMeta, name: &str, args: &[SelectorExpr]) -> CqlResult<(String, CqlType, Sel)> {
     let name = name.trim_start_matches("system.").to_ascii_lowercase();
-    let compiled = function_arguments(meta, &name, args)?;
+    let compiled = function_arguments(meta, args, |i, others| functions::parameter_type(&name, i, others))?;
     let arg_names: Vec<&str> = compiled.iter().map(|(n, _, _)| n.as_str()).collect();
     let display = format!("system.{name}({})", arg_names.join(", "));
     let kind = match name.as_str() {
@@ -602,6 +668,9 @@ fn evaluate(meta: &TableMeta, sel: &Sel, row: &ResultRow) -> CqlResult<Option<By
                 .map(|f| v.slice_ref(f)),
             None => None,
         },
+        Sel::Arithmetic { op, left, right, types, ty } => {
+            operate(*op, types, ty, evaluate(meta, left, row)?, evaluate(meta, right, row)?)?
+        }
         Sel::Cast { value, from, to } => match evaluate(meta, value, row)? {
             Some(v) => {
                 let corrupt =

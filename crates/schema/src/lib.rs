@@ -4,6 +4,7 @@
 //! Everything here is plain data and pure functions: no I/O, no shard state.
 //! A schema snapshot is immutable once built and shared read-only by shards.
 
+pub mod arithmetic;
 pub mod cast;
 pub mod collection;
 pub mod comparable;

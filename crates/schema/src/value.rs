@@ -113,6 +113,9 @@ pub enum ValueError {
     Mismatch { expected: String, got: String },
     #[error("cannot add decimals with scales {0} and {1}: the scales are too far apart")]
     ScalesTooFarApart(i32, i32),
+    /// An arithmetic operation that failed (`crate::arithmetic`).
+    #[error("{0}")]
+    Operation(String),
 }
 
 /// "an" before vowel-initial type names, so messages read naturally.

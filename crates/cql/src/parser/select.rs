@@ -5,6 +5,7 @@
 use super::{PResult, Parser};
 use crate::ast::{Order, Select, Selection, Selector, SelectorExpr, Statement, Using};
 use crate::lexer::{Sym, TokenKind};
+use shoal_schema::arithmetic::NumericOp;
 
 use super::dml::UsingRules;
 
@@ -117,7 +118,53 @@ impl Parser<'_> {
         Ok(Selector { expr, alias })
     }
 
+    /// A selector: sums of products of (signed) primaries, as arithmetic
+    /// binds.
     fn selector_expr(&mut self) -> PResult<SelectorExpr> {
+        let mut expr = self.selector_product()?;
+        loop {
+            let op = match self.peek().kind {
+                TokenKind::Sym(Sym::Plus) => NumericOp::Add,
+                TokenKind::Sym(Sym::Minus) => NumericOp::Sub,
+                _ => return Ok(expr),
+            };
+            self.advance();
+            let right = self.selector_product()?;
+            expr = SelectorExpr::Arithmetic { op, left: Box::new(expr), right: Box::new(right) };
+        }
+    }
+
+    fn selector_product(&mut self) -> PResult<SelectorExpr> {
+        let mut expr = self.selector_signed()?;
+        loop {
+            let op = match self.peek().kind {
+                TokenKind::Sym(Sym::Star) => NumericOp::Mul,
+                TokenKind::Sym(Sym::Slash) => NumericOp::Div,
+                TokenKind::Sym(Sym::Percent) => NumericOp::Mod,
+                _ => return Ok(expr),
+            };
+            self.advance();
+            let right = self.selector_signed()?;
+            expr = SelectorExpr::Arithmetic { op, left: Box::new(expr), right: Box::new(right) };
+        }
+    }
+
+    /// `-x` of anything but a number literal (which the term parser reads
+    /// as a negative literal) is `0 - x`.
+    fn selector_signed(&mut self) -> PResult<SelectorExpr> {
+        let negates = self.is_sym(Sym::Minus)
+            && !matches!(self.peek_nth(1).kind, TokenKind::Integer(_) | TokenKind::Float(_) | TokenKind::Duration(_));
+        if !negates {
+            return self.selector_postfix();
+        }
+        self.advance();
+        let operand = self.nested(|p| p.selector_signed())?;
+        let zero = SelectorExpr::Term(crate::ast::Term::Literal(crate::ast::Literal::Integer("0".into())));
+        Ok(SelectorExpr::Arithmetic { op: NumericOp::Sub, left: Box::new(zero), right: Box::new(operand) })
+    }
+
+    /// A primary with its field accesses and subscripts.
+    fn selector_postfix(&mut self) -> PResult<SelectorExpr> {
         let mut expr = self.nested(|p| p.selector_inner())?;
         loop {
             if self.eat_sym(Sym::Dot) {

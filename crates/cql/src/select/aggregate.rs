@@ -12,9 +12,10 @@ use shoal_coordinator::data::ResultRow;
 use shoal_schema::value::{add, compare, divide_for_avg, to_varint, zero_of, Value};
 use shoal_schema::{fields, CqlType, TableMeta};
 
-use super::{evaluate, AggregateKind, Sel};
+use super::{evaluate, operate, AggregateKind, Sel};
 use crate::error::{invalid, CqlError, CqlResult};
 use crate::functions;
+use shoal_schema::arithmetic::NumericOp;
 
 /// The running state of one selector.
 enum Fold<'s> {
@@ -32,6 +33,13 @@ enum Fold<'s> {
     Field {
         value: Box<Fold<'s>>,
         index: usize,
+    },
+    Arithmetic {
+        op: NumericOp,
+        types: &'s (CqlType, CqlType),
+        ty: &'s CqlType,
+        left: Box<Fold<'s>>,
+        right: Box<Fold<'s>>,
     },
     /// A selector without aggregates: its value on the first row.
     First {
@@ -87,6 +95,7 @@ pub(super) fn has_aggregate(sel: &Sel) -> bool {
         Sel::Field { value, .. } | Sel::Cast { value, .. } | Sel::Element { value, .. } | Sel::Slice { value, .. } => {
             has_aggregate(value)
         }
+        Sel::Arithmetic { left, right, .. } => has_aggregate(left) || has_aggregate(right),
         Sel::Column(_) | Sel::WriteTime(_) | Sel::Ttl(_) | Sel::Literal(_) => false,
     }
 }
@@ -119,6 +128,9 @@ fn fold_of(sel: &Sel) -> CqlResult<Fold<'_>> {
         Sel::Field { value, index } if has_aggregate(value) => {
             Fold::Field { value: Box::new(fold_of(value)?), index: *index }
         }
+        Sel::Arithmetic { op, left, right, types, ty } if has_aggregate(sel) => {
+            Fold::Arithmetic { op: *op, types, ty, left: Box::new(fold_of(left)?), right: Box::new(fold_of(right)?) }
+        }
         _ => Fold::First { sel, value: None },
     })
 }
@@ -139,6 +151,10 @@ impl Fold<'_> {
             }
             Fold::Function { args, .. } => args.iter_mut().try_for_each(|a| a.add(meta, row)),
             Fold::Field { value, .. } => value.add(meta, row),
+            Fold::Arithmetic { left, right, .. } => {
+                left.add(meta, row)?;
+                right.add(meta, row)
+            }
             Fold::First { sel, value } => {
                 if value.is_none() {
                     *value = Some(evaluate(meta, sel, row)?);
@@ -167,6 +183,7 @@ impl Fold<'_> {
                     .map(|f| v.slice_ref(f))),
                 None => Ok(None),
             },
+            Fold::Arithmetic { op, types, ty, left, right } => operate(op, types, ty, left.finish()?, right.finish()?),
             Fold::First { value, .. } => Ok(value.flatten()),
         }
     }
