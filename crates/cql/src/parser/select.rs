@@ -119,8 +119,14 @@ impl Parser<'_> {
     }
 
     /// A selector: sums of products of (signed) primaries, as arithmetic
-    /// binds.
+    /// binds. It counts as a nesting level of its own, besides its
+    /// primary's: a selector nested in a function call takes twice the
+    /// stack frames a term does, so it gets half the depth.
     fn selector_expr(&mut self) -> PResult<SelectorExpr> {
+        self.nested(|p| p.selector_sum())
+    }
+
+    fn selector_sum(&mut self) -> PResult<SelectorExpr> {
         let mut expr = self.selector_product()?;
         loop {
             let op = match self.peek().kind {
