@@ -127,30 +127,37 @@ impl Parser<'_> {
     }
 
     fn selector_sum(&mut self) -> PResult<SelectorExpr> {
-        let mut expr = self.selector_product()?;
-        loop {
-            let op = match self.peek().kind {
-                TokenKind::Sym(Sym::Plus) => NumericOp::Add,
-                TokenKind::Sym(Sym::Minus) => NumericOp::Sub,
-                _ => return Ok(expr),
-            };
-            self.advance();
-            let right = self.selector_product()?;
-            expr = SelectorExpr::Arithmetic { op, left: Box::new(expr), right: Box::new(right) };
-        }
+        let additive = |sym| match sym {
+            Sym::Plus => Some(NumericOp::Add),
+            Sym::Minus => Some(NumericOp::Sub),
+            _ => None,
+        };
+        self.left_associative(additive, Self::selector_product)
     }
 
     fn selector_product(&mut self) -> PResult<SelectorExpr> {
-        let mut expr = self.selector_signed()?;
+        let multiplicative = |sym| match sym {
+            Sym::Star => Some(NumericOp::Mul),
+            Sym::Slash => Some(NumericOp::Div),
+            Sym::Percent => Some(NumericOp::Mod),
+            _ => None,
+        };
+        self.left_associative(multiplicative, Self::selector_signed)
+    }
+
+    /// `operand (op operand)*`, grouped from the left, for the operators
+    /// `op_of` maps symbols to.
+    fn left_associative(
+        &mut self,
+        op_of: fn(Sym) -> Option<NumericOp>,
+        operand: fn(&mut Self) -> PResult<SelectorExpr>,
+    ) -> PResult<SelectorExpr> {
+        let mut expr = operand(self)?;
         loop {
-            let op = match self.peek().kind {
-                TokenKind::Sym(Sym::Star) => NumericOp::Mul,
-                TokenKind::Sym(Sym::Slash) => NumericOp::Div,
-                TokenKind::Sym(Sym::Percent) => NumericOp::Mod,
-                _ => return Ok(expr),
-            };
+            let TokenKind::Sym(sym) = self.peek().kind else { return Ok(expr) };
+            let Some(op) = op_of(sym) else { return Ok(expr) };
             self.advance();
-            let right = self.selector_signed()?;
+            let right = operand(self)?;
             expr = SelectorExpr::Arithmetic { op, left: Box::new(expr), right: Box::new(right) };
         }
     }
