@@ -496,7 +496,8 @@ fn selector_expr(meta: &TableMeta, expr: &SelectorExpr) -> CqlResult<(String, Cq
                     )))
                 }
             };
-            let display = expr_display(expr, from.as_ref(), to.as_ref());
+            let text = |b: &Option<Term>| b.as_ref().map(Term::to_string).unwrap_or_default();
+            let display = format!("{name}[{}..{}]", text(from), text(to));
             let bound = |b: &Option<Term>| {
                 b.as_ref()
                     .map(|t| eval_required(t, Receiver { name: &display, ty: &key_ty }, Bindings { values: &[] }))
@@ -506,11 +507,6 @@ fn selector_expr(meta: &TableMeta, expr: &SelectorExpr) -> CqlResult<(String, Cq
             (display, ty, Sel::Slice { value: Box::new(sel), collection, from, to })
         }
     })
-}
-
-fn expr_display(expr: &SelectorExpr, from: Option<&Term>, to: Option<&Term>) -> String {
-    let bound = |b: Option<&Term>| b.map(Term::to_string).unwrap_or_default();
-    format!("{expr}[{}..{}]", bound(from), bound(to))
 }
 
 /// `left op right`: a constant operand takes the other's type (`v * 2`),
