@@ -26,6 +26,13 @@ get timestamps of their own, above the narrow range, since two of them at
 one timestamp would be ordered by wall-clock expiry, which the model cannot
 know.
 
+Secondary indexes on v, s (static), c2 (a clustering column), the map's
+keys and values and the set's elements are created after the first
+writes (so they are built from existing data while later writes race the
+build), and every check also queries each index for every value and
+compares the rows with the model's rows holding that value, across all
+partitions.
+
 SHOAL_MODEL_SEED replays a run (the seed is printed on failure);
 SHOAL_MODEL_CASES sets the number of partitions (CI: 1500).
 """
@@ -330,6 +337,19 @@ def random_slice(rng):
     return "c1 = %d AND %s" % (c1, text), lambda a, b: a == c1 and on_c2(b)
 
 
+# Index queries: (restriction, the model's test of a row tuple
+# (c1, c2, s, v, w, mp, st) for value x).
+INDEXES = ["v", "s", "c2", "keys(mp)", "mp", "st"]
+INDEX_QUERIES = [
+    ("v = %d", lambda r, x: r[3] == x),
+    ("s = %d", lambda r, x: r[2] == x),
+    ("c2 = %d", lambda r, x: r[1] == x),
+    ("mp CONTAINS KEY %d", lambda r, x: r[5] is not None and x in r[5]),
+    ("mp CONTAINS %d", lambda r, x: r[5] is not None and x in r[5].values()),
+    ("st CONTAINS %d", lambda r, x: r[6] is not None and x in r[6]),
+]
+
+
 def normalize(row):
     mp = dict(row.mp) if row.mp else None
     st = set(row.st) if row.st else None
@@ -340,6 +360,27 @@ class Checker:
     def __init__(self, session, writers, seed):
         self.session, self.writers, self.seed = session, writers, seed
         self.checks = 0
+        self.indexed = False
+
+    def check_indexes(self):
+        """Every index queried for every value, against the model's rows
+        (of every partition) holding that value."""
+        expected = [(w.p,) + row for w in self.writers for row in self.expected(w)]
+        queries = [(restriction, test, x) for restriction, test in INDEX_QUERIES for x in KEYS]
+        statements = [(SimpleStatement("SELECT * FROM ks.t WHERE " + restriction % x, fetch_size=500), ())
+                      for restriction, _, x in queries]
+        results = execute_concurrent(self.session, statements, concurrency=8, raise_on_first_error=True)
+        failures = []
+        for (restriction, test, x), (ok, result) in zip(queries, results):
+            got = sorted((r.p,) + normalize(r) for r in result)
+            want = sorted(r for r in expected if test(r[1:], x))
+            self.checks += 1
+            if got != want:
+                extra = [r for r in got if r not in want][:3]
+                missing = [r for r in want if r not in got][:3]
+                failures.append("WHERE %s: %d rows, model %d; extra %s, missing %s" % (
+                    restriction % x, len(got), len(want), extra, missing))
+        return failures
 
     def expected(self, writer):
         static, rows = writer.model.visible()
@@ -363,7 +404,7 @@ class Checker:
                 (SimpleStatement("SELECT * FROM ks.t WHERE p = %d ORDER BY c1 DESC" % p), ()),
             ]
         results = execute_concurrent(self.session, statements, concurrency=64, raise_on_first_error=True)
-        failures = []
+        failures = self.check_indexes() if self.indexed else []
         for i, writer in enumerate(self.writers):
             expected = self.expected(writer)
             sliced = [r for r in expected if r[0] is not None and slices[i](r[0], r[1])]
@@ -389,6 +430,13 @@ def write_phase(session, writers):
     time.sleep(SHORT_TTL_S + 1.1)
 
 
+def wait_for_index_builds(session, timeout_s=120):
+    deadline = time.time() + timeout_s
+    while list(session.execute("SELECT * FROM system.index_builds_in_progress")):
+        assert time.time() < deadline, "index builds still in progress after %d s" % timeout_s
+        time.sleep(0.2)
+
+
 def test_writes_and_reads_match_the_model():
     print("SHOAL_MODEL_SEED=%d SHOAL_MODEL_CASES=%d" % (SEED, CASES))
     writers = [Writer(p, random.Random("%d-%d" % (SEED, p))) for p in range(CASES)]
@@ -398,6 +446,11 @@ def test_writes_and_reads_match_the_model():
         session.execute(TABLE)
         checker = Checker(session, writers, SEED)
         write_phase(session, writers)
+        for target in INDEXES:
+            session.execute("CREATE INDEX ON ks.t (%s)" % target)
+        write_phase(session, writers)
+        wait_for_index_builds(session)
+        checker.indexed = True
         checker.check("memtable")
         node.nodetool("flush")
         checker.check("flushed")

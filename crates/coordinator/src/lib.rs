@@ -40,6 +40,7 @@ mod streaming;
 mod timeouts;
 mod topology;
 mod verbs;
+mod views;
 pub mod wire;
 mod write_handler;
 
@@ -58,12 +59,15 @@ pub use topology::{
     maintain as maintain_topology, subscribe_topology_changes, unsubscribe_topology_changes, Peer, TopologyEvent,
     TopologyListener,
 };
+pub use views::is_building as index_is_building;
 
 /// Registers the coordinator's handlers of other nodes' requests on the
-/// calling shard, and starts its hint and batchlog replays there; call on
-/// every shard at start.
+/// calling shard, the delivery of index view updates and the building of
+/// new indexes, and starts its hint and batchlog replays there; call on
+/// every shard at start, once the starting schema is installed.
 pub fn start_shard() {
     verbs::register();
+    views::install();
     shoal_runtime::spawn(hints::replay());
     shoal_runtime::spawn(batchlog::replay());
 }

@@ -49,6 +49,8 @@ pub enum Statement {
     CreateType(CreateType),
     AlterType(AlterType),
     DropType(DropType),
+    CreateIndex(CreateIndex),
+    DropIndex(DropIndex),
     Truncate(Truncate),
     Insert(Insert),
     InsertJson(InsertJson),
@@ -179,6 +181,41 @@ pub enum AlterTableOp {
     With(Options),
     /// `ALTER c TYPE t`.
     AlterType { column: String, ty: CqlType },
+}
+
+/// `CREATE [CUSTOM] INDEX [IF NOT EXISTS] [name] ON [ks.]t (target)
+/// [USING 'class' [WITH OPTIONS = {...}]]`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CreateIndex {
+    pub keyspace: Option<String>,
+    pub table: String,
+    pub name: Option<String>,
+    pub if_not_exists: bool,
+    pub target: IndexTarget,
+    /// `CUSTOM ... USING 'class'`: the class.
+    pub custom_class: Option<String>,
+    /// The id of the table holding the index: set only by the schema
+    /// file's loader (the index keeps its data across restarts); a client's
+    /// statement gets a fresh one.
+    pub view_id: Option<uuid::Uuid>,
+}
+
+/// What an index covers: `v`, `keys(m)`, `values(m)`, `entries(m)`,
+/// `full(l)`, or a local index's `(p1, p2), v`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct IndexTarget {
+    pub column: String,
+    pub kind: shoal_schema::IndexKind,
+    /// A local index's partition key columns.
+    pub local_key: Option<Vec<String>>,
+}
+
+/// `DROP INDEX [IF EXISTS] [ks.]name`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct DropIndex {
+    pub keyspace: Option<String>,
+    pub name: String,
+    pub if_exists: bool,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]

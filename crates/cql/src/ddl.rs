@@ -15,7 +15,7 @@ use uuid::Uuid;
 
 use crate::ast::{AlterTableOp, ColumnDef, CreateTable, OptionValue, Options, Order, Statement};
 use crate::error::{invalid, CqlError, CqlResult};
-use crate::user_types;
+use crate::{index_ddl, user_types};
 
 pub use shoal_schema::SYSTEM_KEYSPACES;
 
@@ -97,6 +97,9 @@ pub fn apply(
         Statement::AlterTable(s) => {
             let ks = qualify(s.keyspace.as_deref(), keyspace)?;
             let current = user_table(&next, ks, &s.name)?;
+            if current.view_of.is_some() {
+                return Err(invalid("Cannot use ALTER TABLE on Materialized View"));
+            }
             // user_table found the keyspace just above.
             let keyspace = &next.keyspaces[ks];
             let op = match &s.op {
@@ -119,11 +122,29 @@ pub fn apply(
             if next.table(ks, &s.name).is_none() && s.if_exists {
                 return Ok(None);
             }
-            user_table(&next, ks, &s.name)?;
+            let table = Arc::clone(user_table(&next, ks, &s.name)?);
+            if table.view_of.is_some() {
+                return Err(invalid("Cannot use DROP TABLE on Materialized View"));
+            }
             let mut meta = next.keyspaces[ks].as_ref().clone();
             meta.tables.remove(&s.name);
+            index_ddl::drop_views_of(&mut meta, &table);
             next.keyspaces.insert(ks.to_string(), Arc::new(meta));
             change(SchemaChangeKind::Dropped, table_target(ks, &s.name))
+        }
+        Statement::CreateIndex(s) => {
+            let ks = qualify(s.keyspace.as_deref(), keyspace)?;
+            user_keyspace(&next, ks)?;
+            let Some(table) = index_ddl::create(&mut next, ks, s)? else { return Ok(None) };
+            change(SchemaChangeKind::Updated, table_target(ks, &table))
+        }
+        Statement::DropIndex(s) => {
+            let ks = qualify(s.keyspace.as_deref(), keyspace)?;
+            if next.keyspace(ks).is_some() {
+                user_keyspace(&next, ks)?;
+            }
+            let Some(table) = index_ddl::drop(&mut next, ks, s)? else { return Ok(None) };
+            change(SchemaChangeKind::Updated, table_target(ks, &table))
         }
         Statement::CreateType(s) => {
             let ks = qualify(s.keyspace.as_deref(), keyspace)?;
@@ -283,6 +304,8 @@ pub fn create_table(keyspace: &str, s: &CreateTable) -> CqlResult<TableMeta> {
         columns,
         options,
         next_column_id,
+        indexes: Vec::new(),
+        view_of: None,
     };
     table.normalize_columns();
     check_counter_table(&table)?;
@@ -426,7 +449,7 @@ fn check_counter_table(table: &TableMeta) -> CqlResult<()> {
 
 /// Durations have no order, so no key may hold one, even nested in a
 /// frozen collection, tuple or vector (Cassandra's `referencesDuration`).
-fn references_duration(ty: &CqlType) -> bool {
+pub(crate) fn references_duration(ty: &CqlType) -> bool {
     match ty {
         CqlType::Duration => true,
         CqlType::List(e) | CqlType::Set(e) | CqlType::Frozen(e) | CqlType::Vector(e, _) => references_duration(e),
@@ -569,6 +592,7 @@ fn alter_table(current: &TableMeta, op: &AlterTableOp) -> CqlResult<TableMeta> {
                 if column.kind.is_primary_key() {
                     return Err(invalid(format!("Cannot drop PRIMARY KEY part {name}")));
                 }
+                index_ddl::check_column_drop(&table, name)?;
                 table.columns.retain(|c| &c.name != name);
             }
         }

@@ -16,7 +16,8 @@ use std::sync::Arc;
 use bytes::Bytes;
 use shoal_schema::collection;
 use shoal_schema::{
-    ClusteringOrder, ColumnKind, ColumnMeta, CqlType, KeyspaceMeta, Schema, TableMeta, TableOptions, UserType,
+    ClusteringOrder, ColumnKind, ColumnMeta, CqlType, IndexKind, IndexMeta, KeyspaceMeta, Schema, TableMeta,
+    TableOptions, UserType,
 };
 
 use crate::ast::{Describe, DescribeTarget};
@@ -41,7 +42,7 @@ pub fn execute(describe: &Describe, schema: &Schema, session_keyspace: Option<&s
             return Ok(listing(keyspaces.collect()));
         }
         DescribeTarget::Tables => {
-            let tables = |k: &KeyspaceMeta| k.tables.values().map(|t| table_element(t, internals)).collect();
+            let tables = |k: &KeyspaceMeta| user_tables(k).map(|t| table_element(t, internals)).collect();
             return Ok(listing(in_keyspaces(schema, session_keyspace, tables)?));
         }
         DescribeTarget::Types => {
@@ -65,8 +66,16 @@ pub fn execute(describe: &Describe, schema: &Schema, session_keyspace: Option<&s
             let table = keyspace
                 .tables
                 .get(name)
+                .filter(|t| t.view_of.is_none())
                 .ok_or_else(|| invalid(format!("Table '{name}' not found in keyspace '{}'", keyspace.name)))?;
-            vec![table_element(table, internals)]
+            table_elements(table, internals)
+        }
+        DescribeTarget::Index(ks, name) => {
+            let keyspace = keyspace(schema, ks.as_deref().or(session_keyspace))?;
+            let (table, index) = crate::index_ddl::find(keyspace, name).ok_or_else(|| {
+                invalid(format!("Table for existing index '{name}' not found in '{}'", keyspace.name))
+            })?;
+            vec![index_element(table, index)]
         }
         DescribeTarget::Type(ks, name) => {
             let keyspace = keyspace(schema, ks.as_deref().or(session_keyspace))?;
@@ -77,13 +86,9 @@ pub fn execute(describe: &Describe, schema: &Schema, session_keyspace: Option<&s
             vec![type_element(udt)]
         }
         // Shoal has none of these yet: each is missing, with Cassandra's text.
-        DescribeTarget::Index(ks, name)
-        | DescribeTarget::View(ks, name)
-        | DescribeTarget::Function(ks, name)
-        | DescribeTarget::Aggregate(ks, name) => {
+        DescribeTarget::View(ks, name) | DescribeTarget::Function(ks, name) | DescribeTarget::Aggregate(ks, name) => {
             let keyspace = keyspace(schema, ks.as_deref().or(session_keyspace))?;
             let what = match &describe.target {
-                DescribeTarget::Index(..) => "Table for existing index",
                 DescribeTarget::View(..) => "Materialized view",
                 DescribeTarget::Function(..) => "User defined function",
                 _ => "User defined aggregate",
@@ -95,8 +100,8 @@ pub fn execute(describe: &Describe, schema: &Schema, session_keyspace: Option<&s
     Ok(descriptions(elements))
 }
 
-/// `DESCRIBE name`: a keyspace, else a table (of the named or the
-/// session's keyspace); indexes and views do not exist yet.
+/// `DESCRIBE name`: a keyspace, else a table or an index (of the named or
+/// the session's keyspace); views do not exist yet.
 fn any(
     schema: &Schema,
     ks: Option<&str>,
@@ -110,8 +115,11 @@ fn any(
         }
     }
     let keyspace = keyspace(schema, ks.or(session_keyspace).or(Some(name)))?;
-    match keyspace.tables.get(name) {
-        Some(table) => Ok(vec![table_element(table, internals)]),
+    if let Some(table) = keyspace.tables.get(name).filter(|t| t.view_of.is_none()) {
+        return Ok(table_elements(table, internals));
+    }
+    match crate::index_ddl::find(keyspace, name) {
+        Some((table, index)) => Ok(vec![index_element(table, index)]),
         None => Err(invalid(format!("'{name}' not found in keyspace '{}'", keyspace.name))),
     }
 }
@@ -139,9 +147,69 @@ fn keyspace_elements(keyspace: &KeyspaceMeta, only: bool, internals: bool) -> Ve
     let mut elements = vec![keyspace_element(keyspace)];
     if !only {
         elements.extend(user_types::in_dependency_order(keyspace).into_iter().map(|t| type_element(t)));
-        elements.extend(keyspace.tables.values().map(|t| table_element(t, internals)));
+        elements.extend(user_tables(keyspace).flat_map(|t| table_elements(t, internals)));
     }
     elements
+}
+
+/// The keyspace's tables as users see them: not those holding indexes.
+fn user_tables(keyspace: &KeyspaceMeta) -> impl Iterator<Item = &Arc<TableMeta>> {
+    keyspace.tables.values().filter(|t| t.view_of.is_none())
+}
+
+/// The table, then its indexes.
+fn table_elements(table: &TableMeta, internals: bool) -> Vec<Element> {
+    let mut elements = vec![table_element(table, internals)];
+    elements.extend(table.indexes.iter().map(|index| index_element(table, index)));
+    elements
+}
+
+fn index_element(table: &TableMeta, index: &IndexMeta) -> Element {
+    Element {
+        keyspace: maybe_quote(&table.keyspace),
+        kind: "index",
+        name: maybe_quote(&index.name),
+        create_statement: format!("{};", create_index(table, index, maybe_quote)),
+    }
+}
+
+/// `CREATE INDEX name ON ks.table (target)`, names written by `quote`.
+pub(crate) fn create_index(table: &TableMeta, index: &IndexMeta, quote: fn(&str) -> String) -> String {
+    format!(
+        "CREATE INDEX {} ON {}.{} ({})",
+        quote(&index.name),
+        quote(&table.keyspace),
+        quote(&table.name),
+        index_target(table, index, quote)
+    )
+}
+
+/// The index's target as CREATE INDEX writes it: `v`, `keys(m)`,
+/// `values(m)`, `entries(m)`, `full(l)`, or a local index's `(p), v`.
+fn index_target(table: &TableMeta, index: &IndexMeta, quote: fn(&str) -> String) -> String {
+    let column = quote(&index.column);
+    if index.local {
+        let pk: Vec<String> = table.partition_key().map(|c| quote(&c.name)).collect();
+        return format!("({}), {column}", pk.join(", "));
+    }
+    let multi_cell = table.column(&index.column).is_some_and(|c| c.ty.is_multi_cell());
+    match index.kind {
+        IndexKind::Values if multi_cell => format!("values({column})"),
+        IndexKind::Values => column,
+        IndexKind::Keys => format!("keys({column})"),
+        IndexKind::Entries => format!("entries({column})"),
+        IndexKind::Full => format!("full({column})"),
+    }
+}
+
+/// `system_schema.indexes.options['target']`: the target as Cassandra
+/// writes it, and a local index's as ScyllaDB's JSON.
+pub(crate) fn index_option_target(table: &TableMeta, index: &IndexMeta) -> String {
+    if !index.local {
+        return index_target(table, index, maybe_quote);
+    }
+    let pk: Vec<String> = table.partition_key().map(|c| format!("\"{}\"", c.name)).collect();
+    format!("{{\"pk\":[{}],\"ck\":[\"{}\"]}}", pk.join(","), index.column)
 }
 
 fn keyspace_element(keyspace: &KeyspaceMeta) -> Element {

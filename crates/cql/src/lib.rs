@@ -18,6 +18,7 @@ pub mod ddl;
 pub mod describe;
 pub mod error;
 pub mod functions;
+mod index_ddl;
 pub mod json;
 pub mod lexer;
 mod lwt;

@@ -277,7 +277,9 @@ async fn execute_parsed(
         | Statement::DropTable(_)
         | Statement::CreateType(_)
         | Statement::AlterType(_)
-        | Statement::DropType(_) => {
+        | Statement::DropType(_)
+        | Statement::CreateIndex(_)
+        | Statement::DropIndex(_) => {
             let statement = parsed.statement.clone();
             let keyspace = keyspace.map(str::to_string);
             let transition = move |current: &Schema| crate::ddl::apply(current, &statement, keyspace.as_deref());
@@ -290,7 +292,13 @@ async fn execute_parsed(
             if crate::system::is_system_keyspace(&meta.keyspace) {
                 return Err(invalid("Cannot truncate a system table"));
             }
+            if meta.view_of.is_some() {
+                return Err(invalid("Cannot TRUNCATE materialized view directly; must truncate base table instead"));
+            }
             shoal_coordinator::truncate(meta.id, timeouts().truncate).await?;
+            for index in &meta.indexes {
+                shoal_coordinator::truncate(index.view_id, timeouts().truncate).await?;
+            }
             Ok(QueryResult::Void)
         }
         Statement::Select(s) => {
@@ -461,6 +469,9 @@ fn writable_table(
     let meta = table(schema, named, session, name)?;
     if crate::system::is_system_keyspace(&meta.keyspace) {
         return Err(CqlError::Unauthorized(format!("{} keyspace is not user-modifiable.", meta.keyspace)));
+    }
+    if meta.view_of.is_some() {
+        return Err(invalid("Cannot directly modify a materialized view"));
     }
     Ok(meta)
 }

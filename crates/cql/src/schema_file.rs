@@ -31,6 +31,10 @@ const NEXT_COLUMN_ID: &str = "shoal_next_column_id";
 /// schema entry, which gives its version (`Schema::version_at`).
 const GROUP0_INDEX: &str = "-- group0 schema entry ";
 
+/// The line before each CREATE INDEX: the id of the table holding the
+/// index, so its data is found again after a restart.
+const INDEX_VIEW_ID: &str = "-- index view id ";
+
 /// Reads the schema file (if any) and returns the node's starting schema,
 /// system keyspaces included. Call once at start, before shards run (so
 /// the blocking read stalls no shard).
@@ -51,6 +55,7 @@ fn parse(text: &str, path: &Path) -> CqlResult<Schema> {
         schema.keyspaces.insert(keyspace.name.clone(), Arc::new(keyspace));
     }
     let mut version = uuid::Uuid::new_v4();
+    let mut view_id = None;
     for (number, line) in text.lines().enumerate().filter(|(_, l)| !l.trim().is_empty()) {
         let failed =
             |e: &dyn std::fmt::Display| CqlError::Server(format!("schema file {}:{}: {e}", path.display(), number + 1));
@@ -58,7 +63,14 @@ fn parse(text: &str, path: &Path) -> CqlResult<Schema> {
             version = Schema::version_at(index.trim().parse::<u64>().map_err(|e| failed(&e))?);
             continue;
         }
+        if let Some(id) = line.strip_prefix(INDEX_VIEW_ID) {
+            view_id = Some(id.trim().parse::<uuid::Uuid>().map_err(|e| failed(&e))?);
+            continue;
+        }
         let mut parsed = crate::parser::parse_statement(line).map_err(|e| failed(&e))?;
+        if let Statement::CreateIndex(create) = &mut parsed.statement {
+            create.view_id = view_id.take();
+        }
         // Taken out before `ddl::apply`, which (as for clients) rejects them.
         let ids = take_column_ids(&mut parsed.statement).map_err(|e| failed(&e))?;
         if let Some((next, _)) = ddl::apply(&schema, &parsed.statement, None).map_err(|e| failed(&e))? {
@@ -154,8 +166,12 @@ pub fn render(schema: &Schema) -> String {
         for udt in user_types::in_dependency_order(keyspace) {
             let _ = writeln!(out, "{}", create_type(udt));
         }
-        for table in keyspace.tables.values() {
+        for table in keyspace.tables.values().filter(|t| t.view_of.is_none()) {
             let _ = writeln!(out, "{}", create_table(table));
+            for index in &table.indexes {
+                let _ = writeln!(out, "{INDEX_VIEW_ID}{}", index.view_id);
+                let _ = writeln!(out, "{}", describe::create_index(table, index, quote));
+            }
         }
     }
     out

@@ -8,6 +8,7 @@
 
 mod aggregate;
 mod group_by;
+mod index_read;
 mod post_order;
 
 use std::future::Future;
@@ -161,7 +162,8 @@ pub async fn execute(
     let CompiledSelect { meta, sels, aggregate, grouping, plan, .. } = compiled;
     let (aggregate, grouping) = (*aggregate, *grouping);
     let columns = Arc::clone(&compiled.columns);
-    let mut command = read_command(meta, select, plan.as_ref(), options.bindings, options.now_s)?;
+    let (mut command, index) = read_command(&schema, meta, select, plan.as_ref(), options.bindings, options.now_s)?;
+    let index_scan = index.and_then(|served| served.scan);
     let limit = limit(select.limit.as_ref(), "LIMIT", options.bindings)?.unwrap_or(usize::MAX);
     let state = options.paging_state.as_ref().map(decode_paging_state).transpose()?;
     let virtual_table = match system::is_system_keyspace(&meta.keyspace) {
@@ -175,10 +177,12 @@ pub async fn execute(
     };
     let read = |command: ReadCommand| {
         let virtual_table = virtual_table.as_ref();
+        let index_scan = index_scan.as_ref();
         async move {
-            match virtual_table {
-                Some(table) => table.read(&command).await.map_err(|e| CqlError::Server(e.to_string())),
-                None => Ok(shoal_coordinator::read(command, consistency, timeout).await?),
+            match (virtual_table, index_scan) {
+                (Some(table), _) => table.read(&command).await.map_err(|e| CqlError::Server(e.to_string())),
+                (None, Some(scan)) => index_read::read(scan, command, consistency, timeout).await,
+                (None, None) => Ok(shoal_coordinator::read(command, consistency, timeout).await?),
             }
         }
     };
@@ -282,19 +286,29 @@ fn limit(term: Option<&Term>, what: &str, bindings: Bindings<'_>) -> CqlResult<O
     Ok(Some(n as usize))
 }
 
+/// The read `select` makes, and the index that serves it, if one does.
 fn read_command(
-    meta: &TableMeta,
+    schema: &Schema,
+    meta: &Arc<TableMeta>,
     select: &Select,
     plan: Option<&EqPlan>,
     bindings: Bindings<'_>,
     now_s: i64,
-) -> CqlResult<ReadCommand> {
+) -> CqlResult<(ReadCommand, Option<index_read::Served>)> {
     let restrictions = match plan {
         Some(plan) => plan.restrictions(meta, bindings)?,
         None => analyze(meta, &select.where_clause, bindings)?,
     };
+    let index = match plan {
+        Some(_) => None,
+        None => index_read::choose(schema, meta, &select.where_clause, &restrictions, bindings)?,
+    };
+    let needs_filtering = match &index {
+        Some(served) => index_read::needs_filtering(&restrictions, served),
+        None => restrictions.needs_filtering,
+    };
     let system = system::is_system_keyspace(&meta.keyspace);
-    if restrictions.needs_filtering && !select.allow_filtering && !system {
+    if needs_filtering && !select.allow_filtering && !system {
         return Err(invalid("Cannot execute this query as it might involve data filtering and thus may have unpredictable performance. If you want to execute this query despite the performance unpredictability, use ALLOW FILTERING"));
     }
     if !select.order_by.is_empty() && matches!(restrictions.partitions, PartitionRestriction::TokenRange { .. }) {
@@ -313,7 +327,7 @@ fn read_command(
         return Err(invalid("SELECT DISTINCT with clustering column restrictions is not allowed"));
     }
     let reversed = ordering_reversed(meta, select)?;
-    Ok(ReadCommand {
+    let command = ReadCommand {
         table: meta.id,
         partitions,
         clustering: read_ranges(restrictions.clustering_ranges, restrictions.clustering_restricted),
@@ -327,7 +341,8 @@ fn read_command(
         start_partition_rows: 0,
         now_s,
         bypass_cache: select.bypass_cache,
-    })
+    };
+    Ok((command, index))
 }
 
 /// The clustering ranges a read asks for. A read of `[all()]` also

@@ -21,7 +21,7 @@ use uuid::Uuid;
 
 use crate::ast::Statement;
 use crate::ddl;
-use crate::error::CqlResult;
+use crate::error::{CqlError, CqlResult};
 use crate::restrictions::{encode_clustering, position_of};
 use crate::values::serialize_items;
 
@@ -37,6 +37,11 @@ static TABLES: OnceLock<BTreeMap<(&'static str, &'static str), Arc<TableMeta>>> 
 const DEFINITIONS: &[(&str, &str, &str)] = &[
     ("system", "local", "key text PRIMARY KEY, bootstrapped text, broadcast_address inet, cluster_name text, cql_version text, data_center text, gossip_generation int, host_id uuid, listen_address inet, native_protocol_version text, partitioner text, rack text, release_version text, rpc_address inet, schema_version uuid, tokens set<text>, truncated_at map<uuid, blob>"),
     ("system", "peers", "peer inet PRIMARY KEY, data_center text, host_id uuid, preferred_ip inet, rack text, release_version text, rpc_address inet, schema_version uuid, tokens set<text>"),
+    // Cassandra's own view of built indexes ("IndexInfo": table_name is the
+    // keyspace), and the indexes whose build is under way on some shard.
+    ("system", "IndexInfo", "table_name text, index_name text, value blob, PRIMARY KEY (table_name, index_name)"),
+    ("system", "built_indexes", "keyspace_name text, index_name text, PRIMARY KEY (keyspace_name, index_name)"),
+    ("system", "index_builds_in_progress", "keyspace_name text, index_name text, shards_building int, PRIMARY KEY (keyspace_name, index_name)"),
     ("system", "peers_v2", "peer inet, peer_port int, data_center text, host_id uuid, native_address inet, native_port int, preferred_ip inet, preferred_port int, rack text, release_version text, schema_version uuid, tokens set<text>, PRIMARY KEY (peer, peer_port)"),
     ("system_schema", "keyspaces", "keyspace_name text PRIMARY KEY, durable_writes boolean, replication frozen<map<text, text>>"),
     ("system_schema", "tables", "keyspace_name text, table_name text, bloom_filter_fp_chance double, caching frozen<map<text, text>>, comment text, compaction frozen<map<text, text>>, compression frozen<map<text, text>>, crc_check_chance double, dclocal_read_repair_chance double, default_time_to_live int, extensions frozen<map<text, blob>>, flags frozen<set<text>>, gc_grace_seconds int, id uuid, max_index_interval int, memtable_flush_period_in_ms int, min_index_interval int, read_repair_chance double, speculative_retry text, PRIMARY KEY (keyspace_name, table_name)"),
@@ -110,8 +115,12 @@ pub async fn contents(meta: &Arc<TableMeta>, schema: &Schema) -> CqlResult<Virtu
         ("system", "peers") => shoal_coordinator::cluster::peers().iter().map(|p| peer_row(p, schema)).collect(),
         ("system", "peers_v2") => shoal_coordinator::cluster::peers().iter().map(|p| peer_v2_row(p, schema)).collect(),
         ("system_schema", "keyspaces") => schema.keyspaces.values().map(|ks| keyspace_row(ks)).collect(),
-        ("system_schema", "tables") => schema.tables().map(|t| table_row(t)).collect(),
-        ("system_schema", "columns") => schema.tables().flat_map(|t| column_rows(t)).collect(),
+        ("system_schema", "tables") => user_tables(schema).map(|t| table_row(t)).collect(),
+        ("system_schema", "columns") => user_tables(schema).flat_map(|t| column_rows(t)).collect(),
+        ("system_schema", "indexes") => schema.tables().flat_map(|t| index_rows(t)).collect(),
+        ("system", "IndexInfo" | "built_indexes" | "index_builds_in_progress") => {
+            index_build_rows(schema, &meta.name).await?
+        }
         ("system_schema", "types") => {
             schema.keyspaces.values().flat_map(|ks| ks.types.values()).map(|t| type_row(t)).collect()
         }
@@ -249,6 +258,48 @@ fn table_row(t: &TableMeta) -> Vec<Option<Bytes>> {
         double(0.0),
         text(&o.speculative_retry),
     ]
+}
+
+/// The tables users see: not those holding indexes.
+fn user_tables(schema: &Schema) -> impl Iterator<Item = &Arc<TableMeta>> {
+    schema.tables().filter(|t| t.view_of.is_none())
+}
+
+fn index_rows(t: &TableMeta) -> Vec<Values> {
+    t.indexes
+        .iter()
+        .map(|index| {
+            let options = BTreeMap::from([("target".to_string(), crate::describe::index_option_target(t, index))]);
+            vec![text(&t.keyspace), text(&t.name), text(&index.name), text("COMPOSITES"), text_map(&options)]
+        })
+        .collect()
+}
+
+/// Rows of the index build tables (`table`): the indexes built on every
+/// shard of this node, or those still building on some, with how many.
+async fn index_build_rows(schema: &Schema, table: &str) -> CqlResult<Vec<Values>> {
+    let indexes: Vec<(String, String, Uuid)> = schema
+        .tables()
+        .flat_map(|t| t.indexes.iter().map(|i| (t.keyspace.clone(), i.name.clone(), i.view_id)))
+        .collect();
+    let ids: Vec<Uuid> = indexes.iter().map(|(_, _, id)| *id).collect();
+    let building = shoal_coordinator::on_every_shard(move |_| {
+        let ids = ids.clone();
+        async move { ids.iter().map(|id| shoal_coordinator::index_is_building(*id)).collect::<Vec<bool>>() }
+    })
+    .await
+    .map_err(|e| CqlError::Server(e.to_string()))?;
+    let rows = indexes.iter().enumerate().filter_map(|(i, (keyspace, name, _))| {
+        let shards = building.iter().filter(|b| b[i]).count();
+        match (table, shards) {
+            ("index_builds_in_progress", 0) => None,
+            ("index_builds_in_progress", n) => Some(vec![text(keyspace), text(name), int(n as i32)]),
+            (_, 0) if table == "IndexInfo" => Some(vec![text(keyspace), text(name), None]),
+            (_, 0) => Some(vec![text(keyspace), text(name)]),
+            _ => None,
+        }
+    });
+    Ok(rows.collect())
 }
 
 fn type_row(t: &UserType) -> Vec<Option<Bytes>> {

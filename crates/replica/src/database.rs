@@ -13,8 +13,10 @@
 use std::cell::Ref;
 use std::cell::{Cell, RefCell};
 use std::collections::{HashMap, HashSet};
+use std::future::Future;
 use std::ops::Bound;
 use std::path::PathBuf;
+use std::pin::Pin;
 use std::rc::Rc;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -36,9 +38,11 @@ use crate::item_access::ItemAccessTable;
 use crate::item_lru::ItemLru;
 use crate::list_ops::{self, ListOp};
 use crate::metrics::ReplicaMetrics;
+use crate::mutation::Mutation;
 use crate::partition_lock::{PartitionGuard, PartitionLocks};
 use crate::paxos::{self, PAXOS_TABLE};
 use crate::read::{self, PartitionSelection, ReadCommand, ReadResult};
+use crate::view_update::{self, IndexView};
 
 #[derive(Debug, Error)]
 pub enum ReplicaError {
@@ -119,6 +123,14 @@ impl Durability {
 /// registered for SCHEMA_CHANGE events).
 pub type SchemaListener = Box<dyn Fn(&SchemaChange)>;
 
+/// Delivers index view updates (made by a write to the base partition of
+/// the given token) to the replicas of the views (the coordinator's,
+/// registered at start): a base write is answered once its
+/// view updates were delivered or, where a view replica is unreachable,
+/// kept as hints. Without one (tests of this crate alone), view updates
+/// apply on this node through [`Database::apply_view_updates`].
+pub type ViewSink = Rc<dyn Fn(i64, Vec<Mutation>) -> Pin<Box<dyn Future<Output = ()>>>>;
+
 pub struct Database {
     schema: RefCell<Arc<Schema>>,
     tables: RefCell<HashMap<Uuid, Rc<Table>>>,
@@ -142,6 +154,7 @@ pub struct Database {
     /// The last CAS unique given to a memcached item on this shard.
     pub(crate) last_item_cas: Cell<u64>,
     pub(crate) metrics: ReplicaMetrics,
+    view_sink: RefCell<Option<ViewSink>>,
 }
 
 thread_local! {
@@ -198,6 +211,7 @@ impl Database {
             item_lru: ItemLru::default(),
             last_item_cas: Cell::new(0),
             metrics: ReplicaMetrics::register(local),
+            view_sink: RefCell::new(None),
         }
     }
 
@@ -296,7 +310,7 @@ impl Database {
         update: PartitionUpdate,
         list_ops: &[ListOp],
     ) -> Result<(), ReplicaError> {
-        if list_ops.is_empty() {
+        if list_ops.is_empty() && !self.has_indexes(table_id) {
             return self.apply_holding_lock(table_id, position, update, list_ops).await;
         }
         let _guard = self.lock_partition(table_id, position.clone()).await?;
@@ -304,18 +318,114 @@ impl Database {
     }
 
     /// [`Database::apply`] for a caller that holds the partition's lock
-    /// already when `list_ops` is not empty (a conditional write).
+    /// already when `list_ops` is not empty or the table has indexes (a
+    /// conditional write).
     pub(crate) async fn apply_holding_lock(
         &self,
         table_id: Uuid,
         position: PartitionPosition,
-        update: PartitionUpdate,
+        mut update: PartitionUpdate,
         list_ops: &[ListOp],
     ) -> Result<(), ReplicaError> {
         let started = Instant::now();
-        self.apply_unsynced(table_id, position, update, list_ops).await?.durable().await?;
+        let schema = self.schema();
+        let views = match schema.table_by_id(table_id) {
+            Some(meta) if !meta.indexes.is_empty() => view_update::index_views(&schema, meta),
+            _ => Vec::new(),
+        };
+        if views.is_empty() {
+            self.apply_unsynced(table_id, position, update, list_ops).await?.durable().await?;
+            self.metrics.record_write(table_id, started.elapsed());
+            return Ok(());
+        }
+        // Read before write, once for the list operations and the indexes.
+        check_token(&position)?;
+        let table = self.table(table_id)?;
+        let ranges = match list_ops.is_empty() {
+            true => view_update::affected_ranges(&update),
+            false => vec![ClusteringRange::all()],
+        };
+        let before = table.read(&position, &ranges).await?;
+        list_ops::resolve(before.as_ref(), list_ops, &mut update)?;
+        // The table has indexes, so it is in the schema.
+        let meta = schema.table_by_id(table_id).expect("an indexed table is in the schema");
+        let now_s = shoal_runtime::clock::now_s();
+        let view_updates = view_update::compute(meta, &views, &position, before.as_ref(), &update, now_s);
+        let token = position.token;
+        self.apply_unsynced(table_id, position, update, &[]).await?.durable().await?;
+        self.deliver_view_updates(token, view_updates).await?;
         self.metrics.record_write(table_id, started.elapsed());
         Ok(())
+    }
+
+    /// Whether writes to `table_id` update indexes.
+    fn has_indexes(&self, table_id: Uuid) -> bool {
+        self.schema.borrow().table_by_id(table_id).is_some_and(|t| !t.indexes.is_empty())
+    }
+
+    /// Registers the coordinator's delivery of view updates.
+    pub fn set_view_sink(&self, sink: ViewSink) {
+        *self.view_sink.borrow_mut() = Some(sink);
+    }
+
+    /// Sends `updates`, made by a write to the base partition at
+    /// `base_token`, to their views' replicas (see [`ViewSink`]).
+    pub async fn deliver_view_updates(&self, base_token: i64, updates: Vec<Mutation>) -> Result<(), ReplicaError> {
+        if updates.is_empty() {
+            return Ok(());
+        }
+        let sink = self.view_sink.borrow().clone();
+        match sink {
+            Some(sink) => {
+                sink(base_token, updates).await;
+                Ok(())
+            }
+            None => self.apply_view_updates(updates).await,
+        }
+    }
+
+    /// Applies view updates on this shard (view tables have no indexes of
+    /// their own, so this never recurses).
+    pub async fn apply_view_updates(&self, updates: Vec<Mutation>) -> Result<(), ReplicaError> {
+        for Mutation { table, position, update, .. } in updates {
+            self.apply_unsynced(table, position, update, &[]).await?.durable().await?;
+        }
+        Ok(())
+    }
+
+    /// The indexes of table `base_id` with the tables holding them.
+    pub fn index_views(&self, base_id: Uuid) -> Vec<IndexView> {
+        let schema = self.schema();
+        schema.table_by_id(base_id).map_or_else(Vec::new, |meta| view_update::index_views(&schema, meta))
+    }
+
+    /// One step of building index `view` of table `base_id` on this shard:
+    /// the view updates of up to `max_partitions` partitions after `from`
+    /// (each with its base partition's token), and the last partition read
+    /// (`None` once the table is read through).
+    #[allow(clippy::type_complexity)]
+    pub async fn index_build_step(
+        &self,
+        base_id: Uuid,
+        view: &IndexView,
+        from: Bound<&PartitionPosition>,
+        max_partitions: usize,
+    ) -> Result<(Vec<(i64, Vec<Mutation>)>, Option<PartitionPosition>), ReplicaError> {
+        let schema = self.schema();
+        let meta = schema.table_by_id(base_id).ok_or(ReplicaError::NoSuchTable(base_id))?;
+        let table = self.table(base_id)?;
+        let batch = table.scan(from, Bound::Unbounded, &[ClusteringRange::all()], max_partitions).await?;
+        let now_s = shoal_runtime::clock::now_s();
+        let updates = batch
+            .iter()
+            .map(|(position, partition)| (position.token, view_update::build(meta, view, position, partition, now_s)))
+            .filter(|(_, updates)| !updates.is_empty())
+            .collect();
+        let last = match batch.len() == max_partitions {
+            true => batch.last().map(|(position, _)| position.clone()),
+            false => None,
+        };
+        Ok((updates, last))
     }
 
     /// Leads a counter write (`crate::counter_leader`): turns `update`'s

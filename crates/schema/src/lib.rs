@@ -9,6 +9,7 @@ pub mod cast;
 pub mod collection;
 pub mod comparable;
 pub mod fields;
+pub mod index;
 pub mod literal;
 pub mod marshal;
 pub mod schema;
@@ -18,6 +19,7 @@ pub mod types;
 pub mod value;
 pub mod vector;
 
+pub use index::{IndexKind, IndexMeta};
 pub use literal::{parse_literal, LiteralError, LiteralKind};
 pub use schema::{
     ClusteringOrder, ColumnKind, ColumnMeta, KeyspaceMeta, Schema, SchemaChange, SchemaChangeKind, SchemaChangeTarget,

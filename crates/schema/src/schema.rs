@@ -13,6 +13,7 @@ use std::sync::Arc;
 
 use uuid::Uuid;
 
+use crate::index::IndexMeta;
 use crate::types::{CqlType, UserType};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -110,6 +111,10 @@ pub struct TableMeta {
     pub options: TableOptions,
     /// The id the next added column gets.
     pub next_column_id: u32,
+    /// The table's secondary indexes, by name.
+    pub indexes: Vec<IndexMeta>,
+    /// For the hidden table holding an index: its base table's name.
+    pub view_of: Option<String>,
 }
 
 impl TableMeta {
@@ -276,6 +281,8 @@ mod tests {
             columns: Vec::new(),
             options: TableOptions::default(),
             next_column_id: 0,
+            indexes: Vec::new(),
+            view_of: None,
         };
         let keyspace = KeyspaceMeta {
             name: "ks".into(),

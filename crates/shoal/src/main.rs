@@ -108,9 +108,9 @@ fn run(config: Config) -> Result<(), String> {
         shoal_cql::metrics::register_metrics();
         shoal_coordinator::register_metrics();
         shoal_memcache::stats::register_metrics();
+        shoal_replica::local().set_schema(Arc::clone(&schema), None);
         shoal_cluster::start_shard();
         shoal_coordinator::start_shard();
-        shoal_replica::local().set_schema(Arc::clone(&schema), None);
         let config = config.clone();
         let server_config = Arc::clone(&server_config);
         async move {

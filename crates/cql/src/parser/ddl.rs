@@ -1,11 +1,12 @@
-//! Schema statements: CREATE/ALTER/DROP KEYSPACE, TABLE and TYPE, TRUNCATE,
-//! and `WITH` option lists. Other schema objects (indexes, functions, views,
-//! roles) are refused with a clear error.
+//! Schema statements: CREATE/ALTER/DROP KEYSPACE, TABLE and TYPE, CREATE
+//! and DROP INDEX (the index itself in `index`), TRUNCATE, and `WITH`
+//! option lists. Other schema objects (functions, views, roles) are refused
+//! with a clear error.
 
 use super::{PResult, Parser};
 use crate::ast::{
     AlterKeyspace, AlterTable, AlterTableOp, AlterType, AlterTypeOp, ColumnDef, CreateKeyspace, CreateTable,
-    CreateType, DropKeyspace, DropTable, DropType, OptionValue, Options, Statement, Truncate,
+    CreateType, DropIndex, DropKeyspace, DropTable, DropType, OptionValue, Options, Statement, Truncate,
 };
 use crate::lexer::{Sym, TokenKind};
 
@@ -14,6 +15,7 @@ enum Object {
     Keyspace,
     Table,
     Type,
+    Index,
     /// A known but unsupported object, named for the error message.
     Unsupported(&'static str),
     Unknown,
@@ -23,7 +25,7 @@ fn classify(word: &str) -> Object {
     match word {
         "keyspace" | "schema" => Object::Keyspace,
         "table" | "columnfamily" => Object::Table,
-        "index" | "custom" => Object::Unsupported("INDEX"),
+        "index" | "custom" => Object::Index,
         "type" => Object::Type,
         "function" | "or" => Object::Unsupported("FUNCTION"),
         "aggregate" => Object::Unsupported("AGGREGATE"),
@@ -53,14 +55,17 @@ impl Parser<'_> {
     }
 
     pub(super) fn create(&mut self) -> PResult<Statement> {
+        let custom = self.is_kw_at(1, "custom");
         match self.schema_object("CREATE")? {
             Object::Keyspace => self.create_keyspace(),
             Object::Type => self.create_type(),
+            Object::Index => self.create_index(custom),
             _ => self.create_table(),
         }
     }
 
     pub(super) fn alter(&mut self) -> PResult<Statement> {
+        let start = self.peek().clone();
         match self.schema_object("ALTER")? {
             Object::Keyspace => {
                 let name = self.ident("keyspace name")?;
@@ -69,12 +74,18 @@ impl Parser<'_> {
                 Ok(Statement::AlterKeyspace(AlterKeyspace { name, options }))
             }
             Object::Type => self.alter_type(),
+            Object::Index => Err(self.unsupported(&start, "ALTER INDEX")),
             _ => self.alter_table(),
         }
     }
 
     pub(super) fn drop(&mut self) -> PResult<Statement> {
         match self.schema_object("DROP")? {
+            Object::Index => {
+                let if_exists = self.if_exists()?;
+                let (keyspace, name) = self.qualified_name("index name")?;
+                Ok(Statement::DropIndex(DropIndex { keyspace, name, if_exists }))
+            }
             Object::Keyspace => {
                 let if_exists = self.if_exists()?;
                 let name = self.ident("keyspace name")?;
@@ -303,7 +314,7 @@ impl Parser<'_> {
     }
 
     /// `name = value (AND name = value)*`.
-    fn options(&mut self) -> PResult<Options> {
+    pub(super) fn options(&mut self) -> PResult<Options> {
         let mut options = Vec::new();
         loop {
             self.option(&mut options)?;

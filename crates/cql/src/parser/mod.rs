@@ -12,6 +12,7 @@
 mod ddl;
 mod describe;
 mod dml;
+mod index;
 mod relation;
 mod select;
 mod term;

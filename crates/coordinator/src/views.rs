@@ -1,0 +1,167 @@
+//! Index views on the cluster: where a base replica sends the view updates
+//! its writes make, and the building of a new index from existing data.
+//!
+//! Pairing (ScyllaDB's): the base partition's replicas and the view
+//! partition's replicas are both listed in ring order; a base replica that
+//! is also a view replica updates its own copy, and otherwise the i-th base
+//! replica (of those that hold no copy of the view partition) sends to the
+//! i-th view replica (of those that hold no copy of the base partition).
+//! So each view replica hears from one base replica, and with every base
+//! replica doing so, the view gets as many copies as the base. A view
+//! replica that cannot be reached gets the update as a hint.
+//!
+//! A base write is answered after its view updates were delivered (or
+//! hinted): an index read right after a write sees it.
+//!
+//! Building: when an index is created, every shard of every node reads its
+//! own base data, partition by partition, and sends the entries as view
+//! updates, as writes do. A write racing the build is safe: see
+//! `shoal_replica`'s view updates for why the timestamps make any order
+//! agree.
+
+use std::cell::RefCell;
+use std::collections::HashSet;
+use std::ops::Bound;
+use std::rc::Rc;
+use std::time::Duration;
+
+use futures_util::future::join_all;
+use shoal_replica::{IndexView, Mutation};
+use shoal_schema::{SchemaChange, SchemaChangeTarget};
+use uuid::Uuid;
+
+use crate::proxy::{mutate_local, placement};
+use crate::timeouts::deadline;
+use crate::topology::Topology;
+use crate::verbs::Target;
+use crate::{hints, wire, ConsistencyLevel, WriteType};
+
+/// Partitions read per step of an index build.
+const BUILD_STEP_PARTITIONS: usize = 64;
+/// How long a view update may take before it is kept as a hint.
+const VIEW_WRITE_TIMEOUT: Duration = Duration::from_secs(10);
+
+thread_local! {
+    /// Views this shard has built or is building (by view table id).
+    static KNOWN: RefCell<HashSet<Uuid>> = RefCell::new(HashSet::new());
+    /// Views whose build is under way on this shard.
+    static BUILDING: RefCell<HashSet<Uuid>> = RefCell::new(HashSet::new());
+}
+
+/// Installs the delivery of view updates and the building of new indexes
+/// on the calling shard; call on every shard at start, once the starting
+/// schema is installed (its indexes count as built).
+pub(crate) fn install() {
+    let database = shoal_replica::local();
+    database.set_view_sink(Rc::new(|base_token, updates| Box::pin(deliver(base_token, updates))));
+    let schema = database.schema();
+    KNOWN.with(|known| known.borrow_mut().extend(schema.tables().flat_map(|t| t.indexes.iter().map(|i| i.view_id))));
+    database.add_schema_listener(Box::new(on_schema_change));
+}
+
+/// Whether index view `view_id` is being built on this shard.
+pub fn is_building(view_id: Uuid) -> bool {
+    BUILDING.with(|b| b.borrow().contains(&view_id))
+}
+
+/// Starts building the indexes a schema change added to a table.
+fn on_schema_change(change: &SchemaChange) {
+    let SchemaChangeTarget::Table { keyspace, table } = &change.target else { return };
+    let schema = shoal_replica::local().schema();
+    let Some(base) = schema.table(keyspace, table) else { return };
+    for index in &base.indexes {
+        let new = KNOWN.with(|known| known.borrow_mut().insert(index.view_id));
+        if !new {
+            continue;
+        }
+        let Some(view) = shoal_replica::local().index_views(base.id).into_iter().find(|v| v.index.name == index.name)
+        else {
+            continue;
+        };
+        let base_id = base.id;
+        shoal_runtime::spawn(async move {
+            BUILDING.with(|b| b.borrow_mut().insert(view.index.view_id));
+            if let Err(e) = build(base_id, &view).await {
+                tracing::warn!("building index {} stopped: {e}", view.index.name);
+            }
+            BUILDING.with(|b| b.borrow_mut().remove(&view.index.view_id));
+        });
+    }
+}
+
+/// Builds index `view` of `base_id` from this shard's base data.
+async fn build(base_id: Uuid, view: &IndexView) -> Result<(), shoal_replica::ReplicaError> {
+    let started = std::time::Instant::now();
+    let mut from = None;
+    let mut entries = 0usize;
+    loop {
+        let bound = from.as_ref().map_or(Bound::Unbounded, Bound::Excluded);
+        let step = shoal_replica::local().index_build_step(base_id, view, bound, BUILD_STEP_PARTITIONS).await;
+        let (updates, last) = match step {
+            Ok(step) => step,
+            // The index or its table was dropped meanwhile.
+            Err(shoal_replica::ReplicaError::NoSuchTable(_)) => return Ok(()),
+            Err(e) => return Err(e),
+        };
+        for (base_token, updates) in updates {
+            entries += updates.len();
+            deliver(base_token, updates).await;
+        }
+        let Some(last) = last else { break };
+        from = Some(last);
+        // A long build leaves the reactor to requests between steps.
+        shoal_runtime::yield_now().await;
+    }
+    tracing::info!(
+        "built index {} on shard {}: {entries} view partitions written in {} ms",
+        view.index.name,
+        shoal_runtime::this_shard(),
+        started.elapsed().as_millis()
+    );
+    Ok(())
+}
+
+/// Sends view updates made by a write to the base partition at
+/// `base_token` to their paired view replicas, and waits until each was
+/// applied or kept as a hint.
+async fn deliver(base_token: i64, updates: Vec<Mutation>) {
+    let sends = updates.into_iter().map(|mutation| async move {
+        let deadline = deadline(VIEW_WRITE_TIMEOUT);
+        let Some((topology, keyspace)) = placement(mutation.table) else {
+            if let Err(e) = mutate_local(mutation, ConsistencyLevel::One, WriteType::Simple, deadline).await {
+                tracing::warn!("an index view update failed: {e}");
+            }
+            return;
+        };
+        let Some(host) = paired_view_replica(&topology, &keyspace, base_token, mutation.position.token) else {
+            return;
+        };
+        let payload: Rc<[u8]> = wire::encode_mutation(&mutation).into();
+        let target = Target { topology: &topology, host };
+        if let Err(e) = target.mutate(&mutation, &payload, WriteType::Simple, deadline).await {
+            tracing::debug!("an index view update to {host} failed ({e}): kept as a hint");
+            hints::store(host, mutation.position.token, payload);
+        }
+    });
+    join_all(sends).await;
+}
+
+/// The view replica this node updates for a base write at `base_token`
+/// whose view partition is at `view_token`; `None` when this node is not a
+/// base replica of it (a write it coordinates only) or the view has fewer
+/// replicas than the base.
+fn paired_view_replica(
+    topology: &Topology,
+    keyspace: &shoal_schema::KeyspaceMeta,
+    base_token: i64,
+    view_token: i64,
+) -> Option<Uuid> {
+    let me = topology.me;
+    let base = topology.write_targets(keyspace, base_token).natural;
+    let view = topology.write_targets(keyspace, view_token).natural;
+    if view.contains(&me) {
+        return Some(me);
+    }
+    let index = base.iter().filter(|h| !view.contains(h)).position(|h| *h == me)?;
+    view.iter().filter(|h| !base.contains(h)).nth(index).copied()
+}

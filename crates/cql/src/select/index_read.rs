@@ -1,0 +1,232 @@
+//! SELECTs served by a secondary index.
+//!
+//! An index serves a restriction on its column (`v = x`, `c CONTAINS x`,
+//! `m CONTAINS KEY k`, `m[k] = x`, `l = [...]` for `full()`), which then
+//! needs no ALLOW FILTERING. Where the partition key is restricted, the
+//! partition is read and filtered as it is (the index saves nothing
+//! there). Otherwise a global index turns the scan into a read of one view
+//! partition, whose entries name base rows in the order a scan meets them
+//! (token, partition key, clustering key), and then reads of those rows.
+//!
+//! The base reads keep every restriction of the statement, the indexed one
+//! included, so an entry the base row no longer matches (a view update not
+//! yet applied, or an index still being built) costs a read, never a wrong
+//! row. Results, limits and paging states are those of the scan the index
+//! replaces, so paging, aggregates and GROUP BY work unchanged.
+
+use std::ops::{Bound, RangeBounds};
+use std::sync::Arc;
+use std::time::Duration;
+
+use bytes::Bytes;
+use shoal_coordinator::data::{ClusteringRange, PartitionPosition, PartitionSelection, ReadCommand, ReadResult};
+use shoal_coordinator::ConsistencyLevel;
+use shoal_schema::index::{encode_view_clustering, entry_value, value_type};
+use shoal_schema::token::split_partition_key;
+use shoal_schema::{ColumnKind, CqlType, IndexKind, Schema, TableMeta};
+
+use crate::ast::{Operator, Relation};
+use crate::error::CqlResult;
+use crate::restrictions::{encode_clustering, position_of, PartitionRestriction, Restrictions};
+use crate::values::{eval_required, Bindings, Receiver};
+
+/// View rows read per step.
+const VIEW_PAGE_ROWS: usize = 1_000;
+
+/// A restriction an index serves.
+#[derive(Debug, Clone)]
+pub(crate) struct Served {
+    /// The restricted column's index in the base table.
+    pub column: usize,
+    /// The view read that replaces the scan; `None` where the partition
+    /// key is restricted.
+    pub scan: Option<IndexScan>,
+}
+
+#[derive(Debug, Clone)]
+pub(crate) struct IndexScan {
+    base: Arc<TableMeta>,
+    view: Arc<TableMeta>,
+    /// The view partition holding the entries.
+    partition: PartitionPosition,
+    /// The index holds one entry per base partition (a static column's).
+    per_partition: bool,
+}
+
+/// The index serving one of `relations` on `meta`, if any.
+pub(crate) fn choose(
+    schema: &Schema,
+    meta: &Arc<TableMeta>,
+    relations: &[Relation],
+    restrictions: &Restrictions,
+    bindings: Bindings<'_>,
+) -> CqlResult<Option<Served>> {
+    if meta.indexes.is_empty() {
+        return Ok(None);
+    }
+    let keyed = matches!(restrictions.partitions, PartitionRestriction::Keys(_));
+    for relation in relations {
+        let (name, kind, value) = match relation {
+            Relation::Simple { column, op: Operator::Eq, value } => {
+                let frozen = meta.column(column).is_some_and(|c| matches!(c.ty, CqlType::Frozen(_)));
+                (column, if frozen { IndexKind::Full } else { IndexKind::Values }, value)
+            }
+            Relation::Simple { column, op: Operator::Contains, value } => (column, IndexKind::Values, value),
+            Relation::Simple { column, op: Operator::ContainsKey, value } => (column, IndexKind::Keys, value),
+            Relation::Element { column, op: Operator::Eq, value, .. } => (column, IndexKind::Entries, value),
+            _ => continue,
+        };
+        let Some(index) = meta.indexes.iter().find(|i| &i.column == name && i.kind == kind) else { continue };
+        // Relations name existing columns: restrictions were analyzed.
+        let Some(column) = meta.column_index(name) else { continue };
+        let column_meta = &meta.columns[column];
+        let collection = column_meta.ty.is_multi_cell();
+        if kind == IndexKind::Values
+            && collection != matches!(relation, Relation::Simple { op: Operator::Contains, .. })
+        {
+            continue;
+        }
+        if index.local && !keyed {
+            continue;
+        }
+        if keyed {
+            return Ok(Some(Served { column, scan: None }));
+        }
+        let Some(view) = schema.keyspace(&meta.keyspace).and_then(|k| k.tables.get(&index.view_name())) else {
+            continue;
+        };
+        let Some(value_ty) = value_type(&column_meta.ty, kind) else { continue };
+        let indexed = match relation {
+            Relation::Element { key, value, .. } => {
+                let CqlType::Map(key_ty, value_ty) = column_meta.ty.unfrozen() else { continue };
+                let key = eval_required(key, Receiver { name: name.as_str(), ty: key_ty }, bindings)?;
+                let value = eval_required(value, Receiver { name: name.as_str(), ty: value_ty }, bindings)?;
+                entry_value(&key, &value)
+            }
+            _ => eval_required(value, Receiver { name: name.as_str(), ty: &value_ty }, bindings)?,
+        };
+        // An empty value is never indexed (no partition has an empty key),
+        // nor found: the view read then finds nothing.
+        let partition = position_of(&[indexed]).unwrap_or(PartitionPosition { token: 0, key: Bytes::new() });
+        let scan = IndexScan {
+            base: Arc::clone(meta),
+            view: Arc::clone(view),
+            partition,
+            per_partition: column_meta.kind == ColumnKind::Static,
+        };
+        return Ok(Some(Served { column, scan: Some(scan) }));
+    }
+    Ok(None)
+}
+
+/// Whether the restrictions still need ALLOW FILTERING once `served`
+/// answers the indexed one: when other row filters remain. Clustering
+/// prefixes and slices do not (each base partition read applies them),
+/// as in Cassandra.
+pub(crate) fn needs_filtering(restrictions: &Restrictions, served: &Served) -> bool {
+    restrictions.filters.iter().any(|f| f.column != served.column)
+}
+
+/// What the scan `command` would return, read through the index.
+pub(crate) async fn read(
+    scan: &IndexScan,
+    command: ReadCommand,
+    consistency: ConsistencyLevel,
+    timeout: Duration,
+) -> CqlResult<ReadResult> {
+    let mut out = ReadResult::default();
+    if scan.partition.key.is_empty() {
+        return Ok(out);
+    }
+    let mut start = match &command.start_after {
+        // A per-partition entry names the partition paging stopped inside:
+        // read it again (the base read resumes after the row).
+        Some(after) if scan.per_partition && after.clustering.is_some() => {
+            Bound::Included(view_key(scan, &after.partition, None))
+        }
+        Some(after) => Bound::Excluded(view_key(scan, &after.partition, after.clustering.as_ref())),
+        None => Bound::Unbounded,
+    };
+    loop {
+        let mut view_read = ReadCommand::of_partitions(
+            scan.view.id,
+            vec![scan.partition.clone()],
+            vec![ClusteringRange { start: start.clone(), end: Bound::Unbounded }],
+            command.now_s,
+        );
+        view_read.row_limit = VIEW_PAGE_ROWS;
+        let entries = shoal_coordinator::read(view_read, consistency, timeout).await?;
+        let mut targets: Vec<(PartitionPosition, Vec<Bytes>)> = Vec::new();
+        for entry in &entries.rows {
+            let Some((position, clustering)) = base_row(scan, &entry.clustering) else { continue };
+            if !in_range(&command.partitions, &position) {
+                continue;
+            }
+            if let Some(key) = &clustering {
+                if !command.clustering.iter().any(|r| r.contains(key)) {
+                    continue;
+                }
+            }
+            match targets.last_mut() {
+                Some((last, keys)) if *last == position => keys.extend(clustering),
+                _ => targets.push((position, clustering.into_iter().collect())),
+            }
+        }
+        for (position, keys) in targets {
+            let mut base_read = command.clone();
+            base_read.partitions = PartitionSelection::Keys(vec![position]);
+            if !scan.per_partition {
+                base_read.clustering = keys
+                    .into_iter()
+                    .map(|k| ClusteringRange { start: Bound::Included(k.clone()), end: Bound::Included(k) })
+                    .collect();
+            }
+            base_read.row_limit = command.row_limit - out.rows.len();
+            let result = shoal_coordinator::read(base_read, consistency, timeout).await?;
+            out.rows.extend(result.rows);
+            if out.rows.len() >= command.row_limit {
+                out.limit_reached = true;
+                return Ok(out);
+            }
+        }
+        match entries.rows.last() {
+            Some(last) if entries.limit_reached => {
+                start = Bound::Excluded(encode_view_clustering(&scan.view, &last.clustering));
+            }
+            _ => return Ok(out),
+        }
+    }
+}
+
+/// The base row an entry's view clustering key names: its partition and,
+/// for a per-row index, its clustering key's encoding.
+fn base_row(scan: &IndexScan, clustering: &[Bytes]) -> Option<(PartitionPosition, Option<Bytes>)> {
+    let pk_len = scan.base.partition_key_len();
+    // The view's clustering key: token, base partition key, base clustering.
+    let pk = clustering.get(1..1 + pk_len)?;
+    let position = position_of(pk).ok()?;
+    let ck = clustering.get(1 + pk_len..)?;
+    Some((position, (!scan.per_partition).then(|| encode_clustering(&scan.base, ck))))
+}
+
+/// The view clustering key of the base row at `partition`, `clustering`.
+fn view_key(scan: &IndexScan, partition: &PartitionPosition, clustering: Option<&Bytes>) -> Bytes {
+    let mut prefix = vec![Bytes::copy_from_slice(&partition.token.to_be_bytes())];
+    if let Ok(parts) = split_partition_key(scan.base.partition_key_len(), &partition.key) {
+        prefix.extend(parts.into_iter().map(Bytes::copy_from_slice));
+    }
+    let mut key = encode_view_clustering(&scan.view, &prefix).to_vec();
+    // The view's clustering columns after the prefix are the base's, in
+    // the base's order: the base encoding continues the view's.
+    if let Some(clustering) = clustering.filter(|_| !scan.per_partition) {
+        key.extend_from_slice(clustering);
+    }
+    Bytes::from(key)
+}
+
+fn in_range(selection: &PartitionSelection, position: &PartitionPosition) -> bool {
+    match selection {
+        PartitionSelection::Keys(keys) => keys.contains(position),
+        PartitionSelection::Range { from, to } => (from.as_ref(), to.as_ref()).contains(position),
+    }
+}
