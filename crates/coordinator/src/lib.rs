@@ -64,6 +64,8 @@ pub use topology::{
 /// every shard at start.
 pub fn start_shard() {
     verbs::register();
+    // `internode_encryption: dc | rack` asks where a peer is.
+    shoal_cluster::encryption::set_locator(std::rc::Rc::new(|peer| topology::topology().placement_at(peer)));
     shoal_runtime::spawn(hints::replay());
     shoal_runtime::spawn(batchlog::replay());
 }
