@@ -46,14 +46,14 @@ impl AuthTable {
             return Err(AuthFileError::TooLarge);
         }
         let text = text.strip_suffix(b"\n").unwrap_or(text);
+        if text.is_empty() {
+            return Err(AuthFileError::Empty);
+        }
         let mut users = Vec::new();
         for (index, line) in text.split(|b| *b == b'\n').enumerate() {
             let line = line.strip_suffix(b"\r").unwrap_or(line);
             let colon = line.iter().position(|b| *b == b':').ok_or(AuthFileError::Malformed(index + 1))?;
             users.push((line[..colon].to_vec(), line[colon + 1..].to_vec()));
-        }
-        if users.is_empty() || text.is_empty() {
-            return Err(AuthFileError::Empty);
         }
         Ok(AuthTable { users })
     }
