@@ -75,7 +75,7 @@ class Node:
         log = open(self.log_path, "a")
         self.proc = subprocess.Popen(
             ["taskset", "-c", str(self.cpu), self.binary, "--smp", "1", "--memory", "1G",
-             "--workdir", self.workdir, "--listen-address", self.address,
+             "--workdir", self.workdir, "--listen-address", self.address, "--api-address", self.address,
              "--native-transport-port", str(self.cql), "--native-shard-aware-transport-port", str(self.aware),
              "--api-port", str(self.api), "--memcache-port", str(self.memcache), "--storage-port", str(self.storage),
              "--seeds", seeds, *extra],

@@ -39,6 +39,7 @@ class Node:
     def start(self, seeds):
         self.proc = subprocess.Popen(
             [self.binary, "--smp", "1", "--memory", "256M", "--workdir", self.workdir, "--listen-address", self.address,
+             "--api-address", self.address,
              "--native-transport-port", str(self.cql), "--native-shard-aware-transport-port", str(self.aware),
              "--api-port", str(self.api), "--memcache-port", str(self.memcache), "--storage-port", str(self.storage),
              "--seeds", seeds],

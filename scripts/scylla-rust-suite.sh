@@ -305,7 +305,7 @@ start_cluster() {
         for i in 0 1 2; do
             a="${CLUSTER_ADDRESSES[$i]}"
             rm -rf "$server_tmp/node$i"; mkdir -p "$server_tmp/node$i"
-            "$SHOAL_BIN" --workdir "$server_tmp/node$i" --smp "$SMP" --listen-address "$a" \
+            "$SHOAL_BIN" --workdir "$server_tmp/node$i" --smp "$SMP" --listen-address "$a" --api-address "$a" \
                 --native-transport-port "$CLUSTER_CQL_PORT" --native-shard-aware-transport-port "$CLUSTER_SA_PORT" \
                 --api-port "${cluster_api[$i]}" --memcache-port "${memcache[$i]}" --storage-port "${storage[$i]}" \
                 --seeds "$seeds" --memory 512M --failure-detector-timeout-in-ms 2000 \

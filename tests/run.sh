@@ -4,7 +4,8 @@
 #   SHOAL_BIN=target/release/shoal tests/run.sh [extra pytest args]
 #
 # 1. installs the Python venvs (scripts/venv.sh, idempotent), and iproute2
-#    for the partition test when missing (as root, with apt-get);
+#    for the partition test and openssl for the TLS tests when missing (as
+#    root, with apt-get);
 # 2. starts "$SHOAL_BIN" on free loopback ports in a temp workdir, waits (<= 30 s)
 #    until its CQL port accepts connections; starts the reference memcached for
 #    test_memcache_*.py (Debian's `memcached`, installed with apt-get when
@@ -37,6 +38,16 @@ if ! command -v ip >/dev/null 2>&1 && [[ $EUID -eq 0 ]] && command -v apt-get >/
         || { timeout 300 apt-get update -q >/dev/null 2>&1; \
              DEBIAN_FRONTEND=noninteractive timeout 300 apt-get install -y -q iproute2 >/dev/null 2>&1; } \
         || log "apt-get install iproute2 failed: the partition test skips"
+fi
+
+# test_tls.py makes its certificates and checks each TLS port with the
+# openssl CLI: install it where it is missing and we are root.
+if ! command -v openssl >/dev/null 2>&1 && [[ $EUID -eq 0 ]] && command -v apt-get >/dev/null 2>&1; then
+    log "installing openssl (apt-get install -y openssl) for the TLS tests"
+    DEBIAN_FRONTEND=noninteractive timeout 300 apt-get install -y -q openssl >/dev/null 2>&1 \
+        || { timeout 300 apt-get update -q >/dev/null 2>&1; \
+             DEBIAN_FRONTEND=noninteractive timeout 300 apt-get install -y -q openssl >/dev/null 2>&1; } \
+        || log "apt-get install openssl failed: the TLS tests skip"
 fi
 
 free_ports() { # N -> N distinct free loopback ports on one line

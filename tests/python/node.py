@@ -6,7 +6,8 @@ disturb the server tests/run.sh shares between the other tests. A Node keeps
 its ports and its workdir across restarts; every start appends to one
 server.log in that workdir. A node listens on `address` (127.0.0.1 unless
 given: a test of several nodes gives each its own loopback address), every
-port its own, the storage port included.
+port its own, the storage port included; its HTTP API (which binds
+127.0.0.1 unless told) listens on that address too.
 """
 import contextlib
 import os
@@ -85,7 +86,7 @@ class Node:
         return [SHOAL_BIN, "--workdir", os.path.join(self.workdir, "data"), "--smp", str(self.smp),
                 "--native-transport-port", str(cql), "--native-shard-aware-transport-port", str(aware),
                 "--api-port", str(api), "--memcache-port", str(memcache), "--storage-port", str(storage),
-                "--listen-address", self.address] + self.args
+                "--listen-address", self.address, "--api-address", self.address] + self.args
 
     def start(self, timeout=30):
         """Starts the server; returns once it answers a CQL OPTIONS request."""

@@ -6,7 +6,8 @@
 //!   messages and their timeouts. Every decoder is total and fuzzed
 //!   (`fuzz/fuzz_targets/internode_frame.rs`).
 //! - [`messaging`]: shard-to-shard connections, requests and their
-//!   answers, the storage port's listener.
+//!   answers, the storage ports' listeners; [`encryption`]: which of
+//!   those connections speak TLS (`internode_encryption`).
 //! - [`failure_detector`]: direct pings from shard 0 to every known peer;
 //!   liveness changes routing, never membership.
 //! - [`ring`]: tokens and their owners (vnodes); [`token_allocation`]: a
@@ -22,6 +23,7 @@
 //!
 //! The coordinator's use of replicas builds on these (docs/design.md §8).
 
+pub mod encryption;
 pub mod failure_detector;
 pub mod frame;
 pub mod group0;

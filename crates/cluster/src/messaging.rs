@@ -9,7 +9,10 @@
 //! opener's requests one way and their answers back; the peer sends its own
 //! requests over its own connections. The listener accepts on any shard,
 //! reads the Hello, and moves the connection to the shard it names before
-//! answering it.
+//! answering it. With internode encryption ([`crate::encryption`]) a
+//! connection to a peer goes to its TLS port when the policy asks, and
+//! the TLS listener's handshake runs before the Hello is read; the
+//! connection then moves with its TLS session.
 //!
 //! Handlers are registered per verb on every shard ([`register`]); a
 //! request whose verb has none is answered with a failure, and so is one
@@ -40,11 +43,13 @@ use bytes::{Bytes, BytesMut};
 use futures_channel::{mpsc, oneshot};
 use futures_util::future::{FutureExt, LocalBoxFuture, Shared};
 use futures_util::StreamExt;
-use shoal_runtime::net::{read_appending, AsyncWriteExt, BufResult, Placement, TcpListener, TcpStream};
+use shoal_runtime::net::{BufResult, Placement, TcpListener, TcpStream};
 use shoal_runtime::time::timeout;
+use shoal_tls::Socket;
 use thiserror::Error;
 use uuid::Uuid;
 
+use crate::encryption;
 use crate::frame::{self, Frame, FrameError, Kind};
 use crate::hello::{Hello, HelloError, Welcome, PROTOCOL_VERSION};
 use crate::verb::Verb;
@@ -236,13 +241,19 @@ impl Drop for Waiting {
 async fn open(peer: SocketAddr, shard: u16) -> Result<Rc<Outgoing>, MessagingError> {
     let me = identity();
     let connect_failed = |message: String| MessagingError::Connect { peer, message };
-    let stream = match timeout(CONNECT_TIMEOUT, TcpStream::connect(peer)).await {
+    let tls = encryption::must_encrypt(peer);
+    let port = tls.map_or(peer, |tls| SocketAddr::new(peer.ip(), tls.ssl_port));
+    let stream = match timeout(CONNECT_TIMEOUT, TcpStream::connect(port)).await {
         Ok(Ok(stream)) => stream,
         Ok(Err(e)) => return Err(connect_failed(e.to_string())),
         Err(_) => return Err(connect_failed(format!("no connection within {} ms", CONNECT_TIMEOUT.as_millis()))),
     };
     let _ = stream.set_nodelay(true);
-    let (mut reader, mut writer) = stream.into_split();
+    let socket = match tls {
+        Some(tls) => tls.connector.connect(stream, peer.ip()).await.map_err(|e| connect_failed(e.to_string()))?,
+        None => Socket::Plain(stream),
+    };
+    let (mut reader, mut writer) = socket.into_split();
     let hello = Hello {
         version: PROTOCOL_VERSION,
         cluster_name: me.cluster_name.clone(),
@@ -295,7 +306,7 @@ async fn open(peer: SocketAddr, shard: u16) -> Result<Rc<Outgoing>, MessagingErr
 
 /// Hands each answer to the request waiting for it, until the connection
 /// ends.
-async fn answers_loop(mut reader: TcpStream, mut incoming: BytesMut, connection: Rc<Outgoing>) {
+async fn answers_loop(mut reader: Socket, mut incoming: BytesMut, connection: Rc<Outgoing>) {
     let peer = connection.peer;
     loop {
         match read_frame(&mut reader, &mut incoming).await {
@@ -336,7 +347,7 @@ struct Written {
 }
 
 /// Writes frames as they come, everything queued at once in one write.
-async fn write_loop(mut writer: TcpStream, mut frames: mpsc::UnboundedReceiver<Vec<u8>>, written: Written) {
+async fn write_loop(mut writer: Socket, mut frames: mpsc::UnboundedReceiver<Vec<u8>>, written: Written) {
     while let Some(mut batch) = frames.next().await {
         while let Ok(next) = frames.try_recv() {
             batch.extend_from_slice(&next);
@@ -366,7 +377,7 @@ enum ReadError {
 /// the connection has read and not yet decoded stays in `pending`, and
 /// reads land straight in its spare room: a frame's payload is split off
 /// the bytes the socket wrote, never copied out of a read buffer first.
-async fn read_frame(reader: &mut TcpStream, pending: &mut BytesMut) -> Result<Option<Frame>, ReadError> {
+async fn read_frame(reader: &mut Socket, pending: &mut BytesMut) -> Result<Option<Frame>, ReadError> {
     loop {
         if let Some(frame) = frame::decode(pending)? {
             return Ok(Some(frame));
@@ -375,7 +386,7 @@ async fn read_frame(reader: &mut TcpStream, pending: &mut BytesMut) -> Result<Op
         // (`decode` made it): read into that, not into a bigger buffer the
         // partial frame would be copied to. Otherwise, room for a read.
         let spare_bytes = frame::bytes_to_come(pending).unwrap_or(READ_BUFFER_BYTES).max(1);
-        let BufResult(read, buffer) = read_appending(reader, std::mem::take(pending), spare_bytes).await;
+        let BufResult(read, buffer) = reader.read_appending(std::mem::take(pending), spare_bytes).await;
         *pending = buffer;
         if read? == 0 {
             return Ok(None);
@@ -383,9 +394,23 @@ async fn read_frame(reader: &mut TcpStream, pending: &mut BytesMut) -> Result<Op
     }
 }
 
-/// Accepts internode connections on the storage port forever.
+/// Accepts internode connections on the plain storage port forever.
 pub async fn serve(listener: TcpListener) {
-    shoal_runtime::net::serve(listener, Placement::RoundRobin, accept).await
+    shoal_runtime::net::serve(listener, Placement::RoundRobin, |stream| accept(Socket::Plain(stream))).await
+}
+
+/// Accepts internode connections on `ssl_storage_port` forever: each
+/// one's TLS handshake first, on the shard it was placed on.
+pub async fn serve_tls(listener: TcpListener) {
+    shoal_runtime::net::serve(listener, Placement::RoundRobin, |stream: TcpStream| async move {
+        let Some(tls) = encryption::internode_tls() else { return };
+        let from = stream.peer_addr().map_or_else(|_| "an unknown address".to_string(), |a| a.to_string());
+        match tls.acceptor.accept(stream).await {
+            Ok(socket) => accept(socket).await,
+            Err(e) => tracing::warn!("internode TLS connection from {from} refused: {e}"),
+        }
+    })
+    .await
 }
 
 #[derive(Debug, Error)]
@@ -400,19 +425,21 @@ enum AcceptError {
     NotHello,
     #[error(transparent)]
     Hello(#[from] HelloError),
+    #[error("internode_encryption asks {0} to connect with TLS")]
+    NeedsTls(SocketAddr),
     #[error("cannot move the connection to its shard: {0}")]
     Move(String),
 }
 
 /// Reads a new connection's handshake and serves it on the shard it names.
-async fn accept(stream: TcpStream) {
+async fn accept(stream: Socket) {
     let from = stream.peer_addr().map_or_else(|_| "an unknown address".to_string(), |a| a.to_string());
     if let Err(e) = accept_on_shard(stream).await {
         tracing::warn!("internode connection from {from} closed: {e}");
     }
 }
 
-async fn accept_on_shard(mut stream: TcpStream) -> Result<(), AcceptError> {
+async fn accept_on_shard(mut stream: Socket) -> Result<(), AcceptError> {
     let _ = stream.set_nodelay(true);
     let mut incoming = BytesMut::new();
     let limit = Verb::Hello.timeout();
@@ -425,14 +452,22 @@ async fn accept_on_shard(mut stream: TcpStream) -> Result<(), AcceptError> {
     }
     let me = identity();
     let checked = Hello::decode(first.payload)
-        .and_then(|hello| hello.check(&me.cluster_name, me.host_id, me.shard_count).map(|()| hello));
+        .and_then(|hello| hello.check(&me.cluster_name, me.host_id, me.shard_count).map(|()| hello))
+        .map_err(AcceptError::from)
+        .and_then(|hello| {
+            let caller = SocketAddr::new(hello.address, hello.storage_port);
+            match stream.is_tls() || encryption::plain_allowed(caller) {
+                true => Ok(hello),
+                false => Err(AcceptError::NeedsTls(caller)),
+            }
+        });
     let hello = match checked {
         Ok(hello) => hello,
         Err(e) => {
             let mut refusal = Vec::new();
             frame::encode(&mut refusal, Kind::Failure, Verb::Hello, first.id, e.to_string().as_bytes());
             let _ = stream.write_all(refusal).await;
-            return Err(e.into());
+            return Err(e);
         }
     };
     let (shard, id) = (usize::from(hello.to_shard), first.id);
@@ -440,12 +475,12 @@ async fn accept_on_shard(mut stream: TcpStream) -> Result<(), AcceptError> {
         serve_incoming(stream, hello, id, incoming).await;
         return Ok(());
     }
-    let detached = shoal_runtime::net::detach(stream).map_err(|e| AcceptError::Move(e.to_string()))?;
+    let detached = stream.detach().map_err(|e| AcceptError::Move(e.to_string()))?;
     // The caller waits for the welcome before it sends more: nothing
     // should follow the handshake yet, but what did goes along.
     let pending = incoming.freeze();
     shoal_runtime::submit_to(shard, move || {
-        match shoal_runtime::net::attach(detached) {
+        match detached.attach() {
             Ok(stream) => {
                 let incoming = BytesMut::from(&pending[..]);
                 shoal_runtime::spawn(serve_incoming(stream, hello, id, incoming))
@@ -459,7 +494,7 @@ async fn accept_on_shard(mut stream: TcpStream) -> Result<(), AcceptError> {
 }
 
 /// Welcomes the caller, then answers its requests until it hangs up.
-async fn serve_incoming(stream: TcpStream, hello: Hello, hello_id: u64, mut incoming: BytesMut) {
+async fn serve_incoming(stream: Socket, hello: Hello, hello_id: u64, mut incoming: BytesMut) {
     let me = identity();
     let caller = Caller {
         host_id: hello.host_id,

@@ -68,6 +68,8 @@ pub use views::is_building as index_is_building;
 pub fn start_shard() {
     verbs::register();
     views::install();
+    // `internode_encryption: dc | rack` asks where a peer is.
+    shoal_cluster::encryption::set_locator(std::rc::Rc::new(|peer| topology::topology().placement_at(peer)));
     shoal_runtime::spawn(hints::replay());
     shoal_runtime::spawn(batchlog::replay());
 }

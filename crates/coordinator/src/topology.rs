@@ -204,6 +204,11 @@ impl Topology {
         Topology { me, local_dc, snapshot, endpoints, placements, ring, next_ring, up }
     }
 
+    /// Where the member whose storage port is `address` is, if it is one.
+    pub fn placement_at(&self, address: SocketAddr) -> Option<Placement> {
+        self.endpoints.values().find(|e| e.address == address).map(|e| e.placement.clone())
+    }
+
     /// The members that serve clients: normal and leaving ones.
     fn serving(&self) -> impl Iterator<Item = &Member> {
         let serving = |state: &NodeState| matches!(state, NodeState::Normal | NodeState::Leaving);

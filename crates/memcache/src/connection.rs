@@ -1,6 +1,7 @@
-//! One memcached client connection: read, parse every complete request in
-//! the buffer, run them as one batch, write every answer in one write, in
-//! order; then read again.
+//! One memcached client connection: the TLS handshake when the port has
+//! TLS, authentication when the node has an auth file, then read, parse
+//! every complete request in the buffer, run them as one batch, write
+//! every answer in one write, in order; then read again.
 //!
 //! Reading waits while a batch runs and its answers are written, so a
 //! client that sends without reading its answers is throttled by TCP, not
@@ -9,8 +10,10 @@
 
 use std::sync::Arc;
 
-use shoal_runtime::net::{read_appending, AsyncWriteExt, BufResult, TcpStream};
+use shoal_runtime::net::{BufResult, TcpStream};
+use shoal_tls::Socket;
 
+use crate::auth;
 use crate::execute::{Config, Control, Session, Sink};
 use crate::parse::{parse, Parsed};
 use crate::request::Request;
@@ -24,22 +27,34 @@ const REQUESTS_PER_BATCH_MAX: usize = 1024;
 pub async fn run(stream: TcpStream, config: Arc<Config>) {
     let _open = OpenConnection::new();
     let _ = stream.set_nodelay(true);
-    let mut connection = Connection { stream, session: Session::new(Arc::clone(&config)), config };
-    if let Err(e) = connection.serve().await {
-        tracing::debug!("memcached connection closed: {e}");
+    let socket = match shoal_tls::accept(config.tls.as_ref(), stream).await {
+        Ok(socket) => socket,
+        Err(e) => {
+            tracing::debug!("memcached connection refused: {e}");
+            return;
+        }
+    };
+    let authenticated = config.auth.is_none();
+    let mut connection = Connection { socket, session: Session::new(Arc::clone(&config)), config, authenticated };
+    match connection.serve().await {
+        Ok(()) => connection.socket.close().await,
+        Err(e) => tracing::debug!("memcached connection closed: {e}"),
     }
 }
 
 struct Connection {
-    stream: TcpStream,
+    socket: Socket,
     session: Session,
     config: Arc<Config>,
+    /// The connection may run commands: it sent a user and password the
+    /// auth file allows, or the node has no auth file.
+    authenticated: bool,
 }
 
 /// The socket, as the executor's sink for answers.
-struct Socket<'s>(&'s mut TcpStream);
+struct Writer<'s>(&'s mut Socket);
 
-impl Sink for Socket<'_> {
+impl Sink for Writer<'_> {
     async fn write(&mut self, answers: &mut Vec<u8>) -> std::io::Result<()> {
         if answers.is_empty() {
             return Ok(());
@@ -52,6 +67,14 @@ impl Sink for Socket<'_> {
     }
 }
 
+/// What the first bytes of an unauthenticated connection lead to.
+enum Gate {
+    /// Bytes of the buffer answered.
+    Answered(usize),
+    ReadMore,
+    Close,
+}
+
 impl Connection {
     async fn serve(&mut self) -> std::io::Result<()> {
         let mut pending: Vec<u8> = Vec::with_capacity(READ_BYTES);
@@ -59,29 +82,69 @@ impl Connection {
         // Bytes of a refused data block still to arrive and be dropped.
         let mut skip = 0usize;
         loop {
+            if !self.authenticated {
+                match self.authenticate(&pending, &mut answers) {
+                    Gate::Answered(consumed) => {
+                        Writer(&mut self.socket).write(&mut answers).await?;
+                        pending.drain(..consumed);
+                    }
+                    Gate::ReadMore => {
+                        if !self.read(&mut pending, &mut skip).await? {
+                            return Ok(());
+                        }
+                    }
+                    Gate::Close => return Ok(()),
+                }
+                continue;
+            }
             let batch = self.batch(&pending, &mut skip);
             if batch.requests.is_empty() && !batch.close {
                 drop(batch);
-                let before = pending.len();
-                let BufResult(read, returned) = read_appending(&mut self.stream, pending, READ_BYTES).await;
-                pending = returned;
-                let read = read?;
-                if read == 0 {
+                if !self.read(&mut pending, &mut skip).await? {
                     return Ok(());
                 }
-                stats::add(Stat::BytesRead, read as u64);
-                let dropped = skip.min(read);
-                skip -= dropped;
-                pending.drain(before..before + dropped);
                 continue;
             }
-            let control = self.session.run(&batch.requests, &mut answers, &mut Socket(&mut self.stream)).await?;
-            Socket(&mut self.stream).write(&mut answers).await?;
+            let control = self.session.run(&batch.requests, &mut answers, &mut Writer(&mut self.socket)).await?;
+            Writer(&mut self.socket).write(&mut answers).await?;
             let (consumed, close) = (batch.consumed, batch.close);
             pending.drain(..consumed);
             if close || control == Control::Close {
                 return Ok(());
             }
+        }
+    }
+
+    /// Reads more into `pending`, dropping what `skip` says; false at the
+    /// end of the stream.
+    async fn read(&mut self, pending: &mut Vec<u8>, skip: &mut usize) -> std::io::Result<bool> {
+        let before = pending.len();
+        let BufResult(read, returned) = self.socket.read_appending(std::mem::take(pending), READ_BYTES).await;
+        *pending = returned;
+        let read = read?;
+        if read == 0 {
+            return Ok(false);
+        }
+        stats::add(Stat::BytesRead, read as u64);
+        let dropped = (*skip).min(read);
+        *skip -= dropped;
+        pending.drain(before..before + dropped);
+        Ok(true)
+    }
+
+    /// Answers the authentication request at the front of `pending`.
+    fn authenticate(&mut self, pending: &[u8], answers: &mut Vec<u8>) -> Gate {
+        let request = auth::parse_auth(pending);
+        let table = self.config.auth.as_ref().map(|table| table.load());
+        let answered = table.and_then(|table| auth::answer(&request, &table));
+        match (request, answered) {
+            (auth::AuthRequest::Close, _) => Gate::Close,
+            (_, Some((consumed, text, allowed))) => {
+                answers.extend_from_slice(text);
+                self.authenticated = allowed;
+                Gate::Answered(consumed)
+            }
+            (_, None) => Gate::ReadMore,
         }
     }
 

@@ -43,6 +43,11 @@ pub struct Config {
     /// evicted (`limit_maxbytes` of `stats`); 0: never.
     pub max_size_bytes: u64,
     pub port: u16,
+    /// TLS on the port (memcached's `-Z` with `ssl_chain_cert`, ...).
+    pub tls: Option<shoal_tls::Acceptor>,
+    /// ASCII authentication (memcached's `-Y`): the users allowed,
+    /// reloaded when the auth file changes.
+    pub auth: Option<shoal_tls::Reloadable<crate::auth::AuthTable>>,
 }
 
 /// Whether the connection goes on.

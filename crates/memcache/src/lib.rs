@@ -16,8 +16,12 @@
 //!   `fuzz/fuzz_targets/memcache_parser.rs`).
 //! - [`execute`]: a batch of requests to item operations and answers;
 //!   `meta_exec`: the meta commands' operations and return codes.
-//! - [`connection`], [`server`]: the socket side.
+//! - [`auth`]: ASCII authentication, the auth file and the first `set`
+//!   (fuzzed: `memcache_auth`).
+//! - [`connection`], [`server`]: the socket side, plain or TLS
+//!   (`shoal_tls`).
 
+pub mod auth;
 pub mod connection;
 pub mod execute;
 pub mod items_table;

@@ -8,8 +8,8 @@
 
 use std::os::fd::AsFd;
 
-pub use compio::buf::BufResult;
-use compio::buf::{IntoInner, IoBufMut};
+use compio::buf::IntoInner;
+pub use compio::buf::{BufResult, IoBufMut};
 pub use compio::io::{AsyncRead, AsyncWriteExt};
 pub use compio::net::{TcpListener, TcpStream};
 

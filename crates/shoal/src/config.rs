@@ -11,8 +11,10 @@ use std::time::Duration;
 
 use clap::Parser;
 use serde::Deserialize;
+use shoal_cluster::encryption::InternodeEncryption;
 use shoal_coordinator::cluster::{DEFAULT_DATA_CENTER, DEFAULT_RACK};
 use shoal_coordinator::Timeouts;
+use shoal_tls::{ClientAuth, TlsFiles};
 use thiserror::Error;
 
 #[derive(Debug, Error)]
@@ -35,6 +37,12 @@ pub enum ConfigError {
     Seed(String),
     #[error("seed_provider: give one entry whose parameters hold `seeds: \"ip1,ip2,...\"`")]
     SeedProvider,
+    #[error("{0}: name the certificate and its key file")]
+    TlsFiles(&'static str),
+    #[error("invalid internode_encryption '{0}': use none, all, dc or rack")]
+    InternodeEncryption(String),
+    #[error("invalid memcache_ssl_verify_mode {0}: use 0 (none), 1 (request), 2 (require) or 3 (once)")]
+    VerifyMode(u8),
 }
 
 /// `shoal [server]` options. Each `Option` is unset unless given by flag or
@@ -51,7 +59,7 @@ pub struct Cli {
 #[derive(Debug, clap::Subcommand)]
 pub enum Command {
     /// Run a node (the default).
-    Server(ServerArgs),
+    Server(Box<ServerArgs>),
     /// Operate a running node: flush, compact, snapshot.
     Nodetool(crate::nodetool::NodetoolArgs),
     /// Generate load against a CQL or memcached server and report latencies.
@@ -81,6 +89,25 @@ pub struct ServerArgs {
     /// HTTP port for /metrics and the admin API [default: 10000]
     #[arg(long, env = "SHOAL_API_PORT")]
     pub api_port: Option<u16>,
+    /// Address the HTTP API listens on; it changes the cluster, so it
+    /// stays on loopback unless asked [default: 127.0.0.1]
+    #[arg(long, env = "SHOAL_API_ADDRESS")]
+    pub api_address: Option<IpAddr>,
+    /// CQL port speaking TLS, with client_encryption_options enabled;
+    /// the native ports then stay plaintext [default: none: they speak TLS]
+    #[arg(long, env = "SHOAL_NATIVE_TRANSPORT_PORT_SSL")]
+    pub native_transport_port_ssl: Option<u16>,
+    /// Shard-aware CQL port speaking TLS, beside native_transport_port_ssl [default: 19142]
+    #[arg(long, env = "SHOAL_NATIVE_SHARD_AWARE_TRANSPORT_PORT_SSL")]
+    pub native_shard_aware_transport_port_ssl: Option<u16>,
+    /// Internode port speaking TLS, the same on every node, with
+    /// server_encryption_options' internode_encryption on [default: 7001]
+    #[arg(long, env = "SHOAL_SSL_STORAGE_PORT")]
+    pub ssl_storage_port: Option<u16>,
+    /// A client (or peer) that has not finished its TLS handshake after
+    /// this long is cut off [default: 10000]
+    #[arg(long, env = "SHOAL_TLS_HANDSHAKE_TIMEOUT_IN_MS")]
+    pub tls_handshake_timeout_in_ms: Option<u64>,
     /// Internode messaging port: other nodes connect here [default: 7000]
     #[arg(long, env = "SHOAL_STORAGE_PORT")]
     pub storage_port: Option<u16>,
@@ -125,6 +152,27 @@ pub struct ServerArgs {
     /// used are evicted (memcached's -m); 0: never evict [default: --memory]
     #[arg(long, env = "SHOAL_MEMCACHE_MAX_SIZE")]
     pub memcache_max_size: Option<String>,
+    /// TLS on the memcached port (memcached's -Z), with
+    /// --memcache-ssl-chain-cert and --memcache-ssl-key
+    #[arg(long, env = "SHOAL_MEMCACHE_SSL")]
+    pub memcache_ssl: bool,
+    /// memcached's ssl_chain_cert: the certificate chain, PEM
+    #[arg(long, env = "SHOAL_MEMCACHE_SSL_CHAIN_CERT")]
+    pub memcache_ssl_chain_cert: Option<PathBuf>,
+    /// memcached's ssl_key: the private key, PEM
+    #[arg(long, env = "SHOAL_MEMCACHE_SSL_KEY")]
+    pub memcache_ssl_key: Option<PathBuf>,
+    /// memcached's ssl_ca_cert: CA certificates client certificates are checked against, PEM
+    #[arg(long, env = "SHOAL_MEMCACHE_SSL_CA_CERT")]
+    pub memcache_ssl_ca_cert: Option<PathBuf>,
+    /// memcached's ssl_verify_mode: 0 no client certificate, 1 checked if
+    /// sent, 2 and 3 required [default: 0]
+    #[arg(long, env = "SHOAL_MEMCACHE_SSL_VERIFY_MODE")]
+    pub memcache_ssl_verify_mode: Option<u8>,
+    /// memcached's -Y: username:password lines; a connection must first
+    /// authenticate with `set <key> 0 0 <n>` of "username password"
+    #[arg(long, env = "SHOAL_MEMCACHE_AUTH_FILE")]
+    pub memcache_auth_file: Option<PathBuf>,
     /// YAML options file with scylla.yaml key names [default: shoal.yaml if present]
     #[arg(long, env = "SHOAL_OPTIONS_FILE")]
     pub options_file: Option<PathBuf>,
@@ -176,8 +224,21 @@ struct OptionsFile {
     native_transport_port: Option<u16>,
     native_shard_aware_transport_port: Option<u16>,
     api_port: Option<u16>,
+    api_address: Option<IpAddr>,
+    client_encryption_options: Option<ClientEncryptionOptions>,
+    native_transport_port_ssl: Option<u16>,
+    native_shard_aware_transport_port_ssl: Option<u16>,
+    server_encryption_options: Option<ServerEncryptionOptions>,
+    ssl_storage_port: Option<u16>,
+    tls_handshake_timeout_in_ms: Option<u64>,
     memcache_port: Option<u16>,
     memcache_max_size: Option<String>,
+    memcache_ssl: Option<bool>,
+    memcache_ssl_chain_cert: Option<PathBuf>,
+    memcache_ssl_key: Option<PathBuf>,
+    memcache_ssl_ca_cert: Option<PathBuf>,
+    memcache_ssl_verify_mode: Option<u8>,
+    memcache_auth_file: Option<PathBuf>,
     storage_port: Option<u16>,
     seed_provider: Option<Vec<SeedProvider>>,
     failure_detector_timeout_in_ms: Option<u64>,
@@ -224,6 +285,134 @@ struct SeedParameters {
     seeds: String,
 }
 
+/// scylla.yaml's `client_encryption_options`: TLS for CQL.
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct ClientEncryptionOptions {
+    #[serde(default)]
+    enabled: bool,
+    certificate: Option<PathBuf>,
+    keyfile: Option<PathBuf>,
+    truststore: Option<PathBuf>,
+    #[serde(default)]
+    require_client_auth: bool,
+}
+
+/// scylla.yaml's `server_encryption_options`: TLS between nodes.
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct ServerEncryptionOptions {
+    internode_encryption: Option<String>,
+    certificate: Option<PathBuf>,
+    keyfile: Option<PathBuf>,
+    truststore: Option<PathBuf>,
+    #[serde(default)]
+    require_client_auth: bool,
+    /// Cassandra's: a peer's certificate must name its address.
+    #[serde(default)]
+    require_endpoint_verification: bool,
+}
+
+/// TLS files as the options name them; `what` names the options in errors.
+fn tls_files(
+    what: &'static str,
+    certificate: Option<PathBuf>,
+    keyfile: Option<PathBuf>,
+    truststore: Option<PathBuf>,
+    client_auth: ClientAuth,
+) -> Result<TlsFiles, ConfigError> {
+    match (certificate, keyfile) {
+        (Some(certificate), Some(keyfile)) => Ok(TlsFiles { certificate, keyfile, truststore, client_auth }),
+        _ => Err(ConfigError::TlsFiles(what)),
+    }
+}
+
+fn require(client_auth: bool) -> ClientAuth {
+    if client_auth {
+        ClientAuth::Required
+    } else {
+        ClientAuth::None
+    }
+}
+
+/// CQL over TLS: on the native ports, or on ports of its own.
+#[derive(Debug, Clone)]
+pub struct ClientTls {
+    pub files: TlsFiles,
+    /// `native_transport_port_ssl` and its shard-aware twin: TLS here and
+    /// plaintext on the native ports; `None`: the native ports speak TLS.
+    pub ssl_ports: Option<(u16, u16)>,
+}
+
+/// Internode TLS as configured.
+#[derive(Debug, Clone)]
+pub struct InternodeTlsConfig {
+    pub encryption: InternodeEncryption,
+    pub files: TlsFiles,
+    pub verify_name: bool,
+    pub ssl_storage_port: u16,
+}
+
+fn client_tls(args: &ServerArgs, file: &mut OptionsFile, native_port: u16) -> Result<Option<ClientTls>, ConfigError> {
+    let options = file.client_encryption_options.take().unwrap_or_default();
+    if !options.enabled {
+        return Ok(None);
+    }
+    let files = tls_files(
+        "client_encryption_options",
+        options.certificate,
+        options.keyfile,
+        options.truststore,
+        require(options.require_client_auth),
+    )?;
+    let ssl_port = args.native_transport_port_ssl.or(file.native_transport_port_ssl).filter(|p| *p != native_port);
+    let aware_ssl_port =
+        args.native_shard_aware_transport_port_ssl.or(file.native_shard_aware_transport_port_ssl).unwrap_or(19142);
+    Ok(Some(ClientTls { files, ssl_ports: ssl_port.map(|port| (port, aware_ssl_port)) }))
+}
+
+fn internode_tls(args: &ServerArgs, file: &mut OptionsFile) -> Result<Option<InternodeTlsConfig>, ConfigError> {
+    let options = file.server_encryption_options.take().unwrap_or_default();
+    let text = options.internode_encryption.unwrap_or_else(|| "none".to_string());
+    let encryption = InternodeEncryption::parse(&text).ok_or(ConfigError::InternodeEncryption(text))?;
+    if encryption == InternodeEncryption::None {
+        return Ok(None);
+    }
+    let files = tls_files(
+        "server_encryption_options",
+        options.certificate,
+        options.keyfile,
+        options.truststore,
+        require(options.require_client_auth),
+    )?;
+    Ok(Some(InternodeTlsConfig {
+        encryption,
+        files,
+        verify_name: options.require_endpoint_verification,
+        ssl_storage_port: args.ssl_storage_port.or(file.ssl_storage_port).unwrap_or(7001),
+    }))
+}
+
+fn memcache_tls(args: &mut ServerArgs, file: &mut OptionsFile) -> Result<Option<TlsFiles>, ConfigError> {
+    if !(args.memcache_ssl || file.memcache_ssl.unwrap_or(false)) {
+        return Ok(None);
+    }
+    let client_auth = match args.memcache_ssl_verify_mode.or(file.memcache_ssl_verify_mode).unwrap_or(0) {
+        0 => ClientAuth::None,
+        1 => ClientAuth::Optional,
+        2 | 3 => ClientAuth::Required,
+        other => return Err(ConfigError::VerifyMode(other)),
+    };
+    tls_files(
+        "memcache_ssl_chain_cert and memcache_ssl_key",
+        args.memcache_ssl_chain_cert.take().or(file.memcache_ssl_chain_cert.take()),
+        args.memcache_ssl_key.take().or(file.memcache_ssl_key.take()),
+        args.memcache_ssl_ca_cert.take().or(file.memcache_ssl_ca_cert.take()),
+        client_auth,
+    )
+    .map(Some)
+}
+
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum CommitlogSync {
     Periodic { period_ms: u64 },
@@ -241,6 +430,16 @@ pub struct Config {
     pub native_transport_port: u16,
     pub native_shard_aware_transport_port: u16,
     pub api_port: u16,
+    pub api_address: IpAddr,
+    /// CQL over TLS (`client_encryption_options`).
+    pub client_tls: Option<ClientTls>,
+    /// TLS between nodes (`server_encryption_options`).
+    pub internode_tls: Option<InternodeTlsConfig>,
+    /// TLS on the memcached port.
+    pub memcache_tls: Option<TlsFiles>,
+    /// memcached's ASCII authentication.
+    pub memcache_auth_file: Option<PathBuf>,
+    pub tls_handshake_timeout: Duration,
     pub memcache_port: u16,
     pub storage_port: u16,
     /// Other nodes' storage ports to contact at start (never this node).
@@ -283,13 +482,17 @@ pub struct Config {
 }
 
 impl Config {
-    pub fn resolve(args: ServerArgs) -> Result<Config, ConfigError> {
-        let file = match &args.options_file {
+    pub fn resolve(mut args: ServerArgs) -> Result<Config, ConfigError> {
+        let mut file = match &args.options_file {
             Some(path) => read_options(path)?,
             None if Path::new("shoal.yaml").exists() => read_options(Path::new("shoal.yaml"))?,
             None => OptionsFile::default(),
         };
         let timeouts = timeouts(&file);
+        let native_transport_port = args.native_transport_port.or(file.native_transport_port).unwrap_or(9042);
+        let client_tls = client_tls(&args, &mut file, native_transport_port)?;
+        let internode_tls = internode_tls(&args, &mut file)?;
+        let memcache_tls = memcache_tls(&mut args, &mut file)?;
         let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
         let smp = args.smp.or(file.smp).unwrap_or(cores);
         if smp == 0 {
@@ -403,7 +606,15 @@ impl Config {
             replace_node_first_boot: args.replace_node_first_boot.or(file.replace_node_first_boot),
             data_center: args.dc.unwrap_or_else(|| DEFAULT_DATA_CENTER.to_string()),
             rack: args.rack.unwrap_or_else(|| DEFAULT_RACK.to_string()),
-            native_transport_port: args.native_transport_port.or(file.native_transport_port).unwrap_or(9042),
+            native_transport_port,
+            client_tls,
+            internode_tls,
+            memcache_tls,
+            memcache_auth_file: args.memcache_auth_file.or(file.memcache_auth_file),
+            tls_handshake_timeout: Duration::from_millis(
+                args.tls_handshake_timeout_in_ms.or(file.tls_handshake_timeout_in_ms).unwrap_or(10_000),
+            ),
+            api_address: args.api_address.or(file.api_address).unwrap_or([127, 0, 0, 1].into()),
             native_shard_aware_transport_port: args
                 .native_shard_aware_transport_port
                 .or(file.native_shard_aware_transport_port)

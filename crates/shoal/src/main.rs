@@ -33,7 +33,7 @@ fn main() {
         .init();
     let cli = Cli::parse();
     let args = match cli.command {
-        Some(Command::Server(args)) => args,
+        Some(Command::Server(args)) => *args,
         Some(Command::Nodetool(args)) => finish(nodetool::run(args)),
         Some(Command::Stress(args)) => finish(shoal_stress::run(args)),
         None => cli.server,
@@ -91,9 +91,14 @@ fn run(config: Config) -> Result<(), String> {
         config.workdir.display(),
         config.memory_bytes >> 20
     );
+    let tls = tls_setup(&config).map_err(|e| e.to_string())?;
     let server_config = Arc::new(ServerConfig {
         max_frame_bytes: config.max_frame_bytes,
         shard_aware_port: config.native_shard_aware_transport_port,
+        shard_aware_port_ssl: config
+            .client_tls
+            .as_ref()
+            .map(|tls| tls.ssl_ports.map_or(config.native_shard_aware_transport_port, |(_, shard_aware)| shard_aware)),
         nr_shards: config.smp,
         sharding_ignore_msb: shoal_coordinator::SHARDING_IGNORE_MSB,
     });
@@ -113,6 +118,7 @@ fn run(config: Config) -> Result<(), String> {
         shoal_coordinator::start_shard();
         let config = config.clone();
         let server_config = Arc::clone(&server_config);
+        let tls = tls.clone();
         async move {
             shoal_coordinator::open_hints(&config.hints_dir).await;
             shoal_coordinator::open_batchlog(&config.workdir.join("batchlog")).await;
@@ -124,7 +130,7 @@ fn run(config: Config) -> Result<(), String> {
                     Ok(tokens) => shoal_coordinator::cluster::set_tokens(tokens),
                     Err(e) => fail(&e),
                 }
-                if let Err(e) = listen(&config, server_config).await {
+                if let Err(e) = listen(&config, server_config, tls).await {
                     fail(&e);
                 }
             }
@@ -212,29 +218,104 @@ fn check_shard_count(config: &Config) -> Result<(), String> {
     }
 }
 
+/// What TLS the listeners speak and what memcached's ASCII authentication
+/// allows, read at start (an error stops the node) and then reloaded when
+/// their files change, by the watcher thread this starts.
+#[derive(Clone, Default)]
+struct TlsSetup {
+    cql: Option<shoal_tls::Acceptor>,
+    memcache: Option<shoal_tls::Acceptor>,
+    memcache_auth: Option<shoal_tls::Reloadable<shoal_memcache::auth::AuthTable>>,
+}
+
+#[derive(Debug, thiserror::Error)]
+enum TlsSetupError {
+    #[error("{what}: {source}")]
+    Tls { what: &'static str, source: shoal_tls::TlsError },
+    #[error("memcache_auth_file {path}: {message}")]
+    AuthFile { path: std::path::PathBuf, message: String },
+    #[error("cannot start the thread that reloads certificates: {0}")]
+    Watcher(std::io::Error),
+}
+
+fn tls_setup(config: &Config) -> Result<TlsSetup, TlsSetupError> {
+    let mut watcher = shoal_tls::Watcher::new();
+    let timeout = config.tls_handshake_timeout;
+    let mut acceptor = |what: &'static str, files: &shoal_tls::TlsFiles| {
+        shoal_tls::Acceptor::new(what, files.clone(), timeout, &mut watcher)
+            .map_err(|source| TlsSetupError::Tls { what, source })
+    };
+    let cql = config.client_tls.as_ref().map(|tls| acceptor("client_encryption_options", &tls.files)).transpose()?;
+    let memcache = config.memcache_tls.as_ref().map(|files| acceptor("memcache_ssl", files)).transpose()?;
+    if let Some(internode) = &config.internode_tls {
+        let what = "server_encryption_options";
+        let acceptor = acceptor(what, &internode.files)?;
+        let connector =
+            shoal_tls::Connector::new(what, internode.files.clone(), internode.verify_name, timeout, &mut watcher)
+                .map_err(|source| TlsSetupError::Tls { what, source })?;
+        shoal_cluster::encryption::set_internode_tls(shoal_cluster::encryption::InternodeTls {
+            encryption: internode.encryption,
+            placement: shoal_cluster::replication::Placement {
+                data_center: config.data_center.clone(),
+                rack: config.rack.clone(),
+            },
+            ssl_port: internode.ssl_storage_port,
+            acceptor,
+            connector,
+        });
+    }
+    let memcache_auth = match &config.memcache_auth_file {
+        Some(path) => {
+            let read = {
+                let path = path.clone();
+                move || {
+                    let text = std::fs::read(&path).map_err(|e| e.to_string())?;
+                    shoal_memcache::auth::AuthTable::parse(&text).map(Arc::new).map_err(|e| e.to_string())
+                }
+            };
+            let table = read().map_err(|message| TlsSetupError::AuthFile { path: path.clone(), message })?;
+            let table = shoal_tls::Reloadable::new(table);
+            watcher.watch("memcache_auth_file", vec![path.clone()], &table, read);
+            Some(table)
+        }
+        None => None,
+    };
+    watcher.spawn().map_err(TlsSetupError::Watcher)?;
+    Ok(TlsSetup { cql, memcache, memcache_auth })
+}
+
 /// Binds every listener on shard 0, logs one line each, then "ready": the
 /// internode and API ports first, the client ports once the node has
 /// joined the ring (bootstrap streams its data first).
-async fn listen(config: &Config, server_config: Arc<ServerConfig>) -> Result<(), String> {
+async fn listen(config: &Config, server_config: Arc<ServerConfig>, tls: TlsSetup) -> Result<(), String> {
     let address = config.listen_address;
-    let bind = |port: u16| {
+    let bind_at = |address: std::net::IpAddr, port: u16| {
         let at = SocketAddr::new(address, port);
         async move { server::bind(at).await.map_err(|e| format!("cannot listen on {at}: {e}")) }
     };
-    let api = bind(config.api_port).await?;
-    tracing::info!("HTTP API (/metrics) listening on {}:{}", address, config.api_port);
-    let storage = bind(config.storage_port).await?;
-    tracing::info!(
-        "internode messaging listening on {}:{}; seeds: {}",
-        address,
-        config.storage_port,
-        if config.seeds.is_empty() {
-            "none".to_string()
-        } else {
-            config.seeds.iter().map(ToString::to_string).collect::<Vec<_>>().join(", ")
-        }
-    );
-    shoal_runtime::spawn(shoal_cluster::messaging::serve(storage));
+    let bind = |port: u16| bind_at(address, port);
+    let api = bind_at(config.api_address, config.api_port).await?;
+    tracing::info!("HTTP API (/metrics) listening on {}:{}", config.api_address, config.api_port);
+    let seeds = if config.seeds.is_empty() {
+        "none".to_string()
+    } else {
+        config.seeds.iter().map(ToString::to_string).collect::<Vec<_>>().join(", ")
+    };
+    if shoal_cluster::encryption::plain_port_open() {
+        let storage = bind(config.storage_port).await?;
+        tracing::info!("internode messaging listening on {}:{}; seeds: {seeds}", address, config.storage_port);
+        shoal_runtime::spawn(shoal_cluster::messaging::serve(storage));
+    }
+    if let Some(internode) = &config.internode_tls {
+        let storage = bind(internode.ssl_storage_port).await?;
+        tracing::info!(
+            "internode messaging (TLS, internode_encryption {:?}) listening on {}:{}; seeds: {seeds}",
+            internode.encryption,
+            address,
+            internode.ssl_storage_port
+        );
+        shoal_runtime::spawn(shoal_cluster::messaging::serve_tls(storage));
+    }
     shoal_runtime::spawn(shoal_cluster::failure_detector::run(config.seeds.clone(), config.failure_detector_timeout));
     shoal_runtime::spawn(shoal_cluster::group0::run(shoal_cluster::group0::Group0Config {
         dir: config.workdir.join("raft"),
@@ -253,10 +334,30 @@ async fn listen(config: &Config, server_config: Arc<ServerConfig>) -> Result<(),
         tracing::error!("stopping: {why}");
         std::process::exit(1);
     });
+    // With TLS on ports of its own, the native ports stay plaintext.
+    let (native_tls, ssl_ports) = match config.client_tls.as_ref().and_then(|t| t.ssl_ports) {
+        Some(ports) => (None, Some(ports)),
+        None => (tls.cql.clone(), None),
+    };
+    let kind = if native_tls.is_some() { " (TLS)" } else { "" };
     let cql = bind(config.native_transport_port).await?;
-    tracing::info!("CQL native transport listening on {}:{}", address, config.native_transport_port);
+    tracing::info!("CQL native transport{kind} listening on {}:{}", address, config.native_transport_port);
     let shard_aware = bind(config.native_shard_aware_transport_port).await?;
-    tracing::info!("CQL shard-aware transport listening on {}:{}", address, config.native_shard_aware_transport_port);
+    tracing::info!(
+        "CQL shard-aware transport{kind} listening on {}:{}",
+        address,
+        config.native_shard_aware_transport_port
+    );
+    let ssl_listeners = match ssl_ports {
+        Some((port, shard_aware_port)) => {
+            let regular = bind(port).await?;
+            tracing::info!("CQL native transport (TLS) listening on {address}:{port}");
+            let shard_aware = bind(shard_aware_port).await?;
+            tracing::info!("CQL shard-aware transport (TLS) listening on {address}:{shard_aware_port}");
+            Some((regular, shard_aware))
+        }
+        None => None,
+    };
     let memcache = match config.memcache_port {
         0 => None,
         port => {
@@ -264,7 +365,9 @@ async fn listen(config: &Config, server_config: Arc<ServerConfig>) -> Result<(),
             create_items_table().await?;
             let listener = bind(port).await?;
             tracing::info!(
-                "memcached protocol listening on {}:{} (items in {}.{})",
+                "memcached protocol{}{} listening on {}:{} (items in {}.{})",
+                if tls.memcache.is_some() { " (TLS)" } else { "" },
+                if tls.memcache_auth.is_some() { " (ASCII authentication)" } else { "" },
                 address,
                 port,
                 shoal_memcache::items_table::DEFAULT_KEYSPACE,
@@ -273,8 +376,17 @@ async fn listen(config: &Config, server_config: Arc<ServerConfig>) -> Result<(),
             Some(listener)
         }
     };
-    shoal_runtime::spawn(server::serve(cql, Placement::RoundRobin, Arc::clone(&server_config)));
-    shoal_runtime::spawn(server::serve(shard_aware, Placement::BySourcePort, server_config));
+    shoal_runtime::spawn(server::serve(cql, Placement::RoundRobin, Arc::clone(&server_config), native_tls.clone()));
+    shoal_runtime::spawn(server::serve(shard_aware, Placement::BySourcePort, Arc::clone(&server_config), native_tls));
+    if let Some((regular, shard_aware)) = ssl_listeners {
+        shoal_runtime::spawn(server::serve(
+            regular,
+            Placement::RoundRobin,
+            Arc::clone(&server_config),
+            tls.cql.clone(),
+        ));
+        shoal_runtime::spawn(server::serve(shard_aware, Placement::BySourcePort, server_config, tls.cql));
+    }
     if let Some(listener) = memcache {
         let memcache_config = Arc::new(shoal_memcache::Config {
             keyspace: shoal_memcache::items_table::DEFAULT_KEYSPACE.to_string(),
@@ -282,6 +394,8 @@ async fn listen(config: &Config, server_config: Arc<ServerConfig>) -> Result<(),
             limits: shoal_memcache::Limits { item_size_max_bytes: MEMCACHE_ITEM_SIZE_MAX_BYTES },
             max_size_bytes: config.memcache_max_size_bytes,
             port: config.memcache_port,
+            tls: tls.memcache,
+            auth: tls.memcache_auth,
         });
         shoal_runtime::spawn(shoal_memcache::server::serve(listener, memcache_config));
     }

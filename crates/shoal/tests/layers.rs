@@ -12,6 +12,7 @@ const LAYERS: &[&str] = &[
     "buf",
     "metrics",
     "runtime",
+    "tls",
     "schema",
     "io",
     "storage",

@@ -23,8 +23,9 @@ use futures_channel::mpsc;
 use futures_util::{FutureExt, StreamExt};
 use shoal_cql::processor::{self, QueryOptions, Session};
 use shoal_cql::{BatchStatement, CqlError, QueryResult};
-use shoal_runtime::net::{AsyncRead, AsyncWriteExt, BufResult, TcpStream};
+use shoal_runtime::net::{BufResult, TcpStream};
 use shoal_schema::{SchemaChange as SchemaEvent, SchemaChangeKind, SchemaChangeTarget as EventTarget};
+use shoal_tls::Socket;
 
 use crate::compression::Compression;
 use crate::frame::{begin_response, begin_response_with, finish_frame, FrameDecoder, Opcode};
@@ -49,6 +50,9 @@ const LWT_METADATA_BIT: u32 = 0x8000_0000;
 pub struct ServerConfig {
     pub max_frame_bytes: usize,
     pub shard_aware_port: u16,
+    /// The shard-aware port that speaks TLS, if any (ScyllaDB's
+    /// `SCYLLA_SHARD_AWARE_PORT_SSL`).
+    pub shard_aware_port_ssl: Option<u16>,
     pub nr_shards: usize,
     pub sharding_ignore_msb: u32,
 }
@@ -84,12 +88,20 @@ impl Drop for Connection {
     }
 }
 
-/// Serves `stream` until the client closes it or sends a broken frame.
-pub async fn run(stream: TcpStream, config: Arc<ServerConfig>) {
+/// Serves `stream` until the client closes it or sends a broken frame;
+/// with `tls`, after the TLS handshake.
+pub async fn run(stream: TcpStream, config: Arc<ServerConfig>, tls: Option<shoal_tls::Acceptor>) {
     let _open = OpenConnection::new();
     let _ = stream.set_nodelay(true);
     let client = stream.peer_addr().map_or(IpAddr::from([0, 0, 0, 0]), |a| a.ip());
-    let (reader, writer) = stream.into_split();
+    let socket = match shoal_tls::accept(tls.as_ref(), stream).await {
+        Ok(socket) => socket,
+        Err(e) => {
+            tracing::debug!("CQL connection from {client} refused: {e}");
+            return;
+        }
+    };
+    let (reader, writer) = socket.into_split();
     let (out, frames) = mpsc::unbounded();
     let (written, mut written_rx) = mpsc::unbounded();
     let in_flight = Rc::new(InFlight::default());
@@ -118,7 +130,7 @@ struct Outgoing {
 }
 
 async fn write_loop(
-    mut writer: TcpStream,
+    mut writer: Socket,
     mut frames: mpsc::UnboundedReceiver<Outgoing>,
     in_flight: Rc<InFlight>,
     written: mpsc::UnboundedSender<()>,
@@ -141,7 +153,7 @@ async fn write_loop(
 }
 
 async fn read_loop(
-    mut reader: TcpStream,
+    mut reader: Socket,
     connection: &Rc<Connection>,
     written: &mut mpsc::UnboundedReceiver<()>,
 ) -> std::io::Result<()> {
@@ -155,7 +167,7 @@ async fn read_loop(
             }
         }
         buffer.clear();
-        let BufResult(read, returned) = reader.read(buffer).await;
+        let BufResult(read, returned) = reader.read_appending(buffer, READ_BUFFER_BYTES).await;
         buffer = returned;
         if read? == 0 {
             return Ok(());
@@ -383,7 +395,7 @@ fn startup(connection: &Connection, options: &HashMap<String, String>) -> Result
 
 fn supported(config: &ServerConfig) -> Vec<u8> {
     let shard = shoal_runtime::this_shard().to_string();
-    let options: Vec<(&str, Vec<String>)> = vec![
+    let mut options: Vec<(&str, Vec<String>)> = vec![
         ("CQL_VERSION", vec![shoal_cql::system::CQL_VERSION.to_string()]),
         ("COMPRESSION", vec!["lz4".to_string(), "snappy".to_string()]),
         ("PROTOCOL_VERSIONS", vec!["4/v4".to_string()]),
@@ -393,8 +405,11 @@ fn supported(config: &ServerConfig) -> Vec<u8> {
         ("SCYLLA_SHARDING_ALGORITHM", vec!["biased-token-round-robin".to_string()]),
         ("SCYLLA_SHARDING_IGNORE_MSB", vec![config.sharding_ignore_msb.to_string()]),
         ("SCYLLA_SHARD_AWARE_PORT", vec![config.shard_aware_port.to_string()]),
+        ("SCYLLA_SHARD_AWARE_PORT_SSL", config.shard_aware_port_ssl.iter().map(u16::to_string).collect()),
         (LWT_ADD_METADATA_MARK, vec![format!("LWT_OPTIMIZATION_META_BIT_MASK={LWT_METADATA_BIT}")]),
     ];
+    // An option without values is not offered (no TLS shard-aware port).
+    options.retain(|(_, values)| !values.is_empty());
     let mut body = Vec::new();
     response::write_supported(&mut body, &options);
     body
