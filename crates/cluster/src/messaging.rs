@@ -383,9 +383,10 @@ async fn read_frame(reader: &mut TcpStream, pending: &mut BytesMut) -> Result<Op
     }
 }
 
-/// Accepts internode connections on the storage port forever.
+/// Accepts internode connections on the storage port for as long as the
+/// process runs (a stopping node still answers what its peers sent).
 pub async fn serve(listener: TcpListener) {
-    shoal_runtime::net::serve(listener, Placement::RoundRobin, accept).await
+    shoal_runtime::net::serve_peers(listener, Placement::RoundRobin, accept).await
 }
 
 #[derive(Debug, Error)]
