@@ -139,7 +139,7 @@ where
 {
     let nr_shards = crate::nr_shards();
     let mut next = 0usize;
-    let address = listener.local_addr().ok();
+    let address = listener.local_addr().map_or_else(|e| format!("(unknown: {e})"), |a| a.to_string());
     loop {
         let accepted = match audience {
             Audience::Peers => listener.accept().await,
@@ -148,7 +148,7 @@ where
                 match futures_util::future::select(std::pin::pin!(listener.accept()), stopped).await {
                     futures_util::future::Either::Left((accepted, _)) => accepted,
                     futures_util::future::Either::Right(_) => {
-                        tracing::info!("stopped accepting client connections on {address:?}");
+                        tracing::info!("stopped accepting client connections on {address}");
                         return;
                     }
                 }
