@@ -121,6 +121,31 @@ class Node:
     def alive(self):
         return self.proc is not None and self.proc.poll() is None
 
+    @property
+    def api_port(self):
+        return self.ports[2]
+
+    def stop(self, sig=signal.SIGTERM, timeout=60):
+        """Sends `sig` (SIGTERM or SIGINT: a clean stop) and waits for the
+        process to end; returns its exit status."""
+        assert self.alive(), "the node is not running"
+        self.proc.send_signal(sig)
+        status = self.proc.wait(timeout=timeout)
+        self.log.close()
+        return status
+
+    def last_start_log(self):
+        """server.log from the latest start on."""
+        text = open(self.log_path, errors="replace").read()
+        return text[text.rfind("\n=== start "):]
+
+    def api(self, method, path):
+        """One request to the node's HTTP API; the body of its 200 answer."""
+        import urllib.request
+        request = urllib.request.Request("http://%s:%d%s" % (self.address, self.api_port, path), method=method)
+        with urllib.request.urlopen(request, timeout=60) as r:
+            return r.read().decode()
+
     def kill(self):
         """kill -9, and wait for the process to be gone."""
         if self.proc is not None:

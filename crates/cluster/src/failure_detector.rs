@@ -9,6 +9,12 @@
 //! state lives on shard 0, the only shard that pings; [`statuses`] reads it
 //! there. At most one ping per peer is outstanding.
 //!
+//! A node that stops cleanly tells its peers first ([`announce_shutdown`],
+//! the `Shutdown` verb, ScyllaDB's gossip shutdown): each marks it down at
+//! once, ignores answers to pings sent before the notice, and from then on
+//! the stopping node refuses pings, so it stays down until a new process
+//! answers one.
+//!
 //! A ping's answer carries the node's load (`[u64 bytes]`, set with
 //! [`set_load_bytes`]; empty before it is known), as ScyllaDB's gossip
 //! does, for `nodetool status`.
@@ -45,6 +51,9 @@ struct Peer {
     status: PeerStatus,
     last_answer: Option<Instant>,
     probing: bool,
+    /// When it said it was going down: answers to pings sent before then
+    /// do not bring it back up.
+    shut_down_at: Option<Instant>,
 }
 
 #[derive(Default)]
@@ -56,17 +65,64 @@ thread_local! {
     static DETECTOR: RefCell<Detector> = RefCell::default();
     /// This node's load, on the shard that answers pings (shard 0).
     static LOAD_BYTES: Cell<Option<u64>> = const { Cell::new(None) };
+    /// This node told its peers it is going down: pings are refused.
+    static GOING_DOWN: Cell<bool> = const { Cell::new(false) };
 }
 
-/// Answers pings with this node's load; registered on every shard.
+/// Answers pings with this node's load, and peers' shutdown notices;
+/// registered on every shard.
 pub(crate) fn register_ping() {
     messaging::register(
         Verb::Ping,
         Rc::new(|_, _| {
-            let load = LOAD_BYTES.with(Cell::get).map_or_else(Bytes::new, |b| Bytes::copy_from_slice(&b.to_be_bytes()));
-            std::future::ready(Ok(load)).boxed_local()
+            let answer = if GOING_DOWN.with(Cell::get) {
+                Err("this node is shutting down".to_string())
+            } else {
+                let load = LOAD_BYTES.with(Cell::get);
+                Ok(load.map_or_else(Bytes::new, |b| Bytes::copy_from_slice(&b.to_be_bytes())))
+            };
+            std::future::ready(answer).boxed_local()
         }),
     );
+    messaging::register(
+        Verb::Shutdown,
+        Rc::new(|caller, _| {
+            mark_shut_down(caller.address);
+            std::future::ready(Ok(Bytes::new())).boxed_local()
+        }),
+    );
+}
+
+/// Tells every peer that is up that this node is going down, and refuses
+/// pings from now on; answers once each has answered or timed out (the
+/// verb's 2 s). Returns how many acknowledged. Call on the shard that runs
+/// [`run`].
+pub async fn announce_shutdown() -> usize {
+    GOING_DOWN.with(|going| going.set(true));
+    let up: Vec<SocketAddr> =
+        DETECTOR.with(|d| d.borrow().peers.iter().filter(|p| p.status.up).map(|p| p.status.address).collect());
+    let told = up.into_iter().map(|address| async move {
+        let answer = messaging::request(address, 0, Verb::Shutdown, &[]).await;
+        if let Err(e) = &answer {
+            tracing::warn!("could not tell {address} that this node is going down: {e}");
+        }
+        answer.is_ok()
+    });
+    futures_util::future::join_all(told).await.into_iter().filter(|told| *told).count()
+}
+
+/// A peer said it is going down: down now, until a ping sent after this
+/// is answered (by its next process).
+fn mark_shut_down(address: SocketAddr) {
+    DETECTOR.with(|d| {
+        let mut d = d.borrow_mut();
+        let Some(peer) = d.peers.iter_mut().find(|p| p.status.address == address) else { return };
+        peer.shut_down_at = Some(Instant::now());
+        if peer.status.up {
+            peer.status.up = false;
+            tracing::info!("node {address} is DOWN: it is shutting down");
+        }
+    });
 }
 
 /// Sets the load this node's ping answers carry; call on shard 0.
@@ -106,6 +162,7 @@ pub async fn run(peers: Vec<SocketAddr>, timeout: Duration) {
 }
 
 async fn probe(address: SocketAddr) {
+    let sent_at = Instant::now();
     let answered = messaging::request(address, 0, Verb::Ping, &[]).await;
     if let Err(e) = &answered {
         tracing::debug!("ping of {address}: {e}");
@@ -115,9 +172,10 @@ async fn probe(address: SocketAddr) {
         let mut d = d.borrow_mut();
         let Some(peer) = d.peers.iter_mut().find(|p| p.status.address == address) else { return };
         peer.probing = false;
-        if answered.is_err() {
+        if answered.is_err() || peer.shut_down_at.is_some_and(|at| at >= sent_at) {
             return;
         }
+        peer.shut_down_at = None;
         peer.last_answer = Some(Instant::now());
         if let Ok(Ok(load)) = answered.as_deref().map(<[u8; 8]>::try_from) {
             peer.status.load_bytes = Some(u64::from_be_bytes(load));
@@ -147,6 +205,7 @@ pub fn watch(address: SocketAddr) {
                 status: PeerStatus { address, up: false, host_id: None, shard_count: None, load_bytes: None },
                 last_answer: None,
                 probing: false,
+                shut_down_at: None,
             });
         }
     });

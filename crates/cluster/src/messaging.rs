@@ -394,15 +394,16 @@ async fn read_frame(reader: &mut Socket, pending: &mut BytesMut) -> Result<Optio
     }
 }
 
-/// Accepts internode connections on the plain storage port forever.
+/// Accepts internode connections on the plain storage port for as long as
+/// the process runs (a stopping node still answers what its peers sent).
 pub async fn serve(listener: TcpListener) {
-    shoal_runtime::net::serve(listener, Placement::RoundRobin, |stream| accept(Socket::Plain(stream))).await
+    shoal_runtime::net::serve_peers(listener, Placement::RoundRobin, |stream| accept(Socket::Plain(stream))).await
 }
 
-/// Accepts internode connections on `ssl_storage_port` forever: each
-/// one's TLS handshake first, on the shard it was placed on.
+/// Accepts internode connections on `ssl_storage_port` as [`serve`] does:
+/// each one's TLS handshake first, on the shard it was placed on.
 pub async fn serve_tls(listener: TcpListener) {
-    shoal_runtime::net::serve(listener, Placement::RoundRobin, |stream: TcpStream| async move {
+    shoal_runtime::net::serve_peers(listener, Placement::RoundRobin, |stream: TcpStream| async move {
         let Some(tls) = encryption::internode_tls() else { return };
         let from = stream.peer_addr().map_or_else(|_| "an unknown address".to_string(), |a| a.to_string());
         match tls.acceptor.accept(stream).await {

@@ -61,6 +61,12 @@ pub enum Verb {
     /// apply them here and on the other replicas, and answer once the
     /// write's consistency level is met. To the shard that owns it.
     CounterMutation = 22,
+    /// The calling node is going down (a clean shutdown or drain): mark it
+    /// down now rather than after the failure detector's timeout
+    /// (ScyllaDB's `GOSSIP_SHUTDOWN`), to shard 0. A node of an older
+    /// build does not know the verb and closes that connection: it then
+    /// sees the node down by its timeout, as before.
+    Shutdown = 23,
 }
 
 impl Verb {
@@ -87,6 +93,7 @@ impl Verb {
             20 => Verb::PaxosCommit,
             21 => Verb::RepairRowHashes,
             22 => Verb::CounterMutation,
+            23 => Verb::Shutdown,
             _ => return None,
         })
     }
@@ -95,7 +102,7 @@ impl Verb {
     pub fn timeout(self) -> Duration {
         match self {
             Verb::Hello => Duration::from_secs(5),
-            Verb::Ping | Verb::Raft => Duration::from_secs(2),
+            Verb::Ping | Verb::Raft | Verb::Shutdown => Duration::from_secs(2),
             // A join waits for its entry to be committed and applied.
             Verb::Group0Join | Verb::Group0Propose | Verb::Group0Barrier => Duration::from_secs(10),
             // A node's whole share of a topology change: bounded by its

@@ -694,6 +694,22 @@ impl Database {
         Ok(ids.len())
     }
 
+    /// Makes this shard's data whole on disk for a clean stop (nodetool
+    /// drain, SIGTERM): the commitlog closed (writes fail from now on),
+    /// every memtable flushed, then every commitlog segment deleted, so the
+    /// next start replays nothing. Returns the tables flushed; a shard
+    /// whose storage is not open yet (still recovering) has none.
+    pub async fn drain(&self) -> Result<usize, ReplicaError> {
+        let Some(log) = self.commitlog.borrow().clone() else { return Ok(0) };
+        log.close().await?;
+        let ids = self.table_ids();
+        for id in &ids {
+            self.flush_table(*id).await?;
+        }
+        log.discard_all().await?;
+        Ok(ids.len())
+    }
+
     fn select_tables(&self, keyspace: Option<&str>, tables: &[String]) -> Vec<Uuid> {
         let schema = self.schema();
         schema

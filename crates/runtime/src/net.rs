@@ -5,6 +5,12 @@
 //! it with [`detach`] (here) and [`attach`] (there): the socket travels as a
 //! plain file descriptor, because a shard's socket objects belong to its own
 //! executor.
+//!
+//! Listeners are of two kinds: [`serve`] for clients (CQL, memcached),
+//! which a stopping node closes ([`stop_accepting`]) and whose open
+//! connections it ends cleanly ([`stop_reading`]: the requests read are
+//! answered, then the connection closes), and [`serve_peers`] for other
+//! nodes, served until the process ends.
 
 use std::os::fd::AsFd;
 
@@ -97,17 +103,58 @@ pub async fn bind(address: std::net::SocketAddr) -> std::io::Result<TcpListener>
     }
 }
 
-/// Accepts connections forever, placing each on its shard and running
-/// `serve_connection` there: any protocol's listener (CQL, memcached).
+/// Accepts client connections (CQL, memcached) until [`stop_accepting`]
+/// runs on this shard, placing each on its shard and running
+/// `serve_connection` there; each is known to its shard until it ends, so
+/// [`stop_reading`] can end it cleanly.
 pub async fn serve<S, Fut>(listener: TcpListener, placement: Placement, serve_connection: S)
+where
+    S: Fn(TcpStream) -> Fut + Clone + Send + 'static,
+    Fut: std::future::Future<Output = ()> + 'static,
+{
+    accept_loop(listener, placement, Audience::Clients, serve_connection).await
+}
+
+/// Accepts other nodes' connections (internode messaging) for as long as
+/// the process runs: a node stopping still answers what its peers sent.
+pub async fn serve_peers<S, Fut>(listener: TcpListener, placement: Placement, serve_connection: S)
+where
+    S: Fn(TcpStream) -> Fut + Clone + Send + 'static,
+    Fut: std::future::Future<Output = ()> + 'static,
+{
+    accept_loop(listener, placement, Audience::Peers, serve_connection).await
+}
+
+/// Who a listener serves, which says whether it stops with the clients.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Audience {
+    Clients,
+    Peers,
+}
+
+async fn accept_loop<S, Fut>(listener: TcpListener, placement: Placement, audience: Audience, serve_connection: S)
 where
     S: Fn(TcpStream) -> Fut + Clone + Send + 'static,
     Fut: std::future::Future<Output = ()> + 'static,
 {
     let nr_shards = crate::nr_shards();
     let mut next = 0usize;
+    let address = listener.local_addr().map_or_else(|e| format!("(unknown: {e})"), |a| a.to_string());
     loop {
-        let (stream, peer) = match listener.accept().await {
+        let accepted = match audience {
+            Audience::Peers => listener.accept().await,
+            Audience::Clients => {
+                let stopped = std::pin::pin!(clients::accepting_stopped());
+                match futures_util::future::select(std::pin::pin!(listener.accept()), stopped).await {
+                    futures_util::future::Either::Left((accepted, _)) => accepted,
+                    futures_util::future::Either::Right(_) => {
+                        tracing::info!("stopped accepting client connections on {address}");
+                        return;
+                    }
+                }
+            }
+        };
+        let (stream, peer) = match accepted {
             Ok(accepted) => accepted,
             Err(e) => {
                 // Out of descriptors or a connection reset while queued:
@@ -126,7 +173,7 @@ where
         };
         assert!(shard < nr_shards);
         tracing::debug!("connection from {peer} placed on shard {shard} ({placement:?})");
-        if let Err(e) = hand_over(stream, shard, serve_connection.clone()).await {
+        if let Err(e) = hand_over(stream, shard, audience, serve_connection.clone()).await {
             tracing::warn!("cannot place connection from {peer} on shard {shard}: {e}");
         }
     }
@@ -140,17 +187,148 @@ enum HandOverError {
     Shard(#[from] crate::ShardError),
 }
 
-async fn hand_over<S, Fut>(stream: TcpStream, shard: usize, serve_connection: S) -> Result<(), HandOverError>
+async fn hand_over<S, Fut>(
+    stream: TcpStream,
+    shard: usize,
+    audience: Audience,
+    serve_connection: S,
+) -> Result<(), HandOverError>
 where
     S: Fn(TcpStream) -> Fut + Send + 'static,
     Fut: std::future::Future<Output = ()> + 'static,
 {
     let detached = detach(stream)?;
     crate::submit_to(shard, move || async move {
+        if audience == Audience::Peers {
+            crate::spawn(serve_connection(attach(detached)?));
+            return Ok(());
+        }
+        // A client placed here after this shard stopped reading its
+        // clients is closed at once (dropped), unserved.
+        let Some(client) = clients::admit(&detached.0)? else { return Ok(()) };
         let stream = attach(detached)?;
-        crate::spawn(serve_connection(stream));
+        crate::spawn(async move {
+            serve_connection(stream).await;
+            // The connection's socket is closed (its serving future is
+            // done): forget it before anything else runs on this shard.
+            clients::forget(client);
+        });
         Ok::<(), std::io::Error>(())
     })
     .await??;
     Ok(())
+}
+
+/// Stops this shard's client listeners (those [`serve`] runs here) and
+/// refuses clients placed on this shard from now on; connections already
+/// open go on. Call on every shard when the node stops.
+pub fn stop_accepting() {
+    clients::stop_accepting();
+}
+
+/// Shuts the reading side of every client connection served on this
+/// shard: each one's next read sees the end of the stream once what the
+/// client already sent is read, so the requests read are answered and the
+/// connection closes. Returns how many there were.
+pub fn stop_reading() -> usize {
+    clients::stop_reading()
+}
+
+/// Client connections this shard still serves.
+pub fn client_connections() -> usize {
+    clients::open()
+}
+
+/// The client connections each shard serves, and whether it still takes
+/// new ones: shard-local, like everything a shard owns.
+mod clients {
+    use std::cell::RefCell;
+    use std::collections::HashMap;
+
+    use futures_channel::oneshot;
+
+    #[derive(Default)]
+    struct Clients {
+        /// The shard stopped accepting ([`stop_accepting`] ran).
+        stopped: bool,
+        /// The shard stopped reading: clients placed here are refused.
+        closing: bool,
+        /// A duplicate of each open connection's socket, to shut its
+        /// reading side from outside the task that serves it.
+        open: HashMap<u64, std::net::TcpStream>,
+        next_id: u64,
+        /// Listeners waiting for [`stop_accepting`].
+        waiting: Vec<oneshot::Sender<()>>,
+    }
+
+    thread_local! {
+        static CLIENTS: RefCell<Clients> = RefCell::default();
+    }
+
+    /// Resolves once this shard stops accepting clients.
+    pub(super) async fn accepting_stopped() {
+        let waiting = CLIENTS.with(|c| {
+            let mut c = c.borrow_mut();
+            if c.stopped {
+                return None;
+            }
+            let (tx, rx) = oneshot::channel();
+            c.waiting.push(tx);
+            Some(rx)
+        });
+        if let Some(rx) = waiting {
+            // A dropped sender (never: the list lives as long as the
+            // thread) would also mean "stop".
+            let _ = rx.await;
+        }
+    }
+
+    pub(super) fn stop_accepting() {
+        CLIENTS.with(|c| {
+            let mut c = c.borrow_mut();
+            c.stopped = true;
+            for waiting in c.waiting.drain(..) {
+                let _ = waiting.send(());
+            }
+        });
+    }
+
+    /// Registers a client connection about to be served here; `None` when
+    /// this shard no longer serves clients.
+    pub(super) fn admit(stream: &std::net::TcpStream) -> std::io::Result<Option<u64>> {
+        let closing = CLIENTS.with(|c| c.borrow().closing);
+        if closing {
+            return Ok(None);
+        }
+        let duplicate = stream.try_clone()?;
+        Ok(Some(CLIENTS.with(|c| {
+            let mut c = c.borrow_mut();
+            let id = c.next_id;
+            c.next_id += 1;
+            c.open.insert(id, duplicate);
+            id
+        })))
+    }
+
+    pub(super) fn forget(id: u64) {
+        CLIENTS.with(|c| c.borrow_mut().open.remove(&id));
+    }
+
+    pub(super) fn stop_reading() -> usize {
+        stop_accepting();
+        CLIENTS.with(|c| {
+            let mut c = c.borrow_mut();
+            c.closing = true;
+            for stream in c.open.values() {
+                // A socket the client already closed fails here: nothing
+                // left to stop.
+                let _ = stream.shutdown(std::net::Shutdown::Read);
+            }
+            c.open.len()
+        })
+    }
+
+    pub(super) fn open() -> usize {
+        CLIENTS.with(|c| c.borrow().open.len())
+    }
 }

@@ -22,6 +22,13 @@
 //! - `POST /storage_service/keyspace_flush[/<keyspace>][?cf=t1,t2]`
 //! - `POST /storage_service/keyspace_compaction[/<keyspace>][?cf=t1,t2]`
 //! - `POST /storage_service/snapshots?tag=<tag>[&kn=<keyspace>]`
+//! - `POST /storage_service/drain`: stops serving clients, flushes, leaves
+//!   the commitlog clean (`shutdown`); `GET
+//!   /storage_service/operation_mode`: `"NORMAL"`, `"DRAINING"` or
+//!   `"DRAINED"`;
+//! - `GET /system/logger`: the log levels in force; `POST
+//!   /system/logger/<module>?level=<level>`: a module's level from now on;
+//!   `POST /system/logger?reset`: the levels of the start (`logging`);
 //! - `POST /storage_service/decommission`, `POST
 //!   /storage_service/remove_node?host_id=<uuid>`, `POST
 //!   /storage_service/repair[/<keyspace>]`, `POST
@@ -91,6 +98,13 @@ async fn handle(mut stream: TcpStream) {
             ("200 OK", format!("{}\n", STARTED.get().map_or(0, |s| s.elapsed().as_millis())))
         }
         ["POST", "/storage_service/decommission", ..] => decommission().await,
+        ["POST", "/storage_service/drain", ..] => drain().await,
+        ["GET", "/system/logger", ..] => logger_levels(),
+        ["POST", target, ..] if target.starts_with("/system/logger") => set_logger_level(target),
+        ["GET", "/storage_service/operation_mode", ..] => {
+            let mode = submit_to(0, || async { crate::shutdown::mode() }).await;
+            ("200 OK", format!("\"{}\"\n", mode.map_or("UNKNOWN", crate::shutdown::Mode::name)))
+        }
         ["POST", target, ..] if target.starts_with("/storage_service/remove_node") => remove_node(target).await,
         ["POST", target, ..] if target.starts_with("/storage_service/repair") => repair(target).await,
         ["POST", target, ..] if target.starts_with("/storage_service/keyspace_cleanup") => cleanup(target).await,
@@ -111,29 +125,16 @@ async fn handle(mut stream: TcpStream) {
     let _ = stream.write_all(response.into_bytes()).await;
 }
 
-/// How long a decommissioned node keeps serving before it stops.
-const DRAIN: std::time::Duration = std::time::Duration::from_secs(2);
-/// How much longer it waits, at most, for the CQL requests it is still
-/// answering.
-const DRAIN_REQUESTS_MAX: std::time::Duration = std::time::Duration::from_secs(10);
-
-/// Decommissions this node; once answered, the node stops.
+/// Decommissions this node; once answered, the node stops as a drain
+/// does: its grace lets the answer reach the caller and drivers hear
+/// REMOVED_NODE from the other nodes and finish what they sent here, and
+/// the requests read are answered (one cut off unanswered would be retried
+/// elsewhere by the driver, and a counter increment counted twice).
 async fn decommission() -> (&'static str, String) {
     match shoal_coordinator::node_ops::decommission().await {
         Ok(()) => {
             shoal_runtime::spawn(async {
-                // Time for the answer to reach the caller, and for drivers
-                // to hear REMOVED_NODE from the other nodes and finish what
-                // they sent here, before connections close.
-                shoal_runtime::time::sleep(DRAIN).await;
-                // A request cut off unanswered would be retried elsewhere
-                // by the driver, and a counter increment counted twice.
-                let give_up = std::time::Instant::now() + DRAIN_REQUESTS_MAX;
-                while requests_in_flight().await > 0 && std::time::Instant::now() < give_up {
-                    shoal_runtime::time::sleep(std::time::Duration::from_millis(20)).await;
-                }
-                tracing::info!("decommissioned: this node left the cluster; stopping");
-                std::process::exit(0);
+                let _ = submit_to(0, || crate::shutdown::stop("decommissioned: this node left the cluster")).await;
             });
             ("200 OK", "decommissioned\n".to_string())
         }
@@ -141,11 +142,51 @@ async fn decommission() -> (&'static str, String) {
     }
 }
 
-/// CQL requests read and not yet answered, all shards together.
-async fn requests_in_flight() -> i64 {
-    let counts =
-        (0..nr_shards()).map(|shard| submit_to(shard, || async { shoal_transport::metrics::requests_in_flight() }));
-    futures_util::future::join_all(counts).await.into_iter().map(|count| count.unwrap_or(0)).sum()
+/// Drains this node (see `shutdown`); answered once drained.
+async fn drain() -> (&'static str, String) {
+    match submit_to(0, || async { crate::shutdown::drain().await }).await {
+        Ok(Ok(drained)) => (
+            "200 OK",
+            format!(
+                "drained in {} ms: {} node(s) told, {} client connection(s) closed ({} cut off busy), {} table(s) \
+                 flushed\n",
+                drained.took.as_millis(),
+                drained.peers_told,
+                drained.connections_closed,
+                drained.busy_left,
+                drained.tables_flushed
+            ),
+        ),
+        Ok(Err(e)) => ("500 Internal Server Error", format!("{e}\n")),
+        Err(e) => ("500 Internal Server Error", format!("{e}\n")),
+    }
+}
+
+/// The log levels in force: `{"default": directives, "modules":
+/// {module: level, ...}}`.
+fn logger_levels() -> (&'static str, String) {
+    match crate::logging::levels() {
+        Ok((base, modules)) => {
+            let modules: Vec<String> = modules.iter().map(|(m, l)| format!("{m:?}:{l:?}")).collect();
+            ("200 OK", format!("{{\"default\":{base:?},\"modules\":{{{}}}}}\n", modules.join(",")))
+        }
+        Err(e) => ("500 Internal Server Error", format!("{e}\n")),
+    }
+}
+
+/// `logger/<module>?level=<level>`: a module's log level from now on;
+/// `logger?reset`: the levels of the start.
+fn set_logger_level(target: &str) -> (&'static str, String) {
+    let path = target.split_once('?').map_or(target, |(path, _)| path);
+    let result = match (path.strip_prefix("/system/logger/"), query_param(target, "level")) {
+        (Some(module), Some(level)) => crate::logging::set_level(module, level),
+        (None, None) if target == "/system/logger?reset" => crate::logging::reset(),
+        _ => return ("400 Bad Request", "use /system/logger/<module>?level=<level> or /system/logger?reset\n".into()),
+    };
+    match result {
+        Ok(()) => ("200 OK", "ok\n".to_string()),
+        Err(e) => ("400 Bad Request", format!("{e}\n")),
+    }
 }
 
 /// `remove_node?host_id=<uuid>`: removes a dead member.

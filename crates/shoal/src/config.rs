@@ -17,6 +17,8 @@ use shoal_coordinator::Timeouts;
 use shoal_tls::{ClientAuth, TlsFiles};
 use thiserror::Error;
 
+use crate::logging::{LogFormat, LogSettings};
+
 #[derive(Debug, Error)]
 pub enum ConfigError {
     #[error("cannot read options file {path}: {source}")]
@@ -45,10 +47,20 @@ pub enum ConfigError {
     VerifyMode(u8),
 }
 
+/// `shoal --version`: the crate's version and the git commit it was built
+/// from (`build.rs`).
+const VERSION: &str = concat!(env!("CARGO_PKG_VERSION"), " (commit ", env!("SHOAL_GIT_COMMIT"), ")");
+
 /// `shoal [server]` options. Each `Option` is unset unless given by flag or
 /// environment; [`Config::resolve`] fills the rest.
 #[derive(Debug, Parser)]
-#[command(name = "shoal", version, about = "Shoal: a shard-per-core database speaking CQL")]
+#[command(
+    name = "shoal",
+    version = VERSION,
+    about = "Shoal: a shard-per-core database speaking CQL and memcached",
+    max_term_width = 100,
+    next_line_help = true
+)]
 pub struct Cli {
     #[command(subcommand)]
     pub command: Option<Command>,
@@ -60,7 +72,7 @@ pub struct Cli {
 pub enum Command {
     /// Run a node (the default).
     Server(Box<ServerArgs>),
-    /// Operate a running node: flush, compact, snapshot.
+    /// Operate a running node: status, flush, compact, snapshot, drain, log levels.
     Nodetool(crate::nodetool::NodetoolArgs),
     /// Generate load against a CQL or memcached server and report latencies.
     Stress(shoal_stress::StressArgs),
@@ -68,147 +80,176 @@ pub enum Command {
 
 #[derive(Debug, Clone, Default, clap::Args)]
 pub struct ServerArgs {
-    /// Directory for data and commitlog [default: ./data]
-    #[arg(long, env = "SHOAL_WORKDIR")]
-    pub workdir: Option<PathBuf>,
-    /// Number of shards (threads pinned to cores) [default: number of cores]
-    #[arg(long, env = "SHOAL_SMP")]
-    pub smp: Option<usize>,
-    /// Memory for the node, e.g. 2G [default: 90% of RAM]
-    #[arg(long, env = "SHOAL_MEMORY")]
-    pub memory: Option<String>,
+    /// YAML options file with scylla.yaml key names [default: shoal.yaml if present]
+    #[arg(long, env = "SHOAL_OPTIONS_FILE", help_heading = "Configuration")]
+    pub options_file: Option<PathBuf>,
     /// Address to listen on for clients [default: 127.0.0.1]
-    #[arg(long, env = "SHOAL_LISTEN_ADDRESS")]
+    #[arg(long, env = "SHOAL_LISTEN_ADDRESS", help_heading = "Network")]
     pub listen_address: Option<IpAddr>,
     /// CQL port [default: 9042]
-    #[arg(long, env = "SHOAL_NATIVE_TRANSPORT_PORT")]
+    #[arg(long, env = "SHOAL_NATIVE_TRANSPORT_PORT", help_heading = "Network")]
     pub native_transport_port: Option<u16>,
     /// Shard-aware CQL port: a connection lands on shard (source port % shards) [default: 19042]
-    #[arg(long, env = "SHOAL_NATIVE_SHARD_AWARE_TRANSPORT_PORT")]
+    #[arg(long, env = "SHOAL_NATIVE_SHARD_AWARE_TRANSPORT_PORT", help_heading = "Network")]
     pub native_shard_aware_transport_port: Option<u16>,
     /// HTTP port for /metrics and the admin API [default: 10000]
-    #[arg(long, env = "SHOAL_API_PORT")]
+    #[arg(long, env = "SHOAL_API_PORT", help_heading = "Network")]
     pub api_port: Option<u16>,
     /// Address the HTTP API listens on; it changes the cluster, so it
     /// stays on loopback unless asked [default: 127.0.0.1]
-    #[arg(long, env = "SHOAL_API_ADDRESS")]
+    #[arg(long, env = "SHOAL_API_ADDRESS", help_heading = "Network")]
     pub api_address: Option<IpAddr>,
     /// CQL port speaking TLS, with client_encryption_options enabled;
     /// the native ports then stay plaintext [default: none: they speak TLS]
-    #[arg(long, env = "SHOAL_NATIVE_TRANSPORT_PORT_SSL")]
+    #[arg(long, env = "SHOAL_NATIVE_TRANSPORT_PORT_SSL", help_heading = "Network")]
     pub native_transport_port_ssl: Option<u16>,
     /// Shard-aware CQL port speaking TLS, beside native_transport_port_ssl [default: 19142]
-    #[arg(long, env = "SHOAL_NATIVE_SHARD_AWARE_TRANSPORT_PORT_SSL")]
+    #[arg(long, env = "SHOAL_NATIVE_SHARD_AWARE_TRANSPORT_PORT_SSL", help_heading = "Network")]
     pub native_shard_aware_transport_port_ssl: Option<u16>,
     /// Internode port speaking TLS, the same on every node, with
     /// server_encryption_options' internode_encryption on [default: 7001]
-    #[arg(long, env = "SHOAL_SSL_STORAGE_PORT")]
+    #[arg(long, env = "SHOAL_SSL_STORAGE_PORT", help_heading = "Network")]
     pub ssl_storage_port: Option<u16>,
     /// A client (or peer) that has not finished its TLS handshake after
     /// this long is cut off [default: 10000]
-    #[arg(long, env = "SHOAL_TLS_HANDSHAKE_TIMEOUT_IN_MS")]
+    #[arg(long, env = "SHOAL_TLS_HANDSHAKE_TIMEOUT_IN_MS", help_heading = "Network")]
     pub tls_handshake_timeout_in_ms: Option<u64>,
     /// Internode messaging port: other nodes connect here [default: 7000]
-    #[arg(long, env = "SHOAL_STORAGE_PORT")]
+    #[arg(long, env = "SHOAL_STORAGE_PORT", help_heading = "Network")]
     pub storage_port: Option<u16>,
     /// Comma-separated addresses of the nodes a new node first contacts,
     /// each an IP with an optional :port (default: the storage port)
     /// [default: none: a cluster of one]
-    #[arg(long, env = "SHOAL_SEEDS")]
+    #[arg(long, env = "SHOAL_SEEDS", help_heading = "Cluster")]
     pub seeds: Option<String>,
     /// A node that has not answered pings for this long is marked down [default: 20000]
-    #[arg(long, env = "SHOAL_FAILURE_DETECTOR_TIMEOUT_IN_MS")]
+    #[arg(long, env = "SHOAL_FAILURE_DETECTOR_TIMEOUT_IN_MS", help_heading = "Cluster")]
     pub failure_detector_timeout_in_ms: Option<u64>,
+    /// A stopping node, once it told the other nodes, serves its open
+    /// client connections this long before it closes them [default: 2000]
+    #[arg(long, env = "SHOAL_SHUTDOWN_ANNOUNCE_IN_MS", help_heading = "Cluster")]
+    pub shutdown_announce_in_ms: Option<u64>,
     /// Writes a down replica missed are kept as hints while it has been down
     /// less than this; 0 keeps none [default: 10800000, 3 h]
-    #[arg(long, env = "SHOAL_MAX_HINT_WINDOW_IN_MS")]
+    #[arg(long, env = "SHOAL_MAX_HINT_WINDOW_IN_MS", help_heading = "Cluster")]
     pub max_hint_window_in_ms: Option<u64>,
     /// Tokens (vnodes) this node takes when it first starts; kept after [default: 256]
-    #[arg(long, env = "SHOAL_NUM_TOKENS")]
+    #[arg(long, env = "SHOAL_NUM_TOKENS", help_heading = "Cluster")]
     pub num_tokens: Option<usize>,
     /// When this node leads group 0, a joiner's tokens even out what each
     /// node of its data center replicates at this replication factor
     /// [default: 3]
-    #[arg(long, env = "SHOAL_ALLOCATE_TOKENS_FOR_LOCAL_REPLICATION_FACTOR")]
+    #[arg(long, env = "SHOAL_ALLOCATE_TOKENS_FOR_LOCAL_REPLICATION_FACTOR", help_heading = "Cluster")]
     pub allocate_tokens_for_local_replication_factor: Option<usize>,
     /// Group 0 snapshots its state and drops its log after this many
     /// entries (membership and schema changes) [default: 1024]
-    #[arg(long, env = "SHOAL_GROUP0_SNAPSHOT_THRESHOLD")]
+    #[arg(long, env = "SHOAL_GROUP0_SNAPSHOT_THRESHOLD", help_heading = "Cluster")]
     pub group0_snapshot_threshold: Option<u64>,
     /// On this node's first start, take over the tokens of this dead member
     /// (its host id) and stream its data from the other replicas
-    #[arg(long, env = "SHOAL_REPLACE_NODE_FIRST_BOOT")]
+    #[arg(long, env = "SHOAL_REPLACE_NODE_FIRST_BOOT", help_heading = "Cluster")]
     pub replace_node_first_boot: Option<uuid::Uuid>,
     /// This node's data center [default: datacenter1]
-    #[arg(long, env = "SHOAL_DC")]
+    #[arg(long, env = "SHOAL_DC", help_heading = "Cluster")]
     pub dc: Option<String>,
     /// This node's rack [default: rack1]
-    #[arg(long, env = "SHOAL_RACK")]
+    #[arg(long, env = "SHOAL_RACK", help_heading = "Cluster")]
     pub rack: Option<String>,
-    /// memcached text and meta protocols; 0 disables [default: 11211]
-    #[arg(long, env = "SHOAL_MEMCACHE_PORT")]
-    pub memcache_port: Option<u16>,
-    /// Bytes memcached items may take, e.g. 1G; past it the least recently
-    /// used are evicted (memcached's -m); 0: never evict [default: --memory]
-    #[arg(long, env = "SHOAL_MEMCACHE_MAX_SIZE")]
-    pub memcache_max_size: Option<String>,
-    /// TLS on the memcached port (memcached's -Z), with
-    /// --memcache-ssl-chain-cert and --memcache-ssl-key
-    #[arg(long, env = "SHOAL_MEMCACHE_SSL")]
-    pub memcache_ssl: bool,
-    /// memcached's ssl_chain_cert: the certificate chain, PEM
-    #[arg(long, env = "SHOAL_MEMCACHE_SSL_CHAIN_CERT")]
-    pub memcache_ssl_chain_cert: Option<PathBuf>,
-    /// memcached's ssl_key: the private key, PEM
-    #[arg(long, env = "SHOAL_MEMCACHE_SSL_KEY")]
-    pub memcache_ssl_key: Option<PathBuf>,
-    /// memcached's ssl_ca_cert: CA certificates client certificates are checked against, PEM
-    #[arg(long, env = "SHOAL_MEMCACHE_SSL_CA_CERT")]
-    pub memcache_ssl_ca_cert: Option<PathBuf>,
-    /// memcached's ssl_verify_mode: 0 no client certificate, 1 checked if
-    /// sent, 2 and 3 required [default: 0]
-    #[arg(long, env = "SHOAL_MEMCACHE_SSL_VERIFY_MODE")]
-    pub memcache_ssl_verify_mode: Option<u8>,
-    /// memcached's -Y: username:password lines; a connection must first
-    /// authenticate with `set <key> 0 0 <n>` of "username password"
-    #[arg(long, env = "SHOAL_MEMCACHE_AUTH_FILE")]
-    pub memcache_auth_file: Option<PathBuf>,
-    /// YAML options file with scylla.yaml key names [default: shoal.yaml if present]
-    #[arg(long, env = "SHOAL_OPTIONS_FILE")]
-    pub options_file: Option<PathBuf>,
+    /// Directory for data and commitlog [default: ./data]
+    #[arg(long, env = "SHOAL_WORKDIR", help_heading = "Storage")]
+    pub workdir: Option<PathBuf>,
     /// When a write is acknowledged: periodic (at once; fsync every
     /// commitlog_sync_period_in_ms) or batch (once on disk) [default: periodic]
-    #[arg(long, env = "SHOAL_COMMITLOG_SYNC")]
+    #[arg(long, env = "SHOAL_COMMITLOG_SYNC", help_heading = "Storage")]
     pub commitlog_sync: Option<String>,
     /// fsync period of periodic commitlog sync [default: 10000]
-    #[arg(long, env = "SHOAL_COMMITLOG_SYNC_PERIOD_IN_MS")]
+    #[arg(long, env = "SHOAL_COMMITLOG_SYNC_PERIOD_IN_MS", help_heading = "Storage")]
     pub commitlog_sync_period_in_ms: Option<u64>,
     /// Size of a commitlog segment file [default: 32]
-    #[arg(long, env = "SHOAL_COMMITLOG_SEGMENT_SIZE_IN_MB")]
+    #[arg(long, env = "SHOAL_COMMITLOG_SEGMENT_SIZE_IN_MB", help_heading = "Storage")]
     pub commitlog_segment_size_in_mb: Option<u32>,
     /// Commitlog disk space (all shards); beyond it memtables are flushed [default: 8192]
-    #[arg(long, env = "SHOAL_COMMITLOG_TOTAL_SPACE_IN_MB")]
+    #[arg(long, env = "SHOAL_COMMITLOG_TOTAL_SPACE_IN_MB", help_heading = "Storage")]
     pub commitlog_total_space_in_mb: Option<u64>,
+    /// Number of shards (threads pinned to cores) [default: number of cores]
+    #[arg(long, env = "SHOAL_SMP", help_heading = "Shards and memory")]
+    pub smp: Option<usize>,
+    /// Memory for the node, e.g. 2G [default: 90% of RAM]
+    #[arg(long, env = "SHOAL_MEMORY", help_heading = "Shards and memory")]
+    pub memory: Option<String>,
     /// Memory for memtables (all shards) [default: a quarter of --memory]
-    #[arg(long, env = "SHOAL_MEMTABLE_SPACE_IN_MB")]
+    #[arg(long, env = "SHOAL_MEMTABLE_SPACE_IN_MB", help_heading = "Shards and memory")]
     pub memtable_space_in_mb: Option<u64>,
     /// Share of the cache's memory that partition-index pages may use [default: 0.2]
-    #[arg(long, env = "SHOAL_INDEX_CACHE_FRACTION")]
+    #[arg(long, env = "SHOAL_INDEX_CACHE_FRACTION", help_heading = "Shards and memory")]
     pub index_cache_fraction: Option<f64>,
     /// Seconds between saves of each shard's hottest cached keys, read back at start; 0: never [default: 60]
-    #[arg(long, env = "SHOAL_ROW_CACHE_SAVE_PERIOD")]
+    #[arg(long, env = "SHOAL_ROW_CACHE_SAVE_PERIOD", help_heading = "Shards and memory")]
     pub row_cache_save_period: Option<u64>,
     /// Memory that in_memory tables may hold (all shards) [default: half of --memory]
-    #[arg(long, env = "SHOAL_IN_MEMORY_STORAGE_SIZE_MB")]
+    #[arg(long, env = "SHOAL_IN_MEMORY_STORAGE_SIZE_MB", help_heading = "Shards and memory")]
     pub in_memory_storage_size_mb: Option<u64>,
     /// Do not pin shard threads to cores.
-    #[arg(long, env = "SHOAL_NO_PIN")]
+    #[arg(long, env = "SHOAL_NO_PIN", help_heading = "Shards and memory")]
     pub no_pin: bool,
     /// Let the heap use transparent huge pages. Off by default: a huge-page
     /// fault may stall a shard (bench/results/2026-11-27-streaming.md); a
     /// node that only serves memcached gets from a warm cache gains ~7%.
-    #[arg(long, env = "SHOAL_TRANSPARENT_HUGEPAGES")]
+    #[arg(long, env = "SHOAL_TRANSPARENT_HUGEPAGES", help_heading = "Shards and memory")]
     pub transparent_hugepages: bool,
+    /// memcached text and meta protocols; 0 disables [default: 11211]
+    #[arg(long, env = "SHOAL_MEMCACHE_PORT", help_heading = "memcached")]
+    pub memcache_port: Option<u16>,
+    /// Bytes memcached items may take, e.g. 1G; past it the least recently
+    /// used are evicted (memcached's -m); 0: never evict [default: --memory]
+    #[arg(long, env = "SHOAL_MEMCACHE_MAX_SIZE", help_heading = "memcached")]
+    pub memcache_max_size: Option<String>,
+    /// TLS on the memcached port (memcached's -Z), with
+    /// --memcache-ssl-chain-cert and --memcache-ssl-key
+    #[arg(long, env = "SHOAL_MEMCACHE_SSL", help_heading = "memcached")]
+    pub memcache_ssl: bool,
+    /// memcached's ssl_chain_cert: the certificate chain, PEM
+    #[arg(long, env = "SHOAL_MEMCACHE_SSL_CHAIN_CERT", help_heading = "memcached")]
+    pub memcache_ssl_chain_cert: Option<PathBuf>,
+    /// memcached's ssl_key: the private key, PEM
+    #[arg(long, env = "SHOAL_MEMCACHE_SSL_KEY", help_heading = "memcached")]
+    pub memcache_ssl_key: Option<PathBuf>,
+    /// memcached's ssl_ca_cert: CA certificates client certificates are checked against, PEM
+    #[arg(long, env = "SHOAL_MEMCACHE_SSL_CA_CERT", help_heading = "memcached")]
+    pub memcache_ssl_ca_cert: Option<PathBuf>,
+    /// memcached's ssl_verify_mode: 0 no client certificate, 1 checked if
+    /// sent, 2 and 3 required [default: 0]
+    #[arg(long, env = "SHOAL_MEMCACHE_SSL_VERIFY_MODE", help_heading = "memcached")]
+    pub memcache_ssl_verify_mode: Option<u8>,
+    /// memcached's -Y: username:password lines; a connection must first
+    /// authenticate with `set <key> 0 0 <n>` of "username password"
+    #[arg(long, env = "SHOAL_MEMCACHE_AUTH_FILE", help_heading = "memcached")]
+    pub memcache_auth_file: Option<PathBuf>,
+    /// How log lines are written: text (colours only on a terminal) or
+    /// json (one object per line) [default: text]
+    #[arg(long, env = "SHOAL_LOG_FORMAT", value_enum, help_heading = "Logging")]
+    pub log_format: Option<LogFormat>,
+    /// The level of every module without a level of its own: off, error,
+    /// warn, info, debug or trace (RUST_LOG, when set, replaces it)
+    /// [default: info]
+    #[arg(long, env = "SHOAL_DEFAULT_LOG_LEVEL", help_heading = "Logging")]
+    pub default_log_level: Option<String>,
+    /// A module's level, module=level (e.g. shoal_cluster=debug); repeat
+    /// it, or separate pairs with commas
+    #[arg(long, env = "SHOAL_LOGGER_LOG_LEVEL", value_name = "MODULE=LEVEL", help_heading = "Logging")]
+    pub logger_log_level: Vec<String>,
+}
+
+impl ServerArgs {
+    /// What the log starts with (flags and environment only: the log
+    /// starts before the options file is read, so its errors are logged).
+    pub fn log_settings(&self) -> LogSettings {
+        LogSettings {
+            format: self.log_format.unwrap_or_default(),
+            default_level: self.default_log_level.clone(),
+            module_levels: self.logger_log_level.clone(),
+        }
+    }
 }
 
 /// The options file: scylla.yaml's key names.
@@ -242,6 +283,7 @@ struct OptionsFile {
     storage_port: Option<u16>,
     seed_provider: Option<Vec<SeedProvider>>,
     failure_detector_timeout_in_ms: Option<u64>,
+    shutdown_announce_in_ms: Option<u64>,
     max_hint_window_in_ms: Option<u64>,
     num_tokens: Option<usize>,
     allocate_tokens_for_local_replication_factor: Option<usize>,
@@ -448,6 +490,9 @@ pub struct Config {
     /// cluster (group 0) if it has never been in one.
     pub first_seed: bool,
     pub failure_detector_timeout: Duration,
+    /// How long a stopping node serves its open client connections after
+    /// telling the other nodes.
+    pub shutdown_announce: Duration,
     /// How long a down replica's missed writes are kept as hints.
     pub max_hint_window: Duration,
     /// Tokens a node takes at its first start.
@@ -579,6 +624,9 @@ impl Config {
             first_seed,
             max_hint_window: Duration::from_millis(
                 args.max_hint_window_in_ms.or(file.max_hint_window_in_ms).unwrap_or(3 * 3600 * 1000),
+            ),
+            shutdown_announce: Duration::from_millis(
+                args.shutdown_announce_in_ms.or(file.shutdown_announce_in_ms).unwrap_or(2000),
             ),
             failure_detector_timeout: Duration::from_millis(
                 args.failure_detector_timeout_in_ms.or(file.failure_detector_timeout_in_ms).unwrap_or(20_000),

@@ -3,7 +3,9 @@
 
 mod api;
 mod config;
+mod logging;
 mod nodetool;
+mod shutdown;
 
 /// mimalloc keeps a heap per thread, which suits one thread per shard, and
 /// frees in bulk far more smoothly than glibc's malloc: measured with
@@ -17,6 +19,7 @@ use std::sync::Arc;
 
 use clap::Parser;
 use config::{Cli, Command, CommitlogSync, Config};
+use logging::LogSettings;
 use shoal_coordinator::cluster::{node, set_node_info, NodeInfo};
 use shoal_replica::StorageConfig;
 use shoal_storage::commitlog::SyncMode;
@@ -24,20 +27,21 @@ use shoal_transport::connection::ServerConfig;
 use shoal_transport::server::{self, Placement};
 
 fn main() {
-    tracing_subscriber::fmt()
-        .with_env_filter(tracing_subscriber::EnvFilter::try_from_default_env().unwrap_or_else(|_| "info".into()))
-        .with_target(false)
-        // Logs go to stderr, so client subcommands (stress, nodetool) keep
-        // stdout for their reports.
-        .with_writer(std::io::stderr)
-        .init();
     let cli = Cli::parse();
     let args = match cli.command {
         Some(Command::Server(args)) => *args,
-        Some(Command::Nodetool(args)) => finish(nodetool::run(args)),
-        Some(Command::Stress(args)) => finish(shoal_stress::run(args)),
+        Some(Command::Nodetool(args)) => {
+            finish(start_logging(&LogSettings::default()).and_then(|()| nodetool::run(args)))
+        }
+        Some(Command::Stress(args)) => {
+            finish(start_logging(&LogSettings::default()).and_then(|()| shoal_stress::run(args)))
+        }
         None => cli.server,
     };
+    if let Err(e) = start_logging(&args.log_settings()) {
+        eprintln!("error: {e}");
+        std::process::exit(1);
+    }
     let config = match Config::resolve(args) {
         Ok(config) => config,
         Err(e) => fail(&e.to_string()),
@@ -45,6 +49,10 @@ fn main() {
     if let Err(e) = run(config) {
         fail(&e);
     }
+}
+
+fn start_logging(settings: &LogSettings) -> Result<(), String> {
+    logging::init(settings).map_err(|e| e.to_string())
 }
 
 /// Ends a client subcommand: exit 0, or print the error and exit 1.
@@ -67,6 +75,10 @@ fn run(config: Config) -> Result<(), String> {
     let host_id = node_identity(&config)?;
     check_shard_count(&config)?;
     shoal_coordinator::set_timeouts(config.timeouts);
+    shutdown::set_announce_grace(config.shutdown_announce);
+    // Caught before the shards start, so a signal during start-up stops
+    // the node cleanly too.
+    let signals = Arc::new(shutdown::SignalsSlot::new(shutdown::catch_signals()?));
     shoal_coordinator::set_hint_window(config.max_hint_window);
     set_node_info(NodeInfo {
         cluster_name: config.cluster_name.clone(),
@@ -119,7 +131,11 @@ fn run(config: Config) -> Result<(), String> {
         let config = config.clone();
         let server_config = Arc::clone(&server_config);
         let tls = tls.clone();
+        let signals = if shard == 0 { signals.take() } else { None };
         async move {
+            if let Some(signals) = signals {
+                shoal_runtime::spawn(shutdown::on_signals(signals));
+            }
             shoal_coordinator::open_hints(&config.hints_dir).await;
             shoal_coordinator::open_batchlog(&config.workdir.join("batchlog")).await;
             if shard == 0 {
@@ -137,6 +153,7 @@ fn run(config: Config) -> Result<(), String> {
         }
     })
     .map_err(|e| e.to_string())?;
+    // The shards run until the process exits (a clean stop: `shutdown`).
     shards.join();
     Ok(())
 }

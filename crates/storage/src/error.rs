@@ -11,6 +11,8 @@ pub enum StorageError {
     TooLarge { bytes: usize, max_bytes: usize },
     #[error("commitlog writes are failing: {0}")]
     WriteFailing(String),
+    #[error("the commitlog is closed: the node is drained or stopping")]
+    CommitlogClosed,
     #[error("corrupt data{}: {detail}", if place.is_empty() { String::new() } else { format!(" in {place}") })]
     Corrupt { place: String, detail: String },
 }

@@ -41,6 +41,22 @@ pub enum NodetoolCommand {
     Cleanup { keyspace: Option<String> },
     /// Stream this node's data to the other nodes and leave the cluster; the node stops.
     Decommission,
+    /// Stop serving clients and flush everything, leaving the commitlog
+    /// clean (before a restart or an upgrade); the process keeps running,
+    /// drained, until it is stopped.
+    Drain,
+    /// Set a module's log level at run time: `shoal_cluster debug`; no
+    /// arguments: back to the levels the node started with.
+    #[command(name = "setlogginglevel", alias = "setloglevel")]
+    SetLoggingLevel {
+        /// A module path (a tracing target), e.g. shoal_cluster::failure_detector
+        module: Option<String>,
+        /// off, error, warn, info, debug or trace
+        level: Option<String>,
+    },
+    /// The log levels in force: the default (or RUST_LOG), then each module's (JSON).
+    #[command(name = "getlogginglevels")]
+    GetLoggingLevels,
     /// Remove a dead node from the cluster, streaming its ranges from the other replicas.
     Removenode {
         /// The dead node's host id (nodetool status lists it)
@@ -82,6 +98,20 @@ pub fn run(args: NodetoolArgs) -> Result<(), String> {
             (format!("/storage_service/snapshots?tag={tag}{kn}"), "snapshot taken")
         }
         NodetoolCommand::Decommission => ("/storage_service/decommission".to_string(), "decommissioned"),
+        NodetoolCommand::Drain => ("/storage_service/drain".to_string(), "drained"),
+        NodetoolCommand::SetLoggingLevel { module: None, level: None } => {
+            ("/system/logger?reset".to_string(), "logging levels reset")
+        }
+        NodetoolCommand::SetLoggingLevel { module: Some(module), level: Some(level) } => {
+            (format!("/system/logger/{module}?level={level}"), "logging level set")
+        }
+        NodetoolCommand::GetLoggingLevels => {
+            print!("{}", api.get("/system/logger")?);
+            return Ok(());
+        }
+        NodetoolCommand::SetLoggingLevel { .. } => {
+            return Err("setlogginglevel takes a module and a level, or nothing (to reset)".to_string())
+        }
         NodetoolCommand::Cleanup { keyspace } => {
             (format!("/storage_service/keyspace_cleanup{}", keyspace_path(keyspace)), "cleaned up")
         }

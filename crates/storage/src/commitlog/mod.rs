@@ -33,6 +33,11 @@
 //! Segments are deleted when every entry in them is in an SSTable: the
 //! owner tells the log the oldest position any memtable still needs
 //! ([`CommitLog::discard_before`]).
+//!
+//! A clean stop (drain) closes the log ([`CommitLog::close`]: appends fail
+//! from then on, and what was appended is written and synced), flushes
+//! every memtable, then deletes every segment, the current one too
+//! ([`CommitLog::discard_all`]): the next start has nothing to replay.
 
 mod mutation;
 mod replay;
@@ -147,6 +152,10 @@ pub struct CommitLog {
     state: RefCell<State>,
     has_pending: Event,
     durable_advanced: Event,
+    /// Told after each write round, done or failed.
+    round_ended: Event,
+    /// Closed by [`CommitLog::close`]: appends fail.
+    closed: Cell<bool>,
     /// Bytes appended since start, for metrics.
     appended_bytes: Cell<u64>,
     syncs: Cell<u64>,
@@ -193,6 +202,8 @@ impl CommitLog {
             config,
             has_pending: Event::default(),
             durable_advanced: Event::default(),
+            round_ended: Event::default(),
+            closed: Cell::new(false),
             appended_bytes: Cell::new(0),
             syncs: Cell::new(0),
             sync_failed: Cell::new(false),
@@ -223,6 +234,9 @@ impl CommitLog {
     /// position just past it. Fails at once once writes have been failing
     /// for [`CommitLog::max_backlog_bytes`].
     pub fn append(&self, encode: impl FnOnce(&mut Vec<u8>)) -> StorageResult<(Position, Position)> {
+        if self.closed.get() {
+            return Err(StorageError::CommitlogClosed);
+        }
         let mut entry = self.scratch.borrow_mut();
         entry.clear();
         entry.resize(ENTRY_HEADER_BYTES as usize, 0);
@@ -307,9 +321,43 @@ impl CommitLog {
         }
     }
 
+    /// Refuses appends from now on, then waits until everything appended
+    /// is written and synced: the first step of a clean stop.
+    pub async fn close(&self) -> StorageResult<()> {
+        self.closed.set(true);
+        loop {
+            let round_ended = {
+                let state = self.state.borrow();
+                if state.written >= state.next {
+                    break;
+                }
+                if let Some(failure) = &state.failure {
+                    return Err(StorageError::WriteFailing(failure.message.clone()));
+                }
+                self.round_ended.wait()
+            };
+            round_ended.await;
+        }
+        self.sync().await
+    }
+
+    /// Deletes every segment, the current one too: the owner flushed
+    /// everything the log holds after [`CommitLog::close`].
+    pub async fn discard_all(&self) -> StorageResult<()> {
+        assert!(self.closed.get(), "only a closed log is discarded whole: appends would go to deleted files");
+        let doomed = std::mem::take(&mut self.state.borrow_mut().segments);
+        self.state.borrow_mut().open_file = None;
+        for segment in doomed {
+            let path = segment_path(&self.config.dir, self.config.shard, segment);
+            shoal_io::remove_file_if_exists(&path, IoClass::Commitlog).await?;
+        }
+        Ok(())
+    }
+
     /// The oldest segment still on disk.
     pub fn oldest_segment(&self) -> u64 {
-        // Invariant: the current segment is always listed.
+        // Invariant: the current segment is always listed (until the log
+        // is discarded whole, when nothing appends any more).
         self.state.borrow().segments.first().copied().unwrap_or_default()
     }
 
@@ -408,7 +456,9 @@ async fn write_loop(log: Rc<CommitLog>) {
             idle.await;
             continue;
         }
-        if let Err(e) = log.write_round().await {
+        let round = log.write_round().await;
+        log.round_ended.notify_all();
+        if let Err(e) = round {
             let appended = {
                 let mut state = log.state.borrow_mut();
                 let covers = state.next;
@@ -457,5 +507,37 @@ async fn periodic_sync(log: std::rc::Weak<CommitLog>, period_ms: u64) {
             log.durable_advanced.notify_all();
             return;
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_closed_log_refuses_appends_and_is_discarded_whole() {
+        let dir = std::env::temp_dir().join(format!("shoal-commitlog-close-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).ok();
+        shoal_io::block_on(async {
+            let config = CommitLogConfig {
+                dir: dir.clone(),
+                shard: 0,
+                segment_size_bytes: 4096,
+                sync: SyncMode::Periodic { period_ms: 60_000 },
+            };
+            let log = CommitLog::start(config, 7);
+            // Entries of 1 KiB: three segments' worth.
+            for _ in 0..10 {
+                assert!(log.append(|out| out.extend_from_slice(&[7u8; 1024])).is_ok());
+            }
+            assert!(log.close().await.is_ok());
+            assert!(matches!(log.append(|out| out.push(1)), Err(StorageError::CommitlogClosed)));
+            let on_disk = segment_ids(&dir, 0).await.unwrap_or_default();
+            assert_eq!(on_disk.len(), 4, "everything appended is written at close: {on_disk:?}");
+            assert!(log.syncs() > 0, "and synced");
+            assert!(log.discard_all().await.is_ok());
+            assert_eq!(segment_ids(&dir, 0).await.ok(), Some(Vec::new()), "no segment left to replay");
+        });
+        std::fs::remove_dir_all(&dir).ok();
     }
 }
