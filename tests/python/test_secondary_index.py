@@ -230,6 +230,27 @@ def test_index_survives_flush_kill_and_restart():
         cluster.shutdown()
 
 
+@pytest.mark.skipif(bool(skip_reason()), reason=skip_reason() or "")
+def test_a_build_cut_short_by_kill_completes_after_restart():
+    from cassandra.concurrent import execute_concurrent_with_args
+    with temp_node("shoal-index-build-", args=["--commitlog-sync", "batch"]) as node:
+        cluster, session = node.session()
+        session.execute("CREATE KEYSPACE ks WITH replication = {'class': 'SimpleStrategy', 'replication_factor': 1}")
+        session.execute("CREATE TABLE ks.t (p int PRIMARY KEY, v int)")
+        insert = session.prepare("INSERT INTO ks.t (p, v) VALUES (?, ?)")
+        execute_concurrent_with_args(session, insert, [(p, p % 10) for p in range(20_000)], concurrency=100)
+        node.nodetool("flush")
+        session.execute("CREATE INDEX ON ks.t (v)")
+        # Killed while (or just after) it builds: the restart completes it.
+        node.kill()
+        cluster.shutdown()
+        node.start()
+        cluster, session = node.session()
+        assert wait_until(lambda: builds_done(session), timeout=60)
+        assert session.execute("SELECT count(*) FROM ks.t WHERE v = 3").one()[0] == 2_000
+        cluster.shutdown()
+
+
 if IS_CASSANDRA:
     # Shoal-only: Cassandra has no index build tables of these names, and
     # answers some refusals in other words.

@@ -17,7 +17,10 @@
 //! own base data, partition by partition, and sends the entries as view
 //! updates, as writes do. A write racing the build is safe: see
 //! `shoal_replica`'s view updates for why the timestamps make any order
-//! agree.
+//! agree. A shard that finished records it in a file beside the view's
+//! SSTables ([`shoal_replica::Database::index_built_marker`]); at start,
+//! each shard builds again the indexes it has no such record of (a build a
+//! crash cut short), which is safe as building twice writes the same.
 
 use std::cell::RefCell;
 use std::collections::HashSet;
@@ -30,7 +33,10 @@ use shoal_replica::{IndexView, Mutation};
 use shoal_schema::{SchemaChange, SchemaChangeTarget};
 use uuid::Uuid;
 
+use shoal_io::IoClass;
+
 use crate::proxy::{mutate_local, placement};
+use crate::shards::on_every_shard;
 use crate::timeouts::deadline;
 use crate::topology::Topology;
 use crate::verbs::Target;
@@ -50,13 +56,40 @@ thread_local! {
 
 /// Installs the delivery of view updates and the building of new indexes
 /// on the calling shard; call on every shard at start, once the starting
-/// schema is installed (its indexes count as built).
+/// schema is installed (its indexes are built, or resumed by
+/// [`resume_builds`]).
 pub(crate) fn install() {
     let database = shoal_replica::local();
     database.set_view_sink(Rc::new(|base_token, updates| Box::pin(deliver(base_token, updates))));
     let schema = database.schema();
     KNOWN.with(|known| known.borrow_mut().extend(schema.tables().flat_map(|t| t.indexes.iter().map(|i| i.view_id))));
     database.add_schema_listener(Box::new(on_schema_change));
+}
+
+/// Builds, on every shard, the indexes of the starting schema that shard
+/// has no record of having built (a build a crash cut short). Call once
+/// storage is open.
+pub async fn resume_builds() {
+    let resumed = on_every_shard(|_| async {
+        let database = shoal_replica::local();
+        let schema = database.schema();
+        let mut resumed = 0usize;
+        for base in schema.tables().filter(|t| !t.indexes.is_empty()) {
+            for view in database.index_views(base.id) {
+                let Some(marker) = database.index_built_marker(&view.view) else { continue };
+                if !shoal_io::exists(&marker, IoClass::Maintenance).await.unwrap_or(false) {
+                    tracing::info!("index {} was not built on this shard: building it", view.index.name);
+                    start_build(base.id, view);
+                    resumed += 1;
+                }
+            }
+        }
+        resumed
+    })
+    .await;
+    if let Err(e) = resumed {
+        tracing::warn!("cannot resume index builds: {e}");
+    }
 }
 
 /// Whether index view `view_id` is being built on this shard.
@@ -78,14 +111,34 @@ fn on_schema_change(change: &SchemaChange) {
         else {
             continue;
         };
-        let base_id = base.id;
-        shoal_runtime::spawn(async move {
-            BUILDING.with(|b| b.borrow_mut().insert(view.index.view_id));
-            if let Err(e) = build(base_id, &view).await {
-                tracing::warn!("building index {} stopped: {e}", view.index.name);
-            }
-            BUILDING.with(|b| b.borrow_mut().remove(&view.index.view_id));
-        });
+        start_build(base.id, view);
+    }
+}
+
+/// Builds index `view` of `base_id` from this shard's base data in the
+/// background, and records once it is done.
+fn start_build(base_id: Uuid, view: IndexView) {
+    BUILDING.with(|b| b.borrow_mut().insert(view.index.view_id));
+    shoal_runtime::spawn(async move {
+        match build(base_id, &view).await {
+            Ok(()) => record_built(&view).await,
+            Err(e) => tracing::warn!("building index {} stopped: {e}", view.index.name),
+        }
+        BUILDING.with(|b| b.borrow_mut().remove(&view.index.view_id));
+    });
+}
+
+/// Records that this shard built `view` (see [`resume_builds`]).
+async fn record_built(view: &IndexView) {
+    let Some(marker) = shoal_replica::local().index_built_marker(&view.view) else { return };
+    let written = async {
+        if let Some(dir) = marker.parent() {
+            shoal_io::create_dir_all(dir, IoClass::Maintenance).await?;
+        }
+        shoal_io::write_durably(&marker, Vec::new(), IoClass::Maintenance).await
+    };
+    if let Err(e) = written.await {
+        tracing::warn!("cannot record that index {} is built ({e}): it will be built again at start", view.index.name);
     }
 }
 
@@ -113,7 +166,7 @@ async fn build(base_id: Uuid, view: &IndexView) -> Result<(), shoal_replica::Rep
         shoal_runtime::yield_now().await;
     }
     tracing::info!(
-        "built index {} on shard {}: {entries} view partitions written in {} ms",
+        "built index {} on shard {}: {entries} view updates written in {} ms",
         view.index.name,
         shoal_runtime::this_shard(),
         started.elapsed().as_millis()

@@ -228,6 +228,14 @@ impl Database {
         }
     }
 
+    /// The file by which this shard records that it built the index held
+    /// in table `view` (in that table's directory, where opening SSTables
+    /// ignores it); `None` before storage is open.
+    pub fn index_built_marker(&self, view: &TableMeta) -> Option<PathBuf> {
+        let built = format!("index-built-shard{}", shoal_runtime::this_shard());
+        self.storage.borrow().is_some().then(|| self.table_dir(view).join(built))
+    }
+
     /// Installs a new schema snapshot: creates storage for new tables, drops
     /// it for removed ones, then tells the listeners about `change`.
     pub fn set_schema(&self, schema: Arc<Schema>, change: Option<&SchemaChange>) {
