@@ -54,8 +54,9 @@ def run(sock, batches, pid):
 
 
 def read_batches(column, count):
-    step = 7919
-    return [batch([b"SELECT * FROM ks.r WHERE %s = %d" % (column, ((j * 100 + i) * step) % ROWS)
+    """Reads of values spread over the column's range (v10 has ROWS / 10)."""
+    values = ROWS // 10 if column == "v10" else ROWS
+    return [batch([b"SELECT * FROM ks.r WHERE %s = %d" % (column.encode(), ((j * 100 + i) * 7919) % values)
                    for i in range(100)]) for j in range(count)]
 
 
@@ -69,7 +70,7 @@ def main():
     dir = tempfile.mkdtemp(prefix="shoal-bench-index-")
     proc = None
     try:
-        proc, cql, _ = start(binary, dir, "node", ["--memory", "2G"])
+        proc, cql, _ = start(binary, dir, "node", [])
         from cassandra.cluster import Cluster
         cluster = Cluster(["127.0.0.1"], port=cql, protocol_version=4)
         s = cluster.connect()
