@@ -63,6 +63,27 @@ def test_index_on_a_regular_column_follows_writes_deletes_and_ttls(session, tabl
     assert rows(session, "SELECT p, c FROM %s WHERE v = 7" % t) == []
 
 
+def test_conditional_writes_and_batches_update_indexes(session, table):
+    t = table("(p int, c int, v int, l list<int>, PRIMARY KEY (p, c))")
+    session.execute("CREATE INDEX ON %s (v)" % t)
+    session.execute("CREATE INDEX ON %s (l)" % t)
+    assert session.execute("INSERT INTO %s (p, c, v) VALUES (1, 1, 1) IF NOT EXISTS" % t).one()[0]
+    assert session.execute("UPDATE %s SET v = 2 WHERE p = 1 AND c = 1 IF v = 1" % t).one()[0]
+    assert not session.execute("UPDATE %s SET v = 3 WHERE p = 1 AND c = 1 IF v = 1" % t).one()[0]
+    assert rows(session, "SELECT p, c FROM %s WHERE v = 2" % t) == [(1, 1)]
+    assert rows(session, "SELECT p, c FROM %s WHERE v = 1" % t) == []
+    session.execute("BEGIN BATCH INSERT INTO %s (p, c, v) VALUES (2, 1, 2); "
+                    "UPDATE %s SET v = 5 WHERE p = 1 AND c = 1; APPLY BATCH" % (t, t))
+    assert rows(session, "SELECT p, c FROM %s WHERE v = 2" % t) == [(2, 1)]
+    # List operations that read before they write, under the same lock.
+    session.execute("UPDATE %s SET l = [7, 8] WHERE p = 3 AND c = 1" % t)
+    session.execute("UPDATE %s SET l[0] = 9 WHERE p = 3 AND c = 1" % t)
+    assert rows(session, "SELECT p FROM %s WHERE l CONTAINS 7" % t) == []
+    assert rows(session, "SELECT p FROM %s WHERE l CONTAINS 9" % t) == [(3,)]
+    session.execute("UPDATE %s SET l = l - [8] WHERE p = 3 AND c = 1" % t)
+    assert rows(session, "SELECT p FROM %s WHERE l CONTAINS 8" % t) == []
+
+
 def test_index_is_built_from_existing_data(session, table):
     t = table("(p int, c int, v text, PRIMARY KEY (p, c))")
     for p in range(300):

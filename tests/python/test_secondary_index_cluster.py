@@ -55,6 +55,12 @@ def test_index_on_three_nodes_agrees_with_the_base_after_a_kill_and_repair():
             not q(x, "SELECT * FROM system.index_builds_in_progress", CL.ONE) for x in s), timeout=60)
         for x in s:
             assert by_value(x, CL.QUORUM) == expected()
+        # Conditional writes (Paxos on three nodes) update the index too.
+        assert q(s[0], "INSERT INTO ks.t (p, c, v) VALUES (%s, 0, 1) IF NOT EXISTS", CL.QUORUM, (ROWS,))[0][0]
+        assert q(s[1], "UPDATE ks.t SET v = 2 WHERE p = %s AND c = 0 IF v = 1", CL.QUORUM, (ROWS,))[0][0]
+        model[(ROWS, 0)] = 2
+        for x in s:
+            assert by_value(x, CL.QUORUM) == expected()
 
         # One node killed -9 under writes that move values and delete rows.
         nodes[2].kill()
