@@ -125,3 +125,19 @@ def test_arithmetic_in_the_selection(session, table):
         session.execute("SELECT i / 0 FROM %s WHERE p = 1" % t)
     with pytest.raises(InvalidRequest, match=r"the '\+' operation is not supported between t and 1"):
         session.execute("SELECT t + 1 FROM %s WHERE p = 1" % t)
+
+
+def test_math_functions_keep_their_argument_type(session, table):
+    """Cassandra 5's abs, exp, log, log10 and round, on each numeric type."""
+    from decimal import Decimal
+    t = table("(k int PRIMARY KEY, i int, b bigint, d double, f float, m decimal, v varint, s smallint)")
+    session.execute("INSERT INTO %s (k, i, b, d, f, m, v, s) VALUES (1, -3, 1000, -2.5, 1.4, -12.34, -5, 2)" % t)
+    row = session.execute("SELECT abs(i), log10(b), round(d), round(f), abs(m), round(m), abs(v), exp(s), "
+                          "exp(i), log(b) FROM %s WHERE k = 1" % t).one()
+    assert tuple(row) == (3, 3, -2.0, 1.0, Decimal("12.34"), Decimal("-12"), 5, 7, 0, 6)
+    columns = session.execute("SELECT abs(i), abs(m), round(d) FROM %s WHERE k = 1" % t).column_types
+    assert [c.typename for c in columns] == ["int", "decimal", "double"]
+    with pytest.raises(InvalidRequest, match="none of its type signatures match"):
+        session.execute("SELECT abs(textasblob('x')) FROM %s" % t)
+    session.execute("INSERT INTO %s (k, i) VALUES (2, abs(-7))" % t)
+    assert session.execute("SELECT i FROM %s WHERE k = 2" % t).one().i == 7

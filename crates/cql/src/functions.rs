@@ -3,7 +3,8 @@
 //! conversions (`blobAsInt`, `textAsBlob`, ...), and the JSON functions
 //! `toJson()` (selections only) and `fromJson()` (terms only), which
 //! `json` implements, and Cassandra 5's vector similarity functions
-//! (`similarity_cosine`, `similarity_euclidean`, `similarity_dot_product`).
+//! (`similarity_cosine`, `similarity_euclidean`, `similarity_dot_product`)
+//! and math functions (`abs`, `exp`, `log`, `log10`, `round`: `schema::math`).
 //!
 //! One implementation serves both places a function appears: in a term
 //! (`VALUES (toTimestamp(now()))`) and in a selector (`SELECT blobAsText(b)`).
@@ -12,7 +13,7 @@ use shoal_runtime::clock::{now_ms, now_us};
 use std::cell::Cell;
 
 use bytes::Bytes;
-use shoal_schema::CqlType;
+use shoal_schema::{math, CqlType, Value};
 
 use crate::ast::{Literal, Term};
 use crate::error::{invalid, CqlResult};
@@ -34,7 +35,7 @@ pub fn call(name: &str, args: &[Term], receiver: Receiver<'_>, bindings: Binding
         _ => {}
     }
     let mut values = Vec::with_capacity(args.len());
-    let arg_types = argument_types(name, args)?;
+    let arg_types = argument_types(name, args, Some(receiver.ty))?;
     for (arg, ty) in args.iter().zip(&arg_types) {
         match eval(arg, Receiver { name: receiver.name, ty }, bindings)? {
             BoundValue::Value(v) => values.push(v),
@@ -55,8 +56,9 @@ pub fn call(name: &str, args: &[Term], receiver: Receiver<'_>, bindings: Binding
 }
 
 /// The types a function's arguments are evaluated as. For the conversions
-/// that accept several types, the argument's own shape decides.
-fn argument_types(name: &str, args: &[Term]) -> CqlResult<Vec<CqlType>> {
+/// that accept several types, the argument's own shape decides; a math
+/// function's argument has its receiver's type (its result's).
+fn argument_types(name: &str, args: &[Term], receiver: Option<&CqlType>) -> CqlResult<Vec<CqlType>> {
     let expected = arity(name).ok_or_else(|| invalid(format!("Unknown function '{name}'")))?;
     if args.len() != expected {
         return Err(invalid(format!(
@@ -73,6 +75,11 @@ fn argument_types(name: &str, args: &[Term]) -> CqlResult<Vec<CqlType>> {
         CqlType::Timestamp
     } else if matches!(name, "dateof" | "unixtimestampof") {
         CqlType::Timeuuid
+    } else if math::NAMES.contains(&name) {
+        match receiver.filter(|ty| math::takes(ty)) {
+            Some(ty) => ty.unfrozen().clone(),
+            None => inferred_type(arg).unwrap_or(CqlType::Double),
+        }
     } else {
         inferred_type(arg).unwrap_or(CqlType::Timeuuid)
     };
@@ -85,6 +92,7 @@ fn arity(name: &str) -> Option<usize> {
         "totimestamp" | "todate" | "tounixtimestamp" | "dateof" | "unixtimestampof" | "mintimeuuid" | "maxtimeuuid"
         | "tojson" => Some(1),
         "similarity_cosine" | "similarity_euclidean" | "similarity_dot_product" => Some(2),
+        _ if math::NAMES.contains(&name) => Some(1),
         _ if conversion_type(name).is_some() => Some(1),
         _ => None,
     }
@@ -101,8 +109,8 @@ fn inferred_type(term: &Term) -> Option<CqlType> {
     match term {
         Term::FunctionCall { name, args } => {
             let name = name.trim_start_matches("system.");
-            argument_types(name, args).ok()?;
-            result_type(name)
+            let types = argument_types(name, args, None).ok()?;
+            result_type(name, &types)
         }
         Term::Cast { ty, .. } => Some(ty.clone()),
         Term::Literal(Literal::String(_)) => Some(CqlType::Timestamp),
@@ -111,9 +119,11 @@ fn inferred_type(term: &Term) -> Option<CqlType> {
     }
 }
 
-/// What function `name` returns (its arguments do not change it).
-pub fn result_type(name: &str) -> Option<CqlType> {
+/// What function `name` returns given its arguments' types (only a math
+/// function's depends on them: it returns its argument's type).
+pub fn result_type(name: &str, arg_types: &[CqlType]) -> Option<CqlType> {
     let ty = match name {
+        _ if math::NAMES.contains(&name) => arg_types.first().filter(|ty| math::takes(ty))?.unfrozen().clone(),
         "now" | "currenttimeuuid" | "mintimeuuid" | "maxtimeuuid" => CqlType::Timeuuid,
         "uuid" => CqlType::Uuid,
         "currenttimestamp" | "totimestamp" | "dateof" => CqlType::Timestamp,
@@ -131,7 +141,7 @@ pub fn result_type(name: &str) -> Option<CqlType> {
 
 /// Applies function `name` to serialized arguments of `arg_types`.
 pub fn apply(name: &str, arg_types: &[CqlType], args: &[Bytes]) -> CqlResult<(CqlType, Bytes)> {
-    let ret = result_type(name).ok_or_else(|| invalid(format!("Unknown function '{name}'")))?;
+    let ret = result_type(name, arg_types).ok_or_else(|| invalid(format!("Unknown function '{name}'")))?;
     let arg = args.first();
     let arg_ty = arg_types.first();
     let out = match name {
@@ -155,6 +165,11 @@ pub fn apply(name: &str, arg_types: &[CqlType], args: &[Bytes]) -> CqlResult<(Cq
         "similarity_cosine" | "similarity_euclidean" | "similarity_dot_product" => {
             Bytes::copy_from_slice(&similarity(name, args)?.to_be_bytes())
         }
+        _ if math::NAMES.contains(&name) => {
+            let value = Value::deserialize(&ret, arg.map_or(&[][..], |a| &a[..]))
+                .map_err(|e| invalid(format!("In call to function system.{name}, value {e}")))?;
+            Bytes::from(math::apply(name, &value).map_err(|e| invalid(e.to_string()))?.to_bytes())
+        }
         _ => {
             let value = arg.cloned().unwrap_or_default();
             validate_value(&ret, &value)
@@ -176,6 +191,7 @@ fn signatures(name: &str) -> Option<Vec<Vec<CqlType>>> {
         "tounixtimestamp" => one(&[CqlType::Timeuuid, CqlType::Timestamp, CqlType::Date]),
         "dateof" | "unixtimestampof" => one(&[CqlType::Timeuuid]),
         "mintimeuuid" | "maxtimeuuid" => one(&[CqlType::Timestamp]),
+        _ if math::NAMES.contains(&name) => one(&math::types()),
         _ if name.starts_with("blobas") => one(&[CqlType::Blob]),
         _ if name.ends_with("asblob") => one(&[conversion_type(name)?]),
         _ if arity(name) == Some(0) => vec![Vec::new()],
@@ -202,7 +218,6 @@ pub fn check_arguments(name: &str, args: &[(String, CqlType)]) -> CqlResult<()> 
     if signatures.iter().any(|s| s.iter().zip(&given).all(|(want, got)| want == *got)) {
         return Ok(());
     }
-    let ret = result_type(name).unwrap_or(CqlType::Blob);
     match signatures.as_slice() {
         [single] => {
             let at = single.iter().zip(&given).position(|(want, got)| want != *got).unwrap_or(0);
@@ -216,6 +231,7 @@ pub fn check_arguments(name: &str, args: &[(String, CqlType)]) -> CqlResult<()> 
                 .iter()
                 .map(|s| {
                     let types: Vec<String> = s.iter().map(CqlType::to_string).collect();
+                    let ret = result_type(name, s).unwrap_or(CqlType::Blob);
                     format!("system.{name} : ({}) -> {ret}", types.join(", "))
                 })
                 .collect();
@@ -364,9 +380,11 @@ mod tests {
 
     #[test]
     fn conversions_know_their_types() {
-        assert_eq!(result_type("blobastext"), Some(CqlType::Text));
-        assert_eq!(result_type("intasblob"), Some(CqlType::Blob));
-        assert_eq!(result_type("totimestamp"), Some(CqlType::Timestamp));
-        assert_eq!(result_type("nosuch"), None);
+        assert_eq!(result_type("blobastext", &[CqlType::Blob]), Some(CqlType::Text));
+        assert_eq!(result_type("intasblob", &[CqlType::Int]), Some(CqlType::Blob));
+        assert_eq!(result_type("totimestamp", &[CqlType::Timeuuid]), Some(CqlType::Timestamp));
+        assert_eq!(result_type("abs", &[CqlType::Decimal]), Some(CqlType::Decimal));
+        assert_eq!(result_type("abs", &[CqlType::Text]), None);
+        assert_eq!(result_type("nosuch", &[]), None);
     }
 }

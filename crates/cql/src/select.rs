@@ -647,7 +647,7 @@ fn function_selector(meta: &TableMeta, name: &str, args: &[SelectorExpr]) -> Cql
     let named: Vec<(String, CqlType)> = compiled.iter().map(|(n, t, _)| (n.clone(), t.clone())).collect();
     functions::check_arguments(&name, &named)?;
     let arg_types: Vec<CqlType> = named.into_iter().map(|(_, t)| t).collect();
-    let ty = functions::result_type(&name).ok_or_else(|| invalid(format!("Unknown function '{name}'")))?;
+    let ty = functions::result_type(&name, &arg_types).ok_or_else(|| invalid(format!("Unknown function '{name}'")))?;
     let args = compiled.into_iter().map(|(_, _, s)| s).collect();
     Ok((display, ty, Sel::Function { name, arg_types, args }))
 }

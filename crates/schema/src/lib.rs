@@ -12,6 +12,7 @@ pub mod fields;
 pub mod index;
 pub mod literal;
 pub mod marshal;
+pub mod math;
 pub mod schema;
 pub mod sharder;
 pub mod token;
