@@ -1,6 +1,7 @@
 //! Per-partition serialization of conditional writes (LWT), of writes that
 //! read before they write (list index and user-type field updates, counter
-//! updates this replica leads) and of memcached item writes on this shard.
+//! updates this replica leads, every write to a table with secondary
+//! indexes) and of memcached item writes on this shard.
 //!
 //! A conditional write reads the partition, checks its condition and writes;
 //! the read may await SSTable I/O, so another task could run in between. Each
