@@ -162,3 +162,62 @@ def test_items_survive_kill_9():
         finally:
             cluster.shutdown()
         c.close()
+
+
+FILL = b"f" * 1000
+
+
+def store(c, key):
+    """`set key` of FILL, one round trip: its answer line."""
+    return c.call(b"set %s 0 0 %d\r\n%s\r\n" % (key, len(FILL), FILL))
+
+
+@pytest.mark.skipif(skip_reason() is not None, reason=skip_reason() or "")
+def test_each_pipelined_operation_is_answered_for_itself():
+    # An in-memory items table over in_memory_storage_size_mb refuses writes
+    # (the write that crosses the limit is taken, the next refused): a
+    # failure in the middle of a pipeline, each operation with its own answer.
+    args = ("--in-memory-storage-size-mb", "1", "--commitlog-sync", "batch")
+    with temp_node("shoal-memcache-pipeline-", args=args, smp=1) as node:
+        c = wait_memcache(node.memcache_port)
+        cluster, sess = node.session()
+        try:
+            sess.execute("ALTER TABLE %s WITH in_memory = true" % ITEMS_TABLE)
+        finally:
+            cluster.shutdown()
+        # How many items the limit takes: the first refused write says.
+        assert c.call(b"set ctr 0 0 1\r\n0\r\n") == b"STORED\r\n"
+        taken = 0
+        while (answer := store(c, b"p%d" % taken)) == b"STORED\r\n":
+            taken += 1
+            assert taken < 5000, "an in-memory table of 1 MiB took 5000 items of 1 KB"
+        assert answer.startswith(b"SERVER_ERROR ") and b"in_memory_storage_size_mb" in answer, answer
+        assert taken > 8, taken
+        assert c.call(b"flush_all\r\n") == b"OK\r\n"
+        # Again, a few items short of the limit.
+        assert c.call(b"set ctr 0 0 1\r\n0\r\n") == b"STORED\r\n"
+        for i in range(taken - 4):
+            assert store(c, b"p%d" % i) == b"STORED\r\n"
+
+        sets = 12
+        pipeline = [b"incr ctr 1\r\n"]
+        pipeline += [b"set q%d 0 0 %d\r\n%s\r\n" % (i, len(FILL), FILL) for i in range(sets)]
+        pipeline += [b"gat 0 ctr q0\r\n", b"get ctr\r\n", b"mg ctr v\r\n", b"incr ctr 1\r\n"]
+        answers = c.calls(b"".join(pipeline), len(pipeline))
+        # Applied before the failures: answered as applied.
+        assert answers[0] == b"1\r\n", answers[0]
+        stored = answers[1:1 + sets]
+        k = stored.count(b"STORED\r\n")
+        assert 0 < k < sets and stored[:k] == [b"STORED\r\n"] * k, stored
+        refused = stored[k:] + [answers[1 + sets], answers[-1]]
+        for answer in refused:
+            assert answer.startswith(b"SERVER_ERROR ") and b"in_memory_storage_size_mb" in answer, answer
+        # Reads after the failures still run and answer.
+        assert answers[2 + sets:4 + sets] == [b"VALUE ctr 0 1\r\n1\r\nEND\r\n", b"VA 1\r\n1\r\n"]
+        # And the effects are exactly what the answers said.
+        assert c.call(b"get ctr\r\n") == b"VALUE ctr 0 1\r\n1\r\nEND\r\n"
+        for i in range(sets):
+            expected = b"VALUE q%d 0 %d\r\n%s\r\nEND\r\n" % (i, len(FILL), FILL) if i < k else b"END\r\n"
+            assert c.call(b"get q%d\r\n" % i) == expected, i
+        assert c.call(b"version\r\n").startswith(b"VERSION ")
+        c.close()

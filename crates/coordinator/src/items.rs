@@ -48,12 +48,13 @@ pub fn item_position(key: &[u8]) -> PartitionPosition {
 
 type ShardOps = Vec<(PartitionPosition, ItemOp)>;
 
-/// An operation's outcome, or the failure of the shard run it was part of
-/// (shared by that run's operations).
+/// An operation's outcome, or its failure: its own, or that of the shard
+/// run it was part of (shared by that run's operations).
 pub type ItemResult = Result<ItemOutcome, Arc<CoordinatorError>>;
 
-/// Runs `ops` and returns their outcomes in the same order. A shard that
-/// fails or misses the deadline fails only its own operations.
+/// Runs `ops` and returns their outcomes in the same order, each its own:
+/// an operation that fails leaves the others to run and answer. A shard
+/// that fails or misses the deadline fails only its own operations.
 pub async fn run_items(table: ItemTable, ops: Vec<(PartitionPosition, ItemOp)>, timeout: Duration) -> Vec<ItemResult> {
     let deadline = deadline(timeout);
     let count = ops.len();
@@ -82,7 +83,7 @@ pub async fn run_items(table: ItemTable, ops: Vec<(PartitionPosition, ItemOp)>, 
             Ok(answers) => {
                 assert_eq!(answers.len(), indexes.len(), "a shard answers each of its operations");
                 for (index, outcome) in indexes.into_iter().zip(answers) {
-                    outcomes[index] = Some(Ok(outcome));
+                    outcomes[index] = Some(outcome.map_err(Arc::new));
                 }
             }
             Err(e) => {
@@ -99,7 +100,7 @@ async fn run_here(
     table: ItemTable,
     ops: Vec<(PartitionPosition, ItemOp)>,
     deadline: Instant,
-) -> Result<Vec<ItemOutcome>, CoordinatorError> {
+) -> Result<Vec<Result<ItemOutcome, CoordinatorError>>, CoordinatorError> {
     if Instant::now() > deadline {
         let writes = ops.iter().any(|(_, op)| op.writes());
         return Err(if writes {
@@ -118,5 +119,6 @@ async fn run_here(
             }
         });
     }
-    Ok(shoal_replica::local().run_items(table, ops).await?)
+    let outcomes = shoal_replica::local().run_items(table, ops).await;
+    Ok(outcomes.into_iter().map(|outcome| outcome.map_err(CoordinatorError::from)).collect())
 }

@@ -61,6 +61,9 @@ pub enum Control {
 pub struct Session {
     config: Arc<Config>,
     items: ItemsTable,
+    /// The retrieval being answered in chunks failed in an earlier chunk:
+    /// its error line ended its answer, so its later chunks add nothing.
+    retrieval_failed: bool,
 }
 
 /// Where answers go once enough of them are buffered.
@@ -83,7 +86,7 @@ struct Pending<'r, 'a> {
 impl Session {
     pub fn new(config: Arc<Config>) -> Session {
         let items = ItemsTable::new(&config.keyspace, &config.table);
-        Session { config, items }
+        Session { config, items, retrieval_failed: false }
     }
 
     /// Runs `requests` in order, appending their answers to `answers`
@@ -164,7 +167,7 @@ impl Session {
         let mut outcomes = outcomes.into_iter();
         for p in pending.drain(..) {
             let mut reply = Reply::new(answers);
-            answer(p.request, p.keys, p.last, now_s, &mut outcomes, &mut reply);
+            answer(p.request, p.keys, p.last, now_s, &mut outcomes, &mut reply, &mut self.retrieval_failed);
             if answers.len() >= ANSWER_BYTES_MAX {
                 sink.write(answers).await?;
             }
@@ -298,7 +301,8 @@ fn item_op(request: &Request<'_>, now_s: i64) -> Option<(PartitionPosition, Item
     })
 }
 
-/// Writes the answer of `request`, taking its outcomes from `outcomes`.
+/// Writes the answer of `request`, taking its outcomes from `outcomes`;
+/// `retrieval_failed` carries a retrieval's failure from chunk to chunk.
 fn answer(
     request: &Request<'_>,
     keys: std::ops::Range<usize>,
@@ -306,22 +310,35 @@ fn answer(
     now_s: i64,
     outcomes: &mut impl Iterator<Item = ItemResult>,
     reply: &mut Reply<'_>,
+    retrieval_failed: &mut bool,
 ) {
     let mut next = || outcomes.next().expect("an outcome for each operation");
     match request {
         Request::Retrieve { keys: all, with_cas, touch } => {
+            // Every key's outcome is taken, so the requests after get
+            // theirs. A key that fails ends the answer with its error line
+            // instead of `END` (memcached answers a get it cannot finish
+            // with its error line; values already sent stay sent).
             for key in &all[keys] {
-                match next() {
+                let outcome = next();
+                if *retrieval_failed {
+                    continue;
+                }
+                match outcome {
                     Ok(ItemOutcome::Found(item)) => {
                         stats::bump(if touch.is_some() { Stat::TouchHits } else { Stat::GetHits });
                         reply.value(key, &item, with_cas.then_some(item.cas));
                     }
                     Ok(_) => stats::bump(if touch.is_some() { Stat::TouchMisses } else { Stat::GetMisses }),
-                    Err(e) => return reply.server_error(&e.to_string()),
+                    Err(e) => {
+                        *retrieval_failed = true;
+                        reply.server_error(&e.to_string());
+                        continue;
+                    }
                 }
                 stats::bump(if touch.is_some() { Stat::CmdTouch } else { Stat::CmdGet });
             }
-            if last {
+            if last && !std::mem::take(retrieval_failed) {
                 reply.line(b"END");
             }
         }

@@ -13,8 +13,15 @@
 //! partition's lock (shard-local, FIFO) from its read to its write, and a
 //! plain `set` holds it too, so it cannot land between another write's read
 //! and its write. Reads take no lock: they see the item before or after a
-//! write, never a half. Durability is awaited after the lock is released
-//! and once per run of operations ([`Database::run_items`]).
+//! write, never a half. Durability is awaited after the lock is released,
+//! for a whole run of operations before any is answered
+//! ([`Database::run_items`]).
+//!
+//! Each operation in a run has its own outcome: one that fails (a write
+//! refused by an in-memory table over its limit, a commitlog append that
+//! fails) leaves the others of the run to run, and the writes that
+//! applied are answered as applied once durable. So a client that retries
+//! only what it was told failed never applies a write twice.
 //!
 //! Each operation also keeps the shard's LRU list of items
 //! (`item_lru`) up to date, and a run that leaves the items over the
@@ -212,36 +219,56 @@ const ADOPTED_CAS_MAX: u64 = u32::MAX as u64;
 const COUNTER_DIGITS_MAX: usize = 20;
 
 impl Database {
-    /// Runs `ops` in order on this shard, which owns their keys, and waits
-    /// once, at the end, until every write among them is durable.
+    /// Runs `ops` in order on this shard, which owns their keys, each to
+    /// its own outcome: one that fails leaves the others to run, and the
+    /// writes before it stay answered as applied (a client retries only
+    /// what it was told failed). Waits, before answering, until each write
+    /// among them is durable; a write whose wait fails answers that.
     pub async fn run_items(
         &self,
         table: ItemTable,
         ops: Vec<(PartitionPosition, ItemOp)>,
-    ) -> Result<Vec<ItemOutcome>, ReplicaError> {
+    ) -> Vec<Result<ItemOutcome, ReplicaError>> {
         let started = Instant::now();
-        let mut outcomes = Vec::with_capacity(ops.len());
-        let mut durability = Durability::default();
+        let mut ran = Vec::with_capacity(ops.len());
+        let mut evictions = Durability::default();
         let mut wrote = false;
         for (position, op) in ops {
             let writes = op.writes();
             wrote |= writes;
-            let (outcome, durable) = self.run_item(table, position, op).await?;
-            durability = durability.and(durable);
-            if writes {
-                durability = durability.and(self.evict_items(table).await?);
+            let result = self.run_item(table, position, op).await;
+            if writes && result.is_ok() {
+                match self.evict_items(table).await {
+                    Ok(durable) => evictions = evictions.and(durable),
+                    // The write stands; a later one evicts again.
+                    Err(e) => tracing::warn!("memcached items: eviction stopped, items stay over their limit: {e}"),
+                }
             }
-            outcomes.push(outcome);
+            ran.push(result);
         }
-        durability.durable().await?;
+        // Entries of one log become durable in order: after the first wait
+        // that blocks, the others find theirs durable already.
+        let mut outcomes = Vec::with_capacity(ran.len());
+        for result in ran {
+            outcomes.push(match result {
+                Ok((outcome, durable)) => durable.durable().await.map(|()| outcome),
+                Err(e) => Err(e),
+            });
+        }
+        if let Err(e) = evictions.durable().await {
+            tracing::warn!("memcached items: evictions may not be durable (evicted items may come back): {e}");
+        }
         if wrote {
             self.metrics.record_write(table.id, started.elapsed());
         } else {
             self.metrics.record_read(table.id, started.elapsed());
         }
-        Ok(outcomes)
+        outcomes
     }
 
+    /// Runs one operation; its write is applied but not yet durable. The
+    /// item's hints and LRU entry change only once its write applied, so a
+    /// failed write leaves them as they were.
     async fn run_item(
         &self,
         table: ItemTable,
@@ -261,23 +288,34 @@ impl Database {
         };
         let bumps = !matches!(op, ItemOp::Get(Fetch { no_bump: true, .. }));
         let Decision { update, outcome, access } = decide(op, current, now_s, &self.last_item_cas);
+        let lru = match (&update, &outcome) {
+            (Some(ItemUpdate::Put { value, lifetime, .. }), _) if lifetime.is_live(now_s) => {
+                LruUpdate::Stored(value.len(), *lifetime)
+            }
+            (Some(_), _) | (None, ItemOutcome::Missing) => LruUpdate::Removed,
+            (None, ItemOutcome::Found(_)) if bumps => LruUpdate::Fetched,
+            (None, _) => LruUpdate::Keep,
+        };
+        let durable = match update {
+            Some(update) => {
+                let partition = update.into_partition(table, now_s);
+                self.apply_unsynced(table.id, position.clone(), partition, &[]).await?
+            }
+            None => Durability::default(),
+        };
         match access {
             AccessUpdate::Keep => {}
             AccessUpdate::Set(access) => self.item_access.set(position.token, access),
             AccessUpdate::Forget => self.item_access.forget(position.token),
         }
-        match (&update, &outcome) {
-            (Some(ItemUpdate::Put { value, lifetime, .. }), _) if lifetime.is_live(now_s) => {
-                self.item_lru.stored(table.id, position.token, &position.key, value.len(), *lifetime)
+        match lru {
+            LruUpdate::Stored(value_bytes, lifetime) => {
+                self.item_lru.stored(table.id, position.token, &position.key, value_bytes, lifetime)
             }
-            (Some(_), _) | (None, ItemOutcome::Missing) => self.item_lru.removed(table.id, position.token),
-            (None, ItemOutcome::Found(_)) if bumps => self.item_lru.fetched(table.id, position.token),
-            (None, _) => {}
+            LruUpdate::Removed => self.item_lru.removed(table.id, position.token),
+            LruUpdate::Fetched => self.item_lru.fetched(table.id, position.token),
+            LruUpdate::Keep => {}
         }
-        let durable = match update {
-            Some(update) => self.apply_unsynced(table.id, position, update.into_partition(table, now_s), &[]).await?,
-            None => Durability::default(),
-        };
         Ok((outcome, durable))
     }
 
@@ -427,6 +465,15 @@ enum AccessUpdate {
     Keep,
     Set(Access),
     Forget,
+}
+
+/// What an operation does to the item's place in the LRU list.
+enum LruUpdate {
+    Keep,
+    /// Stored live: its value's bytes and lifetime.
+    Stored(usize, Lifetime),
+    Removed,
+    Fetched,
 }
 
 impl Decision {
@@ -695,6 +742,102 @@ mod tests {
         let timestamp_us = 1_795_617_543_956_202;
         assert_eq!(stored_cas(decide(set(b"d"), Some(item(timestamp_us)), 0, &counter)), timestamp_us + 1);
         assert_eq!(stored_cas(decide(set(b"e"), None, 0, &counter)), 44);
+    }
+
+    /// `ks.items`, the items table's shape, in this thread's database
+    /// (no storage: nothing logged, so nothing to wait for).
+    fn items_table(database: &Database) -> ItemTable {
+        use shoal_schema::{ClusteringOrder, ColumnKind, ColumnMeta, CqlType, KeyspaceMeta, Schema, TableMeta};
+        let column = |id, name: &str, ty, kind| ColumnMeta {
+            id,
+            name: name.into(),
+            ty,
+            kind,
+            position: if kind == ColumnKind::PartitionKey { 0 } else { -1 },
+            order: ClusteringOrder::Asc,
+        };
+        let meta = TableMeta {
+            id: Uuid::from_u128(7),
+            keyspace: "ks".into(),
+            name: "items".into(),
+            columns: vec![
+                column(0, "key", CqlType::Blob, ColumnKind::PartitionKey),
+                column(1, "value", CqlType::Blob, ColumnKind::Regular),
+                column(2, "flags", CqlType::Bigint, ColumnKind::Regular),
+                column(3, "cas", CqlType::Bigint, ColumnKind::Regular),
+            ],
+            options: Default::default(),
+            next_column_id: 4,
+            indexes: Vec::new(),
+            view_of: None,
+        };
+        let keyspace = KeyspaceMeta {
+            name: "ks".into(),
+            replication: Default::default(),
+            durable_writes: true,
+            tables: [("items".to_string(), std::sync::Arc::new(meta))].into(),
+            types: Default::default(),
+        };
+        let schema =
+            Schema { keyspaces: [("ks".to_string(), std::sync::Arc::new(keyspace))].into(), ..Schema::empty() };
+        database.set_schema(std::sync::Arc::new(schema), None);
+        ItemTable { id: Uuid::from_u128(7), value: 1, flags: 2, cas: 3 }
+    }
+
+    fn at(key: &'static [u8]) -> PartitionPosition {
+        let key = Bytes::from_static(key);
+        PartitionPosition { token: shoal_schema::murmur3_token(&key), key }
+    }
+
+    fn incr() -> ItemOp {
+        ItemOp::Arith(Arith { decrement: false, delta: 1, create: None, compare_cas: None, new_cas: None, touch: None })
+    }
+
+    fn value(outcome: &Result<ItemOutcome, ReplicaError>) -> &[u8] {
+        match outcome {
+            Ok(ItemOutcome::Found(item)) => &item.value,
+            other => panic!("{other:?}"),
+        }
+    }
+
+    #[test]
+    fn an_operation_that_fails_fails_alone() {
+        let (done, finished) = std::sync::mpsc::channel();
+        // The database is a shard's: run on one.
+        let shards = shoal_runtime::start_shards(1, None, move |_| {
+            let done = done.clone();
+            async move {
+                let database = crate::local();
+                let table = items_table(&database);
+                // Filed under a token that is not its key's: the write is
+                // refused, as a replica refuses any such write.
+                let misfiled = PartitionPosition { token: at(b"b").token.wrapping_add(1), ..at(b"b") };
+                let ops = vec![
+                    (at(b"n"), set(b"1")),
+                    (at(b"n"), incr()),
+                    (misfiled, set(b"x")),
+                    (at(b"n"), incr()),
+                    (at(b"n"), ItemOp::Get(Fetch::default())),
+                ];
+                let outcomes = database.run_items(table, ops).await;
+                let again = database.run_items(table, vec![(at(b"b"), ItemOp::Get(Fetch::default()))]).await;
+                let _ = done.send((outcomes, again, database.items_stats(table).items));
+            }
+        });
+        assert!(shards.is_ok());
+        let (outcomes, again, items) =
+            finished.recv_timeout(std::time::Duration::from_secs(10)).expect("the shard ran the operations");
+        assert_eq!(outcomes.len(), 5);
+        assert!(matches!(outcomes[0], Ok(ItemOutcome::Stored { .. })), "{:?}", outcomes[0]);
+        // Applied before the failure, and answered as applied.
+        assert_eq!(value(&outcomes[1]), b"2");
+        assert!(matches!(outcomes[2], Err(ReplicaError::WrongToken { .. })), "{:?}", outcomes[2]);
+        // Run after it.
+        assert_eq!(value(&outcomes[3]), b"3");
+        assert_eq!(value(&outcomes[4]), b"3");
+        // The refused write left no item, nor an entry in the LRU list.
+        assert!(matches!(again[..], [Ok(ItemOutcome::Missing)]), "{again:?}");
+        assert_eq!(items, 1);
     }
 
     #[test]
