@@ -140,6 +140,10 @@ pub struct Database {
     pub(crate) commitlog: RefCell<Option<Rc<CommitLog>>>,
     /// Tables of keyspaces with `durable_writes = false`: not logged.
     unlogged: RefCell<HashSet<Uuid>>,
+    /// Tables with secondary indexes: their writes read before they write
+    /// and update the indexes' views. A set, so the check on every write
+    /// is one lookup, not a walk of the schema.
+    indexed: RefCell<HashSet<Uuid>>,
     /// Tables with a flush under way.
     flushing: RefCell<HashSet<Uuid>>,
     /// Memtable memory was freed (a flush finished).
@@ -203,6 +207,7 @@ impl Database {
             storage: RefCell::new(None),
             commitlog: RefCell::new(None),
             unlogged: RefCell::new(HashSet::new()),
+            indexed: RefCell::new(HashSet::new()),
             flushing: RefCell::new(HashSet::new()),
             memory_freed: Event::default(),
             compaction_wanted: Event::default(),
@@ -267,6 +272,7 @@ impl Database {
             .filter(|k| !k.durable_writes)
             .flat_map(|k| k.tables.values().map(|t| t.id))
             .collect();
+        *self.indexed.borrow_mut() = schema.tables().filter(|t| !t.indexes.is_empty()).map(|t| t.id).collect();
         *self.schema.borrow_mut() = schema;
         if let Some(change) = change {
             for (_, listener) in self.listeners.borrow().iter() {
@@ -336,16 +342,14 @@ impl Database {
         list_ops: &[ListOp],
     ) -> Result<(), ReplicaError> {
         let started = Instant::now();
-        let schema = self.schema();
-        let views = match schema.table_by_id(table_id) {
-            Some(meta) if !meta.indexes.is_empty() => view_update::index_views(&schema, meta),
-            _ => Vec::new(),
-        };
-        if views.is_empty() {
+        if !self.has_indexes(table_id) {
             self.apply_unsynced(table_id, position, update, list_ops).await?.durable().await?;
             self.metrics.record_write(table_id, started.elapsed());
             return Ok(());
         }
+        let schema = self.schema();
+        let meta = schema.table_by_id(table_id).ok_or(ReplicaError::NoSuchTable(table_id))?;
+        let views = view_update::index_views(&schema, meta);
         // Read before write, once for the list operations and the indexes.
         check_token(&position)?;
         let table = self.table(table_id)?;
@@ -355,8 +359,6 @@ impl Database {
         };
         let before = table.read(&position, &ranges).await?;
         list_ops::resolve(before.as_ref(), list_ops, &mut update)?;
-        // The table has indexes, so it is in the schema.
-        let meta = schema.table_by_id(table_id).expect("an indexed table is in the schema");
         let now_s = shoal_runtime::clock::now_s();
         let view_updates = view_update::compute(meta, &views, &position, before.as_ref(), &update, now_s);
         let token = position.token;
@@ -368,7 +370,7 @@ impl Database {
 
     /// Whether writes to `table_id` update indexes.
     fn has_indexes(&self, table_id: Uuid) -> bool {
-        self.schema.borrow().table_by_id(table_id).is_some_and(|t| !t.indexes.is_empty())
+        self.indexed.borrow().contains(&table_id)
     }
 
     /// Registers the coordinator's delivery of view updates.
