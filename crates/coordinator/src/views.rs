@@ -73,18 +73,15 @@ pub async fn resume_builds() {
     let resumed = on_every_shard(|_| async {
         let database = shoal_replica::local();
         let schema = database.schema();
-        let mut resumed = 0usize;
         for base in schema.tables().filter(|t| !t.indexes.is_empty()) {
             for view in database.index_views(base.id) {
                 let Some(marker) = database.index_built_marker(&view.view) else { continue };
                 if !shoal_io::exists(&marker, IoClass::Maintenance).await.unwrap_or(false) {
                     tracing::info!("index {} was not built on this shard: building it", view.index.name);
                     start_build(base.id, view);
-                    resumed += 1;
                 }
             }
         }
-        resumed
     })
     .await;
     if let Err(e) = resumed {

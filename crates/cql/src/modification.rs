@@ -23,7 +23,7 @@ use shoal_schema::{ColumnKind, ColumnMeta, CqlType, TableMeta, UserType};
 use crate::ast::{Assignment, ColumnTarget, Delete, Insert, Term, Update, Using};
 use crate::ddl::is_counter_table;
 use crate::error::{invalid, CqlResult};
-use crate::restrictions::{analyze, check_key_value, encode_clustering, position_of, PartitionRestriction};
+use crate::restrictions::{analyze, check_key_value, position_of, PartitionRestriction};
 use crate::values::{collection_items, eval, eval_required, Bindings, BoundValue, Receiver};
 
 /// Cassandra's ceiling on TTLs: 20 years.
@@ -134,7 +134,7 @@ pub fn insert(meta: &TableMeta, statement: &Insert, ctx: WriteContext<'_>) -> Cq
     let only_static = row.columns.is_empty() && !update.static_row.columns.is_empty();
     match clustering.iter().cloned().collect::<Option<Vec<Bytes>>>() {
         Some(values) => {
-            update.rows.insert(encode_clustering(meta, &values), ClusteredRow { clustering: values, row });
+            update.rows.insert(meta.encode_clustering(&values), ClusteredRow { clustering: values, row });
         }
         None if only_static && clustering.iter().all(Option::is_none) => {}
         None => {

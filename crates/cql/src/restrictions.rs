@@ -142,7 +142,7 @@ impl EqPlan {
         let parts = self.partition_key.iter().map(value).collect::<CqlResult<Vec<Bytes>>>()?;
         let position = position_of(&parts)?;
         let prefix = self.clustering_prefix.iter().map(value).collect::<CqlResult<Vec<Bytes>>>()?;
-        let encoded = encode_clustering(meta, &prefix);
+        let encoded = meta.encode_clustering(&prefix);
         let range = prefix_range(encoded.clone());
         let clustering_keys = self.full_clustering_key.then(|| vec![(encoded, prefix)]);
         Ok(Restrictions {
@@ -429,11 +429,11 @@ impl<'a> Analysis<'a> {
         }
         let prefixes = cartesian(prefix_values)?;
         let full_keys =
-            (used == ck.len()).then(|| prefixes.iter().map(|p| (encode_clustering(self.meta, p), p.clone())).collect());
+            (used == ck.len()).then(|| prefixes.iter().map(|p| (self.meta.encode_clustering(p), p.clone())).collect());
         let mut ranges: Vec<ClusteringRange> = prefixes
             .iter()
             .map(|prefix| {
-                let encoded = encode_clustering(self.meta, prefix);
+                let encoded = self.meta.encode_clustering(prefix);
                 match (&slice, slice_column) {
                     (Some(bounds), Some(column)) => self.slice_range(encoded, column, bounds),
                     _ => prefix_range(encoded),
@@ -479,7 +479,7 @@ impl<'a> Analysis<'a> {
                     }
                     keys = Some((
                         indexes.len(),
-                        tuples.iter().map(|t| (encode_clustering(self.meta, t), t.clone())).collect(),
+                        tuples.iter().map(|t| (self.meta.encode_clustering(t), t.clone())).collect(),
                     ));
                 }
                 _ => {
@@ -490,7 +490,7 @@ impl<'a> Analysis<'a> {
                     }
                     let range = slice.get_or_insert_with(ClusteringRange::all);
                     for tuple in &tuples {
-                        apply_bound(range, encode_clustering(self.meta, tuple), op, orders[0]);
+                        apply_bound(range, self.meta.encode_clustering(tuple), op, orders[0]);
                     }
                 }
             }
@@ -595,15 +595,6 @@ fn prefix_range(prefix: Bytes) -> ClusteringRange {
     }
     let end = successor(&prefix).map_or(Bound::Unbounded, Bound::Excluded);
     ClusteringRange { start: Bound::Included(prefix), end }
-}
-
-/// The order-preserving encoding of a clustering key or of a prefix of it
-/// (`values` for the first clustering columns, in order).
-pub fn encode_clustering(meta: &TableMeta, values: &[Bytes]) -> Bytes {
-    let columns = meta.clustering_key().zip(values);
-    Bytes::from(comparable::encode_key(
-        columns.map(|(c, v)| (c.ty.unfrozen(), &v[..], c.order == ClusteringOrder::Desc)),
-    ))
 }
 
 /// Refuses a clustering value over 64 KiB (Cassandra's limit), and an

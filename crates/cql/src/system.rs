@@ -22,7 +22,7 @@ use uuid::Uuid;
 use crate::ast::Statement;
 use crate::ddl;
 use crate::error::{CqlError, CqlResult};
-use crate::restrictions::{encode_clustering, position_of};
+use crate::restrictions::position_of;
 use crate::values::serialize_items;
 
 /// The Cassandra release Shoal answers as. ScyllaDB reports 3.0.8, but
@@ -353,6 +353,6 @@ fn to_update(meta: &TableMeta, values: Vec<Option<Bytes>>) -> CqlResult<(Partiti
     }
     let position = position_of(&pk)?;
     let mut update = Partition::default();
-    update.rows.insert(encode_clustering(meta, &ck), ClusteredRow { clustering: ck, row });
+    update.rows.insert(meta.encode_clustering(&ck), ClusteredRow { clustering: ck, row });
     Ok((position, update))
 }

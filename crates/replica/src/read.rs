@@ -349,7 +349,8 @@ impl Reader<'_> {
     }
 }
 
-fn merge_tombstones(a: Option<Tombstone>, b: Option<Tombstone>) -> Option<Tombstone> {
+/// The stronger of two deletions (the later timestamp).
+pub(crate) fn merge_tombstones(a: Option<Tombstone>, b: Option<Tombstone>) -> Option<Tombstone> {
     match (a, b) {
         (Some(a), Some(b)) => Some(if b.timestamp > a.timestamp { b } else { a }),
         (a, b) => a.or(b),

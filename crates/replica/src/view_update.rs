@@ -36,6 +36,7 @@ use shoal_storage::{
 };
 
 use crate::mutation::Mutation;
+use crate::read::merge_tombstones;
 
 /// One index of a base table, with the table holding it.
 #[derive(Debug, Clone)]
@@ -231,7 +232,7 @@ fn indexable(value: &[u8]) -> bool {
 }
 
 fn static_parts(column: &ColumnMeta, index: &IndexMeta, partition: &Partition, now_s: i64) -> Parts {
-    let deletion = merge(partition.tombstone, partition.static_row.deletion);
+    let deletion = merge_tombstones(partition.tombstone, partition.static_row.deletion);
     let mut parts = Parts::new();
     column_parts(column, index, &partition.static_row, deletion, now_s, &mut parts);
     parts
@@ -247,7 +248,7 @@ fn row_parts(
     base_pk: &[Bytes],
     now_s: i64,
 ) -> Parts {
-    let deletion = merge(partition.deletion_for_row(key), clustered.row.deletion);
+    let deletion = merge_tombstones(partition.deletion_for_row(key), clustered.row.deletion);
     let mut parts = Parts::new();
     let key_value = match column.kind {
         ColumnKind::Static | ColumnKind::Regular => {
@@ -316,7 +317,7 @@ fn each_cell(
     match data {
         ColumnData::Atomic(cell) => f(Bytes::from([&[1u8][..], &id].concat()), cell, deletion),
         ColumnData::Collection(collection) => {
-            let deletion = merge(deletion, collection.tombstone);
+            let deletion = merge_tombstones(deletion, collection.tombstone);
             for element in collection.cells.values() {
                 f(Bytes::from([&[2u8][..], &id, &element.key].concat()), &element.cell, deletion);
             }
@@ -349,13 +350,6 @@ fn cell_part(
             let value = indexed(&cell.live_value(now_s)?)?;
             Some(Part::Live { value, liveness: Liveness { timestamp: cell.timestamp, expiry: cell.expiry() } })
         }
-    }
-}
-
-fn merge(a: Option<Tombstone>, b: Option<Tombstone>) -> Option<Tombstone> {
-    match (a, b) {
-        (Some(a), Some(b)) => Some(if b.timestamp > a.timestamp { b } else { a }),
-        (a, b) => a.or(b),
     }
 }
 

@@ -20,7 +20,6 @@
 use bytes::Bytes;
 use uuid::Uuid;
 
-use crate::comparable;
 use crate::schema::{ClusteringOrder, ColumnKind, ColumnMeta, TableMeta, TableOptions};
 use crate::types::CqlType;
 
@@ -182,14 +181,6 @@ pub fn entry_key(
         let clustering = std::iter::once(token).chain(base_pk.iter().cloned()).chain(base_ck.iter().cloned()).collect();
         (vec![value], clustering)
     };
-    let clustering_encoded = encode_view_clustering(view, &clustering);
+    let clustering_encoded = view.encode_clustering(&clustering);
     EntryKey { partition, clustering, clustering_encoded }
-}
-
-/// The order-preserving encoding of (a prefix of) a view's clustering key.
-pub fn encode_view_clustering(view: &TableMeta, values: &[Bytes]) -> Bytes {
-    let columns = view.clustering_key().zip(values);
-    Bytes::from(comparable::encode_key(
-        columns.map(|(c, v)| (c.ty.unfrozen(), &v[..], c.order == ClusteringOrder::Desc)),
-    ))
 }

@@ -13,20 +13,9 @@ use crate::value::{bignum, Value, ValueError};
 /// The math functions, by CQL name.
 pub const NAMES: [&str; 5] = ["abs", "exp", "log", "log10", "round"];
 
-/// Whether `ty` is a type the math functions take (and return).
+/// Whether `ty` is a type the math functions take (and return): a number.
 pub fn takes(ty: &CqlType) -> bool {
-    matches!(
-        ty.unfrozen(),
-        CqlType::Tinyint
-            | CqlType::Smallint
-            | CqlType::Int
-            | CqlType::Bigint
-            | CqlType::Counter
-            | CqlType::Float
-            | CqlType::Double
-            | CqlType::Varint
-            | CqlType::Decimal
-    )
+    crate::value::is_numeric(ty)
 }
 
 /// The types the math functions take, in Cassandra's order of overloads.

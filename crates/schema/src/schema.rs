@@ -11,6 +11,8 @@
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
+use bytes::Bytes;
+
 use uuid::Uuid;
 
 use crate::index::IndexMeta;
@@ -140,6 +142,16 @@ impl TableMeta {
 
     pub fn clustering_key_len(&self) -> usize {
         self.clustering_key().count()
+    }
+
+    /// The order-preserving encoding of a clustering key, or of a prefix of
+    /// it (`values` for the first clustering columns, in order): how rows
+    /// are keyed in storage.
+    pub fn encode_clustering(&self, values: &[Bytes]) -> Bytes {
+        let columns = self.clustering_key().zip(values);
+        Bytes::from(crate::comparable::encode_key(
+            columns.map(|(c, v)| (c.ty.unfrozen(), &v[..], c.order == ClusteringOrder::Desc)),
+        ))
     }
 
     /// Orders columns as `SELECT *` shows them and renumbers key positions.

@@ -21,13 +21,13 @@ use std::time::Duration;
 use bytes::Bytes;
 use shoal_coordinator::data::{ClusteringRange, PartitionPosition, PartitionSelection, ReadCommand, ReadResult};
 use shoal_coordinator::ConsistencyLevel;
-use shoal_schema::index::{encode_view_clustering, entry_value, value_type};
+use shoal_schema::index::{entry_value, per_partition, value_type};
 use shoal_schema::token::split_partition_key;
-use shoal_schema::{ColumnKind, CqlType, IndexKind, Schema, TableMeta};
+use shoal_schema::{CqlType, IndexKind, Schema, TableMeta};
 
 use crate::ast::{Operator, Relation};
 use crate::error::CqlResult;
-use crate::restrictions::{encode_clustering, position_of, PartitionRestriction, Restrictions};
+use crate::restrictions::{position_of, PartitionRestriction, Restrictions};
 use crate::values::{eval_required, Bindings, Receiver};
 
 /// View rows read per step.
@@ -112,7 +112,7 @@ pub(crate) fn choose(
             base: Arc::clone(meta),
             view: Arc::clone(view),
             partition,
-            per_partition: column_meta.kind == ColumnKind::Static,
+            per_partition: per_partition(column_meta),
         };
         return Ok(Some(Served { column, scan: Some(scan) }));
     }
@@ -191,7 +191,7 @@ pub(crate) async fn read(
         }
         match entries.rows.last() {
             Some(last) if entries.limit_reached => {
-                start = Bound::Excluded(encode_view_clustering(&scan.view, &last.clustering));
+                start = Bound::Excluded(scan.view.encode_clustering(&last.clustering));
             }
             _ => return Ok(out),
         }
@@ -206,7 +206,7 @@ fn base_row(scan: &IndexScan, clustering: &[Bytes]) -> Option<(PartitionPosition
     let pk = clustering.get(1..1 + pk_len)?;
     let position = position_of(pk).ok()?;
     let ck = clustering.get(1 + pk_len..)?;
-    Some((position, (!scan.per_partition).then(|| encode_clustering(&scan.base, ck))))
+    Some((position, (!scan.per_partition).then(|| scan.base.encode_clustering(ck))))
 }
 
 /// The view clustering key of the base row at `partition`, `clustering`.
@@ -215,7 +215,7 @@ fn view_key(scan: &IndexScan, partition: &PartitionPosition, clustering: Option<
     if let Ok(parts) = split_partition_key(scan.base.partition_key_len(), &partition.key) {
         prefix.extend(parts.into_iter().map(Bytes::copy_from_slice));
     }
-    let mut key = encode_view_clustering(&scan.view, &prefix).to_vec();
+    let mut key = scan.view.encode_clustering(&prefix).to_vec();
     // The view's clustering columns after the prefix are the base's, in
     // the base's order: the base encoding continues the view's.
     if let Some(clustering) = clustering.filter(|_| !scan.per_partition) {
