@@ -59,7 +59,7 @@ pub use topology::{
     maintain as maintain_topology, subscribe_topology_changes, unsubscribe_topology_changes, Peer, TopologyEvent,
     TopologyListener,
 };
-pub use views::{is_building as index_is_building, resume_builds as resume_index_builds};
+pub use views::{is_building as view_is_building, resume_builds as resume_view_builds};
 
 /// Registers the coordinator's handlers of other nodes' requests on the
 /// calling shard, the delivery of index view updates and the building of

@@ -1,5 +1,6 @@
-//! Index views on the cluster: where a base replica sends the view updates
-//! its writes make, and the building of a new index from existing data.
+//! Views on the cluster (secondary indexes and materialized views): where a
+//! base replica sends the view updates its writes make, and the building of
+//! a new view from existing data.
 //!
 //! Pairing (ScyllaDB's): the base partition's replicas and the view
 //! partition's replicas are both listed in ring order; a base replica that
@@ -11,15 +12,15 @@
 //! replica that cannot be reached gets the update as a hint.
 //!
 //! A base write is answered after its view updates were delivered (or
-//! hinted): an index read right after a write sees it.
+//! hinted): an index or view read right after a write sees it.
 //!
-//! Building: when an index is created, every shard of every node reads its
+//! Building: when a view is created, every shard of every node reads its
 //! own base data, partition by partition, and sends the entries as view
 //! updates, as writes do. A write racing the build is safe: see
 //! `shoal_replica`'s view updates for why the timestamps make any order
 //! agree. A shard that finished records it in a file beside the view's
-//! SSTables ([`shoal_replica::Database::index_built_marker`]); at start,
-//! each shard builds again the indexes it has no such record of (a build a
+//! SSTables ([`shoal_replica::Database::view_built_marker`]); at start,
+//! each shard builds again the views it has no such record of (a build a
 //! crash cut short), which is safe as building twice writes the same.
 
 use std::cell::RefCell;
@@ -29,7 +30,7 @@ use std::rc::Rc;
 use std::time::Duration;
 
 use futures_util::future::join_all;
-use shoal_replica::{IndexView, Mutation};
+use shoal_replica::{Mutation, View};
 use shoal_schema::{SchemaChange, SchemaChangeTarget};
 use uuid::Uuid;
 
@@ -42,7 +43,7 @@ use crate::topology::Topology;
 use crate::verbs::Target;
 use crate::{hints, wire, ConsistencyLevel, WriteType};
 
-/// Partitions read per step of an index build.
+/// Partitions read per step of a view build.
 const BUILD_STEP_PARTITIONS: usize = 64;
 /// How long a view update may take before it is kept as a hint.
 const VIEW_WRITE_TIMEOUT: Duration = Duration::from_secs(10);
@@ -54,30 +55,31 @@ thread_local! {
     static BUILDING: RefCell<HashSet<Uuid>> = RefCell::new(HashSet::new());
 }
 
-/// Installs the delivery of view updates and the building of new indexes
-/// on the calling shard; call on every shard at start, once the starting
-/// schema is installed (its indexes are built, or resumed by
+/// Installs the delivery of view updates and the building of new views on
+/// the calling shard; call on every shard at start, once the starting
+/// schema is installed (its views are built, or resumed by
 /// [`resume_builds`]).
 pub(crate) fn install() {
     let database = shoal_replica::local();
     database.set_view_sink(Rc::new(|base_token, updates| Box::pin(deliver(base_token, updates))));
     let schema = database.schema();
-    KNOWN.with(|known| known.borrow_mut().extend(schema.tables().flat_map(|t| t.indexes.iter().map(|i| i.view_id))));
+    let views = schema.tables().flat_map(|t| database.base_views(t.id)).map(|v| v.view.id);
+    KNOWN.with(|known| known.borrow_mut().extend(views));
     database.add_schema_listener(Box::new(on_schema_change));
 }
 
-/// Builds, on every shard, the indexes of the starting schema that shard
-/// has no record of having built (a build a crash cut short). Call once
+/// Builds, on every shard, the views of the starting schema that shard has
+/// no record of having built (a build a crash cut short). Call once
 /// storage is open.
 pub async fn resume_builds() {
     let resumed = on_every_shard(|_| async {
         let database = shoal_replica::local();
         let schema = database.schema();
-        for base in schema.tables().filter(|t| !t.indexes.is_empty()) {
-            for view in database.index_views(base.id) {
-                let Some(marker) = database.index_built_marker(&view.view) else { continue };
+        for base in schema.tables() {
+            for view in database.base_views(base.id) {
+                let Some(marker) = database.view_built_marker(&view.view) else { continue };
                 if !shoal_io::exists(&marker, IoClass::Maintenance).await.unwrap_or(false) {
-                    tracing::info!("index {} was not built on this shard: building it", view.index.name);
+                    tracing::info!("view {} was not built on this shard: building it", view.name());
                     start_build(base.id, view);
                 }
             }
@@ -85,49 +87,49 @@ pub async fn resume_builds() {
     })
     .await;
     if let Err(e) = resumed {
-        tracing::warn!("cannot resume index builds: {e}");
+        tracing::warn!("cannot resume view builds: {e}");
     }
 }
 
-/// Whether index view `view_id` is being built on this shard.
+/// Whether view `view_id` is being built on this shard.
 pub fn is_building(view_id: Uuid) -> bool {
     BUILDING.with(|b| b.borrow().contains(&view_id))
 }
 
-/// Starts building the indexes a schema change added to a table.
+/// Starts building the views a schema change added: indexes of a changed
+/// table, or a created materialized view.
 fn on_schema_change(change: &SchemaChange) {
     let SchemaChangeTarget::Table { keyspace, table } = &change.target else { return };
     let schema = shoal_replica::local().schema();
-    let Some(base) = schema.table(keyspace, table) else { return };
-    for index in &base.indexes {
-        let new = KNOWN.with(|known| known.borrow_mut().insert(index.view_id));
-        if !new {
-            continue;
+    let Some(changed) = schema.table(keyspace, table) else { return };
+    let base = match &changed.materialized {
+        Some(_) => changed.view_of.as_deref().and_then(|base| schema.table(keyspace, base)),
+        None => Some(changed),
+    };
+    let Some(base) = base else { return };
+    for view in shoal_replica::local().base_views(base.id) {
+        if KNOWN.with(|known| known.borrow_mut().insert(view.view.id)) {
+            start_build(base.id, view);
         }
-        let Some(view) = shoal_replica::local().index_views(base.id).into_iter().find(|v| v.index.name == index.name)
-        else {
-            continue;
-        };
-        start_build(base.id, view);
     }
 }
 
-/// Builds index `view` of `base_id` from this shard's base data in the
+/// Builds view `view` of `base_id` from this shard's base data in the
 /// background, and records once it is done.
-fn start_build(base_id: Uuid, view: IndexView) {
-    BUILDING.with(|b| b.borrow_mut().insert(view.index.view_id));
+fn start_build(base_id: Uuid, view: View) {
+    BUILDING.with(|b| b.borrow_mut().insert(view.view.id));
     shoal_runtime::spawn(async move {
         match build(base_id, &view).await {
             Ok(()) => record_built(&view).await,
-            Err(e) => tracing::warn!("building index {} stopped: {e}", view.index.name),
+            Err(e) => tracing::warn!("building view {} stopped: {e}", view.name()),
         }
-        BUILDING.with(|b| b.borrow_mut().remove(&view.index.view_id));
+        BUILDING.with(|b| b.borrow_mut().remove(&view.view.id));
     });
 }
 
 /// Records that this shard built `view` (see [`resume_builds`]).
-async fn record_built(view: &IndexView) {
-    let Some(marker) = shoal_replica::local().index_built_marker(&view.view) else { return };
+async fn record_built(view: &View) {
+    let Some(marker) = shoal_replica::local().view_built_marker(&view.view) else { return };
     let written = async {
         if let Some(dir) = marker.parent() {
             shoal_io::create_dir_all(dir, IoClass::Maintenance).await?;
@@ -135,21 +137,21 @@ async fn record_built(view: &IndexView) {
         shoal_io::write_durably(&marker, Vec::new(), IoClass::Maintenance).await
     };
     if let Err(e) = written.await {
-        tracing::warn!("cannot record that index {} is built ({e}): it will be built again at start", view.index.name);
+        tracing::warn!("cannot record that view {} is built ({e}): it will be built again at start", view.name());
     }
 }
 
-/// Builds index `view` of `base_id` from this shard's base data.
-async fn build(base_id: Uuid, view: &IndexView) -> Result<(), shoal_replica::ReplicaError> {
+/// Builds view `view` of `base_id` from this shard's base data.
+async fn build(base_id: Uuid, view: &View) -> Result<(), shoal_replica::ReplicaError> {
     let started = std::time::Instant::now();
     let mut from = None;
     let mut entries = 0usize;
     loop {
         let bound = from.as_ref().map_or(Bound::Unbounded, Bound::Excluded);
-        let step = shoal_replica::local().index_build_step(base_id, view, bound, BUILD_STEP_PARTITIONS).await;
+        let step = shoal_replica::local().view_build_step(base_id, view, bound, BUILD_STEP_PARTITIONS).await;
         let (updates, last) = match step {
             Ok(step) => step,
-            // The index or its table was dropped meanwhile.
+            // The view or its table was dropped meanwhile.
             Err(shoal_replica::ReplicaError::NoSuchTable(_)) => return Ok(()),
             Err(e) => return Err(e),
         };
@@ -163,8 +165,8 @@ async fn build(base_id: Uuid, view: &IndexView) -> Result<(), shoal_replica::Rep
         shoal_runtime::yield_now().await;
     }
     tracing::info!(
-        "built index {} on shard {}: {entries} view updates written in {} ms",
-        view.index.name,
+        "built view {} on shard {}: {entries} view updates written in {} ms",
+        view.name(),
         shoal_runtime::this_shard(),
         started.elapsed().as_millis()
     );
@@ -179,7 +181,7 @@ async fn deliver(base_token: i64, updates: Vec<Mutation>) {
         let deadline = deadline(VIEW_WRITE_TIMEOUT);
         let Some((topology, keyspace)) = placement(mutation.table) else {
             if let Err(e) = mutate_local(mutation, ConsistencyLevel::One, WriteType::Simple, deadline).await {
-                tracing::warn!("an index view update failed: {e}");
+                tracing::warn!("a view update failed: {e}");
             }
             return;
         };
@@ -189,7 +191,7 @@ async fn deliver(base_token: i64, updates: Vec<Mutation>) {
         let payload: Rc<[u8]> = wire::encode_mutation(&mutation).into();
         let target = Target { topology: &topology, host };
         if let Err(e) = target.mutate(&mutation, &payload, WriteType::Simple, deadline).await {
-            tracing::debug!("an index view update to {host} failed ({e}): kept as a hint");
+            tracing::debug!("a view update to {host} failed ({e}): kept as a hint");
             hints::store(host, mutation.position.token, payload);
         }
     });

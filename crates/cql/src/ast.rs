@@ -51,6 +51,9 @@ pub enum Statement {
     DropType(DropType),
     CreateIndex(CreateIndex),
     DropIndex(DropIndex),
+    CreateView(CreateView),
+    AlterView(AlterView),
+    DropView(DropView),
     Truncate(Truncate),
     Insert(Insert),
     InsertJson(InsertJson),
@@ -213,6 +216,44 @@ pub struct IndexTarget {
 /// `DROP INDEX [IF EXISTS] [ks.]name`.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct DropIndex {
+    pub keyspace: Option<String>,
+    pub name: String,
+    pub if_exists: bool,
+}
+
+/// `CREATE MATERIALIZED VIEW [IF NOT EXISTS] [ks.]v AS SELECT ... FROM
+/// [ks.]t WHERE ... PRIMARY KEY (...) [WITH ...]`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CreateView {
+    pub keyspace: Option<String>,
+    pub name: String,
+    pub if_not_exists: bool,
+    pub base_keyspace: Option<String>,
+    pub base: String,
+    /// The selected columns as written; empty for `SELECT *`.
+    pub selectors: Vec<Selector>,
+    pub where_clause: Vec<Relation>,
+    pub partition_key: Vec<String>,
+    pub clustering_key: Vec<String>,
+    /// From `WITH CLUSTERING ORDER BY (...)`, as written.
+    pub clustering_order: Vec<(String, Order)>,
+    pub options: Options,
+    /// The view table's id and column ids: set only by the schema file's
+    /// loader (the view keeps its data across restarts).
+    pub view_id: Option<uuid::Uuid>,
+}
+
+/// `ALTER MATERIALIZED VIEW [ks.]v WITH options`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct AlterView {
+    pub keyspace: Option<String>,
+    pub name: String,
+    pub options: Options,
+}
+
+/// `DROP MATERIALIZED VIEW [IF EXISTS] [ks.]v`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct DropView {
     pub keyspace: Option<String>,
     pub name: String,
     pub if_exists: bool,

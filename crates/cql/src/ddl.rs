@@ -15,7 +15,7 @@ use uuid::Uuid;
 
 use crate::ast::{AlterTableOp, ColumnDef, CreateTable, OptionValue, Options, Order, Statement};
 use crate::error::{invalid, CqlError, CqlResult};
-use crate::{index_ddl, user_types};
+use crate::{index_ddl, user_types, view_ddl};
 
 pub use shoal_schema::SYSTEM_KEYSPACES;
 
@@ -113,8 +113,24 @@ pub fn apply(
                 }
                 op => op.clone(),
             };
+            match &op {
+                AlterTableOp::Drop(names) => {
+                    names.iter().try_for_each(|n| view_ddl::check_column_change(keyspace, current, n, "drop"))?
+                }
+                AlterTableOp::Rename(pairs) => pairs
+                    .iter()
+                    .try_for_each(|(from, _)| view_ddl::check_column_change(keyspace, current, from, "rename"))?,
+                _ => {}
+            }
             let table = alter_table(current, &op)?;
-            put_table(&mut next, table);
+            view_ddl::check_base_options(keyspace, &table)?;
+            let mut meta = keyspace.as_ref().clone();
+            if let AlterTableOp::Add(defs) = &op {
+                let added: Vec<String> = defs.iter().map(|d| d.name.clone()).collect();
+                view_ddl::follow_added_columns(&mut meta, &table, &added);
+            }
+            meta.tables.insert(table.name.clone(), Arc::new(table));
+            next.keyspaces.insert(ks.to_string(), Arc::new(meta));
             change(SchemaChangeKind::Updated, table_target(ks, &s.name))
         }
         Statement::DropTable(s) => {
@@ -126,6 +142,7 @@ pub fn apply(
             if table.view_of.is_some() {
                 return Err(invalid("Cannot use DROP TABLE on Materialized View"));
             }
+            view_ddl::check_table_drop(&next.keyspaces[ks], &table)?;
             let mut meta = next.keyspaces[ks].as_ref().clone();
             meta.tables.remove(&s.name);
             index_ddl::drop_views_of(&mut meta, &table);
@@ -145,6 +162,31 @@ pub fn apply(
             }
             let Some(table) = index_ddl::drop(&mut next, ks, s)? else { return Ok(None) };
             change(SchemaChangeKind::Updated, table_target(ks, &table))
+        }
+        Statement::CreateView(s) => {
+            let ks = qualify(s.keyspace.as_deref(), keyspace)?;
+            user_keyspace(&next, ks)?;
+            if !view_ddl::create(&mut next, ks, s)? {
+                return Ok(None);
+            }
+            change(SchemaChangeKind::Created, table_target(ks, &s.name))
+        }
+        Statement::AlterView(s) => {
+            let ks = qualify(s.keyspace.as_deref(), keyspace)?;
+            user_keyspace(&next, ks)?;
+            view_ddl::alter(&mut next, ks, s)?;
+            change(SchemaChangeKind::Updated, table_target(ks, &s.name))
+        }
+        Statement::DropView(s) => {
+            let ks = qualify(s.keyspace.as_deref(), keyspace)?;
+            if next.keyspace(ks).is_none() && s.if_exists {
+                return Ok(None);
+            }
+            user_keyspace(&next, ks)?;
+            if !view_ddl::drop(&mut next, ks, s)? {
+                return Ok(None);
+            }
+            change(SchemaChangeKind::Dropped, table_target(ks, &s.name))
         }
         Statement::CreateType(s) => {
             let ks = qualify(s.keyspace.as_deref(), keyspace)?;
@@ -306,6 +348,7 @@ pub fn create_table(keyspace: &str, s: &CreateTable) -> CqlResult<TableMeta> {
         next_column_id,
         indexes: Vec::new(),
         view_of: None,
+        materialized: None,
     };
     table.normalize_columns();
     check_counter_table(&table)?;

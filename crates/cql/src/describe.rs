@@ -15,6 +15,7 @@ use std::sync::Arc;
 
 use bytes::Bytes;
 use shoal_schema::collection;
+use shoal_schema::view::{is_hidden, views_of};
 use shoal_schema::{
     ClusteringOrder, ColumnKind, ColumnMeta, CqlType, IndexKind, IndexMeta, KeyspaceMeta, Schema, TableMeta,
     TableOptions, UserType,
@@ -68,7 +69,16 @@ pub fn execute(describe: &Describe, schema: &Schema, session_keyspace: Option<&s
                 .get(name)
                 .filter(|t| t.view_of.is_none())
                 .ok_or_else(|| invalid(format!("Table '{name}' not found in keyspace '{}'", keyspace.name)))?;
-            table_elements(table, internals)
+            table_elements(keyspace, table, internals)
+        }
+        DescribeTarget::View(ks, name) => {
+            let keyspace = keyspace(schema, ks.as_deref().or(session_keyspace))?;
+            let view = keyspace
+                .tables
+                .get(name)
+                .filter(|t| t.materialized.is_some())
+                .ok_or_else(|| invalid(format!("Materialized view '{name}' not found in '{}'", keyspace.name)))?;
+            vec![view_element(view, internals)]
         }
         DescribeTarget::Index(ks, name) => {
             let keyspace = keyspace(schema, ks.as_deref().or(session_keyspace))?;
@@ -86,10 +96,9 @@ pub fn execute(describe: &Describe, schema: &Schema, session_keyspace: Option<&s
             vec![type_element(udt)]
         }
         // Shoal has none of these yet: each is missing, with Cassandra's text.
-        DescribeTarget::View(ks, name) | DescribeTarget::Function(ks, name) | DescribeTarget::Aggregate(ks, name) => {
+        DescribeTarget::Function(ks, name) | DescribeTarget::Aggregate(ks, name) => {
             let keyspace = keyspace(schema, ks.as_deref().or(session_keyspace))?;
             let what = match &describe.target {
-                DescribeTarget::View(..) => "Materialized view",
                 DescribeTarget::Function(..) => "User defined function",
                 _ => "User defined aggregate",
             };
@@ -100,8 +109,8 @@ pub fn execute(describe: &Describe, schema: &Schema, session_keyspace: Option<&s
     Ok(descriptions(elements))
 }
 
-/// `DESCRIBE name`: a keyspace, else a table or an index (of the named or
-/// the session's keyspace); views do not exist yet.
+/// `DESCRIBE name`: a keyspace, else a table, an index or a materialized
+/// view (of the named or the session's keyspace).
 fn any(
     schema: &Schema,
     ks: Option<&str>,
@@ -116,7 +125,10 @@ fn any(
     }
     let keyspace = keyspace(schema, ks.or(session_keyspace).or(Some(name)))?;
     if let Some(table) = keyspace.tables.get(name).filter(|t| t.view_of.is_none()) {
-        return Ok(table_elements(table, internals));
+        return Ok(table_elements(keyspace, table, internals));
+    }
+    if let Some(view) = keyspace.tables.get(name).filter(|t| t.materialized.is_some()) {
+        return Ok(vec![view_element(view, internals)]);
     }
     match crate::index_ddl::find(keyspace, name) {
         Some((table, index)) => Ok(vec![index_element(table, index)]),
@@ -147,21 +159,87 @@ fn keyspace_elements(keyspace: &KeyspaceMeta, only: bool, internals: bool) -> Ve
     let mut elements = vec![keyspace_element(keyspace)];
     if !only {
         elements.extend(user_types::in_dependency_order(keyspace).into_iter().map(|t| type_element(t)));
-        elements.extend(user_tables(keyspace).flat_map(|t| table_elements(t, internals)));
+        elements.extend(user_tables(keyspace).flat_map(|t| table_elements(keyspace, t, internals)));
     }
     elements
 }
 
-/// The keyspace's tables as users see them: not those holding indexes.
+/// The keyspace's tables as users see them: not views (those holding
+/// indexes, materialized views).
 fn user_tables(keyspace: &KeyspaceMeta) -> impl Iterator<Item = &Arc<TableMeta>> {
     keyspace.tables.values().filter(|t| t.view_of.is_none())
 }
 
-/// The table, then its indexes.
-fn table_elements(table: &TableMeta, internals: bool) -> Vec<Element> {
+/// The table, then its indexes, then its materialized views.
+fn table_elements(keyspace: &KeyspaceMeta, table: &TableMeta, internals: bool) -> Vec<Element> {
     let mut elements = vec![table_element(table, internals)];
     elements.extend(table.indexes.iter().map(|index| index_element(table, index)));
+    elements.extend(views_of(keyspace, &table.name).map(|view| view_element(view, internals)));
     elements
+}
+
+fn view_element(view: &TableMeta, internals: bool) -> Element {
+    let ck: Vec<&ColumnMeta> = view.clustering_key().collect();
+    let layout = ViewLayout { newline: "\n    ", with: "\n WITH ", and: "\n    AND " };
+    Element {
+        keyspace: maybe_quote(&view.keyspace),
+        kind: "materialized_view",
+        name: maybe_quote(&view.name),
+        create_statement: format!("{};", create_view(view, maybe_quote, &table_options(view, internals, &ck), &layout)),
+    }
+}
+
+/// Where CREATE MATERIALIZED VIEW breaks its clauses.
+pub(crate) struct ViewLayout {
+    /// Before each clause of the SELECT and PRIMARY KEY.
+    pub newline: &'static str,
+    /// Before the options.
+    pub with: &'static str,
+    /// Between options.
+    pub and: &'static str,
+}
+
+/// `CREATE MATERIALIZED VIEW ks.v AS SELECT ... FROM ks.t WHERE ...
+/// PRIMARY KEY (...) WITH options`, names written by `quote`.
+pub(crate) fn create_view(
+    view: &TableMeta,
+    quote: fn(&str) -> String,
+    options: &[String],
+    layout: &ViewLayout,
+) -> String {
+    // A view's definition is set with its table (`view_ddl`).
+    let (Some(definition), Some(base)) = (&view.materialized, &view.view_of) else { return String::new() };
+    let selection = match definition.include_all_columns {
+        true => "*".to_string(),
+        false => {
+            let visible = view.columns.iter().filter(|c| !is_hidden(view, &c.name));
+            visible.map(|c| quote(&c.name)).collect::<Vec<_>>().join(", ")
+        }
+    };
+    let names = |columns: Vec<&ColumnMeta>| columns.iter().map(|c| quote(&c.name)).collect::<Vec<_>>();
+    let pk = names(view.partition_key().collect());
+    let partition = match pk.len() {
+        1 => pk[0].clone(),
+        _ => format!("({})", pk.join(", ")),
+    };
+    let key: Vec<String> = std::iter::once(partition).chain(names(view.clustering_key().collect())).collect();
+    let nl = layout.newline;
+    let mut out = format!(
+        "CREATE MATERIALIZED VIEW {}.{} AS{nl}SELECT {selection}{nl}FROM {}.{}{nl}WHERE {}{nl}PRIMARY KEY ({})",
+        quote(&view.keyspace),
+        quote(&view.name),
+        quote(&view.keyspace),
+        quote(base),
+        definition.where_clause,
+        key.join(", ")
+    );
+    // A view's expiry is its base's: it has no default_time_to_live.
+    let options: Vec<&String> = options.iter().filter(|o| !o.starts_with("default_time_to_live")).collect();
+    if !options.is_empty() {
+        out.push_str(layout.with);
+        out.push_str(&options.iter().map(|o| o.as_str()).collect::<Vec<_>>().join(layout.and));
+    }
+    out
 }
 
 fn index_element(table: &TableMeta, index: &IndexMeta) -> Element {

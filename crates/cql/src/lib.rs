@@ -34,6 +34,7 @@ pub mod system;
 pub mod traces;
 pub mod user_types;
 pub mod values;
+mod view_ddl;
 
 pub use error::{CqlError, CqlResult};
 pub use processor::{BatchStatement, QueryOptions, Session};

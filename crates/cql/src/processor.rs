@@ -279,6 +279,9 @@ async fn execute_parsed(
         | Statement::AlterType(_)
         | Statement::DropType(_)
         | Statement::CreateIndex(_)
+        | Statement::CreateView(_)
+        | Statement::AlterView(_)
+        | Statement::DropView(_)
         | Statement::DropIndex(_) => {
             let statement = parsed.statement.clone();
             let keyspace = keyspace.map(str::to_string);
@@ -296,8 +299,10 @@ async fn execute_parsed(
                 return Err(invalid("Cannot TRUNCATE materialized view directly; must truncate base table instead"));
             }
             shoal_coordinator::truncate(meta.id, timeouts().truncate).await?;
-            for index in &meta.indexes {
-                shoal_coordinator::truncate(index.view_id, timeouts().truncate).await?;
+            let views = schema.keyspace(&meta.keyspace).map(|ks| shoal_schema::view::views_of(ks, &meta.name));
+            let view_ids = meta.indexes.iter().map(|i| i.view_id).chain(views.into_iter().flatten().map(|v| v.id));
+            for id in view_ids.collect::<Vec<_>>() {
+                shoal_coordinator::truncate(id, timeouts().truncate).await?;
             }
             Ok(QueryResult::Void)
         }

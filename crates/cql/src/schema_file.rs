@@ -14,10 +14,11 @@ use std::fmt::Write as _;
 use std::path::Path;
 use std::sync::Arc;
 
+use shoal_schema::view::views_of;
 use shoal_schema::{ClusteringOrder, ColumnKind, KeyspaceMeta, Schema, TableMeta, UserType};
 
 use crate::ast::{OptionValue, Statement};
-use crate::describe::{self, literal, map_literal};
+use crate::describe::{self, literal, map_literal, ViewLayout};
 use crate::error::{CqlError, CqlResult};
 use crate::{ddl, system, user_types};
 
@@ -76,9 +77,14 @@ fn parse(text: &str, path: &Path) -> CqlResult<Schema> {
         if let Some((next, _)) = ddl::apply(&schema, &parsed.statement, None).map_err(|e| failed(&e))? {
             schema = next;
         }
-        if let (Some(ids), Statement::CreateTable(table)) = (ids, &parsed.statement) {
-            let keyspace = ddl::qualify(table.keyspace.as_deref(), None).map_err(|e| failed(&e))?;
-            restore_column_ids(&mut schema, keyspace, &table.name, ids).map_err(|e| failed(&e))?;
+        let created = match &parsed.statement {
+            Statement::CreateTable(table) => Some((table.keyspace.as_deref(), &table.name)),
+            Statement::CreateView(view) => Some((view.keyspace.as_deref(), &view.name)),
+            _ => None,
+        };
+        if let (Some(ids), Some((keyspace, name))) = (ids, created) {
+            let keyspace = ddl::qualify(keyspace, None).map_err(|e| failed(&e))?;
+            restore_column_ids(&mut schema, keyspace, name, ids).map_err(|e| failed(&e))?;
         }
     }
     schema.version = version;
@@ -97,14 +103,19 @@ struct ColumnIds {
     next: u32,
 }
 
-/// Removes the schema-file-only options from a CREATE TABLE and returns
+/// Removes the schema-file-only options from a CREATE TABLE or CREATE
+/// MATERIALIZED VIEW and returns
 /// them; `None` for other statements and for files written before ids were
 /// kept, whose tables get ids in declaration order, as they always did.
 fn take_column_ids(statement: &mut Statement) -> CqlResult<Option<ColumnIds>> {
-    let Statement::CreateTable(create) = statement else { return Ok(None) };
+    let options = match statement {
+        Statement::CreateTable(create) => &mut create.options,
+        Statement::CreateView(create) => &mut create.options,
+        _ => return Ok(None),
+    };
     let ours = |name: &str| name.eq_ignore_ascii_case(COLUMN_IDS) || name.eq_ignore_ascii_case(NEXT_COLUMN_ID);
-    let (taken, kept): (Vec<_>, Vec<_>) = std::mem::take(&mut create.options).into_iter().partition(|(n, _)| ours(n));
-    create.options = kept;
+    let (taken, kept): (Vec<_>, Vec<_>) = std::mem::take(options).into_iter().partition(|(n, _)| ours(n));
+    *options = kept;
     let bad = |what: &str| CqlError::Server(format!("invalid {what}"));
     let id = |text: &str, what: &str| text.parse::<u32>().map_err(|_| bad(what));
     let (mut by_name, mut next) = (None, None);
@@ -172,6 +183,12 @@ pub fn render(schema: &Schema) -> String {
                 let _ = writeln!(out, "{INDEX_VIEW_ID}{}", index.view_id);
                 let _ = writeln!(out, "{}", describe::create_index(table, index, quote));
             }
+            for view in views_of(keyspace, &table.name) {
+                let layout = ViewLayout { newline: " ", with: " WITH ", and: " AND " };
+                let mut options = internal_options(view);
+                options.extend(describe::option_list(&view.options));
+                let _ = writeln!(out, "{}", describe::create_view(view, quote, &options, &layout));
+            }
         }
     }
     out
@@ -209,19 +226,7 @@ fn create_table(table: &TableMeta) -> String {
         key.push_str(c);
     }
     columns.push(format!("PRIMARY KEY ({key})"));
-    let ids: Vec<String> = table.columns.iter().map(|c| format!("{}: {}", literal(&c.name), c.id)).collect();
-    let mut with = vec![
-        format!("id = {}", table.id),
-        format!("{COLUMN_IDS} = {{{}}}", ids.join(", ")),
-        format!("{NEXT_COLUMN_ID} = {}", table.next_column_id),
-    ];
-    if !ck.is_empty() {
-        let orders: Vec<String> = table
-            .clustering_key()
-            .map(|c| format!("{} {}", quote(&c.name), if c.order == ClusteringOrder::Desc { "DESC" } else { "ASC" }))
-            .collect();
-        with.push(format!("CLUSTERING ORDER BY ({})", orders.join(", ")));
-    }
+    let mut with = internal_options(table);
     with.extend(describe::option_list(&table.options));
     format!(
         "CREATE TABLE {}.{} ({}) WITH {}",
@@ -230,6 +235,25 @@ fn create_table(table: &TableMeta) -> String {
         columns.join(", "),
         with.join(" AND ")
     )
+}
+
+/// A table's or view's options that keep its identity: its id, column
+/// ids, next column id, and clustering order.
+fn internal_options(table: &TableMeta) -> Vec<String> {
+    let ids: Vec<String> = table.columns.iter().map(|c| format!("{}: {}", literal(&c.name), c.id)).collect();
+    let mut with = vec![
+        format!("id = {}", table.id),
+        format!("{COLUMN_IDS} = {{{}}}", ids.join(", ")),
+        format!("{NEXT_COLUMN_ID} = {}", table.next_column_id),
+    ];
+    if table.clustering_key_len() > 0 {
+        let orders: Vec<String> = table
+            .clustering_key()
+            .map(|c| format!("{} {}", quote(&c.name), if c.order == ClusteringOrder::Desc { "DESC" } else { "ASC" }))
+            .collect();
+        with.push(format!("CLUSTERING ORDER BY ({})", orders.join(", ")));
+    }
+    with
 }
 
 #[cfg(test)]
@@ -282,6 +306,27 @@ mod tests {
         let after = run(&after, &["ALTER TABLE ks.t ADD a int"]);
         assert_eq!(after.table("ks", "t").and_then(|t| t.column("a")).map(|c| c.id), Some(8));
         assert_eq!(render(&reload(&text).expect("rendered schema loads")), text);
+    }
+
+    #[test]
+    fn materialized_views_survive_the_schema_file() {
+        let before = run(
+            &Schema::empty(),
+            &[
+                KEYSPACE,
+                "CREATE TABLE ks.t (p int, c int, v int, w int, PRIMARY KEY (p, c)) WITH CLUSTERING ORDER BY (c DESC)",
+                "CREATE MATERIALIZED VIEW ks.mv AS SELECT * FROM ks.t WHERE v IS NOT NULL AND p IS NOT NULL \
+                 AND c IS NOT NULL PRIMARY KEY (v, p, c) WITH comment = 'by v'",
+                "ALTER TABLE ks.t ADD x int",
+            ],
+        );
+        let view = before.table("ks", "mv").expect("view mv");
+        assert_eq!(view.column("x").map(|c| c.id), Some(5), "an added base column joins a SELECT * view");
+        assert_eq!(view.column("c").map(|c| c.order), Some(ClusteringOrder::Desc), "the base's order is kept");
+        let text = render(&before);
+        let after = reload(&text).expect("rendered schema loads");
+        assert_eq!(after.table("ks", "mv"), before.table("ks", "mv"));
+        assert_eq!(render(&after), text);
     }
 
     #[test]

@@ -410,6 +410,7 @@ fn selectors(meta: &TableMeta, select: &Select) -> CqlResult<Vec<(ColumnSpec, Se
                 .iter()
                 .enumerate()
                 .filter(|(_, c)| !select.distinct || matches!(c.kind, ColumnKind::PartitionKey | ColumnKind::Static))
+                .filter(|(_, c)| !shoal_schema::view::is_hidden(meta, &c.name))
                 .map(|(i, c)| (spec(meta, c.name.clone(), c.ty.clone()), Sel::Column(i)))
                 .collect())
         }

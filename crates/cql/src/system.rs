@@ -42,6 +42,8 @@ const DEFINITIONS: &[(&str, &str, &str)] = &[
     ("system", "IndexInfo", "table_name text, index_name text, value blob, PRIMARY KEY (table_name, index_name)"),
     ("system", "built_indexes", "keyspace_name text, index_name text, PRIMARY KEY (keyspace_name, index_name)"),
     ("system", "index_builds_in_progress", "keyspace_name text, index_name text, shards_building int, PRIMARY KEY (keyspace_name, index_name)"),
+    ("system", "built_views", "keyspace_name text, view_name text, PRIMARY KEY (keyspace_name, view_name)"),
+    ("system", "views_builds_in_progress", "keyspace_name text, view_name text, cpu_id int, first_token text, generation_number int, last_token text, next_token text, PRIMARY KEY (keyspace_name, view_name, cpu_id)"),
     ("system", "peers_v2", "peer inet, peer_port int, data_center text, host_id uuid, native_address inet, native_port int, preferred_ip inet, preferred_port int, rack text, release_version text, schema_version uuid, tokens set<text>, PRIMARY KEY (peer, peer_port)"),
     ("system_schema", "keyspaces", "keyspace_name text PRIMARY KEY, durable_writes boolean, replication frozen<map<text, text>>"),
     ("system_schema", "tables", "keyspace_name text, table_name text, bloom_filter_fp_chance double, caching frozen<map<text, text>>, comment text, compaction frozen<map<text, text>>, compression frozen<map<text, text>>, crc_check_chance double, dclocal_read_repair_chance double, default_time_to_live int, extensions frozen<map<text, blob>>, flags frozen<set<text>>, gc_grace_seconds int, id uuid, max_index_interval int, memtable_flush_period_in_ms int, min_index_interval int, read_repair_chance double, speculative_retry text, PRIMARY KEY (keyspace_name, table_name)"),
@@ -116,11 +118,16 @@ pub async fn contents(meta: &Arc<TableMeta>, schema: &Schema) -> CqlResult<Virtu
         ("system", "peers_v2") => shoal_coordinator::cluster::peers().iter().map(|p| peer_v2_row(p, schema)).collect(),
         ("system_schema", "keyspaces") => schema.keyspaces.values().map(|ks| keyspace_row(ks)).collect(),
         ("system_schema", "tables") => user_tables(schema).map(|t| table_row(t)).collect(),
-        ("system_schema", "columns") => user_tables(schema).flat_map(|t| column_rows(t)).collect(),
+        ("system_schema", "columns") => {
+            let views = schema.tables().filter(|t| t.materialized.is_some());
+            user_tables(schema).chain(views).flat_map(|t| column_rows(t)).collect()
+        }
+        ("system_schema", "views") => schema.tables().filter_map(|t| view_row(t)).collect(),
         ("system_schema", "indexes") => schema.tables().flat_map(|t| index_rows(t)).collect(),
         ("system", "IndexInfo" | "built_indexes" | "index_builds_in_progress") => {
             index_build_rows(schema, &meta.name).await?
         }
+        ("system", "built_views" | "views_builds_in_progress") => view_build_rows(schema, &meta.name).await?,
         ("system_schema", "types") => {
             schema.keyspaces.values().flat_map(|ks| ks.types.values()).map(|t| type_row(t)).collect()
         }
@@ -260,7 +267,8 @@ fn table_row(t: &TableMeta) -> Vec<Option<Bytes>> {
     ]
 }
 
-/// The tables users see: not those holding indexes.
+/// The tables users see: not views (those holding indexes, materialized
+/// views, which `system_schema.views` lists).
 fn user_tables(schema: &Schema) -> impl Iterator<Item = &Arc<TableMeta>> {
     schema.tables().filter(|t| t.view_of.is_none())
 }
@@ -282,24 +290,50 @@ async fn index_build_rows(schema: &Schema, table: &str) -> CqlResult<Vec<Values>
         .tables()
         .flat_map(|t| t.indexes.iter().map(|i| (t.keyspace.clone(), i.name.clone(), i.view_id)))
         .collect();
-    let ids: Vec<Uuid> = indexes.iter().map(|(_, _, id)| *id).collect();
+    let building = shards_building(indexes.iter().map(|(_, _, id)| *id).collect()).await?;
+    let rows = indexes.iter().zip(building).filter_map(|((keyspace, name, _), shards)| match (table, shards.len()) {
+        ("index_builds_in_progress", 0) => None,
+        ("index_builds_in_progress", n) => Some(vec![text(keyspace), text(name), int(n as i32)]),
+        (_, 0) if table == "IndexInfo" => Some(vec![text(keyspace), text(name), None]),
+        (_, 0) => Some(vec![text(keyspace), text(name)]),
+        _ => None,
+    });
+    Ok(rows.collect())
+}
+
+/// Rows of ScyllaDB's view build tables (`table`): every view (materialized
+/// views and the tables holding indexes) built on every shard of this node,
+/// or one row per shard still building it.
+async fn view_build_rows(schema: &Schema, table: &str) -> CqlResult<Vec<Values>> {
+    let views: Vec<&Arc<TableMeta>> = schema.tables().filter(|t| t.view_of.is_some()).collect();
+    let building = shards_building(views.iter().map(|v| v.id).collect()).await?;
+    let mut rows = Vec::new();
+    for (view, shards) in views.iter().zip(building) {
+        match (table, shards.is_empty()) {
+            ("built_views", true) => rows.push(vec![text(&view.keyspace), text(&view.name)]),
+            ("views_builds_in_progress", false) => {
+                rows.extend(shards.iter().map(|shard| {
+                    vec![text(&view.keyspace), text(&view.name), int(*shard as i32), None, None, None, None]
+                }));
+            }
+            _ => {}
+        }
+    }
+    Ok(rows)
+}
+
+/// For each view of `ids`, the shards of this node still building it.
+async fn shards_building(ids: Vec<Uuid>) -> CqlResult<Vec<Vec<usize>>> {
+    let count = ids.len();
     let building = shoal_coordinator::on_every_shard(move |_| {
         let ids = ids.clone();
-        async move { ids.iter().map(|id| shoal_coordinator::index_is_building(*id)).collect::<Vec<bool>>() }
+        async move { ids.iter().map(|id| shoal_coordinator::view_is_building(*id)).collect::<Vec<bool>>() }
     })
     .await
     .map_err(|e| CqlError::Server(e.to_string()))?;
-    let rows = indexes.iter().enumerate().filter_map(|(i, (keyspace, name, _))| {
-        let shards = building.iter().filter(|b| b[i]).count();
-        match (table, shards) {
-            ("index_builds_in_progress", 0) => None,
-            ("index_builds_in_progress", n) => Some(vec![text(keyspace), text(name), int(n as i32)]),
-            (_, 0) if table == "IndexInfo" => Some(vec![text(keyspace), text(name), None]),
-            (_, 0) => Some(vec![text(keyspace), text(name)]),
-            _ => None,
-        }
-    });
-    Ok(rows.collect())
+    Ok((0..count)
+        .map(|i| building.iter().enumerate().filter(|(_, b)| b[i]).map(|(shard, _)| shard).collect())
+        .collect())
 }
 
 fn type_row(t: &UserType) -> Vec<Option<Bytes>> {
@@ -312,9 +346,40 @@ fn type_row(t: &UserType) -> Vec<Option<Bytes>> {
     ]
 }
 
+/// A materialized view's row of `system_schema.views`; `None` for tables.
+fn view_row(t: &TableMeta) -> Option<Values> {
+    let (definition, base) = (t.materialized.as_ref()?, t.view_of.as_ref()?);
+    let o = &t.options;
+    Some(vec![
+        text(&t.keyspace),
+        text(&t.name),
+        uuid(definition.base_id),
+        text(base),
+        double(o.bloom_filter_fp_chance),
+        text_map(&o.caching),
+        text(&o.comment),
+        text_map(&o.compaction),
+        text_map(&o.compression),
+        double(o.crc_check_chance),
+        double(0.0),
+        int(0),
+        Some(serialize_items(std::iter::empty(), 0)),
+        int(o.gc_grace_seconds),
+        uuid(t.id),
+        boolean(definition.include_all_columns),
+        int(o.max_index_interval),
+        int(o.memtable_flush_period_in_ms),
+        int(o.min_index_interval),
+        double(0.0),
+        text(&o.speculative_retry),
+        text(&definition.where_clause),
+    ])
+}
+
 fn column_rows(t: &TableMeta) -> Vec<Vec<Option<Bytes>>> {
     t.columns
         .iter()
+        .filter(|c| !shoal_schema::view::is_hidden(t, &c.name))
         .map(|c| {
             let order = match (c.kind, c.order) {
                 (shoal_schema::ColumnKind::Clustering, shoal_schema::ClusteringOrder::Desc) => "desc",

@@ -42,7 +42,7 @@ use crate::mutation::Mutation;
 use crate::partition_lock::{PartitionGuard, PartitionLocks};
 use crate::paxos::{self, PAXOS_TABLE};
 use crate::read::{self, PartitionSelection, ReadCommand, ReadResult};
-use crate::view_update::{self, IndexView};
+use crate::view_update::{self, View};
 
 #[derive(Debug, Error)]
 pub enum ReplicaError {
@@ -140,10 +140,10 @@ pub struct Database {
     pub(crate) commitlog: RefCell<Option<Rc<CommitLog>>>,
     /// Tables of keyspaces with `durable_writes = false`: not logged.
     unlogged: RefCell<HashSet<Uuid>>,
-    /// Tables with secondary indexes: their writes read before they write
-    /// and update the indexes' views. A set, so the check on every write
-    /// is one lookup, not a walk of the schema.
-    indexed: RefCell<HashSet<Uuid>>,
+    /// Tables with views (secondary indexes, materialized views): their
+    /// writes read before they write and update the views. A set, so the
+    /// check on every write is one lookup, not a walk of the schema.
+    with_views: RefCell<HashSet<Uuid>>,
     /// Tables with a flush under way.
     flushing: RefCell<HashSet<Uuid>>,
     /// Memtable memory was freed (a flush finished).
@@ -207,7 +207,7 @@ impl Database {
             storage: RefCell::new(None),
             commitlog: RefCell::new(None),
             unlogged: RefCell::new(HashSet::new()),
-            indexed: RefCell::new(HashSet::new()),
+            with_views: RefCell::new(HashSet::new()),
             flushing: RefCell::new(HashSet::new()),
             memory_freed: Event::default(),
             compaction_wanted: Event::default(),
@@ -233,11 +233,11 @@ impl Database {
         }
     }
 
-    /// The file by which this shard records that it built the index held
+    /// The file by which this shard records that it built the view held
     /// in table `view` (in that table's directory, where opening SSTables
     /// ignores it); `None` before storage is open.
-    pub fn index_built_marker(&self, view: &TableMeta) -> Option<PathBuf> {
-        let built = format!("index-built-shard{}", shoal_runtime::this_shard());
+    pub fn view_built_marker(&self, view: &TableMeta) -> Option<PathBuf> {
+        let built = format!("view-built-shard{}", shoal_runtime::this_shard());
         self.storage.borrow().is_some().then(|| self.table_dir(view).join(built))
     }
 
@@ -272,7 +272,11 @@ impl Database {
             .filter(|k| !k.durable_writes)
             .flat_map(|k| k.tables.values().map(|t| t.id))
             .collect();
-        *self.indexed.borrow_mut() = schema.tables().filter(|t| !t.indexes.is_empty()).map(|t| t.id).collect();
+        *self.with_views.borrow_mut() = schema
+            .keyspaces
+            .values()
+            .flat_map(|k| k.tables.values().filter(|t| !view_update::base_views(&schema, t).is_empty()).map(|t| t.id))
+            .collect();
         *self.schema.borrow_mut() = schema;
         if let Some(change) = change {
             for (_, listener) in self.listeners.borrow().iter() {
@@ -324,7 +328,7 @@ impl Database {
         update: PartitionUpdate,
         list_ops: &[ListOp],
     ) -> Result<(), ReplicaError> {
-        if list_ops.is_empty() && !self.has_indexes(table_id) {
+        if list_ops.is_empty() && !self.has_views(table_id) {
             return self.apply_holding_lock(table_id, position, update, list_ops).await;
         }
         let _guard = self.lock_partition(table_id, position.clone()).await?;
@@ -332,7 +336,7 @@ impl Database {
     }
 
     /// [`Database::apply`] for a caller that holds the partition's lock
-    /// already when `list_ops` is not empty or the table has indexes (a
+    /// already when `list_ops` is not empty or the table has views (a
     /// conditional write).
     pub(crate) async fn apply_holding_lock(
         &self,
@@ -342,15 +346,15 @@ impl Database {
         list_ops: &[ListOp],
     ) -> Result<(), ReplicaError> {
         let started = Instant::now();
-        if !self.has_indexes(table_id) {
+        if !self.has_views(table_id) {
             self.apply_unsynced(table_id, position, update, list_ops).await?.durable().await?;
             self.metrics.record_write(table_id, started.elapsed());
             return Ok(());
         }
         let schema = self.schema();
         let meta = schema.table_by_id(table_id).ok_or(ReplicaError::NoSuchTable(table_id))?;
-        let views = view_update::index_views(&schema, meta);
-        // Read before write, once for the list operations and the indexes.
+        let views = view_update::base_views(&schema, meta);
+        // Read before write, once for the list operations and the views.
         check_token(&position)?;
         let table = self.table(table_id)?;
         let ranges = match list_ops.is_empty() {
@@ -368,9 +372,9 @@ impl Database {
         Ok(())
     }
 
-    /// Whether writes to `table_id` update indexes.
-    fn has_indexes(&self, table_id: Uuid) -> bool {
-        self.indexed.borrow().contains(&table_id)
+    /// Whether writes to `table_id` update views.
+    fn has_views(&self, table_id: Uuid) -> bool {
+        self.with_views.borrow().contains(&table_id)
     }
 
     /// Registers the coordinator's delivery of view updates.
@@ -403,21 +407,22 @@ impl Database {
         Ok(())
     }
 
-    /// The indexes of table `base_id` with the tables holding them.
-    pub fn index_views(&self, base_id: Uuid) -> Vec<IndexView> {
+    /// The views of table `base_id` (indexes, materialized views) with
+    /// the tables holding them.
+    pub fn base_views(&self, base_id: Uuid) -> Vec<View> {
         let schema = self.schema();
-        schema.table_by_id(base_id).map_or_else(Vec::new, |meta| view_update::index_views(&schema, meta))
+        schema.table_by_id(base_id).map_or_else(Vec::new, |meta| view_update::base_views(&schema, meta))
     }
 
-    /// One step of building index `view` of table `base_id` on this shard:
+    /// One step of building view `view` of table `base_id` on this shard:
     /// the view updates of up to `max_partitions` partitions after `from`
     /// (each with its base partition's token), and the last partition read
     /// (`None` once the table is read through).
     #[allow(clippy::type_complexity)]
-    pub async fn index_build_step(
+    pub async fn view_build_step(
         &self,
         base_id: Uuid,
-        view: &IndexView,
+        view: &View,
         from: Bound<&PartitionPosition>,
         max_partitions: usize,
     ) -> Result<(Vec<(i64, Vec<Mutation>)>, Option<PartitionPosition>), ReplicaError> {

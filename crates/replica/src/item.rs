@@ -770,6 +770,7 @@ mod tests {
             next_column_id: 4,
             indexes: Vec::new(),
             view_of: None,
+            materialized: None,
         };
         let keyspace = KeyspaceMeta {
             name: "ks".into(),

@@ -43,5 +43,5 @@ pub use partition_lock::PartitionGuard;
 pub use paxos::{Ballot, Promise, Proposal};
 pub use read::{PartitionSelection, ReadCommand, ReadResult, ResultCell, ResultRow, RowPosition};
 pub use recovery::RecoveryReport;
-pub use view_update::IndexView;
+pub use view_update::{View, ViewKind};
 pub use virtual_table::VirtualTable;

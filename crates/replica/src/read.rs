@@ -9,6 +9,7 @@ use std::ops::Bound;
 
 use bytes::Bytes;
 use shoal_schema::collection;
+use shoal_schema::index::LIVENESS_COLUMN;
 use shoal_schema::{CqlType, TableMeta};
 use shoal_storage::{
     Cell, ClusteredRow, ClusteringRange, ColumnData, Partition, PartitionPosition, Row, Table, Tombstone,
@@ -120,7 +121,7 @@ pub(crate) async fn execute(
     command: &ReadCommand,
 ) -> Result<ReadResult, ReplicaError> {
     assert!(!command.clustering.is_empty(), "a read asks for at least one clustering range");
-    let mut reader = Reader { meta, command, result: ReadResult::default() };
+    let mut reader = Reader::new(meta, command);
     match &command.partitions {
         PartitionSelection::Keys(keys) => {
             let mut keys = keys.clone();
@@ -174,7 +175,7 @@ pub fn rows_of(
     position: &PartitionPosition,
     partition: &Partition,
 ) -> Result<ReadResult, ReplicaError> {
-    let mut reader = Reader { meta, command, result: ReadResult::default() };
+    let mut reader = Reader::new(meta, command);
     if ClusteringRange::is_whole(&command.clustering) {
         reader.emit_partition(position, partition)?;
     } else {
@@ -194,10 +195,18 @@ fn range_contains_start(from: &Bound<PartitionPosition>, start: &PartitionPositi
 struct Reader<'a> {
     meta: &'a TableMeta,
     command: &'a ReadCommand,
+    /// In a materialized view, the column of its liveness column: a view
+    /// row lives by it alone (`shoal_schema::view`).
+    liveness: Option<usize>,
     result: ReadResult,
 }
 
-impl Reader<'_> {
+impl<'a> Reader<'a> {
+    fn new(meta: &'a TableMeta, command: &'a ReadCommand) -> Reader<'a> {
+        let liveness = meta.materialized.as_ref().and_then(|_| meta.column_index(LIVENESS_COLUMN));
+        Reader { meta, command, liveness, result: ReadResult::default() }
+    }
+
     fn before_start(&self, position: &PartitionPosition) -> bool {
         self.command.start_after.as_ref().is_some_and(|s| position < &s.partition)
     }
@@ -309,8 +318,11 @@ impl Reader<'_> {
                 && m.expiry.is_none_or(|e| e.expires_at_s > self.command.now_s)
         });
         let cells = self.live_cells(row, deletion)?;
-        let any_cell = cells.iter().any(Option::is_some);
-        Ok((marker_live || any_cell).then_some(cells))
+        let live = match self.liveness {
+            Some(liveness) => cells[liveness].is_some(),
+            None => marker_live || cells.iter().any(Option::is_some),
+        };
+        Ok(live.then_some(cells))
     }
 
     fn live_cells(&self, row: &Row, deletion: Option<Tombstone>) -> Result<Vec<Option<ResultCell>>, ReplicaError> {

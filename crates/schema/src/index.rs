@@ -148,6 +148,7 @@ pub fn view_table(base: &TableMeta, index: &IndexMeta) -> TableMeta {
         next_column_id,
         indexes: Vec::new(),
         view_of: Some(base.name.clone()),
+        materialized: None,
     };
     view.normalize_columns();
     view

@@ -19,6 +19,7 @@ pub mod token;
 pub mod types;
 pub mod value;
 pub mod vector;
+pub mod view;
 
 pub use index::{IndexKind, IndexMeta};
 pub use literal::{parse_literal, LiteralError, LiteralKind};

@@ -115,8 +115,11 @@ pub struct TableMeta {
     pub next_column_id: u32,
     /// The table's secondary indexes, by name.
     pub indexes: Vec<IndexMeta>,
-    /// For the hidden table holding an index: its base table's name.
+    /// For a view (an index's hidden table or a materialized view): its
+    /// base table's name.
     pub view_of: Option<String>,
+    /// For a materialized view: its definition.
+    pub materialized: Option<crate::view::MaterializedView>,
 }
 
 impl TableMeta {
@@ -295,6 +298,7 @@ mod tests {
             next_column_id: 0,
             indexes: Vec::new(),
             view_of: None,
+            materialized: None,
         };
         let keyspace = KeyspaceMeta {
             name: "ks".into(),

@@ -142,7 +142,7 @@ fn run(config: Config) -> Result<(), String> {
                 if let Err(e) = open_storage(&config).await {
                     fail(&e);
                 }
-                shoal_coordinator::resume_index_builds().await;
+                shoal_coordinator::resume_view_builds().await;
                 match node_tokens(&config).await {
                     Ok(tokens) => shoal_coordinator::cluster::set_tokens(tokens),
                     Err(e) => fail(&e),

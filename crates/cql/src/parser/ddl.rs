@@ -1,7 +1,7 @@
 //! Schema statements: CREATE/ALTER/DROP KEYSPACE, TABLE and TYPE, CREATE
-//! and DROP INDEX (the index itself in `index`), TRUNCATE, and `WITH`
-//! option lists. Other schema objects (functions, views, roles) are refused
-//! with a clear error.
+//! and DROP INDEX (the index itself in `index`), MATERIALIZED VIEW (in
+//! `view`), TRUNCATE, and `WITH` option lists. Other schema objects
+//! (functions, roles) are refused with a clear error.
 
 use super::{PResult, Parser};
 use crate::ast::{
@@ -16,6 +16,8 @@ enum Object {
     Table,
     Type,
     Index,
+    /// `MATERIALIZED VIEW`.
+    View,
     /// A known but unsupported object, named for the error message.
     Unsupported(&'static str),
     Unknown,
@@ -29,7 +31,7 @@ fn classify(word: &str) -> Object {
         "type" => Object::Type,
         "function" | "or" => Object::Unsupported("FUNCTION"),
         "aggregate" => Object::Unsupported("AGGREGATE"),
-        "materialized" | "view" => Object::Unsupported("MATERIALIZED VIEW"),
+        "materialized" => Object::View,
         "role" => Object::Unsupported("ROLE"),
         "user" => Object::Unsupported("USER"),
         "trigger" => Object::Unsupported("TRIGGER"),
@@ -60,6 +62,7 @@ impl Parser<'_> {
             Object::Keyspace => self.create_keyspace(),
             Object::Type => self.create_type(),
             Object::Index => self.create_index(custom),
+            Object::View => self.create_view(),
             _ => self.create_table(),
         }
     }
@@ -75,12 +78,14 @@ impl Parser<'_> {
             }
             Object::Type => self.alter_type(),
             Object::Index => Err(self.unsupported(&start, "ALTER INDEX")),
+            Object::View => self.alter_view(),
             _ => self.alter_table(),
         }
     }
 
     pub(super) fn drop(&mut self) -> PResult<Statement> {
         match self.schema_object("DROP")? {
+            Object::View => self.drop_view(),
             Object::Index => {
                 let if_exists = self.if_exists()?;
                 let (keyspace, name) = self.qualified_name("index name")?;
@@ -220,7 +225,7 @@ impl Parser<'_> {
 
     /// `( partition_key [, clustering...] )` after PRIMARY KEY, where the
     /// partition key is one column or a parenthesized list.
-    fn primary_key_clause(&mut self) -> PResult<(Vec<String>, Vec<String>)> {
+    pub(super) fn primary_key_clause(&mut self) -> PResult<(Vec<String>, Vec<String>)> {
         self.expect_sym(Sym::LParen)?;
         let partition =
             if self.is_sym(Sym::LParen) { self.paren_idents("column name")? } else { vec![self.ident("column name")?] };
@@ -324,7 +329,7 @@ impl Parser<'_> {
         }
     }
 
-    fn option(&mut self, options: &mut Options) -> PResult<()> {
+    pub(super) fn option(&mut self, options: &mut Options) -> PResult<()> {
         let at = self.peek().clone();
         let name = self.ident("option name")?;
         if options.iter().any(|(existing, _)| *existing == name) {

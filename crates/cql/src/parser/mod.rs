@@ -18,6 +18,7 @@ mod select;
 mod term;
 #[cfg(test)]
 mod tests;
+mod view;
 
 use crate::ast::{BindMarker, Parsed, Statement};
 use crate::lexer::{tokenize, Sym, Token, TokenKind};

@@ -112,7 +112,7 @@ impl Parser<'_> {
         Ok((column, order))
     }
 
-    fn selector(&mut self) -> PResult<Selector> {
+    pub(super) fn selector(&mut self) -> PResult<Selector> {
         let expr = self.selector_expr()?;
         let alias = if self.eat_kw("as") { Some(self.ident("alias")?) } else { None };
         Ok(Selector { expr, alias })
