@@ -141,6 +141,25 @@ def test_map_element_condition(session, table):
     assert session.execute("SELECT v FROM %s WHERE k = 1" % t).one().v == 3
 
 
+def test_contains_conditions_on_collections(session, table):
+    """Cassandra 5's IF c CONTAINS x and IF m CONTAINS KEY k."""
+    t = table("(k int PRIMARY KEY, s set<int>, l list<text>, m map<text, int>, f frozen<set<int>>, v int)")
+    session.execute("INSERT INTO %s (k, s, l, m, f) VALUES (1, {1, 2}, ['a'], {'x': 7}, {3})" % t)
+    for condition, applied in [("s CONTAINS 2", True), ("s CONTAINS 5", False), ("l CONTAINS 'a'", True),
+                               ("m CONTAINS 7", True), ("m CONTAINS 8", False), ("m CONTAINS KEY 'x'", True),
+                               ("m CONTAINS KEY 'y'", False), ("f CONTAINS 3", True),
+                               ("s CONTAINS 1 AND m CONTAINS KEY 'x'", True)]:
+        rs = session.execute("UPDATE %s SET v = 1 WHERE k = 1 IF %s" % (t, condition))
+        assert rs.was_applied == applied, condition
+    # A missing collection contains nothing.
+    assert not session.execute("UPDATE %s SET v = 1 WHERE k = 2 IF s CONTAINS 1" % t).was_applied
+    for condition, message in [("v CONTAINS 1", "Cannot use CONTAINS on non-collection column v"),
+                               ("s CONTAINS KEY 1", "Cannot use CONTAINS KEY on non-map column s"),
+                               ("s CONTAINS null", "Invalid comparison with null for operator \"CONTAINS\"")]:
+        with pytest.raises(InvalidRequest, match=message):
+            session.execute("UPDATE %s SET v = 1 WHERE k = 1 IF %s" % (t, condition))
+
+
 def test_condition_errors(session, table):
     t = table("(k int, c int, v int, PRIMARY KEY (k, c))")
     with pytest.raises(InvalidRequest, match="PRIMARY KEY column 'c' cannot have IF conditions"):

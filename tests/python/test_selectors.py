@@ -118,6 +118,10 @@ def test_arithmetic_in_the_selection(session, table):
                           "FROM %s WHERE p = 1" % t).one()
     assert tuple(row)[:8] == (17, 6, 14, 3, 3, -7, 17.5, __import__("decimal").Decimal("2.25"))
     assert str(row[8]) == "1.5625" and row[9] == 13
+    # A negation is named as written, and keeps its operand's type.
+    result = session.execute("SELECT -i, -b, i - 1 FROM %s WHERE p = 1" % t)
+    assert list(result.column_names) == ["-i", "-b", "i - 1"]
+    assert [c.typename for c in result.column_types] == ["int", "bigint", "int"]
     # With a null operand the result is null; aggregates take part.
     assert session.execute("SELECT i + b FROM %s WHERE p = 2" % t).one()[0] is None
     assert tuple(session.execute("SELECT count(*) + 1, max(i) * 2 FROM %s" % t).one()) == (3, 14)

@@ -481,12 +481,15 @@ pub enum SelectorExpr {
         expr: Box<SelectorExpr>,
         field: String,
     },
-    /// `left op right` of numbers (`a + b`, `v * 2`); `-x` is `0 - x`.
+    /// `left op right` of numbers (`a + b`, `v * 2`).
     Arithmetic {
         op: NumericOp,
         left: Box<SelectorExpr>,
         right: Box<SelectorExpr>,
     },
+    /// `-x` of anything but a number literal: computed as `0 - x`, named
+    /// `-x` (Cassandra's column name).
+    Negation(Box<SelectorExpr>),
     /// `expr[key]`: a map's value, a set's element, a list's element.
     Element {
         expr: Box<SelectorExpr>,
@@ -692,6 +695,7 @@ impl fmt::Display for SelectorExpr {
             SelectorExpr::Field { expr, field } => write!(f, "{expr}.{field}"),
             SelectorExpr::Element { expr, key } => write!(f, "{expr}[{key}]"),
             SelectorExpr::Arithmetic { op, left, right } => write!(f, "{left} {} {right}", op.symbol()),
+            SelectorExpr::Negation(expr) => write!(f, "-{expr}"),
             SelectorExpr::Slice { expr, from, to } => {
                 let bound = |b: &Option<Term>| b.as_ref().map(Term::to_string).unwrap_or_default();
                 write!(f, "{expr}[{}..{}]", bound(from), bound(to))

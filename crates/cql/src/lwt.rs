@@ -161,6 +161,30 @@ fn column_check(meta: &TableMeta, condition: &ColumnCondition, bindings: Binding
             }
             vec![value]
         }
+        (Operator::Contains | Operator::ContainsKey, term) => {
+            let element = match (condition.op, &condition.target.element, ty.unfrozen()) {
+                (_, Some(_), _) => None,
+                (Operator::ContainsKey, _, CqlType::Map(key, _)) => Some(key.as_ref()),
+                (Operator::Contains, _, CqlType::Map(_, value)) => Some(value.as_ref()),
+                (Operator::Contains, _, CqlType::Set(e) | CqlType::List(e)) => Some(e.as_ref()),
+                _ => None,
+            };
+            let Some(element) = element else {
+                let collection = matches!(ty.unfrozen(), CqlType::Set(_) | CqlType::List(_) | CqlType::Map(..));
+                return Err(invalid(match (condition.op, collection) {
+                    (Operator::ContainsKey, true) => format!("Cannot use CONTAINS KEY on non-map column {name}"),
+                    (op, _) => format!("Cannot use {} on non-collection column {name}", op_text(op)),
+                }));
+            };
+            let value = condition_value(term, Receiver { name, ty: element }, bindings)?;
+            if value.is_none() {
+                return Err(invalid(format!(
+                    "Invalid comparison with null for operator \"{}\"",
+                    op_text(condition.op)
+                )));
+            }
+            vec![value]
+        }
         (op, _) => return Err(invalid(format!("Unsupported operator {} in an IF condition", op_text(op)))),
     };
     Ok(ColumnCheck { column, part, op: check_op(condition.op)?, values })
@@ -270,6 +294,8 @@ fn check_op(op: Operator) -> CqlResult<CheckOp> {
         Operator::Gt => CheckOp::Gt,
         Operator::Ge => CheckOp::Ge,
         Operator::In => CheckOp::In,
+        Operator::Contains => CheckOp::Contains,
+        Operator::ContainsKey => CheckOp::ContainsKey,
         other => return Err(invalid(format!("Unsupported operator {} in an IF condition", op_text(other)))),
     })
 }

@@ -484,6 +484,11 @@ fn selector_expr(meta: &TableMeta, expr: &SelectorExpr) -> CqlResult<(String, Cq
         }
         SelectorExpr::Term(term) => literal_selector(term, CqlType::Int)?,
         SelectorExpr::Arithmetic { op, left, right } => arithmetic_selector(meta, *op, left, right)?,
+        SelectorExpr::Negation(operand) => {
+            let zero = SelectorExpr::Term(crate::ast::Term::Literal(crate::ast::Literal::Integer("0".into())));
+            let (_, ty, sel) = arithmetic_selector(meta, NumericOp::Sub, &zero, operand)?;
+            (format!("-{}", selector_expr(meta, operand)?.0), ty, sel)
+        }
         SelectorExpr::Element { expr, key } => {
             let (name, ty, sel) = selector_expr(meta, expr)?;
             let collection = ty.unfrozen().clone();

@@ -72,6 +72,11 @@ pub enum CheckOp {
     Gt,
     Ge,
     In,
+    /// A collection holds the value: a set's or list's element, a map's
+    /// value (Cassandra 5).
+    Contains,
+    /// A map holds the key.
+    ContainsKey,
 }
 
 /// One statement's condition, on one row of the partition.
@@ -292,7 +297,26 @@ fn column_holds(meta: &TableMeta, check: &ColumnCheck, row: Option<&ResultRow>) 
         CheckOp::Le => matches!(ordering(), Some(Ordering::Less | Ordering::Equal)),
         CheckOp::Gt => ordering() == Some(Ordering::Greater),
         CheckOp::Ge => matches!(ordering(), Some(Ordering::Greater | Ordering::Equal)),
+        CheckOp::Contains | CheckOp::ContainsKey => match (&current, first) {
+            (Some(collection), Some(wanted)) => contains(ty, collection, wanted, check.op == CheckOp::ContainsKey),
+            _ => false,
+        },
     })
+}
+
+/// Whether serialized collection `collection` of type `ty` holds `wanted`:
+/// among a map's keys (`key`), else among its values or a set's or list's
+/// elements.
+fn contains(ty: &CqlType, collection: &Bytes, wanted: &[u8], key: bool) -> bool {
+    let (element_ty, entries, skip) = match ty {
+        CqlType::Map(k, _) if key => (k.as_ref(), true, 0),
+        CqlType::Map(_, v) => (v.as_ref(), true, 1),
+        CqlType::Set(e) | CqlType::List(e) => (e.as_ref(), false, 0),
+        _ => return false,
+    };
+    let items = if entries { Items::entries(collection) } else { Items::new(collection) };
+    let step = if entries { 2 } else { 1 };
+    items.skip(skip).step_by(step).flatten().any(|item| compare(element_ty.unfrozen(), item, wanted) == Ordering::Equal)
 }
 
 /// The value at `key` of a serialized map.

@@ -163,7 +163,7 @@ impl Parser<'_> {
     }
 
     /// `-x` of anything but a number literal (which the term parser reads
-    /// as a negative literal) is `0 - x`.
+    /// as a negative literal) is a negation.
     fn selector_signed(&mut self) -> PResult<SelectorExpr> {
         let negates = self.is_sym(Sym::Minus)
             && !matches!(self.peek_nth(1).kind, TokenKind::Integer(_) | TokenKind::Float(_) | TokenKind::Duration(_));
@@ -172,8 +172,7 @@ impl Parser<'_> {
         }
         self.advance();
         let operand = self.nested(|p| p.selector_signed())?;
-        let zero = SelectorExpr::Term(crate::ast::Term::Literal(crate::ast::Literal::Integer("0".into())));
-        Ok(SelectorExpr::Arithmetic { op: NumericOp::Sub, left: Box::new(zero), right: Box::new(operand) })
+        Ok(SelectorExpr::Negation(Box::new(operand)))
     }
 
     /// A primary with its field accesses and subscripts.
