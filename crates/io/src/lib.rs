@@ -5,11 +5,13 @@
 //! a read takes a `Vec<u8>` and gives it back filled. Every error names the
 //! file it concerns, so the layers above can say which file failed.
 //!
-//! Every call names its I/O class ([`IoClass`]): what the request is for,
-//! so the userspace I/O scheduler can share the disk between classes. Today
-//! files go through the page cache and classes are only counted; the
-//! scheduler and O_DIRECT with aligned buffers (docs/design.md §6) will live
-//! behind this same interface.
+//! Every call names its I/O class ([`IoClass`]): what the request is for.
+//! Every read and write waits its turn in the shard's I/O queue
+//! (`io_queue.rs`, a fair queue with Seastar's cost model, DESIGN.md §6
+//! and docs/scheduling.md), which shares the disk between classes by
+//! their shares and keeps no more than the latency goal's worth of work
+//! in flight. Files still go through the page cache; O_DIRECT with aligned
+//! buffers will live behind this same interface.
 
 use std::io;
 use std::path::{Path, PathBuf};
@@ -17,9 +19,17 @@ use std::path::{Path, PathBuf};
 use compio::io::{AsyncReadAtExt, AsyncWriteAtExt};
 
 mod class;
+mod cost;
+mod fair_queue;
+mod io_queue;
+pub mod iotune;
+mod metrics;
 
 use class::record;
 pub use class::{counted, IoClass};
+use cost::Direction;
+pub use cost::{IoProperties, PropertiesError};
+pub use io_queue::{configure, SchedulerConfig, DEFAULT_LATENCY_GOAL_US};
 
 /// An I/O error with the path it concerns.
 #[derive(Debug)]
@@ -87,6 +97,7 @@ impl File {
     pub async fn read_exact_at(&self, offset: u64, len: usize, class: IoClass) -> IoResult<Vec<u8>> {
         record(class, len);
         let buf = Vec::with_capacity(len);
+        let _turn = io_queue::admit(class, Direction::Read, len).await;
         let compio::BufResult(result, buf) = self.file.read_exact_at(buf, offset).await;
         at(&self.path, result)?;
         Ok(buf)
@@ -103,6 +114,7 @@ impl File {
     /// outcome, so a failed write can be retried with the same bytes.
     pub async fn write_all_at(&self, offset: u64, buf: Vec<u8>, class: IoClass) -> (IoResult<()>, Vec<u8>) {
         record(class, buf.len());
+        let _turn = io_queue::admit(class, Direction::Write, buf.len()).await;
         let compio::BufResult(result, buf) = (&self.file).write_all_at(buf, offset).await;
         (at(&self.path, result), buf)
     }
@@ -231,6 +243,46 @@ mod tests {
             remove_file_if_exists(&path, IoClass::Maintenance).await.expect("remove");
             assert!(!exists(&path, IoClass::Maintenance).await.expect("stat"));
             assert!(list_dir(&dir.join("missing"), IoClass::Maintenance).await.expect("list").is_empty());
+        });
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    #[test]
+    fn reads_and_writes_wait_their_turn_and_are_counted() {
+        // 1,000 writes/s on one shard: each 4 KiB write costs ~1 ms of
+        // disk time, more than the 0.75 ms goal, so they go one by one.
+        let slow = IoProperties {
+            read_iops: 1_000,
+            read_bandwidth_bytes_per_s: 100 << 20,
+            write_iops: 1_000,
+            write_bandwidth_bytes_per_s: 100 << 20,
+        };
+        configure(SchedulerConfig {
+            enabled: true,
+            properties: slow,
+            shard_count: 1,
+            latency_goal_us: DEFAULT_LATENCY_GOAL_US,
+        });
+        let dir = std::env::temp_dir().join(format!("shoal-io-queue-{}", std::process::id()));
+        block_on(async {
+            create_dir_all(&dir, IoClass::Maintenance).await.expect("create dir");
+            let file = File::create(&dir.join("data"), IoClass::Compaction).await.expect("create");
+            let started = std::time::Instant::now();
+            let writes = (0..20u64).map(|i| {
+                let file = &file;
+                async move { file.write_all_at(i * 4096, vec![1; 4096], IoClass::Compaction).await.0 }
+            });
+            for written in futures_util::future::join_all(writes).await {
+                written.expect("write");
+            }
+            assert!(started.elapsed() >= std::time::Duration::from_millis(15), "paced at the disk's rate");
+            let stats = io_queue::snapshot().expect("the shard's queue exists");
+            let (_, compaction, queued, shares) = stats[IoClass::Compaction as usize];
+            assert_eq!((compaction.ops_dispatched, compaction.bytes_dispatched), (20, 20 * 4096));
+            assert_eq!((compaction.in_flight, queued, shares), (0, 0, 1000));
+            assert!(compaction.queue_delay_ns > 0);
+            let families = shoal_metrics::gather();
+            assert!(families.iter().any(|f| f.name == "shoal_io_queue_dispatched_bytes_total"));
         });
         let _ = std::fs::remove_dir_all(&dir);
     }
