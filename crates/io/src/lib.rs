@@ -16,6 +16,7 @@
 use std::io;
 use std::path::{Path, PathBuf};
 
+use compio::buf::{IntoInner, IoBuf};
 use compio::io::{AsyncReadAtExt, AsyncWriteAtExt};
 
 mod class;
@@ -30,6 +31,11 @@ pub use class::{counted, IoClass};
 use cost::Direction;
 pub use cost::{IoProperties, PropertiesError};
 pub use io_queue::{configure, SchedulerConfig, DEFAULT_LATENCY_GOAL_US};
+
+/// Reads and writes larger than this go to the disk in pieces, each
+/// waiting its turn (Seastar splits at 128 KiB too): one large request
+/// would otherwise hold the disk, and the token bucket, for long.
+pub const MAX_REQUEST_BYTES: usize = 128 << 10;
 
 /// An I/O error with the path it concerns.
 #[derive(Debug)]
@@ -94,12 +100,20 @@ impl File {
     }
 
     /// Reads exactly `len` bytes at `offset`; a short file is an error.
+    /// Each piece of at most [`MAX_REQUEST_BYTES`] waits its turn.
     pub async fn read_exact_at(&self, offset: u64, len: usize, class: IoClass) -> IoResult<Vec<u8>> {
         record(class, len);
-        let buf = Vec::with_capacity(len);
-        let _turn = io_queue::admit(class, Direction::Read, len).await;
-        let compio::BufResult(result, buf) = self.file.read_exact_at(buf, offset).await;
-        at(&self.path, result)?;
+        let mut buf = Vec::with_capacity(len);
+        while buf.len() < len {
+            let start = buf.len();
+            let end = len.min(start + MAX_REQUEST_BYTES);
+            let _turn = io_queue::admit(class, Direction::Read, end - start).await;
+            let compio::BufResult(result, piece) =
+                self.file.read_exact_at(buf.slice(start..end), offset + start as u64).await;
+            buf = piece.into_inner();
+            at(&self.path, result)?;
+            assert_eq!(buf.len(), end, "a read that succeeded filled its piece");
+        }
         Ok(buf)
     }
 
@@ -111,12 +125,23 @@ impl File {
     }
 
     /// Writes all of `buf` at `offset`. The buffer comes back whatever the
-    /// outcome, so a failed write can be retried with the same bytes.
-    pub async fn write_all_at(&self, offset: u64, buf: Vec<u8>, class: IoClass) -> (IoResult<()>, Vec<u8>) {
+    /// outcome, so a failed write can be retried with the same bytes. Each
+    /// piece of at most [`MAX_REQUEST_BYTES`] waits its turn.
+    pub async fn write_all_at(&self, offset: u64, mut buf: Vec<u8>, class: IoClass) -> (IoResult<()>, Vec<u8>) {
         record(class, buf.len());
-        let _turn = io_queue::admit(class, Direction::Write, buf.len()).await;
-        let compio::BufResult(result, buf) = (&self.file).write_all_at(buf, offset).await;
-        (at(&self.path, result), buf)
+        let mut start = 0;
+        while start < buf.len() {
+            let end = buf.len().min(start + MAX_REQUEST_BYTES);
+            let _turn = io_queue::admit(class, Direction::Write, end - start).await;
+            let compio::BufResult(result, piece) =
+                (&self.file).write_all_at(buf.slice(start..end), offset + start as u64).await;
+            buf = piece.into_inner();
+            if let Err(e) = result {
+                return (at(&self.path, Err(e)), buf);
+            }
+            start = end;
+        }
+        (Ok(()), buf)
     }
 
     /// fdatasync: the data written so far (and the size) is on disk.
@@ -283,6 +308,24 @@ mod tests {
             assert!(compaction.queue_delay_ns > 0);
             let families = shoal_metrics::gather();
             assert!(families.iter().any(|f| f.name == "shoal_io_queue_dispatched_bytes_total"));
+        });
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    #[test]
+    fn large_requests_go_in_pieces_and_come_back_whole() {
+        let dir = std::env::temp_dir().join(format!("shoal-io-pieces-{}", std::process::id()));
+        block_on(async {
+            create_dir_all(&dir, IoClass::Maintenance).await.expect("create dir");
+            let file = File::create(&dir.join("data"), IoClass::Flush).await.expect("create");
+            let bytes: Vec<u8> = (0..3 * MAX_REQUEST_BYTES + 17).map(|i| (i % 251) as u8).collect();
+            let (written, back) = file.write_all_at(5, bytes.clone(), IoClass::Flush).await;
+            written.expect("write");
+            assert_eq!(back, bytes, "the buffer comes back as it went");
+            let reader = File::open(&dir.join("data"), IoClass::Query).await.expect("open");
+            assert_eq!(reader.read_exact_at(5, bytes.len(), IoClass::Query).await.expect("read"), bytes);
+            assert!(reader.read_exact_at(6, bytes.len(), IoClass::Query).await.is_err(), "a short file is an error");
+            assert!(reader.read_exact_at(0, 0, IoClass::Query).await.expect("empty read").is_empty());
         });
         let _ = std::fs::remove_dir_all(&dir);
     }
