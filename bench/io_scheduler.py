@@ -4,9 +4,11 @@ run (issue 29 items 2 and 6).
 
     python3 bench/io_scheduler.py [--shoal target/release/shoal] [--read-rate 3000]
         [--write-rate 8000] [--duration 15] [--keys 200000] [--json PATH]
+        [--io-properties PATH]
 
 First runs `shoal iotune` on the scratch directory (its io_properties.yaml
-is passed to every server). Then, for each of `on` and `off`: starts a fresh
+is passed to every server), unless --io-properties names a file to use
+instead (a slower disk than the real one, to watch the queue at work). Then, for each of `on` and `off`: starts a fresh
 `--smp 1` server pinned to --server-cpu with a small memtable budget,
 loads --keys rows of 1 KiB, flushes, and drives with `shoal stress` pinned
 to --loader-cpu:
@@ -43,6 +45,7 @@ def parse_args(argv):
     p.add_argument("--server-cpu", default="1")
     p.add_argument("--loader-cpu", default="0")
     p.add_argument("--json")
+    p.add_argument("--io-properties", help="use this io_properties.yaml instead of running iotune")
     return p.parse_args(argv)
 
 
@@ -153,10 +156,13 @@ def main(argv):
     args = parse_args(argv)
     tmp = tempfile.mkdtemp(prefix="shoal-io-scheduler-")
     try:
-        tune = subprocess.run([args.shoal, "iotune", "--workdir", tmp, "--duration-s", "4"], check=True,
-                              capture_output=True, text=True, timeout=120)
-        print(tune.stdout.strip(), flush=True)
-        properties = os.path.join(tmp, "io_properties.yaml")
+        if args.io_properties:
+            properties = os.path.abspath(args.io_properties)
+        else:
+            tune = subprocess.run([args.shoal, "iotune", "--workdir", tmp, "--duration-s", "4"], check=True,
+                                  capture_output=True, text=True, timeout=120)
+            print(tune.stdout.strip(), flush=True)
+            properties = os.path.join(tmp, "io_properties.yaml")
         results = {"iotune": open(properties).read(), "args": vars(args)}
         for scheduler in ("on", "off"):
             results[scheduler] = run_mode(args, tmp, scheduler, properties)
