@@ -842,4 +842,28 @@ mod tests {
         assert!(matches!(Config::resolve(args), Err(ConfigError::Parse { .. })));
         std::fs::remove_dir_all(&dir).ok();
     }
+
+    #[test]
+    fn the_io_scheduler_is_on_unless_a_flag_or_the_file_says_off() {
+        let dir = std::env::temp_dir().join(format!("shoal-config-io-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).ok();
+        let path = dir.join("shoal.yaml");
+        let defaults = Config::resolve(ServerArgs { smp: Some(1), ..ServerArgs::default() }).ok();
+        let defaults = defaults.as_ref();
+        assert_eq!(defaults.map(|c| (c.io_scheduler_enabled, c.io_latency_goal_us)), Some((true, 750)));
+        assert_eq!(defaults.map(|c| c.io_properties_file.is_none()), Some(true));
+        let yaml = "io_scheduler_enabled: false\nio_properties_file: /etc/io.yaml\nio_latency_goal_ms: 1.5\n";
+        std::fs::write(&path, yaml).ok();
+        let from_file = Config::resolve(ServerArgs { options_file: Some(path.clone()), ..ServerArgs::default() }).ok();
+        let from_file = from_file.as_ref();
+        assert_eq!(from_file.map(|c| (c.io_scheduler_enabled, c.io_latency_goal_us)), Some((false, 1500)));
+        assert_eq!(from_file.and_then(|c| c.io_properties_file.clone()), Some(PathBuf::from("/etc/io.yaml")));
+        let flag = ServerArgs { options_file: Some(path), io_scheduler: Some("on".into()), ..ServerArgs::default() };
+        assert_eq!(Config::resolve(flag).ok().map(|c| c.io_scheduler_enabled), Some(true));
+        let bad = ServerArgs { io_scheduler: Some("maybe".into()), ..ServerArgs::default() };
+        assert!(matches!(Config::resolve(bad), Err(ConfigError::IoScheduler(_))));
+        let bad = ServerArgs { io_latency_goal_ms: Some(0.0), ..ServerArgs::default() };
+        assert!(matches!(Config::resolve(bad), Err(ConfigError::LatencyGoal(_))));
+        std::fs::remove_dir_all(&dir).ok();
+    }
 }
