@@ -169,7 +169,7 @@ fn configure_io_scheduler(config: &Config) -> Result<(), String> {
         Some(path) => shoal_io::IoProperties::load(path).map_err(|e| format!("io_properties_file: {e}"))?,
         None => {
             tracing::info!(
-                "no io_properties_file: the I/O scheduler assumes a modest SSD; run `shoal iotune --workdir {}` and pass --io-properties-file",
+                "no io_properties_file: the I/O scheduler assumes a modest NVMe drive; run `shoal iotune --workdir {}` and pass --io-properties-file",
                 config.workdir.display()
             );
             shoal_io::IoProperties::CONSERVATIVE
