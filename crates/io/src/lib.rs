@@ -5,21 +5,37 @@
 //! a read takes a `Vec<u8>` and gives it back filled. Every error names the
 //! file it concerns, so the layers above can say which file failed.
 //!
-//! Every call names its I/O class ([`IoClass`]): what the request is for,
-//! so the userspace I/O scheduler can share the disk between classes. Today
-//! files go through the page cache and classes are only counted; the
-//! scheduler and O_DIRECT with aligned buffers (docs/design.md §6) will live
-//! behind this same interface.
+//! Every call names its I/O class ([`IoClass`]): what the request is for.
+//! Every read and write waits its turn in the shard's I/O queue
+//! (`io_queue.rs`, a fair queue with Seastar's cost model, DESIGN.md §6
+//! and docs/scheduling.md), which shares the disk between classes by
+//! their shares and keeps no more than the latency goal's worth of work
+//! in flight. Files still go through the page cache; O_DIRECT with aligned
+//! buffers will live behind this same interface.
 
 use std::io;
 use std::path::{Path, PathBuf};
 
+use compio::buf::{IntoInner, IoBuf};
 use compio::io::{AsyncReadAtExt, AsyncWriteAtExt};
 
 mod class;
+mod cost;
+mod fair_queue;
+mod io_queue;
+pub mod iotune;
+mod metrics;
 
 use class::record;
 pub use class::{counted, IoClass};
+use cost::Direction;
+pub use cost::{IoProperties, PropertiesError};
+pub use io_queue::{configure, SchedulerConfig, DEFAULT_LATENCY_GOAL_US};
+
+/// Reads and writes larger than this go to the disk in pieces, each
+/// waiting its turn (Seastar splits at 128 KiB too): one large request
+/// would otherwise hold the disk, and the token bucket, for long.
+pub const MAX_REQUEST_BYTES: usize = 128 << 10;
 
 /// An I/O error with the path it concerns.
 #[derive(Debug)]
@@ -84,11 +100,20 @@ impl File {
     }
 
     /// Reads exactly `len` bytes at `offset`; a short file is an error.
+    /// Each piece of at most [`MAX_REQUEST_BYTES`] waits its turn.
     pub async fn read_exact_at(&self, offset: u64, len: usize, class: IoClass) -> IoResult<Vec<u8>> {
         record(class, len);
-        let buf = Vec::with_capacity(len);
-        let compio::BufResult(result, buf) = self.file.read_exact_at(buf, offset).await;
-        at(&self.path, result)?;
+        let mut buf = Vec::with_capacity(len);
+        while buf.len() < len {
+            let start = buf.len();
+            let end = len.min(start + MAX_REQUEST_BYTES);
+            let _turn = io_queue::admit(class, Direction::Read, end - start).await;
+            let compio::BufResult(result, piece) =
+                self.file.read_exact_at(buf.slice(start..end), offset + start as u64).await;
+            buf = piece.into_inner();
+            at(&self.path, result)?;
+            assert_eq!(buf.len(), end, "a read that succeeded filled its piece");
+        }
         Ok(buf)
     }
 
@@ -100,11 +125,23 @@ impl File {
     }
 
     /// Writes all of `buf` at `offset`. The buffer comes back whatever the
-    /// outcome, so a failed write can be retried with the same bytes.
-    pub async fn write_all_at(&self, offset: u64, buf: Vec<u8>, class: IoClass) -> (IoResult<()>, Vec<u8>) {
+    /// outcome, so a failed write can be retried with the same bytes. Each
+    /// piece of at most [`MAX_REQUEST_BYTES`] waits its turn.
+    pub async fn write_all_at(&self, offset: u64, mut buf: Vec<u8>, class: IoClass) -> (IoResult<()>, Vec<u8>) {
         record(class, buf.len());
-        let compio::BufResult(result, buf) = (&self.file).write_all_at(buf, offset).await;
-        (at(&self.path, result), buf)
+        let mut start = 0;
+        while start < buf.len() {
+            let end = buf.len().min(start + MAX_REQUEST_BYTES);
+            let _turn = io_queue::admit(class, Direction::Write, end - start).await;
+            let compio::BufResult(result, piece) =
+                (&self.file).write_all_at(buf.slice(start..end), offset + start as u64).await;
+            buf = piece.into_inner();
+            if let Err(e) = result {
+                return (at(&self.path, Err(e)), buf);
+            }
+            start = end;
+        }
+        (Ok(()), buf)
     }
 
     /// fdatasync: the data written so far (and the size) is on disk.
@@ -231,6 +268,64 @@ mod tests {
             remove_file_if_exists(&path, IoClass::Maintenance).await.expect("remove");
             assert!(!exists(&path, IoClass::Maintenance).await.expect("stat"));
             assert!(list_dir(&dir.join("missing"), IoClass::Maintenance).await.expect("list").is_empty());
+        });
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    #[test]
+    fn reads_and_writes_wait_their_turn_and_are_counted() {
+        // 1,000 writes/s on one shard: each 4 KiB write costs ~1 ms of
+        // disk time, more than the 0.75 ms goal, so they go one by one.
+        let slow = IoProperties {
+            read_iops: 1_000,
+            read_bandwidth_bytes_per_s: 100 << 20,
+            write_iops: 1_000,
+            write_bandwidth_bytes_per_s: 100 << 20,
+        };
+        configure(SchedulerConfig {
+            enabled: true,
+            properties: slow,
+            shard_count: 1,
+            latency_goal_us: DEFAULT_LATENCY_GOAL_US,
+        });
+        let dir = std::env::temp_dir().join(format!("shoal-io-queue-{}", std::process::id()));
+        block_on(async {
+            create_dir_all(&dir, IoClass::Maintenance).await.expect("create dir");
+            let file = File::create(&dir.join("data"), IoClass::Compaction).await.expect("create");
+            let started = std::time::Instant::now();
+            let writes = (0..20u64).map(|i| {
+                let file = &file;
+                async move { file.write_all_at(i * 4096, vec![1; 4096], IoClass::Compaction).await.0 }
+            });
+            for written in futures_util::future::join_all(writes).await {
+                written.expect("write");
+            }
+            assert!(started.elapsed() >= std::time::Duration::from_millis(15), "paced at the disk's rate");
+            let stats = io_queue::snapshot().expect("the shard's queue exists");
+            let (_, compaction, queued, shares) = stats[IoClass::Compaction as usize];
+            assert_eq!((compaction.ops_dispatched, compaction.bytes_dispatched), (20, 20 * 4096));
+            assert_eq!((compaction.in_flight, queued, shares), (0, 0, 1000));
+            assert!(compaction.queue_delay_ns > 0);
+            let families = shoal_metrics::gather();
+            assert!(families.iter().any(|f| f.name == "shoal_io_queue_dispatched_bytes_total"));
+        });
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    #[test]
+    fn large_requests_go_in_pieces_and_come_back_whole() {
+        let dir = std::env::temp_dir().join(format!("shoal-io-pieces-{}", std::process::id()));
+        block_on(async {
+            create_dir_all(&dir, IoClass::Maintenance).await.expect("create dir");
+            let file = File::create(&dir.join("data"), IoClass::Flush).await.expect("create");
+            let bytes: Vec<u8> = (0..3 * MAX_REQUEST_BYTES + 17).map(|i| (i % 251) as u8).collect();
+            let (written, back) = file.write_all_at(5, bytes.clone(), IoClass::Flush).await;
+            written.expect("write");
+            assert_eq!(back, bytes, "the buffer comes back as it went");
+            let reader = File::open(&dir.join("data"), IoClass::Query).await.expect("open");
+            assert_eq!(reader.read_exact_at(5, bytes.len(), IoClass::Query).await.expect("read"), bytes);
+            assert!(reader.read_exact_at(6, bytes.len(), IoClass::Query).await.is_err(), "a short file is an error");
+            assert!(reader.read_exact_at(0, 0, IoClass::Query).await.expect("empty read").is_empty());
         });
         let _ = std::fs::remove_dir_all(&dir);
     }

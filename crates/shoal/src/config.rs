@@ -43,6 +43,10 @@ pub enum ConfigError {
     TlsFiles(&'static str),
     #[error("invalid internode_encryption '{0}': use none, all, dc or rack")]
     InternodeEncryption(String),
+    #[error("invalid --io-scheduler '{0}': use on or off")]
+    IoScheduler(String),
+    #[error("io_latency_goal_ms {0} must be between 0.05 and 1000")]
+    LatencyGoal(f64),
     #[error("invalid memcache_ssl_verify_mode {0}: use 0 (none), 1 (request), 2 (require) or 3 (once)")]
     VerifyMode(u8),
 }
@@ -76,6 +80,8 @@ pub enum Command {
     Nodetool(crate::nodetool::NodetoolArgs),
     /// Generate load against a CQL or memcached server and report latencies.
     Stress(shoal_stress::StressArgs),
+    /// Measure the disk under --workdir and write io_properties.yaml for the I/O scheduler.
+    Iotune(crate::iotune::IotuneArgs),
 }
 
 #[derive(Debug, Clone, Default, clap::Args)]
@@ -171,6 +177,16 @@ pub struct ServerArgs {
     /// Commitlog disk space (all shards); beyond it memtables are flushed [default: 8192]
     #[arg(long, env = "SHOAL_COMMITLOG_TOTAL_SPACE_IN_MB", help_heading = "Storage")]
     pub commitlog_total_space_in_mb: Option<u64>,
+    /// The disk's capacity as `shoal iotune` measured it (ScyllaDB's
+    /// io_properties.yaml) [default: a conservative guess, logged]
+    #[arg(long, env = "SHOAL_IO_PROPERTIES_FILE", help_heading = "Storage")]
+    pub io_properties_file: Option<PathBuf>,
+    /// The I/O scheduler: on, or off (only for contrast benchmarks) [default: on]
+    #[arg(long, env = "SHOAL_IO_SCHEDULER", help_heading = "Storage")]
+    pub io_scheduler: Option<String>,
+    /// The most disk time each shard keeps in flight, in ms [default: 0.75]
+    #[arg(long, env = "SHOAL_IO_LATENCY_GOAL_MS", help_heading = "Storage")]
+    pub io_latency_goal_ms: Option<f64>,
     /// Number of shards (threads pinned to cores) [default: number of cores]
     #[arg(long, env = "SHOAL_SMP", help_heading = "Shards and memory")]
     pub smp: Option<usize>,
@@ -296,6 +312,9 @@ struct OptionsFile {
     commitlog_sync_period_in_ms: Option<u64>,
     commitlog_segment_size_in_mb: Option<u32>,
     commitlog_total_space_in_mb: Option<u64>,
+    io_properties_file: Option<PathBuf>,
+    io_scheduler_enabled: Option<bool>,
+    io_latency_goal_ms: Option<f64>,
     memtable_space_in_mb: Option<u64>,
     index_cache_fraction: Option<f64>,
     row_cache_save_period: Option<u64>,
@@ -524,6 +543,11 @@ pub struct Config {
     pub hints_dir: PathBuf,
     pub in_memory_storage_bytes: u64,
     pub timeouts: Timeouts,
+    /// `None`: the conservative default capacity.
+    pub io_properties_file: Option<PathBuf>,
+    /// Off only for contrast benchmarks.
+    pub io_scheduler_enabled: bool,
+    pub io_latency_goal_us: u64,
 }
 
 impl Config {
@@ -595,8 +619,21 @@ impl Config {
         if !(0.0..=1.0).contains(&index_cache_fraction) {
             return Err(ConfigError::IndexCacheFraction(index_cache_fraction));
         }
+        let io_scheduler_enabled = match args.io_scheduler.as_deref().map(str::trim) {
+            None => file.io_scheduler_enabled.unwrap_or(true),
+            Some("on") => true,
+            Some("off") => false,
+            Some(other) => return Err(ConfigError::IoScheduler(other.to_string())),
+        };
+        let io_latency_goal_ms = args.io_latency_goal_ms.or(file.io_latency_goal_ms).unwrap_or(0.75);
+        if !(0.05..=1000.0).contains(&io_latency_goal_ms) {
+            return Err(ConfigError::LatencyGoal(io_latency_goal_ms));
+        }
         Ok(Config {
             timeouts,
+            io_properties_file: args.io_properties_file.or(file.io_properties_file),
+            io_scheduler_enabled,
+            io_latency_goal_us: (io_latency_goal_ms * 1000.0).round() as u64,
             index_cache_fraction,
             row_cache_save_period_s: args.row_cache_save_period.or(file.row_cache_save_period).unwrap_or(60),
             in_memory_storage_bytes: args
@@ -803,6 +840,30 @@ mod tests {
         std::fs::write(&path, "native_transport_prot: 9100\n").ok();
         let args = ServerArgs { options_file: Some(path), ..ServerArgs::default() };
         assert!(matches!(Config::resolve(args), Err(ConfigError::Parse { .. })));
+        std::fs::remove_dir_all(&dir).ok();
+    }
+
+    #[test]
+    fn the_io_scheduler_is_on_unless_a_flag_or_the_file_says_off() {
+        let dir = std::env::temp_dir().join(format!("shoal-config-io-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).ok();
+        let path = dir.join("shoal.yaml");
+        let defaults = Config::resolve(ServerArgs { smp: Some(1), ..ServerArgs::default() }).ok();
+        let defaults = defaults.as_ref();
+        assert_eq!(defaults.map(|c| (c.io_scheduler_enabled, c.io_latency_goal_us)), Some((true, 750)));
+        assert_eq!(defaults.map(|c| c.io_properties_file.is_none()), Some(true));
+        let yaml = "io_scheduler_enabled: false\nio_properties_file: /etc/io.yaml\nio_latency_goal_ms: 1.5\n";
+        std::fs::write(&path, yaml).ok();
+        let from_file = Config::resolve(ServerArgs { options_file: Some(path.clone()), ..ServerArgs::default() }).ok();
+        let from_file = from_file.as_ref();
+        assert_eq!(from_file.map(|c| (c.io_scheduler_enabled, c.io_latency_goal_us)), Some((false, 1500)));
+        assert_eq!(from_file.and_then(|c| c.io_properties_file.clone()), Some(PathBuf::from("/etc/io.yaml")));
+        let flag = ServerArgs { options_file: Some(path), io_scheduler: Some("on".into()), ..ServerArgs::default() };
+        assert_eq!(Config::resolve(flag).ok().map(|c| c.io_scheduler_enabled), Some(true));
+        let bad = ServerArgs { io_scheduler: Some("maybe".into()), ..ServerArgs::default() };
+        assert!(matches!(Config::resolve(bad), Err(ConfigError::IoScheduler(_))));
+        let bad = ServerArgs { io_latency_goal_ms: Some(0.0), ..ServerArgs::default() };
+        assert!(matches!(Config::resolve(bad), Err(ConfigError::LatencyGoal(_))));
         std::fs::remove_dir_all(&dir).ok();
     }
 }

@@ -3,6 +3,7 @@
 
 mod api;
 mod config;
+mod iotune;
 mod logging;
 mod nodetool;
 mod shutdown;
@@ -36,6 +37,7 @@ fn main() {
         Some(Command::Stress(args)) => {
             finish(start_logging(&LogSettings::default()).and_then(|()| shoal_stress::run(args)))
         }
+        Some(Command::Iotune(args)) => finish(start_logging(&LogSettings::default()).and_then(|()| iotune::run(args))),
         None => cli.server,
     };
     if let Err(e) = start_logging(&args.log_settings()) {
@@ -103,6 +105,7 @@ fn run(config: Config) -> Result<(), String> {
         config.workdir.display(),
         config.memory_bytes >> 20
     );
+    configure_io_scheduler(&config)?;
     let tls = tls_setup(&config).map_err(|e| e.to_string())?;
     let server_config = Arc::new(ServerConfig {
         max_frame_bytes: config.max_frame_bytes,
@@ -156,6 +159,31 @@ fn run(config: Config) -> Result<(), String> {
     .map_err(|e| e.to_string())?;
     // The shards run until the process exits (a clean stop: `shutdown`).
     shards.join();
+    Ok(())
+}
+
+/// The I/O scheduler's settings, for every shard: the disk's capacity
+/// from `--io-properties-file`, or a conservative default (logged).
+fn configure_io_scheduler(config: &Config) -> Result<(), String> {
+    let properties = match &config.io_properties_file {
+        Some(path) => shoal_io::IoProperties::load(path).map_err(|e| format!("io_properties_file: {e}"))?,
+        None => {
+            tracing::info!(
+                "no io_properties_file: the I/O scheduler assumes a modest NVMe drive; run `shoal iotune --workdir {}` and pass --io-properties-file",
+                config.workdir.display()
+            );
+            shoal_io::IoProperties::CONSERVATIVE
+        }
+    };
+    if !config.io_scheduler_enabled {
+        tracing::warn!("the I/O scheduler is off (--io-scheduler off): for contrast benchmarks only");
+    }
+    shoal_io::configure(shoal_io::SchedulerConfig {
+        enabled: config.io_scheduler_enabled,
+        properties,
+        shard_count: config.smp,
+        latency_goal_us: config.io_latency_goal_us,
+    });
     Ok(())
 }
 
