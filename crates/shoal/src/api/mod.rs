@@ -18,7 +18,9 @@ mod ops;
 mod routes;
 mod snapshots;
 
+use std::cell::Cell;
 use std::path::PathBuf;
+use std::rc::Rc;
 use std::sync::OnceLock;
 use std::time::{Duration, Instant};
 
@@ -33,6 +35,10 @@ pub const HEAD_READ_TIMEOUT: Duration = Duration::from_secs(10);
 /// How long the answer may take to be written to a client that reads it.
 pub const WRITE_TIMEOUT: Duration = Duration::from_secs(30);
 
+/// Connections served at once; the API is for a few operators' tools and
+/// a scraper, so this is far above use and bounds what a flood holds.
+pub const CONNECTIONS_MAX: usize = 64;
+
 /// How long, and how many bytes, a closing connection's leftover input is
 /// read for (see `handle`).
 const LINGER_TIMEOUT: Duration = Duration::from_secs(1);
@@ -42,13 +48,26 @@ static STARTED: OnceLock<Instant> = OnceLock::new();
 /// `--data-dir`, where the snapshots are.
 static DATA_DIR: OnceLock<PathBuf> = OnceLock::new();
 
-/// Serves the API on `listener` until the process exits.
+/// Serves the API on `listener` until the process exits, at most
+/// [`CONNECTIONS_MAX`] connections at a time: one past it is closed at
+/// once (its client retries).
 pub async fn serve(listener: TcpListener, data_dir: PathBuf) {
     STARTED.get_or_init(Instant::now);
     DATA_DIR.get_or_init(|| data_dir);
+    let open = Rc::new(Cell::new(0usize));
     loop {
         match listener.accept().await {
-            Ok((stream, _)) => shoal_runtime::spawn(handle(stream)),
+            Ok(_) if open.get() >= CONNECTIONS_MAX => {
+                tracing::debug!("api connection refused: {CONNECTIONS_MAX} already open");
+            }
+            Ok((stream, _)) => {
+                open.set(open.get() + 1);
+                let open = open.clone();
+                shoal_runtime::spawn(async move {
+                    handle(stream).await;
+                    open.set(open.get() - 1);
+                });
+            }
             Err(e) => {
                 tracing::warn!("api accept failed: {e}");
                 shoal_runtime::time::sleep(Duration::from_millis(10)).await;
