@@ -16,7 +16,7 @@ use std::os::fd::AsFd;
 
 use compio::buf::IntoInner;
 pub use compio::buf::{BufResult, IoBufMut};
-pub use compio::io::{AsyncRead, AsyncWriteExt};
+pub use compio::io::{AsyncRead, AsyncWrite, AsyncWriteExt};
 pub use compio::net::{TcpListener, TcpStream};
 
 use compio::net::TcpSocket;

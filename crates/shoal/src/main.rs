@@ -373,7 +373,7 @@ async fn listen(config: &Config, server_config: Arc<ServerConfig>, tls: TlsSetup
     }));
     shoal_runtime::spawn(shoal_coordinator::maintain_topology());
     shoal_runtime::spawn(shoal_coordinator::cluster::publish_load());
-    shoal_runtime::spawn(api::serve(api));
+    shoal_runtime::spawn(api::serve(api, config.data_dir.clone()));
     shoal_coordinator::node_ops::bootstrap().await.map_err(|e| format!("bootstrap failed: {e}"))?;
     shoal_runtime::spawn(async {
         let why = shoal_coordinator::node_ops::until_removed().await;

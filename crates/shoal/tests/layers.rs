@@ -10,6 +10,7 @@ use std::path::{Path, PathBuf};
 /// before it.
 const LAYERS: &[&str] = &[
     "buf",
+    "http",
     "metrics",
     "runtime",
     "tls",

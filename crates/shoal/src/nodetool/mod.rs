@@ -1,9 +1,12 @@
 //! `shoal nodetool`: a running node's state and storage operations, through
 //! its HTTP API (ScyllaDB's REST paths where it has them). Reports (status,
 //! info, tablestats) are built from the node's `/metrics`, so they show
-//! exactly what monitoring sees.
+//! exactly what monitoring sees. Every answer is JSON (serde_json); what
+//! a command puts in a path or a query is percent-encoded.
 
+mod cluster;
 mod report;
+mod snapshots;
 
 use std::io::{Read, Write};
 use std::net::TcpStream;
@@ -62,6 +65,23 @@ pub enum NodetoolCommand {
         /// The dead node's host id (nodetool status lists it)
         host_id: String,
     },
+    /// The ring: every token, its node's address, rack, status, state, load and share.
+    Ring { keyspace: Option<String> },
+    /// The cluster's name, snitch, partitioner and schema version.
+    Describecluster,
+    /// Each node's state as the failure detector and group 0 know it.
+    Gossipinfo,
+    /// The addresses of the replicas of a partition (a composite key's components separated by `:`).
+    Getendpoints { keyspace: String, table: String, key: String },
+    /// Every snapshot: tag, keyspace, table, true size (kept only by the snapshot), size on disk.
+    Listsnapshots,
+    /// Remove snapshots: of one tag (-t) or all, in the keyspaces named or all.
+    Clearsnapshot {
+        /// The snapshot's tag; without it, every snapshot
+        #[arg(long, short = 't')]
+        tag: Option<String>,
+        keyspaces: Vec<String>,
+    },
     /// Hard-link every SSTable into <table dir>/snapshots/<tag> (after a flush).
     Snapshot {
         /// Snapshot name [default: the current time in milliseconds]
@@ -75,12 +95,20 @@ pub enum NodetoolCommand {
 pub fn run(args: NodetoolArgs) -> Result<(), String> {
     let api = Api { address: format!("{}:{}", args.host, args.api_port) };
     let tables_query =
-        |tables: &[String]| if tables.is_empty() { String::new() } else { format!("?cf={}", tables.join(",")) };
-    let keyspace_path = |k: &Option<String>| k.as_ref().map(|k| format!("/{k}")).unwrap_or_default();
+        |tables: &[String]| if tables.is_empty() { String::new() } else { format!("?cf={}", encode_list(tables)) };
+    let keyspace_path = |k: &Option<String>| k.as_ref().map(|k| format!("/{}", encode(k))).unwrap_or_default();
     let (path, done) = match &args.command {
         NodetoolCommand::Status { keyspace } => return report::status(&api, &args.host, keyspace.as_deref()),
         NodetoolCommand::Info => return report::info(&api),
         NodetoolCommand::Tablestats { tables } => return report::tablestats(&api, tables),
+        NodetoolCommand::Ring { keyspace } => return cluster::ring(&api, keyspace.as_deref()),
+        NodetoolCommand::Describecluster => return cluster::describecluster(&api),
+        NodetoolCommand::Gossipinfo => return cluster::gossipinfo(&api),
+        NodetoolCommand::Getendpoints { keyspace, table, key } => {
+            return cluster::getendpoints(&api, keyspace, table, key)
+        }
+        NodetoolCommand::Listsnapshots => return snapshots::list(&api),
+        NodetoolCommand::Clearsnapshot { tag, keyspaces } => return snapshots::clear(&api, tag.as_deref(), keyspaces),
         NodetoolCommand::Flush { keyspace, tables } => {
             (format!("/storage_service/keyspace_flush{}{}", keyspace_path(keyspace), tables_query(tables)), "flushed")
         }
@@ -93,9 +121,9 @@ pub fn run(args: NodetoolArgs) -> Result<(), String> {
                 let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap_or_default();
                 now.as_millis().to_string()
             });
-            let kn = keyspace.as_ref().map(|k| format!("&kn={k}")).unwrap_or_default();
+            let kn = keyspace.as_ref().map(|k| format!("&kn={}", encode(k))).unwrap_or_default();
             println!("snapshot tag: {tag}");
-            (format!("/storage_service/snapshots?tag={tag}{kn}"), "snapshot taken")
+            (format!("/storage_service/snapshots?tag={}{kn}", encode(&tag)), "snapshot taken")
         }
         NodetoolCommand::Decommission => ("/storage_service/decommission".to_string(), "decommissioned"),
         NodetoolCommand::Drain => ("/storage_service/drain".to_string(), "drained"),
@@ -103,10 +131,11 @@ pub fn run(args: NodetoolArgs) -> Result<(), String> {
             ("/system/logger?reset".to_string(), "logging levels reset")
         }
         NodetoolCommand::SetLoggingLevel { module: Some(module), level: Some(level) } => {
-            (format!("/system/logger/{module}?level={level}"), "logging level set")
+            (format!("/system/logger/{}?level={}", encode(module), encode(level)), "logging level set")
         }
         NodetoolCommand::GetLoggingLevels => {
-            print!("{}", api.get("/system/logger")?);
+            let levels: serde_json::Value = api.json("/system/logger")?;
+            println!("{levels}");
             return Ok(());
         }
         NodetoolCommand::SetLoggingLevel { .. } => {
@@ -116,17 +145,41 @@ pub fn run(args: NodetoolArgs) -> Result<(), String> {
             (format!("/storage_service/keyspace_cleanup{}", keyspace_path(keyspace)), "cleaned up")
         }
         NodetoolCommand::Repair { keyspace } => {
-            let answer = api.request("POST", &format!("/storage_service/repair{}", keyspace_path(keyspace)))?;
-            print!("{answer}");
+            let r: Repaired = api.post_json(&format!("/storage_service/repair{}", keyspace_path(keyspace)))?;
+            println!(
+                "repaired: {} range(s) of tables, {} partition(s) compared, {} differed ({} whole, {} row(s) in the \
+                 others), {} cop(ies) written",
+                r.ranges, r.partitions, r.differing, r.whole, r.rows, r.written
+            );
             return Ok(());
         }
         NodetoolCommand::Removenode { host_id } => {
-            (format!("/storage_service/remove_node?host_id={host_id}"), "removed")
+            (format!("/storage_service/remove_node?host_id={}", encode(host_id)), "removed")
         }
     };
-    api.request("POST", &path)?;
+    api.post_json::<serde_json::Value>(&path)?;
     println!("{done}");
     Ok(())
+}
+
+/// What `POST /storage_service/repair` answers.
+#[derive(serde::Deserialize)]
+struct Repaired {
+    ranges: usize,
+    partitions: usize,
+    differing: usize,
+    whole: usize,
+    rows: usize,
+    written: usize,
+}
+
+fn encode(text: &str) -> String {
+    shoal_http::percent_encode(text)
+}
+
+/// Names for a query parameter that lists them, comma-separated.
+fn encode_list(names: &[String]) -> String {
+    names.iter().map(|n| encode(n)).collect::<Vec<_>>().join(",")
 }
 
 /// The node's HTTP API.
@@ -135,7 +188,8 @@ struct Api {
 }
 
 impl Api {
-    /// Sends one request and returns the body of a 200 answer.
+    /// Sends one request and returns the body of a 200 answer; another
+    /// answer is an error with its JSON error's message.
     fn request(&self, method: &str, path: &str) -> Result<String, String> {
         let address = &self.address;
         let fail = |e: std::io::Error| format!("cannot reach the node's API at {address}: {e}");
@@ -148,13 +202,39 @@ impl Api {
         stream.read_to_string(&mut response).map_err(fail)?;
         let (head, body) = response.split_once("\r\n\r\n").unwrap_or((&response, ""));
         if head.starts_with("HTTP/1.1 200") {
-            Ok(body.to_string())
-        } else {
-            Err(format!("{}: {}", head.lines().next().unwrap_or_default(), body.trim()))
+            return Ok(body.to_string());
         }
+        let error: Option<ApiError> = serde_json::from_str(body).ok();
+        let message = error.map_or_else(|| body.trim().to_string(), |e| e.message);
+        Err(format!("{}: {message}", head.lines().next().unwrap_or_default()))
     }
 
     fn get(&self, path: &str) -> Result<String, String> {
         self.request("GET", path)
     }
+
+    /// A GET's JSON answer, parsed.
+    fn json<T: serde::de::DeserializeOwned>(&self, path: &str) -> Result<T, String> {
+        parse(path, &self.get(path)?)
+    }
+
+    /// A POST's JSON answer, parsed.
+    fn post_json<T: serde::de::DeserializeOwned>(&self, path: &str) -> Result<T, String> {
+        parse(path, &self.request("POST", path)?)
+    }
+
+    /// A DELETE's JSON answer, parsed.
+    fn delete_json<T: serde::de::DeserializeOwned>(&self, path: &str) -> Result<T, String> {
+        parse(path, &self.request("DELETE", path)?)
+    }
+}
+
+/// The API's error answer.
+#[derive(serde::Deserialize)]
+struct ApiError {
+    message: String,
+}
+
+fn parse<T: serde::de::DeserializeOwned>(path: &str, body: &str) -> Result<T, String> {
+    serde_json::from_str(body).map_err(|e| format!("bad answer from {path}: {e}"))
 }

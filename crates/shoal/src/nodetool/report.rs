@@ -44,40 +44,39 @@ impl Metrics {
     }
 }
 
-/// A JSON string answer (`"text"`) without its quotes.
-fn json_string(body: &str) -> String {
-    body.trim().trim_matches('"').to_string()
-}
-
-/// A JSON answer of the API, parsed (JSON is YAML).
-fn json<T: serde::de::DeserializeOwned>(api: &Api, path: &str) -> Result<T, String> {
-    serde_yaml::from_str(&api.get(path)?).map_err(|e| format!("bad answer from {path}: {e}"))
-}
-
 /// A node's entry in `/storage_service/load_map` (bytes) or
 /// `/storage_service/ownership/<keyspace>` (a share).
 #[derive(serde::Deserialize)]
-struct AddressEntry<T> {
-    key: String,
-    value: T,
+pub(super) struct AddressEntry<T> {
+    pub(super) key: String,
+    pub(super) value: T,
 }
 
 /// A member of group 0 as `/raft/group0` lists it.
 #[derive(serde::Deserialize)]
-struct Member {
-    host_id: String,
-    address: String,
-    dc: String,
-    rack: String,
+pub(super) struct Member {
+    pub(super) host_id: String,
+    /// `ip:port` (`[ip]:port` for IPv6), the storage port's.
+    pub(super) address: String,
+    pub(super) dc: String,
+    pub(super) rack: String,
     tokens: usize,
-    owns: f64,
+    pub(super) owns: f64,
     /// N, J or L (normal, joining, leaving).
-    state: String,
+    pub(super) state: String,
+}
+
+impl Member {
+    /// The address without its port, as the API keys nodes.
+    pub(super) fn ip(&self) -> &str {
+        let ip = self.address.rsplit_once(':').map_or(self.address.as_str(), |(ip, _)| ip);
+        ip.trim_start_matches('[').trim_end_matches(']')
+    }
 }
 
 #[derive(serde::Deserialize)]
-struct Group0 {
-    members: Vec<Member>,
+pub(super) struct Group0 {
+    pub(super) members: Vec<Member>,
 }
 
 /// Every member of the cluster (group 0), by data center: up or down as
@@ -86,27 +85,27 @@ struct Group0 {
 /// the share it replicates for it — host id and rack.
 pub(super) fn status(api: &Api, address: &str, keyspace: Option<&str>) -> Result<(), String> {
     let metrics = Metrics::fetch(api)?;
-    let local_id = json_string(&api.get("/storage_service/hostid/local")?);
-    let live: Vec<String> = json(api, "/gossiper/endpoint/live")?;
-    let group0: Option<Group0> = json(api, "/raft/group0")?;
+    let local_id = api.json::<String>("/storage_service/hostid/local")?;
+    let live: Vec<String> = api.json("/gossiper/endpoint/live")?;
+    let group0: Option<Group0> = api.json("/raft/group0")?;
     let mut members = group0.map(|g| g.members).unwrap_or_default();
     if members.is_empty() {
         // Before group 0 has applied this node's own join: itself alone.
-        let tokens: Vec<String> = json(api, "/storage_service/tokens")?;
+        let tokens: Vec<String> = api.json("/storage_service/tokens")?;
         members.push(Member {
             host_id: local_id.clone(),
             address: address.to_string(),
-            dc: json_string(&api.get("/snitch/datacenter")?),
-            rack: json_string(&api.get("/snitch/rack")?),
+            dc: api.json::<String>("/snitch/datacenter")?,
+            rack: api.json::<String>("/snitch/rack")?,
             tokens: tokens.len(),
             owns: 1.0,
             state: "N".to_string(),
         });
     }
     let load = bytes(metrics.total("shoal_sstable_data_bytes"));
-    let loads: Vec<AddressEntry<u64>> = json(api, "/storage_service/load_map")?;
+    let loads: Vec<AddressEntry<u64>> = api.json("/storage_service/load_map")?;
     let effective: Option<Vec<AddressEntry<f64>>> = match keyspace {
-        Some(keyspace) => Some(json(api, &format!("/storage_service/ownership/{keyspace}"))?),
+        Some(keyspace) => Some(api.json(&format!("/storage_service/ownership/{keyspace}"))?),
         None => None,
     };
     let owns_heading = if effective.is_some() { "Owns (effective)" } else { "Owns" };
@@ -121,9 +120,7 @@ pub(super) fn status(api: &Api, address: &str, keyspace: Option<&str>) -> Result
         println!("|/ State=Normal/Leaving/Joining/Moving");
         println!("--  {:<15} {:<11} {:<7} {:<17} {:<37} Rack", "Address", "Load", "Tokens", owns_heading, "Host ID");
         for m in members {
-            // `[v6]:port` or `v4:port`: the address as the API keys it.
-            let ip = m.address.rsplit_once(':').map_or(m.address.as_str(), |(ip, _)| ip);
-            let ip = ip.trim_start_matches('[').trim_end_matches(']');
+            let ip = m.ip();
             let local = m.host_id == local_id;
             let up = if local || live.iter().any(|l| l == ip) { 'U' } else { 'D' };
             let state = format!("{up}{}", m.state);
@@ -142,8 +139,8 @@ pub(super) fn status(api: &Api, address: &str, keyspace: Option<&str>) -> Result
 
 pub(super) fn info(api: &Api) -> Result<(), String> {
     let metrics = Metrics::fetch(api)?;
-    let host_id = json_string(&api.get("/storage_service/hostid/local")?);
-    let uptime_ms: u64 = api.get("/system/uptime_ms")?.trim().parse().map_err(|e| format!("bad uptime answer: {e}"))?;
+    let host_id = api.json::<String>("/storage_service/hostid/local")?;
+    let uptime_ms: u64 = api.json("/system/uptime_ms")?;
     let requests = |op: &str| metrics.sum("shoal_cql_requests_total", |s| s.label("op") == Some(op));
     let lines = [
         ("ID", host_id),
@@ -169,8 +166,8 @@ pub(super) fn info(api: &Api) -> Result<(), String> {
             ),
         ),
         ("Forwarded to other shards", metrics.total("shoal_cql_forwarded_requests_total").to_string()),
-        ("Data Center", json_string(&api.get("/snitch/datacenter")?)),
-        ("Rack", json_string(&api.get("/snitch/rack")?)),
+        ("Data Center", api.json::<String>("/snitch/datacenter")?),
+        ("Rack", api.json::<String>("/snitch/rack")?),
     ];
     for (name, value) in lines {
         println!("{name:<26}: {value}");
@@ -283,7 +280,7 @@ fn mean_ms(seconds: f64, count: f64) -> String {
 
 /// Bytes in the largest binary unit that keeps the number ≥ 1, as nodetool
 /// prints a load.
-fn bytes(value: f64) -> String {
+pub(super) fn bytes(value: f64) -> String {
     const UNITS: [&str; 5] = ["bytes", "KiB", "MiB", "GiB", "TiB"];
     // An empty f64 sum is -0.0: print it as 0.
     let mut value = value + 0.0;
