@@ -59,6 +59,8 @@ pub enum Statement {
     Batch(Batch),
     Select(Select),
     Describe(Describe),
+    /// Roles: `CREATE ROLE`, `GRANT role`, `LIST ROLES`, ...
+    Role(crate::auth::statement::RoleStatement),
 }
 
 /// `DESCRIBE ...` (or `DESC`), answered by the server as Cassandra 4+

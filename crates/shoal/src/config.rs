@@ -14,6 +14,7 @@ use serde::Deserialize;
 use shoal_cluster::encryption::InternodeEncryption;
 use shoal_coordinator::cluster::{DEFAULT_DATA_CENTER, DEFAULT_RACK};
 use shoal_coordinator::Timeouts;
+use shoal_cql::auth::Authenticator;
 use shoal_tls::{ClientAuth, TlsFiles};
 use thiserror::Error;
 
@@ -43,6 +44,8 @@ pub enum ConfigError {
     TlsFiles(&'static str),
     #[error("invalid internode_encryption '{0}': use none, all, dc or rack")]
     InternodeEncryption(String),
+    #[error("{0}")]
+    Authenticator(String),
     #[error("invalid memcache_ssl_verify_mode {0}: use 0 (none), 1 (request), 2 (require) or 3 (once)")]
     VerifyMode(u8),
 }
@@ -225,6 +228,10 @@ pub struct ServerArgs {
     /// authenticate with `set <key> 0 0 <n>` of "username password"
     #[arg(long, env = "SHOAL_MEMCACHE_AUTH_FILE", help_heading = "memcached")]
     pub memcache_auth_file: Option<PathBuf>,
+    /// CQL clients' login: AllowAllAuthenticator (none) or
+    /// PasswordAuthenticator (a role's name and password) [default: AllowAllAuthenticator]
+    #[arg(long, env = "SHOAL_AUTHENTICATOR", help_heading = "Security")]
+    pub authenticator: Option<String>,
     /// How log lines are written: text (colours only on a terminal) or
     /// json (one object per line) [default: text]
     #[arg(long, env = "SHOAL_LOG_FORMAT", value_enum, help_heading = "Logging")]
@@ -280,6 +287,7 @@ struct OptionsFile {
     memcache_ssl_ca_cert: Option<PathBuf>,
     memcache_ssl_verify_mode: Option<u8>,
     memcache_auth_file: Option<PathBuf>,
+    authenticator: Option<String>,
     storage_port: Option<u16>,
     seed_provider: Option<Vec<SeedProvider>>,
     failure_detector_timeout_in_ms: Option<u64>,
@@ -481,6 +489,9 @@ pub struct Config {
     pub memcache_tls: Option<TlsFiles>,
     /// memcached's ASCII authentication.
     pub memcache_auth_file: Option<PathBuf>,
+    /// CQL clients' login (`authenticator`); a client must log in within
+    /// `tls_handshake_timeout`.
+    pub authenticator: Authenticator,
     pub tls_handshake_timeout: Duration,
     pub memcache_port: u16,
     pub storage_port: u16,
@@ -659,6 +670,10 @@ impl Config {
             internode_tls,
             memcache_tls,
             memcache_auth_file: args.memcache_auth_file.or(file.memcache_auth_file),
+            authenticator: match args.authenticator.or(file.authenticator) {
+                Some(name) => name.parse().map_err(ConfigError::Authenticator)?,
+                None => Authenticator::default(),
+            },
             tls_handshake_timeout: Duration::from_millis(
                 args.tls_handshake_timeout_in_ms.or(file.tls_handshake_timeout_in_ms).unwrap_or(10_000),
             ),

@@ -14,6 +14,7 @@ mod describe;
 mod dml;
 mod index;
 mod relation;
+mod role;
 mod select;
 mod term;
 #[cfg(test)]
@@ -316,6 +317,9 @@ impl<'a> Parser<'a> {
     }
 
     fn statement(&mut self) -> PResult<Statement> {
+        if self.at_role_statement() {
+            return self.role_statement();
+        }
         let word = self.word_at(0).unwrap_or("").to_string();
         match word.as_str() {
             "select" => self.select(),
