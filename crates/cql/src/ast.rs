@@ -61,6 +61,8 @@ pub enum Statement {
     Describe(Describe),
     /// Roles: `CREATE ROLE`, `GRANT role`, `LIST ROLES`, ...
     Role(crate::auth::statement::RoleStatement),
+    /// `GRANT|REVOKE perm ON resource`, `LIST PERMISSIONS`.
+    Permission(crate::auth::statement::PermissionStatement),
 }
 
 /// `DESCRIBE ...` (or `DESC`), answered by the server as Cassandra 4+

@@ -264,6 +264,7 @@ async fn execute_parsed(
     prepared: Option<(&[u8], Option<Arc<CompiledSelect>>)>,
     mut options: QueryOptions,
 ) -> CqlResult<QueryResult> {
+    crate::auth::access::check(&parsed.statement, keyspace, user)?;
     let values = ordered_values(parsed, &mut options)?;
     let bindings = Bindings { values: &values };
     let schema = shoal_coordinator::schema();
@@ -286,13 +287,21 @@ async fn execute_parsed(
         | Statement::CreateIndex(_)
         | Statement::DropIndex(_) => {
             let statement = parsed.statement.clone();
-            let keyspace = keyspace.map(str::to_string);
-            let transition = move |current: &Schema| crate::ddl::apply(current, &statement, keyspace.as_deref());
+            let session = keyspace.map(str::to_string);
+            let transition = move |current: &Schema| crate::ddl::apply(current, &statement, session.as_deref());
             let change = shoal_coordinator::announce_schema_change(transition).await??;
+            if change.is_some() {
+                crate::auth::permissions::after_schema_change(&parsed.statement, keyspace, user).await?;
+            }
             Ok(change.map_or(QueryResult::Void, QueryResult::SchemaChange))
         }
         Statement::Describe(d) => Ok(QueryResult::Rows(crate::describe::execute(d, &schema, keyspace)?)),
-        Statement::Role(role) => crate::auth::roles::execute(role, user).await,
+        Statement::Role(role) => {
+            let result = crate::auth::roles::execute(role, user).await?;
+            crate::auth::permissions::after_schema_change(&parsed.statement, keyspace, user).await?;
+            Ok(result)
+        }
+        Statement::Permission(p) => crate::auth::permissions::execute(p, keyspace, user).await,
         Statement::Truncate(t) => {
             let meta = table(&schema, t.keyspace.as_deref(), keyspace, &t.name)?;
             if crate::system::is_system_keyspace(&meta.keyspace) {
@@ -553,6 +562,7 @@ async fn run_batch(
                 (parsed, keyspace)
             }
         };
+        crate::auth::access::check(&parsed.statement, keyspace.as_deref(), session.user.as_deref())?;
         let statement = &parsed.statement;
         if !matches!(
             statement,

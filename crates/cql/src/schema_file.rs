@@ -68,8 +68,7 @@ fn parse(text: &str, path: &Path) -> CqlResult<Schema> {
             continue;
         }
         let mut parsed = crate::parser::parse_statement(line).map_err(|e| failed(&e))?;
-        if let Statement::Role(role) = &parsed.statement {
-            crate::auth::roles::restore(&mut schema, role).map_err(|e| failed(&e))?;
+        if crate::auth::restore(&mut schema, &parsed.statement).map_err(|e| failed(&e))? {
             continue;
         }
         if let Statement::CreateIndex(create) = &mut parsed.statement {
@@ -178,7 +177,7 @@ pub fn render(schema: &Schema) -> String {
             }
         }
     }
-    out.push_str(&crate::auth::roles::render(&schema.roles));
+    out.push_str(&crate::auth::render(&schema.roles));
     out
 }
 

@@ -14,7 +14,7 @@ use serde::Deserialize;
 use shoal_cluster::encryption::InternodeEncryption;
 use shoal_coordinator::cluster::{DEFAULT_DATA_CENTER, DEFAULT_RACK};
 use shoal_coordinator::Timeouts;
-use shoal_cql::auth::Authenticator;
+use shoal_cql::auth::{Authenticator, Authorizer};
 use shoal_tls::{ClientAuth, TlsFiles};
 use thiserror::Error;
 
@@ -232,6 +232,14 @@ pub struct ServerArgs {
     /// PasswordAuthenticator (a role's name and password) [default: AllowAllAuthenticator]
     #[arg(long, env = "SHOAL_AUTHENTICATOR", help_heading = "Security")]
     pub authenticator: Option<String>,
+    /// CQL statements' permission checks: AllowAllAuthorizer (none) or
+    /// CassandraAuthorizer (GRANT / REVOKE) [default: AllowAllAuthorizer]
+    #[arg(long, env = "SHOAL_AUTHORIZER", help_heading = "Security")]
+    pub authorizer: Option<String>,
+    /// How long a shard reuses a role's resolved permissions; a GRANT or
+    /// REVOKE takes effect at once regardless [default: 2000]
+    #[arg(long, env = "SHOAL_PERMISSIONS_VALIDITY_IN_MS", help_heading = "Security")]
+    pub permissions_validity_in_ms: Option<u64>,
     /// How log lines are written: text (colours only on a terminal) or
     /// json (one object per line) [default: text]
     #[arg(long, env = "SHOAL_LOG_FORMAT", value_enum, help_heading = "Logging")]
@@ -288,6 +296,8 @@ struct OptionsFile {
     memcache_ssl_verify_mode: Option<u8>,
     memcache_auth_file: Option<PathBuf>,
     authenticator: Option<String>,
+    authorizer: Option<String>,
+    permissions_validity_in_ms: Option<u64>,
     storage_port: Option<u16>,
     seed_provider: Option<Vec<SeedProvider>>,
     failure_detector_timeout_in_ms: Option<u64>,
@@ -492,6 +502,9 @@ pub struct Config {
     /// CQL clients' login (`authenticator`); a client must log in within
     /// `tls_handshake_timeout`.
     pub authenticator: Authenticator,
+    /// CQL statements' permission checks (`authorizer`).
+    pub authorizer: Authorizer,
+    pub permissions_validity_ms: u64,
     pub tls_handshake_timeout: Duration,
     pub memcache_port: u16,
     pub storage_port: u16,
@@ -674,6 +687,14 @@ impl Config {
                 Some(name) => name.parse().map_err(ConfigError::Authenticator)?,
                 None => Authenticator::default(),
             },
+            authorizer: match args.authorizer.or(file.authorizer) {
+                Some(name) => name.parse().map_err(ConfigError::Authenticator)?,
+                None => Authorizer::default(),
+            },
+            permissions_validity_ms: args
+                .permissions_validity_in_ms
+                .or(file.permissions_validity_in_ms)
+                .unwrap_or(shoal_cql::auth::config::PERMISSIONS_VALIDITY_MS_DEFAULT),
             tls_handshake_timeout: Duration::from_millis(
                 args.tls_handshake_timeout_in_ms.or(file.tls_handshake_timeout_in_ms).unwrap_or(10_000),
             ),

@@ -116,7 +116,11 @@ fn run(config: Config) -> Result<(), String> {
         authenticator: config.authenticator,
         login_timeout: config.tls_handshake_timeout,
     });
-    shoal_cql::auth::configure(shoal_cql::auth::AuthConfig { authenticator: config.authenticator });
+    shoal_cql::auth::configure(shoal_cql::auth::AuthConfig {
+        authenticator: config.authenticator,
+        authorizer: config.authorizer,
+        permissions_validity_ms: config.permissions_validity_ms,
+    });
     if !config.transparent_hugepages {
         if let Err(e) = shoal_runtime::memory::disable_transparent_huge_pages() {
             tracing::warn!("cannot turn transparent huge pages off ({e}); page faults may stall shards");

@@ -32,9 +32,47 @@ impl FromStr for Authenticator {
     }
 }
 
+/// Cassandra's `authorizer` option.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Authorizer {
+    /// Every statement is allowed.
+    #[default]
+    AllowAll,
+    /// Statements are checked against the permissions granted to roles.
+    Cassandra,
+}
+
+impl FromStr for Authorizer {
+    type Err = String;
+
+    fn from_str(name: &str) -> Result<Authorizer, String> {
+        match name.trim().rsplit('.').next().unwrap_or("") {
+            "AllowAllAuthorizer" => Ok(Authorizer::AllowAll),
+            "CassandraAuthorizer" => Ok(Authorizer::Cassandra),
+            _ => Err(format!("unknown authorizer {name:?}: AllowAllAuthorizer or CassandraAuthorizer")),
+        }
+    }
+}
+
+/// How long a shard keeps a role's resolved permissions
+/// (`permissions_validity_in_ms`, Cassandra's default).
+pub const PERMISSIONS_VALIDITY_MS_DEFAULT: u64 = 2000;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct AuthConfig {
     pub authenticator: Authenticator,
+    pub authorizer: Authorizer,
+    pub permissions_validity_ms: u64,
+}
+
+impl Default for AuthConfig {
+    fn default() -> AuthConfig {
+        AuthConfig {
+            authenticator: Authenticator::default(),
+            authorizer: Authorizer::default(),
+            permissions_validity_ms: PERMISSIONS_VALIDITY_MS_DEFAULT,
+        }
+    }
 }
 
 static CONFIG: OnceLock<AuthConfig> = OnceLock::new();
@@ -60,5 +98,7 @@ mod tests {
         assert_eq!(Authenticator::PASSWORD_CLASS.parse(), Ok(Authenticator::Password));
         assert_eq!("org.apache.cassandra.auth.AllowAllAuthenticator".parse(), Ok(Authenticator::AllowAll));
         assert!("Kerberos".parse::<Authenticator>().is_err());
+        assert_eq!("CassandraAuthorizer".parse(), Ok(Authorizer::Cassandra));
+        assert_eq!("org.apache.cassandra.auth.AllowAllAuthorizer".parse(), Ok(Authorizer::AllowAll));
     }
 }

@@ -111,7 +111,7 @@ pub fn transition(
     Ok(Some(next_schema(current, roles)))
 }
 
-fn next_schema(current: &Schema, roles: Roles) -> (Schema, SchemaChange) {
+pub(crate) fn next_schema(current: &Schema, roles: Roles) -> (Schema, SchemaChange) {
     let next = Schema { version: Uuid::new_v4(), roles: Arc::new(roles), ..current.clone() };
     let change = SchemaChange {
         kind: SchemaChangeKind::Updated,

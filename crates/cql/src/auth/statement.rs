@@ -1,5 +1,8 @@
 //! The syntax of role statements: CREATE / ALTER / DROP ROLE (and their
-//! legacy USER forms), GRANT / REVOKE a role, LIST ROLES and LIST USERS.
+//! legacy USER forms), GRANT / REVOKE a role, LIST ROLES and LIST USERS;
+//! and permission statements.
+
+use super::resource::Resource;
 
 /// `WITH PASSWORD = '..' AND LOGIN = .. AND SUPERUSER = .. AND OPTIONS = {..}`:
 /// what the statement sets; `None` leaves it as it is (or the default).
@@ -49,4 +52,28 @@ pub enum RoleStatement {
         recursive: bool,
     },
     ListUsers,
+}
+
+/// GRANT / REVOKE / LIST PERMISSIONS. `permission: None` is `ALL
+/// [PERMISSIONS]`. A table named without its keyspace has an empty
+/// keyspace here, the session's at execution.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum PermissionStatement {
+    Grant {
+        permission: Option<String>,
+        resource: Resource,
+        role: String,
+    },
+    Revoke {
+        permission: Option<String>,
+        resource: Resource,
+        role: String,
+    },
+    /// `LIST perm|ALL PERMISSIONS [ON resource] [OF role] [NORECURSIVE]`.
+    List {
+        permission: Option<String>,
+        resource: Option<Resource>,
+        of: Option<String>,
+        recursive: bool,
+    },
 }

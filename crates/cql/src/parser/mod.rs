@@ -13,6 +13,7 @@ mod ddl;
 mod describe;
 mod dml;
 mod index;
+mod permission;
 mod relation;
 mod role;
 mod select;
@@ -319,6 +320,9 @@ impl<'a> Parser<'a> {
     fn statement(&mut self) -> PResult<Statement> {
         if self.at_role_statement() {
             return self.role_statement();
+        }
+        if self.at_permission_statement() {
+            return self.permission_statement();
         }
         let word = self.word_at(0).unwrap_or("").to_string();
         match word.as_str() {

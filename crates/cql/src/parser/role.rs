@@ -19,7 +19,7 @@ impl Parser<'_> {
         }
     }
 
-    fn is_permission_at(&self, n: usize) -> bool {
+    pub(super) fn is_permission_at(&self, n: usize) -> bool {
         matches!(
             self.word_at(n),
             Some("all" | "create" | "alter" | "drop" | "select" | "modify" | "authorize" | "describe" | "execute")
