@@ -11,7 +11,12 @@ PasswordAuthenticator` in a YAML file, as a user would write it:
 - CREATE/ALTER/DROP ROLE and USER, GRANT/REVOKE role, LIST ROLES/USERS
   with Cassandra's columns and error texts, `system_auth` readable, and
   roles kept across a restart;
-- three nodes: a role created on one logs in on another at once.
+- `authorizer: CassandraAuthorizer`: a role that may SELECT one table
+  and nothing else (Cassandra's Unauthorized texts), prepared statements
+  checked at EXECUTE, a REVOKE taking effect on the next statement,
+  inheritance through a granted role, the creator's ALL, LIST PERMISSIONS;
+- three nodes: a role created on one logs in on another at once, and a
+  REVOKE on one node holds on another at the next statement.
 """
 import contextlib
 import os
@@ -34,13 +39,15 @@ LOGIN_TIMEOUT_MS = 1500
 
 
 @contextlib.contextmanager
-def auth_node(prefix="shoal-auth-", smp=2):
-    """A node with password authentication, configured by YAML."""
+def auth_node(prefix="shoal-auth-", smp=2, authorizer=False):
+    """A node with password authentication (and the authorizer), configured by YAML."""
     with temp_node(prefix, start=False, smp=smp) as node:
         options = os.path.join(node.workdir, "shoal.yaml")
         with open(options, "w") as f:
             f.write("authenticator: PasswordAuthenticator\n")
             f.write("tls_handshake_timeout_in_ms: %d\n" % LOGIN_TIMEOUT_MS)
+            if authorizer:
+                f.write("authorizer: CassandraAuthorizer\npermissions_validity_in_ms: 60000\n")
         node.args = ["--options-file", options]
         node.start()
         yield node
@@ -234,11 +241,80 @@ def test_cqlsh_with_user_and_password():
         assert "Provided username cassandra and/or password are incorrect" in bad.stdout + bad.stderr
 
 
+def no_permission(user, permission, resource):
+    return "User %s has no %s permission on %s or any of its parents" % (user, permission, resource)
+
+
+def test_a_role_that_may_read_one_table_and_nothing_else():
+    with auth_node(authorizer=True) as node:
+        admin_cluster, admin = connect(node, "cassandra", "cassandra")
+        try:
+            admin.execute("CREATE KEYSPACE ks WITH replication = {'class': 'SimpleStrategy', 'replication_factor': 1}")
+            admin.execute("CREATE TABLE ks.t (k int PRIMARY KEY, v text)")
+            admin.execute("CREATE TABLE ks.u (k int PRIMARY KEY, v text)")
+            admin.execute("INSERT INTO ks.t (k, v) VALUES (1, 'one')")
+            admin.execute("CREATE ROLE alice WITH PASSWORD = 'a' AND LOGIN = true")
+            admin.execute("GRANT SELECT ON TABLE ks.t TO alice")
+            cluster, alice = connect(node, "alice", "a")
+            try:
+                assert [r.v for r in alice.execute("SELECT v FROM ks.t WHERE k = 1")] == ["one"]
+                assert len(list(alice.execute("SELECT * FROM system.local"))) == 1
+                assert list(alice.execute("SELECT * FROM system_schema.keyspaces"))
+                with pytest.raises(Unauthorized, match=no_permission("alice", "MODIFY", "<table ks.t>")):
+                    alice.execute("INSERT INTO ks.t (k, v) VALUES (2, 'two')")
+                with pytest.raises(Unauthorized, match=no_permission("alice", "SELECT", "<table ks.u>")):
+                    alice.execute("SELECT * FROM ks.u")
+                with pytest.raises(Unauthorized, match=no_permission("alice", "DROP", "<table ks.t>")):
+                    alice.execute("DROP TABLE ks.t")
+                with pytest.raises(Unauthorized, match=no_permission("alice", "CREATE", "<all keyspaces>")):
+                    alice.execute("CREATE KEYSPACE k2 WITH replication = {'class': 'SimpleStrategy'}")
+                with pytest.raises(Unauthorized, match=no_permission("alice", "AUTHORIZE", "<table ks.t>")):
+                    alice.execute("GRANT SELECT ON ks.t TO alice")
+                with pytest.raises(Unauthorized, match="You are not authorized to view everyone's permissions"):
+                    alice.execute("LIST ALL PERMISSIONS")
+                mine = [tuple(r) for r in alice.execute("LIST ALL PERMISSIONS OF alice")]
+                assert mine == [("alice", "alice", "<table ks.t>", "SELECT")]
+                listed = [tuple(r) for r in admin.execute("LIST ALL PERMISSIONS OF alice")]
+                assert listed == mine
+                rows = [(r.role, r.resource, r.permissions) for r in admin.execute(
+                    "SELECT * FROM system_auth.role_permissions WHERE role = 'alice'")]
+                assert rows == [("alice", "data/ks/t", {"SELECT"})]
+                # Prepared, then revoked: refused at the next EXECUTE.
+                read = alice.prepare("SELECT v FROM ks.t WHERE k = ?")
+                assert [r.v for r in alice.execute(read, [1])] == ["one"]
+                admin.execute("REVOKE SELECT ON ks.t FROM alice")
+                with pytest.raises(Unauthorized, match=no_permission("alice", "SELECT", "<table ks.t>")):
+                    alice.execute(read, [1])
+                # Inherited through a granted role, from the keyspace down.
+                admin.execute("CREATE ROLE reader")
+                admin.execute("GRANT SELECT ON KEYSPACE ks TO reader")
+                admin.execute("GRANT reader TO alice")
+                assert [r.v for r in alice.execute(read, [1])] == ["one"]
+                assert list(alice.execute("SELECT * FROM ks.u")) == []
+                listed = sorted(tuple(r) for r in admin.execute("LIST ALL PERMISSIONS OF alice"))
+                assert listed == [("reader", "reader", "<keyspace ks>", "SELECT")]
+                assert list(admin.execute("LIST ALL PERMISSIONS OF alice NORECURSIVE")) == []
+                # The creator gets ALL on what it creates.
+                admin.execute("GRANT CREATE ON ALL KEYSPACES TO alice")
+                alice.execute("CREATE KEYSPACE k2 WITH replication = {'class': 'SimpleStrategy', "
+                              "'replication_factor': 1}")
+                alice.execute("CREATE TABLE k2.x (k int PRIMARY KEY)")
+                alice.execute("INSERT INTO k2.x (k) VALUES (1)")
+                assert len(list(alice.execute("SELECT * FROM k2.x"))) == 1
+                alice.execute("DROP KEYSPACE k2")
+                left = [r.resource for r in admin.execute("LIST ALL PERMISSIONS OF alice NORECURSIVE")]
+                assert left == ["<all keyspaces>"], left
+            finally:
+                cluster.shutdown()
+        finally:
+            admin_cluster.shutdown()
+
+
 def test_a_role_created_on_one_node_logs_in_on_another():
     with contextlib.ExitStack() as stack:
         options = os.path.join(stack.enter_context(temp_dir()), "shoal.yaml")
         with open(options, "w") as f:
-            f.write("authenticator: PasswordAuthenticator\n")
+            f.write("authenticator: PasswordAuthenticator\nauthorizer: CassandraAuthorizer\n")
         nodes = start_cluster(stack, "shoal-auth-cluster-", args=["--options-file", options])
         cluster, session = connect(nodes[0], "cassandra", "cassandra")
         try:
@@ -256,6 +332,23 @@ def test_a_role_created_on_one_node_logs_in_on_another():
             cluster.shutdown()
         refused = refusal(nodes[0], auth_provider=PlainTextAuthProvider("carol", "c"))
         assert "carol is not permitted to log in" in str(refused)
+        # A REVOKE on node 1 holds on node 3 at the next statement.
+        admin_cluster, admin = connect(nodes[0], "cassandra", "cassandra")
+        try:
+            admin.execute("CREATE KEYSPACE ks WITH replication = {'class': 'SimpleStrategy', 'replication_factor': 3}")
+            admin.execute("CREATE TABLE ks.t (k int PRIMARY KEY)")
+            admin.execute("CREATE ROLE dave WITH PASSWORD = 'd' AND LOGIN = true")
+            admin.execute("GRANT SELECT ON ks.t TO dave")
+            cluster, dave = connect(nodes[2], "dave", "d")
+            try:
+                assert list(dave.execute("SELECT * FROM ks.t")) == []
+                admin.execute("REVOKE SELECT ON ks.t FROM dave")
+                with pytest.raises(Unauthorized, match=no_permission("dave", "SELECT", "<table ks.t>")):
+                    dave.execute("SELECT * FROM ks.t")
+            finally:
+                cluster.shutdown()
+        finally:
+            admin_cluster.shutdown()
 
 
 @contextlib.contextmanager
