@@ -125,7 +125,7 @@ def test_the_login_exchange_on_the_wire():
     with auth_node() as node:
         with socket.create_connection((node.address, node.cql_port), timeout=10) as s:
             # A query before STARTUP is refused (ProtocolError 0x000A).
-            s.sendall(frame(0x07, struct.pack(">I", 8) + b"SELECT 1" + struct.pack(">H", 1)))
+            s.sendall(frame(0x07, struct.pack(">I", 8) + b"SELECT 1" + struct.pack(">HB", 1, 0)))
             opcode, body = read_frame(s)
             assert opcode == 0x00 and struct.unpack(">i", body[:4])[0] == 0x000A, body
             assert b"expecting STARTUP or OPTIONS" in body

@@ -2,7 +2,10 @@
 //! the resource, for [`authorizer::ensure`](super::authorizer::ensure).
 //! Run on every statement (QUERY, EXECUTE of a prepared one, each one of
 //! a BATCH); the schema tables drivers read (`system`, `system_schema`,
-//! `system_traces`) are readable by every role, as in Cassandra.
+//! `system_traces`, `system_virtual_schema`) are readable by every role, as
+//! in Cassandra. A statement on a keyspace or table that does not exist
+//! needs nothing: it fails on its own, with Cassandra's InvalidRequest (as
+//! drivers expect of `system_virtual_schema`, which Shoal has not).
 
 use super::authorizer;
 use super::resource::Resource;
@@ -11,7 +14,7 @@ use crate::ast::Statement;
 use crate::error::CqlResult;
 
 /// Keyspaces every role may read.
-const READABLE_KEYSPACES: [&str; 3] = ["system", "system_schema", "system_traces"];
+const READABLE_KEYSPACES: [&str; 4] = ["system", "system_schema", "system_traces", "system_virtual_schema"];
 
 /// Refuses `statement` unless `user` may run it (always allowed without
 /// a user or without the authorizer). `keyspace` is the session's.
@@ -19,7 +22,13 @@ pub fn check(statement: &Statement, keyspace: Option<&str>, user: Option<&str>) 
     let Some(user) = user.filter(|_| authorizer::enabled()) else { return Ok(()) };
     let mut needed = Vec::new();
     required(statement, keyspace, user, &mut needed);
-    for (permission, resource) in needed {
+    let schema = shoal_coordinator::schema();
+    let exists = |resource: &Resource| match resource {
+        Resource::Keyspace(ks) => schema.keyspace(ks).is_some(),
+        Resource::Table(ks, t) => schema.table(ks, t).is_some(),
+        _ => true,
+    };
+    for (permission, resource) in needed.into_iter().filter(|(_, r)| exists(r)) {
         authorizer::ensure(user, permission, &resource)?;
     }
     Ok(())
