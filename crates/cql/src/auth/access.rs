@@ -29,7 +29,7 @@ pub fn check(statement: &Statement, keyspace: Option<&str>, user: Option<&str>) 
         _ => true,
     };
     for (permission, resource) in needed.into_iter().filter(|(_, r)| exists(r)) {
-        authorizer::ensure(user, permission, &resource)?;
+        authorizer::ensure(&schema, user, permission, &resource)?;
     }
     Ok(())
 }

@@ -29,6 +29,15 @@ enum Resolved {
     Only(BTreeSet<String>),
 }
 
+impl Resolved {
+    fn permits(&self, permission: &str) -> bool {
+        match self {
+            Resolved::Everything => true,
+            Resolved::Only(held) => held.contains(permission),
+        }
+    }
+}
+
 struct Cached {
     resolved_at: Instant,
     resolved: Resolved,
@@ -38,7 +47,9 @@ struct Cached {
 struct Cache {
     /// The schema the entries were resolved on.
     version: Uuid,
-    entries: HashMap<(String, Resource), Cached>,
+    /// By role, then resource: a hit looks up borrowed keys, allocating nothing.
+    entries: HashMap<String, HashMap<Resource, Cached>>,
+    len: usize,
 }
 
 thread_local! {
@@ -77,31 +88,28 @@ fn allowed(schema: &Schema, user: &str, permission: &str, resource: &Resource) -
     let validity = Duration::from_millis(config().permissions_validity_ms);
     CACHE.with(|cache| {
         let mut cache = cache.borrow_mut();
-        if cache.version != schema.version || cache.entries.len() >= CACHE_ENTRIES_MAX {
+        if cache.version != schema.version || cache.len >= CACHE_ENTRIES_MAX {
             cache.entries.clear();
+            cache.len = 0;
             cache.version = schema.version;
         }
-        let key = (user.to_string(), resource.clone());
-        let fresh = cache.entries.get(&key).filter(|c| c.resolved_at.elapsed() < validity);
-        let resolved = match fresh {
-            Some(cached) => cached.resolved.clone(),
-            None => {
-                let resolved = resolve(&schema.roles, user, resource);
-                cache.entries.insert(key, Cached { resolved_at: Instant::now(), resolved: resolved.clone() });
-                resolved
-            }
-        };
-        match resolved {
-            Resolved::Everything => true,
-            Resolved::Only(held) => held.contains(permission),
+        let cached = cache.entries.get(user).and_then(|by_resource| by_resource.get(resource));
+        if let Some(cached) = cached.filter(|c| c.resolved_at.elapsed() < validity) {
+            return cached.resolved.permits(permission);
         }
+        let resolved = resolve(&schema.roles, user, resource);
+        let permits = resolved.permits(permission);
+        let by_resource = cache.entries.entry(user.to_string()).or_default();
+        let added = by_resource.insert(resource.clone(), Cached { resolved_at: Instant::now(), resolved }).is_none();
+        cache.len += usize::from(added);
+        permits
     })
 }
 
 /// Refuses unless `user` holds `permission` on `resource`, with
 /// Cassandra's text; always passes without the authorizer.
-pub fn ensure(user: &str, permission: &str, resource: &Resource) -> CqlResult<()> {
-    if !enabled() || allowed(&shoal_coordinator::schema(), user, permission, resource) {
+pub fn ensure(schema: &Schema, user: &str, permission: &str, resource: &Resource) -> CqlResult<()> {
+    if !enabled() || allowed(schema, user, permission, resource) {
         return Ok(());
     }
     Err(CqlError::Unauthorized(format!(
