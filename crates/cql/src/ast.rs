@@ -62,6 +62,10 @@ pub enum Statement {
     Batch(Batch),
     Select(Select),
     Describe(Describe),
+    /// Roles: `CREATE ROLE`, `GRANT role`, `LIST ROLES`, ...
+    Role(crate::auth::statement::RoleStatement),
+    /// `GRANT|REVOKE perm ON resource`, `LIST PERMISSIONS`.
+    Permission(crate::auth::statement::PermissionStatement),
 }
 
 /// `DESCRIBE ...` (or `DESC`), answered by the server as Cassandra 4+

@@ -18,6 +18,9 @@ pub enum CqlError {
     /// Unprepared (0x2500): the client must prepare the statement again.
     #[error("Prepared query with ID {} not found (either the query was not prepared on this host (maybe the host has been restarted?) or you have prepared too many queries and it has been evicted from the internal cache)", hex(.0))]
     Unprepared(Vec<u8>),
+    /// BadCredentials (0x0100): a login refused.
+    #[error("{0}")]
+    BadCredentials(String),
     /// Unauthorized (0x2100).
     #[error("{0}")]
     Unauthorized(String),

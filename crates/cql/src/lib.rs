@@ -13,6 +13,7 @@
 //! `fromJson`).
 
 pub mod ast;
+pub mod auth;
 pub mod bind_types;
 pub mod ddl;
 pub mod describe;

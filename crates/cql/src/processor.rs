@@ -43,6 +43,8 @@ const PREPARED_CACHE_ENTRIES_MAX: usize = 10_000;
 #[derive(Debug, Default, Clone)]
 pub struct Session {
     pub keyspace: Option<String>,
+    /// The role logged in on the connection (`None`: no authentication).
+    pub user: Option<Arc<str>>,
 }
 
 /// Per-request options (the protocol's query parameters).
@@ -101,7 +103,7 @@ pub async fn query(text: &str, session: &Session, options: QueryOptions) -> CqlR
     metrics::timed(
         Op::of(&parsed.statement),
         started,
-        execute_parsed(&parsed, session.keyspace.as_deref(), None, options),
+        execute_parsed(&parsed, session.keyspace.as_deref(), session.user.as_deref(), None, options),
     )
     .await
 }
@@ -160,10 +162,12 @@ fn prepare_here(text: &str, session: &Session) -> CqlResult<PreparedInfo> {
     Ok(PreparedInfo { id, variables, pk_indexes, result_columns, conditional })
 }
 
-pub async fn execute(id: &[u8], options: QueryOptions) -> CqlResult<QueryResult> {
+/// Runs prepared statement `id` for the connection's `session` (its role;
+/// the statement keeps the keyspace it was prepared in).
+pub async fn execute(id: &[u8], session: &Session, options: QueryOptions) -> CqlResult<QueryResult> {
     let started = Instant::now();
     let (parsed, keyspace, compiled) = lookup(id).inspect_err(|_| metrics::record(Op::Other, started, false))?;
-    let run = execute_parsed(&parsed, keyspace.as_deref(), Some((id, compiled)), options);
+    let run = execute_parsed(&parsed, keyspace.as_deref(), session.user.as_deref(), Some((id, compiled)), options);
     metrics::timed(Op::of(&parsed.statement), started, run).await
 }
 
@@ -251,14 +255,16 @@ fn table(schema: &Schema, named: Option<&str>, session: Option<&str>, table: &st
     schema.table(keyspace, table).cloned().ok_or_else(|| invalid(format!("unconfigured table {table}")))
 }
 
-/// Runs a statement; `prepared` names the prepared statement it came from
-/// (its id and compiled form), if any.
+/// Runs a statement for role `user`; `prepared` names the prepared
+/// statement it came from (its id and compiled form), if any.
 async fn execute_parsed(
     parsed: &Parsed,
     keyspace: Option<&str>,
+    user: Option<&str>,
     prepared: Option<(&[u8], Option<Arc<CompiledSelect>>)>,
     mut options: QueryOptions,
 ) -> CqlResult<QueryResult> {
+    crate::auth::access::check(&parsed.statement, keyspace, user)?;
     let values = ordered_values(parsed, &mut options)?;
     let bindings = Bindings { values: &values };
     let schema = shoal_coordinator::schema();
@@ -284,12 +290,21 @@ async fn execute_parsed(
         | Statement::DropView(_)
         | Statement::DropIndex(_) => {
             let statement = parsed.statement.clone();
-            let keyspace = keyspace.map(str::to_string);
-            let transition = move |current: &Schema| crate::ddl::apply(current, &statement, keyspace.as_deref());
+            let session = keyspace.map(str::to_string);
+            let transition = move |current: &Schema| crate::ddl::apply(current, &statement, session.as_deref());
             let change = shoal_coordinator::announce_schema_change(transition).await??;
+            if change.is_some() {
+                crate::auth::permissions::after_schema_change(&parsed.statement, keyspace, user).await?;
+            }
             Ok(change.map_or(QueryResult::Void, QueryResult::SchemaChange))
         }
         Statement::Describe(d) => Ok(QueryResult::Rows(crate::describe::execute(d, &schema, keyspace)?)),
+        Statement::Role(role) => {
+            let result = crate::auth::roles::execute(role, user).await?;
+            crate::auth::permissions::after_schema_change(&parsed.statement, keyspace, user).await?;
+            Ok(result)
+        }
+        Statement::Permission(p) => crate::auth::permissions::execute(p, keyspace, user).await,
         Statement::Truncate(t) => {
             let meta = table(&schema, t.keyspace.as_deref(), keyspace, &t.name)?;
             if crate::system::is_system_keyspace(&meta.keyspace) {
@@ -552,6 +567,7 @@ async fn run_batch(
                 (parsed, keyspace)
             }
         };
+        crate::auth::access::check(&parsed.statement, keyspace.as_deref(), session.user.as_deref())?;
         let statement = &parsed.statement;
         if !matches!(
             statement,

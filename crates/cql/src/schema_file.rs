@@ -69,6 +69,9 @@ fn parse(text: &str, path: &Path) -> CqlResult<Schema> {
             continue;
         }
         let mut parsed = crate::parser::parse_statement(line).map_err(|e| failed(&e))?;
+        if crate::auth::restore(&mut schema, &parsed.statement).map_err(|e| failed(&e))? {
+            continue;
+        }
         if let Statement::CreateIndex(create) = &mut parsed.statement {
             create.view_id = view_id.take();
         }
@@ -191,6 +194,7 @@ pub fn render(schema: &Schema) -> String {
             }
         }
     }
+    out.push_str(&crate::auth::render(&schema.roles));
     out
 }
 

@@ -54,6 +54,10 @@ const DEFINITIONS: &[(&str, &str, &str)] = &[
     ("system_schema", "aggregates", "keyspace_name text, aggregate_name text, argument_types frozen<list<text>>, final_func text, initcond text, return_type text, state_func text, state_type text, PRIMARY KEY (keyspace_name, aggregate_name, argument_types)"),
     ("system_schema", "indexes", "keyspace_name text, table_name text, index_name text, kind text, options frozen<map<text, text>>, PRIMARY KEY (keyspace_name, table_name, index_name)"),
     ("system_schema", "views", "keyspace_name text, view_name text, base_table_id uuid, base_table_name text, bloom_filter_fp_chance double, caching frozen<map<text, text>>, comment text, compaction frozen<map<text, text>>, compression frozen<map<text, text>>, crc_check_chance double, dclocal_read_repair_chance double, default_time_to_live int, extensions frozen<map<text, blob>>, gc_grace_seconds int, id uuid, include_all_columns boolean, max_index_interval int, memtable_flush_period_in_ms int, min_index_interval int, read_repair_chance double, speculative_retry text, where_clause text, PRIMARY KEY (keyspace_name, view_name)"),
+    // Roles and permissions (Cassandra's tables), made from `Schema::roles`.
+    ("system_auth", "roles", "role text PRIMARY KEY, can_login boolean, is_superuser boolean, member_of set<text>, salted_hash text"),
+    ("system_auth", "role_members", "role text, member text, PRIMARY KEY (role, member)"),
+    ("system_auth", "role_permissions", "role text, resource text, permissions set<text>, PRIMARY KEY (role, resource)"),
     ("system_traces", "sessions", "session_id uuid PRIMARY KEY, client inet, command text, coordinator inet, duration int, parameters map<text, text>, request text, started_at timestamp"),
     ("system_traces", "events", "session_id uuid, event_id timeuuid, activity text, source inet, source_elapsed int, thread text, PRIMARY KEY (session_id, event_id)"),
     ("system_schema", "triggers", "keyspace_name text, table_name text, trigger_name text, options frozen<map<text, text>>, PRIMARY KEY (keyspace_name, table_name, trigger_name)"),
@@ -113,6 +117,7 @@ pub async fn contents(meta: &Arc<TableMeta>, schema: &Schema) -> CqlResult<Virtu
     let table = VirtualTable::new(Arc::clone(meta));
     let rows: Vec<Values> = match (meta.keyspace.as_str(), meta.name.as_str()) {
         ("system_traces", name) => crate::traces::rows(name).await?,
+        ("system_auth", name) => crate::auth::tables::rows(name, &schema.roles),
         ("system", "local") => vec![local_row(schema)],
         ("system", "peers") => shoal_coordinator::cluster::peers().iter().map(|p| peer_row(p, schema)).collect(),
         ("system", "peers_v2") => shoal_coordinator::cluster::peers().iter().map(|p| peer_v2_row(p, schema)).collect(),
@@ -163,7 +168,7 @@ fn double(v: f64) -> Option<Bytes> {
     Some(Bytes::copy_from_slice(&v.to_be_bytes()))
 }
 
-fn boolean(v: bool) -> Option<Bytes> {
+pub(crate) fn boolean(v: bool) -> Option<Bytes> {
     Some(Bytes::from_static(if v { &[1] } else { &[0] }))
 }
 
@@ -174,7 +179,7 @@ pub(crate) fn text_map(map: &BTreeMap<String, String>) -> Option<Bytes> {
     ))
 }
 
-fn text_set<'a>(items: impl Iterator<Item = &'a str> + Clone) -> Option<Bytes> {
+pub(crate) fn text_set<'a>(items: impl Iterator<Item = &'a str> + Clone) -> Option<Bytes> {
     Some(serialize_items(items.clone().map(str::as_bytes), items.count()))
 }
 

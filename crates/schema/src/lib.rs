@@ -13,6 +13,7 @@ pub mod index;
 pub mod literal;
 pub mod marshal;
 pub mod math;
+pub mod roles;
 pub mod schema;
 pub mod sharder;
 pub mod token;
@@ -23,6 +24,7 @@ pub mod view;
 
 pub use index::{IndexKind, IndexMeta};
 pub use literal::{parse_literal, LiteralError, LiteralKind};
+pub use roles::{Role, Roles};
 pub use schema::{
     ClusteringOrder, ColumnKind, ColumnMeta, KeyspaceMeta, Schema, SchemaChange, SchemaChangeKind, SchemaChangeTarget,
     TableMeta, TableOptions, SYSTEM_KEYSPACES,

@@ -176,7 +176,7 @@ impl TableMeta {
 
 /// Keyspaces that belong to the node, not to users (their tables are
 /// virtual: made from the schema and node state when read).
-pub const SYSTEM_KEYSPACES: [&str; 3] = ["system", "system_schema", "system_traces"];
+pub const SYSTEM_KEYSPACES: [&str; 4] = ["system", "system_auth", "system_schema", "system_traces"];
 
 #[derive(Debug, Clone, PartialEq)]
 pub struct KeyspaceMeta {
@@ -197,11 +197,13 @@ const GROUP0_VERSION_TAG: u64 = 0x5348_4f41_4c00_0000;
 pub struct Schema {
     pub version: Uuid,
     pub keyspaces: BTreeMap<String, Arc<KeyspaceMeta>>,
+    /// Roles and permissions (`system_auth`), agreed with the schema.
+    pub roles: Arc<crate::roles::Roles>,
 }
 
 impl Schema {
     pub fn empty() -> Schema {
-        Schema { version: Uuid::nil(), keyspaces: BTreeMap::new() }
+        Schema { version: Uuid::nil(), keyspaces: BTreeMap::new(), roles: Arc::default() }
     }
 
     /// The version of the schema that group 0's schema entry `index`
@@ -248,7 +250,7 @@ impl Schema {
                 (name.clone(), Arc::new(KeyspaceMeta { tables, types, ..KeyspaceMeta::clone(ks) }))
             })
             .collect();
-        Schema { version: self.version, keyspaces }
+        Schema { version: self.version, keyspaces, roles: Arc::new(crate::roles::Roles::clone(&self.roles)) }
     }
 }
 
@@ -307,8 +309,11 @@ mod tests {
             tables: BTreeMap::from([("t".to_string(), Arc::new(table))]),
             types: BTreeMap::new(),
         };
-        let schema =
-            Schema { version: Uuid::from_u128(1), keyspaces: BTreeMap::from([("ks".to_string(), Arc::new(keyspace))]) };
+        let schema = Schema {
+            version: Uuid::from_u128(1),
+            keyspaces: BTreeMap::from([("ks".to_string(), Arc::new(keyspace))]),
+            roles: Arc::default(),
+        };
 
         let copy = schema.unshared();
         assert_eq!(copy, schema);

@@ -14,6 +14,7 @@ use serde::Deserialize;
 use shoal_cluster::encryption::InternodeEncryption;
 use shoal_coordinator::cluster::{DEFAULT_DATA_CENTER, DEFAULT_RACK};
 use shoal_coordinator::Timeouts;
+use shoal_cql::auth::{Authenticator, Authorizer};
 use shoal_tls::{ClientAuth, TlsFiles};
 use thiserror::Error;
 
@@ -47,6 +48,8 @@ pub enum ConfigError {
     IoScheduler(String),
     #[error("io_latency_goal_ms {0} must be between 0.05 and 1000")]
     LatencyGoal(f64),
+    #[error("{0}")]
+    Authenticator(String),
     #[error("invalid memcache_ssl_verify_mode {0}: use 0 (none), 1 (request), 2 (require) or 3 (once)")]
     VerifyMode(u8),
 }
@@ -241,6 +244,18 @@ pub struct ServerArgs {
     /// authenticate with `set <key> 0 0 <n>` of "username password"
     #[arg(long, env = "SHOAL_MEMCACHE_AUTH_FILE", help_heading = "memcached")]
     pub memcache_auth_file: Option<PathBuf>,
+    /// CQL clients' login: AllowAllAuthenticator (none) or
+    /// PasswordAuthenticator (a role's name and password) [default: AllowAllAuthenticator]
+    #[arg(long, env = "SHOAL_AUTHENTICATOR", help_heading = "Security")]
+    pub authenticator: Option<String>,
+    /// CQL statements' permission checks: AllowAllAuthorizer (none) or
+    /// CassandraAuthorizer (GRANT / REVOKE) [default: AllowAllAuthorizer]
+    #[arg(long, env = "SHOAL_AUTHORIZER", help_heading = "Security")]
+    pub authorizer: Option<String>,
+    /// How long a shard reuses a role's resolved permissions; a GRANT or
+    /// REVOKE takes effect at once regardless [default: 2000]
+    #[arg(long, env = "SHOAL_PERMISSIONS_VALIDITY_IN_MS", help_heading = "Security")]
+    pub permissions_validity_in_ms: Option<u64>,
     /// How log lines are written: text (colours only on a terminal) or
     /// json (one object per line) [default: text]
     #[arg(long, env = "SHOAL_LOG_FORMAT", value_enum, help_heading = "Logging")]
@@ -296,6 +311,9 @@ struct OptionsFile {
     memcache_ssl_ca_cert: Option<PathBuf>,
     memcache_ssl_verify_mode: Option<u8>,
     memcache_auth_file: Option<PathBuf>,
+    authenticator: Option<String>,
+    authorizer: Option<String>,
+    permissions_validity_in_ms: Option<u64>,
     storage_port: Option<u16>,
     seed_provider: Option<Vec<SeedProvider>>,
     failure_detector_timeout_in_ms: Option<u64>,
@@ -500,6 +518,12 @@ pub struct Config {
     pub memcache_tls: Option<TlsFiles>,
     /// memcached's ASCII authentication.
     pub memcache_auth_file: Option<PathBuf>,
+    /// CQL clients' login (`authenticator`); a client must log in within
+    /// `tls_handshake_timeout`.
+    pub authenticator: Authenticator,
+    /// CQL statements' permission checks (`authorizer`).
+    pub authorizer: Authorizer,
+    pub permissions_validity_ms: u64,
     pub tls_handshake_timeout: Duration,
     pub memcache_port: u16,
     pub storage_port: u16,
@@ -696,6 +720,18 @@ impl Config {
             internode_tls,
             memcache_tls,
             memcache_auth_file: args.memcache_auth_file.or(file.memcache_auth_file),
+            authenticator: match args.authenticator.or(file.authenticator) {
+                Some(name) => name.parse().map_err(ConfigError::Authenticator)?,
+                None => Authenticator::default(),
+            },
+            authorizer: match args.authorizer.or(file.authorizer) {
+                Some(name) => name.parse().map_err(ConfigError::Authenticator)?,
+                None => Authorizer::default(),
+            },
+            permissions_validity_ms: args
+                .permissions_validity_in_ms
+                .or(file.permissions_validity_in_ms)
+                .unwrap_or(shoal_cql::auth::config::PERMISSIONS_VALIDITY_MS_DEFAULT),
             tls_handshake_timeout: Duration::from_millis(
                 args.tls_handshake_timeout_in_ms.or(file.tls_handshake_timeout_in_ms).unwrap_or(10_000),
             ),

@@ -116,6 +116,13 @@ fn run(config: Config) -> Result<(), String> {
             .map(|tls| tls.ssl_ports.map_or(config.native_shard_aware_transport_port, |(_, shard_aware)| shard_aware)),
         nr_shards: config.smp,
         sharding_ignore_msb: shoal_coordinator::SHARDING_IGNORE_MSB,
+        authenticator: config.authenticator,
+        login_timeout: config.tls_handshake_timeout,
+    });
+    shoal_cql::auth::configure(shoal_cql::auth::AuthConfig {
+        authenticator: config.authenticator,
+        authorizer: config.authorizer,
+        permissions_validity_ms: config.permissions_validity_ms,
     });
     if !config.transparent_hugepages {
         if let Err(e) = shoal_runtime::memory::disable_transparent_huge_pages() {
@@ -375,6 +382,11 @@ async fn listen(config: &Config, server_config: Arc<ServerConfig>, tls: TlsSetup
     shoal_runtime::spawn(shoal_coordinator::cluster::publish_load());
     shoal_runtime::spawn(api::serve(api, config.data_dir.clone()));
     shoal_coordinator::node_ops::bootstrap().await.map_err(|e| format!("bootstrap failed: {e}"))?;
+    if config.authenticator == shoal_cql::auth::Authenticator::Password {
+        // Once the node holds the cluster's roles, so it adds none to a cluster that has some.
+        let created = shoal_cql::auth::roles::ensure_default_superuser().await;
+        created.map_err(|e| format!("cannot create the default superuser: {e}"))?;
+    }
     shoal_runtime::spawn(async {
         let why = shoal_coordinator::node_ops::until_removed().await;
         tracing::error!("stopping: {why}");

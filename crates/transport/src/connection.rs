@@ -27,6 +27,7 @@ use shoal_runtime::net::{BufResult, TcpStream};
 use shoal_schema::{SchemaChange as SchemaEvent, SchemaChangeKind, SchemaChangeTarget as EventTarget};
 use shoal_tls::Socket;
 
+use crate::authentication::Login;
 use crate::compression::Compression;
 use crate::frame::{begin_response, begin_response_with, finish_frame, FrameDecoder, Opcode};
 use crate::metrics::{InFlight, OpenConnection};
@@ -55,6 +56,10 @@ pub struct ServerConfig {
     pub shard_aware_port_ssl: Option<u16>,
     pub nr_shards: usize,
     pub sharding_ignore_msb: u32,
+    /// Whether clients must log in (`authenticator`).
+    pub authenticator: shoal_cql::auth::Authenticator,
+    /// A client that has not logged in after this long is hung up on.
+    pub login_timeout: std::time::Duration,
 }
 
 struct Connection {
@@ -66,6 +71,7 @@ struct Connection {
     /// then keep the writer alive forever).
     in_flight: Rc<InFlight>,
     session: RefCell<Session>,
+    login: Login,
     compression: Cell<Option<Compression>>,
     /// The client negotiated [`LWT_ADD_METADATA_MARK`].
     lwt_mark: Cell<bool>,
@@ -106,7 +112,9 @@ pub async fn run(stream: TcpStream, config: Arc<ServerConfig>, tls: Option<shoal
     let (written, mut written_rx) = mpsc::unbounded();
     let in_flight = Rc::new(InFlight::default());
     shoal_runtime::spawn(write_loop(writer, frames, Rc::clone(&in_flight), written));
+    let login = Login::new(config.authenticator, config.login_timeout);
     let connection = Rc::new(Connection {
+        login,
         config,
         client,
         in_flight,
@@ -167,7 +175,17 @@ async fn read_loop(
             }
         }
         buffer.clear();
-        let BufResult(read, returned) = reader.read_appending(buffer, READ_BUFFER_BYTES).await;
+        let read = reader.read_appending(buffer, READ_BUFFER_BYTES);
+        let BufResult(read, returned) = match connection.login.time_left() {
+            None => read.await,
+            Some(left) => match shoal_runtime::time::timeout(left, read).await {
+                Ok(done) => done,
+                Err(_) => {
+                    tracing::debug!("CQL client {} did not log in in time", connection.client);
+                    return Ok(());
+                }
+            },
+        };
         buffer = returned;
         if read? == 0 {
             return Ok(());
@@ -312,6 +330,7 @@ fn opcode_name(code: u8) -> &'static str {
 }
 
 async fn execute(connection: &Rc<Connection>, request: Request) -> Result<Response, CqlError> {
+    connection.login.admit(request.opcode())?;
     match request {
         Request::Startup { options } => startup(connection, &options),
         Request::Options => Ok(reply(Opcode::Supported, supported(&connection.config))),
@@ -319,9 +338,13 @@ async fn execute(connection: &Rc<Connection>, request: Request) -> Result<Respon
             register(connection, &events);
             Ok(reply(Opcode::Ready, Vec::new()))
         }
-        Request::AuthResponse { .. } => Err(CqlError::Protocol(
-            "Authentication is not configured on this node (no AUTHENTICATE was sent)".to_string(),
-        )),
+        Request::AuthResponse { token } => {
+            let user = connection.login.authenticate(token.as_deref()).await?;
+            connection.session.borrow_mut().user = Some(user.into());
+            let mut body = Vec::new();
+            response::write_auth_success(&mut body, None);
+            Ok(reply(Opcode::AuthSuccess, body))
+        }
         Request::Prepare { query } => {
             let session = connection.session.borrow().clone();
             let info = processor::prepare(&query, &session).await?;
@@ -347,7 +370,8 @@ async fn execute(connection: &Rc<Connection>, request: Request) -> Result<Respon
         }
         Request::Execute { id, params } => {
             let skip_metadata = params.skip_metadata;
-            let result = processor::execute(&id, options(params)).await?;
+            let session = connection.session.borrow().clone();
+            let result = processor::execute(&id, &session, options(params)).await?;
             connection.apply_use(&result);
             Ok(reply(Opcode::Result, encode_result(&result, skip_metadata)))
         }
@@ -389,8 +413,16 @@ fn startup(connection: &Connection, options: &HashMap<String, String>) -> Result
         connection.compression.set(Some(compression));
     }
     connection.lwt_mark.set(options.contains_key(LWT_ADD_METADATA_MARK));
-    // READY itself goes out uncompressed: the client switches after it.
-    Ok(Response { opcode: Opcode::Ready, body: Vec::new(), compressed: false, tracing_id: None })
+    let (opcode, mut body) = (Opcode::Ready, Vec::new());
+    let opcode = match connection.login.started() {
+        true => {
+            response::write_authenticate(&mut body, shoal_cql::auth::Authenticator::PASSWORD_CLASS);
+            Opcode::Authenticate
+        }
+        false => opcode,
+    };
+    // READY (or AUTHENTICATE) itself goes out uncompressed: the client switches after it.
+    Ok(Response { opcode, body, compressed: false, tracing_id: None })
 }
 
 fn supported(config: &ServerConfig) -> Vec<u8> {
@@ -541,6 +573,7 @@ fn to_error_body(error: CqlError) -> ErrorBody {
         CqlError::AlreadyExists { keyspace, table, .. } => ErrorKind::AlreadyExists { keyspace, table },
         CqlError::Unprepared(id) => ErrorKind::Unprepared { id: Bytes::from(id) },
         CqlError::Unauthorized(_) => ErrorKind::Unauthorized,
+        CqlError::BadCredentials(_) => ErrorKind::BadCredentials,
         CqlError::Config(_) => ErrorKind::ConfigError,
         CqlError::Protocol(_) => ErrorKind::ProtocolError,
         CqlError::Overloaded(_) => ErrorKind::Overloaded,

@@ -16,6 +16,7 @@
 //! panic, and never an allocation sized by a length the input merely claims.
 //! A cargo-fuzz target (`fuzz/fuzz_targets/cql_frame.rs`) checks this.
 
+mod authentication;
 pub mod compression;
 pub mod connection;
 pub mod frame;

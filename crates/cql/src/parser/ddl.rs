@@ -343,7 +343,7 @@ impl Parser<'_> {
     }
 
     /// `{ key: value, ... }`, keys and values rendered to strings.
-    fn option_map(&mut self) -> PResult<Vec<(String, String)>> {
+    pub(super) fn option_map(&mut self) -> PResult<Vec<(String, String)>> {
         self.advance();
         let mut entries = Vec::new();
         if self.eat_sym(Sym::RBrace) {
@@ -362,7 +362,7 @@ impl Parser<'_> {
     }
 
     /// A string, number, boolean or bare word.
-    fn option_scalar(&mut self) -> PResult<OptionValue> {
+    pub(super) fn option_scalar(&mut self) -> PResult<OptionValue> {
         let value = match &self.peek().kind {
             TokenKind::Sym(Sym::Minus) => return Ok(OptionValue::Number(self.negative_literal()?.to_string())),
             TokenKind::Str(s) | TokenKind::Uuid(s) => OptionValue::String(s.clone()),

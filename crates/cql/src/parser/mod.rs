@@ -13,7 +13,9 @@ mod ddl;
 mod describe;
 mod dml;
 mod index;
+mod permission;
 mod relation;
+mod role;
 mod select;
 mod term;
 #[cfg(test)]
@@ -317,6 +319,12 @@ impl<'a> Parser<'a> {
     }
 
     fn statement(&mut self) -> PResult<Statement> {
+        if self.at_role_statement() {
+            return self.role_statement();
+        }
+        if self.at_permission_statement() {
+            return self.permission_statement();
+        }
         let word = self.word_at(0).unwrap_or("").to_string();
         match word.as_str() {
             "select" => self.select(),

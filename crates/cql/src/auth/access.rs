@@ -1,0 +1,169 @@
+//! What each statement needs, as Cassandra checks it: the permission and
+//! the resource, for [`authorizer::ensure`](super::authorizer::ensure).
+//! Run on every statement (QUERY, EXECUTE of a prepared one, each one of
+//! a BATCH); the schema tables drivers read (`system`, `system_schema`,
+//! `system_traces`, `system_virtual_schema`) are readable by every role, as
+//! in Cassandra. A statement on a keyspace or table that does not exist
+//! needs nothing: it fails on its own, with Cassandra's InvalidRequest (as
+//! drivers expect of `system_virtual_schema`, which Shoal has not).
+
+use super::authorizer;
+use super::resource::Resource;
+use super::statement::{PermissionStatement, RoleStatement};
+use crate::ast::Statement;
+use crate::error::CqlResult;
+
+/// Keyspaces every role may read.
+const READABLE_KEYSPACES: [&str; 4] = ["system", "system_schema", "system_traces", "system_virtual_schema"];
+
+/// Refuses `statement` unless `user` may run it (always allowed without
+/// a user or without the authorizer). `keyspace` is the session's.
+pub fn check(statement: &Statement, keyspace: Option<&str>, user: Option<&str>) -> CqlResult<()> {
+    let Some(user) = user.filter(|_| authorizer::enabled()) else { return Ok(()) };
+    let mut needed = Vec::new();
+    required(statement, keyspace, user, &mut needed);
+    let schema = shoal_coordinator::schema();
+    let exists = |resource: &Resource| match resource {
+        Resource::Keyspace(ks) => schema.keyspace(ks).is_some(),
+        Resource::Table(ks, t) => schema.table(ks, t).is_some(),
+        _ => true,
+    };
+    for (permission, resource) in needed.into_iter().filter(|(_, r)| exists(r)) {
+        authorizer::ensure(&schema, user, permission, &resource)?;
+    }
+    Ok(())
+}
+
+/// A table, its keyspace the session's when not named; `None` when there
+/// is none (the statement then fails on its own).
+fn table(named: Option<&str>, session: Option<&str>, table: &str) -> Option<Resource> {
+    Some(Resource::Table(named.or(session)?.to_string(), table.to_string()))
+}
+
+fn keyspace(named: Option<&str>, session: Option<&str>) -> Option<Resource> {
+    Some(Resource::Keyspace(named.or(session)?.to_string()))
+}
+
+/// Resolves a permission statement's table named without keyspace.
+pub fn qualified(resource: &Resource, session: Option<&str>) -> Resource {
+    match resource {
+        Resource::Table(ks, t) if ks.is_empty() => Resource::Table(session.unwrap_or_default().to_string(), t.clone()),
+        other => other.clone(),
+    }
+}
+
+fn required(statement: &Statement, session: Option<&str>, user: &str, out: &mut Vec<(&'static str, Resource)>) {
+    let mut need = |permission: &'static str, resource: Option<Resource>| {
+        if let Some(resource) = resource {
+            out.push((permission, resource));
+        }
+    };
+    match statement {
+        Statement::Select(s) => {
+            let resource = table(s.keyspace.as_deref(), session, &s.table);
+            let readable =
+                |r: &Resource| matches!(r, Resource::Table(ks, _) if READABLE_KEYSPACES.contains(&ks.as_str()));
+            need("SELECT", resource.filter(|r| !readable(r)));
+        }
+        Statement::Insert(s) => need("MODIFY", table(s.keyspace.as_deref(), session, &s.table)),
+        Statement::InsertJson(s) => need("MODIFY", table(s.keyspace.as_deref(), session, &s.table)),
+        Statement::Update(s) => need("MODIFY", table(s.keyspace.as_deref(), session, &s.table)),
+        Statement::Delete(s) => need("MODIFY", table(s.keyspace.as_deref(), session, &s.table)),
+        Statement::Truncate(s) => need("MODIFY", table(s.keyspace.as_deref(), session, &s.name)),
+        Statement::Batch(b) => {
+            for statement in &b.statements {
+                required(statement, session, user, out);
+            }
+        }
+        Statement::CreateKeyspace(_) => need("CREATE", Some(Resource::AllKeyspaces)),
+        Statement::AlterKeyspace(s) => need("ALTER", Some(Resource::Keyspace(s.name.clone()))),
+        Statement::DropKeyspace(s) => need("DROP", Some(Resource::Keyspace(s.name.clone()))),
+        Statement::CreateTable(s) => need("CREATE", keyspace(s.keyspace.as_deref(), session)),
+        Statement::AlterTable(s) => need("ALTER", table(s.keyspace.as_deref(), session, &s.name)),
+        Statement::DropTable(s) => need("DROP", table(s.keyspace.as_deref(), session, &s.name)),
+        Statement::CreateType(s) => need("CREATE", keyspace(s.keyspace.as_deref(), session)),
+        Statement::AlterType(s) => need("ALTER", keyspace(s.keyspace.as_deref(), session)),
+        Statement::DropType(s) => need("DROP", keyspace(s.keyspace.as_deref(), session)),
+        Statement::CreateIndex(s) => need("ALTER", table(s.keyspace.as_deref(), session, &s.table)),
+        Statement::DropIndex(s) => need("ALTER", keyspace(s.keyspace.as_deref(), session)),
+        // Cassandra asks ALTER on the base table; a view's own statements
+        // name only the view, whose parents are the base's.
+        Statement::CreateView(s) => {
+            need("ALTER", table(s.base_keyspace.as_deref().or(s.keyspace.as_deref()), session, &s.base))
+        }
+        Statement::AlterView(s) => need("ALTER", table(s.keyspace.as_deref(), session, &s.name)),
+        Statement::DropView(s) => need("ALTER", table(s.keyspace.as_deref(), session, &s.name)),
+        Statement::Role(role) => match role {
+            RoleStatement::Create { .. } => need("CREATE", Some(Resource::AllRoles)),
+            // A role may change its own password.
+            RoleStatement::Alter { name, .. } if name == user => {}
+            RoleStatement::Alter { name, .. } => need("ALTER", Some(Resource::Role(name.clone()))),
+            RoleStatement::Drop { name, .. } => need("DROP", Some(Resource::Role(name.clone()))),
+            RoleStatement::Grant { role, .. } | RoleStatement::Revoke { role, .. } => {
+                need("AUTHORIZE", Some(Resource::Role(role.clone())))
+            }
+            RoleStatement::ListRoles { .. } | RoleStatement::ListUsers => {}
+        },
+        Statement::Permission(
+            PermissionStatement::Grant { permission, resource, .. }
+            | PermissionStatement::Revoke { permission, resource, .. },
+        ) => {
+            // The grantor needs AUTHORIZE, and the permissions it grants.
+            let resource = qualified(resource, session);
+            need("AUTHORIZE", Some(resource.clone()));
+            let granted: &[&'static str] = match permission {
+                Some(_) => &[],
+                None => resource.applicable(),
+            };
+            for p in granted {
+                need(p, Some(resource.clone()));
+            }
+            if let Some(p) = permission {
+                if let Some(p) = super::resource::PERMISSIONS.iter().find(|known| **known == p.as_str()) {
+                    need(p, Some(resource));
+                }
+            }
+        }
+        Statement::Permission(PermissionStatement::List { .. }) | Statement::Use(_) | Statement::Describe(_) => {}
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::parser::parse_statement;
+
+    fn needs(text: &str, session: Option<&str>) -> Vec<(&'static str, String)> {
+        let parsed = parse_statement(text).expect(text);
+        let mut out = Vec::new();
+        required(&parsed.statement, session, "alice", &mut out);
+        out.into_iter().map(|(p, r)| (p, r.to_string())).collect()
+    }
+
+    #[test]
+    fn statements_need_cassandras_permissions() {
+        assert_eq!(needs("SELECT * FROM ks.t", None), [("SELECT", "<table ks.t>".to_string())]);
+        assert_eq!(needs("SELECT * FROM t", Some("ks")), [("SELECT", "<table ks.t>".to_string())]);
+        assert!(needs("SELECT * FROM system.local", None).is_empty());
+        assert!(needs("SELECT * FROM system_schema.tables", None).is_empty());
+        assert_eq!(
+            needs("SELECT * FROM system_auth.roles", None),
+            [("SELECT", "<table system_auth.roles>".to_string())]
+        );
+        assert_eq!(needs("INSERT INTO ks.t (k) VALUES (1)", None), [("MODIFY", "<table ks.t>".to_string())]);
+        let batch =
+            needs("BEGIN BATCH INSERT INTO ks.a (k) VALUES (1); DELETE FROM ks.b WHERE k = 1; APPLY BATCH", None);
+        assert_eq!(batch, [("MODIFY", "<table ks.a>".to_string()), ("MODIFY", "<table ks.b>".to_string())]);
+        assert_eq!(
+            needs("CREATE KEYSPACE k2 WITH replication = {'class': 'SimpleStrategy'}", None),
+            [("CREATE", "<all keyspaces>".to_string())]
+        );
+        assert_eq!(needs("DROP TABLE ks.t", None), [("DROP", "<table ks.t>".to_string())]);
+        assert_eq!(needs("CREATE ROLE r", None), [("CREATE", "<all roles>".to_string())]);
+        assert!(needs("ALTER ROLE alice WITH PASSWORD = 'x'", None).is_empty());
+        assert_eq!(
+            needs("GRANT SELECT ON ks.t TO bob", None),
+            [("AUTHORIZE", "<table ks.t>".to_string()), ("SELECT", "<table ks.t>".to_string())]
+        );
+    }
+}

@@ -1,0 +1,274 @@
+//! GRANT / REVOKE / LIST PERMISSIONS, and the permissions a schema change
+//! brings: a role that creates a keyspace, table or role gets ALL on it,
+//! and dropping one drops every permission on it (as Cassandra does).
+//! Changes are schema transitions, as role changes are (`roles`).
+
+use std::collections::BTreeSet;
+
+use shoal_schema::{CqlType, Roles, Schema};
+
+use super::access::qualified;
+use super::authorizer;
+use super::resource::{Resource, PERMISSIONS};
+use super::roles::next_schema;
+use super::statement::{PermissionStatement, RoleStatement};
+use crate::ast::Statement;
+use crate::describe::literal;
+use crate::error::{invalid, CqlError, CqlResult};
+use crate::result::{ColumnSpec, QueryResult, Rows};
+use crate::system::text;
+
+/// Runs a permission statement for `user` in `session` (its keyspace).
+pub async fn execute(
+    statement: &PermissionStatement,
+    session: Option<&str>,
+    user: Option<&str>,
+) -> CqlResult<QueryResult> {
+    if !authorizer::enabled() {
+        let what = match statement {
+            PermissionStatement::List { .. } => "LIST PERMISSIONS",
+            _ => "GRANT/REVOKE PERMISSIONS",
+        };
+        return Err(invalid(format!("{what} operation is not supported by AllowAllAuthorizer")));
+    }
+    let schema = shoal_coordinator::schema();
+    match statement {
+        PermissionStatement::List { permission, resource, of, recursive } => {
+            let resource = resource.as_ref().map(|r| qualified(r, session));
+            list(&schema.roles, user, permission.as_deref(), resource.as_ref(), of.as_deref(), *recursive)
+        }
+        PermissionStatement::Grant { permission, resource, role }
+        | PermissionStatement::Revoke { permission, resource, role } => {
+            let grant = matches!(statement, PermissionStatement::Grant { .. });
+            let resource = qualified(resource, session);
+            let (permission, role) = (permission.clone(), role.clone());
+            let change = move |current: &Schema| {
+                let permissions = requested(&resource, permission.as_deref())?;
+                check_exists(current, &resource, &role)?;
+                let mut roles = Roles::clone(&current.roles);
+                let changed = match grant {
+                    true => add(&mut roles, &role, &resource, &permissions),
+                    false => remove(&mut roles, &role, &resource, &permissions),
+                };
+                Ok::<_, CqlError>(changed.then(|| next_schema(current, roles)))
+            };
+            shoal_coordinator::announce_schema_change(change).await??;
+            Ok(QueryResult::Void)
+        }
+    }
+}
+
+/// The permissions a statement names on `resource` (ALL: those it supports).
+fn requested(resource: &Resource, permission: Option<&str>) -> CqlResult<Vec<&'static str>> {
+    let applicable = resource.applicable();
+    match permission {
+        None => Ok(applicable.to_vec()),
+        Some(p) => match applicable.iter().find(|a| **a == p) {
+            Some(p) => Ok(vec![*p]),
+            None => Err(invalid(format!(
+                "Resource type {} does not support the requested permissions: {p}",
+                kind(resource)
+            ))),
+        },
+    }
+}
+
+fn kind(resource: &Resource) -> &'static str {
+    match resource {
+        Resource::AllKeyspaces | Resource::Keyspace(_) | Resource::Table(..) => "DataResource",
+        Resource::AllRoles | Resource::Role(_) => "RoleResource",
+        _ => "FunctionResource",
+    }
+}
+
+fn check_exists(schema: &Schema, resource: &Resource, role: &str) -> CqlResult<()> {
+    if schema.roles.get(role).is_none() {
+        return Err(invalid(format!("Role {role} doesn't exist")));
+    }
+    let exists = match resource {
+        Resource::Keyspace(ks) | Resource::FunctionsIn(ks) => schema.keyspace(ks).is_some(),
+        Resource::Table(ks, t) => schema.table(ks, t).is_some(),
+        Resource::Role(r) => schema.roles.get(r).is_some(),
+        _ => true,
+    };
+    if !exists {
+        return Err(invalid(format!("Resource {resource} doesn't exist")));
+    }
+    Ok(())
+}
+
+fn add(roles: &mut Roles, role: &str, resource: &Resource, permissions: &[&str]) -> bool {
+    let held = roles.permissions.entry(role.to_string()).or_default().entry(resource.name()).or_default();
+    let before = held.len();
+    held.extend(permissions.iter().map(|p| p.to_string()));
+    held.len() != before
+}
+
+fn remove(roles: &mut Roles, role: &str, resource: &Resource, permissions: &[&str]) -> bool {
+    let Some(resources) = roles.permissions.get_mut(role) else { return false };
+    let Some(held) = resources.get_mut(&resource.name()) else { return false };
+    let before = held.len();
+    held.retain(|p| !permissions.contains(&p.as_str()));
+    let changed = held.len() != before;
+    if held.is_empty() {
+        resources.remove(&resource.name());
+    }
+    if resources.is_empty() {
+        roles.permissions.remove(role);
+    }
+    changed
+}
+
+/// The permissions as schema-file lines: `GRANT p ON resource TO role`.
+pub fn render(roles: &Roles) -> String {
+    let mut out = String::new();
+    for (role, resources) in &roles.permissions {
+        for (name, held) in resources {
+            let Some(resource) = Resource::from_name(name) else { continue };
+            for p in held {
+                out.push_str(&format!("GRANT {p} ON {} TO {}\n", resource.cql(), literal(role)));
+            }
+        }
+    }
+    out
+}
+
+/// Applies a GRANT read back from the schema file.
+pub fn restore(schema: &mut Schema, statement: &PermissionStatement) {
+    if let PermissionStatement::Grant { permission: Some(p), resource, role } = statement {
+        let mut roles = Roles::clone(&schema.roles);
+        add(&mut roles, role, resource, &[p.as_str()]);
+        schema.roles = std::sync::Arc::new(roles);
+    }
+}
+
+/// After a schema statement by `user` succeeded: ALL on what it created,
+/// and no permission left on what it dropped.
+pub async fn after_schema_change(statement: &Statement, session: Option<&str>, user: Option<&str>) -> CqlResult<()> {
+    if !authorizer::enabled() {
+        return Ok(());
+    }
+    let (created, dropped) = match statement {
+        Statement::CreateKeyspace(s) => (Some(Resource::Keyspace(s.name.clone())), None),
+        Statement::CreateTable(s) => {
+            (s.keyspace.as_deref().or(session).map(|ks| Resource::Table(ks.into(), s.name.clone())), None)
+        }
+        Statement::Role(RoleStatement::Create { name, .. }) => (Some(Resource::Role(name.clone())), None),
+        Statement::DropKeyspace(s) => (None, Some(Resource::Keyspace(s.name.clone()))),
+        Statement::DropTable(s) => {
+            (None, s.keyspace.as_deref().or(session).map(|ks| Resource::Table(ks.into(), s.name.clone())))
+        }
+        Statement::Role(RoleStatement::Drop { name, .. }) => (None, Some(Resource::Role(name.clone()))),
+        _ => return Ok(()),
+    };
+    let user = user.map(str::to_string);
+    let change = move |current: &Schema| {
+        let mut roles = Roles::clone(&current.roles);
+        let mut changed = false;
+        if let (Some(resource), Some(user)) = (&created, &user) {
+            changed |= roles.get(user).is_some() && add(&mut roles, user, resource, resource.applicable());
+        }
+        if let Some(resource) = &dropped {
+            changed |= forget(&mut roles, resource);
+        }
+        Ok::<_, CqlError>(changed.then(|| next_schema(current, roles)))
+    };
+    shoal_coordinator::announce_schema_change(change).await??;
+    Ok(())
+}
+
+/// Removes every permission on `resource` and on what it holds.
+fn forget(roles: &mut Roles, resource: &Resource) -> bool {
+    let name = resource.name();
+    let inside = format!("{name}/");
+    let mut changed = false;
+    for resources in roles.permissions.values_mut() {
+        let before = resources.len();
+        resources.retain(|r, _| *r != name && !r.starts_with(&inside));
+        changed |= resources.len() != before;
+    }
+    roles.permissions.retain(|_, resources| !resources.is_empty());
+    changed
+}
+
+/// LIST PERMISSIONS: one row per role, resource and permission.
+fn list(
+    roles: &Roles,
+    user: Option<&str>,
+    permission: Option<&str>,
+    resource: Option<&Resource>,
+    of: Option<&str>,
+    recursive: bool,
+) -> CqlResult<QueryResult> {
+    let superuser = user.is_none_or(|u| roles.is_superuser(u));
+    let whose: Vec<String> = match (of, user) {
+        (Some(of), _) if roles.get(of).is_none() => return Err(invalid(format!("{of} doesn't exist"))),
+        (Some(of), Some(user)) if !superuser && !roles.granted(user).contains(of) => {
+            return Err(CqlError::Unauthorized(format!("You are not authorized to view {of}'s permissions")));
+        }
+        (Some(of), _) if recursive => roles.granted(of).into_iter().collect(),
+        (Some(of), _) => vec![of.to_string()],
+        (None, _) if superuser => roles.permissions.keys().cloned().collect(),
+        (None, _) => {
+            return Err(CqlError::Unauthorized("You are not authorized to view everyone's permissions".into()))
+        }
+    };
+    let on: Option<BTreeSet<String>> = resource.map(|r| match recursive {
+        true => r.chain().iter().map(Resource::name).collect(),
+        false => BTreeSet::from([r.name()]),
+    });
+    let mut rows = Vec::new();
+    for role in &whose {
+        for (name, held) in roles.permissions.get(role).into_iter().flatten() {
+            if on.as_ref().is_some_and(|on| !on.contains(name)) {
+                continue;
+            }
+            let Some(shown) = Resource::from_name(name) else { continue };
+            for p in PERMISSIONS.iter().filter(|p| held.contains(**p) && permission.is_none_or(|want| want == **p)) {
+                let shown = shown.to_string();
+                rows.push(vec![text(role), text(role), text(&shown), text(p)]);
+            }
+        }
+    }
+    let column = |name: &str| ColumnSpec {
+        keyspace: super::roles::AUTH_KEYSPACE.to_string(),
+        table: "role_permissions".to_string(),
+        name: name.to_string(),
+        ty: CqlType::Text,
+    };
+    let columns = [column("role"), column("username"), column("resource"), column("permission")];
+    Ok(QueryResult::Rows(Rows { columns: columns.into(), rows, paging_state: None }))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn grants_revokes_and_forgetting() {
+        let mut roles = Roles::default();
+        let t = Resource::Table("ks".into(), "t".into());
+        assert!(add(&mut roles, "r", &t, &["SELECT", "MODIFY"]));
+        assert!(!add(&mut roles, "r", &t, &["SELECT"]));
+        assert!(remove(&mut roles, "r", &t, &["MODIFY"]));
+        assert!(!remove(&mut roles, "r", &t, &["MODIFY"]));
+        add(&mut roles, "r", &Resource::Keyspace("ks".into()), &["ALTER"]);
+        add(&mut roles, "r", &Resource::Keyspace("ks2".into()), &["ALTER"]);
+        assert!(forget(&mut roles, &Resource::Keyspace("ks".into())));
+        let left: Vec<&String> = roles.permissions["r"].keys().collect();
+        assert_eq!(left, ["data/ks2"]);
+        assert_eq!(requested(&t, None).expect("all"), ["ALTER", "DROP", "SELECT", "MODIFY", "AUTHORIZE"]);
+        assert!(requested(&t, Some("EXECUTE")).is_err());
+        add(&mut roles, "o'dd", &Resource::Function("ks".into(), "f".into(), vec!["int".into()]), &["EXECUTE"]);
+        add(&mut roles, "o'dd", &Resource::Role("x".into()), &["ALTER"]);
+        add(&mut roles, "o'dd", &Resource::AllKeyspaces, &["CREATE"]);
+        let mut schema = Schema::empty();
+        for line in render(&roles).lines() {
+            let Ok(Statement::Permission(p)) = crate::parser::parse_statement(line).map(|p| p.statement) else {
+                panic!("{line}")
+            };
+            restore(&mut schema, &p);
+        }
+        assert_eq!(*schema.roles, roles);
+    }
+}

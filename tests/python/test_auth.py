@@ -1,0 +1,362 @@
+"""CQL authentication and roles (docs/security.md), with real clients.
+
+Each test runs a node of its own (node.py) with `authenticator:
+PasswordAuthenticator` in a YAML file, as a user would write it:
+
+- the default superuser cassandra/cassandra, created once, with a warning;
+- the Python driver with PlainTextAuthProvider; a wrong password and an
+  unknown user get AuthenticationFailed with Cassandra's text; a client
+  without credentials is refused; cqlsh -u/-p;
+- a client that never logs in is hung up on after the deadline;
+- CREATE/ALTER/DROP ROLE and USER, GRANT/REVOKE role, LIST ROLES/USERS
+  with Cassandra's columns and error texts, `system_auth` readable, and
+  roles kept across a restart;
+- `authorizer: CassandraAuthorizer`: a role that may SELECT one table
+  and nothing else (Cassandra's Unauthorized texts), prepared statements
+  checked at EXECUTE, a REVOKE taking effect on the next statement,
+  inheritance through a granted role, the creator's ALL, LIST PERMISSIONS;
+- three nodes: a role created on one logs in on another at once, and a
+  REVOKE on one node holds on another at the next statement.
+"""
+import contextlib
+import os
+import socket
+import struct
+import subprocess
+import time
+
+import pytest
+from cassandra import AuthenticationFailed, InvalidRequest, Unauthorized
+from cassandra.auth import PlainTextAuthProvider
+from cassandra.cluster import NoHostAvailable
+
+from node import skip_reason, start_cluster, temp_node
+
+pytestmark = pytest.mark.skipif(skip_reason() is not None, reason=skip_reason() or "")
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+LOGIN_TIMEOUT_MS = 1500
+
+
+@contextlib.contextmanager
+def auth_node(prefix="shoal-auth-", smp=2, authorizer=False):
+    """A node with password authentication (and the authorizer), configured by YAML."""
+    with temp_node(prefix, start=False, smp=smp) as node:
+        options = os.path.join(node.workdir, "shoal.yaml")
+        with open(options, "w") as f:
+            f.write("authenticator: PasswordAuthenticator\n")
+            f.write("tls_handshake_timeout_in_ms: %d\n" % LOGIN_TIMEOUT_MS)
+            if authorizer:
+                f.write("authorizer: CassandraAuthorizer\npermissions_validity_in_ms: 60000\n")
+        node.args = ["--options-file", options]
+        node.start()
+        yield node
+
+
+def connect(node, user, password):
+    cluster = node.cluster(auth_provider=PlainTextAuthProvider(username=user, password=password))
+    return cluster, cluster.connect()
+
+
+def refusal(node, **kwargs):
+    """The AuthenticationFailed a connection attempt ends with."""
+    cluster = node.cluster(**kwargs)
+    try:
+        with pytest.raises(NoHostAvailable) as failed:
+            cluster.connect()
+    finally:
+        cluster.shutdown()
+    (error,) = failed.value.errors.values()
+    return error
+
+
+def test_login_with_the_default_superuser_and_bad_credentials():
+    with auth_node() as node:
+        assert "Created default superuser role 'cassandra'" in node.last_start_log()
+        cluster, session = connect(node, "cassandra", "cassandra")
+        try:
+            rows = list(session.execute("LIST ROLES"))
+            assert [(r.role, r.super, r.login, r.options) for r in rows] == [("cassandra", True, True, {})]
+        finally:
+            cluster.shutdown()
+        wrong = refusal(node, auth_provider=PlainTextAuthProvider(username="cassandra", password="nope"))
+        assert isinstance(wrong, AuthenticationFailed), wrong
+        assert "Provided username cassandra and/or password are incorrect" in str(wrong)
+        unknown = refusal(node, auth_provider=PlainTextAuthProvider(username="mallory", password="x"))
+        assert "Provided username mallory and/or password are incorrect" in str(unknown)
+        # No credentials: the driver is asked to authenticate and cannot.
+        anonymous = refusal(node)
+        assert isinstance(anonymous, AuthenticationFailed), anonymous
+        # A restart finds the superuser and creates no other.
+        node.stop()
+        node.start()
+        assert "Created default superuser" not in node.last_start_log()
+        cluster, session = connect(node, "cassandra", "cassandra")
+        cluster.shutdown()
+
+
+def frame(opcode, body=b"", stream=0):
+    return struct.pack(">BBhBI", 4, 0, stream, opcode, len(body)) + body
+
+
+def read_frame(sock):
+    header = b""
+    while len(header) < 9:
+        chunk = sock.recv(9 - len(header))
+        if not chunk:
+            return None
+        header += chunk
+    _, _, _, opcode, length = struct.unpack(">BBhBI", header)
+    body = b""
+    while len(body) < length:
+        body += sock.recv(length - len(body))
+    return opcode, body
+
+
+def startup_body():
+    options = [(b"CQL_VERSION", b"3.0.0")]
+    out = struct.pack(">H", len(options))
+    for k, v in options:
+        out += struct.pack(">H", len(k)) + k + struct.pack(">H", len(v)) + v
+    return out
+
+
+def test_the_login_exchange_on_the_wire():
+    with auth_node() as node:
+        with socket.create_connection((node.address, node.cql_port), timeout=10) as s:
+            # A query before STARTUP is refused (ProtocolError 0x000A).
+            s.sendall(frame(0x07, struct.pack(">I", 8) + b"SELECT 1" + struct.pack(">HB", 1, 0)))
+            opcode, body = read_frame(s)
+            assert opcode == 0x00 and struct.unpack(">i", body[:4])[0] == 0x000A, body
+            assert b"expecting STARTUP or OPTIONS" in body
+            s.sendall(frame(0x01, startup_body()))
+            opcode, body = read_frame(s)
+            assert opcode == 0x03, (opcode, body)  # AUTHENTICATE
+            assert b"org.apache.cassandra.auth.PasswordAuthenticator" in body
+            token = b"\0cassandra\0bad"
+            s.sendall(frame(0x0F, struct.pack(">i", len(token)) + token))
+            opcode, body = read_frame(s)
+            assert opcode == 0x00 and struct.unpack(">i", body[:4])[0] == 0x0100, body  # BadCredentials
+            garbage = b"no-nul-here"
+            s.sendall(frame(0x0F, struct.pack(">i", len(garbage)) + garbage))
+            opcode, body = read_frame(s)
+            assert struct.unpack(">i", body[:4])[0] == 0x0100 and b"Authentication ID must not be null" in body
+            token = b"\0cassandra\0cassandra"
+            s.sendall(frame(0x0F, struct.pack(">i", len(token)) + token))
+            opcode, body = read_frame(s)
+            assert opcode == 0x10, (opcode, body)  # AUTH_SUCCESS
+        # A client that stalls before logging in is hung up on.
+        with socket.create_connection((node.address, node.cql_port), timeout=10) as s:
+            s.sendall(frame(0x01, startup_body()))
+            assert read_frame(s)[0] == 0x03
+            started = time.monotonic()
+            assert read_frame(s) is None, "the node should hang up"
+            waited = time.monotonic() - started
+            assert waited < LOGIN_TIMEOUT_MS / 1000 + 5, waited
+
+
+def test_roles_users_and_their_errors():
+    with auth_node() as node:
+        cluster, session = connect(node, "cassandra", "cassandra")
+        try:
+            session.execute("CREATE ROLE admin WITH PASSWORD = 'adm' AND LOGIN = true AND SUPERUSER = true")
+            session.execute("CREATE ROLE IF NOT EXISTS admin")
+            with pytest.raises(InvalidRequest, match="admin already exists"):
+                session.execute("CREATE ROLE admin")
+            session.execute("CREATE ROLE reader WITH OPTIONS = {'team': 'data'}")
+            session.execute("CREATE USER bob WITH PASSWORD 'pw' NOSUPERUSER")
+            session.execute("GRANT reader TO bob")
+            with pytest.raises(InvalidRequest, match="bob is a member of reader"):
+                session.execute("GRANT reader TO bob")
+            with pytest.raises(InvalidRequest, match="nobody doesn't exist"):
+                session.execute("GRANT reader TO nobody")
+            rows = {r.role: (r.super, r.login, r.options) for r in session.execute("LIST ROLES")}
+            assert rows == {
+                "admin": (True, True, {}),
+                "bob": (False, True, {}),
+                "cassandra": (True, True, {}),
+                "reader": (False, False, {"team": "data"}),
+            }
+            assert [r.role for r in session.execute("LIST ROLES OF bob")] == ["bob", "reader"]
+            assert sorted((r.name, r.super) for r in session.execute("LIST USERS")) == [
+                ("admin", True), ("bob", False), ("cassandra", True)]
+            roles = {r.role: r for r in session.execute("SELECT * FROM system_auth.roles")}
+            assert roles["bob"].member_of == {"reader"} and roles["bob"].salted_hash.startswith("$2")
+            members = [(r.role, r.member) for r in session.execute("SELECT * FROM system_auth.role_members")]
+            assert members == [("reader", "bob")]
+        finally:
+            cluster.shutdown()
+
+        # bob logs in, sees only his roles, and may not make himself a superuser.
+        cluster, session = connect(node, "bob", "pw")
+        try:
+            assert [r.role for r in session.execute("LIST ROLES")] == ["bob", "reader"]
+            with pytest.raises(Unauthorized, match="Only superusers can create a role with superuser status"):
+                session.execute("CREATE ROLE boss WITH SUPERUSER = true")
+            with pytest.raises(Unauthorized, match="Cannot DROP primary role for current login"):
+                session.execute("DROP ROLE bob")
+            session.execute("ALTER ROLE bob WITH PASSWORD = 'pw2'")
+        finally:
+            cluster.shutdown()
+        assert isinstance(refusal(node, auth_provider=PlainTextAuthProvider("bob", "pw")), AuthenticationFailed)
+
+        cluster, session = connect(node, "bob", "pw2")
+        cluster.shutdown()
+        # Roles survive a restart (the schema file keeps them).
+        node.stop()
+        node.start()
+        cluster, session = connect(node, "admin", "adm")
+        try:
+            session.execute("ALTER ROLE bob WITH LOGIN = false")
+            session.execute("REVOKE reader FROM bob")
+            with pytest.raises(InvalidRequest, match="bob is not a member of reader"):
+                session.execute("REVOKE reader FROM bob")
+        finally:
+            cluster.shutdown()
+        refused = refusal(node, auth_provider=PlainTextAuthProvider("bob", "pw2"))
+        assert "bob is not permitted to log in" in str(refused)
+        cluster, session = connect(node, "admin", "adm")
+        try:
+            session.execute("DROP USER bob")
+            session.execute("DROP ROLE IF EXISTS bob")
+            with pytest.raises(InvalidRequest, match="bob doesn't exist"):
+                session.execute("DROP ROLE bob")
+        finally:
+            cluster.shutdown()
+
+
+def test_cqlsh_with_user_and_password():
+    cqlsh = os.path.join(ROOT, ".venv", "bin", "cqlsh")
+    if not os.path.exists(cqlsh):
+        pytest.skip("cqlsh is not installed in .venv")
+    with auth_node() as node:
+        base = [cqlsh, node.address, str(node.cql_port)]
+        out = subprocess.run(base + ["-u", "cassandra", "-p", "cassandra", "-e", "LIST ROLES"],
+                             capture_output=True, text=True, timeout=60)
+        assert out.returncode == 0, out.stderr
+        assert "cassandra" in out.stdout and "super" in out.stdout
+        bad = subprocess.run(base + ["-u", "cassandra", "-p", "wrong", "-e", "LIST ROLES"],
+                             capture_output=True, text=True, timeout=60)
+        assert bad.returncode != 0
+        assert "Provided username cassandra and/or password are incorrect" in bad.stdout + bad.stderr
+
+
+def no_permission(user, permission, resource):
+    return "User %s has no %s permission on %s or any of its parents" % (user, permission, resource)
+
+
+def test_a_role_that_may_read_one_table_and_nothing_else():
+    with auth_node(authorizer=True) as node:
+        admin_cluster, admin = connect(node, "cassandra", "cassandra")
+        try:
+            admin.execute("CREATE KEYSPACE ks WITH replication = {'class': 'SimpleStrategy', 'replication_factor': 1}")
+            admin.execute("CREATE TABLE ks.t (k int PRIMARY KEY, v text)")
+            admin.execute("CREATE TABLE ks.u (k int PRIMARY KEY, v text)")
+            admin.execute("INSERT INTO ks.t (k, v) VALUES (1, 'one')")
+            admin.execute("CREATE ROLE alice WITH PASSWORD = 'a' AND LOGIN = true")
+            admin.execute("GRANT SELECT ON TABLE ks.t TO alice")
+            cluster, alice = connect(node, "alice", "a")
+            try:
+                assert [r.v for r in alice.execute("SELECT v FROM ks.t WHERE k = 1")] == ["one"]
+                assert len(list(alice.execute("SELECT * FROM system.local"))) == 1
+                assert list(alice.execute("SELECT * FROM system_schema.keyspaces"))
+                with pytest.raises(Unauthorized, match=no_permission("alice", "MODIFY", "<table ks.t>")):
+                    alice.execute("INSERT INTO ks.t (k, v) VALUES (2, 'two')")
+                with pytest.raises(Unauthorized, match=no_permission("alice", "SELECT", "<table ks.u>")):
+                    alice.execute("SELECT * FROM ks.u")
+                with pytest.raises(Unauthorized, match=no_permission("alice", "DROP", "<table ks.t>")):
+                    alice.execute("DROP TABLE ks.t")
+                with pytest.raises(Unauthorized, match=no_permission("alice", "CREATE", "<all keyspaces>")):
+                    alice.execute("CREATE KEYSPACE k2 WITH replication = {'class': 'SimpleStrategy'}")
+                with pytest.raises(Unauthorized, match=no_permission("alice", "AUTHORIZE", "<table ks.t>")):
+                    alice.execute("GRANT SELECT ON ks.t TO alice")
+                with pytest.raises(Unauthorized, match="You are not authorized to view everyone's permissions"):
+                    alice.execute("LIST ALL PERMISSIONS")
+                mine = [tuple(r) for r in alice.execute("LIST ALL PERMISSIONS OF alice")]
+                assert mine == [("alice", "alice", "<table ks.t>", "SELECT")]
+                listed = [tuple(r) for r in admin.execute("LIST ALL PERMISSIONS OF alice")]
+                assert listed == mine
+                rows = [(r.role, r.resource, r.permissions) for r in admin.execute(
+                    "SELECT * FROM system_auth.role_permissions WHERE role = 'alice'")]
+                assert rows == [("alice", "data/ks/t", {"SELECT"})]
+                # Prepared, then revoked: refused at the next EXECUTE.
+                read = alice.prepare("SELECT v FROM ks.t WHERE k = ?")
+                assert [r.v for r in alice.execute(read, [1])] == ["one"]
+                admin.execute("REVOKE SELECT ON ks.t FROM alice")
+                with pytest.raises(Unauthorized, match=no_permission("alice", "SELECT", "<table ks.t>")):
+                    alice.execute(read, [1])
+                # Inherited through a granted role, from the keyspace down.
+                admin.execute("CREATE ROLE reader")
+                admin.execute("GRANT SELECT ON KEYSPACE ks TO reader")
+                admin.execute("GRANT reader TO alice")
+                assert [r.v for r in alice.execute(read, [1])] == ["one"]
+                assert list(alice.execute("SELECT * FROM ks.u")) == []
+                listed = sorted(tuple(r) for r in admin.execute("LIST ALL PERMISSIONS OF alice"))
+                assert listed == [("reader", "reader", "<keyspace ks>", "SELECT")]
+                assert list(admin.execute("LIST ALL PERMISSIONS OF alice NORECURSIVE")) == []
+                # The creator gets ALL on what it creates.
+                admin.execute("GRANT CREATE ON ALL KEYSPACES TO alice")
+                alice.execute("CREATE KEYSPACE k2 WITH replication = {'class': 'SimpleStrategy', "
+                              "'replication_factor': 1}")
+                alice.execute("CREATE TABLE k2.x (k int PRIMARY KEY)")
+                alice.execute("INSERT INTO k2.x (k) VALUES (1)")
+                assert len(list(alice.execute("SELECT * FROM k2.x"))) == 1
+                alice.execute("DROP KEYSPACE k2")
+                left = [r.resource for r in admin.execute("LIST ALL PERMISSIONS OF alice NORECURSIVE")]
+                assert left == ["<all keyspaces>"], left
+            finally:
+                cluster.shutdown()
+        finally:
+            admin_cluster.shutdown()
+
+
+def test_a_role_created_on_one_node_logs_in_on_another():
+    with contextlib.ExitStack() as stack:
+        options = os.path.join(stack.enter_context(temp_dir()), "shoal.yaml")
+        with open(options, "w") as f:
+            f.write("authenticator: PasswordAuthenticator\nauthorizer: CassandraAuthorizer\n")
+        nodes = start_cluster(stack, "shoal-auth-cluster-", args=["--options-file", options])
+        cluster, session = connect(nodes[0], "cassandra", "cassandra")
+        try:
+            session.execute("CREATE ROLE carol WITH PASSWORD = 'c' AND LOGIN = true")
+        finally:
+            cluster.shutdown()
+        # Every node agreed on the role (group 0) before the CREATE answered.
+        for node in nodes[1:]:
+            cluster, session = connect(node, "carol", "c")
+            cluster.shutdown()
+        cluster, session = connect(nodes[2], "cassandra", "cassandra")
+        try:
+            session.execute("ALTER ROLE carol WITH LOGIN = false")
+        finally:
+            cluster.shutdown()
+        refused = refusal(nodes[0], auth_provider=PlainTextAuthProvider("carol", "c"))
+        assert "carol is not permitted to log in" in str(refused)
+        # A REVOKE on node 1 holds on node 3 at the next statement.
+        admin_cluster, admin = connect(nodes[0], "cassandra", "cassandra")
+        try:
+            admin.execute("CREATE KEYSPACE ks WITH replication = {'class': 'SimpleStrategy', 'replication_factor': 3}")
+            admin.execute("CREATE TABLE ks.t (k int PRIMARY KEY)")
+            admin.execute("CREATE ROLE dave WITH PASSWORD = 'd' AND LOGIN = true")
+            admin.execute("GRANT SELECT ON ks.t TO dave")
+            cluster, dave = connect(nodes[2], "dave", "d")
+            try:
+                assert list(dave.execute("SELECT * FROM ks.t")) == []
+                admin.execute("REVOKE SELECT ON ks.t FROM dave")
+                with pytest.raises(Unauthorized, match=no_permission("dave", "SELECT", "<table ks.t>")):
+                    dave.execute("SELECT * FROM ks.t")
+            finally:
+                cluster.shutdown()
+        finally:
+            admin_cluster.shutdown()
+
+
+@contextlib.contextmanager
+def temp_dir():
+    import shutil
+    import tempfile
+    path = tempfile.mkdtemp(prefix="shoal-auth-options-")
+    try:
+        yield path
+    finally:
+        shutil.rmtree(path, ignore_errors=True)
