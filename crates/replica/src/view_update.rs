@@ -605,8 +605,9 @@ mod tests {
     }
 
     /// `t (p int, c int, v int, w int, PRIMARY KEY (p, c))` and the view
-    /// `SELECT * ... PRIMARY KEY (v, p, c)`.
-    fn materialized_setup() -> (TableMeta, View) {
+    /// `SELECT * ... PRIMARY KEY (v, p, c)`, or with `by_key_only`
+    /// `SELECT p, c, w ... PRIMARY KEY (c, p)`.
+    fn materialized_setup(by_key_only: bool) -> (TableMeta, View) {
         let column = |id, name: &str, kind, position| ColumnMeta {
             id,
             name: name.into(),
@@ -633,16 +634,25 @@ mod tests {
         };
         let mut liveness = column(4, LIVENESS_COLUMN, ColumnKind::Regular, -1);
         liveness.ty = CqlType::Set(Box::new(CqlType::Blob));
-        let view = TableMeta {
-            id: uuid::Uuid::from_u128(2),
-            name: "mv".into(),
-            columns: vec![
+        let columns = match by_key_only {
+            false => vec![
                 column(0, "v", ColumnKind::PartitionKey, 0),
                 column(1, "p", ColumnKind::Clustering, 0),
                 column(2, "c", ColumnKind::Clustering, 1),
                 column(3, "w", ColumnKind::Regular, -1),
                 liveness,
             ],
+            true => vec![
+                column(0, "c", ColumnKind::PartitionKey, 0),
+                column(1, "p", ColumnKind::Clustering, 0),
+                column(3, "w", ColumnKind::Regular, -1),
+                liveness,
+            ],
+        };
+        let view = TableMeta {
+            id: uuid::Uuid::from_u128(2),
+            name: "mv".into(),
+            columns,
             next_column_id: 5,
             view_of: Some("t".into()),
             materialized: Some(shoal_schema::view::MaterializedView {
@@ -655,6 +665,9 @@ mod tests {
         let mapping = ViewMapping::new(&base, &view).expect("the view's columns are the base's");
         (base, View { kind: ViewKind::Materialized(mapping), view: Arc::new(view) })
     }
+
+    /// When the views are read: after every write's expiry.
+    const FINAL_S: i64 = 100;
 
     /// A seeded xorshift: the randomized cases are the same on every run.
     struct Rng(u64);
@@ -675,14 +688,16 @@ mod tests {
     /// A random write to row `c` of partition `p = 1`: an INSERT (marker
     /// and both cells), an UPDATE of one cell, a cell's deletion or the
     /// row's, at a timestamp from a small range (so ties happen).
-    fn random_write(rng: &mut Rng) -> Partition {
+    fn random_write(rng: &mut Rng, now_s: i64) -> Partition {
         let ts = 1 + rng.below(12) as i64;
         let c = rng.below(2) as i32;
-        let value = |rng: &mut Rng| Cell::live(ts, int(rng.below(3) as i32), None);
+        // A third of the writes expire a second after they are applied.
+        let expiry = (rng.below(3) == 0).then_some(Expiry { ttl_s: 1, expires_at_s: now_s + 1 });
+        let value = |rng: &mut Rng| Cell::live(ts, int(rng.below(3) as i32), expiry);
         let mut row = Row::default();
         match rng.below(5) {
             0 => {
-                row.marker = Some(shoal_storage::RowMarker { timestamp: ts, expiry: None });
+                row.marker = Some(shoal_storage::RowMarker { timestamp: ts, expiry });
                 row.columns.insert(2, ColumnData::Atomic(value(rng)));
                 row.columns.insert(3, ColumnData::Atomic(value(rng)));
             }
@@ -709,28 +724,37 @@ mod tests {
     fn live_cell(row: &Row, id: u32, deletion: Option<Tombstone>) -> Option<Bytes> {
         let deletion = merge_tombstones(deletion, row.deletion);
         match row.columns.get(&id)? {
-            ColumnData::Atomic(cell) if deletion.is_none_or(|d| !d.shadows(cell.timestamp)) => cell.live_value(0),
+            ColumnData::Atomic(cell) if deletion.is_none_or(|d| !d.shadows(cell.timestamp)) => cell.live_value(FINAL_S),
             _ => None,
         }
     }
 
     /// What the view must hold for `base`: `(v, c, w)` of each row with a
-    /// live `v` (Cassandra's rule: the view row lives while its key does).
-    fn expected(base: &Partition) -> Vec<(Bytes, Bytes, Option<Bytes>)> {
+    /// live `v` (Cassandra's rule: the view row lives while its key does),
+    /// or with `by_key_only` `(c, p, w)` of each live row.
+    fn expected(base: &Partition, by_key_only: bool) -> Vec<(Bytes, Bytes, Option<Bytes>)> {
         let mut rows: Vec<_> = base
             .rows
             .iter()
             .filter_map(|(key, r)| {
-                let deletion = base.deletion_for_row(key);
+                let deletion = merge_tombstones(base.deletion_for_row(key), r.row.deletion);
+                let w = live_cell(&r.row, 3, deletion);
+                if by_key_only {
+                    let marker = r.row.marker.filter(|m| deletion.is_none_or(|d| !d.shadows(m.timestamp)));
+                    let marker_live = marker.is_some_and(|m| m.expiry.is_none_or(|e| e.expires_at_s > FINAL_S));
+                    let live = marker_live || live_cell(&r.row, 2, deletion).is_some() || w.is_some();
+                    return live.then(|| (r.clustering[0].clone(), int(1), w));
+                }
                 let v = live_cell(&r.row, 2, deletion)?;
-                Some((v, r.clustering[0].clone(), live_cell(&r.row, 3, deletion)))
+                Some((v, r.clustering[0].clone(), w))
             })
             .collect();
         rows.sort();
         rows
     }
 
-    /// The live rows of the view partitions in `views`, as read.
+    /// The live rows of the view partitions in `views`, as read: `(view
+    /// partition key, last clustering value, w)`.
     fn view_rows(views: &BTreeMap<PartitionPosition, Partition>) -> Vec<(Bytes, Bytes, Option<Bytes>)> {
         let mut rows = Vec::new();
         for (position, partition) in views {
@@ -738,12 +762,13 @@ mod tests {
                 let deletion = merge_tombstones(partition.deletion_for_row(key), r.row.deletion);
                 let live = match r.row.columns.get(&4) {
                     Some(ColumnData::Collection(c)) => c.cells.values().any(|e| {
-                        deletion.is_none_or(|d| !d.shadows(e.cell.timestamp)) && e.cell.live_value(0).is_some()
+                        deletion.is_none_or(|d| !d.shadows(e.cell.timestamp)) && e.cell.live_value(FINAL_S).is_some()
                     }),
                     _ => false,
                 };
                 if live {
-                    rows.push((position.key.clone(), r.clustering[1].clone(), live_cell(&r.row, 3, deletion)));
+                    let last = r.clustering.last().cloned().unwrap_or_default();
+                    rows.push((position.key.clone(), last, live_cell(&r.row, 3, deletion)));
                 }
             }
         }
@@ -753,19 +778,32 @@ mod tests {
 
     #[test]
     fn a_materialized_view_matches_its_base_whatever_the_order_of_writes() {
-        let (base, view) = materialized_setup();
+        for by_key_only in [false, true] {
+            materialized_case(by_key_only);
+        }
+    }
+
+    fn materialized_case(by_key_only: bool) {
+        let (base, view) = materialized_setup(by_key_only);
         for seed in 1..=400u64 {
             let mut rng = Rng(seed.wrapping_mul(0x9E37_79B9_7F4A_7C15));
-            let writes: Vec<Partition> = (0..1 + rng.below(8)).map(|_| random_write(&mut rng)).collect();
+            // Each write applied at a time of its own, some after others expired.
+            let mut now_s = 0;
+            let writes: Vec<(i64, Partition)> = (0..1 + rng.below(8))
+                .map(|_| {
+                    now_s += rng.below(2) as i64;
+                    (now_s, random_write(&mut rng, now_s))
+                })
+                .collect();
             let mut stored = Partition::default();
             let mut views: BTreeMap<PartitionPosition, Partition> = BTreeMap::new();
-            for update in &writes {
-                for m in compute(&base, std::slice::from_ref(&view), &position(), Some(&stored), update, 0) {
+            for (now_s, update) in &writes {
+                for m in compute(&base, std::slice::from_ref(&view), &position(), Some(&stored), update, *now_s) {
                     views.entry(m.position).or_default().merge(m.update);
                 }
                 stored.merge(update.clone());
             }
-            assert_eq!(view_rows(&views), expected(&stored), "seed {seed}: writes {writes:#?}");
+            assert_eq!(view_rows(&views), expected(&stored, by_key_only), "seed {seed}: writes {writes:#?}");
         }
     }
 }
