@@ -14,7 +14,7 @@ frames written at once on one connection) this uses.
 - Reads: `SELECT * FROM ks.r WHERE p = n` against `SELECT * FROM ks.rv
   WHERE v = n` (the view keyed by v, one row per value) and `SELECT * FROM
   ks.r WHERE v = n` (an index on v): server CPU per row returned.
-- Writes: `INSERT INTO ks.w0 (p, v, x) VALUES (n, n, n)` against the same
+- Writes: `INSERT INTO ks.w0 (p, v, x) VALUES (n, n, 0)` against the same
   into ks.w1, which has a view keyed by v (new rows), then UPDATEs that
   change v of existing rows (the view row moves): writes per server-core-s.
 - Build: `--build-rows` rows (in memtables), then CREATE MATERIALIZED VIEW;
@@ -31,7 +31,7 @@ import tempfile
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from secondary_index import batch, run  # noqa: E402
+from secondary_index import batch, run, write_rounds  # noqa: E402
 from tls import cql_connect, read_frames, start  # noqa: E402
 
 ROWS = 10_000
@@ -86,18 +86,7 @@ def main():
                 cpu = run(sock, reads(table, column, opts.batches), proc.pid)
                 read_us[side].append(cpu * 1e6 / (100 * opts.batches))
 
-        writes = {"w0": [], "w1": [], "w0 update": [], "w1 update": []}
-        next_key = 0
-        for r in range(opts.rounds):
-            for table in ("w0", "w1"):
-                keys = range(next_key, next_key + 100 * opts.batches)
-                inserts = [batch([b"INSERT INTO ks.%s (p, v, x) VALUES (%d, %d, %d)" % (table.encode(), p, p, p)
-                                  for p in keys[j * 100:(j + 1) * 100]]) for j in range(opts.batches)]
-                writes[table].append(100 * opts.batches / run(sock, inserts, proc.pid))
-                updates = [batch([b"UPDATE ks.%s SET v = %d WHERE p = %d" % (table.encode(), p + 1 + r, p)
-                                  for p in keys[j * 100:(j + 1) * 100]]) for j in range(opts.batches)]
-                writes[table + " update"].append(100 * opts.batches / run(sock, updates, proc.pid))
-            next_key += 100 * opts.batches
+        writes = write_rounds(sock, proc.pid, opts.rounds, opts.batches, b"(p, v, x) VALUES (%d, %d, 0)")
 
         fill(sock, "b", opts.build_rows, lambda p: p % 1000)
         s.execute(view("bv", "b"))

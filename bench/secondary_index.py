@@ -53,6 +53,26 @@ def run(sock, batches, pid):
     return max(cpu_s(pid) - before, 1e-9)
 
 
+def write_rounds(sock, pid, rounds, batches, values):
+    """Writes per server-core-second into ks.w0 and ks.w1, rounds
+    alternating them: INSERTs of new rows (`values` formats the key twice),
+    then UPDATEs changing v of those rows. Keyed "w0", "w1", "w0 update",
+    "w1 update", a figure per round."""
+    writes = {"w0": [], "w1": [], "w0 update": [], "w1 update": []}
+    next_key = 0
+    for r in range(rounds):
+        for table in ("w0", "w1"):
+            keys = range(next_key, next_key + 100 * batches)
+            inserts = [batch([b"INSERT INTO ks.%s " % table.encode() + values % (p, p)
+                              for p in keys[j * 100:(j + 1) * 100]]) for j in range(batches)]
+            writes[table].append(100 * batches / run(sock, inserts, pid))
+            updates = [batch([b"UPDATE ks.%s SET v = %d WHERE p = %d" % (table.encode(), p + 1 + r, p)
+                              for p in keys[j * 100:(j + 1) * 100]]) for j in range(batches)]
+            writes[table + " update"].append(100 * batches / run(sock, updates, pid))
+        next_key += 100 * batches
+    return writes
+
+
 def read_batches(column, count):
     """Reads of values spread over the column's range (v10 has ROWS / 10)."""
     values = ROWS // 10 if column == "v10" else ROWS
@@ -95,18 +115,7 @@ def main():
                 cpu = run(sock, read_batches(column, opts.batches), proc.pid)
                 reads[column].append(cpu * 1e6 / (100 * opts.batches * rows_per[column]))
 
-        writes = {"w0": [], "w1": [], "w0 update": [], "w1 update": []}
-        next_key = 0
-        for r in range(opts.rounds):
-            for table in ("w0", "w1"):
-                keys = range(next_key, next_key + 100 * opts.batches)
-                inserts = [batch([b"INSERT INTO ks.%s (p, v) VALUES (%d, %d)" % (table.encode(), p, p)
-                                  for p in keys[j * 100:(j + 1) * 100]]) for j in range(opts.batches)]
-                writes[table].append(100 * opts.batches / run(sock, inserts, proc.pid))
-                updates = [batch([b"UPDATE ks.%s SET v = %d WHERE p = %d" % (table.encode(), p + 1 + r, p)
-                                  for p in keys[j * 100:(j + 1) * 100]]) for j in range(opts.batches)]
-                writes[table + " update"].append(100 * opts.batches / run(sock, updates, proc.pid))
-            next_key += 100 * opts.batches
+        writes = write_rounds(sock, proc.pid, opts.rounds, opts.batches, b"(p, v) VALUES (%d, %d)")
 
         for j in range(opts.build_rows // 100):
             sock.sendall(batch([b"INSERT INTO ks.b (p, v) VALUES (%d, %d)" % (p, p % 1000)
