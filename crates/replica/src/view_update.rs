@@ -625,9 +625,10 @@ mod tests {
                 column(1, "c", ColumnKind::Clustering, 0),
                 column(2, "v", ColumnKind::Regular, -1),
                 column(3, "w", ColumnKind::Regular, -1),
+                ColumnMeta { ty: CqlType::Set(Box::new(CqlType::Int)), ..column(5, "st", ColumnKind::Regular, -1) },
             ],
             options: TableOptions::default(),
-            next_column_id: 4,
+            next_column_id: 6,
             indexes: Vec::new(),
             view_of: None,
             materialized: None,
@@ -691,11 +692,50 @@ mod tests {
     fn random_write(rng: &mut Rng, now_s: i64) -> Partition {
         let ts = 1 + rng.below(12) as i64;
         let c = rng.below(2) as i32;
+        let deletion = Tombstone { timestamp: ts, deletion_time_s: 0 };
+        match rng.below(10) {
+            // The partition deleted, or the range of rows from c on.
+            0 => return Partition { tombstone: Some(deletion), ..Partition::default() },
+            1 => {
+                let mut from = Vec::new();
+                comparable::encode(&CqlType::Int, &int(c), false, &mut from);
+                let range = ClusteringRange { start: Bound::Included(Bytes::from(from)), end: Bound::Unbounded };
+                let range_tombstones = vec![shoal_storage::RangeTombstone { range, tombstone: deletion }];
+                return Partition { range_tombstones, ..Partition::default() };
+            }
+            _ => {}
+        }
         // A third of the writes expire a second after they are applied.
         let expiry = (rng.below(3) == 0).then_some(Expiry { ttl_s: 1, expires_at_s: now_s + 1 });
         let value = |rng: &mut Rng| Cell::live(ts, int(rng.below(3) as i32), expiry);
         let mut row = Row::default();
-        match rng.below(5) {
+        match rng.below(7) {
+            5 => {
+                // A set element added, removed, or the set replaced.
+                let element = int(rng.below(3) as i32);
+                let mut key = Vec::new();
+                comparable::encode(&CqlType::Int, &element, false, &mut key);
+                let mut set = Collection::default();
+                let cell = match rng.below(3) {
+                    0 => Cell::dead(ts, 0),
+                    1 => {
+                        set.tombstone = Some(Tombstone { timestamp: ts - 1, deletion_time_s: 0 });
+                        Cell::live(ts, Bytes::new(), expiry)
+                    }
+                    _ => Cell::live(ts, Bytes::new(), expiry),
+                };
+                set.cells.insert(Bytes::from(key), CollectionCell { key: element, cell });
+                row.columns.insert(5, ColumnData::Collection(set));
+            }
+            6 => {
+                row.columns.insert(
+                    5,
+                    ColumnData::Collection(Collection {
+                        tombstone: Some(Tombstone { timestamp: ts, deletion_time_s: 0 }),
+                        cells: BTreeMap::new(),
+                    }),
+                );
+            }
             0 => {
                 row.marker = Some(shoal_storage::RowMarker { timestamp: ts, expiry });
                 row.columns.insert(2, ColumnData::Atomic(value(rng)));
@@ -742,7 +782,17 @@ mod tests {
                 if by_key_only {
                     let marker = r.row.marker.filter(|m| deletion.is_none_or(|d| !d.shadows(m.timestamp)));
                     let marker_live = marker.is_some_and(|m| m.expiry.is_none_or(|e| e.expires_at_s > FINAL_S));
-                    let live = marker_live || live_cell(&r.row, 2, deletion).is_some() || w.is_some();
+                    let set_live = match r.row.columns.get(&5) {
+                        Some(ColumnData::Collection(set)) => {
+                            let deletion = merge_tombstones(deletion, set.tombstone);
+                            set.cells.values().any(|e| {
+                                deletion.is_none_or(|d| !d.shadows(e.cell.timestamp))
+                                    && e.cell.live_value(FINAL_S).is_some()
+                            })
+                        }
+                        _ => false,
+                    };
+                    let live = marker_live || live_cell(&r.row, 2, deletion).is_some() || w.is_some() || set_live;
                     return live.then(|| (r.clustering[0].clone(), int(1), w));
                 }
                 let v = live_cell(&r.row, 2, deletion)?;
