@@ -43,6 +43,7 @@ use crate::partition_lock::{PartitionGuard, PartitionLocks};
 use crate::paxos::{self, PAXOS_TABLE};
 use crate::read::{self, PartitionSelection, ReadCommand, ReadResult};
 use crate::view_update::{self, View};
+use crate::write_gate::WriteGate;
 
 #[derive(Debug, Error)]
 pub enum ReplicaError {
@@ -144,6 +145,8 @@ pub struct Database {
     /// writes read before they write and update the views. A set, so the
     /// check on every write is one lookup, not a walk of the schema.
     with_views: RefCell<HashSet<Uuid>>,
+    /// Writes under way, by the schema they chose their views from.
+    write_gate: WriteGate,
     /// Tables with a flush under way.
     flushing: RefCell<HashSet<Uuid>>,
     /// Memtable memory was freed (a flush finished).
@@ -208,6 +211,7 @@ impl Database {
             commitlog: RefCell::new(None),
             unlogged: RefCell::new(HashSet::new()),
             with_views: RefCell::new(HashSet::new()),
+            write_gate: WriteGate::default(),
             flushing: RefCell::new(HashSet::new()),
             memory_freed: Event::default(),
             compaction_wanted: Event::default(),
@@ -278,6 +282,7 @@ impl Database {
             .flat_map(|k| k.tables.values().filter(|t| !view_update::base_views(&schema, t).is_empty()).map(|t| t.id))
             .collect();
         *self.schema.borrow_mut() = schema;
+        self.write_gate.schema_changed();
         if let Some(change) = change {
             for (_, listener) in self.listeners.borrow().iter() {
                 listener(change);
@@ -346,6 +351,7 @@ impl Database {
         list_ops: &[ListOp],
     ) -> Result<(), ReplicaError> {
         let started = Instant::now();
+        let ticket = self.write_gate.enter();
         if !self.has_views(table_id) {
             self.apply_unsynced(table_id, position, update, list_ops).await?.durable().await?;
             self.metrics.record_write(table_id, started.elapsed());
@@ -354,8 +360,10 @@ impl Database {
         let schema = self.schema();
         let meta = schema.table_by_id(table_id).ok_or(ReplicaError::NoSuchTable(table_id))?;
         let views = view_update::base_views(&schema, meta);
-        // Read before write, once for the list operations and the views.
+        // Read before write, once for the list operations and the views,
+        // once no write that skipped these views can still land here.
         check_token(&position)?;
+        ticket.settle().await;
         let table = self.table(table_id)?;
         let ranges = match list_ops.is_empty() {
             true => view_update::affected_ranges(&update),
@@ -417,7 +425,9 @@ impl Database {
     /// One step of building view `view` of table `base_id` on this shard:
     /// the view updates of up to `max_partitions` partitions after `from`
     /// (each with its base partition's token), and the last partition read
-    /// (`None` once the table is read through).
+    /// (`None` once the table is read through). The first step reads only
+    /// once every write that started before the view existed has landed
+    /// (see [`crate::write_gate`]).
     #[allow(clippy::type_complexity)]
     pub async fn view_build_step(
         &self,
@@ -426,6 +436,9 @@ impl Database {
         from: Bound<&PartitionPosition>,
         max_partitions: usize,
     ) -> Result<(Vec<(i64, Vec<Mutation>)>, Option<PartitionPosition>), ReplicaError> {
+        if from == Bound::Unbounded {
+            self.write_gate.settle().await;
+        }
         let schema = self.schema();
         let meta = schema.table_by_id(base_id).ok_or(ReplicaError::NoSuchTable(base_id))?;
         let table = self.table(base_id)?;

@@ -30,6 +30,7 @@ mod token_hash;
 mod view_update;
 mod virtual_table;
 mod warm_restart;
+mod write_gate;
 
 pub use cas::{CasRequest, CasResult, CheckOp, CheckedPart, ColumnCheck, RowCheck, RowCondition};
 pub use database::{local, Database, ReplicaError, SchemaListener, StorageConfig, ViewSink};
