@@ -82,8 +82,10 @@ use raft::eraftpb::{ConfChange, ConfChangeType, Entry, EntryType, Message, Messa
 use raft::{RawNode, SnapshotStatus, StateRole, Storage};
 use uuid::Uuid;
 
-use crate::group0_entry::{decode_member, encode_member, Entry as Group0Entry};
+use crate::group0_entry::{encode_member, Entry as Group0Entry};
 pub use crate::group0_entry::{Member, NodeState};
+pub use crate::group0_join::join_through_seeds;
+use crate::group0_join::{decode_join, NOT_LEADER};
 use crate::group0_snapshot::Group0State;
 use crate::messaging::{self, Caller, MessagingError};
 use crate::raft_codec;
@@ -96,8 +98,6 @@ use crate::verb::Verb;
 const TICK: Duration = Duration::from_millis(100);
 const ELECTION_TICKS: usize = 10;
 const HEARTBEAT_TICKS: usize = 2;
-/// Between rounds of asking the seeds to be added.
-const JOIN_RETRY: Duration = Duration::from_secs(1);
 /// How long a proposal may take to be agreed and applied here.
 const PROPOSE_TIMEOUT: Duration = Duration::from_secs(10);
 /// A log this large is snapshotted whatever its entry count (ScyllaDB's
@@ -507,7 +507,6 @@ fn void_join(members: &BTreeMap<u64, Member>, member: &Member) -> Option<String>
 const MAX_TOKENS: usize = 4096;
 
 /// The answer's prefix that names the leader's address.
-const NOT_LEADER: &str = "not the group 0 leader; the leader is at ";
 const NO_LEADER: &str = "group 0 has no leader yet";
 const LEADERSHIP_CHANGED: &str = "group 0 leadership changed; ask again";
 /// How a member answers the group 0 messages of a node that left the
@@ -1106,73 +1105,12 @@ async fn wait_applied(group: &Group0, index: u64, deadline: std::time::Instant) 
     }
 }
 
-/// Asks the seeds, in turn and again until one succeeds, to add `me`
-/// with `num_tokens` tokens the leader chooses — or, replacing a dead
-/// member, its tokens; returns the member record as group 0 applied it
-/// (its tokens among it).
-pub async fn join_through_seeds(
-    me: &Member,
-    num_tokens: usize,
-    replaces: Option<Uuid>,
-    seeds: &[SocketAddr],
-) -> Member {
-    let payload = encode_join(num_tokens, replaces, me);
-    let mut ask: Vec<SocketAddr> = seeds.to_vec();
-    loop {
-        let mut next_round = Vec::new();
-        for seed in ask {
-            tracing::info!("group 0: asking {seed} to add this node");
-            match messaging::request(seed, 0, Verb::Group0Join, &payload).await {
-                Ok(answer) => match decode_member(&answer) {
-                    Ok(member) => {
-                        tracing::info!("group 0: joined through {seed} with {} tokens", member.tokens.len());
-                        return member;
-                    }
-                    Err(e) => tracing::warn!("group 0: {seed} answered a bad member record: {e}"),
-                },
-                Err(MessagingError::Failed { message, .. }) if message.starts_with(NOT_LEADER) => {
-                    match message[NOT_LEADER.len()..].parse::<SocketAddr>() {
-                        Ok(leader) => next_round.insert(0, leader),
-                        Err(_) => tracing::warn!("group 0: {seed} answered {message}"),
-                    }
-                }
-                Err(e) => tracing::info!("group 0: {seed}: {e}"),
-            }
-        }
-        shoal_runtime::time::sleep(JOIN_RETRY).await;
-        next_round.extend(seeds.iter().copied());
-        ask = next_round;
-    }
-}
-
-/// A join request: `[u32 tokens wanted][16 host id replaced, nil for
-/// none][member]`.
-fn encode_join(num_tokens: usize, replaces: Option<Uuid>, me: &Member) -> Vec<u8> {
-    let mut payload = (num_tokens as u32).to_be_bytes().to_vec();
-    payload.extend_from_slice(replaces.unwrap_or_default().as_bytes());
-    encode_member(me, &mut payload);
-    payload
-}
-
-fn decode_join(payload: &[u8]) -> Result<(usize, Option<Uuid>, Member), String> {
-    let Some((count, rest)) = payload.split_first_chunk::<4>() else { return Err("short join".to_string()) };
-    let Some((replaces, member)) = rest.split_first_chunk::<16>() else { return Err("short join".to_string()) };
-    let replaces = Some(Uuid::from_bytes(*replaces)).filter(|id| !id.is_nil());
-    Ok((u32::from_be_bytes(*count) as usize, replaces, decode_member(member)?))
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
 
     #[test]
-    fn joins_round_trip_and_raft_ids_are_never_zero() {
-        let member = crate::group0_entry::sample_member();
-        let join = encode_join(16, None, &member);
-        assert_eq!(decode_join(&join), Ok((16, None, member.clone())));
-        let replaced = Uuid::from_u128(5);
-        assert_eq!(decode_join(&encode_join(0, Some(replaced), &member)), Ok((0, Some(replaced), member)));
-        assert!(decode_join(&join[..19]).is_err());
+    fn raft_ids_are_never_zero() {
         assert_eq!(raft_id(Uuid::nil()), 1);
     }
 }

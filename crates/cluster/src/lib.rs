@@ -17,8 +17,9 @@
 //!
 //! - [`group0`]: the Raft group of all nodes on shard 0 (raft-rs, its
 //!   messages in [`raft_codec`], its log in [`raft_store`]): bootstrap,
-//!   joins through the seeds, membership and schema changes agreed in log
-//!   order; [`group0_entry`]: what its log holds; [`group0_snapshot`]:
+//!   a joiner's admission, membership and schema changes agreed in log
+//!   order; `group0_join`: the joiner's side, asking the seeds;
+//!   [`group0_entry`]: what its log holds; [`group0_snapshot`]:
 //!   what its snapshots hold, so the log before them can be dropped.
 //!
 //! The coordinator's use of replicas builds on these (docs/design.md §8).
@@ -28,6 +29,7 @@ pub mod failure_detector;
 pub mod frame;
 pub mod group0;
 pub mod group0_entry;
+mod group0_join;
 pub mod group0_snapshot;
 pub mod hello;
 pub mod messaging;

@@ -10,65 +10,34 @@
 //! the batch itself, at ONE, until every mutation took. So a logged batch
 //! applies whole or, eventually, whole: never half.
 //!
-//! Copies are kept in memory, per shard ([`BATCHES_BYTES_MAX`]), and in
-//! the shard's batch log (a [`crate::side_log`], synced every 10 s; entries
-//! are [`encode_batch`]'s bytes), read back when the node starts
-//! ([`open`]). Removals are not logged: a batch removed just before a
+//! Copies are kept in memory and in the shard's batch log
+//! ([`crate::held_batches`]), read back when the node starts. Removals
+//! are not logged: a batch removed just before a
 //! restart is replayed once more after it, which writes nothing new (its
 //! mutations carry their timestamps; counter batches are never logged).
 //! On one node, or when every mutation stays on this node, a batch is
 //! applied without a log, as before.
 
-use std::cell::RefCell;
-use std::collections::BTreeMap;
-use std::path::Path;
-use std::rc::Rc;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
-use bytes::Bytes;
 use futures_util::future::join_all;
 use shoal_replica::Mutation;
-use shoal_storage::codec::{DecodeError, Decoder, Encoder};
-use shoal_storage::commitlog::Position;
 use uuid::Uuid;
 
-use crate::proxy::{mutate, placement};
-use crate::side_log::{self, SideLog};
-use crate::timeouts::timeouts;
-use crate::topology::topology;
-use crate::verbs::Target;
-use crate::write_handler::check_available;
-use crate::{wire, ConsistencyLevel, CoordinatorError, WriteType};
+use crate::held_batches::{self, encode_batch};
+use crate::target::Target;
+use crate::timeouts::{deadline, timeouts};
+use crate::topology::{placement, topology};
+use crate::write_handler::{self, check_available};
+use crate::{ConsistencyLevel, CoordinatorError, WriteType};
 
 /// How long a stored batch waits for its coordinator before its holder
 /// replays it.
 const REPLAY_AFTER: Duration = Duration::from_secs(10);
 /// How often holders look for batches to replay.
 const REPLAY_INTERVAL: Duration = Duration::from_secs(1);
-/// Batch bytes a shard holds for coordinators.
-pub const BATCHES_BYTES_MAX: usize = 64 << 20;
 /// How many other nodes hold each batch.
 const HOLDERS: usize = 2;
-
-struct Held {
-    stored: Instant,
-    mutations: Vec<Mutation>,
-    bytes: usize,
-    /// Its entry in the batch log, when it is on one.
-    logged: Option<Position>,
-}
-
-#[derive(Default)]
-struct Batchlog {
-    held: BTreeMap<Uuid, Held>,
-    bytes: usize,
-    /// `None` until [`open`] ran (or if it failed): copies in memory only.
-    log: Option<Rc<SideLog>>,
-}
-
-thread_local! {
-    static BATCHLOG: RefCell<Batchlog> = RefCell::default();
-}
 
 /// Applies the mutations of a logged batch at `consistency`.
 pub async fn mutate_logged(
@@ -94,7 +63,7 @@ pub async fn mutate_logged(
         .filter(|h| *h != topology.me && topology.is_up(*h))
         .filter_map(|h| topology.endpoint(h).map(|e| (h, e.placement.data_center.as_str(), e.placement.rack.as_str())))
         .collect();
-    let me = crate::cluster::node();
+    let me = crate::identity::node();
     let holders = choose_holders((topology.me, &me.data_center, &me.rack), &live, id.as_u64_pair().0);
     let stored = join_all(holders.iter().map(|host| {
         let target = Target { topology: &topology, host: *host };
@@ -163,72 +132,11 @@ async fn mutate_all(
     consistency: ConsistencyLevel,
     timeout: Duration,
 ) -> Result<(), CoordinatorError> {
-    let results = join_all(mutations.into_iter().map(|m| mutate(m, consistency, WriteType::Batch, timeout))).await;
+    let deadline = deadline(timeout);
+    let results =
+        join_all(mutations.into_iter().map(|m| write_handler::mutate(m, consistency, WriteType::Batch, deadline)))
+            .await;
     results.into_iter().collect()
-}
-
-/// Holds a batch another node coordinates (`payload`: [`encode_batch`]).
-pub(crate) fn hold(payload: &[u8]) -> Result<(), CoordinatorError> {
-    let (id, mutations) =
-        decode_batch(payload).map_err(|e| CoordinatorError::Invalid(format!("malformed batch: {e}")))?;
-    BATCHLOG.with(|log| {
-        let mut log = log.borrow_mut();
-        if log.bytes + payload.len() > BATCHES_BYTES_MAX {
-            return Err(CoordinatorError::Overloaded(format!(
-                "this node holds {} bytes of batches already; try again later",
-                log.bytes
-            )));
-        }
-        let logged = log.log.as_ref().and_then(|side| match side.append(|out| out.extend_from_slice(payload)) {
-            Ok(at) => Some(at),
-            Err(e) => {
-                tracing::warn!("batch {id} is held in memory only: {e}");
-                None
-            }
-        });
-        log.bytes += payload.len();
-        log.held.insert(id, Held { stored: Instant::now(), mutations, bytes: payload.len(), logged });
-        Ok(())
-    })
-}
-
-/// Opens this shard's batch log in `dir` and holds again the batches it
-/// kept (replayed [`REPLAY_AFTER`] from now unless their coordinator
-/// removes them); call once per shard at start. Without it (or if it
-/// fails: logged) copies are kept in memory only.
-pub async fn open(dir: &Path) {
-    let install = |side| BATCHLOG.with(|log| log.borrow_mut().log = Some(side));
-    let keep_again = |entry: &[u8]| {
-        if let Err(e) = hold(entry) {
-            tracing::error!("a batch in {} is not held again: {e}", dir.display());
-        }
-    };
-    if let Err(e) = side_log::open(dir, install, keep_again).await {
-        tracing::error!("the batch log in {}: {e}; batches it held may be lost", dir.display());
-    }
-}
-
-/// Deletes the batch log's segments no held batch needs.
-async fn discard_finished() {
-    let Some((side, oldest)) = BATCHLOG.with(|log| {
-        let log = log.borrow();
-        let side = log.log.clone()?;
-        let oldest = log.held.values().filter_map(|held| held.logged).min();
-        Some((side, oldest))
-    }) else {
-        return;
-    };
-    side.discard_before(oldest).await;
-}
-
-/// Forgets a batch whose coordinator finished it.
-pub(crate) fn forget(id: Uuid) {
-    BATCHLOG.with(|log| {
-        let mut log = log.borrow_mut();
-        if let Some(held) = log.held.remove(&id) {
-            log.bytes -= held.bytes;
-        }
-    });
 }
 
 /// Replays the batches whose coordinator did not finish, forever; runs on
@@ -237,51 +145,18 @@ pub async fn replay() {
     let mut ticks = shoal_runtime::time::interval(REPLAY_INTERVAL);
     loop {
         ticks.tick().await;
-        let due: Vec<(Uuid, Vec<Mutation>)> = BATCHLOG.with(|log| {
-            let log = log.borrow();
-            log.held
-                .iter()
-                .filter(|(_, held)| held.stored.elapsed() > REPLAY_AFTER)
-                .map(|(id, held)| (*id, held.mutations.clone()))
-                .collect()
-        });
+        let due = held_batches::due(REPLAY_AFTER);
         for (id, mutations) in due {
             match mutate_all(mutations, ConsistencyLevel::One, timeouts().write).await {
                 Ok(()) => {
                     tracing::info!("replayed batch {id}: its coordinator did not finish it");
-                    forget(id);
+                    held_batches::forget(id);
                 }
                 Err(e) => tracing::debug!("replaying batch {id}: {e}; trying again"),
             }
         }
-        discard_finished().await;
+        held_batches::discard_finished().await;
     }
-}
-
-/// `[16 id][varint count][varint+mutation]...`
-pub(crate) fn encode_batch(id: Uuid, mutations: &[Mutation]) -> Vec<u8> {
-    let mut out = id.as_bytes().to_vec();
-    let e = &mut Encoder { out: &mut out };
-    e.var_u64(mutations.len() as u64);
-    for m in mutations {
-        e.bytes(&wire::encode_mutation(m));
-    }
-    out
-}
-
-pub fn decode_batch(bytes: &[u8]) -> Result<(Uuid, Vec<Mutation>), DecodeError> {
-    let d = &mut Decoder::new(bytes);
-    let id = Uuid::from_slice(d.slice(16)?).map_err(|_| d.error("bad batch id"))?;
-    let count = d.var_u64()?;
-    let mut mutations = Vec::with_capacity(usize::try_from(count).unwrap_or(0).min(d.remaining()));
-    for _ in 0..count {
-        let bytes: Bytes = d.bytes()?;
-        mutations.push(wire::decode_mutation(&bytes)?);
-    }
-    if !d.is_empty() {
-        return Err(d.error("trailing bytes after the batch"));
-    }
-    Ok((id, mutations))
 }
 
 #[cfg(test)]

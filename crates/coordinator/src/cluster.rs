@@ -1,34 +1,16 @@
-//! This node's place in the cluster: who it is (host id, address, cluster
-//! name, data center, rack, tokens), its load as peers see it, and which
+//! This node's place in the cluster as the front ends and the API see it:
+//! who it is (host id, address, cluster name, data center, rack, tokens:
+//! [`crate::identity`], shown here), the ring's ownership and the peers as
+//! this shard's topology knows them, its load as peers see it, and which
 //! replication strategies a keyspace may use.
 
 use std::collections::BTreeMap;
 use std::net::IpAddr;
-use std::sync::OnceLock;
 
 use thiserror::Error;
 use uuid::Uuid;
 
-/// The data center and rack of a node that names none (Cassandra's
-/// SimpleSnitch names).
-pub const DEFAULT_DATA_CENTER: &str = "datacenter1";
-pub const DEFAULT_RACK: &str = "rack1";
-
-/// Who this node is, fixed at start.
-#[derive(Debug, Clone)]
-pub struct NodeInfo {
-    pub cluster_name: String,
-    pub host_id: Uuid,
-    pub address: IpAddr,
-    pub data_center: String,
-    pub rack: String,
-}
-
-static NODE: OnceLock<NodeInfo> = OnceLock::new();
-
-/// The node's tokens: chosen once it knows the ring it joins, after its
-/// identity is set.
-static TOKENS: OnceLock<Vec<i64>> = OnceLock::new();
+pub use crate::identity::{node, set_node_info, set_tokens, tokens, NodeInfo, DEFAULT_DATA_CENTER, DEFAULT_RACK};
 
 /// The share of the ring each member replicates for `keyspace`, by host
 /// id, as this shard's topology sees the ring.
@@ -57,16 +39,6 @@ pub fn range_ownership(keyspace: &str) -> Result<Vec<(i64, Vec<IpAddr>)>, crate:
     };
     let ranges = topology.range_replicas(meta);
     Ok(ranges.into_iter().map(|(end, hosts)| (end, hosts.into_iter().filter_map(address).collect())).collect())
-}
-
-/// Sets the node's tokens; call once at start, before serving CQL.
-pub fn set_tokens(tokens: Vec<i64>) {
-    let _ = TOKENS.set(tokens);
-}
-
-/// The node's tokens (`[0]` before [`set_tokens`]).
-pub fn tokens() -> Vec<i64> {
-    TOKENS.get().cloned().unwrap_or_else(|| vec![0])
 }
 
 /// The cluster's other members as this shard knows them (`system.peers`).
@@ -101,23 +73,6 @@ pub async fn publish_load() {
         ticks.tick().await;
         shoal_cluster::failure_detector::set_load_bytes(load_bytes().await);
     }
-}
-
-/// Sets the node's identity; call once at start, before serving.
-pub fn set_node_info(info: NodeInfo) {
-    // A second call (tests starting several nodes in one process) keeps the first.
-    let _ = NODE.set(info);
-}
-
-/// The node's identity (defaults before [`set_node_info`]).
-pub fn node() -> NodeInfo {
-    NODE.get().cloned().unwrap_or_else(|| NodeInfo {
-        cluster_name: "Shoal Cluster".to_string(),
-        host_id: Uuid::nil(),
-        address: IpAddr::from([127, 0, 0, 1]),
-        data_center: DEFAULT_DATA_CENTER.to_string(),
-        rack: DEFAULT_RACK.to_string(),
-    })
 }
 
 /// A keyspace's replication options that cannot be used, in Cassandra's

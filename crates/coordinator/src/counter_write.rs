@@ -25,10 +25,9 @@ use shoal_replica::Mutation;
 use shoal_runtime::submit_to;
 use uuid::Uuid;
 
-use crate::proxy::placement;
 use crate::shards::shard_of;
-use crate::topology::{Topology, WriteTargets};
-use crate::verbs::Target;
+use crate::target::Target;
+use crate::topology::{placement, Topology, WriteTargets};
 use crate::wire::{self, CounterWrite};
 use crate::write_handler::{self, Delivery};
 use crate::{metrics, ConsistencyLevel, CoordinatorError, WriteType};
@@ -134,7 +133,7 @@ async fn lead_here(
     deadline: Instant,
     for_replicas: bool,
 ) -> Result<Option<Mutation>, CoordinatorError> {
-    let leader = crate::cluster::node().host_id.as_u128();
+    let leader = crate::identity::node().host_id.as_u128();
     let shard = shard_of(mutation.position.token);
     metrics::note_target(shard);
     submit_to(shard, move || async move {

@@ -30,8 +30,8 @@ use shoal_storage::commitlog::Position;
 use uuid::Uuid;
 
 use crate::side_log::{self, SideLog};
+use crate::target::Target;
 use crate::topology::{topology, Topology};
-use crate::verbs::Target;
 
 /// Hint bytes a shard keeps, all targets together.
 pub const HINTS_BYTES_MAX: usize = 64 << 20;

@@ -8,6 +8,16 @@
 //! this node's identity and replication rules ([`cluster`]) — as ScyllaDB's `service/` does for its CQL and
 //! Redis front ends alike.
 //!
+//! Its modules form layers, each naming only modules beneath it
+//! (`crates/shoal/tests/module_cycles.rs` fails on a cycle), bottom up:
+//! the foundation (`topology`, `identity`, `shards`, `schema`, `wire`,
+//! `consistency`, `timeouts`, ...); the local halves of the data verbs
+//! (`local`, `held_batches`); the client of a replica (`target::Target`,
+//! this node or another); the executors (`write_handler`,
+//! `read_executor`, `counter_write`, `paxos`, `hints`, `batchlog`,
+//! `streaming`, `repair`, `views`, `node_ops`, `cleanup`); the proxy; and
+//! the registration of other nodes' requests (`handlers`).
+//!
 //! Invariants:
 //! - a partition lives on exactly one shard, chosen by ScyllaDB's sharding
 //!   of its token ([`shard_of`]);
@@ -22,8 +32,12 @@ mod consistency;
 mod counter_write;
 pub mod data;
 mod error;
+mod handlers;
+mod held_batches;
 mod hints;
+mod identity;
 mod items;
+mod local;
 mod metrics;
 pub mod node_ops;
 mod paxos;
@@ -37,16 +51,17 @@ mod shards;
 mod side_log;
 mod storage_ops;
 mod streaming;
+mod target;
 mod timeouts;
 mod topology;
-mod verbs;
 mod views;
 pub mod wire;
 mod write_handler;
 
-pub use batchlog::{decode_batch, mutate_logged, open as open_batchlog};
+pub use batchlog::mutate_logged;
 pub use consistency::ConsistencyLevel;
 pub use error::{CoordinatorError, WriteType};
+pub use held_batches::{decode_batch, open as open_batchlog};
 pub use hints::{decode_hint_entry, encode_hint_entry, open as open_hints, set_hint_window, HintEntry};
 pub use items::{item_position, items_stats, run_items, track_items, ItemResult};
 pub use proxy::{cas, mutate, read, truncate};
@@ -66,7 +81,7 @@ pub use views::{is_building as view_is_building, resume_builds as resume_view_bu
 /// new indexes, and starts its hint and batchlog replays there; call on
 /// every shard at start, once the starting schema is installed.
 pub fn start_shard() {
-    verbs::register();
+    handlers::register();
     views::install();
     // `internode_encryption: dc | rack` asks where a peer is.
     shoal_cluster::encryption::set_locator(std::rc::Rc::new(|peer| topology::topology().placement_at(peer)));

@@ -29,7 +29,7 @@ use futures_util::future::join_all;
 use shoal_cluster::group0::{self, NodeState};
 use uuid::Uuid;
 
-use crate::cluster::node;
+use crate::identity::node;
 use crate::schema::schema;
 use crate::streaming::ask_to_stream;
 use crate::timeouts::timeouts;

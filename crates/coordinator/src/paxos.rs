@@ -38,17 +38,15 @@ use std::time::{Duration, Instant};
 
 use futures_util::stream::FuturesUnordered;
 use futures_util::StreamExt;
-use shoal_replica::{Ballot, CasRequest, CasResult, Mutation, Promise, Proposal, ReadCommand};
-use shoal_runtime::submit_to;
+use shoal_replica::{Ballot, CasRequest, CasResult, Mutation, Proposal, ReadCommand};
 use shoal_schema::KeyspaceMeta;
 use shoal_storage::{ClusteringRange, Partition, PartitionPosition};
 use uuid::Uuid;
 
 use crate::read_executor::repair_copies;
-use crate::shards::shard_of;
+use crate::target::Target;
 use crate::timeouts::{deadline, timeouts};
 use crate::topology::{ReplicaPlan, Topology, WriteTargets};
-use crate::verbs::Target;
 use crate::wire::PaxosPrepare;
 use crate::write_handler::Delivery;
 use crate::{write_handler, ConsistencyLevel, CoordinatorError, WriteType};
@@ -354,30 +352,4 @@ impl Round {
         let left = self.deadline.saturating_duration_since(Instant::now());
         shoal_runtime::time::sleep(wait.min(left)).await;
     }
-}
-
-/// A replica's prepare on this node, on the shard owning the partition.
-pub(crate) async fn prepare_local(prepare: PaxosPrepare) -> Result<Promise, CoordinatorError> {
-    submit_to(shard_of(prepare.position.token), move || async move {
-        let PaxosPrepare { table, position, ballot, read } = prepare;
-        Ok(shoal_replica::local().paxos_prepare(table, &position, ballot, read.as_deref()).await?)
-    })
-    .await?
-}
-
-/// A replica's accept on this node: whether it accepted.
-pub(crate) async fn accept_local(mutation: Mutation, ballot: Ballot) -> Result<bool, CoordinatorError> {
-    submit_to(shard_of(mutation.position.token), move || async move {
-        let Mutation { table, position, update, .. } = mutation;
-        Ok(shoal_replica::local().paxos_accept(table, &position, Proposal { ballot, update }).await?)
-    })
-    .await?
-}
-
-/// A replica's commit on this node.
-pub(crate) async fn commit_local(mutation: Mutation, ballot: Ballot) -> Result<(), CoordinatorError> {
-    submit_to(shard_of(mutation.position.token), move || async move {
-        Ok(shoal_replica::local().paxos_commit(mutation, ballot).await?)
-    })
-    .await?
 }

@@ -29,9 +29,9 @@ use shoal_schema::KeyspaceMeta;
 use shoal_storage::{Partition, PartitionPosition};
 use uuid::Uuid;
 
-use crate::proxy::merge_answers;
+use crate::local::{digest, merge_answers};
+use crate::target::Target;
 use crate::topology::{Replica, ReplicaPlan, Topology};
-use crate::verbs::{digest, Target};
 use crate::{wire, ConsistencyLevel, CoordinatorError, WriteType};
 
 /// A read at `consistency` of `command`, whose table is in `keyspace`.

@@ -35,9 +35,9 @@ use uuid::Uuid;
 use crate::read_executor::reconcile;
 use crate::schema::schema;
 use crate::streaming::{decode_read, scan_page, token_bounds};
+use crate::target::{answer_body, Target};
 use crate::timeouts::{deadline, timeouts};
 use crate::topology::{topology, Topology};
-use crate::verbs::{answer_body, Target};
 use crate::wire::{self, HashPage, RowHashes, StreamRead};
 use crate::CoordinatorError;
 

@@ -225,7 +225,7 @@ async fn pull(address: std::net::SocketAddr, shard: u16, mut read: StreamRead) -
         let answer = messaging::request(address, shard, Verb::StreamRead, &wire::encode_stream_read(&read))
             .await
             .map_err(|e| CoordinatorError::Remote(format!("streaming from {address}: {e}")))?;
-        let body = crate::verbs::answer_body(address, answer)?;
+        let body = crate::target::answer_body(address, answer)?;
         total.bytes += body.len();
         let page = wire::decode_stream_page(&body)
             .map_err(|e| CoordinatorError::Remote(format!("a streamed page from {address}: {e}")))?;
@@ -289,7 +289,7 @@ pub(crate) async fn ask_to_stream(topology: &Topology, host: Uuid) -> Result<(),
     let answer = messaging::request(endpoint.address, 0, Verb::Stream, &[])
         .await
         .map_err(|e| CoordinatorError::Remote(format!("node {host} did not stream: {e}")))?;
-    crate::verbs::answer_body(endpoint.address, answer).map(drop)
+    crate::target::answer_body(endpoint.address, answer).map(drop)
 }
 
 #[cfg(test)]

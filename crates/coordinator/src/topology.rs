@@ -32,6 +32,7 @@ use std::collections::{BTreeMap, HashMap, HashSet};
 use std::net::{IpAddr, SocketAddr};
 use std::ops::Bound;
 use std::rc::Rc;
+use std::sync::Arc;
 use std::time::Duration;
 
 use bytes::Bytes;
@@ -45,6 +46,7 @@ use shoal_storage::PartitionPosition;
 use uuid::Uuid;
 
 use crate::consistency::Tally;
+use crate::schema::schema;
 use crate::shards::{first_token, on_every_shard, SHARDING_IGNORE_MSB};
 use crate::{ConsistencyLevel, CoordinatorError};
 
@@ -178,9 +180,21 @@ pub fn topology() -> Rc<Topology> {
     TOPOLOGY.with(|t| Rc::clone(t.borrow_mut().get_or_insert_with(|| Rc::new(Topology::build(Snapshot::default())))))
 }
 
+/// Where a request on `table` runs when other nodes hold some of it: the
+/// cluster and the table's keyspace. `None`: on this node alone.
+pub(crate) fn placement(table: Uuid) -> Option<(Rc<Topology>, Arc<KeyspaceMeta>)> {
+    let topology = topology();
+    if !topology.is_cluster() {
+        return None;
+    }
+    let schema = schema();
+    let meta = schema.table_by_id(table)?;
+    Some((topology, Arc::clone(schema.keyspace(&meta.keyspace)?)))
+}
+
 impl Topology {
     fn build(snapshot: Snapshot) -> Topology {
-        let node = crate::cluster::node();
+        let node = crate::identity::node();
         let (me, local_dc) = (node.host_id, node.data_center);
         let placement = |m: &Member| Placement { data_center: m.data_center.clone(), rack: m.rack.clone() };
         let endpoints: HashMap<Uuid, Endpoint> = snapshot

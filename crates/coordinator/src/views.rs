@@ -36,11 +36,11 @@ use uuid::Uuid;
 
 use shoal_io::IoClass;
 
-use crate::proxy::{mutate_local, placement};
+use crate::local::mutate_local;
 use crate::shards::on_every_shard;
+use crate::target::Target;
 use crate::timeouts::deadline;
-use crate::topology::Topology;
-use crate::verbs::Target;
+use crate::topology::{placement, Topology};
 use crate::{hints, wire, ConsistencyLevel, WriteType};
 
 /// Partitions read per step of a view build.

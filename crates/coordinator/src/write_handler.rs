@@ -20,8 +20,9 @@ use futures_channel::mpsc;
 use futures_util::StreamExt;
 use shoal_replica::{Ballot, Mutation};
 
-use crate::topology::{ReplicaPlan, Topology, WriteTargets};
-use crate::verbs::Target;
+use crate::local::mutate_local;
+use crate::target::Target;
+use crate::topology::{placement, ReplicaPlan, Topology, WriteTargets};
 use crate::{hints, wire, ConsistencyLevel, CoordinatorError, WriteType};
 
 /// Unavailable if too few of `targets` are up to meet a write at
@@ -44,6 +45,26 @@ pub(crate) enum Delivery {
     /// As a counter write this node led: it applied it already, and the
     /// other replicas get it as a mutation.
     LedHere,
+}
+
+/// Applies a mutation that is not a counter update on its partition's
+/// replicas, answered at `consistency`: this node's owning shard alone
+/// when it is the only replica, otherwise [`write`] to every live one.
+pub(crate) async fn mutate(
+    mutation: Mutation,
+    consistency: ConsistencyLevel,
+    write_type: WriteType,
+    deadline: Instant,
+) -> Result<(), CoordinatorError> {
+    if let Some((topology, keyspace)) = placement(mutation.table) {
+        let targets = topology.write_targets(&keyspace, mutation.position.token);
+        if !targets.only(topology.me) {
+            let delivery = Delivery::Mutation;
+            let write = write(topology, targets, mutation, consistency, write_type, deadline, delivery);
+            return Box::pin(write).await;
+        }
+    }
+    mutate_local(mutation, consistency, write_type, deadline).await
 }
 
 pub(crate) async fn write(

@@ -1,177 +1,61 @@
-//! The data verbs between nodes: what a replica answers when another
-//! node's coordinator asks (handlers registered on every shard by
-//! [`register`]), and how a coordinator asks ([`Target`]).
+//! How a coordinator asks a replica ([`Target`]): this node's local half
+//! ([`crate::local`], [`crate::held_batches`]) called directly, another
+//! node by a message of the verb to its shard owning the partition (a
+//! range read: the range's first token).
 //!
-//! A replica's answer is `[u8 outcome][body]`: 0 and the payload, or an
-//! error as a message — 1 invalid (the client's to fix), 2 overloaded, 3
-//! any other — so a coordinator returns the replica's error as the kind it
-//! is. A request that gets no answer (connection lost, timeout) is a
-//! replica that did not answer, which consistency levels count.
+//! A replica's answer is `[u8 outcome][body]` ([`encode_answer`],
+//! [`answer_body`]): 0 and the payload, or an error as a message — 1
+//! invalid (the client's to fix), 2 overloaded, 3 any other — so a
+//! coordinator returns the replica's error as the kind it is. A request
+//! that gets no answer (connection lost, timeout) is a replica that did
+//! not answer, which consistency levels count.
+//!
+//! Above the local halves, beneath the executors that use it (write,
+//! read, counter, Paxos, hints, batchlog, streaming, repair, views).
 
 use std::net::SocketAddr;
-use std::rc::Rc;
 use std::time::Instant;
 
 use bytes::Bytes;
-use futures_util::FutureExt;
-use shoal_cluster::messaging::{self, Caller};
+use shoal_cluster::messaging;
 use shoal_cluster::verb::Verb;
 use shoal_replica::{Ballot, Mutation, PartitionSelection, Promise, ReadCommand, ReadResult};
-use shoal_storage::{ClusteringRange, Partition, PartitionPosition};
+use shoal_storage::Partition;
 use uuid::Uuid;
 
-use crate::proxy::{mutate_local, read_local, read_raw_local, truncate_local};
+use crate::local::{
+    accept_local, commit_local, digest, mutate_local, prepare_local, read_local, read_raw_local, row_hashes_local,
+    truncate_local,
+};
 use crate::shards::first_token;
-use crate::timeouts::{deadline, timeouts};
 use crate::topology::Topology;
 use crate::wire::PaxosPrepare;
-use crate::{paxos, wire, ConsistencyLevel, CoordinatorError, WriteType};
+use crate::{held_batches, wire, ConsistencyLevel, CoordinatorError, WriteType};
 
 const OK: u8 = 0;
 const INVALID: u8 = 1;
 const OVERLOADED: u8 = 2;
-const FAILED: u8 = 3;
+pub(crate) const FAILED: u8 = 3;
 
-/// Registers the data verbs' handlers on the calling shard.
-pub fn register() {
-    messaging::register(Verb::Mutation, handler(handle_mutation));
-    messaging::register(Verb::CounterMutation, handler(crate::counter_write::serve));
-    messaging::register(Verb::ReadData, handler(handle_read_data));
-    messaging::register(Verb::ReadDigest, handler(handle_read_digest));
-    messaging::register(Verb::ReadRaw, handler(handle_read_raw));
-    messaging::register(Verb::PaxosPrepare, handler(handle_paxos_prepare));
-    messaging::register(Verb::PaxosAccept, handler(handle_paxos_accept));
-    messaging::register(Verb::PaxosCommit, handler(handle_paxos_commit));
-    messaging::register(Verb::Truncate, handler(handle_truncate));
-    messaging::register(Verb::StreamRead, handler(crate::streaming::serve_read));
-    messaging::register(Verb::Stream, handler(crate::streaming::serve_stream));
-    messaging::register(Verb::RepairHashes, handler(crate::repair::serve_hashes));
-    messaging::register(Verb::RepairRowHashes, handler(handle_row_hashes));
-    messaging::register(
-        Verb::BatchStore,
-        handler(|payload: Bytes| async move { crate::batchlog::hold(&payload).map(|()| Vec::new()) }),
-    );
-    messaging::register(
-        Verb::BatchRemove,
-        handler(|payload: Bytes| async move {
-            let id =
-                Uuid::from_slice(&payload).map_err(|_| CoordinatorError::Invalid("a batch id is 16 bytes".into()))?;
-            crate::batchlog::forget(id);
-            Ok(Vec::new())
-        }),
-    );
-}
-
-async fn handle_truncate(payload: Bytes) -> Result<Vec<u8>, CoordinatorError> {
-    let table = Uuid::from_slice(&payload).map_err(|_| CoordinatorError::Invalid("a truncate names a table".into()))?;
-    truncate_local(table, deadline(timeouts().truncate)).await?;
-    Ok(Vec::new())
-}
-
-fn handler<F, Fut>(handle: F) -> messaging::Handler
-where
-    F: Fn(Bytes) -> Fut + 'static,
-    Fut: std::future::Future<Output = Result<Vec<u8>, CoordinatorError>> + 'static,
-{
-    let handle = Rc::new(handle);
-    Rc::new(move |_caller: Caller, payload: Bytes| {
-        let handle = Rc::clone(&handle);
-        async move {
-            let mut answer = Vec::new();
-            match handle(payload).await {
-                Ok(body) => {
-                    answer.push(OK);
-                    answer.extend_from_slice(&body);
-                }
-                Err(e) => {
-                    answer.push(match e {
-                        CoordinatorError::Invalid(_) => INVALID,
-                        CoordinatorError::Overloaded(_) => OVERLOADED,
-                        _ => FAILED,
-                    });
-                    answer.extend_from_slice(e.to_string().as_bytes());
-                }
-            }
-            Ok(Bytes::from(answer))
+/// A handler's answer: its outcome and body, or its error's kind and
+/// message.
+pub(crate) fn encode_answer(result: Result<Vec<u8>, CoordinatorError>) -> Bytes {
+    let mut answer = Vec::new();
+    match result {
+        Ok(body) => {
+            answer.push(OK);
+            answer.extend_from_slice(&body);
         }
-        .boxed_local()
-    })
-}
-
-fn malformed(e: shoal_storage::codec::DecodeError) -> CoordinatorError {
-    CoordinatorError::Invalid(format!("malformed data message: {e}"))
-}
-
-async fn handle_mutation(payload: Bytes) -> Result<Vec<u8>, CoordinatorError> {
-    let mutation = wire::decode_mutation(&payload).map_err(malformed)?;
-    let deadline = deadline(timeouts().write);
-    mutate_local(mutation, ConsistencyLevel::One, WriteType::Simple, deadline).await?;
-    Ok(Vec::new())
-}
-
-async fn handle_read_data(payload: Bytes) -> Result<Vec<u8>, CoordinatorError> {
-    let command = wire::decode_read_command(&payload).map_err(malformed)?;
-    let result = read_local(command, ConsistencyLevel::One, deadline(timeouts().range)).await?;
-    Ok(wire::encode_read_result(&result))
-}
-
-async fn handle_read_digest(payload: Bytes) -> Result<Vec<u8>, CoordinatorError> {
-    let command = wire::decode_read_command(&payload).map_err(malformed)?;
-    let result = read_local(command, ConsistencyLevel::One, deadline(timeouts().range)).await?;
-    Ok(digest(&result).to_be_bytes().to_vec())
-}
-
-/// A read command that must name its partitions (a raw read, row
-/// hashes): its table, keys and clustering ranges.
-fn keyed_command(payload: &[u8]) -> Result<(Uuid, Vec<PartitionPosition>, Vec<ClusteringRange>), CoordinatorError> {
-    let command = wire::decode_read_command(payload).map_err(malformed)?;
-    let PartitionSelection::Keys(keys) = command.partitions else {
-        return Err(CoordinatorError::Invalid("raw reads and row hashes name their partitions".to_string()));
-    };
-    Ok((command.table, keys, command.clustering))
-}
-
-async fn handle_read_raw(payload: Bytes) -> Result<Vec<u8>, CoordinatorError> {
-    let (table, keys, clustering) = keyed_command(&payload)?;
-    Ok(wire::encode_partitions(&read_raw_local(table, keys, clustering).await?))
-}
-
-async fn handle_row_hashes(payload: Bytes) -> Result<Vec<u8>, CoordinatorError> {
-    let (table, keys, _) = keyed_command(&payload)?;
-    Ok(wire::encode_row_hashes(&row_hashes_local(table, keys).await?))
-}
-
-/// The [`wire::RowHashes`] of this node's stored copies of `keys`.
-async fn row_hashes_local(
-    table: Uuid,
-    keys: Vec<PartitionPosition>,
-) -> Result<Vec<Option<wire::RowHashes>>, CoordinatorError> {
-    let partitions = read_raw_local(table, keys, vec![ClusteringRange::all()]).await?;
-    Ok(partitions.iter().map(|p| p.as_ref().map(wire::RowHashes::of)).collect())
-}
-
-async fn handle_paxos_prepare(payload: Bytes) -> Result<Vec<u8>, CoordinatorError> {
-    let prepare = wire::decode_paxos_prepare(&payload).map_err(malformed)?;
-    Ok(wire::encode_promise(&paxos::prepare_local(prepare).await?))
-}
-
-/// Answers `[u8 1]` when accepted, `[u8 0]` when a higher ballot was
-/// promised.
-async fn handle_paxos_accept(payload: Bytes) -> Result<Vec<u8>, CoordinatorError> {
-    let (ballot, mutation) = wire::decode_paxos_proposal(&payload).map_err(malformed)?;
-    Ok(vec![u8::from(paxos::accept_local(mutation, ballot).await?)])
-}
-
-async fn handle_paxos_commit(payload: Bytes) -> Result<Vec<u8>, CoordinatorError> {
-    let (ballot, mutation) = wire::decode_paxos_proposal(&payload).map_err(malformed)?;
-    paxos::commit_local(mutation, ballot).await?;
-    Ok(Vec::new())
-}
-
-/// A digest of a read's rows: equal rows give equal digests on every node
-/// ([`wire::digest_of`] the rows' encoding).
-pub(crate) fn digest(result: &ReadResult) -> u128 {
-    wire::digest_of(&wire::encode_read_result(result))
+        Err(e) => {
+            answer.push(match e {
+                CoordinatorError::Invalid(_) => INVALID,
+                CoordinatorError::Overloaded(_) => OVERLOADED,
+                _ => FAILED,
+            });
+            answer.extend_from_slice(e.to_string().as_bytes());
+        }
+    }
+    Bytes::from(answer)
 }
 
 /// The body of `address`'s answer to a data verb, or its error as the
@@ -282,7 +166,7 @@ impl Target<'_> {
     /// Has this node hold a logged batch (`payload`: its encoding).
     pub(crate) async fn store_batch(&self, payload: &[u8]) -> Result<(), CoordinatorError> {
         if self.is_local() {
-            return crate::batchlog::hold(payload);
+            return held_batches::hold(payload);
         }
         self.call(Verb::BatchStore, 0, payload).await.map(drop)
     }
@@ -290,7 +174,7 @@ impl Target<'_> {
     /// Has this node forget a batch it holds.
     pub(crate) async fn remove_batch(&self, id: Uuid) -> Result<(), CoordinatorError> {
         if self.is_local() {
-            crate::batchlog::forget(id);
+            held_batches::forget(id);
             return Ok(());
         }
         self.call(Verb::BatchRemove, 0, id.as_bytes()).await.map(drop)
@@ -299,7 +183,7 @@ impl Target<'_> {
     /// Asks this replica to promise a ballot.
     pub(crate) async fn paxos_prepare(&self, prepare: &PaxosPrepare) -> Result<Promise, CoordinatorError> {
         if self.is_local() {
-            return paxos::prepare_local(prepare.clone()).await;
+            return prepare_local(prepare.clone()).await;
         }
         let answer =
             self.call(Verb::PaxosPrepare, prepare.position.token, &wire::encode_paxos_prepare(prepare)).await?;
@@ -315,7 +199,7 @@ impl Target<'_> {
         payload: &[u8],
     ) -> Result<bool, CoordinatorError> {
         if self.is_local() {
-            return paxos::accept_local(mutation.clone(), ballot).await;
+            return accept_local(mutation.clone(), ballot).await;
         }
         match self.call(Verb::PaxosAccept, mutation.position.token, payload).await?.as_ref() {
             [accepted @ (0 | 1)] => Ok(*accepted == 1),
@@ -332,7 +216,7 @@ impl Target<'_> {
         payload: &[u8],
     ) -> Result<(), CoordinatorError> {
         if self.is_local() {
-            return paxos::commit_local(mutation.clone(), ballot).await;
+            return commit_local(mutation.clone(), ballot).await;
         }
         self.call(Verb::PaxosCommit, mutation.position.token, payload).await.map(drop)
     }
@@ -383,45 +267,14 @@ impl Target<'_> {
 
 #[cfg(test)]
 mod tests {
-    use std::sync::mpsc;
-    use std::time::Duration;
-
-    use shoal_schema::token::murmur3_token;
-
     use super::*;
-
-    /// A peer's mutation whose token is not its key's is answered with an
-    /// error (it once reached an assertion that panicked the handler,
-    /// leaving the peer unanswered).
-    #[test]
-    fn a_wrong_token_from_a_peer_is_answered_as_an_error() {
-        let key = bytes::Bytes::from_static(b"k");
-        let position = PartitionPosition { token: murmur3_token(&key).wrapping_add(1), key };
-        let mutation =
-            Mutation { table: Uuid::from_u128(7), position, update: Default::default(), list_ops: Vec::new() };
-        let payload = Bytes::from(wire::encode_mutation(&mutation));
-        let (answered, answer) = mpsc::channel();
-        let _shards = shoal_runtime::start_shards(1, None, move |_| {
-            let (payload, answered) = (payload.clone(), answered.clone());
-            async move {
-                let caller = Caller { host_id: Uuid::from_u128(2), address: ([127, 0, 0, 2], 7000).into(), shard: 0 };
-                let _ = answered.send(handler(handle_mutation)(caller, payload).await);
-            }
-        });
-        let answer = answer.recv_timeout(Duration::from_secs(10)).expect("the handler answers");
-        let answer = answer.expect("data verbs answer errors in their payload");
-        let (outcome, message) = answer.split_first().expect("an outcome byte");
-        let message = String::from_utf8_lossy(message);
-        assert_eq!(*outcome, FAILED, "{message}");
-        assert!(message.contains("is not its key's token"), "{message}");
-    }
 
     /// A range read goes to the shard owning the range's first token (it
     /// once went wherever `this_shard()`, read as a token, fell: shard 0).
     #[test]
     fn a_range_read_goes_to_the_shard_of_its_first_token() {
         let start = i64::MIN + (3 << 50);
-        let command = crate::proxy::tests::range_read(start, start + 10);
+        let command = crate::local::tests::range_read(start, start + 10);
         assert_eq!(Target::token_of(&command), start);
         let peer = shoal_schema::sharder::Sharder { nr_shards: 4, ignore_msb: crate::SHARDING_IGNORE_MSB };
         assert_eq!(peer.shard_of(Target::token_of(&command)), 3);

@@ -1,0 +1,277 @@
+//! The local halves of the data verbs: what this node does as a replica
+//! of a request, on the shards that own its partitions — apply a
+//! mutation, a conditional write, a read (merged across shards in ring
+//! order), raw stored partitions and their row hashes, a read's digest,
+//! truncate, and a Paxos replica's prepare, accept and commit.
+//!
+//! The bottom of the coordinator's request path: a [`crate::target::Target`]
+//! that is this node calls these directly, and the handlers of other
+//! nodes' requests ([`crate::handlers`]) call them for a peer. Nothing
+//! here sends a message to another node.
+//!
+//! On one node a partition lives on exactly one shard, chosen by
+//! ScyllaDB's sharding of its token, so a single-partition request goes to
+//! one shard and the rows of several shards merge by partition position
+//! without reordering rows inside a partition.
+
+use std::time::Instant;
+
+use futures_util::future::join_all;
+use shoal_replica::{
+    Ballot, CasRequest, CasResult, Mutation, PartitionSelection, Promise, Proposal, ReadCommand, ReadResult,
+};
+use shoal_runtime::{nr_shards, submit_to};
+use shoal_schema::sharder::Sharder;
+use shoal_storage::{ClusteringRange, Partition, PartitionPosition};
+use uuid::Uuid;
+
+use crate::shards::{on_every_shard, range_tokens, shard_of, sharder, shards_of_range};
+use crate::wire::PaxosPrepare;
+use crate::{metrics, wire, ConsistencyLevel, CoordinatorError, WriteType};
+
+/// Applies `mutation` on this node, on the shard that owns its partition.
+pub(crate) async fn mutate_local(
+    mutation: Mutation,
+    consistency: ConsistencyLevel,
+    write_type: WriteType,
+    deadline: Instant,
+) -> Result<(), CoordinatorError> {
+    let shard = shard_of(mutation.position.token);
+    metrics::note_target(shard);
+    submit_to(shard, move || async move {
+        if Instant::now() > deadline {
+            return Err(CoordinatorError::WriteTimeout { consistency, write_type, received: 0, block_for: 1 });
+        }
+        let Mutation { table, position, update, list_ops } = mutation;
+        Ok(shoal_replica::local().apply(table, position, update, &list_ops).await?)
+    })
+    .await?
+}
+
+/// Runs a read on every shard of this node that may hold its rows (the
+/// shards owning its keys, or a token of its range) and merges the
+/// answers in ring order, keeping at most the command's row limit.
+pub(crate) async fn read_local(
+    command: ReadCommand,
+    consistency: ConsistencyLevel,
+    deadline: Instant,
+) -> Result<ReadResult, CoordinatorError> {
+    let mut per_shard = split_by_shard(command, sharder());
+    if let [(shard, _)] = per_shard.as_slice() {
+        metrics::note_target(*shard);
+        let (shard, command) = per_shard.remove(0);
+        return read_on(shard, command, consistency, deadline).await;
+    }
+    let row_limit = per_shard.first().map_or(0, |(_, c)| c.row_limit);
+    let answers =
+        join_all(per_shard.into_iter().map(|(shard, command)| read_on(shard, command, consistency, deadline))).await;
+    merge_answers(answers, row_limit)
+}
+
+/// Merges answers for disjoint sets of partitions in ring order, keeping
+/// at most `row_limit` rows.
+pub(crate) fn merge_answers(
+    answers: Vec<Result<ReadResult, CoordinatorError>>,
+    row_limit: usize,
+) -> Result<ReadResult, CoordinatorError> {
+    let mut merged = ReadResult::default();
+    for answer in answers {
+        let answer = answer?;
+        merged.limit_reached |= answer.limit_reached;
+        merged.rows.extend(answer.rows);
+    }
+    // Stable: rows of one partition come from one shard, already in order.
+    merged.rows.sort_by(|a, b| a.position.partition.cmp(&b.position.partition));
+    if merged.rows.len() > row_limit {
+        merged.rows.truncate(row_limit);
+        merged.limit_reached = true;
+    }
+    Ok(merged)
+}
+
+/// The command for each shard that may hold its rows: the keys it owns,
+/// or the whole range on each shard owning a token of it.
+fn split_by_shard(command: ReadCommand, sharder: Sharder) -> Vec<(usize, ReadCommand)> {
+    let keys = match &command.partitions {
+        PartitionSelection::Keys(keys) => keys,
+        PartitionSelection::Range { from, to } => {
+            let shards = range_tokens(from, to).map_or_else(Vec::new, |(f, l)| shards_of_range(sharder, f, l));
+            return shards.into_iter().map(|shard| (shard, command.clone())).collect();
+        }
+    };
+    if let Some(first) = keys.first() {
+        let shard = sharder.shard_of(first.token);
+        // The common case, one partition (or all on one shard): the
+        // command goes as it is, without copying its keys.
+        if keys.iter().all(|key| sharder.shard_of(key.token) == shard) {
+            return vec![(shard, command)];
+        }
+    }
+    let mut by_shard: Vec<Vec<PartitionPosition>> = vec![Vec::new(); sharder.nr_shards];
+    for key in keys {
+        by_shard[sharder.shard_of(key.token)].push(key.clone());
+    }
+    by_shard
+        .into_iter()
+        .enumerate()
+        .filter(|(_, keys)| !keys.is_empty())
+        .map(|(shard, keys)| (shard, ReadCommand { partitions: PartitionSelection::Keys(keys), ..command.clone() }))
+        .collect()
+}
+
+async fn read_on(
+    shard: usize,
+    command: ReadCommand,
+    consistency: ConsistencyLevel,
+    deadline: Instant,
+) -> Result<ReadResult, CoordinatorError> {
+    submit_to(shard, move || async move {
+        if Instant::now() > deadline {
+            return Err(CoordinatorError::ReadTimeout { consistency, received: 0, block_for: 1, data_present: false });
+        }
+        Ok(shoal_replica::local().query(&command).await?)
+    })
+    .await?
+}
+
+/// The stored partitions at `keys` on this node, in the order given.
+pub(crate) async fn read_raw_local(
+    table: Uuid,
+    keys: Vec<PartitionPosition>,
+    clustering: Vec<ClusteringRange>,
+) -> Result<Vec<Option<Partition>>, CoordinatorError> {
+    let shards: Vec<usize> = keys.iter().map(|key| shard_of(key.token)).collect();
+    let mut per_shard: Vec<Vec<PartitionPosition>> = vec![Vec::new(); nr_shards()];
+    for (key, shard) in keys.into_iter().zip(&shards) {
+        per_shard[*shard].push(key);
+    }
+    let answers =
+        join_all(per_shard.into_iter().enumerate().filter(|(_, keys)| !keys.is_empty()).map(|(shard, keys)| {
+            let clustering = clustering.clone();
+            async move {
+                let answer = submit_to(shard, move || async move {
+                    shoal_replica::local().read_raw(table, &keys, &clustering).await
+                })
+                .await;
+                (shard, answer)
+            }
+        }))
+        .await;
+    let mut by_shard: Vec<std::vec::IntoIter<Option<Partition>>> = vec![Vec::new().into_iter(); nr_shards()];
+    for (shard, answer) in answers {
+        by_shard[shard] = answer??.into_iter();
+    }
+    // Back in the order asked: each shard answered its keys in order.
+    Ok(shards.iter().map(|shard| by_shard[*shard].next().flatten()).collect())
+}
+
+/// Removes every row of `table` on every shard of this node.
+pub(crate) async fn truncate_local(table: Uuid, deadline: Instant) -> Result<(), CoordinatorError> {
+    let answers = on_every_shard(move |_| async move {
+        if Instant::now() > deadline {
+            return Err(CoordinatorError::WriteTimeout {
+                consistency: ConsistencyLevel::All,
+                write_type: WriteType::Simple,
+                received: 0,
+                block_for: 1,
+            });
+        }
+        Ok(shoal_replica::local().truncate(table).await?)
+    })
+    .await?;
+    answers.into_iter().collect()
+}
+
+/// A conditional write on this node, on the shard that owns its partition.
+pub(crate) async fn cas_local(
+    request: CasRequest,
+    consistency: ConsistencyLevel,
+    deadline: Instant,
+) -> Result<CasResult, CoordinatorError> {
+    let shard = shard_of(request.position.token);
+    metrics::note_target(shard);
+    submit_to(shard, move || async move {
+        if Instant::now() > deadline {
+            return Err(CoordinatorError::WriteTimeout {
+                consistency,
+                write_type: WriteType::Cas,
+                received: 0,
+                block_for: 1,
+            });
+        }
+        Ok(shoal_replica::local().cas(request).await?)
+    })
+    .await?
+}
+
+/// The [`wire::RowHashes`] of this node's stored copies of `keys`.
+pub(crate) async fn row_hashes_local(
+    table: Uuid,
+    keys: Vec<PartitionPosition>,
+) -> Result<Vec<Option<wire::RowHashes>>, CoordinatorError> {
+    let partitions = read_raw_local(table, keys, vec![ClusteringRange::all()]).await?;
+    Ok(partitions.iter().map(|p| p.as_ref().map(wire::RowHashes::of)).collect())
+}
+
+/// A digest of a read's rows: equal rows give equal digests on every node
+/// ([`wire::digest_of`] the rows' encoding).
+pub(crate) fn digest(result: &ReadResult) -> u128 {
+    wire::digest_of(&wire::encode_read_result(result))
+}
+
+/// A replica's prepare on this node, on the shard owning the partition.
+pub(crate) async fn prepare_local(prepare: PaxosPrepare) -> Result<Promise, CoordinatorError> {
+    submit_to(shard_of(prepare.position.token), move || async move {
+        let PaxosPrepare { table, position, ballot, read } = prepare;
+        Ok(shoal_replica::local().paxos_prepare(table, &position, ballot, read.as_deref()).await?)
+    })
+    .await?
+}
+
+/// A replica's accept on this node: whether it accepted.
+pub(crate) async fn accept_local(mutation: Mutation, ballot: Ballot) -> Result<bool, CoordinatorError> {
+    submit_to(shard_of(mutation.position.token), move || async move {
+        let Mutation { table, position, update, .. } = mutation;
+        Ok(shoal_replica::local().paxos_accept(table, &position, Proposal { ballot, update }).await?)
+    })
+    .await?
+}
+
+/// A replica's commit on this node.
+pub(crate) async fn commit_local(mutation: Mutation, ballot: Ballot) -> Result<(), CoordinatorError> {
+    submit_to(shard_of(mutation.position.token), move || async move {
+        Ok(shoal_replica::local().paxos_commit(mutation, ballot).await?)
+    })
+    .await?
+}
+
+#[cfg(test)]
+pub(crate) mod tests {
+    use std::ops::Bound;
+
+    use super::*;
+    use crate::SHARDING_IGNORE_MSB;
+
+    /// A read of every partition of `first..=last`'s tokens.
+    pub(crate) fn range_read(first: i64, last: i64) -> ReadCommand {
+        let at = |token| Bound::Included(PartitionPosition { token, key: bytes::Bytes::new() });
+        let partitions = PartitionSelection::Range { from: at(first), to: at(last) };
+        ReadCommand {
+            partitions,
+            ..ReadCommand::of_partitions(Uuid::nil(), Vec::new(), vec![ClusteringRange::all()], 0)
+        }
+    }
+
+    #[test]
+    fn a_range_read_runs_on_the_shards_owning_its_tokens() {
+        let sharder = Sharder { nr_shards: 4, ignore_msb: SHARDING_IGNORE_MSB };
+        let shards = |command| split_by_shard(command, sharder).into_iter().map(|(shard, _)| shard).collect::<Vec<_>>();
+        // Shard 2's first token: each shard owns a quarter of a round of
+        // 2^52 tokens.
+        let start = i64::MIN + (2 << 50);
+        assert_eq!(shards(range_read(start, start + 10)), vec![2]);
+        assert_eq!(shards(range_read(start - 1, start)), vec![1, 2]);
+        assert_eq!(shards(range_read(i64::MIN, i64::MAX)), vec![0, 1, 2, 3]);
+        assert_eq!(shards(range_read(5, 4)), Vec::<usize>::new());
+    }
+}
