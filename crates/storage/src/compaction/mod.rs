@@ -12,16 +12,23 @@
 //!
 //! Compaction yields to the shard's other tasks after every partition it
 //! writes, so foreground requests keep flowing beside it.
+//!
+//! Each job runs as a [`CompactionTask`] registered with its table while
+//! it runs: its progress in input partitions (nodetool compactionstats)
+//! and a flag that stops it at the next partition (nodetool stop,
+//! disableautocompaction). A stopped job ends as a failed one does: its
+//! outputs are deleted and its inputs stay.
 
 pub mod purge;
 pub mod strategy;
 
 use shoal_io::IoClass;
+use std::cell::Cell;
 use std::rc::Rc;
 
 use shoal_runtime::yield_now;
 
-use crate::error::StorageResult;
+use crate::error::{StorageError, StorageResult};
 use crate::partition::Partition;
 use crate::sstable::writer::{self, Lineage, Writer};
 use crate::sstable::{SSTable, Scanner};
@@ -42,16 +49,79 @@ pub struct CompactionReport {
     pub partitions_written: u64,
 }
 
+/// Why a compaction runs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum CompactionKind {
+    /// A job the table's strategy picked (autocompaction).
+    Regular,
+    /// Every SSTable into one (nodetool compact).
+    Major,
+    /// Every SSTable, without the ranges the node no longer replicates
+    /// (nodetool cleanup).
+    Cleanup,
+}
+
+impl CompactionKind {
+    /// The type nodetool shows and `nodetool stop` names: Cassandra's
+    /// `OperationType` (a major compaction is a `COMPACTION` too).
+    pub fn operation_type(self) -> &'static str {
+        match self {
+            CompactionKind::Regular | CompactionKind::Major => "COMPACTION",
+            CompactionKind::Cleanup => "CLEANUP",
+        }
+    }
+}
+
+/// A compaction under way on this shard.
+#[derive(Debug)]
+pub struct CompactionTask {
+    pub id: uuid::Uuid,
+    pub kind: CompactionKind,
+    /// The partitions of the inputs: a partition in several inputs counts
+    /// once for each, as it is read once from each.
+    pub total_partitions: u64,
+    completed_partitions: Cell<u64>,
+    stopped: Cell<bool>,
+}
+
+impl CompactionTask {
+    fn new(kind: CompactionKind, job: &Job) -> CompactionTask {
+        CompactionTask {
+            id: uuid::Uuid::new_v4(),
+            kind,
+            total_partitions: job.inputs.iter().map(|s| s.stats().partitions).sum(),
+            completed_partitions: Cell::new(0),
+            stopped: Cell::new(false),
+        }
+    }
+
+    /// Input partitions read so far (at most `total_partitions`).
+    pub fn completed_partitions(&self) -> u64 {
+        self.completed_partitions.get()
+    }
+
+    /// Asks the job to stop before its next partition.
+    pub fn stop(&self) {
+        self.stopped.set(true);
+    }
+}
+
 /// Runs the strategy's next job, if any; `None` when there was nothing to do.
 pub async fn compact_next(table: &Table, now_s: i64) -> StorageResult<Option<CompactionReport>> {
     let strategy = table.options().strategy;
     let Some(job) = strategy.pick(&table.idle_sstables()) else { return Ok(None) };
-    run(table, job, now_s, &|_| true).await.map(Some)
+    run(table, job, CompactionKind::Regular, now_s, &|_| true).await.map(Some)
+}
+
+/// Whether the strategy has a job for the SSTables no compaction is
+/// using (nodetool compactionstats' pending tasks).
+pub fn has_pending(table: &Table) -> bool {
+    table.options().strategy.pick(&table.idle_sstables()).is_some()
 }
 
 /// Compacts every SSTable of the table (nodetool compact).
 pub async fn compact_major(table: &Table, now_s: i64) -> StorageResult<Option<CompactionReport>> {
-    compact_all(table, now_s, &|_| true).await
+    compact_all(table, CompactionKind::Major, now_s, &|_| true).await
 }
 
 /// Compacts every SSTable of the table keeping only the partitions whose
@@ -64,28 +134,48 @@ pub async fn cleanup(table: &Table, now_s: i64, keep: &dyn Fn(i64) -> bool) -> S
     while table.idle_sstables().len() < table.sstable_set().len() {
         shoal_runtime::time::sleep(std::time::Duration::from_millis(COMPACTION_POLL_MS)).await;
     }
-    let report = compact_all(table, now_s, keep).await?;
+    let report = compact_all(table, CompactionKind::Cleanup, now_s, keep).await?;
     table.clear_cache();
     Ok(report)
 }
 
-async fn compact_all(table: &Table, now_s: i64, keep: &dyn Fn(i64) -> bool) -> StorageResult<Option<CompactionReport>> {
+async fn compact_all(
+    table: &Table,
+    kind: CompactionKind,
+    now_s: i64,
+    keep: &dyn Fn(i64) -> bool,
+) -> StorageResult<Option<CompactionReport>> {
     let inputs = table.idle_sstables();
     if inputs.is_empty() {
         return Ok(None);
     }
     let job = table.options().strategy.major(inputs);
-    run(table, job, now_s, keep).await.map(Some)
+    run(table, job, kind, now_s, keep).await.map(Some)
 }
 
-async fn run(table: &Table, job: Job, now_s: i64, keep: &dyn Fn(i64) -> bool) -> StorageResult<CompactionReport> {
+async fn run(
+    table: &Table,
+    job: Job,
+    kind: CompactionKind,
+    now_s: i64,
+    keep: &dyn Fn(i64) -> bool,
+) -> StorageResult<CompactionReport> {
+    let task = Rc::new(CompactionTask::new(kind, &job));
     table.set_compacting(&job.inputs, true);
-    let result = merge(table, &job, now_s, keep).await;
+    table.add_compaction(Rc::clone(&task));
+    let result = merge(table, &job, &task, now_s, keep).await;
+    table.remove_compaction(&task);
     table.set_compacting(&job.inputs, false);
     result
 }
 
-async fn merge(table: &Table, job: &Job, now_s: i64, keep: &dyn Fn(i64) -> bool) -> StorageResult<CompactionReport> {
+async fn merge(
+    table: &Table,
+    job: &Job,
+    task: &CompactionTask,
+    now_s: i64,
+    keep: &dyn Fn(i64) -> bool,
+) -> StorageResult<CompactionReport> {
     let epoch = table.epoch();
     let gc_grace_s = table.options().gc_grace_s;
     let ancestors: Vec<u64> = job.inputs.iter().map(|s| s.generation()).collect();
@@ -108,11 +198,15 @@ async fn merge(table: &Table, job: &Job, now_s: i64, keep: &dyn Fn(i64) -> bool)
     let mut writer: Option<Writer> = None;
     let result: StorageResult<()> = async {
         loop {
+            if task.stopped.get() {
+                return Err(StorageError::CompactionStopped);
+            }
             let Some(next) = scanners.iter().filter_map(|s| s.peek()).min().cloned() else { break };
             let mut merged: Option<Partition> = None;
             for scanner in scanners.iter_mut().filter(|s| s.peek() == Some(&next)) {
                 // Invariant: peek() matched, so next() yields this partition.
                 if let Some((_, p)) = scanner.next(&all).await? {
+                    task.completed_partitions.set(task.completed_partitions.get() + 1);
                     match merged.as_mut() {
                         Some(m) => m.merge(p),
                         None => merged = Some(p),
