@@ -47,7 +47,9 @@ impl Database {
                     total_partitions: task.total_partitions,
                 });
             }
-            if self.auto_compaction_enabled(*id) && compaction::has_pending(table) {
+            // Waiting work shows with automatic compaction off too: that
+            // is how the backlog it leaves is seen.
+            if compaction::has_pending(table) {
                 report.pending.push((meta.keyspace.clone(), meta.name.clone()));
             }
         }
