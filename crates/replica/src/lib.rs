@@ -33,8 +33,8 @@ mod view_update;
 mod virtual_table;
 mod warm_restart;
 
-pub use compaction_control::{CompactionStatus, CompactionsReport};
 pub use cas::{CasRequest, CasResult, CheckOp, CheckedPart, ColumnCheck, RowCheck, RowCondition};
+pub use compaction_control::{CompactionStatus, CompactionsReport};
 pub use database::{local, Database, ReplicaError, SchemaListener, StorageConfig, ViewSink};
 pub use filter::{FilterOp, RowFilter};
 pub use item::{Arith, Fetch, Item, ItemOp, ItemOutcome, ItemTable, Lifetime, Store, StoreMode};

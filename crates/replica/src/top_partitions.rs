@@ -70,7 +70,8 @@ impl Counters {
             self.counted.insert(id, (1, 0));
             return;
         }
-        let least = self.counted.iter().min_by_key(|(_, (count, _))| *count).map(|(id, (count, _))| (id.clone(), *count));
+        let least =
+            self.counted.iter().min_by_key(|(_, (count, _))| *count).map(|(id, (count, _))| (id.clone(), *count));
         if let Some((evicted, least)) = least {
             self.counted.remove(&evicted);
             self.counted.insert(id, (least + 1, least));

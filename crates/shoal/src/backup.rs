@@ -138,7 +138,10 @@ fn run_restore(args: &RestoreArgs) -> Result<(), BackupError> {
             for backed_up in subdirs(&keyspace_dir)? {
                 let name = file_name(&backed_up);
                 let Some(table) = schema.table(&keyspace, &name) else {
-                    let missing = format!("no table {keyspace}.{name} on this node: create the schema first (cqlsh -f {}/schema.cql)", from.display());
+                    let missing = format!(
+                        "no table {keyspace}.{name} on this node: create the schema first (cqlsh -f {}/schema.cql)",
+                        from.display()
+                    );
                     return Err(BackupError::Schema(missing));
                 };
                 let upload = table_dir(&data_dir, table).join("upload");
@@ -149,7 +152,9 @@ fn run_restore(args: &RestoreArgs) -> Result<(), BackupError> {
         }
     }
     for ((keyspace, table), sstables) in filled {
-        println!("{sstables} SSTable(s) in {keyspace}.{table}'s upload directory: shoal nodetool refresh {keyspace} {table}");
+        println!(
+            "{sstables} SSTable(s) in {keyspace}.{table}'s upload directory: shoal nodetool refresh {keyspace} {table}"
+        );
     }
     Ok(())
 }
@@ -181,21 +186,19 @@ fn if_not_exists(statement: &str) -> String {
 /// generations already there, each TOC last; returns how many.
 fn copy_sstables(from: &Path, into: &Path) -> Result<usize, BackupError> {
     fs::create_dir_all(into).map_err(io(into))?;
-    let mut next = generations(into)?.last().map_or(1, |g| g + 1);
-    let mut copied = 0;
-    for source in whole_sstables(from)? {
-        let target = Descriptor { dir: into.to_path_buf(), shard: 0, generation: next };
+    let first = generations(into)?.last().map_or(1, |g| g + 1);
+    let sources = whole_sstables(from)?;
+    for (generation, source) in (first..).zip(&sources) {
+        let target = Descriptor { dir: into.to_path_buf(), shard: 0, generation };
         let components = Component::ALL.into_iter().filter(|c| *c != Component::Toc).chain([Component::Toc]);
         for component in components {
             let (src, dst) = (source.path(component), target.path(component));
             fs::copy(&src, &dst).map_err(io(&src))?;
             fs::File::open(&dst).and_then(|f| f.sync_all()).map_err(io(&dst))?;
         }
-        next += 1;
-        copied += 1;
     }
     sync_dir(into)?;
-    Ok(copied)
+    Ok(sources.len())
 }
 
 /// The SSTables of `dir` with a TOC (written last, so whole).
@@ -281,7 +284,10 @@ mod tests {
 
     #[test]
     fn schema_statements_become_if_not_exists() {
-        assert_eq!(if_not_exists("CREATE TABLE ks.t (k int PRIMARY KEY);"), "CREATE TABLE IF NOT EXISTS ks.t (k int PRIMARY KEY);");
+        assert_eq!(
+            if_not_exists("CREATE TABLE ks.t (k int PRIMARY KEY);"),
+            "CREATE TABLE IF NOT EXISTS ks.t (k int PRIMARY KEY);"
+        );
         assert_eq!(if_not_exists("CREATE MATERIALIZED VIEW ks.v AS"), "CREATE MATERIALIZED VIEW IF NOT EXISTS ks.v AS");
         assert_eq!(if_not_exists("CREATE ROLE r"), "CREATE ROLE r");
     }
@@ -296,7 +302,10 @@ mod tests {
         sstable(&from, 1, 5, false);
         assert_eq!(copy_sstables(&from, &into).expect("copy"), 2);
         assert_eq!(copy_sstables(&from, &into).expect("copy again"), 2);
-        assert_eq!(generations(&into).expect("list").into_iter().collect::<std::collections::BTreeSet<_>>(), (1..=4).collect());
+        assert_eq!(
+            generations(&into).expect("list").into_iter().collect::<std::collections::BTreeSet<_>>(),
+            (1..=4).collect()
+        );
         let first = Descriptor { dir: into.clone(), shard: 0, generation: 1 };
         assert_eq!(fs::read_to_string(first.path(Component::Data)).expect("read"), "0-4-Data.db");
         assert_eq!(whole_sstables(&into).expect("list").len(), 4);

@@ -39,7 +39,9 @@ fn main() {
             finish(start_logging(&LogSettings::default()).and_then(|()| shoal_stress::run(args)))
         }
         Some(Command::Iotune(args)) => finish(start_logging(&LogSettings::default()).and_then(|()| iotune::run(args))),
-        Some(Command::Backup(args)) => finish(start_logging(&LogSettings::default()).and_then(|()| backup::backup(args))),
+        Some(Command::Backup(args)) => {
+            finish(start_logging(&LogSettings::default()).and_then(|()| backup::backup(args)))
+        }
         Some(Command::Restore(args)) => {
             finish(start_logging(&LogSettings::default()).and_then(|()| backup::restore(args)))
         }

@@ -9,7 +9,9 @@ use shoal_storage::compaction::{compact_major, CompactionKind};
 use shoal_storage::sstable::compression::Compression;
 use shoal_storage::sstable::format::Descriptor;
 use shoal_storage::sstable::writer::{Lineage, Writer, WriterOptions};
-use shoal_storage::{Cell, ClusteredRow, ColumnData, Partition, PartitionPosition, Row, StorageError, Table, TableOptions};
+use shoal_storage::{
+    Cell, ClusteredRow, ColumnData, Partition, PartitionPosition, Row, StorageError, Table, TableOptions,
+};
 
 const KEYS: u32 = 500;
 
@@ -28,7 +30,8 @@ fn row(value: u32) -> Partition {
 async fn write(dir: &std::path::Path, generation: u64, keys: impl Iterator<Item = u32>) {
     let descriptor = Descriptor { dir: dir.to_path_buf(), shard: 0, generation };
     let options = WriterOptions { compression: Compression::Lz4, chunk_bytes: 4096, bloom_fp_chance: 0.01 };
-    let mut writer = Writer::create(descriptor, options, KEYS as usize, shoal_io::IoClass::Flush).await.expect("create");
+    let mut writer =
+        Writer::create(descriptor, options, KEYS as usize, shoal_io::IoClass::Flush).await.expect("create");
     for pk in keys {
         writer.add(&position(pk), &row(pk)).await.expect("add");
     }

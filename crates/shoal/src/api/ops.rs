@@ -196,6 +196,7 @@ pub async fn set_trace_probability(request: &Request) -> Response {
     let Some(probability) = probability.filter(|p| (0.0..=1.0).contains(p)) else {
         return Response::error(Status::BadRequest, "trace_probability needs ?probability= a number from 0 to 1");
     };
-    let set = shoal_coordinator::on_every_shard(move |_| async move { shoal_cql::traces::set_probability(probability) });
+    let set =
+        shoal_coordinator::on_every_shard(move |_| async move { shoal_cql::traces::set_probability(probability) });
     json_or_500(set.await.map(|_| probability))
 }

@@ -176,9 +176,9 @@ async fn load_on_shard(
             }
             if batch.len() == PARTITIONS_IN_FLIGHT || (end && !batch.is_empty()) {
                 written += batch.len() as u64;
-                let writes = batch.drain(..).map(|m| {
-                    shoal_coordinator::mutate(m, ConsistencyLevel::All, WriteType::Simple, WRITE_TIMEOUT)
-                });
+                let writes = batch
+                    .drain(..)
+                    .map(|m| shoal_coordinator::mutate(m, ConsistencyLevel::All, WriteType::Simple, WRITE_TIMEOUT));
                 join_all(writes).await.into_iter().collect::<Result<Vec<()>, _>>()?;
             }
             if end {
@@ -209,7 +209,9 @@ fn read_upload(upload: &Path) -> Result<Upload, LoadError> {
     let fail = |e| LoadError::Io(upload.display().to_string(), e);
     let mut whole = BTreeMap::new();
     let entries = match std::fs::read_dir(upload) {
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Upload { sstables: Vec::new(), columns: None }),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+            return Ok(Upload { sstables: Vec::new(), columns: None })
+        }
         entries => entries.map_err(fail)?,
     };
     for entry in entries {
@@ -222,7 +224,9 @@ fn read_upload(upload: &Path) -> Result<Upload, LoadError> {
     let columns = match std::fs::read_to_string(&columns_path) {
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => None,
         Err(e) => return Err(LoadError::Io(columns_path.display().to_string(), e)),
-        Ok(text) => Some(parse_columns(&text).map_err(|line| LoadError::Columns(columns_path.display().to_string(), line))?),
+        Ok(text) => {
+            Some(parse_columns(&text).map_err(|line| LoadError::Columns(columns_path.display().to_string(), line))?)
+        }
     };
     Ok(Upload { sstables: whole.into_values().collect(), columns })
 }

@@ -209,9 +209,18 @@ mod tests {
         );
         assert_eq!(route("GET /storage_service/auto_compaction/ks HTTP/1.1\r\n\r\n"), Err(Status::MethodNotAllowed));
         assert_eq!(route("GET /storage_service/trace_probability HTTP/1.1\r\n\r\n"), Ok(Route::TraceProbability));
-        assert_eq!(route("POST /storage_service/trace_probability?probability=0.5 HTTP/1.1\r\n\r\n"), Ok(Route::SetTraceProbability));
+        assert_eq!(
+            route("POST /storage_service/trace_probability?probability=0.5 HTTP/1.1\r\n\r\n"),
+            Ok(Route::SetTraceProbability)
+        );
         assert_eq!(route("GET /storage_service/toppartitions/?duration=10 HTTP/1.1\r\n\r\n"), Ok(Route::TopPartitions));
-        assert_eq!(route("POST /storage_service/sstables/ks?cf=t HTTP/1.1\r\n\r\n"), Ok(Route::LoadSSTables("ks".into())));
-        assert_eq!(route("POST /compaction_manager/stop_compaction?type=COMPACTION HTTP/1.1\r\n\r\n"), Ok(Route::StopCompaction));
+        assert_eq!(
+            route("POST /storage_service/sstables/ks?cf=t HTTP/1.1\r\n\r\n"),
+            Ok(Route::LoadSSTables("ks".into()))
+        );
+        assert_eq!(
+            route("POST /compaction_manager/stop_compaction?type=COMPACTION HTTP/1.1\r\n\r\n"),
+            Ok(Route::StopCompaction)
+        );
     }
 }

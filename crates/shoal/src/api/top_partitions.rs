@@ -69,7 +69,8 @@ pub async fn sample(request: &Request) -> Response {
 fn parse(request: &Request, schema: &Schema) -> Result<Sampling, String> {
     let mut tables = HashSet::new();
     for filter in request.param("table_filters").unwrap_or_default().split(',').filter(|f| !f.is_empty()) {
-        let (keyspace, table) = filter.split_once(':').ok_or_else(|| format!("table filter {filter} is not ks:table"))?;
+        let (keyspace, table) =
+            filter.split_once(':').ok_or_else(|| format!("table filter {filter} is not ks:table"))?;
         let meta = schema.table(keyspace, table).ok_or_else(|| format!("no table {keyspace}.{table}"))?;
         tables.insert(meta.id);
     }

@@ -29,7 +29,8 @@ pub(super) fn compactionstats(api: &Api) -> Result<(), String> {
     let pending: Vec<Pending> = api.json("/compaction_manager/metrics/pending_tasks_by_table")?;
     let running: Vec<Compaction> = api.json("/compaction_manager/compactions")?;
     println!("pending tasks: {}", pending.iter().map(|p| p.task).sum::<u64>());
-    let by_keyspace: BTreeMap<(&str, &str), u64> = pending.iter().map(|p| ((p.ks.as_str(), p.cf.as_str()), p.task)).collect();
+    let by_keyspace: BTreeMap<(&str, &str), u64> =
+        pending.iter().map(|p| ((p.ks.as_str(), p.cf.as_str()), p.task)).collect();
     for ((keyspace, table), tasks) in by_keyspace {
         println!("- {keyspace}.{table}: {tasks}");
     }
@@ -44,7 +45,8 @@ pub(super) fn compactionstats(api: &Api) -> Result<(), String> {
             0 => "n/a".to_string(),
             total => format!("{:.2}%", c.completed as f64 * 100.0 / total as f64),
         };
-        let cells = [&c.id, &c.task_type, &c.ks, &c.cf, &c.completed.to_string(), &c.total.to_string(), &c.unit, &progress];
+        let cells =
+            [&c.id, &c.task_type, &c.ks, &c.cf, &c.completed.to_string(), &c.total.to_string(), &c.unit, &progress];
         rows.push(cells.map(String::clone).to_vec());
     }
     print_table(&rows);

@@ -177,7 +177,10 @@ pub fn run(args: NodetoolArgs) -> Result<(), String> {
         NodetoolCommand::Refresh { keyspace, table } => {
             let path = format!("/storage_service/sstables/{}?cf={}", encode(keyspace), encode(table));
             let loaded: Loaded = api.post_json(&path)?;
-            println!("loaded {} SSTable(s): {} partition(s) written to their replicas", loaded.sstables, loaded.partitions);
+            println!(
+                "loaded {} SSTable(s): {} partition(s) written to their replicas",
+                loaded.sstables, loaded.partitions
+            );
             return Ok(());
         }
         NodetoolCommand::Rebuild { source_dc } => {
@@ -299,8 +302,9 @@ fn netstats(api: &Api) -> Result<(), String> {
 /// widest cell, one space between columns.
 fn print_table<R: AsRef<[String]>>(rows: &[R]) {
     let columns = rows.iter().map(|r| r.as_ref().len()).max().unwrap_or(0);
-    let widths: Vec<usize> =
-        (0..columns).map(|c| rows.iter().filter_map(|r| r.as_ref().get(c)).map(String::len).max().unwrap_or(0)).collect();
+    let widths: Vec<usize> = (0..columns)
+        .map(|c| rows.iter().filter_map(|r| r.as_ref().get(c)).map(String::len).max().unwrap_or(0))
+        .collect();
     for row in rows {
         let cells: Vec<String> =
             row.as_ref().iter().zip(&widths).map(|(cell, width)| format!("{cell:<width$}")).collect();
