@@ -152,7 +152,7 @@ mod tests {
             counters.note(table, 7, &key(7));
         }
         for n in 0..20 {
-            counters.note(table, i64::from(n), &key(100 + n));
+            counters.note(table, 1000 + i64::from(n), &key(100 + n));
         }
         counters.note(table, 7, &key(7));
         let (top, cardinality) = counters.into_top();
