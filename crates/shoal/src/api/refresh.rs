@@ -18,10 +18,11 @@
 //! The directory is listed and the files removed on a helper thread
 //! ([`super::blocking`]); each shard reads its share of the SSTables
 //! through the I/O layer. The loads under way are listed by `GET
-//! /stream_manager/` ([`streams`], nodetool netstats); the API's tasks
-//! all run on one shard, so a thread-local list holds them.
+//! /stream_manager/` ([`streams`], nodetool netstats), one per table at
+//! a time; the API's tasks all run on one shard, so a thread-local list
+//! holds them.
 
-use std::cell::{Cell, RefCell};
+use std::cell::RefCell;
 use std::collections::{BTreeMap, HashMap};
 use std::ops::Bound;
 use std::path::{Path, PathBuf};
@@ -66,19 +67,30 @@ enum LoadError {
 }
 
 thread_local! {
-    /// The loads under way: an id, what is loaded, its SSTables.
-    static LOADS: RefCell<Vec<(u64, String, usize)>> = const { RefCell::new(Vec::new()) };
-    static NEXT_LOAD: Cell<u64> = const { Cell::new(0) };
+    /// The loads under way, one per table at most: the table, what is
+    /// loaded, its SSTables (known once listed).
+    static LOADS: RefCell<Vec<(Uuid, String, usize)>> = const { RefCell::new(Vec::new()) };
 }
 
 /// A load listed in [`LOADS`] while it lives.
-struct Listed(u64);
+struct Listed(Uuid);
 
 impl Listed {
-    fn new(description: String, sstables: usize) -> Listed {
-        let id = NEXT_LOAD.with(|n| n.replace(n.get() + 1));
-        LOADS.with(|loads| loads.borrow_mut().push((id, description, sstables)));
-        Listed(id)
+    /// Lists the load of `table`; `None` when one is under way already
+    /// (two would read, and remove, the same files).
+    fn new(table: &TableMeta) -> Option<Listed> {
+        LOADS.with(|loads| {
+            let mut loads = loads.borrow_mut();
+            if loads.iter().any(|(id, _, _)| *id == table.id) {
+                return None;
+            }
+            loads.push((table.id, format!("Load and stream {}.{}", table.keyspace, table.name), 0));
+            Some(Listed(table.id))
+        })
+    }
+
+    fn set_sstables(&self, sstables: usize) {
+        LOADS.with(|loads| loads.borrow_mut().iter_mut().filter(|l| l.0 == self.0).for_each(|l| l.2 = sstables));
     }
 }
 
@@ -117,7 +129,10 @@ pub async fn load(keyspace: String, request: &Request) -> Response {
         return Response::error(Status::InternalError, "the node's storage is not open yet");
     };
     let upload = data_dir.join(&meta.keyspace).join(format!("{}-{}", meta.name, meta.id.simple())).join("upload");
-    match load_upload(meta, upload).await {
+    let Some(listed) = Listed::new(meta) else {
+        return Response::error(Status::BadRequest, format!("a refresh of {keyspace}.{table} is under way"));
+    };
+    match load_upload(meta, upload, &listed).await {
         Ok((sstables, partitions)) => Response::json(&json!({"sstables": sstables, "partitions": partitions})),
         Err(e) => Response::error(Status::InternalError, format!("refresh of {keyspace}.{table}: {e}")),
     }
@@ -125,12 +140,12 @@ pub async fn load(keyspace: String, request: &Request) -> Response {
 
 /// Loads the SSTables of `upload` into `meta`'s table: (SSTables,
 /// partitions) loaded.
-async fn load_upload(meta: &TableMeta, upload: PathBuf) -> Result<(usize, u64), LoadError> {
-    let listed = upload.clone();
-    let found = super::blocking(move || read_upload(&listed)).await??;
+async fn load_upload(meta: &TableMeta, upload: PathBuf, listed: &Listed) -> Result<(usize, u64), LoadError> {
+    let dir = upload.clone();
+    let found = super::blocking(move || read_upload(&dir)).await??;
     let ids = Arc::new(found.columns.as_ref().map(|columns| id_map(columns, meta)));
     let sstables = Arc::new(found.sstables);
-    let _listed = Listed::new(format!("Load and stream {}.{}", meta.keyspace, meta.name), sstables.len());
+    listed.set_sstables(sstables.len());
     let table = meta.id;
     let shards = shoal_runtime::nr_shards();
     let loaded = {
