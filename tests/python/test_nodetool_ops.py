@@ -11,6 +11,8 @@ on a node of the test's own, checked against what the node does:
 - settraceprobability 1 traces requests sent without the TRACING flag
   (found in system_traces), 0 stops it; gettraceprobability says which;
 - netstats names the node's mode and the streams it sends;
+- rebuild runs repair's exchange (nothing differs on one node) and refuses
+  a source data center;
 - refresh loads the SSTables of a snapshot copied into another table's
   upload/ directory (the rows come back, the directory is emptied).
 """
@@ -238,6 +240,14 @@ def test_trace_probability_traces_requests_that_did_not_ask(node):
 def test_netstats(node):
     out = node.nodetool("netstats").splitlines()
     assert out[:2] == ["Mode: NORMAL", "Not sending any streams."], out
+
+
+def test_rebuild_runs_repairs_exchange_and_refuses_a_source_dc(node):
+    out = node.nodetool("rebuild")
+    assert re.match(r"rebuilt: \d+ range\(s\) of tables, \d+ partition\(s\) compared, 0 differed", out), out
+    refused = subprocess.run([SHOAL_BIN, "nodetool", "--host", node.address, "--api-port", str(node.api_port),
+                              "rebuild", "dc2"], capture_output=True, text=True, timeout=30)
+    assert refused.returncode != 0 and "no source_dc" in refused.stderr, refused.stderr
 
 
 def test_refresh_loads_the_sstables_in_upload(node):
