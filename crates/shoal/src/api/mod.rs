@@ -3,7 +3,9 @@
 //! (`{"code": 404, "message": ...}`), except `/metrics` (Prometheus text).
 //! [`Route`] lists the endpoints; `node` answers the node's and the
 //! cluster's state, `ops` runs operations, `snapshots` lists and clears
-//! snapshots.
+//! snapshots, `compactions` shows and steers compactions,
+//! `top_partitions` samples the busiest partitions and `refresh` loads
+//! uploaded SSTables into the cluster.
 //!
 //! The server is Shoal's own, on the shard runtime (compio): HTTP/1.1, one
 //! request per connection, no body, a head of at most
