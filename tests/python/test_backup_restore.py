@@ -8,17 +8,26 @@ new ring. Every row is compared, with its write time: the table had a
 column dropped and one added, so the new table's column ids differ from
 the old ones and the backup's column list maps them; deleted rows stay
 deleted, and a secondary index is rebuilt from the loaded rows.
+
+The same through an S3-compatible object store (moto's server, on this
+machine): a node's backup sent to s3://bucket/prefix and restored from
+there onto a new node.
 """
 import contextlib
 import os
+import shutil
+import socket
 import subprocess
+import sys
+import time
+import urllib.request
 
 import pytest
 from cassandra import ConsistencyLevel as CL
 from cassandra.concurrent import execute_concurrent_with_args
 from cassandra.query import SimpleStatement
 
-from node import SHOAL_BIN, skip_reason, start_cluster
+from node import SHOAL_BIN, free_port, skip_reason, start_cluster, temp_node
 
 if skip_reason():
     pytest.skip(skip_reason(), allow_module_level=True)
@@ -99,3 +108,72 @@ def test_a_three_node_clusters_data_comes_back_on_a_new_cluster(tmp_path):
         assert everything(session) == expected
         indexed = session.execute(SimpleStatement("SELECT x FROM bk.p WHERE tags CONTAINS 'b'", consistency_level=CL.ALL))
         assert len(list(indexed)) == 100
+
+
+def moto_server():
+    """The moto_server command (tests/requirements.txt installs it), or
+    SHOAL_MOTO_SERVER."""
+    return os.environ.get("SHOAL_MOTO_SERVER") or shutil.which("moto_server") \
+        or shutil.which("moto_server", path=os.path.dirname(sys.executable))
+
+
+@contextlib.contextmanager
+def s3_store():
+    """A moto S3 server on a free port with bucket `backups`; the
+    environment `shoal backup` and `restore` read it from."""
+    port = free_port()
+    server = subprocess.Popen([moto_server(), "-H", "127.0.0.1", "-p", str(port)],
+                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        deadline = time.monotonic() + 30
+        while True:
+            try:
+                socket.create_connection(("127.0.0.1", port), timeout=1).close()
+                break
+            except OSError:
+                assert time.monotonic() < deadline and server.poll() is None, "moto_server did not start"
+                time.sleep(0.1)
+        create = urllib.request.Request("http://127.0.0.1:%d/backups" % port, method="PUT")
+        urllib.request.urlopen(create, timeout=10).close()
+        yield dict(os.environ, AWS_ENDPOINT="http://127.0.0.1:%d" % port, AWS_ALLOW_HTTP="true",
+                   AWS_ACCESS_KEY_ID="test", AWS_SECRET_ACCESS_KEY="test", AWS_REGION="us-east-1")
+    finally:
+        server.kill()
+        server.wait(timeout=10)
+
+
+@pytest.mark.skipif(not moto_server(), reason="needs moto_server (pip install 'moto[server]')")
+def test_a_backup_goes_to_an_s3_store_and_comes_back_from_it():
+    with contextlib.ExitStack() as stack:
+        env = stack.enter_context(s3_store())
+        old = stack.enter_context(temp_node("shoal-backup-s3-old-"))
+        cluster, session = old.session()
+        stack.callback(cluster.shutdown)
+        session.execute("CREATE KEYSPACE s3 WITH replication = {'class': 'SimpleStrategy', 'replication_factor': 1}")
+        session.execute("CREATE TABLE s3.t (k int PRIMARY KEY, v text)")
+        for k in range(500):
+            session.execute("INSERT INTO s3.t (k, v) VALUES (%s, %s)", (k, "v%d" % k))
+        expected = sorted(tuple(r) for r in session.execute("SELECT k, v FROM s3.t"))
+        old.nodetool("snapshot", "-t", "s3snap", "s3")
+        workdir = os.path.join(old.workdir, "data")
+        out = subprocess.run([SHOAL_BIN, "backup", "--workdir", workdir, "--tag", "s3snap",
+                              "--to", "s3://backups/nightly"], capture_output=True, text=True, timeout=60, env=env)
+        assert out.returncode == 0, out.stderr
+        assert "to s3://backups/nightly/" in out.stdout, out.stdout
+        host = open(os.path.join(workdir, "host_id")).read().strip()
+
+        new = stack.enter_context(temp_node("shoal-backup-s3-new-"))
+        cluster, session = new.session()
+        stack.callback(cluster.shutdown)
+        schema = subprocess.run([SHOAL_BIN, "restore", "--from", "s3://backups/nightly/%s" % host,
+                                 "--workdir", os.path.join(new.workdir, "data")],
+                                capture_output=True, text=True, timeout=60, env=env)
+        assert schema.returncode != 0 and "create the schema first" in schema.stderr, schema.stderr
+        session.execute("CREATE KEYSPACE s3 WITH replication = {'class': 'SimpleStrategy', 'replication_factor': 1}")
+        session.execute("CREATE TABLE s3.t (k int PRIMARY KEY, v text)")
+        out = subprocess.run([SHOAL_BIN, "restore", "--from", "s3://backups/nightly/%s" % host,
+                              "--workdir", os.path.join(new.workdir, "data")],
+                             capture_output=True, text=True, timeout=60, env=env)
+        assert out.returncode == 0, out.stderr
+        assert new.nodetool("refresh", "s3", "t").startswith("loaded ")
+        assert sorted(tuple(r) for r in session.execute("SELECT k, v FROM s3.t")) == expected

@@ -2,7 +2,8 @@
 //! schema copied off the node, and copied back into the tables' `upload/`
 //! directories of another (or the same) cluster, for `nodetool refresh`
 //! to load. Both run beside the node as their own process, so they use
-//! the file system directly; they read the node's schema file.
+//! the file system directly; they read the node's schema file. A backup
+//! goes to a directory or an S3-compatible object store ([`location`]).
 //!
 //! A backup of node `H` is the directory `<to>/<H's host id>/`:
 //! - `schema.cql`: the CQL that creates the user keyspaces, types, tables,
@@ -13,13 +14,16 @@
 //!   one whole), and `columns`, the table's column ids (`<id> <name>`
 //!   lines), as cells are stored by id.
 //!
-//! Several nodes back up into one `<to>`. A restore copies one or more
+//! Several nodes back up into one `<to>` (a backup taken twice into one
+//! place is numbered after the first). A restore copies one or more
 //! node backups into the `upload/` directories of the tables of the same
 //! names on a node of the new cluster (numbered after what is there, so
 //! backups do not overwrite each other) with their `columns`; `nodetool
 //! refresh <keyspace> <table>` then writes every partition to its
 //! replicas. Views and indexes are not copied: loading the base tables
 //! rebuilds them.
+
+mod location;
 
 use std::collections::BTreeMap;
 use std::fs;
@@ -30,6 +34,7 @@ use shoal_schema::{Schema, TableMeta};
 use shoal_storage::sstable::format::{Component, Descriptor};
 
 use crate::api::COLUMNS_FILE;
+use location::Location;
 
 #[derive(Debug, Clone, clap::Args)]
 pub struct BackupArgs {
@@ -42,9 +47,9 @@ pub struct BackupArgs {
     /// The snapshot to copy (nodetool snapshot -t TAG)
     #[arg(long, short = 't')]
     pub tag: String,
-    /// The directory the backup goes under, in a directory named by the node's host id
+    /// Where the backup goes, under the node's host id: a directory or s3://bucket[/prefix]
     #[arg(long)]
-    pub to: PathBuf,
+    pub to: String,
     /// Only this keyspace's tables
     #[arg(long)]
     pub keyspace: Option<String>,
@@ -52,9 +57,9 @@ pub struct BackupArgs {
 
 #[derive(Debug, Clone, clap::Args)]
 pub struct RestoreArgs {
-    /// A node backup (`<to>/<host id>` of shoal backup); repeat for several nodes
+    /// A node backup (`<to>/<host id>` of shoal backup, a directory or s3://...); repeat for several nodes
     #[arg(long = "from", required = true)]
-    pub from: Vec<PathBuf>,
+    pub from: Vec<String>,
     /// The workdir of the node to restore into (running, with the schema created)
     #[arg(long, default_value = "./data")]
     pub workdir: PathBuf,
@@ -68,6 +73,8 @@ pub struct RestoreArgs {
 pub enum BackupError {
     #[error("{0}: {1}")]
     Io(String, std::io::Error),
+    #[error("{0}: {1}")]
+    Store(String, String),
     #[error("{0}")]
     Schema(String),
     #[error("{0}: differs from the columns already in {1}; restore backups of one schema together")]
@@ -104,23 +111,24 @@ fn run_backup(args: &BackupArgs) -> Result<(), BackupError> {
     let schema = load_schema(&args.workdir)?;
     let data_dir = args.data_dir.clone().unwrap_or_else(|| args.workdir.join("data"));
     let host_id_path = args.workdir.join("host_id");
-    let host_id = fs::read_to_string(&host_id_path).map_err(io(&host_id_path))?;
-    let target = args.to.join(host_id.trim());
-    fs::create_dir_all(&target).map_err(io(&target))?;
-    write_synced(&target.join("schema.cql"), describe_schema(&schema)?.as_bytes())?;
+    let host_id = fs::read_to_string(&host_id_path).map_err(io(&host_id_path))?.trim().to_string();
+    let to = Location::parse(&args.to)?;
+    to.write(&format!("{host_id}/schema.cql"), describe_schema(&schema)?.as_bytes())?;
     let (mut tables, mut sstables) = (0, 0);
     for table in user_tables(&schema, args.keyspace.as_deref()) {
         let snapshot = table_dir(&data_dir, table).join("snapshots").join(&args.tag);
         if !snapshot.is_dir() {
             continue;
         }
-        let into = target.join(&table.keyspace).join(&table.name);
-        sstables += copy_sstables(&snapshot, &into)?;
-        write_columns(&into.join(COLUMNS_FILE), table)?;
+        let into = format!("{host_id}/{}/{}", table.keyspace, table.name);
+        sstables += send_sstables(&snapshot, &to, &into)?;
+        let columns: String = table.columns.iter().map(|c| format!("{} {}\n", c.id, c.name)).collect();
+        to.write(&format!("{into}/{COLUMNS_FILE}"), columns.as_bytes())?;
+        to.sync_dir(&into)?;
         tables += 1;
     }
-    sync_dir(&target)?;
-    println!("backed up snapshot {} of {tables} table(s), {sstables} SSTable(s), to {}", args.tag, target.display());
+    to.sync_dir(&host_id)?;
+    println!("backed up snapshot {} of {tables} table(s), {sstables} SSTable(s), to {}", args.tag, to.name(&host_id));
     Ok(())
 }
 
@@ -133,20 +141,25 @@ fn run_restore(args: &RestoreArgs) -> Result<(), BackupError> {
     let data_dir = args.data_dir.clone().unwrap_or_else(|| args.workdir.join("data"));
     let mut filled: BTreeMap<(String, String), usize> = BTreeMap::new();
     for from in &args.from {
-        for keyspace_dir in subdirs(from)? {
-            let keyspace = file_name(&keyspace_dir);
-            for backed_up in subdirs(&keyspace_dir)? {
-                let name = file_name(&backed_up);
+        let from = Location::parse(from)?;
+        for keyspace in from.list("")?.0 {
+            for name in from.list(&keyspace)?.0 {
                 let Some(table) = schema.table(&keyspace, &name) else {
                     let missing = format!(
-                        "no table {keyspace}.{name} on this node: create the schema first (cqlsh -f {}/schema.cql)",
-                        from.display()
+                        "no table {keyspace}.{name} on this node: create the schema first (cqlsh -f with {})",
+                        from.name("schema.cql")
                     );
                     return Err(BackupError::Schema(missing));
                 };
                 let upload = table_dir(&data_dir, table).join("upload");
-                let copied = copy_sstables(&backed_up, &upload)?;
-                copy_columns(&backed_up.join(COLUMNS_FILE), &upload.join(COLUMNS_FILE))?;
+                let rel = format!("{keyspace}/{name}");
+                let copied = fetch_sstables(&from, &rel, &upload)?;
+                let columns_rel = format!("{rel}/{COLUMNS_FILE}");
+                let columns = from
+                    .read(&columns_rel)?
+                    .ok_or_else(|| BackupError::Io(from.name(&columns_rel), std::io::ErrorKind::NotFound.into()))?;
+                place_columns(&columns, &from.name(&columns_rel), &upload.join(COLUMNS_FILE))?;
+                location::sync_dir(&upload)?;
                 *filled.entry((keyspace.clone(), name)).or_default() += copied;
             }
         }
@@ -182,89 +195,69 @@ fn if_not_exists(statement: &str) -> String {
     statement.to_string()
 }
 
-/// Copies every whole SSTable of `from` into `into`, numbered after the
-/// generations already there, each TOC last; returns how many.
-fn copy_sstables(from: &Path, into: &Path) -> Result<usize, BackupError> {
-    fs::create_dir_all(into).map_err(io(into))?;
-    let first = generations(into)?.last().map_or(1, |g| g + 1);
-    let sources = whole_sstables(from)?;
-    for (generation, source) in (first..).zip(&sources) {
-        let target = Descriptor { dir: into.to_path_buf(), shard: 0, generation };
-        let components = Component::ALL.into_iter().filter(|c| *c != Component::Toc).chain([Component::Toc]);
-        for component in components {
-            let (src, dst) = (source.path(component), target.path(component));
-            fs::copy(&src, &dst).map_err(io(&src))?;
-            fs::File::open(&dst).and_then(|f| f.sync_all()).map_err(io(&dst))?;
+/// Sends the snapshot's whole SSTables to `to`'s `rel`; returns how many.
+fn send_sstables(snapshot: &Path, to: &Location, rel: &str) -> Result<usize, BackupError> {
+    let there = to.list(rel)?.1;
+    let mut send = |from: &str, name: &str| to.upload(&snapshot.join(from), &format!("{rel}/{name}"));
+    copy_sstables(&local_files(snapshot)?, next_generation(&there), &mut send)
+}
+
+/// Fetches the whole SSTables of `from`'s `rel` into `upload`; returns how
+/// many.
+fn fetch_sstables(from: &Location, rel: &str, upload: &Path) -> Result<usize, BackupError> {
+    fs::create_dir_all(upload).map_err(io(upload))?;
+    let mut fetch = |name: &str, to: &str| from.download(&format!("{rel}/{name}"), &upload.join(to));
+    copy_sstables(&from.list(rel)?.1, next_generation(&local_files(upload)?), &mut fetch)
+}
+
+/// Copies the whole SSTables (a TOC there) among the file `names`,
+/// renumbered `shard0-<first>`, `shard0-<first + 1>`, ..., each TOC last,
+/// by `copy(source name, target name)`; returns how many.
+fn copy_sstables(
+    names: &[String],
+    first: u64,
+    copy: &mut dyn FnMut(&str, &str) -> Result<(), BackupError>,
+) -> Result<usize, BackupError> {
+    let whole: BTreeMap<(usize, u64), Descriptor> = names
+        .iter()
+        .filter_map(|name| match Descriptor::parse(Path::new(""), name) {
+            Some((d, Some(Component::Toc))) => Some(((d.shard, d.generation), d)),
+            _ => None,
+        })
+        .collect();
+    let file = |d: &Descriptor, c: Component| d.path(c).to_string_lossy().into_owned();
+    for (generation, source) in (first..).zip(whole.values()) {
+        let target = Descriptor { dir: PathBuf::new(), shard: 0, generation };
+        for component in Component::ALL.into_iter().filter(|c| *c != Component::Toc).chain([Component::Toc]) {
+            copy(&file(source, component), &file(&target, component))?;
         }
     }
-    sync_dir(into)?;
-    Ok(sources.len())
+    Ok(whole.len())
 }
 
-/// The SSTables of `dir` with a TOC (written last, so whole).
-fn whole_sstables(dir: &Path) -> Result<Vec<Descriptor>, BackupError> {
-    let mut found = BTreeMap::new();
-    for entry in fs::read_dir(dir).map_err(io(dir))? {
-        let name = entry.map_err(io(dir))?.file_name().to_string_lossy().into_owned();
-        if let Some((d, Some(Component::Toc))) = Descriptor::parse(dir, &name) {
-            found.insert((d.shard, d.generation), d);
-        }
-    }
-    Ok(found.into_values().collect())
+/// The generation after every SSTable file among `names`.
+fn next_generation(names: &[String]) -> u64 {
+    names.iter().filter_map(|n| Descriptor::parse(Path::new(""), n)).map(|(d, _)| d.generation + 1).max().unwrap_or(1)
 }
 
-/// The generations of the SSTable files in `dir`, whole or not, sorted.
-fn generations(dir: &Path) -> Result<Vec<u64>, BackupError> {
-    let mut found: Vec<u64> = Vec::new();
-    for entry in fs::read_dir(dir).map_err(io(dir))? {
-        let name = entry.map_err(io(dir))?.file_name().to_string_lossy().into_owned();
-        found.extend(Descriptor::parse(dir, &name).map(|(d, _)| d.generation));
-    }
-    found.sort_unstable();
-    Ok(found)
+/// The names of the files in local directory `dir` (none when it is not
+/// there).
+fn local_files(dir: &Path) -> Result<Vec<String>, BackupError> {
+    Location::Dir(dir.to_path_buf()).list("").map(|(_, files)| files)
 }
 
-fn write_columns(path: &Path, table: &TableMeta) -> Result<(), BackupError> {
-    let lines: String = table.columns.iter().map(|c| format!("{} {}\n", c.id, c.name)).collect();
-    write_synced(path, lines.as_bytes())
-}
-
-/// Copies a backup's column file beside the uploaded SSTables; one there
+/// Writes a backup's column file beside the uploaded SSTables; one there
 /// already (from another node's backup) must say the same.
-fn copy_columns(from: &Path, to: &Path) -> Result<(), BackupError> {
-    let columns = fs::read(from).map_err(io(from))?;
+fn place_columns(columns: &[u8], from: &str, to: &Path) -> Result<(), BackupError> {
     match fs::read(to) {
         Ok(there) if there == columns => Ok(()),
-        Ok(_) => Err(BackupError::ColumnsDiffer(from.display().to_string(), to.display().to_string())),
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => write_synced(to, &columns),
+        Ok(_) => Err(BackupError::ColumnsDiffer(from.to_string(), to.display().to_string())),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+            let dir = to.parent().unwrap_or(Path::new("."));
+            Location::Dir(dir.to_path_buf()).write(&file_name(to), columns)
+        }
         Err(e) => Err(io(to)(e)),
     }
-}
-
-fn write_synced(path: &Path, bytes: &[u8]) -> Result<(), BackupError> {
-    let write = || -> std::io::Result<()> {
-        use std::io::Write;
-        let mut file = fs::File::create(path)?;
-        file.write_all(bytes)?;
-        file.sync_all()
-    };
-    write().map_err(io(path))
-}
-
-fn sync_dir(dir: &Path) -> Result<(), BackupError> {
-    fs::File::open(dir).and_then(|d| d.sync_all()).map_err(io(dir))
-}
-
-fn subdirs(dir: &Path) -> Result<Vec<PathBuf>, BackupError> {
-    let mut dirs = Vec::new();
-    for entry in fs::read_dir(dir).map_err(io(dir))? {
-        let entry = entry.map_err(io(dir))?;
-        if entry.file_type().map_err(io(dir))?.is_dir() {
-            dirs.push(entry.path());
-        }
-    }
-    dirs.sort();
-    Ok(dirs)
 }
 
 fn file_name(path: &Path) -> String {
@@ -283,32 +276,24 @@ mod tests {
     }
 
     #[test]
-    fn schema_statements_become_if_not_exists() {
-        assert_eq!(
-            if_not_exists("CREATE TABLE ks.t (k int PRIMARY KEY);"),
-            "CREATE TABLE IF NOT EXISTS ks.t (k int PRIMARY KEY);"
-        );
-        assert_eq!(if_not_exists("CREATE MATERIALIZED VIEW ks.v AS"), "CREATE MATERIALIZED VIEW IF NOT EXISTS ks.v AS");
-        assert_eq!(if_not_exists("CREATE ROLE r"), "CREATE ROLE r");
-    }
-
-    #[test]
-    fn copies_whole_sstables_numbered_after_those_there() {
+    fn sends_and_fetches_whole_sstables_numbered_after_those_there() {
         let root = std::env::temp_dir().join(format!("shoal-backup-test-{}", std::process::id()));
-        let (from, into) = (root.join("from"), root.join("into"));
-        fs::create_dir_all(&from).expect("mkdir");
-        sstable(&from, 0, 4, true);
-        sstable(&from, 1, 4, true);
-        sstable(&from, 1, 5, false);
-        assert_eq!(copy_sstables(&from, &into).expect("copy"), 2);
-        assert_eq!(copy_sstables(&from, &into).expect("copy again"), 2);
-        assert_eq!(
-            generations(&into).expect("list").into_iter().collect::<std::collections::BTreeSet<_>>(),
-            (1..=4).collect()
-        );
-        let first = Descriptor { dir: into.clone(), shard: 0, generation: 1 };
+        let (snapshot, upload) = (root.join("snapshot"), root.join("upload"));
+        fs::create_dir_all(&snapshot).expect("mkdir");
+        sstable(&snapshot, 0, 4, true);
+        sstable(&snapshot, 1, 4, true);
+        sstable(&snapshot, 1, 5, false);
+        let backup = Location::Dir(root.join("backup"));
+        assert_eq!(send_sstables(&snapshot, &backup, "h/ks/t").expect("send"), 2);
+        assert_eq!(send_sstables(&snapshot, &backup, "h/ks/t").expect("send again"), 2);
+        let sent = backup.list("h/ks/t").expect("list").1;
+        assert_eq!(sent.len(), 4 * Component::ALL.len());
+        assert_eq!(next_generation(&sent), 5);
+        assert_eq!(fetch_sstables(&backup, "h/ks/t", &upload).expect("fetch"), 4);
+        assert_eq!(fetch_sstables(&backup, "h/ks/t", &upload).expect("fetch again"), 4);
+        assert_eq!(next_generation(&local_files(&upload).expect("list")), 9);
+        let first = Descriptor { dir: upload.clone(), shard: 0, generation: 1 };
         assert_eq!(fs::read_to_string(first.path(Component::Data)).expect("read"), "0-4-Data.db");
-        assert_eq!(whole_sstables(&into).expect("list").len(), 4);
         fs::remove_dir_all(&root).expect("clean up");
     }
 }
