@@ -276,6 +276,14 @@ mod tests {
     }
 
     #[test]
+    fn schema_statements_become_if_not_exists() {
+        let table = "CREATE TABLE ks.t (k int PRIMARY KEY);";
+        assert_eq!(if_not_exists(table), "CREATE TABLE IF NOT EXISTS ks.t (k int PRIMARY KEY);");
+        assert_eq!(if_not_exists("CREATE MATERIALIZED VIEW ks.v AS"), "CREATE MATERIALIZED VIEW IF NOT EXISTS ks.v AS");
+        assert_eq!(if_not_exists("CREATE ROLE r"), "CREATE ROLE r");
+    }
+
+    #[test]
     fn sends_and_fetches_whole_sstables_numbered_after_those_there() {
         let root = std::env::temp_dir().join(format!("shoal-backup-test-{}", std::process::id()));
         let (snapshot, upload) = (root.join("snapshot"), root.join("upload"));
