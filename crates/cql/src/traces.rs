@@ -7,13 +7,18 @@
 //! A session is kept on the shard that served its request; reading either
 //! table gathers the sessions of every shard, so a driver may ask any shard.
 //!
+//! Requests sent without the flag are traced too, at random, with the
+//! probability `nodetool settraceprobability` sets on every shard
+//! ([`set_probability`]); their session id is not sent back (drivers did
+//! not ask), and an operator finds them in `system_traces`.
+//!
 //! Invariants: a shard keeps at most `SESSIONS_PER_SHARD_MAX` sessions (the
 //! oldest go first, where Cassandra lets them expire after a day) and a
 //! session at most `EVENTS_PER_SESSION_MAX` events, so tracing every request
 //! cannot grow memory without bound; a session becomes visible only once
 //! finished, with its `duration` set, which is what drivers wait for.
 
-use std::cell::RefCell;
+use std::cell::{Cell, RefCell};
 use std::collections::{BTreeMap, VecDeque};
 use std::net::IpAddr;
 use std::time::Instant;
@@ -52,6 +57,27 @@ struct Event {
 
 thread_local! {
     static SESSIONS: RefCell<VecDeque<Session>> = const { RefCell::new(VecDeque::new()) };
+    /// The chance that a request sent without the TRACING flag is traced.
+    static PROBABILITY: Cell<f64> = const { Cell::new(0.0) };
+}
+
+/// Sets this shard's chance, in `[0, 1]`, of tracing a request sent
+/// without the TRACING flag (call it on every shard).
+pub fn set_probability(probability: f64) {
+    assert!((0.0..=1.0).contains(&probability), "trace probability {probability} outside [0, 1]");
+    PROBABILITY.with(|p| p.set(probability));
+}
+
+/// This shard's chance of tracing a request sent without the flag.
+pub fn probability() -> f64 {
+    PROBABILITY.with(Cell::get)
+}
+
+/// Whether to trace a request sent without the TRACING flag: a draw
+/// against [`probability`] (no draw at all while it is 0).
+pub fn sampled() -> bool {
+    let probability = probability();
+    probability > 0.0 && rand::random::<f64>() < probability
 }
 
 /// A request being traced. Dropped without [`Trace::finish`], it leaves no

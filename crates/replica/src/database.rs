@@ -42,6 +42,7 @@ use crate::mutation::Mutation;
 use crate::partition_lock::{PartitionGuard, PartitionLocks};
 use crate::paxos::{self, PAXOS_TABLE};
 use crate::read::{self, PartitionSelection, ReadCommand, ReadResult};
+use crate::top_partitions::{Sampler, TopPartitions};
 use crate::view_update::{self, View};
 use crate::write_gate::WriteGate;
 
@@ -152,6 +153,9 @@ pub struct Database {
     /// Memtable memory was freed (a flush finished).
     memory_freed: Event,
     compaction_wanted: Event,
+    /// Tables whose strategy's compactions are off (nodetool
+    /// disableautocompaction; see `compaction_control`).
+    pub(crate) auto_compaction_off: RefCell<HashSet<Uuid>>,
     /// Partitions with a conditional write under way.
     partition_locks: Rc<PartitionLocks>,
     /// memcached's per-item hints (last access, fetched, stale, token).
@@ -161,6 +165,8 @@ pub struct Database {
     /// The last CAS unique given to a memcached item on this shard.
     pub(crate) last_item_cas: Cell<u64>,
     pub(crate) metrics: ReplicaMetrics,
+    /// The sampling of nodetool toppartitions, while one runs.
+    top_partitions: RefCell<Option<Sampler>>,
     view_sink: RefCell<Option<ViewSink>>,
 }
 
@@ -215,11 +221,13 @@ impl Database {
             flushing: RefCell::new(HashSet::new()),
             memory_freed: Event::default(),
             compaction_wanted: Event::default(),
+            auto_compaction_off: RefCell::new(HashSet::new()),
             partition_locks: Rc::default(),
             item_access: ItemAccessTable::default(),
             item_lru: ItemLru::default(),
             last_item_cas: Cell::new(0),
             metrics: ReplicaMetrics::register(local),
+            top_partitions: RefCell::new(None),
             view_sink: RefCell::new(None),
         }
     }
@@ -352,6 +360,7 @@ impl Database {
     ) -> Result<(), ReplicaError> {
         let started = Instant::now();
         let ticket = self.write_gate.enter();
+        self.note_top_write(table_id, position.token, &position.key);
         if !self.has_views(table_id) {
             self.apply_unsynced(table_id, position, update, list_ops).await?.durable().await?;
             self.metrics.record_write(table_id, started.elapsed());
@@ -568,6 +577,7 @@ impl Database {
     pub async fn query(&self, command: &ReadCommand) -> Result<ReadResult, ReplicaError> {
         if let PartitionSelection::Keys(keys) = &command.partitions {
             keys.iter().try_for_each(check_token)?;
+            keys.iter().for_each(|k| self.note_top_read(command.table, k.token, &k.key));
         }
         let schema = self.schema();
         let meta = schema.table_by_id(command.table).ok_or(ReplicaError::NoSuchTable(command.table))?;
@@ -738,7 +748,7 @@ impl Database {
         Ok(ids.len())
     }
 
-    fn select_tables(&self, keyspace: Option<&str>, tables: &[String]) -> Vec<Uuid> {
+    pub(crate) fn select_tables(&self, keyspace: Option<&str>, tables: &[String]) -> Vec<Uuid> {
         let schema = self.schema();
         schema
             .tables()
@@ -822,7 +832,7 @@ impl Database {
             let mut worked = true;
             while worked {
                 worked = false;
-                for id in self.table_ids() {
+                for id in self.table_ids().into_iter().filter(|id| self.auto_compaction_enabled(*id)) {
                     let Ok(table) = self.table(id) else { continue };
                     match shoal_storage::compaction::compact_next(&table, shoal_runtime::clock::now_s()).await {
                         Ok(Some(report)) => {
@@ -831,6 +841,8 @@ impl Database {
                             worked = true;
                         }
                         Ok(None) => {}
+                        // Not retried until the next flush wakes the loop.
+                        Err(StorageError::CompactionStopped) => tracing::info!("compaction of table {id} stopped"),
                         Err(e) => tracing::error!("compaction of table {id} failed: {e}"),
                     }
                 }
@@ -861,7 +873,38 @@ impl Database {
                 local().save_hot_keys_every(period).await;
             }
         });
+        self.wake_compaction();
+    }
+
+    /// Has the compaction loop look at every table again.
+    pub(crate) fn wake_compaction(&self) {
         self.compaction_wanted.notify_all();
+    }
+
+    /// Starts counting the reads and writes of `tables` (all when empty),
+    /// at most `capacity` partitions of each kind (nodetool
+    /// toppartitions, [`crate::top_partitions`]); a sampling under way is
+    /// replaced.
+    pub fn start_top_partitions(&self, tables: HashSet<Uuid>, capacity: usize) {
+        *self.top_partitions.borrow_mut() = Some(Sampler::new(tables, capacity));
+    }
+
+    /// Ends the sampling and answers what it counted, most seen first
+    /// (nothing when none was under way).
+    pub fn finish_top_partitions(&self) -> TopPartitions {
+        self.top_partitions.borrow_mut().take().map(Sampler::finish).unwrap_or_default()
+    }
+
+    fn note_top_write(&self, table: Uuid, token: i64, key: &bytes::Bytes) {
+        if let Some(sampler) = self.top_partitions.borrow_mut().as_mut() {
+            sampler.note_write(table, token, key);
+        }
+    }
+
+    fn note_top_read(&self, table: Uuid, token: i64, key: &bytes::Bytes) {
+        if let Some(sampler) = self.top_partitions.borrow_mut().as_mut() {
+            sampler.note_read(table, token, key);
+        }
     }
 }
 

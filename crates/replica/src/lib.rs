@@ -13,6 +13,7 @@
 //! above.
 
 mod cas;
+mod compaction_control;
 mod counter_leader;
 mod database;
 mod filter;
@@ -27,12 +28,14 @@ mod paxos;
 mod read;
 mod recovery;
 mod token_hash;
+mod top_partitions;
 mod view_update;
 mod virtual_table;
 mod warm_restart;
 mod write_gate;
 
 pub use cas::{CasRequest, CasResult, CheckOp, CheckedPart, ColumnCheck, RowCheck, RowCondition};
+pub use compaction_control::{CompactionStatus, CompactionsReport};
 pub use database::{local, Database, ReplicaError, SchemaListener, StorageConfig, ViewSink};
 pub use filter::{FilterOp, RowFilter};
 pub use item::{Arith, Fetch, Item, ItemOp, ItemOutcome, ItemTable, Lifetime, Store, StoreMode};
@@ -44,5 +47,6 @@ pub use partition_lock::PartitionGuard;
 pub use paxos::{Ballot, Promise, Proposal};
 pub use read::{PartitionSelection, ReadCommand, ReadResult, ResultCell, ResultRow, RowPosition};
 pub use recovery::RecoveryReport;
+pub use top_partitions::{TopPartition, TopPartitions, CAPACITY_MAX as TOP_PARTITIONS_CAPACITY_MAX};
 pub use view_update::{View, ViewKind};
 pub use virtual_table::VirtualTable;

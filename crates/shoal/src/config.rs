@@ -85,6 +85,10 @@ pub enum Command {
     Stress(shoal_stress::StressArgs),
     /// Measure the disk under --workdir and write io_properties.yaml for the I/O scheduler.
     Iotune(crate::iotune::IotuneArgs),
+    /// Copy a snapshot's SSTables and the schema to a backup directory.
+    Backup(crate::backup::BackupArgs),
+    /// Copy node backups into the upload/ directories of a node's tables (then nodetool refresh).
+    Restore(crate::backup::RestoreArgs),
 }
 
 #[derive(Debug, Clone, Default, clap::Args)]

@@ -2,6 +2,7 @@
 //! one shard per core and the listeners on shard 0. Wiring only.
 
 mod api;
+mod backup;
 mod config;
 mod iotune;
 mod logging;
@@ -38,6 +39,12 @@ fn main() {
             finish(start_logging(&LogSettings::default()).and_then(|()| shoal_stress::run(args)))
         }
         Some(Command::Iotune(args)) => finish(start_logging(&LogSettings::default()).and_then(|()| iotune::run(args))),
+        Some(Command::Backup(args)) => {
+            finish(start_logging(&LogSettings::default()).and_then(|()| backup::backup(args)))
+        }
+        Some(Command::Restore(args)) => {
+            finish(start_logging(&LogSettings::default()).and_then(|()| backup::restore(args)))
+        }
         None => cli.server,
     };
     if let Err(e) = start_logging(&args.log_settings()) {

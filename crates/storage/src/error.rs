@@ -13,6 +13,8 @@ pub enum StorageError {
     WriteFailing(String),
     #[error("the commitlog is closed: the node is drained or stopping")]
     CommitlogClosed,
+    #[error("compaction stopped (nodetool stop or disableautocompaction)")]
+    CompactionStopped,
     #[error("corrupt data{}: {detail}", if place.is_empty() { String::new() } else { format!(" in {place}") })]
     Corrupt { place: String, detail: String },
 }

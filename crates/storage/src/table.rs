@@ -30,6 +30,7 @@ use std::rc::Rc;
 use crate::cache::{Lookup, RowCache};
 use crate::commitlog::Position;
 use crate::compaction::strategy::Strategy;
+use crate::compaction::task::CompactionTask;
 use crate::error::StorageResult;
 use crate::event::Event;
 use crate::memtable::Memtable;
@@ -85,6 +86,8 @@ pub struct Table {
     sstables: RefCell<SSTableSet>,
     /// Generations being compacted now.
     compacting: RefCell<HashSet<u64>>,
+    /// The compactions under way.
+    compactions: RefCell<Vec<Rc<CompactionTask>>>,
     next_generation: Cell<u64>,
     /// Bumped by TRUNCATE and DROP: flushes and compactions begun before
     /// discard their output.
@@ -122,6 +125,7 @@ impl Table {
             sealed: RefCell::new(Vec::new()),
             sstables: RefCell::new(Rc::new(Vec::new())),
             compacting: RefCell::new(HashSet::new()),
+            compactions: RefCell::new(Vec::new()),
             next_generation: Cell::new(1),
             epoch: Cell::new(0),
             flushed: Event::default(),
@@ -572,6 +576,19 @@ impl Table {
                 compacting.remove(&s.generation());
             }
         }
+    }
+
+    /// The compactions of this table under way.
+    pub fn compactions(&self) -> Vec<Rc<CompactionTask>> {
+        self.compactions.borrow().clone()
+    }
+
+    pub(crate) fn add_compaction(&self, task: Rc<CompactionTask>) {
+        self.compactions.borrow_mut().push(task);
+    }
+
+    pub(crate) fn remove_compaction(&self, task: &Rc<CompactionTask>) {
+        self.compactions.borrow_mut().retain(|t| !Rc::ptr_eq(t, task));
     }
 
     /// The oldest write timestamp that data of `position` may have outside

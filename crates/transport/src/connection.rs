@@ -306,7 +306,8 @@ async fn handle(connection: &Rc<Connection>, frame: crate::frame::Frame) -> Resp
         Ok((request, _payload)) => request,
         Err(e) => return error_response(ErrorBody::protocol(e.to_string())),
     };
-    let mut trace = traced.then(|| request_trace::begin(connection.client, &request)).flatten();
+    let sampled = !traced && shoal_cql::traces::sampled();
+    let mut trace = (traced || sampled).then(|| request_trace::begin(connection.client, &request)).flatten();
     if let Some(trace) = trace.as_mut() {
         trace.event(format!("Executing {} on shard {}", opcode_name(opcode), shoal_runtime::this_shard()));
     }
@@ -319,7 +320,8 @@ async fn handle(connection: &Rc<Connection>, frame: crate::frame::Frame) -> Resp
             Opcode::Error => "Request failed",
             _ => "Request complete",
         });
-        response.tracing_id = Some(trace.id());
+        // A sampled request's client did not ask for the session's id.
+        response.tracing_id = traced.then(|| trace.id());
         trace.finish();
     }
     response

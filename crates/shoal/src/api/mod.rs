@@ -3,7 +3,9 @@
 //! (`{"code": 404, "message": ...}`), except `/metrics` (Prometheus text).
 //! [`Route`] lists the endpoints; `node` answers the node's and the
 //! cluster's state, `ops` runs operations, `snapshots` lists and clears
-//! snapshots.
+//! snapshots, `compactions` shows and steers compactions,
+//! `top_partitions` samples the busiest partitions and `refresh` loads
+//! uploaded SSTables into the cluster.
 //!
 //! The server is Shoal's own, on the shard runtime (compio): HTTP/1.1, one
 //! request per connection, no body, a head of at most
@@ -11,12 +13,17 @@
 //! and an answer written within [`WRITE_TIMEOUT`]; the decoding is in the
 //! `shoal-http` crate (unit tested, fuzzed). Why not a general HTTP crate:
 //! docs/operations.md, "The HTTP API". Data stays on its shard: what a
-//! shard holds is asked of it by message (`submit_to`).
+//! shard holds is asked of it by message (`submit_to`); file system work
+//! that would block (listing and removing uploaded SSTables) runs on a
+//! helper thread ([`blocking`]).
 
+mod compactions;
 mod node;
 mod ops;
+mod refresh;
 mod routes;
 mod snapshots;
+mod top_partitions;
 
 use std::cell::Cell;
 use std::path::PathBuf;
@@ -27,6 +34,7 @@ use std::time::{Duration, Instant};
 use shoal_http::{HttpError, Request, Response, Status};
 use shoal_runtime::net::{AsyncRead, AsyncWrite, AsyncWriteExt, BufResult, TcpListener, TcpStream};
 
+pub use refresh::COLUMNS_FILE;
 pub use routes::Route;
 
 /// How long a client has to send its whole request head; one that is
@@ -137,6 +145,24 @@ async fn read_head(stream: &mut TcpStream) -> Option<Result<Request, HttpError>>
             _ => return None,
         }
     }
+}
+
+/// A helper thread's work that ended without an answer.
+#[derive(Debug, thiserror::Error)]
+#[error("helper thread: {0}")]
+pub struct HelperError(String);
+
+/// Runs `work` on a thread of its own and answers its result, so that
+/// blocking file system calls do not stall the shard.
+async fn blocking<T: Send + 'static>(work: impl FnOnce() -> T + Send + 'static) -> Result<T, HelperError> {
+    let (done, answer) = futures_channel::oneshot::channel();
+    std::thread::Builder::new()
+        .name("shoal-api-files".to_string())
+        .spawn(move || {
+            let _ = done.send(work());
+        })
+        .map_err(|e| HelperError(e.to_string()))?;
+    answer.await.map_err(|_| HelperError("ended without answering".to_string()))
 }
 
 /// A JSON answer, or a 500 with the error's text.

@@ -1,7 +1,8 @@
 //! The operations the API runs, each answered when done: flush,
 //! compaction, snapshot (on every shard, by message), drain (shard 0),
-//! decommission, remove_node, repair and cleanup (the coordinator's node
-//! operations), and the run-time log levels.
+//! decommission, remove_node, repair, rebuild and cleanup (the
+//! coordinator's node operations), and the run-time log levels and trace
+//! probability.
 
 use serde_json::json;
 use shoal_coordinator::StorageOp;
@@ -29,6 +30,9 @@ pub enum Operation {
     RemoveNode,
     /// `repair[/<keyspace>]`
     Repair(Option<String>),
+    /// `rebuild`: this node takes from the other replicas what it lacks of
+    /// every range it replicates (repair's exchange; no `source_dc`).
+    Rebuild,
     /// `keyspace_cleanup[/<keyspace>]`
     Cleanup(Option<String>),
 }
@@ -47,6 +51,7 @@ impl Operation {
             "/storage_service/drain" => Some(Operation::Drain),
             "/storage_service/decommission" => Some(Operation::Decommission),
             "/storage_service/remove_node" => Some(Operation::RemoveNode),
+            "/storage_service/rebuild" => Some(Operation::Rebuild),
             _ => None,
         };
         fixed
@@ -74,6 +79,10 @@ impl Operation {
             Operation::Decommission => decommission().await,
             Operation::RemoveNode => remove_node(request).await,
             Operation::Repair(keyspace) => repair(keyspace.as_deref()).await,
+            Operation::Rebuild if request.param("source_dc").is_some() => {
+                Response::error(Status::BadRequest, "rebuild takes from every replica; no source_dc")
+            }
+            Operation::Rebuild => repair(None).await,
             Operation::Cleanup(keyspace) => json_or_500(shoal_coordinator::cleanup::cleanup(keyspace.as_deref()).await),
         }
     }
@@ -171,4 +180,23 @@ pub fn set_logger_level(module: &str, request: &Request) -> Response {
         Ok(()) => Response::json(&json!("ok")),
         Err(e) => Response::error(Status::BadRequest, e),
     }
+}
+
+/// `GET /storage_service/trace_probability`: the chance that a request
+/// sent without the TRACING flag is traced (this shard's; every shard has
+/// the same).
+pub fn trace_probability() -> Response {
+    Response::json(&json!(shoal_cql::traces::probability()))
+}
+
+/// `POST /storage_service/trace_probability?probability=<0..1>`: sets it on
+/// every shard.
+pub async fn set_trace_probability(request: &Request) -> Response {
+    let probability = request.param("probability").and_then(|p| p.parse::<f64>().ok());
+    let Some(probability) = probability.filter(|p| (0.0..=1.0).contains(p)) else {
+        return Response::error(Status::BadRequest, "trace_probability needs ?probability= a number from 0 to 1");
+    };
+    let set =
+        shoal_coordinator::on_every_shard(move |_| async move { shoal_cql::traces::set_probability(probability) });
+    json_or_500(set.await.map(|_| probability))
 }

@@ -4,7 +4,7 @@
 
 use shoal_http::{Method, Request, Response, Status};
 
-use super::{node, ops, snapshots};
+use super::{compactions, node, ops, refresh, snapshots, top_partitions};
 
 /// One endpoint, with what its path names.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -40,8 +40,27 @@ pub enum Route {
     LoggerLevels,
     /// `POST /system/logger/<module>?level=`, `POST /system/logger?reset`.
     SetLoggerLevel(String),
+    /// `GET /compaction_manager/compactions`: those under way.
+    Compactions,
+    /// `GET /compaction_manager/metrics/pending_tasks_by_table`.
+    PendingCompactions,
+    /// `POST /compaction_manager/stop_compaction?type=`.
+    StopCompaction,
+    /// `POST` (on) or `DELETE` (off)
+    /// `/storage_service/auto_compaction[/<keyspace>][?cf=]`.
+    AutoCompaction(Option<String>, bool),
+    /// `GET /storage_service/trace_probability`.
+    TraceProbability,
+    /// `POST /storage_service/trace_probability?probability=`.
+    SetTraceProbability,
+    /// `GET /storage_service/toppartitions/?table_filters=&duration=...`.
+    TopPartitions,
+    /// `POST /storage_service/sstables/<keyspace>?cf=`: nodetool refresh.
+    LoadSSTables(String),
+    /// `GET /stream_manager/`: the loads of nodetool refresh under way.
+    Streams,
     /// `POST /storage_service/...`: flush, compaction, snapshot, drain,
-    /// decommission, remove_node, repair, cleanup.
+    /// decommission, remove_node, repair, rebuild, cleanup.
     Operation(ops::Operation),
 }
 
@@ -85,6 +104,13 @@ impl Route {
                 Some((Method::Delete, Route::ClearSnapshots))
             }
             "/system/logger" if request.method == Method::Get => get(Route::LoggerLevels),
+            "/compaction_manager/compactions" => get(Route::Compactions),
+            "/compaction_manager/metrics/pending_tasks_by_table" => get(Route::PendingCompactions),
+            "/compaction_manager/stop_compaction" => Some((Method::Post, Route::StopCompaction)),
+            "/storage_service/trace_probability" if request.method == Method::Get => get(Route::TraceProbability),
+            "/storage_service/trace_probability" => Some((Method::Post, Route::SetTraceProbability)),
+            "/storage_service/toppartitions" | "/storage_service/toppartitions/" => get(Route::TopPartitions),
+            "/stream_manager" | "/stream_manager/" => get(Route::Streams),
             _ => Self::with_argument(request).or_else(|| {
                 let operation = ops::Operation::by_path(path)?;
                 Some((Method::Post, Route::Operation(operation)))
@@ -103,6 +129,16 @@ impl Route {
         }
         if let Some(keyspace) = keyspace("/storage_service/natural_endpoints") {
             return Some((Method::Get, Route::NaturalEndpoints(keyspace)));
+        }
+        if let Some(keyspace) = request.rest_of("/storage_service/auto_compaction") {
+            let keyspace = Some(keyspace.to_string()).filter(|k| !k.is_empty());
+            return Some(match request.method {
+                Method::Delete => (Method::Delete, Route::AutoCompaction(keyspace, false)),
+                _ => (Method::Post, Route::AutoCompaction(keyspace, true)),
+            });
+        }
+        if let Some(keyspace) = keyspace("/storage_service/sstables") {
+            return Some((Method::Post, Route::LoadSSTables(keyspace)));
         }
         let module = request.rest_of("/system/logger")?;
         Some((Method::Post, Route::SetLoggerLevel(module.to_string())))
@@ -123,6 +159,15 @@ impl Route {
             Route::ClearSnapshots => snapshots::clear(request),
             Route::LoggerLevels => ops::logger_levels(),
             Route::SetLoggerLevel(module) => ops::set_logger_level(&module, request),
+            Route::Compactions => compactions::list().await,
+            Route::PendingCompactions => compactions::pending_by_table().await,
+            Route::StopCompaction => compactions::stop(request).await,
+            Route::AutoCompaction(keyspace, enabled) => compactions::set_auto(keyspace, enabled, request).await,
+            Route::TraceProbability => ops::trace_probability(),
+            Route::SetTraceProbability => ops::set_trace_probability(request).await,
+            Route::TopPartitions => top_partitions::sample(request).await,
+            Route::LoadSSTables(keyspace) => refresh::load(keyspace, request).await,
+            Route::Streams => refresh::streams(),
             Route::Operation(operation) => operation.run(request).await,
         }
     }
@@ -154,5 +199,28 @@ mod tests {
             Ok(Route::SetLoggerLevel("a::b".into()))
         );
         assert_eq!(route("GET /storage_service/drain HTTP/1.1\r\n\r\n"), Err(Status::MethodNotAllowed));
+        assert_eq!(
+            route("DELETE /storage_service/auto_compaction/ks?cf=t HTTP/1.1\r\n\r\n"),
+            Ok(Route::AutoCompaction(Some("ks".into()), false))
+        );
+        assert_eq!(
+            route("POST /storage_service/auto_compaction/ks HTTP/1.1\r\n\r\n"),
+            Ok(Route::AutoCompaction(Some("ks".into()), true))
+        );
+        assert_eq!(route("GET /storage_service/auto_compaction/ks HTTP/1.1\r\n\r\n"), Err(Status::MethodNotAllowed));
+        assert_eq!(route("GET /storage_service/trace_probability HTTP/1.1\r\n\r\n"), Ok(Route::TraceProbability));
+        assert_eq!(
+            route("POST /storage_service/trace_probability?probability=0.5 HTTP/1.1\r\n\r\n"),
+            Ok(Route::SetTraceProbability)
+        );
+        assert_eq!(route("GET /storage_service/toppartitions/?duration=10 HTTP/1.1\r\n\r\n"), Ok(Route::TopPartitions));
+        assert_eq!(
+            route("POST /storage_service/sstables/ks?cf=t HTTP/1.1\r\n\r\n"),
+            Ok(Route::LoadSSTables("ks".into()))
+        );
+        assert_eq!(
+            route("POST /compaction_manager/stop_compaction?type=COMPACTION HTTP/1.1\r\n\r\n"),
+            Ok(Route::StopCompaction)
+        );
     }
 }

@@ -5,8 +5,10 @@
 //! a command puts in a path or a query is percent-encoded.
 
 mod cluster;
+mod compactions;
 mod report;
 mod snapshots;
+mod top_partitions;
 
 use std::io::{Read, Write};
 use std::net::TcpStream;
@@ -89,6 +91,51 @@ pub enum NodetoolCommand {
         tag: Option<String>,
         keyspace: Option<String>,
     },
+    /// Compactions waiting (per table) and under way, with their progress.
+    Compactionstats,
+    /// Stop the compactions under way of a type: COMPACTION or CLEANUP.
+    Stop {
+        /// COMPACTION (the strategy's and major ones) or CLEANUP
+        #[arg(value_name = "COMPACTION_TYPE")]
+        kind: String,
+    },
+    /// Turn the compaction strategy on again for tables (all, a keyspace's, or some of its).
+    #[command(name = "enableautocompaction")]
+    EnableAutoCompaction { keyspace: Option<String>, tables: Vec<String> },
+    /// Turn the compaction strategy off for tables (until enabled again or a restart); stops their compactions.
+    #[command(name = "disableautocompaction")]
+    DisableAutoCompaction { keyspace: Option<String>, tables: Vec<String> },
+    /// The partitions most written and read during a sampling period.
+    Toppartitions {
+        keyspace: Option<String>,
+        table: Option<String>,
+        /// Sampling period in milliseconds
+        duration: Option<u64>,
+        /// The sampling period in milliseconds, when not given after the table
+        #[arg(long, short = 'd', default_value_t = 5000)]
+        duration_ms: u64,
+        /// Partitions counted per shard (space-saving capacity)
+        #[arg(short = 's', default_value_t = 256)]
+        capacity: usize,
+        /// Partitions listed
+        #[arg(short = 'k', default_value_t = 10)]
+        list_size: usize,
+    },
+    /// Load the SSTables in the table's upload/ directory, streaming each partition to its replicas.
+    Refresh { keyspace: String, table: String },
+    /// Take from the other replicas what this node lacks of the ranges it replicates.
+    Rebuild {
+        /// Not supported: rebuild takes from every replica
+        source_dc: Option<String>,
+    },
+    /// The chance, from 0 to 1, that a request is traced (to system_traces) without asking.
+    #[command(name = "settraceprobability")]
+    SetTraceProbability { probability: f64 },
+    /// The chance that a request is traced without asking.
+    #[command(name = "gettraceprobability")]
+    GetTraceProbability,
+    /// The node's mode and the streams it sends.
+    Netstats,
 }
 
 /// Runs the command; the error is for the user.
@@ -109,6 +156,48 @@ pub fn run(args: NodetoolArgs) -> Result<(), String> {
         }
         NodetoolCommand::Listsnapshots => return snapshots::list(&api),
         NodetoolCommand::Clearsnapshot { tag, keyspaces } => return snapshots::clear(&api, tag.as_deref(), keyspaces),
+        NodetoolCommand::Compactionstats => return compactions::compactionstats(&api),
+        NodetoolCommand::Stop { kind } => return compactions::stop(&api, kind),
+        NodetoolCommand::EnableAutoCompaction { keyspace, tables } => {
+            return compactions::set_auto(&api, keyspace.as_deref(), tables, true)
+        }
+        NodetoolCommand::DisableAutoCompaction { keyspace, tables } => {
+            return compactions::set_auto(&api, keyspace.as_deref(), tables, false)
+        }
+        NodetoolCommand::Toppartitions { keyspace, table, duration, duration_ms, capacity, list_size } => {
+            let table = match (keyspace, table) {
+                (Some(keyspace), Some(table)) => Some((keyspace.as_str(), table.as_str())),
+                (None, None) => None,
+                _ => return Err("toppartitions takes a keyspace and a table, or neither".to_string()),
+            };
+            let duration_ms = duration.unwrap_or(*duration_ms);
+            let sampling = top_partitions::Sampling { table, duration_ms, capacity: *capacity, list_size: *list_size };
+            return top_partitions::run(&api, &sampling);
+        }
+        NodetoolCommand::Refresh { keyspace, table } => {
+            let path = format!("/storage_service/sstables/{}?cf={}", encode(keyspace), encode(table));
+            let loaded: Loaded = api.post_json(&path)?;
+            println!(
+                "loaded {} SSTable(s): {} partition(s) written to their replicas",
+                loaded.sstables, loaded.partitions
+            );
+            return Ok(());
+        }
+        NodetoolCommand::Rebuild { source_dc } => {
+            let query = source_dc.as_ref().map(|dc| format!("?source_dc={}", encode(dc))).unwrap_or_default();
+            let r: Repaired = api.post_json(&format!("/storage_service/rebuild{query}"))?;
+            println!("rebuilt: {}", r.summary());
+            return Ok(());
+        }
+        NodetoolCommand::SetTraceProbability { probability } => {
+            (format!("/storage_service/trace_probability?probability={probability}"), "trace probability set")
+        }
+        NodetoolCommand::GetTraceProbability => {
+            let probability: f64 = api.json("/storage_service/trace_probability")?;
+            println!("Current trace probability: {probability}");
+            return Ok(());
+        }
+        NodetoolCommand::Netstats => return netstats(&api),
         NodetoolCommand::Flush { keyspace, tables } => {
             (format!("/storage_service/keyspace_flush{}{}", keyspace_path(keyspace), tables_query(tables)), "flushed")
         }
@@ -146,11 +235,7 @@ pub fn run(args: NodetoolArgs) -> Result<(), String> {
         }
         NodetoolCommand::Repair { keyspace } => {
             let r: Repaired = api.post_json(&format!("/storage_service/repair{}", keyspace_path(keyspace)))?;
-            println!(
-                "repaired: {} range(s) of tables, {} partition(s) compared, {} differed ({} whole, {} row(s) in the \
-                 others), {} cop(ies) written",
-                r.ranges, r.partitions, r.differing, r.whole, r.rows, r.written
-            );
+            println!("repaired: {}", r.summary());
             return Ok(());
         }
         NodetoolCommand::Removenode { host_id } => {
@@ -162,7 +247,7 @@ pub fn run(args: NodetoolArgs) -> Result<(), String> {
     Ok(())
 }
 
-/// What `POST /storage_service/repair` answers.
+/// What `POST /storage_service/repair` (and `rebuild`) answers.
 #[derive(serde::Deserialize)]
 struct Repaired {
     ranges: usize,
@@ -171,6 +256,60 @@ struct Repaired {
     whole: usize,
     rows: usize,
     written: usize,
+}
+
+impl Repaired {
+    fn summary(&self) -> String {
+        format!(
+            "{} range(s) of tables, {} partition(s) compared, {} differed ({} whole, {} row(s) in the others), {} \
+             cop(ies) written",
+            self.ranges, self.partitions, self.differing, self.whole, self.rows, self.written
+        )
+    }
+}
+
+/// What `POST /storage_service/sstables/<keyspace>` answers.
+#[derive(serde::Deserialize)]
+struct Loaded {
+    sstables: usize,
+    partitions: u64,
+}
+
+/// A load-and-stream under way, as `GET /stream_manager/` lists it.
+#[derive(serde::Deserialize)]
+struct Stream {
+    description: String,
+    sstables: usize,
+}
+
+/// `netstats`: the node's mode, then the streams it sends (Cassandra's
+/// first two parts; Shoal keeps no read repair or message pool counters).
+fn netstats(api: &Api) -> Result<(), String> {
+    let mode: String = api.json("/storage_service/operation_mode")?;
+    let streams: Vec<Stream> = api.json("/stream_manager/")?;
+    println!("Mode: {mode}");
+    if streams.is_empty() {
+        println!("Not sending any streams.");
+    }
+    for stream in streams {
+        println!("{}", stream.description);
+        println!("    Sending {} files to the replicas of their partitions", stream.sstables);
+    }
+    Ok(())
+}
+
+/// Prints rows as Cassandra's nodetool tables: each column as wide as its
+/// widest cell, one space between columns.
+fn print_table<R: AsRef<[String]>>(rows: &[R]) {
+    let columns = rows.iter().map(|r| r.as_ref().len()).max().unwrap_or(0);
+    let widths: Vec<usize> = (0..columns)
+        .map(|c| rows.iter().filter_map(|r| r.as_ref().get(c)).map(String::len).max().unwrap_or(0))
+        .collect();
+    for row in rows {
+        let cells: Vec<String> =
+            row.as_ref().iter().zip(&widths).map(|(cell, width)| format!("{cell:<width$}")).collect();
+        println!("{}", cells.join(" ").trim_end());
+    }
 }
 
 fn encode(text: &str) -> String {

@@ -2,7 +2,7 @@
 //! nodetool prints them.
 
 use super::report::bytes;
-use super::{encode, encode_list, Api};
+use super::{encode, encode_list, print_table, Api};
 
 /// One table's part of a snapshot, as `GET /storage_service/snapshots`
 /// lists it.
@@ -39,11 +39,7 @@ pub(super) fn list(api: &Api) -> Result<(), String> {
             rows.push([snapshot.key.clone(), table.ks.clone(), table.cf.clone(), live, total]);
         }
     }
-    let widths: Vec<usize> = (0..5).map(|c| rows.iter().map(|r| r[c].len()).max().unwrap_or(0)).collect();
-    for row in rows {
-        let cells: Vec<String> = row.iter().zip(&widths).map(|(cell, width)| format!("{cell:<width$}")).collect();
-        println!("{}", cells.join(" ").trim_end());
-    }
+    print_table(&rows);
     println!();
     println!("Total TrueDiskSpaceUsed: {}", bytes(true_total as f64));
     println!();

@@ -12,22 +12,30 @@
 //!
 //! Compaction yields to the shard's other tasks after every partition it
 //! writes, so foreground requests keep flowing beside it.
+//!
+//! Each job runs as a [`CompactionTask`] registered with its table while
+//! it runs: its progress in input partitions (nodetool compactionstats)
+//! and a flag that stops it at the next partition (nodetool stop,
+//! disableautocompaction). A stopped job ends as a failed one does: its
+//! outputs are deleted and its inputs stay.
 
 pub mod purge;
 pub mod strategy;
+pub mod task;
 
 use shoal_io::IoClass;
 use std::rc::Rc;
 
 use shoal_runtime::yield_now;
 
-use crate::error::StorageResult;
+use crate::error::{StorageError, StorageResult};
 use crate::partition::Partition;
 use crate::sstable::writer::{self, Lineage, Writer};
 use crate::sstable::{SSTable, Scanner};
 use crate::table::Table;
 use purge::PurgeRules;
 use strategy::Job;
+pub use task::{CompactionKind, CompactionTask};
 
 /// How often cleanup looks whether a compaction in its way is done.
 const COMPACTION_POLL_MS: u64 = 20;
@@ -46,12 +54,18 @@ pub struct CompactionReport {
 pub async fn compact_next(table: &Table, now_s: i64) -> StorageResult<Option<CompactionReport>> {
     let strategy = table.options().strategy;
     let Some(job) = strategy.pick(&table.idle_sstables()) else { return Ok(None) };
-    run(table, job, now_s, &|_| true).await.map(Some)
+    run(table, job, CompactionKind::Regular, now_s, &|_| true).await.map(Some)
+}
+
+/// Whether the strategy has a job for the SSTables no compaction is
+/// using (nodetool compactionstats' pending tasks).
+pub fn has_pending(table: &Table) -> bool {
+    table.options().strategy.pick(&table.idle_sstables()).is_some()
 }
 
 /// Compacts every SSTable of the table (nodetool compact).
 pub async fn compact_major(table: &Table, now_s: i64) -> StorageResult<Option<CompactionReport>> {
-    compact_all(table, now_s, &|_| true).await
+    compact_all(table, CompactionKind::Major, now_s, &|_| true).await
 }
 
 /// Compacts every SSTable of the table keeping only the partitions whose
@@ -64,28 +78,48 @@ pub async fn cleanup(table: &Table, now_s: i64, keep: &dyn Fn(i64) -> bool) -> S
     while table.idle_sstables().len() < table.sstable_set().len() {
         shoal_runtime::time::sleep(std::time::Duration::from_millis(COMPACTION_POLL_MS)).await;
     }
-    let report = compact_all(table, now_s, keep).await?;
+    let report = compact_all(table, CompactionKind::Cleanup, now_s, keep).await?;
     table.clear_cache();
     Ok(report)
 }
 
-async fn compact_all(table: &Table, now_s: i64, keep: &dyn Fn(i64) -> bool) -> StorageResult<Option<CompactionReport>> {
+async fn compact_all(
+    table: &Table,
+    kind: CompactionKind,
+    now_s: i64,
+    keep: &dyn Fn(i64) -> bool,
+) -> StorageResult<Option<CompactionReport>> {
     let inputs = table.idle_sstables();
     if inputs.is_empty() {
         return Ok(None);
     }
     let job = table.options().strategy.major(inputs);
-    run(table, job, now_s, keep).await.map(Some)
+    run(table, job, kind, now_s, keep).await.map(Some)
 }
 
-async fn run(table: &Table, job: Job, now_s: i64, keep: &dyn Fn(i64) -> bool) -> StorageResult<CompactionReport> {
+async fn run(
+    table: &Table,
+    job: Job,
+    kind: CompactionKind,
+    now_s: i64,
+    keep: &dyn Fn(i64) -> bool,
+) -> StorageResult<CompactionReport> {
+    let task = Rc::new(CompactionTask::new(kind, &job));
     table.set_compacting(&job.inputs, true);
-    let result = merge(table, &job, now_s, keep).await;
+    table.add_compaction(Rc::clone(&task));
+    let result = merge(table, &job, &task, now_s, keep).await;
+    table.remove_compaction(&task);
     table.set_compacting(&job.inputs, false);
     result
 }
 
-async fn merge(table: &Table, job: &Job, now_s: i64, keep: &dyn Fn(i64) -> bool) -> StorageResult<CompactionReport> {
+async fn merge(
+    table: &Table,
+    job: &Job,
+    task: &CompactionTask,
+    now_s: i64,
+    keep: &dyn Fn(i64) -> bool,
+) -> StorageResult<CompactionReport> {
     let epoch = table.epoch();
     let gc_grace_s = table.options().gc_grace_s;
     let ancestors: Vec<u64> = job.inputs.iter().map(|s| s.generation()).collect();
@@ -108,11 +142,15 @@ async fn merge(table: &Table, job: &Job, now_s: i64, keep: &dyn Fn(i64) -> bool)
     let mut writer: Option<Writer> = None;
     let result: StorageResult<()> = async {
         loop {
+            if task.is_stopped() {
+                return Err(StorageError::CompactionStopped);
+            }
             let Some(next) = scanners.iter().filter_map(|s| s.peek()).min().cloned() else { break };
             let mut merged: Option<Partition> = None;
             for scanner in scanners.iter_mut().filter(|s| s.peek() == Some(&next)) {
                 // Invariant: peek() matched, so next() yields this partition.
                 if let Some((_, p)) = scanner.next(&all).await? {
+                    task.count_partition();
                     match merged.as_mut() {
                         Some(m) => m.merge(p),
                         None => merged = Some(p),
