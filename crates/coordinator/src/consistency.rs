@@ -64,6 +64,11 @@ impl ConsistencyLevel {
         }
     }
 
+    /// The level named `name`, as [`ConsistencyLevel::name`] spells it.
+    pub fn from_name(name: &str) -> Option<ConsistencyLevel> {
+        ConsistencyLevel::ALL.into_iter().find(|level| level.name() == name)
+    }
+
     /// The name drivers and Cassandra's messages use (`LOCAL_QUORUM`).
     pub fn name(self) -> &'static str {
         match self {

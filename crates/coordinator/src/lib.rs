@@ -48,7 +48,7 @@ pub use batchlog::{decode_batch, mutate_logged, open as open_batchlog};
 pub use consistency::ConsistencyLevel;
 pub use error::{CoordinatorError, WriteType};
 pub use hints::{decode_hint_entry, encode_hint_entry, open as open_hints, set_hint_window, HintEntry};
-pub use items::{item_position, items_stats, run_items, track_items, ItemResult};
+pub use items::{item_position, items_stats, run_items, track_items, ItemLevels, ItemResult};
 pub use proxy::{cas, mutate, read, truncate};
 pub use schema::{schema, set_schema_everywhere, subscribe_schema_changes, unsubscribe_schema_changes, SchemaListener};
 pub use schema_service::{announce_schema_change, schema_applier, set_schema_file, Transition};
