@@ -10,6 +10,9 @@ clients, one per node.
   and `memcache_read_consistency` QUORUM, a node killed with -9 under a
   set load loses no item whose set was answered STORED; the node, back,
   has them (read at ONE from it alone, after `nodetool repair`).
+- At RF 3 past `--memcache-max-size`, the leaders' evictions delete the
+  items on every replica: each node holds the same items, and a read at
+  ALL (read repair) brings none back.
 """
 import contextlib
 import threading
@@ -90,6 +93,35 @@ def test_any_node_answers_any_key_and_cleanup_keeps_every_item():
         assert len(found) == len(keys), "cleanup kept %d of %d items" % (len(found), len(keys))
 
 
+def count_on(stack, node, level):
+    """memcache.items' rows counted by `node` as coordinator at `level`
+    (at ONE: its own copy)."""
+    profile = ExecutionProfile(load_balancing_policy=WhiteListRoundRobinPolicy([node.address]),
+                               consistency_level=level, request_timeout=60)
+    cql = node.cluster(execution_profiles={EXEC_PROFILE_DEFAULT: profile})
+    stack.callback(cql.shutdown)
+    return cql.connect().execute("SELECT count(*) FROM memcache.items").one()[0]
+
+
+def test_rf3_evictions_delete_every_replicas_copy():
+    with contextlib.ExitStack() as stack:
+        nodes, clients = cluster(stack, "shoal-mc-evict-", ["--memcache-max-size", "1M"])
+        cql, session = nodes[0].session()
+        stack.callback(cql.shutdown)
+        session.execute("ALTER KEYSPACE memcache WITH replication = "
+                        "{'class': 'SimpleStrategy', 'replication_factor': 3}")
+        value = b"v" * 1000
+        for start in range(0, 6000, 200):
+            assert clients[0].set_many({"big-%d" % i: value for i in range(start, start + 200)}) == []
+        evictions = sum(int(c.stats().get(b"evictions", 0)) for c in clients)
+        assert evictions > 1000, evictions
+        wait_for("every replica holds the same items", lambda: len({count_on(stack, n, CL.ONE) for n in nodes}) == 1)
+        held = count_on(stack, nodes[0], CL.ONE)
+        assert held < 6000 - 1000, held
+        assert count_on(stack, nodes[1], CL.ALL) == held
+        assert count_on(stack, nodes[2], CL.ONE) == held
+
+
 def set_load(clients, stop, acked, errors):
     """Sets distinct keys through `clients` until `stop`; the keys answered
     STORED go to `acked`."""
@@ -147,9 +179,4 @@ def test_rf3_kill_under_set_load_loses_no_acknowledged_item():
         wait_for("node 3 answers", lambda: all_answer(clients))
         nodes[2].nodetool("repair", "memcache")
         # A count at ONE coordinated by node 3 reads its own copy.
-        profile = ExecutionProfile(load_balancing_policy=WhiteListRoundRobinPolicy([nodes[2].address]),
-                                   consistency_level=CL.ONE, request_timeout=60)
-        third = nodes[2].cluster(execution_profiles={EXEC_PROFILE_DEFAULT: profile})
-        stack.callback(third.shutdown)
-        rows = third.connect().execute("SELECT count(*) FROM memcache.items").one()[0]
-        assert rows >= len(acked)
+        assert count_on(stack, nodes[2], CL.ONE) >= len(acked)

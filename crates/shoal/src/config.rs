@@ -904,6 +904,25 @@ mod tests {
     }
 
     #[test]
+    fn memcached_levels_are_one_unless_named_and_never_serial_or_any() {
+        let levels = |read: Option<&str>, write: Option<&str>| {
+            let args = ServerArgs {
+                smp: Some(1),
+                memcache_read_consistency: read.map(str::to_string),
+                memcache_write_consistency: write.map(str::to_string),
+                ..ServerArgs::default()
+            };
+            Config::resolve(args).map(|c| (c.memcache_levels.read, c.memcache_levels.write))
+        };
+        assert_eq!(levels(None, None).ok(), Some((ConsistencyLevel::One, ConsistencyLevel::One)));
+        let named = levels(Some("quorum"), Some("LOCAL_QUORUM")).ok();
+        assert_eq!(named, Some((ConsistencyLevel::Quorum, ConsistencyLevel::LocalQuorum)));
+        for refused in ["SERIAL", "any", "most"] {
+            assert!(matches!(levels(None, Some(refused)), Err(ConfigError::ItemConsistency(_))), "{refused}");
+        }
+    }
+
+    #[test]
     fn unknown_keys_in_the_file_are_errors() {
         let dir = std::env::temp_dir().join(format!("shoal-config-bad-{}", std::process::id()));
         std::fs::create_dir_all(&dir).ok();
