@@ -6,6 +6,8 @@ clients, one per node.
   `incr` through different nodes counts every increment, and after
   `nodetool cleanup` on every node every item is still there (each lives
   on the nodes the ring gives it, not where its client connected).
+- A fourth node that joins streams its share of the items; after
+  `nodetool cleanup` on every node each item is still found.
 - At RF 3 (`ALTER KEYSPACE memcache`) with `memcache_write_consistency`
   and `memcache_read_consistency` QUORUM, a node killed with -9 under a
   set load loses no item whose set was answered STORED; the node, back,
@@ -24,7 +26,7 @@ from cassandra.cluster import EXEC_PROFILE_DEFAULT, ExecutionProfile
 from cassandra.policies import WhiteListRoundRobinPolicy
 from pymemcache.client.base import Client
 
-from node import skip_reason, start_cluster
+from node import skip_reason, start_cluster, temp_node
 
 if skip_reason():
     pytest.skip(skip_reason(), allow_module_level=True)
@@ -95,7 +97,7 @@ def test_any_node_answers_any_key_and_cleanup_keeps_every_item():
 
 def count_on(stack, node, level):
     """memcache.items' rows counted by `node` as coordinator at `level`
-    (at ONE: its own copy)."""
+    (at ONE, of a table every node holds whole: its own copy)."""
     profile = ExecutionProfile(load_balancing_policy=WhiteListRoundRobinPolicy([node.address]),
                                consistency_level=level, request_timeout=60)
     cql = node.cluster(execution_profiles={EXEC_PROFILE_DEFAULT: profile})
@@ -120,6 +122,35 @@ def test_rf3_evictions_delete_every_replicas_copy():
         assert held < 6000 - 1000, held
         assert count_on(stack, nodes[1], CL.ALL) == held
         assert count_on(stack, nodes[2], CL.ONE) == held
+
+
+def test_a_joining_node_streams_items_and_cleanup_keeps_them():
+    with contextlib.ExitStack() as stack:
+        nodes, clients = cluster(stack, "shoal-mc-join-")
+        keys = ["joined-%d" % i for i in range(1000)]
+        for start in range(0, len(keys), 100):
+            assert clients[1].set_many({k: k.encode() for k in keys[start:start + 100]}) == []
+        fourth = stack.enter_context(temp_node("shoal-mc-join-", start=False, address="127.0.0.5"))
+        seeds = ",".join("%s:%d" % (n.address, n.storage_port) for n in nodes)
+        fourth.args = ["--seeds", seeds, "--memory", "512M", "--failure-detector-timeout-in-ms", "2000"]
+        fourth.start(timeout=60)
+        nodes.append(fourth)
+        wait_for("every node sees four normal members",
+                 lambda: all(n.nodetool("status").count("\nUN ") == 4 for n in nodes))
+
+        def cleaned(node):
+            try:
+                return "cleaned up" in node.nodetool("cleanup", "memcache")
+            except AssertionError:  # refused while a node still sees the join in progress
+                return False
+        for n in nodes:
+            wait_for("cleanup on %s" % n.address, lambda: cleaned(n))
+        joined = client(fourth)
+        stack.callback(joined.close)
+        found = joined.get_many(keys)
+        # The keys the joiner gained were dropped by cleanup on the others:
+        # found only if it streamed them.
+        assert len(found) == len(keys), "%d of %d items after the join and cleanup" % (len(found), len(keys))
 
 
 def set_load(clients, stop, acked, errors):
