@@ -15,7 +15,13 @@ EXISTS` at serial consistency SERIAL, into a table of their own so most
 apply: on one node the shard's partition lock, on the cluster a Paxos round
 each), and `counter`: counter increments (`UPDATE ... SET n = n + 1`, a
 table of their own), each led by one replica, which reads its own shard
-under the partition's lock before it writes. `--stress BIN` runs the
+under the partition's lock before it writes; `mc-set` and `mc-get`:
+memcached text `set`s and then `get`s of `--keys` items through the
+memcached port of the first node (`--connections 40 --pipeline 16`), the
+cluster's `memcache.items` altered to RF 3 with
+`--memcache-write-consistency QUORUM` (reads at ONE: each key's leading
+replica answers from its copy), so every set is applied three times and a
+key another node leads is forwarded to it. `--stress BIN` runs the
 loader from another build (one whose `shoal stress` knows `--counter`,
 against a server that predates it).
 
@@ -36,6 +42,7 @@ import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from harness.cpu import TICK_S, process_ticks  # noqa: E402
+from harness.cqlload import Connection  # noqa: E402
 from harness.node import free_ports  # noqa: E402
 
 ADDRESSES = ("127.0.0.2", "127.0.0.3", "127.0.0.4")
@@ -96,17 +103,25 @@ class Node:
             self.proc.wait()
 
 
-def stress(binary, host, port, phase_name, args, rf, consistency, out):
+# The memcached phases: the stress workload, over the memcached port.
+MEMCACHE_PHASES = {"mc-set": "write", "mc-get": "read"}
+MEMCACHE_LOAD = ["--protocol", "memcache", "--connections", "40", "--pipeline", "16"]
+
+
+def stress(binary, node, phase_name, args, rf, consistency, out):
     # Conditional writes and counters into tables of their own: new keys,
     # so most conditional writes apply.
     workload, extra = {
         "lwt": ("write", ["--conditional", "--table", "lwt"]),
         "counter": ("write", ["--counter", "--table", "counts"]),
     }.get(phase_name, (phase_name, []))
-    cmd = ["taskset", "-c", str(LOADER_CPU), binary, "stress", "--host", host, "--port", str(port), *extra,
+    port = node.cql
+    cql_args = ["--concurrency", str(args.concurrency), "--replication-factor", str(rf), "--consistency", consistency]
+    if phase_name in MEMCACHE_PHASES:
+        workload, port, extra, cql_args = MEMCACHE_PHASES[phase_name], node.memcache, MEMCACHE_LOAD, []
+    cmd = ["taskset", "-c", str(LOADER_CPU), binary, "stress", "--host", node.address, "--port", str(port), *extra,
            "--workload", workload, "--pop", "uniform", "--keys", str(args.keys), "--value-size", str(args.value_size),
-           "--duration", str(args.duration), "--warmup", "2", "--concurrency", str(args.concurrency),
-           "--replication-factor", str(rf), "--consistency", consistency, "--json", out, "--quiet"]
+           "--duration", str(args.duration), "--warmup", "2", *cql_args, "--json", out, "--quiet"]
     subprocess.run(cmd, check=True, stdout=subprocess.DEVNULL, timeout=args.duration + 120)
     with open(out) as f:
         return json.load(f)
@@ -116,7 +131,7 @@ def phase(binary, nodes, workload, args, rf, consistency, tmp):
     pids = [n.proc.pid for n in nodes]
     before = sum(process_ticks(p) or 0 for p in pids)
     started = time.monotonic()
-    summary = stress(args.stress or binary, nodes[0].address, nodes[0].cql, workload, args, rf, consistency,
+    summary = stress(args.stress or binary, nodes[0], workload, args, rf, consistency,
                      os.path.join(tmp, "%s-%d.json" % (workload, len(nodes))))
     elapsed = time.monotonic() - started
     server_s = (sum(process_ticks(p) or 0 for p in pids) - before) * TICK_S
@@ -140,10 +155,15 @@ def run(args, count):
     nodes = [Node(args.shoal, root, a, port) for a in ADDRESSES[:count]]
     try:
         seeds = "%s:%d" % (nodes[0].address, nodes[0].storage)
-        for n in nodes:
-            n.start(seeds)
-        time.sleep(3 if count > 1 else 0.5)
         rf, consistency = (3, "QUORUM") if count > 1 else (1, "ONE")
+        for n in nodes:
+            n.start(seeds, extra=["--memcache-write-consistency", consistency])
+        time.sleep(3 if count > 1 else 0.5)
+        if count > 1 and any(w in MEMCACHE_PHASES for w in args.phases):
+            cql = Connection(nodes[0].cql, nodes[0].address)
+            cql.query("ALTER KEYSPACE memcache WITH replication = "
+                      "{'class': 'SimpleStrategy', 'replication_factor': %d}" % rf)
+            cql.close()
         results = {}
         for workload in args.phases:
             results[workload] = phase(args.shoal, nodes, workload, args, rf, consistency, root)
@@ -162,7 +182,7 @@ def main():
     parser.add_argument("--value-size", type=int, default=256)
     parser.add_argument("--concurrency", type=int, default=512)
     parser.add_argument("--phases", type=lambda v: v.split(","), default=["write", "read"],
-                        help="comma-separated, of write, read, lwt, counter")
+                        help="comma-separated, of write, read, lwt, counter, mc-set, mc-get")
     parser.add_argument("--stress", help="the build whose `shoal stress` loads (default: --shoal)")
     args = parser.parse_args()
     single = run(args, 1)
@@ -170,7 +190,7 @@ def main():
     print("| phase | setup | ops/s | p50 µs | p99 µs | errors | server core busy | ops per core-s |")
     print("|---|---|---:|---:|---:|---:|---:|---:|")
     for workload in args.phases:
-        for name, r in (("1 node RF=1 ONE", single[workload]), ("3 nodes RF=3 QUORUM", cluster[workload])):
+        for name, r in (("1 node RF=1 ONE", single[workload]), ("3 nodes RF=3 QUORUM writes", cluster[workload])):
             print("| %s | %s | %.0f | %.0f | %.0f | %d | %.0f%% | %.0f |" % (
                 workload, name, r["ops_per_s"], r["p50_us"], r["p99_us"], r["errors"], 100 * r["busy"],
                 r["ops_per_core_s"]))

@@ -2,7 +2,8 @@
 //! coordinator, and the answers a coordinator reads back (`coordinator::
 //! wire`: mutations, counter writes for their leader, reads, results, partitions, Paxos prepares, promises
 //! and proposals, batchlog batches, streaming reads and pages, repair's
-//! hash pages and row hashes), the hint log's entries (`coordinator::hint_log`), plus
+//! hash pages and row hashes, memcached item runs for their leader and
+//! its answers), the hint log's entries (`coordinator::hint_log`), plus
 //! group 0's schema entries (`coordinator::schema_entry`).
 //! The first byte picks the decoder; any bytes give a message or an
 //! error, never a panic, and a message decoded encodes to what decodes to
@@ -14,7 +15,7 @@ use shoal_coordinator::{schema_entry, wire};
 
 fuzz_target!(|data: &[u8]| {
     let Some((&which, bytes)) = data.split_first() else { return };
-    match which % 15 {
+    match which % 17 {
         0 => {
             if let Ok(mutation) = wire::decode_mutation(bytes) {
                 assert!(wire::decode_mutation(&wire::encode_mutation(&mutation)).is_ok());
@@ -90,6 +91,17 @@ fuzz_target!(|data: &[u8]| {
             if let Ok(write) = wire::decode_counter_write(bytes) {
                 let again = wire::decode_counter_write(&wire::encode_counter_write(&write)).expect("round trip");
                 assert_eq!((again.consistency, again.timeout_ms), (write.consistency, write.timeout_ms));
+            }
+        }
+        14 => {
+            if let Ok(run) = wire::items::decode_item_run(bytes) {
+                assert_eq!(wire::items::decode_item_run(&wire::items::encode_item_run(&run)).ok(), Some(run));
+            }
+        }
+        15 => {
+            if let Ok(answers) = wire::items::decode_item_answers(bytes) {
+                let again = wire::items::decode_item_answers(&wire::items::encode_item_answers(&answers));
+                assert_eq!(again.ok(), Some(answers));
             }
         }
         _ => {

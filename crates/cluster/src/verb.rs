@@ -67,6 +67,11 @@ pub enum Verb {
     /// build does not know the verb and closes that connection: it then
     /// sees the node down by its timeout, as before.
     Shutdown = 23,
+    /// Lead a run of memcached item operations (`coordinator::items`): run
+    /// them on this replica, have the other replicas apply what they
+    /// wrote, and answer each once its consistency level is met. To the
+    /// shard that owns the first one's key.
+    ItemRun = 24,
 }
 
 impl Verb {
@@ -94,6 +99,7 @@ impl Verb {
             21 => Verb::RepairRowHashes,
             22 => Verb::CounterMutation,
             23 => Verb::Shutdown,
+            24 => Verb::ItemRun,
             _ => return None,
         })
     }
@@ -122,7 +128,8 @@ impl Verb {
             | Verb::StreamRead
             | Verb::RepairHashes
             | Verb::RepairRowHashes
-            | Verb::CounterMutation => Duration::from_secs(60),
+            | Verb::CounterMutation
+            | Verb::ItemRun => Duration::from_secs(60),
         }
     }
 }

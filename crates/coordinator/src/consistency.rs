@@ -28,6 +28,22 @@ pub enum ConsistencyLevel {
     LocalOne,
 }
 
+/// The consistency levels of item operations: reads (`get`, `mg`) and the
+/// reads of read-modify-writes at `read` (`memcache_read_consistency`),
+/// writes answered once `write` replicas applied them
+/// (`memcache_write_consistency`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ItemLevels {
+    pub read: ConsistencyLevel,
+    pub write: ConsistencyLevel,
+}
+
+impl Default for ItemLevels {
+    fn default() -> ItemLevels {
+        ItemLevels { read: ConsistencyLevel::One, write: ConsistencyLevel::One }
+    }
+}
+
 impl ConsistencyLevel {
     const ALL: [ConsistencyLevel; 11] = [
         ConsistencyLevel::Any,
@@ -62,6 +78,11 @@ impl ConsistencyLevel {
             ConsistencyLevel::LocalSerial => 0x0009,
             ConsistencyLevel::LocalOne => 0x000A,
         }
+    }
+
+    /// The level named `name`, as [`ConsistencyLevel::name`] spells it.
+    pub fn from_name(name: &str) -> Option<ConsistencyLevel> {
+        ConsistencyLevel::ALL.into_iter().find(|level| level.name() == name)
     }
 
     /// The name drivers and Cassandra's messages use (`LOCAL_QUORUM`).

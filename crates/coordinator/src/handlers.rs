@@ -2,7 +2,8 @@
 //! registration of each verb's handler ([`register`]), which decodes the
 //! request, runs this node's half of it — the local halves
 //! ([`crate::local`], [`crate::held_batches`]), or an executor a peer may
-//! ask this node to run (lead a counter write, stream, hash for repair) —
+//! ask this node to run (lead a counter write or a run of memcached
+//! items, stream, hash for repair) —
 //! and encodes the answer ([`crate::target::encode_answer`]).
 //!
 //! The top of the coordinator's module graph: nothing in the crate calls
@@ -22,7 +23,7 @@ use crate::local::{
     accept_local, commit_local, digest, mutate_local, prepare_local, read_local, read_raw_local, row_hashes_local,
     truncate_local,
 };
-use crate::target::encode_answer;
+use crate::target::{encode_answer, malformed};
 use crate::timeouts::{deadline, timeouts};
 use crate::{held_batches, wire, ConsistencyLevel, CoordinatorError, WriteType};
 
@@ -30,6 +31,7 @@ use crate::{held_batches, wire, ConsistencyLevel, CoordinatorError, WriteType};
 pub fn register() {
     messaging::register(Verb::Mutation, handler(handle_mutation));
     messaging::register(Verb::CounterMutation, handler(crate::counter_write::serve));
+    messaging::register(Verb::ItemRun, handler(crate::items::serve));
     messaging::register(Verb::ReadData, handler(handle_read_data));
     messaging::register(Verb::ReadDigest, handler(handle_read_digest));
     messaging::register(Verb::ReadRaw, handler(handle_read_raw));
@@ -72,10 +74,6 @@ where
         let handle = Rc::clone(&handle);
         async move { Ok(encode_answer(handle(payload).await)) }.boxed_local()
     })
-}
-
-fn malformed(e: shoal_storage::codec::DecodeError) -> CoordinatorError {
-    CoordinatorError::Invalid(format!("malformed data message: {e}"))
 }
 
 async fn handle_mutation(payload: Bytes) -> Result<Vec<u8>, CoordinatorError> {

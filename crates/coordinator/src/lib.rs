@@ -15,8 +15,8 @@
 //! (`local`, `held_batches`); the client of a replica (`target::Target`,
 //! this node or another); the executors (`write_handler`,
 //! `read_executor`, `counter_write`, `paxos`, `hints`, `batchlog`,
-//! `streaming`, `repair`, `views`, `node_ops`, `cleanup`); the proxy; and
-//! the registration of other nodes' requests (`handlers`).
+//! `streaming`, `repair`, `views`, `node_ops`, `cleanup`, `items`); the
+//! proxy; and the registration of other nodes' requests (`handlers`).
 //!
 //! Invariants:
 //! - a partition lives on exactly one shard, chosen by ScyllaDB's sharding
@@ -59,7 +59,7 @@ pub mod wire;
 mod write_handler;
 
 pub use batchlog::mutate_logged;
-pub use consistency::ConsistencyLevel;
+pub use consistency::{ConsistencyLevel, ItemLevels};
 pub use error::{CoordinatorError, WriteType};
 pub use held_batches::{decode_batch, open as open_batchlog};
 pub use hints::{decode_hint_entry, encode_hint_entry, open as open_hints, set_hint_window, HintEntry};

@@ -47,15 +47,34 @@ pub(crate) fn encode_answer(result: Result<Vec<u8>, CoordinatorError>) -> Bytes 
             answer.extend_from_slice(&body);
         }
         Err(e) => {
-            answer.push(match e {
-                CoordinatorError::Invalid(_) => INVALID,
-                CoordinatorError::Overloaded(_) => OVERLOADED,
-                _ => FAILED,
-            });
+            answer.push(error_kind(&e));
             answer.extend_from_slice(e.to_string().as_bytes());
         }
     }
     Bytes::from(answer)
+}
+
+/// How an error travels back to the node that asked: its kind.
+pub(crate) fn error_kind(e: &CoordinatorError) -> u8 {
+    match e {
+        CoordinatorError::Invalid(_) => INVALID,
+        CoordinatorError::Overloaded(_) => OVERLOADED,
+        _ => FAILED,
+    }
+}
+
+/// An error `address` answered, as the kind it is.
+pub(crate) fn remote_error(address: SocketAddr, kind: u8, message: String) -> CoordinatorError {
+    match kind {
+        INVALID => CoordinatorError::Invalid(message),
+        OVERLOADED => CoordinatorError::Overloaded(message),
+        _ => CoordinatorError::Remote(format!("{address}: {message}")),
+    }
+}
+
+/// A request that does not decode: invalid, the asking node's to fix.
+pub(crate) fn malformed(e: shoal_storage::codec::DecodeError) -> CoordinatorError {
+    CoordinatorError::Invalid(format!("malformed data message: {e}"))
 }
 
 /// The body of `address`'s answer to a data verb, or its error as the
@@ -64,12 +83,9 @@ pub(crate) fn answer_body(address: SocketAddr, answer: Bytes) -> Result<Bytes, C
     let Some((&outcome, body)) = answer.split_first() else {
         return Err(CoordinatorError::Remote(format!("{address} answered nothing")));
     };
-    let message = || String::from_utf8_lossy(body).into_owned();
     match outcome {
         OK => Ok(answer.slice(1..)),
-        INVALID => Err(CoordinatorError::Invalid(message())),
-        OVERLOADED => Err(CoordinatorError::Overloaded(message())),
-        _ => Err(CoordinatorError::Remote(format!("{address}: {}", message()))),
+        kind => Err(remote_error(address, kind, String::from_utf8_lossy(body).into_owned())),
     }
 }
 
@@ -85,16 +101,22 @@ impl Target<'_> {
         self.host == self.topology.me
     }
 
-    async fn call(&self, verb: Verb, token: i64, payload: &[u8]) -> Result<Bytes, CoordinatorError> {
+    /// Where this replica answers.
+    pub(crate) fn address(&self) -> Result<SocketAddr, CoordinatorError> {
         let endpoint = self
             .topology
             .endpoint(self.host)
             .ok_or_else(|| CoordinatorError::Remote(format!("node {} left the cluster", self.host)))?;
+        Ok(endpoint.address)
+    }
+
+    async fn call(&self, verb: Verb, token: i64, payload: &[u8]) -> Result<Bytes, CoordinatorError> {
+        let address = self.address()?;
         let shard = self.topology.shard_on(self.host, token);
-        let answer = messaging::request(endpoint.address, shard, verb, payload)
+        let answer = messaging::request(address, shard, verb, payload)
             .await
             .map_err(|e| CoordinatorError::Remote(e.to_string()))?;
-        answer_body(endpoint.address, answer)
+        answer_body(address, answer)
     }
 
     /// Applies `mutation` (`payload`: its encoding) on this replica.
@@ -120,6 +142,13 @@ impl Target<'_> {
     /// (`payload`: its encoding) and answer once its level is met.
     pub(crate) async fn lead_counter_write(&self, token: i64, payload: &[u8]) -> Result<(), CoordinatorError> {
         self.call(Verb::CounterMutation, token, payload).await.map(drop)
+    }
+
+    /// Asks this replica, another node, to lead a run of item operations
+    /// whose first key has `token` (`payload`: the run's encoding); its
+    /// answers, one per operation.
+    pub(crate) async fn lead_items(&self, token: i64, payload: &[u8]) -> Result<Bytes, CoordinatorError> {
+        self.call(Verb::ItemRun, token, payload).await
     }
 
     /// The token whose shard a read command goes to: its first

@@ -20,6 +20,8 @@ use uuid::Uuid;
 
 use crate::ConsistencyLevel;
 
+pub mod items;
+
 /// Most items a decoded list may claim before its bytes are read: each
 /// item takes at least one byte, so a longer claim is cut by what is left.
 fn capacity(d: &Decoder, claimed: u64) -> usize {

@@ -42,8 +42,8 @@ pub(crate) enum Delivery {
     Mutation,
     /// As a chosen Paxos proposal's commit, with its ballot.
     PaxosCommit(Ballot),
-    /// As a counter write this node led: it applied it already, and the
-    /// other replicas get it as a mutation.
+    /// As a write this node led (a counter's, a memcached item's): it
+    /// applied it already, and the other replicas get it as a mutation.
     LedHere,
 }
 
@@ -82,7 +82,7 @@ pub(crate) async fn write(
     if delivery == Delivery::LedHere {
         // The leader chose itself as a live natural replica in this snapshot.
         let here = live.iter().position(|(host, _)| *host == topology.me);
-        debug_assert!(here.is_some(), "a counter's leader is one of its live replicas");
+        debug_assert!(here.is_some(), "a leader is one of its live replicas");
         if let Some(here) = here {
             tally.count(live.swap_remove(here).1);
         }

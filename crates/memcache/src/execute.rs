@@ -16,7 +16,7 @@ use bytes::Bytes;
 use shoal_coordinator::data::{
     Arith, Fetch, Item, ItemOp, ItemOutcome, ItemTable, Lifetime, PartitionPosition, Store, StoreMode,
 };
-use shoal_coordinator::{item_position, run_items, ItemResult};
+use shoal_coordinator::{item_position, run_items, ItemLevels, ItemResult};
 use shoal_runtime::clock;
 
 use crate::items_table::ItemsTable;
@@ -42,6 +42,9 @@ pub struct Config {
     /// `memcache_max_size`: past it the least recently used items are
     /// evicted (`limit_maxbytes` of `stats`); 0: never.
     pub max_size_bytes: u64,
+    /// `memcache_read_consistency`, `memcache_write_consistency`: how many
+    /// of an item's replicas its operations consult.
+    pub levels: ItemLevels,
     pub port: u16,
     /// TLS on the port (memcached's `-Z` with `ssl_chain_cert`, ...).
     pub tls: Option<shoal_tls::Acceptor>,
@@ -157,7 +160,7 @@ impl Session {
             Vec::new()
         } else {
             match self.items.get(&shoal_coordinator::schema()) {
-                Ok(table) => run_items(table, std::mem::take(ops), timeout()).await,
+                Ok(table) => run_items(table, std::mem::take(ops), self.config.levels, timeout()).await,
                 Err(e) => {
                     let e = Arc::new(shoal_coordinator::CoordinatorError::Invalid(e.to_string()));
                     std::mem::take(ops).into_iter().map(|_| Err(Arc::clone(&e))).collect()

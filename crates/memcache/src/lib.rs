@@ -6,9 +6,11 @@
 //! [`items_table`]), so they are persisted by the commitlog, survive
 //! restarts, and are read by CQL. This crate is a front end like `cql`: it
 //! reaches data only through the coordinator (`coordinator::run_items`,
-//! which sends each shard its keys' operations in one message), and the
-//! semantics of an operation on an item run on the shard that owns it
-//! (`replica::item`), so incr, cas, append are atomic without locks.
+//! which sends each shard its keys' operations in one message, and in a
+//! cluster each key's leading replica its operations, so any node answers
+//! any key), and the semantics of an operation on an item run on the shard
+//! that owns it on that replica (`replica::item`), so incr, cas, append are
+//! atomic without locks.
 //!
 //! - [`parse`]: framing and the text commands; [`meta`]: the meta commands.
 //!   Every decoder is total: any bytes give a request, an error answered in

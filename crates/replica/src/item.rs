@@ -167,7 +167,7 @@ impl ItemOp {
     /// not: it writes blind (still under the lock, so it cannot land inside
     /// another write's read-modify-write), and its CAS unique comes from the
     /// shard's counter alone — unique within a run, as memcached's are.
-    fn reads(&self) -> bool {
+    pub fn reads(&self) -> bool {
         !matches!(self, ItemOp::Store(Store { mode: StoreMode::Set, compare_cas: None, stale_if_older: false, .. }))
     }
 }
@@ -205,6 +205,23 @@ pub enum ItemOutcome {
     NotANumber,
 }
 
+/// What a run of item operations did: each operation's outcome, in order,
+/// and, when asked for the item's other replicas, what it wrote.
+#[derive(Debug)]
+pub struct ItemRun {
+    pub outcomes: Vec<Result<ItemOutcome, ReplicaError>>,
+    pub writes: Vec<ItemWrite>,
+}
+
+/// A write of a run: an operation's (`op`: its index in the run) or an
+/// eviction's (`None`), as applied here.
+#[derive(Debug, Clone)]
+pub struct ItemWrite {
+    pub op: Option<usize>,
+    pub position: PartitionPosition,
+    pub update: Partition,
+}
+
 /// Evictions between yields to the shard's other tasks.
 const EVICTIONS_PER_YIELD: u64 = 64;
 
@@ -223,22 +240,33 @@ impl Database {
     /// its own outcome: one that fails leaves the others to run, and the
     /// writes before it stay answered as applied (a client retries only
     /// what it was told failed). Waits, before answering, until each write
-    /// among them is durable; a write whose wait fails answers that.
+    /// among them is durable; a write whose wait fails answers that. With
+    /// `for_replicas` (this node leads items other replicas also hold), the
+    /// run also hands back what it wrote, evictions included, for them.
     pub async fn run_items(
         &self,
         table: ItemTable,
         ops: Vec<(PartitionPosition, ItemOp)>,
-    ) -> Vec<Result<ItemOutcome, ReplicaError>> {
+        for_replicas: bool,
+    ) -> ItemRun {
         let started = Instant::now();
         let mut ran = Vec::with_capacity(ops.len());
         let mut evictions = Durability::default();
         let mut wrote = false;
-        for (position, op) in ops {
-            let writes = op.writes();
-            wrote |= writes;
-            let result = self.run_item(table, position, op).await;
-            if writes && result.is_ok() {
-                match self.evict_items(table).await {
+        let mut writes = Vec::new();
+        for (index, (position, op)) in ops.into_iter().enumerate() {
+            let op_writes = op.writes();
+            wrote |= op_writes;
+            let result = self.run_item(table, position, op, for_replicas).await;
+            let result = result.map(|(outcome, durable, written)| {
+                if let Some((position, update)) = written {
+                    writes.push(ItemWrite { op: Some(index), position, update });
+                }
+                (outcome, durable)
+            });
+            if op_writes && result.is_ok() {
+                let evicted = if for_replicas { Some(&mut writes) } else { None };
+                match self.evict_items(table, evicted).await {
                     Ok(durable) => evictions = evictions.and(durable),
                     // The write stands; a later one evicts again.
                     Err(e) => tracing::warn!("memcached items: eviction stopped, items stay over their limit: {e}"),
@@ -263,18 +291,19 @@ impl Database {
         } else {
             self.metrics.record_read(table.id, started.elapsed());
         }
-        outcomes
+        ItemRun { outcomes, writes }
     }
 
-    /// Runs one operation; its write is applied but not yet durable. The
-    /// item's hints and LRU entry change only once its write applied, so a
-    /// failed write leaves them as they were.
+    /// Runs one operation; its write is applied but not yet durable (and
+    /// handed back with it `for_replicas`). The item's hints and LRU entry change only
+    /// once its write applied, so a failed write leaves them as they were.
     async fn run_item(
         &self,
         table: ItemTable,
         position: PartitionPosition,
         op: ItemOp,
-    ) -> Result<(ItemOutcome, Durability), ReplicaError> {
+        for_replicas: bool,
+    ) -> Result<(ItemOutcome, Durability, Option<(PartitionPosition, Partition)>), ReplicaError> {
         let now_s = clock::now_s();
         let _guard = match op.writes() {
             true => Some(self.lock_partition(table.id, position.clone()).await?),
@@ -296,12 +325,13 @@ impl Database {
             (None, ItemOutcome::Found(_)) if bumps => LruUpdate::Fetched,
             (None, _) => LruUpdate::Keep,
         };
-        let durable = match update {
+        let (durable, written) = match update {
             Some(update) => {
                 let partition = update.into_partition(table, now_s);
-                self.apply_unsynced(table.id, position.clone(), partition, &[]).await?
+                let written = for_replicas.then(|| (position.clone(), partition.clone()));
+                (self.apply_unsynced(table.id, position.clone(), partition, &[]).await?, written)
             }
-            None => Durability::default(),
+            None => (Durability::default(), None),
         };
         match access {
             AccessUpdate::Keep => {}
@@ -316,15 +346,19 @@ impl Database {
             LruUpdate::Fetched => self.item_lru.fetched(table.id, position.token),
             LruUpdate::Keep => {}
         }
-        Ok((outcome, durable))
+        Ok((outcome, durable, written))
     }
 
     /// Deletes the least recently used items while the shard's items are
     /// over its limit. Each victim is deleted under its partition's lock,
     /// taken with no other held (so evictions cannot deadlock with
     /// operations), and only if still the least recently used once the
-    /// lock is held.
-    async fn evict_items(&self, table: ItemTable) -> Result<Durability, ReplicaError> {
+    /// lock is held. The deletions go to `evicted` too, when given.
+    async fn evict_items(
+        &self,
+        table: ItemTable,
+        mut evicted: Option<&mut Vec<ItemWrite>>,
+    ) -> Result<Durability, ReplicaError> {
         let mut durability = Durability::default();
         let now_s = clock::now_s();
         // Each pass removes an entry, or finds that an operation used the
@@ -343,6 +377,9 @@ impl Database {
             if !victim.expired {
                 let delete = ItemUpdate::Delete { timestamp: clock::next_write_timestamp_us() };
                 let partition = delete.into_partition(table, now_s);
+                if let Some(evicted) = evicted.as_deref_mut() {
+                    evicted.push(ItemWrite { op: None, position: position.clone(), update: partition.clone() });
+                }
                 durability = durability.and(self.apply_unsynced(table.id, position, partition, &[]).await?);
             }
         }
@@ -820,8 +857,9 @@ mod tests {
                     (at(b"n"), incr()),
                     (at(b"n"), ItemOp::Get(Fetch::default())),
                 ];
-                let outcomes = database.run_items(table, ops).await;
-                let again = database.run_items(table, vec![(at(b"b"), ItemOp::Get(Fetch::default()))]).await;
+                let outcomes = database.run_items(table, ops, false).await.outcomes;
+                let again = database.run_items(table, vec![(at(b"b"), ItemOp::Get(Fetch::default()))], false).await;
+                let again = again.outcomes;
                 let _ = done.send((outcomes, again, database.items_stats(table).items));
             }
         });

@@ -13,7 +13,7 @@ use clap::Parser;
 use serde::Deserialize;
 use shoal_cluster::encryption::InternodeEncryption;
 use shoal_coordinator::cluster::{DEFAULT_DATA_CENTER, DEFAULT_RACK};
-use shoal_coordinator::Timeouts;
+use shoal_coordinator::{ConsistencyLevel, ItemLevels, Timeouts};
 use shoal_cql::auth::{Authenticator, Authorizer};
 use shoal_tls::{ClientAuth, TlsFiles};
 use thiserror::Error;
@@ -50,6 +50,8 @@ pub enum ConfigError {
     LatencyGoal(f64),
     #[error("{0}")]
     Authenticator(String),
+    #[error("invalid memcached consistency level '{0}': use ONE, TWO, THREE, QUORUM, ALL, LOCAL_QUORUM, EACH_QUORUM or LOCAL_ONE")]
+    ItemConsistency(String),
     #[error("invalid memcache_ssl_verify_mode {0}: use 0 (none), 1 (request), 2 (require) or 3 (once)")]
     VerifyMode(u8),
 }
@@ -227,6 +229,16 @@ pub struct ServerArgs {
     /// used are evicted (memcached's -m); 0: never evict [default: --memory]
     #[arg(long, env = "SHOAL_MEMCACHE_MAX_SIZE", help_heading = "memcached")]
     pub memcache_max_size: Option<String>,
+    /// Replicas a memcached read (and a read-modify-write's read) consults
+    /// before its key's leading replica runs it: ONE, TWO, THREE, QUORUM,
+    /// ALL, LOCAL_QUORUM, LOCAL_ONE [default: ONE]
+    #[arg(long, env = "SHOAL_MEMCACHE_READ_CONSISTENCY", help_heading = "memcached")]
+    pub memcache_read_consistency: Option<String>,
+    /// Replicas that must apply a memcached write before it is answered
+    /// (the same names; `memcache.items`' replication factor sets how many
+    /// hold it) [default: ONE]
+    #[arg(long, env = "SHOAL_MEMCACHE_WRITE_CONSISTENCY", help_heading = "memcached")]
+    pub memcache_write_consistency: Option<String>,
     /// TLS on the memcached port (memcached's -Z), with
     /// --memcache-ssl-chain-cert and --memcache-ssl-key
     #[arg(long, env = "SHOAL_MEMCACHE_SSL", help_heading = "memcached")]
@@ -309,6 +321,8 @@ struct OptionsFile {
     tls_handshake_timeout_in_ms: Option<u64>,
     memcache_port: Option<u16>,
     memcache_max_size: Option<String>,
+    memcache_read_consistency: Option<String>,
+    memcache_write_consistency: Option<String>,
     memcache_ssl: Option<bool>,
     memcache_ssl_chain_cert: Option<PathBuf>,
     memcache_ssl_key: Option<PathBuf>,
@@ -554,6 +568,8 @@ pub struct Config {
     pub rack: String,
     /// 0: memcached items are never evicted.
     pub memcache_max_size_bytes: u64,
+    /// `memcache_read_consistency`, `memcache_write_consistency`.
+    pub memcache_levels: ItemLevels,
     pub max_frame_bytes: usize,
     pub pin_shards: bool,
     pub transparent_hugepages: bool,
@@ -602,6 +618,10 @@ impl Config {
         let memcache_max_size_bytes = match args.memcache_max_size.or(file.memcache_max_size) {
             Some(text) => parse_size(&text)?,
             None => memory_bytes,
+        };
+        let memcache_levels = ItemLevels {
+            read: item_level(args.memcache_read_consistency.or(file.memcache_read_consistency))?,
+            write: item_level(args.memcache_write_consistency.or(file.memcache_write_consistency))?,
         };
         let storage_port = args.storage_port.or(file.storage_port).unwrap_or(7000);
         let seeds_text = match (args.seeds, file.seed_provider) {
@@ -747,10 +767,25 @@ impl Config {
             api_port: args.api_port.or(file.api_port).unwrap_or(10000),
             memcache_port: args.memcache_port.or(file.memcache_port).unwrap_or(11211),
             memcache_max_size_bytes,
+            memcache_levels,
             max_frame_bytes: file.native_transport_max_frame_size_in_mb.unwrap_or(256) << 20,
             pin_shards: !args.no_pin,
             transparent_hugepages: args.transparent_hugepages,
         })
+    }
+}
+
+/// A memcached consistency level by its CQL name (any case); ONE unset.
+/// ANY and the serial levels are refused: an item operation is neither a
+/// hint nor a Paxos round.
+fn item_level(name: Option<String>) -> Result<ConsistencyLevel, ConfigError> {
+    let Some(name) = name else { return Ok(ConsistencyLevel::One) };
+    let level = ConsistencyLevel::from_name(&name.to_ascii_uppercase());
+    match level {
+        Some(ConsistencyLevel::Any | ConsistencyLevel::Serial | ConsistencyLevel::LocalSerial) | None => {
+            Err(ConfigError::ItemConsistency(name))
+        }
+        Some(level) => Ok(level),
     }
 }
 
@@ -870,6 +905,25 @@ mod tests {
         assert_eq!(seeds, Some(vec![SocketAddr::from(([10, 0, 0, 9], 7100))]));
         assert!(matches!(parse_seeds("127.0.0.1,nonsense", 7000), Err(ConfigError::Seed(_))));
         std::fs::remove_dir_all(&dir).ok();
+    }
+
+    #[test]
+    fn memcached_levels_are_one_unless_named_and_never_serial_or_any() {
+        let levels = |read: Option<&str>, write: Option<&str>| {
+            let args = ServerArgs {
+                smp: Some(1),
+                memcache_read_consistency: read.map(str::to_string),
+                memcache_write_consistency: write.map(str::to_string),
+                ..ServerArgs::default()
+            };
+            Config::resolve(args).map(|c| (c.memcache_levels.read, c.memcache_levels.write))
+        };
+        assert_eq!(levels(None, None).ok(), Some((ConsistencyLevel::One, ConsistencyLevel::One)));
+        let named = levels(Some("quorum"), Some("LOCAL_QUORUM")).ok();
+        assert_eq!(named, Some((ConsistencyLevel::Quorum, ConsistencyLevel::LocalQuorum)));
+        for refused in ["SERIAL", "any", "most"] {
+            assert!(matches!(levels(None, Some(refused)), Err(ConfigError::ItemConsistency(_))), "{refused}");
+        }
     }
 
     #[test]

@@ -458,6 +458,7 @@ async fn listen(config: &Config, server_config: Arc<ServerConfig>, tls: TlsSetup
             table: shoal_memcache::items_table::DEFAULT_TABLE.to_string(),
             limits: shoal_memcache::Limits { item_size_max_bytes: MEMCACHE_ITEM_SIZE_MAX_BYTES },
             max_size_bytes: config.memcache_max_size_bytes,
+            levels: config.memcache_levels,
             port: config.memcache_port,
             tls: tls.memcache,
             auth: tls.memcache_auth,
