@@ -362,7 +362,10 @@ impl Database {
         let ticket = self.write_gate.enter();
         self.note_top_write(table_id, position.token, &position.key);
         if !self.has_views(table_id) {
-            self.apply_unsynced(table_id, position, update, list_ops).await?.durable().await?;
+            let durability = self.apply_unsynced(table_id, position, update, list_ops).await?;
+            // Landed: a view build or a view write waits no longer for it.
+            drop(ticket);
+            durability.durable().await?;
             self.metrics.record_write(table_id, started.elapsed());
             return Ok(());
         }
@@ -383,7 +386,9 @@ impl Database {
         let now_s = shoal_runtime::clock::now_s();
         let view_updates = view_update::compute(meta, &views, &position, before.as_ref(), &update, now_s);
         let token = position.token;
-        self.apply_unsynced(table_id, position, update, &[]).await?.durable().await?;
+        let durability = self.apply_unsynced(table_id, position, update, &[]).await?;
+        drop(ticket);
+        durability.durable().await?;
         self.deliver_view_updates(token, view_updates).await?;
         self.metrics.record_write(table_id, started.elapsed());
         Ok(())
