@@ -124,14 +124,17 @@ struct Liveness {
 enum Part {
     /// Live, giving the entry for `value`.
     Live { value: Bytes, liveness: Liveness },
+    /// Expired (its expiry has passed): gives no entry, but as a version
+    /// of the part it still replaces the older ones, in the base as in
+    /// the view, so its copy goes to the view to end theirs.
+    Expired { value: Bytes, liveness: Liveness },
     /// Deleted or replaced by a deletion at `timestamp`.
     Dead { timestamp: i64 },
 }
 
 /// The parts of one row (or static row) that concern an index, by
 /// identity: the marker `[0]`, a cell `[1, column id]`, a collection
-/// element `[2, column id, element key]`. Expired parts are left out:
-/// their copies in the view expire too.
+/// element `[2, column id, element key]`.
 type Parts = BTreeMap<Bytes, Part>;
 
 /// The view mutations that keep `base`'s views in step when `update` is
@@ -267,7 +270,12 @@ impl ViewWrites {
         exact: bool,
     ) {
         for (id, part) in new {
-            let Part::Live { value, liveness } = part else { continue };
+            let (value, liveness) = match part {
+                Part::Live { value, liveness } => (value, liveness),
+                // An expired version matters only where it replaces one.
+                Part::Expired { value, liveness } if old.contains_key(id) => (value, liveness),
+                Part::Expired { .. } | Part::Dead { .. } => continue,
+            };
             if old.get(id) == Some(part) {
                 continue;
             }
@@ -279,9 +287,12 @@ impl ViewWrites {
         for (id, part) in old {
             let Part::Live { value, liveness: was } = part else { continue };
             let ended = match new.get(id) {
-                Some(Part::Live { value: now, liveness }) if now != value => ended_at(value, was, now, liveness, exact),
+                Some(Part::Live { value: now, liveness } | Part::Expired { value: now, liveness }) if now != value => {
+                    ended_at(value, was, now, liveness, exact)
+                }
                 Some(Part::Dead { timestamp }) => *timestamp,
-                // Still gives the entry (handled above), or expired.
+                // The same value's newer version (live or expired), copied
+                // above, replaces this one in the view as in the base.
                 _ => continue,
             };
             if let Some(key) = key_of(value) {
@@ -349,7 +360,7 @@ fn ended_at(old: &Bytes, was: &Liveness, new: &Bytes, now: &Liveness, exact: boo
 fn live_value(parts: &Parts) -> Option<&Bytes> {
     parts.values().find_map(|part| match part {
         Part::Live { value, .. } => Some(value),
-        Part::Dead { .. } => None,
+        Part::Expired { .. } | Part::Dead { .. } => None,
     })
 }
 
@@ -393,15 +404,13 @@ fn row_parts(
     let row = &clustered.row;
     if let Some(marker) = row.marker {
         let live = marker.expiry.is_none_or(|e| e.expires_at_s > now_s);
+        let liveness = Liveness { timestamp: marker.timestamp, expiry: marker.expiry };
         let part = match deletion.filter(|d| d.shadows(marker.timestamp)) {
-            Some(d) => Some(Part::Dead { timestamp: d.timestamp }),
-            None if live => {
-                let liveness = Liveness { timestamp: marker.timestamp, expiry: marker.expiry };
-                Some(Part::Live { value: value.clone(), liveness })
-            }
-            None => None,
+            Some(d) => Part::Dead { timestamp: d.timestamp },
+            None if live => Part::Live { value: value.clone(), liveness },
+            None => Part::Expired { value: value.clone(), liveness },
         };
-        parts.extend(part.map(|p| (Bytes::from_static(&[0]), p)));
+        parts.insert(Bytes::from_static(&[0]), part);
     }
     for (id, data) in &row.columns {
         each_cell(*id, data, deletion, |part, cell, deletion| {
@@ -463,8 +472,8 @@ fn collection_element_key(part: &[u8]) -> Option<Bytes> {
     }
 }
 
-/// A cell's part: live with the value `indexed` makes of it, dead at the
-/// timestamp of what deleted it, or `None` when it expired.
+/// A cell's part: live (or expired) with the value `indexed` makes of
+/// it, or dead at the timestamp of what deleted it.
 fn cell_part(
     cell: &Cell,
     deletion: Option<Tombstone>,
@@ -476,9 +485,17 @@ fn cell_part(
     }
     match &cell.value {
         CellValue::Dead { .. } => Some(Part::Dead { timestamp: cell.timestamp }),
-        _ => {
+        CellValue::Live { value, expiry } => {
+            let liveness = Liveness { timestamp: cell.timestamp, expiry: *expiry };
+            let value = indexed(value)?;
+            match cell.live_value(now_s) {
+                Some(_) => Some(Part::Live { value, liveness }),
+                None => Some(Part::Expired { value, liveness }),
+            }
+        }
+        CellValue::Counter { .. } => {
             let value = indexed(&cell.live_value(now_s)?)?;
-            Some(Part::Live { value, liveness: Liveness { timestamp: cell.timestamp, expiry: cell.expiry() } })
+            Some(Part::Live { value, liveness: Liveness { timestamp: cell.timestamp, expiry: None } })
         }
     }
 }
@@ -705,8 +722,10 @@ mod tests {
             }
             _ => {}
         }
-        // A third of the writes expire a second after they are applied.
-        let expiry = (rng.below(3) == 0).then_some(Expiry { ttl_s: 1, expires_at_s: now_s + 1 });
+        // A third of the writes expire: a second after they are applied, or
+        // already as they are (a write held up past its TTL's second).
+        let expires_at_s = now_s + rng.below(2) as i64;
+        let expiry = (rng.below(3) == 0).then_some(Expiry { ttl_s: 1, expires_at_s });
         let value = |rng: &mut Rng| Cell::live(ts, int(rng.below(3) as i32), expiry);
         let mut row = Row::default();
         match rng.below(7) {
