@@ -1,7 +1,10 @@
-"""Acknowledged writes survive kill -9 (commitlog with --commitlog-sync batch).
+"""Acknowledged writes survive kill -9, under either commitlog sync mode.
 
 With `--commitlog-sync batch` a write is acknowledged only once it is on disk,
-so no crash may lose it. This test runs its own node (from SHOAL_BIN, fresh
+so no crash may lose it. With `periodic` (the default) a write is acknowledged
+once its entry is written to the segment file (direct I/O: out of the
+process), so kill -9 may not lose it either; only a machine crash may lose up
+to the sync period. The test runs once per mode. It runs its own node (from SHOAL_BIN, fresh
 ports and workdir, see node.py) and, CYCLES times on the same workdir:
 
 1. several writer threads keep up to IN_FLIGHT prepared writes in flight with
@@ -24,6 +27,7 @@ restart tells which; whatever it shows must still be there after every later
 restart, so data accumulates across cycles and each restart checks all of it.
 
     SHOAL_CRASH_CYCLES (5)        kill/restart cycles (scripts/crash-test.sh: 100)
+    SHOAL_CRASH_SYNC (batch,periodic) the commitlog sync modes to run, one run each
     SHOAL_CRASH_SEED (time)       printed at the start; replays every cycle's kill
                                   delay and its writers' random choices (not the
                                   thread timing, so not the exact writes)
@@ -60,15 +64,17 @@ SEED = int(os.environ.get("SHOAL_CRASH_SEED") or time.time_ns() % 10**9)
 IN_FLIGHT = int(os.environ.get("SHOAL_CRASH_IN_FLIGHT", "64"))
 MEMORY = os.environ.get("SHOAL_CRASH_MEMORY", "1G")
 EXTRA_ARGS = shlex.split(os.environ.get("SHOAL_CRASH_EXTRA_ARGS", ""))
+SYNC_MODES = os.environ.get("SHOAL_CRASH_SYNC", "batch,periodic").split(",")
 SUMMARY = os.environ.get("SHOAL_CRASH_SUMMARY")
 KEEP_WORKDIR = bool(os.environ.get("SHOAL_CRASH_KEEP_WORKDIR"))
 
 # Small segments and memtables, so a few seconds of writes roll segments,
 # flush memtables and compact SSTables between the kills.
-SERVER_ARGS = [
-    "--commitlog-sync", "batch", "--memory", MEMORY,
-    "--commitlog-segment-size-in-mb", "1", "--memtable-space-in-mb", "4",
-] + EXTRA_ARGS
+def server_args(sync):
+    return [
+        "--commitlog-sync", sync, "--memory", MEMORY,
+        "--commitlog-segment-size-in-mb", "1", "--memtable-space-in-mb", "4",
+    ] + EXTRA_ARGS
 SMP = 2
 WRITERS = 4
 KILL_DELAY = (0.2, 2.0)  # seconds after the writers start
@@ -570,14 +576,16 @@ def write_summary(summary):
         os.replace(tmp, SUMMARY)
 
 
-def test_acknowledged_writes_survive_kill_9():
+@pytest.mark.parametrize("sync", SYNC_MODES)
+def test_acknowledged_writes_survive_kill_9(sync):
+    args = server_args(sync)
     print("crash test: seed %d (replay with SHOAL_CRASH_SEED=%d), %d cycles, server flags %s"
-          % (SEED, SEED, CYCLES, " ".join(SERVER_ARGS)), flush=True)
+          % (SEED, SEED, CYCLES, " ".join(args)), flush=True)
     model = Model()
     summary = {"seed": SEED, "cycles": CYCLES, "cycles_passed": 0, "acked_writes_verified": 0,
                "status": "running"}
     write_summary(summary)
-    with temp_node("shoal-crash-", args=SERVER_ARGS, smp=SMP) as node:
+    with temp_node("shoal-crash-", args=args, smp=SMP) as node:
         cluster, session = connect(node)
         try:
             create_schema(session)

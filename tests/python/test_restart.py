@@ -81,3 +81,29 @@ def test_column_ids_survive_restart(node):
         assert (row.b, row.c) == (2, 3)
     finally:
         cluster.shutdown()
+
+
+def test_direct_io_off_is_a_flag_and_data_survives_kill_9():
+    """`--direct-io off` (contrast runs only) sends files through the page
+    cache: the node says so at start, and flushed and unflushed writes both
+    come back after kill -9."""
+    with temp_node("shoal-restart-buffered-", args=["--direct-io", "off"]) as node:
+        assert "direct I/O is off" in node.last_start_log()
+        cluster, session = node.session()
+        session.execute("CREATE KEYSPACE ks WITH replication = {'class': 'SimpleStrategy', 'replication_factor': 1}")
+        session.execute("CREATE TABLE ks.t (k int PRIMARY KEY, v text)")
+        insert = session.prepare("INSERT INTO ks.t (k, v) VALUES (?, ?)")
+        for k in range(200):
+            session.execute(insert, (k, "flushed-%d" % k))
+        assert "flushed" in node.nodetool("flush", "ks", "t")
+        for k in range(200, 400):
+            session.execute(insert, (k, "logged-%d" % k))
+        cluster.shutdown()
+        node.kill()
+        node.start()
+        cluster, session = node.session()
+        try:
+            rows = {r.k: r.v for r in session.execute("SELECT k, v FROM ks.t")}
+            assert rows == {k: ("flushed-%d" if k < 200 else "logged-%d") % k for k in range(400)}
+        finally:
+            cluster.shutdown()

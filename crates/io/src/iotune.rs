@@ -12,13 +12,13 @@ use std::path::{Path, PathBuf};
 use std::rc::Rc;
 use std::time::{Duration, Instant};
 
-use compio::buf::{IntoInner, IoBuf};
+use compio::buf::IntoInner;
 use compio::io::{AsyncReadAtExt, AsyncWriteAtExt};
 use thiserror::Error;
 
+use crate::aligned::{AlignedBuf, ALIGN_BYTES};
 use crate::cost::IoProperties;
 
-const ALIGN_BYTES: usize = 4096;
 const RANDOM_REQUEST_BYTES: usize = 4096;
 const SEQUENTIAL_REQUEST_BYTES: usize = 1 << 20;
 const RANDOM_QUEUE_DEPTH: usize = 64;
@@ -103,25 +103,16 @@ async fn open(path: &Path) -> Result<(compio::fs::File, bool), IotuneError> {
     Ok((options.open(path).await.map_err(at(path))?, false))
 }
 
-/// A buffer of `len` bytes starting at a 4096-aligned address, full (for writes).
+/// A buffer of `len` bytes starting at an aligned address, full (for writes).
 fn aligned_for_write(len: usize) -> compio::buf::Slice<Vec<u8>> {
-    let vec = vec![0x5a; len + ALIGN_BYTES];
-    let offset = align_offset(&vec);
-    vec.slice(offset..offset + len)
+    let mut buf = AlignedBuf::zeroed(len);
+    buf.as_mut_slice().fill(0x5a);
+    buf.piece(0..len).0
 }
 
-/// A buffer of `len` bytes starting at a 4096-aligned address, empty (for reads).
+/// A buffer of `len` bytes starting at an aligned address (for reads).
 fn aligned_for_read(len: usize) -> compio::buf::Slice<Vec<u8>> {
-    let mut vec = vec![0; len + ALIGN_BYTES];
-    let offset = align_offset(&vec);
-    vec.truncate(offset);
-    vec.slice(offset..offset + len)
-}
-
-fn align_offset(vec: &[u8]) -> usize {
-    let offset = vec.as_ptr().align_offset(ALIGN_BYTES);
-    assert!(offset < ALIGN_BYTES, "a byte buffer can always be aligned");
-    offset
+    AlignedBuf::zeroed(len).piece(0..len).0
 }
 
 /// Sequential 1 MiB requests over `blocks` blocks, a few in flight;

@@ -2,7 +2,7 @@
 //! shard's io_uring (compio), never with a blocking syscall on the shard.
 //!
 //! Buffers are owned and travel with each request (completion-based I/O):
-//! a read takes a `Vec<u8>` and gives it back filled. Every error names the
+//! a read takes a buffer and gives it back filled. Every error names the
 //! file it concerns, so the layers above can say which file failed.
 //!
 //! Every call names its I/O class ([`IoClass`]): what the request is for.
@@ -10,15 +10,31 @@
 //! (`io_queue.rs`, a fair queue with Seastar's cost model, DESIGN.md §6
 //! and docs/scheduling.md), which shares the disk between classes by
 //! their shares and keeps no more than the latency goal's worth of work
-//! in flight. Files still go through the page cache; O_DIRECT with aligned
-//! buffers will live behind this same interface.
+//! in flight.
+//!
+//! Direct I/O (glommio's `DmaFile`, Seastar's files): files opened for
+//! reading ([`File::open`]), the commitlog's segments
+//! ([`File::open_direct_rw`]) and files written front to back
+//! ([`Appender`]: SSTables, [`write_durably`]) bypass the page cache
+//! (O_DIRECT), so what the disk does is what the scheduler sees, and a
+//! completed write is in the file, not in a buffer of this process.
+//! O_DIRECT wants aligned memory, offsets and lengths ([`aligned`]): a read
+//! fetches the aligned blocks around the wanted bytes; a direct file is
+//! written only in whole aligned blocks ([`File::write_aligned_at`]). Where
+//! the filesystem refuses O_DIRECT the file goes through the page cache,
+//! with one warning; [`set_direct_io`] turns direct I/O off for contrast
+//! runs. Files rewritten in place ([`File::open_rw`]: the Raft log) go
+//! through the page cache.
 
 use std::io;
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
 
 use compio::buf::{IntoInner, IoBuf};
-use compio::io::{AsyncReadAtExt, AsyncWriteAtExt};
+use compio::io::{AsyncReadAt, AsyncReadAtExt, AsyncWriteAtExt};
 
+pub mod aligned;
+mod appender;
 mod class;
 mod cost;
 mod fair_queue;
@@ -26,11 +42,26 @@ mod io_queue;
 pub mod iotune;
 mod metrics;
 
+pub use appender::{Appender, APPEND_BUFFER_BYTES};
 use class::record;
 pub use class::{counted, IoClass};
 use cost::Direction;
 pub use cost::{IoProperties, PropertiesError};
 pub use io_queue::{configure, SchedulerConfig, DEFAULT_LATENCY_GOAL_US};
+
+use aligned::{align_down, align_up, is_aligned, AlignedBuf};
+
+/// Whether files that can be direct are opened with O_DIRECT: set once at
+/// start, before the shards run ([`set_direct_io`]).
+static DIRECT_IO: AtomicBool = AtomicBool::new(true);
+/// Whether the warning that a filesystem refuses O_DIRECT was logged.
+static DIRECT_REFUSED_WARNED: AtomicBool = AtomicBool::new(false);
+
+/// Turns direct I/O on (the default) or off: off only for runs that
+/// contrast it with the page cache. Call before the shards start.
+pub fn set_direct_io(enabled: bool) {
+    DIRECT_IO.store(enabled, Ordering::Relaxed);
+}
 
 /// Reads and writes larger than this go to the disk in pieces, each
 /// waiting its turn (Seastar splits at 128 KiB too): one large request
@@ -62,33 +93,65 @@ fn at<T>(path: &Path, result: io::Result<T>) -> IoResult<T> {
     result.map_err(|source| IoError { path: path.to_path_buf(), source })
 }
 
-/// An open file.
+/// An open file: direct (O_DIRECT) or through the page cache.
 pub struct File {
     file: compio::fs::File,
     path: PathBuf,
+    direct: bool,
 }
 
 impl File {
+    /// Opens `path` for reading, direct where the filesystem allows it:
+    /// reads of any range go through aligned buffers.
     pub async fn open(path: &Path, class: IoClass) -> IoResult<File> {
         record(class, 0);
-        let file = at(path, compio::fs::File::open(path).await)?;
-        Ok(File { file, path: path.to_path_buf() })
+        let mut options = compio::fs::OpenOptions::new();
+        options.read(true);
+        File::open_with(path, options, true).await
     }
 
-    /// Creates `path` for writing, truncating it if it exists.
-    pub async fn create(path: &Path, class: IoClass) -> IoResult<File> {
-        record(class, 0);
-        let file = at(path, compio::fs::File::create(path).await)?;
-        Ok(File { file, path: path.to_path_buf() })
-    }
-
-    /// Opens `path` for reading and writing, creating it if missing.
+    /// Opens `path` for reading and writing through the page cache,
+    /// creating it if missing.
     pub async fn open_rw(path: &Path, class: IoClass) -> IoResult<File> {
         record(class, 0);
         let mut options = compio::fs::OpenOptions::new();
         options.read(true).write(true).create(true);
+        File::open_with(path, options, false).await
+    }
+
+    /// Opens `path` for direct reading and writing, creating it if
+    /// missing: it is written with [`File::write_aligned_at`] only.
+    pub async fn open_direct_rw(path: &Path, class: IoClass) -> IoResult<File> {
+        record(class, 0);
+        let mut options = compio::fs::OpenOptions::new();
+        options.read(true).write(true).create(true);
+        File::open_with(path, options, true).await
+    }
+
+    pub(crate) async fn open_with(path: &Path, options: compio::fs::OpenOptions, direct: bool) -> IoResult<File> {
+        if direct && DIRECT_IO.load(Ordering::Relaxed) {
+            let mut direct_options = options.clone();
+            direct_options.custom_flags(libc::O_DIRECT);
+            match direct_options.open(path).await {
+                Ok(file) => return Ok(File { file, path: path.to_path_buf(), direct: true }),
+                Err(e) if e.raw_os_error() == Some(libc::EINVAL) => {
+                    if !DIRECT_REFUSED_WARNED.swap(true, Ordering::Relaxed) {
+                        tracing::warn!(
+                            "{}: the filesystem refuses O_DIRECT; files go through the page cache",
+                            path.display()
+                        );
+                    }
+                }
+                Err(e) => return at(path, Err(e)),
+            }
+        }
         let file = at(path, options.open(path).await)?;
-        Ok(File { file, path: path.to_path_buf() })
+        Ok(File { file, path: path.to_path_buf(), direct: false })
+    }
+
+    /// Whether the file bypasses the page cache.
+    pub fn is_direct(&self) -> bool {
+        self.direct
     }
 
     pub fn path(&self) -> &Path {
@@ -100,9 +163,41 @@ impl File {
     }
 
     /// Reads exactly `len` bytes at `offset`; a short file is an error.
-    /// Each piece of at most [`MAX_REQUEST_BYTES`] waits its turn.
+    /// Each piece of at most [`MAX_REQUEST_BYTES`] waits its turn. A direct
+    /// file reads the aligned blocks holding the wanted bytes.
     pub async fn read_exact_at(&self, offset: u64, len: usize, class: IoClass) -> IoResult<Vec<u8>> {
         record(class, len);
+        if !self.direct {
+            return self.read_buffered(offset, len, class).await;
+        }
+        if len == 0 {
+            return Ok(Vec::new());
+        }
+        let first = align_down(offset);
+        let wanted = (offset + len as u64 - first) as usize;
+        let span = align_up(wanted as u64) as usize;
+        let mut buf = AlignedBuf::zeroed(span);
+        let mut filled = 0;
+        while filled < wanted {
+            let end = span.min(filled + MAX_REQUEST_BYTES);
+            let _turn = io_queue::admit(class, Direction::Read, end - filled).await;
+            let (piece, start, buf_len) = buf.piece(filled..end);
+            let compio::BufResult(result, piece) = self.file.read_at(piece, first + filled as u64).await;
+            buf = AlignedBuf::back(piece, start, buf_len);
+            let read = at(&self.path, result)?;
+            filled += read;
+            if read < end - (filled - read) {
+                break; // The end of the file.
+            }
+        }
+        if filled < wanted {
+            let short = io::Error::new(io::ErrorKind::UnexpectedEof, format!("{len} bytes at {offset}: past the end"));
+            return at(&self.path, Err(short));
+        }
+        Ok(buf.as_slice()[(offset - first) as usize..wanted].to_vec())
+    }
+
+    async fn read_buffered(&self, offset: u64, len: usize, class: IoClass) -> IoResult<Vec<u8>> {
         let mut buf = Vec::with_capacity(len);
         while buf.len() < len {
             let start = buf.len();
@@ -127,7 +222,12 @@ impl File {
     /// Writes all of `buf` at `offset`. The buffer comes back whatever the
     /// outcome, so a failed write can be retried with the same bytes. Each
     /// piece of at most [`MAX_REQUEST_BYTES`] waits its turn.
+    /// A direct file takes only [`File::write_aligned_at`].
     pub async fn write_all_at(&self, offset: u64, mut buf: Vec<u8>, class: IoClass) -> (IoResult<()>, Vec<u8>) {
+        if self.direct {
+            let unaligned = io::Error::new(io::ErrorKind::InvalidInput, "a direct file is written in aligned blocks");
+            return (at(&self.path, Err(unaligned)), buf);
+        }
         record(class, buf.len());
         let mut start = 0;
         while start < buf.len() {
@@ -142,6 +242,42 @@ impl File {
             start = end;
         }
         (Ok(()), buf)
+    }
+
+    /// Writes all of `buf` at `offset`, both multiples of
+    /// [`aligned::ALIGN_BYTES`]: the one write a direct file takes (a
+    /// buffered one takes it too). The buffer comes back whatever the
+    /// outcome. Each piece of at most [`MAX_REQUEST_BYTES`] waits its turn.
+    pub async fn write_aligned_at(
+        &self,
+        offset: u64,
+        mut buf: AlignedBuf,
+        class: IoClass,
+    ) -> (IoResult<()>, AlignedBuf) {
+        assert!(is_aligned(offset), "{}: a write at {offset} is not aligned", self.path.display());
+        assert!(is_aligned(buf.len() as u64), "{}: a write of {} bytes is not aligned", self.path.display(), buf.len());
+        record(class, buf.len());
+        let mut start = 0;
+        while start < buf.len() {
+            let end = buf.len().min(start + MAX_REQUEST_BYTES);
+            let _turn = io_queue::admit(class, Direction::Write, end - start).await;
+            let (piece, buf_start, buf_len) = buf.piece(start..end);
+            let compio::BufResult(result, piece) = (&self.file).write_all_at(piece, offset + start as u64).await;
+            buf = AlignedBuf::back(piece, buf_start, buf_len);
+            if let Err(e) = result {
+                return (at(&self.path, Err(e)), buf);
+            }
+            start = end;
+        }
+        (Ok(()), buf)
+    }
+
+    /// Sets the file's size to `len_bytes` (ftruncate through io_uring):
+    /// a file sized up front keeps its size while it is written, so an
+    /// fdatasync has no size to record.
+    pub async fn set_len(&self, len_bytes: u64, class: IoClass) -> IoResult<()> {
+        record(class, 0);
+        at(&self.path, self.file.set_len(len_bytes).await)
     }
 
     /// fdatasync: the data written so far (and the size) is on disk.
@@ -175,12 +311,12 @@ pub async fn create_dir_all(path: &Path, class: IoClass) -> IoResult<()> {
     at(path, compio::fs::create_dir_all(path).await)
 }
 
-/// Creates `path` holding `bytes`, made durable (fdatasync).
+/// Creates `path` holding `bytes`, written direct ([`Appender`]) and made
+/// durable (fdatasync).
 pub async fn write_durably(path: &Path, bytes: Vec<u8>, class: IoClass) -> IoResult<()> {
-    let file = File::create(path, class).await?;
-    let (written, _) = file.write_all_at(0, bytes, class).await;
-    written?;
-    file.sync_data(class).await
+    let mut file = Appender::create(path, class).await?;
+    file.append(&bytes).await?;
+    file.finish().await
 }
 
 /// Replaces `path` with a file holding `bytes`, all or nothing: written
@@ -225,7 +361,10 @@ pub async fn exists(path: &Path, class: IoClass) -> IoResult<bool> {
 /// Makes the directory's entries (files created, renamed or removed in
 /// it) durable.
 pub async fn sync_dir(path: &Path, class: IoClass) -> IoResult<()> {
-    let dir = File::open(path, class).await?;
+    record(class, 0);
+    let mut options = compio::fs::OpenOptions::new();
+    options.read(true);
+    let dir = File::open_with(path, options, false).await?;
     at(path, dir.file.sync_all().await)
 }
 
@@ -251,7 +390,7 @@ mod tests {
             create_dir_all(&dir, IoClass::Maintenance).await.expect("create dir");
             let path = dir.join("data");
             let (flush_ops, flush_bytes) = counted(IoClass::Flush);
-            let file = File::create(&path, IoClass::Flush).await.expect("create");
+            let file = File::open_rw(&path, IoClass::Flush).await.expect("create");
             let (written, _) = file.write_all_at(0, vec![7; 100], IoClass::Flush).await;
             written.expect("write");
             file.sync_data(IoClass::Flush).await.expect("sync");
@@ -291,7 +430,7 @@ mod tests {
         let dir = std::env::temp_dir().join(format!("shoal-io-queue-{}", std::process::id()));
         block_on(async {
             create_dir_all(&dir, IoClass::Maintenance).await.expect("create dir");
-            let file = File::create(&dir.join("data"), IoClass::Compaction).await.expect("create");
+            let file = File::open_rw(&dir.join("data"), IoClass::Compaction).await.expect("create");
             let started = std::time::Instant::now();
             let writes = (0..20u64).map(|i| {
                 let file = &file;
@@ -313,11 +452,48 @@ mod tests {
     }
 
     #[test]
+    fn direct_files_read_any_range_and_take_aligned_writes() {
+        let dir = std::env::temp_dir().join(format!("shoal-io-direct-{}", std::process::id()));
+        block_on(async {
+            create_dir_all(&dir, IoClass::Maintenance).await.expect("create dir");
+            let path = dir.join("data");
+            let file = File::open_direct_rw(&path, IoClass::Commitlog).await.expect("open");
+            assert!(file.is_direct(), "the test directory is on a disk that takes O_DIRECT");
+            let mut block = AlignedBuf::zeroed(3 * aligned::ALIGN_BYTES + MAX_REQUEST_BYTES);
+            block.as_mut_slice().iter_mut().enumerate().for_each(|(i, b)| *b = (i % 251) as u8);
+            let expected = block.as_slice().to_vec();
+            let (written, _) = file.write_aligned_at(4096, block, IoClass::Commitlog).await;
+            written.expect("aligned write");
+            let (refused, _) = file.write_all_at(1, vec![1], IoClass::Commitlog).await;
+            assert!(refused.is_err(), "a direct file takes aligned writes only");
+            file.sync_data(IoClass::Commitlog).await.expect("sync");
+
+            let reader = File::open(&path, IoClass::Query).await.expect("open");
+            assert!(reader.is_direct());
+            for (offset, len) in [(4096, 10), (4100, 5000), (8190, 5), (4096 + 9000, MAX_REQUEST_BYTES + 77)] {
+                let read = reader.read_exact_at(offset, len, IoClass::Query).await.expect("read");
+                let at = offset as usize - 4096;
+                assert_eq!(read, expected[at..at + len], "{len} bytes at {offset}");
+            }
+            assert!(reader.read_exact_at(0, 4096, IoClass::Query).await.expect("a hole").iter().all(|b| *b == 0));
+            let end = 4096 + expected.len() as u64;
+            assert!(reader.read_exact_at(end - 3, 4, IoClass::Query).await.is_err(), "past the end is an error");
+
+            file.set_len(end - 100, IoClass::Commitlog).await.expect("set len");
+            assert_eq!(reader.len().await.expect("len"), end - 100);
+            let tail = reader.read_exact_at(end - 150, 50, IoClass::Query).await.expect("an unaligned tail");
+            assert_eq!(tail, expected[expected.len() - 150..expected.len() - 100]);
+            assert_eq!(reader.read_all(IoClass::Query).await.expect("all").len() as u64, end - 100);
+        });
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    #[test]
     fn large_requests_go_in_pieces_and_come_back_whole() {
         let dir = std::env::temp_dir().join(format!("shoal-io-pieces-{}", std::process::id()));
         block_on(async {
             create_dir_all(&dir, IoClass::Maintenance).await.expect("create dir");
-            let file = File::create(&dir.join("data"), IoClass::Flush).await.expect("create");
+            let file = File::open_rw(&dir.join("data"), IoClass::Flush).await.expect("create");
             let bytes: Vec<u8> = (0..3 * MAX_REQUEST_BYTES + 17).map(|i| (i % 251) as u8).collect();
             let (written, back) = file.write_all_at(5, bytes.clone(), IoClass::Flush).await;
             written.expect("write");

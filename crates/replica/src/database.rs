@@ -95,7 +95,8 @@ pub struct StorageConfig {
 
 /// What a write applied with [`Database::apply_unsynced`] waits for before
 /// it is answered: its commitlog entry on disk under `commitlog_sync:
-/// batch`; nothing otherwise.
+/// batch`, in the file under `periodic` (`CommitLog::wait_durable`);
+/// nothing for an unlogged write.
 #[derive(Default)]
 #[must_use = "a write is answered only once it is durable"]
 pub(crate) struct Durability {
@@ -542,8 +543,7 @@ impl Database {
         if log.disk_bytes() > self.storage.borrow().as_ref().map_or(u64::MAX, |c| c.commitlog_space_bytes) {
             self.flush_oldest_segment_holders(&log);
         }
-        let waits = log.sync_mode() == SyncMode::Batch;
-        Ok(Durability { until: waits.then_some((log, end)) })
+        Ok(Durability { until: Some((log, end)) })
     }
 
     /// Refuses a write to an `in_memory` table whose data on this shard has

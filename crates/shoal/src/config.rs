@@ -44,8 +44,8 @@ pub enum ConfigError {
     TlsFiles(&'static str),
     #[error("invalid internode_encryption '{0}': use none, all, dc or rack")]
     InternodeEncryption(String),
-    #[error("invalid --io-scheduler '{0}': use on or off")]
-    IoScheduler(String),
+    #[error("invalid --{0} '{1}': use on or off")]
+    OnOff(&'static str, String),
     #[error("io_latency_goal_ms {0} must be between 0.05 and 1000")]
     LatencyGoal(f64),
     #[error("{0}")]
@@ -193,6 +193,10 @@ pub struct ServerArgs {
     /// The I/O scheduler: on, or off (only for contrast benchmarks) [default: on]
     #[arg(long, env = "SHOAL_IO_SCHEDULER", help_heading = "Storage")]
     pub io_scheduler: Option<String>,
+    /// SSTable and commitlog files bypass the page cache (O_DIRECT): on, or
+    /// off (only for contrast benchmarks) [default: on]
+    #[arg(long, env = "SHOAL_DIRECT_IO", help_heading = "Storage")]
+    pub direct_io: Option<String>,
     /// The most disk time each shard keeps in flight, in ms [default: 0.75]
     #[arg(long, env = "SHOAL_IO_LATENCY_GOAL_MS", help_heading = "Storage")]
     pub io_latency_goal_ms: Option<f64>,
@@ -350,6 +354,7 @@ struct OptionsFile {
     commitlog_total_space_in_mb: Option<u64>,
     io_properties_file: Option<PathBuf>,
     io_scheduler_enabled: Option<bool>,
+    direct_io: Option<bool>,
     io_latency_goal_ms: Option<f64>,
     memtable_space_in_mb: Option<u64>,
     index_cache_fraction: Option<f64>,
@@ -591,7 +596,19 @@ pub struct Config {
     pub io_properties_file: Option<PathBuf>,
     /// Off only for contrast benchmarks.
     pub io_scheduler_enabled: bool,
+    /// Off only for contrast benchmarks.
+    pub direct_io: bool,
     pub io_latency_goal_us: u64,
+}
+
+/// A switch that is on unless the flag (`on`/`off`) or the file says off.
+fn on_off(flag_name: &'static str, flag: Option<&str>, file: Option<bool>) -> Result<bool, ConfigError> {
+    match flag.map(str::trim) {
+        None => Ok(file.unwrap_or(true)),
+        Some("on") => Ok(true),
+        Some("off") => Ok(false),
+        Some(other) => Err(ConfigError::OnOff(flag_name, other.to_string())),
+    }
 }
 
 impl Config {
@@ -667,12 +684,8 @@ impl Config {
         if !(0.0..=1.0).contains(&index_cache_fraction) {
             return Err(ConfigError::IndexCacheFraction(index_cache_fraction));
         }
-        let io_scheduler_enabled = match args.io_scheduler.as_deref().map(str::trim) {
-            None => file.io_scheduler_enabled.unwrap_or(true),
-            Some("on") => true,
-            Some("off") => false,
-            Some(other) => return Err(ConfigError::IoScheduler(other.to_string())),
-        };
+        let io_scheduler_enabled = on_off("io-scheduler", args.io_scheduler.as_deref(), file.io_scheduler_enabled)?;
+        let direct_io = on_off("direct-io", args.direct_io.as_deref(), file.direct_io)?;
         let io_latency_goal_ms = args.io_latency_goal_ms.or(file.io_latency_goal_ms).unwrap_or(0.75);
         if !(0.05..=1000.0).contains(&io_latency_goal_ms) {
             return Err(ConfigError::LatencyGoal(io_latency_goal_ms));
@@ -681,6 +694,7 @@ impl Config {
             timeouts,
             io_properties_file: args.io_properties_file.or(file.io_properties_file),
             io_scheduler_enabled,
+            direct_io,
             io_latency_goal_us: (io_latency_goal_ms * 1000.0).round() as u64,
             index_cache_fraction,
             row_cache_save_period_s: args.row_cache_save_period.or(file.row_cache_save_period).unwrap_or(60),
@@ -945,17 +959,21 @@ mod tests {
         let defaults = Config::resolve(ServerArgs { smp: Some(1), ..ServerArgs::default() }).ok();
         let defaults = defaults.as_ref();
         assert_eq!(defaults.map(|c| (c.io_scheduler_enabled, c.io_latency_goal_us)), Some((true, 750)));
+        assert_eq!(defaults.map(|c| c.direct_io), Some(true));
         assert_eq!(defaults.map(|c| c.io_properties_file.is_none()), Some(true));
-        let yaml = "io_scheduler_enabled: false\nio_properties_file: /etc/io.yaml\nio_latency_goal_ms: 1.5\n";
+        let yaml = "io_scheduler_enabled: false\nio_properties_file: /etc/io.yaml\nio_latency_goal_ms: 1.5\ndirect_io: false\n";
         std::fs::write(&path, yaml).ok();
         let from_file = Config::resolve(ServerArgs { options_file: Some(path.clone()), ..ServerArgs::default() }).ok();
         let from_file = from_file.as_ref();
         assert_eq!(from_file.map(|c| (c.io_scheduler_enabled, c.io_latency_goal_us)), Some((false, 1500)));
         assert_eq!(from_file.and_then(|c| c.io_properties_file.clone()), Some(PathBuf::from("/etc/io.yaml")));
+        assert_eq!(from_file.map(|c| c.direct_io), Some(false));
         let flag = ServerArgs { options_file: Some(path), io_scheduler: Some("on".into()), ..ServerArgs::default() };
         assert_eq!(Config::resolve(flag).ok().map(|c| c.io_scheduler_enabled), Some(true));
         let bad = ServerArgs { io_scheduler: Some("maybe".into()), ..ServerArgs::default() };
-        assert!(matches!(Config::resolve(bad), Err(ConfigError::IoScheduler(_))));
+        assert!(matches!(Config::resolve(bad), Err(ConfigError::OnOff("io-scheduler", _))));
+        let bad = ServerArgs { direct_io: Some("maybe".into()), ..ServerArgs::default() };
+        assert!(matches!(Config::resolve(bad), Err(ConfigError::OnOff("direct-io", _))));
         let bad = ServerArgs { io_latency_goal_ms: Some(0.0), ..ServerArgs::default() };
         assert!(matches!(Config::resolve(bad), Err(ConfigError::LatencyGoal(_))));
         std::fs::remove_dir_all(&dir).ok();

@@ -192,6 +192,12 @@ fn configure_io_scheduler(config: &Config) -> Result<(), String> {
     if !config.io_scheduler_enabled {
         tracing::warn!("the I/O scheduler is off (--io-scheduler off): for contrast benchmarks only");
     }
+    if !config.direct_io {
+        tracing::warn!(
+            "direct I/O is off (--direct-io off): files go through the page cache; for contrast benchmarks only"
+        );
+    }
+    shoal_io::set_direct_io(config.direct_io);
     shoal_io::configure(shoal_io::SchedulerConfig {
         enabled: config.io_scheduler_enabled,
         properties,

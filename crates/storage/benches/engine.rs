@@ -2,8 +2,10 @@
 //! engine sustains, measured through the same calls the replica makes.
 //!
 //! Figures, one printed line each, with units:
-//! 1. commitlog writes (append + memtable apply), periodic and batch sync;
-//!    for batch, the ack latency and the writes sharing each fdatasync;
+//! 1. commitlog writes (append + memtable apply): the log's throughput with
+//!    appends that do not wait, then concurrent writers each waiting for
+//!    its ack, under periodic sync (the entry written to the file) and
+//!    batch sync (fdatasynced): ack latency and writes per ack group;
 //! 2. memtable flush to an SSTable, per compression codec;
 //! 3. major compaction of overlapping SSTables (read and write MB/s);
 //! 4. point-read latency from SSTables, before and after that compaction;
@@ -32,7 +34,8 @@
 //! default 3), `SHOAL_BENCH_WRITERS` (concurrent batch-mode writers, default
 //! 64), `SHOAL_BENCH_SSTABLES` (compaction inputs, default 6),
 //! `SHOAL_BENCH_DIR` (parent of the scratch directory, default the system
-//! temp dir), `SHOAL_BENCH_CHUNK_ROWS` (rows of [6]'s SSTables, default
+//! temp dir), `SHOAL_BENCH_DIRECT_IO` (`0`: files through the page cache,
+//! for contrast with direct I/O, the default), `SHOAL_BENCH_CHUNK_ROWS` (rows of [6]'s SSTables, default
 //! 100000), `SHOAL_BENCH_STAGES` (which figures to run, e.g. `6` or `1,5`;
 //! default all; [5] replays [1]'s log, so it runs [1]'s periodic stage too).
 //! MB are 10^6 bytes.
@@ -49,8 +52,7 @@ use bytes::Bytes;
 use hdrhistogram::Histogram;
 use shoal_runtime::yield_now;
 use shoal_storage::commitlog::{
-    decode_mutation, encode_mutation, replay_segment, segment_ids, segment_path, CommitLog, CommitLogConfig, Position,
-    SyncMode,
+    decode_mutation, encode_mutation, replay_segment, segment_ids, CommitLog, CommitLogConfig, Position, SyncMode,
 };
 use shoal_storage::compaction::compact_major;
 use shoal_storage::sstable::compression::Compression;
@@ -75,6 +77,7 @@ struct Config {
     writers: usize,
     sstables: u64,
     drop_caches: bool,
+    direct_io: bool,
     chunk_rows: u64,
     /// Figures to run (1 to 6); empty: all.
     stages: Vec<u32>,
@@ -91,6 +94,7 @@ impl Config {
             writers: number("SHOAL_BENCH_WRITERS", 64) as usize,
             sstables: number("SHOAL_BENCH_SSTABLES", 6).max(2),
             drop_caches: std::env::var("SHOAL_BENCH_DROP_CACHES").is_ok_and(|v| v == "1"),
+            direct_io: std::env::var("SHOAL_BENCH_DIRECT_IO").map_or(true, |v| v != "0"),
             chunk_rows: number("SHOAL_BENCH_CHUNK_ROWS", 100_000),
             stages: std::env::var("SHOAL_BENCH_STAGES")
                 .unwrap_or_default()
@@ -253,6 +257,7 @@ fn page_cache_note(config: &Config) -> &'static str {
 
 fn main() {
     let config = Config::from_env();
+    shoal_io::set_direct_io(config.direct_io);
     let scratch = ScratchDir::new();
     let load = std::fs::read_to_string("/proc/loadavg").unwrap_or_default();
     println!("Shoal storage engine benchmark: one shard = one thread");
@@ -263,12 +268,14 @@ fn main() {
         load.split_whitespace().take(3).collect::<Vec<_>>().join(" ")
     );
     println!(
-        "  SHOAL_BENCH_MB={} SHOAL_BENCH_SECS={} SHOAL_BENCH_WRITERS={} SHOAL_BENCH_SSTABLES={}; \
-         rows: 8-byte key, 1 clustered row, one {VALUE_BYTES}-byte random value; MB = 10^6 bytes",
+        "  SHOAL_BENCH_MB={} SHOAL_BENCH_SECS={} SHOAL_BENCH_WRITERS={} SHOAL_BENCH_SSTABLES={} \
+         SHOAL_BENCH_DIRECT_IO={}; rows: 8-byte key, 1 clustered row, one {VALUE_BYTES}-byte random value; \
+         MB = 10^6 bytes",
         config.mb,
         config.secs.as_secs(),
         config.writers,
-        config.sstables
+        config.sstables,
+        u8::from(config.direct_io)
     );
 
     let periodic_log = scratch.stage("commitlog-periodic");
@@ -276,7 +283,9 @@ fn main() {
         shoal_io::block_on(commitlog_periodic(&config, &periodic_log));
     }
     if config.runs(1) {
-        shoal_io::block_on(commitlog_batch(&config, &scratch.stage("commitlog-batch")));
+        let periodic = SyncMode::Periodic { period_ms: PERIODIC_SYNC_MS };
+        shoal_io::block_on(commitlog_acked(&config, &scratch.stage("commitlog-periodic-acked"), periodic));
+        shoal_io::block_on(commitlog_acked(&config, &scratch.stage("commitlog-batch"), SyncMode::Batch));
     }
     if config.runs(2) {
         for compression in [Compression::Lz4, Compression::Zstd, Compression::None] {
@@ -300,8 +309,9 @@ fn main() {
     }
 }
 
-/// [1] Periodic sync: appends are acknowledged at once; the clock stops
-/// once every appended byte is written to the segment files.
+/// [1] Periodic sync, appends that do not wait for their acks: the log's
+/// throughput. The clock stops once every appended byte is written to the
+/// segment files.
 async fn commitlog_periodic(config: &Config, dir: &Path) {
     let sync = SyncMode::Periodic { period_ms: PERIODIC_SYNC_MS };
     let log = CommitLog::start(
@@ -328,16 +338,13 @@ async fn commitlog_periodic(config: &Config, dir: &Path) {
         yield_now().await;
     }
     let appended = start.elapsed();
-    // Wait until the last segment file holds everything appended.
-    let last = segment_path(dir, 0, end.segment);
-    while std::fs::metadata(&last).map_or(0, |m| m.len()) < u64::from(end.offset) {
-        shoal_runtime::time::sleep(Duration::from_millis(1)).await;
-    }
+    // Under periodic sync this waits until the entry is in the file.
+    log.wait_durable(end).await.expect("commitlog write");
     let elapsed = start.elapsed();
     let bytes = log.appended_bytes();
     println!(
         "[1] commitlog write, periodic sync: {:.0} writes/s, {:.1} MB/s of log ({writes} writes, {:.1} MB in {:.2} s \
-         until written to the segment files; acked in {:.2} s)",
+         until written to the segment files; appended in {:.2} s)",
         per_s(writes, elapsed),
         mb_per_s(bytes, elapsed),
         bytes as f64 / MB,
@@ -346,30 +353,31 @@ async fn commitlog_periodic(config: &Config, dir: &Path) {
     );
 }
 
-/// What the batch-mode writers share.
-struct BatchRun {
+/// What the writers waiting for acks share.
+struct AckedRun {
     log: Rc<CommitLog>,
     table: Table,
     rows: RefCell<Rows>,
     deadline: Instant,
     writes: StdCell<u64>,
     latency: RefCell<Histogram<u64>>,
-    /// Acks share an fdatasync ("a group") while their entries were appended
-    /// before the group's first ack: the log's position then is the floor.
+    /// Acks share a write round, and under batch its fdatasync ("a group"),
+    /// while their entries were appended before the group's first ack: the
+    /// log's position then is the floor.
     group_floor: StdCell<Position>,
     groups: StdCell<u64>,
 }
 
-/// [1] Batch sync: each write waits for its fdatasync; concurrent writers
-/// share one (group commit).
-async fn commitlog_batch(config: &Config, dir: &Path) {
-    let sync = SyncMode::Batch;
+/// [1] Concurrent writers, each waiting for its ack: under batch sync for
+/// its fdatasync, under periodic sync for its entry to be in the file;
+/// writers share a round (group commit).
+async fn commitlog_acked(config: &Config, dir: &Path, sync: SyncMode) {
     let log = CommitLog::start(
         CommitLogConfig { dir: dir.to_path_buf(), shard: 0, segment_size_bytes: SEGMENT_BYTES, sync },
         1,
     );
     let start = Instant::now();
-    let run = Rc::new(BatchRun {
+    let run = Rc::new(AckedRun {
         log,
         table: Table::new(dir.join("table"), 0, TableOptions::default()),
         rows: RefCell::new(Rows::new()),
@@ -384,7 +392,7 @@ async fn commitlog_batch(config: &Config, dir: &Path) {
         let (tx, rx) = futures_channel::oneshot::channel();
         let run = Rc::clone(&run);
         shoal_runtime::spawn(async move {
-            batch_writer(&run).await;
+            acked_writer(&run).await;
             let _ = tx.send(());
         });
         done.push(rx);
@@ -395,8 +403,9 @@ async fn commitlog_batch(config: &Config, dir: &Path) {
     let elapsed = start.elapsed();
     let (writes, bytes, groups) = (run.writes.get(), run.log.appended_bytes(), run.groups.get().max(1));
     println!(
-        "[1] commitlog write, batch sync, {} writers: {:.0} writes/s, {:.1} MB/s of log ({writes} writes in {:.2} s); \
-         ≈{:.1} writes per fdatasync ({groups} ack groups); ack latency {}",
+        "[1] commitlog write, {} sync, {} writers: {:.0} writes/s, {:.1} MB/s of log ({writes} writes in {:.2} s); \
+         ≈{:.1} writes per ack group ({groups} groups); ack latency {}",
+        if sync == SyncMode::Batch { "batch" } else { "periodic" },
         config.writers,
         per_s(writes, elapsed),
         mb_per_s(bytes, elapsed),
@@ -406,7 +415,7 @@ async fn commitlog_batch(config: &Config, dir: &Path) {
     );
 }
 
-async fn batch_writer(run: &BatchRun) {
+async fn acked_writer(run: &AckedRun) {
     while Instant::now() < run.deadline {
         let id = run.writes.get();
         run.writes.set(id + 1);
@@ -414,7 +423,7 @@ async fn batch_writer(run: &BatchRun) {
         let began = Instant::now();
         let (at, end) = run.log.append(|out| encode_mutation(out, TABLE_ID, &position, &update)).expect("append");
         run.table.apply(position, update, Some(at));
-        run.log.wait_durable(end).await.expect("commitlog sync");
+        run.log.wait_durable(end).await.expect("commitlog ack");
         run.latency.borrow_mut().saturating_record(began.elapsed().as_nanos() as u64);
         // An entry appended after the current group began cannot be covered
         // by that group's fdatasync: this ack starts a new group.

@@ -10,10 +10,23 @@
 //! Appending is synchronous: the entry is placed at the log's end in memory
 //! and gets its position at once, so the caller applies it to the memtable
 //! in the same step and memtables and positions stay in order. A writer task
-//! moves pending bytes to disk in the background. With `batch` sync, the
-//! writer fdatasyncs after each round and the appender waits for that before
-//! acknowledging; entries appended while a round is on disk share the next
-//! round's fdatasync (group commit). With `periodic` sync, a timer syncs.
+//! moves pending bytes to disk in the background; entries appended while a
+//! round is on disk share the next round (group commit). With `batch` sync,
+//! the writer fdatasyncs after each round and the appender waits for that
+//! before acknowledging. With `periodic` sync, a timer syncs and the
+//! appender waits only until its entry is written to the file
+//! ([`CommitLog::wait_durable`]): kill -9 loses nothing acknowledged, a
+//! machine crash at most the last period.
+//!
+//! Segments are direct files (O_DIRECT, `shoal_io::File::open_direct_rw`),
+//! sized to `segment_size_bytes` when created, written in whole aligned
+//! blocks: each round writes its bytes after the segment's last partial
+//! block (`State::tail`), that block included, padded with zeros to the
+//! block's end. The next round writes that block again, longer. Zeros after
+//! the last entry are where replay stops. (Rewriting the tail block is safe
+//! against kill -9, whose writes the kernel finishes; a machine crash
+//! tearing that block's write could lose its earlier, synced entries on a
+//! disk whose block writes are not atomic.)
 //!
 //! A write error (disk full) keeps the unwritten bytes queued in order and
 //! the writer retries them, so the log never has a hole. While writes fail,
@@ -52,6 +65,7 @@ use std::path::{Path, PathBuf};
 use std::rc::Rc;
 use std::time::Duration;
 
+use shoal_io::aligned::{align_down, align_up, AlignedBuf};
 use shoal_io::File;
 
 use crate::error::{StorageError, StorageResult};
@@ -127,6 +141,10 @@ struct State {
     pending: VecDeque<Pending>,
     /// Everything before it is written (not necessarily synced).
     written: Position,
+    /// The bytes of `written`'s segment from the aligned block holding
+    /// `written` up to it: written again, followed by the next bytes, in
+    /// the next round (a direct file is written in whole blocks).
+    tail: Vec<u8>,
     /// Everything before it is on disk.
     durable: Position,
     /// Segment files that exist (or are about to), oldest first.
@@ -194,6 +212,7 @@ impl CommitLog {
                     &segment_header(config.shard, first_segment),
                 )]),
                 written: Position { segment: first_segment, offset: 0 },
+                tail: Vec::new(),
                 durable: Position { segment: first_segment, offset: 0 },
                 segments: vec![first_segment],
                 failure: None,
@@ -214,10 +233,6 @@ impl CommitLog {
             shoal_runtime::spawn(periodic_sync(Rc::downgrade(&log), period_ms));
         }
         log
-    }
-
-    pub fn sync_mode(&self) -> SyncMode {
-        self.config.sync
     }
 
     /// The largest entry the log takes (Cassandra's rule: half a segment).
@@ -280,19 +295,24 @@ impl CommitLog {
         Ok((at, end))
     }
 
-    /// Waits until everything before `end` is on disk (batch mode).
+    /// Waits until everything before `end` is as safe as the sync mode
+    /// promises before a write is acknowledged: on disk (fdatasynced) under
+    /// `batch`; written to the file (a direct write: out of this process,
+    /// not yet synced) under `periodic`.
     pub async fn wait_durable(&self, end: Position) -> StorageResult<()> {
+        let batch = self.config.sync == SyncMode::Batch;
         loop {
             let waiting = {
                 let state = self.state.borrow();
-                if state.durable >= end {
+                if (if batch { state.durable } else { state.written }) >= end {
                     return Ok(());
                 }
                 match &state.failure {
                     Some(failure) if end <= failure.covers || self.sync_failed.get() => {
                         return Err(StorageError::WriteFailing(failure.message.clone()))
                     }
-                    _ => self.durable_advanced.wait(),
+                    _ if batch => self.durable_advanced.wait(),
+                    _ => self.round_ended.wait(),
                 }
             };
             waiting.await;
@@ -394,33 +414,59 @@ impl CommitLog {
             // it durable before writing to the next.
             self.sync_file(&file).await?;
         }
-        let file = Rc::new(
-            File::open_rw(&segment_path(&self.config.dir, self.config.shard, segment), IoClass::Commitlog).await?,
-        );
+        let path = segment_path(&self.config.dir, self.config.shard, segment);
+        let file = Rc::new(File::open_direct_rw(&path, IoClass::Commitlog).await?);
+        file.set_len(u64::from(self.config.segment_size_bytes), IoClass::Commitlog).await?;
         self.state.borrow_mut().open_file = Some((segment, Rc::clone(&file)));
         Ok(file)
+    }
+
+    /// Writes `chunk` after its segment's tail block's bytes, in whole
+    /// aligned blocks, the last padded with zeros; then advances `written`
+    /// and keeps the new tail.
+    async fn write_chunk(&self, file: &File, chunk: &Pending) -> StorageResult<()> {
+        let tail = {
+            let mut state = self.state.borrow_mut();
+            if state.written.segment == chunk.segment {
+                assert_eq!(state.written.offset, chunk.offset, "chunks are written in order, without a hole");
+                std::mem::take(&mut state.tail)
+            } else {
+                assert_eq!(chunk.offset, 0, "a segment is written from its start");
+                Vec::new()
+            }
+        };
+        let block_start = align_down(u64::from(chunk.offset));
+        assert_eq!(tail.len() as u64, u64::from(chunk.offset) - block_start, "the tail is the block's written part");
+        let len = tail.len() + chunk.bytes.len();
+        let mut blocks = AlignedBuf::zeroed(align_up(len as u64) as usize);
+        blocks.as_mut_slice()[..tail.len()].copy_from_slice(&tail);
+        blocks.as_mut_slice()[tail.len()..len].copy_from_slice(&chunk.bytes);
+        let (result, blocks) = file.write_aligned_at(block_start, blocks, IoClass::Commitlog).await;
+        let mut state = self.state.borrow_mut();
+        if let Err(e) = result {
+            state.tail = tail; // For the retry.
+            return Err(e.into());
+        }
+        let new_tail_start = (align_down(block_start + len as u64) - block_start) as usize;
+        state.tail = blocks.as_slice()[new_tail_start..len].to_vec();
+        state.written = Position { segment: chunk.segment, offset: chunk.offset + chunk.bytes.len() as u32 };
+        Ok(())
     }
 
     /// Writes what is pending; in batch mode, syncs. One round.
     async fn write_round(&self) -> StorageResult<()> {
         loop {
             let Some(chunk) = self.state.borrow_mut().pending.pop_front() else { break };
-            let (segment, offset) = (chunk.segment, chunk.offset);
-            let file = match self.file_for(segment).await {
-                Ok(file) => file,
-                Err(e) => {
-                    self.state.borrow_mut().pending.push_front(chunk);
-                    return Err(e);
-                }
+            let written = match self.file_for(chunk.segment).await {
+                Ok(file) => self.write_chunk(&file, &chunk).await,
+                Err(e) => Err(e),
             };
-            let (result, bytes) = file.write_all_at(u64::from(offset), chunk.bytes, IoClass::Commitlog).await;
-            if let Err(e) = result {
+            if let Err(e) = written {
                 // Keep the bytes, in order, for the retry: the log must not
                 // get a hole (rewriting a partly written chunk is harmless).
-                self.state.borrow_mut().pending.push_front(Pending { segment, offset, bytes });
-                return Err(e.into());
+                self.state.borrow_mut().pending.push_front(chunk);
+                return Err(e);
             }
-            self.state.borrow_mut().written = Position { segment, offset: offset + bytes.len() as u32 };
         }
         if self.config.sync == SyncMode::Batch {
             self.sync().await?;
@@ -505,6 +551,7 @@ async fn periodic_sync(log: std::rc::Weak<CommitLog>, period_ms: u64) {
             state.failure = Some(Failure { message, covers, appended_bytes: 0 });
             drop(state);
             log.durable_advanced.notify_all();
+            log.round_ended.notify_all();
             return;
         }
     }
@@ -513,6 +560,49 @@ async fn periodic_sync(log: std::rc::Weak<CommitLog>, period_ms: u64) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_periodic_write_is_in_the_file_once_waited_for() {
+        let dir = std::env::temp_dir().join(format!("shoal-commitlog-periodic-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).ok();
+        shoal_io::block_on(async {
+            let segment_size_bytes = 3 * 4096 + 100;
+            let config = CommitLogConfig {
+                dir: dir.clone(),
+                shard: 0,
+                segment_size_bytes,
+                sync: SyncMode::Periodic { period_ms: 60_000 },
+            };
+            let log = CommitLog::start(config, 3);
+            let mut appended = Vec::new();
+            for i in 0..40u32 {
+                // Entries of odd sizes: every round ends inside a block.
+                let payload = vec![i as u8; 100 + 37 * i as usize];
+                let (_, end) = log.append(|out| out.extend_from_slice(&payload)).expect("append");
+                if i % 3 == 0 {
+                    log.wait_durable(end).await.expect("written");
+                }
+                appended.push(payload);
+            }
+            let (_, end) = log.append(|out| out.push(0xee)).expect("append");
+            log.wait_durable(end).await.expect("written");
+            appended.push(vec![0xee]);
+            // Read back while the log runs: no close, and no periodic sync yet.
+            let mut read = Vec::new();
+            for segment in segment_ids(&dir, 0).await.expect("list") {
+                let path = segment_path(&dir, 0, segment);
+                assert!(
+                    std::fs::metadata(&path).expect("stat").len() >= u64::from(segment_size_bytes),
+                    "sized up front"
+                );
+                let report =
+                    replay_segment(&dir, 0, segment, &mut |e| read.push(e.payload.to_vec())).await.expect("replay");
+                assert_eq!(report.corruption, None);
+            }
+            assert_eq!(read, appended, "every entry waited for (and those before it) is in the file");
+        });
+        std::fs::remove_dir_all(&dir).ok();
+    }
 
     #[test]
     fn a_closed_log_refuses_appends_and_is_discarded_whole() {

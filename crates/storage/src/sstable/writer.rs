@@ -6,9 +6,14 @@
 //! [`INDEX_PAGE_ENTRIES`] partitions) and the Bloom filter stay in RAM.
 //! Nothing is visible until [`Writer::finish`] writes the TOC, so a crash
 //! mid-write leaves files the next start removes.
+//!
+//! `Data.db` and `Index.db` are written direct (O_DIRECT) through
+//! `shoal_io::Appender`: an aligned write-behind buffer of 128 KiB, the
+//! last block padded and the file truncated to its length at finish, so
+//! the files hold exactly the bytes the format describes.
 
 use bytes::Bytes;
-use shoal_io::{File, IoClass};
+use shoal_io::{Appender, IoClass};
 
 use super::bloom::BloomFilter;
 use super::compression::Compression;
@@ -51,8 +56,8 @@ pub struct Writer {
     options: WriterOptions,
     /// What the writing is part of: a flush or a compaction.
     class: IoClass,
-    data: File,
-    index: File,
+    data: Appender,
+    index: Appender,
     /// Raw bytes not yet cut into a chunk, and the stream offset of their start.
     raw: Vec<u8>,
     raw_start: u64,
@@ -78,17 +83,15 @@ impl Writer {
         assert!(options.chunk_bytes >= 4096, "chunks smaller than a page");
         assert!(options.chunk_bytes <= MAX_CHUNK_BYTES, "chunks larger than readers accept");
         shoal_io::create_dir_all(&descriptor.dir, class).await?;
-        let opened: StorageResult<(File, File)> = async {
-            let data = File::create(&descriptor.path(Component::Data), class).await?;
-            let index = File::create(&descriptor.path(Component::Index), class).await?;
+        let opened: StorageResult<(Appender, Appender)> = async {
+            let mut data = Appender::create(&descriptor.path(Component::Data), class).await?;
+            let mut index = Appender::create(&descriptor.path(Component::Index), class).await?;
             let mut header = Vec::new();
             write_header(&mut header, Component::Data);
-            let (result, _) = data.write_all_at(0, header.clone(), class).await;
-            result?;
+            data.append(&header).await?;
             header.clear();
             write_header(&mut header, Component::Index);
-            let (result, _) = index.write_all_at(0, header, class).await;
-            result?;
+            index.append(&header).await?;
             Ok((data, index))
         }
         .await;
@@ -198,8 +201,7 @@ impl Writer {
         let out = frame_block(&self.options.compression.compress(raw));
         self.chunk_offsets.push(self.data_file_offset);
         let len = out.len() as u64;
-        let (result, _) = self.data.write_all_at(self.data_file_offset, out, self.class).await;
-        result?;
+        self.data.append(&out).await?;
         self.data_file_offset += len;
         self.raw_start += raw.len() as u64;
         Ok(())
@@ -215,8 +217,7 @@ impl Writer {
         #[allow(clippy::unwrap_used)]
         let summary = self.summary.last_mut().unwrap();
         summary.len = len as u32;
-        let (result, _) = self.index.write_all_at(self.index_file_offset, out, self.class).await;
-        result?;
+        self.index.append(&out).await?;
         self.index_file_offset += len;
         self.page_entries = 0;
         Ok(())
@@ -268,8 +269,10 @@ impl Writer {
         self.stats.encode(&mut Encoder { out: &mut body });
         let statistics = seal_small(Component::Statistics, &body);
 
-        self.data.sync_data(self.class).await?;
-        self.index.sync_data(self.class).await?;
+        assert_eq!(self.data.len(), self.data_file_offset, "the data file holds every chunk");
+        assert_eq!(self.index.len(), self.index_file_offset, "the index file holds every page");
+        self.data.finish().await?;
+        self.index.finish().await?;
         for (component, bytes) in [
             (Component::CompressionInfo, compression_info),
             (Component::Summary, summary),
