@@ -18,7 +18,10 @@
 //! - [`group0`]: the Raft group of all nodes on shard 0 (raft-rs, its
 //!   messages in [`raft_codec`], its log in [`raft_store`]): bootstrap,
 //!   a joiner's admission, membership and schema changes agreed in log
-//!   order; `group0_join`: the joiner's side, asking the seeds;
+//!   order; [`group0_driver`]: the one owner of the raft-rs node, its
+//!   clock, network and disk the caller's (so the simulation runs it);
+//!   `group0_membership`: membership as a pure state machine, entries in
+//!   and effects out; `group0_join`: the joiner's side, asking the seeds;
 //!   [`group0_entry`]: what its log holds; [`group0_snapshot`]:
 //!   what its snapshots hold, so the log before them can be dropped.
 //!
@@ -28,8 +31,10 @@ pub mod encryption;
 pub mod failure_detector;
 pub mod frame;
 pub mod group0;
+pub mod group0_driver;
 pub mod group0_entry;
 mod group0_join;
+mod group0_membership;
 pub mod group0_snapshot;
 pub mod hello;
 pub mod messaging;

@@ -1,30 +1,41 @@
-//! A simulated Raft group of three: raft-rs driven the way group 0 will
-//! drive it, every message through Shoal's codec, every log on disk through
-//! `RaftStore`, over a network that drops and reorders messages, with
-//! nodes crashing (their memory lost, their file kept) and coming back,
-//! each node snapshotting what it applied and dropping its log every few
-//! entries, so a node back from a crash catches up from a snapshot.
-//! Seeded, so a failure replays: `SHOAL_RAFT_SEED=<seed>`.
+//! A simulated group 0 of three nodes, each the production driver
+//! (`group0_driver::Driver`: raft-rs, Shoal's codec, the membership state
+//! machine, the log on disk through `RaftStore`), over a simulated network
+//! that drops and reorders messages, on a simulated clock (one tick a
+//! step). The first node forms the group, the other two join through it
+//! (their tokens chosen by the leader); then schema entries are proposed
+//! while nodes crash (their memory lost, their log kept) and come back,
+//! each node snapshotting what it applied every few entries, so a node back
+//! from a crash catches up from the leader's snapshot. Seeded, so a
+//! failure replays: `SHOAL_RAFT_SEED=<seed>`.
 //!
-//! Checked: safety (every node applies the same entries in the same order:
-//! one node's sequence is a prefix of another's) and liveness (once the
-//! network heals, every node applies everything committed, and most
-//! proposals made while a leader was up are committed).
+//! Checked: safety (no two nodes apply different schemas at one index, and
+//! each applies in index order) and liveness (the joins succeed; once the
+//! network heals, every node has the same members, the same latest schema
+//! and the same applied index, and most proposals made while a leader was
+//! up took effect).
 
-use std::collections::HashSet;
-use std::path::PathBuf;
+use std::cell::RefCell;
+use std::collections::BTreeMap;
+use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
+use std::rc::Rc;
 
 use bytes::Bytes;
-use raft::eraftpb::{ConfState, EntryType, Message, MessageType, Snapshot, SnapshotMetadata};
-use raft::{RawNode, SnapshotStatus, StateRole, Storage};
-use shoal_cluster::raft_codec::{decode_message, encode_message};
-use shoal_cluster::raft_store::{RaftStore, StoredLog};
+use futures_channel::oneshot;
+use futures_util::FutureExt;
+use shoal_cluster::group0::{Driver, Group0Config, Member, NodeState, RaftNetwork};
+use shoal_cluster::group0_driver::ProposalOutcome;
+use shoal_cluster::group0_entry::Entry;
+use shoal_cluster::messaging::MessagingError;
+use uuid::Uuid;
 
 const NODES: u64 = 3;
 const STEPS: u64 = 3000;
 const HEAL_STEPS: u64 = 600;
 const DROP_PERCENT: u64 = 10;
 const PROPOSE_EVERY: u64 = 7;
+const TOKENS: usize = 4;
 /// Entries applied between snapshots: a node down for 200 steps misses
 /// more than this, so the leader has dropped what it needs.
 const SNAPSHOT_EVERY: u64 = 16;
@@ -45,216 +56,239 @@ impl Rng {
     }
 }
 
-struct Node {
-    id: u64,
-    dir: PathBuf,
-    store: RaftStore,
-    raft: RawNode<StoredLog>,
-    /// Normal entries' data, in the order applied: the state machine.
-    applied: Vec<Bytes>,
-    /// Snapshots this node took from a leader.
-    installed: u64,
+/// A message in flight, and where its sender waits for the answer.
+struct Parcel {
+    from: SocketAddr,
+    to: SocketAddr,
+    payload: Vec<u8>,
+    answer: oneshot::Sender<Result<(), MessagingError>>,
 }
 
-/// The state machine as a snapshot holds it: `([u32 length][data])*`.
-fn encode_state(applied: &[Bytes]) -> Bytes {
-    let mut out = Vec::new();
-    for data in applied {
-        out.extend_from_slice(&(data.len() as u32).to_be_bytes());
-        out.extend_from_slice(data);
+type Network = Rc<RefCell<Vec<Parcel>>>;
+
+/// Every schema entry applied, in order: (node, index, payload).
+type Applied = Rc<RefCell<Vec<(u64, u64, Bytes)>>>;
+
+fn address(id: u64) -> SocketAddr {
+    SocketAddr::from(([127, 0, 0, 1], 7000 + id as u16))
+}
+
+fn member(id: u64) -> Member {
+    Member {
+        host_id: Uuid::from_u64_pair(id, 0),
+        address: address(id),
+        native_port: 9042,
+        shard_count: 1,
+        data_center: "dc1".to_string(),
+        rack: "rack1".to_string(),
+        // The first node chose its own; the leader chooses a joiner's.
+        tokens: if id == 1 { (0..TOKENS as i64).map(|t| t << 56).collect() } else { Vec::new() },
     }
-    Bytes::from(out)
 }
 
-fn decode_state(mut bytes: &[u8]) -> Vec<Bytes> {
-    let mut applied = Vec::new();
-    while let Some((len, rest)) = bytes.split_first_chunk::<4>() {
-        let len = u32::from_be_bytes(*len) as usize;
-        applied.push(Bytes::copy_from_slice(&rest[..len]));
-        bytes = &rest[len..];
-    }
-    applied
+/// A node's way out: its messages join the network's parcels.
+fn network_of(id: u64, network: &Network) -> RaftNetwork {
+    let network = Rc::clone(network);
+    Rc::new(move |to: SocketAddr, payload: Vec<u8>| {
+        let (answer, answered) = oneshot::channel();
+        network.borrow_mut().push(Parcel { from: address(id), to, payload, answer });
+        async move { answered.await.unwrap_or(Err(MessagingError::Closed { peer: to })) }.boxed_local()
+    })
 }
 
-fn config(id: u64) -> raft::Config {
-    raft::Config { id, election_tick: 10, heartbeat_tick: 3, pre_vote: true, check_quorum: true, ..Default::default() }
+async fn start(id: u64, dir: &Path, network: &Network, applied: &Applied) -> Driver {
+    let applied = Rc::clone(applied);
+    let config = Group0Config {
+        dir: dir.to_path_buf(),
+        me: member(id),
+        bootstrap: id == 1,
+        apply_schema: Rc::new(move |index, payload| {
+            applied.borrow_mut().push((id, index, payload));
+            std::future::ready(()).boxed_local()
+        }),
+        token_allocation_rf: 3,
+        snapshot_threshold_entries: SNAPSHOT_EVERY,
+    };
+    let mut driver = Driver::open(config, network_of(id, network)).await.expect("the node's log opens");
+    driver.start().await.expect("the node starts");
+    driver
 }
 
-async fn start(id: u64, dir: PathBuf) -> Node {
-    let store = RaftStore::open(&dir).await.expect("the node's raft log opens");
-    let state = raft::Storage::initial_state(&store.storage()).expect("state");
-    if state.conf_state.voters.is_empty() {
-        let voters = ConfState { voters: (1..=NODES).collect(), ..Default::default() };
-        store.persist(&[], None, Some(&voters)).await.expect("bootstrap persisted");
-    }
-    let logger = slog::Logger::root(slog::Discard, slog::o!());
-    let raft = RawNode::new(&config(id), store.storage(), &logger).expect("a raft node");
-    // The state starts from the snapshot; the entries after it are applied
-    // again after a restart.
-    let applied = decode_state(&store.snapshot().data);
-    Node { id, dir, store, raft, applied, installed: 0 }
+fn is_leader(driver: &Driver, id: u64) -> bool {
+    driver.status().leader == Some(member(id).host_id)
 }
 
-/// Snapshots what `node` applied once `SNAPSHOT_EVERY` entries were applied
-/// since its last snapshot, or when raft wants a newer one.
-async fn take_snapshot_when_due(node: &mut Node) {
-    let applied = node.raft.raft.raft_log.applied;
-    let compacted = node.store.compacted();
-    let wanted = node.store.take_snapshot_wanted();
-    if applied <= compacted || (applied - compacted < SNAPSHOT_EVERY && !wanted) {
-        return;
-    }
-    let mut metadata =
-        SnapshotMetadata { index: applied, term: node.raft.store().term(applied).expect("term"), ..Default::default() };
-    metadata.set_conf_state(node.raft.store().initial_state().expect("state").conf_state);
-    let mut snapshot = Snapshot { data: encode_state(&node.applied), ..Default::default() };
-    snapshot.set_metadata(metadata);
-    node.store.compact(snapshot).await.expect("compacted");
+/// What the nodes applied, as checked so far.
+#[derive(Default)]
+struct Checked {
+    /// The schema applied at each index, by whichever node first did.
+    committed: BTreeMap<u64, Bytes>,
+    /// Each node's latest index applied since it (re)started (0: none).
+    last: [u64; NODES as usize],
+    /// Jumps over more entries than a snapshot holds: a node that caught
+    /// up from the leader's snapshot.
+    caught_up: usize,
 }
 
-fn apply(node: &mut Node, entries: Vec<raft::eraftpb::Entry>) {
-    for entry in entries {
-        if entry.entry_type == EntryType::EntryNormal && !entry.data.is_empty() {
-            node.applied.push(entry.data);
+impl Checked {
+    /// Checks what was applied since the last call: one payload per index
+    /// across nodes, and each node's indices rising.
+    fn check(&mut self, applied: &Applied, seed: u64) {
+        for (id, index, payload) in applied.borrow_mut().drain(..) {
+            let seen = self.committed.entry(index).or_insert_with(|| payload.clone());
+            assert_eq!(*seen, payload, "two schemas applied at index {index} (seed {seed})");
+            let last = &mut self.last[(id - 1) as usize];
+            assert!(index > *last, "node {id} applied {index} after {last} (seed {seed})");
+            if *last > 0 && index - *last > SNAPSHOT_EVERY {
+                self.caught_up += 1;
+            }
+            *last = index;
         }
     }
 }
 
-fn send(network: &mut Vec<(u64, Vec<u8>)>, messages: Vec<Message>) {
-    for message in messages {
-        let mut wire = Vec::new();
-        encode_message(&message, &mut wire);
-        network.push((message.to, wire));
-    }
-}
-
-/// One `Ready` handled as group 0 handles it: send what may go at once,
-/// apply what is committed, persist, then send what waited on the persist.
-async fn handle_ready(node: &mut Node, network: &mut Vec<(u64, Vec<u8>)>) {
-    if !node.raft.has_ready() {
-        return;
-    }
-    let mut ready = node.raft.ready();
-    send(network, ready.take_messages());
-    if !ready.snapshot().is_empty() {
-        node.store.install(ready.snapshot()).await.expect("installed");
-        node.applied = decode_state(&ready.snapshot().data);
-        node.installed += 1;
-    }
-    apply(node, ready.take_committed_entries());
-    node.store.persist(ready.entries(), ready.hs(), None).await.expect("persisted");
-    send(network, ready.take_persisted_messages());
-    let mut light = node.raft.advance(ready);
-    if let Some(commit) = light.commit_index() {
-        let mut state = raft::Storage::initial_state(&node.store.storage()).expect("state").hard_state;
-        state.commit = commit;
-        node.store.persist(&[], Some(&state), None).await.expect("persisted");
-    }
-    send(network, light.take_messages());
-    apply(node, light.take_committed_entries());
-    node.raft.advance_apply();
-}
-
-fn is_prefix(a: &[Bytes], b: &[Bytes]) -> bool {
-    let (short, long) = if a.len() <= b.len() { (a, b) } else { (b, a) };
-    long[..short.len()] == *short
-}
-
 #[test]
-fn three_nodes_agree_through_drops_reorders_and_crashes() {
+fn three_drivers_agree_through_drops_reorders_and_crashes() {
     let seed: u64 = std::env::var("SHOAL_RAFT_SEED").ok().and_then(|s| s.parse().ok()).unwrap_or(0x05ee_d0f5_a0a1);
     let root = std::env::temp_dir().join(format!("shoal-raft-sim-{}-{seed}", std::process::id()));
     let _ = std::fs::remove_dir_all(&root);
     let mut rng = Rng(seed | 1);
-    let outcome = shoal_io::block_on(async {
-        let mut nodes: Vec<Option<Node>> = Vec::new();
+    let dir = |id: u64| -> PathBuf { root.join(format!("n{id}")) };
+    let (proposed, took_effect) = shoal_io::block_on(async {
+        let network: Network = Rc::default();
+        let applied: Applied = Rc::default();
+        let mut nodes: Vec<Option<Driver>> = Vec::new();
         for id in 1..=NODES {
-            nodes.push(Some(start(id, root.join(format!("n{id}"))).await));
+            nodes.push(Some(start(id, &dir(id), &network, &applied).await));
         }
-        let mut network: Vec<(u64, Vec<u8>)> = Vec::new();
-        let mut proposed = 0u64;
-        // (step to restart at, id, its directory)
-        let mut crashed: Vec<(u64, u64, PathBuf)> = Vec::new();
+        let mut checked = Checked::default();
+        let mut admissions: Vec<Admission> = (0..NODES).map(|id| Admission::new(id == 0)).collect();
+        let mut outcomes: Vec<ProposalOutcome> = Vec::new();
+        // (step to restart at, id)
+        let mut crashed: Vec<(u64, u64)> = Vec::new();
         for step in 0..STEPS + HEAL_STEPS {
             let healing = step >= STEPS;
             // Crash one node for a while, twice: a follower, then the
-            // leader of the moment (memory lost, file kept).
+            // leader of the moment (memory lost, log kept).
             let crash = match step {
                 500 => Some(2),
-                1500 => nodes.iter().flatten().find(|n| n.raft.raft.state == StateRole::Leader).map(|n| n.id),
+                1500 => (1..=NODES).find(|id| nodes[(id - 1) as usize].as_ref().is_some_and(|n| is_leader(n, *id))),
                 _ => None,
             };
             if let Some(id) = crash {
-                let dead = nodes[(id - 1) as usize].take().expect("up");
-                let dir = dead.dir.clone();
-                drop(dead);
-                network.retain(|(to, _)| *to != id);
-                // Back 200 steps later (handled below by the restart list).
-                crashed.push((step + 200, id, dir));
+                nodes[(id - 1) as usize] = None;
+                network.borrow_mut().retain(|parcel| parcel.to != address(id));
+                crashed.push((step + 200, id));
+                // What it applied is gone with its memory.
+                checked.last[(id - 1) as usize] = 0;
             }
-            while let Some(at) = crashed.iter().position(|(when, _, _)| *when == step) {
-                let (_, id, dir) = crashed.remove(at);
-                nodes[(id - 1) as usize] = Some(start(id, dir).await);
-            }
-            for node in nodes.iter_mut().flatten() {
-                node.raft.tick();
-            }
-            if !healing && step % PROPOSE_EVERY == 0 {
-                if let Some(leader) = nodes.iter_mut().flatten().find(|n| n.raft.raft.state == StateRole::Leader) {
-                    let data = format!("op-{proposed}").into_bytes();
-                    if leader.raft.propose(Vec::new(), data).is_ok() {
-                        proposed += 1;
-                    }
-                }
-            }
-            // Deliver what is in flight, in a random order; drop some. A
-            // snapshot's sender learns whether it arrived (as group 0's
-            // does from the answer), or raft waits on it for ever.
-            let mut in_flight = std::mem::take(&mut network);
-            while !in_flight.is_empty() {
-                let (to, wire) = in_flight.swap_remove(rng.below(in_flight.len() as u64) as usize);
-                let message = decode_message(&wire).expect("our own encoding decodes");
-                let (from, is_snapshot) = (message.from, message.msg_type == MessageType::MsgSnapshot);
-                let dropped = !healing && rng.below(100) < DROP_PERCENT;
-                let delivered = match nodes[(to - 1) as usize].as_mut() {
-                    Some(node) if !dropped => {
-                        let _ = node.raft.step(message);
-                        true
-                    }
-                    _ => false,
-                };
-                if let (true, Some(sender)) = (is_snapshot, nodes[(from - 1) as usize].as_mut()) {
-                    let status = if delivered { SnapshotStatus::Finish } else { SnapshotStatus::Failure };
-                    sender.raft.report_snapshot(to, status);
-                }
+            while let Some(at) = crashed.iter().position(|(when, _)| *when == step) {
+                let (_, id) = crashed.remove(at);
+                nodes[(id - 1) as usize] = Some(start(id, &dir(id), &network, &applied).await);
             }
             for node in nodes.iter_mut().flatten() {
-                handle_ready(node, &mut network).await;
-                take_snapshot_when_due(node).await;
+                node.tick();
             }
-            let applied: Vec<&Vec<Bytes>> = nodes.iter().flatten().map(|n| &n.applied).collect();
-            for pair in applied.windows(2) {
-                assert!(is_prefix(pair[0], pair[1]), "step {step}: nodes applied different sequences (seed {seed})");
+            let leader = (1..=NODES).find(|id| nodes[(id - 1) as usize].as_ref().is_some_and(|n| is_leader(n, *id)));
+            if let Some(leader) = leader.map(|id| nodes[(id - 1) as usize].as_ref().expect("up")) {
+                for id in 2..=NODES {
+                    admit(leader, id, &mut admissions[(id - 1) as usize], step);
+                }
+                if !healing && step.is_multiple_of(PROPOSE_EVERY) && admissions.iter().all(|a| a.normal) {
+                    let payload = format!("op-{}", outcomes.len()).into_bytes();
+                    let entry = Entry::Schema { base_index: leader.schema_index(), payload };
+                    outcomes.push(leader.propose(entry.encode()).expect("the driver runs"));
+                }
             }
+            deliver(&network, &nodes, &mut rng, healing);
+            // The senders' tasks take their answers (a snapshot's sender
+            // learns whether it arrived).
+            shoal_runtime::yield_now().await;
+            for node in nodes.iter_mut().flatten() {
+                node.step_queued();
+                node.advance().await.expect("the driver handles its Ready");
+            }
+            checked.check(&applied, seed);
         }
-        let applied: Vec<Vec<Bytes>> = nodes.iter().map(|n| n.as_ref().expect("all up").applied.clone()).collect();
-        let lens: Vec<(usize, u64, u64, u64)> = nodes
-            .iter()
-            .flatten()
-            .map(|n| (n.applied.len(), n.raft.raft.raft_log.applied, n.store.compacted(), n.installed))
-            .collect();
-        assert!(
-            applied.windows(2).all(|pair| pair[0] == pair[1]),
-            "after healing every node applied the same: {lens:?}"
-        );
-        let distinct: HashSet<&Bytes> = applied[0].iter().collect();
-        assert_eq!(distinct.len(), applied[0].len(), "an entry applied twice");
-        let installed: u64 = nodes.iter().flatten().map(|n| n.installed).sum();
-        (proposed, applied[0].len() as u64, installed)
+        let nodes: Vec<Driver> = nodes.into_iter().map(|n| n.expect("all up")).collect();
+        let statuses: Vec<_> =
+            nodes.iter().map(|n| (n.applied_index(), n.schema_index(), n.status().members)).collect();
+        for (id, (_, _, members)) in (1..).zip(&statuses) {
+            assert_eq!(members.len(), NODES as usize, "node {id} knows {members:?} (seed {seed})");
+            assert!(members.iter().all(|(_, state)| *state != NodeState::Left), "seed {seed}");
+        }
+        assert!(statuses.windows(2).all(|pair| pair[0] == pair[1]), "after healing the nodes differ (seed {seed})");
+        let took_effect = outcomes
+            .iter_mut()
+            .filter_map(|outcome| outcome.try_recv().ok().flatten())
+            .fold(0, |count, answer| count + usize::from(matches!(answer, Ok((_, true)))));
+        assert!(checked.caught_up > 0, "no node caught up from a snapshot (seed {seed})");
+        (outcomes.len(), took_effect)
     });
-    let (proposed, committed, installed) = outcome;
-    assert!(installed > 0, "no node caught up from a snapshot (seed {seed})");
-    assert!(proposed > 200, "only {proposed} proposals were accepted (seed {seed})");
-    assert!(committed * 10 >= proposed * 9, "{committed} of {proposed} proposals committed (seed {seed})");
+    assert!(proposed > 200, "only {proposed} proposals were made (seed {seed})");
+    assert!(took_effect * 10 >= proposed * 9, "{took_effect} of {proposed} proposals took effect (seed {seed})");
     let _ = std::fs::remove_dir_all(&root);
+}
+
+/// A joiner's way in, as a node's start takes it: asks the leader to add
+/// it, then (having nothing to stream) to make it normal.
+struct Admission {
+    joined: Option<oneshot::Receiver<Result<Member, String>>>,
+    is_member: bool,
+    made_normal: Option<ProposalOutcome>,
+    normal: bool,
+}
+
+impl Admission {
+    fn new(normal: bool) -> Admission {
+        Admission { joined: None, is_member: normal, made_normal: None, normal }
+    }
+}
+
+/// Takes joiner `id` a step further through `leader`, asking again every
+/// few steps what was refused or lost.
+fn admit(leader: &Driver, id: u64, admission: &mut Admission, step: u64) {
+    if let Some(answer) = admission.joined.as_mut().map(|joined| joined.try_recv()) {
+        match answer {
+            Ok(None) => return,
+            Ok(Some(Ok(_))) => admission.is_member = true,
+            _ => {}
+        }
+        admission.joined = None;
+    }
+    if let Some(answer) = admission.made_normal.as_mut().map(|outcome| outcome.try_recv()) {
+        match answer {
+            Ok(None) => return,
+            Ok(Some(Ok((_, true)))) => admission.normal = true,
+            _ => {}
+        }
+        admission.made_normal = None;
+    }
+    if admission.normal || !step.is_multiple_of(5) {
+        return;
+    }
+    if admission.is_member {
+        let entry = Entry::State { host_id: member(id).host_id, state: NodeState::Normal };
+        admission.made_normal = leader.propose(entry.encode()).ok();
+    } else {
+        admission.joined = leader.join(member(id), TOKENS).ok();
+    }
+}
+
+/// Delivers what is in flight, in a random order, dropping some unless
+/// the network heals; a message to a node that is down is lost.
+fn deliver(network: &Network, nodes: &[Option<Driver>], rng: &mut Rng, healing: bool) {
+    let mut in_flight = std::mem::take(&mut *network.borrow_mut());
+    while !in_flight.is_empty() {
+        let parcel = in_flight.swap_remove(rng.below(in_flight.len() as u64) as usize);
+        let dropped = !healing && rng.below(100) < DROP_PERCENT;
+        let target = (1..=NODES).find(|id| address(*id) == parcel.to).and_then(|id| nodes[(id - 1) as usize].as_ref());
+        let answer = match target {
+            Some(node) if !dropped => node
+                .receive(parcel.from, &parcel.payload)
+                .map_err(|message| MessagingError::Failed { peer: parcel.to, message }),
+            _ => continue,
+        };
+        let _ = parcel.answer.send(answer);
+    }
 }

@@ -1,9 +1,9 @@
 //! Consistency levels: how many replicas must answer a request.
 //!
 //! A level asks for a number of answers from a partition's replicas: of
-//! all of them (ONE, TWO, THREE, QUORUM, ALL; ANY as ONE, hints not being
-//! kept yet), of those in the coordinator's data center (LOCAL_ONE,
-//! LOCAL_QUORUM), or a quorum in each data center (EACH_QUORUM, writes
+//! all of them (ONE, TWO, THREE, QUORUM, ALL; ANY as ONE, where a write's
+//! kept hint counts as an answer), of those in the coordinator's data
+//! center (LOCAL_ONE, LOCAL_QUORUM), or a quorum in each data center (EACH_QUORUM, writes
 //! only). A [`Tally`] counts answers against that; with too few live
 //! replicas the request fails at once (Unavailable). SERIAL and
 //! LOCAL_SERIAL are the serial consistencies of conditional writes; as a
