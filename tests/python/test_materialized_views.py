@@ -129,7 +129,8 @@ def test_create_view_checks(session, keyspace, table):
     invalid(session, base % ("p, c, v", "p IS NOT NULL AND c IS NOT NULL", "v, p, c"),
             "Primary key columns v must be restricted with 'IS NOT NULL' or otherwise")
     invalid(session, base % ("p, c, v", nn + " AND w = 1", "v, p, c"),
-            "Non-primary key columns can only be restricted with 'IS NOT NULL'")
+            "Non-primary key columns cannot be restricted in the SELECT statement used for materialized view "
+            "mv_bad creation (got restrictions on: w)")
     invalid(session, base % ("p, c, m", "p IS NOT NULL AND c IS NOT NULL AND m IS NOT NULL", "m, p, c"),
             "Invalid non-frozen collection type")
     invalid(session, base % ("p, c, v AS x", nn, "v, p, c"), "Cannot use aliases when defining a materialized view")
@@ -155,6 +156,80 @@ def test_create_view_checks(session, keyspace, table):
     invalid(session, "DROP TABLE %s" % mv, "Cannot use DROP TABLE on Materialized View")
     invalid(session, "DROP MATERIALIZED VIEW nosuch", "Materialized view '%s.nosuch' doesn't exist" % keyspace)
     session.execute("DROP MATERIALIZED VIEW IF EXISTS nosuch")
+
+
+def test_a_filtered_view_holds_the_rows_its_where_clause_passes(session, keyspace, table):
+    """ScyllaDB's view filters: base key columns restricted as a SELECT
+    with ALLOW FILTERING would restrict them, and the view's key column."""
+    t = table("(p int, c int, v int, w text, PRIMARY KEY (p, c))")
+    session.execute("INSERT INTO %s (p, c, v, w) VALUES (1, 1, 5, 'old')" % t)
+    session.execute("INSERT INTO %s (p, c, v, w) VALUES (9, 1, 5, 'outside')" % t)
+    mv = t + "_five"
+    session.execute("CREATE MATERIALIZED VIEW %s AS SELECT * FROM %s WHERE v = 5 AND p IN (1, 2, 3) AND c >= 1 "
+                    "PRIMARY KEY (v, p, c)" % (mv, t))
+    # Built over existing data: only the row the filter passes.
+    assert wait_until(lambda: views_built(session), timeout=30)
+    select = "SELECT v, p, c, w FROM %s" % mv
+    assert rows(session, select) == [(5, 1, 1, "old")]
+    # New rows: in, and out on each restriction.
+    for p, c, v in [(2, 1, 5), (2, 0, 5), (4, 1, 5), (3, 2, 6), (3, 3, 5)]:
+        session.execute("INSERT INTO %s (p, c, v, w) VALUES (%d, %d, %d, 'w')" % (t, p, c, v))
+    assert rows(session, select) == [(5, 1, 1, "old"), (5, 2, 1, "w"), (5, 3, 3, "w")]
+    # Out of the filter and back in: the row leaves, then returns whole.
+    session.execute("UPDATE %s SET v = 6 WHERE p = 1 AND c = 1" % t)
+    session.execute("UPDATE %s SET w = 'changed' WHERE p = 1 AND c = 1" % t)
+    assert (1, 1) not in {(p, c) for (_, p, c, _) in rows(session, select)}
+    session.execute("UPDATE %s SET v = 5 WHERE p = 1 AND c = 1" % t)
+    session.execute("UPDATE %s SET v = 5 WHERE p = 3 AND c = 2" % t)
+    assert rows(session, select) == [(5, 1, 1, "changed"), (5, 2, 1, "w"), (5, 3, 2, "w"), (5, 3, 3, "w")]
+    # Deletes: the key cell, a row, a range, with a TTL running out.
+    session.execute("DELETE v FROM %s WHERE p = 1 AND c = 1" % t)
+    session.execute("DELETE FROM %s WHERE p = 2 AND c = 1" % t)
+    session.execute("UPDATE %s USING TTL 1 SET v = 5 WHERE p = 3 AND c = 4" % t)
+    assert (5, 3, 4, None) in rows(session, select)
+    session.execute("DELETE FROM %s WHERE p = 3 AND c >= 3 AND c < 4" % t)
+    assert wait_until(lambda: rows(session, select) == [(5, 3, 2, "w")], timeout=10)
+    # The schema and DESCRIBE show the restrictions as written.
+    row = session.execute("SELECT where_clause FROM system_schema.views WHERE keyspace_name = %s "
+                          "AND view_name = %s", (keyspace, mv)).one()
+    assert row.where_clause == "v = 5 AND p IN (1, 2, 3) AND c >= 1"
+    text = session.execute("DESCRIBE MATERIALIZED VIEW %s" % mv).one().create_statement
+    assert "WHERE v = 5 AND p IN (1, 2, 3) AND c >= 1\n" in text, text
+
+
+def test_a_view_filtered_on_clustering_tuples(session, table):
+    t = table("(p int, c1 int, c2 text, v int, PRIMARY KEY (p, c1, c2))")
+    mv = t + "_tuples"
+    session.execute("CREATE MATERIALIZED VIEW %s AS SELECT * FROM %s WHERE p IS NOT NULL AND (c1, c2) > (1, 'b') "
+                    "AND (c1, c2) IN ((1, 'c'), (2, 'a'), (0, 'z')) PRIMARY KEY ((c1, p), c2)" % (mv, t))
+    for c1, c2 in [(0, "z"), (1, "b"), (1, "c"), (2, "a"), (2, "b")]:
+        session.execute("INSERT INTO %s (p, c1, c2, v) VALUES (7, %d, '%s', 1)" % (t, c1, c2))
+    assert rows(session, "SELECT c1, c2 FROM %s" % mv) == [(1, "c"), (2, "a")]
+
+
+def test_view_filters_refused_as_scylladb_refuses_them(session, table):
+    t = table("(p int, c int, s int static, v int, w int, PRIMARY KEY (p, c))")
+    base = "CREATE MATERIALIZED VIEW mv_bad AS SELECT p, c, v FROM " + t + " WHERE %s PRIMARY KEY (%s)"
+    nn = "p IS NOT NULL AND c IS NOT NULL"
+    prefix = "Non-primary key columns cannot be restricted in the SELECT statement used for materialized view " \
+             "mv_bad creation (got restrictions on: "
+    # A regular column only where it is the view's key column, alone.
+    invalid(session, base % (nn + " AND v = 1 AND w = 2", "v, p, c"), prefix + "v, w)")
+    invalid(session, base % (nn + " AND w = 2", "p, c"), prefix + "w)")
+    invalid(session, base % (nn + " AND v = 2", "p, c"), prefix + "v)")
+    invalid(session, base % (nn + " AND s = 6 AND v IS NOT NULL", "v, p, c"), prefix + "s)")
+    invalid(session, base % ("p IS NOT NULL AND (p, c) > (1, 1) AND v IS NOT NULL", "v, p, c"),
+            "Multi-column relations can only be applied to clustering columns but was applied to: p")
+    invalid(session, base % (nn + " AND token(p) > 0 AND v IS NOT NULL", "v, p, c"),
+            "Cannot use token relation when defining a materialized view")
+    invalid(session, base % (nn + " AND v IS NOT NULL AND nosuch = 1", "v, p, c"), "Undefined column name nosuch")
+    bound = base % ("p = ? AND c IS NOT NULL AND v IS NOT NULL", "v, p, c")
+    invalid(session, bound, "Cannot use query parameters in CREATE MATERIALIZED VIEW statements")
+    with pytest.raises(InvalidRequest, match="Cannot use query parameters in CREATE MATERIALIZED VIEW"):
+        session.prepare(bound)
+    # A key column restricted otherwise needs no IS NOT NULL ("or otherwise").
+    session.execute(base.replace("mv_bad", "mv_ok") % ("p = 1 AND c IS NOT NULL AND v > 0", "v, p, c"))
+    session.execute("DROP MATERIALIZED VIEW mv_ok")
 
 
 def test_schema_metadata_describe_and_ddl(cluster, session, keyspace, table):

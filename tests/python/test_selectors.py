@@ -131,6 +131,47 @@ def test_arithmetic_in_the_selection(session, table):
         session.execute("SELECT t + 1 FROM %s WHERE p = 1" % t)
 
 
+def test_decimal_division_and_division_by_zero_of_each_type(session, table):
+    """Decimal / as Cassandra's (32 significant digits, half up, trailing
+    zeros stripped) and % as Java's BigDecimal; by zero, each type's Java
+    error, and for float and double an infinity or NaN."""
+    from decimal import Decimal
+    t = table("(p int PRIMARY KEY, a decimal, b decimal, i int, v varint, f float, d double, s smallint)")
+    session.execute("INSERT INTO %s (p, a, b, i, v, f, d, s) VALUES (1, 1, 3, 7, 7, 1.5, 1.5, 7)" % t)
+    session.execute("INSERT INTO %s (p, a, b) VALUES (2, 7.5, 2)" % t)
+    session.execute("INSERT INTO %s (p, a, b) VALUES (3, 100, 0.001)" % t)
+    row = session.execute("SELECT a / b, a %% b, a / 2, i / a FROM %s WHERE p = 1" % t).one()
+    assert tuple(row) == (Decimal("0.33333333333333333333333333333333"), Decimal("1"), Decimal("0.5"), Decimal("7"))
+    row = session.execute("SELECT a / b, a %% b, b / a FROM %s WHERE p = 2" % t).one()
+    assert tuple(row) == (Decimal("3.75"), Decimal("1.5"), Decimal("0.26666666666666666666666666666667"))
+    assert str(session.execute("SELECT a / b FROM %s WHERE p = 3" % t).one()[0]) == "1E+5"
+    row = session.execute("SELECT f / 0, d / 0, d %% 0 FROM %s WHERE p = 1" % t).one()
+    assert row[0] == float("inf") and row[1] == float("inf") and row[2] != row[2]
+    for selector, message in [("i / 0", "the operation 'int / int' failed: / by zero"),
+                              ("i % 0", "the operation 'int % int' failed: / by zero"),
+                              ("s / 0", "the operation 'smallint / smallint' failed: / by zero"),
+                              ("v / 0", "the operation 'varint / varint' failed: BigInteger divide by zero"),
+                              ("v % 0", "the operation 'varint % varint' failed: BigInteger divide by zero"),
+                              ("a / 0", "the operation 'decimal / decimal' failed: BigInteger divide by zero"),
+                              ("a % 0", "the operation 'decimal % decimal' failed: Division by zero")]:
+        with pytest.raises(InvalidRequest) as e:
+            session.execute("SELECT %s FROM %s WHERE p = 1" % (selector, t))
+        assert message in str(e.value), (selector, str(e.value))
+
+
+def test_writetime_and_ttl_of_collections_are_refused_as_by_scylladb(session, table):
+    t = table("(p int PRIMARY KEY, m map<int, int>, l list<int>, fm frozen<map<int, int>>)")
+    session.execute("INSERT INTO %s (p, m, l, fm) VALUES (1, {1: 2}, [3], {4: 5}) USING TIMESTAMP 1000 AND TTL 500"
+                    % t)
+    row = session.execute("SELECT writetime(fm), ttl(fm) FROM %s WHERE p = 1" % t).one()
+    assert row[0] == 1000 and 0 < row[1] <= 500
+    for selector, message in [("writetime(m)", "WRITETIME expects an atomic column, but m is a non-frozen collection"),
+                              ("ttl(l)", "TTL expects an atomic column, but l is a non-frozen collection")]:
+        with pytest.raises(InvalidRequest) as e:
+            session.execute("SELECT %s FROM %s WHERE p = 1" % (selector, t))
+        assert message in str(e.value), str(e.value)
+
+
 def test_math_functions_keep_their_argument_type(session, table):
     """Cassandra 5's abs, exp, log, log10 and round, on each numeric type."""
     from decimal import Decimal

@@ -549,6 +549,24 @@ pub enum Operator {
     Like,
 }
 
+impl Operator {
+    /// The operator as CQL writes it.
+    pub fn text(self) -> &'static str {
+        match self {
+            Operator::Eq => "=",
+            Operator::Ne => "!=",
+            Operator::Lt => "<",
+            Operator::Le => "<=",
+            Operator::Gt => ">",
+            Operator::Ge => ">=",
+            Operator::In => "IN",
+            Operator::Contains => "CONTAINS",
+            Operator::ContainsKey => "CONTAINS KEY",
+            Operator::Like => "LIKE",
+        }
+    }
+}
+
 /// A value expression.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Term {

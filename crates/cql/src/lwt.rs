@@ -154,10 +154,7 @@ fn column_check(meta: &TableMeta, condition: &ColumnCondition, bindings: Binding
         (Operator::Eq | Operator::Ne | Operator::Lt | Operator::Le | Operator::Gt | Operator::Ge, term) => {
             let value = condition_value(term, receiver, bindings)?;
             if value.is_none() && !matches!(condition.op, Operator::Eq | Operator::Ne) {
-                return Err(invalid(format!(
-                    "Invalid comparison with null for operator \"{}\"",
-                    op_text(condition.op)
-                )));
+                return Err(invalid(format!("Invalid comparison with null for operator \"{}\"", condition.op.text())));
             }
             vec![value]
         }
@@ -173,19 +170,16 @@ fn column_check(meta: &TableMeta, condition: &ColumnCondition, bindings: Binding
                 let collection = matches!(ty.unfrozen(), CqlType::Set(_) | CqlType::List(_) | CqlType::Map(..));
                 return Err(invalid(match (condition.op, collection) {
                     (Operator::ContainsKey, true) => format!("Cannot use CONTAINS KEY on non-map column {name}"),
-                    (op, _) => format!("Cannot use {} on non-collection column {name}", op_text(op)),
+                    (op, _) => format!("Cannot use {} on non-collection column {name}", op.text()),
                 }));
             };
             let value = condition_value(term, Receiver { name, ty: element }, bindings)?;
             if value.is_none() {
-                return Err(invalid(format!(
-                    "Invalid comparison with null for operator \"{}\"",
-                    op_text(condition.op)
-                )));
+                return Err(invalid(format!("Invalid comparison with null for operator \"{}\"", condition.op.text())));
             }
             vec![value]
         }
-        (op, _) => return Err(invalid(format!("Unsupported operator {} in an IF condition", op_text(op)))),
+        (op, _) => return Err(invalid(format!("Unsupported operator {} in an IF condition", op.text()))),
     };
     Ok(ColumnCheck { column, part, op: check_op(condition.op)?, values })
 }
@@ -210,21 +204,6 @@ fn condition_value(term: &Term, receiver: Receiver<'_>, bindings: Bindings<'_>) 
     match eval(term, receiver, bindings)? {
         BoundValue::Unset => Err(invalid("Invalid 'unset' value in condition")),
         value => Ok(value.into_option()),
-    }
-}
-
-fn op_text(op: Operator) -> &'static str {
-    match op {
-        Operator::Eq => "=",
-        Operator::Ne => "!=",
-        Operator::Lt => "<",
-        Operator::Le => "<=",
-        Operator::Gt => ">",
-        Operator::Ge => ">=",
-        Operator::In => "IN",
-        Operator::Contains => "CONTAINS",
-        Operator::ContainsKey => "CONTAINS KEY",
-        Operator::Like => "LIKE",
     }
 }
 
@@ -296,7 +275,7 @@ fn check_op(op: Operator) -> CqlResult<CheckOp> {
         Operator::In => CheckOp::In,
         Operator::Contains => CheckOp::Contains,
         Operator::ContainsKey => CheckOp::ContainsKey,
-        other => return Err(invalid(format!("Unsupported operator {} in an IF condition", op_text(other)))),
+        other => return Err(invalid(format!("Unsupported operator {} in an IF condition", other.text()))),
     })
 }
 

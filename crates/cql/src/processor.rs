@@ -91,7 +91,12 @@ thread_local! {
 }
 
 fn parse(text: &str) -> CqlResult<Parsed> {
-    crate::parser::parse_statement(text).map_err(|e| CqlError::Syntax(e.to_string()))
+    let parsed = crate::parser::parse_statement(text).map_err(|e| CqlError::Syntax(e.to_string()))?;
+    // ScyllaDB refuses markers in a view's definition, prepared or not.
+    if matches!(parsed.statement, Statement::CreateView(_)) && !parsed.bind_markers.is_empty() {
+        return Err(invalid("Cannot use query parameters in CREATE MATERIALIZED VIEW statements"));
+    }
+    Ok(parsed)
 }
 
 /// Runs a statement. The session is only read: a USE answers

@@ -321,15 +321,21 @@ mod tests {
                 "CREATE TABLE ks.t (p int, c int, v int, w int, PRIMARY KEY (p, c)) WITH CLUSTERING ORDER BY (c DESC)",
                 "CREATE MATERIALIZED VIEW ks.mv AS SELECT * FROM ks.t WHERE v IS NOT NULL AND p IS NOT NULL \
                  AND c IS NOT NULL PRIMARY KEY (v, p, c) WITH comment = 'by v'",
+                "CREATE MATERIALIZED VIEW ks.filtered AS SELECT * FROM ks.t WHERE v >= 5 AND p IN (1, 2) \
+                 AND c != 3 PRIMARY KEY (v, p, c)",
                 "ALTER TABLE ks.t ADD x int",
             ],
         );
+        let filtered = before.table("ks", "filtered").and_then(|v| v.materialized.as_ref()).expect("view filtered");
+        assert_eq!(filtered.where_clause, "v >= 5 AND p IN (1, 2) AND c != 3");
+        assert_eq!(filtered.filter.len(), 3);
         let view = before.table("ks", "mv").expect("view mv");
         assert_eq!(view.column("x").map(|c| c.id), Some(5), "an added base column joins a SELECT * view");
         assert_eq!(view.column("c").map(|c| c.order), Some(ClusteringOrder::Desc), "the base's order is kept");
         let text = render(&before);
         let after = reload(&text).expect("rendered schema loads");
         assert_eq!(after.table("ks", "mv"), before.table("ks", "mv"));
+        assert_eq!(after.table("ks", "filtered"), before.table("ks", "filtered"));
         assert_eq!(render(&after), text);
     }
 

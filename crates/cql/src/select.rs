@@ -454,8 +454,13 @@ fn selector_expr(meta: &TableMeta, expr: &SelectorExpr) -> CqlResult<(String, Cq
             if column.kind.is_primary_key() {
                 return Err(invalid(format!("Cannot use selection function {what} on PRIMARY KEY part {name}")));
             }
-            if column.ty.is_multi_cell() {
-                return Err(invalid(format!("Cannot use selection function {what} on non-frozen collection {name}")));
+            // ScyllaDB's text (Cassandra 5 answers a list of the elements'
+            // write times instead); a non-frozen user type too.
+            if column.ty.is_multi_cell() || matches!(column.ty, CqlType::Udt(_)) {
+                return Err(invalid(format!(
+                    "{} expects an atomic column, but {name} is a non-frozen collection",
+                    what.to_uppercase()
+                )));
             }
             let (ty, sel) = if is_ttl { (CqlType::Int, Sel::Ttl(i)) } else { (CqlType::Bigint, Sel::WriteTime(i)) };
             (format!("{what}({name})"), ty, sel)

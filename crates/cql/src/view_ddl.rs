@@ -5,14 +5,16 @@
 
 use std::sync::Arc;
 
+use bytes::Bytes;
 use shoal_schema::index::LIVENESS_COLUMN;
-use shoal_schema::view::{views_of, MaterializedView};
+use shoal_schema::view::{views_of, Comparison, MaterializedView, ViewRestriction};
 use shoal_schema::{ClusteringOrder, ColumnKind, ColumnMeta, CqlType, KeyspaceMeta, Schema, TableMeta, TableOptions};
 use uuid::Uuid;
 
-use crate::ast::{AlterView, CreateView, DropView, Order, Relation, SelectorExpr};
+use crate::ast::{AlterView, CreateView, DropView, InValues, Operator, Order, Relation, SelectorExpr, Term};
 use crate::describe::maybe_quote;
 use crate::error::{invalid, CqlError, CqlResult};
+use crate::values::{Bindings, Receiver};
 
 /// Adds the view `s` asks for to `schema`; `false` when `IF NOT EXISTS`
 /// found it there.
@@ -50,12 +52,13 @@ pub fn create(schema: &mut Schema, keyspace: &str, s: &CreateView) -> CqlResult<
     }
     let selected = selected_columns(base, s)?;
     let key = check_primary_key(base, s, &selected)?;
-    let where_clause = check_where_clause(base, s, &key)?;
+    let (where_clause, filter) = check_where_clause(base, s, &key)?;
     if s.options.iter().any(|(name, _)| name.eq_ignore_ascii_case("default_time_to_live")) {
         return Err(invalid("Cannot set default_time_to_live for a materialized view. Data in a materialized view always expire at the same time than the corresponding data in the parent table."));
     }
     let (options, id) = crate::ddl::table_options(&s.options, TableOptions::default())?;
-    let definition = MaterializedView { base_id: base.id, include_all_columns: s.selectors.is_empty(), where_clause };
+    let definition =
+        MaterializedView { base_id: base.id, include_all_columns: s.selectors.is_empty(), where_clause, filter };
     let view = view_table(base, s, &selected, definition, options, id.unwrap_or_else(Uuid::new_v4));
     let mut ks = ks.as_ref().clone();
     ks.tables.insert(view.name.clone(), Arc::new(view));
@@ -278,31 +281,41 @@ fn check_primary_key<'s>(base: &TableMeta, s: &'s CreateView, selected: &[&Colum
     Ok(key)
 }
 
-/// Checks the WHERE clause and returns it as CQL (as
-/// `system_schema.views.where_clause` shows it).
-fn check_where_clause(base: &TableMeta, s: &CreateView, key: &[&str]) -> CqlResult<String> {
+/// Checks the WHERE clause; returns it as CQL (as
+/// `system_schema.views.where_clause` shows it) and its restrictions other
+/// than `IS NOT NULL`. As ScyllaDB: base key columns may be restricted as a
+/// SELECT with ALLOW FILTERING restricts them; a regular column only where
+/// it is the view's key column and the only one restricted.
+fn check_where_clause(base: &TableMeta, s: &CreateView, key: &[&str]) -> CqlResult<(String, Vec<ViewRestriction>)> {
     let mut restricted: Vec<&str> = Vec::new();
+    let mut non_key: Vec<&str> = Vec::new();
     for relation in &s.where_clause {
-        let column = match relation {
+        let columns: Vec<&String> = match relation {
             Relation::Token { .. } => {
                 return Err(invalid("Cannot use token relation when defining a materialized view"));
             }
-            Relation::IsNotNull { column } => column,
-            Relation::Simple { column, .. } | Relation::In { column, .. } | Relation::Element { column, .. } => {
-                let primary = base.column(column).is_some_and(|c| c.kind.is_primary_key());
-                return Err(invalid(match primary {
-                    false => format!("Non-primary key columns can only be restricted with 'IS NOT NULL' (got: {column} restricted illegally)"),
-                    true => format!("Restrictions other than IS NOT NULL are not supported in a materialized view's WHERE clause (got one on {column}): restrict the queries of the view instead"),
-                }));
-            }
-            Relation::MultiColumn { .. } | Relation::MultiColumnIn { .. } => {
-                return Err(invalid("Restrictions other than IS NOT NULL are not supported in a materialized view's WHERE clause: restrict the queries of the view instead"));
-            }
+            Relation::IsNotNull { column } | Relation::Element { column, .. } => vec![column],
+            Relation::Simple { column, .. } | Relation::In { column, .. } => vec![column],
+            Relation::MultiColumn { columns, .. } | Relation::MultiColumnIn { columns, .. } => columns.iter().collect(),
         };
-        if base.column(column).is_none() {
-            return Err(invalid(format!("Undefined column name {column}")));
+        for column in &columns {
+            let Some(meta) = base.column(column) else {
+                return Err(invalid(format!("Undefined column name {column}")));
+            };
+            let filtered = !matches!(relation, Relation::IsNotNull { .. });
+            if filtered && !meta.kind.is_primary_key() && !non_key.contains(&column.as_str()) {
+                non_key.push(column);
+            }
+            restricted.push(column);
         }
-        restricted.push(column);
+    }
+    let only_the_key_column = matches!(&non_key[..], [column] if key.contains(column));
+    if !non_key.is_empty() && !only_the_key_column {
+        return Err(invalid(format!(
+            "Non-primary key columns cannot be restricted in the SELECT statement used for materialized view {} creation (got restrictions on: {})",
+            s.name,
+            non_key.join(", ")
+        )));
     }
     let unrestricted: Vec<&str> = key.iter().copied().filter(|name| !restricted.contains(name)).collect();
     if !unrestricted.is_empty() {
@@ -311,8 +324,115 @@ fn check_where_clause(base: &TableMeta, s: &CreateView, key: &[&str]) -> CqlResu
             unrestricted.join(", ")
         )));
     }
-    let relations: Vec<String> = restricted.iter().map(|c| format!("{} IS NOT NULL", maybe_quote(c))).collect();
-    Ok(relations.join(" AND "))
+    let mut filter = Vec::new();
+    for relation in &s.where_clause {
+        filter.extend(restriction(base, relation)?);
+    }
+    let relations: Vec<String> = s.where_clause.iter().map(render_relation).collect();
+    Ok((relations.join(" AND "), filter))
+}
+
+/// `relation` as a view's filter holds it; `None` for `IS NOT NULL`.
+fn restriction(base: &TableMeta, relation: &Relation) -> CqlResult<Option<ViewRestriction>> {
+    let one = |column: &String, term: &Term| -> CqlResult<Vec<Bytes>> { Ok(vec![filter_value(base, column, term)?]) };
+    let tuple = |columns: &[String], term: &Term| -> CqlResult<Vec<Bytes>> {
+        let Term::Tuple(items) = term else {
+            return Err(invalid(format!("Expected a tuple of {} values, got {term}", columns.len())));
+        };
+        if items.len() != columns.len() {
+            return Err(invalid(format!(
+                "Expected {} elements in value tuple, but got {}: {term}",
+                columns.len(),
+                items.len()
+            )));
+        }
+        columns.iter().zip(items).map(|(column, item)| filter_value(base, column, item)).collect()
+    };
+    let (columns, op, values) = match relation {
+        Relation::IsNotNull { .. } => return Ok(None),
+        Relation::Simple { column, op, value } => (vec![column.clone()], comparison(*op)?, vec![one(column, value)?]),
+        Relation::In { column, values } => {
+            let values = in_terms(values)?.iter().map(|t| one(column, t)).collect::<CqlResult<_>>()?;
+            (vec![column.clone()], Comparison::In, values)
+        }
+        Relation::MultiColumn { columns, op, value } => {
+            clustering_only(base, columns)?;
+            (columns.clone(), comparison(*op)?, vec![tuple(columns, value)?])
+        }
+        Relation::MultiColumnIn { columns, values } => {
+            clustering_only(base, columns)?;
+            let values = in_terms(values)?.iter().map(|t| tuple(columns, t)).collect::<CqlResult<_>>()?;
+            (columns.clone(), Comparison::In, values)
+        }
+        Relation::Element { .. } | Relation::Token { .. } => {
+            return Err(invalid("Only comparisons (=, !=, <, <=, >, >=, IN) can restrict a materialized view"))
+        }
+    };
+    Ok(Some(ViewRestriction { columns, op, values }))
+}
+
+fn comparison(op: Operator) -> CqlResult<Comparison> {
+    Ok(match op {
+        Operator::Eq => Comparison::Eq,
+        Operator::Ne => Comparison::Ne,
+        Operator::Lt => Comparison::Lt,
+        Operator::Le => Comparison::Le,
+        Operator::Gt => Comparison::Gt,
+        Operator::Ge => Comparison::Ge,
+        Operator::In | Operator::Contains | Operator::ContainsKey | Operator::Like => {
+            return Err(invalid(format!(
+                "Only comparisons (=, !=, <, <=, >, >=, IN) can restrict a materialized view (got {})",
+                op.text()
+            )))
+        }
+    })
+}
+
+fn in_terms(values: &InValues) -> CqlResult<&[Term]> {
+    match values {
+        InValues::Terms(terms) => Ok(terms),
+        // The processor refuses markers in a view's definition first.
+        InValues::Bind(_) => Err(invalid("Cannot use query parameters in CREATE MATERIALIZED VIEW statements")),
+    }
+}
+
+/// Refuses a multi-column relation on other than clustering columns (the
+/// text of Cassandra's SELECT).
+fn clustering_only(base: &TableMeta, columns: &[String]) -> CqlResult<()> {
+    match columns.iter().find(|c| base.column(c).is_none_or(|c| c.kind != ColumnKind::Clustering)) {
+        None => Ok(()),
+        Some(column) => Err(invalid(format!(
+            "Multi-column relations can only be applied to clustering columns but was applied to: {column}"
+        ))),
+    }
+}
+
+/// The value `term` gives base column `column`, a constant.
+fn filter_value(base: &TableMeta, column: &str, term: &Term) -> CqlResult<Bytes> {
+    // check_where_clause found the column.
+    let ty = base.column(column).map_or(CqlType::Blob, |c| c.ty.clone());
+    let receiver = Receiver { name: column, ty: &ty };
+    crate::values::eval_required(term, receiver, Bindings { values: &[] })
+}
+
+/// `relation` as CQL, for `system_schema.views.where_clause` and DESCRIBE.
+fn render_relation(relation: &Relation) -> String {
+    let names = |columns: &[String]| columns.iter().map(|c| maybe_quote(c)).collect::<Vec<_>>().join(", ");
+    let list = |terms: &InValues| match terms {
+        InValues::Terms(terms) => terms.iter().map(|t| t.to_string()).collect::<Vec<_>>().join(", "),
+        InValues::Bind(_) => "?".to_string(),
+    };
+    match relation {
+        Relation::IsNotNull { column } => format!("{} IS NOT NULL", maybe_quote(column)),
+        Relation::Simple { column, op, value } => format!("{} {} {value}", maybe_quote(column), op.text()),
+        Relation::In { column, values } => format!("{} IN ({})", maybe_quote(column), list(values)),
+        Relation::MultiColumn { columns, op, value } => format!("({}) {} {value}", names(columns), op.text()),
+        Relation::MultiColumnIn { columns, values } => format!("({}) IN ({})", names(columns), list(values)),
+        Relation::Element { column, key, op, value } => {
+            format!("{}[{key}] {} {value}", maybe_quote(column), op.text())
+        }
+        Relation::Token { columns, op, value } => format!("token({}) {} {value}", names(columns), op.text()),
+    }
 }
 
 /// The view's table: its key as declared, the selected columns, and the

@@ -32,6 +32,12 @@
 //! entry arriving at a key (a new row, or a key column's new value) gets
 //! the whole row. Cells left behind at a key the entry moved away from
 //! show nowhere: a view row is live only by its liveness column.
+//!
+//! A view's filter ([`ViewMapping::key_matches`], `value_matches`) fits
+//! the same scheme: a row outside it on base key columns gives no entry,
+//! and a key column value outside it gives no entry, as a null would not,
+//! so a row whose value leaves the filter loses its entry as when the
+//! value moves, and one whose value enters it gains a whole row.
 
 use std::collections::BTreeMap;
 use std::ops::Bound;
@@ -224,8 +230,13 @@ impl ViewWrites {
         let Some(column) = column else { return };
         let no_row = Row::default();
         for (key, row) in &rows.after.rows {
+            // A row outside the filter on base key columns stays outside.
+            if !mapping.key_matches(rows.base_pk, &row.clustering) {
+                continue;
+            }
+            // A key column value outside the filter gives no row, as a null.
             let key_of = |value: &Bytes| {
-                let keyable = mapping.key_column.is_none() || indexable(value);
+                let keyable = mapping.key_column.is_none() || (indexable(value) && mapping.value_matches(value));
                 keyable.then(|| mapping.entry_key(&view.view, value, rows.base_pk, &row.clustering))
             };
             let old =
@@ -505,6 +516,7 @@ mod tests {
     use std::sync::Arc;
 
     use shoal_schema::index::view_table;
+    use shoal_schema::view::{Comparison, ViewRestriction};
     use shoal_schema::TableOptions;
 
     use super::*;
@@ -623,8 +635,9 @@ mod tests {
 
     /// `t (p int, c int, v int, w int, PRIMARY KEY (p, c))` and the view
     /// `SELECT * ... PRIMARY KEY (v, p, c)`, or with `by_key_only`
-    /// `SELECT p, c, w ... PRIMARY KEY (c, p)`.
-    fn materialized_setup(by_key_only: bool) -> (TableMeta, View) {
+    /// `SELECT p, c, w ... PRIMARY KEY (c, p)`; `filtered` adds `WHERE c =
+    /// 1` (and `v >= 1` where `v` is in the key).
+    fn materialized_setup(by_key_only: bool, filtered: bool) -> (TableMeta, View) {
         let column = |id, name: &str, kind, position| ColumnMeta {
             id,
             name: name.into(),
@@ -677,11 +690,28 @@ mod tests {
                 base_id: base.id,
                 include_all_columns: true,
                 where_clause: String::new(),
+                filter: match filtered {
+                    false => Vec::new(),
+                    true => view_filter(by_key_only),
+                },
             }),
             ..base.clone()
         };
         let mapping = ViewMapping::new(&base, &view).expect("the view's columns are the base's");
         (base, View { kind: ViewKind::Materialized(mapping), view: Arc::new(view) })
+    }
+
+    fn view_filter(by_key_only: bool) -> Vec<ViewRestriction> {
+        let restriction = |column: &str, op, value: i32| ViewRestriction {
+            columns: vec![column.into()],
+            op,
+            values: vec![vec![int(value)]],
+        };
+        let mut filter = vec![restriction("c", Comparison::Eq, 1)];
+        if !by_key_only {
+            filter.push(restriction("v", Comparison::Ge, 1));
+        }
+        filter
     }
 
     /// When the views are read: after every write's expiry.
@@ -791,10 +821,11 @@ mod tests {
     /// What the view must hold for `base`: `(v, c, w)` of each row with a
     /// live `v` (Cassandra's rule: the view row lives while its key does),
     /// or with `by_key_only` `(c, p, w)` of each live row.
-    fn expected(base: &Partition, by_key_only: bool) -> Vec<(Bytes, Bytes, Option<Bytes>)> {
+    fn expected(base: &Partition, by_key_only: bool, filtered: bool) -> Vec<(Bytes, Bytes, Option<Bytes>)> {
         let mut rows: Vec<_> = base
             .rows
             .iter()
+            .filter(|(_, r)| !filtered || r.clustering[0] == int(1))
             .filter_map(|(key, r)| {
                 let deletion = merge_tombstones(base.deletion_for_row(key), r.row.deletion);
                 let w = live_cell(&r.row, 3, deletion);
@@ -814,7 +845,7 @@ mod tests {
                     let live = marker_live || live_cell(&r.row, 2, deletion).is_some() || w.is_some() || set_live;
                     return live.then(|| (r.clustering[0].clone(), int(1), w));
                 }
-                let v = live_cell(&r.row, 2, deletion)?;
+                let v = live_cell(&r.row, 2, deletion).filter(|v| !filtered || v[..] >= int(1)[..])?;
                 Some((v, r.clustering[0].clone(), w))
             })
             .collect();
@@ -848,12 +879,19 @@ mod tests {
     #[test]
     fn a_materialized_view_matches_its_base_whatever_the_order_of_writes() {
         for by_key_only in [false, true] {
-            materialized_case(by_key_only);
+            materialized_case(by_key_only, false);
         }
     }
 
-    fn materialized_case(by_key_only: bool) {
-        let (base, view) = materialized_setup(by_key_only);
+    #[test]
+    fn a_filtered_view_holds_the_rows_its_filter_passes_whatever_the_order_of_writes() {
+        for by_key_only in [false, true] {
+            materialized_case(by_key_only, true);
+        }
+    }
+
+    fn materialized_case(by_key_only: bool, filtered: bool) {
+        let (base, view) = materialized_setup(by_key_only, filtered);
         for seed in 1..=400u64 {
             let mut rng = Rng(seed.wrapping_mul(0x9E37_79B9_7F4A_7C15));
             // Each write applied at a time of its own, some after others expired.
@@ -872,7 +910,7 @@ mod tests {
                 }
                 stored.merge(update.clone());
             }
-            assert_eq!(view_rows(&views), expected(&stored, by_key_only), "seed {seed}: writes {writes:#?}");
+            assert_eq!(view_rows(&views), expected(&stored, by_key_only, filtered), "seed {seed}: writes {writes:#?}");
         }
     }
 }

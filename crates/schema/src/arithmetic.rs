@@ -6,9 +6,13 @@
 //! is (float up to 4 bytes, double up to 8, decimal beyond: a varint or
 //! decimal operand), else the wider integer (tinyint, smallint, int,
 //! bigint, varint). Fixed-size integers wrap as Java's do; division or
-//! remainder by zero fails with Java's message; varint and decimal are
-//! exact while they fit 128 bits, and refused past that, as are decimal
-//! division and remainder, which Shoal does not do yet.
+//! remainder by zero fails with Java's message (`/ by zero`, `BigInteger
+//! divide by zero`, `Division by zero`); floating point division by zero
+//! gives an infinity or NaN, as in Java. Varint and decimal operands are
+//! exact while they fit 128 bits, and refused past that; decimal division
+//! is Cassandra's (a scale of at least 32, enough for 32 significant
+//! digits, rounded half up, trailing zeros stripped), decimal remainder
+//! Java's `BigDecimal.remainder`, with its scale.
 
 use crate::cast::cast;
 use crate::types::CqlType;
@@ -72,7 +76,10 @@ pub fn result_type(left: &CqlType, right: &CqlType) -> Option<CqlType> {
 /// `left op right` computed in `ty` (from [`result_type`]).
 pub fn apply(op: NumericOp, ty: &CqlType, left: &Value, right: &Value) -> Result<Value, ValueError> {
     let (a, b) = (cast(left, ty)?, cast(right, ty)?);
-    let failed = |why: &str| ValueError::Operation(format!("the operation '{ty} {} {ty}' failed: {why}", op.symbol()));
+    let (left_ty, right_ty) = (left.cql_type(), right.cql_type());
+    let failed = |why: &str| {
+        ValueError::Operation(format!("the operation '{left_ty} {} {right_ty}' failed: {why}", op.symbol()))
+    };
     macro_rules! integers {
         ($x:expr, $y:expr, $variant:path) => {{
             let (x, y) = ($x, $y);
@@ -110,7 +117,7 @@ pub fn apply(op: NumericOp, ty: &CqlType, left: &Value, right: &Value) -> Result
             Value::Varint(varint(exact(op, x, y).ok_or_else(|| failed(overflow_or_zero(op, y)))?))
         }
         (Value::Decimal { scale: sa, unscaled: ua }, Value::Decimal { scale: sb, unscaled: ub }) => {
-            decimal(op, (*sa, ua), (*sb, ub)).ok_or_else(|| failed(decimal_limit(op)))?
+            decimal(op, (*sa, ua), (*sb, ub)).map_err(failed)?
         }
         _ => return Err(failed("not numbers")),
     })
@@ -134,34 +141,135 @@ fn exact(op: NumericOp, x: i128, y: i128) -> Option<i128> {
     }
 }
 
+/// Java's `BigInteger` message for a varint divided by zero.
 fn overflow_or_zero(op: NumericOp, y: i128) -> &'static str {
     match op {
-        NumericOp::Div | NumericOp::Mod if y == 0 => "/ by zero",
-        _ => "the result does not fit 128 bits (not supported yet)",
+        NumericOp::Div | NumericOp::Mod if y == 0 => "BigInteger divide by zero",
+        _ => TOO_LARGE,
     }
 }
 
-fn decimal_limit(op: NumericOp) -> &'static str {
-    match op {
-        NumericOp::Div | NumericOp::Mod => "decimal division is not supported yet",
-        _ => "the result does not fit 128 bits (not supported yet)",
-    }
-}
+const TOO_LARGE: &str = "the result does not fit 128 bits (not supported yet)";
 
-/// Decimal `+`, `-` (at the larger scale) and `*` (scales added), exact
-/// while the unscaled values fit 128 bits.
-fn decimal(op: NumericOp, (sa, ua): (i32, &[u8]), (sb, ub): (i32, &[u8])) -> Option<Value> {
-    let (x, y) = (wide(ua)?, wide(ub)?);
+/// Decimal `+`, `-` (at the larger scale), `*` (scales added), `/` and
+/// `%`, exact while the unscaled values fit 128 bits.
+fn decimal(op: NumericOp, (sa, ua): (i32, &[u8]), (sb, ub): (i32, &[u8])) -> Result<Value, &'static str> {
+    let (x, y) = (wide(ua).ok_or(TOO_LARGE)?, wide(ub).ok_or(TOO_LARGE)?);
     let (scale, unscaled) = match op {
         NumericOp::Add | NumericOp::Sub => {
             let scale = sa.max(sb);
-            let align = |v: i128, s: i32| v.checked_mul(10i128.checked_pow(u32::try_from(scale - s).ok()?)?);
-            (scale, exact(op, align(x, sa)?, align(y, sb)?)?)
+            let aligned = align(x, scale - sa).zip(align(y, scale - sb));
+            let (x, y) = aligned.ok_or(TOO_LARGE)?;
+            (scale, exact(op, x, y).ok_or(TOO_LARGE)?)
         }
-        NumericOp::Mul => (sa.checked_add(sb)?, x.checked_mul(y)?),
-        NumericOp::Div | NumericOp::Mod => return None,
+        NumericOp::Mul => (sa.checked_add(sb).ok_or(TOO_LARGE)?, x.checked_mul(y).ok_or(TOO_LARGE)?),
+        NumericOp::Div => return decimal_divide((sa, x), (sb, y)),
+        NumericOp::Mod => decimal_remainder((sa, x), (sb, y))?,
     };
-    Some(Value::Decimal { scale, unscaled: varint(unscaled) })
+    Ok(Value::Decimal { scale, unscaled: varint(unscaled) })
+}
+
+/// `v × 10^by`, if it fits.
+fn align(v: i128, by: i32) -> Option<i128> {
+    v.checked_mul(10i128.checked_pow(u32::try_from(by).ok()?)?)
+}
+
+/// Decimal digits of `v` (Java's `precision`: 1 for zero).
+fn precision(v: u128) -> i64 {
+    i64::from(v.checked_ilog10().unwrap_or(0)) + 1
+}
+
+/// Cassandra's `DecimalType.divide`: the quotient at a scale of 32 or
+/// more (32 significant digits, at least each operand's scale, at most
+/// 1000), rounded half up, without trailing zeros.
+fn decimal_divide((sa, x): (i32, i128), (sb, y): (i32, i128)) -> Result<Value, &'static str> {
+    let (a, b) = (x.unsigned_abs(), y.unsigned_abs());
+    let first_digit = (precision(a) - i64::from(sa)) - (precision(b) - i64::from(sb));
+    let scale = (32 - first_digit).max(sa.into()).max(sb.into()).clamp(32, 1000);
+    // The quotient's unscaled value is a × 10^raise / b.
+    let raise = scale + i64::from(sb) - i64::from(sa);
+    if b == 0 {
+        return Err(decimal_by_zero(x, raise));
+    }
+    let divisor = match raise {
+        0.. => Some(b),
+        _ => u32::try_from(-raise).ok().and_then(|e| 10u128.checked_pow(e)).and_then(|p| b.checked_mul(p)),
+    }
+    .ok_or(TOO_LARGE)?;
+    let mut digits = (a / divisor).to_string().into_bytes();
+    let mut rem = a % divisor;
+    for _ in 0..raise.max(0) {
+        let shifted = rem.checked_mul(10).ok_or(TOO_LARGE)?;
+        // shifted < 10 × divisor: one digit.
+        digits.push(b'0' + (shifted / divisor) as u8);
+        rem = shifted % divisor;
+    }
+    if rem >= divisor - rem {
+        round_up(&mut digits);
+    }
+    let mut scale = scale;
+    while digits.len() > 1 && digits.last() == Some(&b'0') {
+        digits.pop();
+        scale -= 1;
+    }
+    let magnitude = bignum::from_decimal_digits(&digits);
+    let scale = if magnitude.is_empty() { 0 } else { i32::try_from(scale).map_err(|_| TOO_LARGE)? };
+    let unscaled = bignum::from_magnitude((x < 0) != (y < 0), &magnitude);
+    Ok(Value::Decimal { scale, unscaled })
+}
+
+/// Adds one to a string of ASCII digits.
+fn round_up(digits: &mut Vec<u8>) {
+    for digit in digits.iter_mut().rev() {
+        if *digit == b'9' {
+            *digit = b'0';
+        } else {
+            *digit += 1;
+            return;
+        }
+    }
+    digits.insert(0, b'1');
+}
+
+/// Java's message for a decimal divided by zero at `raise`: its dividend
+/// scaled up as a `long` where that fits (`/ by zero`), as a `BigInteger`
+/// otherwise.
+fn decimal_by_zero(x: i128, raise: i64) -> &'static str {
+    let scaled = u32::try_from(raise).ok().filter(|r| *r < 19).and_then(|r| align(x, r as i32));
+    match scaled.and_then(|v| i64::try_from(v).ok()) {
+        Some(_) => "/ by zero",
+        None => "BigInteger divide by zero",
+    }
+}
+
+/// Java's `BigDecimal.remainder`: `x - trunc(x / y) × y`, at the scale of
+/// the dividend, or of the product where that is finer; returns (scale,
+/// unscaled).
+fn decimal_remainder((sa, x): (i32, i128), (sb, y): (i32, i128)) -> Result<(i32, i128), &'static str> {
+    if y == 0 {
+        return Err(if x == 0 { "Division undefined" } else { "Division by zero" });
+    }
+    let common = sa.max(sb);
+    let aligned = align(x, common - sa).zip(align(y, common - sb));
+    let (x, y) = aligned.ok_or(TOO_LARGE)?;
+    let (quotient, rem) = (x.checked_div(y).ok_or(TOO_LARGE)?, x.checked_rem(y).ok_or(TOO_LARGE)?);
+    let scale = match quotient {
+        0 => sa,
+        q if sa < sb => sa.max(sb - trailing_zeros(q)),
+        _ => sa,
+    };
+    // The remainder is a multiple of 10^(common - scale), exactly.
+    let unscaled = rem / 10i128.pow((common - scale).unsigned_abs());
+    Ok((scale, unscaled))
+}
+
+fn trailing_zeros(mut v: i128) -> i32 {
+    let mut zeros = 0;
+    while v != 0 && v % 10 == 0 {
+        v /= 10;
+        zeros += 1;
+    }
+    zeros
 }
 
 #[cfg(test)]
@@ -193,5 +301,47 @@ mod tests {
         let d = |scale, unscaled: i64| Value::Decimal { scale, unscaled: varint(i128::from(unscaled)) };
         assert_eq!(apply(NumericOp::Add, &CqlType::Decimal, &d(1, 15), &d(2, 25)).expect("adds"), d(2, 175));
         assert_eq!(apply(NumericOp::Mul, &CqlType::Decimal, &d(1, 15), &d(1, 20)).expect("multiplies"), d(2, 300));
+    }
+
+    fn decimal(text: &str) -> Value {
+        let (int, frac) = text.split_once('.').unwrap_or((text, ""));
+        let unscaled: i128 = format!("{int}{frac}").parse().expect("a number");
+        Value::Decimal { scale: frac.len() as i32, unscaled: varint(unscaled) }
+    }
+
+    fn decimal_op(op: NumericOp, a: &str, b: &str) -> Result<String, String> {
+        match apply(op, &CqlType::Decimal, &decimal(a), &decimal(b)) {
+            Ok(Value::Decimal { scale, unscaled }) => Ok(crate::value::decimal_to_string(scale, &unscaled)),
+            Ok(other) => Err(format!("{other:?}")),
+            Err(e) => Err(e.to_string()),
+        }
+    }
+
+    #[test]
+    fn decimal_division_is_cassandras() {
+        let div = |a, b| decimal_op(NumericOp::Div, a, b).expect("divides");
+        assert_eq!(div("1", "3"), "0.33333333333333333333333333333333");
+        assert_eq!(div("2", "3"), "0.66666666666666666666666666666667");
+        assert_eq!(div("10", "4"), "2.5");
+        assert_eq!(div("100", "1"), "1E+2");
+        assert_eq!(div("-7.5", "2.5"), "-3");
+        assert_eq!(div("0", "5"), "0");
+        assert_eq!(div("123456789", "0.001"), "1.23456789E+11");
+        let zero = decimal_op(NumericOp::Div, "1.5", "0").expect_err("by zero");
+        assert!(zero.ends_with("failed: BigInteger divide by zero"), "{zero}");
+    }
+
+    #[test]
+    fn decimal_remainder_is_javas() {
+        let rem = |a, b| decimal_op(NumericOp::Mod, a, b).expect("remainder");
+        assert_eq!(rem("7.5", "2"), "1.5");
+        assert_eq!(rem("7", "2.5"), "2.0");
+        assert_eq!(rem("-7", "2"), "-1");
+        assert_eq!(rem("10", "3"), "1");
+        assert_eq!(rem("1", "3.00"), "1");
+        let zero = decimal_op(NumericOp::Mod, "1.5", "0").expect_err("by zero");
+        assert!(zero.ends_with("failed: Division by zero"), "{zero}");
+        let undefined = decimal_op(NumericOp::Mod, "0", "0").expect_err("undefined");
+        assert!(undefined.ends_with("failed: Division undefined"), "{undefined}");
     }
 }

@@ -11,11 +11,20 @@
 //! element of it is, so a row whose key moved away leaves no live row
 //! behind, whatever its other cells hold.
 //!
+//! A view's WHERE clause may also restrict base key columns and the base
+//! regular column in the view's key (ScyllaDB's rule) beyond `IS NOT
+//! NULL`: a base row outside the filter gives no view row. Base key
+//! columns never change, so a row is in or out of the filter for good; the
+//! key column's value can change, and a value outside the filter counts as
+//! a null one (the row leaves the view, or never joins it).
+//!
 //! Invariants:
 //! - every view column has the name and type of a base column, except the
 //!   liveness column;
-//! - the view's primary key covers the base's primary key.
+//! - the view's primary key covers the base's primary key;
+//! - a filter restricts only base key columns and the view's key column.
 
+use std::cmp::Ordering;
 use std::sync::Arc;
 
 use bytes::Bytes;
@@ -23,6 +32,8 @@ use uuid::Uuid;
 
 use crate::index::{EntryKey, LIVENESS_COLUMN};
 use crate::schema::{ColumnKind, KeyspaceMeta, TableMeta};
+use crate::types::CqlType;
+use crate::value::compare;
 
 /// The definition of a materialized view, kept on its table.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -33,6 +44,67 @@ pub struct MaterializedView {
     pub include_all_columns: bool,
     /// The WHERE clause as CQL (`system_schema.views.where_clause`).
     pub where_clause: String,
+    /// The WHERE clause's restrictions other than `IS NOT NULL`.
+    pub filter: Vec<ViewRestriction>,
+}
+
+/// How a restriction of a view's WHERE clause compares.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Comparison {
+    Eq,
+    Ne,
+    Lt,
+    Le,
+    Gt,
+    Ge,
+    /// Equal to one of the values.
+    In,
+}
+
+/// `columns op values`: one column, or (a multi-column relation) several
+/// clustering columns compared as a tuple.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ViewRestriction {
+    pub columns: Vec<String>,
+    pub op: Comparison,
+    /// The value compared with, or the candidates of `In`: each one value
+    /// per column.
+    pub values: Vec<Vec<Bytes>>,
+}
+
+/// A restriction with its columns placed in a base row.
+#[derive(Debug, Clone, PartialEq, Eq)]
+struct RowRestriction {
+    columns: Vec<(KeySource, CqlType)>,
+    op: Comparison,
+    values: Vec<Vec<Bytes>>,
+}
+
+impl RowRestriction {
+    /// Whether the row whose columns `pick` gives passes.
+    fn matches<'v>(&self, pick: impl Fn(KeySource) -> Option<&'v Bytes>) -> bool {
+        let Some(row) = self.columns.iter().map(|(source, _)| pick(*source)).collect::<Option<Vec<_>>>() else {
+            return false;
+        };
+        let order = |wanted: &[Bytes]| {
+            let pairs = self.columns.iter().zip(&row).zip(wanted);
+            pairs.map(|(((_, ty), have), want)| compare(ty.unfrozen(), have, want)).find(|o| o.is_ne())
+        };
+        let first = || order(self.values.first().map_or(&[][..], |v| &v[..])).unwrap_or(Ordering::Equal);
+        match self.op {
+            Comparison::Eq => first() == Ordering::Equal,
+            Comparison::Ne => first() != Ordering::Equal,
+            Comparison::Lt => first() == Ordering::Less,
+            Comparison::Le => first() != Ordering::Greater,
+            Comparison::Gt => first() == Ordering::Greater,
+            Comparison::Ge => first() != Ordering::Less,
+            Comparison::In => self.values.iter().any(|v| order(v).is_none()),
+        }
+    }
+
+    fn on_key_column(&self) -> bool {
+        self.columns.iter().any(|(source, _)| *source == KeySource::Regular)
+    }
 }
 
 /// Where a view key column's value comes from in a base row.
@@ -53,6 +125,8 @@ pub struct ViewMapping {
     pub key_column: Option<String>,
     /// `(base column id, view column id)` of each selected non-key column.
     pub payload: Vec<(u32, u32)>,
+    /// The view's filter.
+    filter: Vec<RowRestriction>,
 }
 
 impl ViewMapping {
@@ -80,7 +154,29 @@ impl ViewMapping {
             .filter(|c| !c.kind.is_primary_key() && c.name != LIVENESS_COLUMN)
             .map(|c| Some((base.column(&c.name)?.id, c.id)))
             .collect::<Option<Vec<_>>>()?;
-        Some(ViewMapping { partition, clustering, key_column, payload })
+        let restrictions = view.materialized.as_ref().map_or(&[][..], |m| &m.filter[..]);
+        let filter = restrictions.iter().map(|r| restriction(base, r)).collect::<Option<Vec<_>>>()?;
+        Some(ViewMapping { partition, clustering, key_column, payload, filter })
+    }
+
+    /// Whether the base row with partition key components `base_pk` and
+    /// clustering values `base_ck` passes the filter's restrictions on
+    /// base key columns (its rows never give view rows otherwise).
+    pub fn key_matches(&self, base_pk: &[Bytes], base_ck: &[Bytes]) -> bool {
+        self.filter.iter().filter(|r| !r.on_key_column()).all(|r| {
+            r.matches(|source| match source {
+                KeySource::BasePartition(i) => base_pk.get(i),
+                KeySource::BaseClustering(i) => base_ck.get(i),
+                KeySource::Regular => None,
+            })
+        })
+    }
+
+    /// Whether `value` of the view's key column passes the filter's
+    /// restrictions on it (a value that does not gives no view row, as a
+    /// null would not).
+    pub fn value_matches(&self, value: &Bytes) -> bool {
+        self.filter.iter().filter(|r| r.on_key_column()).all(|r| r.matches(|_| Some(value)))
     }
 
     /// The view key of the base row with partition key components
@@ -97,6 +193,24 @@ impl ViewMapping {
         let clustering_encoded = view.encode_clustering(&clustering);
         EntryKey { partition, clustering, clustering_encoded }
     }
+}
+
+/// `restriction` with its columns placed in `base`'s rows; `None` where a
+/// column is not a base key column or a regular one.
+fn restriction(base: &TableMeta, restriction: &ViewRestriction) -> Option<RowRestriction> {
+    let place = |name: &String| {
+        let column = base.column(name)?;
+        let position = usize::try_from(column.position).ok();
+        let source = match column.kind {
+            ColumnKind::PartitionKey => KeySource::BasePartition(position?),
+            ColumnKind::Clustering => KeySource::BaseClustering(position?),
+            ColumnKind::Regular => KeySource::Regular,
+            ColumnKind::Static => return None,
+        };
+        Some((source, column.ty.clone()))
+    };
+    let columns = restriction.columns.iter().map(place).collect::<Option<Vec<_>>>()?;
+    Some(RowRestriction { columns, op: restriction.op, values: restriction.values.clone() })
 }
 
 /// Whether `column` of `table` is hidden from clients: a view's liveness
