@@ -14,8 +14,15 @@
 # (`get`) or memcache-meta (`mg`), the memcache ones as one batch of 16
 # requests written at once (`--pipeline 16`). FLUSH=1 flushes after the
 # load, so reads are row-cache hits instead of memtable reads. TOP=N also prints the N
-# functions of highest inclusive and self cost. Needs valgrind (Debian:
-# apt-get install valgrind).
+# functions of highest inclusive and self cost; INCLUSIVE=REGEX the
+# inclusive Ir per request of the functions whose names match. AUTH=password
+# runs the node with PasswordAuthenticator and the measured requests log in
+# as a role; AUTH=authorizer adds CassandraAuthorizer, the role holding
+# SELECT through a granted role, so every request's permission check
+# resolves through the shard's cache (setting up the roles needs PYTHON,
+# default .venv/bin/python, with cassandra-driver). A login's bcrypt hash
+# runs on threads of its own (shoal-bcrypt-*), whose instructions are left
+# out of the counts. Needs valgrind (Debian: apt-get install valgrind).
 set -euo pipefail
 
 bin=$(realpath "$1")
@@ -34,10 +41,21 @@ cleanup() {
 }
 trap cleanup EXIT
 
-valgrind --tool=callgrind --callgrind-out-file="$tmp/callgrind.out" \
+auth=${AUTH:-}
+server_auth=()
+case "$auth" in
+    "") ;;
+    password) server_auth=(--authenticator PasswordAuthenticator) ;;
+    authorizer) server_auth=(--authenticator PasswordAuthenticator --authorizer CassandraAuthorizer) ;;
+    *) echo "AUTH must be password or authorizer, not $auth" >&2; exit 2 ;;
+esac
+[[ -n "$auth" && "$protocol" != cql ]] && { echo "AUTH needs PROTOCOL cql" >&2; exit 2; }
+
+# One output file per thread, so the bcrypt threads' can be left out.
+valgrind --tool=callgrind --separate-threads=yes --callgrind-out-file="$tmp/callgrind.out" \
     "$bin" --smp 1 --workdir "$tmp/data" --memory 1G --native-transport-port "$cql_port" \
     --native-shard-aware-transport-port 19342 --api-port 10400 --memcache-port "$memcache_port" --storage-port 7400 \
-    >"$tmp/server.log" 2>&1 &
+    "${server_auth[@]}" >"$tmp/server.log" 2>&1 &
 server=$!
 case "$protocol" in
     cql) port=$cql_port; via=(--protocol cql --keyspace shoal_bench --table kv1k --concurrency 16) ;;
@@ -55,48 +73,96 @@ stress() {
     "$bin" stress --threads 1 --quiet --port "$port" --keys "$keys" --value-size 1024 --connections 1 \
         "${via[@]}" "$@" >/dev/null
 }
-stress --workload write --pop seq --count "$keys"
+login=()
+if [[ -n "$auth" ]]; then
+    stress --workload write --pop seq --count "$keys" --user cassandra --password cassandra
+    # The measured role reads through a granted one (GRANT needs the authorizer).
+    "${PYTHON:-.venv/bin/python}" - "$cql_port" "$auth" <<'PY'
+import sys
+from cassandra.auth import PlainTextAuthProvider
+from cassandra.cluster import Cluster
+cluster = Cluster(["127.0.0.1"], port=int(sys.argv[1]), connect_timeout=60, control_connection_timeout=60,
+                  auth_provider=PlainTextAuthProvider("cassandra", "cassandra"))
+session = cluster.connect()
+session.default_timeout = 60
+session.execute("CREATE ROLE reader")
+session.execute("CREATE ROLE bench WITH PASSWORD = 'bench' AND LOGIN = true")
+session.execute("GRANT reader TO bench")
+if sys.argv[2] == "authorizer":
+    session.execute("GRANT SELECT ON KEYSPACE shoal_bench TO reader")
+cluster.shutdown()
+PY
+    login=(--user bench --password bench --no-schema)
+else
+    stress --workload write --pop seq --count "$keys"
+fi
 # FLUSH=1: reads come from the row cache (the flush puts the rows in it)
 # instead of the memtable.
 [[ -n "${FLUSH:-}" ]] && "$bin" nodetool --api-port 10400 flush >/dev/null
-stress --workload read --pop uniform --count 2000          # warm-up: prepare, caches
+stress --workload read --pop uniform --count 2000 "${login[@]}"     # warm-up: prepare, caches
 callgrind_control -z "$server" >/dev/null
-stress --workload "$workload" --pop uniform --count "$reads"
+stress --workload "$workload" --pop uniform --count "$reads" "${login[@]}"
 callgrind_control -d "$server" >/dev/null
 sleep 1
 
-# The dump taken after zeroing holds only the measured requests.
-dump=$(ls -t "$tmp"/callgrind.out* | head -1)
-total_ir=$(callgrind_annotate "$dump" 2>/dev/null | awk '/PROGRAM TOTALS/ {gsub(",", "", $1); print $1; exit}')
-# Allocator entry points called (the Rust global allocator is mimalloc; its
-# aligned entry points are where every Rust allocation and reallocation lands).
-calls=$(python3 - "$dump" <<'PY'
-import re, sys
-ALLOC = {"mi_malloc_aligned", "mi_zalloc_aligned", "mi_realloc_aligned", "mi_malloc", "mi_zalloc", "mi_realloc"}
-names, target, calls = {}, None, 0
-for line in open(sys.argv[1], errors="replace"):
-    m = re.match(r"(c?fn)=\((\d+)\)(?: (.*))?", line)
-    if m:
-        kind, fid, name = m.groups()
-        if name:
-            names[fid] = name.strip()
-        target = names.get(fid, "") if kind == "cfn" else None
-    elif line.startswith("calls=") and target is not None:
-        if target in ALLOC:
-            calls += int(line.split("=")[1].split()[0])
-        target = None
-print(calls)
+# The dump taken after zeroing (its files, one per thread, are the newest
+# of their threads) holds only the measured requests; the bcrypt threads'
+# files are left out.
+mapfile -t dumps < <(python3 - "$tmp" <<'PY'
+import glob, os, re, sys
+newest = {}
+for path in glob.glob(os.path.join(sys.argv[1], "callgrind.out*")):
+    m = re.search(r"-(\d+)$", path)
+    thread = m.group(1) if m else ""
+    if thread not in newest or os.path.getmtime(path) > os.path.getmtime(newest[thread]):
+        newest[thread] = path
+for path in sorted(newest.values()):
+    if "bcrypt" not in open(path, errors="replace").read():
+        print(path)
 PY
 )
-echo "build: $bin"
+# Per file: Ir, allocator entry points called (the Rust global allocator is
+# mimalloc; its aligned entry points are where every Rust allocation and
+# reallocation lands); then the file of the most Ir (the shard's).
+read -r total_ir calls busiest < <(python3 - "${dumps[@]}" <<'PY'
+import re, sys
+ALLOC = {"mi_malloc_aligned", "mi_zalloc_aligned", "mi_realloc_aligned", "mi_malloc", "mi_zalloc", "mi_realloc"}
+total, calls, busiest = 0, 0, (0, "")
+for path in sys.argv[1:]:
+    names, target, ir = {}, None, 0
+    for line in open(path, errors="replace"):
+        m = re.match(r"(c?fn)=\((\d+)\)(?: (.*))?", line)
+        if m:
+            kind, fid, name = m.groups()
+            if name:
+                names[fid] = name.strip()
+            target = names.get(fid, "") if kind == "cfn" else None
+        elif line.startswith("calls=") and target is not None:
+            if target in ALLOC:
+                calls += int(line.split("=")[1].split()[0])
+            target = None
+        elif line.startswith(("summary:", "totals:")):
+            ir = max(ir, int(line.split()[1]))
+    total += ir
+    busiest = max(busiest, (ir, path))
+print(total, calls, busiest[1])
+PY
+)
+echo "build: $bin${auth:+ (AUTH=$auth)}"
 echo "requests: $reads ($workload, $protocol)"
 echo "Ir per request: $((total_ir / reads))"
 echo "allocation calls per request: $(python3 -c "print(round($calls / $reads, 1))")"
+if [[ -n "${INCLUSIVE:-}" ]]; then
+    echo "inclusive Ir per request of functions matching $INCLUSIVE:"
+    callgrind_annotate --threshold=100 --inclusive=yes "$busiest" 2>/dev/null \
+        | awk -v re="$INCLUSIVE" -v n="$reads" '/^ *[0-9,]+ \(/ && $0 ~ re {
+            ir = $1; gsub(",", "", ir); printf "  %d  %s\n", ir / n, $0 }'
+fi
 if [[ -n "${TOP:-}" ]]; then
-    echo "top $TOP by inclusive cost (Ir, % of total, function):"
+    echo "top $TOP by inclusive cost (Ir, % of total, function), on the busiest thread:"
     # awk reads to the end: `head` would kill callgrind_annotate with SIGPIPE (pipefail).
     top() { awk -v n="$TOP" '/^ *[0-9,]+ \(/ && c++ < n'; }
-    callgrind_annotate --threshold=100 --inclusive=yes "$dump" 2>/dev/null | top
+    callgrind_annotate --threshold=100 --inclusive=yes "$busiest" 2>/dev/null | top
     echo "top $TOP by self cost:"
-    callgrind_annotate --threshold=100 "$dump" 2>/dev/null | top
+    callgrind_annotate --threshold=100 "$busiest" 2>/dev/null | top
 fi

@@ -77,7 +77,7 @@ die() { log "$*"; exit 2; }
 SHOAL_BIN="$(cd "$(dirname "$SHOAL_BIN")" && pwd)/$(basename "$SHOAL_BIN")"
 
 # --- 1. the crate's source and test binary ---------------------------------
-VERSION="${SCYLLA_CRATE_VERSION:-$(sed -n 's/^scylla *= *"=\([0-9.]*\)".*/\1/p' tests/rust-driver/Cargo.toml)}"
+VERSION="${SCYLLA_CRATE_VERSION:-$(sed -n 's/^scylla *= *\(.*version *= *\)\{0,1\}"=\([0-9.]*\)".*/\2/p' tests/rust-driver/Cargo.toml)}"
 [[ -n "$VERSION" ]] || die "cannot read the scylla version pinned in tests/rust-driver/Cargo.toml"
 CARGO_HOME="${CARGO_HOME:-$HOME/.cargo}"
 find_source() { compgen -G "$CARGO_HOME/registry/src/*/scylla-$VERSION" | head -n 1; }

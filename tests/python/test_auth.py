@@ -15,6 +15,7 @@ PasswordAuthenticator` in a YAML file, as a user would write it:
   and nothing else (Cassandra's Unauthorized texts), prepared statements
   checked at EXECUTE, a REVOKE taking effect on the next statement,
   inheritance through a granted role, the creator's ALL, LIST PERMISSIONS;
+  DESCRIBE showing every role the whole schema, as ScyllaDB's does;
 - three nodes: a role created on one logs in on another at once, and a
   REVOKE on one node holds on another at the next statement.
 """
@@ -245,16 +246,22 @@ def no_permission(user, permission, resource):
     return "User %s has no %s permission on %s or any of its parents" % (user, permission, resource)
 
 
+def reader_of_one_table(admin, *others):
+    """Keyspace ks with table t (one row) and `others`, and the role alice
+    (password a) that may SELECT from ks.t alone."""
+    admin.execute("CREATE KEYSPACE ks WITH replication = {'class': 'SimpleStrategy', 'replication_factor': 1}")
+    for table in ("t",) + others:
+        admin.execute("CREATE TABLE ks.%s (k int PRIMARY KEY, v text)" % table)
+    admin.execute("INSERT INTO ks.t (k, v) VALUES (1, 'one')")
+    admin.execute("CREATE ROLE alice WITH PASSWORD = 'a' AND LOGIN = true")
+    admin.execute("GRANT SELECT ON TABLE ks.t TO alice")
+
+
 def test_a_role_that_may_read_one_table_and_nothing_else():
     with auth_node(authorizer=True) as node:
         admin_cluster, admin = connect(node, "cassandra", "cassandra")
         try:
-            admin.execute("CREATE KEYSPACE ks WITH replication = {'class': 'SimpleStrategy', 'replication_factor': 1}")
-            admin.execute("CREATE TABLE ks.t (k int PRIMARY KEY, v text)")
-            admin.execute("CREATE TABLE ks.u (k int PRIMARY KEY, v text)")
-            admin.execute("INSERT INTO ks.t (k, v) VALUES (1, 'one')")
-            admin.execute("CREATE ROLE alice WITH PASSWORD = 'a' AND LOGIN = true")
-            admin.execute("GRANT SELECT ON TABLE ks.t TO alice")
+            reader_of_one_table(admin, "u")
             cluster, alice = connect(node, "alice", "a")
             try:
                 assert [r.v for r in alice.execute("SELECT v FROM ks.t WHERE k = 1")] == ["one"]
@@ -304,6 +311,42 @@ def test_a_role_that_may_read_one_table_and_nothing_else():
                 alice.execute("DROP KEYSPACE k2")
                 left = [r.resource for r in admin.execute("LIST ALL PERMISSIONS OF alice NORECURSIVE")]
                 assert left == ["<all keyspaces>"], left
+            finally:
+                cluster.shutdown()
+        finally:
+            admin_cluster.shutdown()
+
+
+def test_describe_shows_a_logged_in_role_the_whole_schema_but_not_the_data():
+    """As ScyllaDB, whose DESCRIBE asks only for a login (scylladb#12342:
+    the schema tables are readable by every role, so hiding it in DESCRIBE
+    would lock one door with the window open), and Cassandra 4/5, whose
+    DescribeStatement authorizes nothing: a role sees every keyspace and
+    table, and reads only what it was granted."""
+    with auth_node(authorizer=True) as node:
+        admin_cluster, admin = connect(node, "cassandra", "cassandra")
+        try:
+            reader_of_one_table(admin, "secret")
+            admin.execute("CREATE KEYSPACE other WITH replication = {'class': 'SimpleStrategy', "
+                          "'replication_factor': 1}")
+            cluster, alice = connect(node, "alice", "a")
+            try:
+                keyspaces = {r.name for r in alice.execute("DESCRIBE KEYSPACES")}
+                assert {"ks", "other", "system_schema"} <= keyspaces, keyspaces
+                assert keyspaces == {r.name for r in admin.execute("DESCRIBE KEYSPACES")}
+                tables = sorted(r.name for r in alice.execute("DESCRIBE TABLES") if r.keyspace_name == "ks")
+                assert tables == ["secret", "t"], tables
+                (secret,) = [r.create_statement for r in alice.execute("DESCRIBE TABLE ks.secret")]
+                assert secret.startswith("CREATE TABLE ks.secret"), secret
+                schema = [(r.keyspace_name, r.type, r.name) for r in alice.execute("DESCRIBE SCHEMA")]
+                assert schema == [(r.keyspace_name, r.type, r.name) for r in admin.execute("DESCRIBE SCHEMA")]
+                assert ("ks", "table", "secret") in schema and ("other", "keyspace", "other") in schema
+                assert [r.keyspace_name for r in alice.execute("DESCRIBE KEYSPACE other")] == ["other"]
+                # The schema tables say the same, to every role.
+                rows = alice.execute("SELECT table_name FROM system_schema.tables WHERE keyspace_name = 'ks'")
+                assert sorted(r.table_name for r in rows) == ["secret", "t"]
+                with pytest.raises(Unauthorized, match=no_permission("alice", "SELECT", "<table ks.secret>")):
+                    alice.execute("SELECT * FROM ks.secret")
             finally:
                 cluster.shutdown()
         finally:

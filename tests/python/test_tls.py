@@ -10,7 +10,9 @@ YAML file, as a user would write them (docs/security.md):
   Python driver with an `ssl_context`, cqlsh `--ssl`, `openssl s_client`
   against both TLS ports; on the native port itself with
   `require_client_auth`: a client certificate of the trusted CA gets in, a
-  client without one or of another CA does not.
+  client without one or of another CA does not; with
+  `PasswordAuthenticator` too, the driver's PlainTextAuthProvider over its
+  ssl_context and cqlsh `--ssl -u -p`.
 - Bad input: a client that stalls in the handshake is cut off after
   `tls_handshake_timeout_in_ms`; garbage, a plaintext CQL client and a
   truncated ClientHello on a TLS port are refused and the node serves on.
@@ -33,7 +35,8 @@ import time
 
 import pytest
 from cassandra import ConsistencyLevel as CL
-from cassandra.cluster import Cluster
+from cassandra.auth import PlainTextAuthProvider
+from cassandra.cluster import Cluster, NoHostAvailable
 from cassandra.query import SimpleStatement
 
 from node import SHOAL_BIN, free_ports, skip_reason, start_cluster, temp_node
@@ -201,6 +204,41 @@ client_encryption_options:
         # Both the native port and the shard-aware one speak TLS.
         code, out = s_client(node.ports[1], pki, cert=client)
         assert code == 0, out
+        no_panic(node)
+
+
+def test_cql_logins_over_tls_with_the_driver_and_cqlsh(pki):
+    """PasswordAuthenticator behind TLS on the native port: the driver with
+    PlainTextAuthProvider and an ssl_context, cqlsh with -u/-p and --ssl."""
+    cert = pki.leaf("node")
+    yaml = options_file(pki.dir, """
+authenticator: PasswordAuthenticator
+client_encryption_options:
+  enabled: true
+  certificate: %s
+  keyfile: %s
+""" % cert)
+    with temp_node("shoal-tls-auth-", args=["--options-file", yaml], start=False) as node:
+        start_tls_node(node)
+        login = PlainTextAuthProvider(username="cassandra", password="cassandra")
+        cluster = Cluster(["127.0.0.1"], port=node.cql_port, protocol_version=4, ssl_context=client_context(pki),
+                          auth_provider=login)
+        session = cluster.connect()
+        session.execute("CREATE ROLE alice WITH PASSWORD = 'a' AND LOGIN = true")
+        assert session.execute("SELECT release_version FROM system.local").one()
+        cluster.shutdown()
+        wrong = Cluster(["127.0.0.1"], port=node.cql_port, protocol_version=4, ssl_context=client_context(pki),
+                        auth_provider=PlainTextAuthProvider(username="alice", password="wrong"), connect_timeout=5)
+        with pytest.raises(NoHostAvailable, match="Provided username alice and/or password are incorrect"):
+            wrong.connect()
+        wrong.shutdown()
+        cqlsh = os.path.join(ROOT, ".venv", "bin", "cqlsh")
+        if os.path.exists(cqlsh):
+            env = dict(os.environ, SSL_CERTFILE=pki.ca, SSL_VALIDATE="true", HOME=pki.dir)
+            out = subprocess.run([cqlsh, "127.0.0.1", str(node.cql_port), "--ssl", "-u", "alice", "-p", "a",
+                                  "-e", "SELECT role FROM system_auth.roles"],
+                                 capture_output=True, text=True, timeout=60, env=env)
+            assert out.returncode == 0 and "alice" in out.stdout, out.stdout + out.stderr
         no_panic(node)
 
 

@@ -171,6 +171,12 @@ pub struct StressArgs {
     /// CQL protocol version (the driver speaks v4 only)
     #[arg(long, default_value_t = 4)]
     pub protocol_version: u8,
+    /// CQL: log in as this role (PasswordAuthenticator), with --password
+    #[arg(long, requires = "password")]
+    pub user: Option<String>,
+    /// CQL: the password of --user
+    #[arg(long, requires = "user")]
+    pub password: Option<String>,
     /// Also write the summary as JSON to this file
     #[arg(long)]
     pub json: Option<PathBuf>,
@@ -225,6 +231,10 @@ pub struct Config {
     pub conditional: bool,
     pub counter: bool,
     pub protocol_version: u8,
+    pub user: Option<String>,
+    /// Never written to the JSON report.
+    #[serde(skip)]
+    pub password: Option<String>,
     pub json: Option<PathBuf>,
     pub quiet: bool,
 }
@@ -318,6 +328,8 @@ impl Config {
             replication_factor: args.replication_factor,
             consistency: args.consistency,
             protocol_version: args.protocol_version,
+            user: args.user,
+            password: args.password,
             json: args.json,
             quiet: args.quiet,
         })
@@ -400,9 +412,20 @@ mod tests {
             &["--rate", "-1"],
             &["--protocol-version", "5"],
             &["--connections", "0"],
+            &["--user", "alice"],
+            &["--password", "secret"],
         ] {
             assert!(config(bad).is_err(), "{bad:?} accepted");
         }
+    }
+
+    #[test]
+    fn the_password_stays_out_of_the_report() -> Result<(), String> {
+        let c = config(&["--user", "alice", "--password", "secret"])?;
+        assert_eq!((c.user.as_deref(), c.password.as_deref()), (Some("alice"), Some("secret")));
+        let json = serde_json::to_string(&c).map_err(|e| e.to_string())?;
+        assert!(json.contains("\"user\":\"alice\"") && !json.contains("secret"), "{json}");
+        Ok(())
     }
 
     #[test]

@@ -1,6 +1,7 @@
 //! The CQL side of the load generator, on the `scylla` driver: one session
 //! with the driver's default (token- and shard-aware) load balancing,
 //! `--connections` connections per shard (per node on Cassandra),
+//! logged in as `--user` when given (PasswordAuthenticator),
 //! `--consistency` (ONE), prepared statements only, and `--concurrency` tasks
 //! each running one operation at a time.
 //!
@@ -62,11 +63,15 @@ impl Target {
             .build();
         let connections = NonZeroUsize::new(config.connections)
             .ok_or_else(|| StressError::InvalidOption("--connections must be at least 1".into()))?;
-        let session = SessionBuilder::new()
+        let mut builder = SessionBuilder::new()
             .known_node(&address)
             .pool_size(PoolSize::PerShard(connections))
             .connection_timeout(CONNECT_TIMEOUT)
-            .default_execution_profile_handle(profile.into_handle())
+            .default_execution_profile_handle(profile.into_handle());
+        if let (Some(user), Some(password)) = (&config.user, &config.password) {
+            builder = builder.user(user, password);
+        }
+        let session = builder
             .build()
             .await
             .map_err(|e| StressError::Connect { address: address.clone(), reason: e.to_string() })?;

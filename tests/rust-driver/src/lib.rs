@@ -21,6 +21,7 @@
 //! kills it when dropped (also when a test panics; the server's log is printed
 //! then).
 
+use std::ffi::OsStr;
 use std::io::{Read, Write};
 use std::net::{Ipv4Addr, SocketAddr, TcpListener, TcpStream};
 use std::path::{Path, PathBuf};
@@ -124,7 +125,7 @@ fn build_shoal(target_dir: &Path, profile: &str) -> Result<PathBuf, BuildError> 
 }
 
 /// `n` distinct loopback ports that were free a moment ago.
-fn free_ports(n: usize) -> Result<Vec<u16>, String> {
+pub fn free_ports(n: usize) -> Result<Vec<u16>, String> {
     let listeners = (0..n)
         .map(|_| TcpListener::bind((Ipv4Addr::LOCALHOST, 0)))
         .collect::<Result<Vec<_>, _>>()
@@ -153,10 +154,16 @@ impl Server {
     /// connections. Retries a few times with other ports if the server exits
     /// during start-up (a port taken in the meantime).
     pub fn start(smp: usize) -> Result<Server, String> {
+        Self::start_with(smp, &[])
+    }
+
+    /// [`Server::start`] with more command-line arguments (e.g.
+    /// `--options-file`), which may name no port [`Server::start`] sets.
+    pub fn start_with(smp: usize, args: &[&OsStr]) -> Result<Server, String> {
         let bin = shoal_binary()?;
         let mut last_error = String::new();
         for _ in 0..3 {
-            match Self::start_once(&bin, smp) {
+            match Self::start_once(&bin, smp, args) {
                 Ok(server) => return Ok(server),
                 Err(e) => last_error = e,
             }
@@ -164,7 +171,7 @@ impl Server {
         Err(last_error)
     }
 
-    fn start_once(bin: &Path, smp: usize) -> Result<Server, String> {
+    fn start_once(bin: &Path, smp: usize, args: &[&OsStr]) -> Result<Server, String> {
         let ports = free_ports(5)?;
         let unique = SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |d| d.as_nanos());
         let workdir = std::env::temp_dir().join(format!("shoal-driver-tests-{}-{unique}", std::process::id()));
@@ -183,6 +190,7 @@ impl Server {
             .args(["--memcache-port", &ports[3].to_string()])
             .args(["--storage-port", &ports[4].to_string()])
             .args(["--listen-address", "127.0.0.1"])
+            .args(args)
             .stdin(Stdio::null())
             .stdout(log)
             .stderr(log_err)

@@ -18,9 +18,9 @@
 //! wait; it relies on its DDL taking longer than those 50 ms, as it does on
 //! ScyllaDB.)
 
-use std::error::Error;
+mod common;
+
 use std::sync::Arc;
-use std::time::{Duration, Instant};
 
 use scylla::client::session::Session;
 use scylla::client::session_builder::SessionBuilder;
@@ -31,7 +31,7 @@ use scylla::statement::prepared::PreparedStatement;
 use scylla::statement::Statement;
 use shoal_driver_tests::Server;
 
-type TestResult = Result<(), Box<dyn Error>>;
+use common::{connection_to_every_shard, coordinator_shard, TestResult};
 
 const SMP: usize = 2;
 const QUERY: &str = "SELECT host_id, rpc_address FROM system.local WHERE key = 'local'";
@@ -71,15 +71,7 @@ async fn check_pinned_requests(session: &Session) -> TestResult {
     prepared.set_tracing(true);
 
     // A connection to every shard, or the driver uses another shard's.
-    let deadline = Instant::now() + Duration::from_secs(15);
-    for shard in 0..Shard::from(nr_shards) {
-        while coordinator_shard(&session.query_unpaged(statement(shard), ()).await?)? != shard {
-            if Instant::now() > deadline {
-                return Err(format!("after 15 s the driver still has no connection to shard {shard}").into());
-            }
-            tokio::time::sleep(Duration::from_millis(50)).await;
-        }
-    }
+    connection_to_every_shard(session, &node, QUERY).await?;
 
     for shard in 0..Shard::from(nr_shards) {
         prepared.set_load_balancing_policy(pin(shard));
@@ -91,11 +83,6 @@ async fn check_pinned_requests(session: &Session) -> TestResult {
         }
     }
     Ok(())
-}
-
-/// The shard the driver reports for the connection that carried `result`.
-fn coordinator_shard(result: &QueryResult) -> Result<Shard, Box<dyn Error>> {
-    Ok(result.request_coordinator().shard().ok_or("the request's coordinator has no shard")?)
 }
 
 /// Checks that a request pinned to `shard` went out on a connection announcing

@@ -20,9 +20,16 @@ const READABLE_KEYSPACES: [&str; 4] = ["system", "system_schema", "system_traces
 /// a user or without the authorizer). `keyspace` is the session's.
 pub fn check(statement: &Statement, keyspace: Option<&str>, user: Option<&str>) -> CqlResult<()> {
     let Some(user) = user.filter(|_| authorizer::enabled()) else { return Ok(()) };
+    let schema = shoal_coordinator::schema();
+    // Every read and write: the table's names borrowed, nothing allocated.
+    if let Some(needed) = on_one_table(statement, keyspace) {
+        return match needed {
+            Some((permission, keyspace, table)) => authorizer::ensure_table(&schema, user, permission, keyspace, table),
+            None => Ok(()),
+        };
+    }
     let mut needed = Vec::new();
     required(statement, keyspace, user, &mut needed);
-    let schema = shoal_coordinator::schema();
     let exists = |resource: &Resource| match resource {
         Resource::Keyspace(ks) => schema.keyspace(ks).is_some(),
         Resource::Table(ks, t) => schema.table(ks, t).is_some(),
@@ -32,6 +39,27 @@ pub fn check(statement: &Statement, keyspace: Option<&str>, user: Option<&str>) 
         authorizer::ensure(&schema, user, permission, &resource)?;
     }
     Ok(())
+}
+
+/// A permission needed on a table, and the table's keyspace and name.
+type OnTable<'a> = (&'static str, &'a str, &'a str);
+
+/// What a SELECT, INSERT, UPDATE or DELETE needs: the permission and its
+/// table's keyspace and name, borrowed. `None` for other statements;
+/// `Some(None)` when it needs nothing: a table every role reads, or no
+/// keyspace (the statement then fails on its own).
+fn on_one_table<'a>(statement: &'a Statement, session: Option<&'a str>) -> Option<Option<OnTable<'a>>> {
+    let (permission, named, table) = match statement {
+        Statement::Select(s) => ("SELECT", s.keyspace.as_deref(), &s.table),
+        Statement::Insert(s) => ("MODIFY", s.keyspace.as_deref(), &s.table),
+        Statement::InsertJson(s) => ("MODIFY", s.keyspace.as_deref(), &s.table),
+        Statement::Update(s) => ("MODIFY", s.keyspace.as_deref(), &s.table),
+        Statement::Delete(s) => ("MODIFY", s.keyspace.as_deref(), &s.table),
+        _ => return None,
+    };
+    let keyspace = named.or(session);
+    let readable = permission == "SELECT" && keyspace.is_some_and(|ks| READABLE_KEYSPACES.contains(&ks));
+    Some(keyspace.filter(|_| !readable).map(|keyspace| (permission, keyspace, table.as_str())))
 }
 
 /// A table, its keyspace the session's when not named; `None` when there
@@ -58,17 +86,19 @@ fn required(statement: &Statement, session: Option<&str>, user: &str, out: &mut 
             out.push((permission, resource));
         }
     };
-    match statement {
-        Statement::Select(s) => {
-            let resource = table(s.keyspace.as_deref(), session, &s.table);
-            let readable =
-                |r: &Resource| matches!(r, Resource::Table(ks, _) if READABLE_KEYSPACES.contains(&ks.as_str()));
-            need("SELECT", resource.filter(|r| !readable(r)));
+    if let Some(needed) = on_one_table(statement, session) {
+        if let Some((permission, keyspace, table)) = needed {
+            out.push((permission, Resource::Table(keyspace.to_string(), table.to_string())));
         }
-        Statement::Insert(s) => need("MODIFY", table(s.keyspace.as_deref(), session, &s.table)),
-        Statement::InsertJson(s) => need("MODIFY", table(s.keyspace.as_deref(), session, &s.table)),
-        Statement::Update(s) => need("MODIFY", table(s.keyspace.as_deref(), session, &s.table)),
-        Statement::Delete(s) => need("MODIFY", table(s.keyspace.as_deref(), session, &s.table)),
+        return;
+    }
+    match statement {
+        // Above.
+        Statement::Select(_)
+        | Statement::Insert(_)
+        | Statement::InsertJson(_)
+        | Statement::Update(_)
+        | Statement::Delete(_) => {}
         Statement::Truncate(s) => need("MODIFY", table(s.keyspace.as_deref(), session, &s.name)),
         Statement::Batch(b) => {
             for statement in &b.statements {

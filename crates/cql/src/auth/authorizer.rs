@@ -6,12 +6,15 @@
 //! for the schema version it was resolved on only: roles and permissions
 //! ride in the schema, so a GRANT or REVOKE (a new schema, installed on
 //! every shard of every node before it is answered) empties every cache,
-//! and takes effect on the next statement everywhere.
+//! and takes effect on the next statement everywhere. A read or write
+//! (every request) finds its table in the cache by the names its statement
+//! holds: a hit allocates nothing and does not look at the schema.
 
 use std::cell::RefCell;
-use std::collections::{BTreeSet, HashMap};
+use std::collections::BTreeSet;
 use std::time::{Duration, Instant};
 
+use hashbrown::HashMap;
 use shoal_schema::{Roles, Schema};
 use uuid::Uuid;
 
@@ -43,12 +46,64 @@ struct Cached {
     resolved: Resolved,
 }
 
+/// A resource as the cache finds it: a table by the names a statement
+/// holds (what every read and write needs), or any other resource.
+#[derive(Clone, Copy)]
+enum Target<'a> {
+    Table(&'a str, &'a str),
+    Other(&'a Resource),
+}
+
+impl<'a> From<&'a Resource> for Target<'a> {
+    fn from(resource: &'a Resource) -> Target<'a> {
+        match resource {
+            Resource::Table(keyspace, table) => Target::Table(keyspace, table),
+            other => Target::Other(other),
+        }
+    }
+}
+
+impl Target<'_> {
+    fn to_resource(self) -> Resource {
+        match self {
+            Target::Table(keyspace, table) => Resource::Table(keyspace.to_string(), table.to_string()),
+            Target::Other(resource) => resource.clone(),
+        }
+    }
+}
+
+/// What one role resolved: tables by keyspace, then name, so a hit
+/// looks up borrowed names and allocates nothing; other resources whole.
+#[derive(Default)]
+struct RoleEntries {
+    tables: HashMap<String, HashMap<String, Cached>>,
+    others: HashMap<Resource, Cached>,
+}
+
+impl RoleEntries {
+    fn get(&self, target: Target<'_>) -> Option<&Cached> {
+        match target {
+            Target::Table(keyspace, table) => self.tables.get(keyspace)?.get(table),
+            Target::Other(resource) => self.others.get(resource),
+        }
+    }
+
+    /// Whether `resource` is new here.
+    fn insert(&mut self, resource: Resource, cached: Cached) -> bool {
+        match resource {
+            Resource::Table(keyspace, table) => self.tables.entry(keyspace).or_default().insert(table, cached),
+            other => self.others.insert(other, cached),
+        }
+        .is_none()
+    }
+}
+
 #[derive(Default)]
 struct Cache {
     /// The schema the entries were resolved on.
     version: Uuid,
-    /// By role, then resource: a hit looks up borrowed keys, allocating nothing.
-    entries: HashMap<String, HashMap<Resource, Cached>>,
+    /// By role.
+    entries: HashMap<String, RoleEntries>,
     len: usize,
 }
 
@@ -82,9 +137,12 @@ fn resolve(roles: &Roles, user: &str, resource: &Resource) -> Resolved {
     }
 }
 
-/// Whether `user` holds `permission` on `resource`, from this shard's cache
-/// when it is fresh.
-fn allowed(schema: &Schema, user: &str, permission: &str, resource: &Resource) -> bool {
+/// Whether `user` holds `permission` on `target`, from this shard's cache
+/// when it is fresh. A hit allocates nothing. On a miss, a resource that
+/// `exists` denies is allowed, uncached (the statement fails on its own);
+/// a hit needs no such look: entries live for one schema version, so what
+/// existed when resolved still does.
+fn allowed(schema: &Schema, user: &str, permission: &str, target: Target<'_>, exists: impl FnOnce() -> bool) -> bool {
     let validity = Duration::from_millis(config().permissions_validity_ms);
     CACHE.with(|cache| {
         let mut cache = cache.borrow_mut();
@@ -93,14 +151,18 @@ fn allowed(schema: &Schema, user: &str, permission: &str, resource: &Resource) -
             cache.len = 0;
             cache.version = schema.version;
         }
-        let cached = cache.entries.get(user).and_then(|by_resource| by_resource.get(resource));
+        let cached = cache.entries.get(user).and_then(|entries| entries.get(target));
         if let Some(cached) = cached.filter(|c| c.resolved_at.elapsed() < validity) {
             return cached.resolved.permits(permission);
         }
-        let resolved = resolve(&schema.roles, user, resource);
+        if !exists() {
+            return true;
+        }
+        let resource = target.to_resource();
+        let resolved = resolve(&schema.roles, user, &resource);
         let permits = resolved.permits(permission);
-        let by_resource = cache.entries.entry(user.to_string()).or_default();
-        let added = by_resource.insert(resource.clone(), Cached { resolved_at: Instant::now(), resolved }).is_none();
+        let entries = cache.entries.entry(user.to_string()).or_default();
+        let added = entries.insert(resource, Cached { resolved_at: Instant::now(), resolved });
         cache.len += usize::from(added);
         permits
     })
@@ -109,12 +171,24 @@ fn allowed(schema: &Schema, user: &str, permission: &str, resource: &Resource) -
 /// Refuses unless `user` holds `permission` on `resource`, with
 /// Cassandra's text; always passes without the authorizer.
 pub fn ensure(schema: &Schema, user: &str, permission: &str, resource: &Resource) -> CqlResult<()> {
-    if !enabled() || allowed(schema, user, permission, resource) {
+    if !enabled() || allowed(schema, user, permission, resource.into(), || true) {
         return Ok(());
     }
-    Err(CqlError::Unauthorized(format!(
-        "User {user} has no {permission} permission on {resource} or any of its parents"
-    )))
+    Err(unauthorized(user, permission, resource))
+}
+
+/// [`ensure`] on the table a read or write names, allocating nothing once
+/// this shard has resolved it; a table `schema` lacks needs nothing.
+pub fn ensure_table(schema: &Schema, user: &str, permission: &str, keyspace: &str, table: &str) -> CqlResult<()> {
+    let exists = || schema.table(keyspace, table).is_some();
+    if !enabled() || allowed(schema, user, permission, Target::Table(keyspace, table), exists) {
+        return Ok(());
+    }
+    Err(unauthorized(user, permission, &Resource::Table(keyspace.to_string(), table.to_string())))
+}
+
+fn unauthorized(user: &str, permission: &str, resource: &Resource) -> CqlError {
+    CqlError::Unauthorized(format!("User {user} has no {permission} permission on {resource} or any of its parents"))
 }
 
 #[cfg(test)]
@@ -160,12 +234,20 @@ mod tests {
     fn the_cache_follows_the_schema_version() {
         let mut schema = Schema { version: Uuid::from_u128(1), ..Schema::empty() };
         schema.roles = std::sync::Arc::new(roles());
-        let t = Resource::Table("ks".into(), "t".into());
-        assert!(allowed(&schema, "alice", "SELECT", &t));
+        let t = Target::Table("ks", "t");
+        assert!(allowed(&schema, "alice", "SELECT", t, || true));
         let mut revoked = roles();
         revoked.permissions.remove("reader");
         let next = Schema { version: Uuid::from_u128(2), roles: std::sync::Arc::new(revoked), ..schema.clone() };
-        assert!(!allowed(&next, "alice", "SELECT", &t), "a new schema empties the cache");
-        assert!(allowed(&next, "alice", "MODIFY", &t));
+        assert!(!allowed(&next, "alice", "SELECT", t, || true), "a new schema empties the cache");
+        assert!(allowed(&next, "alice", "MODIFY", t, || panic!("a hit looks at no table")));
+        let ks = Resource::Keyspace("ks".into());
+        assert!(allowed(&next, "alice", "MODIFY", (&ks).into(), || true));
+        assert!(!allowed(&next, "alice", "SELECT", (&ks).into(), || true));
+        // A table this schema lacks is allowed (the statement fails on its
+        // own), and nothing is cached for it.
+        let gone = Target::Table("ks", "gone");
+        assert!(allowed(&next, "alice", "SELECT", gone, || false));
+        assert!(!allowed(&next, "alice", "SELECT", gone, || true));
     }
 }
