@@ -187,7 +187,10 @@ def test_three_nodes_replicate_at_every_level_and_repair_a_node_that_missed_writ
         # Back, it lacks what it missed until a read at ALL repairs it.
         nodes[2].start()
         s[2] = sessions.connect(nodes[2])
-        wait_for("the node is seen UP again", lambda: "DN" not in nodes[0].nodetool("status"))
+        # Every node, not one: the TRUNCATE at ALL below is coordinated by
+        # the second, and each node sees the restarted one at its own ping.
+        wait_for("the node is seen UP again by every node",
+                 lambda: all("DN" not in n.nodetool("status") for n in nodes))
         assert q(s[2], "SELECT * FROM rf3.t WHERE k = 120", CL.ONE) == []
         assert len(q(s[2], "SELECT * FROM rf3.t WHERE k = 0", CL.ONE)) == 3
         assert [r.v for r in q(s[2], "SELECT v FROM rf3.t WHERE k = 120", CL.ALL)] == ["missed"]
