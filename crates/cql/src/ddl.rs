@@ -304,9 +304,6 @@ fn new_column(id: u32, def: &ColumnDef, kind: ColumnKind, position: i32) -> Colu
 }
 
 pub fn create_table(keyspace: &str, s: &CreateTable) -> CqlResult<TableMeta> {
-    if s.compact_storage {
-        return Err(invalid("COMPACT STORAGE tables are not supported"));
-    }
     if s.partition_key.is_empty() {
         return Err(invalid("No PRIMARY KEY specified (exactly one required)"));
     }
@@ -331,13 +328,17 @@ pub fn create_table(keyspace: &str, s: &CreateTable) -> CqlResult<TableMeta> {
             return Err(invalid(format!("Unknown definition {name} referenced in PRIMARY KEY")));
         }
     }
+    if s.compact_storage {
+        check_compact_storage(&columns)?;
+    }
     if s.clustering_key.is_empty() && columns.iter().any(|c| c.kind == ColumnKind::Static) {
         return Err(invalid(
             "Static columns are only useful (and thus allowed) if the table has at least one clustering column",
         ));
     }
     apply_clustering_order(&mut columns, &s.clustering_key, &s.clustering_order)?;
-    let (options, id) = table_options(&s.options, TableOptions::default())?;
+    let (mut options, id) = table_options(&s.options, TableOptions::default())?;
+    options.compact_storage = s.compact_storage;
     let next_column_id = columns.len() as u32;
     let mut table = TableMeta {
         id: id.unwrap_or_else(Uuid::new_v4),
@@ -353,6 +354,33 @@ pub fn create_table(keyspace: &str, s: &CreateTable) -> CqlResult<TableMeta> {
     table.normalize_columns();
     check_counter_table(&table)?;
     Ok(table)
+}
+
+/// ScyllaDB's rules for a COMPACT STORAGE table's columns, in its order:
+/// no non-frozen collection or user type, something besides the key
+/// without clustering columns, no static column, and at most one regular
+/// column with them.
+fn check_compact_storage(columns: &[ColumnMeta]) -> CqlResult<()> {
+    let rest: Vec<&ColumnMeta> = columns.iter().filter(|c| !c.kind.is_primary_key()).collect();
+    let dense = columns.iter().any(|c| c.kind == ColumnKind::Clustering);
+    if !dense && rest.is_empty() {
+        return Err(invalid("No definition found that is not part of the PRIMARY KEY"));
+    }
+    if rest.iter().any(|c| c.ty.is_multi_cell()) {
+        return Err(invalid("Non-frozen collections and UDTs are not supported with COMPACT STORAGE"));
+    }
+    if rest.iter().any(|c| c.kind == ColumnKind::Static) {
+        return Err(invalid("Static columns are not supported in COMPACT STORAGE tables"));
+    }
+    if dense && rest.len() > 1 {
+        let mut names: Vec<&str> = rest.iter().map(|c| c.name.as_str()).collect();
+        names.sort_unstable();
+        return Err(invalid(format!(
+            "COMPACT STORAGE with composite PRIMARY KEY allows no more than one column not part of the PRIMARY KEY (got: {})",
+            names.join(", ")
+        )));
+    }
+    Ok(())
 }
 
 /// The column with its type as stored: tuples, and collections inside other
@@ -604,7 +632,16 @@ fn alter_table(current: &TableMeta, op: &AlterTableOp) -> CqlResult<TableMeta> {
     let mut table = current.clone();
     match op {
         AlterTableOp::Add(defs) => {
+            if table.is_dense() {
+                return Err(invalid("Cannot add new column to a COMPACT STORAGE table"));
+            }
             for def in defs {
+                if table.options.compact_storage && def.is_static {
+                    return Err(invalid("Static columns are not allowed in COMPACT STORAGE tables"));
+                }
+                if table.options.compact_storage && def.ty.is_multi_cell() {
+                    return Err(invalid("Cannot use non-frozen collections in COMPACT STORAGE tables"));
+                }
                 if table.column(&def.name).is_some() {
                     return Err(invalid(format!(
                         "Invalid column name {} because it conflicts with an existing column",
@@ -628,6 +665,9 @@ fn alter_table(current: &TableMeta, op: &AlterTableOp) -> CqlResult<TableMeta> {
             }
         }
         AlterTableOp::Drop(names) => {
+            if table.options.compact_storage {
+                return Err(invalid("Cannot drop columns from a non-CQL3 table"));
+            }
             for name in names {
                 let column = table
                     .column(name)

@@ -470,6 +470,9 @@ fn table_options(table: &TableMeta, internals: bool, ck: &[&ColumnMeta]) -> Vec<
     if internals {
         options.push(format!("ID = {}", table.id));
     }
+    if table.options.compact_storage {
+        options.push("COMPACT STORAGE".to_string());
+    }
     if !ck.is_empty() {
         let orders: Vec<String> = ck
             .iter()

@@ -34,6 +34,11 @@ pub fn create(schema: &mut Schema, keyspace: &str, s: &CreateIndex) -> CqlResult
     if crate::ddl::is_counter_table(base) {
         return Err(invalid("Secondary indexes on counter tables aren't supported"));
     }
+    if base.is_dense() {
+        return Err(invalid(
+            "Secondary indexes are not supported on COMPACT STORAGE tables that have clustering columns",
+        ));
+    }
     let kind = check_target(base, s)?;
     let local = match &s.target.local_key {
         None => false,

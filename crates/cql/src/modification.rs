@@ -2,7 +2,8 @@
 //! partition updates that carry it out.
 //!
 //! Cassandra's semantics: INSERT writes a row marker (the row exists even
-//! with every column null), UPDATE does not; setting a non-frozen collection
+//! with every column null; not in COMPACT STORAGE tables, whose rows live
+//! by their cells, `TableMeta::insert_writes_marker`), UPDATE does not; setting a non-frozen collection
 //! replaces it with a collection tombstone one microsecond below the write;
 //! a null value is a cell tombstone; an unset value leaves the column alone.
 //! Counter tables take only UPDATE (`c = c + n`, a delta cell that the
@@ -103,8 +104,8 @@ pub fn insert(meta: &TableMeta, statement: &Insert, ctx: WriteContext<'_>) -> Cq
     }
     let attrs = attributes(meta, &statement.using, ctx)?;
     let mut key_values: Vec<Option<Bytes>> = vec![None; meta.columns.len()];
-    let mut row =
-        Row { marker: Some(RowMarker { timestamp: attrs.timestamp, expiry: attrs.expiry }), ..Row::default() };
+    let marker = meta.insert_writes_marker().then_some(RowMarker { timestamp: attrs.timestamp, expiry: attrs.expiry });
+    let mut row = Row { marker, ..Row::default() };
     let mut static_row = Row::default();
     let mut seen = vec![false; meta.columns.len()];
     for (name, term) in statement.columns.iter().zip(&statement.values) {
@@ -134,6 +135,7 @@ pub fn insert(meta: &TableMeta, statement: &Insert, ctx: WriteContext<'_>) -> Cq
     let only_static = row.columns.is_empty() && !update.static_row.columns.is_empty();
     match clustering.iter().cloned().collect::<Option<Vec<Bytes>>>() {
         Some(values) => {
+            check_dense_clustering(meta, &values)?;
             update.rows.insert(meta.encode_clustering(&values), ClusteredRow { clustering: values, row });
         }
         None if only_static && clustering.iter().all(Option::is_none) => {}
@@ -144,6 +146,12 @@ pub fn insert(meta: &TableMeta, statement: &Insert, ctx: WriteContext<'_>) -> Cq
                 .map(|c| c.name.as_str())
                 .collect();
             return Err(invalid(format!("Some clustering keys are missing: {}", missing.join(", "))));
+        }
+    }
+    // A dense COMPACT STORAGE row is its key and its value: no value, no row.
+    if let Some(value) = meta.columns.iter().find(|c| c.kind == ColumnKind::Regular && meta.is_dense()) {
+        if !seen[column_index(meta, value)] {
+            return Err(invalid(format!("Column {} is mandatory for this COMPACT STORAGE table", value.name)));
         }
     }
     Ok(Mutation { table: meta.id, position, update, list_ops: Vec::new() })
@@ -179,6 +187,7 @@ pub fn update(meta: &TableMeta, statement: &Update, ctx: WriteContext<'_>) -> Cq
         _ if !has_regular => Vec::new(),
         _ => return Err(invalid(missing_key_message(meta, "clustering key"))),
     };
+    keys.iter().try_for_each(|(_, values)| check_dense_clustering(meta, values))?;
     Ok(positions
         .into_iter()
         .map(|position| {
@@ -631,6 +640,18 @@ fn list_key(prepend: bool) -> Bytes {
 }
 
 /// The index of `column` in `meta`, whose own column it is.
+/// A dense table with one clustering column takes no empty value in it
+/// (ScyllaDB: the empty prefix is no row of such a table).
+fn check_dense_clustering(meta: &TableMeta, values: &[Bytes]) -> CqlResult<()> {
+    match values {
+        [only] if only.is_empty() && meta.is_dense() => {
+            let name = meta.clustering_key().next().map_or("", |c| c.name.as_str());
+            Err(invalid(format!("Missing PRIMARY KEY part {name}")))
+        }
+        _ => Ok(()),
+    }
+}
+
 fn column_index(meta: &TableMeta, column: &ColumnMeta) -> usize {
     let index = meta.columns.iter().position(|c| c.id == column.id);
     // Invariant: callers pass key columns taken from `meta` itself; a miss

@@ -250,6 +250,9 @@ fn internal_options(table: &TableMeta) -> Vec<String> {
         format!("{COLUMN_IDS} = {{{}}}", ids.join(", ")),
         format!("{NEXT_COLUMN_ID} = {}", table.next_column_id),
     ];
+    if table.options.compact_storage {
+        with.push("COMPACT STORAGE".to_string());
+    }
     if table.clustering_key_len() > 0 {
         let orders: Vec<String> = table
             .clustering_key()
@@ -280,6 +283,23 @@ mod tests {
     }
 
     const KEYSPACE: &str = "CREATE KEYSPACE ks WITH replication = {'class': 'SimpleStrategy', 'replication_factor': 1}";
+
+    #[test]
+    fn compact_storage_survives_the_schema_file() {
+        let before = run(
+            &Schema::empty(),
+            &[
+                KEYSPACE,
+                "CREATE TABLE ks.d (k int, c int, v int, PRIMARY KEY (k, c)) WITH COMPACT STORAGE",
+                "CREATE TABLE ks.s (k int PRIMARY KEY, a int) WITH COMPACT STORAGE",
+                "CREATE TABLE ks.t (k int PRIMARY KEY, a int)",
+            ],
+        );
+        let after = reload(&render(&before)).expect("rendered schema loads");
+        let compact = |name: &str| after.table("ks", name).expect("table").options.compact_storage;
+        assert!(compact("d") && compact("s") && !compact("t"));
+        assert_eq!(after.keyspaces["ks"].tables, before.keyspaces["ks"].tables);
+    }
 
     #[test]
     fn column_ids_survive_the_schema_file_after_drop_and_add() {

@@ -16,7 +16,7 @@ use bytes::Bytes;
 use shoal_coordinator::data::{
     Cell, ClusteredRow, ColumnData, Partition, PartitionPosition, Row, RowMarker, VirtualTable,
 };
-use shoal_schema::{KeyspaceMeta, Schema, TableMeta, UserType};
+use shoal_schema::{ColumnKind, KeyspaceMeta, Schema, TableMeta, UserType};
 use uuid::Uuid;
 
 use crate::ast::Statement;
@@ -261,7 +261,7 @@ fn table_row(t: &TableMeta) -> Vec<Option<Bytes>> {
         double(0.0),
         int(o.default_time_to_live_s),
         Some(serialize_items(std::iter::empty(), 0)),
-        text_set(["compound"].into_iter()),
+        text_set(table_flags(t).iter().copied()),
         int(o.gc_grace_seconds),
         uuid(t.id),
         int(o.max_index_interval),
@@ -381,28 +381,74 @@ fn view_row(t: &TableMeta) -> Option<Values> {
     ])
 }
 
+/// `system_schema.tables.flags` as Cassandra 3 writes them: `compound`
+/// for CQL tables; a COMPACT STORAGE table is `dense` with clustering
+/// columns (`compound` too with several) and has no flag without (the
+/// drivers read an empty set as "static compact").
+fn table_flags(t: &TableMeta) -> &'static [&'static str] {
+    match (t.options.compact_storage, t.clustering_key_len()) {
+        (false, _) => &["compound"],
+        (true, 0) => &[],
+        (true, 1) => &["dense"],
+        (true, _) => &["compound", "dense"],
+    }
+}
+
 fn column_rows(t: &TableMeta) -> Vec<Vec<Option<Bytes>>> {
-    t.columns
+    let static_compact = t.options.compact_storage && t.clustering_key_len() == 0;
+    let mut columns: Vec<(String, &str, &str, i32, String)> = t
+        .columns
         .iter()
         .filter(|c| !shoal_schema::view::is_hidden(t, &c.name))
         .map(|c| {
             let order = match (c.kind, c.order) {
-                (shoal_schema::ColumnKind::Clustering, shoal_schema::ClusteringOrder::Desc) => "desc",
-                (shoal_schema::ColumnKind::Clustering, _) => "asc",
+                (ColumnKind::Clustering, shoal_schema::ClusteringOrder::Desc) => "desc",
+                (ColumnKind::Clustering, _) => "asc",
                 _ => "none",
             };
+            // A static compact table's columns are its static row's.
+            let kind = match c.kind {
+                ColumnKind::Regular if static_compact => ColumnKind::Static,
+                kind => kind,
+            };
+            (c.name.clone(), order, kind.as_str(), c.position, c.ty.to_string())
+        })
+        .collect();
+    // The columns Cassandra 3 shows and its drivers hide: a static compact
+    // table's clustering column and value, a dense table's empty value.
+    if static_compact {
+        columns.push((unused_name(t, "column"), "asc", ColumnKind::Clustering.as_str(), 0, "text".to_string()));
+        columns.push((unused_name(t, "value"), "none", ColumnKind::Regular.as_str(), -1, "blob".to_string()));
+    } else if t.is_dense() && !t.columns.iter().any(|c| c.kind == ColumnKind::Regular) {
+        columns.push((String::new(), "none", ColumnKind::Regular.as_str(), -1, "empty".to_string()));
+    }
+    columns
+        .into_iter()
+        .map(|(name, order, kind, position, ty)| {
             vec![
                 text(&t.keyspace),
                 text(&t.name),
-                text(&c.name),
+                text(&name),
                 text(order),
-                Some(Bytes::copy_from_slice(c.name.as_bytes())),
-                text(c.kind.as_str()),
-                int(c.position),
-                text(&c.ty.to_string()),
+                Some(Bytes::copy_from_slice(name.as_bytes())),
+                text(kind),
+                int(position),
+                text(&ty),
             ]
         })
         .collect()
+}
+
+/// `base` (`column1`, `column2`, ... when `base` is "column"; `value`,
+/// `value1`, ... otherwise), the first not already a column's name, as
+/// Cassandra names a compact table's hidden columns.
+fn unused_name(t: &TableMeta, base: &str) -> String {
+    let first = if base == "column" { 1 } else { 0 };
+    // One of the first columns + 1 candidates is free.
+    (first..=first + t.columns.len())
+        .map(|n| if n == 0 { base.to_string() } else { format!("{base}{n}") })
+        .find(|name| t.column(name).is_none())
+        .unwrap_or_default()
 }
 
 /// One row of values (in the table's column order) as a partition update.

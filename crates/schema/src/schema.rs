@@ -78,6 +78,11 @@ pub struct TableOptions {
     pub compression: BTreeMap<String, String>,
     /// ScyllaDB's `in_memory`: all data held in the row cache, never evicted.
     pub in_memory: bool,
+    /// `WITH COMPACT STORAGE`: rows carry no row marker, so a row lives
+    /// only while one of its cells does. With clustering columns the table
+    /// is "dense" (at most one regular column); without, "static compact".
+    /// Set at creation only.
+    pub compact_storage: bool,
 }
 
 impl Default for TableOptions {
@@ -100,6 +105,7 @@ impl Default for TableOptions {
                 ("class", "org.apache.cassandra.io.compress.LZ4Compressor"),
             ]),
             in_memory: false,
+            compact_storage: false,
         }
     }
 }
@@ -145,6 +151,20 @@ impl TableMeta {
 
     pub fn clustering_key_len(&self) -> usize {
         self.clustering_key().count()
+    }
+
+    /// A COMPACT STORAGE table with clustering columns (Cassandra's
+    /// "dense"): each row is its key and at most one value.
+    pub fn is_dense(&self) -> bool {
+        self.options.compact_storage && self.clustering_key_len() > 0
+    }
+
+    /// Whether an INSERT writes a row marker: yes but in COMPACT STORAGE
+    /// tables with a regular column, whose rows exist only by their cells.
+    /// A dense table without one keeps its rows by their key alone
+    /// (ScyllaDB writes an empty value where this writes the marker).
+    pub fn insert_writes_marker(&self) -> bool {
+        !self.options.compact_storage || !self.columns.iter().any(|c| c.kind == ColumnKind::Regular)
     }
 
     /// The order-preserving encoding of a clustering key, or of a prefix of
