@@ -31,7 +31,11 @@ keys and values and the set's elements are created after the first
 writes (so they are built from existing data while later writes race the
 build), and every check also queries each index for every value and
 compares the rows with the model's rows holding that value, across all
-partitions.
+partitions. So do two materialized views, created and built alongside: one
+keyed by the regular column v (rows move between view partitions as v
+changes), one by the clustering column c2 (a view row lives as long as
+its base row); each view partition is read for every value and compared
+with the model's rows, collections included.
 
 SHOAL_MODEL_SEED replays a run (the seed is printed on failure);
 SHOAL_MODEL_CASES sets the number of partitions (CI: 1500).
@@ -349,6 +353,13 @@ INDEX_QUERIES = [
     ("st CONTAINS %d", lambda r, x: r[6] is not None and x in r[6]),
 ]
 
+VIEW_COLUMNS = "p, c1, c2, v, w, mp, st"
+# (name, key, restriction, test on (p, c1, c2, v, w, mp, st), x)
+VIEWS = [
+    ("mv_v", "v, p, c1, c2", "v = %d", lambda r, x: r[3] == x),
+    ("mv_c2", "c2, p, c1", "c2 = %d", lambda r, x: r[2] == x),
+]
+
 
 def normalize(row):
     mp = dict(row.mp) if row.mp else None
@@ -382,6 +393,28 @@ class Checker:
                     restriction % x, len(got), len(want), extra, missing))
         return failures
 
+    def check_views(self):
+        """Every view partition read for every value, against the model's
+        rows (of every partition) that the view holds there."""
+        expected = [(w.p, c1, c2, v, w_, mp, st) for w in self.writers
+                    for (c1, c2, _, v, w_, mp, st) in self.expected(w) if c1 is not None]
+        queries = [(name, restriction, test, x) for name, _, restriction, test in VIEWS for x in KEYS]
+        statements = [(SimpleStatement("SELECT %s FROM ks.%s WHERE %s" % (VIEW_COLUMNS, name, restriction % x),
+                                       fetch_size=500), ()) for name, restriction, _, x in queries]
+        results = execute_concurrent(self.session, statements, concurrency=8, raise_on_first_error=True)
+        failures = []
+        for (name, restriction, test, x), (ok, result) in zip(queries, results):
+            got = sorted((r.p, r.c1, r.c2, r.v, r.w, dict(r.mp) if r.mp else None, set(r.st) if r.st else None)
+                         for r in result)
+            want = sorted(r for r in expected if test(r, x))
+            self.checks += 1
+            if got != want:
+                extra = [r for r in got if r not in want][:3]
+                missing = [r for r in want if r not in got][:3]
+                failures.append("%s WHERE %s: %d rows, model %d; extra %s, missing %s" % (
+                    name, restriction % x, len(got), len(want), extra, missing))
+        return failures
+
     def expected(self, writer):
         static, rows = writer.model.visible()
         if not rows:
@@ -404,7 +437,7 @@ class Checker:
                 (SimpleStatement("SELECT * FROM ks.t WHERE p = %d ORDER BY c1 DESC" % p), ()),
             ]
         results = execute_concurrent(self.session, statements, concurrency=64, raise_on_first_error=True)
-        failures = self.check_indexes() if self.indexed else []
+        failures = self.check_indexes() + self.check_views() if self.indexed else []
         for i, writer in enumerate(self.writers):
             expected = self.expected(writer)
             sliced = [r for r in expected if r[0] is not None and slices[i](r[0], r[1])]
@@ -432,8 +465,9 @@ def write_phase(session, writers):
 
 def wait_for_index_builds(session, timeout_s=120):
     deadline = time.time() + timeout_s
-    while list(session.execute("SELECT * FROM system.index_builds_in_progress")):
-        assert time.time() < deadline, "index builds still in progress after %d s" % timeout_s
+    while (list(session.execute("SELECT * FROM system.index_builds_in_progress"))
+           or list(session.execute("SELECT * FROM system.views_builds_in_progress"))):
+        assert time.time() < deadline, "index or view builds still in progress after %d s" % timeout_s
         time.sleep(0.2)
 
 
@@ -448,6 +482,10 @@ def test_writes_and_reads_match_the_model():
         write_phase(session, writers)
         for target in INDEXES:
             session.execute("CREATE INDEX ON ks.t (%s)" % target)
+        for name, key, _, _ in VIEWS:
+            not_null = " AND ".join("%s IS NOT NULL" % c for c in key.split(", "))
+            session.execute("CREATE MATERIALIZED VIEW ks.%s AS SELECT %s FROM ks.t WHERE %s PRIMARY KEY (%s)"
+                            % (name, VIEW_COLUMNS, not_null, key))
         write_phase(session, writers)
         wait_for_index_builds(session)
         checker.indexed = True
