@@ -137,3 +137,24 @@ def test_nodetool_status_info_tablestats():
         assert float(fields["Space used (live)"]) > 0
         assert fields["Local write latency"].endswith(" ms")
         assert "Total number of tables: 2" in node.nodetool("cfstats", "ks")
+
+
+def test_rest_api_lists_tables_and_switches_a_tables_autocompaction():
+    """ScyllaDB's `/column_family/name[/keyspace]`, which test tools (the
+    cqlpy suite's nodetool helpers) ask first to learn that the REST API is
+    there, and `/column_family/autocompaction/<ks>:<table>`."""
+    import json
+    with temp_node("shoal-admin-") as node:
+        cluster, session = node.session()
+        try:
+            session.execute("CREATE KEYSPACE ks WITH replication = {'class': 'SimpleStrategy', 'replication_factor': 1}")
+            session.execute("CREATE TABLE ks.t (k int PRIMARY KEY, v text)")
+            session.execute("CREATE TABLE ks.u (k int PRIMARY KEY, v text)")
+        finally:
+            cluster.shutdown()
+        assert "ks" in json.loads(node.api("GET", "/column_family/name/keyspace"))
+        names = json.loads(node.api("GET", "/column_family/name"))
+        assert "ks:t" in names and "ks:u" in names
+        assert json.loads(node.api("DELETE", "/column_family/autocompaction/ks:t")) == 1
+        assert json.loads(node.api("POST", "/column_family/autocompaction/ks:t")) == 1
+        node.api("POST", "/storage_service/keyspace_flush/ks?cf=t")

@@ -63,12 +63,12 @@ pub async fn stop(request: &Request) -> Response {
     super::json_or_500(answers.map(|stopped| stopped.into_iter().sum::<usize>()))
 }
 
-/// `auto_compaction[/<keyspace>][?cf=t1,t2]`: turns the tables'
+/// `auto_compaction[/<keyspace>][?cf=t1,t2]` and
+/// `/column_family/autocompaction/<keyspace>:<table>`: turns the tables'
 /// automatic compaction on (`POST`) or off (`DELETE`) on every shard (all
-/// tables without a keyspace); answers the tables changed.
-pub async fn set_auto(keyspace: Option<String>, enabled: bool, request: &Request) -> Response {
-    let tables: Vec<String> =
-        request.param("cf").map(|cf| cf.split(',').map(str::to_string).collect()).unwrap_or_default();
+/// the keyspace's without `tables`, all tables without a keyspace);
+/// answers the tables changed.
+pub async fn set_auto(keyspace: Option<String>, tables: Vec<String>, enabled: bool) -> Response {
     if let Some(keyspace) = keyspace.as_ref().filter(|k| !shoal_coordinator::schema().keyspaces.contains_key(*k)) {
         return Response::error(Status::BadRequest, format!("no keyspace {keyspace}"));
     }

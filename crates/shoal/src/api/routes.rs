@@ -25,6 +25,9 @@ pub enum Route {
     /// `GET /failure_detector/endpoints`: each node's state, as gossip
     /// would carry it (`nodetool gossipinfo`).
     Gossip,
+    /// `GET /column_family/name` (`keyspace:table` of every table) or
+    /// `/column_family/name/keyspace` (true: their keyspaces).
+    TableNames(bool),
     /// `GET /storage_service/ownership/<keyspace>`.
     Ownership(String),
     /// `GET /storage_service/describe_ring/<keyspace>`: each range's
@@ -49,6 +52,8 @@ pub enum Route {
     /// `POST` (on) or `DELETE` (off)
     /// `/storage_service/auto_compaction[/<keyspace>][?cf=]`.
     AutoCompaction(Option<String>, bool),
+    /// `POST` (on) or `DELETE` (off) `/column_family/autocompaction/<keyspace>:<table>`.
+    TableAutoCompaction(String, String, bool),
     /// `GET /storage_service/trace_probability`.
     TraceProbability,
     /// `POST /storage_service/trace_probability?probability=`.
@@ -99,6 +104,8 @@ impl Route {
             "/storage_service/load_map" => get(Route::PeerMap(PeerMap::Load)),
             "/storage_service/tokens_endpoint" => get(Route::PeerMap(PeerMap::Tokens)),
             "/failure_detector/endpoints" => get(Route::Gossip),
+            "/column_family/name" => get(Route::TableNames(false)),
+            "/column_family/name/keyspace" => get(Route::TableNames(true)),
             "/storage_service/snapshots" if request.method == Method::Get => get(Route::ListSnapshots),
             "/storage_service/snapshots" if request.method == Method::Delete => {
                 Some((Method::Delete, Route::ClearSnapshots))
@@ -137,6 +144,13 @@ impl Route {
                 _ => (Method::Post, Route::AutoCompaction(keyspace, true)),
             });
         }
+        if let Some((keyspace, table)) =
+            request.rest_of("/column_family/autocompaction").and_then(|name| name.split_once(':'))
+        {
+            let enabled = request.method != Method::Delete;
+            let method = if enabled { Method::Post } else { Method::Delete };
+            return Some((method, Route::TableAutoCompaction(keyspace.to_string(), table.to_string(), enabled)));
+        }
         if let Some(keyspace) = keyspace("/storage_service/sstables") {
             return Some((Method::Post, Route::LoadSSTables(keyspace)));
         }
@@ -152,6 +166,7 @@ impl Route {
             Route::Endpoints(live) => Response::json(&node::endpoints(live).await),
             Route::PeerMap(map) => Response::json(&node::peer_map(map).await),
             Route::Gossip => Response::json(&node::gossip().await),
+            Route::TableNames(keyspaces) => Response::json(&serde_json::json!(node::table_names(keyspaces))),
             Route::Ownership(keyspace) => node::ownership(&keyspace).await,
             Route::DescribeRing(keyspace) => node::describe_ring(&keyspace),
             Route::NaturalEndpoints(keyspace) => node::natural_endpoints(&keyspace, request),
@@ -162,7 +177,13 @@ impl Route {
             Route::Compactions => compactions::list().await,
             Route::PendingCompactions => compactions::pending_by_table().await,
             Route::StopCompaction => compactions::stop(request).await,
-            Route::AutoCompaction(keyspace, enabled) => compactions::set_auto(keyspace, enabled, request).await,
+            Route::AutoCompaction(keyspace, enabled) => {
+                let tables = request.param("cf").map(|cf| cf.split(',').map(str::to_string).collect());
+                compactions::set_auto(keyspace, tables.unwrap_or_default(), enabled).await
+            }
+            Route::TableAutoCompaction(keyspace, table, enabled) => {
+                compactions::set_auto(Some(keyspace), vec![table], enabled).await
+            }
             Route::TraceProbability => ops::trace_probability(),
             Route::SetTraceProbability => ops::set_trace_probability(request).await,
             Route::TopPartitions => top_partitions::sample(request).await,
@@ -192,6 +213,11 @@ mod tests {
         assert_eq!(route("GET /storage_service/ownership HTTP/1.1\r\n\r\n"), Err(Status::NotFound));
         assert_eq!(route("DELETE /storage_service/snapshots?tag=t HTTP/1.1\r\n\r\n"), Ok(Route::ClearSnapshots));
         assert_eq!(route("GET /storage_service/snapshots HTTP/1.1\r\n\r\n"), Ok(Route::ListSnapshots));
+        assert_eq!(route("GET /column_family/name/keyspace HTTP/1.1\r\n\r\n"), Ok(Route::TableNames(true)));
+        assert_eq!(
+            route("DELETE /column_family/autocompaction/ks:t HTTP/1.1\r\n\r\n"),
+            Ok(Route::TableAutoCompaction("ks".into(), "t".into(), false))
+        );
         assert_eq!(route("GET /system/logger HTTP/1.1\r\n\r\n"), Ok(Route::LoggerLevels));
         assert_eq!(route("POST /system/logger?reset HTTP/1.1\r\n\r\n"), Ok(Route::SetLoggerLevel(String::new())));
         assert_eq!(
