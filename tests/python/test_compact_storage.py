@@ -63,6 +63,19 @@ def test_a_dense_table_is_its_key_and_one_value(session, table):
     assert rows(session, "SELECT c1 FROM %s WHERE k = 0" % t) == [(0,)]
 
 
+def test_a_dense_table_takes_rows_at_a_clustering_prefix(session, table):
+    # CASSANDRA-7990: trailing clustering columns may be left out; they
+    # read as null, and the prefix row sorts before the rows under it.
+    t = table("(k int, c1 int, c2 int, v int, PRIMARY KEY (k, c1, c2))", options="COMPACT STORAGE")
+    session.execute("INSERT INTO %s (k, c1, v) VALUES (0, 0, 0)" % t)
+    session.execute("INSERT INTO %s (k, c1, c2, v) VALUES (0, 0, 0, 1)" % t)
+    session.execute("INSERT INTO %s (k, c1, c2, v) VALUES (0, 0, 1, 2)" % t)
+    assert list(session.execute("SELECT * FROM %s" % t)) == [(0, 0, None, 0), (0, 0, 0, 1), (0, 0, 1, 2)]
+    invalid(session, "INSERT INTO %s (k, c2, v) VALUES (0, 0, 0)" % t,
+            'PRIMARY KEY column "c2" cannot be restricted as preceding column "c1" is not restricted')
+    invalid(session, "INSERT INTO %s (k, v) VALUES (0, 0)" % t, "Missing PRIMARY KEY part c1")
+
+
 def test_a_dense_table_without_a_value_keeps_rows_by_their_key(session, table):
     t = table("(k int, c int, PRIMARY KEY (k, c))", options="COMPACT STORAGE")
     session.execute("INSERT INTO %s (k, c) VALUES (1, 1)" % t)
@@ -91,6 +104,8 @@ def test_compact_storage_refusals_are_scylladbs(session, table, tname):
     static = table("(k int PRIMARY KEY, a int)", options="COMPACT STORAGE")
     invalid(session, "ALTER TABLE %s ADD l list<int>" % static,
             "Cannot use non-frozen collections in COMPACT STORAGE tables")
+    invalid(session, "CREATE INDEX ON %s (k)" % static,
+            "Secondary indexes are not supported on PRIMARY KEY columns in COMPACT STORAGE tables")
     # A static compact table takes new columns, and indexes.
     session.execute("ALTER TABLE %s ADD b text" % static)
     session.execute("INSERT INTO %s (k, a, b) VALUES (1, 2, 'z')" % static)

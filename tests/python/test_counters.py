@@ -155,15 +155,22 @@ def test_counter_batch(session, table):
     session.execute(batch)
     assert counts(session, t, 1) == {1: (33, None)}
 
-    with pytest.raises(InvalidRequest, match="Cannot include a counter statement in a non-counter batch"):
+    with pytest.raises(InvalidRequest, match="Cannot include a counter statement in a logged batch"):
         session.execute(f"BEGIN BATCH UPDATE {t} SET hits = hits + 1 WHERE k = 1 AND c = 1 APPLY BATCH")
     with pytest.raises(InvalidRequest, match="Cannot include non-counter statement in a counter batch"):
         session.execute(f"BEGIN COUNTER BATCH INSERT INTO {plain} (k, v) VALUES (1, 1) APPLY BATCH")
     logged = BatchStatement(batch_type=BatchType.LOGGED)
     logged.add(update, (1, 1, 1))
-    with pytest.raises(InvalidRequest, match="Cannot include a counter statement in a non-counter batch"):
+    with pytest.raises(InvalidRequest, match="Cannot include a counter statement in a logged batch"):
         session.execute(logged)
+    with pytest.raises(InvalidRequest, match="Counter and non-counter mutations cannot exist in the same batch"):
+        session.execute(f"BEGIN UNLOGGED BATCH UPDATE {t} SET hits = hits + 1 WHERE k = 1 AND c = 1; "
+                        f"INSERT INTO {plain} (k, v) VALUES (1, 1) APPLY BATCH")
     assert counts(session, t, 1) == {1: (33, None)}
+    # An UNLOGGED batch of counter updates only is one, as in ScyllaDB.
+    session.execute(f"BEGIN UNLOGGED BATCH UPDATE {t} SET hits = hits + 1 WHERE k = 1 AND c = 1; "
+                    f"UPDATE {t} SET hits = hits + 2 WHERE k = 1 AND c = 1 APPLY BATCH")
+    assert counts(session, t, 1) == {1: (36, None)}
 
 
 @pytest.mark.skipif(bool(skip_reason()), reason=skip_reason() or "")

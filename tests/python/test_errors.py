@@ -116,6 +116,15 @@ def test_invalid_modifications(session, t):
     # Wrong number of values.
     with pytest.raises(InvalidRequest):
         session.execute("INSERT INTO errs (k, c, v) VALUES (1, 1)")
+    # token() names ranges, which UPDATE and DELETE do not take: refused
+    # when prepared too, before a bind marker gets a type.
+    for statement, cql in [("DELETE", "DELETE FROM errs WHERE token(k) = token(?)"),
+                           ("UPDATE", "UPDATE errs SET v = 1 WHERE token(k) > ? AND c = 1")]:
+        message = "The token function cannot be used in WHERE clauses for %s statements" % statement
+        with pytest.raises(InvalidRequest, match=message):
+            session.prepare(cql)
+        with pytest.raises(InvalidRequest, match=message):
+            session.execute(cql.replace("?", "0"))
 
 
 def test_invalid_ddl(session, t):

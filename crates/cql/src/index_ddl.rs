@@ -156,6 +156,9 @@ fn check_target(base: &TableMeta, s: &CreateIndex) -> CqlResult<IndexKind> {
         };
         return Err(invalid(format!("Secondary indexes are not supported on {what}")));
     }
+    if base.options.compact_storage && column.kind.is_primary_key() {
+        return Err(invalid("Secondary indexes are not supported on PRIMARY KEY columns in COMPACT STORAGE tables"));
+    }
     if column.kind == ColumnKind::PartitionKey && base.partition_key_len() == 1 && s.target.local_key.is_none() {
         return Err(invalid(format!("Cannot create secondary index on the only partition key column {name}")));
     }

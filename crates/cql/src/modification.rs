@@ -21,7 +21,7 @@ use shoal_coordinator::data::{ListOp, ListOpKind, Mutation};
 use shoal_schema::comparable;
 use shoal_schema::{ColumnKind, ColumnMeta, CqlType, TableMeta, UserType};
 
-use crate::ast::{Assignment, ColumnTarget, Delete, Insert, Term, Update, Using};
+use crate::ast::{Assignment, ColumnTarget, Delete, Insert, Relation, Term, Update, Using};
 use crate::ddl::is_counter_table;
 use crate::error::{invalid, CqlResult};
 use crate::restrictions::{analyze, check_key_value, position_of, PartitionRestriction};
@@ -139,6 +139,24 @@ pub fn insert(meta: &TableMeta, statement: &Insert, ctx: WriteContext<'_>) -> Cq
             update.rows.insert(meta.encode_clustering(&values), ClusteredRow { clustering: values, row });
         }
         None if only_static && clustering.iter().all(Option::is_none) => {}
+        // A dense table takes a row at a clustering prefix (CASSANDRA-7990):
+        // its missing trailing columns read as null.
+        None if meta.is_dense() => {
+            let prefix: Vec<Bytes> = clustering.iter().map_while(Clone::clone).collect();
+            let names: Vec<&str> = meta.clustering_key().map(|c| c.name.as_str()).collect();
+            if let Some(given) = (prefix.len()..clustering.len()).find(|&i| clustering[i].is_some()) {
+                return Err(invalid(format!(
+                    "PRIMARY KEY column \"{}\" cannot be restricted as preceding column \"{}\" is not restricted",
+                    names[given],
+                    names[given - 1]
+                )));
+            }
+            if prefix.is_empty() {
+                return Err(invalid(format!("Missing PRIMARY KEY part {}", names[0])));
+            }
+            check_dense_clustering(meta, &prefix)?;
+            update.rows.insert(meta.encode_clustering(&prefix), ClusteredRow { clustering: prefix, row });
+        }
         None => {
             let missing: Vec<&str> = meta
                 .clustering_key()
@@ -157,7 +175,16 @@ pub fn insert(meta: &TableMeta, statement: &Insert, ctx: WriteContext<'_>) -> Cq
     Ok(Mutation { table: meta.id, position, update, list_ops: Vec::new() })
 }
 
+/// UPDATE and DELETE name their partitions, never a token range.
+pub fn check_no_token(where_clause: &[Relation], statement: &str) -> CqlResult<()> {
+    match where_clause.iter().any(|r| matches!(r, Relation::Token { .. })) {
+        true => Err(invalid(format!("The token function cannot be used in WHERE clauses for {statement} statements"))),
+        false => Ok(()),
+    }
+}
+
 pub fn update(meta: &TableMeta, statement: &Update, ctx: WriteContext<'_>) -> CqlResult<Vec<Mutation>> {
+    check_no_token(&statement.where_clause, "UPDATE")?;
     if is_counter_table(meta) && statement.using.ttl.is_some() {
         return Err(invalid("Cannot provide custom TTL for counter updates"));
     }
@@ -206,6 +233,7 @@ pub fn update(meta: &TableMeta, statement: &Update, ctx: WriteContext<'_>) -> Cq
 }
 
 pub fn delete(meta: &TableMeta, statement: &Delete, ctx: WriteContext<'_>) -> CqlResult<Vec<Mutation>> {
+    check_no_token(&statement.where_clause, "DELETE")?;
     if statement.using.ttl.is_some() {
         return Err(invalid("A DELETE statement cannot use TTL"));
     }

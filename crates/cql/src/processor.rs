@@ -131,6 +131,11 @@ pub async fn prepare(text: &str, session: &Session) -> CqlResult<PreparedInfo> {
 /// Prepares `text` in this shard's cache.
 fn prepare_here(text: &str, session: &Session) -> CqlResult<PreparedInfo> {
     let parsed = parse(text)?;
+    match &parsed.statement {
+        Statement::Update(u) => crate::modification::check_no_token(&u.where_clause, "UPDATE")?,
+        Statement::Delete(d) => crate::modification::check_no_token(&d.where_clause, "DELETE")?,
+        _ => {}
+    }
     let keyspace = session.keyspace.clone();
     let schema = shoal_coordinator::schema();
     let variables = bind_specs(&schema, &parsed, keyspace.as_deref())?;
@@ -472,17 +477,19 @@ async fn apply_or_check(
     Box::pin(lwt::execute(conditions, writes, consistency, serial, timestamp_us, now_s, batch.is_some())).await
 }
 
-/// Counter updates go only in COUNTER batches, and only they do.
+/// ScyllaDB's (and Cassandra's) rules: a COUNTER batch holds only counter
+/// updates, a LOGGED one none, and an UNLOGGED one either kind but not both.
 fn check_batch_kind(kind: BatchKind, schema: &Schema, writes: &[Mutation]) -> CqlResult<()> {
-    for write in writes {
-        let counter = schema.table_by_id(write.table).is_some_and(|t| crate::ddl::is_counter_table(t));
-        match (kind == BatchKind::Counter, counter) {
-            (true, false) => return Err(invalid("Cannot include non-counter statement in a counter batch")),
-            (false, true) => return Err(invalid("Cannot include a counter statement in a non-counter batch")),
-            _ => {}
-        }
+    let is_counter =
+        |write: &Mutation| schema.table_by_id(write.table).is_some_and(|t| crate::ddl::is_counter_table(t));
+    let counters = writes.iter().any(is_counter);
+    let others = !writes.iter().all(is_counter);
+    match kind {
+        BatchKind::Counter if others => Err(invalid("Cannot include non-counter statement in a counter batch")),
+        BatchKind::Logged if counters => Err(invalid("Cannot include a counter statement in a logged batch")),
+        _ if counters && others => Err(invalid("Counter and non-counter mutations cannot exist in the same batch")),
+        _ => Ok(()),
     }
-    Ok(())
 }
 
 fn writable_table(
