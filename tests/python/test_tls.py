@@ -17,12 +17,14 @@ YAML file, as a user would write them (docs/security.md):
   `tls_handshake_timeout_in_ms`; garbage, a plaintext CQL client and a
   truncated ClientHello on a TLS port are refused and the node serves on.
 - Reload: new certificate files are in use a moment later, no restart.
-- memcached: pymemcache over TLS (`tls_context`), `openssl s_client`; ASCII
+- memcached: pymemcache over TLS (`tls_context`) logging in with ASCII
+  authentication, `openssl s_client` doing the same; ASCII
   authentication (`--memcache-auth-file`) with pymemcache and raw sockets,
   its refusal texts compared byte for byte with Debian's `memcached -Y`
   when it is installed.
 - Internode: three nodes with `internode_encryption: all` and one killed
-  with -9 under QUORUM writes; the plain storage port is closed.
+  with -9 while QUORUM writes (16 in flight) go on: none fails, every
+  acknowledged row is read back at QUORUM; the plain storage port is closed.
 """
 import contextlib
 import os
@@ -31,12 +33,14 @@ import socket
 import ssl
 import subprocess
 import tempfile
+import threading
 import time
 
 import pytest
 from cassandra import ConsistencyLevel as CL
 from cassandra.auth import PlainTextAuthProvider
 from cassandra.cluster import Cluster, NoHostAvailable
+from cassandra.policies import WhiteListRoundRobinPolicy
 from cassandra.query import SimpleStatement
 
 from node import SHOAL_BIN, free_ports, skip_reason, start_cluster, temp_node
@@ -299,11 +303,25 @@ memcache_ssl_key: %s
 
 
 def test_memcached_over_tls_with_pymemcache_and_s_client(pki):
+    """TLS and ASCII authentication together, as a deployment runs them
+    (the password would otherwise cross the network in clear)."""
     from pymemcache.client.base import Client
+    from pymemcache.exceptions import MemcacheClientError
     cert = pki.leaf("node")
-    args = ["--memcache-ssl", "--memcache-ssl-chain-cert", cert[0], "--memcache-ssl-key", cert[1]]
+    users = os.path.join(pki.dir, "users")
+    with open(users, "w") as f:
+        f.write("alice:secret\n")
+    args = ["--memcache-ssl", "--memcache-ssl-chain-cert", cert[0], "--memcache-ssl-key", cert[1],
+            "--memcache-auth-file", users]
     with temp_node("shoal-tls-mc-", args=args) as node:
         client = Client(("127.0.0.1", node.memcache_port), tls_context=client_context(pki), timeout=10)
+        with pytest.raises(MemcacheClientError, match="unauthenticated"):
+            client.get("tls-key")
+        client.close()
+        client = Client(("127.0.0.1", node.memcache_port), tls_context=client_context(pki), timeout=10)
+        with pytest.raises(MemcacheClientError, match="authentication failure"):
+            client.set("auth", b"alice wrong", noreply=False)
+        assert client.set("auth", b"alice secret", noreply=False)
         assert client.set("tls-key", b"over tls")
         assert client.get("tls-key") == b"over tls"
         # Pipelined meta gets over one TLS connection.
@@ -311,7 +329,8 @@ def test_memcached_over_tls_with_pymemcache_and_s_client(pki):
         client.set_many(many)
         assert client.get_many(list(many)) == many
         client.close()
-        code, out = s_client(node.memcache_port, pki, send=b"get tls-key\r\nquit\r\n")
+        code, out = s_client(node.memcache_port, pki,
+                             send=b"set auth 0 0 12\r\nalice secret\r\nget tls-key\r\nquit\r\n")
         assert code == 0 and "VALUE tls-key 0 8" in out and "over tls" in out, out
         # The same item through CQL, which speaks plaintext here.
         cluster, session = node.session()
@@ -432,24 +451,41 @@ server_encryption_options:
             assert not port_open(n.address, n.storage_port)
             code, out = s_client(ssl_storage_port, pki, host=n.address, cert=pki.leaf("probe-" + n.address))
             assert code == 0, out
-        cluster = Cluster([nodes[0].address], port=nodes[0].cql_port, protocol_version=4)
+        # Nodes 1 and 2 coordinate; node 3 is a replica of every write and dies mid-load.
+        cluster = Cluster([nodes[0].address], port=nodes[0].cql_port, protocol_version=4,
+                          load_balancing_policy=WhiteListRoundRobinPolicy([n.address for n in nodes[:2]]))
         session = cluster.connect()
         session.execute("CREATE KEYSPACE rf3 WITH replication = {'class': 'SimpleStrategy', 'replication_factor': 3}")
         session.execute("CREATE TABLE rf3.t (k int PRIMARY KEY, v int)")
         insert = session.prepare("INSERT INTO rf3.t (k, v) VALUES (?, ?)")
         insert.consistency_level = CL.QUORUM
-        for k in range(200):
-            session.execute(insert, (k, k))
-        nodes[2].kill()
-        failed = 0
-        for k in range(200, 400):
-            try:
-                session.execute(insert, (k, k))
-            except Exception:
-                failed += 1
-        assert failed == 0
+        written, failures, stop = [], [], threading.Event()
+
+        def load():
+            # 16 writes in flight at a time, until told to stop.
+            k = 0
+            while not stop.is_set():
+                futures = [(k + i, session.execute_async(insert, (k + i, k + i))) for i in range(16)]
+                for key, future in futures:
+                    try:
+                        future.result()
+                        written.append(key)
+                    except Exception as e:
+                        failures.append(repr(e))
+                k += 16
+        writer = threading.Thread(target=load)
+        writer.start()
+        try:
+            wait_for("writes before the kill", lambda: len(written) >= 500, 60)
+            nodes[2].kill()
+            killed_at = len(written)
+            wait_for("writes after the kill", lambda: len(written) >= killed_at + 1000, 60)
+        finally:
+            stop.set()
+            writer.join(timeout=60)
+        assert failures == [], failures[:5]
         select = SimpleStatement("SELECT count(*) FROM rf3.t", consistency_level=CL.QUORUM)
-        assert session.execute(select).one()[0] == 400
+        assert session.execute(select).one()[0] == len(written)
         cluster.shutdown()
         for n in nodes:
             with open(n.log_path, errors="replace") as f:

@@ -66,7 +66,9 @@ pub use hints::{decode_hint_entry, encode_hint_entry, open as open_hints, set_hi
 pub use items::{item_position, items_stats, run_items, track_items, ItemResult};
 pub use proxy::{cas, mutate, read, truncate};
 pub use schema::{schema, set_schema_everywhere, subscribe_schema_changes, unsubscribe_schema_changes, SchemaListener};
-pub use schema_service::{announce_schema_change, schema_applier, set_schema_file, Transition};
+pub use schema_service::{
+    announce_schema_change, announce_schema_change_everywhere, schema_applier, set_schema_file, Transition,
+};
 pub use shards::{on_every_shard, shard_of, sharder, SHARDING_IGNORE_MSB};
 pub use storage_ops::{storage_op, StorageOp};
 pub use timeouts::{set_timeouts, timeouts, Timeouts};

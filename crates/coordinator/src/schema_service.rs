@@ -81,6 +81,41 @@ where
     .await?
 }
 
+/// As [`announce_schema_change`], and returns only once every node the
+/// failure detector finds up has installed this node's schema too (group
+/// 0's [`group0::barrier`]; a node that is down installs it before it
+/// serves again). For changes that must hold on the next statement on any
+/// node, not only this one: a REVOKE, a role losing LOGIN or SUPERUSER.
+/// The plain announce answers once this node applied the change, and a
+/// follower may apply it a round trip later.
+pub async fn announce_schema_change_everywhere<F, E>(
+    transition: F,
+) -> Result<Result<Option<SchemaChange>, E>, CoordinatorError>
+where
+    F: Fn(&Schema) -> Result<Transition, E> + Send + 'static,
+    E: Send + 'static,
+{
+    let outcome = announce_schema_change(transition).await?;
+    // Waited for even when the statement changed nothing: an earlier
+    // change it depends on may still be on its way to the others.
+    if outcome.is_ok() {
+        wait_installed_everywhere().await?;
+    }
+    Ok(outcome)
+}
+
+/// Waits until every live member applied the latest schema entry this
+/// node applied; at once without group 0 (one node, tests).
+async fn wait_installed_everywhere() -> Result<(), CoordinatorError> {
+    submit_to(0, || async {
+        match (group0::schema_index(), SCHEMA_FILE.get()) {
+            (Some(index), Some(_)) => group0::barrier(index, None).await.map_err(CoordinatorError::SchemaAgreement),
+            _ => Ok(()),
+        }
+    })
+    .await?
+}
+
 /// Has group 0 agree on the transition's result, building it again when
 /// another change came first; returns once this node applied it.
 async fn agree<F, E>(file: &SchemaFile, transition: F) -> Result<Result<Option<SchemaChange>, E>, CoordinatorError>

@@ -73,8 +73,12 @@ pub enum Statement {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Describe {
     pub target: DescribeTarget,
-    /// `WITH INTERNALS`: table ids too.
+    /// `WITH INTERNALS`: table ids too, and for a SCHEMA the roles, role
+    /// grants and permissions (ScyllaDB's).
     pub with_internals: bool,
+    /// `WITH INTERNALS AND PASSWORDS`: the roles' salted hashes too (a
+    /// superuser's request).
+    pub with_passwords: bool,
 }
 
 /// What a DESCRIBE asks for. A `(keyspace, name)` pair names an object,

@@ -308,7 +308,7 @@ async fn execute_parsed(
             }
             Ok(change.map_or(QueryResult::Void, QueryResult::SchemaChange))
         }
-        Statement::Describe(d) => Ok(QueryResult::Rows(crate::describe::execute(d, &schema, keyspace)?)),
+        Statement::Describe(d) => Ok(QueryResult::Rows(crate::auth::describe::execute(d, &schema, keyspace, user)?)),
         Statement::Role(role) => {
             let result = crate::auth::roles::execute(role, user).await?;
             crate::auth::permissions::after_schema_change(&parsed.statement, keyspace, user).await?;

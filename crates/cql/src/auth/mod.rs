@@ -1,4 +1,4 @@
-//! Authentication, roles and (later) permissions, as Cassandra's
+//! Authentication, roles and permissions, as Cassandra's
 //! `PasswordAuthenticator` and `CassandraRoleManager` do them.
 //!
 //! - [`config`]: which authenticator the node runs, set once at start;
@@ -15,11 +15,14 @@
 //!   REVOKE) invalidates at once;
 //! - [`permissions`]: GRANT / REVOKE / LIST PERMISSIONS;
 //! - [`tables`]: the rows of `system_auth.roles`, `role_members` and
-//!   `role_permissions`.
+//!   `role_permissions`;
+//! - [`describe`]: roles, grants and permissions as the CQL that recreates
+//!   them (DESCRIBE SCHEMA WITH INTERNALS, and the schema file).
 
 pub mod access;
 pub mod authorizer;
 pub mod config;
+pub mod describe;
 pub mod login;
 pub mod password;
 pub mod permissions;
@@ -31,9 +34,11 @@ pub mod tables;
 
 pub use config::{configure, AuthConfig, Authenticator, Authorizer};
 
-/// The roles and permissions as schema-file lines (CQL).
+/// The roles and permissions as schema-file lines (CQL): the statements
+/// of `DESCRIBE SCHEMA WITH INTERNALS AND PASSWORDS`, one a line.
 pub fn render(roles: &shoal_schema::Roles) -> String {
-    roles::render(roles) + &permissions::render(roles)
+    let include = describe::Include { passwords: true, permissions: true };
+    describe::elements(roles, include).into_iter().map(|e| e.create_statement + "\n").collect()
 }
 
 /// Applies an auth statement read back from the schema file; false for

@@ -13,7 +13,6 @@ use super::resource::{Resource, PERMISSIONS};
 use super::roles::next_schema;
 use super::statement::{PermissionStatement, RoleStatement};
 use crate::ast::Statement;
-use crate::describe::literal;
 use crate::error::{invalid, CqlError, CqlResult};
 use crate::result::{ColumnSpec, QueryResult, Rows};
 use crate::system::text;
@@ -52,7 +51,9 @@ pub async fn execute(
                 };
                 Ok::<_, CqlError>(changed.then(|| next_schema(current, roles)))
             };
-            shoal_coordinator::announce_schema_change(change).await??;
+            // Every node before the answer: a REVOKE holds on the next
+            // statement anywhere, whatever each node's cache holds.
+            shoal_coordinator::announce_schema_change_everywhere(change).await??;
             Ok(QueryResult::Void)
         }
     }
@@ -117,20 +118,6 @@ fn remove(roles: &mut Roles, role: &str, resource: &Resource, permissions: &[&st
         roles.permissions.remove(role);
     }
     changed
-}
-
-/// The permissions as schema-file lines: `GRANT p ON resource TO role`.
-pub fn render(roles: &Roles) -> String {
-    let mut out = String::new();
-    for (role, resources) in &roles.permissions {
-        for (name, held) in resources {
-            let Some(resource) = Resource::from_name(name) else { continue };
-            for p in held {
-                out.push_str(&format!("GRANT {p} ON {} TO {}\n", resource.cql(), literal(role)));
-            }
-        }
-    }
-    out
 }
 
 /// Applies a GRANT read back from the schema file.
@@ -263,7 +250,7 @@ mod tests {
         add(&mut roles, "o'dd", &Resource::Role("x".into()), &["ALTER"]);
         add(&mut roles, "o'dd", &Resource::AllKeyspaces, &["CREATE"]);
         let mut schema = Schema::empty();
-        for line in render(&roles).lines() {
+        for line in crate::auth::render(&roles).lines() {
             let Ok(Statement::Permission(p)) = crate::parser::parse_statement(line).map(|p| p.statement) else {
                 panic!("{line}")
             };

@@ -93,23 +93,6 @@ impl Resource {
     }
 }
 
-impl Resource {
-    /// The resource as GRANT names it, names quoted (for the schema file).
-    pub fn cql(&self) -> String {
-        let quote = |name: &str| format!("\"{}\"", name.replace('"', "\"\""));
-        match self {
-            Resource::AllKeyspaces => "ALL KEYSPACES".to_string(),
-            Resource::Keyspace(ks) => format!("KEYSPACE {}", quote(ks)),
-            Resource::Table(ks, t) => format!("TABLE {}.{}", quote(ks), quote(t)),
-            Resource::AllRoles => "ALL ROLES".to_string(),
-            Resource::Role(r) => format!("ROLE '{}'", r.replace('\'', "''")),
-            Resource::AllFunctions => "ALL FUNCTIONS".to_string(),
-            Resource::FunctionsIn(ks) => format!("ALL FUNCTIONS IN KEYSPACE {}", quote(ks)),
-            Resource::Function(ks, f, args) => format!("FUNCTION {}.{}({})", quote(ks), quote(f), args.join(", ")),
-        }
-    }
-}
-
 impl fmt::Display for Resource {
     /// Cassandra's text: `<all keyspaces>`, `<table ks.t>`, ...
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {

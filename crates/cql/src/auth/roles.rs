@@ -2,29 +2,27 @@
 //!
 //! A change is a schema transition ([`transition`], pure): the coordinator's
 //! schema service runs it under the DDL lock and has group 0 agree on the
-//! result, which every node installs on every shard, so the next statement
-//! anywhere sees it. A password is hashed before the transition (off the
-//! shard, `password`), so the transition only stores its hash. The roles
-//! persist in the schema file as CQL ([`render`], read back with
-//! [`restore`]): `CREATE ROLE ... WITH HASHED PASSWORD` and `GRANT`.
+//! result, which every node installs on every shard before the statement
+//! is answered, so the next statement anywhere sees it. A password is
+//! hashed before the transition (off the shard, `password`), so the
+//! transition only stores its hash. The roles persist in the schema file
+//! as CQL (`describe`, read back with [`restore`]): `CREATE ROLE ... WITH
+//! HASHED PASSWORD` and `GRANT`.
 
-use std::fmt::Write as _;
 use std::sync::Arc;
 
 use shoal_schema::{CqlType, Role, Roles, Schema, SchemaChange, SchemaChangeKind, SchemaChangeTarget};
 use uuid::Uuid;
 
+use super::describe::DEFAULT_SUPERUSER;
 use super::password;
 use super::statement::{RoleOptions, RoleStatement};
-use crate::describe::{literal, map_literal};
 use crate::error::{invalid, CqlError, CqlResult};
 use crate::result::{ColumnSpec, QueryResult, Rows};
 use crate::system::{boolean, text, text_map};
 
 /// The keyspace clients are told changed when roles change.
 pub const AUTH_KEYSPACE: &str = "system_auth";
-/// The default superuser, created when no role exists.
-const DEFAULT_SUPERUSER: &str = "cassandra";
 
 /// Runs a role statement for `user` (the logged-in role; `None` without
 /// authentication).
@@ -43,7 +41,9 @@ pub async fn execute(statement: &RoleStatement, user: Option<&str>) -> CqlResult
             };
             let (statement, user) = (statement.clone(), user.map(str::to_string));
             let change = move |current: &Schema| transition(current, &statement, user.as_deref(), hashed.as_deref());
-            shoal_coordinator::announce_schema_change(change).await??;
+            // Every node before the answer: a role dropped or losing LOGIN
+            // or SUPERUSER is so on the next statement anywhere.
+            shoal_coordinator::announce_schema_change_everywhere(change).await??;
             Ok(QueryResult::Void)
         }
     }
@@ -127,6 +127,13 @@ fn check(roles: &Roles, statement: &RoleStatement, user: Option<&str>) -> CqlRes
     let superuser = roles.is_superuser(user);
     let refuse = |message: &str| Err(CqlError::Unauthorized(message.to_string()));
     match statement {
+        // A hash is a backup's restore (ScyllaDB lets only superusers run
+        // it): anyone else would set a password without knowing it.
+        RoleStatement::Create { options, .. } | RoleStatement::Alter { options, .. }
+            if options.hashed_password.is_some() && !superuser =>
+        {
+            refuse("Only superusers can create or alter a role with a hashed password")
+        }
         RoleStatement::Create { options, .. } if options.superuser == Some(true) && !superuser => {
             refuse("Only superusers can create a role with superuser status")
         }
@@ -270,28 +277,6 @@ fn list_users(roles: &Roles) -> QueryResult {
     QueryResult::Rows(Rows { columns: columns.into(), rows, paging_state: None })
 }
 
-/// The roles as schema-file lines: each role, then each grant.
-pub fn render(roles: &Roles) -> String {
-    let mut out = String::new();
-    for role in roles.roles.values() {
-        let _ = write!(out, "CREATE ROLE {} WITH LOGIN = {}", literal(&role.name), role.can_login);
-        let _ = write!(out, " AND SUPERUSER = {}", role.is_superuser);
-        if let Some(hash) = &role.salted_hash {
-            let _ = write!(out, " AND HASHED PASSWORD = {}", literal(hash));
-        }
-        if !role.options.is_empty() {
-            let _ = write!(out, " AND OPTIONS = {}", map_literal(&role.options));
-        }
-        out.push('\n');
-    }
-    for role in roles.roles.values() {
-        for granted in &role.member_of {
-            let _ = writeln!(out, "GRANT {} TO {}", literal(granted), literal(&role.name));
-        }
-    }
-    out
-}
-
 /// Applies a role statement read back from the schema file.
 pub fn restore(schema: &mut Schema, statement: &RoleStatement) -> CqlResult<()> {
     if let Some((next, _)) = transition(schema, statement, None, None)? {
@@ -337,6 +322,11 @@ mod tests {
         assert!(bob.member_of.contains("reader"));
         let refused = run(&mut schema, "CREATE ROLE boss WITH SUPERUSER = true", Some("bob"));
         assert!(matches!(refused, Err(CqlError::Unauthorized(_))), "{refused:?}");
+        for text in ["CREATE ROLE x WITH HASHED PASSWORD = '$2a$10$h'", "ALTER ROLE bob WITH HASHED PASSWORD = 'h'"] {
+            let refused = run(&mut schema, text, Some("bob"));
+            assert!(matches!(refused, Err(CqlError::Unauthorized(_))), "{text}: {refused:?}");
+        }
+        run(&mut schema, "CREATE ROLE x WITH SALTED HASH = '$2a$10$h'", Some("admin")).expect("a superuser may");
         assert!(matches!(run(&mut schema, "DROP ROLE bob", Some("bob")), Err(CqlError::Unauthorized(_))));
         run(&mut schema, "REVOKE reader FROM bob", None).expect("revoked");
         assert_eq!(run(&mut schema, "REVOKE reader FROM bob", None), Err(invalid("bob is not a member of reader")));
@@ -353,7 +343,7 @@ mod tests {
         run(&mut schema, "CREATE ROLE r", None).expect("created");
         run(&mut schema, "GRANT r TO 'Odd''name'", None).expect("granted");
         let mut restored = Schema::empty();
-        for line in render(&schema.roles).lines() {
+        for line in crate::auth::render(&schema.roles).lines() {
             restore(&mut restored, &statement(line)).expect("restored");
         }
         assert_eq!(restored.roles, schema.roles);

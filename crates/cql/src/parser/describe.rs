@@ -2,7 +2,8 @@
 //! listings (`KEYSPACES`, `TABLES`, `TYPES`, `FUNCTIONS`, `AGGREGATES`),
 //! `CLUSTER`, `[FULL] SCHEMA`, `[ONLY] KEYSPACE [ks]`, one object by kind
 //! (`TABLE`, `INDEX`, `MATERIALIZED VIEW`, `TYPE`, `FUNCTION`,
-//! `AGGREGATE`) or by name alone, each optionally `WITH INTERNALS`.
+//! `AGGREGATE`) or by name alone, each optionally `WITH INTERNALS`
+//! (ScyllaDB's `WITH INTERNALS AND PASSWORDS` too).
 
 use super::{PResult, Parser};
 use crate::ast::{Describe, DescribeTarget, Statement};
@@ -17,7 +18,12 @@ impl Parser<'_> {
             self.advance();
             self.advance();
         }
-        Ok(Statement::Describe(Describe { target, with_internals }))
+        let with_passwords = with_internals && self.is_kw("and") && self.is_kw_at(1, "passwords");
+        if with_passwords {
+            self.advance();
+            self.advance();
+        }
+        Ok(Statement::Describe(Describe { target, with_internals, with_passwords }))
     }
 
     fn describe_target(&mut self) -> PResult<DescribeTarget> {

@@ -1,6 +1,6 @@
 //! Role statements: `CREATE|ALTER|DROP ROLE|USER`, `GRANT|REVOKE role`,
-//! `LIST ROLES|USERS` (Cassandra's grammar, and ScyllaDB's
-//! `HASHED PASSWORD`). Role names are identifiers (lowercased unless
+//! `LIST ROLES|USERS` (Cassandra's grammar, with its `HASHED PASSWORD`
+//! and ScyllaDB's `SALTED HASH`). Role names are identifiers (lowercased unless
 //! quoted) or string literals (kept as written).
 
 use super::{PResult, Parser};
@@ -112,8 +112,14 @@ impl Parser<'_> {
         }
         loop {
             let at = self.peek().clone();
-            let hashed = self.eat_kw("hashed");
-            let name = self.ident("a role option")?;
+            // ScyllaDB's `SALTED HASH = '..'` is Cassandra's `HASHED PASSWORD`.
+            let salted = self.is_kw("salted") && self.is_kw_at(1, "hash");
+            if salted {
+                self.advance();
+                self.advance();
+            }
+            let hashed = salted || self.eat_kw("hashed");
+            let name = if salted { "password".to_string() } else { self.ident("a role option")? };
             self.expect_sym(Sym::Eq)?;
             let taken = match (hashed, name.as_str()) {
                 (true, "password") => options.hashed_password.is_some(),
@@ -187,7 +193,9 @@ mod tests {
             ..RoleOptions::default()
         };
         assert_eq!(parsed, RoleStatement::Create { name: "alice".into(), if_not_exists: true, options, user: false });
+        let salted = role("create role 'Bob' with salted hash = '$2a$10$x' and login = false");
         let hashed = role("create role 'Bob' with hashed password = '$2a$10$x' and login = false");
+        assert_eq!(salted, hashed);
         let RoleStatement::Create { name, options, .. } = hashed else { panic!("{hashed:?}") };
         assert_eq!(
             (name.as_str(), options.hashed_password.as_deref(), options.login),

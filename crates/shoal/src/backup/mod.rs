@@ -177,7 +177,8 @@ fn run_restore(args: &RestoreArgs) -> Result<(), BackupError> {
 /// already (every node creates it at start), and a restore may be run
 /// again.
 fn describe_schema(schema: &Schema) -> Result<String, BackupError> {
-    let describe = Describe { target: DescribeTarget::Schema { full: false }, with_internals: false };
+    let describe =
+        Describe { target: DescribeTarget::Schema { full: false }, with_internals: false, with_passwords: false };
     let rows = shoal_cql::describe::execute(&describe, schema, None).map_err(|e| BackupError::Schema(e.to_string()))?;
     let statements = rows.rows.iter().filter_map(|row| row.get(3).cloned().flatten());
     Ok(statements.map(|s| if_not_exists(&String::from_utf8_lossy(&s)) + "\n").collect())
