@@ -57,6 +57,11 @@ def test_unknown_column_names_the_column(session, t):
         with pytest.raises(InvalidRequest) as ei:
             session.execute(cql)
         assert "nosuchcol" in str(ei.value), cql
+        # PREPARE refuses it too, rather than typing its marker.
+        with pytest.raises(InvalidRequest) as ei:
+            session.prepare(cql.replace("2 ALLOW", "? ALLOW").replace("VALUES (1, 1, 1)", "VALUES (1, 1, ?)")
+                            .replace("SET nosuchcol = 1", "SET nosuchcol = ?"))
+        assert "nosuchcol" in str(ei.value), cql
 
 
 def test_wrong_type_value(session, t):

@@ -14,6 +14,9 @@ struct Collector<'a> {
     meta: Option<&'a TableMeta>,
     keyspace: String,
     table: String,
+    /// The first column named that the table lacks: PREPARE refuses it,
+    /// as execution would, before a marker gets a made-up type.
+    unknown: Option<String>,
 }
 
 impl Collector<'_> {
@@ -80,8 +83,15 @@ impl Collector<'_> {
         }
     }
 
-    fn column_type(&self, name: &str) -> CqlType {
-        self.meta.and_then(|m| m.column(name)).map_or(CqlType::Blob, |c| c.ty.clone())
+    fn column_type(&mut self, name: &str) -> CqlType {
+        let Some(meta) = self.meta else { return CqlType::Blob };
+        match meta.column(name) {
+            Some(column) => column.ty.clone(),
+            None => {
+                self.unknown.get_or_insert_with(|| name.to_string());
+                CqlType::Blob
+            }
+        }
     }
 
     fn using(&mut self, using: &Using) {
@@ -240,8 +250,12 @@ pub fn bind_specs(schema: &Schema, parsed: &Parsed, session: Option<&str>) -> Cq
         meta,
         keyspace: meta.map_or_else(|| session.unwrap_or_default().to_string(), |m| m.keyspace.clone()),
         table: meta.map_or_else(String::new, |m| m.name.clone()),
+        unknown: None,
     };
     walk(&mut c, schema, &parsed.statement, session)?;
+    if let Some(name) = &c.unknown {
+        return Err(invalid(format!("Undefined column name {name}")));
+    }
     Ok(c.specs
         .into_iter()
         .zip(&parsed.bind_markers)
