@@ -51,6 +51,25 @@ pub async fn state(state: State) -> Value {
     }
 }
 
+/// The names `/column_family/name[/keyspace]` lists.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Names {
+    /// Every keyspace, the system ones included (ScyllaDB's answer).
+    Keyspaces,
+    /// Every table, as `keyspace:table`.
+    Tables,
+}
+
+/// The names asked for, from this shard's schema snapshot.
+pub fn names(names: Names) -> Value {
+    let schema = shoal_coordinator::schema();
+    let list: Vec<String> = match names {
+        Names::Keyspaces => schema.keyspaces.keys().cloned().collect(),
+        Names::Tables => schema.tables().map(|t| format!("{}:{}", t.keyspace, t.name)).collect(),
+    };
+    json!(list)
+}
+
 /// A map over the known nodes, as `[{"key": ..., "value": ...}]`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum PeerMap {

@@ -19,6 +19,10 @@ pub enum Route {
     NodeState(node::State),
     /// `GET /gossiper/endpoint/live` (true) or `/down` (false).
     Endpoints(bool),
+    /// `GET /column_family/name/keyspace` (every keyspace's name) or
+    /// `/column_family/name` (every table's, as `keyspace:table`): what
+    /// ScyllaDB's tools, and its test suite, ask to find the API.
+    Names(node::Names),
     /// `GET /storage_service/host_id`, `/storage_service/load_map`,
     /// `/storage_service/tokens_endpoint`.
     PeerMap(node::PeerMap),
@@ -95,6 +99,8 @@ impl Route {
             "/raft/group0" => state(State::Group0),
             "/gossiper/endpoint/live" => get(Route::Endpoints(true)),
             "/gossiper/endpoint/down" => get(Route::Endpoints(false)),
+            "/column_family/name/keyspace" => get(Route::Names(node::Names::Keyspaces)),
+            "/column_family/name" => get(Route::Names(node::Names::Tables)),
             "/storage_service/host_id" => get(Route::PeerMap(PeerMap::HostIds)),
             "/storage_service/load_map" => get(Route::PeerMap(PeerMap::Load)),
             "/storage_service/tokens_endpoint" => get(Route::PeerMap(PeerMap::Tokens)),
@@ -150,6 +156,7 @@ impl Route {
             Route::Metrics => Response::prometheus(node::metrics().await),
             Route::NodeState(state) => Response::json(&node::state(state).await),
             Route::Endpoints(live) => Response::json(&node::endpoints(live).await),
+            Route::Names(names) => Response::json(&node::names(names)),
             Route::PeerMap(map) => Response::json(&node::peer_map(map).await),
             Route::Gossip => Response::json(&node::gossip().await),
             Route::Ownership(keyspace) => node::ownership(&keyspace).await,
@@ -187,6 +194,11 @@ mod tests {
         assert_eq!(route("GET /metrics HTTP/1.1\r\n\r\n"), Ok(Route::Metrics));
         assert_eq!(route("POST /metrics HTTP/1.1\r\n\r\n"), Err(Status::MethodNotAllowed));
         assert_eq!(route("GET /nothing HTTP/1.1\r\n\r\n"), Err(Status::NotFound));
+        assert_eq!(
+            route("GET /column_family/name/keyspace HTTP/1.1\r\n\r\n"),
+            Ok(Route::Names(node::Names::Keyspaces))
+        );
+        assert_eq!(route("GET /column_family/name HTTP/1.1\r\n\r\n"), Ok(Route::Names(node::Names::Tables)));
         assert_eq!(route("PUT /metrics HTTP/1.1\r\n\r\n"), Err(Status::MethodNotAllowed));
         assert_eq!(route("GET /storage_service/ownership/k%20s HTTP/1.1\r\n\r\n"), Ok(Route::Ownership("k s".into())));
         assert_eq!(route("GET /storage_service/ownership HTTP/1.1\r\n\r\n"), Err(Status::NotFound));
