@@ -74,18 +74,40 @@ pub(crate) fn conditional(
     // IF NOT EXISTS tests the partition's static row.
     let whole_row_deleted = write.update.tombstone.is_some() || !write.update.range_tombstones.is_empty();
     let partition_level = meta.clustering_key_len() > 0 && (row.is_none() || whole_row_deleted);
-    if partition_level && !only_static && !matches!(statement, Statement::Insert(_)) {
-        let verb = if matches!(statement, Statement::Delete(_)) { "DELETE" } else { "UPDATE" };
-        return Err(invalid(format!(
-            "{verb} statements must restrict all PRIMARY KEY columns with equality relations in order to use IF \
-             conditions"
-        )));
+    if partition_level && !only_static {
+        match statement {
+            Statement::Insert(_) => {}
+            // ScyllaDB's text: the first clustering column left out.
+            Statement::Update(update) => {
+                let named = |name: &str| update.where_clause.iter().any(|r| relation_names(r, name));
+                let missing = meta.clustering_key().find(|c| !named(&c.name)).map_or("", |c| c.name.as_str());
+                return Err(invalid(format!("Missing mandatory PRIMARY KEY part {missing}")));
+            }
+            _ => {
+                return Err(invalid(
+                    "DELETE statements must restrict all PRIMARY KEY columns with equality relations in order to use \
+                     IF conditions",
+                ))
+            }
+        }
     }
     Ok(Some(Conditional {
         table: Arc::clone(meta),
         position: write.position.clone(),
         condition: RowCondition { row, check },
     }))
+}
+
+/// Whether `relation` restricts the column `name`.
+fn relation_names(relation: &crate::ast::Relation, name: &str) -> bool {
+    use crate::ast::Relation;
+    match relation {
+        Relation::Simple { column, .. } | Relation::In { column, .. } => column == name,
+        Relation::MultiColumn { columns, .. } | Relation::MultiColumnIn { columns, .. } => {
+            columns.iter().any(|c| c == name)
+        }
+        _ => false,
+    }
 }
 
 /// The check of an UPDATE or DELETE's `IF` clause; `None` without one.

@@ -294,6 +294,7 @@ async fn execute_parsed(
         | Statement::AlterView(_)
         | Statement::DropView(_)
         | Statement::DropIndex(_) => {
+            check_data_centers(&parsed.statement)?;
             let statement = parsed.statement.clone();
             let session = keyspace.map(str::to_string);
             let transition = move |current: &Schema| crate::ddl::apply(current, &statement, session.as_deref());
@@ -473,7 +474,50 @@ async fn apply_or_check(
 }
 
 /// Counter updates go only in COUNTER batches, and only they do.
+/// A client's CREATE or ALTER KEYSPACE names only data centers the
+/// cluster has (Cassandra's and ScyllaDB's check). Here, not in
+/// `ddl::apply`: a schema read back at start, or agreed through Raft,
+/// may name data centers not yet seen.
+fn check_data_centers(statement: &Statement) -> CqlResult<()> {
+    let (name, options) = match statement {
+        Statement::CreateKeyspace(s) => (&s.name, &s.options),
+        Statement::AlterKeyspace(s) => (&s.name, &s.options),
+        _ => return Ok(()),
+    };
+    let Some(entries) = options.iter().find_map(|(option, value)| match value {
+        crate::ast::OptionValue::Map(entries) if option.eq_ignore_ascii_case("replication") => Some(entries),
+        _ => None,
+    }) else {
+        return Ok(());
+    };
+    let class = entries.iter().find(|(k, _)| k == "class").map_or("NetworkTopologyStrategy", |(_, v)| v.as_str());
+    if !class.ends_with("NetworkTopologyStrategy") {
+        return Ok(());
+    }
+    let local = shoal_coordinator::cluster::node().data_center;
+    let peers = shoal_coordinator::cluster::peers();
+    let known = |dc: &str| dc == local || peers.iter().any(|p| p.data_center == dc);
+    match entries.iter().find(|(k, _)| k != "class" && k != "replication_factor" && !known(k)) {
+        Some((dc, _)) => Err(CqlError::Config(format!(
+            "Unrecognized strategy option {{{dc}}} passed to org.apache.cassandra.locator.NetworkTopologyStrategy for keyspace {name}"
+        ))),
+        None => Ok(()),
+    }
+}
+
+/// A batch whose mutations hold more than this is refused (ScyllaDB's
+/// `batch_size_fail_threshold_in_kb` default, 1024).
+const BATCH_SIZE_FAIL_THRESHOLD_BYTES: usize = 1024 * 1024;
+
 fn check_batch_kind(kind: BatchKind, schema: &Schema, writes: &[Mutation]) -> CqlResult<()> {
+    let size_bytes: usize = writes.iter().map(|w| w.update.size_estimate_bytes()).sum();
+    if size_bytes > BATCH_SIZE_FAIL_THRESHOLD_BYTES {
+        return Err(invalid(format!(
+            "Batch too large: size of {} KiB is over the threshold of {} KiB",
+            size_bytes / 1024,
+            BATCH_SIZE_FAIL_THRESHOLD_BYTES / 1024
+        )));
+    }
     for write in writes {
         let counter = schema.table_by_id(write.table).is_some_and(|t| crate::ddl::is_counter_table(t));
         match (kind == BatchKind::Counter, counter) {
