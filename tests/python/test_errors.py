@@ -168,8 +168,10 @@ def test_clustering_restrictions_of_a_write_form_a_prefix(session):
         session.execute("DELETE FROM errs2 WHERE k = 1 AND c1 > 1 AND c2 = 1")
     with pytest.raises(InvalidRequest, match="CONTAINS relation"):
         session.execute("DELETE FROM errs2 WHERE k = 1 AND c1 = 1 AND c2 = 1 AND f CONTAINS 1")
-    # A multi-column IN names a prefix.
-    session.execute("DELETE FROM errs2 WHERE k = 1 AND (c1) IN ((1), (2)) AND c2 = 3")
+    # Single- and multi-column relations on the clustering key do not mix
+    # (ScyllaDB refuses them too); one was ignored, deleting more rows.
+    with pytest.raises(InvalidRequest, match="Mixing single column relations and multi column relations"):
+        session.execute("DELETE FROM errs2 WHERE k = 1 AND (c1) IN ((1), (2)) AND c2 = 3")
 
 
 def test_restrictions_refused_as_scylla_refuses_them(session, t):
@@ -216,3 +218,19 @@ def test_batch_too_large(session, t):
     statements = ["INSERT INTO errs (k, c, s) VALUES (%d, 1, %s)" % (i, big) for i in range(1100)]
     with pytest.raises(InvalidRequest, match="Batch too large"):
         session.execute("BEGIN UNLOGGED BATCH %s APPLY BATCH" % "; ".join(statements))
+
+
+def test_multi_column_relations_refused_as_scylla_refuses_them(session, t):
+    cases = [
+        ("SELECT * FROM errs WHERE (k, c) = (0, 0)",
+         "Multi-column relations can only be applied to clustering columns but was applied to: k"),
+        ("SELECT * FROM errs WHERE k = 0 AND (c) = (0) AND (c) > (0)", 'cannot be restricted by both an equality and an inequality relation'),
+        ("SELECT * FROM errs WHERE k = 0 AND (c) > (0) AND (c) >= (1)", "More than one restriction was found for the start bound on c"),
+        ("SELECT * FROM errs WHERE k = 0 AND (c) < (0) AND (c) <= (1)", "More than one restriction was found for the end bound on c"),
+    ]
+    for cql, message in cases:
+        with pytest.raises(InvalidRequest) as ei:
+            session.execute(cql)
+        assert message in str(ei.value), cql
+    # A start and an end bound together are one range.
+    session.execute("SELECT * FROM errs WHERE k = 0 AND (c) > (0) AND (c) < (5)")

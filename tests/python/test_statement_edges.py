@@ -180,3 +180,12 @@ def test_deleting_a_list_element_at_an_unset_index_deletes_nothing(session, tabl
     session.execute("INSERT INTO %s (k, l) VALUES (1, ['a', 'b'])" % t)
     session.execute(session.prepare("DELETE l[?] FROM %s WHERE k = 1" % t), [UNSET_VALUE])
     assert session.execute("SELECT l FROM %s WHERE k = 1" % t).one().l == ["a", "b"]
+
+
+def test_a_multi_column_in_takes_one_marker_for_its_tuples(session, table):
+    t = table("(p int, c1 int, c2 int, v int, PRIMARY KEY (p, c1, c2))")
+    for c1, c2 in [(0, 0), (0, 1), (1, 0), (1, 1)]:
+        session.execute("INSERT INTO %s (p, c1, c2, v) VALUES (0, %d, %d, %d)" % (t, c1, c2, 10 * c1 + c2))
+    prepared = session.prepare("SELECT v FROM %s WHERE p = 0 AND (c1, c2) IN ?" % t)
+    assert [r.v for r in session.execute(prepared, [[(1, 1), (0, 1)]])] == [1, 11]
+    assert list(session.execute(prepared, [None])) == []

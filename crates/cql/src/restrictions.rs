@@ -227,13 +227,11 @@ impl<'a> Analysis<'a> {
             }
             Relation::Token { columns, op, value } => self.token(columns, *op, value),
             Relation::MultiColumn { columns, op, value } => {
-                self.multi_column(columns, *op, std::slice::from_ref(value))
+                self.multi_column(columns, *op, std::slice::from_ref(value), None)
             }
             Relation::MultiColumnIn { columns, values } => match values {
-                InValues::Terms(terms) => self.multi_column(columns, Operator::In, terms),
-                InValues::Bind(_) => {
-                    Err(invalid("IN ? on several clustering columns is not supported yet; list the tuples"))
-                }
+                InValues::Terms(terms) => self.multi_column(columns, Operator::In, terms, None),
+                InValues::Bind(i) => self.multi_column(columns, Operator::In, &[], Some(*i)),
             },
             Relation::IsNotNull { column } => Err(invalid(format!(
                 "restriction '{column} IS NOT NULL' is only supported in materialized view creation"
@@ -426,17 +424,65 @@ impl<'a> Analysis<'a> {
         Ok(position_of(&parts)?.token)
     }
 
-    fn multi_column(&mut self, names: &[String], op: Operator, terms: &[Term]) -> CqlResult<()> {
+    /// The refusal of a multi-column relation not on a clustering key
+    /// prefix in key order (ScyllaDB's text).
+    fn multi_column_order_error(names: &[String]) -> crate::error::CqlError {
+        invalid(format!(
+            "Clustering columns may not be skipped in multi-column relations. They should appear in the PRIMARY KEY \
+             order. Got ({})",
+            names.join(", ")
+        ))
+    }
+
+    /// Several multi-column relations: at most one bound of each side, and
+    /// no equality beside anything else (Cassandra's and ScyllaDB's texts).
+    fn check_multi_column_bounds(&self, names: &[String], op: Operator) -> CqlResult<()> {
+        let first = names.first().map_or("", String::as_str);
+        let start = |op: Operator| matches!(op, Operator::Gt | Operator::Ge);
+        let end = |op: Operator| matches!(op, Operator::Lt | Operator::Le);
+        for (_, existing, _) in &self.multi {
+            let slice = |op: Operator| start(op) || end(op);
+            let message = if !slice(op) && !slice(*existing) {
+                format!("{first} cannot be restricted by more than one relation if it includes an Equal")
+            } else if !slice(op) || !slice(*existing) {
+                format!("Column \"{first}\" cannot be restricted by both an equality and an inequality relation")
+            } else if start(op) && start(*existing) {
+                format!("More than one restriction was found for the start bound on {first}")
+            } else if end(op) && end(*existing) {
+                format!("More than one restriction was found for the end bound on {first}")
+            } else {
+                continue;
+            };
+            return Err(invalid(message));
+        }
+        Ok(())
+    }
+
+    /// `(c1, c2) op tuple`, or `IN` with `terms` or one marker bound to
+    /// the whole list of tuples (`list_marker`).
+    fn multi_column(
+        &mut self,
+        names: &[String],
+        op: Operator,
+        terms: &[Term],
+        list_marker: Option<usize>,
+    ) -> CqlResult<()> {
         let mut indexes = Vec::new();
         let mut types = Vec::new();
         for (i, name) in names.iter().enumerate() {
             let (index, column) = self.column(name)?;
-            if column.kind != ColumnKind::Clustering || column.position as usize != i {
-                return Err(invalid(format!("Multi-column relations can only be applied to clustering columns in key order, starting with the first: {name}")));
+            if column.kind != ColumnKind::Clustering {
+                return Err(invalid(format!(
+                    "Multi-column relations can only be applied to clustering columns but was applied to: {name}"
+                )));
+            }
+            if column.position as usize != i {
+                return Err(Self::multi_column_order_error(names));
             }
             indexes.push(index);
             types.push(column.ty.clone());
         }
+        self.check_multi_column_bounds(names, op)?;
         let tuple_ty = CqlType::Tuple(types);
         let receiver_name = format!("({})", names.join(","));
         let mut tuples = Vec::new();
@@ -446,6 +492,21 @@ impl<'a> Analysis<'a> {
             let fields = tuple_fields(&tuple, names.len())
                 .ok_or_else(|| invalid(format!("Invalid tuple for {receiver_name}")))?;
             tuples.push(fields);
+        }
+        if let Some(marker) = list_marker {
+            let list_ty = CqlType::List(Box::new(tuple_ty.clone()));
+            let name = format!("in{receiver_name}");
+            // Bound to null, it names no rows (as `c IN ?` does).
+            let list = match eval(&Term::Bind(marker), Receiver { name: &name, ty: &list_ty }, self.bindings)? {
+                BoundValue::Value(list) => collection_items(&list),
+                BoundValue::Null => Vec::new(),
+                BoundValue::Unset => return Err(unset_error(&receiver_name)),
+            };
+            for tuple in list {
+                let fields = tuple_fields(&tuple, names.len())
+                    .ok_or_else(|| invalid(format!("Invalid tuple for {receiver_name}")))?;
+                tuples.push(fields);
+            }
         }
         self.multi.push((indexes, op, tuples));
         Ok(())
@@ -504,6 +565,12 @@ impl<'a> Analysis<'a> {
     fn clustering(&mut self) -> CqlResult<(Option<Vec<(Bytes, Vec<Bytes>)>>, Vec<ClusteringRange>, bool)> {
         let ck: Vec<usize> =
             (0..self.meta.columns.len()).filter(|i| self.meta.columns[*i].kind == ColumnKind::Clustering).collect();
+        let single = ck.iter().any(|i| self.equal.contains_key(i) || self.slices.contains_key(i));
+        if !self.multi.is_empty() && single {
+            return Err(invalid(
+                "Mixing single column relations and multi column relations on clustering columns is not allowed",
+            ));
+        }
         if !self.multi.is_empty() {
             let relations = std::mem::take(&mut self.multi);
             return self.multi_ranges(&ck, relations);
