@@ -5,6 +5,7 @@ import uuid
 import pytest
 
 from cassandra import AlreadyExists, InvalidRequest
+from cassandra.protocol import ConfigurationException, SyntaxException
 
 from conftest import local_row
 
@@ -109,6 +110,31 @@ def test_unknown_keyspace_errors(admin):
         admin.execute("USE shoal_no_such_keyspace")
     with pytest.raises(InvalidRequest):
         admin.execute("SELECT * FROM shoal_no_such_keyspace.t")
+
+
+def test_keyspace_replication_defaults_and_names(admin):
+    # Without a class, NetworkTopologyStrategy with the factor for this
+    # data center; option names are case-sensitive.
+    dc = admin.execute("SELECT data_center FROM system.local").one().data_center
+    ks = new_ks_name("dflt")
+    admin.execute("CREATE KEYSPACE %s WITH replication = {'replication_factor': 1}" % ks)
+    try:
+        row = admin.execute("SELECT replication FROM system_schema.keyspaces WHERE keyspace_name = %s", (ks,)).one()
+        assert row.replication == {"class": "org.apache.cassandra.locator.NetworkTopologyStrategy", dc: "1"}
+    finally:
+        admin.execute("DROP KEYSPACE %s" % ks)
+    with pytest.raises(ConfigurationException):
+        admin.execute("CREATE KEYSPACE %s WITH replication = {'class': 'NetworkTopologyStrategy', "
+                      "'Replication_factor': 1}" % new_ks_name("case"))
+    # A data center must exist (on CREATE and ALTER).
+    with pytest.raises(ConfigurationException, match="Unrecognized strategy option {nosuchdc}"):
+        admin.execute("CREATE KEYSPACE %s WITH replication = {'class': 'NetworkTopologyStrategy', "
+                      "'nosuchdc': 1}" % new_ks_name("nodc"))
+    # An unquoted name starts with a letter; a quoted one may not.
+    with pytest.raises(SyntaxException):
+        admin.execute("CREATE KEYSPACE _ks WITH replication = {'replication_factor': 1}")
+    admin.execute("CREATE KEYSPACE \"_ks\" WITH replication = {'replication_factor': 1}")
+    admin.execute("DROP KEYSPACE \"_ks\"")
 
 
 # --- tables ------------------------------------------------------------------

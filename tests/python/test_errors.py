@@ -123,9 +123,8 @@ def test_invalid_modifications(session, t):
         session.execute("INSERT INTO errs (k, c, v) VALUES (1, 1)")
     # token() names ranges, which UPDATE and DELETE do not take: refused
     # when prepared too, before a bind marker gets a type.
-    for statement, cql in [("DELETE", "DELETE FROM errs WHERE token(k) = token(?)"),
-                           ("UPDATE", "UPDATE errs SET v = 1 WHERE token(k) > ? AND c = 1")]:
-        message = "The token function cannot be used in WHERE clauses for %s statements" % statement
+    message = "The token function cannot be used in WHERE clauses for UPDATE and DELETE statements"
+    for cql in ["DELETE FROM errs WHERE token(k) = token(?)", "UPDATE errs SET v = 1 WHERE token(k) > ? AND c = 1"]:
         with pytest.raises(InvalidRequest, match=message):
             session.prepare(cql)
         with pytest.raises(InvalidRequest, match=message):
@@ -153,3 +152,98 @@ def test_session_usable_after_errors(session, t):
             session.execute("SELECT * FROM no_such_table")
     session.execute("INSERT INTO errs (k, c, v) VALUES (42, 1, 1)")
     assert session.execute("SELECT v FROM errs WHERE k = 42 AND c = 1").one().v == 1
+
+
+@pytest.mark.parametrize("cql, message", [
+    ("UPDATE errs SET v = 1 WHERE token(k) = token(1) AND c = 1",
+     "The token function cannot be used in WHERE clauses for UPDATE and DELETE statements"),
+    ("DELETE FROM errs WHERE token(k) = token(1)",
+     "The token function cannot be used in WHERE clauses for UPDATE and DELETE statements"),
+    ("UPDATE errs SET v = 1 WHERE k > 1 AND c = 1",
+     "Only EQ and IN relation are supported on the partition key (unless you use the token() function)"),
+    ("DELETE FROM errs WHERE k > 1",
+     "Only EQ and IN relation are supported on the partition key (unless you use the token() function)"),
+    ("UPDATE errs SET v = 1 WHERE k = 1 AND c = 1 AND v = 2", "Invalid where clause contains non PRIMARY KEY columns: v"),
+    ("DELETE FROM errs WHERE k = 1 AND c = 1 AND s = 'x'", "Invalid where clause contains non PRIMARY KEY columns: s"),
+])
+def test_a_write_names_its_rows_by_primary_key(session, t, cql, message):
+    with pytest.raises(InvalidRequest) as ei:
+        session.execute(cql)
+    assert message in str(ei.value)
+
+
+def test_clustering_restrictions_of_a_write_form_a_prefix(session):
+    session.execute("CREATE TABLE IF NOT EXISTS errs2 (k int, c1 int, c2 int, f frozen<map<int, int>>, v int, "
+                    "PRIMARY KEY (k, c1, c2, f))")
+    with pytest.raises(InvalidRequest, match='PRIMARY KEY column "c2" cannot be restricted as preceding column "c1" is not restricted'):
+        session.execute("DELETE FROM errs2 WHERE k = 1 AND c2 = 1")
+    with pytest.raises(InvalidRequest, match='Clustering column "c2" cannot be restricted'):
+        session.execute("DELETE FROM errs2 WHERE k = 1 AND c1 > 1 AND c2 = 1")
+    with pytest.raises(InvalidRequest, match="CONTAINS relation"):
+        session.execute("DELETE FROM errs2 WHERE k = 1 AND c1 = 1 AND c2 = 1 AND f CONTAINS 1")
+    # Single- and multi-column relations on the clustering key do not mix
+    # (ScyllaDB refuses them too); one was ignored, deleting more rows.
+    with pytest.raises(InvalidRequest, match="Mixing single column relations and multi column relations"):
+        session.execute("DELETE FROM errs2 WHERE k = 1 AND (c1) IN ((1), (2)) AND c2 = 3")
+
+
+def test_restrictions_refused_as_scylla_refuses_them(session, t):
+    session.execute("CREATE TABLE IF NOT EXISTS errs3 (k int, k2 int, c int, d int, s set<int>, m map<int, int>, v int, "
+                    "PRIMARY KEY ((k, k2), c, d))")
+    cases = [
+        ("SELECT * FROM errs3 WHERE k = 0 AND k2 = 0 AND s = {1} ALLOW FILTERING",
+         "Collection column 's' (set<int>) cannot be restricted by a '=' relation"),
+        ("SELECT * FROM errs3 WHERE m > {1: 1} ALLOW FILTERING",
+         "Collection column 'm' (map<int, int>) cannot be restricted by a '>' relation"),
+        ("SELECT * FROM errs3 WHERE s IN ({1}) ALLOW FILTERING",
+         "Collection column 's' (set<int>) cannot be restricted by a 'IN' relation"),
+        ("SELECT * FROM errs3 WHERE v != 5 ALLOW FILTERING", 'Unsupported "!=" relation: v != 5'),
+        ("SELECT * FROM errs3 WHERE token(k, k2) != 0", 'Unsupported "!=" relation: token(k, k2) != 0'),
+        ("SELECT * FROM errs3 WHERE v IS NOT NULL ALLOW FILTERING", "IS NOT NULL' is only supported in materialized view creation"),
+        ("SELECT * FROM errs3 WHERE token(k) = 0", "Invalid number of arguments in call to function token"),
+        ("SELECT * FROM errs3 WHERE token(k, k) = 0", "duplicate partition key"),
+        ("SELECT * FROM errs3 WHERE token(k2, k) = 0", "partition key order"),
+        ("SELECT * FROM errs3 WHERE k = 0 AND k2 = 0 AND (c, d) IN ((1, 2), (null, 1))",
+         "Invalid null value in condition for column c"),
+        ("SELECT * FROM errs3 WHERE k = 0 AND k2 = 0 AND (c, d) IN ((1, 2), (1))", "Expected 2 elements in value tuple, but got 1"),
+        ("SELECT * FROM errs3 WHERE k = 0 AND k2 = 0 AND (c, d) IN ((1, 2, 3), (1, 2))",
+         "Invalid list literal for IN((c,d)): value (1, 2, 3) is not of type frozen<tuple<int, int>>"),
+        ("SELECT DISTINCT k FROM errs3", "SELECT DISTINCT queries must request all the partition key columns (missing k2)"),
+        ("SELECT DISTINCT k, k2 FROM errs3 WHERE c > 1 ALLOW FILTERING",
+         "SELECT DISTINCT with WHERE clause only supports restriction by partition key and/or static columns."),
+        ("SELECT * FROM errs3 WHERE s[1] = 2 ALLOW FILTERING", "cannot be subscripted"),
+    ]
+    for cql, message in cases:
+        with pytest.raises(InvalidRequest) as ei:
+            session.execute(cql)
+        assert message in str(ei.value), cql
+
+
+def test_unset_values_in_restrictions_name_the_column(session, t):
+    with pytest.raises(InvalidRequest, match="Invalid unset value for column c"):
+        session.execute(session.prepare("INSERT INTO errs (k, c) VALUES (1, ?)"), [UNSET_VALUE])
+    with pytest.raises(InvalidRequest, match="Invalid unset value for column v"):
+        session.execute(session.prepare("SELECT * FROM errs WHERE k = 1 AND v = ? ALLOW FILTERING"), [UNSET_VALUE])
+
+
+def test_batch_too_large(session, t):
+    big = "'%s'" % ("x" * 1024)
+    statements = ["INSERT INTO errs (k, c, s) VALUES (%d, 1, %s)" % (i, big) for i in range(1100)]
+    with pytest.raises(InvalidRequest, match="Batch too large"):
+        session.execute("BEGIN UNLOGGED BATCH %s APPLY BATCH" % "; ".join(statements))
+
+
+def test_multi_column_relations_refused_as_scylla_refuses_them(session, t):
+    cases = [
+        ("SELECT * FROM errs WHERE (k, c) = (0, 0)",
+         "Multi-column relations can only be applied to clustering columns but was applied to: k"),
+        ("SELECT * FROM errs WHERE k = 0 AND (c) = (0) AND (c) > (0)", 'cannot be restricted by both an equality and an inequality relation'),
+        ("SELECT * FROM errs WHERE k = 0 AND (c) > (0) AND (c) >= (1)", "More than one restriction was found for the start bound on c"),
+        ("SELECT * FROM errs WHERE k = 0 AND (c) < (0) AND (c) <= (1)", "More than one restriction was found for the end bound on c"),
+    ]
+    for cql, message in cases:
+        with pytest.raises(InvalidRequest) as ei:
+            session.execute(cql)
+        assert message in str(ei.value), cql
+    # A start and an end bound together are one range.
+    session.execute("SELECT * FROM errs WHERE k = 0 AND (c) > (0) AND (c) < (5)")

@@ -72,8 +72,15 @@ GET_PATHS = [
     "/gossiper/endpoint/live", "/gossiper/endpoint/down", "/storage_service/host_id", "/storage_service/load_map",
     "/storage_service/tokens_endpoint", "/failure_detector/endpoints", "/storage_service/ownership/nt",
     "/storage_service/describe_ring/nt", "/storage_service/natural_endpoints/nt?cf=t&key=1",
-    "/storage_service/snapshots", "/system/logger",
+    "/storage_service/snapshots", "/system/logger", "/column_family/name/keyspace", "/column_family/name",
 ]
+
+
+def test_column_family_names_list_keyspaces_and_tables(node):
+    # ScyllaDB's tools, and its cqlpy suite, probe the API with this path
+    # before flushing through it.
+    assert "nt" in get_json(node, "/column_family/name/keyspace")
+    assert {"nt:t", "nt:c"} <= set(get_json(node, "/column_family/name"))
 
 
 def test_every_endpoint_answers_json(node):

@@ -9,6 +9,8 @@ assignments. The randomized model test (test_model.py) covers these through
 flush, compaction and restart; these are the cases in plain sight.
 """
 import pytest
+from cassandra import InvalidRequest
+from cassandra.query import UNSET_VALUE
 
 
 @pytest.fixture
@@ -121,3 +123,69 @@ def test_an_unset_limit_is_no_limit(session, table):
     assert len(list(session.execute(per_partition, [UNSET_VALUE]))) == 3
     with pytest.raises(InvalidRequest, match="Invalid null value of limit"):
         session.execute(limited, [1, None])
+
+
+def test_a_comparison_with_null_matches_nothing(session, table):
+    # ScyllaDB's reading (as SQL's): nothing equals null, not even an unset
+    # cell; the filter still needs ALLOW FILTERING.
+    t = table("(p int, c int, v int, s set<int>, m map<int, int>, PRIMARY KEY (p, c))")
+    session.execute("INSERT INTO %s (p, c, v, s, m) VALUES (1, 1, 7, {1}, {1: 2})" % t)
+    session.execute("INSERT INTO %s (p, c) VALUES (1, 2)" % t)
+    for where in ["v = NULL", "v > NULL", "v <= NULL", "s CONTAINS NULL", "m CONTAINS KEY NULL", "m[NULL] = 2", "m[1] = NULL"]:
+        with pytest.raises(InvalidRequest, match="ALLOW FILTERING"):
+            session.execute("SELECT c FROM %s WHERE p = 1 AND %s" % (t, where))
+        assert list(session.execute("SELECT c FROM %s WHERE p = 1 AND %s ALLOW FILTERING" % (t, where))) == []
+    prepared = session.prepare("SELECT c FROM %s WHERE p = 1 AND c IN ?" % t)
+    assert list(session.execute(prepared, [None])) == []
+
+
+def test_select_star_shows_static_columns_before_regular_ones(session, table):
+    t = table("(p int, c int, a int, z int static, PRIMARY KEY (p, c))")
+    session.execute("INSERT INTO %s (p, c, a, z) VALUES (1, 2, 3, 4)" % t)
+    result = session.execute("SELECT * FROM %s" % t)
+    assert list(result.column_names) == ["p", "c", "z", "a"]
+    assert tuple(result.one()) == (1, 2, 4, 3)
+
+
+def test_token_of_values_on_the_right_of_a_token_relation(session, table):
+    t = table("(k1 int, k2 int, v int, PRIMARY KEY ((k1, k2)))")
+    for k2 in range(4):
+        session.execute("INSERT INTO %s (k1, k2, v) VALUES (0, %d, %d)" % (t, k2, k2))
+    assert [r.v for r in session.execute("SELECT v FROM %s WHERE token(k1, k2) = token(0, 1)" % t)] == [1]
+    prepared = session.prepare("SELECT v FROM %s WHERE token(k1, k2) >= token(?, ?)" % t)
+    # The markers are the key's columns, typed as they are.
+    assert [c.name for c in prepared.column_metadata] == ["k1", "k2"]
+    everything = [r.v for r in session.execute("SELECT v FROM %s" % t)]
+    assert [r.v for r in session.execute(prepared, [0, everything[1]])] == everything[1:]
+
+
+def test_a_function_argument_marker_is_not_a_key_column(session, table):
+    t = table("(k int PRIMARY KEY, v int)")
+    prepared = session.prepare("SELECT * FROM %s WHERE k = blobAsInt(?)" % t)
+    assert [c.name for c in prepared.column_metadata] == ["arg0(system.blobasint)"]
+    with pytest.raises(InvalidRequest, match="unset"):
+        session.execute(prepared, [UNSET_VALUE])
+
+
+def test_ascii_casts_into_text_but_not_back(session, table):
+    t = table("(k int PRIMARY KEY, t text, a ascii)")
+    session.execute("UPDATE %s SET t = (ascii)'foo' WHERE k = 0" % t)
+    session.execute("UPDATE %s SET t = (text)(ascii)'foo' WHERE k = 0" % t)
+    with pytest.raises(InvalidRequest):
+        session.execute("UPDATE %s SET a = (text)'foo' WHERE k = 0" % t)
+
+
+def test_deleting_a_list_element_at_an_unset_index_deletes_nothing(session, table):
+    t = table("(k int PRIMARY KEY, l list<text>)")
+    session.execute("INSERT INTO %s (k, l) VALUES (1, ['a', 'b'])" % t)
+    session.execute(session.prepare("DELETE l[?] FROM %s WHERE k = 1" % t), [UNSET_VALUE])
+    assert session.execute("SELECT l FROM %s WHERE k = 1" % t).one().l == ["a", "b"]
+
+
+def test_a_multi_column_in_takes_one_marker_for_its_tuples(session, table):
+    t = table("(p int, c1 int, c2 int, v int, PRIMARY KEY (p, c1, c2))")
+    for c1, c2 in [(0, 0), (0, 1), (1, 0), (1, 1)]:
+        session.execute("INSERT INTO %s (p, c1, c2, v) VALUES (0, %d, %d, %d)" % (t, c1, c2, 10 * c1 + c2))
+    prepared = session.prepare("SELECT v FROM %s WHERE p = 0 AND (c1, c2) IN ?" % t)
+    assert [r.v for r in session.execute(prepared, [[(1, 1), (0, 1)]])] == [1, 11]
+    assert list(session.execute(prepared, [None])) == []

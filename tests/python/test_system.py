@@ -132,3 +132,13 @@ def test_other_system_schema_tables_queryable(admin, keyspace, schema_table):
     rows = list(admin.execute(
         "SELECT * FROM system_schema.%s WHERE keyspace_name = %%s" % schema_table, (keyspace,)))
     assert rows == []
+
+
+def test_scylla_tables_tell_clients_this_is_scylla(admin):
+    # ScyllaDB's tools and test suites (cqlpy's is_scylla) look for a
+    # `system` table named with "scylla"; Shoal follows ScyllaDB.
+    names = [r.table_name for r in admin.execute(
+        "SELECT table_name FROM system_schema.tables WHERE keyspace_name = 'system'")]
+    assert "scylla_local" in names and "config" in names
+    row = admin.execute("SELECT value FROM system.config WHERE name = 'consistent_cluster_management'").one()
+    assert row.value == "true"

@@ -88,7 +88,14 @@ pub struct ReplicationError(pub String);
 pub fn replication_options(entries: &[(String, String)]) -> Result<BTreeMap<String, String>, ReplicationError> {
     let fail = |message: String| Err(ReplicationError(message));
     let mut map: BTreeMap<String, String> = entries.iter().cloned().collect();
-    let Some(class) = map.remove("class") else { return fail("Missing replication strategy class".to_string()) };
+    // Without a class, NetworkTopologyStrategy (ScyllaDB's and Cassandra
+    // 5's default).
+    let class = map.remove("class").unwrap_or_else(|| "NetworkTopologyStrategy".to_string());
+    // Option names are case-sensitive: `Replication_factor` is neither the
+    // factor nor a data center anyone means.
+    if let Some(key) = map.keys().find(|k| k.eq_ignore_ascii_case("replication_factor") && *k != "replication_factor") {
+        return fail(format!("Unrecognized strategy option {{{key}}} passed to {class}"));
+    }
     let short = class.rsplit('.').next().unwrap_or(&class).to_string();
     let full = match short.as_str() {
         "SimpleStrategy" => {
@@ -129,6 +136,9 @@ mod tests {
             .expect("valid");
         assert_eq!(nts.get(DEFAULT_DATA_CENTER).map(String::as_str), Some("2"));
         assert!(replication_options(&options(&[("class", "SimpleStrategy")])).is_err());
+        let default = replication_options(&options(&[("replication_factor", "1")])).expect("valid");
+        assert_eq!(default["class"], "org.apache.cassandra.locator.NetworkTopologyStrategy");
+        assert!(replication_options(&options(&[("Replication_factor", "1")])).is_err());
         assert!(replication_options(&options(&[("class", "LocalStrategy")])).is_err());
         assert!(replication_options(&options(&[("class", "SimpleStrategy"), ("replication_factor", "x")])).is_err());
     }

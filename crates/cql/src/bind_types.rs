@@ -70,13 +70,16 @@ impl Collector<'_> {
                 // fromJson takes JSON text; a function of one signature
                 // its parameters' types (blobAsInt(?) a blob); the time
                 // functions of several take times (toTimestamp(?)).
+                // Each marker is named as Cassandra names a function's
+                // argument, `arg0(system.blobasint)`: not the column, so a
+                // driver does not take it for a key column to route by.
                 let function = function.trim_start_matches("system.");
                 for (i, arg) in args.iter().enumerate() {
                     let arg_ty = match function {
                         "fromjson" => CqlType::Text,
                         _ => crate::functions::parameter_type(function, i, &[]).unwrap_or(CqlType::Timeuuid),
                     };
-                    self.term(arg, name, &arg_ty);
+                    self.term(arg, &format!("arg{i}(system.{function})"), &arg_ty);
                 }
             }
             Term::Literal(_) | Term::EmptyBraces => {}
@@ -122,6 +125,18 @@ impl Collector<'_> {
                     match values {
                         InValues::Bind(i) => self.mark(*i, &format!("in({column})"), &CqlType::List(Box::new(ty))),
                         InValues::Terms(terms) => terms.iter().for_each(|t| self.term(t, column, &ty)),
+                    }
+                }
+                // `token(k) > token(?)`: the markers are the key's columns.
+                Relation::Token { value: Term::FunctionCall { name, args }, .. }
+                    if name == "token" || name == "system.token" =>
+                {
+                    let key: Vec<(String, CqlType)> = self
+                        .meta
+                        .map(|m| m.partition_key().map(|c| (c.name.clone(), c.ty.clone())).collect())
+                        .unwrap_or_default();
+                    for (arg, (name, ty)) in args.iter().zip(key) {
+                        self.term(arg, &name, &ty);
                     }
                 }
                 Relation::Token { value, .. } => self.term(value, "partition key token", &CqlType::Bigint),

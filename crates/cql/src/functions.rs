@@ -39,8 +39,12 @@ pub fn call(name: &str, args: &[Term], receiver: Receiver<'_>, bindings: Binding
     for (arg, ty) in args.iter().zip(&arg_types) {
         match eval(arg, Receiver { name: receiver.name, ty }, bindings)? {
             BoundValue::Value(v) => values.push(v),
-            // Functions of null are null, as in Cassandra.
-            BoundValue::Null | BoundValue::Unset => return Ok(BoundValue::Null),
+            // Functions of null are null, as in Cassandra; an unset
+            // argument is refused (Cassandra's text).
+            BoundValue::Null => return Ok(BoundValue::Null),
+            BoundValue::Unset => {
+                return Err(invalid(format!("Invalid unset value for argument in call to function {name}")))
+            }
         }
     }
     let (result_ty, value) = apply(name, &arg_types, &values)?;

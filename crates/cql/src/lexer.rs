@@ -222,7 +222,9 @@ impl Lexer<'_> {
         }
         match c {
             '0'..='9' => self.number(),
-            c if c.is_ascii_alphabetic() || c == '_' => Ok(self.word()),
+            // An identifier starts with a letter (CQL's grammar): `_x` is
+            // a syntax error, `"_x"` a valid quoted name.
+            c if c.is_ascii_alphabetic() => Ok(self.word()),
             '"' => self.quoted_ident(),
             '\'' => self.quoted('\'', "string literal").map(TokenKind::Str),
             '$' if self.peek_nth(1) == Some('$') => self.dollar_string(),
@@ -524,7 +526,9 @@ mod tests {
         assert_eq!(one("SeLeCt"), TokenKind::Ident("select".into()));
         assert_eq!(one("\"MyTable\""), TokenKind::QuotedIdent("MyTable".into()));
         assert_eq!(one("\"a\"\"b\""), TokenKind::QuotedIdent("a\"b".into()));
-        assert_eq!(one("_x1"), TokenKind::Ident("_x1".into()));
+        assert_eq!(one("x_1"), TokenKind::Ident("x_1".into()));
+        // CQL's IDENT starts with a letter (Cassandra's and ScyllaDB's grammar).
+        assert!(tokenize("_x1").is_err());
     }
 
     #[test]

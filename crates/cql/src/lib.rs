@@ -25,6 +25,7 @@ pub mod lexer;
 mod lwt;
 pub mod metrics;
 pub mod modification;
+mod modification_where;
 pub mod parser;
 pub mod processor;
 pub mod restrictions;

@@ -6,9 +6,11 @@
 //! the coordinator runs the read-check-write on the shard owning the
 //! partition, under its lock ([`shoal_coordinator::cas`]).
 //!
-//! Results follow Cassandra: one row, `[applied]` first; when not applied and
-//! the rows read exist, their current values of the condition columns (every
-//! column for IF [NOT] EXISTS), preceded in a batch by the key columns.
+//! Results follow ScyllaDB (its "LWT differences"): `[applied]` first, then,
+//! applied or not, the values the conditions were checked against — the
+//! condition columns (every column for IF [NOT] EXISTS), preceded in a batch
+//! by the key columns — nulls where no row was there. Cassandra shows them
+//! only when not applied.
 
 use std::sync::Arc;
 
@@ -74,18 +76,47 @@ pub(crate) fn conditional(
     // IF NOT EXISTS tests the partition's static row.
     let whole_row_deleted = write.update.tombstone.is_some() || !write.update.range_tombstones.is_empty();
     let partition_level = meta.clustering_key_len() > 0 && (row.is_none() || whole_row_deleted);
-    if partition_level && !only_static && !matches!(statement, Statement::Insert(_)) {
-        let verb = if matches!(statement, Statement::Delete(_)) { "DELETE" } else { "UPDATE" };
-        return Err(invalid(format!(
-            "{verb} statements must restrict all PRIMARY KEY columns with equality relations in order to use IF \
-             conditions"
-        )));
+    if partition_level && !only_static {
+        match statement {
+            Statement::Insert(_) => {}
+            // ScyllaDB's text: the first clustering column left out.
+            Statement::Update(update) => {
+                let named = |name: &str| update.where_clause.iter().any(|r| relation_names(r, name));
+                let missing = meta.clustering_key().find(|c| !named(&c.name)).map_or("", |c| c.name.as_str());
+                return Err(invalid(format!("Missing mandatory PRIMARY KEY part {missing}")));
+            }
+            // ScyllaDB's texts: deleting regular columns (or the row)
+            // first, then conditions on them.
+            Statement::Delete(delete) => {
+                let regular = |name: &str| meta.column(name).is_none_or(|c| c.kind != ColumnKind::Static);
+                let what = match delete.columns.is_empty() || delete.columns.iter().any(|c| regular(&c.column)) {
+                    true => "delete non static columns",
+                    false => "use IF condition on non static columns",
+                };
+                return Err(invalid(format!(
+                    "DELETE statements must restrict all PRIMARY KEY columns with equality relations in order to {what}"
+                )));
+            }
+            _ => {}
+        }
     }
     Ok(Some(Conditional {
         table: Arc::clone(meta),
         position: write.position.clone(),
         condition: RowCondition { row, check },
     }))
+}
+
+/// Whether `relation` restricts the column `name`.
+fn relation_names(relation: &crate::ast::Relation, name: &str) -> bool {
+    use crate::ast::Relation;
+    match relation {
+        Relation::Simple { column, .. } | Relation::In { column, .. } => column == name,
+        Relation::MultiColumn { columns, .. } | Relation::MultiColumnIn { columns, .. } => {
+            columns.iter().any(|c| c == name)
+        }
+        _ => false,
+    }
 }
 
 /// The check of an UPDATE or DELETE's `IF` clause; `None` without one.
@@ -253,14 +284,7 @@ pub(crate) async fn execute(
     };
     let serial = serial.unwrap_or(ConsistencyLevel::Serial);
     let answer = shoal_coordinator::cas(request, consistency, serial, timeouts().cas).await?;
-    if answer.applied {
-        return Ok(QueryResult::Rows(Rows {
-            columns: vec![applied_spec(&meta)].into(),
-            rows: vec![vec![Some(bool_value(true))]],
-            paging_state: None,
-        }));
-    }
-    result(&meta, &conditions, &answer.rows, is_batch)
+    result(&meta, &conditions, &answer.rows, answer.applied, is_batch)
 }
 
 /// The coordinator's comparison for a CQL operator allowed in `IF`.
@@ -279,12 +303,15 @@ fn check_op(op: Operator) -> CqlResult<CheckOp> {
     })
 }
 
-/// The not-applied result: `[applied] = false`, then the rows read that
-/// exist, with their key columns (in a batch) and condition columns.
+/// The result, as ScyllaDB gives it whether applied or not: `[applied]`,
+/// then the values the conditions were checked against — the condition
+/// columns (every column for IF [NOT] EXISTS; in a batch the key columns
+/// too) of each row read, or nulls when no row was there.
 fn result(
     meta: &TableMeta,
     conditions: &[Conditional],
     current: &[Option<ResultRow>],
+    applied: bool,
     is_batch: bool,
 ) -> CqlResult<QueryResult> {
     let whole_row = conditions.iter().any(|c| !matches!(c.condition.check, RowCheck::Columns(_)));
@@ -304,25 +331,23 @@ fn result(
     let mut rows_read: Vec<&ResultRow> = current.iter().flatten().collect();
     rows_read.sort_by(|a, b| a.position.cmp(&b.position));
     rows_read.dedup_by(|a, b| a.position == b.position);
-    if rows_read.is_empty() {
-        return Ok(QueryResult::Rows(Rows {
-            columns: vec![applied_spec(meta)].into(),
-            rows: vec![vec![Some(bool_value(false))]],
-            paging_state: None,
-        }));
-    }
     let mut columns = vec![applied_spec(meta)];
     columns.extend(shown.iter().map(|&i| spec(meta, meta.columns[i].name.clone(), meta.columns[i].ty.clone())));
-    let rows = rows_read
+    let mut rows = rows_read
         .into_iter()
         .map(|row| {
-            let mut out = vec![Some(bool_value(false))];
+            let mut out = vec![Some(bool_value(applied))];
             for &i in &shown {
                 out.push(column_value(meta, i, row)?);
             }
             Ok(out)
         })
-        .collect::<CqlResult<_>>()?;
+        .collect::<CqlResult<Vec<_>>>()?;
+    if rows.is_empty() {
+        let mut nulls = vec![Some(bool_value(applied))];
+        nulls.resize(shown.len() + 1, None);
+        rows.push(nulls);
+    }
     Ok(QueryResult::Rows(Rows { columns: columns.into(), rows, paging_state: None }))
 }
 

@@ -21,10 +21,10 @@ use shoal_coordinator::data::{ListOp, ListOpKind, Mutation};
 use shoal_schema::comparable;
 use shoal_schema::{ColumnKind, ColumnMeta, CqlType, TableMeta, UserType};
 
-use crate::ast::{Assignment, ColumnTarget, Delete, Insert, Relation, Term, Update, Using};
+use crate::ast::{Assignment, ColumnTarget, Delete, Insert, Term, Update, Using};
 use crate::ddl::is_counter_table;
 use crate::error::{invalid, CqlResult};
-use crate::restrictions::{analyze, check_key_value, position_of, PartitionRestriction};
+use crate::restrictions::{analyze_write, check_key_value, position_of, PartitionRestriction};
 use crate::values::{collection_items, eval, eval_required, Bindings, BoundValue, Receiver};
 
 /// Cassandra's ceiling on TTLs: 20 years.
@@ -121,7 +121,8 @@ pub fn insert(meta: &TableMeta, statement: &Insert, ctx: WriteContext<'_>) -> Cq
                     check_key_value(column, &v)?;
                     key_values[index] = Some(v);
                 }
-                _ => return Err(invalid(format!("Invalid null value in condition for column {name}"))),
+                BoundValue::Unset => return Err(invalid(format!("Invalid unset value for column {name}"))),
+                BoundValue::Null => return Err(invalid(format!("Invalid null value in condition for column {name}"))),
             }
             continue;
         }
@@ -175,16 +176,7 @@ pub fn insert(meta: &TableMeta, statement: &Insert, ctx: WriteContext<'_>) -> Cq
     Ok(Mutation { table: meta.id, position, update, list_ops: Vec::new() })
 }
 
-/// UPDATE and DELETE name their partitions, never a token range.
-pub fn check_no_token(where_clause: &[Relation], statement: &str) -> CqlResult<()> {
-    match where_clause.iter().any(|r| matches!(r, Relation::Token { .. })) {
-        true => Err(invalid(format!("The token function cannot be used in WHERE clauses for {statement} statements"))),
-        false => Ok(()),
-    }
-}
-
 pub fn update(meta: &TableMeta, statement: &Update, ctx: WriteContext<'_>) -> CqlResult<Vec<Mutation>> {
-    check_no_token(&statement.where_clause, "UPDATE")?;
     if is_counter_table(meta) && statement.using.ttl.is_some() {
         return Err(invalid("Cannot provide custom TTL for counter updates"));
     }
@@ -192,7 +184,8 @@ pub fn update(meta: &TableMeta, statement: &Update, ctx: WriteContext<'_>) -> Cq
         return Err(invalid("Cannot provide custom timestamp for counter updates"));
     }
     let attrs = attributes(meta, &statement.using, ctx)?;
-    let restrictions = analyze(meta, &statement.where_clause, ctx.bindings)?;
+    crate::modification_where::check(meta, &statement.where_clause)?;
+    let restrictions = analyze_write(meta, &statement.where_clause, ctx.bindings)?;
     let PartitionRestriction::Keys(positions) = restrictions.partitions else {
         return Err(invalid(missing_key_message(meta, "partition key")));
     };
@@ -233,13 +226,13 @@ pub fn update(meta: &TableMeta, statement: &Update, ctx: WriteContext<'_>) -> Cq
 }
 
 pub fn delete(meta: &TableMeta, statement: &Delete, ctx: WriteContext<'_>) -> CqlResult<Vec<Mutation>> {
-    check_no_token(&statement.where_clause, "DELETE")?;
     if statement.using.ttl.is_some() {
         return Err(invalid("A DELETE statement cannot use TTL"));
     }
     let attrs = attributes(meta, &statement.using, ctx)?;
     let tombstone = Tombstone { timestamp: attrs.timestamp, deletion_time_s: attrs.now_s };
-    let restrictions = analyze(meta, &statement.where_clause, ctx.bindings)?;
+    crate::modification_where::check(meta, &statement.where_clause)?;
+    let restrictions = analyze_write(meta, &statement.where_clause, ctx.bindings)?;
     if !restrictions.filters.is_empty() {
         return Err(invalid("Invalid restrictions in DELETE: only the primary key can be restricted, by = and IN, and the last clustering column by a range"));
     }
@@ -317,6 +310,11 @@ fn delete_columns(
         merge_write(target, |part| match element {
             None => write_value(part, column, BoundValue::Null, attrs),
             Some(key) if matches!(column.ty, CqlType::List(_)) => {
+                // An unset index deletes nothing (Cassandra's NEWS.txt).
+                if matches!(eval(key, Receiver { name: &column.name, ty: &CqlType::Int }, bindings)?, BoundValue::Unset)
+                {
+                    return Ok(());
+                }
                 let index = list_index(key, column, bindings)?;
                 pending.push(PendingListOp {
                     column: column.id,

@@ -131,14 +131,20 @@ pub async fn prepare(text: &str, session: &Session) -> CqlResult<PreparedInfo> {
 /// Prepares `text` in this shard's cache.
 fn prepare_here(text: &str, session: &Session) -> CqlResult<PreparedInfo> {
     let parsed = parse(text)?;
-    match &parsed.statement {
-        Statement::Update(u) => crate::modification::check_no_token(&u.where_clause, "UPDATE")?,
-        Statement::Delete(d) => crate::modification::check_no_token(&d.where_clause, "DELETE")?,
-        _ => {}
-    }
     let keyspace = session.keyspace.clone();
     let schema = shoal_coordinator::schema();
     let variables = bind_specs(&schema, &parsed, keyspace.as_deref())?;
+    // A write's WHERE clause is refused at PREPARE as at execution, before
+    // a marker of a restriction it cannot take gets a type.
+    let write_where = match &parsed.statement {
+        Statement::Update(u) => Some((u.keyspace.as_deref(), &u.table, &u.where_clause)),
+        Statement::Delete(d) => Some((d.keyspace.as_deref(), &d.table, &d.where_clause)),
+        _ => None,
+    };
+    if let Some((named, name, relations)) = write_where {
+        let meta = table(&schema, named, keyspace.as_deref(), name)?;
+        crate::modification_where::check(&meta, relations)?;
+    }
     let pk_indexes = partition_key_indexes(&schema, &parsed, keyspace.as_deref());
     let compiled = match &parsed.statement {
         Statement::Select(s) => {
@@ -299,6 +305,7 @@ async fn execute_parsed(
         | Statement::AlterView(_)
         | Statement::DropView(_)
         | Statement::DropIndex(_) => {
+            check_data_centers(&parsed.statement)?;
             let statement = parsed.statement.clone();
             let session = keyspace.map(str::to_string);
             let transition = move |current: &Schema| crate::ddl::apply(current, &statement, session.as_deref());
@@ -477,9 +484,53 @@ async fn apply_or_check(
     Box::pin(lwt::execute(conditions, writes, consistency, serial, timestamp_us, now_s, batch.is_some())).await
 }
 
-/// ScyllaDB's (and Cassandra's) rules: a COUNTER batch holds only counter
-/// updates, a LOGGED one none, and an UNLOGGED one either kind but not both.
+/// A client's CREATE or ALTER KEYSPACE names only data centers the
+/// cluster has (Cassandra's and ScyllaDB's check). Here, not in
+/// `ddl::apply`: a schema read back at start, or agreed through Raft,
+/// may name data centers not yet seen.
+fn check_data_centers(statement: &Statement) -> CqlResult<()> {
+    let (name, options) = match statement {
+        Statement::CreateKeyspace(s) => (&s.name, &s.options),
+        Statement::AlterKeyspace(s) => (&s.name, &s.options),
+        _ => return Ok(()),
+    };
+    let Some(entries) = options.iter().find_map(|(option, value)| match value {
+        crate::ast::OptionValue::Map(entries) if option.eq_ignore_ascii_case("replication") => Some(entries),
+        _ => None,
+    }) else {
+        return Ok(());
+    };
+    let class = entries.iter().find(|(k, _)| k == "class").map_or("NetworkTopologyStrategy", |(_, v)| v.as_str());
+    if !class.ends_with("NetworkTopologyStrategy") {
+        return Ok(());
+    }
+    let local = shoal_coordinator::cluster::node().data_center;
+    let peers = shoal_coordinator::cluster::peers();
+    let known = |dc: &str| dc == local || peers.iter().any(|p| p.data_center == dc);
+    match entries.iter().find(|(k, _)| k != "class" && k != "replication_factor" && !known(k)) {
+        Some((dc, _)) => Err(CqlError::Config(format!(
+            "Unrecognized strategy option {{{dc}}} passed to org.apache.cassandra.locator.NetworkTopologyStrategy for keyspace {name}"
+        ))),
+        None => Ok(()),
+    }
+}
+
+/// A batch whose mutations hold more than this is refused (ScyllaDB's
+/// `batch_size_fail_threshold_in_kb` default, 1024).
+const BATCH_SIZE_FAIL_THRESHOLD_BYTES: usize = 1024 * 1024;
+
+/// The batch's size, then ScyllaDB's (and Cassandra's) rules: a COUNTER
+/// batch holds only counter updates, a LOGGED one none, and an UNLOGGED
+/// one either kind but not both.
 fn check_batch_kind(kind: BatchKind, schema: &Schema, writes: &[Mutation]) -> CqlResult<()> {
+    let size_bytes: usize = writes.iter().map(|w| w.update.size_estimate_bytes()).sum();
+    if size_bytes > BATCH_SIZE_FAIL_THRESHOLD_BYTES {
+        return Err(invalid(format!(
+            "Batch too large: size of {} KiB is over the threshold of {} KiB",
+            size_bytes / 1024,
+            BATCH_SIZE_FAIL_THRESHOLD_BYTES / 1024
+        )));
+    }
     let is_counter =
         |write: &Mutation| schema.table_by_id(write.table).is_some_and(|t| crate::ddl::is_counter_table(t));
     let counters = writes.iter().any(is_counter);

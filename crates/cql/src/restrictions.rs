@@ -14,11 +14,12 @@ use shoal_coordinator::data::{ClusteringRange, PartitionPosition};
 use shoal_coordinator::data::{FilterOp, RowFilter};
 use shoal_schema::comparable;
 use shoal_schema::token::{murmur3_token, serialize_partition_key};
+use shoal_schema::value::compare;
 use shoal_schema::{ClusteringOrder, ColumnKind, ColumnMeta, CqlType, TableMeta};
 
 use crate::ast::{InValues, Operator, Relation, Term};
 use crate::error::{invalid, CqlResult};
-use crate::values::{collection_items, eval_required, Bindings, Receiver};
+use crate::values::{collection_items, eval, eval_required, Bindings, BoundValue, Receiver};
 
 /// Combinations of IN values above this are refused (Cassandra's
 /// `max_clustering_key_restrictions_per_query` default is 100).
@@ -53,6 +54,8 @@ pub struct Restrictions {
 struct Analysis<'a> {
     meta: &'a TableMeta,
     bindings: Bindings<'a>,
+    /// For an UPDATE or DELETE.
+    write: bool,
     /// Values per column index for `=` (one) and `IN` (several). Ordered
     /// maps, not hash maps: they hold a handful of entries, and this runs
     /// on every request, where hashing with a fresh seed costs more.
@@ -68,9 +71,25 @@ struct Analysis<'a> {
 }
 
 pub fn analyze(meta: &TableMeta, relations: &[Relation], bindings: Bindings<'_>) -> CqlResult<Restrictions> {
+    analyze_for(meta, relations, bindings, false)
+}
+
+/// [`analyze`] for an UPDATE or DELETE, where a key `IN ?` bound to null
+/// is an error rather than no rows.
+pub fn analyze_write(meta: &TableMeta, relations: &[Relation], bindings: Bindings<'_>) -> CqlResult<Restrictions> {
+    analyze_for(meta, relations, bindings, true)
+}
+
+fn analyze_for(
+    meta: &TableMeta,
+    relations: &[Relation],
+    bindings: Bindings<'_>,
+    write: bool,
+) -> CqlResult<Restrictions> {
     let mut a = Analysis {
         meta,
         bindings,
+        write,
         equal: BTreeMap::new(),
         slices: BTreeMap::new(),
         token_from: Bound::Unbounded,
@@ -176,14 +195,15 @@ impl<'a> Analysis<'a> {
     fn in_values(&self, values: &InValues, column: &ColumnMeta) -> CqlResult<Vec<Bytes>> {
         match values {
             InValues::Terms(terms) => terms.iter().map(|t| self.value(t, column)).collect(),
-            InValues::Bind(_) => {
+            InValues::Bind(i) => {
                 let list_ty = CqlType::List(Box::new(column.ty.clone()));
-                let term = match values {
-                    InValues::Bind(i) => Term::Bind(*i),
-                    InValues::Terms(_) => unreachable!("matched above"),
-                };
-                let list = eval_required(&term, Receiver { name: &column.name, ty: &list_ty }, self.bindings)?;
-                Ok(collection_items(&list))
+                // `IN ?` bound to null matches nothing, as ScyllaDB has it.
+                match eval(&Term::Bind(*i), Receiver { name: &column.name, ty: &list_ty }, self.bindings)? {
+                    BoundValue::Value(list) => Ok(collection_items(&list)),
+                    BoundValue::Null if self.write => Err(invalid(format!("Invalid null value for {}", column.name))),
+                    BoundValue::Null => Ok(Vec::new()),
+                    BoundValue::Unset => Err(unset_error(&column.name)),
+                }
             }
         }
     }
@@ -196,6 +216,7 @@ impl<'a> Analysis<'a> {
             }
             Relation::In { column, values } => {
                 let (index, meta) = self.column(column)?;
+                check_not_collection(meta, "IN")?;
                 let values = self.in_values(values, meta)?;
                 if meta.kind.is_primary_key() {
                     self.restrict_equal(index, meta, values)
@@ -206,15 +227,15 @@ impl<'a> Analysis<'a> {
             }
             Relation::Token { columns, op, value } => self.token(columns, *op, value),
             Relation::MultiColumn { columns, op, value } => {
-                self.multi_column(columns, *op, std::slice::from_ref(value))
+                self.multi_column(columns, *op, std::slice::from_ref(value), None)
             }
             Relation::MultiColumnIn { columns, values } => match values {
-                InValues::Terms(terms) => self.multi_column(columns, Operator::In, terms),
-                InValues::Bind(_) => {
-                    Err(invalid("IN ? on several clustering columns is not supported yet; list the tuples"))
-                }
+                InValues::Terms(terms) => self.multi_column(columns, Operator::In, terms, None),
+                InValues::Bind(i) => self.multi_column(columns, Operator::In, &[], Some(*i)),
             },
-            Relation::IsNotNull { .. } => Ok(()),
+            Relation::IsNotNull { column } => Err(invalid(format!(
+                "restriction '{column} IS NOT NULL' is only supported in materialized view creation"
+            ))),
             Relation::Element { column, key, op, value } => {
                 let (index, meta) = self.column(column)?;
                 self.map_entry(index, meta, key, *op, value)
@@ -223,6 +244,12 @@ impl<'a> Analysis<'a> {
     }
 
     fn simple(&mut self, index: usize, column: &ColumnMeta, op: Operator, term: &Term) -> CqlResult<()> {
+        if op == Operator::Ne {
+            return Err(invalid(format!("Unsupported \"!=\" relation: {} != {term}", column.name)));
+        }
+        if op != Operator::Contains && op != Operator::ContainsKey {
+            check_not_collection(column, op.text())?;
+        }
         let filter_op = match op {
             Operator::Eq => FilterOp::Eq,
             Operator::Ne => FilterOp::Ne,
@@ -243,15 +270,30 @@ impl<'a> Analysis<'a> {
                         )))
                     }
                 };
-                let value = eval_required(term, Receiver { name: &column.name, ty: &elem_ty }, self.bindings)?;
                 let op = if op == Operator::Contains { FilterOp::Contains } else { FilterOp::ContainsKey };
-                self.filters.push(RowFilter { column: index, op, values: vec![value] });
+                let filter = match eval(term, Receiver { name: &column.name, ty: &elem_ty }, self.bindings)? {
+                    BoundValue::Value(value) => RowFilter { column: index, op, values: vec![value] },
+                    BoundValue::Null => matches_nothing(index),
+                    BoundValue::Unset => return Err(unset_error(&column.name)),
+                };
+                self.filters.push(filter);
                 return Ok(());
             }
             Operator::In | Operator::Like => {
                 return Err(invalid(format!("Unsupported operator on column {}", column.name)))
             }
         };
+        if !column.kind.is_primary_key() {
+            // A filter on a null (`v = NULL`, `v > NULL`) matches nothing,
+            // as in SQL and ScyllaDB; it still needs ALLOW FILTERING.
+            let filter = match eval(term, Receiver { name: &column.name, ty: &column.ty }, self.bindings)? {
+                BoundValue::Value(value) => RowFilter { column: index, op: filter_op, values: vec![value] },
+                BoundValue::Null => matches_nothing(index),
+                BoundValue::Unset => return Err(unset_error(&column.name)),
+            };
+            self.filters.push(filter);
+            return Ok(());
+        }
         let value = self.value(term, column)?;
         match (column.kind, op) {
             (ColumnKind::PartitionKey | ColumnKind::Clustering, Operator::Eq) => {
@@ -278,18 +320,38 @@ impl<'a> Analysis<'a> {
         op: Operator,
         value: &Term,
     ) -> CqlResult<()> {
-        let CqlType::Map(key_ty, value_ty) = column.ty.unfrozen() else {
-            return Err(invalid(format!(
-                "Invalid element access syntax for non-map column {} of type {}",
-                column.name, column.ty
-            )));
+        let (key_ty, value_ty) = match column.ty.unfrozen() {
+            CqlType::Map(key_ty, value_ty) => (key_ty, value_ty),
+            // ScyllaDB filters on list elements; Shoal not yet.
+            CqlType::List(_) => {
+                return Err(invalid(format!(
+                    "Invalid element access syntax for non-map column {} of type {}",
+                    column.name, column.ty
+                )))
+            }
+            _ => return Err(invalid(format!("Column {} of type {} cannot be subscripted", column.name, column.ty))),
         };
         if op != Operator::Eq {
             return Err(invalid(format!("Only EQ relations are supported on map entries (on {})", column.name)));
         }
-        let key = eval_required(key, Receiver { name: &column.name, ty: key_ty }, self.bindings)?;
-        let value = eval_required(value, Receiver { name: &column.name, ty: value_ty }, self.bindings)?;
-        self.filters.push(RowFilter { column: index, op: FilterOp::EntryEq, values: vec![key, value] });
+        let key_name = format!("key({})", column.name);
+        let value_name = format!("value({})", column.name);
+        let key = eval(key, Receiver { name: &key_name, ty: key_ty }, self.bindings)?;
+        let value = eval(value, Receiver { name: &value_name, ty: value_ty }, self.bindings)?;
+        // A null key or value (`m[null] = 3`) matches nothing, as ScyllaDB has it.
+        let filter = match (key, value) {
+            (BoundValue::Unset, _) => {
+                return Err(invalid(format!("Unsupported unset map key for column {}", column.name)))
+            }
+            (_, BoundValue::Unset) => {
+                return Err(invalid(format!("Unsupported unset map value for column {}", column.name)))
+            }
+            (BoundValue::Value(key), BoundValue::Value(value)) => {
+                RowFilter { column: index, op: FilterOp::EntryEq, values: vec![key, value] }
+            }
+            _ => matches_nothing(index),
+        };
+        self.filters.push(filter);
         Ok(())
     }
 
@@ -305,14 +367,33 @@ impl<'a> Analysis<'a> {
 
     fn token(&mut self, columns: &[String], op: Operator, term: &Term) -> CqlResult<()> {
         let key: Vec<&str> = self.meta.partition_key().map(|c| c.name.as_str()).collect();
+        if op == Operator::Ne {
+            return Err(invalid(format!("Unsupported \"!=\" relation: token({}) != {term}", columns.join(", "))));
+        }
+        if columns.len() != key.len() {
+            return Err(invalid(format!(
+                "Invalid number of arguments in call to function token: {} required but {} provided",
+                key.len(),
+                columns.len()
+            )));
+        }
+        if columns.iter().enumerate().any(|(i, c)| columns[..i].contains(c)) {
+            return Err(invalid("The token() function contains duplicate partition key components"));
+        }
         if columns.iter().map(String::as_str).ne(key.iter().copied()) {
             return Err(invalid(format!(
                 "The token function arguments must be in the partition key order: {}",
                 key.join(", ")
             )));
         }
-        let value = eval_required(term, Receiver { name: "partition key token", ty: &CqlType::Bigint }, self.bindings)?;
-        let token = i64::from_be_bytes(value[..].try_into().map_err(|_| invalid("token must be a bigint"))?);
+        let token = match term {
+            Term::FunctionCall { name, args } if name == "token" || name == "system.token" => self.token_of(args)?,
+            _ => {
+                let receiver = Receiver { name: "partition key token", ty: &CqlType::Bigint };
+                let value = eval_required(term, receiver, self.bindings)?;
+                i64::from_be_bytes(value[..].try_into().map_err(|_| invalid("token must be a bigint"))?)
+            }
+        };
         self.has_token = true;
         match op {
             Operator::Gt => self.token_from = Bound::Excluded(token),
@@ -328,25 +409,104 @@ impl<'a> Analysis<'a> {
         Ok(())
     }
 
-    fn multi_column(&mut self, names: &[String], op: Operator, terms: &[Term]) -> CqlResult<()> {
+    /// `token(v1, ...)` on the right of a token relation: the token of the
+    /// partition key made of the values, each typed as its key column.
+    fn token_of(&self, args: &[Term]) -> CqlResult<i64> {
+        let key: Vec<&ColumnMeta> = self.meta.partition_key().collect();
+        if args.len() != key.len() {
+            return Err(invalid(format!(
+                "Invalid number of arguments in call to function token: {} required but {} provided",
+                key.len(),
+                args.len()
+            )));
+        }
+        let parts = args.iter().zip(key).map(|(arg, column)| self.value(arg, column)).collect::<CqlResult<Vec<_>>>()?;
+        Ok(position_of(&parts)?.token)
+    }
+
+    /// The refusal of a multi-column relation not on a clustering key
+    /// prefix in key order (ScyllaDB's text).
+    fn multi_column_order_error(names: &[String]) -> crate::error::CqlError {
+        invalid(format!(
+            "Clustering columns may not be skipped in multi-column relations. They should appear in the PRIMARY KEY \
+             order. Got ({})",
+            names.join(", ")
+        ))
+    }
+
+    /// Several multi-column relations: at most one bound of each side, and
+    /// no equality beside anything else (Cassandra's and ScyllaDB's texts).
+    fn check_multi_column_bounds(&self, names: &[String], op: Operator) -> CqlResult<()> {
+        let first = names.first().map_or("", String::as_str);
+        let start = |op: Operator| matches!(op, Operator::Gt | Operator::Ge);
+        let end = |op: Operator| matches!(op, Operator::Lt | Operator::Le);
+        for (_, existing, _) in &self.multi {
+            let slice = |op: Operator| start(op) || end(op);
+            let message = if !slice(op) && !slice(*existing) {
+                format!("{first} cannot be restricted by more than one relation if it includes an Equal")
+            } else if !slice(op) || !slice(*existing) {
+                format!("Column \"{first}\" cannot be restricted by both an equality and an inequality relation")
+            } else if start(op) && start(*existing) {
+                format!("More than one restriction was found for the start bound on {first}")
+            } else if end(op) && end(*existing) {
+                format!("More than one restriction was found for the end bound on {first}")
+            } else {
+                continue;
+            };
+            return Err(invalid(message));
+        }
+        Ok(())
+    }
+
+    /// `(c1, c2) op tuple`, or `IN` with `terms` or one marker bound to
+    /// the whole list of tuples (`list_marker`).
+    fn multi_column(
+        &mut self,
+        names: &[String],
+        op: Operator,
+        terms: &[Term],
+        list_marker: Option<usize>,
+    ) -> CqlResult<()> {
         let mut indexes = Vec::new();
         let mut types = Vec::new();
         for (i, name) in names.iter().enumerate() {
             let (index, column) = self.column(name)?;
-            if column.kind != ColumnKind::Clustering || column.position as usize != i {
-                return Err(invalid(format!("Multi-column relations can only be applied to clustering columns in key order, starting with the first: {name}")));
+            if column.kind != ColumnKind::Clustering {
+                return Err(invalid(format!(
+                    "Multi-column relations can only be applied to clustering columns but was applied to: {name}"
+                )));
+            }
+            if column.position as usize != i {
+                return Err(Self::multi_column_order_error(names));
             }
             indexes.push(index);
             types.push(column.ty.clone());
         }
+        self.check_multi_column_bounds(names, op)?;
         let tuple_ty = CqlType::Tuple(types);
         let receiver_name = format!("({})", names.join(","));
         let mut tuples = Vec::new();
         for term in terms {
+            check_tuple_literal(term, names, op, &tuple_ty)?;
             let tuple = eval_required(term, Receiver { name: &receiver_name, ty: &tuple_ty }, self.bindings)?;
             let fields = tuple_fields(&tuple, names.len())
                 .ok_or_else(|| invalid(format!("Invalid tuple for {receiver_name}")))?;
             tuples.push(fields);
+        }
+        if let Some(marker) = list_marker {
+            let list_ty = CqlType::List(Box::new(tuple_ty.clone()));
+            let name = format!("in{receiver_name}");
+            // Bound to null, it names no rows (as `c IN ?` does).
+            let list = match eval(&Term::Bind(marker), Receiver { name: &name, ty: &list_ty }, self.bindings)? {
+                BoundValue::Value(list) => collection_items(&list),
+                BoundValue::Null => Vec::new(),
+                BoundValue::Unset => return Err(unset_error(&receiver_name)),
+            };
+            for tuple in list {
+                let fields = tuple_fields(&tuple, names.len())
+                    .ok_or_else(|| invalid(format!("Invalid tuple for {receiver_name}")))?;
+                tuples.push(fields);
+            }
         }
         self.multi.push((indexes, op, tuples));
         Ok(())
@@ -384,8 +544,18 @@ impl<'a> Analysis<'a> {
         })
     }
 
+    /// The partitions named, in the order Cassandra and ScyllaDB return
+    /// them: each key column's values sorted by its type and deduplicated,
+    /// so the combinations come in key order.
     fn partition_keys(&self, pk: &[usize]) -> CqlResult<Vec<PartitionPosition>> {
-        let combos = cartesian(pk.iter().map(|i| self.equal[i].clone()).collect())?;
+        let sorted = |i: &usize| {
+            let ty = self.meta.columns[*i].ty.unfrozen();
+            let mut values = self.equal[i].clone();
+            values.sort_by(|a, b| compare(ty, a, b));
+            values.dedup_by(|a, b| compare(ty, a, b).is_eq());
+            values
+        };
+        let combos = cartesian(pk.iter().map(sorted).collect())?;
         combos.into_iter().map(|parts| position_of(&parts)).collect()
     }
 
@@ -395,6 +565,12 @@ impl<'a> Analysis<'a> {
     fn clustering(&mut self) -> CqlResult<(Option<Vec<(Bytes, Vec<Bytes>)>>, Vec<ClusteringRange>, bool)> {
         let ck: Vec<usize> =
             (0..self.meta.columns.len()).filter(|i| self.meta.columns[*i].kind == ColumnKind::Clustering).collect();
+        let single = ck.iter().any(|i| self.equal.contains_key(i) || self.slices.contains_key(i));
+        if !self.multi.is_empty() && single {
+            return Err(invalid(
+                "Mixing single column relations and multi column relations on clustering columns is not allowed",
+            ));
+        }
         if !self.multi.is_empty() {
             let relations = std::mem::take(&mut self.multi);
             return self.multi_ranges(&ck, relations);
@@ -624,6 +800,47 @@ pub fn position_of(parts: &[Bytes]) -> CqlResult<PartitionPosition> {
     let refs: Vec<&[u8]> = parts.iter().map(|b| &b[..]).collect();
     let key = Bytes::from(serialize_partition_key(&refs).map_err(|e| invalid(format!("Invalid partition key: {e}")))?);
     Ok(PartitionPosition { token: murmur3_token(&key), key })
+}
+
+/// A filter no row passes: equal to one of no values. What a comparison
+/// with null selects.
+fn matches_nothing(column: usize) -> RowFilter {
+    RowFilter { column, op: FilterOp::In, values: Vec::new() }
+}
+
+fn unset_error(column: &str) -> crate::error::CqlError {
+    invalid(format!("Invalid unset value for column {column}"))
+}
+
+/// A non-frozen collection is compared only by CONTAINS, CONTAINS KEY and
+/// `m[key] =` (Cassandra's and ScyllaDB's refusal).
+fn check_not_collection(column: &ColumnMeta, op: &str) -> CqlResult<()> {
+    match column.ty {
+        CqlType::List(_) | CqlType::Set(_) | CqlType::Map(..) => Err(invalid(format!(
+            "Collection column '{}' ({}) cannot be restricted by a '{op}' relation",
+            column.name, column.ty
+        ))),
+        _ => Ok(()),
+    }
+}
+
+/// A literal tuple of a multi-column relation: as many elements as
+/// columns, none null (ScyllaDB's checks and texts).
+fn check_tuple_literal(term: &Term, names: &[String], op: Operator, tuple_ty: &CqlType) -> CqlResult<()> {
+    let Term::Tuple(items) = term else { return Ok(()) };
+    if items.len() > names.len() && op == Operator::In {
+        return Err(invalid(format!(
+            "Invalid list literal for IN(({})): value {term} is not of type frozen<{tuple_ty}>",
+            names.join(",")
+        )));
+    }
+    if items.len() != names.len() {
+        return Err(invalid(format!("Expected {} elements in value tuple, but got {}", names.len(), items.len())));
+    }
+    if let Some(i) = items.iter().position(|t| matches!(t, Term::Literal(crate::ast::Literal::Null))) {
+        return Err(invalid(format!("Invalid null value in condition for column {}", names[i])));
+    }
+    Ok(())
 }
 
 /// The smallest byte string greater than every string starting with `key`.

@@ -318,7 +318,7 @@ mod tests {
             ],
         );
         let table = before.table("ks", "t").expect("table t");
-        assert_eq!(ids(table), [("k", 0), ("c2", 1), ("b", 6), ("odd 'name", 7), ("s", 2)]);
+        assert_eq!(ids(table), [("k", 0), ("c2", 1), ("s", 2), ("b", 6), ("odd 'name", 7)]);
         assert_eq!(table.next_column_id, 8);
         let text = render(&before);
         let after = reload(&text).expect("rendered schema loads");

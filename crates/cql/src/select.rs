@@ -26,7 +26,7 @@ use shoal_schema::{cast, collection, fields, Value};
 use shoal_schema::{ClusteringOrder, ColumnKind, CqlType, Schema, TableMeta};
 use uuid::Uuid;
 
-use crate::ast::{Order, Select, Selection, SelectorExpr, Term};
+use crate::ast::{Order, Relation, Select, Selection, SelectorExpr, Term};
 use crate::error::{invalid, CqlError, CqlResult};
 use crate::functions;
 use crate::restrictions::{analyze, EqPlan, PartitionRestriction};
@@ -141,6 +141,14 @@ pub fn compile(schema: &Schema, meta: Arc<TableMeta>, select: &Select) -> CqlRes
     let (columns, sels): (Vec<ColumnSpec>, Vec<Sel>) = selected.into_iter().unzip();
     let aggregate = sels.iter().any(aggregate::has_aggregate);
     let grouping = group_by::grouping(&meta, select)?;
+    if select.per_partition_limit.is_some() {
+        if select.distinct {
+            return Err(invalid("PER PARTITION LIMIT is not allowed with SELECT DISTINCT queries"));
+        }
+        if aggregate && grouping.is_none() {
+            return Err(invalid("PER PARTITION LIMIT is not allowed with aggregate queries."));
+        }
+    }
     let plan = EqPlan::compile(&meta, &select.where_clause);
     Ok(CompiledSelect {
         schema_version: schema.version,
@@ -186,6 +194,7 @@ pub async fn execute(
             }
         }
     };
+    let read = |command: ReadCommand| in_key_order(command, &read);
     if let Some(grouping) = grouping {
         let query = group_by::GroupedQuery {
             meta,
@@ -223,6 +232,45 @@ pub async fn execute(
     };
     let out = rows.iter().map(|row| sels.iter().map(|s| evaluate(meta, s, row)).collect()).collect::<CqlResult<_>>()?;
     Ok(Rows { columns, rows: out, paging_state })
+}
+
+/// Reads the partitions of a command naming several keys one after the
+/// other, in the order of its keys (the IN values' order, which
+/// `restrictions` sorts), as Cassandra and ScyllaDB return them — not in
+/// ring order. A paging position names the key to resume in.
+async fn in_key_order<F, Fut>(command: ReadCommand, read: &F) -> CqlResult<ReadResult>
+where
+    F: Fn(ReadCommand) -> Fut,
+    Fut: Future<Output = CqlResult<ReadResult>>,
+{
+    let keys = match &command.partitions {
+        PartitionSelection::Keys(keys) if keys.len() > 1 => keys.clone(),
+        _ => return read(command).await,
+    };
+    let first = match &command.start_after {
+        Some(after) => keys.iter().position(|k| *k == after.partition).unwrap_or(0),
+        None => 0,
+    };
+    let count = keys.len();
+    let mut out = ReadResult::default();
+    for (i, key) in keys.into_iter().enumerate().skip(first) {
+        let mut one = ReadCommand {
+            partitions: PartitionSelection::Keys(vec![key]),
+            row_limit: command.row_limit.saturating_sub(out.rows.len()),
+            ..command.clone()
+        };
+        if i != first {
+            one.start_after = None;
+            one.start_partition_rows = 0;
+        }
+        let page = read(one).await?;
+        out.rows.extend(page.rows);
+        if out.rows.len() >= command.row_limit {
+            out.limit_reached = page.limit_reached || i + 1 < count;
+            break;
+        }
+    }
+    Ok(out)
 }
 
 /// One page of at most `page_size` of the `remaining` rows of `command`,
@@ -304,7 +352,7 @@ fn read_command(
         None => index_read::choose(schema, meta, &select.where_clause, &restrictions, bindings)?,
     };
     let needs_filtering = match &index {
-        Some(served) => index_read::needs_filtering(&restrictions, served),
+        Some(served) => index_read::needs_filtering(meta, &select.where_clause, &restrictions, served),
         None => restrictions.needs_filtering,
     };
     let system = system::is_system_keyspace(&meta.keyspace);
@@ -320,11 +368,13 @@ fn read_command(
             PartitionSelection::Range { from: token_start(from), to: token_end(to) }
         }
     };
-    if select.distinct
-        && meta.columns.iter().any(|c| c.kind == ColumnKind::Clustering)
-        && restrictions.clustering_restricted
-    {
-        return Err(invalid("SELECT DISTINCT with clustering column restrictions is not allowed"));
+    if select.distinct && matches!(partitions, PartitionSelection::Range { .. }) {
+        check_distinct_selects_the_key(meta, select)?;
+    }
+    if select.distinct && !distinct_restrictable(meta, &select.where_clause) {
+        return Err(invalid(
+            "SELECT DISTINCT with WHERE clause only supports restriction by partition key and/or static columns.",
+        ));
     }
     let reversed = ordering_reversed(meta, select)?;
     let command = ReadCommand {
@@ -429,6 +479,37 @@ fn selectors(meta: &TableMeta, select: &Select) -> CqlResult<Vec<(ColumnSpec, Se
             Ok((spec(meta, selector.alias.clone().unwrap_or(name), ty), sel))
         })
         .collect()
+}
+
+/// A SELECT DISTINCT over a range of partitions selects every partition
+/// key column (Cassandra's rule, so rows need no grouping afterwards).
+fn check_distinct_selects_the_key(meta: &TableMeta, select: &Select) -> CqlResult<()> {
+    let Selection::Selectors(list) = &select.selection else { return Ok(()) };
+    let selected = |name: &str| list.iter().any(|s| matches!(&s.expr, SelectorExpr::Column(n) if n == name));
+    let missing: Vec<&str> = meta.partition_key().map(|c| c.name.as_str()).filter(|n| !selected(n)).collect();
+    match missing.is_empty() {
+        true => Ok(()),
+        false => Err(invalid(format!(
+            "SELECT DISTINCT queries must request all the partition key columns (missing {})",
+            missing.join(", ")
+        ))),
+    }
+}
+
+/// Whether a SELECT DISTINCT's WHERE clause restricts only partition key
+/// and static columns (what DISTINCT allows).
+fn distinct_restrictable(meta: &TableMeta, relations: &[Relation]) -> bool {
+    let allowed = |name: &String| {
+        meta.column(name).is_none_or(|c| matches!(c.kind, ColumnKind::PartitionKey | ColumnKind::Static))
+    };
+    relations.iter().all(|relation| match relation {
+        Relation::Simple { column, .. }
+        | Relation::In { column, .. }
+        | Relation::IsNotNull { column }
+        | Relation::Element { column, .. } => allowed(column),
+        Relation::MultiColumn { columns, .. } | Relation::MultiColumnIn { columns, .. } => columns.iter().all(allowed),
+        Relation::Token { .. } => true,
+    })
 }
 
 fn column_ref(meta: &TableMeta, name: &str) -> CqlResult<usize> {

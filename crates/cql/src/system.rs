@@ -61,6 +61,12 @@ const DEFINITIONS: &[(&str, &str, &str)] = &[
     ("system_traces", "sessions", "session_id uuid PRIMARY KEY, client inet, command text, coordinator inet, duration int, parameters map<text, text>, request text, started_at timestamp"),
     ("system_traces", "events", "session_id uuid, event_id timeuuid, activity text, source inet, source_elapsed int, thread text, PRIMARY KEY (session_id, event_id)"),
     ("system_schema", "triggers", "keyspace_name text, table_name text, trigger_name text, options frozen<map<text, text>>, PRIMARY KEY (keyspace_name, table_name, trigger_name)"),
+    // ScyllaDB's node-local key/value table (empty here). ScyllaDB's tools
+    // and test suites tell ScyllaDB from Cassandra by a `system` table whose
+    // name holds "scylla": Shoal follows ScyllaDB where the two differ.
+    ("system", "scylla_local", "key text PRIMARY KEY, value text"),
+    // ScyllaDB's configuration table: the settings clients ask about.
+    ("system", "config", "name text PRIMARY KEY, source text, type text, value text"),
     // ScyllaDB's own schema tables; always empty here (no CDC partitioner, no tablets).
     ("system_schema", "scylla_tables", "keyspace_name text, table_name text, cdc frozen<map<text, text>>, partitioner text, version uuid, PRIMARY KEY (keyspace_name, table_name)"),
     ("system_schema", "scylla_keyspaces", "keyspace_name text PRIMARY KEY, initial_tablets int, storage_options frozen<map<text, text>>, storage_type text"),
@@ -119,6 +125,7 @@ pub async fn contents(meta: &Arc<TableMeta>, schema: &Schema) -> CqlResult<Virtu
         ("system_traces", name) => crate::traces::rows(name).await?,
         ("system_auth", name) => crate::auth::tables::rows(name, &schema.roles),
         ("system", "local") => vec![local_row(schema)],
+        ("system", "config") => config_rows(),
         ("system", "peers") => shoal_coordinator::cluster::peers().iter().map(|p| peer_row(p, schema)).collect(),
         ("system", "peers_v2") => shoal_coordinator::cluster::peers().iter().map(|p| peer_v2_row(p, schema)).collect(),
         ("system_schema", "keyspaces") => schema.keyspaces.values().map(|ks| keyspace_row(ks)).collect(),
@@ -181,6 +188,14 @@ pub(crate) fn text_map(map: &BTreeMap<String, String>) -> Option<Bytes> {
 
 pub(crate) fn text_set<'a>(items: impl Iterator<Item = &'a str> + Clone) -> Option<Bytes> {
     Some(serialize_items(items.clone().map(str::as_bytes), items.count()))
+}
+
+/// `system.config` as ScyllaDB has it, for the settings whose value
+/// Shoal fixes: schema changes always go through group 0 (Raft), so
+/// `consistent_cluster_management` is true.
+fn config_rows() -> Vec<Values> {
+    // Columns: name, source, type, value.
+    vec![vec![text("consistent_cluster_management"), text("default"), text("bool"), text("true")]]
 }
 
 fn local_row(schema: &Schema) -> Vec<Option<Bytes>> {

@@ -96,7 +96,11 @@ fn eval_term(term: &Term, receiver: Receiver<'_>, bindings: Bindings<'_>) -> Cql
         Term::FunctionCall { name, args } => functions::call(name, args, receiver, bindings),
         Term::Cast { ty: cast, term } => {
             // Compared as text: a user type in a cast is a bare reference.
-            if cast.unfrozen().to_string() != ty.to_string() {
+            // ascii is text too (Cassandra's value compatibility): a text
+            // column takes `(ascii)'foo'`, an ascii column not `(text)'foo'`.
+            let compatible = cast.unfrozen().to_string() == ty.to_string()
+                || (matches!(cast.unfrozen(), CqlType::Ascii) && matches!(ty, CqlType::Text));
+            if !compatible {
                 return Err(invalid(format!(
                     "Cannot assign a value of type {cast} to {} of type {}",
                     receiver.name, receiver.ty

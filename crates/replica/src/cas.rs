@@ -279,12 +279,16 @@ fn column_holds(meta: &TableMeta, check: &ColumnCheck, row: Option<&ResultRow>) 
         _ => return Err(ReplicaError::Invalid(format!("condition part {:?} on column {}", check.part, column.name))),
     };
     let ty = ty.unfrozen();
-    let first = check.values.first().ok_or_else(|| ReplicaError::Invalid("condition without a value".into()))?;
     let equal = |v: &Option<Bytes>| match (&current, v) {
         (None, None) => true,
         (Some(a), Some(b)) => compare(ty, a, b) == Ordering::Equal,
         _ => false,
     };
+    // `IF c IN ()` holds for no value.
+    if check.op == CheckOp::In {
+        return Ok(check.values.iter().any(equal));
+    }
+    let first = check.values.first().ok_or_else(|| ReplicaError::Invalid("condition without a value".into()))?;
     let ordering = || match (&current, first) {
         (Some(a), Some(b)) => Some(compare(ty, a, b)),
         _ => None,

@@ -177,14 +177,17 @@ impl TableMeta {
         ))
     }
 
-    /// Orders columns as `SELECT *` shows them and renumbers key positions.
-    /// Call after adding, removing or renaming columns.
+    /// Orders columns as `SELECT *` shows them (Cassandra's and ScyllaDB's
+    /// order: partition key, clustering key, static columns, then regular
+    /// ones, each by name) and renumbers key positions. Call after adding,
+    /// removing or renaming columns.
     pub fn normalize_columns(&mut self) {
         self.columns.sort_by(|a, b| {
             let rank = |c: &ColumnMeta| match c.kind {
                 ColumnKind::PartitionKey => 0,
                 ColumnKind::Clustering => 1,
-                ColumnKind::Static | ColumnKind::Regular => 2,
+                ColumnKind::Static => 2,
+                ColumnKind::Regular => 3,
             };
             let key = |c: &ColumnMeta| if c.kind.is_primary_key() { c.position } else { 0 };
             rank(a).cmp(&rank(b)).then(key(a).cmp(&key(b))).then_with(|| a.name.cmp(&b.name))

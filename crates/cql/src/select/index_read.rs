@@ -23,7 +23,7 @@ use shoal_coordinator::data::{ClusteringRange, PartitionPosition, PartitionSelec
 use shoal_coordinator::ConsistencyLevel;
 use shoal_schema::index::{entry_value, per_partition, value_type};
 use shoal_schema::token::split_partition_key;
-use shoal_schema::{CqlType, IndexKind, Schema, TableMeta};
+use shoal_schema::{ColumnKind, CqlType, IndexKind, Schema, TableMeta};
 
 use crate::ast::{Operator, Relation};
 use crate::error::CqlResult;
@@ -120,11 +120,32 @@ pub(crate) fn choose(
 }
 
 /// Whether the restrictions still need ALLOW FILTERING once `served`
-/// answers the indexed one: when other row filters remain. Clustering
-/// prefixes and slices do not (each base partition read applies them),
-/// as in Cassandra.
-pub(crate) fn needs_filtering(restrictions: &Restrictions, served: &Served) -> bool {
-    restrictions.filters.iter().any(|f| f.column != served.column)
+/// answers the indexed one: when other row filters remain, when the
+/// indexed column is restricted twice (`c CONTAINS 1 AND c CONTAINS 2`:
+/// the index serves one), or when an index scan also restricts other
+/// clustering columns (every entry's row must be checked), as Cassandra
+/// and ScyllaDB count them.
+pub(crate) fn needs_filtering(
+    meta: &TableMeta,
+    relations: &[Relation],
+    restrictions: &Restrictions,
+    served: &Served,
+) -> bool {
+    let on_served = restrictions.filters.iter().filter(|f| f.column == served.column).count();
+    if restrictions.filters.iter().any(|f| f.column != served.column) || on_served > 1 {
+        return true;
+    }
+    let served_name = &meta.columns[served.column].name;
+    let other_clustering =
+        |name: &String| name != served_name && meta.column(name).is_some_and(|c| c.kind == ColumnKind::Clustering);
+    served.scan.is_some()
+        && relations.iter().any(|relation| match relation {
+            Relation::Simple { column, .. } | Relation::In { column, .. } => other_clustering(column),
+            Relation::MultiColumn { columns, .. } | Relation::MultiColumnIn { columns, .. } => {
+                columns.iter().any(other_clustering)
+            }
+            _ => false,
+        })
 }
 
 /// What the scan `command` would return, read through the index.

@@ -51,6 +51,25 @@ pub async fn state(state: State) -> Value {
     }
 }
 
+/// The names `/column_family/name[/keyspace]` lists.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Names {
+    /// Every keyspace, the system ones included (ScyllaDB's answer).
+    Keyspaces,
+    /// Every table, as `keyspace:table`.
+    Tables,
+}
+
+/// The names asked for, from this shard's schema snapshot.
+pub fn names(names: Names) -> Value {
+    let schema = shoal_coordinator::schema();
+    let list: Vec<String> = match names {
+        Names::Keyspaces => schema.keyspaces.keys().cloned().collect(),
+        Names::Tables => schema.tables().map(|t| format!("{}:{}", t.keyspace, t.name)).collect(),
+    };
+    json!(list)
+}
+
 /// A map over the known nodes, as `[{"key": ..., "value": ...}]`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum PeerMap {
@@ -184,18 +203,6 @@ pub async fn gossip() -> Value {
 
 /// `ownership/<keyspace>`: the share of the ring each member replicates
 /// for the keyspace, by address.
-/// Every table as `keyspace:table`, or (`keyspaces`) each keyspace
-/// holding one, as ScyllaDB's `/column_family/name[/keyspace]` lists them.
-pub fn table_names(keyspaces: bool) -> Vec<String> {
-    let schema = shoal_coordinator::schema();
-    let mut names: Vec<String> = match keyspaces {
-        true => schema.keyspaces.values().filter(|k| !k.tables.is_empty()).map(|k| k.name.clone()).collect(),
-        false => schema.tables().map(|t| format!("{}:{}", t.keyspace, t.name)).collect(),
-    };
-    names.sort_unstable();
-    names
-}
-
 pub async fn ownership(keyspace: &str) -> Response {
     let shares = match shoal_coordinator::cluster::effective_ownership(keyspace) {
         Ok(shares) => shares,

@@ -19,15 +19,16 @@ pub enum Route {
     NodeState(node::State),
     /// `GET /gossiper/endpoint/live` (true) or `/down` (false).
     Endpoints(bool),
+    /// `GET /column_family/name/keyspace` (every keyspace's name) or
+    /// `/column_family/name` (every table's, as `keyspace:table`): what
+    /// ScyllaDB's tools, and its test suite, ask to find the API.
+    Names(node::Names),
     /// `GET /storage_service/host_id`, `/storage_service/load_map`,
     /// `/storage_service/tokens_endpoint`.
     PeerMap(node::PeerMap),
     /// `GET /failure_detector/endpoints`: each node's state, as gossip
     /// would carry it (`nodetool gossipinfo`).
     Gossip,
-    /// `GET /column_family/name` (`keyspace:table` of every table) or
-    /// `/column_family/name/keyspace` (true: their keyspaces).
-    TableNames(bool),
     /// `GET /storage_service/ownership/<keyspace>`.
     Ownership(String),
     /// `GET /storage_service/describe_ring/<keyspace>`: each range's
@@ -100,12 +101,12 @@ impl Route {
             "/raft/group0" => state(State::Group0),
             "/gossiper/endpoint/live" => get(Route::Endpoints(true)),
             "/gossiper/endpoint/down" => get(Route::Endpoints(false)),
+            "/column_family/name/keyspace" => get(Route::Names(node::Names::Keyspaces)),
+            "/column_family/name" => get(Route::Names(node::Names::Tables)),
             "/storage_service/host_id" => get(Route::PeerMap(PeerMap::HostIds)),
             "/storage_service/load_map" => get(Route::PeerMap(PeerMap::Load)),
             "/storage_service/tokens_endpoint" => get(Route::PeerMap(PeerMap::Tokens)),
             "/failure_detector/endpoints" => get(Route::Gossip),
-            "/column_family/name" => get(Route::TableNames(false)),
-            "/column_family/name/keyspace" => get(Route::TableNames(true)),
             "/storage_service/snapshots" if request.method == Method::Get => get(Route::ListSnapshots),
             "/storage_service/snapshots" if request.method == Method::Delete => {
                 Some((Method::Delete, Route::ClearSnapshots))
@@ -164,9 +165,9 @@ impl Route {
             Route::Metrics => Response::prometheus(node::metrics().await),
             Route::NodeState(state) => Response::json(&node::state(state).await),
             Route::Endpoints(live) => Response::json(&node::endpoints(live).await),
+            Route::Names(names) => Response::json(&node::names(names)),
             Route::PeerMap(map) => Response::json(&node::peer_map(map).await),
             Route::Gossip => Response::json(&node::gossip().await),
-            Route::TableNames(keyspaces) => Response::json(&serde_json::json!(node::table_names(keyspaces))),
             Route::Ownership(keyspace) => node::ownership(&keyspace).await,
             Route::DescribeRing(keyspace) => node::describe_ring(&keyspace),
             Route::NaturalEndpoints(keyspace) => node::natural_endpoints(&keyspace, request),
@@ -208,12 +209,16 @@ mod tests {
         assert_eq!(route("GET /metrics HTTP/1.1\r\n\r\n"), Ok(Route::Metrics));
         assert_eq!(route("POST /metrics HTTP/1.1\r\n\r\n"), Err(Status::MethodNotAllowed));
         assert_eq!(route("GET /nothing HTTP/1.1\r\n\r\n"), Err(Status::NotFound));
+        assert_eq!(
+            route("GET /column_family/name/keyspace HTTP/1.1\r\n\r\n"),
+            Ok(Route::Names(node::Names::Keyspaces))
+        );
+        assert_eq!(route("GET /column_family/name HTTP/1.1\r\n\r\n"), Ok(Route::Names(node::Names::Tables)));
         assert_eq!(route("PUT /metrics HTTP/1.1\r\n\r\n"), Err(Status::MethodNotAllowed));
         assert_eq!(route("GET /storage_service/ownership/k%20s HTTP/1.1\r\n\r\n"), Ok(Route::Ownership("k s".into())));
         assert_eq!(route("GET /storage_service/ownership HTTP/1.1\r\n\r\n"), Err(Status::NotFound));
         assert_eq!(route("DELETE /storage_service/snapshots?tag=t HTTP/1.1\r\n\r\n"), Ok(Route::ClearSnapshots));
         assert_eq!(route("GET /storage_service/snapshots HTTP/1.1\r\n\r\n"), Ok(Route::ListSnapshots));
-        assert_eq!(route("GET /column_family/name/keyspace HTTP/1.1\r\n\r\n"), Ok(Route::TableNames(true)));
         assert_eq!(
             route("DELETE /column_family/autocompaction/ks:t HTTP/1.1\r\n\r\n"),
             Ok(Route::TableAutoCompaction("ks".into(), "t".into(), false))
