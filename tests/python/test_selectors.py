@@ -186,3 +186,13 @@ def test_math_functions_keep_their_argument_type(session, table):
         session.execute("SELECT abs(textasblob('x')) FROM %s" % t)
     session.execute("INSERT INTO %s (k, i) VALUES (2, abs(-7))" % t)
     assert session.execute("SELECT i FROM %s WHERE k = 2" % t).one().i == 7
+
+
+def test_count_of_a_column_is_named_like_other_aggregates(session, table):
+    # COUNT(*) and COUNT(1) are `count`; COUNT(v) is `system.count(v)`.
+    t = table("(p int PRIMARY KEY, v int)")
+    session.execute("INSERT INTO %s (p, v) VALUES (1, 5)" % t)
+    session.execute("INSERT INTO %s (p) VALUES (2)" % t)
+    result = session.execute("SELECT COUNT(*), COUNT(1), COUNT(v), max(v) FROM %s" % t)
+    assert list(result.column_names) == ["count", "count", "system.count(v)", "system.max(v)"]
+    assert tuple(result.one()) == (2, 2, 1, 5)

@@ -159,13 +159,18 @@ impl EqPlan {
             Ok(value)
         };
         let parts = self.partition_key.iter().map(value).collect::<CqlResult<Vec<Bytes>>>()?;
-        let position = position_of(&parts)?;
+        // A read of the empty key finds nothing (ScyllaDB's answer; a
+        // write of it is refused).
+        let positions = match is_empty_key(&parts) {
+            true => Vec::new(),
+            false => vec![position_of(&parts)?],
+        };
         let prefix = self.clustering_prefix.iter().map(value).collect::<CqlResult<Vec<Bytes>>>()?;
         let encoded = meta.encode_clustering(&prefix);
         let range = prefix_range(encoded.clone());
         let clustering_keys = self.full_clustering_key.then(|| vec![(encoded, prefix)]);
         Ok(Restrictions {
-            partitions: PartitionRestriction::Keys(vec![position]),
+            partitions: PartitionRestriction::Keys(positions),
             clustering_keys,
             clustering_ranges: if range.is_empty() { Vec::new() } else { vec![range] },
             clustering_restricted: !self.clustering_prefix.is_empty(),
@@ -556,7 +561,8 @@ impl<'a> Analysis<'a> {
             values
         };
         let combos = cartesian(pk.iter().map(sorted).collect())?;
-        combos.into_iter().map(|parts| position_of(&parts)).collect()
+        // A read of the empty key finds nothing; a write of it is refused.
+        combos.into_iter().filter(|parts| self.write || !is_empty_key(parts)).map(|parts| position_of(&parts)).collect()
     }
 
     /// Clustering restrictions as (full keys if all restricted by =/IN,
@@ -800,6 +806,12 @@ pub fn position_of(parts: &[Bytes]) -> CqlResult<PartitionPosition> {
     let refs: Vec<&[u8]> = parts.iter().map(|b| &b[..]).collect();
     let key = Bytes::from(serialize_partition_key(&refs).map_err(|e| invalid(format!("Invalid partition key: {e}")))?);
     Ok(PartitionPosition { token: murmur3_token(&key), key })
+}
+
+/// The empty value as a whole (one-column) partition key: no partition
+/// can have it.
+fn is_empty_key(parts: &[Bytes]) -> bool {
+    matches!(parts, [part] if part.is_empty())
 }
 
 /// A filter no row passes: equal to one of no values. What a comparison

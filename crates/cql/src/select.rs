@@ -721,7 +721,12 @@ fn function_selector(meta: &TableMeta, name: &str, args: &[SelectorExpr]) -> Cql
         let [(_, ty, arg)] = <[_; 1]>::try_from(compiled)
             .map_err(|_| invalid(format!("Invalid number of arguments in call to function {display}")))?;
         let result_ty = if kind == AggregateKind::Count { CqlType::Bigint } else { ty };
-        let display = if kind == AggregateKind::Count { "count".to_string() } else { display };
+        // COUNT(v) is named `system.count(v)`, as the other aggregates are;
+        // only COUNT(*) and COUNT(1) are `count` (Cassandra's and ScyllaDB's).
+        let display = match (&arg, kind) {
+            (Sel::Literal(..), AggregateKind::Count) => "count".to_string(),
+            _ => display,
+        };
         return Ok((display, result_ty.clone(), Sel::Aggregate { kind, arg: Some(Box::new(arg)), ty: result_ty }));
     }
     if name == "token" {
