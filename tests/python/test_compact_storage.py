@@ -71,6 +71,12 @@ def test_a_dense_table_takes_rows_at_a_clustering_prefix(session, table):
     session.execute("INSERT INTO %s (k, c1, c2, v) VALUES (0, 0, 0, 1)" % t)
     session.execute("INSERT INTO %s (k, c1, c2, v) VALUES (0, 0, 1, 2)" % t)
     assert list(session.execute("SELECT * FROM %s" % t)) == [(0, 0, None, 0), (0, 0, 0, 1), (0, 0, 1, 2)]
+    # UPDATE names a prefix row too; DELETE of a prefix deletes its range.
+    session.execute("UPDATE %s SET v = 5 WHERE k = 1 AND c1 = 3" % t)
+    session.execute("INSERT INTO %s (k, c1, c2, v) VALUES (1, 3, 0, 6)" % t)
+    assert list(session.execute("SELECT * FROM %s WHERE k = 1" % t)) == [(1, 3, None, 5), (1, 3, 0, 6)]
+    session.execute("DELETE FROM %s WHERE k = 1 AND c1 = 3" % t)
+    assert list(session.execute("SELECT * FROM %s WHERE k = 1" % t)) == []
     invalid(session, "INSERT INTO %s (k, c2, v) VALUES (0, 0, 0)" % t,
             'PRIMARY KEY column "c2" cannot be restricted as preceding column "c1" is not restricted')
     invalid(session, "INSERT INTO %s (k, v) VALUES (0, 0)" % t, "Missing PRIMARY KEY part c1")

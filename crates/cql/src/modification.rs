@@ -243,7 +243,10 @@ pub fn delete(meta: &TableMeta, statement: &Delete, ctx: WriteContext<'_>) -> Cq
     let mut pending = Vec::new();
     if statement.columns.is_empty() {
         match &restrictions.clustering_keys {
-            Some(keys) if meta.clustering_key_len() > 0 => {
+            // Whole keys delete rows; a dense table's prefix deletes a range.
+            Some(keys)
+                if meta.clustering_key_len() > 0 && keys.iter().all(|(_, v)| v.len() == meta.clustering_key_len()) =>
+            {
                 for (encoded, values) in keys {
                     let row = Row { deletion: Some(tombstone), ..Row::default() };
                     update.rows.insert(encoded.clone(), ClusteredRow { clustering: values.clone(), row });

@@ -610,8 +610,11 @@ impl<'a> Analysis<'a> {
             }
         }
         let prefixes = cartesian(prefix_values)?;
-        let full_keys =
-            (used == ck.len()).then(|| prefixes.iter().map(|p| (self.meta.encode_clustering(p), p.clone())).collect());
+        // A write to a dense COMPACT STORAGE table may name a row by a
+        // clustering prefix (CASSANDRA-7990), as its INSERT may.
+        let prefix_row = self.write && self.meta.is_dense() && used > 0 && slice.is_none() && !filtered;
+        let full_keys = (used == ck.len() || prefix_row)
+            .then(|| prefixes.iter().map(|p| (self.meta.encode_clustering(p), p.clone())).collect());
         let mut ranges: Vec<ClusteringRange> = prefixes
             .iter()
             .map(|prefix| {
