@@ -168,9 +168,12 @@ pub fn insert(meta: &TableMeta, statement: &Insert, ctx: WriteContext<'_>) -> Cq
         }
     }
     // A dense COMPACT STORAGE row is its key and its value: no value, no row.
-    if let Some(value) = meta.columns.iter().find(|c| c.kind == ColumnKind::Regular && meta.is_dense()) {
-        if !seen[column_index(meta, value)] {
-            return Err(invalid(format!("Column {} is mandatory for this COMPACT STORAGE table", value.name)));
+    if meta.is_dense() {
+        if let Some(value) = meta.columns.iter().position(|c| c.kind == ColumnKind::Regular) {
+            if !seen[value] {
+                let name = &meta.columns[value].name;
+                return Err(invalid(format!("Column {name} is mandatory for this COMPACT STORAGE table")));
+            }
         }
     }
     Ok(Mutation { table: meta.id, position, update, list_ops: Vec::new() })
