@@ -23,6 +23,12 @@
 # default .venv/bin/python, with cassandra-driver). A login's bcrypt hash
 # runs on threads of its own (shoal-bcrypt-*), whose instructions are left
 # out of the counts. Needs valgrind (Debian: apt-get install valgrind).
+# PEER=memcached measures Debian's memcached (`-t 1 -m 1024`) instead of
+# BIN's server, with BIN's stress as the same loader (memcache protocols
+# only). Under valgrind memcached cannot raise its open-file limit and
+# refuses to start, so a two-line shim (built with cc) makes setrlimit a
+# no-op for it. Its counts are every thread's: its worker, listener and LRU
+# threads; no syscall is counted on either side.
 set -euo pipefail
 
 bin=$(realpath "$1")
@@ -52,10 +58,25 @@ esac
 [[ -n "$auth" && "$protocol" != cql ]] && { echo "AUTH needs PROTOCOL cql" >&2; exit 2; }
 
 # One output file per thread, so the bcrypt threads' can be left out.
-valgrind --tool=callgrind --separate-threads=yes --callgrind-out-file="$tmp/callgrind.out" \
-    "$bin" --smp 1 --workdir "$tmp/data" --memory 1G --native-transport-port "$cql_port" \
-    --native-shard-aware-transport-port 19342 --api-port 10400 --memcache-port "$memcache_port" --storage-port 7400 \
-    "${server_auth[@]}" >"$tmp/server.log" 2>&1 &
+peer=${PEER:-}
+case "$peer" in
+    "")
+        valgrind --tool=callgrind --separate-threads=yes --callgrind-out-file="$tmp/callgrind.out" \
+            "$bin" --smp 1 --workdir "$tmp/data" --memory 1G --native-transport-port "$cql_port" \
+            --native-shard-aware-transport-port 19342 --api-port 10400 --memcache-port "$memcache_port" \
+            --storage-port 7400 "${server_auth[@]}" >"$tmp/server.log" 2>&1 &
+        ;;
+    memcached)
+        [[ "$protocol" == memcache-* ]] || { echo "PEER=memcached needs a memcache PROTOCOL" >&2; exit 2; }
+        printf '#include <sys/resource.h>\nint setrlimit(int r, const struct rlimit *l) { (void)r; (void)l; return 0; }\n' \
+            >"$tmp/setrlimit.c"
+        cc -shared -fPIC -o "$tmp/setrlimit.so" "$tmp/setrlimit.c"
+        LD_PRELOAD="$tmp/setrlimit.so" valgrind --tool=callgrind --separate-threads=yes \
+            --callgrind-out-file="$tmp/callgrind.out" memcached -u root -t 1 -m 1024 -c 64 -U 0 -l 127.0.0.1 \
+            -p "$memcache_port" >"$tmp/server.log" 2>&1 &
+        ;;
+    *) echo "PEER must be memcached, not $peer" >&2; exit 2 ;;
+esac
 server=$!
 case "$protocol" in
     cql) port=$cql_port; via=(--protocol cql --keyspace shoal_bench --table kv1k --concurrency 16) ;;
@@ -148,7 +169,7 @@ for path in sys.argv[1:]:
 print(total, calls, busiest[1])
 PY
 )
-echo "build: $bin${auth:+ (AUTH=$auth)}"
+echo "build: ${peer:-$bin}${auth:+ (AUTH=$auth)}"
 echo "requests: $reads ($workload, $protocol)"
 echo "Ir per request: $((total_ir / reads))"
 echo "allocation calls per request: $(python3 -c "print(round($calls / $reads, 1))")"

@@ -54,6 +54,19 @@ impl AlignedBuf {
         self.len == 0
     }
 
+    /// How long the buffer can be made again ([`AlignedBuf::resize_within`]).
+    pub fn capacity(&self) -> usize {
+        self.vec.len() - self.start
+    }
+
+    /// Makes the buffer `len` bytes long, within its capacity: the bytes
+    /// past the old length are whatever they were before (a buffer used
+    /// again for another write sets what it sends).
+    pub fn resize_within(&mut self, len: usize) {
+        assert!(len <= self.capacity(), "a buffer is never grown past its allocation");
+        self.len = len;
+    }
+
     /// Keeps only the first `len` bytes.
     pub fn shrink_to(&mut self, len: usize) {
         assert!(len <= self.len, "a buffer only shrinks");
@@ -101,5 +114,17 @@ mod tests {
         }
         assert_eq!((align_down(4097), align_up(4097), align_up(4096), align_up(0)), (4096, 8192, 4096, 0));
         assert!(is_aligned(8192) && !is_aligned(100));
+    }
+
+    #[test]
+    fn a_buffer_resized_within_its_capacity_keeps_its_start_and_bytes() {
+        let mut buf = AlignedBuf::zeroed(8192);
+        buf.as_mut_slice().fill(7);
+        buf.resize_within(100);
+        assert_eq!(buf.len(), 100);
+        buf.resize_within(buf.capacity());
+        assert!(buf.capacity() >= 8192);
+        assert_eq!(buf.as_slice().as_ptr().align_offset(ALIGN_BYTES), 0);
+        assert!(buf.as_slice()[..8192].iter().all(|b| *b == 7));
     }
 }

@@ -12,7 +12,7 @@
 
 use std::cell::Ref;
 use std::cell::{Cell, RefCell};
-use std::collections::{HashMap, HashSet};
+use std::collections::HashSet;
 use std::future::Future;
 use std::ops::Bound;
 use std::path::PathBuf;
@@ -136,7 +136,8 @@ pub type ViewSink = Rc<dyn Fn(i64, Vec<Mutation>) -> Pin<Box<dyn Future<Output =
 
 pub struct Database {
     schema: RefCell<Arc<Schema>>,
-    tables: RefCell<HashMap<Uuid, Rc<Table>>>,
+    /// Looked up on every request: foldhash, not SipHash.
+    tables: RefCell<hashbrown::HashMap<Uuid, Rc<Table>>>,
     listeners: RefCell<Vec<(u64, SchemaListener)>>,
     next_listener_id: Cell<u64>,
     pub(crate) storage: RefCell<Option<StorageConfig>>,
@@ -208,7 +209,7 @@ impl Database {
     fn new() -> Database {
         Database {
             schema: RefCell::new(Arc::new(Schema::empty())),
-            tables: RefCell::new(HashMap::from([(
+            tables: RefCell::new(hashbrown::HashMap::from([(
                 PAXOS_TABLE,
                 Rc::new(Table::new(PathBuf::new(), shoal_runtime::this_shard(), paxos::table_options())),
             )])),
@@ -319,7 +320,7 @@ impl Database {
         self.tables.borrow_mut().insert(id, Rc::new(table));
     }
 
-    pub(crate) fn tables(&self) -> Ref<'_, HashMap<Uuid, Rc<Table>>> {
+    pub(crate) fn tables(&self) -> Ref<'_, hashbrown::HashMap<Uuid, Rc<Table>>> {
         self.tables.borrow()
     }
 
@@ -660,6 +661,11 @@ impl Database {
     /// pass half the budget.
     fn maybe_flush(&self) {
         let Some(budget) = self.memtable_budget_bytes() else { return };
+        // All memtables hold at least what the active ones do: most writes
+        // stop here without summing every table's.
+        if shoal_storage::memory::memtable_bytes() < budget / 2 {
+            return;
+        }
         let tables = self.tables.borrow();
         let active: usize = tables.values().map(|t| t.active_memtable_bytes()).sum();
         if active < budget / 2 {

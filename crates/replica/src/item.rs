@@ -446,7 +446,7 @@ impl Database {
         position: &PartitionPosition,
         now_s: i64,
     ) -> Result<Option<Item>, ReplicaError> {
-        let stored = self.table(table.id)?.read(position, &[ClusteringRange::all()]).await?;
+        let stored = self.table(table.id)?.read_shared(position, &[ClusteringRange::all()]).await?;
         let Some(mut item) = stored.and_then(|partition| live_item(table, &partition, now_s)) else { return Ok(None) };
         if let Some(access) = self.item_access.get(position.token) {
             item.access = access;

@@ -4,10 +4,10 @@
 //! commitlog). `nodetool tablestats` is built from these.
 
 use std::cell::{Cell, RefCell};
-use std::collections::HashMap;
 use std::rc::Rc;
 use std::time::Duration;
 
+use hashbrown::HashMap;
 use shoal_metrics::{Collector, Counter};
 use shoal_schema::SYSTEM_KEYSPACES;
 use shoal_storage::compaction::CompactionReport;
@@ -25,6 +25,7 @@ struct TableOps {
 }
 
 pub(crate) struct ReplicaMetrics {
+    /// Looked up on every read and write: foldhash, not SipHash.
     tables: RefCell<HashMap<Uuid, TableOps>>,
     flushes: Rc<Counter>,
     compactions: Rc<Counter>,

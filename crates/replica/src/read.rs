@@ -133,7 +133,7 @@ pub(crate) async fn execute(
                 }
                 let partition = match command.bypass_cache {
                     true => table.read_bypassing_cache(&position, &command.clustering).await?,
-                    false => table.read(&position, &command.clustering).await?,
+                    false => table.read_shared(&position, &command.clustering).await?,
                 };
                 if let Some(partition) = partition {
                     reader.emit_partition(&position, &partition)?;

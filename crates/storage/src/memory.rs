@@ -92,6 +92,11 @@ pub fn report() -> MemoryReport {
     })
 }
 
+/// What this shard's memtables hold, sealed ones included.
+pub fn memtable_bytes() -> usize {
+    MEMORY.with(|m| m.memtable_bytes.get())
+}
+
 /// The most the row cache may hold now: the budget less everything else,
 /// but never below its floor.
 pub(crate) fn cache_limit_bytes() -> usize {

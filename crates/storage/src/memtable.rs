@@ -3,9 +3,15 @@
 //! (read-only, shared by `Rc` with reads and the flush writing it out) and
 //! a new one takes the writes. Its estimated size counts in the shard's
 //! memory budget from the write that adds it until the memtable is dropped.
+//!
+//! Each partition is held by `Rc`, so a read of a whole partition shares
+//! it instead of copying its rows (a memcached `get`, a CQL point read); a
+//! write to a partition a read still holds copies it first
+//! (`Rc::make_mut`), so a reader never sees a write land under it.
 
 use std::collections::BTreeMap;
 use std::ops::Bound;
+use std::rc::Rc;
 
 use crate::commitlog::Position;
 use crate::partition::{ClusteringRange, Partition, PartitionPosition, PartitionUpdate};
@@ -16,14 +22,19 @@ use crate::partition::{ClusteringRange, Partition, PartitionPosition, PartitionU
 const RELEASE_STEP_PARTITIONS: usize = 256;
 
 /// A partition's share of the memtable's own B-tree (leaves about 2/3
-/// full), its key and its estimated heap.
+/// full), its `Rc` box (two counts beside it), its key and its estimated
+/// heap.
 fn entry_bytes(position: &PartitionPosition, partition: &Partition) -> usize {
-    std::mem::size_of::<(PartitionPosition, Partition)>() * 3 / 2 + position.key.len() + partition.size_estimate_bytes()
+    std::mem::size_of::<(PartitionPosition, Rc<Partition>)>() * 3 / 2
+        + std::mem::size_of::<Partition>()
+        + 2 * std::mem::size_of::<usize>()
+        + position.key.len()
+        + partition.size_estimate_bytes()
 }
 
 #[derive(Debug, Default)]
 pub struct Memtable {
-    partitions: BTreeMap<PartitionPosition, Partition>,
+    partitions: BTreeMap<PartitionPosition, Rc<Partition>>,
     /// The partitions' estimated heap (`Partition::size_estimate_bytes`
     /// plus keys): a write adds what it adds and an overwritten cell stops
     /// counting, measured on the rows the write touches only.
@@ -47,10 +58,10 @@ impl Memtable {
             self.min_timestamp = Some(self.min_timestamp.map_or(ts, |m| m.min(ts)));
         }
         let grown = match self.partitions.get_mut(&position) {
-            Some(current) => current.merge_measured(update),
+            Some(current) => Rc::make_mut(current).merge_measured(update),
             None => {
                 let added = entry_bytes(&position, &update);
-                self.partitions.insert(position, update);
+                self.partitions.insert(position, Rc::new(update));
                 added as isize
             }
         };
@@ -79,8 +90,14 @@ impl Memtable {
         }
     }
 
-    pub fn read(&self, position: &PartitionPosition, ranges: &[ClusteringRange]) -> Option<Partition> {
-        self.partitions.get(position).map(|p| p.slice(ranges))
+    /// The partition at `position` restricted to `ranges`: the memtable's
+    /// own when the ranges take it whole, a copy of their rows otherwise.
+    pub fn read(&self, position: &PartitionPosition, ranges: &[ClusteringRange]) -> Option<Rc<Partition>> {
+        let partition = self.partitions.get(position)?;
+        Some(match ClusteringRange::is_whole(ranges) {
+            true => Rc::clone(partition),
+            false => Rc::new(partition.slice(ranges)),
+        })
     }
 
     /// Up to `max_partitions` partitions in `(from, to)`, in ring order.
@@ -106,7 +123,7 @@ impl Memtable {
     }
 
     pub fn iter(&self) -> impl Iterator<Item = (&PartitionPosition, &Partition)> {
-        self.partitions.iter()
+        self.partitions.iter().map(|(position, partition)| (position, &**partition))
     }
 
     pub fn len(&self) -> usize {
@@ -169,6 +186,24 @@ mod tests {
         memtable.apply(position.clone(), one_row(b"r", &[b'y'; 5000], 0), None);
         assert_eq!(memtable.size_bytes(), exact(&memtable));
         assert!(memtable.size_bytes() < 2 * 1000 + 3000, "{}", memtable.size_bytes());
+    }
+
+    #[test]
+    fn a_whole_read_shares_the_partition_and_a_later_write_leaves_it_be() {
+        let mut memtable = Memtable::default();
+        let position = PartitionPosition { token: 7, key: Bytes::from_static(b"k") };
+        memtable.apply(position.clone(), one_row(b"r", b"old", 1), None);
+        let whole = memtable.read(&position, &[ClusteringRange::all()]).expect("written");
+        let again = memtable.read(&position, &[ClusteringRange::all()]).expect("written");
+        assert!(Rc::ptr_eq(&whole, &again), "a whole read copies nothing");
+        memtable.apply(position.clone(), one_row(b"r", b"new", 2), None);
+        let value = |p: &Partition| match p.rows[&Bytes::from_static(b"r")].row.columns[&1] {
+            ColumnData::Atomic(ref cell) => cell.live_value(0),
+            _ => None,
+        };
+        assert_eq!(value(&whole), Some(Bytes::from_static(b"old")), "the reader keeps what it read");
+        let after = memtable.read(&position, &[ClusteringRange::all()]).expect("written");
+        assert_eq!(value(&after), Some(Bytes::from_static(b"new")));
     }
 
     #[test]

@@ -22,7 +22,7 @@
 //! increment after the deletion can bring back shards older than it.
 
 use std::cmp::Ordering;
-use std::collections::BTreeMap;
+use std::collections::{btree_map, BTreeMap};
 use std::ops::Bound;
 
 use bytes::Bytes;
@@ -272,11 +272,18 @@ impl Row {
         };
         self.deletion = Tombstone::merge(self.deletion, other.deletion);
         for (id, incoming) in other.columns {
-            let merged = match self.columns.remove(&id) {
-                Some(current) => ColumnData::merge(current, incoming),
-                None => incoming,
-            };
-            self.columns.insert(id, merged);
+            match self.columns.entry(id) {
+                // Merged in its place: a remove and an insert walked the
+                // tree twice and could free and reallocate its one leaf.
+                btree_map::Entry::Occupied(mut slot) => {
+                    // An empty collection allocates nothing: a placeholder.
+                    let current = std::mem::replace(slot.get_mut(), ColumnData::Collection(Collection::default()));
+                    *slot.get_mut() = ColumnData::merge(current, incoming);
+                }
+                btree_map::Entry::Vacant(slot) => {
+                    slot.insert(incoming);
+                }
+            }
         }
     }
 }

@@ -248,6 +248,17 @@ impl Table {
         position: &PartitionPosition,
         ranges: &[ClusteringRange],
     ) -> StorageResult<Option<Partition>> {
+        Ok(self.read_shared(position, ranges).await?.map(Rc::unwrap_or_clone))
+    }
+
+    /// [`Table::read`] for a reader that only looks: where one memtable
+    /// alone holds the partition and `ranges` take it whole, the memtable's
+    /// own, shared instead of copied.
+    pub async fn read_shared(
+        &self,
+        position: &PartitionPosition,
+        ranges: &[ClusteringRange],
+    ) -> StorageResult<Option<Rc<Partition>>> {
         let use_cache = self.options.borrow().cache;
         self.read_using(position, ranges, use_cache).await
     }
@@ -258,7 +269,7 @@ impl Table {
         &self,
         position: &PartitionPosition,
         ranges: &[ClusteringRange],
-    ) -> StorageResult<Option<Partition>> {
+    ) -> StorageResult<Option<Rc<Partition>>> {
         self.read_using(position, ranges, false).await
     }
 
@@ -267,7 +278,7 @@ impl Table {
         position: &PartitionPosition,
         ranges: &[ClusteringRange],
         use_cache: bool,
-    ) -> StorageResult<Option<Partition>> {
+    ) -> StorageResult<Option<Rc<Partition>>> {
         let mut result = self.active.borrow().read(position, ranges);
         // Without SSTables the cache has nothing to stand in for (a table
         // still in its memtables, or truncated).
@@ -282,12 +293,12 @@ impl Table {
                         .as_ref()
                         .is_some_and(|(m, merged_to)| Rc::ptr_eq(m, &sealed.memtable) && position <= merged_to);
                 if !in_entry {
-                    merge_into(&mut result, sealed.memtable.read(position, ranges));
+                    merge_shared(&mut result, sealed.memtable.read(position, ranges));
                 }
             }
         }
         match lookup {
-            Lookup::Hit(cached) => merge_into(&mut result, cached.map(|p| restrict(p, ranges))),
+            Lookup::Hit(cached) => merge_shared(&mut result, cached.map(|p| Rc::new(restrict(p, ranges)))),
             Lookup::Miss if use_cache && ClusteringRange::is_whole(ranges) => {
                 let generation = self.cache_generation.get();
                 let (stored, consulted) = self.read_sstables(position, ranges).await?;
@@ -297,9 +308,9 @@ impl Table {
                 if worth_caching && self.cache_generation.get() == generation && self.cache_merge.borrow().is_none() {
                     self.cache.insert(self.cache_id, position, stored.as_ref());
                 }
-                merge_into(&mut result, stored);
+                merge_shared(&mut result, stored.map(Rc::new));
             }
-            Lookup::Miss => merge_into(&mut result, self.read_sstables(position, ranges).await?.0),
+            Lookup::Miss => merge_shared(&mut result, self.read_sstables(position, ranges).await?.0.map(Rc::new)),
         }
         Ok(result)
     }
@@ -711,6 +722,16 @@ fn settle_compactions(sstables: &[Rc<SSTable>]) -> (HashSet<u64>, HashSet<u64>) 
 fn merge_into(result: &mut Option<Partition>, more: Option<Partition>) {
     match (result.as_mut(), more) {
         (Some(current), Some(more)) => current.merge(more),
+        (None, Some(more)) => *result = Some(more),
+        (_, None) => {}
+    }
+}
+
+/// [`merge_into`] for partitions that may be a memtable's own: the first
+/// is kept shared; one merged into it is copied first only if shared.
+fn merge_shared(result: &mut Option<Rc<Partition>>, more: Option<Rc<Partition>>) {
+    match (result.as_mut(), more) {
+        (Some(current), Some(more)) => Rc::make_mut(current).merge(Rc::unwrap_or_clone(more)),
         (None, Some(more)) => *result = Some(more),
         (_, None) => {}
     }
