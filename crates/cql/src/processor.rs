@@ -183,8 +183,14 @@ fn prepare_here(text: &str, session: &Session) -> CqlResult<PreparedInfo> {
 pub async fn execute(id: &[u8], session: &Session, options: QueryOptions) -> CqlResult<QueryResult> {
     let started = Instant::now();
     let (parsed, keyspace, compiled) = lookup(id).inspect_err(|_| metrics::record(Op::Other, started, false))?;
-    let run = execute_parsed(&parsed, keyspace.as_deref(), session.user.as_deref(), Some((id, compiled)), options);
-    metrics::timed(Op::of(&parsed.statement), started, run).await
+    // No named local for the statement's future: one would be kept beside
+    // the `timed` future that holds it, doubling the request's state.
+    metrics::timed(
+        Op::of(&parsed.statement),
+        started,
+        execute_parsed(&parsed, keyspace.as_deref(), session.user.as_deref(), Some((id, compiled)), options),
+    )
+    .await
 }
 
 /// A prepared statement's syntax, keyspace and compiled form.
@@ -309,19 +315,22 @@ async fn execute_parsed(
             let statement = parsed.statement.clone();
             let session = keyspace.map(str::to_string);
             let transition = move |current: &Schema| crate::ddl::apply(current, &statement, session.as_deref());
-            let change = shoal_coordinator::announce_schema_change(transition).await??;
+            // Boxed, as every rare branch here: a future is as large as its
+            // largest branch, and a SELECT's is moved several times per
+            // request.
+            let change = Box::pin(shoal_coordinator::announce_schema_change(transition)).await??;
             if change.is_some() {
-                crate::auth::permissions::after_schema_change(&parsed.statement, keyspace, user).await?;
+                Box::pin(crate::auth::permissions::after_schema_change(&parsed.statement, keyspace, user)).await?;
             }
             Ok(change.map_or(QueryResult::Void, QueryResult::SchemaChange))
         }
         Statement::Describe(d) => Ok(QueryResult::Rows(crate::auth::describe::execute(d, &schema, keyspace, user)?)),
         Statement::Role(role) => {
-            let result = crate::auth::roles::execute(role, user).await?;
-            crate::auth::permissions::after_schema_change(&parsed.statement, keyspace, user).await?;
+            let result = Box::pin(crate::auth::roles::execute(role, user)).await?;
+            Box::pin(crate::auth::permissions::after_schema_change(&parsed.statement, keyspace, user)).await?;
             Ok(result)
         }
-        Statement::Permission(p) => crate::auth::permissions::execute(p, keyspace, user).await,
+        Statement::Permission(p) => Box::pin(crate::auth::permissions::execute(p, keyspace, user)).await,
         Statement::Truncate(t) => {
             let meta = table(&schema, t.keyspace.as_deref(), keyspace, &t.name)?;
             if crate::system::is_system_keyspace(&meta.keyspace) {
@@ -330,11 +339,11 @@ async fn execute_parsed(
             if meta.view_of.is_some() {
                 return Err(invalid("Cannot TRUNCATE materialized view directly; must truncate base table instead"));
             }
-            shoal_coordinator::truncate(meta.id, timeouts().truncate).await?;
+            Box::pin(shoal_coordinator::truncate(meta.id, timeouts().truncate)).await?;
             let views = schema.keyspace(&meta.keyspace).map(|ks| shoal_schema::view::views_of(ks, &meta.name));
             let view_ids = meta.indexes.iter().map(|i| i.view_id).chain(views.into_iter().flatten().map(|v| v.id));
             for id in view_ids.collect::<Vec<_>>() {
-                shoal_coordinator::truncate(id, timeouts().truncate).await?;
+                Box::pin(shoal_coordinator::truncate(id, timeouts().truncate)).await?;
             }
             Ok(QueryResult::Void)
         }

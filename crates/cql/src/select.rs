@@ -175,7 +175,7 @@ pub async fn execute(
     let limit = limit(select.limit.as_ref(), "LIMIT", options.bindings)?.unwrap_or(usize::MAX);
     let state = options.paging_state.as_ref().map(decode_paging_state).transpose()?;
     let virtual_table = match system::is_system_keyspace(&meta.keyspace) {
-        true => Some(system::contents(meta, &schema).await?),
+        true => Some(Box::pin(system::contents(meta, &schema)).await?),
         false => None,
     };
     let consistency = options.consistency;
@@ -183,13 +183,17 @@ pub async fn execute(
         PartitionSelection::Keys(_) => timeouts().read,
         PartitionSelection::Range { .. } => timeouts().range,
     };
+    // The rare ways (a virtual table, an index) and the rare shapes
+    // (GROUP BY, ORDER BY after the read) are boxed: a future is as large
+    // as its largest branch, and this one is moved several times per
+    // request, so an inline index read made every point read copy its state.
     let read = |command: ReadCommand| {
         let virtual_table = virtual_table.as_ref();
         let index_scan = index_scan.as_ref();
         async move {
             match (virtual_table, index_scan) {
-                (Some(table), _) => table.read(&command).await.map_err(|e| CqlError::Server(e.to_string())),
-                (None, Some(scan)) => index_read::read(scan, command, consistency, timeout).await,
+                (Some(table), _) => Box::pin(table.read(&command)).await.map_err(|e| CqlError::Server(e.to_string())),
+                (None, Some(scan)) => Box::pin(index_read::read(scan, command, consistency, timeout)).await,
                 (None, None) => Ok(shoal_coordinator::read(command, consistency, timeout).await?),
             }
         }
@@ -204,7 +208,7 @@ pub async fn execute(
             remaining: state.as_ref().map_or(limit, |s| s.remaining),
             per_partition_limit: command.per_partition_limit,
         };
-        let (rows, paging_state) = group_by::execute(query, command, state, read).await?;
+        let (rows, paging_state) = Box::pin(group_by::execute(query, command, state, read)).await?;
         return Ok(Rows { columns, rows, paging_state: paging_state.as_ref().map(encode_paging_state) });
     }
     let remaining = state.as_ref().map_or(limit, |s| s.remaining);
@@ -226,7 +230,7 @@ pub async fn execute(
         return Ok(Rows { columns, rows: vec![folds.finish()?], paging_state: None });
     }
     let (rows, paging_state) = if post_order::needed(meta, select) {
-        (post_order::read(meta, &select.order_by, command, remaining, options.page_size, read).await?, None)
+        (Box::pin(post_order::read(meta, &select.order_by, command, remaining, options.page_size, read)).await?, None)
     } else {
         read_page(command, remaining, options.page_size, read).await?
     };

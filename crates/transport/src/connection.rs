@@ -224,9 +224,11 @@ async fn read_loop(
 
 /// The response of `handling`, or a ServerError when it panics: a bug in
 /// one request fails that request, as ScyllaDB's `on_internal_error` does,
-/// and the connection (with its other requests) goes on.
-async fn contained(handling: impl Future<Output = Response>) -> Response {
-    match AssertUnwindSafe(handling).catch_unwind().await {
+/// and the connection (with its other requests) goes on. A combinator, not
+/// an `async fn`, which would hold `handling` twice (its argument and the
+/// future it awaits), doubling every request's state.
+fn contained(handling: impl Future<Output = Response>) -> impl Future<Output = Response> {
+    AssertUnwindSafe(handling).catch_unwind().map(|outcome| match outcome {
         Ok(response) => response,
         Err(panic) => {
             let message = match (panic.downcast_ref::<&str>(), panic.downcast_ref::<String>()) {
@@ -237,7 +239,7 @@ async fn contained(handling: impl Future<Output = Response>) -> Response {
             tracing::error!("a CQL request panicked: {message}");
             error_response(ErrorBody::server(format!("internal error: {message}")))
         }
-    }
+    })
 }
 
 /// Polls `future` once, with the calling task's waker. A future that
@@ -341,7 +343,10 @@ async fn execute(connection: &Rc<Connection>, request: Request) -> Result<Respon
             Ok(reply(Opcode::Ready, Vec::new()))
         }
         Request::AuthResponse { token } => {
-            let user = connection.login.authenticate(token.as_deref()).await?;
+            // Boxed, as PREPARE's and BATCH's: a request's future is as large
+            // as its largest branch, and QUERY's and EXECUTE's are moved
+            // several times per request.
+            let user = Box::pin(connection.login.authenticate(token.as_deref())).await?;
             connection.session.borrow_mut().user = Some(user.into());
             let mut body = Vec::new();
             response::write_auth_success(&mut body, None);
@@ -349,7 +354,7 @@ async fn execute(connection: &Rc<Connection>, request: Request) -> Result<Respon
         }
         Request::Prepare { query } => {
             let session = connection.session.borrow().clone();
-            let info = processor::prepare(&query, &session).await?;
+            let info = Box::pin(processor::prepare(&query, &session)).await?;
             let bind: Vec<ColumnSpec<'_>> = info.variables.iter().map(spec).collect();
             let result: Vec<ColumnSpec<'_>> = info.result_columns.iter().map(spec).collect();
             let prepared = response::Prepared {
@@ -401,7 +406,7 @@ async fn execute(connection: &Rc<Connection>, request: Request) -> Result<Respon
                 serial_consistency: batch.serial_consistency,
                 ..QueryOptions::default()
             };
-            let result = processor::batch(kind, statements, &session, options).await?;
+            let result = Box::pin(processor::batch(kind, statements, &session, options)).await?;
             Ok(reply(Opcode::Result, encode_result(&result, false)))
         }
     }
