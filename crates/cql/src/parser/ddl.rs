@@ -130,8 +130,7 @@ impl Parser<'_> {
         let if_not_exists = self.if_not_exists()?;
         let (keyspace, name) = self.qualified_name("type name")?;
         self.expect_sym(Sym::LParen)?;
-        let fields = self.comma_list(|p| Ok((p.ident("field name")?, p.cql_type()?)))?;
-        self.expect_sym(Sym::RParen)?;
+        let fields = self.definition_list(|p| Ok((p.ident("field name")?, p.cql_type()?)))?;
         Ok(Statement::CreateType(CreateType { keyspace, name, if_not_exists, fields }))
     }
 
@@ -172,13 +171,7 @@ impl Parser<'_> {
         };
         self.expect_sym(Sym::LParen)?;
         let mut key_declared = false;
-        loop {
-            self.table_element(&mut table, &mut key_declared)?;
-            if !self.eat_sym(Sym::Comma) {
-                break;
-            }
-        }
-        self.expect_sym(Sym::RParen)?;
+        self.definition_list(|p| p.table_element(&mut table, &mut key_declared))?;
         // A table without a PRIMARY KEY is well-formed CQL that cannot be
         // created: the executor answers Invalid, as Cassandra does.
         if self.eat_kw("with") {
@@ -216,6 +209,20 @@ impl Parser<'_> {
         table.partition_key = partition;
         table.clustering_key = clustering;
         Ok(())
+    }
+
+    /// `item (',' item?)* ')'`: a CREATE TABLE or CREATE TYPE body after
+    /// its `(`, where ScyllaDB's grammar lets a comma go without an item
+    /// (`(k int PRIMARY KEY, v int,)`).
+    fn definition_list<T>(&mut self, mut item: impl FnMut(&mut Self) -> PResult<T>) -> PResult<Vec<T>> {
+        let mut items = vec![item(self)?];
+        while self.eat_sym(Sym::Comma) {
+            if !self.is_sym(Sym::Comma) && !self.is_sym(Sym::RParen) {
+                items.push(item(self)?);
+            }
+        }
+        self.expect_sym(Sym::RParen)?;
+        Ok(items)
     }
 
     fn advance_pair(&mut self) {
