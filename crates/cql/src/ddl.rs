@@ -304,6 +304,9 @@ fn new_column(id: u32, def: &ColumnDef, kind: ColumnKind, position: i32) -> Colu
 }
 
 pub fn create_table(keyspace: &str, s: &CreateTable) -> CqlResult<TableMeta> {
+    if s.multiple_primary_keys {
+        return Err(invalid("Multiple PRIMARY KEYs specified (exactly one required)"));
+    }
     if s.partition_key.is_empty() {
         return Err(invalid("No PRIMARY KEY specified (exactly one required)"));
     }
@@ -412,6 +415,17 @@ fn nested(element: &CqlType, outer: &CqlType) -> CqlResult<CqlType> {
         return Err(invalid(format!("Non-frozen collections are not allowed inside collections: {outer}")));
     }
     if matches!(element, CqlType::Udt(_)) {
+        // ScyllaDB names the user type with its keyspace here.
+        let shown = |t: &CqlType| match t {
+            CqlType::Udt(udt) => format!("{}.{}", udt.keyspace, udt.name),
+            other => other.to_string(),
+        };
+        let outer = match outer {
+            CqlType::List(e) => format!("list<{}>", shown(e)),
+            CqlType::Set(e) => format!("set<{}>", shown(e)),
+            CqlType::Map(k, v) => format!("map<{}, {}>", shown(k), shown(v)),
+            other => other.to_string(),
+        };
         return Err(invalid(format!("Non-frozen UDTs are not allowed inside collections: {outer}")));
     }
     Ok(frozen_inside(element))

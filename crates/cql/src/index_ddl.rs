@@ -59,7 +59,10 @@ pub fn create(schema: &mut Schema, keyspace: &str, s: &CreateIndex) -> CqlResult
     };
     crate::ddl::check_name(&name, "Index")?;
     if ks.tables.contains_key(&index::view_name(&name)) {
-        return Err(invalid(format!("Index '{name}' cannot be created: table '{}' exists", index::view_name(&name))));
+        return Err(invalid(format!(
+            "Index '{name}' cannot be created: table '{}' already exists",
+            index::view_name(&name)
+        )));
     }
     let meta = IndexMeta {
         name: name.clone(),
@@ -177,7 +180,7 @@ fn check_target(base: &TableMeta, s: &CreateIndex) -> CqlResult<IndexKind> {
         return Err(invalid("full() indexes can only be created on frozen collections"));
     }
     let collection = matches!(column.ty.unfrozen(), CqlType::List(_) | CqlType::Set(_) | CqlType::Map(..));
-    if !collection && kind != IndexKind::Values {
+    if !collection && (kind != IndexKind::Values || s.target.kind_named) {
         return Err(invalid(format!(
             "Cannot create {}() index on {name}. Non-collection columns only support simple indexes",
             type_name(kind)

@@ -304,7 +304,7 @@ fn delete_columns(
             return Err(invalid(format!("Invalid identifier {name} for deletion (should not be a PRIMARY KEY part)")));
         }
         if let Some(field) = field {
-            let (_, index) = user_type_field(column, field)?;
+            let (_, index) = user_type_field(column, field, None)?;
             pending.push(PendingListOp {
                 column: column.id,
                 is_static: column.kind == ColumnKind::Static,
@@ -468,7 +468,7 @@ fn assign(
             Ok(())
         }
         Assignment::SetField { field, value, .. } => {
-            let (udt, index) = user_type_field(column, field)?;
+            let (udt, index) = user_type_field(column, field, Some(value))?;
             let name = format!("{}.{field}", column.name);
             let value = eval(value, Receiver { name: &name, ty: &udt.fields[index].1 }, bindings)?;
             if value == BoundValue::Unset {
@@ -485,17 +485,22 @@ fn assign(
 }
 
 /// The user type of `column` and the index of its field named `field`; only
-/// non-frozen user types have fields that can be set or deleted alone.
-fn user_type_field<'c>(column: &'c ColumnMeta, field: &str) -> CqlResult<(&'c UserType, usize)> {
+/// non-frozen user types have fields that can be set (`value` is the term
+/// assigned) or deleted (`None`). ScyllaDB's texts.
+fn user_type_field<'c>(column: &'c ColumnMeta, field: &str, value: Option<&Term>) -> CqlResult<(&'c UserType, usize)> {
+    let name = &column.name;
     let CqlType::Udt(udt) = &column.ty else {
-        return Err(invalid(format!(
-            "Invalid operation on field {field} of column {} of type {}: only fields of non-frozen user types can be set or deleted",
-            column.name, column.ty
-        )));
+        let frozen_udt = matches!(column.ty.unfrozen(), CqlType::Udt(_));
+        return Err(invalid(match (value, frozen_udt) {
+            (None, true) => format!("Frozen UDT column {name} does not support field deletion"),
+            (None, false) => format!("Invalid field deletion operation for non-UDT column {name}"),
+            (Some(value), true) => format!("Invalid operation ({name}.{field} = {value}) for frozen UDT column {name}"),
+            (Some(value), false) => format!("Invalid operation ({name}.{field} = {value}) for non-UDT column {name}"),
+        }));
     };
     let index = udt
         .field_index(field)
-        .ok_or_else(|| invalid(format!("Unknown field {field} in type {} of column {}", udt.name, column.name)))?;
+        .ok_or_else(|| invalid(format!("UDT column {name} does not have a field named {field}")))?;
     Ok((udt, index))
 }
 

@@ -120,6 +120,10 @@ impl Parser<'_> {
 
     fn create_keyspace(&mut self) -> PResult<Statement> {
         let if_not_exists = self.if_not_exists()?;
+        // ScyllaDB's parser has no alternative for a keyword here.
+        if self.is_kw("with") {
+            return Err(self.no_viable());
+        }
         let name = self.ident("keyspace name")?;
         self.expect_kw("with")?;
         let options = self.options()?;
@@ -168,6 +172,7 @@ impl Parser<'_> {
             clustering_order: Vec::new(),
             options: Vec::new(),
             compact_storage: false,
+            multiple_primary_keys: false,
         };
         self.expect_sym(Sym::LParen)?;
         let mut key_declared = false;
@@ -183,7 +188,6 @@ impl Parser<'_> {
     /// One item inside CREATE TABLE's parentheses: a column definition
     /// (maybe with an inline PRIMARY KEY) or a PRIMARY KEY clause.
     fn table_element(&mut self, table: &mut CreateTable, key_declared: &mut bool) -> PResult<()> {
-        let start = self.peek().clone();
         let key_clause = self.is_kw("primary") && self.is_kw_at(1, "key");
         let (partition, clustering) = if key_clause {
             self.advance_pair();
@@ -201,10 +205,7 @@ impl Parser<'_> {
             }
             (vec![name], Vec::new())
         };
-        if *key_declared {
-            let message = "multiple PRIMARY KEYs specified (exactly one required)".to_string();
-            return Err(self.error_at_token(&start, message));
-        }
+        table.multiple_primary_keys |= *key_declared;
         *key_declared = true;
         table.partition_key = partition;
         table.clustering_key = clustering;
@@ -338,6 +339,9 @@ impl Parser<'_> {
 
     pub(super) fn option(&mut self, options: &mut Options) -> PResult<()> {
         let at = self.peek().clone();
+        if self.is_kw("with") {
+            return Err(self.no_viable());
+        }
         let name = self.ident("option name")?;
         if options.iter().any(|(existing, _)| *existing == name) {
             let message = format!("multiple definitions of option '{name}'");

@@ -810,6 +810,7 @@ fn index_statements() {
     let target = |column: &str, kind, local_key: Option<Vec<String>>| IndexTarget {
         column: column.to_string(),
         kind,
+        kind_named: kind != IndexKind::Values,
         local_key,
     };
     assert_eq!(
@@ -828,7 +829,10 @@ fn index_statements() {
     assert_eq!((c.name.as_deref(), c.if_not_exists, c.target), (Some("i"), true, target("m", IndexKind::Keys, None)));
     assert_eq!(create("create index on t (entries(m))").target, target("m", IndexKind::Entries, None));
     assert_eq!(create("create index on t (full(l))").target, target("l", IndexKind::Full, None));
-    assert_eq!(create("create index on t (values(m))").target, target("m", IndexKind::Values, None));
+    assert_eq!(
+        create("create index on t (values(m))").target,
+        IndexTarget { kind_named: true, ..target("m", IndexKind::Values, None) }
+    );
     assert_eq!(
         create("create index on t ((p1, p2), v)").target,
         target("v", IndexKind::Values, Some(vec!["p1".into(), "p2".into()]))
