@@ -312,6 +312,9 @@ fn delete_columns(
             });
             continue;
         }
+        if element.is_some() {
+            check_element_deletion(column)?;
+        }
         let target = if column.kind == ColumnKind::Static { &mut update.static_row } else { &mut row };
         merge_write(target, |part| match element {
             None => write_value(part, column, BoundValue::Null, attrs),
@@ -344,6 +347,36 @@ fn delete_columns(
     Ok(())
 }
 
+/// A frozen list, set or map: written whole, never element by element.
+fn is_frozen_collection(ty: &CqlType) -> bool {
+    matches!(ty, CqlType::Frozen(inner) if matches!(inner.as_ref(), CqlType::List(_) | CqlType::Set(_) | CqlType::Map(..)))
+}
+
+/// Refuses element updates and additions or removals on a frozen
+/// collection (ScyllaDB's texts), at PREPARE as at execution.
+pub(crate) fn check_collection_operation(column: &ColumnMeta, assignment: &Assignment) -> CqlResult<()> {
+    if !is_frozen_collection(&column.ty) {
+        return Ok(());
+    }
+    let c = &column.name;
+    let operation = match assignment {
+        Assignment::SetElement { key, value, .. } => format!("{c}[{key}] = {value}"),
+        Assignment::Add { value, .. } => format!("{c} = {c} + {value}"),
+        Assignment::Subtract { value, .. } => format!("{c} = {c} - {value}"),
+        _ => return Ok(()),
+    };
+    Err(invalid(format!("Invalid operation ({operation}) for frozen collection column {c}")))
+}
+
+/// Refuses `DELETE c[key]` on a frozen collection (ScyllaDB's text), at
+/// PREPARE as at execution.
+pub(crate) fn check_element_deletion(column: &ColumnMeta) -> CqlResult<()> {
+    match is_frozen_collection(&column.ty) {
+        true => Err(invalid(format!("Invalid deletion operation for frozen collection column {}", column.name))),
+        false => Ok(()),
+    }
+}
+
 fn delete_element(
     row: &mut Row,
     column: &ColumnMeta,
@@ -362,7 +395,7 @@ fn delete_element(
     Ok(())
 }
 
-fn assignment_column(assignment: &Assignment) -> &str {
+pub(crate) fn assignment_column(assignment: &Assignment) -> &str {
     match assignment {
         Assignment::Set { column, .. }
         | Assignment::Add { column, .. }
@@ -408,6 +441,7 @@ fn assign(
     if let Assignment::Prepend { value, .. } = assignment {
         check_prepend(column, value)?;
     }
+    check_collection_operation(column, assignment)?;
     if column.ty.is_counter() {
         return add_to_counter(row, column, assignment, attrs, bindings);
     }

@@ -255,6 +255,17 @@ impl<'a> Analysis<'a> {
         if op != Operator::Contains && op != Operator::ContainsKey {
             check_not_collection(column, op.text())?;
         }
+        // Durations have no order (ScyllaDB's refusal and text).
+        let slice = matches!(op, Operator::Lt | Operator::Le | Operator::Gt | Operator::Ge);
+        if slice && crate::ddl::references_duration(&column.ty) {
+            let what = crate::ddl::duration_holder(&column.ty);
+            return Err(invalid(format!("Slice restrictions are not supported on {what}")));
+        }
+        // A counter compared with null: ScyllaDB's text, from its
+        // counter-update check.
+        if column.ty.is_counter() && matches!(term, Term::Literal(crate::ast::Literal::Null)) {
+            return Err(invalid("Invalid null value for counter increment/decrement"));
+        }
         let filter_op = match op {
             Operator::Eq => FilterOp::Eq,
             Operator::Ne => FilterOp::Ne,
@@ -263,18 +274,7 @@ impl<'a> Analysis<'a> {
             Operator::Gt => FilterOp::Gt,
             Operator::Ge => FilterOp::Ge,
             Operator::Contains | Operator::ContainsKey => {
-                let ty = column.ty.unfrozen();
-                let elem_ty = match (op, ty) {
-                    (Operator::ContainsKey, CqlType::Map(k, _)) => k.as_ref().clone(),
-                    (Operator::Contains, CqlType::Map(_, v) | CqlType::List(v) | CqlType::Set(v)) => v.as_ref().clone(),
-                    _ => {
-                        return Err(invalid(format!(
-                            "Cannot use {} on non-collection column {}",
-                            if op == Operator::Contains { "CONTAINS" } else { "CONTAINS KEY" },
-                            column.name
-                        )))
-                    }
-                };
+                let elem_ty = contained_type(column, op)?;
                 let op = if op == Operator::Contains { FilterOp::Contains } else { FilterOp::ContainsKey };
                 let filter = match eval(term, Receiver { name: &column.name, ty: &elem_ty }, self.bindings)? {
                     BoundValue::Value(value) => RowFilter { column: index, op, values: vec![value] },
@@ -326,6 +326,12 @@ impl<'a> Analysis<'a> {
         value: &Term,
     ) -> CqlResult<()> {
         let (key_ty, value_ty) = match column.ty.unfrozen() {
+            CqlType::Map(..) if matches!(column.ty, CqlType::Frozen(_)) => {
+                return Err(invalid(format!(
+                    "Map-entry equality predicates on frozen map column {} are not supported",
+                    column.name
+                )))
+            }
             CqlType::Map(key_ty, value_ty) => (key_ty, value_ty),
             // ScyllaDB filters on list elements; Shoal not yet.
             CqlType::List(_) => {

@@ -289,7 +289,15 @@ fn user_type(fields: &[(String, Term)], name: &str, udt: &UserType, bindings: Bi
             (None, None) => None,
             (Some((_, term)), None) => {
                 let field_name = format!("{name}.{field}");
-                eval(term, Receiver { name: &field_name, ty }, bindings)?.into_option()
+                match eval(term, Receiver { name: &field_name, ty }, bindings)? {
+                    BoundValue::Unset => {
+                        return Err(invalid(format!(
+                            "Invalid unset value for field '{field}' of user defined type {}",
+                            udt.name
+                        )))
+                    }
+                    value => value.into_option(),
+                }
             }
         };
         collection::put_item(&mut out, value.as_deref())

@@ -361,15 +361,31 @@ impl Parser<'_> {
             return Ok(entries);
         }
         loop {
-            let key = render(self.option_scalar()?);
+            let key = self.map_constant()?;
             self.expect_sym(Sym::Colon)?;
-            entries.push((key, render(self.option_scalar()?)));
+            let value = self.map_constant()?;
+            // Cassandra's and ScyllaDB's `convert_property_map`.
+            if entries.iter().any(|(existing, _)| *existing == key) {
+                return Err(self.error_at_token(self.peek(), format!("Multiple definition for property {key}")));
+            }
+            entries.push((key, value));
             if !self.eat_sym(Sym::Comma) {
                 break;
             }
         }
         self.expect_sym(Sym::RBrace)?;
         Ok(entries)
+    }
+
+    /// A key or value of an option map: a constant, not a bare word
+    /// (`{'rows_per_partition': ALL}` is refused, as by ScyllaDB).
+    fn map_constant(&mut self) -> PResult<String> {
+        let token = self.peek().clone();
+        let bare = matches!(&token.kind, TokenKind::Ident(w) if w != "true" && w != "false");
+        if bare {
+            return Err(self.error_at_token(&token, format!("Invalid property value: {}", self.token_text(&token))));
+        }
+        Ok(render(self.option_scalar()?))
     }
 
     /// A string, number, boolean or bare word.
