@@ -11,6 +11,13 @@ from cassandra.protocol import ConfigurationException, SyntaxException
 from cassandra.query import UNSET_VALUE
 
 
+def assert_refused(run, statement, message):
+    """`run(statement)` fails with InvalidRequest whose text holds `message` (taken literally)."""
+    with pytest.raises(InvalidRequest) as ei:
+        run(statement)
+    assert message in str(ei.value)
+
+
 # --- restrictions (SELECT WHERE) ---------------------------------------------
 
 @pytest.mark.parametrize("column_type, literal, holder", [
@@ -110,13 +117,9 @@ def test_element_operations_on_frozen_collections_are_refused_at_prepare(session
         ("DELETE m[?] FROM %s WHERE k = ?", "Invalid deletion operation for frozen collection column m"),
         ("SELECT * FROM %s WHERE f CONTAINS KEY ? ALLOW FILTERING", "Cannot use CONTAINS KEY on non-map column f"),
     ]:
-        with pytest.raises(InvalidRequest) as ei:
-            session.prepare(cql % t)
-        assert message in str(ei.value)
+        assert_refused(session.prepare, cql % t, message)
         # Unprepared, the same refusal.
-        with pytest.raises(InvalidRequest) as ei:
-            session.execute((cql % t).replace("?", "1"))
-        assert message.replace("?", "1") in str(ei.value)
+        assert_refused(session.execute, (cql % t).replace("?", "1"), message.replace("?", "1"))
 
 
 def test_unset_inside_a_tuple_or_user_type_literal_is_refused(session, table, keyspace):
@@ -207,9 +210,7 @@ def test_user_type_changes(session, table, keyspace, tname):
         ("UPDATE %s SET b.foo = 0 WHERE a = 0", "Invalid operation (b.foo = 0) for frozen UDT column b"),
         ("UPDATE %s SET c.foo = 0 WHERE a = 0", "Invalid operation (c.foo = 0) for non-UDT column c"),
     ]:
-        with pytest.raises(InvalidRequest) as ei:
-            session.execute(cql % u)
-        assert message in str(ei.value)
+        assert_refused(session.execute, cql % u, message)
 
 
 def test_index_statements(session, table, keyspace):
