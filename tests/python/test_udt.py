@@ -203,7 +203,7 @@ def test_update_field_of_non_frozen(session, table, addr):
     assert tuple(one(session, q).n) == ("c", None)
     with pytest.raises(InvalidRequest, match="frozen"):
         session.execute("UPDATE %s SET f.zip = 1 WHERE k = 1 AND c = 1" % t)
-    with pytest.raises(InvalidRequest, match="frozen"):
+    with pytest.raises(InvalidRequest, match="Frozen UDT column f does not support field deletion"):
         session.execute("DELETE f.zip FROM %s WHERE k = 1 AND c = 1" % t)
     with pytest.raises(InvalidRequest, match="nosuch"):
         session.execute("UPDATE %s SET n.nosuch = 1 WHERE k = 1 AND c = 1" % t)
@@ -263,7 +263,7 @@ def test_errors_name_what_is_wrong(session, table, addr):
     with pytest.raises(InvalidRequest, match="err_self"):  # not defined yet
         session.execute("CREATE TYPE err_self (a frozen<err_self>)")
     session.execute("CREATE TYPE err_b (a frozen<%s>)" % addr)
-    with pytest.raises(InvalidRequest, match="itself"):
+    with pytest.raises(InvalidRequest, match="would create a circular reference"):
         session.execute("ALTER TYPE %s ADD b frozen<err_b>" % addr)
     with pytest.raises(InvalidRequest, match="non-frozen"):
         session.execute("CREATE TYPE err_nf (a %s)" % addr)

@@ -171,6 +171,9 @@ pub struct CreateTable {
     pub clustering_order: Vec<(String, Order)>,
     pub options: Options,
     pub compact_storage: bool,
+    /// PRIMARY KEY was declared more than once: well-formed, but the
+    /// executor refuses it (Invalid, as ScyllaDB).
+    pub multiple_primary_keys: bool,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -217,6 +220,9 @@ pub struct CreateIndex {
 pub struct IndexTarget {
     pub column: String,
     pub kind: shoal_schema::IndexKind,
+    /// The kind was written out (`values(l)`), not implied by a bare
+    /// column: only a collection's index may name it.
+    pub kind_named: bool,
     /// A local index's partition key columns.
     pub local_key: Option<Vec<String>>,
 }

@@ -2,11 +2,13 @@
 //! drivers (they serialize values by these types), and which markers carry
 //! the partition key (drivers compute the token from them to route).
 
-use shoal_schema::{CqlType, Schema, TableMeta};
+use shoal_schema::{ColumnMeta, CqlType, Schema, TableMeta};
 
 use crate::ast::{Assignment, Condition, InValues, Operator, Parsed, Relation, Statement, Term, Using};
 use crate::ddl::qualify;
-use crate::error::{invalid, CqlResult};
+use crate::error::{invalid, CqlError, CqlResult};
+use crate::modification::{assignment_column, check_collection_operation, check_element_deletion};
+use crate::restrictions::contained_type;
 use crate::result::ColumnSpec;
 
 struct Collector<'a> {
@@ -17,6 +19,9 @@ struct Collector<'a> {
     /// The first column named that the table lacks: PREPARE refuses it,
     /// as execution would, before a marker gets a made-up type.
     unknown: Option<String>,
+    /// The first operation execution would refuse whatever the values
+    /// (`l[?] = ?` on a frozen list): PREPARE refuses it too.
+    refused: Option<CqlError>,
 }
 
 impl Collector<'_> {
@@ -86,6 +91,14 @@ impl Collector<'_> {
         }
     }
 
+    /// Keeps the first error of `check` on column `name`, if the table has it.
+    fn check(&mut self, name: &str, check: impl FnOnce(&ColumnMeta) -> CqlResult<()>) {
+        let Some(column) = self.meta.and_then(|m| m.column(name)) else { return };
+        if let Err(e) = check(column) {
+            self.refused.get_or_insert(e);
+        }
+    }
+
     fn column_type(&mut self, name: &str) -> CqlType {
         let Some(meta) = self.meta else { return CqlType::Blob };
         match meta.column(name) {
@@ -109,15 +122,14 @@ impl Collector<'_> {
     fn relations(&mut self, relations: &[Relation]) {
         for relation in relations {
             match relation {
-                Relation::Simple { column, op, value } => {
+                Relation::Simple { column, op: op @ (Operator::Contains | Operator::ContainsKey), value } => {
                     let ty = self.column_type(column);
-                    let ty = match (op, ty.unfrozen()) {
-                        (Operator::Contains, CqlType::List(e) | CqlType::Set(e) | CqlType::Map(_, e)) => {
-                            e.as_ref().clone()
-                        }
-                        (Operator::ContainsKey, CqlType::Map(k, _)) => k.as_ref().clone(),
-                        _ => ty,
-                    };
+                    let mut contained = ty.clone();
+                    self.check(column, |c| contained_type(c, *op).map(|t| contained = t));
+                    self.term(value, column, &contained);
+                }
+                Relation::Simple { column, value, .. } => {
+                    let ty = self.column_type(column);
                     self.term(value, column, &ty);
                 }
                 Relation::In { column, values } => {
@@ -194,6 +206,7 @@ impl Collector<'_> {
     }
 
     fn assignment(&mut self, assignment: &Assignment) {
+        self.check(assignment_column(assignment), |c| check_collection_operation(c, assignment));
         match assignment {
             Assignment::Set { column, value }
             | Assignment::Add { column, value }
@@ -266,10 +279,14 @@ pub fn bind_specs(schema: &Schema, parsed: &Parsed, session: Option<&str>) -> Cq
         keyspace: meta.map_or_else(|| session.unwrap_or_default().to_string(), |m| m.keyspace.clone()),
         table: meta.map_or_else(String::new, |m| m.name.clone()),
         unknown: None,
+        refused: None,
     };
     walk(&mut c, schema, &parsed.statement, session)?;
     if let Some(name) = &c.unknown {
         return Err(invalid(format!("Undefined column name {name}")));
+    }
+    if let Some(e) = c.refused {
+        return Err(e);
     }
     Ok(c.specs
         .into_iter()
@@ -311,6 +328,7 @@ fn walk<'s>(c: &mut Collector<'s>, schema: &'s Schema, statement: &Statement, se
         Statement::Delete(s) => {
             for target in &s.columns {
                 if let Some(key) = &target.element {
+                    c.check(&target.column, check_element_deletion);
                     let ty = match c.column_type(&target.column) {
                         CqlType::Map(k, _) => *k,
                         CqlType::Set(e) => *e,

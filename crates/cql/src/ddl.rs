@@ -282,7 +282,20 @@ fn keyspace_options(
     let mut durable_writes = current.is_none_or(|k| k.durable_writes);
     for (name, value) in options {
         match (name.to_ascii_lowercase().as_str(), value) {
-            ("replication", OptionValue::Map(entries)) => replication = Some(replication_map(entries)?),
+            ("replication", OptionValue::Map(entries)) => {
+                let map = replication_map(entries)?;
+                // ALTER KEYSPACE must say where the replicas go (Cassandra's
+                // and ScyllaDB's check; CREATE lets the strategy default).
+                if current.is_some()
+                    && map.len() == 1
+                    && map.get("class").is_some_and(|c| c.ends_with(".NetworkTopologyStrategy"))
+                {
+                    return Err(CqlError::Config(
+                        "Configuration for at least one datacenter must be present".to_string(),
+                    ));
+                }
+                replication = Some(map)
+            }
             ("durable_writes", OptionValue::Bool(b)) => durable_writes = *b,
             ("durable_writes", v) => durable_writes = option_text(v).eq_ignore_ascii_case("true"),
             (other, _) => return Err(CqlError::Syntax(format!("Unknown property '{other}'"))),
@@ -304,6 +317,9 @@ fn new_column(id: u32, def: &ColumnDef, kind: ColumnKind, position: i32) -> Colu
 }
 
 pub fn create_table(keyspace: &str, s: &CreateTable) -> CqlResult<TableMeta> {
+    if s.multiple_primary_keys {
+        return Err(invalid("Multiple PRIMARY KEYs specified (exactly one required)"));
+    }
     if s.partition_key.is_empty() {
         return Err(invalid("No PRIMARY KEY specified (exactly one required)"));
     }
@@ -412,13 +428,25 @@ fn nested(element: &CqlType, outer: &CqlType) -> CqlResult<CqlType> {
         return Err(invalid(format!("Non-frozen collections are not allowed inside collections: {outer}")));
     }
     if matches!(element, CqlType::Udt(_)) {
+        // ScyllaDB names the user type with its keyspace here.
+        let shown = |t: &CqlType| match t {
+            CqlType::Udt(udt) => format!("{}.{}", udt.keyspace, udt.name),
+            other => other.to_string(),
+        };
+        let outer = match outer {
+            CqlType::List(e) => format!("list<{}>", shown(e)),
+            CqlType::Set(e) => format!("set<{}>", shown(e)),
+            CqlType::Map(k, v) => format!("map<{}, {}>", shown(k), shown(v)),
+            other => other.to_string(),
+        };
         return Err(invalid(format!("Non-frozen UDTs are not allowed inside collections: {outer}")));
     }
     Ok(frozen_inside(element))
 }
 
 /// Every vector in `ty` has a dimension in 1..=MAX_VECTOR_DIMENSION and
-/// elements that are not counters (ScyllaDB's messages).
+/// elements that are not counters, and `frozen<>` wraps only collections,
+/// tuples and user types (ScyllaDB's messages).
 fn check_vectors(ty: &CqlType) -> CqlResult<()> {
     match ty {
         CqlType::Vector(elem, dimension) => {
@@ -435,7 +463,13 @@ fn check_vectors(ty: &CqlType) -> CqlResult<()> {
             }
             check_vectors(elem)
         }
-        CqlType::List(e) | CqlType::Set(e) | CqlType::Frozen(e) => check_vectors(e),
+        CqlType::Frozen(e) => match e.as_ref() {
+            CqlType::List(_) | CqlType::Set(_) | CqlType::Map(..) | CqlType::Tuple(_) | CqlType::Udt(_) => {
+                check_vectors(e)
+            }
+            _ => Err(invalid("frozen<> is only allowed on collections, tuples, and user-defined types")),
+        },
+        CqlType::List(e) | CqlType::Set(e) => check_vectors(e),
         CqlType::Map(k, v) => check_vectors(k).and_then(|()| check_vectors(v)),
         CqlType::Tuple(fields) => fields.iter().try_for_each(check_vectors),
         // A user type's fields were checked when it was defined.
@@ -481,6 +515,11 @@ fn check_column_type(def: &ColumnDef, kind: ColumnKind) -> CqlResult<()> {
     }
     if kind.is_primary_key() && def.ty.is_counter() {
         return Err(invalid(format!("counter type is not supported for PRIMARY KEY column '{}'", def.name)));
+    }
+    if let CqlType::Udt(udt) = &def.ty {
+        if udt.field_types().any(CqlType::is_multi_cell) {
+            return Err(invalid("Non-frozen UDTs with nested non-frozen collections are not supported"));
+        }
     }
     if contains_counter(&def.ty) && !def.ty.is_counter() {
         return Err(invalid(format!("Counters are not allowed inside collections: {}", def.ty)));
@@ -528,6 +567,16 @@ pub(crate) fn references_duration(ty: &CqlType) -> bool {
         CqlType::Tuple(fields) => fields.iter().any(references_duration),
         CqlType::Udt(udt) => udt.field_types().any(references_duration),
         _ => false,
+    }
+}
+
+/// How messages name a type that references a duration (ScyllaDB's words).
+pub(crate) fn duration_holder(ty: &CqlType) -> &'static str {
+    match ty.unfrozen() {
+        CqlType::List(_) | CqlType::Set(_) | CqlType::Map(..) => "collections containing durations",
+        CqlType::Tuple(_) => "tuples containing durations",
+        CqlType::Udt(_) => "UDTs containing durations",
+        _ => "duration columns",
     }
 }
 

@@ -21,8 +21,11 @@ pub fn create(schema: &mut Schema, keyspace: &str, s: &CreateIndex) -> CqlResult
     let ks = schema.keyspace(keyspace).ok_or_else(|| invalid(format!("Keyspace '{keyspace}' doesn't exist")))?;
     let base = ks.tables.get(&s.table).ok_or_else(|| invalid(format!("Table '{}' doesn't exist", s.table)))?;
     if let Some(name) = &s.name {
-        if find(ks, name).is_some() {
-            return match s.if_not_exists {
+        if let Some((table, index)) = find(ks, name) {
+            // IF NOT EXISTS forgives only the same index: a name taken
+            // by another column's index is still an error (ScyllaDB's).
+            let same = table.name == s.table && index.column == s.target.column && index.kind == s.target.kind;
+            return match s.if_not_exists && same {
                 true => Ok(None),
                 false => Err(invalid(format!("Index '{name}' already exists"))),
             };
@@ -59,7 +62,10 @@ pub fn create(schema: &mut Schema, keyspace: &str, s: &CreateIndex) -> CqlResult
     };
     crate::ddl::check_name(&name, "Index")?;
     if ks.tables.contains_key(&index::view_name(&name)) {
-        return Err(invalid(format!("Index '{name}' cannot be created: table '{}' exists", index::view_name(&name))));
+        return Err(invalid(format!(
+            "Index '{name}' cannot be created: table '{}' already exists",
+            index::view_name(&name)
+        )));
     }
     let meta = IndexMeta {
         name: name.clone(),
@@ -148,12 +154,7 @@ fn check_target(base: &TableMeta, s: &CreateIndex) -> CqlResult<IndexKind> {
     let name = &s.target.column;
     let column = base.column(name).ok_or_else(|| invalid(format!("Column '{name}' doesn't exist")))?;
     if crate::ddl::references_duration(&column.ty) {
-        let what = match column.ty.unfrozen() {
-            CqlType::List(_) | CqlType::Set(_) | CqlType::Map(..) => "collections containing durations",
-            CqlType::Tuple(_) => "tuples containing durations",
-            CqlType::Udt(_) => "UDTs containing durations",
-            _ => "duration columns",
-        };
+        let what = crate::ddl::duration_holder(&column.ty);
         return Err(invalid(format!("Secondary indexes are not supported on {what}")));
     }
     if base.options.compact_storage && column.kind.is_primary_key() {
@@ -177,7 +178,7 @@ fn check_target(base: &TableMeta, s: &CreateIndex) -> CqlResult<IndexKind> {
         return Err(invalid("full() indexes can only be created on frozen collections"));
     }
     let collection = matches!(column.ty.unfrozen(), CqlType::List(_) | CqlType::Set(_) | CqlType::Map(..));
-    if !collection && kind != IndexKind::Values {
+    if !collection && (kind != IndexKind::Values || s.target.kind_named) {
         return Err(invalid(format!(
             "Cannot create {}() index on {name}. Non-collection columns only support simple indexes",
             type_name(kind)
@@ -189,6 +190,9 @@ fn check_target(base: &TableMeta, s: &CreateIndex) -> CqlResult<IndexKind> {
     }
     if matches!(column.ty, CqlType::Udt(_)) {
         return Err(invalid(format!("Cannot create index on non-frozen UDT column {name}")));
+    }
+    if s.target.local_key.is_some() && column.kind == ColumnKind::Static {
+        return Err(invalid("Local indexes containing static columns are not supported"));
     }
     if s.target.local_key.is_some() && (column.kind.is_primary_key() || column.ty.is_multi_cell()) {
         return Err(invalid(format!(

@@ -56,6 +56,11 @@ pub(crate) fn conditional(
     if using.timestamp.is_some() {
         return Err(invalid("Cannot provide custom timestamp for conditional updates"));
     }
+    match statement {
+        Statement::Update(s) => check_no_key_in(meta, &s.where_clause, "updates")?,
+        Statement::Delete(s) => check_no_key_in(meta, &s.where_clause, "deletions")?,
+        _ => {}
+    }
     let [write] = writes else {
         return Err(invalid("IN on the partition key is not supported with conditional updates"));
     };
@@ -108,6 +113,28 @@ pub(crate) fn conditional(
 }
 
 /// Whether `relation` restricts the column `name`.
+/// A conditional write names one row: IN on a key column is refused,
+/// whatever its values (ScyllaDB's texts; `what` is "updates" or "deletions").
+fn check_no_key_in(meta: &TableMeta, relations: &[crate::ast::Relation], what: &str) -> CqlResult<()> {
+    use crate::ast::Relation;
+    let in_on = |kind: ColumnKind| {
+        relations.iter().any(|relation| match relation {
+            Relation::In { column, .. } => meta.column(column).is_some_and(|c| c.kind == kind),
+            Relation::MultiColumnIn { columns, .. } => {
+                columns.iter().any(|column| meta.column(column).is_some_and(|c| c.kind == kind))
+            }
+            _ => false,
+        })
+    };
+    if in_on(ColumnKind::PartitionKey) {
+        return Err(invalid(format!("IN on the partition key is not supported with conditional {what}")));
+    }
+    if in_on(ColumnKind::Clustering) {
+        return Err(invalid(format!("IN on the clustering key columns is not supported with conditional {what}")));
+    }
+    Ok(())
+}
+
 fn relation_names(relation: &crate::ast::Relation, name: &str) -> bool {
     use crate::ast::Relation;
     match relation {

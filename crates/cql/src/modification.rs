@@ -304,13 +304,16 @@ fn delete_columns(
             return Err(invalid(format!("Invalid identifier {name} for deletion (should not be a PRIMARY KEY part)")));
         }
         if let Some(field) = field {
-            let (_, index) = user_type_field(column, field)?;
+            let (_, index) = user_type_field(column, field, None)?;
             pending.push(PendingListOp {
                 column: column.id,
                 is_static: column.kind == ColumnKind::Static,
                 kind: ListOpKind::SetField { index, value: None },
             });
             continue;
+        }
+        if element.is_some() {
+            check_element_deletion(column)?;
         }
         let target = if column.kind == ColumnKind::Static { &mut update.static_row } else { &mut row };
         merge_write(target, |part| match element {
@@ -344,6 +347,36 @@ fn delete_columns(
     Ok(())
 }
 
+/// A frozen list, set or map: written whole, never element by element.
+fn is_frozen_collection(ty: &CqlType) -> bool {
+    matches!(ty, CqlType::Frozen(inner) if matches!(inner.as_ref(), CqlType::List(_) | CqlType::Set(_) | CqlType::Map(..)))
+}
+
+/// Refuses element updates and additions or removals on a frozen
+/// collection (ScyllaDB's texts), at PREPARE as at execution.
+pub(crate) fn check_collection_operation(column: &ColumnMeta, assignment: &Assignment) -> CqlResult<()> {
+    if !is_frozen_collection(&column.ty) {
+        return Ok(());
+    }
+    let c = &column.name;
+    let operation = match assignment {
+        Assignment::SetElement { key, value, .. } => format!("{c}[{key}] = {value}"),
+        Assignment::Add { value, .. } => format!("{c} = {c} + {value}"),
+        Assignment::Subtract { value, .. } => format!("{c} = {c} - {value}"),
+        _ => return Ok(()),
+    };
+    Err(invalid(format!("Invalid operation ({operation}) for frozen collection column {c}")))
+}
+
+/// Refuses `DELETE c[key]` on a frozen collection (ScyllaDB's text), at
+/// PREPARE as at execution.
+pub(crate) fn check_element_deletion(column: &ColumnMeta) -> CqlResult<()> {
+    match is_frozen_collection(&column.ty) {
+        true => Err(invalid(format!("Invalid deletion operation for frozen collection column {}", column.name))),
+        false => Ok(()),
+    }
+}
+
 fn delete_element(
     row: &mut Row,
     column: &ColumnMeta,
@@ -362,7 +395,7 @@ fn delete_element(
     Ok(())
 }
 
-fn assignment_column(assignment: &Assignment) -> &str {
+pub(crate) fn assignment_column(assignment: &Assignment) -> &str {
     match assignment {
         Assignment::Set { column, .. }
         | Assignment::Add { column, .. }
@@ -408,6 +441,7 @@ fn assign(
     if let Assignment::Prepend { value, .. } = assignment {
         check_prepend(column, value)?;
     }
+    check_collection_operation(column, assignment)?;
     if column.ty.is_counter() {
         return add_to_counter(row, column, assignment, attrs, bindings);
     }
@@ -468,7 +502,7 @@ fn assign(
             Ok(())
         }
         Assignment::SetField { field, value, .. } => {
-            let (udt, index) = user_type_field(column, field)?;
+            let (udt, index) = user_type_field(column, field, Some(value))?;
             let name = format!("{}.{field}", column.name);
             let value = eval(value, Receiver { name: &name, ty: &udt.fields[index].1 }, bindings)?;
             if value == BoundValue::Unset {
@@ -485,17 +519,22 @@ fn assign(
 }
 
 /// The user type of `column` and the index of its field named `field`; only
-/// non-frozen user types have fields that can be set or deleted alone.
-fn user_type_field<'c>(column: &'c ColumnMeta, field: &str) -> CqlResult<(&'c UserType, usize)> {
+/// non-frozen user types have fields that can be set (`value` is the term
+/// assigned) or deleted (`None`). ScyllaDB's texts.
+fn user_type_field<'c>(column: &'c ColumnMeta, field: &str, value: Option<&Term>) -> CqlResult<(&'c UserType, usize)> {
+    let name = &column.name;
     let CqlType::Udt(udt) = &column.ty else {
-        return Err(invalid(format!(
-            "Invalid operation on field {field} of column {} of type {}: only fields of non-frozen user types can be set or deleted",
-            column.name, column.ty
-        )));
+        let frozen_udt = matches!(column.ty.unfrozen(), CqlType::Udt(_));
+        return Err(invalid(match (value, frozen_udt) {
+            (None, true) => format!("Frozen UDT column {name} does not support field deletion"),
+            (None, false) => format!("Invalid field deletion operation for non-UDT column {name}"),
+            (Some(value), true) => format!("Invalid operation ({name}.{field} = {value}) for frozen UDT column {name}"),
+            (Some(value), false) => format!("Invalid operation ({name}.{field} = {value}) for non-UDT column {name}"),
+        }));
     };
     let index = udt
         .field_index(field)
-        .ok_or_else(|| invalid(format!("Unknown field {field} in type {} of column {}", udt.name, column.name)))?;
+        .ok_or_else(|| invalid(format!("UDT column {name} does not have a field named {field}")))?;
     Ok((udt, index))
 }
 

@@ -79,8 +79,9 @@ pub fn check(meta: &TableMeta, relations: &[Relation]) -> CqlResult<()> {
 }
 
 /// Each restricted clustering column follows columns restricted by
-/// equality.
-fn check_clustering_prefix(meta: &TableMeta, clustering: &BTreeMap<i32, bool>) -> CqlResult<()> {
+/// equality. `clustering` maps restricted positions to whether by
+/// equality. (A SELECT without ALLOW FILTERING is held to it too.)
+pub(crate) fn check_clustering_prefix(meta: &TableMeta, clustering: &BTreeMap<i32, bool>) -> CqlResult<()> {
     let columns: Vec<&str> = meta.clustering_key().map(|c| c.name.as_str()).collect();
     for &position in clustering.keys() {
         let Some(name) = columns.get(position as usize) else { continue };

@@ -431,6 +431,10 @@ fn writes(
             if batch.using.timestamp.is_some() && !conditions.is_empty() {
                 return Err(invalid("Cannot provide custom timestamp for conditional BATCH"));
             }
+            // Counter updates take the replica's time (Cassandra's text).
+            if batch.using.timestamp.is_some() && batch.kind == BatchKind::Counter {
+                return Err(invalid("Cannot provide custom timestamp for counter BATCH"));
+            }
             check_batch_kind(batch.kind, schema, &all)?;
             return Ok(all);
         }

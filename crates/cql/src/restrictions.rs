@@ -18,7 +18,7 @@ use shoal_schema::value::compare;
 use shoal_schema::{ClusteringOrder, ColumnKind, ColumnMeta, CqlType, TableMeta};
 
 use crate::ast::{InValues, Operator, Relation, Term};
-use crate::error::{invalid, CqlResult};
+use crate::error::{invalid, CqlError, CqlResult};
 use crate::values::{collection_items, eval, eval_required, Bindings, BoundValue, Receiver};
 
 /// Combinations of IN values above this are refused (Cassandra's
@@ -255,6 +255,17 @@ impl<'a> Analysis<'a> {
         if op != Operator::Contains && op != Operator::ContainsKey {
             check_not_collection(column, op.text())?;
         }
+        // Durations have no order (ScyllaDB's refusal and text).
+        let slice = matches!(op, Operator::Lt | Operator::Le | Operator::Gt | Operator::Ge);
+        if slice && crate::ddl::references_duration(&column.ty) {
+            let what = crate::ddl::duration_holder(&column.ty);
+            return Err(invalid(format!("Slice restrictions are not supported on {what}")));
+        }
+        // A counter compared with null: ScyllaDB's text, from its
+        // counter-update check.
+        if column.ty.is_counter() && matches!(term, Term::Literal(crate::ast::Literal::Null)) {
+            return Err(invalid("Invalid null value for counter increment/decrement"));
+        }
         let filter_op = match op {
             Operator::Eq => FilterOp::Eq,
             Operator::Ne => FilterOp::Ne,
@@ -263,18 +274,7 @@ impl<'a> Analysis<'a> {
             Operator::Gt => FilterOp::Gt,
             Operator::Ge => FilterOp::Ge,
             Operator::Contains | Operator::ContainsKey => {
-                let ty = column.ty.unfrozen();
-                let elem_ty = match (op, ty) {
-                    (Operator::ContainsKey, CqlType::Map(k, _)) => k.as_ref().clone(),
-                    (Operator::Contains, CqlType::Map(_, v) | CqlType::List(v) | CqlType::Set(v)) => v.as_ref().clone(),
-                    _ => {
-                        return Err(invalid(format!(
-                            "Cannot use {} on non-collection column {}",
-                            if op == Operator::Contains { "CONTAINS" } else { "CONTAINS KEY" },
-                            column.name
-                        )))
-                    }
-                };
+                let elem_ty = contained_type(column, op)?;
                 let op = if op == Operator::Contains { FilterOp::Contains } else { FilterOp::ContainsKey };
                 let filter = match eval(term, Receiver { name: &column.name, ty: &elem_ty }, self.bindings)? {
                     BoundValue::Value(value) => RowFilter { column: index, op, values: vec![value] },
@@ -326,6 +326,12 @@ impl<'a> Analysis<'a> {
         value: &Term,
     ) -> CqlResult<()> {
         let (key_ty, value_ty) = match column.ty.unfrozen() {
+            CqlType::Map(..) if matches!(column.ty, CqlType::Frozen(_)) => {
+                return Err(invalid(format!(
+                    "Map-entry equality predicates on frozen map column {} are not supported",
+                    column.name
+                )))
+            }
             CqlType::Map(key_ty, value_ty) => (key_ty, value_ty),
             // ScyllaDB filters on list elements; Shoal not yet.
             CqlType::List(_) => {
@@ -815,6 +821,59 @@ pub fn position_of(parts: &[Bytes]) -> CqlResult<PartitionPosition> {
 /// can have it.
 fn is_empty_key(parts: &[Bytes]) -> bool {
     matches!(parts, [part] if part.is_empty())
+}
+
+/// Why `relations` on `meta`'s clustering columns need ALLOW FILTERING
+/// when no index serves them, in ScyllaDB's words: a column restricted past
+/// an unrestricted one or past a slice, or CONTAINS on a clustering column.
+/// `None` when the clustering restrictions form a prefix (whatever else
+/// needs filtering gets the general message).
+pub fn clustering_filtering_error(meta: &TableMeta, relations: &[Relation]) -> Option<CqlError> {
+    let mut clustering: BTreeMap<i32, bool> = BTreeMap::new();
+    let mut contains: Vec<&ColumnMeta> = Vec::new();
+    for relation in relations {
+        let (column, equal) = match relation {
+            Relation::Simple { column, op, .. } => (column, *op == Operator::Eq),
+            Relation::In { column, .. } => (column, true),
+            _ => continue,
+        };
+        let Some(meta_column) = meta.column(column).filter(|c| c.kind == ColumnKind::Clustering) else { continue };
+        match relation {
+            Relation::Simple { op: Operator::Contains | Operator::ContainsKey, .. } => contains.push(meta_column),
+            _ => {
+                let entry = clustering.entry(meta_column.position).or_insert(equal);
+                *entry &= equal;
+            }
+        }
+    }
+    if let Err(e) = crate::modification_where::check_clustering_prefix(meta, &clustering) {
+        return Some(e);
+    }
+    let names: Vec<&str> = meta.clustering_key().map(|c| c.name.as_str()).collect();
+    let column = contains.first()?;
+    let slice = (0..column.position).find(|p| clustering.get(p) == Some(&false));
+    Some(invalid(match slice.and_then(|p| names.get(p as usize)) {
+        Some(previous) => format!(
+            "Clustering column \"{}\" cannot be restricted (preceding column \"{previous}\" is restricted by a non-EQ relation)",
+            column.name
+        ),
+        None => "Cannot restrict clustering columns by a CONTAINS relation without a secondary index or filtering"
+            .to_string(),
+    }))
+}
+
+/// The type of what `column CONTAINS x` (or `CONTAINS KEY x`) looks for;
+/// an error naming what the column is not (ScyllaDB's texts), at PREPARE
+/// as at execution.
+pub(crate) fn contained_type(column: &ColumnMeta, op: Operator) -> CqlResult<CqlType> {
+    match (op, column.ty.unfrozen()) {
+        (Operator::ContainsKey, CqlType::Map(k, _)) => Ok(k.as_ref().clone()),
+        (Operator::Contains, CqlType::Map(_, v) | CqlType::List(v) | CqlType::Set(v)) => Ok(v.as_ref().clone()),
+        (Operator::ContainsKey, _) => {
+            Err(invalid(format!("Cannot use CONTAINS KEY on non-map column {}", column.name)))
+        }
+        _ => Err(invalid(format!("Cannot use CONTAINS on non-collection column {}", column.name))),
+    }
 }
 
 /// A filter no row passes: equal to one of no values. What a comparison

@@ -26,10 +26,10 @@ use shoal_schema::{cast, collection, fields, Value};
 use shoal_schema::{ClusteringOrder, ColumnKind, CqlType, Schema, TableMeta};
 use uuid::Uuid;
 
-use crate::ast::{Order, Relation, Select, Selection, SelectorExpr, Term};
+use crate::ast::{InValues, Operator, Order, Relation, Select, Selection, SelectorExpr, Term};
 use crate::error::{invalid, CqlError, CqlResult};
 use crate::functions;
-use crate::restrictions::{analyze, EqPlan, PartitionRestriction};
+use crate::restrictions::{analyze, clustering_filtering_error, EqPlan, PartitionRestriction};
 use crate::result::{ColumnSpec, Rows};
 use crate::system;
 use crate::values::{collection_items, eval, eval_required, Bindings, BoundValue, Receiver};
@@ -361,6 +361,9 @@ fn read_command(
     };
     let system = system::is_system_keyspace(&meta.keyspace);
     if needs_filtering && !select.allow_filtering && !system {
+        if let Some(e) = index.is_none().then(|| clustering_filtering_error(meta, &select.where_clause)).flatten() {
+            return Err(e);
+        }
         return Err(invalid("Cannot execute this query as it might involve data filtering and thus may have unpredictable performance. If you want to execute this query despite the performance unpredictability, use ALLOW FILTERING"));
     }
     if !select.order_by.is_empty() && matches!(restrictions.partitions, PartitionRestriction::TokenRange { .. }) {
@@ -437,11 +440,34 @@ fn token_end(bound: Bound<i64>) -> Bound<PartitionPosition> {
 
 fn ordering_reversed(meta: &TableMeta, select: &Select) -> CqlResult<bool> {
     let clustering: Vec<_> = meta.clustering_key().collect();
+    if let Some((name, _)) = select.order_by.iter().find(|(name, _)| !clustering.iter().any(|c| &c.name == name)) {
+        return Err(invalid(format!(
+            "Order by is currently only supported on the clustered columns of the PRIMARY KEY, got {name}"
+        )));
+    }
+    // ORDER BY may skip clustering columns restricted to one value
+    // (CASSANDRA-10271): within them the order is the next column's.
+    let single_valued = |name: &str| {
+        select.where_clause.iter().any(|relation| match relation {
+            Relation::Simple { column, op: Operator::Eq, .. } => column == name,
+            Relation::In { column, values: InValues::Terms(values) } => values.len() == 1 && column == name,
+            Relation::MultiColumn { columns, op: Operator::Eq, .. } => columns.iter().any(|c| c == name),
+            Relation::MultiColumnIn { columns, values: InValues::Terms(values) } => {
+                values.len() == 1 && columns.iter().any(|c| c == name)
+            }
+            _ => false,
+        })
+    };
+    let mut next = 0;
     let mut reversed = None;
-    for (i, (name, order)) in select.order_by.iter().enumerate() {
-        let column = clustering.get(i).filter(|c| &c.name == name).ok_or_else(|| {
+    for (name, order) in &select.order_by {
+        while clustering.get(next).is_some_and(|c| &c.name != name && single_valued(&c.name)) {
+            next += 1;
+        }
+        let column = clustering.get(next).filter(|c| &c.name == name).ok_or_else(|| {
             invalid(format!("Order by currently only supports the ordering of columns following their declared order in the PRIMARY KEY ({name})"))
         })?;
+        next += 1;
         let natural = if column.order == ClusteringOrder::Desc { Order::Desc } else { Order::Asc };
         let this = *order != natural;
         if reversed.is_some_and(|r| r != this) {
@@ -735,6 +761,21 @@ fn function_selector(meta: &TableMeta, name: &str, args: &[SelectorExpr]) -> Cql
     }
     if name == "token" {
         let expected: Vec<usize> = meta.partition_key().filter_map(|c| meta.column_index(&c.name)).collect();
+        if compiled.len() != expected.len() {
+            return Err(invalid(format!(
+                "Invalid number of arguments in call to function system.token: {} required but {} provided",
+                expected.len(),
+                compiled.len()
+            )));
+        }
+        for (i, ((arg, ty, _), column)) in compiled.iter().zip(&expected).enumerate() {
+            let want = &meta.columns[*column].ty;
+            if ty != want {
+                return Err(invalid(format!(
+                    "Type error: {arg} cannot be passed as argument {i} of function system.token of type {want}"
+                )));
+            }
+        }
         let given: Vec<Option<usize>> =
             compiled.iter().map(|(_, _, s)| if let Sel::Column(i) = s { Some(*i) } else { None }).collect();
         if given != expected.iter().map(|i| Some(*i)).collect::<Vec<_>>() {

@@ -142,7 +142,14 @@ pub fn alter(keyspace: &mut KeyspaceMeta, s: &AlterType) -> CqlResult<()> {
                     "Cannot add new field {field} to type {full}: a field of the same name already exists"
                 )));
             }
-            definition.fields.push((field.clone(), field_type(ty, keyspace, field)?));
+            let ty = field_type(ty, keyspace, field)?;
+            if ty.mentions_udt(&keyspace.name, &s.name) {
+                return Err(invalid(format!(
+                    "Cannot add new field {field} of type {ty} to user type {full} as this would create a circular reference"
+                )));
+            }
+            check_not_in_partition_key(keyspace, &s.name, &full)?;
+            definition.fields.push((field.clone(), ty));
         }
         AlterTypeOp::Rename(pairs) => {
             for (from, to) in pairs {
@@ -158,6 +165,20 @@ pub fn alter(keyspace: &mut KeyspaceMeta, s: &AlterType) -> CqlResult<()> {
     }
     keyspace.types.insert(s.name.clone(), Arc::new(definition));
     refresh(keyspace)
+}
+
+/// A field added to a type in a partition key would change the key's
+/// serialized form, and with it every partition's token (ScyllaDB refuses it).
+fn check_not_in_partition_key(keyspace: &KeyspaceMeta, name: &str, full: &str) -> CqlResult<()> {
+    for table in keyspace.tables.values() {
+        if let Some(column) = table.partition_key().find(|c| c.ty.mentions_udt(&keyspace.name, name)) {
+            return Err(invalid(format!(
+                "Cannot add new field to type {full} because it is used in the partition key column {} of table {}.{}",
+                column.name, keyspace.name, table.name
+            )));
+        }
+    }
+    Ok(())
 }
 
 /// Applies DROP TYPE; `false` when `IF EXISTS` made it a no-op.

@@ -86,7 +86,7 @@ fn eval_term(term: &Term, receiver: Receiver<'_>, bindings: Bindings<'_>) -> Cql
             _ => Err(mismatch("empty {} literal", receiver)),
         },
         Term::Tuple(items) => match ty {
-            CqlType::Tuple(fields) => tuple(items, receiver.name, fields, bindings),
+            CqlType::Tuple(fields) => tuple(items, receiver, fields, bindings),
             _ => Err(mismatch("tuple literal", receiver)),
         },
         Term::UserType(fields) => match ty {
@@ -245,17 +245,32 @@ fn map(
     )))
 }
 
-fn tuple(items: &[Term], name: &str, fields: &[CqlType], bindings: Bindings<'_>) -> CqlResult<BoundValue> {
+fn tuple(items: &[Term], receiver: Receiver<'_>, fields: &[CqlType], bindings: Bindings<'_>) -> CqlResult<BoundValue> {
+    let name = receiver.name;
     if items.len() > fields.len() {
         return Err(invalid(format!(
-            "Invalid tuple literal for {name}: too many elements. Type tuple has {} but got {}",
+            "Invalid tuple literal for {name}: too many elements. Type {} expects {} but got {}",
+            receiver.ty,
             fields.len(),
             items.len()
         )));
     }
+    // A nested tuple literal too long for its component is the outer
+    // literal's error (ScyllaDB checks assignability first).
+    let too_long = |(item, ty): &(&Term, &CqlType)| match (item, ty.unfrozen()) {
+        (Term::Tuple(inner), CqlType::Tuple(types)) => inner.len() > types.len(),
+        _ => false,
+    };
+    if let Some(i) = items.iter().zip(fields).position(|pair| too_long(&pair)) {
+        return Err(invalid(format!("Invalid tuple literal for {name}: component {i} is not of type {}", fields[i])));
+    }
     let mut out = BytesMut::new();
-    for (item, ty) in items.iter().zip(fields) {
-        collection::put_item(&mut out, eval(item, Receiver { name, ty }, bindings)?.into_option().as_deref());
+    for (i, (item, ty)) in items.iter().zip(fields).enumerate() {
+        let value = match eval(item, Receiver { name, ty }, bindings)? {
+            BoundValue::Unset => return Err(invalid(format!("Invalid unset value for tuple field number {i}"))),
+            value => value.into_option(),
+        };
+        collection::put_item(&mut out, value.as_deref());
     }
     Ok(BoundValue::Value(out.freeze()))
 }
@@ -274,7 +289,15 @@ fn user_type(fields: &[(String, Term)], name: &str, udt: &UserType, bindings: Bi
             (None, None) => None,
             (Some((_, term)), None) => {
                 let field_name = format!("{name}.{field}");
-                eval(term, Receiver { name: &field_name, ty }, bindings)?.into_option()
+                match eval(term, Receiver { name: &field_name, ty }, bindings)? {
+                    BoundValue::Unset => {
+                        return Err(invalid(format!(
+                            "Invalid unset value for field '{field}' of user defined type {}",
+                            udt.name
+                        )))
+                    }
+                    value => value.into_option(),
+                }
             }
         };
         collection::put_item(&mut out, value.as_deref())

@@ -120,6 +120,10 @@ impl Parser<'_> {
 
     fn create_keyspace(&mut self) -> PResult<Statement> {
         let if_not_exists = self.if_not_exists()?;
+        // ScyllaDB's parser has no alternative for a keyword here.
+        if self.is_kw("with") {
+            return Err(self.no_viable());
+        }
         let name = self.ident("keyspace name")?;
         self.expect_kw("with")?;
         let options = self.options()?;
@@ -130,8 +134,7 @@ impl Parser<'_> {
         let if_not_exists = self.if_not_exists()?;
         let (keyspace, name) = self.qualified_name("type name")?;
         self.expect_sym(Sym::LParen)?;
-        let fields = self.comma_list(|p| Ok((p.ident("field name")?, p.cql_type()?)))?;
-        self.expect_sym(Sym::RParen)?;
+        let fields = self.definition_list(|p| Ok((p.ident("field name")?, p.cql_type()?)))?;
         Ok(Statement::CreateType(CreateType { keyspace, name, if_not_exists, fields }))
     }
 
@@ -169,16 +172,11 @@ impl Parser<'_> {
             clustering_order: Vec::new(),
             options: Vec::new(),
             compact_storage: false,
+            multiple_primary_keys: false,
         };
         self.expect_sym(Sym::LParen)?;
         let mut key_declared = false;
-        loop {
-            self.table_element(&mut table, &mut key_declared)?;
-            if !self.eat_sym(Sym::Comma) {
-                break;
-            }
-        }
-        self.expect_sym(Sym::RParen)?;
+        self.definition_list(|p| p.table_element(&mut table, &mut key_declared))?;
         // A table without a PRIMARY KEY is well-formed CQL that cannot be
         // created: the executor answers Invalid, as Cassandra does.
         if self.eat_kw("with") {
@@ -190,7 +188,6 @@ impl Parser<'_> {
     /// One item inside CREATE TABLE's parentheses: a column definition
     /// (maybe with an inline PRIMARY KEY) or a PRIMARY KEY clause.
     fn table_element(&mut self, table: &mut CreateTable, key_declared: &mut bool) -> PResult<()> {
-        let start = self.peek().clone();
         let key_clause = self.is_kw("primary") && self.is_kw_at(1, "key");
         let (partition, clustering) = if key_clause {
             self.advance_pair();
@@ -208,14 +205,25 @@ impl Parser<'_> {
             }
             (vec![name], Vec::new())
         };
-        if *key_declared {
-            let message = "multiple PRIMARY KEYs specified (exactly one required)".to_string();
-            return Err(self.error_at_token(&start, message));
-        }
+        table.multiple_primary_keys |= *key_declared;
         *key_declared = true;
         table.partition_key = partition;
         table.clustering_key = clustering;
         Ok(())
+    }
+
+    /// `item (',' item?)* ')'`: a CREATE TABLE or CREATE TYPE body after
+    /// its `(`, where ScyllaDB's grammar lets a comma go without an item
+    /// (`(k int PRIMARY KEY, v int,)`).
+    fn definition_list<T>(&mut self, mut item: impl FnMut(&mut Self) -> PResult<T>) -> PResult<Vec<T>> {
+        let mut items = vec![item(self)?];
+        while self.eat_sym(Sym::Comma) {
+            if !self.is_sym(Sym::Comma) && !self.is_sym(Sym::RParen) {
+                items.push(item(self)?);
+            }
+        }
+        self.expect_sym(Sym::RParen)?;
+        Ok(items)
     }
 
     fn advance_pair(&mut self) {
@@ -331,6 +339,9 @@ impl Parser<'_> {
 
     pub(super) fn option(&mut self, options: &mut Options) -> PResult<()> {
         let at = self.peek().clone();
+        if self.is_kw("with") {
+            return Err(self.no_viable());
+        }
         let name = self.ident("option name")?;
         if options.iter().any(|(existing, _)| *existing == name) {
             let message = format!("multiple definitions of option '{name}'");
@@ -350,15 +361,31 @@ impl Parser<'_> {
             return Ok(entries);
         }
         loop {
-            let key = render(self.option_scalar()?);
+            let key = self.map_constant()?;
             self.expect_sym(Sym::Colon)?;
-            entries.push((key, render(self.option_scalar()?)));
+            let value = self.map_constant()?;
+            // Cassandra's and ScyllaDB's `convert_property_map`.
+            if entries.iter().any(|(existing, _)| *existing == key) {
+                return Err(self.error_at_token(self.peek(), format!("Multiple definition for property {key}")));
+            }
+            entries.push((key, value));
             if !self.eat_sym(Sym::Comma) {
                 break;
             }
         }
         self.expect_sym(Sym::RBrace)?;
         Ok(entries)
+    }
+
+    /// A key or value of an option map: a constant, not a bare word
+    /// (`{'rows_per_partition': ALL}` is refused, as by ScyllaDB).
+    fn map_constant(&mut self) -> PResult<String> {
+        let token = self.peek().clone();
+        let bare = matches!(&token.kind, TokenKind::Ident(w) if w != "true" && w != "false");
+        if bare {
+            return Err(self.error_at_token(&token, format!("Invalid property value: {}", self.token_text(&token))));
+        }
+        Ok(render(self.option_scalar()?))
     }
 
     /// A string, number, boolean or bare word.

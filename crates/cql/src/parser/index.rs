@@ -51,7 +51,7 @@ impl Parser<'_> {
             let local_key = self.paren_idents("column name")?;
             self.expect_sym(Sym::Comma)?;
             let column = self.ident("column name")?;
-            return Ok(IndexTarget { column, kind: IndexKind::Values, local_key: Some(local_key) });
+            return Ok(IndexTarget { column, kind: IndexKind::Values, kind_named: false, local_key: Some(local_key) });
         }
         let kind = match self.word_at(0) {
             Some("keys") if self.is_sym_at(1, Sym::LParen) => Some(IndexKind::Keys),
@@ -61,12 +61,13 @@ impl Parser<'_> {
             _ => None,
         };
         let Some(kind) = kind else {
-            return Ok(IndexTarget { column: self.ident("column name")?, kind: IndexKind::Values, local_key: None });
+            let column = self.ident("column name")?;
+            return Ok(IndexTarget { column, kind: IndexKind::Values, kind_named: false, local_key: None });
         };
         self.advance();
         self.expect_sym(Sym::LParen)?;
         let column = self.ident("column name")?;
         self.expect_sym(Sym::RParen)?;
-        Ok(IndexTarget { column, kind, local_key: None })
+        Ok(IndexTarget { column, kind, kind_named: true, local_key: None })
     }
 }

@@ -123,7 +123,8 @@ pub(crate) fn choose(
 /// answers the indexed one: when other row filters remain, when the
 /// indexed column is restricted twice (`c CONTAINS 1 AND c CONTAINS 2`:
 /// the index serves one), or when an index scan also restricts other
-/// clustering columns (every entry's row must be checked), as Cassandra
+/// clustering columns (every entry's row must be checked; in a restricted
+/// partition, when the indexed column is a clustering column), as Cassandra
 /// and ScyllaDB count them.
 pub(crate) fn needs_filtering(
     meta: &TableMeta,
@@ -138,7 +139,10 @@ pub(crate) fn needs_filtering(
     let served_name = &meta.columns[served.column].name;
     let other_clustering =
         |name: &String| name != served_name && meta.column(name).is_some_and(|c| c.kind == ColumnKind::Clustering);
-    served.scan.is_some()
+    // Where the partition key is restricted, an index on a clustering
+    // column saves nothing: the others must form a prefix with it.
+    let served_clustering = meta.columns[served.column].kind == ColumnKind::Clustering;
+    (served.scan.is_some() || served_clustering)
         && relations.iter().any(|relation| match relation {
             Relation::Simple { column, .. } | Relation::In { column, .. } => other_clustering(column),
             Relation::MultiColumn { columns, .. } | Relation::MultiColumnIn { columns, .. } => {
