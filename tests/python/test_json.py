@@ -13,7 +13,7 @@ from decimal import Decimal
 
 import pytest
 
-from cassandra import InvalidRequest
+from cassandra import FunctionFailure, InvalidRequest
 from cassandra.query import BatchStatement, SimpleStatement
 
 
@@ -270,3 +270,29 @@ def test_insert_json_missing_key_with_default_unset(session, table):
         session.execute("INSERT INTO %s JSON '{\"k\": 1, \"v\": 1}' DEFAULT UNSET" % t)
     with pytest.raises(InvalidRequest, match="k"):
         session.execute("INSERT INTO %s JSON '{\"c\": 1}' DEFAULT UNSET" % t)
+
+
+@pytest.mark.parametrize("column, text", [
+    ("v", "dog"),               # not JSON
+    ("v", '"dog"'),             # a string that is no number
+    ("v", "1.2"),               # not whole
+    ("v", "2147483648"),        # int overflow
+    ("b", "9223372036854775808"),  # bigint overflow
+    ("v", '""'),                # the empty string is no int
+    ("a", '"שלום"'),            # not ASCII
+    ("a", "3"),                 # a number for ascii
+    ("m", "{17: 3}"),           # a map key must be a string
+    ("l", '["a", null]'),       # no null inside a list
+])
+def test_from_json_failures_are_function_failures(session, table, column, text):
+    """A fromJson() whose JSON is no value of its receiver's type fails the
+    function (FunctionFailure, ScyllaDB's `function_execution_exception`),
+    prepared or not; the statement itself was valid."""
+    t = table("(k int PRIMARY KEY, v int, b bigint, a ascii, m map<int, int>, l list<text>)")
+    with pytest.raises(FunctionFailure, match="fromJson"):
+        session.execute("INSERT INTO %s (k, %s) VALUES (1, fromJson('%s'))" % (t, column, text.replace("'", "''")))
+    prepared = session.prepare("INSERT INTO %s (k, %s) VALUES (?, fromJson(?))" % (t, column))
+    with pytest.raises(FunctionFailure, match="fromJson"):
+        session.execute(prepared, (1, text))
+    assert session.execute("SELECT * FROM %s" % t).one() is None
+

@@ -423,10 +423,25 @@ pub fn from_json_call(args: &[Term], receiver: Receiver<'_>, bindings: Bindings<
     };
     // A text receiver's value was validated as UTF-8.
     let text = String::from_utf8_lossy(&text);
-    let json = parse(&text).map_err(invalid)?;
-    let term = term_of(receiver.ty, &json)
-        .map_err(|e| invalid(format!("Unable to make a value for {} from JSON {text}: {e}", receiver.name)))?;
-    eval(&term, receiver, bindings)
+    let json =
+        parse(&text).map_err(|e| function_failure(receiver, &format!("Failed parsing fromJson parameter: {e}")))?;
+    let converted =
+        term_of(receiver.ty, &json).map_err(invalid).and_then(|term| eval(&term, receiver, Bindings { values: &[] }));
+    converted.map_err(|e| {
+        function_failure(receiver, &format!("Failed execution of function system.fromjson: {e} (from JSON {text})"))
+    })
+}
+
+/// ScyllaDB's error for a `fromJson()` that fails on its argument: a
+/// FunctionFailure (its `function_execution_exception`), not an Invalid,
+/// since the statement is valid and only the value is wrong.
+fn function_failure(receiver: Receiver<'_>, detail: &str) -> CqlError {
+    CqlError::FunctionFailure {
+        keyspace: "system".to_string(),
+        function: "fromjson".to_string(),
+        arg_types: vec![receiver.ty.to_string()],
+        message: format!("execution of fromJson failed: {detail}"),
+    }
 }
 
 #[cfg(test)]
@@ -560,6 +575,20 @@ mod tests {
         assert_eq!(to_json(&udt, &bytes).ok(), Some(r#"{"street": "Main", "\"Zip\"": null}"#.to_string()));
         let json = parse(r#"{"zip": 5}"#).unwrap_or_else(|e| panic!("{e}"));
         assert!(column_value("c", &udt, &json).is_err_and(|e| e.to_string().contains("Unknown field 'zip'")));
+    }
+
+    #[test]
+    fn from_json_failures_are_function_failures() {
+        let ty = CqlType::Int;
+        let receiver = Receiver { name: "v", ty: &ty };
+        for text in ["dog", "\"dog\"", "1.2", "2147483648", "\"\"", "{17: 3}"] {
+            let arg = Term::Literal(Literal::String(text.to_string()));
+            let result = from_json_call(&[arg], receiver, Bindings { values: &[] });
+            assert!(
+                matches!(&result, Err(CqlError::FunctionFailure { function, .. }) if function == "fromjson"),
+                "{text}: {result:?}"
+            );
+        }
     }
 
     #[test]
