@@ -230,6 +230,26 @@ def test_index_metadata_describe_and_drop_table(cluster, session, table):
     invalid(session, "DROP INDEX mk", "doesn't exist")
 
 
+def test_index_finds_the_empty_value_and_nothing_for_null(session, table):
+    """The empty value is indexed like any other (ScyllaDB's
+    test_index_empty_string), before and after the index is built; `= null`
+    on an indexed column selects nothing (ScyllaDB's answer, not an error)."""
+    t = table("(p int PRIMARY KEY, v text, b blob)")
+    session.execute("INSERT INTO %s (p, v, b) VALUES (1, 'hello', 0x01)" % t)
+    session.execute("INSERT INTO %s (p, v, b) VALUES (2, '', 0x)" % t)
+    session.execute("CREATE INDEX ON %s (v)" % t)
+    session.execute("CREATE INDEX ON %s (b)" % t)
+    assert wait_until(lambda: builds_done(session))
+    session.execute("INSERT INTO %s (p, v, b) VALUES (3, '', 0x)" % t)
+    assert rows(session, "SELECT p FROM %s WHERE v = ''" % t) == [(2,), (3,)]
+    assert rows(session, "SELECT p FROM %s WHERE b = 0x" % t) == [(2,), (3,)]
+    assert rows(session, "SELECT p FROM %s WHERE v = 'hello'" % t) == [(1,)]
+    session.execute("UPDATE %s SET v = 'x' WHERE p = 2" % t)
+    assert rows(session, "SELECT p FROM %s WHERE v = ''" % t) == [(3,)]
+    assert rows(session, "SELECT p FROM %s WHERE v = null" % t) == []
+    assert list(session.execute(session.prepare("SELECT p FROM %s WHERE v = ?" % t), (None,))) == []
+
+
 @pytest.mark.skipif(bool(skip_reason()), reason=skip_reason() or "")
 def test_index_survives_flush_kill_and_restart():
     with temp_node("shoal-index-", args=["--commitlog-sync", "batch"]) as node:
