@@ -179,8 +179,18 @@ where
         command.start_after = next;
         command.row_limit = command.row_limit.saturating_mul(2).min(AGGREGATE_PAGE_ROWS);
     }
-    if !group.is_empty() {
-        out.push(aggregate_row(query.meta, query.sels, &group)?);
-    }
-    Ok((out, None))
+    let Some(last) = group.last().map(|r| r.position.clone()) else { return Ok((out, None)) };
+    out.push(aggregate_row(query.meta, query.sels, &group)?);
+    partition_groups += 1;
+    // A full page carries a state even when the read ended with it, as in
+    // Cassandra and ScyllaDB: a client that pages while pages come back
+    // full (rather than while a state comes back) then gets a last, empty
+    // page instead of starting over from the first.
+    let left = query.remaining - out.len();
+    let state = (out.len() == max_groups && left > 0).then_some(PagingState {
+        position: last,
+        remaining: left,
+        in_partition: partition_groups,
+    });
+    Ok((out, state))
 }
