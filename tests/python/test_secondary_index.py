@@ -4,13 +4,16 @@ every kind of target, consistency with writes, deletes and TTLs, building
 from existing data, paging and LIMIT, schema metadata (system_schema.indexes,
 the driver's metadata, DESCRIBE), and an index kept across flush, kill -9
 and restart. The randomized comparison with a model is in test_model.py."""
+import json
+import os
 import time
+import urllib.request
 
 import pytest
 from cassandra import InvalidRequest
 from cassandra.query import SimpleStatement
 
-from conftest import IS_CASSANDRA, wait_until
+from conftest import HOST, IS_CASSANDRA, wait_until
 from node import skip_reason, temp_node
 
 FILTERING = "ALLOW FILTERING"
@@ -273,6 +276,32 @@ def test_paged_group_by_over_an_index_ends(session, table):
         got.extend(result.current_rows)
         assert sorted(tuple(r) for r in got) == [(i,) for i in range(10)], page_size
         assert result.paging_state is None
+
+
+def test_built_indexes_and_the_index_view(session, table):
+    """A built index is listed in system."IndexInfo" (table_name holds the
+    keyspace, as in Cassandra and ScyllaDB), in system.built_indexes and
+    system.built_views (its view), and its view is described as the
+    materialized view ScyllaDB makes for it, tombstone_gc included."""
+    t = table("(p int PRIMARY KEY, v int)")
+    name = "%s_named" % t
+    session.execute("CREATE INDEX %s ON %s (v)" % (name, t))
+    ks = session.keyspace
+    assert wait_until(lambda: list(session.execute(
+        'SELECT index_name FROM system."IndexInfo" WHERE table_name = %s AND index_name = %s', (ks, name))))
+    assert (ks, name) in [(r.table_name, r.index_name) for r in session.execute('SELECT * FROM system."IndexInfo"')]
+    assert (ks, name + "_index") in [(r.keyspace_name, r.view_name)
+                                     for r in session.execute("SELECT * FROM system.built_views")]
+    described = session.execute("DESCRIBE MATERIALIZED VIEW %s.%s_index" % (ks, name)).one()
+    assert described.type == "materialized_view"
+    statement = described.create_statement
+    assert statement.startswith("CREATE MATERIALIZED VIEW %s.%s_index AS\n" % (ks, name)), statement
+    assert "FROM %s.%s\n    WHERE v IS NOT NULL\n    PRIMARY KEY (v, idx_token, p)" % (ks, t) in statement
+    assert "tombstone_gc = {" in statement and "idx_live" not in statement
+    if os.environ.get("SHOAL_API_PORT") and not IS_CASSANDRA:
+        url = "http://%s:%s/column_family/built_indexes/%s:%s" % (HOST, os.environ["SHOAL_API_PORT"], ks, t)
+        with urllib.request.urlopen(url) as response:
+            assert json.loads(response.read()) == [name]
 
 
 @pytest.mark.skipif(bool(skip_reason()), reason=skip_reason() or "")

@@ -77,7 +77,8 @@ fn definitions() -> &'static BTreeMap<(&'static str, &'static str), Arc<TableMet
         DEFINITIONS
             .iter()
             .map(|(ks, name, columns)| {
-                let text = format!("CREATE TABLE {ks}.{name} ({columns})");
+                // Quoted: "IndexInfo" keeps its case, as the name it is found by.
+                let text = format!("CREATE TABLE {ks}.\"{name}\" ({columns})");
                 let parsed = crate::parser::parse_statement(&text)
                     .unwrap_or_else(|e| panic!("system table {ks}.{name} definition: {e}"));
                 let Statement::CreateTable(create) = parsed.statement else {
@@ -319,6 +320,16 @@ async fn index_build_rows(schema: &Schema, table: &str) -> CqlResult<Vec<Values>
         _ => None,
     });
     Ok(rows.collect())
+}
+
+/// The names of the indexes of `keyspace.table` built on every shard of
+/// this node (ScyllaDB's REST `/column_family/built_indexes/<ks>:<table>`);
+/// `None` when there is no such table.
+pub async fn built_indexes(schema: &Schema, keyspace: &str, table: &str) -> CqlResult<Option<Vec<String>>> {
+    let Some(meta) = schema.keyspace(keyspace).and_then(|k| k.tables.get(table)) else { return Ok(None) };
+    let building = shards_building(meta.indexes.iter().map(|i| i.view_id).collect()).await?;
+    let built = meta.indexes.iter().zip(building).filter(|(_, shards)| shards.is_empty());
+    Ok(Some(built.map(|(index, _)| index.name.clone()).collect()))
 }
 
 /// Rows of ScyllaDB's view build tables (`table`): every view (materialized
