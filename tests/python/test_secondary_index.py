@@ -304,6 +304,31 @@ def test_built_indexes_and_the_index_view(session, table):
             assert json.loads(response.read()) == [name]
 
 
+def test_select_internal_page_size_is_live(admin, session, table):
+    """system.config lists select_internal_page_size, which an UPDATE changes
+    on the node while it runs (ScyllaDB's cqlpy fixture
+    small_select_internal_page_size); aggregates over an index then page
+    internally by it and still count every row."""
+    select = admin.prepare("SELECT value FROM system.config WHERE name = ?")
+    update = admin.prepare("UPDATE system.config SET value = ? WHERE name = ?")
+    original = admin.execute(select, ("select_internal_page_size",)).one().value
+    assert original == "10000"
+    t = table("(id int PRIMARY KEY, v int)")
+    session.execute("CREATE INDEX ON %s (v)" % t)
+    for i in range(142):
+        session.execute("INSERT INTO %s (id, v) VALUES (%d, %d)" % (t, i + 1, i % 2))
+    try:
+        admin.execute(update, ("50", "select_internal_page_size"))
+        assert admin.execute(select, ("select_internal_page_size",)).one().value == "50"
+        assert session.execute("SELECT sum(id) FROM %s WHERE v = 1" % t).one()[0] == 71 * 72
+        assert session.execute("SELECT count(*) FROM %s" % t).one()[0] == 142
+        with pytest.raises(InvalidRequest, match="select_internal_page_size"):
+            admin.execute(update, ("none", "select_internal_page_size"))
+    finally:
+        admin.execute(update, (original, "select_internal_page_size"))
+    assert admin.execute(select, ("select_internal_page_size",)).one().value == original
+
+
 @pytest.mark.skipif(bool(skip_reason()), reason=skip_reason() or "")
 def test_index_survives_flush_kill_and_restart():
     with temp_node("shoal-index-", args=["--commitlog-sync", "batch"]) as node:

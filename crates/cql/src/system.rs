@@ -126,7 +126,7 @@ pub async fn contents(meta: &Arc<TableMeta>, schema: &Schema) -> CqlResult<Virtu
         ("system_traces", name) => crate::traces::rows(name).await?,
         ("system_auth", name) => crate::auth::tables::rows(name, &schema.roles),
         ("system", "local") => vec![local_row(schema)],
-        ("system", "config") => config_rows(),
+        ("system", "config") => crate::live_config::rows(),
         ("system", "peers") => shoal_coordinator::cluster::peers().iter().map(|p| peer_row(p, schema)).collect(),
         ("system", "peers_v2") => shoal_coordinator::cluster::peers().iter().map(|p| peer_v2_row(p, schema)).collect(),
         ("system_schema", "keyspaces") => schema.keyspaces.values().map(|ks| keyspace_row(ks)).collect(),
@@ -189,14 +189,6 @@ pub(crate) fn text_map(map: &BTreeMap<String, String>) -> Option<Bytes> {
 
 pub(crate) fn text_set<'a>(items: impl Iterator<Item = &'a str> + Clone) -> Option<Bytes> {
     Some(serialize_items(items.clone().map(str::as_bytes), items.count()))
-}
-
-/// `system.config` as ScyllaDB has it, for the settings whose value
-/// Shoal fixes: schema changes always go through group 0 (Raft), so
-/// `consistent_cluster_management` is true.
-fn config_rows() -> Vec<Values> {
-    // Columns: name, source, type, value.
-    vec![vec![text("consistent_cluster_management"), text("default"), text("bool"), text("true")]]
 }
 
 fn local_row(schema: &Schema) -> Vec<Option<Bytes>> {
