@@ -427,24 +427,27 @@ pub fn from_json_call(args: &[Term], receiver: Receiver<'_>, bindings: Bindings<
     };
     // A text receiver's value was validated as UTF-8.
     let text = String::from_utf8_lossy(&text);
-    let json =
-        parse(&text).map_err(|e| function_failure(receiver, &format!("Failed parsing fromJson parameter: {e}")))?;
+    let json = parse(&text)
+        .map_err(|e| function_failure("fromJson", receiver.ty, &format!("Failed parsing fromJson parameter: {e}")))?;
     let converted =
         term_of(receiver.ty, &json).map_err(invalid).and_then(|term| eval(&term, receiver, Bindings { values: &[] }));
     converted.map_err(|e| {
-        function_failure(receiver, &format!("Failed execution of function system.fromjson: {e} (from JSON {text})"))
+        function_failure("fromjson", &CqlType::Text, &format!("Failed execution of function system.fromjson: {e}"))
     })
 }
 
 /// ScyllaDB's error for a `fromJson()` that fails on its argument: a
 /// FunctionFailure (its `function_execution_exception`), not an Invalid,
-/// since the statement is valid and only the value is wrong.
-fn function_failure(receiver: Receiver<'_>, detail: &str) -> CqlError {
+/// since the statement is valid and only the value is wrong. ScyllaDB
+/// names the function and its argument types differently for JSON that
+/// does not parse (`fromJson`, the receiver's type) and for a value it
+/// cannot convert (`fromjson`, `text`); so does this.
+fn function_failure(function: &str, arg_type: &CqlType, detail: &str) -> CqlError {
     CqlError::FunctionFailure {
         keyspace: "system".to_string(),
-        function: "fromjson".to_string(),
-        arg_types: vec![receiver.ty.to_string()],
-        message: format!("execution of fromJson failed: {detail}"),
+        function: function.to_string(),
+        arg_types: vec![arg_type.to_string()],
+        message: format!("execution of {function} failed: {detail}"),
     }
 }
 
@@ -640,13 +643,24 @@ mod tests {
     fn from_json_failures_are_function_failures() {
         let ty = CqlType::Int;
         let receiver = Receiver { name: "v", ty: &ty };
+        let unparsable =
+            from_json_call(&[Term::Literal(Literal::String("dog".into()))], receiver, Bindings { values: &[] });
+        let message = unparsable.map_err(|e| e.to_string()).err().unwrap_or_default();
+        assert!(message.starts_with("execution of fromJson failed: Failed parsing fromJson parameter: "), "{message}");
+        let wrong = from_json_call(&[Term::Literal(Literal::String("1.2".into()))], receiver, Bindings { values: &[] });
+        let message = wrong.map_err(|e| e.to_string()).err().unwrap_or_default();
+        assert!(
+            message.starts_with("execution of fromjson failed: Failed execution of function system.fromjson: "),
+            "{message}"
+        );
         for text in ["dog", "\"dog\"", "1.2", "2147483648", "\"\"", "{17: 3}"] {
             let arg = Term::Literal(Literal::String(text.to_string()));
             let result = from_json_call(&[arg], receiver, Bindings { values: &[] });
-            assert!(
-                matches!(&result, Err(CqlError::FunctionFailure { function, .. }) if function == "fromjson"),
-                "{text}: {result:?}"
-            );
+            let function = match &result {
+                Err(CqlError::FunctionFailure { function, .. }) => function.to_lowercase(),
+                _ => String::new(),
+            };
+            assert_eq!(function, "fromjson", "{text}: {result:?}");
         }
     }
 
