@@ -13,7 +13,7 @@ from decimal import Decimal
 
 import pytest
 
-from cassandra import InvalidRequest
+from cassandra import FunctionFailure, InvalidRequest
 from cassandra.query import BatchStatement, SimpleStatement
 
 
@@ -270,3 +270,53 @@ def test_insert_json_missing_key_with_default_unset(session, table):
         session.execute("INSERT INTO %s JSON '{\"k\": 1, \"v\": 1}' DEFAULT UNSET" % t)
     with pytest.raises(InvalidRequest, match="k"):
         session.execute("INSERT INTO %s JSON '{\"c\": 1}' DEFAULT UNSET" % t)
+
+
+@pytest.mark.parametrize("column, text", [
+    ("v", "dog"),               # not JSON
+    ("v", '"dog"'),             # a string that is no number
+    ("v", "1.2"),               # not whole
+    ("v", "2147483648"),        # int overflow
+    ("b", "9223372036854775808"),  # bigint overflow
+    ("v", '""'),                # the empty string is no int
+    ("a", '"שלום"'),            # not ASCII
+    ("a", "3"),                 # a number for ascii
+    ("m", "{17: 3}"),           # a map key must be a string
+    ("l", '["a", null]'),       # no null inside a list
+])
+def test_from_json_failures_are_function_failures(session, table, column, text):
+    """A fromJson() whose JSON is no value of its receiver's type fails the
+    function (FunctionFailure, ScyllaDB's `function_execution_exception`),
+    prepared or not; the statement itself was valid."""
+    t = table("(k int PRIMARY KEY, v int, b bigint, a ascii, m map<int, int>, l list<text>)")
+    with pytest.raises(FunctionFailure, match="(?i)execution of fromjson failed"):
+        session.execute("INSERT INTO %s (k, %s) VALUES (1, fromJson('%s'))" % (t, column, text.replace("'", "''")))
+    prepared = session.prepare("INSERT INTO %s (k, %s) VALUES (?, fromJson(?))" % (t, column))
+    with pytest.raises(FunctionFailure, match="(?i)execution of fromjson failed"):
+        session.execute(prepared, (1, text))
+    assert session.execute("SELECT * FROM %s" % t).one() is None
+
+
+def test_from_json_whole_numbers_in_scientific_notation(session, table):
+    """A JSON number in scientific notation (or with a zero fraction) that is
+    whole fills an integer column, as ScyllaDB reads it (its issue #10100)."""
+    t = table("(k int PRIMARY KEY, v int, b bigint)")
+    prepared = session.prepare("INSERT INTO %s (k, v, b) VALUES (?, fromJson(?), fromJson(?))" % t)
+    session.execute(prepared, (1, "1e6", "1.23456789E+9"))
+    session.execute("INSERT INTO %s (k, v, b) VALUES (2, fromJson('12.50e1'), fromJson('-4.0'))" % t)
+    session.execute(prepared, (3, "5000e-3", "115292150460684697.5e1"))
+    assert sorted(session.execute("SELECT k, v, b FROM %s" % t)) == [
+        (1, 1000000, 1234567890), (2, 125, -4), (3, 5, 1152921504606846975)]
+    with pytest.raises(FunctionFailure):
+        session.execute(prepared, (4, "1.5e0", "1"))
+    with pytest.raises(FunctionFailure):
+        session.execute(prepared, (4, "1e10", "1"))
+
+
+def test_select_json_of_empty_values(session, table):
+    """An empty blob renders as "0x" in SELECT JSON as in toJson(), empty
+    strings as "" (Cassandra's JsonTest)."""
+    t = table("(k int PRIMARY KEY, s text, a ascii, bl blob)")
+    session.execute("INSERT INTO %s JSON '{\"k\": 0, \"bl\": \"0x\", \"s\": \"\", \"a\": \"\"}'" % t)
+    assert json_one(session, "SELECT JSON * FROM %s" % t) == '{"k": 0, "a": "", "bl": "0x", "s": ""}'
+    assert session.execute("SELECT toJson(bl) FROM %s" % t).one()[0] == '"0x"'

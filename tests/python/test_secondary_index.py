@@ -4,13 +4,16 @@ every kind of target, consistency with writes, deletes and TTLs, building
 from existing data, paging and LIMIT, schema metadata (system_schema.indexes,
 the driver's metadata, DESCRIBE), and an index kept across flush, kill -9
 and restart. The randomized comparison with a model is in test_model.py."""
+import json
+import os
 import time
+import urllib.request
 
 import pytest
 from cassandra import InvalidRequest
 from cassandra.query import SimpleStatement
 
-from conftest import IS_CASSANDRA, wait_until
+from conftest import HOST, IS_CASSANDRA, wait_until
 from node import skip_reason, temp_node
 
 FILTERING = "ALLOW FILTERING"
@@ -230,6 +233,102 @@ def test_index_metadata_describe_and_drop_table(cluster, session, table):
     assert not list(session.execute(
         "SELECT * FROM system_schema.indexes WHERE keyspace_name = %s AND table_name = %s", (session.keyspace, t)))
     invalid(session, "DROP INDEX mk", "doesn't exist")
+
+
+def test_index_finds_the_empty_value_and_nothing_for_null(session, table):
+    """The empty value is indexed like any other (ScyllaDB's
+    test_index_empty_string), before and after the index is built; `= null`
+    on an indexed column selects nothing (ScyllaDB's answer, not an error)."""
+    t = table("(p int PRIMARY KEY, v text, b blob)")
+    session.execute("INSERT INTO %s (p, v, b) VALUES (1, 'hello', 0x01)" % t)
+    session.execute("INSERT INTO %s (p, v, b) VALUES (2, '', 0x)" % t)
+    session.execute("CREATE INDEX ON %s (v)" % t)
+    session.execute("CREATE INDEX ON %s (b)" % t)
+    assert wait_until(lambda: builds_done(session))
+    session.execute("INSERT INTO %s (p, v, b) VALUES (3, '', 0x)" % t)
+    assert rows(session, "SELECT p FROM %s WHERE v = ''" % t) == [(2,), (3,)]
+    assert rows(session, "SELECT p FROM %s WHERE b = 0x" % t) == [(2,), (3,)]
+    assert rows(session, "SELECT p FROM %s WHERE v = 'hello'" % t) == [(1,)]
+    session.execute("UPDATE %s SET v = 'x' WHERE p = 2" % t)
+    assert rows(session, "SELECT p FROM %s WHERE v = ''" % t) == [(3,)]
+    assert rows(session, "SELECT p FROM %s WHERE v = null" % t) == []
+    assert list(session.execute(session.prepare("SELECT p FROM %s WHERE v = ?" % t), (None,))) == []
+
+
+def test_paged_group_by_over_an_index_ends(session, table):
+    """GROUP BY over an index, paged: a full page carries a paging state even
+    when it holds the last group, so a client that pages while pages come
+    back full gets a last, short page rather than the first page again
+    (ScyllaDB's test_index_paging_group_by looped forever)."""
+    t = table("(p int, c1 int, c2 int, PRIMARY KEY (p, c1, c2))")
+    session.execute("CREATE INDEX ON %s (c1)" % t)
+    for i in range(10):
+        session.execute("INSERT INTO %s (p, c1, c2) VALUES (%d, 1, %d)" % (t, i, i))
+    session.execute("INSERT INTO %s (p, c1, c2) VALUES (17, 17, 2)" % t)
+    for page_size in (1, 2, 3, 5, 100):
+        statement = SimpleStatement("SELECT p FROM %s WHERE c1 = 1 GROUP BY p" % t, fetch_size=page_size)
+        result = session.execute(statement)
+        got, pages = [], 1
+        while len(result.current_rows) == page_size:
+            got.extend(result.current_rows)
+            assert result.paging_state is not None
+            result = session.execute(statement, paging_state=result.paging_state)
+            pages += 1
+            assert pages <= 12
+        got.extend(result.current_rows)
+        assert sorted(tuple(r) for r in got) == [(i,) for i in range(10)], page_size
+        assert result.paging_state is None
+
+
+def test_built_indexes_and_the_index_view(session, table):
+    """A built index is listed in system."IndexInfo" (table_name holds the
+    keyspace, as in Cassandra and ScyllaDB), in system.built_indexes and
+    system.built_views (its view), and its view is described as the
+    materialized view ScyllaDB makes for it, tombstone_gc included."""
+    t = table("(p int PRIMARY KEY, v int)")
+    name = "%s_named" % t
+    session.execute("CREATE INDEX %s ON %s (v)" % (name, t))
+    ks = session.keyspace
+    assert wait_until(lambda: list(session.execute(
+        'SELECT index_name FROM system."IndexInfo" WHERE table_name = %s AND index_name = %s', (ks, name))))
+    assert (ks, name) in [(r.table_name, r.index_name) for r in session.execute('SELECT * FROM system."IndexInfo"')]
+    assert (ks, name + "_index") in [(r.keyspace_name, r.view_name)
+                                     for r in session.execute("SELECT * FROM system.built_views")]
+    described = session.execute("DESCRIBE MATERIALIZED VIEW %s.%s_index" % (ks, name)).one()
+    assert described.type == "materialized_view"
+    statement = described.create_statement
+    assert statement.startswith("CREATE MATERIALIZED VIEW %s.%s_index AS\n" % (ks, name)), statement
+    assert "FROM %s.%s\n    WHERE v IS NOT NULL\n    PRIMARY KEY (v, idx_token, p)" % (ks, t) in statement
+    assert "tombstone_gc = {" in statement and "idx_live" not in statement
+    if os.environ.get("SHOAL_API_PORT") and not IS_CASSANDRA:
+        url = "http://%s:%s/column_family/built_indexes/%s:%s" % (HOST, os.environ["SHOAL_API_PORT"], ks, t)
+        with urllib.request.urlopen(url) as response:
+            assert json.loads(response.read()) == [name]
+
+
+def test_select_internal_page_size_is_live(admin, session, table):
+    """system.config lists select_internal_page_size, which an UPDATE changes
+    on the node while it runs (ScyllaDB's cqlpy fixture
+    small_select_internal_page_size); aggregates over an index then page
+    internally by it and still count every row."""
+    select = admin.prepare("SELECT value FROM system.config WHERE name = ?")
+    update = admin.prepare("UPDATE system.config SET value = ? WHERE name = ?")
+    original = admin.execute(select, ("select_internal_page_size",)).one().value
+    assert original == "10000"
+    t = table("(id int PRIMARY KEY, v int)")
+    session.execute("CREATE INDEX ON %s (v)" % t)
+    for i in range(142):
+        session.execute("INSERT INTO %s (id, v) VALUES (%d, %d)" % (t, i + 1, i % 2))
+    try:
+        admin.execute(update, ("50", "select_internal_page_size"))
+        assert admin.execute(select, ("select_internal_page_size",)).one().value == "50"
+        assert session.execute("SELECT sum(id) FROM %s WHERE v = 1" % t).one()[0] == 71 * 72
+        assert session.execute("SELECT count(*) FROM %s" % t).one()[0] == 142
+        with pytest.raises(InvalidRequest, match="select_internal_page_size"):
+            admin.execute(update, ("none", "select_internal_page_size"))
+    finally:
+        admin.execute(update, (original, "select_internal_page_size"))
+    assert admin.execute(select, ("select_internal_page_size",)).one().value == original
 
 
 @pytest.mark.skipif(bool(skip_reason()), reason=skip_reason() or "")

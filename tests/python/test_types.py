@@ -275,3 +275,37 @@ def test_duration_not_allowed_in_primary_key(session):
         session.execute("CREATE TABLE types_bad_duration (k int, c duration, PRIMARY KEY (k, c))")
     with pytest.raises(InvalidRequest):
         session.execute("CREATE TABLE types_bad_duration2 (k duration PRIMARY KEY, v int)")
+
+
+def test_tuple_from_a_string_literal(session, table):
+    """A string literal for a tuple, as ScyllaDB's and Cassandra's
+    `fromString` read it: `:` between fields, `@` a null field, `\\:` a
+    colon, missing trailing fields null (TupleTypeTest.testTupleFromString)."""
+    t = table("(k int, c int, t frozen<tuple<int, text>>, PRIMARY KEY (k, c))")
+    for c, literal in enumerate(["0:0", "0:1", "1", "1:1\\:1", "@:1"]):
+        session.execute("INSERT INTO %s (k, c, t) VALUES (0, %d, '%s')" % (t, c, literal))
+    assert [r.t for r in session.execute("SELECT t FROM %s WHERE k = 0" % t)] == [
+        (0, "0"), (0, "1"), (1, None), (1, "1:1"), (None, "1")]
+    with pytest.raises(InvalidRequest, match="Invalid tuple literal: too many elements. "
+                       "Type frozen<tuple<int, text>> expects 2 but got 3"):
+        session.execute("INSERT INTO %s (k, c, t) VALUES (1, 0, '1:2:3')" % t)
+    with pytest.raises(InvalidRequest, match="x"):
+        session.execute("INSERT INTO %s (k, c, t) VALUES (1, 0, 'x:2')" % t)
+
+
+def test_function_results_of_value_compatible_types(session, table):
+    """A function's result fills a column of a type whose values it shares,
+    as ScyllaDB's `is_value_compatible_with` allows: bigint and timestamp
+    (both milliseconds), varint from either (TypeTest.testDateCompatibility)."""
+    t = table("(a int, b timestamp, c bigint, d varint, PRIMARY KEY (a, b, c, d))")
+    session.execute("INSERT INTO %s (a, b, c, d) VALUES (0, toUnixTimestamp(now()), toTimestamp(now()),"
+                    " toTimestamp(now()))" % t)
+    session.execute("INSERT INTO %s (a, b, c, d) VALUES (1, toUnixTimestamp(now()), 5,"
+                    " blobAsBigint(0x0000000000000007))" % t)
+    row = session.execute("SELECT * FROM %s WHERE a = 0 AND b <= toUnixTimestamp(now())" % t).one()
+    assert row.c == row.d and abs(row.c - time.time() * 1000) < 60_000
+    assert session.execute("SELECT d FROM %s WHERE a = 1" % t).one().d == 7
+    # An int is no timestamp's value.
+    t2 = table("(k int PRIMARY KEY, x int)")
+    with pytest.raises(InvalidRequest, match="cannot assign result of function"):
+        session.execute("INSERT INTO %s (k, x) VALUES (0, toTimestamp(now()))" % t2)

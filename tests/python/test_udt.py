@@ -209,6 +209,25 @@ def test_update_field_of_non_frozen(session, table, addr):
         session.execute("UPDATE %s SET n.nosuch = 1 WHERE k = 1 AND c = 1" % t)
 
 
+def test_non_frozen_value_with_no_field_left_is_null(session, table, addr):
+    """Once every field of a non-frozen user type is null (set or deleted one
+    by one or together), the column is null, as in Cassandra, where the
+    fields are cells and none is left (UserTypesTest.testUpdateNonFrozenUDT)."""
+    t = table("(k int PRIMARY KEY, n %s)" % addr)
+    q = "SELECT n FROM %s WHERE k = 0" % t
+    session.execute("INSERT INTO %s (k, n) VALUES (0, {street: 'a', zip: 1})" % t)
+    session.execute("UPDATE %s SET n.street = null WHERE k = 0" % t)
+    assert tuple(one(session, q).n) == (None, 1)
+    session.execute("UPDATE %s SET n.zip = null WHERE k = 0" % t)
+    assert one(session, q).n is None
+    session.execute("UPDATE %s SET n.zip = 2 WHERE k = 0" % t)
+    assert tuple(one(session, q).n) == (None, 2)
+    for fields in ("n.street, n.zip", "n.zip, n.street"):
+        session.execute("INSERT INTO %s (k, n) VALUES (0, {street: 'a', zip: 1})" % t)
+        session.execute("DELETE %s FROM %s WHERE k = 0" % (fields, t))
+        assert one(session, q).n is None
+
+
 def test_field_of_static_column(session, table, addr):
     t = table("(k int, c int, s %s static, PRIMARY KEY (k, c))" % addr)
     session.execute("UPDATE %s SET s.zip = 1 WHERE k = 1" % t)

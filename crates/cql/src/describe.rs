@@ -73,12 +73,12 @@ pub fn execute(describe: &Describe, schema: &Schema, session_keyspace: Option<&s
         }
         DescribeTarget::View(ks, name) => {
             let keyspace = keyspace(schema, ks.as_deref().or(session_keyspace))?;
-            let view = keyspace
-                .tables
-                .get(name)
-                .filter(|t| t.materialized.is_some())
-                .ok_or_else(|| invalid(format!("Materialized view '{name}' not found in '{}'", keyspace.name)))?;
-            vec![view_element(view, internals)]
+            let table = keyspace.tables.get(name).filter(|t| t.view_of.is_some());
+            match table {
+                Some(view) if view.materialized.is_some() => vec![view_element(view, internals)],
+                Some(view) => vec![index_view_element(keyspace, view, internals)],
+                None => return Err(invalid(format!("Materialized view '{name}' not found in '{}'", keyspace.name))),
+            }
         }
         DescribeTarget::Index(ks, name) => {
             let keyspace = keyspace(schema, ks.as_deref().or(session_keyspace))?;
@@ -187,6 +187,29 @@ fn view_element(view: &TableMeta, internals: bool) -> Element {
         name: maybe_quote(&view.name),
         create_statement: format!("{};", create_view(view, maybe_quote, &table_options(view, internals, &ck), &layout)),
     }
+}
+
+/// The table holding an index, as the materialized view it is (ScyllaDB
+/// describes it so): its key columns, selected where the indexed value is
+/// not null, with its options. Tombstones of an index's view are dropped
+/// after `gc_grace_seconds`, what ScyllaDB's `tombstone_gc` mode
+/// `timeout` names; ScyllaDB lists that property for the views it makes
+/// for indexes.
+fn index_view_element(keyspace: &KeyspaceMeta, view: &TableMeta, internals: bool) -> Element {
+    let base_id = view.view_of.as_ref().and_then(|base| keyspace.tables.get(base)).map_or(view.id, |b| b.id);
+    let value = view.partition_key().next().map_or_else(String::new, |c| maybe_quote(&c.name));
+    let mut described = view.clone();
+    described.materialized = Some(shoal_schema::view::MaterializedView {
+        base_id,
+        include_all_columns: false,
+        where_clause: format!("{value} IS NOT NULL"),
+        filter: Vec::new(),
+    });
+    let mut element = view_element(&described, internals);
+    let tombstone_gc = "tombstone_gc = {'mode': 'timeout', 'propagation_delay_in_seconds': '3600'}";
+    let statement = element.create_statement.trim_end_matches(';');
+    element.create_statement = format!("{statement}\n    AND {tombstone_gc};");
+    element
 }
 
 /// Where CREATE MATERIALIZED VIEW breaks its clauses.

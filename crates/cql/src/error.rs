@@ -54,6 +54,10 @@ pub enum CqlError {
     /// Unavailable (0x1000): too few replicas are up for the level.
     #[error("{message}")]
     Unavailable { message: String, consistency: ConsistencyLevel, required: usize, alive: usize },
+    /// FunctionFailure (0x1400): a function failed on its arguments, as
+    /// `fromJson()` does on JSON that is no value of its receiver's type.
+    #[error("{message}")]
+    FunctionFailure { keyspace: String, function: String, arg_types: Vec<String>, message: String },
     /// ServerError (0x0000): our fault, not the client's.
     #[error("{0}")]
     Server(String),

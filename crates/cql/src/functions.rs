@@ -25,6 +25,26 @@ const MS_PER_DAY: i64 = 86_400_000;
 /// `date` values count days with 2^31 as the Unix epoch.
 const DATE_EPOCH: i64 = 1 << 31;
 
+/// Whether a receiver of type `receiver` takes a function's result of
+/// type `result` as it is serialized: ScyllaDB's (and Cassandra's)
+/// `is_value_compatible_with` for the types functions return. bigint and
+/// timestamp are both 8-byte milliseconds (so `toUnixTimestamp(now())`
+/// fills a timestamp column), a varint reads any fixed-size integer's
+/// two's complement bytes, and a blob takes anything.
+fn value_compatible(receiver: &CqlType, result: &CqlType) -> bool {
+    use CqlType as T;
+    receiver == result
+        || matches!(
+            (receiver, result),
+            (T::Uuid, T::Timeuuid)
+                | (T::Text, T::Ascii)
+                | (T::Bigint, T::Timestamp)
+                | (T::Timestamp, T::Bigint)
+                | (T::Varint, T::Int | T::Bigint | T::Timestamp)
+                | (T::Blob, _)
+        )
+}
+
 /// Evaluates a function call term for `receiver`.
 pub fn call(name: &str, args: &[Term], receiver: Receiver<'_>, bindings: Bindings<'_>) -> CqlResult<BoundValue> {
     let name = name.trim_start_matches("system.");
@@ -48,9 +68,7 @@ pub fn call(name: &str, args: &[Term], receiver: Receiver<'_>, bindings: Binding
         }
     }
     let (result_ty, value) = apply(name, &arg_types, &values)?;
-    if result_ty != *receiver.ty.unfrozen()
-        && !(result_ty == CqlType::Timeuuid && *receiver.ty.unfrozen() == CqlType::Uuid)
-    {
+    if !value_compatible(receiver.ty.unfrozen(), &result_ty) {
         return Err(invalid(format!(
             "Type error: cannot assign result of function system.{name} (type {result_ty}) to {} (type {})",
             receiver.name, receiver.ty

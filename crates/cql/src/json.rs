@@ -61,9 +61,7 @@ pub fn rows_to_json(rows: Rows, keyspace: &str, table: &str) -> CqlResult<Rows> 
             object.push_str(": ");
             match cell {
                 None => object.push_str("null"),
-                // Cassandra writes an empty value of any type as "".
-                Some(bytes) if bytes.is_empty() => object.push_str("\"\""),
-                Some(bytes) => write_serialized(&mut object, &column.ty, bytes)?,
+                Some(bytes) => write_json(&mut object, &column.ty, bytes)?,
             }
         }
         object.push('}');
@@ -89,12 +87,18 @@ fn object_key(name: &str) -> String {
 /// of a type that is not a string renders as `""`.
 pub fn to_json(ty: &CqlType, bytes: &[u8]) -> CqlResult<String> {
     let mut out = String::new();
+    write_json(&mut out, ty, bytes)?;
+    Ok(out)
+}
+
+/// Writes the JSON of a serialized value; an empty blob is `"0x"`, as
+/// Cassandra writes it.
+fn write_json(out: &mut String, ty: &CqlType, bytes: &[u8]) -> CqlResult<()> {
     if bytes.is_empty() && !matches!(ty.unfrozen(), CqlType::Ascii | CqlType::Text | CqlType::Blob) {
         out.push_str("\"\"");
-    } else {
-        write_serialized(&mut out, ty, bytes)?;
+        return Ok(());
     }
-    Ok(out)
+    write_serialized(out, ty, bytes)
 }
 
 fn write_serialized(out: &mut String, ty: &CqlType, bytes: &[u8]) -> CqlResult<()> {
@@ -298,7 +302,7 @@ pub fn term_of(ty: &CqlType, json: &Json) -> Result<Term, String> {
             Literal::String(s.clone())
         }
         (T::Tinyint | T::Smallint | T::Int | T::Bigint | T::Varint | T::Counter | T::Timestamp, Json::Number(n)) => {
-            Literal::Integer(n.to_string())
+            Literal::Integer(integer_text(&n.to_string()))
         }
         (T::Tinyint | T::Smallint | T::Int | T::Bigint | T::Varint | T::Counter, Json::String(s)) => {
             Literal::Integer(s.clone())
@@ -423,10 +427,63 @@ pub fn from_json_call(args: &[Term], receiver: Receiver<'_>, bindings: Bindings<
     };
     // A text receiver's value was validated as UTF-8.
     let text = String::from_utf8_lossy(&text);
-    let json = parse(&text).map_err(invalid)?;
-    let term = term_of(receiver.ty, &json)
-        .map_err(|e| invalid(format!("Unable to make a value for {} from JSON {text}: {e}", receiver.name)))?;
-    eval(&term, receiver, bindings)
+    let json = parse(&text)
+        .map_err(|e| function_failure("fromJson", receiver.ty, &format!("Failed parsing fromJson parameter: {e}")))?;
+    let converted =
+        term_of(receiver.ty, &json).map_err(invalid).and_then(|term| eval(&term, receiver, Bindings { values: &[] }));
+    converted.map_err(|e| {
+        function_failure("fromjson", &CqlType::Text, &format!("Failed execution of function system.fromjson: {e}"))
+    })
+}
+
+/// ScyllaDB's error for a `fromJson()` that fails on its argument: a
+/// FunctionFailure (its `function_execution_exception`), not an Invalid,
+/// since the statement is valid and only the value is wrong. ScyllaDB
+/// names the function and its argument types differently for JSON that
+/// does not parse (`fromJson`, the receiver's type) and for a value it
+/// cannot convert (`fromjson`, `text`); so does this.
+fn function_failure(function: &str, arg_type: &CqlType, detail: &str) -> CqlError {
+    CqlError::FunctionFailure {
+        keyspace: "system".to_string(),
+        function: function.to_string(),
+        arg_types: vec![arg_type.to_string()],
+        message: format!("execution of {function} failed: {detail}"),
+    }
+}
+
+/// A JSON number for an integer type, as an integer literal: one in
+/// scientific notation or with a fraction (`1e6`, `1.23456789E+9`) is
+/// rewritten exactly when it is whole, as ScyllaDB reads it (issue
+/// #10100); one that is not whole stays as it is, for the integer parser
+/// to refuse.
+fn integer_text(number: &str) -> String {
+    let (mantissa, exponent) = match number.find(['e', 'E']) {
+        Some(at) => (&number[..at], &number[at + 1..]),
+        None => (number, "0"),
+    };
+    let Ok(exponent) = exponent.parse::<i64>() else { return number.to_string() };
+    let (sign, mantissa) = match mantissa.strip_prefix('-') {
+        Some(rest) => ("-", rest),
+        None => ("", mantissa),
+    };
+    let (whole, fraction) = mantissa.split_once('.').unwrap_or((mantissa, ""));
+    let digits = format!("{whole}{fraction}");
+    // The number is `digits` * 10^shift.
+    let shift = exponent - fraction.len() as i64;
+    let integral = match usize::try_from(shift) {
+        // Longer than any integer type: the parser refuses it as too big.
+        Ok(zeros) if zeros <= 64 => format!("{digits}{}", "0".repeat(zeros)),
+        Ok(_) => return number.to_string(),
+        Err(_) => {
+            let cut = digits.len().saturating_sub(shift.unsigned_abs() as usize);
+            if digits[cut..].bytes().any(|d| d != b'0') {
+                return number.to_string();
+            }
+            digits[..cut].to_string()
+        }
+    };
+    let integral = integral.trim_start_matches('0');
+    format!("{sign}{}", if integral.is_empty() { "0" } else { integral })
 }
 
 #[cfg(test)]
@@ -560,6 +617,51 @@ mod tests {
         assert_eq!(to_json(&udt, &bytes).ok(), Some(r#"{"street": "Main", "\"Zip\"": null}"#.to_string()));
         let json = parse(r#"{"zip": 5}"#).unwrap_or_else(|e| panic!("{e}"));
         assert!(column_value("c", &udt, &json).is_err_and(|e| e.to_string().contains("Unknown field 'zip'")));
+    }
+
+    #[test]
+    fn whole_numbers_in_any_notation_become_integers() {
+        for (number, integer) in [
+            ("1e6", "1000000"),
+            ("1.23456789E+9", "1234567890"),
+            ("-4.0", "-4"),
+            ("5000e-3", "5"),
+            ("0.0e0", "0"),
+            ("115292150460684697.5e1", "1152921504606846975"),
+            ("17", "17"),
+        ] {
+            assert_eq!(integer_text(number), integer, "{number}");
+        }
+        // Not whole, or too long for any integer type: left for the integer
+        // parser to refuse.
+        for number in ["1.2", "1.5e0", "1e-3", "1e100"] {
+            assert_eq!(integer_text(number), number);
+        }
+    }
+
+    #[test]
+    fn from_json_failures_are_function_failures() {
+        let ty = CqlType::Int;
+        let receiver = Receiver { name: "v", ty: &ty };
+        let unparsable =
+            from_json_call(&[Term::Literal(Literal::String("dog".into()))], receiver, Bindings { values: &[] });
+        let message = unparsable.map_err(|e| e.to_string()).err().unwrap_or_default();
+        assert!(message.starts_with("execution of fromJson failed: Failed parsing fromJson parameter: "), "{message}");
+        let wrong = from_json_call(&[Term::Literal(Literal::String("1.2".into()))], receiver, Bindings { values: &[] });
+        let message = wrong.map_err(|e| e.to_string()).err().unwrap_or_default();
+        assert!(
+            message.starts_with("execution of fromjson failed: Failed execution of function system.fromjson: "),
+            "{message}"
+        );
+        for text in ["dog", "\"dog\"", "1.2", "2147483648", "\"\"", "{17: 3}"] {
+            let arg = Term::Literal(Literal::String(text.to_string()));
+            let result = from_json_call(&[arg], receiver, Bindings { values: &[] });
+            let function = match &result {
+                Err(CqlError::FunctionFailure { function, .. }) => function.to_lowercase(),
+                _ => String::new(),
+            };
+            assert_eq!(function, "fromjson", "{text}: {result:?}");
+        }
     }
 
     #[test]

@@ -22,6 +22,7 @@ pub mod functions;
 mod index_ddl;
 pub mod json;
 pub mod lexer;
+pub mod live_config;
 mod lwt;
 pub mod metrics;
 pub mod modification;

@@ -369,6 +369,12 @@ async fn execute_parsed(
         | Statement::Update(_)
         | Statement::Delete(_)
         | Statement::Batch(_) => {
+            if let Statement::Update(s) = &parsed.statement {
+                if crate::live_config::is_config_update(s, keyspace) {
+                    crate::live_config::update(s, bindings).await?;
+                    return Ok(QueryResult::Void);
+                }
+            }
             let ctx = WriteContext {
                 bindings,
                 timestamp: options.timestamp.unwrap_or_else(clock::next_write_timestamp_us),

@@ -29,13 +29,12 @@ use uuid::Uuid;
 use crate::ast::{InValues, Operator, Order, Relation, Select, Selection, SelectorExpr, Term};
 use crate::error::{invalid, CqlError, CqlResult};
 use crate::functions;
+use crate::live_config;
 use crate::restrictions::{analyze, clustering_filtering_error, EqPlan, PartitionRestriction};
 use crate::result::{ColumnSpec, Rows};
 use crate::system;
 use crate::values::{collection_items, eval, eval_required, Bindings, BoundValue, Receiver};
 
-/// Rows per internal page when a statement reads everything (aggregates).
-const AGGREGATE_PAGE_ROWS: usize = 10_000;
 const PAGING_STATE_VERSION: u8 = 2;
 
 /// Where the next page starts.
@@ -217,7 +216,7 @@ pub async fn execute(
     if aggregate {
         // Folded page by page: the rows are never all in memory.
         let mut folds = aggregate::Folds::new(sels)?;
-        command.row_limit = AGGREGATE_PAGE_ROWS;
+        command.row_limit = live_config::select_internal_page_size();
         loop {
             let page = read(command.clone()).await?;
             command.start_partition_rows = rows_in_last_partition(&page.rows, &command);

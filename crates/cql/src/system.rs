@@ -77,7 +77,8 @@ fn definitions() -> &'static BTreeMap<(&'static str, &'static str), Arc<TableMet
         DEFINITIONS
             .iter()
             .map(|(ks, name, columns)| {
-                let text = format!("CREATE TABLE {ks}.{name} ({columns})");
+                // Quoted: "IndexInfo" keeps its case, as the name it is found by.
+                let text = format!("CREATE TABLE {ks}.\"{name}\" ({columns})");
                 let parsed = crate::parser::parse_statement(&text)
                     .unwrap_or_else(|e| panic!("system table {ks}.{name} definition: {e}"));
                 let Statement::CreateTable(create) = parsed.statement else {
@@ -125,7 +126,7 @@ pub async fn contents(meta: &Arc<TableMeta>, schema: &Schema) -> CqlResult<Virtu
         ("system_traces", name) => crate::traces::rows(name).await?,
         ("system_auth", name) => crate::auth::tables::rows(name, &schema.roles),
         ("system", "local") => vec![local_row(schema)],
-        ("system", "config") => config_rows(),
+        ("system", "config") => crate::live_config::rows(),
         ("system", "peers") => shoal_coordinator::cluster::peers().iter().map(|p| peer_row(p, schema)).collect(),
         ("system", "peers_v2") => shoal_coordinator::cluster::peers().iter().map(|p| peer_v2_row(p, schema)).collect(),
         ("system_schema", "keyspaces") => schema.keyspaces.values().map(|ks| keyspace_row(ks)).collect(),
@@ -188,14 +189,6 @@ pub(crate) fn text_map(map: &BTreeMap<String, String>) -> Option<Bytes> {
 
 pub(crate) fn text_set<'a>(items: impl Iterator<Item = &'a str> + Clone) -> Option<Bytes> {
     Some(serialize_items(items.clone().map(str::as_bytes), items.count()))
-}
-
-/// `system.config` as ScyllaDB has it, for the settings whose value
-/// Shoal fixes: schema changes always go through group 0 (Raft), so
-/// `consistent_cluster_management` is true.
-fn config_rows() -> Vec<Values> {
-    // Columns: name, source, type, value.
-    vec![vec![text("consistent_cluster_management"), text("default"), text("bool"), text("true")]]
 }
 
 fn local_row(schema: &Schema) -> Vec<Option<Bytes>> {
@@ -319,6 +312,16 @@ async fn index_build_rows(schema: &Schema, table: &str) -> CqlResult<Vec<Values>
         _ => None,
     });
     Ok(rows.collect())
+}
+
+/// The names of the indexes of `keyspace.table` built on every shard of
+/// this node (ScyllaDB's REST `/column_family/built_indexes/<ks>:<table>`);
+/// `None` when there is no such table.
+pub async fn built_indexes(schema: &Schema, keyspace: &str, table: &str) -> CqlResult<Option<Vec<String>>> {
+    let Some(meta) = schema.keyspace(keyspace).and_then(|k| k.tables.get(table)) else { return Ok(None) };
+    let building = shards_building(meta.indexes.iter().map(|i| i.view_id).collect()).await?;
+    let built = meta.indexes.iter().zip(building).filter(|(_, shards)| shards.is_empty());
+    Ok(Some(built.map(|(index, _)| index.name.clone()).collect()))
 }
 
 /// Rows of ScyllaDB's view build tables (`table`): every view (materialized

@@ -140,8 +140,67 @@ fn eval_literal(literal: &Literal, receiver: Receiver<'_>) -> CqlResult<Bytes> {
         }
         Literal::Null => return Err(invalid("null is not a value here")),
     };
+    if let (LiteralKind::String, CqlType::Tuple(fields)) = (kind, receiver.ty.unfrozen()) {
+        return tuple_from_string(text, receiver, fields);
+    }
     let value = parse_literal(receiver.ty.unfrozen(), kind, text).map_err(|e| {
         invalid(format!("Invalid {kind_name} constant ({text}) for \"{}\" of type {}: {e}", receiver.name, receiver.ty))
+    })?;
+    Ok(Bytes::from(value.to_bytes()))
+}
+
+/// A tuple from a string literal, as ScyllaDB's `tuple_type_impl::from_string`
+/// reads one (Cassandra's `TupleType.fromString`): fields separated by `:`,
+/// `@` for a null field, `\:` and `\@` for the characters themselves, and
+/// the fields left out at the end null: `'1:a\:b'` is `(1, 'a:b')`.
+fn tuple_from_string(text: &str, receiver: Receiver<'_>, fields: &[CqlType]) -> CqlResult<Bytes> {
+    let mut parts = vec![Some(String::new())];
+    let mut chars = text.chars();
+    while let Some(c) = chars.next() {
+        // `parts` is never empty: it starts with one part and only grows.
+        let part = parts.last_mut().expect("a part is being read");
+        match c {
+            '\\' => part.get_or_insert_with(String::new).extend(chars.next()),
+            ':' => parts.push(Some(String::new())),
+            '@' if part.as_ref().is_some_and(String::is_empty) => *part = None,
+            c => part.get_or_insert_with(String::new).push(c),
+        }
+    }
+    if parts.len() > fields.len() {
+        return Err(invalid(format!(
+            "Invalid tuple literal: too many elements. Type {} expects {} but got {}",
+            receiver.ty,
+            fields.len(),
+            parts.len()
+        )));
+    }
+    let mut out = BytesMut::new();
+    for (part, ty) in parts.iter().zip(fields) {
+        let value = match part {
+            Some(part) => Some(field_from_string(part, receiver, ty)?),
+            None => None,
+        };
+        collection::put_item(&mut out, value.as_deref());
+    }
+    Ok(out.freeze())
+}
+
+/// One field of [`tuple_from_string`]: its text read as the literal a
+/// value of its type is written as.
+fn field_from_string(text: &str, receiver: Receiver<'_>, ty: &CqlType) -> CqlResult<Bytes> {
+    use CqlType as T;
+    use LiteralKind as K;
+    let kind = match ty.unfrozen() {
+        T::Tinyint | T::Smallint | T::Int | T::Bigint | T::Varint | T::Counter => K::Integer,
+        T::Float | T::Double | T::Decimal => K::Float,
+        T::Boolean => K::Boolean,
+        T::Uuid | T::Timeuuid => K::Uuid,
+        T::Duration => K::Duration,
+        T::Blob => K::Hex,
+        _ => K::String,
+    };
+    let value = parse_literal(ty.unfrozen(), kind, text).map_err(|e| {
+        invalid(format!("Invalid tuple field ({text}) for \"{}\" of type {}: {e}", receiver.name, receiver.ty))
     })?;
     Ok(Bytes::from(value.to_bytes()))
 }
@@ -335,5 +394,33 @@ mod tests {
         }
         // A non-empty value is still checked.
         assert!(validate_value(&CqlType::Int, &[0, 1]).is_err());
+    }
+
+    #[test]
+    fn a_tuple_reads_from_a_string_with_escapes_and_nulls() {
+        let ty = CqlType::parse("frozen<tuple<int, text>>").unwrap_or_else(|e| panic!("{e}"));
+        let read = |text: &str| {
+            let literal = Literal::String(text.to_string());
+            eval_literal(&literal, Receiver { name: "t", ty: &ty }).map(|b| b.to_vec())
+        };
+        let tuple = |a: Option<&[u8]>, b: Option<&[u8]>| {
+            let mut out = BytesMut::new();
+            collection::put_item(&mut out, a);
+            collection::put_item(&mut out, b);
+            Ok(out.to_vec())
+        };
+        assert_eq!(read("0:0"), tuple(Some(&[0, 0, 0, 0]), Some(b"0")));
+        assert_eq!(read("1:1\\:1"), tuple(Some(&[0, 0, 0, 1]), Some(b"1:1")));
+        assert_eq!(read("@:1"), tuple(None, Some(b"1")));
+        assert_eq!(read("1:"), tuple(Some(&[0, 0, 0, 1]), Some(b"")));
+        let mut one = BytesMut::new();
+        collection::put_item(&mut one, Some(&[0, 0, 0, 1]));
+        assert_eq!(read("1"), Ok(one.to_vec()));
+        let too_many = read("1:2:3").map_err(|e| e.to_string());
+        assert_eq!(
+            too_many,
+            Err("Invalid tuple literal: too many elements. Type frozen<tuple<int, text>> expects 2 but got 3".into())
+        );
+        assert!(read("x:1").is_err());
     }
 }

@@ -75,9 +75,10 @@ pub(crate) fn resolve(current: Option<&Partition>, ops: &[ListOp], update: &mut 
     Ok(())
 }
 
-/// Writes the whole value with one field replaced. The base is what this
-/// write already sets for the column (an earlier field of the same
-/// statement), else the stored live value; none at all starts from nulls.
+/// Writes the whole value with one field replaced, or a tombstone once no
+/// field is left. The base is what this write already sets for the column
+/// (an earlier field of the same statement), else the stored live value;
+/// none at all starts from nulls.
 fn set_field(
     current: Option<&Partition>,
     op: &ListOp,
@@ -89,9 +90,13 @@ fn set_field(
         Some(ColumnData::Atomic(cell)) => cell.live_value(op.now_s),
         _ => live_atomic(current, op),
     };
-    let replaced = shoal_schema::fields::with_field(base.as_deref(), index, value)
-        .map_err(|e| ReplicaError::Invalid(format!("Stored user type value is malformed: {e}")))?;
-    let cell = Cell::live(op.timestamp, Bytes::from(replaced), op.expiry);
+    let malformed = |e| ReplicaError::Invalid(format!("Stored user type value is malformed: {e}"));
+    let replaced = shoal_schema::fields::with_field(base.as_deref(), index, value).map_err(malformed)?;
+    // The last field set to null leaves no value: the column reads null.
+    let cell = match shoal_schema::fields::all_null(&replaced).map_err(malformed)? {
+        true => Cell::dead(op.timestamp, op.now_s),
+        false => Cell::live(op.timestamp, Bytes::from(replaced), op.expiry),
+    };
     target.columns.insert(op.column, ColumnData::Atomic(cell));
     Ok(())
 }

@@ -202,8 +202,16 @@ impl ViewWrites {
     fn index(&mut self, base: &TableMeta, view: &View, index: &IndexMeta, token: i64, rows: &RowChange) {
         // The DDL checked the column exists.
         let Some(column) = base.column(&index.column) else { return };
+        // A global index keys the empty value too (its view partition is
+        // the empty key), so `WHERE v = ''` finds it, as in ScyllaDB; a
+        // local index clusters by the value, where some types cannot place
+        // an empty one.
+        let keyable = |value: &Bytes| match index.local {
+            true => indexable(value),
+            false => value.len() <= usize::from(u16::MAX),
+        };
         let key_of = |value: &Bytes, base_ck: &[Bytes]| {
-            indexable(value).then(|| entry_key(&view.view, index.local, value, rows.base_pk, token, base_ck))
+            keyable(value).then(|| entry_key(&view.view, index.local, value, rows.base_pk, token, base_ck))
         };
         if per_partition(column) {
             let old = static_parts(column, index.kind, rows.before, rows.now_s);
@@ -331,7 +339,7 @@ impl ViewWrites {
     fn row(&mut self, view: &View, key: EntryKey) -> &mut ClusteredRow {
         let parts: Vec<&[u8]> = key.partition.iter().map(|p| &p[..]).collect();
         // Components are base key components or keyable values, each at
-        // most 64 KiB (`indexable`), so the key serializes.
+        // most 64 KiB (`indexable`, `index`), so the key serializes.
         let partition_key = Bytes::from(serialize_partition_key(&parts).unwrap_or_default());
         let position = PartitionPosition { token: murmur3_token(&partition_key), key: partition_key };
         let partition = self.partitions.entry((view.view.id, position)).or_default();

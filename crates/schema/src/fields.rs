@@ -22,6 +22,19 @@ pub fn field(bytes: &[u8], index: usize) -> Result<Option<&[u8]>, ValueError> {
     reader.read_item(WHAT)
 }
 
+/// Whether every field of `bytes` is null (or left out): a non-frozen
+/// user type in that state is no value at all, as in Cassandra, where its
+/// fields are cells and none is left.
+pub fn all_null(bytes: &[u8]) -> Result<bool, ValueError> {
+    let mut reader = Reader::new(bytes);
+    while !reader.is_empty() {
+        if reader.read_item(WHAT)?.is_some() {
+            return Ok(false);
+        }
+    }
+    Ok(true)
+}
+
 /// `bytes` (no value at all when `None`) with field `index` set to `value`;
 /// fields before it that the value left out become null.
 pub fn with_field(bytes: Option<&[u8]>, index: usize, value: Option<&[u8]>) -> Result<Vec<u8>, ValueError> {
@@ -69,6 +82,14 @@ mod tests {
         assert_eq!(field(&value, 2), Ok(Some(&[7][..])));
         assert_eq!(field(&value, 5), Ok(None));
         assert!(field(&value[..3], 0).is_err());
+    }
+
+    #[test]
+    fn all_null_when_no_field_has_a_value() {
+        assert_eq!(all_null(&[]), Ok(true));
+        assert_eq!(all_null(&[item(None), item(None)].concat()), Ok(true));
+        assert_eq!(all_null(&[item(None), item(Some(b""))].concat()), Ok(false));
+        assert!(all_null(&[0, 0, 0, 9]).is_err());
     }
 
     #[test]

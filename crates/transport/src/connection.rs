@@ -585,6 +585,9 @@ fn to_error_body(error: CqlError) -> ErrorBody {
         CqlError::Protocol(_) => ErrorKind::ProtocolError,
         CqlError::Overloaded(_) => ErrorKind::Overloaded,
         CqlError::Server(_) => ErrorKind::ServerError,
+        CqlError::FunctionFailure { keyspace, function, arg_types, .. } => {
+            ErrorKind::FunctionFailure { keyspace, function, arg_types }
+        }
         CqlError::WriteTimeout { consistency, write_type, received, block_for, .. } => ErrorKind::WriteTimeout {
             consistency: consistency.code(),
             received: count(received),

@@ -18,9 +18,10 @@ use shoal_coordinator::data::{ReadCommand, ReadResult, ResultRow, RowPosition};
 use shoal_schema::{ColumnKind, TableMeta};
 
 use super::aggregate::aggregate_row;
-use super::{PagingState, Sel, AGGREGATE_PAGE_ROWS};
+use super::{PagingState, Sel};
 use crate::ast::{Operator, Relation, Select};
 use crate::error::{invalid, CqlResult};
+use crate::live_config::select_internal_page_size;
 
 /// How rows are grouped: by partition, then by the first `clustering`
 /// clustering columns.
@@ -135,7 +136,8 @@ where
     };
     // A page of single-row groups needs one row past them; bigger groups
     // get bigger reads, up to the aggregates' chunk.
-    command.row_limit = max_groups.saturating_add(1).min(AGGREGATE_PAGE_ROWS);
+    let page_rows_max = select_internal_page_size();
+    command.row_limit = max_groups.saturating_add(1).min(page_rows_max);
     // The replica's limit counts rows; this one counts groups.
     command.per_partition_limit = usize::MAX;
     let mut group: Vec<ResultRow> = Vec::new();
@@ -177,10 +179,20 @@ where
             break;
         }
         command.start_after = next;
-        command.row_limit = command.row_limit.saturating_mul(2).min(AGGREGATE_PAGE_ROWS);
+        command.row_limit = command.row_limit.saturating_mul(2).min(page_rows_max);
     }
-    if !group.is_empty() {
-        out.push(aggregate_row(query.meta, query.sels, &group)?);
-    }
-    Ok((out, None))
+    let Some(last) = group.last().map(|r| r.position.clone()) else { return Ok((out, None)) };
+    out.push(aggregate_row(query.meta, query.sels, &group)?);
+    partition_groups += 1;
+    // A full page carries a state even when the read ended with it, as in
+    // Cassandra and ScyllaDB: a client that pages while pages come back
+    // full (rather than while a state comes back) then gets a last, empty
+    // page instead of starting over from the first.
+    let left = query.remaining - out.len();
+    let state = (out.len() == max_groups && left > 0).then_some(PagingState {
+        position: last,
+        remaining: left,
+        in_partition: partition_groups,
+    });
+    Ok((out, state))
 }

@@ -22,13 +22,13 @@ use bytes::Bytes;
 use shoal_coordinator::data::{ClusteringRange, PartitionPosition, PartitionSelection, ReadCommand, ReadResult};
 use shoal_coordinator::ConsistencyLevel;
 use shoal_schema::index::{entry_value, per_partition, value_type};
-use shoal_schema::token::split_partition_key;
+use shoal_schema::token::{murmur3_token, serialize_partition_key, split_partition_key};
 use shoal_schema::{ColumnKind, CqlType, IndexKind, Schema, TableMeta};
 
 use crate::ast::{Operator, Relation};
-use crate::error::CqlResult;
+use crate::error::{invalid, CqlError, CqlResult};
 use crate::restrictions::{position_of, PartitionRestriction, Restrictions};
-use crate::values::{eval_required, Bindings, Receiver};
+use crate::values::{eval, eval_required, Bindings, BoundValue, Receiver};
 
 /// View rows read per step.
 const VIEW_PAGE_ROWS: usize = 1_000;
@@ -47,8 +47,9 @@ pub(crate) struct Served {
 pub(crate) struct IndexScan {
     base: Arc<TableMeta>,
     view: Arc<TableMeta>,
-    /// The view partition holding the entries.
-    partition: PartitionPosition,
+    /// The view partition holding the entries; `None` for `= null`, which
+    /// no row matches (ScyllaDB answers it with no rows, not an error).
+    partition: Option<PartitionPosition>,
     /// The index holds one entry per base partition (a static column's).
     per_partition: bool,
 }
@@ -101,13 +102,24 @@ pub(crate) fn choose(
                 let CqlType::Map(key_ty, value_ty) = column_meta.ty.unfrozen() else { continue };
                 let key = eval_required(key, Receiver { name: name.as_str(), ty: key_ty }, bindings)?;
                 let value = eval_required(value, Receiver { name: name.as_str(), ty: value_ty }, bindings)?;
-                entry_value(&key, &value)
+                Some(entry_value(&key, &value))
             }
-            _ => eval_required(value, Receiver { name: name.as_str(), ty: &value_ty }, bindings)?,
+            _ => match eval(value, Receiver { name: name.as_str(), ty: &value_ty }, bindings)? {
+                BoundValue::Value(value) => Some(value),
+                BoundValue::Null => None,
+                BoundValue::Unset => return Err(invalid(format!("Invalid unset value for column {name}"))),
+            },
         };
-        // An empty value is never indexed (no partition has an empty key),
-        // nor found: the view read then finds nothing.
-        let partition = position_of(&[indexed]).unwrap_or(PartitionPosition { token: 0, key: Bytes::new() });
+        // The empty value is indexed too: its view partition is the empty
+        // key (which no base table may have), at the minimum token.
+        let partition = indexed
+            .map(|indexed| {
+                let key = serialize_partition_key(&[&indexed[..]])
+                    .map_err(|e| invalid(format!("Index expression value of {name} is too long: {e}")))?;
+                let key = Bytes::from(key);
+                Ok::<_, CqlError>(PartitionPosition { token: murmur3_token(&key), key })
+            })
+            .transpose()?;
         let scan = IndexScan {
             base: Arc::clone(meta),
             view: Arc::clone(view),
@@ -160,9 +172,7 @@ pub(crate) async fn read(
     timeout: Duration,
 ) -> CqlResult<ReadResult> {
     let mut out = ReadResult::default();
-    if scan.partition.key.is_empty() {
-        return Ok(out);
-    }
+    let Some(partition) = &scan.partition else { return Ok(out) };
     let mut start = match &command.start_after {
         // A per-partition entry names the partition paging stopped inside:
         // read it again (the base read resumes after the row).
@@ -175,7 +185,7 @@ pub(crate) async fn read(
     loop {
         let mut view_read = ReadCommand::of_partitions(
             scan.view.id,
-            vec![scan.partition.clone()],
+            vec![partition.clone()],
             vec![ClusteringRange { start: start.clone(), end: Bound::Unbounded }],
             command.now_s,
         );

@@ -70,6 +70,16 @@ pub fn names(names: Names) -> Value {
     json!(list)
 }
 
+/// `built_indexes/<keyspace>:<table>`: the names of the table's indexes
+/// built on every shard, as ScyllaDB lists them.
+pub async fn built_indexes(keyspace: &str, table: &str) -> Response {
+    match shoal_cql::system::built_indexes(&shoal_coordinator::schema(), keyspace, table).await {
+        Ok(Some(names)) => Response::json(&json!(names)),
+        Ok(None) => Response::error(Status::BadRequest, format!("Column family {keyspace}:{table} not found")),
+        Err(e) => Response::error(Status::InternalError, e),
+    }
+}
+
 /// A map over the known nodes, as `[{"key": ..., "value": ...}]`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum PeerMap {

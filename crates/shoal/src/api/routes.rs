@@ -53,6 +53,9 @@ pub enum Route {
     /// `POST` (on) or `DELETE` (off)
     /// `/storage_service/auto_compaction[/<keyspace>][?cf=]`.
     AutoCompaction(Option<String>, bool),
+    /// `GET /column_family/built_indexes/<keyspace>:<table>`: the table's
+    /// indexes built on this node.
+    BuiltIndexes(String, String),
     /// `POST` (on) or `DELETE` (off) `/column_family/autocompaction/<keyspace>:<table>`.
     TableAutoCompaction(String, String, bool),
     /// `GET /storage_service/trace_probability`.
@@ -146,6 +149,11 @@ impl Route {
             });
         }
         if let Some((keyspace, table)) =
+            request.rest_of("/column_family/built_indexes").and_then(|name| name.split_once(':'))
+        {
+            return Some((Method::Get, Route::BuiltIndexes(keyspace.to_string(), table.to_string())));
+        }
+        if let Some((keyspace, table)) =
             request.rest_of("/column_family/autocompaction").and_then(|name| name.split_once(':'))
         {
             let enabled = request.method != Method::Delete;
@@ -182,6 +190,7 @@ impl Route {
                 let tables = request.param("cf").map(|cf| cf.split(',').map(str::to_string).collect());
                 compactions::set_auto(keyspace, tables.unwrap_or_default(), enabled).await
             }
+            Route::BuiltIndexes(keyspace, table) => node::built_indexes(&keyspace, &table).await,
             Route::TableAutoCompaction(keyspace, table, enabled) => {
                 compactions::set_auto(Some(keyspace), vec![table], enabled).await
             }
@@ -222,6 +231,10 @@ mod tests {
         assert_eq!(
             route("DELETE /column_family/autocompaction/ks:t HTTP/1.1\r\n\r\n"),
             Ok(Route::TableAutoCompaction("ks".into(), "t".into(), false))
+        );
+        assert_eq!(
+            route("GET /column_family/built_indexes/ks:t HTTP/1.1\r\n\r\n"),
+            Ok(Route::BuiltIndexes("ks".into(), "t".into()))
         );
         assert_eq!(route("GET /system/logger HTTP/1.1\r\n\r\n"), Ok(Route::LoggerLevels));
         assert_eq!(route("POST /system/logger?reset HTTP/1.1\r\n\r\n"), Ok(Route::SetLoggerLevel(String::new())));
