@@ -99,7 +99,7 @@ def test_casts_between_numbers_times_and_text(session, table):
     assert row[4] == 12 and row[5] == 12.34 and str(row[6]) == "300"
     assert str(row[7]) == "2020-01-02" and row[8] == "2020-01-02T03:04:05.000Z"
     assert row[9].isoformat() == "2020-01-02T00:00:00" and str(row[10]) == "2021-05-06" and row[11] == "1"
-    with pytest.raises(InvalidRequest, match="Casting ts from timestamp to int is not supported"):
+    with pytest.raises(InvalidRequest, match="ts cannot be cast to int"):
         session.execute("SELECT CAST(ts AS int) FROM %s" % t)
 
 
@@ -196,3 +196,12 @@ def test_count_of_a_column_is_named_like_other_aggregates(session, table):
     result = session.execute("SELECT COUNT(*), COUNT(1), COUNT(v), max(v) FROM %s" % t)
     assert list(result.column_names) == ["count", "count", "system.count(v)", "system.max(v)"]
     assert tuple(result.one()) == (2, 2, 1, 5)
+
+
+def test_a_cast_to_the_value_s_own_type_is_dropped_name_and_all(session, table):
+    t = table("(p int PRIMARY KEY, c counter)")
+    session.execute("UPDATE %s SET c = c + 7 WHERE p = 1" % t)
+    row = session.execute("SELECT CAST(p AS int), CAST(c AS counter), CAST(p AS bigint) FROM %s WHERE p = 1" % t).one()
+    assert row._fields == ("p", "c", "cast_p_as_bigint") and tuple(row) == (1, 7, 1)
+    with pytest.raises(InvalidRequest, match="c cannot be cast to blob"):
+        session.execute("SELECT CAST(c AS blob) FROM %s" % t)

@@ -550,13 +550,19 @@ fn selector_expr(meta: &TableMeta, expr: &SelectorExpr) -> CqlResult<(String, Cq
         SelectorExpr::Cast { expr, ty } => {
             let (name, from, sel) = selector_expr(meta, expr)?;
             if !cast::supported(&from, ty) {
-                return Err(invalid(format!("Casting {name} from {from} to {ty} is not supported")));
+                // Cassandra's and ScyllaDB's text.
+                return Err(invalid(format!("{name} cannot be cast to {ty}")));
             }
-            let sel = match from.unfrozen() == ty.unfrozen() {
-                true => sel,
-                false => Sel::Cast { value: Box::new(sel), from, to: ty.clone() },
-            };
-            (format!("cast({name} as {ty})"), ty.clone(), sel)
+            // A cast to the value's own type is dropped, name and all, as
+            // in ScyllaDB (`CAST(p AS int)` of an int is column `p`).
+            match from.unfrozen() == ty.unfrozen() {
+                true => (name, from, sel),
+                false => (
+                    format!("cast({name} as {ty})"),
+                    ty.clone(),
+                    Sel::Cast { value: Box::new(sel), from, to: ty.clone() },
+                ),
+            }
         }
         SelectorExpr::Field { expr, field } => {
             let (name, ty, sel) = selector_expr(meta, expr)?;
