@@ -205,3 +205,42 @@ def test_a_cast_to_the_value_s_own_type_is_dropped_name_and_all(session, table):
     assert row._fields == ("p", "c", "cast_p_as_bigint") and tuple(row) == (1, 7, 1)
     with pytest.raises(InvalidRequest, match="c cannot be cast to blob"):
         session.execute("SELECT CAST(c AS blob) FROM %s" % t)
+
+
+def test_writetime_and_ttl_of_a_field_or_an_element_are_checked(session, table):
+    session.execute("CREATE TYPE IF NOT EXISTS wt_pair (a int, b int)")
+    udt = "wt_pair"
+    t = table("(p int PRIMARY KEY, v int, tu tuple<int, int>, l list<int>, fm frozen<map<int, int>>, "
+              "fu frozen<%s>)" % udt)
+    k = table("(pk frozen<map<int, int>> PRIMARY KEY)")
+    for fn in ("WRITETIME", "TTL"):
+        for selector, message in [
+            ("v[3]", "Invalid element selection: v is of type int is not a collection"),
+            ("tu[0]", " tu is of type"),
+            ("v.a", "Invalid field selection: v of type int is not a user type"),
+            ("tu.a", "tu of type .* is not a user type"),
+            ("l[0]", fn + " on a subscript is only valid for non-frozen map or set columns"),
+            ("fm[1]", fn + " on a subscript is only valid for non-frozen map or set columns"),
+            ("fu.a", fn + " on a field selection is only valid for non-frozen UDT columns"),
+        ]:
+            with pytest.raises(InvalidRequest, match=message):
+                session.execute("SELECT %s(%s) FROM %s" % (fn, selector, t))
+        with pytest.raises(InvalidRequest, match="on PRIMARY KEY part pk"):
+            session.execute("SELECT %s(pk[1]) FROM %s" % (fn, k))
+
+
+def test_writetime_and_ttl_of_a_map_or_set_element(session, table):
+    t = table("(p int PRIMARY KEY, m map<int, int>, s set<text>)")
+    session.execute("INSERT INTO %s (p, m, s) VALUES (1, {1: 10, 2: 20}, {'a'}) USING TIMESTAMP 1000" % t)
+    session.execute("UPDATE %s USING TIMESTAMP 2000 AND TTL 500 SET m = m + {2: 30, 3: 40}, s = s + {'b'} "
+                    "WHERE p = 1" % t)
+    row = session.execute("SELECT m, WRITETIME(m[1]), WRITETIME(m[2]), WRITETIME(m[9]), WRITETIME(m[null]), "
+                          "WRITETIME(s['a']), WRITETIME(s['b']) FROM %s WHERE p = 1" % t).one()
+    assert tuple(row) == ({1: 10, 2: 30, 3: 40}, 1000, 2000, None, None, 1000, 2000)
+    assert row._fields[1] == "writetime_m_1"
+    ttl = session.execute("SELECT TTL(m[1]), TTL(m[3]), TTL(s['a']), TTL(s['b']) FROM %s WHERE p = 1" % t).one()
+    assert ttl[0] is None and 400 < ttl[1] <= 500 and ttl[2] is None and 400 < ttl[3] <= 500
+    # A row without the collection: null; no row: no result.
+    session.execute("INSERT INTO %s (p) VALUES (2)" % t)
+    assert tuple(session.execute("SELECT WRITETIME(m[1]), TTL(s['a']) FROM %s WHERE p = 2" % t).one()) == (None, None)
+    assert list(session.execute("SELECT WRITETIME(m[1]) FROM %s WHERE p = 3" % t)) == []
