@@ -26,6 +26,8 @@ def test_elements_of_maps_sets_and_lists(session, coll):
                % coll) == (2, None, 3, None, 20, None, 'y')
     # A row without the collection: null.
     assert one(session, "SELECT m['a'], s[1] FROM %s WHERE p = 1 AND c = 2" % coll) == (None, None)
+    # A null subscript: null (ScyllaDB's answer; Cassandra refuses it).
+    assert one(session, "SELECT m[null], s[null] FROM %s WHERE p = 1 AND c = 1" % coll) == (None, None)
 
 
 def test_slices_of_maps_and_sets(session, coll):

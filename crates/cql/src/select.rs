@@ -88,11 +88,12 @@ enum Sel {
         from: CqlType,
         to: CqlType,
     },
-    /// `value[key]` of a collection of type `collection` (unfrozen).
+    /// `value[key]` of a collection of type `collection` (unfrozen); a
+    /// null key selects null.
     Element {
         value: Box<Sel>,
         collection: CqlType,
-        key: Bytes,
+        key: Option<Bytes>,
     },
     /// `value[from..to]` of a map or set of type `collection` (unfrozen).
     Slice {
@@ -652,7 +653,8 @@ fn selector_expr(meta: &TableMeta, expr: &SelectorExpr) -> CqlResult<(String, Cq
                 }
             };
             let display = format!("{name}[{key}]");
-            let key = eval_required(key, Receiver { name: &display, ty: &key_ty }, Bindings { values: &[] })?;
+            // `m[null]` is null, as in ScyllaDB (Cassandra refuses it).
+            let key = eval(key, Receiver { name: &display, ty: &key_ty }, Bindings { values: &[] })?.into_option();
             (display, result_ty, Sel::Element { value: Box::new(sel), collection, key })
         }
         SelectorExpr::Slice { expr, from, to } => {
@@ -860,9 +862,9 @@ fn evaluate(meta: &TableMeta, sel: &Sel, row: &ResultRow) -> CqlResult<Option<By
             }
             None => None,
         },
-        Sel::Element { value, collection, key } => match evaluate(meta, value, row)? {
-            Some(v) => element(collection, &v, key),
-            None => None,
+        Sel::Element { value, collection, key } => match (evaluate(meta, value, row)?, key) {
+            (Some(v), Some(key)) => element(collection, &v, key),
+            _ => None,
         },
         Sel::Slice { value, collection, from, to } => match evaluate(meta, value, row)? {
             Some(v) => slice(collection, &v, from.as_deref(), to.as_deref()),
