@@ -1,9 +1,10 @@
 //! SELECT: from a statement to a read command, and from the rows read to
 //! the result clients see (selectors, aggregates, paging).
 //!
-//! Paging: a page reads at most `page_size` rows; when the read stopped at
-//! that limit, the result carries a paging state naming the last row and the
-//! rows left of the statement's LIMIT, and the next page resumes after it.
+//! Paging: a page reads at most `page_size` rows, and ends early past 1 MiB
+//! of row data; when the read stopped at either limit, the result carries a
+//! paging state naming the last row and the rows left of the statement's
+//! LIMIT, and the next page resumes after it.
 //! GROUP BY queries page by groups (see `group_by`).
 
 mod aggregate;
@@ -37,6 +38,8 @@ use crate::values::{collection_items, eval, eval_required, Bindings, BoundValue,
 /// Rows per internal page when a statement reads everything (aggregates).
 const AGGREGATE_PAGE_ROWS: usize = 10_000;
 const PAGING_STATE_VERSION: u8 = 2;
+/// Row data past which a page ends early (ScyllaDB's 1 MiB).
+const PAGE_BYTES: usize = 1 << 20;
 
 /// Where the next page starts.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -298,10 +301,12 @@ where
         return Ok((Vec::new(), None));
     }
     command.row_limit = page_rows;
-    let ReadResult { rows, limit_reached } = read(command.clone()).await?;
+    let ReadResult { mut rows, limit_reached } = read(command.clone()).await?;
+    let full = limit_reached && rows.len() == page_rows;
+    let cut = page_size.is_some() && cut_at_page_bytes(&mut rows);
     let left = remaining - rows.len();
     let paging_state = match rows.last() {
-        Some(last) if limit_reached && left > 0 && rows.len() == page_rows => Some(encode_paging_state(&PagingState {
+        Some(last) if (full || cut) && left > 0 => Some(encode_paging_state(&PagingState {
             position: last.position.clone(),
             remaining: left,
             in_partition: rows_in_last_partition(&rows, &command),
@@ -309,6 +314,27 @@ where
         _ => None,
     };
     Ok((rows, paging_state))
+}
+
+/// Ends a page past [`PAGE_BYTES`] of row data, whatever its row count,
+/// as ScyllaDB does (a page of 5,000 rows of 1 MiB values would be 5 GB);
+/// the row that crosses the mark stays. Whether rows were dropped.
+fn cut_at_page_bytes(rows: &mut Vec<ResultRow>) -> bool {
+    let mut bytes = 0;
+    let size = |row: &ResultRow| {
+        row.clustering.iter().map(Bytes::len).sum::<usize>()
+            + row.cells.iter().flatten().map(|c| c.value.len()).sum::<usize>()
+    };
+    match rows.iter().position(|row| {
+        bytes += size(row);
+        bytes > PAGE_BYTES
+    }) {
+        Some(last) if last + 1 < rows.len() => {
+            rows.truncate(last + 1);
+            true
+        }
+        _ => false,
+    }
 }
 
 /// How many rows of the last row's partition have been returned once `rows`
