@@ -142,3 +142,18 @@ def test_manual_paging_state_resume(session, wide):
     # The same state can be replayed.
     again = session.execute(stmt, paging_state=state)
     assert [r.c for r in again.current_rows] == list(range(PAGE, 2 * PAGE))
+
+
+def test_a_page_ends_past_a_mebibyte_of_row_data(session):
+    """ScyllaDB ends a page at about 1 MiB whatever the page size; an
+    unpaged read (fetch_size 0) is not cut."""
+    session.execute("CREATE TABLE paging_big (p int, c int, s text, PRIMARY KEY (p, c))")
+    ins = session.prepare("INSERT INTO paging_big (p, c, s) VALUES (0, ?, ?)")
+    load(session, ins, [(c, "x" * 100_000) for c in range(15)])
+    first = session.execute(SimpleStatement("SELECT * FROM paging_big WHERE p = 0", fetch_size=1000))
+    assert 10 <= len(first.current_rows) < 15 and first.has_more_pages
+    assert [r.c for r in first] == list(range(15))  # the later page resumes after the cut
+    limited = session.execute(SimpleStatement("SELECT * FROM paging_big WHERE p = 0 LIMIT 13", fetch_size=1000))
+    assert [r.c for r in limited] == list(range(13))
+    unpaged = session.execute(SimpleStatement("SELECT * FROM paging_big WHERE p = 0", fetch_size=0))
+    assert len(unpaged.current_rows) == 15

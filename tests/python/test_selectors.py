@@ -26,6 +26,8 @@ def test_elements_of_maps_sets_and_lists(session, coll):
                % coll) == (2, None, 3, None, 20, None, 'y')
     # A row without the collection: null.
     assert one(session, "SELECT m['a'], s[1] FROM %s WHERE p = 1 AND c = 2" % coll) == (None, None)
+    # A null subscript: null (ScyllaDB's answer; Cassandra refuses it).
+    assert one(session, "SELECT m[null], s[null] FROM %s WHERE p = 1 AND c = 1" % coll) == (None, None)
 
 
 def test_slices_of_maps_and_sets(session, coll):
@@ -99,7 +101,7 @@ def test_casts_between_numbers_times_and_text(session, table):
     assert row[4] == 12 and row[5] == 12.34 and str(row[6]) == "300"
     assert str(row[7]) == "2020-01-02" and row[8] == "2020-01-02T03:04:05.000Z"
     assert row[9].isoformat() == "2020-01-02T00:00:00" and str(row[10]) == "2021-05-06" and row[11] == "1"
-    with pytest.raises(InvalidRequest, match="Casting ts from timestamp to int is not supported"):
+    with pytest.raises(InvalidRequest, match="ts cannot be cast to int"):
         session.execute("SELECT CAST(ts AS int) FROM %s" % t)
 
 
@@ -196,3 +198,51 @@ def test_count_of_a_column_is_named_like_other_aggregates(session, table):
     result = session.execute("SELECT COUNT(*), COUNT(1), COUNT(v), max(v) FROM %s" % t)
     assert list(result.column_names) == ["count", "count", "system.count(v)", "system.max(v)"]
     assert tuple(result.one()) == (2, 2, 1, 5)
+
+
+def test_a_cast_to_the_value_s_own_type_is_dropped_name_and_all(session, table):
+    t = table("(p int PRIMARY KEY, c counter)")
+    session.execute("UPDATE %s SET c = c + 7 WHERE p = 1" % t)
+    row = session.execute("SELECT CAST(p AS int), CAST(c AS counter), CAST(p AS bigint) FROM %s WHERE p = 1" % t).one()
+    assert row._fields == ("p", "c", "cast_p_as_bigint") and tuple(row) == (1, 7, 1)
+    with pytest.raises(InvalidRequest, match="c cannot be cast to blob"):
+        session.execute("SELECT CAST(c AS blob) FROM %s" % t)
+
+
+def test_writetime_and_ttl_of_a_field_or_an_element_are_checked(session, table):
+    session.execute("CREATE TYPE IF NOT EXISTS wt_pair (a int, b int)")
+    udt = "wt_pair"
+    t = table("(p int PRIMARY KEY, v int, tu tuple<int, int>, l list<int>, fm frozen<map<int, int>>, "
+              "fu frozen<%s>)" % udt)
+    k = table("(pk frozen<map<int, int>> PRIMARY KEY)")
+    for fn in ("WRITETIME", "TTL"):
+        for selector, message in [
+            ("v[3]", "Invalid element selection: v is of type int is not a collection"),
+            ("tu[0]", " tu is of type"),
+            ("v.a", "Invalid field selection: v of type int is not a user type"),
+            ("tu.a", "tu of type .* is not a user type"),
+            ("l[0]", fn + " on a subscript is only valid for non-frozen map or set columns"),
+            ("fm[1]", fn + " on a subscript is only valid for non-frozen map or set columns"),
+            ("fu.a", fn + " on a field selection is only valid for non-frozen UDT columns"),
+        ]:
+            with pytest.raises(InvalidRequest, match=message):
+                session.execute("SELECT %s(%s) FROM %s" % (fn, selector, t))
+        with pytest.raises(InvalidRequest, match="on PRIMARY KEY part pk"):
+            session.execute("SELECT %s(pk[1]) FROM %s" % (fn, k))
+
+
+def test_writetime_and_ttl_of_a_map_or_set_element(session, table):
+    t = table("(p int PRIMARY KEY, m map<int, int>, s set<text>)")
+    session.execute("INSERT INTO %s (p, m, s) VALUES (1, {1: 10, 2: 20}, {'a'}) USING TIMESTAMP 1000" % t)
+    session.execute("UPDATE %s USING TIMESTAMP 2000 AND TTL 500 SET m = m + {2: 30, 3: 40}, s = s + {'b'} "
+                    "WHERE p = 1" % t)
+    row = session.execute("SELECT m, WRITETIME(m[1]), WRITETIME(m[2]), WRITETIME(m[9]), WRITETIME(m[null]), "
+                          "WRITETIME(s['a']), WRITETIME(s['b']) FROM %s WHERE p = 1" % t).one()
+    assert tuple(row) == ({1: 10, 2: 30, 3: 40}, 1000, 2000, None, None, 1000, 2000)
+    assert row._fields[1] == "writetime_m_1"
+    ttl = session.execute("SELECT TTL(m[1]), TTL(m[3]), TTL(s['a']), TTL(s['b']) FROM %s WHERE p = 1" % t).one()
+    assert ttl[0] is None and 400 < ttl[1] <= 500 and ttl[2] is None and 400 < ttl[3] <= 500
+    # A row without the collection: null; no row: no result.
+    session.execute("INSERT INTO %s (p) VALUES (2)" % t)
+    assert tuple(session.execute("SELECT WRITETIME(m[1]), TTL(s['a']) FROM %s WHERE p = 2" % t).one()) == (None, None)
+    assert list(session.execute("SELECT WRITETIME(m[1]) FROM %s WHERE p = 3" % t)) == []

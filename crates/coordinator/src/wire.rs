@@ -11,8 +11,8 @@ use std::ops::Bound;
 use bytes::Bytes;
 pub use shoal_replica::{Ballot, Promise, Proposal};
 use shoal_replica::{
-    FilterOp, ListOp, ListOpKind, Mutation, PartitionSelection, ReadCommand, ReadResult, ResultCell, ResultRow,
-    RowFilter, RowPosition,
+    ElementStamp, FilterOp, ListOp, ListOpKind, Mutation, PartitionSelection, ReadCommand, ReadResult, ResultCell,
+    ResultRow, RowFilter, RowPosition,
 };
 use shoal_storage::codec::{self, DecodeError, Decoder, Encoder};
 use shoal_storage::{ClusteringRange, Partition, PartitionPosition};
@@ -334,11 +334,21 @@ fn encode_result_row(e: &mut Encoder, row: &ResultRow) {
     encode_list(e, &row.cells, |e, cell| match cell {
         None => e.u8(0),
         Some(cell) => {
-            e.u8(if cell.ttl_s.is_some() { 2 } else { 1 });
+            // Bit 1: a TTL follows; bit 2: the collection's element stamps.
+            let flag = (if cell.ttl_s.is_some() { 2 } else { 1 }) | (if cell.elements.is_empty() { 0 } else { 4 });
+            e.u8(flag);
             e.bytes(&cell.value);
             e.var_i64(cell.timestamp);
             if let Some(ttl) = cell.ttl_s {
                 e.var_i64(i64::from(ttl));
+            }
+            if !cell.elements.is_empty() {
+                encode_list(e, &cell.elements, |e, stamp| {
+                    e.bytes(&stamp.key);
+                    e.var_i64(stamp.timestamp);
+                    // TTL left plus one; 0 for none.
+                    e.var_i64(stamp.ttl_s.map_or(0, |t| i64::from(t) + 1));
+                });
             }
         }
     });
@@ -352,13 +362,25 @@ fn decode_result_row(d: &mut Decoder) -> Result<ResultRow, DecodeError> {
         if flag == 0 {
             return Ok(None);
         }
-        if flag > 2 {
+        if !matches!(flag & 3, 1 | 2) || flag > 6 {
             return Err(d.error("bad cell flag"));
         }
         let value = d.bytes()?;
         let timestamp = d.var_i64()?;
-        let ttl_s = if flag == 2 { Some(d.var_i32()?) } else { None };
-        Ok(Some(ResultCell { value, timestamp, ttl_s }))
+        let ttl_s = if flag & 3 == 2 { Some(d.var_i32()?) } else { None };
+        let elements = match flag & 4 {
+            0 => Vec::new(),
+            _ => decode_list(d, |d| {
+                let key = d.bytes()?;
+                let timestamp = d.var_i64()?;
+                let ttl_s = match d.var_i64()? {
+                    0 => None,
+                    t => Some(i32::try_from(t - 1).map_err(|_| d.error("bad element ttl"))?),
+                };
+                Ok(ElementStamp { key, timestamp, ttl_s })
+            })?,
+        };
+        Ok(Some(ResultCell { value, timestamp, ttl_s, elements }))
     })?;
     Ok(ResultRow { position, clustering, cells })
 }
@@ -727,7 +749,24 @@ mod tests {
             rows: vec![ResultRow {
                 position: RowPosition { partition: position(1, "a"), clustering: Some(Bytes::from_static(b"c")) },
                 clustering: vec![Bytes::from_static(b"c")],
-                cells: vec![None, Some(ResultCell { value: Bytes::from_static(b"v"), timestamp: 42, ttl_s: Some(9) })],
+                cells: vec![
+                    None,
+                    Some(ResultCell {
+                        value: Bytes::from_static(b"v"),
+                        timestamp: 42,
+                        ttl_s: Some(9),
+                        elements: Vec::new(),
+                    }),
+                    Some(ResultCell {
+                        value: Bytes::from_static(b"m"),
+                        timestamp: 43,
+                        ttl_s: None,
+                        elements: vec![
+                            ElementStamp { key: Bytes::from_static(b"k1"), timestamp: 41, ttl_s: None },
+                            ElementStamp { key: Bytes::from_static(b"k2"), timestamp: 43, ttl_s: Some(7) },
+                        ],
+                    }),
+                ],
             }],
             limit_reached: true,
         };

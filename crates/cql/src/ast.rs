@@ -477,6 +477,13 @@ pub enum SelectorExpr {
     WriteTime(String),
     /// `TTL(c)`
     Ttl(String),
+    /// `WRITETIME(c.field)`, `TTL(c[key])`: of one field of a user type or
+    /// one element of a collection; `part` is the `Field` or `Element`
+    /// (or `Slice`, which is refused) of column `c`.
+    WriteTimeOfPart {
+        ttl: bool,
+        part: Box<SelectorExpr>,
+    },
     /// `f(args)`, including `token(a, b)`, `count(c)`, `min(c)`, `now()`.
     /// The name is lowercased unless quoted; `ks.f` is kept joined.
     FunctionCall {
@@ -717,6 +724,9 @@ impl fmt::Display for SelectorExpr {
             SelectorExpr::CountStar => f.write_str("count"),
             SelectorExpr::WriteTime(c) => write!(f, "writetime({c})"),
             SelectorExpr::Ttl(c) => write!(f, "ttl({c})"),
+            SelectorExpr::WriteTimeOfPart { ttl, part } => {
+                write!(f, "{}({part})", if *ttl { "ttl" } else { "writetime" })
+            }
             SelectorExpr::FunctionCall { name, args } => {
                 write!(f, "{name}(")?;
                 write_list(f, args)?;

@@ -449,7 +449,7 @@ mod tests {
             value.extend_from_slice(&(tag.len() as i32).to_be_bytes());
             value.extend_from_slice(tag.as_bytes());
         }
-        let cell = ResultCell { value: Bytes::from(value), timestamp: 1, ttl_s: None };
+        let cell = ResultCell { value: Bytes::from(value), timestamp: 1, ttl_s: None, elements: Vec::new() };
         let position = RowPosition { partition: PartitionPosition { token: 0, key: Bytes::new() }, clustering: None };
         ResultRow { position, clustering: Vec::new(), cells: vec![None, Some(cell), None] }
     }

@@ -1,9 +1,10 @@
 //! SELECT: from a statement to a read command, and from the rows read to
 //! the result clients see (selectors, aggregates, paging).
 //!
-//! Paging: a page reads at most `page_size` rows; when the read stopped at
-//! that limit, the result carries a paging state naming the last row and the
-//! rows left of the statement's LIMIT, and the next page resumes after it.
+//! Paging: a page reads at most `page_size` rows, and ends early past 1 MiB
+//! of row data; when the read stopped at either limit, the result carries a
+//! paging state naming the last row and the rows left of the statement's
+//! LIMIT, and the next page resumes after it.
 //! GROUP BY queries page by groups (see `group_by`).
 
 mod aggregate;
@@ -36,6 +37,8 @@ use crate::system;
 use crate::values::{collection_items, eval, eval_required, Bindings, BoundValue, Receiver};
 
 const PAGING_STATE_VERSION: u8 = 2;
+/// Row data past which a page ends early (ScyllaDB's 1 MiB).
+const PAGE_BYTES: usize = 1 << 20;
 
 /// Where the next page starts.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -55,6 +58,13 @@ enum Sel {
     Column(usize),
     WriteTime(usize),
     Ttl(usize),
+    /// The write time (or TTL left) of the element `key` of the non-frozen
+    /// map or set in `column`; null for a null key or an absent element.
+    ElementStamp {
+        column: usize,
+        key: Option<Bytes>,
+        ttl: bool,
+    },
     Function {
         name: String,
         arg_types: Vec<CqlType>,
@@ -80,11 +90,12 @@ enum Sel {
         from: CqlType,
         to: CqlType,
     },
-    /// `value[key]` of a collection of type `collection` (unfrozen).
+    /// `value[key]` of a collection of type `collection` (unfrozen); a
+    /// null key selects null.
     Element {
         value: Box<Sel>,
         collection: CqlType,
-        key: Bytes,
+        key: Option<Bytes>,
     },
     /// `value[from..to]` of a map or set of type `collection` (unfrozen).
     Slice {
@@ -293,10 +304,12 @@ where
         return Ok((Vec::new(), None));
     }
     command.row_limit = page_rows;
-    let ReadResult { rows, limit_reached } = read(command.clone()).await?;
+    let ReadResult { mut rows, limit_reached } = read(command.clone()).await?;
+    let full = limit_reached && rows.len() == page_rows;
+    let cut = page_size.is_some() && cut_at_page_bytes(&mut rows);
     let left = remaining - rows.len();
     let paging_state = match rows.last() {
-        Some(last) if limit_reached && left > 0 && rows.len() == page_rows => Some(encode_paging_state(&PagingState {
+        Some(last) if (full || cut) && left > 0 => Some(encode_paging_state(&PagingState {
             position: last.position.clone(),
             remaining: left,
             in_partition: rows_in_last_partition(&rows, &command),
@@ -304,6 +317,27 @@ where
         _ => None,
     };
     Ok((rows, paging_state))
+}
+
+/// Ends a page past [`PAGE_BYTES`] of row data, whatever its row count,
+/// as ScyllaDB does (a page of 5,000 rows of 1 MiB values would be 5 GB);
+/// the row that crosses the mark stays. Whether rows were dropped.
+fn cut_at_page_bytes(rows: &mut Vec<ResultRow>) -> bool {
+    let mut bytes = 0;
+    let size = |row: &ResultRow| {
+        row.clustering.iter().map(Bytes::len).sum::<usize>()
+            + row.cells.iter().flatten().map(|c| c.value.len()).sum::<usize>()
+    };
+    match rows.iter().position(|row| {
+        bytes += size(row);
+        bytes > PAGE_BYTES
+    }) {
+        Some(last) if last + 1 < rows.len() => {
+            rows.truncate(last + 1);
+            true
+        }
+        _ => false,
+    }
 }
 
 /// How many rows of the last row's partition have been returned once `rows`
@@ -541,6 +575,55 @@ fn distinct_restrictable(meta: &TableMeta, relations: &[Relation]) -> bool {
     })
 }
 
+/// `WRITETIME(c[key])` / `TTL(c[key])` of a non-frozen map's or set's
+/// element, which has a write time of its own; everything else ScyllaDB
+/// refuses, in its words. A non-frozen user type's fields are rewritten
+/// together, so they have no write time of their own here yet.
+fn write_time_of_part(meta: &TableMeta, ttl: bool, part: &SelectorExpr) -> CqlResult<(String, CqlType, Sel)> {
+    let what = if ttl { "TTL" } else { "WRITETIME" };
+    let (SelectorExpr::Field { expr, .. } | SelectorExpr::Element { expr, .. } | SelectorExpr::Slice { expr, .. }) =
+        part
+    else {
+        return Err(invalid(format!("{what} expects a column, a field or an element")));
+    };
+    let SelectorExpr::Column(name) = expr.as_ref() else {
+        return Err(invalid(format!("{what} expects a column, a field or an element")));
+    };
+    let index = column_ref(meta, name)?;
+    let column = &meta.columns[index];
+    if column.kind.is_primary_key() {
+        return Err(invalid(format!(
+            "Cannot use selection function {} on PRIMARY KEY part {name}",
+            what.to_lowercase()
+        )));
+    }
+    let ty = &column.ty;
+    Err(match (part, ty) {
+        (SelectorExpr::Element { key, .. }, CqlType::Map(key_ty, _) | CqlType::Set(key_ty)) => {
+            let display = format!("{}({part})", what.to_lowercase());
+            let key = eval(key, Receiver { name: &display, ty: key_ty }, Bindings { values: &[] })?.into_option();
+            let result_ty = if ttl { CqlType::Int } else { CqlType::Bigint };
+            return Ok((display, result_ty, Sel::ElementStamp { column: index, key, ttl }));
+        }
+        (SelectorExpr::Field { field, .. }, CqlType::Udt(udt)) if udt.field_index(field).is_none() => {
+            invalid(format!("{name} of type {} has no field {field}", udt.name))
+        }
+        (SelectorExpr::Field { .. }, CqlType::Udt(_)) => {
+            invalid(format!("{what} of a field of a non-frozen user type is not supported"))
+        }
+        (SelectorExpr::Field { .. }, _) if matches!(ty.unfrozen(), CqlType::Udt(_)) => {
+            invalid(format!("{what} on a field selection is only valid for non-frozen UDT columns"))
+        }
+        (SelectorExpr::Field { .. }, _) => {
+            invalid(format!("Invalid field selection: {name} of type {ty} is not a user type"))
+        }
+        _ if matches!(ty.unfrozen(), CqlType::Map(..) | CqlType::Set(_) | CqlType::List(_)) => {
+            invalid(format!("{what} on a subscript is only valid for non-frozen map or set columns"))
+        }
+        _ => invalid(format!("Invalid element selection: {name} is of type {ty} is not a collection")),
+    })
+}
+
 fn column_ref(meta: &TableMeta, name: &str) -> CqlResult<usize> {
     meta.column_index(name).ok_or_else(|| invalid(format!("Undefined column name {name} in selection clause")))
 }
@@ -575,17 +658,24 @@ fn selector_expr(meta: &TableMeta, expr: &SelectorExpr) -> CqlResult<(String, Cq
             let (ty, sel) = if is_ttl { (CqlType::Int, Sel::Ttl(i)) } else { (CqlType::Bigint, Sel::WriteTime(i)) };
             (format!("{what}({name})"), ty, sel)
         }
+        SelectorExpr::WriteTimeOfPart { ttl, part } => write_time_of_part(meta, *ttl, part)?,
         SelectorExpr::FunctionCall { name, args } => function_selector(meta, name, args)?,
         SelectorExpr::Cast { expr, ty } => {
             let (name, from, sel) = selector_expr(meta, expr)?;
             if !cast::supported(&from, ty) {
-                return Err(invalid(format!("Casting {name} from {from} to {ty} is not supported")));
+                // Cassandra's and ScyllaDB's text.
+                return Err(invalid(format!("{name} cannot be cast to {ty}")));
             }
-            let sel = match from.unfrozen() == ty.unfrozen() {
-                true => sel,
-                false => Sel::Cast { value: Box::new(sel), from, to: ty.clone() },
-            };
-            (format!("cast({name} as {ty})"), ty.clone(), sel)
+            // A cast to the value's own type is dropped, name and all, as
+            // in ScyllaDB (`CAST(p AS int)` of an int is column `p`).
+            match from.unfrozen() == ty.unfrozen() {
+                true => (name, from, sel),
+                false => (
+                    format!("cast({name} as {ty})"),
+                    ty.clone(),
+                    Sel::Cast { value: Box::new(sel), from, to: ty.clone() },
+                ),
+            }
         }
         SelectorExpr::Field { expr, field } => {
             let (name, ty, sel) = selector_expr(meta, expr)?;
@@ -618,7 +708,8 @@ fn selector_expr(meta: &TableMeta, expr: &SelectorExpr) -> CqlResult<(String, Cq
                 }
             };
             let display = format!("{name}[{key}]");
-            let key = eval_required(key, Receiver { name: &display, ty: &key_ty }, Bindings { values: &[] })?;
+            // `m[null]` is null, as in ScyllaDB (Cassandra refuses it).
+            let key = eval(key, Receiver { name: &display, ty: &key_ty }, Bindings { values: &[] })?.into_option();
             (display, result_ty, Sel::Element { value: Box::new(sel), collection, key })
         }
         SelectorExpr::Slice { expr, from, to } => {
@@ -813,6 +904,15 @@ fn evaluate(meta: &TableMeta, sel: &Sel, row: &ResultRow) -> CqlResult<Option<By
         Sel::Column(i) => column_value(meta, *i, row)?,
         Sel::WriteTime(i) => row.cells[*i].as_ref().map(|c| Bytes::copy_from_slice(&c.timestamp.to_be_bytes())),
         Sel::Ttl(i) => row.cells[*i].as_ref().and_then(|c| c.ttl_s).map(|t| Bytes::copy_from_slice(&t.to_be_bytes())),
+        Sel::ElementStamp { column, key, ttl } => {
+            let elements = row.cells[*column].as_ref().map_or(&[][..], |c| &c.elements[..]);
+            let found = key.as_ref().and_then(|key| elements.iter().find(|e| e.key == key));
+            match (found, ttl) {
+                (None, _) => None,
+                (Some(e), false) => Some(Bytes::copy_from_slice(&e.timestamp.to_be_bytes())),
+                (Some(e), true) => e.ttl_s.map(|t| Bytes::copy_from_slice(&t.to_be_bytes())),
+            }
+        }
         Sel::Literal(v) => v.clone(),
         Sel::Field { value, index } => match evaluate(meta, value, row)? {
             Some(v) => fields::field(&v, *index)
@@ -832,9 +932,9 @@ fn evaluate(meta: &TableMeta, sel: &Sel, row: &ResultRow) -> CqlResult<Option<By
             }
             None => None,
         },
-        Sel::Element { value, collection, key } => match evaluate(meta, value, row)? {
-            Some(v) => element(collection, &v, key),
-            None => None,
+        Sel::Element { value, collection, key } => match (evaluate(meta, value, row)?, key) {
+            (Some(v), Some(key)) => element(collection, &v, key),
+            _ => None,
         },
         Sel::Slice { value, collection, from, to } => match evaluate(meta, value, row)? {
             Some(v) => slice(collection, &v, from.as_deref(), to.as_deref()),

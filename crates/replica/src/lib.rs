@@ -45,7 +45,7 @@ pub use list_ops::{ListOp, ListOpKind};
 pub use mutation::Mutation;
 pub use partition_lock::PartitionGuard;
 pub use paxos::{Ballot, Promise, Proposal};
-pub use read::{PartitionSelection, ReadCommand, ReadResult, ResultCell, ResultRow, RowPosition};
+pub use read::{ElementStamp, PartitionSelection, ReadCommand, ReadResult, ResultCell, ResultRow, RowPosition};
 pub use recovery::RecoveryReport;
 pub use top_partitions::{TopPartition, TopPartitions, CAPACITY_MAX as TOP_PARTITIONS_CAPACITY_MAX};
 pub use view_update::{View, ViewKind};

@@ -96,6 +96,18 @@ pub struct ResultCell {
     /// Write timestamp (µs); for a collection, its newest element's.
     pub timestamp: i64,
     pub ttl_s: Option<i32>,
+    /// A non-frozen map's or set's live elements, by key in key order,
+    /// with their own write times (`WRITETIME(m[k])`, `TTL(s[e])`); empty
+    /// for every other column.
+    pub elements: Vec<ElementStamp>,
+}
+
+/// One collection element's key with its write timestamp and TTL left.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ElementStamp {
+    pub key: Bytes,
+    pub timestamp: i64,
+    pub ttl_s: Option<i32>,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -357,7 +369,7 @@ impl<'a> Reader<'a> {
         }
         let value = cell.live_value(self.command.now_s)?;
         let ttl_s = cell.expiry().map(|e| (e.expires_at_s - self.command.now_s).clamp(0, i32::MAX as i64) as i32);
-        Some(ResultCell { value, timestamp: cell.timestamp, ttl_s })
+        Some(ResultCell { value, timestamp: cell.timestamp, ttl_s, elements: Vec::new() })
     }
 }
 
@@ -390,7 +402,16 @@ fn serialize_collection(ty: &CqlType, live: &[(&Bytes, &Cell)], now_s: i64) -> O
         CqlType::Set(_) => collection::serialize(keys, live.len()),
         _ => collection::serialize_map(keys.zip(&values).flat_map(|(k, v)| [k, Some(&v[..])]), live.len()),
     };
+    let ttl_left = |cell: &Cell| cell.expiry().map(|e| (e.expires_at_s - now_s).max(0) as i32);
     let timestamp = live.iter().map(|(_, c)| c.timestamp).max().unwrap_or_default();
-    let ttl_s = live.iter().filter_map(|(_, c)| c.expiry()).map(|e| (e.expires_at_s - now_s).max(0) as i32).max();
-    Some(ResultCell { value, timestamp, ttl_s })
+    let ttl_s = live.iter().filter_map(|(_, c)| ttl_left(c)).max();
+    // A list's keys are time-based positions no selector names.
+    let elements = match ty {
+        CqlType::List(_) => Vec::new(),
+        _ => live
+            .iter()
+            .map(|(key, cell)| ElementStamp { key: (*key).clone(), timestamp: cell.timestamp, ttl_s: ttl_left(cell) })
+            .collect(),
+    };
+    Some(ResultCell { value, timestamp, ttl_s, elements })
 }

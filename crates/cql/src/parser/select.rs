@@ -239,8 +239,23 @@ impl Parser<'_> {
             "writetime" | "ttl" => {
                 self.advance_n(2);
                 let column = self.ident("column name")?;
+                let ttl = special == "ttl";
+                // One field or subscript of the column (ScyllaDB and
+                // Cassandra 5 take no deeper path).
+                let part = if self.eat_sym(Sym::Dot) {
+                    let field = self.ident("field name")?;
+                    Some(SelectorExpr::Field { expr: Box::new(SelectorExpr::Column(column.clone())), field })
+                } else if self.eat_sym(Sym::LBracket) {
+                    Some(self.subscript(SelectorExpr::Column(column.clone()))?)
+                } else {
+                    None
+                };
                 self.expect_sym(Sym::RParen)?;
-                Ok(if special == "ttl" { SelectorExpr::Ttl(column) } else { SelectorExpr::WriteTime(column) })
+                Ok(match part {
+                    Some(part) => SelectorExpr::WriteTimeOfPart { ttl, part: Box::new(part) },
+                    None if ttl => SelectorExpr::Ttl(column),
+                    None => SelectorExpr::WriteTime(column),
+                })
             }
             "cast" => {
                 self.advance_n(2);

@@ -471,6 +471,11 @@ fn select_selectors() {
     let sel = exprs("SELECT writetime(v), ttl(v) FROM t WHERE k = 1");
     assert_eq!(sel[0].expr, SelectorExpr::WriteTime("v".into()));
     assert_eq!(sel[1].expr, SelectorExpr::Ttl("v".into()));
+    let sel = exprs("SELECT writetime(m[1]), TTL(u.f) FROM t");
+    assert!(
+        matches!(&sel[0].expr, SelectorExpr::WriteTimeOfPart { ttl: false, part } if matches!(**part, SelectorExpr::Element { .. }))
+    );
+    assert_eq!((sel[0].expr.to_string(), sel[1].expr.to_string()), ("writetime(m[1])".into(), "ttl(u.f)".into()));
     let sel = exprs("SELECT token(a, b), CAST(v AS text), system.now(), count(v), max(\"V\") FROM t");
     assert_eq!(sel[0].expr, SelectorExpr::FunctionCall { name: "token".into(), args: vec![col("a"), col("b")] });
     assert_eq!(sel[1].expr, SelectorExpr::Cast { expr: Box::new(col("v")), ty: CqlType::Text });

@@ -96,7 +96,7 @@ pub(super) fn has_aggregate(sel: &Sel) -> bool {
             has_aggregate(value)
         }
         Sel::Arithmetic { left, right, .. } => has_aggregate(left) || has_aggregate(right),
-        Sel::Column(_) | Sel::WriteTime(_) | Sel::Ttl(_) | Sel::Literal(_) => false,
+        Sel::Column(_) | Sel::WriteTime(_) | Sel::Ttl(_) | Sel::ElementStamp { .. } | Sel::Literal(_) => false,
     }
 }
 
