@@ -451,6 +451,20 @@ def test_static_write_with_a_row_condition_reads_the_row(session, table):
         session.execute("DELETE s, v FROM %s WHERE pk = 1 IF s = 2" % t)
 
 
+def test_prepared_element_conditions_on_frozen_collections(session, table):
+    # cqlpy's testListItem / testMapItem: the markers of `l[?] = ?` and
+    # `m[?] = ?` take the element's types, frozen collection or not.
+    t = table("(k int PRIMARY KEY, l frozen<list<text>>, m frozen<map<text, text>>)")
+    session.execute("INSERT INTO %s (k, l, m) VALUES (0, ['foo', 'bar'], {'a': 'b'})" % t)
+    on_list = session.prepare("UPDATE %s SET l = ['x'] WHERE k = 0 IF l[?] = ?" % t)
+    on_map = session.prepare("UPDATE %s SET m = {'x': 'y'} WHERE k = 0 IF m[?] = ?" % t)
+    assert not session.execute(on_list, [1, None]).was_applied
+    assert not session.execute(on_map, ["a", None]).was_applied
+    assert session.execute(on_list, [1, "bar"]).was_applied
+    assert session.execute(on_map, ["a", "b"]).was_applied
+    assert tuple(session.execute("SELECT l, m FROM %s WHERE k = 0" % t).one()) == (["x"], {"x": "y"})
+
+
 def test_conditions_on_list_elements(session, table):
     t = table("(p int PRIMARY KEY, l list<int>, v int)")
     session.execute("INSERT INTO %s (p, l, v) VALUES (1, [10, 20, 30], 0)" % t)
