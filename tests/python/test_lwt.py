@@ -13,7 +13,7 @@ import urllib.request
 import pytest
 
 from cassandra import ConsistencyLevel
-from cassandra.protocol import InvalidRequest
+from cassandra.protocol import InvalidRequest, SyntaxException
 from cassandra.query import UNSET_VALUE, BatchStatement, SimpleStatement
 
 from conftest import HOST, IS_CASSANDRA
@@ -463,6 +463,14 @@ def test_prepared_element_conditions_on_frozen_collections(session, table):
     assert session.execute(on_list, [1, "bar"]).was_applied
     assert session.execute(on_map, ["a", "b"]).was_applied
     assert tuple(session.execute("SELECT l, m FROM %s WHERE k = 0" % t).one()) == (["x"], {"x": "y"})
+
+
+def test_contains_on_an_element_does_not_parse(session, table):
+    # cqlpy's testListItem / testMapItem: CONTAINS tests a whole column.
+    t = table("(k int PRIMARY KEY, l list<text>, m map<text, text>)")
+    for condition in ["l[0] CONTAINS 'a'", "l[0] CONTAINS KEY 'a'", "m['a'] CONTAINS 'b'"]:
+        with pytest.raises(SyntaxException):
+            session.execute("DELETE FROM %s WHERE k = 0 IF %s" % (t, condition))
 
 
 def test_conditions_on_list_elements(session, table):

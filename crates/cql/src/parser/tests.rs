@@ -367,6 +367,10 @@ fn update_conditions() {
     assert_eq!((conds[1].op, &conds[1].value), (Operator::In, &Term::Bind(0)));
     let e = err("UPDATE t SET v = 1 WHERE k = 1 IF NOT EXISTS");
     assert_eq!(e.to_string(), "line 1:35 IF NOT EXISTS is only valid for INSERT");
+    // CONTAINS [KEY] only tests a whole column (ScyllaDB's grammar).
+    let e = err("DELETE FROM t WHERE k = 0 IF l[0] CONTAINS 'a'");
+    assert_eq!(e.to_string(), "line 1:35 no viable alternative at input 'CONTAINS'");
+    assert!(err("DELETE FROM t WHERE k = 0 IF m['a'] CONTAINS KEY 'b'").message.contains("no viable"));
 }
 
 #[test]
