@@ -172,10 +172,12 @@ impl Parser<'_> {
         };
         self.expect_sym(Sym::LParen)?;
         let mut key_declared = false;
-        loop {
-            self.table_element(&mut table, &mut key_declared)?;
-            if !self.eat_sym(Sym::Comma) {
-                break;
+        self.table_element(&mut table, &mut key_declared)?;
+        // As in ScyllaDB's grammar (`'(' cfamColumns (',' cfamColumns?)* ')'`),
+        // an element after a comma may be left out: `(a int, , b int,)`.
+        while self.eat_sym(Sym::Comma) {
+            if !self.is_sym(Sym::Comma) && !self.is_sym(Sym::RParen) {
+                self.table_element(&mut table, &mut key_declared)?;
             }
         }
         self.expect_sym(Sym::RParen)?;

@@ -192,6 +192,15 @@ fn create_table_errors() {
 }
 
 #[test]
+fn create_table_skips_empty_elements_after_commas() {
+    // ScyllaDB's grammar: `'(' cfamColumns (',' cfamColumns?)* ')'`.
+    let t = create_table("CREATE TABLE t (k int, , v int, PRIMARY KEY (k), )");
+    assert_eq!(t.columns.iter().map(|c| c.name.as_str()).collect::<Vec<_>>(), ["k", "v"]);
+    assert_eq!(t.partition_key, ["k"]);
+    assert!(err("CREATE TABLE t (, k int PRIMARY KEY)").message.contains("column name"));
+}
+
+#[test]
 fn alter_table_forms() {
     let add = alter_op("ALTER TABLE ks.t ADD v list<int>");
     let list = CqlType::List(Box::new(CqlType::Int));
