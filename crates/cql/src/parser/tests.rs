@@ -88,6 +88,7 @@ fn term(text: &str) -> Term {
 fn use_statement() {
     assert_eq!(stmt("USE ks"), Statement::Use("ks".into()));
     assert_eq!(stmt("use \"MyKs\";"), Statement::Use("MyKs".into()));
+    assert_eq!(err("USE ?").to_string(), "line 1:5 Bind variables cannot be used for keyspace names");
 }
 
 #[test]
