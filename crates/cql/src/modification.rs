@@ -494,6 +494,13 @@ fn assign(
             Ok(())
         }
         Assignment::SetElement { key, value, .. } => {
+            // ScyllaDB's text for a frozen collection (#13657).
+            if matches!(&column.ty, CqlType::Frozen(inner) if inner.is_multi_cell()) {
+                return Err(invalid(format!(
+                    "Invalid operation ({}[{key}] = {value}) for frozen collection column {}",
+                    column.name, column.name
+                )));
+            }
             let CqlType::Map(key_ty, value_ty) = &column.ty else {
                 return Err(invalid(format!(
                     "Invalid operation ({}[...] = ...) on a column that is neither a non-frozen list nor a map",
