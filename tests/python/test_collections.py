@@ -236,3 +236,12 @@ def test_filtering_on_a_map_entry(session, table):
         session.execute("SELECT p FROM %s WHERE m['a'] > 1 ALLOW FILTERING" % t)
     with pytest.raises(InvalidRequest, match="non-map column l"):
         session.execute("SELECT p FROM %s WHERE l[0] = 1 ALLOW FILTERING" % t)
+
+
+def test_element_assignment_on_a_frozen_collection(session, table):
+    # cqlpy's testMapItem (ScyllaDB #13657): ScyllaDB's text names the operation.
+    t = table("(k int PRIMARY KEY, m frozen<map<text, text>>, l frozen<list<int>>)")
+    with pytest.raises(InvalidRequest, match=r"Invalid operation \(m\['foo'\] = 'bar'\) for frozen collection column m"):
+        session.execute("UPDATE %s SET m['foo'] = 'bar' WHERE k = 1" % t)
+    with pytest.raises(InvalidRequest, match=r"Invalid operation \(l\[0\] = 1\) for frozen collection column l"):
+        session.execute("UPDATE %s SET l[0] = 1 WHERE k = 1" % t)

@@ -288,3 +288,13 @@ def test_schema_agreement(cluster, session, tname):
     assert rs.response_future.is_schema_agreed
     rs = session.execute("DROP TABLE %s" % tname)
     assert rs.response_future.is_schema_agreed
+
+
+def test_create_table_skips_empty_column_definitions(session):
+    # cqlpy's tuples_with_nulls_comparison and overflow tests: ScyllaDB's
+    # grammar takes `(a int, , b int,)`; a leading comma stays an error.
+    session.execute("CREATE TABLE commas (k int, , v int, PRIMARY KEY (k), )")
+    session.execute("INSERT INTO commas (k, v) VALUES (1, 2)")
+    assert tuple(session.execute("SELECT k, v FROM commas").one()) == (1, 2)
+    with pytest.raises(SyntaxException):
+        session.execute("CREATE TABLE commas2 (, k int PRIMARY KEY)")

@@ -247,3 +247,9 @@ def test_multi_column_relations_refused_as_scylla_refuses_them(session, t):
         assert message in str(ei.value), cql
     # A start and an end bound together are one range.
     session.execute("SELECT * FROM errs WHERE k = 0 AND (c) > (0) AND (c) < (5)")
+
+
+def test_use_with_a_bind_marker(session, t):
+    # cqlpy's testUseStatementWithBindVariable (ScyllaDB's grammar).
+    with pytest.raises(SyntaxException, match="Bind variables cannot be used for keyspace names"):
+        session.execute("USE ?")

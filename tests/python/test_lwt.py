@@ -13,7 +13,7 @@ import urllib.request
 import pytest
 
 from cassandra import ConsistencyLevel
-from cassandra.protocol import InvalidRequest
+from cassandra.protocol import InvalidRequest, SyntaxException
 from cassandra.query import UNSET_VALUE, BatchStatement, SimpleStatement
 
 from conftest import HOST, IS_CASSANDRA
@@ -376,6 +376,101 @@ def test_static_only_insert_if_not_exists_tests_the_static_row(session, table):
     rs = session.execute("INSERT INTO %s (k, s) VALUES (1, 8) IF NOT EXISTS" % t)
     assert not rs.was_applied
     assert session.execute("SELECT s FROM %s WHERE k = 1" % t).one().s == 7
+
+
+def test_static_insert_if_not_exists_ignores_clustering_rows(session, table):
+    # cqlpy's testStaticColumnsCas: the static row does not exist until a
+    # static cell is written, whatever rows the partition holds; ScyllaDB
+    # shows the partition key of the row it read.
+    t = table("(id int, k text, version int STATIC, v text, PRIMARY KEY (id, k))")
+    session.execute("INSERT INTO %s (id, k, v) VALUES (1, 'foo', 'foo')" % t)
+    rs = session.execute("INSERT INTO %s (id, version) VALUES (1, 1) IF NOT EXISTS" % t)
+    assert columns_and_row(rs) == (["[applied]", "id", "k", "version", "v"], [True, 1, None, None, None])
+    rs = session.execute("INSERT INTO %s (id, version) VALUES (1, 2) IF NOT EXISTS" % t)
+    assert columns_and_row(rs) == (["[applied]", "id", "k", "version", "v"], [False, 1, None, 1, None])
+    assert [tuple(r) for r in session.execute("SELECT * FROM %s" % t)] == [(1, "foo", 1, "foo")]
+
+
+def test_static_update_and_delete_if_exists_test_the_static_row(session, table):
+    # cqlpy's testStaticColumnsCas{Update,Delete}WithNullStaticColumn: a
+    # statement writing static columns alone needs no clustering key, and
+    # its IF EXISTS tests the static row.
+    t = table("(pk int, ck int, s1 int STATIC, s2 int STATIC, v int, PRIMARY KEY (pk, ck))")
+    session.execute("INSERT INTO %s (pk, s1, s2) VALUES (2, 1, 1)" % t)
+    session.execute("DELETE s1 FROM %s WHERE pk = 2" % t)
+    rs = session.execute("UPDATE %s SET s1 = 2 WHERE pk = 2 IF EXISTS" % t)
+    assert columns_and_row(rs) == (["[applied]", "pk", "ck", "s1", "s2", "v"], [True, 2, None, None, 1, None])
+    assert tuple(session.execute("SELECT * FROM %s WHERE pk = 2" % t).one()) == (2, None, 2, 1, None)
+    assert session.execute("DELETE s1, s2 FROM %s WHERE pk = 2 IF EXISTS" % t).was_applied
+    assert session.execute("SELECT * FROM %s WHERE pk = 2" % t).one() is None
+    assert not session.execute("DELETE s2 FROM %s WHERE pk = 2 IF EXISTS" % t).was_applied
+    assert not session.execute("UPDATE %s SET s1 = 3 WHERE pk = 2 IF EXISTS" % t).was_applied
+    # A row's columns still need the clustering key.
+    with pytest.raises(InvalidRequest, match="ck"):
+        session.execute("UPDATE %s SET s1 = 3, v = 1 WHERE pk = 2 IF EXISTS" % t)
+    with pytest.raises(InvalidRequest, match="in order to delete non static columns"):
+        session.execute("DELETE s1, v FROM %s WHERE pk = 2 IF EXISTS" % t)
+
+
+def test_static_only_statement_refuses_a_clustering_key(session, table):
+    # cqlpy's testStaticColumnsCas{Update,Delete}: ScyllaDB and Cassandra
+    # take a clustering key on a statement that writes and tests static
+    # columns alone as a mistake; a condition on the row makes it needed.
+    t = table("(pk int, ck int, s int STATIC, v int, PRIMARY KEY (pk, ck))")
+    session.execute("INSERT INTO %s (pk, ck, s, v) VALUES (1, 1, 1, 1)" % t)
+    for statement, kind in [
+        ("UPDATE %s SET s = 2 WHERE pk = 1 AND ck = 1", "UPDATE"),
+        ("UPDATE %s SET s = 2 WHERE pk = 1 AND ck = 1 IF s = 1", "UPDATE"),
+        ("DELETE s FROM %s WHERE pk = 1 AND ck = 1", "DELETE"),
+        ("DELETE s FROM %s WHERE pk = 1 AND ck = 1 IF s = 1", "DELETE"),
+    ]:
+        message = "Invalid restrictions on clustering columns since the %s statement modifies only static columns"
+        with pytest.raises(InvalidRequest, match=message % kind):
+            session.execute(statement % t)
+    assert session.execute("UPDATE %s SET s = 2 WHERE pk = 1 AND ck = 1 IF v = 1" % t).was_applied
+    assert session.execute("DELETE s FROM %s WHERE pk = 1 AND ck = 1 IF v = 1" % t).was_applied
+    assert tuple(session.execute("SELECT pk, ck, s, v FROM %s" % t).one()) == (1, 1, None, 1)
+
+
+def test_static_write_with_a_row_condition_reads_the_row(session, table):
+    # cqlpy's testStaticColumnsCas{Update,Delete}: a condition on the row's
+    # columns makes a static-only write name its row.
+    t = table("(pk int, ck int, s int STATIC, v int, PRIMARY KEY (pk, ck))")
+    session.execute("INSERT INTO %s (pk, ck, s, v) VALUES (1, 5, 1, 6)" % t)
+    rs = session.execute("UPDATE %s SET s = 2 WHERE pk = 1 AND ck = 5 IF v = 10" % t)
+    assert columns_and_row(rs) == (["[applied]", "v"], [False, 6])
+    assert session.execute("UPDATE %s SET s = 2 WHERE pk = 1 AND ck = 5 IF v = 6" % t).was_applied
+    assert session.execute("DELETE s FROM %s WHERE pk = 1 AND ck = 5 IF v = 6" % t).was_applied
+    assert tuple(session.execute("SELECT pk, ck, s, v FROM %s" % t).one()) == (1, 5, None, 6)
+    with pytest.raises(InvalidRequest, match="ck"):
+        session.execute("UPDATE %s SET s = 3 WHERE pk = 1 IF v = 6 AND s = 2" % t)
+    message = "DELETE statements must restrict all PRIMARY KEY columns with equality relations in order to use IF"
+    with pytest.raises(InvalidRequest, match=message):
+        session.execute("DELETE s FROM %s WHERE pk = 1 IF v = 6 AND s = 2" % t)
+    with pytest.raises(InvalidRequest, match="in order to delete non static columns"):
+        session.execute("DELETE s, v FROM %s WHERE pk = 1 IF s = 2" % t)
+
+
+def test_prepared_element_conditions_on_frozen_collections(session, table):
+    # cqlpy's testListItem / testMapItem: the markers of `l[?] = ?` and
+    # `m[?] = ?` take the element's types, frozen collection or not.
+    t = table("(k int PRIMARY KEY, l frozen<list<text>>, m frozen<map<text, text>>)")
+    session.execute("INSERT INTO %s (k, l, m) VALUES (0, ['foo', 'bar'], {'a': 'b'})" % t)
+    on_list = session.prepare("UPDATE %s SET l = ['x'] WHERE k = 0 IF l[?] = ?" % t)
+    on_map = session.prepare("UPDATE %s SET m = {'x': 'y'} WHERE k = 0 IF m[?] = ?" % t)
+    assert not session.execute(on_list, [1, None]).was_applied
+    assert not session.execute(on_map, ["a", None]).was_applied
+    assert session.execute(on_list, [1, "bar"]).was_applied
+    assert session.execute(on_map, ["a", "b"]).was_applied
+    assert tuple(session.execute("SELECT l, m FROM %s WHERE k = 0" % t).one()) == (["x"], {"x": "y"})
+
+
+def test_contains_on_an_element_does_not_parse(session, table):
+    # cqlpy's testListItem / testMapItem: CONTAINS tests a whole column.
+    t = table("(k int PRIMARY KEY, l list<text>, m map<text, text>)")
+    for condition in ["l[0] CONTAINS 'a'", "l[0] CONTAINS KEY 'a'", "m['a'] CONTAINS 'b'"]:
+        with pytest.raises(SyntaxException):
+            session.execute("DELETE FROM %s WHERE k = 0 IF %s" % (t, condition))
 
 
 def test_conditions_on_list_elements(session, table):

@@ -380,3 +380,18 @@ if IS_CASSANDRA:
     # Shoal-only: Cassandra has no index build tables of these names, and
     # answers some refusals in other words.
     pytestmark = pytest.mark.skip("Shoal's index semantics (ScyllaDB's global indexes)")
+
+
+def test_plain_index_on_a_frozen_user_type(session, table):
+    # cqlpy's testIndexOnUDT: a plain index on a frozen user type indexes
+    # the whole value (full() is for frozen collections), static or not.
+    session.execute("CREATE TYPE IF NOT EXISTS addr (street text, city text)")
+    for n, static in enumerate(("", " static")):
+        t = table("(id int, company text, home frozen<addr>%s, PRIMARY KEY (id, company))" % static)
+        session.execute("CREATE INDEX udt_home_%d ON %s (home)" % (n, t))
+        session.execute("INSERT INTO %s (id, company, home) VALUES (1, 'R', {street: 'Centre', city: 'C'})" % t)
+        query = "SELECT id, company FROM %s WHERE home = %s"
+        assert rows(session, query % (t, "{street: 'Centre', city: 'C'}")) == [(1, "R")]
+        session.execute("UPDATE %s SET home = {street: 'Fifth', city: 'P'} WHERE id = 1%s" % (t, "" if static else " AND company = 'R'"))
+        assert rows(session, query % (t, "{street: 'Centre', city: 'C'}")) == []
+        assert rows(session, query % (t, "{street: 'Fifth', city: 'P'}")) == [(1, "R")]

@@ -182,7 +182,10 @@ impl Collector<'_> {
         for condition in conditions {
             let target = &condition.target;
             let mut column = target.column.clone();
-            let ty = match (&target.element, &target.field, self.column_type(&column)) {
+            // A frozen collection's element is tested as a non-frozen one's.
+            let column_ty = self.column_type(&column);
+            let element_ty = if target.element.is_some() { column_ty.unfrozen().clone() } else { column_ty };
+            let ty = match (&target.element, &target.field, element_ty) {
                 (Some(key), _, CqlType::Map(k, v)) => {
                     self.term(key, &format!("key({column})"), &k);
                     *v

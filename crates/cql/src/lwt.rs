@@ -73,13 +73,15 @@ pub(crate) fn conditional(
         1 => write.update.rows.keys().next().cloned(),
         _ => return Err(invalid("IN on the clustering key columns is not supported with conditional updates")),
     };
+    // An INSERT without a clustering key writes only static columns: its
+    // IF NOT EXISTS tests the partition's static row. So does the IF EXISTS
+    // of an UPDATE or DELETE of static columns alone.
+    let whole_row_deleted = write.update.tombstone.is_some() || !write.update.range_tombstones.is_empty();
     let only_static = match &check {
         RowCheck::Columns(checks) => checks.iter().all(|c| meta.columns[c.column].kind == ColumnKind::Static),
-        _ => false,
+        RowCheck::Exists => !whole_row_deleted && writes_only_static(meta, statement),
+        RowCheck::NotExists => false,
     };
-    // An INSERT without a clustering key writes only static columns: its
-    // IF NOT EXISTS tests the partition's static row.
-    let whole_row_deleted = write.update.tombstone.is_some() || !write.update.range_tombstones.is_empty();
     let partition_level = meta.clustering_key_len() > 0 && (row.is_none() || whole_row_deleted);
     if partition_level && !only_static {
         match statement {
@@ -90,18 +92,7 @@ pub(crate) fn conditional(
                 let missing = meta.clustering_key().find(|c| !named(&c.name)).map_or("", |c| c.name.as_str());
                 return Err(invalid(format!("Missing mandatory PRIMARY KEY part {missing}")));
             }
-            // ScyllaDB's texts: deleting regular columns (or the row)
-            // first, then conditions on them.
-            Statement::Delete(delete) => {
-                let regular = |name: &str| meta.column(name).is_none_or(|c| c.kind != ColumnKind::Static);
-                let what = match delete.columns.is_empty() || delete.columns.iter().any(|c| regular(&c.column)) {
-                    true => "delete non static columns",
-                    false => "use IF condition on non static columns",
-                };
-                return Err(invalid(format!(
-                    "DELETE statements must restrict all PRIMARY KEY columns with equality relations in order to {what}"
-                )));
-            }
+            Statement::Delete(delete) => return Err(delete_key_error(meta, delete)),
             _ => {}
         }
     }
@@ -110,6 +101,31 @@ pub(crate) fn conditional(
         position: write.position.clone(),
         condition: RowCondition { row, check },
     }))
+}
+
+/// ScyllaDB's text for a conditional DELETE without its whole primary key:
+/// deleting regular columns (or the row) first, then conditions on them.
+pub(crate) fn delete_key_error(meta: &TableMeta, delete: &crate::ast::Delete) -> CqlError {
+    let regular = |name: &str| meta.column(name).is_none_or(|c| c.kind != ColumnKind::Static);
+    let what = match delete.columns.is_empty() || delete.columns.iter().any(|c| regular(&c.column)) {
+        true => "delete non static columns",
+        false => "use IF condition on non static columns",
+    };
+    invalid(format!(
+        "DELETE statements must restrict all PRIMARY KEY columns with equality relations in order to {what}"
+    ))
+}
+
+/// Whether `statement` names only static columns to write: a DELETE of
+/// listed static columns, or an UPDATE (whose writes are then checked to
+/// hold no clustering row).
+fn writes_only_static(meta: &TableMeta, statement: &Statement) -> bool {
+    let is_static = |name: &str| meta.column(name).is_some_and(|c| c.kind == ColumnKind::Static);
+    match statement {
+        Statement::Delete(delete) => !delete.columns.is_empty() && delete.columns.iter().all(|c| is_static(&c.column)),
+        Statement::Update(_) => true,
+        _ => false,
+    }
 }
 
 /// Whether `relation` restricts the column `name`.

@@ -21,7 +21,7 @@ use shoal_coordinator::data::{ListOp, ListOpKind, Mutation};
 use shoal_schema::comparable;
 use shoal_schema::{ColumnKind, ColumnMeta, CqlType, TableMeta, UserType};
 
-use crate::ast::{Assignment, ColumnTarget, Delete, Insert, Term, Update, Using};
+use crate::ast::{Assignment, ColumnTarget, Condition, Delete, Insert, Term, Update, Using};
 use crate::ddl::is_counter_table;
 use crate::error::{invalid, CqlResult};
 use crate::restrictions::{analyze_write, check_key_value, position_of, PartitionRestriction};
@@ -192,6 +192,8 @@ pub fn update(meta: &TableMeta, statement: &Update, ctx: WriteContext<'_>) -> Cq
     let PartitionRestriction::Keys(positions) = restrictions.partitions else {
         return Err(invalid(missing_key_message(meta, "partition key")));
     };
+    let written = statement.assignments.iter().map(assignment_column);
+    check_static_only(meta, "UPDATE", written, &statement.condition, restrictions.clustering_restricted)?;
     let mut row = Row::default();
     let mut static_row = Row::default();
     let mut pending = Vec::new();
@@ -205,9 +207,12 @@ pub fn update(meta: &TableMeta, statement: &Update, ctx: WriteContext<'_>) -> Cq
         merge_write(target, |part| assign(part, column, assignment, &attrs, ctx.bindings, &mut pending))?;
     }
     let has_regular = !row.columns.is_empty() || pending.iter().any(|p| !p.is_static);
+    // A write of static columns conditioned on its row's columns still
+    // names the row, for the condition to read (nothing is written there).
+    let names_row = has_regular || conditions_name_row(meta, &statement.condition);
     let keys = match restrictions.clustering_keys {
         Some(keys) if meta.clustering_key_len() > 0 || keys.len() == 1 => keys,
-        _ if !has_regular => Vec::new(),
+        _ if !names_row => Vec::new(),
         _ => return Err(invalid(missing_key_message(meta, "clustering key"))),
     };
     keys.iter().try_for_each(|(_, values)| check_dense_clustering(meta, values))?;
@@ -216,7 +221,7 @@ pub fn update(meta: &TableMeta, statement: &Update, ctx: WriteContext<'_>) -> Cq
         .map(|position| {
             let mut update = Partition { static_row: static_row.clone(), ..Partition::default() };
             let mut list_ops = Vec::new();
-            if has_regular {
+            if names_row {
                 for (encoded, values) in &keys {
                     update.rows.insert(encoded.clone(), ClusteredRow { clustering: values.clone(), row: row.clone() });
                     list_ops.extend(pending.iter().filter(|p| !p.is_static).map(|p| p.for_row(Some(encoded), &attrs)));
@@ -242,6 +247,10 @@ pub fn delete(meta: &TableMeta, statement: &Delete, ctx: WriteContext<'_>) -> Cq
     let PartitionRestriction::Keys(positions) = restrictions.partitions else {
         return Err(invalid(missing_key_message(meta, "partition key")));
     };
+    if !statement.columns.is_empty() {
+        let written = statement.columns.iter().map(|c| c.column.as_str());
+        check_static_only(meta, "DELETE", written, &statement.condition, restrictions.clustering_restricted)?;
+    }
     let mut update = Partition::default();
     let mut pending = Vec::new();
     if statement.columns.is_empty() {
@@ -337,9 +346,16 @@ fn delete_columns(
             Some(key) => delete_element(part, column, key, attrs, bindings),
         })?;
     }
-    // A field deletion writes its cell into the row on the replica.
-    if !row.columns.is_empty() || pending.iter().any(|p| !p.is_static) {
-        let Some(keys) = keys else { return Err(invalid(missing_key_message(meta, "clustering key"))) };
+    // A field deletion writes its cell into the row on the replica; a
+    // condition on the row's columns reads it.
+    let names_row = conditions_name_row(meta, &statement.condition);
+    if !row.columns.is_empty() || pending.iter().any(|p| !p.is_static) || names_row {
+        let Some(keys) = keys else {
+            return Err(match statement.condition {
+                Condition::None => invalid(missing_key_message(meta, "clustering key")),
+                _ => crate::lwt::delete_key_error(meta, statement),
+            });
+        };
         for (encoded, values) in keys {
             update.rows.insert(encoded.clone(), ClusteredRow { clustering: values.clone(), row: row.clone() });
         }
@@ -392,6 +408,32 @@ fn delete_element(
     let key = eval_required(key, Receiver { name: &column.name, ty: key_ty }, bindings)?;
     let cell = Cell::dead(attrs.timestamp, attrs.now_s);
     collection_of(row, column).cells.insert(sort_key(key_ty, &key), CollectionCell { key, cell });
+    Ok(())
+}
+
+/// Whether `condition` tests a column of the row rather than a static one.
+fn conditions_name_row(meta: &TableMeta, condition: &Condition) -> bool {
+    let is_static = |name: &str| meta.column(name).is_some_and(|c| c.kind == ColumnKind::Static);
+    matches!(condition, Condition::IfColumns(conditions) if conditions.iter().any(|c| !is_static(&c.target.column)))
+}
+
+/// Rejects clustering restrictions on an UPDATE or DELETE that touches only
+/// static columns, in what it writes and in its `IF` conditions: as in
+/// ScyllaDB and Cassandra, they suggest the statement is not what was meant.
+fn check_static_only<'a>(
+    meta: &TableMeta,
+    kind: &str,
+    mut written: impl Iterator<Item = &'a str>,
+    condition: &Condition,
+    clustering_restricted: bool,
+) -> CqlResult<()> {
+    let is_static = |name: &str| meta.column(name).is_some_and(|c| c.kind == ColumnKind::Static);
+    let conditions_static = !conditions_name_row(meta, condition);
+    if clustering_restricted && meta.clustering_key_len() > 0 && conditions_static && written.all(is_static) {
+        return Err(invalid(format!(
+            "Invalid restrictions on clustering columns since the {kind} statement modifies only static columns"
+        )));
+    }
     Ok(())
 }
 
@@ -486,6 +528,13 @@ fn assign(
             Ok(())
         }
         Assignment::SetElement { key, value, .. } => {
+            // ScyllaDB's text for a frozen collection (#13657).
+            if matches!(&column.ty, CqlType::Frozen(inner) if inner.is_multi_cell()) {
+                return Err(invalid(format!(
+                    "Invalid operation ({}[{key}] = {value}) for frozen collection column {}",
+                    column.name, column.name
+                )));
+            }
             let CqlType::Map(key_ty, value_ty) = &column.ty else {
                 return Err(invalid(format!(
                     "Invalid operation ({}[...] = ...) on a column that is neither a non-frozen list nor a map",

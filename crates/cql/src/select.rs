@@ -840,6 +840,9 @@ fn function_selector(meta: &TableMeta, name: &str, args: &[SelectorExpr]) -> Cql
     if let Some(kind) = kind {
         let [(_, ty, arg)] = <[_; 1]>::try_from(compiled)
             .map_err(|_| invalid(format!("Invalid number of arguments in call to function {display}")))?;
+        if aggregate::has_aggregate(&arg) {
+            return Err(invalid("aggregate functions cannot be used as arguments of aggregate functions"));
+        }
         let result_ty = if kind == AggregateKind::Count { CqlType::Bigint } else { ty };
         // COUNT(v) is named `system.count(v)`, as the other aggregates are;
         // only COUNT(*) and COUNT(1) are `count` (Cassandra's and ScyllaDB's).

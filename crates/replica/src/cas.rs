@@ -155,7 +155,7 @@ impl CasRequest {
         }
         let mut applied = true;
         for (condition, row) in self.conditions.iter().zip(&rows) {
-            applied &= condition.check.holds(meta, row.as_ref())?;
+            applied &= condition.holds(meta, row.as_ref())?;
         }
         let mut written = None;
         if let (true, Some(mutation)) = (applied, &self.mutation) {
@@ -229,6 +229,24 @@ fn reads_static(meta: &TableMeta, check: &RowCheck) -> bool {
     match check {
         RowCheck::Columns(checks) => checks.iter().any(|c| meta.columns[c.column].kind == ColumnKind::Static),
         _ => false,
+    }
+}
+
+impl RowCondition {
+    /// Whether `row`, read for this condition ([`condition_row`]), passes
+    /// its check. The static row exists only with a live static cell: its
+    /// read yields the partition's key whenever a clustering row is live,
+    /// and ScyllaDB shows that key, but `INSERT ... IF NOT EXISTS` of
+    /// static columns tests the static row alone.
+    pub fn holds(&self, meta: &TableMeta, row: Option<&ResultRow>) -> Result<bool, ReplicaError> {
+        let static_live = |r: &&ResultRow| {
+            meta.columns.iter().zip(&r.cells).any(|(c, cell)| c.kind == ColumnKind::Static && cell.is_some())
+        };
+        let row = match (&self.row, &self.check) {
+            (None, RowCheck::Exists | RowCheck::NotExists) => row.filter(static_live),
+            _ => row,
+        };
+        self.check.holds(meta, row)
     }
 }
 

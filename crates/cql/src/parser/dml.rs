@@ -234,6 +234,11 @@ impl Parser<'_> {
 
     fn column_condition(&mut self) -> PResult<ColumnCondition> {
         let target = self.target()?;
+        // ScyllaDB's grammar has CONTAINS [KEY] only on a whole column:
+        // `l[0] CONTAINS x` does not parse.
+        if (target.element.is_some() || target.field.is_some()) && self.is_kw("contains") {
+            return Err(self.no_viable());
+        }
         if !self.eat_kw("in") {
             let op = self.operator()?;
             let value = self.term()?;

@@ -334,6 +334,10 @@ impl<'a> Parser<'a> {
             "begin" => self.batch(),
             "use" => {
                 self.advance();
+                if self.is_sym(Sym::Question) {
+                    let message = "Bind variables cannot be used for keyspace names".to_string();
+                    return Err(self.error_at_token(self.peek(), message));
+                }
                 Ok(Statement::Use(self.ident("keyspace name")?))
             }
             "create" => self.create(),

@@ -88,6 +88,7 @@ fn term(text: &str) -> Term {
 fn use_statement() {
     assert_eq!(stmt("USE ks"), Statement::Use("ks".into()));
     assert_eq!(stmt("use \"MyKs\";"), Statement::Use("MyKs".into()));
+    assert_eq!(err("USE ?").to_string(), "line 1:5 Bind variables cannot be used for keyspace names");
 }
 
 #[test]
@@ -203,6 +204,15 @@ fn create_table_errors() {
     assert!(err("CREATE TABLE t (k int PRIMARY KEY) WITH comment = 'a' AND comment = 'b'")
         .message
         .contains("multiple definitions"));
+}
+
+#[test]
+fn create_table_skips_empty_elements_after_commas() {
+    // ScyllaDB's grammar: `'(' cfamColumns (',' cfamColumns?)* ')'`.
+    let t = create_table("CREATE TABLE t (k int, , v int, PRIMARY KEY (k), )");
+    assert_eq!(t.columns.iter().map(|c| c.name.as_str()).collect::<Vec<_>>(), ["k", "v"]);
+    assert_eq!(t.partition_key, ["k"]);
+    assert!(err("CREATE TABLE t (, k int PRIMARY KEY)").message.contains("column name"));
 }
 
 #[test]
@@ -381,6 +391,10 @@ fn update_conditions() {
     assert_eq!((conds[1].op, &conds[1].value), (Operator::In, &Term::Bind(0)));
     let e = err("UPDATE t SET v = 1 WHERE k = 1 IF NOT EXISTS");
     assert_eq!(e.to_string(), "line 1:35 IF NOT EXISTS is only valid for INSERT");
+    // CONTAINS [KEY] only tests a whole column (ScyllaDB's grammar).
+    let e = err("DELETE FROM t WHERE k = 0 IF l[0] CONTAINS 'a'");
+    assert_eq!(e.to_string(), "line 1:35 no viable alternative at input 'CONTAINS'");
+    assert!(err("DELETE FROM t WHERE k = 0 IF m['a'] CONTAINS KEY 'b'").message.contains("no viable"));
 }
 
 #[test]

@@ -59,6 +59,54 @@ enum Running {
         sum_ty: CqlType,
         values: u64,
     },
+    /// A float or double sum, compensated (Kahan) as Cassandra's: summing
+    /// 0.1 .. 1.7 gives 15.3, not 15.299999999999999.
+    FloatSum(CompensatedSum),
+}
+
+/// Kahan summation in double precision, as Java's `DoubleSummaryStatistics`
+/// (which Cassandra's float and double `sum` and `avg` follow).
+#[derive(Default)]
+struct CompensatedSum {
+    sum: f64,
+    compensation: f64,
+    /// The plain sum: the answer when compensation turned an infinite sum
+    /// into NaN (`inf - inf`).
+    simple: f64,
+    values: u64,
+}
+
+impl CompensatedSum {
+    fn add(&mut self, value: f64) {
+        let corrected = value - self.compensation;
+        let rounded = self.sum + corrected;
+        self.compensation = (rounded - self.sum) - corrected;
+        self.sum = rounded;
+        self.simple += value;
+        self.values += 1;
+    }
+
+    fn total(&self) -> f64 {
+        let total = self.sum - self.compensation;
+        if total.is_nan() && self.simple.is_infinite() {
+            self.simple
+        } else {
+            total
+        }
+    }
+
+    /// The sum, or the average for `avg` (0 over no values), as `ty`.
+    fn finish(&self, kind: AggregateKind, ty: &CqlType) -> Bytes {
+        let value = match (kind, self.values) {
+            (AggregateKind::Avg, 0) => 0.0,
+            (AggregateKind::Avg, n) => self.total() / n as f64,
+            _ => self.total(),
+        };
+        match ty {
+            CqlType::Float => Bytes::copy_from_slice(&(value as f32).to_be_bytes()),
+            _ => Bytes::copy_from_slice(&value.to_be_bytes()),
+        }
+    }
 }
 
 /// The folds of a statement's selectors.
@@ -106,6 +154,11 @@ fn fold_of(sel: &Sel) -> CqlResult<Fold<'_>> {
             let state = match kind {
                 AggregateKind::Count => Running::Count(0),
                 AggregateKind::Min | AggregateKind::Max => Running::Best(None),
+                AggregateKind::Sum | AggregateKind::Avg
+                    if matches!(ty.unfrozen(), CqlType::Float | CqlType::Double) =>
+                {
+                    Running::FloatSum(CompensatedSum::default())
+                }
                 AggregateKind::Sum | AggregateKind::Avg => {
                     let ty = ty.unfrozen();
                     let numeric =
@@ -204,6 +257,14 @@ impl Running {
                     *best = Some(value);
                 }
             }
+            Running::FloatSum(sum) => {
+                let Some(value) = value.filter(|v| !v.is_empty()) else { return Ok(()) };
+                match Value::deserialize(ty, &value).map_err(|e| CqlError::Server(e.to_string()))? {
+                    Value::Float(v) => sum.add(f64::from(v)),
+                    Value::Double(v) => sum.add(v),
+                    other => return Err(CqlError::Server(format!("a float sum given {other:?}"))),
+                }
+            }
             Running::Sum { sum, sum_ty, values } => {
                 // Empty values count as null, as in Cassandra.
                 let Some(value) = value.filter(|v| !v.is_empty()) else { return Ok(()) };
@@ -221,6 +282,7 @@ impl Running {
         Ok(match self {
             Running::Count(n) => Some(Bytes::copy_from_slice(&n.to_be_bytes())),
             Running::Best(best) => best,
+            Running::FloatSum(sum) => Some(sum.finish(kind, ty)),
             Running::Sum { sum, values, .. } => {
                 let sum = match kind {
                     AggregateKind::Avg => divide_for_avg(ty, &sum, values)
@@ -230,5 +292,36 @@ impl Running {
                 Some(Bytes::from(sum.to_bytes()))
             }
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn double(bytes: &Bytes) -> f64 {
+        f64::from_be_bytes(bytes.as_ref().try_into().expect("8 bytes"))
+    }
+
+    #[test]
+    fn float_sums_are_compensated_as_cassandras() {
+        let mut sum = CompensatedSum::default();
+        (1..18).for_each(|i| sum.add(f64::from(i) / 10.0));
+        assert_eq!(double(&sum.finish(AggregateKind::Sum, &CqlType::Double)), 15.3);
+        assert_eq!(double(&sum.finish(AggregateKind::Avg, &CqlType::Double)), 15.3 / 17.0);
+        let empty = CompensatedSum::default();
+        assert_eq!(double(&empty.finish(AggregateKind::Avg, &CqlType::Double)), 0.0);
+    }
+
+    #[test]
+    fn infinite_and_nan_float_sums() {
+        let mut sum = CompensatedSum::default();
+        [1.0, f64::INFINITY, 2.0].into_iter().for_each(|v| sum.add(v));
+        assert_eq!(double(&sum.finish(AggregateKind::Sum, &CqlType::Double)), f64::INFINITY);
+        assert_eq!(double(&sum.finish(AggregateKind::Avg, &CqlType::Double)), f64::INFINITY);
+        sum.add(f64::NAN);
+        assert!(double(&sum.finish(AggregateKind::Sum, &CqlType::Double)).is_nan());
+        let float = sum.finish(AggregateKind::Sum, &CqlType::Float);
+        assert!(f32::from_be_bytes(float.as_ref().try_into().expect("4 bytes")).is_nan());
     }
 }

@@ -69,8 +69,12 @@ pub(crate) fn choose(
     for relation in relations {
         let (name, kind, value) = match relation {
             Relation::Simple { column, op: Operator::Eq, value } => {
-                let frozen = meta.column(column).is_some_and(|c| matches!(c.ty, CqlType::Frozen(_)));
-                (column, if frozen { IndexKind::Full } else { IndexKind::Values }, value)
+                // full() indexes a frozen collection's whole value; a plain
+                // index a frozen user type's or tuple's, as any other value.
+                let frozen_collection = meta
+                    .column(column)
+                    .is_some_and(|c| matches!(&c.ty, CqlType::Frozen(inner) if inner.is_multi_cell()));
+                (column, if frozen_collection { IndexKind::Full } else { IndexKind::Values }, value)
             }
             Relation::Simple { column, op: Operator::Contains, value } => (column, IndexKind::Values, value),
             Relation::Simple { column, op: Operator::ContainsKey, value } => (column, IndexKind::Keys, value),
