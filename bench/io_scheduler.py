@@ -61,14 +61,14 @@ def free_ports(n):
 
 
 class Server:
-    def __init__(self, args, workdir, scheduler, properties):
+    def __init__(self, args, workdir, scheduler, properties, extra=()):
         self.args, self.workdir = args, workdir
         self.cql, self.aware, self.api, self.storage = free_ports(4)
         cmd = ["taskset", "-c", args.server_cpu, args.shoal, "--workdir", workdir, "--smp", "1",
                "--memory", "2G", "--memtable-space-in-mb", str(args.memtable_mb),
                "--native-transport-port", str(self.cql), "--native-shard-aware-transport-port", str(self.aware),
                "--api-port", str(self.api), "--memcache-port", "0", "--storage-port", str(self.storage),
-               "--io-scheduler", scheduler, "--io-properties-file", properties]
+               "--io-scheduler", scheduler, "--io-properties-file", properties, *extra]
         self.log = open(os.path.join(workdir + ".log"), "w")
         self.proc = subprocess.Popen(cmd, stdout=self.log, stderr=subprocess.STDOUT)
         deadline = time.time() + 60
