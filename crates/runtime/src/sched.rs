@@ -180,6 +180,18 @@ mod tests {
     }
 
     #[test]
+    fn every_group_shows_in_the_metrics() {
+        compio::runtime::Runtime::new().expect("a runtime").block_on(async {
+            in_group(Group::Compaction, async {}).await;
+            let families = shoal_metrics::gather();
+            for name in ["scylla_scheduler_runtime_ms", "scylla_scheduler_tasks_processed", "scylla_scheduler_shares"] {
+                let family = families.iter().find(|f| f.name == name);
+                assert_eq!(family.map(|f| f.samples.len()), Some(Group::ALL.len()), "{name}");
+            }
+        });
+    }
+
+    #[test]
     fn a_nested_group_is_not_charged_to_the_outer_one() {
         compio::runtime::Runtime::new().expect("a runtime").block_on(async {
             let (streaming, flush) = (stats(Group::Streaming).runtime_ns, stats(Group::Flush).runtime_ns);

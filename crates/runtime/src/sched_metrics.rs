@@ -1,6 +1,9 @@
 //! The CPU scheduler's metrics on this shard, per group, read at scrape
 //! time under ScyllaDB's names: runtime, tasks processed, tasks giving the
-//! core back, time waited, shares.
+//! core back, time waited, shares. ScyllaDB types its runtime, tasks and
+//! wait time as counters; the exporter keeps counters to names ending in
+//! `_total` (OpenMetrics), so under ScyllaDB's names they are gauges that
+//! only grow.
 
 use crate::sched::snapshot;
 
@@ -10,13 +13,13 @@ pub(crate) fn register() {
         let Some(groups) = snapshot() else { return };
         for (group, stats) in groups {
             let labels = || vec![("group", group.name().to_string())];
-            collector.counter(
+            collector.gauge(
                 "scylla_scheduler_runtime_ms",
                 "Accumulated runtime of this task queue; an increment rate of 1000ms per second indicates full utilization",
                 labels(),
                 stats.runtime_ns as f64 / 1e6,
             );
-            collector.counter(
+            collector.gauge(
                 "scylla_scheduler_tasks_processed",
                 "Count of tasks executing on this queue; indicates together with runtime_ms indicates length of tasks",
                 labels(),
@@ -28,7 +31,7 @@ pub(crate) fn register() {
                 labels(),
                 f64::from(stats.waiting),
             );
-            collector.counter(
+            collector.gauge(
                 "scylla_scheduler_waittime_ms",
                 "Accumulated waittime of this task queue; an increment rate of 1000ms per second indicates queue is waiting for something (e.g. IO)",
                 labels(),
