@@ -36,7 +36,7 @@ import threading
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from io_scheduler import ROOT, Server, finish, stress  # noqa: E402
+from io_scheduler import ROOT, Server, finish, load_read_alone_and_beside_writes, read_args, stress  # noqa: E402
 
 
 def parse_args(argv):
@@ -70,18 +70,7 @@ def run_mode(args, tmp, mode, properties, tag):
     server = Server(args, workdir, "on", properties, extra=("--cpu-scheduler", mode))
     try:
         j = lambda name: os.path.join(tmp, "%s-%s.json" % (tag, name))
-        finish(stress(args, server, ["--workload", "write", "--pop", "seq", "--count", str(args.keys)],
-                      j("populate")), j("populate"))
-        server.nodetool("flush")
-        read = ["--workload", "read", "--pop", "uniform", "--rate", str(args.read_rate), "--warmup", "2",
-                "--duration", str(args.duration), "--no-schema"]
-        alone = finish(stress(args, server, read, j("alone")), j("alone"))
-        writer = stress(args, server, ["--workload", "write", "--pop", "uniform", "--rate", str(args.write_rate),
-                                       "--warmup", "0", "--duration", str(args.duration + 4), "--no-schema"],
-                        j("writes"))
-        time.sleep(2)
-        beside = finish(stress(args, server, read, j("beside")), j("beside"))
-        writes = finish(writer, j("writes"))
+        alone, beside, writes = load_read_alone_and_beside_writes(args, server, j)
         server.nodetool("flush")
         started = time.time()
         compact = subprocess.Popen([args.shoal, "nodetool", "--api-port", str(server.api), "compact"],
@@ -89,7 +78,7 @@ def run_mode(args, tmp, mode, properties, tag):
         compacted = []
         waiter = threading.Thread(target=lambda: (compact.communicate(timeout=900), compacted.append(time.time())))
         waiter.start()
-        major = finish(stress(args, server, read, j("major")), j("major"))
+        major = finish(stress(args, server, read_args(args), j("major")), j("major"))
         waiter.join()
         return {
             "read_alone": alone["latency_us"], "read_beside_writes": beside["latency_us"],
