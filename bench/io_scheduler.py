@@ -61,14 +61,14 @@ def free_ports(n):
 
 
 class Server:
-    def __init__(self, args, workdir, scheduler, properties):
+    def __init__(self, args, workdir, scheduler, properties, extra=()):
         self.args, self.workdir = args, workdir
         self.cql, self.aware, self.api, self.storage = free_ports(4)
         cmd = ["taskset", "-c", args.server_cpu, args.shoal, "--workdir", workdir, "--smp", "1",
                "--memory", "2G", "--memtable-space-in-mb", str(args.memtable_mb),
                "--native-transport-port", str(self.cql), "--native-shard-aware-transport-port", str(self.aware),
                "--api-port", str(self.api), "--memcache-port", "0", "--storage-port", str(self.storage),
-               "--io-scheduler", scheduler, "--io-properties-file", properties]
+               "--io-scheduler", scheduler, "--io-properties-file", properties, *extra]
         self.log = open(os.path.join(workdir + ".log"), "w")
         self.proc = subprocess.Popen(cmd, stdout=self.log, stderr=subprocess.STDOUT)
         deadline = time.time() + 60
@@ -122,24 +122,35 @@ def queue_delays(metrics):
             for cls, t in totals.items() if t.get("shoal_io_queue_dispatched_total")}
 
 
+def read_args(args):
+    """`shoal stress` arguments of the fixed-rate uniform reads."""
+    return ["--workload", "read", "--pop", "uniform", "--rate", str(args.read_rate), "--warmup", "2",
+            "--duration", str(args.duration), "--no-schema"]
+
+
+def load_read_alone_and_beside_writes(args, server, j):
+    """Loads --keys rows and flushes, then reads alone and beside writes
+    (started 2 s earlier); `j(name)` names each phase's json file.
+    Returns the phases' reports: (alone, beside, writes)."""
+    finish(stress(args, server, ["--workload", "write", "--pop", "seq", "--count", str(args.keys)],
+                  j("populate")), j("populate"))
+    server.nodetool("flush")
+    alone = finish(stress(args, server, read_args(args), j("alone")), j("alone"))
+    writer = stress(args, server, ["--workload", "write", "--pop", "uniform", "--rate", str(args.write_rate),
+                                   "--warmup", "0", "--duration", str(args.duration + 4), "--no-schema"],
+                    j("writes"))
+    time.sleep(2)
+    beside = finish(stress(args, server, read_args(args), j("beside")), j("beside"))
+    return alone, beside, finish(writer, j("writes"))
+
+
 def run_mode(args, tmp, scheduler, properties):
     workdir = os.path.join(tmp, "node-" + scheduler)
     server = Server(args, workdir, scheduler, properties)
     out = {}
     try:
         j = lambda name: os.path.join(tmp, "%s-%s.json" % (scheduler, name))
-        finish(stress(args, server, ["--workload", "write", "--pop", "seq", "--count", str(args.keys)],
-                      j("populate")), j("populate"))
-        server.nodetool("flush")
-        read = ["--workload", "read", "--pop", "uniform", "--rate", str(args.read_rate), "--warmup", "2",
-                "--duration", str(args.duration), "--no-schema"]
-        alone = finish(stress(args, server, read, j("alone")), j("alone"))
-        writer = stress(args, server, ["--workload", "write", "--pop", "uniform", "--rate", str(args.write_rate),
-                                       "--warmup", "0", "--duration", str(args.duration + 4), "--no-schema"],
-                        j("writes"))
-        time.sleep(2)
-        beside = finish(stress(args, server, read, j("beside")), j("beside"))
-        writes = finish(writer, j("writes"))
+        alone, beside, writes = load_read_alone_and_beside_writes(args, server, j)
         out = {
             "read_alone": alone["latency_us"], "read_alone_ops_per_s": alone["ops_per_s"],
             "read_beside_writes": beside["latency_us"], "read_beside_ops_per_s": beside["ops_per_s"],

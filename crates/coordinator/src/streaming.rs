@@ -32,7 +32,8 @@ use futures_util::future::join_all;
 use futures_util::{stream, StreamExt};
 use shoal_cluster::messaging;
 use shoal_cluster::verb::Verb;
-use shoal_runtime::submit_to;
+use shoal_runtime::sched::in_group;
+use shoal_runtime::{submit_to, Group};
 use shoal_storage::{Partition, PartitionPosition};
 use uuid::Uuid;
 
@@ -80,12 +81,18 @@ pub(crate) fn decode_read(payload: &[u8]) -> Result<StreamRead, CoordinatorError
 }
 
 /// This shard's stored partitions of a table in a range, from its start,
-/// about `page_bytes` of them.
+/// about `page_bytes` of them. Streaming's and repair's reads: they run in
+/// the streaming scheduling group (CPU) and so in its I/O class.
 pub(crate) async fn scan_page(read: StreamRead, page_bytes: usize) -> Result<StreamPage, CoordinatorError> {
+    in_group(Group::Streaming, scan_page_here(read, page_bytes)).await
+}
+
+async fn scan_page_here(read: StreamRead, page_bytes: usize) -> Result<StreamPage, CoordinatorError> {
     let database = shoal_replica::local();
     let mut page = StreamPage::default();
     let (mut from, mut bytes) = (read.from, 0);
     loop {
+        shoal_runtime::sched::maybe_yield().await;
         let batch = database.scan_raw(read.table, from.as_ref(), read.to.as_ref(), SCAN_PARTITIONS).await?;
         let full = batch.len() == SCAN_PARTITIONS;
         if let Some((last, _)) = batch.last() {
@@ -246,12 +253,14 @@ async fn apply(table: Uuid, partitions: Vec<(PartitionPosition, Partition)>) -> 
         by_shard[shard_of(position.token)].push((position, partition));
     }
     let applies = by_shard.into_iter().enumerate().filter(|(_, p)| !p.is_empty()).map(|(shard, partitions)| {
-        submit_to(shard, move || async move {
-            let database = shoal_replica::local();
-            for (position, partition) in partitions {
-                database.apply_streamed(table, position, partition).await?;
-            }
-            Ok::<(), shoal_replica::ReplicaError>(())
+        submit_to(shard, move || {
+            in_group(Group::Streaming, async move {
+                let database = shoal_replica::local();
+                for (position, partition) in partitions {
+                    database.apply_streamed(table, position, partition).await?;
+                }
+                Ok::<(), shoal_replica::ReplicaError>(())
+            })
         })
     });
     for applied in join_all(applies).await {

@@ -119,7 +119,11 @@ fn on_schema_change(change: &SchemaChange) {
 fn start_build(base_id: Uuid, view: View) {
     BUILDING.with(|b| b.borrow_mut().insert(view.view.id));
     shoal_runtime::spawn(async move {
-        match build(base_id, &view).await {
+        // View building runs in the streaming scheduling group (ScyllaDB's
+        // choice): its CPU and its reads of the base table take at most
+        // that group's share beside the queries.
+        let built = shoal_runtime::sched::in_group(shoal_runtime::Group::Streaming, build(base_id, &view)).await;
+        match built {
             Ok(()) => record_built(&view).await,
             Err(e) => tracing::warn!("building view {} stopped: {e}", view.name()),
         }
@@ -161,8 +165,9 @@ async fn build(base_id: Uuid, view: &View) -> Result<(), shoal_replica::ReplicaE
         }
         let Some(last) = last else { break };
         from = Some(last);
-        // A long build leaves the reactor to requests between steps.
-        shoal_runtime::yield_now().await;
+        // A long build leaves the reactor to requests between steps, and
+        // gives the core back when over its group's shares.
+        shoal_runtime::sched::maybe_yield().await;
     }
     tracing::info!(
         "built view {} on shard {}: {entries} view updates written in {} ms",

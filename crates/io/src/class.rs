@@ -7,7 +7,9 @@
 //! streaming and maintenance 200; compaction's shares will be set by a
 //! controller from its backlog. Until the scheduler exists, the class is
 //! only counted (`shoal_io_operations_total` and `shoal_io_bytes_total` by
-//! `class`, per shard), so the seam is visible and tested.
+//! `class`, per shard), so the seam is visible and tested. A query-class
+//! read made by a background scheduling group is charged to that group's
+//! class ([`effective`]).
 
 use std::cell::RefCell;
 use std::rc::Rc;
@@ -65,6 +67,25 @@ impl IoClass {
     }
 }
 
+/// The class a request of `named` class is charged to: the caller's
+/// class, except that a read for a query (`Query`) made by background work
+/// (a task running in a background CPU scheduling group: streaming,
+/// repair and view building read tables through the query path) goes in
+/// that group's class, as Seastar ties I/O classes to scheduling groups.
+pub(crate) fn effective(named: IoClass) -> IoClass {
+    use shoal_runtime::Group;
+    if named != IoClass::Query {
+        return named;
+    }
+    match shoal_runtime::sched::current_group() {
+        Some(Group::Streaming) => IoClass::Streaming,
+        Some(Group::Compaction) => IoClass::Compaction,
+        Some(Group::Flush) => IoClass::Flush,
+        Some(Group::Maintenance) => IoClass::Maintenance,
+        Some(Group::Statements | Group::Commitlog) | None => named,
+    }
+}
+
 /// One class's counters on this shard.
 struct ClassCounters {
     operations: Rc<Counter>,
@@ -77,6 +98,7 @@ thread_local! {
 
 /// Counts one request of `class` moving `bytes` (0 for metadata calls).
 pub(crate) fn record(class: IoClass, bytes: usize) {
+    let class = effective(class);
     COUNTERS.with(|counters| {
         let mut counters = counters.borrow_mut();
         let counters = counters.get_or_insert_with(register);
@@ -112,4 +134,29 @@ pub fn counted(class: IoClass) -> (u64, u64) {
             (class_counters.operations.get(), class_counters.bytes.get())
         })
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use shoal_runtime::sched::in_group;
+    use shoal_runtime::Group;
+
+    #[test]
+    fn a_query_read_by_background_work_goes_in_its_group_class() {
+        crate::block_on(async {
+            assert_eq!(effective(IoClass::Query), IoClass::Query);
+            in_group(Group::Streaming, async {
+                assert_eq!(effective(IoClass::Query), IoClass::Streaming);
+                // A class named for its own purpose stays.
+                assert_eq!(effective(IoClass::Maintenance), IoClass::Maintenance);
+            })
+            .await;
+            in_group(Group::Statements, async { assert_eq!(effective(IoClass::Query), IoClass::Query) }).await;
+            in_group(Group::Compaction, async { assert_eq!(effective(IoClass::Query), IoClass::Compaction) }).await;
+            let before = counted(IoClass::Streaming);
+            in_group(Group::Streaming, async { record(IoClass::Query, 10) }).await;
+            assert_eq!(counted(IoClass::Streaming), (before.0 + 1, before.1 + 10));
+        });
+    }
 }

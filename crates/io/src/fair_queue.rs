@@ -90,9 +90,7 @@ impl<T> FairQueue<T> {
         }
     }
 
-    /// Changes a class's shares (tests today; the compaction controller
-    /// will set compaction's from its backlog).
-    #[cfg(test)]
+    /// Changes a class's shares (the flush and compaction controllers).
     pub fn set_shares(&mut self, class: IoClass, shares: u32) {
         assert!(shares > 0, "a class with no shares would never run");
         self.classes[class as usize].shares = shares;

@@ -197,6 +197,7 @@ impl Drop for Admission {
 /// when the scheduler is off, and when the class's queue is full (the
 /// bound keeps the queue's memory finite; such a request is not paced).
 pub(crate) async fn admit(class: IoClass, direction: Direction, bytes: usize) -> Admission {
+    let class = crate::class::effective(class);
     let slot = Rc::new(Slot::default());
     let queued = with_queue(|q| {
         let cost_ns = q.model.cost_ns(direction, bytes);
@@ -228,6 +229,12 @@ impl Future for Turn<'_> {
         *self.slot.waker.borrow_mut() = Some(cx.waker().clone());
         Poll::Pending
     }
+}
+
+/// Sets `class`'s shares on this shard's queue (the controllers); nothing
+/// while the scheduler is off.
+pub fn set_shares(class: IoClass, shares: u32) {
+    with_queue(|q| q.fair.set_shares(class, shares.max(1)));
 }
 
 /// This shard's per-class figures and shares, for the metrics; `None`

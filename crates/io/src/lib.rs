@@ -47,7 +47,7 @@ use class::record;
 pub use class::{counted, IoClass};
 use cost::Direction;
 pub use cost::{IoProperties, PropertiesError};
-pub use io_queue::{configure, SchedulerConfig, DEFAULT_LATENCY_GOAL_US};
+pub use io_queue::{configure, set_shares, SchedulerConfig, DEFAULT_LATENCY_GOAL_US};
 
 use aligned::{align_down, align_up, is_aligned, AlignedBuf};
 

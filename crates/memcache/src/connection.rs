@@ -105,7 +105,11 @@ impl Connection {
                 }
                 continue;
             }
-            let control = self.session.run(&batch.requests, &mut answers, &mut Writer(&mut self.socket)).await?;
+            // A batch runs in the statements scheduling group, as a CQL
+            // request does (`shoal_runtime::sched`).
+            let mut sink = Writer(&mut self.socket);
+            let run = self.session.run(&batch.requests, &mut answers, &mut sink);
+            let control = shoal_runtime::sched::in_group(shoal_runtime::Group::Statements, run).await?;
             Writer(&mut self.socket).write(&mut answers).await?;
             let (consumed, close) = (batch.consumed, batch.close);
             pending.drain(..consumed);

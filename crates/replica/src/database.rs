@@ -21,6 +21,8 @@ use std::rc::Rc;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use shoal_runtime::sched::in_group;
+use shoal_runtime::Group;
 use shoal_schema::token::murmur3_token;
 use shoal_schema::{Schema, SchemaChange, TableMeta};
 use shoal_storage::commitlog::{encode_mutation, CommitLog, CommitLogConfig, Position, SyncMode};
@@ -640,7 +642,7 @@ impl Database {
         self.tables.borrow().values().map(|t| t.memory_used_bytes()).sum()
     }
 
-    fn memtable_budget_bytes(&self) -> Option<usize> {
+    pub(crate) fn memtable_budget_bytes(&self) -> Option<usize> {
         self.storage.borrow().as_ref().map(|c| c.memtable_budget_bytes)
     }
 
@@ -719,7 +721,7 @@ impl Database {
     /// memtable needs any more and wakes compaction.
     pub async fn flush_table(&self, id: Uuid) -> Result<(), ReplicaError> {
         let table = self.table(id)?;
-        table.flush(self.log_position()).await?;
+        in_group(Group::Flush, table.flush(self.log_position())).await?;
         self.metrics.record_flush();
         self.discard_flushed_segments().await;
         self.memory_freed.notify_all();
@@ -776,9 +778,8 @@ impl Database {
         for id in &ids {
             self.flush_table(*id).await?;
             let table = self.table(*id)?;
-            if let Some(report) =
-                shoal_storage::compaction::compact_major(&table, shoal_runtime::clock::now_s()).await?
-            {
+            let major = shoal_storage::compaction::compact_major(&table, shoal_runtime::clock::now_s());
+            if let Some(report) = in_group(Group::Compaction, major).await? {
                 self.metrics.record_compaction(&report);
             }
         }
@@ -806,7 +807,9 @@ impl Database {
             let Ok(table) = self.table(*id) else { continue };
             self.flush_table(*id).await?;
             let now_s = shoal_runtime::clock::now_s();
-            if let Some(report) = shoal_storage::compaction::cleanup(&table, now_s, keep).await? {
+            if let Some(report) =
+                in_group(Group::Compaction, shoal_storage::compaction::cleanup(&table, now_s, keep)).await?
+            {
                 tracing::info!(
                     "cleanup of table {id}: {} SSTable(s) of {} bytes became {} of {} bytes, {} partitions kept",
                     report.inputs,
@@ -845,7 +848,8 @@ impl Database {
                 worked = false;
                 for id in self.table_ids().into_iter().filter(|id| self.auto_compaction_enabled(*id)) {
                     let Ok(table) = self.table(id) else { continue };
-                    match shoal_storage::compaction::compact_next(&table, shoal_runtime::clock::now_s()).await {
+                    let next = shoal_storage::compaction::compact_next(&table, shoal_runtime::clock::now_s());
+                    match in_group(Group::Compaction, next).await {
                         Ok(Some(report)) => {
                             tracing::debug!("compacted table {id}: {report:?}");
                             self.metrics.record_compaction(&report);
@@ -875,11 +879,12 @@ impl Database {
         );
         *self.commitlog.borrow_mut() = Some(log);
         shoal_runtime::spawn(async { local().compaction_loop().await });
+        shoal_runtime::spawn(crate::share_control::run());
         // Saving starts once warming is done: a save during it would
         // replace the file with the part read back so far.
         let period = config.cache_save_period;
         shoal_runtime::spawn(async move {
-            local().warm_cache().await;
+            in_group(Group::Maintenance, local().warm_cache()).await;
             if let Some(period) = period {
                 local().save_hot_keys_every(period).await;
             }

@@ -27,6 +27,7 @@ mod partition_lock;
 mod paxos;
 mod read;
 mod recovery;
+mod share_control;
 mod token_hash;
 mod top_partitions;
 mod view_update;

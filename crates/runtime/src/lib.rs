@@ -11,15 +11,20 @@
 //! re-exports in [`net`] and [`time`] and the functions here.
 
 pub mod clock;
+pub mod controller;
+mod cpu_fair;
 mod cpus;
 mod inbox;
 pub mod memory;
+pub mod sched;
+mod sched_metrics;
 mod shard;
 mod task;
 
 pub mod net;
 pub mod time;
 
+pub use cpu_fair::{Group, GroupStats, MAX_SHARES, MIN_SHARES};
 pub use cpus::allowed_cpus;
 pub use shard::{nr_shards, spawn, start_shards, submit_to, this_shard, ShardError, Shards};
 pub use task::yield_now;

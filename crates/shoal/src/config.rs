@@ -193,6 +193,10 @@ pub struct ServerArgs {
     /// The I/O scheduler: on, or off (only for contrast benchmarks) [default: on]
     #[arg(long, env = "SHOAL_IO_SCHEDULER", help_heading = "Storage")]
     pub io_scheduler: Option<String>,
+    /// The CPU scheduler's throttling of background work (flush, compaction,
+    /// streaming): on, or off (only for contrast benchmarks) [default: on]
+    #[arg(long, env = "SHOAL_CPU_SCHEDULER", help_heading = "Storage")]
+    pub cpu_scheduler: Option<String>,
     /// SSTable and commitlog files bypass the page cache (O_DIRECT): on, or
     /// off (only for contrast benchmarks) [default: on]
     #[arg(long, env = "SHOAL_DIRECT_IO", help_heading = "Storage")]
@@ -354,6 +358,7 @@ struct OptionsFile {
     commitlog_total_space_in_mb: Option<u64>,
     io_properties_file: Option<PathBuf>,
     io_scheduler_enabled: Option<bool>,
+    cpu_scheduler_enabled: Option<bool>,
     direct_io: Option<bool>,
     io_latency_goal_ms: Option<f64>,
     memtable_space_in_mb: Option<u64>,
@@ -597,6 +602,8 @@ pub struct Config {
     /// Off only for contrast benchmarks.
     pub io_scheduler_enabled: bool,
     /// Off only for contrast benchmarks.
+    pub cpu_scheduler_enabled: bool,
+    /// Off only for contrast benchmarks.
     pub direct_io: bool,
     pub io_latency_goal_us: u64,
 }
@@ -685,6 +692,7 @@ impl Config {
             return Err(ConfigError::IndexCacheFraction(index_cache_fraction));
         }
         let io_scheduler_enabled = on_off("io-scheduler", args.io_scheduler.as_deref(), file.io_scheduler_enabled)?;
+        let cpu_scheduler_enabled = on_off("cpu-scheduler", args.cpu_scheduler.as_deref(), file.cpu_scheduler_enabled)?;
         let direct_io = on_off("direct-io", args.direct_io.as_deref(), file.direct_io)?;
         let io_latency_goal_ms = args.io_latency_goal_ms.or(file.io_latency_goal_ms).unwrap_or(0.75);
         if !(0.05..=1000.0).contains(&io_latency_goal_ms) {
@@ -694,6 +702,7 @@ impl Config {
             timeouts,
             io_properties_file: args.io_properties_file.or(file.io_properties_file),
             io_scheduler_enabled,
+            cpu_scheduler_enabled,
             direct_io,
             io_latency_goal_us: (io_latency_goal_ms * 1000.0).round() as u64,
             index_cache_fraction,
@@ -960,18 +969,22 @@ mod tests {
         let defaults = defaults.as_ref();
         assert_eq!(defaults.map(|c| (c.io_scheduler_enabled, c.io_latency_goal_us)), Some((true, 750)));
         assert_eq!(defaults.map(|c| c.direct_io), Some(true));
+        assert_eq!(defaults.map(|c| c.cpu_scheduler_enabled), Some(true));
         assert_eq!(defaults.map(|c| c.io_properties_file.is_none()), Some(true));
-        let yaml = "io_scheduler_enabled: false\nio_properties_file: /etc/io.yaml\nio_latency_goal_ms: 1.5\ndirect_io: false\n";
+        let yaml = "io_scheduler_enabled: false\nio_properties_file: /etc/io.yaml\nio_latency_goal_ms: 1.5\ndirect_io: false\ncpu_scheduler_enabled: false\n";
         std::fs::write(&path, yaml).ok();
         let from_file = Config::resolve(ServerArgs { options_file: Some(path.clone()), ..ServerArgs::default() }).ok();
         let from_file = from_file.as_ref();
         assert_eq!(from_file.map(|c| (c.io_scheduler_enabled, c.io_latency_goal_us)), Some((false, 1500)));
         assert_eq!(from_file.and_then(|c| c.io_properties_file.clone()), Some(PathBuf::from("/etc/io.yaml")));
         assert_eq!(from_file.map(|c| c.direct_io), Some(false));
+        assert_eq!(from_file.map(|c| c.cpu_scheduler_enabled), Some(false));
         let flag = ServerArgs { options_file: Some(path), io_scheduler: Some("on".into()), ..ServerArgs::default() };
         assert_eq!(Config::resolve(flag).ok().map(|c| c.io_scheduler_enabled), Some(true));
         let bad = ServerArgs { io_scheduler: Some("maybe".into()), ..ServerArgs::default() };
         assert!(matches!(Config::resolve(bad), Err(ConfigError::OnOff("io-scheduler", _))));
+        let bad = ServerArgs { cpu_scheduler: Some("maybe".into()), ..ServerArgs::default() };
+        assert!(matches!(Config::resolve(bad), Err(ConfigError::OnOff("cpu-scheduler", _))));
         let bad = ServerArgs { direct_io: Some("maybe".into()), ..ServerArgs::default() };
         assert!(matches!(Config::resolve(bad), Err(ConfigError::OnOff("direct-io", _))));
         let bad = ServerArgs { io_latency_goal_ms: Some(0.0), ..ServerArgs::default() };

@@ -197,6 +197,10 @@ fn configure_io_scheduler(config: &Config) -> Result<(), String> {
             "direct I/O is off (--direct-io off): files go through the page cache; for contrast benchmarks only"
         );
     }
+    if !config.cpu_scheduler_enabled {
+        tracing::warn!("the CPU scheduler is off (--cpu-scheduler off): for contrast benchmarks only");
+    }
+    shoal_runtime::sched::set_enabled(config.cpu_scheduler_enabled);
     shoal_io::set_direct_io(config.direct_io);
     shoal_io::configure(shoal_io::SchedulerConfig {
         enabled: config.io_scheduler_enabled,

@@ -86,7 +86,7 @@ impl Memtable {
     pub async fn release(mut self) {
         let mut partitions = std::mem::take(&mut self.partitions).into_iter();
         while partitions.by_ref().take(RELEASE_STEP_PARTITIONS).count() == RELEASE_STEP_PARTITIONS {
-            shoal_runtime::yield_now().await;
+            shoal_runtime::sched::maybe_yield().await;
         }
     }
 

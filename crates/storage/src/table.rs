@@ -69,6 +69,8 @@ impl Default for TableOptions {
 
 /// Partitions a flush merges into the row cache between yields.
 const CACHE_MERGE_STEP_PARTITIONS: usize = 128;
+/// Partitions a flush writes between its yield points.
+const FLUSH_STEP_PARTITIONS: usize = 64;
 
 /// A sealed memtable and the commitlog position it covers up to.
 struct Sealed {
@@ -438,10 +440,15 @@ impl Table {
     async fn write_sealed(&self, sealed: &Rc<Sealed>) -> StorageResult<()> {
         let epoch = self.epoch.get();
         let mut writer = self.new_writer(sealed.memtable.len(), IoClass::Flush).await?;
-        for (position, partition) in sealed.memtable.iter() {
+        for (i, (position, partition)) in sealed.memtable.iter().enumerate() {
             if let Err(e) = writer.add(position, partition).await {
                 writer.abort().await;
                 return Err(e);
+            }
+            // The flush's yield point: other tasks run, and the flush gives
+            // the core back when it has had more than its shares.
+            if i % FLUSH_STEP_PARTITIONS == FLUSH_STEP_PARTITIONS - 1 {
+                shoal_runtime::sched::maybe_yield().await;
             }
         }
         let target = writer.descriptor().clone();
@@ -488,7 +495,7 @@ impl Table {
                 let generation = self.cache_generation.get();
                 let Some((position, scanned)) = scanner.next(&[ClusteringRange::all()]).await? else { break };
                 if matches!(self.cache.peek(self.cache_id, &position), Lookup::Hit(_)) {
-                    shoal_runtime::yield_now().await;
+                    shoal_runtime::sched::maybe_yield().await;
                     continue;
                 }
                 // With one SSTable, still the only one, what the scan read is
@@ -503,7 +510,7 @@ impl Table {
                     loaded += 1;
                 }
                 if loaded % CACHE_MERGE_STEP_PARTITIONS == 0 {
-                    shoal_runtime::yield_now().await;
+                    shoal_runtime::sched::maybe_yield().await;
                 }
             }
         }
@@ -524,7 +531,7 @@ impl Table {
         let older = self.sstable_set();
         for (i, (position, partition)) in memtable.iter().enumerate() {
             if i % CACHE_MERGE_STEP_PARTITIONS == CACHE_MERGE_STEP_PARTITIONS - 1 {
-                shoal_runtime::yield_now().await;
+                shoal_runtime::sched::maybe_yield().await;
                 if self.epoch.get() != epoch {
                     return;
                 }

@@ -207,11 +207,14 @@ async fn read_loop(
             };
             connection.in_flight.read_one();
             let connection = Rc::clone(connection);
-            let mut request = Box::pin(async move {
+            // In the statements scheduling group: its CPU time is
+            // accounted there, and background groups give the core back
+            // while requests are under way (`shoal_runtime::sched`).
+            let mut request = Box::pin(shoal_runtime::sched::in_group(shoal_runtime::Group::Statements, async move {
                 let stream = frame.header.stream;
                 let response = contained(handle(&connection, frame)).await;
                 connection.send(stream, response);
-            });
+            }));
             // Most requests (a read from memtables, a write acknowledged
             // before its fsync) finish without waiting: run them here, and
             // pay for a task of their own only when they must wait.

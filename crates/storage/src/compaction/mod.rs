@@ -11,7 +11,9 @@
 //! (`Table::open` sorts it out).
 //!
 //! Compaction yields to the shard's other tasks after every partition it
-//! writes, so foreground requests keep flowing beside it.
+//! writes, so foreground requests keep flowing beside it; run in the
+//! `Compaction` scheduling group, it also gives the core back there when
+//! it has had more than its shares (`shoal_runtime::sched`).
 //!
 //! Each job runs as a [`CompactionTask`] registered with its table while
 //! it runs: its progress in input partitions (nodetool compactionstats)
@@ -19,6 +21,7 @@
 //! disableautocompaction). A stopped job ends as a failed one does: its
 //! outputs are deleted and its inputs stay.
 
+pub mod backlog;
 pub mod purge;
 pub mod strategy;
 pub mod task;
@@ -26,7 +29,7 @@ pub mod task;
 use shoal_io::IoClass;
 use std::rc::Rc;
 
-use shoal_runtime::yield_now;
+use shoal_runtime::sched::maybe_yield;
 
 use crate::error::{StorageError, StorageResult};
 use crate::partition::Partition;
@@ -61,6 +64,12 @@ pub async fn compact_next(table: &Table, now_s: i64) -> StorageResult<Option<Com
 /// using (nodetool compactionstats' pending tasks).
 pub fn has_pending(table: &Table) -> bool {
     table.options().strategy.pick(&table.idle_sstables()).is_some()
+}
+
+/// The bytes the table's strategy still has to compact among the SSTables
+/// no compaction is using (`backlog.rs`).
+pub fn backlog_bytes(table: &Table) -> f64 {
+    table.options().strategy.backlog_bytes(&table.idle_sstables())
 }
 
 /// Compacts every SSTable of the table (nodetool compact).
@@ -181,7 +190,7 @@ async fn merge(
                 let full = writer.take().unwrap();
                 outputs.push(finish(full, commitlog_position, job.output_level, lineage(false)).await?);
             }
-            yield_now().await;
+            maybe_yield().await;
         }
         // Always at least one output: it carries the commitlog position
         // (a TRUNCATE's, say) even when nothing survived.

@@ -1,0 +1,72 @@
+//! The shard's backlog controllers (issue 29 item 5; ScyllaDB's
+//! `compaction_controller` and `flush_controller`): every
+//! [`CONTROL_PERIOD`], compaction's shares are set from its backlog (the
+//! bytes its strategies still have to compact, over the memtable budget)
+//! and memtable flush's from memtable fill (memtable memory over the
+//! budget), each within its curve's bounds
+//! (`shoal_runtime::controller`). The same shares go to the CPU group and
+//! to the I/O class, so compaction speeds up on both when it falls behind
+//! and stays out of the queries' way when it does not.
+//!
+//! Seen in `/metrics`: `scylla_scheduler_shares{group="compaction"}` and
+//! `{group="memtable"}`, `shoal_io_queue_shares{class=...}`, and the inputs
+//! `scylla_compaction_manager_backlog` (bytes) and
+//! `shoal_memtable_dirty_ratio`.
+
+use std::rc::Rc;
+use std::time::Duration;
+
+use shoal_io::IoClass;
+use shoal_metrics::Gauge;
+use shoal_runtime::controller::{Controller, COMPACTION_POINTS, FLUSH_POINTS};
+use shoal_runtime::Group;
+
+use crate::database::local;
+
+/// How often the controllers look (ScyllaDB's 250 ms).
+pub(crate) const CONTROL_PERIOD: Duration = Duration::from_millis(250);
+
+/// The inputs the controllers last saw, as metrics.
+struct Inputs {
+    backlog_bytes: Rc<Gauge>,
+    /// Dirty memory over the budget, in thousandths (a gauge is integral).
+    dirty_permille: Rc<Gauge>,
+}
+
+fn set(gauge: &Gauge, value: i64) {
+    gauge.add(value - gauge.get());
+}
+
+/// Runs the controllers on this shard. Never returns.
+pub(crate) async fn run() {
+    let compaction = Controller::new(&COMPACTION_POINTS);
+    let flush = Controller::new(&FLUSH_POINTS);
+    let inputs = Inputs {
+        backlog_bytes: shoal_metrics::gauge(
+            "scylla_compaction_manager_backlog",
+            "Bytes the compaction strategies still have to compact on this shard (the compaction controller's input).",
+            &[],
+        ),
+        dirty_permille: shoal_metrics::gauge(
+            "shoal_memtable_dirty_ratio_permille",
+            "Memtable memory over the memtable budget, in thousandths (the flush controller's input).",
+            &[],
+        ),
+    };
+    loop {
+        shoal_runtime::time::sleep(CONTROL_PERIOD).await;
+        let db = local();
+        let Some(budget) = db.memtable_budget_bytes().filter(|b| *b > 0) else { continue };
+        let backlog: f64 = db.tables().values().map(|t| shoal_storage::compaction::backlog_bytes(t)).sum();
+        let dirty = db.memtable_bytes() as f64 / budget as f64;
+        set(&inputs.backlog_bytes, backlog as i64);
+        set(&inputs.dirty_permille, (dirty * 1000.0) as i64);
+        apply(Group::Compaction, IoClass::Compaction, compaction.shares(backlog / budget as f64));
+        apply(Group::Flush, IoClass::Flush, flush.shares(dirty));
+    }
+}
+
+fn apply(group: Group, class: IoClass, shares: u32) {
+    shoal_runtime::sched::set_shares(group, shares);
+    shoal_io::set_shares(class, shares);
+}

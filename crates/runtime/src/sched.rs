@@ -1,0 +1,206 @@
+//! The shard's CPU scheduler: scheduling groups on top of compio's
+//! executor, which runs ready tasks in FIFO order and knows nothing of
+//! groups (docs/scheduling.md says why it is built this way).
+//!
+//! - Work runs in a group with [`in_group`]: each poll of the wrapped
+//!   future is timed and charged to the group (its virtual runtime
+//!   advances by `elapsed * 1000 / shares`, `cpu_fair.rs`), and the group
+//!   is active while the future is alive. Client requests run in
+//!   `Statements`, flushes in `Flush`, compactions in `Compaction`, ...
+//! - Background loops call [`maybe_yield`] at their yield points (where
+//!   they called `yield_now` before): when another active group is behind
+//!   them by more than a task quota, they sleep on the reactor for as long
+//!   as the others need to catch up, so the core goes to the requests.
+//!   Foreground work never waits here.
+//! - Everything is this thread's state: no locks, no sharing between
+//!   shards but the on/off switch written once at start.
+//!
+//! With the scheduler off ([`set_enabled`], contrast runs only) time is
+//! still accounted, and `maybe_yield` only yields.
+
+use std::cell::{Cell, RefCell};
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::task::{Context, Poll};
+use std::time::{Duration, Instant};
+
+use crate::cpu_fair::{CpuFair, Group, GroupStats};
+
+static ENABLED: AtomicBool = AtomicBool::new(true);
+
+thread_local! {
+    static FAIR: RefCell<Option<CpuFair>> = const { RefCell::new(None) };
+    /// The group of the poll running now (innermost).
+    static CURRENT: Cell<Option<Group>> = const { Cell::new(None) };
+    /// CPU time of nested group polls inside the running one, so the outer
+    /// group is not charged for them too.
+    static NESTED_NS: Cell<u64> = const { Cell::new(0) };
+}
+
+/// Turns the throttling on (the default) or off, for every shard; set once
+/// at start (`--cpu-scheduler off`, contrast runs only).
+pub fn set_enabled(enabled: bool) {
+    ENABLED.store(enabled, Ordering::Relaxed);
+}
+
+pub fn enabled() -> bool {
+    ENABLED.load(Ordering::Relaxed)
+}
+
+fn with_fair<R>(f: impl FnOnce(&mut CpuFair) -> R) -> R {
+    FAIR.with(|fair| {
+        let mut fair = fair.borrow_mut();
+        let fair = fair.get_or_insert_with(|| {
+            crate::sched_metrics::register();
+            CpuFair::default()
+        });
+        f(fair)
+    })
+}
+
+/// The group the calling code runs in (`None` outside any).
+pub fn current_group() -> Option<Group> {
+    CURRENT.with(Cell::get)
+}
+
+/// Sets `group`'s shares on this shard (controllers).
+pub fn set_shares(group: Group, shares: u32) {
+    with_fair(|fair| fair.set_shares(group, shares));
+}
+
+/// `group`'s figures on this shard.
+pub fn stats(group: Group) -> GroupStats {
+    with_fair(|fair| fair.stats(group))
+}
+
+/// Runs `future` in `group`: its CPU time is charged to the group, and the
+/// group is active while it lives.
+pub fn in_group<F: Future>(group: Group, future: F) -> InGroup<F> {
+    with_fair(|fair| fair.activate(group));
+    InGroup { group, future }
+}
+
+pin_project_lite::pin_project! {
+    /// A future running in a group ([`in_group`]).
+    pub struct InGroup<F> {
+        group: Group,
+        #[pin]
+        future: F,
+    }
+
+    impl<F> PinnedDrop for InGroup<F> {
+        fn drop(this: Pin<&mut Self>) {
+            let group = this.group;
+            // A shard's thread-locals may be gone when a task is dropped at
+            // thread exit; there is nothing left to account then.
+            let _ = FAIR.try_with(|fair| {
+                if let Some(fair) = fair.try_borrow_mut().ok().as_mut().and_then(|f| f.as_mut()) {
+                    fair.deactivate(group);
+                }
+            });
+        }
+    }
+}
+
+impl<F: Future> Future for InGroup<F> {
+    type Output = F::Output;
+
+    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<F::Output> {
+        let this = self.project();
+        let group = *this.group;
+        let outer = CURRENT.with(|c| c.replace(Some(group)));
+        let outer_nested = NESTED_NS.with(|n| n.replace(0));
+        let started = Instant::now();
+        let result = this.future.poll(cx);
+        let elapsed = u64::try_from(started.elapsed().as_nanos()).unwrap_or(u64::MAX);
+        let nested = NESTED_NS.with(|n| n.replace(outer_nested.saturating_add(elapsed)));
+        CURRENT.with(|c| c.set(outer));
+        with_fair(|fair| fair.charge(group, elapsed.saturating_sub(nested)));
+        result
+    }
+}
+
+/// A background loop's yield point: lets the shard's other ready tasks
+/// run, and, when the calling group has had more than its share of the
+/// core while another group has work under way, gives the core back until
+/// it is fair again. Outside any group it only yields.
+pub async fn maybe_yield() {
+    crate::task::yield_now().await;
+    let Some(group) = current_group() else { return };
+    if !enabled() {
+        return;
+    }
+    let Some(wait_ns) = with_fair(|fair| {
+        let wait = fair.lag_behind(group);
+        if wait.is_some() {
+            fair.wait_started(group);
+        }
+        wait
+    }) else {
+        return;
+    };
+    let started = Instant::now();
+    crate::time::sleep(Duration::from_nanos(wait_ns)).await;
+    let waited = u64::try_from(started.elapsed().as_nanos()).unwrap_or(u64::MAX);
+    with_fair(|fair| fair.waited(group, waited));
+}
+
+/// Every group's figures on this shard (metrics); `None` before the
+/// scheduler was first used here.
+pub(crate) fn snapshot() -> Option<Vec<(Group, GroupStats)>> {
+    FAIR.with(|fair| {
+        let fair = fair.borrow();
+        let fair = fair.as_ref()?;
+        Some(Group::ALL.iter().map(|&g| (g, fair.stats(g))).collect())
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_group_is_active_while_its_future_lives_and_charged_for_its_polls() {
+        compio::runtime::Runtime::new().expect("a runtime").block_on(async {
+            let before = stats(Group::Maintenance);
+            let work = in_group(Group::Maintenance, async {
+                assert_eq!(current_group(), Some(Group::Maintenance));
+                std::thread::sleep(Duration::from_millis(2));
+                maybe_yield().await;
+            });
+            assert_eq!(stats(Group::Maintenance).active, before.active + 1);
+            work.await;
+            let after = stats(Group::Maintenance);
+            assert_eq!(after.active, before.active);
+            assert!(after.runtime_ns >= before.runtime_ns + 2_000_000);
+            assert!(after.tasks >= before.tasks + 2, "two polls: before and after the yield");
+            assert_eq!(current_group(), None);
+        });
+    }
+
+    #[test]
+    fn every_group_shows_in_the_metrics() {
+        compio::runtime::Runtime::new().expect("a runtime").block_on(async {
+            in_group(Group::Compaction, async {}).await;
+            let families = shoal_metrics::gather();
+            for name in ["scylla_scheduler_runtime_ms", "scylla_scheduler_tasks_processed", "scylla_scheduler_shares"] {
+                let family = families.iter().find(|f| f.name == name);
+                assert_eq!(family.map(|f| f.samples.len()), Some(Group::ALL.len()), "{name}");
+            }
+        });
+    }
+
+    #[test]
+    fn a_nested_group_is_not_charged_to_the_outer_one() {
+        compio::runtime::Runtime::new().expect("a runtime").block_on(async {
+            let (streaming, flush) = (stats(Group::Streaming).runtime_ns, stats(Group::Flush).runtime_ns);
+            in_group(Group::Streaming, async {
+                in_group(Group::Flush, async { std::thread::sleep(Duration::from_millis(5)) }).await;
+            })
+            .await;
+            assert!(stats(Group::Flush).runtime_ns >= flush + 5_000_000);
+            assert!(stats(Group::Streaming).runtime_ns < streaming + 2_000_000);
+        });
+    }
+}
