@@ -36,22 +36,13 @@ import threading
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from io_scheduler import ROOT, Server, finish, load_read_alone_and_beside_writes, read_args, stress  # noqa: E402
+from io_scheduler import Server, add_load_args, finish, load_read_alone_and_beside_writes, read_args, stress  # noqa: E402
 
 
 def parse_args(argv):
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    p.add_argument("--shoal", default=os.path.join(ROOT, "target/release/shoal"))
+    add_load_args(p)
     p.add_argument("--rounds", type=int, default=3)
-    p.add_argument("--read-rate", type=int, default=3000)
-    p.add_argument("--write-rate", type=int, default=8000)
-    p.add_argument("--duration", type=int, default=15)
-    p.add_argument("--keys", type=int, default=200_000)
-    p.add_argument("--memtable-mb", type=int, default=32)
-    p.add_argument("--server-cpu", default="1")
-    p.add_argument("--loader-cpu", default="0")
-    p.add_argument("--io-properties", help="io_properties.yaml for every server (default: run iotune once)")
-    p.add_argument("--json")
     return p.parse_args(argv)
 
 

@@ -34,8 +34,9 @@ import time
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
-def parse_args(argv):
-    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+def add_load_args(p):
+    """The options this benchmark shares with cpu_scheduler.py: the binary,
+    the load's shape, the cores and the disk's figures."""
     p.add_argument("--shoal", default=os.path.join(ROOT, "target/release/shoal"))
     p.add_argument("--read-rate", type=int, default=3000)
     p.add_argument("--write-rate", type=int, default=8000)
@@ -46,6 +47,11 @@ def parse_args(argv):
     p.add_argument("--loader-cpu", default="0")
     p.add_argument("--json")
     p.add_argument("--io-properties", help="use this io_properties.yaml instead of running iotune")
+
+
+def parse_args(argv):
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    add_load_args(p)
     return p.parse_args(argv)
 
 
