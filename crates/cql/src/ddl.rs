@@ -510,7 +510,7 @@ fn check_column_type(def: &ColumnDef, kind: ColumnKind) -> CqlResult<()> {
     if kind.is_primary_key() && def.is_static {
         return Err(invalid(format!("Static column {} cannot be part of the PRIMARY KEY", def.name)));
     }
-    if kind.is_primary_key() && references_duration(&def.ty) {
+    if kind.is_primary_key() && crate::durations::references_duration(&def.ty) {
         return Err(invalid(format!("duration type is not supported for PRIMARY KEY column '{}'", def.name)));
     }
     if kind.is_primary_key() && def.ty.is_counter() {
@@ -555,29 +555,6 @@ fn check_counter_table(table: &TableMeta) -> CqlResult<()> {
         return Err(invalid("Cannot set default_time_to_live on a table with counters"));
     }
     Ok(())
-}
-
-/// Durations have no order, so no key may hold one, even nested in a
-/// frozen collection, tuple or vector (Cassandra's `referencesDuration`).
-pub(crate) fn references_duration(ty: &CqlType) -> bool {
-    match ty {
-        CqlType::Duration => true,
-        CqlType::List(e) | CqlType::Set(e) | CqlType::Frozen(e) | CqlType::Vector(e, _) => references_duration(e),
-        CqlType::Map(k, v) => references_duration(k) || references_duration(v),
-        CqlType::Tuple(fields) => fields.iter().any(references_duration),
-        CqlType::Udt(udt) => udt.field_types().any(references_duration),
-        _ => false,
-    }
-}
-
-/// How messages name a type that references a duration (ScyllaDB's words).
-pub(crate) fn duration_holder(ty: &CqlType) -> &'static str {
-    match ty.unfrozen() {
-        CqlType::List(_) | CqlType::Set(_) | CqlType::Map(..) => "collections containing durations",
-        CqlType::Tuple(_) => "tuples containing durations",
-        CqlType::Udt(_) => "UDTs containing durations",
-        _ => "duration columns",
-    }
 }
 
 fn apply_clustering_order(

@@ -153,8 +153,8 @@ fn available_name(keyspace: &KeyspaceMeta, table: &str, column: &str) -> String 
 fn check_target(base: &TableMeta, s: &CreateIndex) -> CqlResult<IndexKind> {
     let name = &s.target.column;
     let column = base.column(name).ok_or_else(|| invalid(format!("Column '{name}' doesn't exist")))?;
-    if crate::ddl::references_duration(&column.ty) {
-        let what = crate::ddl::duration_holder(&column.ty);
+    if crate::durations::references_duration(&column.ty) {
+        let what = crate::durations::duration_holder(&column.ty);
         return Err(invalid(format!("Secondary indexes are not supported on {what}")));
     }
     if base.options.compact_storage && column.kind.is_primary_key() {

@@ -12,7 +12,6 @@ use shoal_schema::CqlType;
 
 use crate::ast::{Assignment, Operator, Relation, Update};
 use crate::error::{invalid, CqlError, CqlResult};
-use crate::system::{text, Values};
 use crate::values::{eval_required, Bindings, Receiver};
 
 /// Rows per internal page of a statement that reads everything to answer
@@ -28,15 +27,16 @@ pub fn select_internal_page_size() -> usize {
     SELECT_INTERNAL_PAGE_SIZE.with(Cell::get)
 }
 
-/// The rows of `system.config` (name, source, type, value). Schema changes
-/// always go through group 0 (Raft), so `consistent_cluster_management` is
-/// true and fixed.
-pub(crate) fn rows() -> Vec<Values> {
+/// The rows of `system.config` (name, source, type, value), as text for
+/// `system` to serve. Schema changes always go through group 0 (Raft), so
+/// `consistent_cluster_management` is true and fixed.
+pub(crate) fn rows() -> Vec<[String; 4]> {
     let page_size = select_internal_page_size();
     let source = if page_size == SELECT_INTERNAL_PAGE_SIZE_DEFAULT { "default" } else { "cql" };
+    let row = |cells: [&str; 4]| cells.map(str::to_string);
     vec![
-        vec![text("consistent_cluster_management"), text("default"), text("bool"), text("true")],
-        vec![text("select_internal_page_size"), text(source), text("unsigned"), text(&page_size.to_string())],
+        row(["consistent_cluster_management", "default", "bool", "true"]),
+        row(["select_internal_page_size", source, "unsigned", &page_size.to_string()]),
     ]
 }
 

@@ -257,8 +257,8 @@ impl<'a> Analysis<'a> {
         }
         // Durations have no order (ScyllaDB's refusal and text).
         let slice = matches!(op, Operator::Lt | Operator::Le | Operator::Gt | Operator::Ge);
-        if slice && crate::ddl::references_duration(&column.ty) {
-            let what = crate::ddl::duration_holder(&column.ty);
+        if slice && crate::durations::references_duration(&column.ty) {
+            let what = crate::durations::duration_holder(&column.ty);
             return Err(invalid(format!("Slice restrictions are not supported on {what}")));
         }
         // A counter compared with null: ScyllaDB's text, from its

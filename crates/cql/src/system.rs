@@ -126,7 +126,9 @@ pub async fn contents(meta: &Arc<TableMeta>, schema: &Schema) -> CqlResult<Virtu
         ("system_traces", name) => crate::traces::rows(name).await?,
         ("system_auth", name) => crate::auth::tables::rows(name, &schema.roles),
         ("system", "local") => vec![local_row(schema)],
-        ("system", "config") => crate::live_config::rows(),
+        ("system", "config") => {
+            crate::live_config::rows().iter().map(|row| row.iter().map(|cell| text(cell)).collect()).collect()
+        }
         ("system", "peers") => shoal_coordinator::cluster::peers().iter().map(|p| peer_row(p, schema)).collect(),
         ("system", "peers_v2") => shoal_coordinator::cluster::peers().iter().map(|p| peer_v2_row(p, schema)).collect(),
         ("system_schema", "keyspaces") => schema.keyspaces.values().map(|ks| keyspace_row(ks)).collect(),

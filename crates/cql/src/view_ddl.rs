@@ -245,7 +245,7 @@ fn check_primary_key<'s>(base: &TableMeta, s: &'s CreateView, selected: &[&Colum
             ty if ty.is_counter() => {
                 return Err(invalid(format!("counter type is not supported for PRIMARY KEY column '{name}'")))
             }
-            ty if crate::ddl::references_duration(ty) => {
+            ty if crate::durations::references_duration(ty) => {
                 return Err(invalid(format!("duration type is not supported for PRIMARY KEY column '{name}'")))
             }
             _ => {}

@@ -879,7 +879,12 @@ impl Database {
         );
         *self.commitlog.borrow_mut() = Some(log);
         shoal_runtime::spawn(async { local().compaction_loop().await });
-        shoal_runtime::spawn(crate::share_control::run());
+        shoal_runtime::spawn(crate::share_control::run(|| {
+            let db = local();
+            let budget_bytes = db.memtable_budget_bytes().filter(|b| *b > 0)?;
+            let backlog_bytes = db.tables().values().map(|t| shoal_storage::compaction::backlog_bytes(t)).sum();
+            Some(crate::share_control::Readings { backlog_bytes, memtable_bytes: db.memtable_bytes(), budget_bytes })
+        }));
         // Saving starts once warming is done: a save during it would
         // replace the file with the part read back so far.
         let period = config.cache_save_period;

@@ -21,8 +21,6 @@ use shoal_metrics::Gauge;
 use shoal_runtime::controller::{Controller, COMPACTION_POINTS, FLUSH_POINTS};
 use shoal_runtime::Group;
 
-use crate::database::local;
-
 /// How often the controllers look (ScyllaDB's 250 ms).
 pub(crate) const CONTROL_PERIOD: Duration = Duration::from_millis(250);
 
@@ -37,8 +35,19 @@ fn set(gauge: &Gauge, value: i64) {
     gauge.add(value - gauge.get());
 }
 
-/// Runs the controllers on this shard. Never returns.
-pub(crate) async fn run() {
+/// What the controllers read each period (the database's figures, passed
+/// in so this module names nothing above it).
+pub(crate) struct Readings {
+    /// Bytes the compaction strategies still have to compact.
+    pub backlog_bytes: f64,
+    pub memtable_bytes: usize,
+    /// The memtable budget, more than zero.
+    pub budget_bytes: usize,
+}
+
+/// Runs the controllers on this shard, on what `read` answers (`None`:
+/// no budget yet, nothing to control). Never returns.
+pub(crate) async fn run(read: impl Fn() -> Option<Readings>) {
     let compaction = Controller::new(&COMPACTION_POINTS);
     let flush = Controller::new(&FLUSH_POINTS);
     let inputs = Inputs {
@@ -55,13 +64,12 @@ pub(crate) async fn run() {
     };
     loop {
         shoal_runtime::time::sleep(CONTROL_PERIOD).await;
-        let db = local();
-        let Some(budget) = db.memtable_budget_bytes().filter(|b| *b > 0) else { continue };
-        let backlog: f64 = db.tables().values().map(|t| shoal_storage::compaction::backlog_bytes(t)).sum();
-        let dirty = db.memtable_bytes() as f64 / budget as f64;
-        set(&inputs.backlog_bytes, backlog as i64);
+        let Some(Readings { backlog_bytes, memtable_bytes, budget_bytes }) = read() else { continue };
+        assert!(budget_bytes > 0, "the controllers divide by the memtable budget");
+        let dirty = memtable_bytes as f64 / budget_bytes as f64;
+        set(&inputs.backlog_bytes, backlog_bytes as i64);
         set(&inputs.dirty_permille, (dirty * 1000.0) as i64);
-        apply(Group::Compaction, IoClass::Compaction, compaction.shares(backlog / budget as f64));
+        apply(Group::Compaction, IoClass::Compaction, compaction.shares(backlog_bytes / budget_bytes as f64));
         apply(Group::Flush, IoClass::Flush, flush.shares(dirty));
     }
 }

@@ -52,7 +52,7 @@ fn with_fair<R>(f: impl FnOnce(&mut CpuFair) -> R) -> R {
     FAIR.with(|fair| {
         let mut fair = fair.borrow_mut();
         let fair = fair.get_or_insert_with(|| {
-            crate::sched_metrics::register();
+            crate::sched_metrics::register(snapshot);
             CpuFair::default()
         });
         f(fair)

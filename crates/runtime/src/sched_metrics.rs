@@ -5,11 +5,13 @@
 //! `_total` (OpenMetrics), so under ScyllaDB's names they are gauges that
 //! only grow.
 
-use crate::sched::snapshot;
+use crate::cpu_fair::{Group, GroupStats};
 
-/// Registers the collector on the calling shard (once, with its scheduler).
-pub(crate) fn register() {
-    shoal_metrics::register_collector(|collector| {
+/// Registers the collector on the calling shard (once, with its
+/// scheduler), reading the groups through `snapshot` (the scheduler's, so
+/// this module names nothing above it).
+pub(crate) fn register(snapshot: fn() -> Option<Vec<(Group, GroupStats)>>) {
+    shoal_metrics::register_collector(move |collector| {
         let Some(groups) = snapshot() else { return };
         for (group, stats) in groups {
             let labels = || vec![("group", group.name().to_string())];
