@@ -210,15 +210,20 @@ async fn read_loop(
             // In the statements scheduling group: its CPU time is
             // accounted there, and background groups give the core back
             // while requests are under way (`shoal_runtime::sched`).
-            let mut request = Box::pin(shoal_runtime::sched::in_group(shoal_runtime::Group::Statements, async move {
-                let stream = frame.header.stream;
-                let response = contained(handle(&connection, frame)).await;
-                connection.send(stream, response);
-            }));
+            // The request is boxed before it is wrapped, so its state (KBs)
+            // is copied once, into the box, and the wrapper moves a pointer.
+            let mut request = shoal_runtime::sched::in_group(
+                shoal_runtime::Group::Statements,
+                Box::pin(async move {
+                    let stream = frame.header.stream;
+                    let response = contained(handle(&connection, frame)).await;
+                    connection.send(stream, response);
+                }),
+            );
             // Most requests (a read from memtables, a write acknowledged
             // before its fsync) finish without waiting: run them here, and
             // pay for a task of their own only when they must wait.
-            if poll_once(request.as_mut()).await.is_pending() {
+            if poll_once(Pin::new(&mut request)).await.is_pending() {
                 shoal_runtime::spawn(request);
             }
         }
