@@ -36,7 +36,7 @@ import threading
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from io_scheduler import Server, add_load_args, finish, load_read_alone_and_beside_writes, read_args, stress  # noqa: E402
+from io_scheduler import Server, add_load_args, finish, io_properties, load_read_alone_and_beside_writes, read_args, stress  # noqa: E402
 
 
 def parse_args(argv):
@@ -86,12 +86,7 @@ def main(argv):
     args = parse_args(argv)
     tmp = tempfile.mkdtemp(prefix="shoal-cpu-scheduler-")
     try:
-        if args.io_properties:
-            properties = os.path.abspath(args.io_properties)
-        else:
-            subprocess.run([args.shoal, "iotune", "--workdir", tmp, "--duration-s", "4"], check=True,
-                           capture_output=True, text=True, timeout=120)
-            properties = os.path.join(tmp, "io_properties.yaml")
+        properties, _ = io_properties(args, tmp)
         runs = []
         for round_ in range(args.rounds):
             order = ("on", "off") if round_ % 2 == 0 else ("off", "on")

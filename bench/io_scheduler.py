@@ -49,6 +49,17 @@ def add_load_args(p):
     p.add_argument("--io-properties", help="use this io_properties.yaml instead of running iotune")
 
 
+def io_properties(args, tmp):
+    """The io_properties.yaml every server of the run reads, and iotune's
+    report: `--io-properties` as given, else one `shoal iotune` under
+    `tmp` (its report then, else None)."""
+    if args.io_properties:
+        return os.path.abspath(args.io_properties), None
+    tune = subprocess.run([args.shoal, "iotune", "--workdir", tmp, "--duration-s", "4"], check=True,
+                          capture_output=True, text=True, timeout=120)
+    return os.path.join(tmp, "io_properties.yaml"), tune.stdout.strip()
+
+
 def parse_args(argv):
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     add_load_args(p)
@@ -173,13 +184,9 @@ def main(argv):
     args = parse_args(argv)
     tmp = tempfile.mkdtemp(prefix="shoal-io-scheduler-")
     try:
-        if args.io_properties:
-            properties = os.path.abspath(args.io_properties)
-        else:
-            tune = subprocess.run([args.shoal, "iotune", "--workdir", tmp, "--duration-s", "4"], check=True,
-                                  capture_output=True, text=True, timeout=120)
-            print(tune.stdout.strip(), flush=True)
-            properties = os.path.join(tmp, "io_properties.yaml")
+        properties, report = io_properties(args, tmp)
+        if report is not None:
+            print(report, flush=True)
         results = {"iotune": open(properties).read(), "args": vars(args)}
         for scheduler in ("on", "off"):
             results[scheduler] = run_mode(args, tmp, scheduler, properties)
