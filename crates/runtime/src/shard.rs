@@ -93,7 +93,7 @@ where
     let runtime = match compio::runtime::RuntimeBuilder::new().thread_affinity(cpus).build() {
         Ok(runtime) => runtime,
         Err(e) => {
-            tracing::error!("shard {shard}: cannot build its executor: {e}");
+            tracing::error!("shard {shard}: cannot build its executor: {e}{}", executor_error_hint(&e));
             std::process::exit(1);
         }
     };
@@ -107,6 +107,22 @@ where
         spawn(async move { smp.inboxes[shard].serve().await });
         std::future::pending::<()>().await
     });
+}
+
+/// What an operator can do when the shard's io_uring cannot be set up: the
+/// two causes seen in practice are a seccomp profile that refuses the
+/// io_uring system calls (Docker's default since 25.0) and, on kernels
+/// before 5.12, a locked-memory limit too small for the rings.
+fn executor_error_hint(e: &std::io::Error) -> &'static str {
+    use rustix::io::Errno;
+    match Errno::from_io_error(e) {
+        Some(Errno::PERM | Errno::NOSYS) => {
+            " (io_uring is not permitted: in a container, run with a seccomp profile that allows \
+             io_uring_setup, io_uring_enter and io_uring_register, e.g. --security-opt seccomp=unconfined)"
+        }
+        Some(Errno::NOMEM) => " (raise the locked-memory limit: ulimit -l unlimited, or LimitMEMLOCK=infinity)",
+        _ => "",
+    }
 }
 
 /// The shard this code runs on. Panics off a shard thread: calling it there

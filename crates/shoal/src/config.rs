@@ -207,7 +207,7 @@ pub struct ServerArgs {
     /// Number of shards (threads pinned to cores) [default: number of cores]
     #[arg(long, env = "SHOAL_SMP", help_heading = "Shards and memory")]
     pub smp: Option<usize>,
-    /// Memory for the node, e.g. 2G [default: 90% of RAM]
+    /// Memory for the node, e.g. 2G [default: 90% of RAM, or of the cgroup's limit when lower]
     #[arg(long, env = "SHOAL_MEMORY", help_heading = "Shards and memory")]
     pub memory: Option<String>,
     /// Memory for memtables (all shards) [default: a quarter of --memory]
@@ -867,19 +867,50 @@ fn parse_size(text: &str) -> Result<u64, ConfigError> {
     number.checked_shl(shift).filter(|b| b >> shift == number).ok_or_else(|| ConfigError::Memory(text.to_string()))
 }
 
-/// 90% of physical memory, as reported by the kernel; 1 GiB if unknown.
+/// 90% of the memory this process may use: physical memory, or the
+/// cgroup's limit when it is lower (a container started with `--memory`,
+/// a systemd unit with `MemoryMax=`), as Seastar reads it. 1 GiB if the
+/// kernel says nothing.
 fn default_memory_bytes() -> u64 {
     let meminfo = std::fs::read_to_string("/proc/meminfo").unwrap_or_default();
-    let total_kb = meminfo
+    let physical = meminfo
         .lines()
         .find_map(|l| l.strip_prefix("MemTotal:"))
-        .and_then(|rest| rest.trim().trim_end_matches("kB").trim().parse::<u64>().ok());
-    total_kb.map_or(1 << 30, |kb| kb * 1024 / 10 * 9)
+        .and_then(|rest| rest.trim().trim_end_matches("kB").trim().parse::<u64>().ok())
+        .map(|kb| kb * 1024);
+    let cgroup = CGROUP_MEMORY_LIMITS
+        .iter()
+        .filter_map(|path| std::fs::read_to_string(path).ok())
+        .find_map(|text| cgroup_memory_limit(&text));
+    let usable = match (physical, cgroup) {
+        (Some(p), Some(c)) => p.min(c),
+        (p, c) => p.or(c).unwrap_or(1 << 30),
+    };
+    usable / 10 * 9
+}
+
+/// Where the kernel shows this process's cgroup memory limit: cgroup v2
+/// (the container's own root when it has a cgroup namespace), then v1.
+const CGROUP_MEMORY_LIMITS: [&str; 2] = ["/sys/fs/cgroup/memory.max", "/sys/fs/cgroup/memory/memory.limit_in_bytes"];
+
+/// A cgroup memory limit file's value: `max` (v2) or a huge number (v1's
+/// "unlimited", rounded down to a page) mean no limit.
+fn cgroup_memory_limit(text: &str) -> Option<u64> {
+    const UNLIMITED_V1_BYTES: u64 = 1 << 60;
+    text.trim().parse::<u64>().ok().filter(|&bytes| bytes > 0 && bytes < UNLIMITED_V1_BYTES)
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn cgroup_limits_parse_and_unlimited_is_none() {
+        assert_eq!(cgroup_memory_limit("2147483648\n"), Some(2 << 30));
+        assert_eq!(cgroup_memory_limit("max\n"), None);
+        assert_eq!(cgroup_memory_limit("9223372036854771712\n"), None);
+        assert_eq!(cgroup_memory_limit(""), None);
+    }
 
     #[test]
     fn sizes_parse_with_units() {
