@@ -81,6 +81,15 @@ pub fn in_group<F: Future>(group: Group, future: F) -> InGroup<F> {
     InGroup { group, future }
 }
 
+/// Runs `future` in `group` when there is one, else as it is (work handed
+/// from a caller that ran outside any group).
+pub async fn in_group_if<F: Future>(group: Option<Group>, future: F) -> F::Output {
+    match group {
+        Some(group) => in_group(group, future).await,
+        None => future.await,
+    }
+}
+
 pin_project_lite::pin_project! {
     /// A future running in a group ([`in_group`]).
     pub struct InGroup<F> {

@@ -159,11 +159,15 @@ where
         return Err(ShardError::NoSuchShard { shard, nr_shards });
     };
     let (reply, answer) = oneshot::channel();
+    // The work runs in the caller's scheduling group on the target shard,
+    // as Seastar's smp messages do: a request handled across shards counts
+    // as a statement there, and a compaction there yields to it.
+    let group = crate::sched::current_group();
     let job = Box::new(move || {
         spawn(async move {
             // Catch the panic here so `reply` is dropped after unwinding ends:
             // the executor aborts if a cross-thread wake fires mid-unwind.
-            let result = AssertUnwindSafe(f()).catch_unwind().await;
+            let result = AssertUnwindSafe(crate::sched::in_group_if(group, f())).catch_unwind().await;
             if let Ok(value) = result {
                 // The caller may have given up; nobody to tell then.
                 let _ = reply.send(value);
@@ -203,6 +207,26 @@ mod tests {
         assert_eq!(seen, vec![Some(0), Some(1), Some(2)]);
         assert!(missing_failed);
         assert_eq!(n, 3);
+    }
+
+    #[test]
+    fn work_sent_to_another_shard_runs_in_the_senders_group() {
+        use crate::sched::{current_group, in_group};
+        use crate::Group;
+        let (done, results) = mpsc::channel();
+        let _shards = start_shards(2, None, move |shard| {
+            let done = done.clone();
+            async move {
+                if shard != 0 {
+                    return;
+                }
+                let grouped = in_group(Group::Compaction, submit_to(1, || async { current_group() })).await;
+                let ungrouped = submit_to(1, || async { current_group() }).await;
+                let _ = done.send((grouped.ok().flatten(), ungrouped.ok().flatten()));
+            }
+        });
+        let answers = results.recv_timeout(std::time::Duration::from_secs(10)).expect("shard 0 answers");
+        assert_eq!(answers, (Some(Group::Compaction), None));
     }
 
     #[test]

@@ -67,6 +67,8 @@ use std::time::Duration;
 
 use shoal_io::aligned::{align_down, align_up, AlignedBuf};
 use shoal_io::File;
+use shoal_runtime::sched::in_group;
+use shoal_runtime::Group;
 
 use crate::error::{StorageError, StorageResult};
 use crate::event::Event;
@@ -516,7 +518,9 @@ async fn write_loop(log: Rc<CommitLog>) {
             idle.await;
             continue;
         }
-        let round = log.write_round().await;
+        // Charged to the commitlog's scheduling group, active only while a
+        // round is under way: an idle log is no group for others to wait on.
+        let round = in_group(Group::Commitlog, log.write_round()).await;
         log.round_ended.notify_all();
         if let Err(e) = round {
             let appended = {
@@ -557,7 +561,7 @@ async fn periodic_sync(log: std::rc::Weak<CommitLog>, period_ms: u64) {
     loop {
         shoal_runtime::time::sleep(Duration::from_millis(period_ms)).await;
         let Some(log) = log.upgrade() else { return };
-        if let Err(e) = log.sync().await {
+        if let Err(e) = in_group(Group::Commitlog, log.sync()).await {
             tracing::error!("commitlog fdatasync failed: writes fail until the node restarts: {e}");
             let mut state = log.state.borrow_mut();
             let covers = state.next;
