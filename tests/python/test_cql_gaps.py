@@ -133,7 +133,7 @@ def test_field_condition_prepared_and_in_a_batch(session, table, point):
     assert not session.execute(update, (2, 4, ["t"])).was_applied
     batch = (f"BEGIN BATCH UPDATE {t} SET v = 5 WHERE k = 1 AND c = 1 IF u.x > 2; "
              f"INSERT INTO {t} (k, c, v) VALUES (1, 2, 6) APPLY BATCH")
-    assert session.execute(batch).was_applied
+    assert session.execute(batch).one()[0] is True
     assert rows(session, f"SELECT c, v FROM {t} WHERE k = 1") == [(1, 5), (2, 6)]
 
 
