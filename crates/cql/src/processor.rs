@@ -62,6 +62,8 @@ pub struct QueryOptions {
     pub consistency: ConsistencyLevel,
     /// The serial consistency level, when the request gives one.
     pub serial_consistency: Option<ConsistencyLevel>,
+    /// The request's trace, when it is traced.
+    pub trace: Option<crate::traces::SharedTrace>,
 }
 
 /// One statement of a BATCH request.
@@ -356,6 +358,7 @@ async fn execute_parsed(
                 paging_state: options.paging_state.clone(),
                 now_s: clock::now_s(),
                 consistency: options.consistency,
+                trace: options.trace.as_ref(),
             };
             let rows = select::execute(&compiled, Arc::clone(&schema), s, select_options).await?;
             // SELECT JSON is the plain SELECT with each row then rendered
