@@ -214,7 +214,11 @@ def test_conditional_batch_applied(session, table):
              INSERT INTO %(t)s (k, c, v) VALUES (1, 3, 30);
            APPLY BATCH""" % {"t": t}
     )
-    assert rs.was_applied and rs.column_names[:2] == ["[applied]", "k"]
+    assert rs.column_names[:2] == ["[applied]", "k"]
+    if not IS_CASSANDRA:
+        # ScyllaDB: one row per statement, each the row it names as read
+        # (nulls for rows not there), applied or not.
+        assert [tuple(r) for r in rs] == [(True, 1, 1, 1), (True, None, None, None), (True, None, None, None)]
     assert rows(session, t) == [(1, 1, 2), (1, 2, 20), (1, 3, 30)]
 
 
@@ -229,10 +233,12 @@ def test_conditional_batch_not_applied_changes_nothing(session, table):
              INSERT INTO %(t)s (k, c, v) VALUES (1, 3, 30);
            APPLY BATCH""" % {"t": t}
     )
-    # One row per row read (a driver's was_applied refuses several rows
-    # outside a BatchStatement, as with Cassandra).
+    # Cassandra: one row per row read. ScyllaDB: one per statement, the
+    # unconditional INSERT's row (not read) null. (A driver's was_applied
+    # refuses several rows outside a BatchStatement, with either.)
     assert rs.column_names == ["[applied]", "k", "c", "v"]
-    assert [tuple(r) for r in rs] == [(False, 1, 1, 1), (False, 1, 2, 5)]
+    expected = [(False, 1, 1, 1), (False, 1, 2, 5)]
+    assert [tuple(r) for r in rs] == expected + ([] if IS_CASSANDRA else [(False, None, None, None)])
     assert rows(session, t) == [(1, 1, 1), (1, 2, 5)]
 
 
@@ -249,7 +255,45 @@ def test_conditional_batch_statement_with_prepared(session, table):
     rs = session.execute(batch)
     assert not rs.was_applied
     assert rs.column_names == ["[applied]", "k", "c", "v"]
-    assert [tuple(r) for r in rs] == [(False, 1, 1, 1), (False, 1, 2, 2)]
+    # Cassandra: the rows read, in clustering order; ScyllaDB: the
+    # statements' rows, in statement order.
+    expected = [(False, 1, 1, 1), (False, 1, 2, 2)]
+    assert [tuple(r) for r in rs] == (expected if IS_CASSANDRA else expected[::-1])
+
+
+@pytest.mark.skipif(IS_CASSANDRA, reason="ScyllaDB's per-statement batch result")
+def test_conditional_batch_answers_one_row_per_statement(session, table):
+    t = table("(k int, c text, s int static, v text, PRIMARY KEY (k, c))")
+    session.execute("INSERT INTO %s (k, c, s, v) VALUES (0, 'a', 2, 'x')" % t)
+    session.execute("INSERT INTO %s (k, c, v) VALUES (0, 'b', 'y')" % t)
+
+    def batch(*statements):
+        rs = session.execute("BEGIN BATCH %s APPLY BATCH" % "; ".join(s % t for s in statements))
+        return rs.column_names, [tuple(r) for r in rs]
+
+    # Unconditional statements answer too: the row they name when it was
+    # read (a condition on the static row reads the partition's first row),
+    # else the static row (key and static columns).
+    assert batch("UPDATE %s SET v = 'p' WHERE k = 0 AND c = 'a'",
+                 "UPDATE %s SET v = 'q' WHERE k = 0 AND c = 'b'",
+                 "UPDATE %s SET s = 3 WHERE k = 0 IF s = 1") == (
+        ["[applied]", "k", "c", "s"], [(False, 0, "a", 2), (False, 0, None, 2), (False, 0, None, 2)])
+    # Conditions on rows and on the static row, each statement its own row.
+    assert batch("UPDATE %s SET s = 3 WHERE k = 0 IF s = 2",
+                 "UPDATE %s SET v = 'p' WHERE k = 0 AND c = 'a' IF v = 'x'",
+                 "UPDATE %s SET v = 'q' WHERE k = 0 AND c = 'b' IF v = 'z'") == (
+        ["[applied]", "k", "c", "s", "v"],
+        [(False, 0, None, 2, None), (False, 0, "a", 2, "x"), (False, 0, "b", 2, "y")])
+    # IF NOT EXISTS of a row not there: nulls, not the static row.
+    assert batch("INSERT INTO %s (k, c, v) VALUES (0, 'b', 'n') IF NOT EXISTS",
+                 "INSERT INTO %s (k, c, v) VALUES (0, 'c', 'n') IF NOT EXISTS") == (
+        ["[applied]", "k", "c", "s", "v"], [(False, 0, "b", 2, "y"), (False, None, None, None, None)])
+    # Two statements on one row: the row twice.
+    assert batch("UPDATE %s SET v = 'p' WHERE k = 0 AND c = 'a' IF v = 'x'",
+                 "UPDATE %s SET v = 'q' WHERE k = 0 AND c = 'a' IF v = 'x'")[1] == [
+        (True, 0, "a", "x"), (True, 0, "a", "x")]
+    assert [tuple(r) for r in session.execute("SELECT c, s, v FROM %s WHERE k = 0" % t)] == [
+        ("a", 2, "q"), ("b", 2, "y")]
 
 
 def test_conditional_batch_must_stay_on_one_partition(session, table):
@@ -285,6 +329,10 @@ def test_prepared_lwt(session, table):
     rs = session.execute(cas, (2, 1, 0))
     assert columns_and_row(rs) == (["[applied]", "v"], [False, 1])
     assert session.execute(cas_in, (7, 1, [3, 1])).was_applied
+    # A null element of the bound list (the driver sends it empty) matches
+    # no value; the others still count.
+    assert not session.execute(cas_in, (9, 1, [None, 3])).was_applied
+    assert session.execute(cas_in, (7, 1, [5, None, 7])).was_applied
     with pytest.raises(InvalidRequest, match="Invalid 'unset' value in condition"):
         session.execute(cas, (8, 1, UNSET_VALUE))
     assert session.execute("SELECT v FROM %s WHERE k = 1" % t).one().v == 7

@@ -39,6 +39,21 @@ def test_slices_of_maps_and_sets(session, coll):
     assert row.none is None
 
 
+def test_bind_markers_as_subscripts(session, coll):
+    # `m[?]`, `s[?]`, `l[?]` and slice bounds take each execution's values,
+    # typed by the collection they index.
+    prepared = session.prepare("SELECT m[?], s[?], l[?], m[?..?], s[..?] FROM %s WHERE p = 1 AND c = ?" % coll)
+    assert len(prepared.column_metadata) == 7
+    row = session.execute(prepared, ["b", 3, 1, "a", "b", 5, 1]).one()
+    assert tuple(row[:3]) == (2, 3, 20)
+    assert dict(row[3]) == {'a': 1, 'b': 2} and set(row[4]) == {1, 3, 5}
+    row = session.execute(prepared, ["z", 4, 0, "c", "z", 1, 1]).one()
+    assert tuple(row[:3]) == (None, None, 10)
+    assert dict(row[3]) == {'c': 3} and set(row[4]) == {1}
+    # A null key selects nothing, as a null literal does.
+    assert tuple(session.execute(prepared, [None, None, None, "a", "a", 1, 1]).one()[:3]) == (None, None, None)
+
+
 def test_element_selection_needs_a_collection(session, coll):
     with pytest.raises(InvalidRequest, match="is not a collection"):
         session.execute("SELECT c[1] FROM %s WHERE p = 1" % coll)

@@ -82,3 +82,30 @@ def test_failed_request_is_traced_too(session, table):
     events = [e.activity for e in session.execute(
         "SELECT activity FROM system_traces.events WHERE session_id = %s", (rows[0].session_id,))]
     assert events[-1] == "Request failed"
+
+
+def test_a_select_served_by_an_index_traces_which(session, table):
+    # ScyllaDB's event text, which its tests and tools look for. The index is
+    # the first restriction's that one serves; in a restricted partition a
+    # local index first.
+    t = table("(p int PRIMARY KEY, v1 int, v2 int, v3 int)")
+    session.execute("CREATE INDEX %s_v3 ON %s (v3)" % (t.split(".")[-1], t))
+    session.execute("CREATE INDEX %s_v1 ON %s (v1)" % (t.split(".")[-1], t))
+    session.execute("CREATE INDEX %s_v2 ON %s ((p), v2)" % (t.split(".")[-1], t))
+    name = t.split(".")[-1]
+
+    def index_used(where):
+        rs = session.execute(SimpleStatement("SELECT * FROM %s WHERE %s" % (t, where)), trace=True)
+        events = [e.description for e in rs.get_query_trace(max_wait_sec=10).events]
+        used = [e for e in events if e.startswith("Consulting index ")]
+        assert len(used) == 1, events
+        return used[0].split()[2]
+
+    assert index_used("v3 = 1") == name + "_v3"
+    assert index_used("v3 = 1 AND v1 = 2 ALLOW FILTERING") == name + "_v3"
+    assert index_used("p = 1 AND v1 = 1 AND v3 = 2 ALLOW FILTERING") == name + "_v1"
+    assert index_used("v2 = 1 AND v1 = 2 ALLOW FILTERING") == name + "_v1"
+    assert index_used("p = 1 AND v1 = 1 AND v2 = 2 ALLOW FILTERING") == name + "_v2"
+    # A SELECT no index serves traces none.
+    rs = session.execute(SimpleStatement("SELECT * FROM %s WHERE p = 1" % t), trace=True)
+    assert not [e for e in rs.get_query_trace(max_wait_sec=10).events if "index" in e.description]

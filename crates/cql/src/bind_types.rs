@@ -4,7 +4,9 @@
 
 use shoal_schema::{ColumnMeta, CqlType, Schema, TableMeta};
 
-use crate::ast::{Assignment, Condition, InValues, Operator, Parsed, Relation, Statement, Term, Using};
+use crate::ast::{
+    Assignment, Condition, InValues, Operator, Parsed, Relation, Selection, SelectorExpr, Statement, Term, Using,
+};
 use crate::ddl::qualify;
 use crate::error::{invalid, CqlError, CqlResult};
 use crate::modification::{assignment_column, check_collection_operation, check_element_deletion};
@@ -108,6 +110,48 @@ impl Collector<'_> {
                 CqlType::Blob
             }
         }
+    }
+
+    /// The markers of subscripts in selectors (`m[?]`, `s[?..?]`), typed
+    /// by the collection they index, under Cassandra's names.
+    fn selector(&mut self, expr: &SelectorExpr) {
+        match expr {
+            SelectorExpr::Element { expr, key } => {
+                self.subscript(expr, key);
+                self.selector(expr);
+            }
+            SelectorExpr::Slice { expr, from, to } => {
+                from.iter().chain(to.iter()).for_each(|bound| self.subscript(expr, bound));
+                self.selector(expr);
+            }
+            SelectorExpr::WriteTimeOfPart { part, .. } => self.selector(part),
+            SelectorExpr::FunctionCall { args, .. } => args.iter().for_each(|a| self.selector(a)),
+            SelectorExpr::Cast { expr, .. } | SelectorExpr::Field { expr, .. } | SelectorExpr::Negation(expr) => {
+                self.selector(expr)
+            }
+            SelectorExpr::Arithmetic { left, right, .. } => {
+                self.selector(left);
+                self.selector(right);
+            }
+            SelectorExpr::Column(_)
+            | SelectorExpr::CountStar
+            | SelectorExpr::WriteTime(_)
+            | SelectorExpr::Ttl(_)
+            | SelectorExpr::Term(_) => {}
+        }
+    }
+
+    fn subscript(&mut self, collection: &SelectorExpr, key: &Term) {
+        let SelectorExpr::Column(column) = collection else { return };
+        // An unknown column is the selection's error, told at compiling.
+        let Some(meta) = self.meta.and_then(|m| m.column(column)) else { return };
+        let (name, ty) = match meta.ty.unfrozen() {
+            CqlType::Map(k, _) => (format!("key({column})"), k.as_ref().clone()),
+            CqlType::Set(e) => (format!("value({column})"), e.as_ref().clone()),
+            CqlType::List(_) => (format!("idx({column})"), CqlType::Int),
+            _ => return,
+        };
+        self.term(key, &name, &ty);
     }
 
     fn using(&mut self, using: &Using) {
@@ -345,6 +389,9 @@ fn walk<'s>(c: &mut Collector<'s>, schema: &'s Schema, statement: &Statement, se
             c.condition(&s.condition);
         }
         Statement::Select(s) => {
+            if let Selection::Selectors(list) = &s.selection {
+                list.iter().for_each(|selector| c.selector(&selector.expr));
+            }
             c.relations(&s.where_clause);
             if let Some(t) = &s.per_partition_limit {
                 c.term(t, "[per_partition_limit]", &CqlType::Int);

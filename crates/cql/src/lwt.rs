@@ -10,7 +10,9 @@
 //! applied or not, the values the conditions were checked against — the
 //! condition columns (every column for IF [NOT] EXISTS), preceded in a batch
 //! by the key columns — nulls where no row was there. Cassandra shows them
-//! only when not applied.
+//! only when not applied. A batch answers one row per statement, its own
+//! conditions or not: the row the statement names as it was read, else the
+//! partition's static row, else nulls.
 
 use std::sync::Arc;
 
@@ -25,31 +27,49 @@ use crate::ast::{ColumnCondition, Condition, Operator, Statement, Term};
 use crate::error::{invalid, CqlError, CqlResult};
 use crate::result::{ColumnSpec, QueryResult, Rows};
 use crate::select::column_value;
-use crate::values::{collection_items, eval, Bindings, BoundValue, Receiver};
+use crate::values::{collection_items, eval, validate_value, Bindings, BoundValue, Receiver};
 
-/// The condition of one statement, on one row of the partition.
+/// One statement of a write that may be conditional (a statement alone,
+/// or one of a batch): the row it names and its condition, if any.
 #[derive(Debug, Clone)]
 pub(crate) struct Conditional {
     table: Arc<TableMeta>,
-    position: PartitionPosition,
-    condition: RowCondition,
+    /// The encoded clustering key of the one row the statement writes;
+    /// `None` when it writes the partition (or no single row).
+    row: Option<Bytes>,
+    /// With the partition it is checked in; `None` for a statement
+    /// without `IF`.
+    condition: Option<(PartitionPosition, RowCondition)>,
 }
 
-/// The condition of `statement`, given the writes built for it; `None` when
-/// it has none.
+/// Whether any statement of a write has a condition (it then runs as a
+/// conditional write).
+pub(crate) fn any_condition(statements: &[Conditional]) -> bool {
+    statements.iter().any(|s| s.condition.is_some())
+}
+
+/// The condition of `statement`, given the writes built for it (with none
+/// when it has no `IF`).
 pub(crate) fn conditional(
     meta: &Arc<TableMeta>,
     statement: &Statement,
     writes: &[Mutation],
     bindings: Bindings<'_>,
-) -> CqlResult<Option<Conditional>> {
+) -> CqlResult<Conditional> {
+    let unconditional = || {
+        let row = match writes {
+            [write] if write.update.rows.len() == 1 => write.update.rows.keys().next().cloned(),
+            _ => None,
+        };
+        Conditional { table: Arc::clone(meta), row, condition: None }
+    };
     let (check, using) = match statement {
         Statement::Insert(s) if s.if_not_exists => (Some(RowCheck::NotExists), &s.using),
         Statement::Update(s) => (check_of(meta, &s.condition, bindings)?, &s.using),
         Statement::Delete(s) => (check_of(meta, &s.condition, bindings)?, &s.using),
-        _ => return Ok(None),
+        _ => return Ok(unconditional()),
     };
-    let Some(check) = check else { return Ok(None) };
+    let Some(check) = check else { return Ok(unconditional()) };
     if crate::ddl::is_counter_table(meta) {
         return Err(invalid("Conditional updates are not supported on counter tables"));
     }
@@ -96,11 +116,11 @@ pub(crate) fn conditional(
             _ => {}
         }
     }
-    Ok(Some(Conditional {
+    Ok(Conditional {
         table: Arc::clone(meta),
-        position: write.position.clone(),
-        condition: RowCondition { row, check },
-    }))
+        row: row.clone(),
+        condition: Some((write.position.clone(), RowCondition { row, check })),
+    })
 }
 
 /// ScyllaDB's text for a conditional DELETE without its whole primary key:
@@ -219,11 +239,21 @@ fn column_check(meta: &TableMeta, condition: &ColumnCondition, bindings: Binding
             terms.iter().map(|t| condition_value(t, receiver, bindings)).collect::<CqlResult<_>>()?
         }
         (Operator::In, term) => {
-            let list_ty = CqlType::List(Box::new(ty.clone()));
-            match eval(term, Receiver { name, ty: &list_ty }, bindings)? {
-                BoundValue::Value(list) => collection_items(&list).into_iter().map(Some).collect(),
+            // Elements are checked one by one: drivers send a null element
+            // of a bound list as an empty value (the Python driver does),
+            // which stands for null where the type has no empty value, as
+            // ScyllaDB takes it.
+            let list_ty = CqlType::List(Box::new(CqlType::Blob));
+            let list = match eval(term, Receiver { name, ty: &list_ty }, bindings)? {
+                BoundValue::Value(list) => list,
                 _ => return Err(invalid(format!("Invalid null list in IN condition on {name}"))),
-            }
+            };
+            let element = |item: Bytes| match validate_value(ty, &item) {
+                Ok(()) => Ok(Some(item)),
+                Err(_) if item.is_empty() => Ok(None),
+                Err(e) => Err(invalid(format!("Exception while binding column {name}: {e}"))),
+            };
+            collection_items(&list).into_iter().map(element).collect::<CqlResult<_>>()?
         }
         (Operator::Eq | Operator::Ne | Operator::Lt | Operator::Le | Operator::Gt | Operator::Ge, term) => {
             let value = condition_value(term, receiver, bindings)?;
@@ -283,14 +313,17 @@ fn condition_value(term: &Term, receiver: Receiver<'_>, bindings: Bindings<'_>) 
 
 /// Checks that the conditional statements of a batch (or one statement) and
 /// its other writes all touch one partition of one table.
-pub(crate) fn check_single_partition(conditions: &[Conditional], writes: &[Mutation]) -> CqlResult<()> {
-    let Some(first) = conditions.first() else { return Ok(()) };
-    let tables = conditions.iter().map(|c| c.table.id).chain(writes.iter().map(|w| w.table));
+pub(crate) fn check_single_partition(statements: &[Conditional], writes: &[Mutation]) -> CqlResult<()> {
+    let Some((first, (position, _))) = statements.iter().find_map(|s| Some((s, s.condition.as_ref()?))) else {
+        return Ok(());
+    };
+    let tables = statements.iter().map(|c| c.table.id).chain(writes.iter().map(|w| w.table));
     if tables.clone().any(|t| t != first.table.id) {
         return Err(invalid("Batch with conditions cannot span multiple tables"));
     }
-    let positions = conditions.iter().map(|c| &c.position).chain(writes.iter().map(|w| &w.position));
-    if positions.clone().any(|p| p != &first.position) {
+    let conditional = statements.iter().filter_map(|s| s.condition.as_ref().map(|(p, _)| p));
+    let positions = conditional.chain(writes.iter().map(|w| &w.position));
+    if positions.clone().any(|p| p != position) {
         return Err(invalid("Batch with conditions cannot span multiple partitions"));
     }
     Ok(())
@@ -298,9 +331,9 @@ pub(crate) fn check_single_partition(conditions: &[Conditional], writes: &[Mutat
 
 /// Runs conditional writes through the coordinator: `writes` carry
 /// `timestamp_us`, moved to the owning shard's clock under the lock.
-/// `conditions` is not empty and [`check_single_partition`] passed.
+/// Some statement has a condition and [`check_single_partition`] passed.
 pub(crate) async fn execute(
-    conditions: Vec<Conditional>,
+    statements: Vec<Conditional>,
     writes: Vec<Mutation>,
     consistency: ConsistencyLevel,
     serial: Option<ConsistencyLevel>,
@@ -308,9 +341,10 @@ pub(crate) async fn execute(
     now_s: i64,
     is_batch: bool,
 ) -> CqlResult<QueryResult> {
-    let Some(first) = conditions.first() else { return Err(CqlError::Server("no condition to check".into())) };
-    let meta = Arc::clone(&first.table);
-    let position = first.position.clone();
+    let Some((first, (position, _))) = statements.iter().find_map(|s| Some((s, s.condition.as_ref()?))) else {
+        return Err(CqlError::Server("no condition to check".into()));
+    };
+    let (meta, position) = (Arc::clone(&first.table), position.clone());
     // One partition, so one mutation: the batch applies whole or not at all.
     let mut writes = writes.into_iter();
     let mutation = writes.next().map(|mut merged| {
@@ -320,14 +354,14 @@ pub(crate) async fn execute(
     let request = CasRequest {
         table: meta.id,
         position,
-        conditions: conditions.iter().map(|c| c.condition.clone()).collect(),
+        conditions: statements.iter().filter_map(|s| Some(s.condition.as_ref()?.1.clone())).collect(),
         mutation,
         timestamp_us,
         now_s,
     };
     let serial = serial.unwrap_or(ConsistencyLevel::Serial);
     let answer = shoal_coordinator::cas(request, consistency, serial, timeouts().cas).await?;
-    result(&meta, &conditions, &answer.rows, answer.applied, is_batch)
+    result(&meta, &statements, &answer.rows, answer.applied, is_batch)
 }
 
 /// The coordinator's comparison for a CQL operator allowed in `IF`.
@@ -346,52 +380,80 @@ fn check_op(op: Operator) -> CqlResult<CheckOp> {
     })
 }
 
-/// The result, as ScyllaDB gives it whether applied or not: `[applied]`,
-/// then the values the conditions were checked against — the condition
-/// columns (every column for IF [NOT] EXISTS; in a batch the key columns
-/// too) of each row read, or nulls when no row was there.
-fn result(
-    meta: &TableMeta,
-    conditions: &[Conditional],
-    current: &[Option<ResultRow>],
-    applied: bool,
-    is_batch: bool,
-) -> CqlResult<QueryResult> {
-    let whole_row = conditions.iter().any(|c| !matches!(c.condition.check, RowCheck::Columns(_)));
-    let shown: Vec<usize> = (0..meta.columns.len())
+/// The columns a result shows after `[applied]`: the condition columns
+/// (every column for IF [NOT] EXISTS), and in a batch the key columns too.
+fn shown_columns(meta: &TableMeta, statements: &[Conditional], is_batch: bool) -> Vec<usize> {
+    let checks = || statements.iter().filter_map(|s| s.condition.as_ref().map(|(_, c)| &c.check));
+    let whole_row = checks().any(|check| !matches!(check, RowCheck::Columns(_)));
+    (0..meta.columns.len())
         .filter(|&i| {
-            let kind = meta.columns[i].kind;
             whole_row
-                || (is_batch && kind.is_primary_key())
-                || conditions.iter().any(|c| match &c.condition.check {
+                || (is_batch && meta.columns[i].kind.is_primary_key())
+                || checks().any(|check| match check {
                     RowCheck::Columns(checks) => checks.iter().any(|k| k.column == i),
                     _ => false,
                 })
         })
-        .collect();
-    // In clustering order and each once (statements of a batch may test
-    // one row), as Cassandra shows them.
-    let mut rows_read: Vec<&ResultRow> = current.iter().flatten().collect();
-    rows_read.sort_by(|a, b| a.position.cmp(&b.position));
-    rows_read.dedup_by(|a, b| a.position == b.position);
+        .collect()
+}
+
+fn columns_of(meta: &TableMeta, shown: &[usize]) -> Arc<[ColumnSpec]> {
     let mut columns = vec![applied_spec(meta)];
     columns.extend(shown.iter().map(|&i| spec(meta, meta.columns[i].name.clone(), meta.columns[i].ty.clone())));
-    let mut rows = rows_read
-        .into_iter()
-        .map(|row| {
-            let mut out = vec![Some(bool_value(applied))];
-            for &i in &shown {
-                out.push(column_value(meta, i, row)?);
+    columns.into()
+}
+
+/// The result, as ScyllaDB gives it whether applied or not: `[applied]`,
+/// then the values the conditions were checked against ([`shown_columns`]),
+/// one row per statement (a batch's, conditional or not, in order): the
+/// row the statement names as read; else the partition's static row (its
+/// key and static columns, where the table has both), unless the statement
+/// names a row and tests IF [NOT] EXISTS; else nulls.
+fn result(
+    meta: &TableMeta,
+    statements: &[Conditional],
+    current: &[Option<ResultRow>],
+    applied: bool,
+    is_batch: bool,
+) -> CqlResult<QueryResult> {
+    let shown = shown_columns(meta, statements, is_batch);
+    // Rows read for a named row first: a read for the static row keeps
+    // only the static cells of the partition's first row.
+    let conditions = statements.iter().filter_map(|s| s.condition.as_ref().map(|(_, c)| c));
+    let (named, partition): (Vec<_>, Vec<_>) = conditions.zip(current).partition(|(c, _)| c.row.is_some());
+    let read: Vec<&ResultRow> = named.into_iter().chain(partition).filter_map(|(_, row)| row.as_ref()).collect();
+    let has_static_row = meta.clustering_key_len() > 0 && meta.columns.iter().any(|c| c.kind == ColumnKind::Static);
+    let static_row = read.first().copied().filter(|_| has_static_row);
+    let mut rows = Vec::with_capacity(statements.len());
+    for statement in statements {
+        let mut out = vec![Some(bool_value(applied))];
+        let own = statement.row.as_ref().and_then(|key| {
+            read.iter().copied().find(|r| {
+                meta.clustering_key_len() == 0
+                    || (r.position.clustering.as_ref() == Some(key) && r.clustering.len() == meta.clustering_key_len())
+            })
+        });
+        let tests_existence = statement
+            .condition
+            .as_ref()
+            .is_some_and(|(_, c)| matches!(c.check, RowCheck::Exists | RowCheck::NotExists));
+        match (own, static_row) {
+            (Some(row), _) => {
+                for &i in &shown {
+                    out.push(column_value(meta, i, row)?);
+                }
             }
-            Ok(out)
-        })
-        .collect::<CqlResult<Vec<_>>>()?;
-    if rows.is_empty() {
-        let mut nulls = vec![Some(bool_value(applied))];
-        nulls.resize(shown.len() + 1, None);
-        rows.push(nulls);
+            (None, Some(row)) if statement.row.is_none() || !tests_existence => {
+                for &i in &shown {
+                    let partition_level = matches!(meta.columns[i].kind, ColumnKind::PartitionKey | ColumnKind::Static);
+                    out.push(if partition_level { column_value(meta, i, row)? } else { None });
+                }
+            }
+            _ => out.resize(shown.len() + 1, None),
+        }
+        rows.push(out);
     }
-    Ok(QueryResult::Rows(Rows { columns: columns.into(), rows, paging_state: None }))
+    Ok(QueryResult::Rows(Rows { columns: columns_of(meta, &shown), rows, paging_state: None }))
 }
 
 fn spec(meta: &TableMeta, name: String, ty: CqlType) -> ColumnSpec {

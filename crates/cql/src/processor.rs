@@ -62,6 +62,8 @@ pub struct QueryOptions {
     pub consistency: ConsistencyLevel,
     /// The serial consistency level, when the request gives one.
     pub serial_consistency: Option<ConsistencyLevel>,
+    /// The request's trace, when it is traced.
+    pub trace: Option<crate::traces::SharedTrace>,
 }
 
 /// One statement of a BATCH request.
@@ -356,6 +358,7 @@ async fn execute_parsed(
                 paging_state: options.paging_state.clone(),
                 now_s: clock::now_s(),
                 consistency: options.consistency,
+                trace: options.trace.as_ref(),
             };
             let rows = select::execute(&compiled, Arc::clone(&schema), s, select_options).await?;
             // SELECT JSON is the plain SELECT with each row then rendered
@@ -386,14 +389,14 @@ async fn execute_parsed(
                 Statement::Batch(b) => Some(b.kind),
                 _ => None,
             };
-            check_write_consistency(&options, !conditions.is_empty())?;
+            check_write_consistency(&options, lwt::any_condition(&conditions))?;
             apply_or_check(writes, conditions, &options, ctx.timestamp, ctx.now_s, batch).await
         }
     }
 }
 
 /// The partition updates of a modification statement (or a CQL-text batch);
-/// the conditions of conditional statements go to `conditions`.
+/// each statement, with its condition if it has one, goes to `conditions`.
 fn writes(
     schema: &Schema,
     statement: &Statement,
@@ -434,7 +437,7 @@ fn writes(
             for statement in &batch.statements {
                 all.extend(writes(schema, statement, keyspace, ctx, conditions)?);
             }
-            if batch.using.timestamp.is_some() && !conditions.is_empty() {
+            if batch.using.timestamp.is_some() && lwt::any_condition(conditions) {
                 return Err(invalid("Cannot provide custom timestamp for conditional BATCH"));
             }
             // Counter updates take the replica's time (Cassandra's text).
@@ -446,7 +449,7 @@ fn writes(
         }
         _ => return Err(invalid("Only INSERT, UPDATE and DELETE statements are allowed in a batch")),
     };
-    conditions.extend(lwt::conditional(&meta, statement, &writes, ctx.bindings)?);
+    conditions.push(lwt::conditional(&meta, statement, &writes, ctx.bindings)?);
     Ok(writes)
 }
 
@@ -492,7 +495,7 @@ async fn apply_or_check(
     now_s: i64,
     batch: Option<BatchKind>,
 ) -> CqlResult<QueryResult> {
-    if conditions.is_empty() {
+    if !lwt::any_condition(&conditions) {
         apply_writes(writes, options.consistency, batch).await?;
         return Ok(QueryResult::Void);
     }
@@ -663,7 +666,7 @@ async fn run_batch(
         all.extend(writes(&schema, &parsed.statement, keyspace.as_deref(), ctx, &mut conditions)?);
     }
     check_batch_kind(kind, &schema, &all)?;
-    check_write_consistency(&options, !conditions.is_empty())?;
+    check_write_consistency(&options, lwt::any_condition(&conditions))?;
     apply_or_check(all, conditions, &options, timestamp, now, Some(kind)).await
 }
 

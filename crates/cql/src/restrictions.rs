@@ -648,6 +648,33 @@ impl<'a> Analysis<'a> {
         range
     }
 
+    /// `(c1, ..., cn) op (v1, ..., vn)` over clustering columns of mixed
+    /// order, which is no single range in storage order: it is the union,
+    /// for each i, of the rows equal to `v1..v(i-1)` whose `ci` is strictly
+    /// beyond `vi` (a range inside that prefix, placed by `ci`'s own
+    /// order), plus, for `>=` and `<=`, the rows starting with the whole
+    /// tuple. ScyllaDB and Cassandra split the slice the same way.
+    fn mixed_order_slice(&self, columns: &[usize], tuple: &[Bytes], op: Operator) -> Vec<ClusteringRange> {
+        let strict = match op {
+            Operator::Ge => Operator::Gt,
+            Operator::Le => Operator::Lt,
+            other => other,
+        };
+        let mut ranges: Vec<ClusteringRange> = (0..tuple.len())
+            .map(|i| {
+                let mut range = prefix_range(self.meta.encode_clustering(&tuple[..i]));
+                let desc = self.meta.columns[columns[i]].order == ClusteringOrder::Desc;
+                apply_bound(&mut range, self.meta.encode_clustering(&tuple[..=i]), strict, desc);
+                range
+            })
+            .collect();
+        if strict != op {
+            ranges.push(prefix_range(self.meta.encode_clustering(tuple)));
+        }
+        ranges.retain(|r| !r.is_empty());
+        ranges
+    }
+
     /// Multi-column relations: one `=`/`IN` (keys), or slices intersected.
     #[allow(clippy::type_complexity)]
     fn multi_ranges(
@@ -656,7 +683,7 @@ impl<'a> Analysis<'a> {
         relations: Vec<(Vec<usize>, Operator, Vec<Vec<Bytes>>)>,
     ) -> CqlResult<(Option<Vec<(Bytes, Vec<Bytes>)>>, Vec<ClusteringRange>, bool)> {
         let mut keys: Option<(usize, Vec<(Bytes, Vec<Bytes>)>)> = None;
-        let mut slice: Option<ClusteringRange> = None;
+        let mut slice: Option<Vec<ClusteringRange>> = None;
         for (indexes, op, tuples) in relations {
             let columns = &ck[..indexes.len()];
             let orders: Vec<bool> =
@@ -674,14 +701,19 @@ impl<'a> Analysis<'a> {
                     ));
                 }
                 _ => {
-                    if orders.iter().any(|d| *d != orders[0]) {
-                        return Err(invalid(
-                            "Multi-column slices over clustering columns of mixed order are not supported yet",
-                        ));
-                    }
-                    let range = slice.get_or_insert_with(ClusteringRange::all);
                     for tuple in &tuples {
-                        apply_bound(range, self.meta.encode_clustering(tuple), op, orders[0]);
+                        let bound = match orders.iter().all(|d| *d == orders[0]) {
+                            true => {
+                                let mut range = ClusteringRange::all();
+                                apply_bound(&mut range, self.meta.encode_clustering(tuple), op, orders[0]);
+                                vec![range]
+                            }
+                            false => self.mixed_order_slice(columns, tuple, op),
+                        };
+                        slice = Some(match slice {
+                            Some(ranges) => intersect(&ranges, &bound),
+                            None => bound,
+                        });
                     }
                 }
             }
@@ -694,10 +726,35 @@ impl<'a> Analysis<'a> {
                 ranges.sort_by(|a, b| bound_key(&a.start).cmp(&bound_key(&b.start)));
                 Ok(((width == ck.len()).then_some(keys), ranges, true))
             }
-            (None, Some(range)) => Ok((None, if range.is_empty() { Vec::new() } else { vec![range] }, true)),
+            (None, Some(mut ranges)) => {
+                ranges.retain(|r| !r.is_empty());
+                ranges.sort_by(|a, b| bound_key(&a.start).cmp(&bound_key(&b.start)));
+                Ok((None, ranges, true))
+            }
             (None, None) => Ok((None, vec![ClusteringRange::all()], false)),
         }
     }
+}
+
+/// The ranges of `a` narrowed by those of `b`: where a row falls in one of
+/// each (both lists hold disjoint ranges, so the result does too).
+fn intersect(a: &[ClusteringRange], b: &[ClusteringRange]) -> Vec<ClusteringRange> {
+    let mut out = Vec::new();
+    for x in a {
+        for y in b {
+            let mut range = x.clone();
+            if start_later(&y.start, &range.start) {
+                range.start = y.start.clone();
+            }
+            if end_earlier(&y.end, &range.end) {
+                range.end = y.end.clone();
+            }
+            if !range.is_empty() {
+                out.push(range);
+            }
+        }
+    }
+    out
 }
 
 /// Narrows `range` by `key op` where `key` is an encoded clustering prefix;
@@ -987,5 +1044,55 @@ mod tests {
         let mut range = ClusteringRange::all();
         apply_bound(&mut range, last, Operator::Le, false);
         assert_eq!(range, ClusteringRange::all());
+    }
+
+    fn table(text: &str) -> TableMeta {
+        let Ok(crate::ast::Statement::CreateTable(create)) = crate::parser::parse_statement(text).map(|p| p.statement)
+        else {
+            panic!("not a create table: {text}")
+        };
+        crate::ddl::create_table("ks", &create).expect("a valid table")
+    }
+
+    /// The (b, c) keys of a 3x3 grid that `where_clause` selects, read in
+    /// storage order through the ranges it becomes.
+    fn selected(meta: &TableMeta, where_clause: &str) -> Vec<(i32, i32)> {
+        let text = format!("SELECT * FROM t WHERE {where_clause}");
+        let Ok(crate::ast::Statement::Select(select)) = crate::parser::parse_statement(&text).map(|p| p.statement)
+        else {
+            panic!("not a select: {text}")
+        };
+        let restrictions = analyze(meta, &select.where_clause, Bindings { values: &[] }).expect("valid restrictions");
+        let int = |v: i32| Bytes::copy_from_slice(&v.to_be_bytes());
+        let mut keys: Vec<(Bytes, (i32, i32))> = (0..3)
+            .flat_map(|b| (0..3).map(move |c| (b, c)))
+            .map(|(b, c)| (meta.encode_clustering(&[int(b), int(c)]), (b, c)))
+            .collect();
+        keys.sort();
+        keys.into_iter()
+            .filter(|(key, _)| restrictions.clustering_ranges.iter().any(|r| r.contains(key)))
+            .map(|(_, bc)| bc)
+            .collect()
+    }
+
+    #[test]
+    fn multi_column_slices_over_mixed_order_columns() {
+        let meta = table(
+            "CREATE TABLE t (a int, b int, c int, PRIMARY KEY (a, b, c)) WITH CLUSTERING ORDER BY (b ASC, c DESC)",
+        );
+        assert_eq!(selected(&meta, "a = 0 AND (b, c) > (1, 1)"), [(1, 2), (2, 2), (2, 1), (2, 0)]);
+        assert_eq!(selected(&meta, "a = 0 AND (b, c) >= (1, 1)"), [(1, 2), (1, 1), (2, 2), (2, 1), (2, 0)]);
+        assert_eq!(selected(&meta, "a = 0 AND (b, c) < (1, 1)"), [(0, 2), (0, 1), (0, 0), (1, 0)]);
+        assert_eq!(selected(&meta, "a = 0 AND (b, c) <= (1, 1)"), [(0, 2), (0, 1), (0, 0), (1, 1), (1, 0)]);
+        assert_eq!(
+            selected(&meta, "a = 0 AND (b, c) > (0, 1) AND (b, c) <= (2, 1)"),
+            [(0, 2), (1, 2), (1, 1), (1, 0), (2, 1), (2, 0)]
+        );
+        assert!(selected(&meta, "a = 0 AND (b, c) > (2, 0) AND (b, c) < (0, 0)").is_empty());
+        let meta = table(
+            "CREATE TABLE t (a int, b int, c int, PRIMARY KEY (a, b, c)) WITH CLUSTERING ORDER BY (b DESC, c ASC)",
+        );
+        assert_eq!(selected(&meta, "a = 0 AND (b, c) > (1, 1)"), [(2, 0), (2, 1), (2, 2), (1, 2)]);
+        assert_eq!(selected(&meta, "a = 0 AND (b, c) <= (1, 1)"), [(1, 0), (1, 1), (0, 0), (0, 1), (0, 2)]);
     }
 }

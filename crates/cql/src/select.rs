@@ -126,6 +126,7 @@ pub struct SelectOptions<'a> {
     pub paging_state: Option<Bytes>,
     pub now_s: i64,
     pub consistency: ConsistencyLevel,
+    pub trace: Option<&'a crate::traces::SharedTrace>,
 }
 
 /// A SELECT resolved against one schema version, once: its table, result
@@ -143,11 +144,18 @@ pub struct CompiledSelect {
     aggregate: bool,
     grouping: Option<group_by::Grouping>,
     plan: Option<EqPlan>,
+    /// The selectors hold bind markers (`m[?]`): each execution resolves
+    /// them again with its values.
+    rebind: bool,
 }
 
 /// Resolves `select` (on table `meta` of `schema`) for execution.
 pub fn compile(schema: &Schema, meta: Arc<TableMeta>, select: &Select) -> CqlResult<CompiledSelect> {
-    let selected = selectors(&meta, select)?;
+    let selected = selectors(&meta, select, None)?;
+    let rebind = match &select.selection {
+        Selection::Selectors(list) => list.iter().any(|s| has_markers(&s.expr)),
+        Selection::Wildcard => false,
+    };
     let (columns, sels): (Vec<ColumnSpec>, Vec<Sel>) = selected.into_iter().unzip();
     let aggregate = sels.iter().any(aggregate::has_aggregate);
     let grouping = group_by::grouping(&meta, select)?;
@@ -167,6 +175,7 @@ pub fn compile(schema: &Schema, meta: Arc<TableMeta>, select: &Select) -> CqlRes
         aggregate,
         grouping,
         plan,
+        rebind,
         meta,
     })
 }
@@ -177,10 +186,22 @@ pub async fn execute(
     select: &Select,
     options: SelectOptions<'_>,
 ) -> CqlResult<Rows> {
-    let CompiledSelect { meta, sels, aggregate, grouping, plan, .. } = compiled;
+    let CompiledSelect { meta, sels, aggregate, grouping, plan, rebind, .. } = compiled;
+    let rebound: Vec<Sel>;
+    let sels = match *rebind {
+        true => {
+            rebound = selectors(meta, select, Some(options.bindings))?.into_iter().map(|(_, sel)| sel).collect();
+            &rebound
+        }
+        false => sels,
+    };
     let (aggregate, grouping) = (*aggregate, *grouping);
     let columns = Arc::clone(&compiled.columns);
     let (mut command, index) = read_command(&schema, meta, select, plan.as_ref(), options.bindings, options.now_s)?;
+    if let (Some(trace), Some(served)) = (options.trace, &index) {
+        // ScyllaDB's words, which tools and tests look for.
+        trace.borrow_mut().event(format!("Consulting index {} for a single slice of keys", served.index));
+    }
     let index_scan = index.and_then(|served| served.scan);
     let limit = limit(select.limit.as_ref(), "LIMIT", options.bindings)?.unwrap_or(usize::MAX);
     let state = options.paging_state.as_ref().map(decode_paging_state).transpose()?;
@@ -515,7 +536,7 @@ fn spec(meta: &TableMeta, name: String, ty: CqlType) -> ColumnSpec {
     ColumnSpec { keyspace: meta.keyspace.clone(), table: meta.name.clone(), name, ty }
 }
 
-fn selectors(meta: &TableMeta, select: &Select) -> CqlResult<Vec<(ColumnSpec, Sel)>> {
+fn selectors(meta: &TableMeta, select: &Select, binds: Binds<'_>) -> CqlResult<Vec<(ColumnSpec, Sel)>> {
     let list = match &select.selection {
         Selection::Wildcard => {
             return Ok(meta
@@ -531,7 +552,7 @@ fn selectors(meta: &TableMeta, select: &Select) -> CqlResult<Vec<(ColumnSpec, Se
     };
     list.iter()
         .map(|selector| {
-            let (name, ty, sel) = selector_expr(meta, &selector.expr)?;
+            let (name, ty, sel) = selector_expr(meta, &selector.expr, binds)?;
             if select.distinct {
                 if let Sel::Column(i) = sel {
                     if !matches!(meta.columns[i].kind, ColumnKind::PartitionKey | ColumnKind::Static) {
@@ -579,7 +600,12 @@ fn distinct_restrictable(meta: &TableMeta, relations: &[Relation]) -> bool {
 /// element, which has a write time of its own; everything else ScyllaDB
 /// refuses, in its words. A non-frozen user type's fields are rewritten
 /// together, so they have no write time of their own here yet.
-fn write_time_of_part(meta: &TableMeta, ttl: bool, part: &SelectorExpr) -> CqlResult<(String, CqlType, Sel)> {
+fn write_time_of_part(
+    meta: &TableMeta,
+    ttl: bool,
+    part: &SelectorExpr,
+    binds: Binds<'_>,
+) -> CqlResult<(String, CqlType, Sel)> {
     let what = if ttl { "TTL" } else { "WRITETIME" };
     let (SelectorExpr::Field { expr, .. } | SelectorExpr::Element { expr, .. } | SelectorExpr::Slice { expr, .. }) =
         part
@@ -601,7 +627,7 @@ fn write_time_of_part(meta: &TableMeta, ttl: bool, part: &SelectorExpr) -> CqlRe
     Err(match (part, ty) {
         (SelectorExpr::Element { key, .. }, CqlType::Map(key_ty, _) | CqlType::Set(key_ty)) => {
             let display = format!("{}({part})", what.to_lowercase());
-            let key = eval(key, Receiver { name: &display, ty: key_ty }, Bindings { values: &[] })?.into_option();
+            let key = subscript(key, Receiver { name: &display, ty: key_ty }, binds)?;
             let result_ty = if ttl { CqlType::Int } else { CqlType::Bigint };
             return Ok((display, result_ty, Sel::ElementStamp { column: index, key, ttl }));
         }
@@ -628,7 +654,7 @@ fn column_ref(meta: &TableMeta, name: &str) -> CqlResult<usize> {
     meta.column_index(name).ok_or_else(|| invalid(format!("Undefined column name {name} in selection clause")))
 }
 
-fn selector_expr(meta: &TableMeta, expr: &SelectorExpr) -> CqlResult<(String, CqlType, Sel)> {
+fn selector_expr(meta: &TableMeta, expr: &SelectorExpr, binds: Binds<'_>) -> CqlResult<(String, CqlType, Sel)> {
     Ok(match expr {
         SelectorExpr::Column(name) => {
             let i = column_ref(meta, name)?;
@@ -658,10 +684,10 @@ fn selector_expr(meta: &TableMeta, expr: &SelectorExpr) -> CqlResult<(String, Cq
             let (ty, sel) = if is_ttl { (CqlType::Int, Sel::Ttl(i)) } else { (CqlType::Bigint, Sel::WriteTime(i)) };
             (format!("{what}({name})"), ty, sel)
         }
-        SelectorExpr::WriteTimeOfPart { ttl, part } => write_time_of_part(meta, *ttl, part)?,
-        SelectorExpr::FunctionCall { name, args } => function_selector(meta, name, args)?,
+        SelectorExpr::WriteTimeOfPart { ttl, part } => write_time_of_part(meta, *ttl, part, binds)?,
+        SelectorExpr::FunctionCall { name, args } => function_selector(meta, name, args, binds)?,
         SelectorExpr::Cast { expr, ty } => {
-            let (name, from, sel) = selector_expr(meta, expr)?;
+            let (name, from, sel) = selector_expr(meta, expr, binds)?;
             if !cast::supported(&from, ty) {
                 // Cassandra's and ScyllaDB's text.
                 return Err(invalid(format!("{name} cannot be cast to {ty}")));
@@ -678,7 +704,7 @@ fn selector_expr(meta: &TableMeta, expr: &SelectorExpr) -> CqlResult<(String, Cq
             }
         }
         SelectorExpr::Field { expr, field } => {
-            let (name, ty, sel) = selector_expr(meta, expr)?;
+            let (name, ty, sel) = selector_expr(meta, expr, binds)?;
             let CqlType::Udt(udt) = ty.unfrozen() else {
                 return Err(invalid(format!("Invalid field selection: {name} of type {ty} is not a user type")));
             };
@@ -687,15 +713,15 @@ fn selector_expr(meta: &TableMeta, expr: &SelectorExpr) -> CqlResult<(String, Cq
                 .ok_or_else(|| invalid(format!("{name} of type {} has no field {field}", udt.name)))?;
             (format!("{name}.{field}"), udt.fields[index].1.clone(), Sel::Field { value: Box::new(sel), index })
         }
-        SelectorExpr::Term(term) => literal_selector(term, CqlType::Int)?,
-        SelectorExpr::Arithmetic { op, left, right } => arithmetic_selector(meta, *op, left, right)?,
+        SelectorExpr::Term(term) => literal_selector(term, CqlType::Int, binds)?,
+        SelectorExpr::Arithmetic { op, left, right } => arithmetic_selector(meta, *op, left, right, binds)?,
         SelectorExpr::Negation(operand) => {
             let zero = SelectorExpr::Term(crate::ast::Term::Literal(crate::ast::Literal::Integer("0".into())));
-            let (_, ty, sel) = arithmetic_selector(meta, NumericOp::Sub, &zero, operand)?;
-            (format!("-{}", selector_expr(meta, operand)?.0), ty, sel)
+            let (_, ty, sel) = arithmetic_selector(meta, NumericOp::Sub, &zero, operand, binds)?;
+            (format!("-{}", selector_expr(meta, operand, binds)?.0), ty, sel)
         }
         SelectorExpr::Element { expr, key } => {
-            let (name, ty, sel) = selector_expr(meta, expr)?;
+            let (name, ty, sel) = selector_expr(meta, expr, binds)?;
             let collection = ty.unfrozen().clone();
             let (key_ty, result_ty) = match &collection {
                 CqlType::Map(k, v) => (k.as_ref().clone(), v.as_ref().clone()),
@@ -709,11 +735,11 @@ fn selector_expr(meta: &TableMeta, expr: &SelectorExpr) -> CqlResult<(String, Cq
             };
             let display = format!("{name}[{key}]");
             // `m[null]` is null, as in ScyllaDB (Cassandra refuses it).
-            let key = eval(key, Receiver { name: &display, ty: &key_ty }, Bindings { values: &[] })?.into_option();
+            let key = subscript(key, Receiver { name: &display, ty: &key_ty }, binds)?;
             (display, result_ty, Sel::Element { value: Box::new(sel), collection, key })
         }
         SelectorExpr::Slice { expr, from, to } => {
-            let (name, ty, sel) = selector_expr(meta, expr)?;
+            let (name, ty, sel) = selector_expr(meta, expr, binds)?;
             let collection = ty.unfrozen().clone();
             let key_ty = match &collection {
                 CqlType::Map(k, _) | CqlType::Set(k) => k.as_ref().clone(),
@@ -725,15 +751,54 @@ fn selector_expr(meta: &TableMeta, expr: &SelectorExpr) -> CqlResult<(String, Cq
             };
             let text = |b: &Option<Term>| b.as_ref().map(Term::to_string).unwrap_or_default();
             let display = format!("{name}[{}..{}]", text(from), text(to));
-            let bound = |b: &Option<Term>| {
-                b.as_ref()
-                    .map(|t| eval_required(t, Receiver { name: &display, ty: &key_ty }, Bindings { values: &[] }))
-                    .transpose()
+            let bound = |b: &Option<Term>| match (b, binds) {
+                (None, _) | (Some(Term::Bind(_)), None) => Ok(None),
+                (Some(t), binds) => {
+                    let receiver = Receiver { name: &display, ty: &key_ty };
+                    eval_required(t, receiver, binds.unwrap_or(Bindings { values: &[] })).map(Some)
+                }
             };
             let (from, to) = (bound(from)?, bound(to)?);
             (display, ty, Sel::Slice { value: Box::new(sel), collection, from, to })
         }
     })
+}
+
+/// The values of bind markers in selectors (`m[?]`): `None` while a
+/// statement is compiled once for every execution, which then resolves its
+/// selectors again with its values ([`CompiledSelect`]'s `rebind`).
+type Binds<'a> = Option<Bindings<'a>>;
+
+/// A constant in a selector (a subscript's key): a marker's value once
+/// bound, a placeholder null while compiling.
+fn subscript(term: &Term, receiver: Receiver<'_>, binds: Binds<'_>) -> CqlResult<Option<Bytes>> {
+    match (term, binds) {
+        (Term::Bind(_), None) => Ok(None),
+        (_, binds) => Ok(eval(term, receiver, binds.unwrap_or(Bindings { values: &[] }))?.into_option()),
+    }
+}
+
+/// Whether a selector holds bind markers as subscripts, whose values each
+/// execution gives.
+fn has_markers(expr: &SelectorExpr) -> bool {
+    let marker = |term: &Term| matches!(term, Term::Bind(_));
+    match expr {
+        SelectorExpr::Element { expr, key } => marker(key) || has_markers(expr),
+        SelectorExpr::Slice { expr, from, to } => from.iter().chain(to.iter()).any(marker) || has_markers(expr),
+        SelectorExpr::WriteTimeOfPart { part, .. } => has_markers(part),
+        SelectorExpr::FunctionCall { args, .. } => args.iter().any(has_markers),
+        SelectorExpr::Cast { expr, .. } | SelectorExpr::Field { expr, .. } | SelectorExpr::Negation(expr) => {
+            has_markers(expr)
+        }
+        SelectorExpr::Arithmetic { left, right, .. } => has_markers(left) || has_markers(right),
+        // A marker standing alone has no type to read its value by:
+        // refused as before, whatever the values.
+        SelectorExpr::Term(_)
+        | SelectorExpr::Column(_)
+        | SelectorExpr::CountStar
+        | SelectorExpr::WriteTime(_)
+        | SelectorExpr::Ttl(_) => false,
+    }
 }
 
 /// `left op right`: a constant operand takes the other's type (`v * 2`),
@@ -743,12 +808,13 @@ fn arithmetic_selector(
     op: NumericOp,
     left: &SelectorExpr,
     right: &SelectorExpr,
+    binds: Binds<'_>,
 ) -> CqlResult<(String, CqlType, Sel)> {
     // A constant takes the other operand's type when that is a number.
     let other = |i: usize, types: &[Option<CqlType>]| {
         types.get(1 - i).cloned().flatten().filter(|t| arithmetic::result_type(t, t).is_some())
     };
-    let operands = function_arguments(meta, &[left.clone(), right.clone()], other)?;
+    let operands = function_arguments(meta, &[left.clone(), right.clone()], other, binds)?;
     let [(left_name, left_ty, left), (right_name, right_ty, right)] =
         <[_; 2]>::try_from(operands).map_err(|_| CqlError::Server("an operation without two operands".to_string()))?;
     let display = format!("{left_name} {} {right_name}", op.symbol());
@@ -787,9 +853,9 @@ fn operate(
 }
 
 /// A constant selector, read as a value of `ty`.
-fn literal_selector(term: &Term, ty: CqlType) -> CqlResult<(String, CqlType, Sel)> {
+fn literal_selector(term: &Term, ty: CqlType, binds: Binds<'_>) -> CqlResult<(String, CqlType, Sel)> {
     let text = term.to_string();
-    let value = eval(term, Receiver { name: &text, ty: &ty }, Bindings { values: &[] })?;
+    let value = eval(term, Receiver { name: &text, ty: &ty }, binds.unwrap_or(Bindings { values: &[] }))?;
     Ok((text, ty, Sel::Literal(value.into_option())))
 }
 
@@ -801,12 +867,13 @@ fn function_arguments(
     meta: &TableMeta,
     args: &[SelectorExpr],
     parameter_type: impl Fn(usize, &[Option<CqlType>]) -> Option<CqlType>,
+    binds: Binds<'_>,
 ) -> CqlResult<Vec<(String, CqlType, Sel)>> {
     let typed = args
         .iter()
         .map(|a| match a {
             SelectorExpr::Term(_) => Ok(None),
-            _ => selector_expr(meta, a).map(Some),
+            _ => selector_expr(meta, a, binds).map(Some),
         })
         .collect::<CqlResult<Vec<_>>>()?;
     let others: Vec<Option<CqlType>> = typed.iter().map(|t| t.as_ref().map(|(_, ty, _)| ty.clone())).collect();
@@ -816,17 +883,22 @@ fn function_arguments(
         .map(|(i, (arg, typed))| match (typed, arg) {
             (Some(typed), _) => Ok(typed),
             (None, SelectorExpr::Term(term)) => {
-                literal_selector(term, parameter_type(i, &others).unwrap_or(CqlType::Int))
+                literal_selector(term, parameter_type(i, &others).unwrap_or(CqlType::Int), binds)
             }
             // Only constants are left untyped above.
-            (None, _) => selector_expr(meta, arg),
+            (None, _) => selector_expr(meta, arg, binds),
         })
         .collect()
 }
 
-fn function_selector(meta: &TableMeta, name: &str, args: &[SelectorExpr]) -> CqlResult<(String, CqlType, Sel)> {
+fn function_selector(
+    meta: &TableMeta,
+    name: &str,
+    args: &[SelectorExpr],
+    binds: Binds<'_>,
+) -> CqlResult<(String, CqlType, Sel)> {
     let name = name.trim_start_matches("system.").to_ascii_lowercase();
-    let compiled = function_arguments(meta, args, |i, others| functions::parameter_type(&name, i, others))?;
+    let compiled = function_arguments(meta, args, |i, others| functions::parameter_type(&name, i, others), binds)?;
     let arg_names: Vec<&str> = compiled.iter().map(|(n, _, _)| n.as_str()).collect();
     let display = format!("system.{name}({})", arg_names.join(", "));
     let kind = match name.as_str() {

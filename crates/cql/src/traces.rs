@@ -21,6 +21,7 @@
 use std::cell::{Cell, RefCell};
 use std::collections::{BTreeMap, VecDeque};
 use std::net::IpAddr;
+use std::rc::Rc;
 use std::time::Instant;
 
 use bytes::Bytes;
@@ -82,10 +83,16 @@ pub fn sampled() -> bool {
 
 /// A request being traced. Dropped without [`Trace::finish`], it leaves no
 /// session behind.
+#[derive(Debug)]
 pub struct Trace {
     session: Session,
     started: Instant,
 }
+
+/// A request's trace, shared with the statement it runs, whose execution
+/// adds events of its own (the index a SELECT reads, as ScyllaDB traces
+/// it). Only on the request's shard, and never borrowed across an await.
+pub type SharedTrace = Rc<RefCell<Trace>>;
 
 impl Trace {
     /// Starts tracing a request. `command` is the request kind as

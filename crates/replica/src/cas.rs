@@ -198,23 +198,23 @@ fn condition_row(
     now_s: i64,
 ) -> Result<Option<ResultRow>, ReplicaError> {
     let Some(partition) = current else { return Ok(None) };
-    let read = |clustering: ClusteringRange, distinct: bool| -> Result<Option<ResultRow>, ReplicaError> {
+    let read = |clustering: ClusteringRange| -> Result<Option<ResultRow>, ReplicaError> {
         let mut command = ReadCommand::of_partitions(meta.id, vec![position.clone()], vec![clustering], now_s);
-        command.distinct = distinct;
         command.row_limit = 1;
         command.per_partition_limit = 1;
         Ok(rows_of(meta, &command, position, partition)?.rows.into_iter().next())
     };
     if let Some(key) = &condition.row {
-        let found =
-            read(ClusteringRange { start: Bound::Included(key.clone()), end: Bound::Included(key.clone()) }, false)?;
+        let found = read(ClusteringRange { start: Bound::Included(key.clone()), end: Bound::Included(key.clone()) })?;
         if found.is_some() || !reads_static(meta, &condition.check) {
             return Ok(found);
         }
     }
-    // The static row: a distinct read yields it (with the first row's
-    // cells when rows exist; only static cells are looked at then).
-    let row = read(ClusteringRange::all(), true)?;
+    // The static row: the partition's first row yields it (its static
+    // cells merged in; only those are looked at), or the static row alone
+    // when no row is live. The first row's key stays, as ScyllaDB reads the
+    // first row for such a condition and a batch's result shows it.
+    let row = read(ClusteringRange::all())?;
     Ok(row.map(|mut r| {
         for (i, column) in meta.columns.iter().enumerate() {
             if column.kind == ColumnKind::Regular {

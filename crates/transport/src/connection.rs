@@ -22,6 +22,7 @@ use bytes::{Bytes, BytesMut};
 use futures_channel::mpsc;
 use futures_util::{FutureExt, StreamExt};
 use shoal_cql::processor::{self, QueryOptions, Session};
+use shoal_cql::traces::SharedTrace;
 use shoal_cql::{BatchStatement, CqlError, QueryResult};
 use shoal_runtime::net::{BufResult, TcpStream};
 use shoal_schema::{SchemaChange as SchemaEvent, SchemaChangeKind, SchemaChangeTarget as EventTarget};
@@ -317,22 +318,29 @@ async fn handle(connection: &Rc<Connection>, frame: crate::frame::Frame) -> Resp
         Err(e) => return error_response(ErrorBody::protocol(e.to_string())),
     };
     let sampled = !traced && shoal_cql::traces::sampled();
-    let mut trace = (traced || sampled).then(|| request_trace::begin(connection.client, &request)).flatten();
-    if let Some(trace) = trace.as_mut() {
-        trace.event(format!("Executing {} on shard {}", opcode_name(opcode), shoal_runtime::this_shard()));
+    let trace = (traced || sampled)
+        .then(|| request_trace::begin(connection.client, &request))
+        .flatten()
+        .map(|trace| Rc::new(RefCell::new(trace)));
+    if let Some(trace) = &trace {
+        let event = format!("Executing {} on shard {}", opcode_name(opcode), shoal_runtime::this_shard());
+        trace.borrow_mut().event(event);
     }
-    let mut response = match execute(connection, request).await {
+    let mut response = match execute(connection, request, trace.clone()).await {
         Ok(response) => response,
         Err(e) => error_response(to_error_body(e)),
     };
-    if let Some(mut trace) = trace {
-        trace.event(match response.opcode {
+    if let Some(shared) = trace {
+        shared.borrow_mut().event(match response.opcode {
             Opcode::Error => "Request failed",
             _ => "Request complete",
         });
         // A sampled request's client did not ask for the session's id.
-        response.tracing_id = traced.then(|| trace.id());
-        trace.finish();
+        response.tracing_id = traced.then(|| shared.borrow().id());
+        // The statement that shared it has finished, and dropped its share.
+        if let Ok(trace) = Rc::try_unwrap(shared) {
+            trace.into_inner().finish();
+        }
     }
     response
 }
@@ -341,7 +349,11 @@ fn opcode_name(code: u8) -> &'static str {
     Opcode::from_u8(code).map_or("request", Opcode::name)
 }
 
-async fn execute(connection: &Rc<Connection>, request: Request) -> Result<Response, CqlError> {
+async fn execute(
+    connection: &Rc<Connection>,
+    request: Request,
+    trace: Option<SharedTrace>,
+) -> Result<Response, CqlError> {
     connection.login.admit(request.opcode())?;
     match request {
         Request::Startup { options } => startup(connection, &options),
@@ -379,14 +391,14 @@ async fn execute(connection: &Rc<Connection>, request: Request) -> Result<Respon
         Request::Query { query, params } => {
             let skip_metadata = params.skip_metadata;
             let session = connection.session.borrow().clone();
-            let result = processor::query(&query, &session, options(params)).await?;
+            let result = processor::query(&query, &session, options(params, trace)).await?;
             connection.apply_use(&result);
             Ok(reply(Opcode::Result, encode_result(&result, skip_metadata)))
         }
         Request::Execute { id, params } => {
             let skip_metadata = params.skip_metadata;
             let session = connection.session.borrow().clone();
-            let result = processor::execute(&id, &session, options(params)).await?;
+            let result = processor::execute(&id, &session, options(params, trace)).await?;
             connection.apply_use(&result);
             Ok(reply(Opcode::Result, encode_result(&result, skip_metadata)))
         }
@@ -534,7 +546,7 @@ fn spec(column: &shoal_cql::ColumnSpec) -> ColumnSpec<'_> {
     ColumnSpec { keyspace: &column.keyspace, table: &column.table, name: &column.name, ty: &column.ty }
 }
 
-fn options(params: request::QueryParams) -> QueryOptions {
+fn options(params: request::QueryParams, trace: Option<SharedTrace>) -> QueryOptions {
     QueryOptions {
         values: params.values,
         names: params.names,
@@ -543,6 +555,7 @@ fn options(params: request::QueryParams) -> QueryOptions {
         timestamp: params.timestamp,
         consistency: params.consistency,
         serial_consistency: params.serial_consistency,
+        trace,
     }
 }
 

@@ -38,6 +38,8 @@ const VIEW_PAGE_ROWS: usize = 1_000;
 pub(crate) struct Served {
     /// The restricted column's index in the base table.
     pub column: usize,
+    /// The index's name.
+    pub index: String,
     /// The view read that replaces the scan; `None` where the partition
     /// key is restricted.
     pub scan: Option<IndexScan>,
@@ -66,7 +68,20 @@ pub(crate) fn choose(
         return Ok(None);
     }
     let keyed = matches!(restrictions.partitions, PartitionRestriction::Keys(_));
-    for relation in relations {
+    // The first restriction an index serves, in the statement's order; in
+    // a restricted partition a local index first (ScyllaDB's order, which
+    // paging relies on staying the same).
+    let local = |relation: &&Relation| match relation {
+        Relation::Simple { column, .. } | Relation::Element { column, .. } => {
+            meta.indexes.iter().any(|i| i.local && &i.column == column)
+        }
+        _ => false,
+    };
+    let ordered: Vec<&Relation> = match keyed {
+        true => relations.iter().filter(local).chain(relations.iter().filter(|r| !local(r))).collect(),
+        false => relations.iter().collect(),
+    };
+    for relation in ordered {
         let (name, kind, value) = match relation {
             Relation::Simple { column, op: Operator::Eq, value } => {
                 // full() indexes a frozen collection's whole value; a plain
@@ -95,7 +110,7 @@ pub(crate) fn choose(
             continue;
         }
         if keyed {
-            return Ok(Some(Served { column, scan: None }));
+            return Ok(Some(Served { column, index: index.name.clone(), scan: None }));
         }
         let Some(view) = schema.keyspace(&meta.keyspace).and_then(|k| k.tables.get(&index.view_name())) else {
             continue;
@@ -130,7 +145,7 @@ pub(crate) fn choose(
             partition,
             per_partition: per_partition(column_meta),
         };
-        return Ok(Some(Served { column, scan: Some(scan) }));
+        return Ok(Some(Served { column, index: index.name.clone(), scan: Some(scan) }));
     }
     Ok(None)
 }
