@@ -82,7 +82,7 @@ pub enum Verb {
     /// copy arrived.
     MutationRelay = 26,
     /// A relayed replica's answer to a forwarded write, to the coordinator's
-    /// shard that waits on it.
+    /// shard that waits on it: one-way (`messaging::send`), not answered.
     MutationDone = 27,
 }
 

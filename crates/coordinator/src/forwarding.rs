@@ -2,7 +2,8 @@
 //! write's replicas in another data center one copy, to one of them (the
 //! forwarder), with the list of the others; the forwarder applies it and
 //! relays it to them, and each of them answers the coordinator itself
-//! (`MutationDone`), so acknowledgements need not wait on the forwarder.
+//! (`MutationDone`, a one-way message), so acknowledgements need not wait
+//! on the forwarder.
 //! The DC link carries each write once rather than once per replica.
 //!
 //! The coordinating shard waits on a response id ([`send`]) until every
@@ -199,7 +200,7 @@ async fn report(topology: &Topology, forward: &Forward, replica: Uuid, outcome: 
         tracing::debug!("the coordinator {} of a forwarded write left the cluster", forward.coordinator);
         return;
     };
-    if let Err(e) = messaging::request(endpoint.address, forward.shard, Verb::MutationDone, &message).await {
+    if let Err(e) = messaging::send(endpoint.address, forward.shard, Verb::MutationDone, &message).await {
         // The coordinator hints this replica once it stops waiting.
         tracing::debug!("cannot answer a forwarded write's coordinator: {e}");
     }
