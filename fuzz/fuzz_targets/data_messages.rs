@@ -3,7 +3,8 @@
 //! wire`: mutations, counter writes for their leader, reads, results, partitions, Paxos prepares, promises
 //! and proposals, batchlog batches, streaming reads and pages, repair's
 //! hash pages and row hashes, memcached item runs for their leader and
-//! its answers), the hint log's entries (`coordinator::hint_log`), plus
+//! its answers, forwarded writes' headers and their replicas' answers),
+//! the hint log's entries (`coordinator::hint_log`), plus
 //! group 0's schema entries (`coordinator::schema_entry`).
 //! The first byte picks the decoder; any bytes give a message or an
 //! error, never a panic, and a message decoded encodes to what decodes to
@@ -15,7 +16,7 @@ use shoal_coordinator::{schema_entry, wire};
 
 fuzz_target!(|data: &[u8]| {
     let Some((&which, bytes)) = data.split_first() else { return };
-    match which % 17 {
+    match which % 19 {
         0 => {
             if let Ok(mutation) = wire::decode_mutation(bytes) {
                 assert!(wire::decode_mutation(&wire::encode_mutation(&mutation)).is_ok());
@@ -102,6 +103,18 @@ fuzz_target!(|data: &[u8]| {
             if let Ok(answers) = wire::items::decode_item_answers(bytes) {
                 let again = wire::items::decode_item_answers(&wire::items::encode_item_answers(&answers));
                 assert_eq!(again.ok(), Some(answers));
+            }
+        }
+        16 => {
+            if let Ok((forward, mutation)) = wire::decode_forward(bytes) {
+                let again = wire::encode_forward(&forward, mutation);
+                assert_eq!(wire::decode_forward(&again).ok(), Some((forward, mutation)));
+            }
+        }
+        17 => {
+            if let Ok((id, replica, answer)) = wire::decode_write_done(bytes) {
+                let again = wire::encode_write_done(id, replica, answer);
+                assert_eq!(wire::decode_write_done(&again).ok(), Some((id, replica, answer)));
             }
         }
         _ => {

@@ -24,11 +24,9 @@ import time
 import pytest
 from cassandra import ConsistencyLevel as CL
 from cassandra import OperationTimedOut, ReadTimeout, Unavailable, WriteTimeout
-from cassandra.cluster import EXEC_PROFILE_DEFAULT, ExecutionProfile
-from cassandra.policies import FallthroughRetryPolicy, WhiteListRoundRobinPolicy
 from cassandra.query import SimpleStatement
 
-from node import Node, skip_reason
+from netns import NamespacedNode, ip, netns_reason, pinned_session, wait_status
 
 SUBNET = "10.77.0"
 BRIDGE_ADDRESS = SUBNET + ".1"
@@ -36,26 +34,6 @@ NODE_ADDRESSES = tuple("%s.%d" % (SUBNET, 11 + i) for i in range(3))
 # What the protocol allows a QUORUM request to answer when its coordinator
 # cannot reach a quorum (the driver's own timeout is a timeout too).
 REFUSALS = (Unavailable, ReadTimeout, WriteTimeout, OperationTimedOut)
-
-
-def ip(*args):
-    subprocess.run(["ip", *args], check=True, capture_output=True, timeout=30)
-
-
-def netns_reason():
-    if skip_reason():
-        return skip_reason()
-    if os.geteuid() != 0:
-        return "network namespaces need root"
-    if shutil.which("ip") is None:
-        return "iproute2 (`ip`) is not installed"
-    probe = "shoal-probe-%d" % os.getpid()
-    try:
-        ip("netns", "add", probe)
-        ip("netns", "del", probe)
-    except (subprocess.CalledProcessError, OSError) as e:
-        return "cannot create a network namespace here: %s" % getattr(e, "stderr", e)
-    return None
 
 
 if netns_reason():
@@ -93,37 +71,6 @@ class Network:
             if j != i:
                 ip("-n", self.namespaces[i], "route", action, "blackhole", address + "/32")
                 ip("-n", self.namespaces[j], "route", action, "blackhole", NODE_ADDRESSES[i] + "/32")
-
-
-class NamespacedNode(Node):
-    """A node whose process runs in a network namespace."""
-
-    def __init__(self, workdir, namespace, address, args):
-        super().__init__(workdir, args=args, address=address)
-        self.namespace = namespace
-
-    def command(self):
-        return ["ip", "netns", "exec", self.namespace] + super().command()
-
-
-def pinned_session(stack, node, level):
-    """A session whose requests all go to `node`, at `level`."""
-    # Errors as the server sent them, not retried elsewhere.
-    profile = ExecutionProfile(load_balancing_policy=WhiteListRoundRobinPolicy([node.address]),
-                               retry_policy=FallthroughRetryPolicy(), consistency_level=level, request_timeout=10)
-    cluster = node.cluster(execution_profiles={EXEC_PROFILE_DEFAULT: profile})
-    stack.callback(cluster.shutdown)
-    return cluster.connect()
-
-
-def wait_status(node, want, what, timeout_s=30):
-    deadline = time.monotonic() + timeout_s
-    while True:
-        status = node.nodetool("status")
-        if want(status):
-            return
-        assert time.monotonic() < deadline, "%s; status:\n%s" % (what, status)
-        time.sleep(0.5)
 
 
 def values_at_one(session, keys):

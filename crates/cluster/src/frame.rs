@@ -33,6 +33,9 @@ pub enum Kind {
     /// The request failed on the receiving node; the payload says why
     /// (UTF-8).
     Failure = 2,
+    /// A request that is not answered (ScyllaDB's one-way verbs: an
+    /// acknowledgement sent as a message of its own).
+    OneWay = 3,
 }
 
 impl Kind {
@@ -41,6 +44,7 @@ impl Kind {
             0 => Kind::Request,
             1 => Kind::Response,
             2 => Kind::Failure,
+            3 => Kind::OneWay,
             _ => return None,
         })
     }

@@ -23,7 +23,9 @@ use uuid::Uuid;
 /// 3: counter cells hold per-replica shards, and counter writes are led
 /// by one replica (`CounterMutation`).
 /// 4: read digests and repair hashes are 128-bit xxh3 (16 bytes, not 8).
-pub const PROTOCOL_VERSION: u16 = 4;
+/// 5: writes to another data center are forwarded (`MutationForward`,
+/// `MutationRelay`, `MutationDone`), and frames may be one-way.
+pub const PROTOCOL_VERSION: u16 = 5;
 
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Hello {

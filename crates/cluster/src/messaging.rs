@@ -150,6 +150,17 @@ pub async fn request(peer: SocketAddr, shard: u16, verb: Verb, payload: &[u8]) -
     }
 }
 
+/// Sends `verb` with `payload` to shard `shard` of the node whose storage
+/// port is `peer`, unanswered: done once the frame is queued on the
+/// connection (opened within the verb's timeout).
+pub async fn send(peer: SocketAddr, shard: u16, verb: Verb, payload: &[u8]) -> Result<(), MessagingError> {
+    let limit = verb.timeout();
+    match timeout(limit, connection(peer, shard)).await {
+        Ok(connection) => connection?.queue(Kind::OneWay, verb, 0, payload),
+        Err(_) => Err(MessagingError::Timeout { verb, peer, timeout_ms: limit.as_millis() }),
+    }
+}
+
 /// What a peer said of itself when this shard last connected to its shard
 /// `shard`: its host id and shard count.
 pub fn welcome_of(peer: SocketAddr, shard: u16) -> Option<Welcome> {
@@ -203,8 +214,14 @@ impl Outgoing {
         self.waiting.borrow_mut().insert(id, answer);
         // Forgets the request however this ends (answer, close, timeout).
         let _waiting = Waiting { connection: Rc::clone(self), id };
+        self.queue(Kind::Request, verb, id, payload)?;
+        answered.await.unwrap_or(Err(MessagingError::Closed { peer: self.peer }))
+    }
+
+    /// Queues a frame for the writer, unless too many bytes wait already.
+    fn queue(&self, kind: Kind, verb: Verb, id: u64, payload: &[u8]) -> Result<(), MessagingError> {
         let mut frame = Vec::with_capacity(frame::FRAME_HEADER_BYTES + frame::BODY_HEADER_BYTES + payload.len());
-        frame::encode(&mut frame, Kind::Request, verb, id, payload);
+        frame::encode(&mut frame, kind, verb, id, payload);
         let queued_bytes = self.queued_bytes.get();
         if queued_bytes + frame.len() > QUEUED_BYTES_MAX {
             return Err(MessagingError::Overloaded { peer: self.peer, queued_bytes });
@@ -213,7 +230,7 @@ impl Outgoing {
         if self.closed.get() || self.out.unbounded_send(frame).is_err() {
             return Err(MessagingError::Closed { peer: self.peer });
         }
-        answered.await.unwrap_or(Err(MessagingError::Closed { peer: self.peer }))
+        Ok(())
     }
 
     /// The connection is gone: every waiting request fails.
@@ -316,7 +333,7 @@ async fn answers_loop(mut reader: Socket, mut incoming: BytesMut, connection: Rc
                     Kind::Failure => {
                         Err(MessagingError::Failed { peer, message: String::from_utf8_lossy(&answer.payload).into() })
                     }
-                    Kind::Request => {
+                    Kind::Request | Kind::OneWay => {
                         tracing::warn!("internode connection to {peer}: a request came back on it; closing");
                         break;
                     }
@@ -524,7 +541,7 @@ async fn serve_incoming(stream: Socket, hello: Hello, hello_id: u64, mut incomin
             }
         }
         let request = match read_frame(&mut reader, &mut incoming).await {
-            Ok(Some(request)) if request.kind == Kind::Request => request,
+            Ok(Some(request)) if matches!(request.kind, Kind::Request | Kind::OneWay) => request,
             Ok(Some(_)) => {
                 tracing::warn!("internode connection from {}: an answer came on it; closing", caller.address);
                 return;
@@ -539,10 +556,13 @@ async fn serve_incoming(stream: Socket, hello: Hello, hello_id: u64, mut incomin
         let slot = InFlight::take(&in_flight, &done);
         let (out, caller, queued_bytes) = (out.clone(), caller.clone(), Rc::clone(&queued_bytes));
         shoal_runtime::spawn(async move {
+            let one_way = request.kind == Kind::OneWay;
             let frame = answer(handler, caller, request).await;
             // The connection may be gone: nobody to answer then.
-            queued_bytes.set(queued_bytes.get() + frame.len());
-            let _ = out.unbounded_send(frame);
+            if !one_way {
+                queued_bytes.set(queued_bytes.get() + frame.len());
+                let _ = out.unbounded_send(frame);
+            }
             drop(slot);
         });
     }

@@ -72,6 +72,18 @@ pub enum Verb {
     /// wrote, and answer each once its consistency level is met. To the
     /// shard that owns the first one's key.
     ItemRun = 24,
+    /// Apply a mutation sent across a data center link and relay it to
+    /// the replicas of this data center the message names (Cassandra's
+    /// write forwarding), to the shard that owns it. The answer is this
+    /// replica's own.
+    MutationForward = 25,
+    /// Apply a mutation relayed by a forwarding replica and send its
+    /// coordinator a `MutationDone`; the answer, to the forwarder, says the
+    /// copy arrived.
+    MutationRelay = 26,
+    /// A relayed replica's answer to a forwarded write, to the coordinator's
+    /// shard that waits on it: one-way (`messaging::send`), not answered.
+    MutationDone = 27,
 }
 
 impl Verb {
@@ -100,6 +112,9 @@ impl Verb {
             22 => Verb::CounterMutation,
             23 => Verb::Shutdown,
             24 => Verb::ItemRun,
+            25 => Verb::MutationForward,
+            26 => Verb::MutationRelay,
+            27 => Verb::MutationDone,
             _ => return None,
         })
     }
@@ -129,7 +144,10 @@ impl Verb {
             | Verb::RepairHashes
             | Verb::RepairRowHashes
             | Verb::CounterMutation
-            | Verb::ItemRun => Duration::from_secs(60),
+            | Verb::ItemRun
+            | Verb::MutationForward
+            | Verb::MutationRelay
+            | Verb::MutationDone => Duration::from_secs(60),
         }
     }
 }

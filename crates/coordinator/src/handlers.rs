@@ -30,6 +30,9 @@ use crate::{held_batches, wire, ConsistencyLevel, CoordinatorError, WriteType};
 /// Registers the data verbs' handlers on the calling shard.
 pub fn register() {
     messaging::register(Verb::Mutation, handler(handle_mutation));
+    messaging::register(Verb::MutationForward, handler(crate::forwarding::serve_forward));
+    messaging::register(Verb::MutationRelay, handler(crate::forwarding::serve_relay));
+    messaging::register(Verb::MutationDone, handler(crate::forwarding::serve_done));
     messaging::register(Verb::CounterMutation, handler(crate::counter_write::serve));
     messaging::register(Verb::ItemRun, handler(crate::items::serve));
     messaging::register(Verb::ReadData, handler(handle_read_data));

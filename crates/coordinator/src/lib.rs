@@ -13,7 +13,7 @@
 //! the foundation (`topology`, `identity`, `shards`, `schema`, `wire`,
 //! `consistency`, `timeouts`, ...); the local halves of the data verbs
 //! (`local`, `held_batches`); the client of a replica (`target::Target`,
-//! this node or another); the executors (`write_handler`,
+//! this node or another); the executors (`write_handler`, `forwarding`,
 //! `read_executor`, `counter_write`, `paxos`, `hints`, `batchlog`,
 //! `streaming`, `repair`, `views`, `node_ops`, `cleanup`, `items`); the
 //! proxy; and the registration of other nodes' requests (`handlers`).
@@ -32,6 +32,7 @@ mod consistency;
 mod counter_write;
 pub mod data;
 mod error;
+mod forwarding;
 mod handlers;
 mod held_batches;
 mod hints;
@@ -61,6 +62,7 @@ mod write_handler;
 pub use batchlog::mutate_logged;
 pub use consistency::{ConsistencyLevel, ItemLevels};
 pub use error::{CoordinatorError, WriteType};
+pub use forwarding::set_cross_dc_forwarding;
 pub use held_batches::{decode_batch, open as open_batchlog};
 pub use hints::{decode_hint_entry, encode_hint_entry, open as open_hints, set_hint_window, HintEntry};
 pub use items::{item_position, items_stats, run_items, track_items, ItemResult};

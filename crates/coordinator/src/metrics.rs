@@ -11,6 +11,16 @@ thread_local! {
         "CQL requests a shard sent to the shard owning their token.",
         &[],
     );
+    static FORWARDED_WRITES: Rc<Counter> = shoal_metrics::counter(
+        "shoal_cross_dc_forwarded_writes_total",
+        "Writes a coordinator sent another data center's replicas as one copy, to a replica that forwards it to the others.",
+        &[],
+    );
+    static RELAYED_WRITES: Rc<Counter> = shoal_metrics::counter(
+        "shoal_cross_dc_relayed_writes_total",
+        "Copies of writes from another data center this node relayed to a replica of its own data center.",
+        &[],
+    );
     static RECONCILE_WRITES: Rc<Counter> = shoal_metrics::counter(
         "shoal_reconcile_writes_total",
         "Copies of partitions a coordinator wrote to replicas to bring them in line (read repair, repair, the read of a Paxos round).",
@@ -23,6 +33,18 @@ thread_local! {
 pub fn register_metrics() {
     FORWARDED.with(|_| ());
     RECONCILE_WRITES.with(|_| ());
+    FORWARDED_WRITES.with(|_| ());
+    RELAYED_WRITES.with(|_| ());
+}
+
+/// Counts a write sent to another data center through a forwarder.
+pub(crate) fn note_forwarded_write() {
+    FORWARDED_WRITES.with(|c| c.inc());
+}
+
+/// Counts a copy of a write relayed for a coordinator in another data center.
+pub(crate) fn note_relayed_write() {
+    RELAYED_WRITES.with(|c| c.inc());
 }
 
 /// Counts `copies` written by a reconciliation.

@@ -110,7 +110,7 @@ impl Target<'_> {
         Ok(endpoint.address)
     }
 
-    async fn call(&self, verb: Verb, token: i64, payload: &[u8]) -> Result<Bytes, CoordinatorError> {
+    pub(crate) async fn call(&self, verb: Verb, token: i64, payload: &[u8]) -> Result<Bytes, CoordinatorError> {
         let address = self.address()?;
         let shard = self.topology.shard_on(self.host, token);
         let answer = messaging::request(address, shard, verb, payload)

@@ -132,6 +132,61 @@ pub fn decode_mutation(bytes: &[u8]) -> Result<Mutation, DecodeError> {
     finish(d, Mutation { table, position, update, list_ops })
 }
 
+/// The header of a write sent across a data center link
+/// ([`crate::forwarding`]): the coordinator (its host id and shard) and
+/// the id its shard waits on, and the replicas the receiver relays the
+/// write to (none in a relayed copy). The mutation's encoding follows it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Forward {
+    pub coordinator: Uuid,
+    pub shard: u16,
+    pub response_id: u64,
+    pub relay_to: Vec<Uuid>,
+}
+
+/// `forward` followed by `mutation`, a mutation's encoding as it is.
+pub fn encode_forward(forward: &Forward, mutation: &[u8]) -> Vec<u8> {
+    let mut out = Vec::with_capacity(32 + 16 * forward.relay_to.len() + mutation.len());
+    let e = &mut Encoder { out: &mut out };
+    encode_uuid(e, forward.coordinator);
+    e.var_u64(u64::from(forward.shard));
+    e.var_u64(forward.response_id);
+    encode_list(e, &forward.relay_to, |e, host| encode_uuid(e, *host));
+    out.extend_from_slice(mutation);
+    out
+}
+
+/// A forwarded write's header and its mutation's bytes (decoded apart,
+/// so a forwarder relays them without encoding them again).
+pub fn decode_forward(bytes: &[u8]) -> Result<(Forward, &[u8]), DecodeError> {
+    let d = &mut Decoder::new(bytes);
+    let coordinator = decode_uuid(d)?;
+    let shard = u16::try_from(d.var_u64()?).map_err(|_| d.error("shard"))?;
+    let response_id = d.var_u64()?;
+    let relay_to = decode_list(d, decode_uuid)?;
+    let mutation = &bytes[d.position()..];
+    Ok((Forward { coordinator, shard, response_id, relay_to }, mutation))
+}
+
+/// A replica's answer to a forwarded write, sent to its coordinator:
+/// the id the coordinator waits on, the replica, and the answer
+/// (`target::encode_answer`'s bytes).
+pub fn encode_write_done(response_id: u64, replica: Uuid, answer: &[u8]) -> Vec<u8> {
+    let mut out = Vec::with_capacity(26 + answer.len());
+    let e = &mut Encoder { out: &mut out };
+    e.var_u64(response_id);
+    encode_uuid(e, replica);
+    out.extend_from_slice(answer);
+    out
+}
+
+pub fn decode_write_done(bytes: &[u8]) -> Result<(u64, Uuid, &[u8]), DecodeError> {
+    let d = &mut Decoder::new(bytes);
+    let response_id = d.var_u64()?;
+    let replica = decode_uuid(d)?;
+    Ok((response_id, replica, &bytes[d.position()..]))
+}
+
 /// A counter write asked of its leader: the level its replicas answer at,
 /// the time left to answer in, and the write (its counter deltas).
 #[derive(Debug, Clone)]

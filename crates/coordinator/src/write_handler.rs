@@ -11,7 +11,9 @@
 //! leader's new counter shards, which a replica merges by clock, so a hint
 //! of it applies once however often it arrives. A Paxos commit is such a
 //! write sent with its ballot: replicas also record it committed; a hint
-//! of it carries the write alone.
+//! of it carries the write alone. Another data center's replicas get
+//! one copy, which one of them forwards to the others
+//! ([`crate::forwarding`]).
 
 use std::rc::Rc;
 use std::time::Instant;
@@ -23,7 +25,7 @@ use shoal_replica::{Ballot, Mutation};
 use crate::local::mutate_local;
 use crate::target::Target;
 use crate::topology::{placement, ReplicaPlan, Topology, WriteTargets};
-use crate::{hints, wire, ConsistencyLevel, CoordinatorError, WriteType};
+use crate::{forwarding, hints, wire, ConsistencyLevel, CoordinatorError, WriteType};
 
 /// Unavailable if too few of `targets` are up to meet a write at
 /// `consistency` (ANY is met by a hint).
@@ -101,6 +103,15 @@ pub(crate) async fn write(
     }
     let mutation = Rc::new(mutation);
     let (answered, mut answers) = mpsc::unbounded();
+    // A Paxos commit goes to each replica itself: it carries its ballot.
+    let (live, groups) = match commit {
+        Some(_) => (live, Vec::new()),
+        None => forwarding::split(&topology, live),
+    };
+    for group in groups {
+        let group = group.into_iter().map(|(host, dc)| (host, dc.to_string())).collect();
+        forwarding::send(Rc::clone(&topology), group, token, Rc::clone(&payload), answered.clone());
+    }
     for (host, dc) in live {
         let dc = dc.to_string();
         let (topology, mutation, payload, answered) =

@@ -170,6 +170,11 @@ pub struct ServerArgs {
     /// This node's rack [default: rack1]
     #[arg(long, env = "SHOAL_RACK", help_heading = "Cluster")]
     pub rack: Option<String>,
+    /// A write's replicas in another data center get one copy, which one of
+    /// them forwards to the others: on, or off (each its own copy, only for
+    /// contrast benchmarks) [default: on]
+    #[arg(long, env = "SHOAL_CROSS_DC_FORWARDING", help_heading = "Cluster")]
+    pub cross_dc_forwarding: Option<String>,
     /// Directory for data and commitlog [default: ./data]
     #[arg(long, env = "SHOAL_WORKDIR", help_heading = "Storage")]
     pub workdir: Option<PathBuf>,
@@ -345,6 +350,7 @@ struct OptionsFile {
     failure_detector_timeout_in_ms: Option<u64>,
     shutdown_announce_in_ms: Option<u64>,
     max_hint_window_in_ms: Option<u64>,
+    cross_dc_forwarding: Option<bool>,
     num_tokens: Option<usize>,
     allocate_tokens_for_local_replication_factor: Option<usize>,
     group0_snapshot_threshold: Option<u64>,
@@ -576,6 +582,8 @@ pub struct Config {
     pub replace_node_first_boot: Option<uuid::Uuid>,
     pub data_center: String,
     pub rack: String,
+    /// Off only for contrast benchmarks.
+    pub cross_dc_forwarding: bool,
     /// 0: memcached items are never evicted.
     pub memcache_max_size_bytes: u64,
     /// `memcache_read_consistency`, `memcache_write_consistency`.
@@ -694,6 +702,8 @@ impl Config {
         let io_scheduler_enabled = on_off("io-scheduler", args.io_scheduler.as_deref(), file.io_scheduler_enabled)?;
         let cpu_scheduler_enabled = on_off("cpu-scheduler", args.cpu_scheduler.as_deref(), file.cpu_scheduler_enabled)?;
         let direct_io = on_off("direct-io", args.direct_io.as_deref(), file.direct_io)?;
+        let cross_dc_forwarding =
+            on_off("cross-dc-forwarding", args.cross_dc_forwarding.as_deref(), file.cross_dc_forwarding)?;
         let io_latency_goal_ms = args.io_latency_goal_ms.or(file.io_latency_goal_ms).unwrap_or(0.75);
         if !(0.05..=1000.0).contains(&io_latency_goal_ms) {
             return Err(ConfigError::LatencyGoal(io_latency_goal_ms));
@@ -762,6 +772,7 @@ impl Config {
             replace_node_first_boot: args.replace_node_first_boot.or(file.replace_node_first_boot),
             data_center: args.dc.unwrap_or_else(|| DEFAULT_DATA_CENTER.to_string()),
             rack: args.rack.unwrap_or_else(|| DEFAULT_RACK.to_string()),
+            cross_dc_forwarding,
             native_transport_port,
             client_tls,
             internode_tls,

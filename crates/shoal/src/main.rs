@@ -89,6 +89,7 @@ fn run(config: Config) -> Result<(), String> {
     // the node cleanly too.
     let signals = Arc::new(shutdown::SignalsSlot::new(shutdown::catch_signals()?));
     shoal_coordinator::set_hint_window(config.max_hint_window);
+    shoal_coordinator::set_cross_dc_forwarding(config.cross_dc_forwarding);
     set_node_info(NodeInfo {
         cluster_name: config.cluster_name.clone(),
         host_id,
