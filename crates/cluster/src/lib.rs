@@ -6,7 +6,8 @@
 //!   messages and their timeouts. Every decoder is total and fuzzed
 //!   (`fuzz/fuzz_targets/internode_frame.rs`).
 //! - [`messaging`]: shard-to-shard connections, requests and their
-//!   answers, the storage ports' listeners; [`encryption`]: which of
+//!   answers, the storage ports' listeners; `outbox`: a connection's
+//!   frames on their way out, batched into one write per reactor turn; [`encryption`]: which of
 //!   those connections speak TLS (`internode_encryption`).
 //! - [`failure_detector`]: direct pings from shard 0 to every known peer;
 //!   liveness changes routing, never membership.
@@ -38,6 +39,7 @@ mod group0_membership;
 pub mod group0_snapshot;
 pub mod hello;
 pub mod messaging;
+mod outbox;
 pub mod raft_codec;
 pub mod raft_store;
 pub mod replication;

@@ -40,9 +40,8 @@ use std::sync::OnceLock;
 use std::time::Duration;
 
 use bytes::{Bytes, BytesMut};
-use futures_channel::{mpsc, oneshot};
+use futures_channel::oneshot;
 use futures_util::future::{FutureExt, LocalBoxFuture, Shared};
-use futures_util::StreamExt;
 use shoal_runtime::net::{BufResult, Placement, TcpListener, TcpStream};
 use shoal_runtime::time::timeout;
 use shoal_tls::Socket;
@@ -52,6 +51,7 @@ use uuid::Uuid;
 use crate::encryption;
 use crate::frame::{self, Frame, FrameError, Kind};
 use crate::hello::{Hello, HelloError, Welcome, PROTOCOL_VERSION};
+use crate::outbox::{write_loop, Outbox};
 use crate::verb::Verb;
 
 /// How long opening a TCP connection to a peer may take.
@@ -166,7 +166,7 @@ pub async fn send(peer: SocketAddr, shard: u16, verb: Verb, payload: &[u8]) -> R
 pub fn welcome_of(peer: SocketAddr, shard: u16) -> Option<Welcome> {
     let connecting = local().connections.borrow().get(&(peer, shard)).cloned()?;
     match connecting.peek() {
-        Some(Ok(connection)) if !connection.closed.get() => Some(connection.welcome),
+        Some(Ok(connection)) if !connection.outbox.is_closed() => Some(connection.welcome),
         _ => None,
     }
 }
@@ -178,7 +178,7 @@ async fn connection(peer: SocketAddr, shard: u16) -> Result<Rc<Outgoing>, Messag
     let key = (peer, shard);
     let existing = messaging.connections.borrow().get(&key).cloned();
     let usable = match existing.as_ref().and_then(|c| c.peek()) {
-        Some(Ok(connection)) => !connection.closed.get(),
+        Some(Ok(connection)) => !connection.outbox.is_closed(),
         Some(Err(_)) => false,
         None => existing.is_some(),
     };
@@ -197,13 +197,11 @@ async fn connection(peer: SocketAddr, shard: u16) -> Result<Rc<Outgoing>, Messag
 struct Outgoing {
     peer: SocketAddr,
     welcome: Welcome,
-    out: mpsc::UnboundedSender<Vec<u8>>,
-    /// Bytes sent to `out` and not yet written.
-    queued_bytes: Rc<Cell<usize>>,
+    /// Its requests on their way out; shared with its writer, which closes
+    /// it when a write fails.
+    outbox: Rc<Outbox>,
     waiting: RefCell<HashMap<u64, oneshot::Sender<Result<Bytes, MessagingError>>>>,
     next_id: Cell<u64>,
-    /// Shared with its writer, which closes it when a write fails.
-    closed: Rc<Cell<bool>>,
 }
 
 impl Outgoing {
@@ -220,14 +218,11 @@ impl Outgoing {
 
     /// Queues a frame for the writer, unless too many bytes wait already.
     fn queue(&self, kind: Kind, verb: Verb, id: u64, payload: &[u8]) -> Result<(), MessagingError> {
-        let mut frame = Vec::with_capacity(frame::FRAME_HEADER_BYTES + frame::BODY_HEADER_BYTES + payload.len());
-        frame::encode(&mut frame, kind, verb, id, payload);
-        let queued_bytes = self.queued_bytes.get();
-        if queued_bytes + frame.len() > QUEUED_BYTES_MAX {
+        let queued_bytes = self.outbox.queued_bytes();
+        if queued_bytes + frame::FRAME_HEADER_BYTES + frame::BODY_HEADER_BYTES + payload.len() > QUEUED_BYTES_MAX {
             return Err(MessagingError::Overloaded { peer: self.peer, queued_bytes });
         }
-        self.queued_bytes.set(queued_bytes + frame.len());
-        if self.closed.get() || self.out.unbounded_send(frame).is_err() {
+        if !self.outbox.push(kind, verb, id, payload) {
             return Err(MessagingError::Closed { peer: self.peer });
         }
         Ok(())
@@ -235,8 +230,7 @@ impl Outgoing {
 
     /// The connection is gone: every waiting request fails.
     fn close(&self) {
-        self.closed.set(true);
-        self.out.close_channel();
+        self.outbox.close();
         for (_, waiting) in self.waiting.borrow_mut().drain() {
             let _ = waiting.send(Err(MessagingError::Closed { peer: self.peer }));
         }
@@ -304,19 +298,15 @@ async fn open(peer: SocketAddr, shard: u16) -> Result<Rc<Outgoing>, MessagingErr
         }
         _ => return Err(connect_failed("the handshake's answer is not a welcome".to_string())),
     };
-    let (out, frames) = mpsc::unbounded();
-    let queued_bytes = Rc::new(Cell::new(0));
-    let closed = Rc::new(Cell::new(false));
+    let outbox = Rc::new(Outbox::default());
     let connection = Rc::new(Outgoing {
         peer,
         welcome,
-        out,
-        queued_bytes: Rc::clone(&queued_bytes),
+        outbox: Rc::clone(&outbox),
         waiting: RefCell::default(),
         next_id: Cell::new(1),
-        closed: Rc::clone(&closed),
     });
-    shoal_runtime::spawn(write_loop(writer, frames, Written { queued_bytes, progress: None, closed }));
+    shoal_runtime::spawn(write_loop(writer, outbox));
     shoal_runtime::spawn(answers_loop(reader, incoming, Rc::clone(&connection)));
     Ok(connection)
 }
@@ -351,35 +341,6 @@ async fn answers_loop(mut reader: Socket, mut incoming: BytesMut, connection: Rc
         }
     }
     connection.close();
-}
-
-/// What a writer tells its connection.
-struct Written {
-    /// Bytes queued and not yet written: counted down as they leave.
-    queued_bytes: Rc<Cell<usize>>,
-    /// Told after each write (a reader waiting for room).
-    progress: Option<mpsc::UnboundedSender<()>>,
-    /// Set when a write fails.
-    closed: Rc<Cell<bool>>,
-}
-
-/// Writes frames as they come, everything queued at once in one write.
-async fn write_loop(mut writer: Socket, mut frames: mpsc::UnboundedReceiver<Vec<u8>>, written: Written) {
-    while let Some(mut batch) = frames.next().await {
-        while let Ok(next) = frames.try_recv() {
-            batch.extend_from_slice(&next);
-        }
-        let bytes = batch.len();
-        let BufResult(result, _) = writer.write_all(batch).await;
-        written.queued_bytes.set(written.queued_bytes.get().saturating_sub(bytes));
-        if let Some(progress) = &written.progress {
-            let _ = progress.unbounded_send(());
-        }
-        if result.is_err() {
-            written.closed.set(true);
-            return;
-        }
-    }
 }
 
 #[derive(Debug, Error)]
@@ -520,25 +481,19 @@ async fn serve_incoming(stream: Socket, hello: Hello, hello_id: u64, mut incomin
         shard: hello.from_shard,
     };
     let (mut reader, writer) = stream.into_split();
-    let (out, frames) = mpsc::unbounded();
+    let outbox = Rc::new(Outbox::default());
     let mut welcome = Vec::new();
     Welcome { host_id: me.host_id, shard_count: me.shard_count }.encode(&mut welcome);
-    let mut frame = Vec::new();
-    frame::encode(&mut frame, Kind::Response, Verb::Hello, hello_id, &welcome);
-    let _ = out.unbounded_send(frame);
+    outbox.push(Kind::Response, Verb::Hello, hello_id, &welcome);
+    shoal_runtime::spawn(write_loop(writer, Rc::clone(&outbox)));
+    // However serving ends, the writer ends with it: nobody reads answers
+    // any more.
+    let _closing = Closing(Rc::clone(&outbox));
     let in_flight = Rc::new(Cell::new(0usize));
-    let queued_bytes = Rc::new(Cell::new(0usize));
-    // Told when a request finishes and when answers are written.
-    let (done, mut finished) = mpsc::unbounded::<()>();
-    let written =
-        Written { queued_bytes: Rc::clone(&queued_bytes), progress: Some(done.clone()), closed: Rc::default() };
-    shoal_runtime::spawn(write_loop(writer, frames, written));
     loop {
-        while finished.try_recv().is_ok() {}
-        while in_flight.get() >= IN_FLIGHT_REQUESTS_MAX || queued_bytes.get() > QUEUED_BYTES_MAX {
-            if finished.next().await.is_none() {
-                return;
-            }
+        let room = || in_flight.get() < IN_FLIGHT_REQUESTS_MAX && outbox.queued_bytes() <= QUEUED_BYTES_MAX;
+        if !outbox.wait_for_room(room).await {
+            return;
         }
         let request = match read_frame(&mut reader, &mut incoming).await {
             Ok(Some(request)) if matches!(request.kind, Kind::Request | Kind::OneWay) => request,
@@ -553,18 +508,29 @@ async fn serve_incoming(stream: Socket, hello: Hello, hello_id: u64, mut incomin
             }
         };
         let handler = local().handlers.borrow().get(&request.verb).cloned();
-        let slot = InFlight::take(&in_flight, &done);
-        let (out, caller, queued_bytes) = (out.clone(), caller.clone(), Rc::clone(&queued_bytes));
+        let slot = InFlight::take(&in_flight, &outbox);
+        let caller = caller.clone();
         shoal_runtime::spawn(async move {
-            let one_way = request.kind == Kind::OneWay;
-            let frame = answer(handler, caller, request).await;
-            // The connection may be gone: nobody to answer then.
-            if !one_way {
-                queued_bytes.set(queued_bytes.get() + frame.len());
-                let _ = out.unbounded_send(frame);
-            }
+            let (verb, id, one_way) = (request.verb, request.id, request.kind == Kind::OneWay);
+            let outcome = answer(handler, caller, request).await;
+            // A one-way message gets no answer; the connection may be gone:
+            // nobody to answer then either.
+            match outcome {
+                _ if one_way => true,
+                Ok(answer) => slot.outbox.push(Kind::Response, verb, id, &answer),
+                Err(message) => slot.outbox.push(Kind::Failure, verb, id, message.as_bytes()),
+            };
             drop(slot);
         });
+    }
+}
+
+/// Closes an outbox when dropped.
+struct Closing(Rc<Outbox>);
+
+impl Drop for Closing {
+    fn drop(&mut self) {
+        self.0.close();
     }
 }
 
@@ -573,31 +539,32 @@ async fn serve_incoming(stream: Socket, hello: Hello, hello_id: u64, mut incomin
 /// slot is freed and the reader told, so the connection keeps reading.
 struct InFlight {
     count: Rc<Cell<usize>>,
-    done: mpsc::UnboundedSender<()>,
+    /// Where its answer goes, and the reader waits for room.
+    outbox: Rc<Outbox>,
 }
 
 impl InFlight {
-    fn take(count: &Rc<Cell<usize>>, done: &mpsc::UnboundedSender<()>) -> InFlight {
+    fn take(count: &Rc<Cell<usize>>, outbox: &Rc<Outbox>) -> InFlight {
         assert!(count.get() < IN_FLIGHT_REQUESTS_MAX, "the reader waits for a free slot");
         count.set(count.get() + 1);
-        InFlight { count: Rc::clone(count), done: done.clone() }
+        InFlight { count: Rc::clone(count), outbox: Rc::clone(outbox) }
     }
 }
 
 impl Drop for InFlight {
     fn drop(&mut self) {
         self.count.set(self.count.get() - 1);
-        let _ = self.done.unbounded_send(());
+        self.outbox.wake_waiting();
     }
 }
 
-/// The answer frame to `request`: its handler's response, or a failure
-/// when there is no handler, the handler fails, or it panics. A panic is
-/// a bug on this node, but it fails the one request, not the shard: the
-/// peer is answered rather than left to time out.
-async fn answer(handler: Option<Handler>, caller: Caller, request: Frame) -> Vec<u8> {
-    let Frame { verb, id, payload, .. } = request;
-    let result = match handler {
+/// The answer to `request`: its handler's response, or a failure when
+/// there is no handler, the handler fails, or it panics. A panic is a bug
+/// on this node, but it fails the one request, not the shard: the peer is
+/// answered rather than left to time out.
+async fn answer(handler: Option<Handler>, caller: Caller, request: Frame) -> Result<Bytes, String> {
+    let Frame { verb, payload, .. } = request;
+    match handler {
         Some(handler) => match AssertUnwindSafe(async move { handler(caller, payload).await }).catch_unwind().await {
             Ok(result) => result,
             Err(panic) => {
@@ -607,13 +574,7 @@ async fn answer(handler: Option<Handler>, caller: Caller, request: Frame) -> Vec
             }
         },
         None => Err(format!("this node does not answer {verb:?}")),
-    };
-    let mut frame = Vec::new();
-    match result {
-        Ok(answer) => frame::encode(&mut frame, Kind::Response, verb, id, &answer),
-        Err(message) => frame::encode(&mut frame, Kind::Failure, verb, id, message.as_bytes()),
     }
-    frame
 }
 
 /// What a panic said, when it said it with a string.

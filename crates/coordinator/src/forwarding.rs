@@ -44,9 +44,10 @@ pub fn set_cross_dc_forwarding(enabled: bool) {
     let _ = ENABLED.set(enabled);
 }
 
-/// A replica's outcome as a write's handler counts it: its data center,
-/// the outcome, and whether it was hinted.
-pub(crate) type Answer = (String, Result<(), CoordinatorError>, bool);
+/// A replica's outcome as a write's handler counts it: the replica's index
+/// in the handler's list of data centers, the outcome, and whether it
+/// was hinted.
+pub(crate) type Answer = (usize, Result<(), CoordinatorError>, bool);
 
 /// One replica's outcome, as a forwarded group's waiter receives it.
 type Done = (Uuid, Result<(), CoordinatorError>);
@@ -106,7 +107,7 @@ impl Drop for Waiter {
 /// goes to `answered` as it arrives, failures hinted.
 pub(crate) fn send(
     topology: Rc<Topology>,
-    group: Vec<(Uuid, String)>,
+    group: Vec<(Uuid, usize)>,
     token: i64,
     payload: Rc<[u8]>,
     answered: mpsc::UnboundedSender<Answer>,
@@ -129,24 +130,24 @@ pub(crate) fn send(
             let outcome = target.call(Verb::MutationForward, token, &message).await.map(drop);
             let _ = done.unbounded_send((forwarder, outcome));
         });
-        let mut waiting: HashMap<Uuid, String> = group.into_iter().collect();
+        let mut waiting: HashMap<Uuid, usize> = group.into_iter().collect();
         let give_up = shoal_runtime::time::sleep(Verb::MutationForward.timeout());
         futures_util::pin_mut!(give_up);
         while !waiting.is_empty() {
             let next = futures_util::future::select(answers.next(), give_up.as_mut()).await;
             let futures_util::future::Either::Left((Some((host, outcome)), _)) = next else { break };
-            let Some(dc) = waiting.remove(&host) else { continue };
+            let Some(replica) = waiting.remove(&host) else { continue };
             let hinted = match &outcome {
                 Err(e) if !matches!(e, CoordinatorError::Invalid(_)) => hints::store(host, token, Rc::clone(&payload)),
                 _ => false,
             };
-            let _ = answered.unbounded_send((dc, outcome, hinted));
+            let _ = answered.unbounded_send((replica, outcome, hinted));
         }
         drop(waiter);
-        for (host, dc) in waiting {
+        for (host, replica) in waiting {
             let hinted = hints::store(host, token, Rc::clone(&payload));
             let unanswered = CoordinatorError::Remote(format!("node {host} did not answer a forwarded write"));
-            let _ = answered.unbounded_send((dc, Err(unanswered), hinted));
+            let _ = answered.unbounded_send((replica, Err(unanswered), hinted));
         }
     });
 }

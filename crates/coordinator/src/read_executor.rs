@@ -290,11 +290,12 @@ pub(crate) async fn repair_copies(
     }
     tracing::debug!("reconcile: {} partition copies differ", repairs.len());
     crate::metrics::note_reconcile_writes(repairs.len());
-    let written = join_all(repairs.iter().map(|(target, mutation)| {
-        let payload = wire::encode_mutation(mutation);
+    let repaired = repairs.len();
+    let written = join_all(repairs.into_iter().map(|(target, mutation)| {
+        let payload = wire::encode_mutation(&mutation);
         async move { target.mutate(mutation, &payload, WriteType::Simple, deadline).await }
     }))
     .await;
     written.into_iter().collect::<Result<Vec<()>, _>>()?;
-    Ok(Reconciled { merged: merges, written: repairs.len() })
+    Ok(Reconciled { merged: merges, written: repaired })
 }

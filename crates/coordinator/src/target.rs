@@ -119,16 +119,17 @@ impl Target<'_> {
         answer_body(address, answer)
     }
 
-    /// Applies `mutation` (`payload`: its encoding) on this replica.
+    /// Applies `mutation` (`payload`: its encoding) on this replica: this
+    /// node applies it as it is, another node is sent the encoding.
     pub(crate) async fn mutate(
         &self,
-        mutation: &Mutation,
+        mutation: Mutation,
         payload: &[u8],
         write_type: WriteType,
         deadline: Instant,
     ) -> Result<(), CoordinatorError> {
         if self.is_local() {
-            return mutate_local(mutation.clone(), ConsistencyLevel::One, write_type, deadline).await;
+            return mutate_local(mutation, ConsistencyLevel::One, write_type, deadline).await;
         }
         self.send_mutation(mutation.position.token, payload).await
     }
@@ -237,17 +238,24 @@ impl Target<'_> {
     }
 
     /// Has this replica apply a chosen proposal (`payload`: its encoding
-    /// with `ballot`) and record it committed.
+    /// with `ballot`) and record it committed: this node applies the
+    /// mutation as it is, another node is sent the encoding.
     pub(crate) async fn paxos_commit(
         &self,
-        mutation: &Mutation,
+        mutation: Mutation,
         ballot: Ballot,
         payload: &[u8],
     ) -> Result<(), CoordinatorError> {
         if self.is_local() {
-            return commit_local(mutation.clone(), ballot).await;
+            return commit_local(mutation, ballot).await;
         }
-        self.call(Verb::PaxosCommit, mutation.position.token, payload).await.map(drop)
+        self.send_commit(mutation.position.token, payload).await
+    }
+
+    /// Sends this replica, another node, a chosen proposal of `token`
+    /// (`payload`: its encoding with its ballot) to commit.
+    pub(crate) async fn send_commit(&self, token: i64, payload: &[u8]) -> Result<(), CoordinatorError> {
+        self.call(Verb::PaxosCommit, token, payload).await.map(drop)
     }
 
     /// The row hashes of this replica's stored copies of `command`'s

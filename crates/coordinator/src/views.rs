@@ -195,9 +195,10 @@ async fn deliver(base_token: i64, updates: Vec<Mutation>) {
         };
         let payload: Rc<[u8]> = wire::encode_mutation(&mutation).into();
         let target = Target { topology: &topology, host };
-        if let Err(e) = target.mutate(&mutation, &payload, WriteType::Simple, deadline).await {
+        let token = mutation.position.token;
+        if let Err(e) = target.mutate(mutation, &payload, WriteType::Simple, deadline).await {
             tracing::debug!("a view update to {host} failed ({e}): kept as a hint");
-            hints::store(host, mutation.position.token, payload);
+            hints::store(host, token, payload);
         }
     });
     join_all(sends).await;

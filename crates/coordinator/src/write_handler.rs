@@ -18,10 +18,15 @@
 use std::rc::Rc;
 use std::time::Instant;
 
+use std::task::Poll;
+
 use futures_channel::mpsc;
-use futures_util::StreamExt;
+use futures_util::future::{select, Either};
+use futures_util::stream::FuturesUnordered;
+use futures_util::{Stream, StreamExt};
 use shoal_replica::{Ballot, Mutation};
 
+use crate::consistency::Tally;
 use crate::local::mutate_local;
 use crate::target::Target;
 use crate::topology::{placement, ReplicaPlan, Topology, WriteTargets};
@@ -91,52 +96,115 @@ pub(crate) async fn write(
     }
     let payload: Rc<[u8]> = wire::encode_mutation(&mutation).into();
     let commit = match delivery {
-        Delivery::PaxosCommit(ballot) => Some(ballot),
+        Delivery::PaxosCommit(ballot) => Some((ballot, wire::encode_paxos_proposal(ballot, &mutation))),
         Delivery::Mutation | Delivery::LedHere => None,
     };
-    let commit_payload: Option<Rc<[u8]>> = commit.map(|ballot| wire::encode_paxos_proposal(ballot, &mutation).into());
     let token = mutation.position.token;
     for (host, dc) in down {
         if hints::store(host, token, Rc::clone(&payload)) && consistency == ConsistencyLevel::Any {
             tally.count(dc);
         }
     }
-    let mutation = Rc::new(mutation);
-    let (answered, mut answers) = mpsc::unbounded();
     // A Paxos commit goes to each replica itself: it carries its ballot.
+    // Otherwise another data center's replicas get one copy, which one of
+    // them relays to the others.
     let (live, groups) = match commit {
         Some(_) => (live, Vec::new()),
         None => forwarding::split(&topology, live),
     };
-    for group in groups {
-        let group = group.into_iter().map(|(host, dc)| (host, dc.to_string())).collect();
-        forwarding::send(Rc::clone(&topology), group, token, Rc::clone(&payload), answered.clone());
+    // Every replica's data center, by the index its answer carries: the
+    // direct ones first, then the forwarded ones.
+    let mut data_centers: Vec<&str> = live.iter().map(|(_, dc)| *dc).collect();
+    let forwarded = match groups.is_empty() {
+        true => None,
+        false => {
+            let (answered, forwarded) = mpsc::unbounded();
+            for group in groups {
+                let group = group
+                    .into_iter()
+                    .map(|(host, dc)| {
+                        data_centers.push(dc);
+                        (host, data_centers.len() - 1)
+                    })
+                    .collect();
+                forwarding::send(Rc::clone(&topology), group, token, Rc::clone(&payload), answered.clone());
+            }
+            Some(forwarded)
+        }
+    };
+    // This node's replica applies the mutation itself (no copy); the
+    // others are sent the one encoding. The replicas' requests are polled
+    // here, not spawned: each is sent on its first poll.
+    let mut mine = Some(mutation);
+    let direct: FuturesUnordered<_> = live
+        .into_iter()
+        .enumerate()
+        .map(|(replica, (host, _))| {
+            let own = if host == topology.me { mine.take() } else { None };
+            let (topology, payload, commit) = (Rc::clone(&topology), Rc::clone(&payload), commit.clone());
+            async move {
+                let target = Target { topology: &topology, host };
+                let outcome = match (own, commit) {
+                    (Some(own), Some((ballot, commit))) => target.paxos_commit(own, ballot, &commit).await,
+                    (Some(own), None) => target.mutate(own, &payload, write_type, deadline).await,
+                    (None, Some((_, commit))) => target.send_commit(token, &commit).await,
+                    (None, None) => target.send_mutation(token, &payload).await,
+                };
+                let hinted = match &outcome {
+                    Err(e) if !matches!(e, CoordinatorError::Invalid(_)) => hints::store(host, token, payload),
+                    _ => false,
+                };
+                (replica, outcome, hinted)
+            }
+        })
+        .collect();
+    // The forwarded replicas' answers come from their forwarding task,
+    // which hints the ones that fail or stay silent itself.
+    let mut answers = futures_util::stream::select(direct, futures_util::stream::iter(forwarded).flatten());
+    let answered = tally_answers(&mut tally, &data_centers, &mut answers, consistency, write_type, deadline).await;
+    // Replicas that answer after the client was answered still apply the
+    // write, and a failure among them is still hinted: what is left runs
+    // on in a task of its own.
+    let (mut direct, _) = answers.into_inner();
+    if !direct.is_empty() {
+        shoal_runtime::spawn(async move { while direct.next().await.is_some() {} });
     }
-    for (host, dc) in live {
-        let dc = dc.to_string();
-        let (topology, mutation, payload, answered) =
-            (Rc::clone(&topology), Rc::clone(&mutation), Rc::clone(&payload), answered.clone());
-        let commit = commit.zip(commit_payload.clone());
-        shoal_runtime::spawn(async move {
-            let target = Target { topology: &topology, host };
-            let outcome = match commit {
-                Some((ballot, commit_payload)) => target.paxos_commit(&mutation, ballot, &commit_payload).await,
-                None => target.mutate(&mutation, &payload, write_type, deadline).await,
-            };
-            let hinted = match &outcome {
-                Err(e) if !matches!(e, CoordinatorError::Invalid(_)) => hints::store(host, token, Rc::clone(&payload)),
-                _ => false,
-            };
-            let _ = answered.unbounded_send((dc, outcome, hinted));
-        });
-    }
-    drop(answered);
+    answered
+}
+
+/// Counts `answers` (each its replica's index in `data_centers`, its
+/// outcome, and whether it was hinted) until `tally` is met: Ok, or why
+/// the write failed.
+async fn tally_answers(
+    tally: &mut Tally,
+    data_centers: &[&str],
+    answers: &mut (impl Stream<Item = (usize, Result<(), CoordinatorError>, bool)> + Unpin),
+    consistency: ConsistencyLevel,
+    write_type: WriteType,
+    deadline: Instant,
+) -> Result<(), CoordinatorError> {
     let mut failure = None;
+    // One timer for the whole wait, set only if an answer must be waited
+    // for.
+    let mut expiry = None;
     while !tally.is_met() {
-        let wait = deadline.saturating_duration_since(Instant::now());
-        match shoal_runtime::time::timeout(wait, answers.next()).await {
-            Ok(Some((dc, Ok(()), _))) => tally.count(&dc),
-            Ok(Some((dc, Err(_), true))) if consistency == ConsistencyLevel::Any => tally.count(&dc),
+        let next = match futures_util::poll!(answers.next()) {
+            Poll::Ready(next) => Ok(next),
+            Poll::Pending => {
+                let sleep = expiry.get_or_insert_with(|| {
+                    Box::pin(shoal_runtime::time::sleep(deadline.saturating_duration_since(Instant::now())))
+                });
+                match select(answers.next(), sleep.as_mut()).await {
+                    Either::Left((next, _)) => Ok(next),
+                    Either::Right(((), _)) => Err(()),
+                }
+            }
+        };
+        match next {
+            Ok(Some((replica, Ok(()), _))) => tally.count(data_centers[replica]),
+            Ok(Some((replica, Err(_), true))) if consistency == ConsistencyLevel::Any => {
+                tally.count(data_centers[replica])
+            }
             Ok(Some((_, Err(e), _))) => {
                 tracing::debug!("a replica failed a write: {e}");
                 // The client's to fix, or to slow down for; any other
