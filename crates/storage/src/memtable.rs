@@ -51,8 +51,9 @@ impl Slot {
     }
 
     fn compact(row: &SingleRow) -> Slot {
-        let mut out = Vec::with_capacity(row.max_encoded_len());
+        let mut out = Vec::with_capacity(row.encoded_len());
         row.encode(&mut Encoder { out: &mut out });
+        debug_assert_eq!(out.len(), out.capacity(), "encoded_len is exact: no reallocation to fit");
         Slot::Compact(out.into_boxed_slice())
     }
 

@@ -14,7 +14,7 @@ use std::collections::BTreeMap;
 
 use bytes::Bytes;
 
-use crate::codec::{DecodeError, Decoder, Encoder};
+use crate::codec::{var_len, zigzag, DecodeError, Decoder, Encoder};
 use crate::partition::{Cell, CellValue, ClusteredRow, ColumnData, Expiry, Partition, Row, RowMarker};
 
 const HAS_MARKER: u8 = 1;
@@ -53,10 +53,24 @@ impl<'a> SingleRow<'a> {
         })
     }
 
-    /// An upper bound of the encoding's length, to allocate it once.
-    pub(crate) fn max_encoded_len(&self) -> usize {
-        let cells: usize = self.row.columns.values().map(|c| 5 + 10 + atomic_value(c).len()).sum();
-        1 + 8 + 20 + 10 + cells
+    /// The encoding's length, to allocate it once at its size.
+    pub(crate) fn encoded_len(&self) -> usize {
+        let expiry = self.expiry.map_or(0, |e| var_len(zigzag(i64::from(e.ttl_s))) + var_len(zigzag(e.expires_at_s)));
+        let cells: usize = self
+            .row
+            .columns
+            .iter()
+            .map(|(id, data)| {
+                let value = atomic_value(data);
+                let tagged = var_len(u64::from(*id) << 1 | u64::from(value.len() == 8));
+                tagged
+                    + match <[u8; 8]>::try_from(&value[..]) {
+                        Ok(word) => var_len(u64::from_be_bytes(word)),
+                        Err(_) => var_len(value.len() as u64) + value.len(),
+                    }
+            })
+            .sum();
+        1 + 8 + expiry + var_len(self.row.columns.len() as u64) + cells
     }
 
     pub(crate) fn encode(&self, e: &mut Encoder) {
