@@ -27,6 +27,17 @@ pub struct DecodeError {
     pub what: &'static str,
 }
 
+/// The unsigned value [`Encoder::var_i64`] writes for `v` (small
+/// magnitudes, either sign, stay small).
+pub fn zigzag(v: i64) -> u64 {
+    ((v << 1) ^ (v >> 63)) as u64
+}
+
+/// The bytes [`Encoder::var_u64`] writes for `v`.
+pub fn var_len(v: u64) -> usize {
+    (64 - v.max(1).leading_zeros() as usize).div_ceil(7)
+}
+
 /// Appends encodings to a byte vector.
 pub struct Encoder<'a> {
     pub out: &'a mut Vec<u8>,
@@ -46,7 +57,7 @@ impl Encoder<'_> {
     }
 
     pub fn var_i64(&mut self, v: i64) {
-        self.var_u64(((v << 1) ^ (v >> 63)) as u64);
+        self.var_u64(zigzag(v));
     }
 
     pub fn bytes(&mut self, b: &[u8]) {
@@ -454,6 +465,15 @@ fn decode_counter_shards(d: &mut Decoder) -> Result<Box<[CounterShard]>, DecodeE
 #[cfg(test)]
 pub(crate) mod tests {
     use super::*;
+
+    #[test]
+    fn var_len_is_what_var_u64_writes() {
+        for v in [0, 1, 127, 128, 16_383, 16_384, u64::from(u32::MAX), u64::MAX >> 1, u64::MAX] {
+            let mut out = Vec::new();
+            Encoder { out: &mut out }.var_u64(v);
+            assert_eq!(var_len(v), out.len(), "{v}");
+        }
+    }
 
     #[test]
     fn a_delta_shard_with_a_clock_is_malformed() {

@@ -29,6 +29,7 @@ mod event;
 pub mod memory;
 pub mod memtable;
 pub mod partition;
+mod single_row;
 pub mod sstable;
 pub mod table;
 

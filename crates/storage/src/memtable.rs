@@ -4,40 +4,114 @@
 //! a new one takes the writes. Its estimated size counts in the shard's
 //! memory budget from the write that adds it until the memtable is dropped.
 //!
-//! Each partition is held by `Rc`, so a read of a whole partition shares
-//! it instead of copying its rows (a memcached `get`, a CQL point read); a
-//! write to a partition a read still holds copies it first
-//! (`Rc::make_mut`), so a reader never sees a write land under it.
+//! A partition is held in one of two forms ([`Slot`]):
+//! - compact: a single-row partition whose cells share one timestamp and
+//!   expiry (every memcached item, a key-value table's INSERT) as the
+//!   bytes of [`crate::single_row`], the row cache's own layout: its key,
+//!   value and a few dozen bytes instead of a partition's maps, whose
+//!   B-tree leaves cost ~2.7 KB for a one-row partition. A read or the
+//!   flush decodes it; a write to it decodes, merges and takes whichever
+//!   form the result fits, so a second row, a tombstone or a cell of
+//!   another timestamp promotes it to the general form.
+//! - general: anything else, held by `Rc`, so a read of a whole partition
+//!   shares it instead of copying its rows (a CQL point read); a write to a
+//!   partition a read still holds copies it first (`Rc::make_mut`), so a
+//!   reader never sees a write land under it.
 
+use std::borrow::Cow;
 use std::collections::BTreeMap;
 use std::ops::Bound;
 use std::rc::Rc;
 
+use crate::codec::{Decoder, Encoder};
 use crate::commitlog::Position;
 use crate::partition::{ClusteringRange, Partition, PartitionPosition, PartitionUpdate};
+use crate::single_row::{self, SingleRow};
 
 /// Partitions freed between yields by [`Memtable::release`]. Freeing costs
 /// roughly a microsecond per small partition, so a step stays well under a
 /// millisecond.
 const RELEASE_STEP_PARTITIONS: usize = 256;
 
+/// A partition as the memtable holds it (module doc).
+#[derive(Debug)]
+enum Slot {
+    /// [`crate::single_row`]'s encoding.
+    Compact(Box<[u8]>),
+    General(Rc<Partition>),
+}
+
+impl Slot {
+    /// `partition` in the most compact form that holds it.
+    fn new(partition: Partition) -> Slot {
+        match SingleRow::of(&partition) {
+            Some(row) => Slot::compact(&row),
+            None => Slot::General(Rc::new(partition)),
+        }
+    }
+
+    fn compact(row: &SingleRow) -> Slot {
+        let mut out = Vec::with_capacity(row.encoded_len());
+        row.encode(&mut Encoder { out: &mut out });
+        debug_assert_eq!(out.len(), out.capacity(), "encoded_len is exact: no reallocation to fit");
+        Slot::Compact(out.into_boxed_slice())
+    }
+
+    /// Merges `update` in, in the most compact form that holds the result.
+    fn merge(&mut self, update: Partition) {
+        if let Slot::Compact(bytes) = self {
+            // An overwrite by a newer whole row (a memcached `set` of an
+            // item held): the result is the update, with no decoding.
+            if let Some(row) = SingleRow::of(&update).filter(|row| row.supersedes(bytes).unwrap_or_else(|e| corrupt(e)))
+            {
+                *self = Slot::compact(&row);
+                return;
+            }
+        }
+        let mut merged = self.partition().into_owned();
+        merged.merge(update);
+        *self = Slot::new(merged);
+    }
+
+    fn partition(&self) -> Cow<'_, Partition> {
+        match self {
+            Slot::General(partition) => Cow::Borrowed(partition),
+            Slot::Compact(bytes) => {
+                Cow::Owned(single_row::decode(&mut Decoder::new(bytes)).unwrap_or_else(|e| corrupt(e)))
+            }
+        }
+    }
+
+    /// The slot's heap beyond the map entry: the partition's estimated
+    /// heap and its `Rc` box, or the compact bytes.
+    fn heap_bytes(&self) -> usize {
+        match self {
+            Slot::Compact(bytes) => bytes.len(),
+            Slot::General(partition) => {
+                std::mem::size_of::<Partition>() + 2 * std::mem::size_of::<usize>() + partition.size_estimate_bytes()
+            }
+        }
+    }
+}
+
+/// A compact slot's bytes are the memtable's own, written by
+/// [`Slot::compact`]: failing to read them is a bug here, not bad input.
+fn corrupt(e: crate::codec::DecodeError) -> ! {
+    panic!("compact memtable partition does not decode (a bug in memtable): {e}")
+}
+
 /// A partition's share of the memtable's own B-tree (leaves about 2/3
-/// full), its `Rc` box (two counts beside it), its key and its estimated
-/// heap.
-fn entry_bytes(position: &PartitionPosition, partition: &Partition) -> usize {
-    std::mem::size_of::<(PartitionPosition, Rc<Partition>)>() * 3 / 2
-        + std::mem::size_of::<Partition>()
-        + 2 * std::mem::size_of::<usize>()
-        + position.key.len()
-        + partition.size_estimate_bytes()
+/// full), its key and its slot's heap.
+fn entry_bytes(position: &PartitionPosition, slot: &Slot) -> usize {
+    std::mem::size_of::<(PartitionPosition, Slot)>() * 3 / 2 + position.key.len() + slot.heap_bytes()
 }
 
 #[derive(Debug, Default)]
 pub struct Memtable {
-    partitions: BTreeMap<PartitionPosition, Rc<Partition>>,
-    /// The partitions' estimated heap (`Partition::size_estimate_bytes`
-    /// plus keys): a write adds what it adds and an overwritten cell stops
-    /// counting, measured on the rows the write touches only.
+    partitions: BTreeMap<PartitionPosition, Slot>,
+    /// The partitions' estimated memory ([`entry_bytes`]): a write adds
+    /// what it adds and an overwritten cell stops counting, measured on the
+    /// rows the write touches only.
     size_bytes: usize,
     /// The commitlog position of the first write logged into it: segments
     /// from there on are needed until it is flushed.
@@ -58,10 +132,16 @@ impl Memtable {
             self.min_timestamp = Some(self.min_timestamp.map_or(ts, |m| m.min(ts)));
         }
         let grown = match self.partitions.get_mut(&position) {
-            Some(current) => Rc::make_mut(current).merge_measured(update),
+            Some(Slot::General(current)) => Rc::make_mut(current).merge_measured(update),
+            Some(slot) => {
+                let before = entry_bytes(&position, slot);
+                slot.merge(update);
+                entry_bytes(&position, slot) as isize - before as isize
+            }
             None => {
-                let added = entry_bytes(&position, &update);
-                self.partitions.insert(position, Rc::new(update));
+                let slot = Slot::new(update);
+                let added = entry_bytes(&position, &slot);
+                self.partitions.insert(position, slot);
                 added as isize
             }
         };
@@ -91,12 +171,13 @@ impl Memtable {
     }
 
     /// The partition at `position` restricted to `ranges`: the memtable's
-    /// own when the ranges take it whole, a copy of their rows otherwise.
+    /// own when it holds it in the general form and the ranges take it
+    /// whole, a copy of their rows otherwise.
     pub fn read(&self, position: &PartitionPosition, ranges: &[ClusteringRange]) -> Option<Rc<Partition>> {
-        let partition = self.partitions.get(position)?;
-        Some(match ClusteringRange::is_whole(ranges) {
-            true => Rc::clone(partition),
-            false => Rc::new(partition.slice(ranges)),
+        let slot = self.partitions.get(position)?;
+        Some(match (slot, ClusteringRange::is_whole(ranges)) {
+            (Slot::General(partition), true) => Rc::clone(partition),
+            (_, whole) => Rc::new(sliced(slot.partition(), ranges, whole)),
         })
     }
 
@@ -114,7 +195,7 @@ impl Memtable {
         self.partitions
             .range::<PartitionPosition, _>((from, to))
             .take(max_partitions)
-            .map(|(pos, p)| (pos.clone(), p.slice(ranges)))
+            .map(|(pos, slot)| (pos.clone(), sliced(slot.partition(), ranges, ClusteringRange::is_whole(ranges))))
             .collect()
     }
 
@@ -122,8 +203,9 @@ impl Memtable {
         self.partitions.contains_key(position)
     }
 
-    pub fn iter(&self) -> impl Iterator<Item = (&PartitionPosition, &Partition)> {
-        self.partitions.iter().map(|(position, partition)| (position, &**partition))
+    /// The partitions in ring order; a compact one decoded.
+    pub fn iter(&self) -> impl Iterator<Item = (&PartitionPosition, Cow<'_, Partition>)> {
+        self.partitions.iter().map(|(position, slot)| (position, slot.partition()))
     }
 
     pub fn len(&self) -> usize {
@@ -147,6 +229,15 @@ impl Memtable {
     }
 }
 
+/// `partition` restricted to `ranges` (`whole`: they take all of it),
+/// copied only if it is borrowed.
+fn sliced(partition: Cow<'_, Partition>, ranges: &[ClusteringRange], whole: bool) -> Partition {
+    match (partition, whole) {
+        (Cow::Owned(partition), true) => partition,
+        (partition, _) => partition.slice(ranges),
+    }
+}
+
 /// The shard's memory stops counting a memtable once it is gone.
 impl Drop for Memtable {
     fn drop(&mut self) {
@@ -162,7 +253,7 @@ mod tests {
     use bytes::Bytes;
 
     use super::*;
-    use crate::partition::{self, ClusteredRow, ColumnData, Row};
+    use crate::partition::{self, ClusteredRow, ColumnData, Expiry, Row, RowMarker, Tombstone};
 
     /// A partition with one row `row` holding `value` in column 1, at `ts`.
     fn one_row(row: &'static [u8], value: &[u8], ts: i64) -> Partition {
@@ -177,7 +268,7 @@ mod tests {
     fn overwrites_count_once_and_stale_writes_not_at_all() {
         let mut memtable = Memtable::default();
         let position = PartitionPosition { token: 7, key: Bytes::from_static(b"k") };
-        let exact = |m: &Memtable| m.iter().map(|(p, part)| entry_bytes(p, part)).sum::<usize>();
+        let exact = |m: &Memtable| m.partitions.iter().map(|(p, slot)| entry_bytes(p, slot)).sum::<usize>();
         for ts in 1..=100 {
             memtable.apply(position.clone(), one_row(b"r", &[b'x'; 1000], ts), None);
         }
@@ -204,6 +295,134 @@ mod tests {
         assert_eq!(value(&whole), Some(Bytes::from_static(b"old")), "the reader keeps what it read");
         let after = memtable.read(&position, &[ClusteringRange::all()]).expect("written");
         assert_eq!(value(&after), Some(Bytes::from_static(b"new")));
+    }
+
+    /// A memcached item: one row of no clustering key, marker and value,
+    /// flags and CAS cells, all at `ts` with `expiry`.
+    fn item(value: &[u8], ts: i64, expiry: Option<Expiry>) -> Partition {
+        let cell = |v: &[u8]| ColumnData::Atomic(partition::Cell::live(ts, Bytes::copy_from_slice(v), expiry));
+        let mut row = Row { marker: Some(RowMarker { timestamp: ts, expiry }), ..Row::default() };
+        row.columns.insert(1, cell(value));
+        row.columns.insert(2, cell(&0u32.to_be_bytes()));
+        row.columns.insert(3, cell(&(ts as u64).to_be_bytes()));
+        let mut p = Partition::default();
+        p.rows.insert(Bytes::new(), ClusteredRow { clustering: Vec::new(), row });
+        p
+    }
+
+    fn is_compact(memtable: &Memtable, position: &PartitionPosition) -> bool {
+        matches!(memtable.partitions.get(position), Some(Slot::Compact(_)))
+    }
+
+    /// Applies `writes` to a memtable in turn and checks after each that it
+    /// reads back their merge, takes the form `compact` says, and counts
+    /// exactly its entries' bytes.
+    fn apply_all(writes: &[(Partition, bool)]) {
+        let mut memtable = Memtable::default();
+        let position = PartitionPosition { token: 3, key: Bytes::from_static(b"item") };
+        let mut expected = Partition::default();
+        for (i, (write, compact)) in writes.iter().enumerate() {
+            memtable.apply(position.clone(), write.clone(), None);
+            expected.merge(write.clone());
+            let read = memtable.read(&position, &[ClusteringRange::all()]).expect("written");
+            assert_eq!(*read, expected, "write {i}");
+            assert_eq!(is_compact(&memtable, &position), *compact, "write {i}: {expected:?}");
+            let exact: usize = memtable.partitions.iter().map(|(p, slot)| entry_bytes(p, slot)).sum();
+            assert_eq!(memtable.size_bytes(), exact, "write {i}");
+            let (_, flushed) = memtable.iter().next().expect("one partition");
+            assert_eq!(*flushed, expected, "write {i}: what a flush writes");
+        }
+    }
+
+    #[test]
+    fn single_rows_stay_compact_through_overwrites() {
+        let expiry = Some(Expiry { ttl_s: 60, expires_at_s: 1_000_060 });
+        apply_all(&[
+            (item(&[b'a'; 1000], 10, None), true),
+            // Newer and whole: taken as it is.
+            (item(b"newer", 20, expiry), true),
+            // Older: loses the merge, nothing changes.
+            (item(b"older", 5, None), true),
+            // Tied: merged cell by cell, and still one timestamp and expiry.
+            (item(b"newest", 20, expiry), true),
+        ]);
+    }
+
+    #[test]
+    fn a_second_row_a_tombstone_or_another_timestamp_promotes_to_the_general_form() {
+        let mut clustered = Partition::default();
+        clustered.rows.insert(Bytes::from_static(b"c"), ClusteredRow::default());
+        apply_all(&[(item(b"v", 10, None), true), (clustered, false), (item(b"w", 30, None), false)]);
+
+        let deleted =
+            Partition { tombstone: Some(Tombstone { timestamp: 5, deletion_time_s: 1 }), ..Partition::default() };
+        apply_all(&[(item(b"v", 10, None), true), (deleted, false)]);
+
+        // One cell rewritten at a later timestamp: the row's cells differ.
+        let mut one_cell = item(b"v", 20, None);
+        let row = &mut one_cell.rows.values_mut().next().expect("one row").row;
+        row.marker = None;
+        row.columns.retain(|id, _| *id == 1);
+        apply_all(&[(item(b"v", 10, None), true), (one_cell, false)]);
+
+        // A deleted cell is not a live one.
+        let mut dead = item(b"v", 20, None);
+        let row = &mut dead.rows.values_mut().next().expect("one row").row;
+        row.columns.insert(1, ColumnData::Atomic(partition::Cell::dead(20, 1)));
+        apply_all(&[(dead, false)]);
+    }
+
+    #[test]
+    fn every_pair_of_single_rows_merges_as_partitions_do() {
+        // Rows of every shape the shortcut looks at: older, tied and newer
+        // timestamps, with and without a marker, an expiry, each column.
+        let expiry = Some(Expiry { ttl_s: 60, expires_at_s: 1_000_060 });
+        let mut rows = Vec::new();
+        for ts in [10, 20] {
+            for marker in [false, true] {
+                for expiry in [None, expiry] {
+                    for columns in [&[1u32][..], &[1, 2], &[2, 3], &[1, 2, 3]] {
+                        let mut p = item(format!("v{ts}").as_bytes(), ts, expiry);
+                        let row = &mut p.rows.values_mut().next().expect("one row").row;
+                        row.columns.retain(|id, _| columns.contains(id));
+                        row.marker = row.marker.filter(|_| marker);
+                        rows.push(p);
+                    }
+                }
+            }
+        }
+        let position = PartitionPosition { token: 3, key: Bytes::from_static(b"item") };
+        for a in &rows {
+            for b in &rows {
+                let mut memtable = Memtable::default();
+                memtable.apply(position.clone(), a.clone(), None);
+                memtable.apply(position.clone(), b.clone(), None);
+                let mut expected = a.clone();
+                expected.merge(b.clone());
+                let read = memtable.read(&position, &[ClusteringRange::all()]).expect("written");
+                assert_eq!(*read, expected, "{a:?} then {b:?}");
+                let exact: usize = memtable.partitions.iter().map(|(p, slot)| entry_bytes(p, slot)).sum();
+                assert_eq!(memtable.size_bytes(), exact);
+            }
+        }
+    }
+
+    #[test]
+    fn a_compact_item_costs_its_key_value_and_little_else() {
+        let mut memtable = Memtable::default();
+        let items = 1000u64;
+        for i in 0..items {
+            let key = Bytes::from(format!("key:{i:012}"));
+            memtable.apply(PartitionPosition { token: i as i64, key }, item(&[b'x'; 1024], 1, None), None);
+        }
+        let per_item = memtable.size_bytes() / items as usize;
+        let general = {
+            let position = PartitionPosition { token: 0, key: Bytes::from_static(b"key:000000000000") };
+            entry_bytes(&position, &Slot::General(Rc::new(item(&[b'x'; 1024], 1, None))))
+        };
+        // Key 16, value 1024; the general form of the same item is ~3.6 KB.
+        assert!(per_item <= 16 + 1024 + 128, "{per_item} bytes per item (general form: {general})");
+        assert!(general > 3 * per_item, "{per_item} bytes per item (general form: {general})");
     }
 
     #[test]

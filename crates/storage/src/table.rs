@@ -441,7 +441,7 @@ impl Table {
         let epoch = self.epoch.get();
         let mut writer = self.new_writer(sealed.memtable.len(), IoClass::Flush).await?;
         for (i, (position, partition)) in sealed.memtable.iter().enumerate() {
-            if let Err(e) = writer.add(position, partition).await {
+            if let Err(e) = writer.add(position, &partition).await {
                 writer.abort().await;
                 return Err(e);
             }
@@ -539,11 +539,11 @@ impl Table {
             match self.cache.peek(self.cache_id, position) {
                 Lookup::Hit(cached) => {
                     let mut merged = cached.unwrap_or_default();
-                    merged.merge(partition.clone());
+                    merged.merge(partition.into_owned());
                     self.cache.insert(self.cache_id, position, Some(&merged));
                 }
                 Lookup::Miss if insert_new && !older.iter().any(|s| s.may_contain(position)) => {
-                    self.cache.insert(self.cache_id, position, Some(partition));
+                    self.cache.insert(self.cache_id, position, Some(&partition));
                 }
                 Lookup::Miss => {}
             }

@@ -5,6 +5,11 @@
 //! table from its files), checked after every step against a plain
 //! in-memory model — point reads of every key and a full paged scan.
 //!
+//! Every fourth partition is a key-value table's (no clustering key: one
+//! row, written whole or a cell at a time), the shape the memtable and the
+//! row cache hold in their compact form until a second row, a deletion or
+//! a cell of another timestamp promotes it.
+//!
 //! The seed is printed; `SHOAL_MODEL_SEED=<seed>` replays a failure.
 //! `SHOAL_MODEL_OPS` sets the operations per strategy (CI runs a short run);
 //! `SHOAL_MODEL_CHECK_EVERY=n` checks after every n-th step (long runs).
@@ -22,8 +27,8 @@ use rand::{Rng, SeedableRng};
 use shoal_storage::commitlog::Position;
 use shoal_storage::compaction::{compact_major, compact_next};
 use shoal_storage::{
-    Cell, ClusteredRow, ClusteringRange, ColumnData, Expiry, Partition, PartitionPosition, RangeTombstone, Row, Table,
-    TableOptions, Tombstone,
+    Cell, ClusteredRow, ClusteringRange, ColumnData, Expiry, Partition, PartitionPosition, RangeTombstone, Row,
+    RowMarker, Table, TableOptions, Tombstone,
 };
 
 const PARTITIONS: u8 = 12;
@@ -46,6 +51,29 @@ fn ck(row: u8) -> Bytes {
     Bytes::from(vec![row])
 }
 
+/// Whether `pk` is a key-value partition: its one row has an empty
+/// clustering key, and the model calls it row 0.
+fn key_value(pk: u8) -> bool {
+    pk % 4 == 3
+}
+
+/// The rows of `pk` a write picks from.
+fn rows(pk: u8) -> std::ops::Range<u8> {
+    if key_value(pk) {
+        0..1
+    } else {
+        0..ROWS
+    }
+}
+
+/// An update of row `row` of partition `pk` to `r`.
+fn row_update(pk: u8, row: u8, r: Row) -> Partition {
+    let (key, clustering) = if key_value(pk) { (Bytes::new(), Vec::new()) } else { (ck(row), vec![ck(row)]) };
+    let mut update = Partition::default();
+    update.rows.insert(key, ClusteredRow { clustering, row: r });
+    update
+}
+
 /// What a reader sees of a partition at `now_s`: live cells not shadowed.
 fn visible(pk: u8, p: &Partition, now_s: i64, out: &mut Model) {
     for (key, row) in &p.rows {
@@ -60,7 +88,10 @@ fn visible(pk: u8, p: &Partition, now_s: i64, out: &mut Model) {
                 continue;
             }
             if let Some(value) = cell.live_value(now_s) {
-                out.insert((pk, key[0], *column), (value, cell.expiry().map(|e| e.expires_at_s)));
+                out.insert(
+                    (pk, key.first().copied().unwrap_or(0), *column),
+                    (value, cell.expiry().map(|e| e.expires_at_s)),
+                );
             }
         }
     }
@@ -118,9 +149,7 @@ impl Run {
         let ts = self.next_timestamp();
         let mut r = Row::default();
         r.columns.insert(COUNTER_COLUMN, ColumnData::Atomic(Cell::counter_delta(ts, delta)));
-        let mut update = Partition::default();
-        update.rows.insert(ck(row), ClusteredRow { clustering: vec![ck(row)], row: r });
-        self.table.apply(position(pk), update, None);
+        self.table.apply(position(pk), row_update(pk, row, r), None);
         let entry = self.model.entry((pk, row, COUNTER_COLUMN)).or_insert((Bytes::from(vec![0; 8]), None));
         let sum = i64::from_be_bytes(entry.0[..].try_into().expect("the model keeps 8-byte counters"));
         entry.0 = Bytes::copy_from_slice(&(sum + delta).to_be_bytes());
@@ -132,7 +161,7 @@ impl Run {
     /// latest, then the greater value, then the longer TTL), computed here
     /// without the engine's code.
     async fn tied_writes(&mut self, pk: u8) {
-        let row = self.rng.gen_range(0..ROWS);
+        let row = self.rng.gen_range(rows(pk));
         let column = self.rng.gen_range(0..COLUMNS);
         let ts = self.next_timestamp();
         let mut versions = Vec::new();
@@ -152,9 +181,7 @@ impl Run {
             }
             let mut r = Row::default();
             r.columns.insert(column, ColumnData::Atomic(Cell::live(ts, value, expiry)));
-            let mut update = Partition::default();
-            update.rows.insert(ck(row), ClusteredRow { clustering: vec![ck(row)], row: r });
-            self.table.apply(position(pk), update, None);
+            self.table.apply(position(pk), row_update(pk, row, r), None);
         }
         self.model.insert((pk, row, column), (winner.0, winner.1.map(|e| e.expires_at_s)));
     }
@@ -170,26 +197,36 @@ impl Run {
         let deletion_time_s = self.now_s;
         match self.rng.gen_range(0..120) {
             0..=49 => {
-                let row = self.rng.gen_range(0..ROWS);
+                let row = self.rng.gen_range(rows(pk));
                 let column = self.rng.gen_range(0..COLUMNS);
                 let value = Bytes::from(format!("v{}-{}", self.ops, "x".repeat(self.rng.gen_range(0..200))));
                 let ttl = (self.rng.gen_range(0..5) == 0).then(|| self.rng.gen_range(1..20));
                 let expiry = ttl.map(|ttl_s| Expiry { ttl_s, expires_at_s: self.now_s + i64::from(ttl_s) });
                 let ts = self.next_timestamp();
                 let mut r = Row::default();
-                r.columns.insert(column, ColumnData::Atomic(Cell::live(ts, value.clone(), expiry)));
-                let mut update = Partition::default();
-                update.rows.insert(ck(row), ClusteredRow { clustering: vec![ck(row)], row: r });
-                self.table.apply(position(pk), update, None);
-                self.model.insert((pk, row, column), (value, expiry.map(|e| e.expires_at_s)));
+                // A key-value row written whole, as INSERT or a memcached
+                // `set` writes it: a marker and every column at one
+                // timestamp and expiry.
+                let columns = match key_value(pk) && self.rng.gen_range(0..2) == 0 {
+                    true => {
+                        r.marker = Some(RowMarker { timestamp: ts, expiry });
+                        0..COLUMNS
+                    }
+                    false => column..column + 1,
+                };
+                for column in columns.clone() {
+                    r.columns.insert(column, ColumnData::Atomic(Cell::live(ts, value.clone(), expiry)));
+                }
+                self.table.apply(position(pk), row_update(pk, row, r), None);
+                for column in columns {
+                    self.model.insert((pk, row, column), (value.clone(), expiry.map(|e| e.expires_at_s)));
+                }
             }
             50..=57 => {
-                let row = self.rng.gen_range(0..ROWS);
+                let row = self.rng.gen_range(rows(pk));
                 let ts = self.next_timestamp();
                 let r = Row { deletion: Some(Tombstone { timestamp: ts, deletion_time_s }), ..Row::default() };
-                let mut update = Partition::default();
-                update.rows.insert(ck(row), ClusteredRow { clustering: vec![ck(row)], row: r });
-                self.table.apply(position(pk), update, None);
+                self.table.apply(position(pk), row_update(pk, row, r), None);
                 self.retire_counters(|p, r| (p, r) == (pk, row));
                 self.model.retain(|(p, r, _), _| (*p, *r) != (pk, row));
             }
@@ -205,8 +242,10 @@ impl Run {
                     ..Partition::default()
                 };
                 self.table.apply(position(pk), update, None);
-                self.retire_counters(|p, r| p == pk && r >= lo && r < hi);
-                self.model.retain(|(p, r, _), _| !(*p == pk && *r >= lo && *r < hi));
+                // A key-value row's empty key lies before every range.
+                let covers = |p: u8, r: u8| p == pk && !key_value(p) && r >= lo && r < hi;
+                self.retire_counters(covers);
+                self.model.retain(|(p, r, _), _| !covers(*p, *r));
             }
             61..=62 => {
                 let ts = self.next_timestamp();
@@ -218,13 +257,11 @@ impl Run {
             }
             63..=64 => {
                 let cell_ts = self.next_timestamp();
-                let row = self.rng.gen_range(0..ROWS);
+                let row = self.rng.gen_range(rows(pk));
                 let column = self.rng.gen_range(0..=COUNTER_COLUMN);
                 let mut r = Row::default();
                 r.columns.insert(column, ColumnData::Atomic(Cell::dead(cell_ts, deletion_time_s)));
-                let mut update = Partition::default();
-                update.rows.insert(ck(row), ClusteredRow { clustering: vec![ck(row)], row: r });
-                self.table.apply(position(pk), update, None);
+                self.table.apply(position(pk), row_update(pk, row, r), None);
                 if column == COUNTER_COLUMN {
                     // A counter cell tombstone beats every delta, later ones too.
                     self.retired_counters.insert((pk, row));
@@ -258,7 +295,7 @@ impl Run {
                 self.table = table;
             }
             _ => {
-                let row = self.rng.gen_range(0..ROWS);
+                let row = self.rng.gen_range(rows(pk));
                 if !self.retired_counters.contains(&(pk, row)) {
                     self.increment(pk, row);
                 }

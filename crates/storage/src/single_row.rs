@@ -1,0 +1,179 @@
+//! The compact encoding of a single-row partition, shared by the row cache
+//! (`cache::entry`) and the memtable: a partition that is one row of a
+//! table without clustering columns (key-value tables, memcached items)
+//! whose cells share one timestamp and expiry, as a single INSERT or
+//! memcached `set` writes them. One timestamp and expiry for all, then
+//! each cell as column id and value, no row or clustering machinery. An
+//! 8-byte value (bigint, memcached's flags and CAS) is stored as a varint.
+//!
+//! Layout: flags (marker, expiry), timestamp (8 bytes), then with an expiry
+//! its TTL and expiry time as varints, the cell count, and per cell the
+//! column id (shifted, low bit: 8-byte value) and the value.
+
+use std::collections::BTreeMap;
+
+use bytes::Bytes;
+
+use crate::codec::{var_len, zigzag, DecodeError, Decoder, Encoder};
+use crate::partition::{Cell, CellValue, ClusteredRow, ColumnData, Expiry, Partition, Row, RowMarker};
+
+const HAS_MARKER: u8 = 1;
+const EXPIRES: u8 = 2;
+
+/// A partition the compact encoding can hold: its one row and the
+/// timestamp and expiry all of the row's parts share.
+pub(crate) struct SingleRow<'a> {
+    row: &'a Row,
+    timestamp: i64,
+    expiry: Option<Expiry>,
+}
+
+impl<'a> SingleRow<'a> {
+    /// `p` as a single row, if it is one.
+    pub(crate) fn of(p: &'a Partition) -> Option<SingleRow<'a>> {
+        if p.tombstone.is_some() || !p.static_row.is_empty() || !p.range_tombstones.is_empty() || p.rows.len() != 1 {
+            return None;
+        }
+        let (key, clustered) = p.rows.iter().next()?;
+        let row = &clustered.row;
+        if !key.is_empty() || !clustered.clustering.is_empty() || row.deletion.is_some() {
+            return None;
+        }
+        let mut parts =
+            row.marker.iter().map(|m| (m.timestamp, m.expiry)).chain(row.columns.values().map(|c| match c {
+                ColumnData::Atomic(Cell { timestamp, value: CellValue::Live { expiry, .. } }) => (*timestamp, *expiry),
+                // Never equal to a real part: the row is not a single row.
+                _ => (i64::MIN, None),
+            }));
+        let (timestamp, expiry) = parts.next()?;
+        (timestamp != i64::MIN && parts.all(|part| part == (timestamp, expiry))).then_some(SingleRow {
+            row,
+            timestamp,
+            expiry,
+        })
+    }
+
+    /// The encoding's length, to allocate it once at its size.
+    pub(crate) fn encoded_len(&self) -> usize {
+        let expiry = self.expiry.map_or(0, |e| var_len(zigzag(i64::from(e.ttl_s))) + var_len(zigzag(e.expires_at_s)));
+        let cells: usize = self
+            .row
+            .columns
+            .iter()
+            .map(|(id, data)| {
+                let value = atomic_value(data);
+                let tagged = var_len(u64::from(*id) << 1 | u64::from(value.len() == 8));
+                tagged
+                    + match <[u8; 8]>::try_from(&value[..]) {
+                        Ok(word) => var_len(u64::from_be_bytes(word)),
+                        Err(_) => var_len(value.len() as u64) + value.len(),
+                    }
+            })
+            .sum();
+        1 + 8 + expiry + var_len(self.row.columns.len() as u64) + cells
+    }
+
+    pub(crate) fn encode(&self, e: &mut Encoder) {
+        e.u8(if self.row.marker.is_some() { HAS_MARKER } else { 0 } | if self.expiry.is_some() { EXPIRES } else { 0 });
+        e.out.extend_from_slice(&self.timestamp.to_le_bytes());
+        if let Some(expiry) = self.expiry {
+            e.var_i64(i64::from(expiry.ttl_s));
+            e.var_i64(expiry.expires_at_s);
+        }
+        e.var_u64(self.row.columns.len() as u64);
+        for (id, data) in &self.row.columns {
+            let value = atomic_value(data);
+            let fixed8 = value.len() == 8;
+            e.var_u64(u64::from(*id) << 1 | u64::from(fixed8));
+            match <[u8; 8]>::try_from(&value[..]) {
+                Ok(word) => e.var_u64(u64::from_be_bytes(word)),
+                Err(_) => e.bytes(value),
+            }
+        }
+    }
+}
+
+/// A single row's cell value ([`SingleRow::of`] admits live atomic cells
+/// only).
+fn atomic_value(data: &ColumnData) -> &Bytes {
+    match data {
+        ColumnData::Atomic(Cell { value: CellValue::Live { value, .. }, .. }) => value,
+        _ => unreachable!("SingleRow::of admits live atomic cells only"),
+    }
+}
+
+/// The parts of an encoding every cell shares.
+struct Header {
+    has_marker: bool,
+    timestamp: i64,
+    expiry: Option<Expiry>,
+    cells: u64,
+}
+
+fn read_header(d: &mut Decoder) -> Result<Header, DecodeError> {
+    let flags = d.u8()?;
+    let timestamp = i64::from_le_bytes(d.slice(8)?.try_into().map_err(|_| d.error("short timestamp"))?);
+    let expiry = match flags & EXPIRES {
+        0 => None,
+        _ => Some(Expiry { ttl_s: d.var_i32()?, expires_at_s: d.var_i64()? }),
+    };
+    Ok(Header { has_marker: flags & HAS_MARKER != 0, timestamp, expiry, cells: d.var_u64()? })
+}
+
+/// A cell's value as encoded: an 8-byte value as its word.
+enum Value<'a> {
+    Word(u64),
+    Bytes(&'a [u8]),
+}
+
+/// The next cell's column id and value.
+fn read_cell<'a>(d: &mut Decoder<'a>) -> Result<(u32, Value<'a>), DecodeError> {
+    let tagged = d.var_u64()?;
+    let value = match tagged & 1 {
+        1 => Value::Word(d.var_u64()?),
+        _ => {
+            let len = d.len()?;
+            Value::Bytes(d.slice(len)?)
+        }
+    };
+    let id = u32::try_from(tagged >> 1).map_err(|_| d.error("column id exceeds 32 bits"))?;
+    Ok((id, value))
+}
+
+impl SingleRow<'_> {
+    /// Whether this row, merged into the single row `encoded` holds, wins
+    /// every part of it, so the merge is this row alone: it is newer and
+    /// has a marker and a cell wherever the other has one (a memcached
+    /// `set` over an item, an INSERT over the same row).
+    pub(crate) fn supersedes(&self, encoded: &[u8]) -> Result<bool, DecodeError> {
+        let mut d = Decoder::new(encoded);
+        let header = read_header(&mut d)?;
+        if header.timestamp >= self.timestamp || (header.has_marker && self.row.marker.is_none()) {
+            return Ok(false);
+        }
+        for _ in 0..header.cells {
+            if !self.row.columns.contains_key(&read_cell(&mut d)?.0) {
+                return Ok(false);
+            }
+        }
+        Ok(true)
+    }
+}
+
+/// The partition [`SingleRow::encode`] wrote.
+pub(crate) fn decode(d: &mut Decoder) -> Result<Partition, DecodeError> {
+    let Header { has_marker, timestamp, expiry, cells } = read_header(d)?;
+    let mut row =
+        Row { marker: has_marker.then_some(RowMarker { timestamp, expiry }), deletion: None, columns: BTreeMap::new() };
+    for _ in 0..cells {
+        let (id, value) = read_cell(d)?;
+        let value = match value {
+            Value::Word(word) => Bytes::copy_from_slice(&word.to_be_bytes()),
+            Value::Bytes(bytes) => Bytes::copy_from_slice(bytes),
+        };
+        row.columns.insert(id, ColumnData::Atomic(Cell { timestamp, value: CellValue::Live { value, expiry } }));
+    }
+    let mut p = Partition::default();
+    p.rows.insert(Bytes::new(), ClusteredRow { clustering: Vec::new(), row });
+    Ok(p)
+}
