@@ -221,3 +221,31 @@ def test_drop_history_survives_restart(node):
         assert rows(session, "SELECT s FROM kept WHERE id = 1 LIMIT 1") == [(None,)]
     finally:
         cluster.shutdown()
+
+
+def test_list_and_field_updates_ignore_cells_from_before_the_drop(session):
+    """`SET l[i]` and `SET u.f` read the stored value first: the cells from
+    before the drop are no part of the re-added column."""
+    session.execute("CREATE TYPE IF NOT EXISTS duo (a int, b int)")
+    session.execute("CREATE TABLE rmw (k int PRIMARY KEY, l list<text>, u duo)")
+    session.execute("INSERT INTO rmw (k, l, u) VALUES (1, ['a', 'b'], {a: 1, b: 2}) USING TIMESTAMP 1000")
+    session.execute("ALTER TABLE rmw DROP (l, u) USING TIMESTAMP 2000")
+    session.execute("ALTER TABLE rmw ADD l list<text>")
+    session.execute("ALTER TABLE rmw ADD u duo")
+    with pytest.raises(InvalidRequest, match="List index 0 out of bound, list has size 0"):
+        session.execute("UPDATE rmw SET l[0] = 'x' WHERE k = 1")
+    session.execute("UPDATE rmw SET u.a = 5 WHERE k = 1")
+    row = session.execute("SELECT l, u FROM rmw WHERE k = 1").one()
+    assert row.l is None and (row.u.a, row.u.b) == (5, None)
+
+
+def test_describe_with_internals_replays_the_drops(session):
+    session.execute("CREATE TABLE described (k int PRIMARY KEY, a int, b list<int>)")
+    session.execute("ALTER TABLE described DROP (a, b) USING TIMESTAMP 1000")
+    session.execute("ALTER TABLE described ADD a varint")
+    text = session.execute("DESCRIBE TABLE described WITH INTERNALS").one().create_statement
+    assert "    b list<int>,\n" in text
+    assert text.endswith(";\nALTER TABLE ks.described DROP a USING TIMESTAMP 1000;\n"
+                         "ALTER TABLE ks.described ADD a varint;\n"
+                         "ALTER TABLE ks.described DROP b USING TIMESTAMP 1000;"), text
+    assert "ALTER" not in session.execute("DESCRIBE TABLE described").one().create_statement
