@@ -298,3 +298,15 @@ def test_create_table_skips_empty_column_definitions(session):
     assert tuple(session.execute("SELECT k, v FROM commas").one()) == (1, 2)
     with pytest.raises(SyntaxException):
         session.execute("CREATE TABLE commas2 (, k int PRIMARY KEY)")
+
+
+def test_drop_function_and_aggregate_find_none(session, keyspace):
+    """There are no user-defined functions: DROP FUNCTION|AGGREGATE finds
+    none (ScyllaDB's texts), and IF EXISTS accepts that."""
+    for kind in ("FUNCTION", "AGGREGATE"):
+        with pytest.raises(InvalidRequest, match="No function named %s.f found" % keyspace):
+            session.execute("DROP %s %s.f" % (kind, keyspace))
+        with pytest.raises(InvalidRequest, match=r"User function nosuch_ks.f\(int, text\) doesn't exist"):
+            session.execute("DROP %s nosuch_ks.f(int,text)" % kind)
+        session.execute("DROP %s IF EXISTS %s.f" % (kind, keyspace))
+        session.execute("DROP %s IF EXISTS f(int)" % kind)

@@ -67,7 +67,7 @@ def test_column_ids_survive_restart(node):
     session.execute("ALTER TABLE ks.t DROP a")
     session.execute("ALTER TABLE ks.t ADD c int")
     before = table_line()
-    assert "shoal_column_ids = {'k': 0, 'b': 2, 'c': 3} AND shoal_next_column_id = 4" in before
+    assert "shoal_column_ids = {'k': 0, 'b': 2, 'c': 3, 'a': 1} AND shoal_next_column_id = 4" in before
     cluster.shutdown()
     node.kill()
     node.start()

@@ -54,6 +54,9 @@ pub enum Statement {
     CreateView(CreateView),
     AlterView(AlterView),
     DropView(DropView),
+    /// `DROP FUNCTION|AGGREGATE`: there are no user-defined functions, so
+    /// it finds none.
+    DropFunction(DropFunction),
     Truncate(Truncate),
     Insert(Insert),
     InsertJson(InsertJson),
@@ -187,8 +190,10 @@ pub struct AlterTable {
 pub enum AlterTableOp {
     /// `ADD c t [STATIC]` or `ADD (c1 t1, c2 t2 STATIC)`.
     Add(Vec<ColumnDef>),
-    /// `DROP c` or `DROP (c1, c2)`.
-    Drop(Vec<String>),
+    /// `DROP c` or `DROP (c1, c2)`, `[USING TIMESTAMP t]`: the drop's
+    /// time (µs); the processor stamps a drop without one with the clock
+    /// of write timestamps, before the schema change runs.
+    Drop { columns: Vec<String>, timestamp: Option<i64> },
     /// `RENAME a TO b [AND c TO d]`, as (from, to) pairs.
     Rename(Vec<(String, String)>),
     /// `WITH name = value AND ...`.
@@ -270,6 +275,16 @@ pub struct AlterView {
 pub struct DropView {
     pub keyspace: Option<String>,
     pub name: String,
+    pub if_exists: bool,
+}
+
+/// `DROP FUNCTION|AGGREGATE [IF EXISTS] [ks.]name [(type, ...)]`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct DropFunction {
+    pub keyspace: Option<String>,
+    pub name: String,
+    /// The argument types, when given (they pick one overload).
+    pub args: Option<Vec<CqlType>>,
     pub if_exists: bool,
 }
 

@@ -15,7 +15,7 @@ use uuid::Uuid;
 
 use crate::ast::{AlterTableOp, ColumnDef, CreateTable, OptionValue, Options, Order, Statement};
 use crate::error::{invalid, CqlError, CqlResult};
-use crate::{index_ddl, user_types, view_ddl};
+use crate::{dropped_columns, index_ddl, user_types, view_ddl};
 
 pub use shoal_schema::SYSTEM_KEYSPACES;
 
@@ -114,8 +114,8 @@ pub fn apply(
                 op => op.clone(),
             };
             match &op {
-                AlterTableOp::Drop(names) => {
-                    names.iter().try_for_each(|n| view_ddl::check_column_change(keyspace, current, n, "drop"))?
+                AlterTableOp::Drop { columns, .. } => {
+                    columns.iter().try_for_each(|n| view_ddl::check_column_change(keyspace, current, n, "drop"))?
                 }
                 AlterTableOp::Rename(pairs) => pairs
                     .iter()
@@ -366,6 +366,7 @@ pub fn create_table(keyspace: &str, s: &CreateTable) -> CqlResult<TableMeta> {
         indexes: Vec::new(),
         view_of: None,
         materialized: None,
+        dropped_columns: Default::default(),
     };
     table.normalize_columns();
     check_counter_table(&table)?;
@@ -668,16 +669,18 @@ fn alter_table(current: &TableMeta, op: &AlterTableOp) -> CqlResult<TableMeta> {
                 if table.options.compact_storage && def.ty.is_multi_cell() {
                     return Err(invalid("Cannot use non-frozen collections in COMPACT STORAGE tables"));
                 }
-                if table.column(&def.name).is_some() {
-                    return Err(invalid(format!(
-                        "Invalid column name {} because it conflicts with an existing column",
-                        def.name
-                    )));
+                if let Some(existing) = table.column(&def.name) {
+                    let what = match existing.kind {
+                        ColumnKind::PartitionKey => "a PRIMARY KEY part",
+                        _ => "an existing column",
+                    };
+                    return Err(invalid(format!("Invalid column name {} because it conflicts with {what}", def.name)));
                 }
                 if def.is_static && table.clustering_key_len() == 0 {
                     return Err(invalid("Static columns are only useful (and thus allowed) if the table has at least one clustering column"));
                 }
                 let kind = if def.is_static { ColumnKind::Static } else { ColumnKind::Regular };
+                let readded_id = dropped_columns::readd(&table, &def.name, &def.ty, kind)?;
                 let def = checked_column(def, kind)?;
                 let has_regular = table.columns.iter().any(|c| !c.kind.is_primary_key());
                 if has_regular && is_counter_table(&table) != def.ty.is_counter() {
@@ -686,15 +689,20 @@ fn alter_table(current: &TableMeta, op: &AlterTableOp) -> CqlResult<TableMeta> {
                         false => format!("Cannot add a non counter column ({}) in a counter column family", def.name),
                     }));
                 }
-                table.columns.push(new_column(table.next_column_id, &def, kind, -1));
-                table.next_column_id += 1;
+                let id = readded_id.unwrap_or_else(|| {
+                    table.next_column_id += 1;
+                    table.next_column_id - 1
+                });
+                table.columns.push(new_column(id, &def, kind, -1));
             }
         }
-        AlterTableOp::Drop(names) => {
+        AlterTableOp::Drop { columns, timestamp } => {
             if table.options.compact_storage {
                 return Err(invalid("Cannot drop columns from a non-CQL3 table"));
             }
-            for name in names {
+            let at_us = timestamp
+                .ok_or_else(|| CqlError::Server("a column drop reached the schema without its time".into()))?;
+            for name in columns {
                 let column = table
                     .column(name)
                     .ok_or_else(|| invalid(format!("Column {name} was not found in table {}", table.name)))?;
@@ -702,6 +710,8 @@ fn alter_table(current: &TableMeta, op: &AlterTableOp) -> CqlResult<TableMeta> {
                     return Err(invalid(format!("Cannot drop PRIMARY KEY part {name}")));
                 }
                 index_ddl::check_column_drop(&table, name)?;
+                let column = column.clone();
+                dropped_columns::record(&mut table, &column, at_us);
                 table.columns.retain(|c| &c.name != name);
             }
         }

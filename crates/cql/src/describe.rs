@@ -24,7 +24,7 @@ use shoal_schema::{
 use crate::ast::{Describe, DescribeTarget};
 use crate::error::{invalid, CqlResult};
 use crate::result::{ColumnSpec, Rows};
-use crate::{system, user_types};
+use crate::{dropped_columns, system, user_types};
 
 /// One schema object of a DESCRIBE answer.
 struct Element {
@@ -455,7 +455,24 @@ fn create_type(udt: &UserType) -> String {
 fn create_table(table: &TableMeta, internals: bool) -> String {
     let pk: Vec<&ColumnMeta> = table.partition_key().collect();
     let ck: Vec<&ColumnMeta> = table.clustering_key().collect();
-    let mut rest: Vec<&ColumnMeta> = table.columns.iter().filter(|c| !c.kind.is_primary_key()).collect();
+    // With internals, Cassandra declares the dropped columns too and
+    // replays their drops after the table (below).
+    let gone: Vec<ColumnMeta> = match internals {
+        false => Vec::new(),
+        true => dropped_columns::columns_with_history(table)
+            .into_iter()
+            .filter(|(name, ..)| table.column(name).is_none())
+            .map(|(name, ty, kind, id)| ColumnMeta {
+                id,
+                name: name.to_string(),
+                ty: ty.clone(),
+                kind,
+                position: -1,
+                order: ClusteringOrder::Asc,
+            })
+            .collect(),
+    };
+    let mut rest: Vec<&ColumnMeta> = table.columns.iter().filter(|c| !c.kind.is_primary_key()).chain(&gone).collect();
     rest.sort_by_key(|c| (c.kind != ColumnKind::Static, c.name.as_str()));
     let inline_key = pk.len() == 1 && ck.is_empty();
     let mut lines: Vec<String> = pk
@@ -485,6 +502,14 @@ fn create_table(table: &TableMeta, internals: bool) -> String {
     out.push_str("\n) WITH ");
     out.push_str(&table_options(table, internals, &ck).join("\n    AND "));
     out.push(';');
+    if internals {
+        let name = format!("{}.{}", maybe_quote(&table.keyspace), maybe_quote(&table.name));
+        for statement in dropped_columns::history(table, &name, maybe_quote) {
+            out.push('\n');
+            out.push_str(&statement);
+            out.push(';');
+        }
+    }
     out
 }
 
@@ -593,6 +618,30 @@ mod tests {
             columns
         };
         assert_eq!((before.id, shape(before), &before.options), (after.id, shape(after), &after.options));
+    }
+
+    #[test]
+    fn internals_replay_the_drops() {
+        let schema = schema_of(&[
+            SCHEMA[0],
+            "CREATE TABLE ks.t (k int PRIMARY KEY, a int, b list<int>, c text)",
+            "ALTER TABLE ks.t DROP (a, b) USING TIMESTAMP 1000",
+            "ALTER TABLE ks.t ADD a varint",
+        ]);
+        let text = &texts(&describe(&schema, "DESCRIBE TABLE t WITH INTERNALS").expect("described"), 3)[0];
+        assert!(
+            text.starts_with("CREATE TABLE ks.t (\n    k int PRIMARY KEY,\n    a varint,\n    b list<int>,\n"),
+            "{text}"
+        );
+        assert!(
+            text.ends_with(
+                ";\nALTER TABLE ks.t DROP a USING TIMESTAMP 1000;\nALTER TABLE ks.t ADD a varint;\n\
+                 ALTER TABLE ks.t DROP b USING TIMESTAMP 1000;"
+            ),
+            "{text}"
+        );
+        let plain = &texts(&describe(&schema, "DESCRIBE TABLE t").expect("described"), 3)[0];
+        assert!(!plain.contains("ALTER") && !plain.contains(" b "), "{plain}");
     }
 
     #[test]

@@ -25,24 +25,23 @@ const MS_PER_DAY: i64 = 86_400_000;
 /// `date` values count days with 2^31 as the Unix epoch.
 const DATE_EPOCH: i64 = 1 << 31;
 
-/// Whether a receiver of type `receiver` takes a function's result of
-/// type `result` as it is serialized: ScyllaDB's (and Cassandra's)
-/// `is_value_compatible_with` for the types functions return. bigint and
-/// timestamp are both 8-byte milliseconds (so `toUnixTimestamp(now())`
-/// fills a timestamp column), a varint reads any fixed-size integer's
-/// two's complement bytes, and a blob takes anything.
-fn value_compatible(receiver: &CqlType, result: &CqlType) -> bool {
-    use CqlType as T;
-    receiver == result
-        || matches!(
-            (receiver, result),
-            (T::Uuid, T::Timeuuid)
-                | (T::Text, T::Ascii)
-                | (T::Bigint, T::Timestamp)
-                | (T::Timestamp, T::Bigint)
-                | (T::Varint, T::Int | T::Bigint | T::Timestamp)
-                | (T::Blob, _)
-        )
+/// `DROP FUNCTION|AGGREGATE`: with no user-defined functions there is
+/// none to drop, which `IF EXISTS` accepts (ScyllaDB's texts).
+pub fn drop(s: &crate::ast::DropFunction, session_keyspace: Option<&str>) -> CqlResult<()> {
+    if s.if_exists {
+        return Ok(());
+    }
+    let name = match s.keyspace.as_deref().or(session_keyspace) {
+        Some(keyspace) => format!("{keyspace}.{}", s.name),
+        None => s.name.clone(),
+    };
+    Err(invalid(match &s.args {
+        Some(args) => {
+            let args: Vec<String> = args.iter().map(ToString::to_string).collect();
+            format!("User function {name}({}) doesn't exist", args.join(", "))
+        }
+        None => format!("No function named {name} found"),
+    }))
 }
 
 /// Evaluates a function call term for `receiver`.
@@ -68,7 +67,7 @@ pub fn call(name: &str, args: &[Term], receiver: Receiver<'_>, bindings: Binding
         }
     }
     let (result_ty, value) = apply(name, &arg_types, &values)?;
-    if !value_compatible(receiver.ty.unfrozen(), &result_ty) {
+    if !receiver.ty.unfrozen().is_value_compatible_with(&result_ty) {
         return Err(invalid(format!(
             "Type error: cannot assign result of function system.{name} (type {result_ty}) to {} (type {})",
             receiver.name, receiver.ty

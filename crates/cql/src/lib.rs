@@ -17,6 +17,7 @@ pub mod auth;
 pub mod bind_types;
 pub mod ddl;
 pub mod describe;
+mod dropped_columns;
 mod durations;
 pub mod error;
 pub mod functions;

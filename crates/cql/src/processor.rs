@@ -314,7 +314,8 @@ async fn execute_parsed(
         | Statement::DropView(_)
         | Statement::DropIndex(_) => {
             check_data_centers(&parsed.statement)?;
-            let statement = parsed.statement.clone();
+            let mut statement = parsed.statement.clone();
+            crate::dropped_columns::stamp(&mut statement, clock::next_write_timestamp_us);
             let session = keyspace.map(str::to_string);
             let transition = move |current: &Schema| crate::ddl::apply(current, &statement, session.as_deref());
             // Boxed, as every rare branch here: a future is as large as its
@@ -326,6 +327,7 @@ async fn execute_parsed(
             }
             Ok(change.map_or(QueryResult::Void, QueryResult::SchemaChange))
         }
+        Statement::DropFunction(s) => crate::functions::drop(s, keyspace).map(|()| QueryResult::Void),
         Statement::Describe(d) => Ok(QueryResult::Rows(crate::auth::describe::execute(d, &schema, keyspace, user)?)),
         Statement::Role(role) => {
             let result = Box::pin(crate::auth::roles::execute(role, user)).await?;

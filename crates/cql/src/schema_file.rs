@@ -20,7 +20,7 @@ use shoal_schema::{ClusteringOrder, ColumnKind, KeyspaceMeta, Schema, TableMeta,
 use crate::ast::{OptionValue, Statement};
 use crate::describe::{self, literal, map_literal, ViewLayout};
 use crate::error::{CqlError, CqlResult};
-use crate::{ddl, system, user_types};
+use crate::{ddl, dropped_columns, system, user_types};
 
 /// Schema-file-only table option: each column's id, by column name.
 const COLUMN_IDS: &str = "shoal_column_ids";
@@ -188,7 +188,7 @@ pub fn render(schema: &Schema) -> String {
             }
             for view in views_of(keyspace, &table.name) {
                 let layout = ViewLayout { newline: " ", with: " WITH ", and: " AND " };
-                let mut options = internal_options(view);
+                let mut options = internal_options(view, view.columns.iter().map(|c| (c.name.as_str(), c.id)));
                 options.extend(describe::option_list(&view.options));
                 let _ = writeln!(out, "{}", describe::create_view(view, quote, &options, &layout));
             }
@@ -216,11 +216,15 @@ fn create_type(udt: &UserType) -> String {
     format!("CREATE TYPE {}.{} ({})", quote(&udt.keyspace), quote(&udt.name), fields.join(", "))
 }
 
+/// The CREATE TABLE that rebuilds `table`, dropped columns included, and
+/// the drops (and re-adds) that follow it, one statement per line.
 fn create_table(table: &TableMeta) -> String {
-    let mut columns: Vec<String> = table
-        .columns
+    let declared = dropped_columns::columns_with_history(table);
+    let mut columns: Vec<String> = declared
         .iter()
-        .map(|c| format!("{} {}{}", quote(&c.name), c.ty, if c.kind == ColumnKind::Static { " static" } else { "" }))
+        .map(|(name, ty, kind, _)| {
+            format!("{} {ty}{}", quote(name), if *kind == ColumnKind::Static { " static" } else { "" })
+        })
         .collect();
     let pk: Vec<String> = table.partition_key().map(|c| quote(&c.name)).collect();
     let ck: Vec<String> = table.clustering_key().map(|c| quote(&c.name)).collect();
@@ -230,21 +234,19 @@ fn create_table(table: &TableMeta) -> String {
         key.push_str(c);
     }
     columns.push(format!("PRIMARY KEY ({key})"));
-    let mut with = internal_options(table);
+    let ids = declared.iter().map(|(name, _, _, id)| (*name, *id));
+    let mut with = internal_options(table, ids);
     with.extend(describe::option_list(&table.options));
-    format!(
-        "CREATE TABLE {}.{} ({}) WITH {}",
-        quote(&table.keyspace),
-        quote(&table.name),
-        columns.join(", "),
-        with.join(" AND ")
-    )
+    let name = format!("{}.{}", quote(&table.keyspace), quote(&table.name));
+    let mut lines = vec![format!("CREATE TABLE {name} ({}) WITH {}", columns.join(", "), with.join(" AND "))];
+    lines.extend(dropped_columns::history(table, &name, quote));
+    lines.join("\n")
 }
 
 /// A table's or view's options that keep its identity: its id, column
 /// ids, next column id, and clustering order.
-fn internal_options(table: &TableMeta) -> Vec<String> {
-    let ids: Vec<String> = table.columns.iter().map(|c| format!("{}: {}", literal(&c.name), c.id)).collect();
+fn internal_options<'t>(table: &TableMeta, ids: impl Iterator<Item = (&'t str, u32)>) -> Vec<String> {
+    let ids: Vec<String> = ids.map(|(name, id)| format!("{}: {id}", literal(name))).collect();
     let mut with = vec![
         format!("id = {}", table.id),
         format!("{COLUMN_IDS} = {{{}}}", ids.join(", ")),
@@ -268,8 +270,9 @@ mod tests {
     use super::*;
 
     fn run(schema: &Schema, statements: &[&str]) -> Schema {
-        statements.iter().fold(schema.clone(), |schema, text| {
-            let parsed = crate::parser::parse_statement(text).expect("test statement parses");
+        statements.iter().zip(1_000..).fold(schema.clone(), |schema, (text, now_us)| {
+            let mut parsed = crate::parser::parse_statement(text).expect("test statement parses");
+            dropped_columns::stamp(&mut parsed.statement, || now_us);
             ddl::apply(&schema, &parsed.statement, None).expect("test statement applies").expect("not a no-op").0
         })
     }
@@ -311,24 +314,29 @@ mod tests {
                 "ALTER TABLE ks.t DROP a",
                 "ALTER TABLE ks.t ADD d int",
                 "ALTER TABLE ks.t DROP (d, b)",
-                "ALTER TABLE ks.t ADD (b text, \"odd 'name\" int)",
+                "ALTER TABLE ks.t ADD (b blob, \"odd 'name\" int)",
                 "ALTER TABLE ks.t RENAME c TO c2",
                 "CREATE TABLE ks.u (k int PRIMARY KEY, v int)",
                 "ALTER TABLE ks.u DROP v",
             ],
         );
         let table = before.table("ks", "t").expect("table t");
-        assert_eq!(ids(table), [("k", 0), ("c2", 1), ("s", 2), ("b", 6), ("odd 'name", 7)]);
-        assert_eq!(table.next_column_id, 8);
+        // b, dropped and added again as text, takes its id back.
+        assert_eq!(ids(table), [("k", 0), ("c2", 1), ("s", 2), ("b", 4), ("odd 'name", 6)]);
+        assert_eq!(table.next_column_id, 7);
+        let dropped: Vec<(&str, u32, i64)> =
+            table.dropped_columns.iter().map(|(n, d)| (n.as_str(), d.id, d.dropped_at_us)).collect();
+        assert_eq!(dropped, [("a", 3, 1_002), ("b", 4, 1_004), ("d", 5, 1_004)]);
         let text = render(&before);
         let after = reload(&text).expect("rendered schema loads");
         for name in ["t", "u"] {
             assert_eq!(after.table("ks", name), before.table("ks", name));
         }
         assert_eq!(after.table("ks", "u").expect("table u").next_column_id, 2);
-        // Dropped ids stay retired after the restart.
-        let after = run(&after, &["ALTER TABLE ks.t ADD a int"]);
-        assert_eq!(after.table("ks", "t").and_then(|t| t.column("a")).map(|c| c.id), Some(8));
+        // A dropped column's id comes back with its name only.
+        let after = run(&after, &["ALTER TABLE ks.t ADD a int", "ALTER TABLE ks.t ADD e int"]);
+        assert_eq!(after.table("ks", "t").and_then(|t| t.column("a")).map(|c| c.id), Some(3));
+        assert_eq!(after.table("ks", "t").and_then(|t| t.column("e")).map(|c| c.id), Some(7));
         assert_eq!(render(&reload(&text).expect("rendered schema loads")), text);
     }
 

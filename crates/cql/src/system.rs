@@ -138,6 +138,7 @@ pub async fn contents(meta: &Arc<TableMeta>, schema: &Schema) -> CqlResult<Virtu
             user_tables(schema).chain(views).flat_map(|t| column_rows(t)).collect()
         }
         ("system_schema", "views") => schema.tables().filter_map(|t| view_row(t)).collect(),
+        ("system_schema", "dropped_columns") => user_tables(schema).flat_map(|t| dropped_column_rows(t)).collect(),
         ("system_schema", "indexes") => schema.tables().flat_map(|t| index_rows(t)).collect(),
         ("system", "IndexInfo" | "built_indexes" | "index_builds_in_progress") => {
             index_build_rows(schema, &meta.name).await?
@@ -412,6 +413,22 @@ fn table_flags(t: &TableMeta) -> &'static [&'static str] {
         (true, 1) => &["dense"],
         (true, _) => &["compound", "dense"],
     }
+}
+
+/// The table's dropped columns; the time in milliseconds, as Cassandra
+/// shows it (the record keeps microseconds).
+fn dropped_column_rows(t: &TableMeta) -> impl Iterator<Item = Values> + '_ {
+    t.dropped_columns.iter().map(|(name, dropped)| {
+        let millis = dropped.dropped_at_us.div_euclid(1000);
+        vec![
+            text(&t.keyspace),
+            text(&t.name),
+            text(name),
+            Some(Bytes::copy_from_slice(&millis.to_be_bytes())),
+            text(dropped.kind.as_str()),
+            text(&dropped.ty.to_string()),
+        ]
+    })
 }
 
 fn column_rows(t: &TableMeta) -> Vec<Vec<Option<Bytes>>> {

@@ -485,6 +485,7 @@ fn view_table(
         indexes: Vec::new(),
         view_of: Some(base.name.clone()),
         materialized: Some(definition),
+        dropped_columns: Default::default(),
     };
     view.normalize_columns();
     view

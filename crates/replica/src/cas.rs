@@ -163,7 +163,7 @@ impl CasRequest {
             let mut mutation = mutation.clone();
             mutation.shift_timestamps(timestamp_us - self.timestamp_us);
             let Mutation { table, position, mut update, list_ops } = mutation;
-            crate::list_ops::resolve(current, &list_ops, &mut update)?;
+            crate::list_ops::resolve(meta, current, &list_ops, &mut update)?;
             written = Some(Mutation { table, position, update, list_ops: Vec::new() });
         }
         Ok(CasResult { applied, rows, written })

@@ -197,6 +197,7 @@ pub(crate) fn table_options(meta: &TableMeta) -> TableOptions {
         gc_grace_s: i64::from(o.gc_grace_seconds),
         cache: caching_enabled(&o.caching) || o.in_memory,
         in_memory: o.in_memory,
+        dropped_columns: meta.dropped_columns.values().map(|d| (d.id, d.dropped_at_us)).collect(),
     }
 }
 
@@ -386,7 +387,7 @@ impl Database {
             false => vec![ClusteringRange::all()],
         };
         let before = table.read(&position, &ranges).await?;
-        list_ops::resolve(before.as_ref(), list_ops, &mut update)?;
+        list_ops::resolve(meta, before.as_ref(), list_ops, &mut update)?;
         let now_s = shoal_runtime::clock::now_s();
         let view_updates = view_update::compute(meta, &views, &position, before.as_ref(), &update, now_s);
         let token = position.token;
@@ -530,7 +531,9 @@ impl Database {
         self.check_in_memory_room(table_id, &table)?;
         if !list_ops.is_empty() {
             let current = table.read(&position, &[ClusteringRange::all()]).await?;
-            list_ops::resolve(current.as_ref(), list_ops, &mut update)?;
+            let schema = self.schema();
+            let meta = schema.table_by_id(table_id).ok_or(ReplicaError::NoSuchTable(table_id))?;
+            list_ops::resolve(meta, current.as_ref(), list_ops, &mut update)?;
         }
         self.wait_for_memtable_space().await;
         let log = self.commitlog.borrow().clone().filter(|_| !self.unlogged.borrow().contains(&table_id));

@@ -808,6 +808,7 @@ mod tests {
             indexes: Vec::new(),
             view_of: None,
             materialized: None,
+            dropped_columns: Default::default(),
         };
         let keyspace = KeyspaceMeta {
             name: "ks".into(),

@@ -11,6 +11,7 @@
 //! the partition comes between the read and the write.
 
 use bytes::Bytes;
+use shoal_schema::TableMeta;
 use shoal_storage::{Cell, CollectionCell, ColumnData, Expiry, Partition, Row, Tombstone};
 
 use crate::database::ReplicaError;
@@ -41,18 +42,26 @@ pub enum ListOpKind {
     },
 }
 
-/// Adds to `update` the cells that carry out `ops` given `current`.
-pub(crate) fn resolve(current: Option<&Partition>, ops: &[ListOp], update: &mut Partition) -> Result<(), ReplicaError> {
+/// Adds to `update` the cells that carry out `ops` given `current`, a
+/// partition of table `meta`.
+pub(crate) fn resolve(
+    meta: &TableMeta,
+    current: Option<&Partition>,
+    ops: &[ListOp],
+    update: &mut Partition,
+) -> Result<(), ReplicaError> {
     for op in ops {
+        // Cells from before the column was dropped are no part of it.
+        let dropped = crate::read::dropped_tombstone(meta, op.column);
         let target = match &op.row {
             None => &mut update.static_row,
             Some(key) => &mut update.rows.entry(key.clone()).or_default().row,
         };
         if let ListOpKind::SetField { index, value } = &op.kind {
-            set_field(current, op, target, *index, value.as_deref())?;
+            set_field(current, op, dropped, target, *index, value.as_deref())?;
             continue;
         }
-        let live = live_elements(current, op);
+        let live = live_elements(current, op, dropped);
         let cells = collection(target, op.column);
         let dead = || Cell::dead(op.timestamp, op.now_s);
         match &op.kind {
@@ -82,13 +91,14 @@ pub(crate) fn resolve(current: Option<&Partition>, ops: &[ListOp], update: &mut 
 fn set_field(
     current: Option<&Partition>,
     op: &ListOp,
+    dropped: Option<Tombstone>,
     target: &mut Row,
     index: usize,
     value: Option<&[u8]>,
 ) -> Result<(), ReplicaError> {
     let base = match target.columns.get(&op.column) {
         Some(ColumnData::Atomic(cell)) => cell.live_value(op.now_s),
-        _ => live_atomic(current, op),
+        _ => live_atomic(current, op, dropped),
     };
     let malformed = |e| ReplicaError::Invalid(format!("Stored user type value is malformed: {e}"));
     let replaced = shoal_schema::fields::with_field(base.as_deref(), index, value).map_err(malformed)?;
@@ -102,14 +112,14 @@ fn set_field(
 }
 
 /// The live value of an atomic column in the op's row.
-fn live_atomic(current: Option<&Partition>, op: &ListOp) -> Option<Bytes> {
+fn live_atomic(current: Option<&Partition>, op: &ListOp, dropped: Option<Tombstone>) -> Option<Bytes> {
     let partition = current?;
     let (row, covering) = match &op.row {
         None => (Some(&partition.static_row), partition.tombstone),
         Some(key) => (partition.rows.get(key).map(|r| &r.row), partition.deletion_for_row(key)),
     };
     let Some(ColumnData::Atomic(cell)) = row?.columns.get(&op.column) else { return None };
-    let deletion = [covering, row?.deletion].into_iter().flatten().max_by_key(|t: &Tombstone| t.timestamp);
+    let deletion = [covering, row?.deletion, dropped].into_iter().flatten().max_by_key(|t: &Tombstone| t.timestamp);
     if deletion.is_some_and(|d| d.shadows(cell.timestamp)) {
         return None;
     }
@@ -147,7 +157,7 @@ fn collection(row: &mut Row, column: u32) -> &mut std::collections::BTreeMap<Byt
 }
 
 /// (element key, value) of the list's live elements, in list order.
-fn live_elements(current: Option<&Partition>, op: &ListOp) -> Vec<(Bytes, Bytes)> {
+fn live_elements(current: Option<&Partition>, op: &ListOp, dropped: Option<Tombstone>) -> Vec<(Bytes, Bytes)> {
     let Some(partition) = current else { return Vec::new() };
     let (row, covering) = match &op.row {
         None => (Some(&partition.static_row), partition.tombstone),
@@ -156,7 +166,7 @@ fn live_elements(current: Option<&Partition>, op: &ListOp) -> Vec<(Bytes, Bytes)
     let Some(row) = row else { return Vec::new() };
     let Some(ColumnData::Collection(list)) = row.columns.get(&op.column) else { return Vec::new() };
     let deletion =
-        [covering, row.deletion, list.tombstone].into_iter().flatten().max_by_key(|t: &Tombstone| t.timestamp);
+        [covering, row.deletion, list.tombstone, dropped].into_iter().flatten().max_by_key(|t: &Tombstone| t.timestamp);
     list.cells
         .values()
         .filter(|c| deletion.is_none_or(|d| !d.shadows(c.cell.timestamp)))

@@ -345,6 +345,7 @@ impl<'a> Reader<'a> {
                 continue;
             }
             let Some(data) = row.columns.get(&column.id) else { continue };
+            let deletion = merge_tombstones(deletion, dropped_tombstone(self.meta, column.id));
             cells[index] = match data {
                 ColumnData::Atomic(cell) => self.live_atomic(cell, deletion),
                 ColumnData::Collection(collection) => {
@@ -371,6 +372,15 @@ impl<'a> Reader<'a> {
         let ttl_s = cell.expiry().map(|e| (e.expires_at_s - self.command.now_s).clamp(0, i32::MAX as i64) as i32);
         Some(ResultCell { value, timestamp: cell.timestamp, ttl_s, elements: Vec::new() })
     }
+}
+
+/// What dropping column `id` (or an earlier column of its name) did to
+/// its cells: a deletion at the drop's time, as Cassandra and ScyllaDB
+/// read a re-added column (its cells from before the drop never return).
+pub(crate) fn dropped_tombstone(meta: &TableMeta, id: u32) -> Option<Tombstone> {
+    // The deletion time only matters to purging, which compaction does
+    // from the schema, never from this tombstone.
+    meta.dropped_at_us(id).map(|timestamp| Tombstone { timestamp, deletion_time_s: 0 })
 }
 
 /// The stronger of two deletions (the later timestamp).

@@ -560,6 +560,7 @@ mod tests {
             indexes: vec![index.clone()],
             view_of: None,
             materialized: None,
+            dropped_columns: Default::default(),
         };
         let view = Arc::new(view_table(&base, &index));
         (base, View { kind: ViewKind::Index(index), view })
@@ -670,6 +671,7 @@ mod tests {
             indexes: Vec::new(),
             view_of: None,
             materialized: None,
+            dropped_columns: Default::default(),
         };
         let mut liveness = column(4, LIVENESS_COLUMN, ColumnKind::Regular, -1);
         liveness.ty = CqlType::Set(Box::new(CqlType::Blob));

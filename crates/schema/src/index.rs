@@ -149,6 +149,7 @@ pub fn view_table(base: &TableMeta, index: &IndexMeta) -> TableMeta {
         indexes: Vec::new(),
         view_of: Some(base.name.clone()),
         materialized: None,
+        dropped_columns: Default::default(),
     };
     view.normalize_columns();
     view

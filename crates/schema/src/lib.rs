@@ -17,6 +17,7 @@ pub mod roles;
 pub mod schema;
 pub mod sharder;
 pub mod token;
+pub mod type_compat;
 pub mod types;
 pub mod value;
 pub mod vector;
@@ -26,8 +27,8 @@ pub use index::{IndexKind, IndexMeta};
 pub use literal::{parse_literal, LiteralError, LiteralKind};
 pub use roles::{Role, Roles};
 pub use schema::{
-    ClusteringOrder, ColumnKind, ColumnMeta, KeyspaceMeta, Schema, SchemaChange, SchemaChangeKind, SchemaChangeTarget,
-    TableMeta, TableOptions, SYSTEM_KEYSPACES,
+    ClusteringOrder, ColumnKind, ColumnMeta, DroppedColumn, KeyspaceMeta, Schema, SchemaChange, SchemaChangeKind,
+    SchemaChangeTarget, TableMeta, TableOptions, SYSTEM_KEYSPACES,
 };
 pub use sharder::Sharder;
 pub use token::{murmur3_token, TokenError};

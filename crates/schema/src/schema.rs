@@ -5,8 +5,11 @@
 //!   with a fresh `version`, and shards swap their `Arc<Schema>`;
 //! - a table's columns are ordered as `SELECT *` shows them: partition key
 //!   columns, clustering columns, then static and regular columns by name;
-//! - a column's `id` is never reused within a table, so a dropped and
-//!   re-added column never resurrects the old column's cells.
+//! - a column's `id` is never given to another column name within a
+//!   table; a column added again under a dropped column's name takes the
+//!   dropped column's id, and its cells written at or before the drop
+//!   (`TableMeta::dropped_columns`) are never read again (Cassandra's and
+//!   ScyllaDB's rule: cells written after the drop time come back).
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -110,6 +113,22 @@ impl Default for TableOptions {
     }
 }
 
+/// A column dropped from a table, as `system_schema.dropped_columns` shows
+/// it: the cells of column `id` written at or before `dropped_at_us` are
+/// gone for good, even after a column of the same name is added again
+/// (which takes this id back). Kept for the table's life.
+#[derive(Debug, Clone, PartialEq)]
+pub struct DroppedColumn {
+    pub id: u32,
+    /// The type it had, with user types written out as tuples (as
+    /// Cassandra keeps it), so the record outlives the user type.
+    pub ty: CqlType,
+    /// `Static` or `Regular`.
+    pub kind: ColumnKind,
+    /// The drop's timestamp (µs, the clock of write timestamps).
+    pub dropped_at_us: i64,
+}
+
 #[derive(Debug, Clone, PartialEq)]
 pub struct TableMeta {
     pub id: Uuid,
@@ -126,9 +145,20 @@ pub struct TableMeta {
     pub view_of: Option<String>,
     /// For a materialized view: its definition.
     pub materialized: Option<crate::view::MaterializedView>,
+    /// Columns dropped from the table, by name (the latest drop of each).
+    pub dropped_columns: BTreeMap<String, DroppedColumn>,
 }
 
 impl TableMeta {
+    /// The timestamp at or below which the cells of column `id` are
+    /// dropped (the column, or an earlier one of its name, was dropped).
+    pub fn dropped_at_us(&self, id: u32) -> Option<i64> {
+        if self.dropped_columns.is_empty() {
+            return None;
+        }
+        self.dropped_columns.values().find(|d| d.id == id).map(|d| d.dropped_at_us)
+    }
+
     pub fn column(&self, name: &str) -> Option<&ColumnMeta> {
         self.columns.iter().find(|c| c.name == name)
     }
@@ -324,6 +354,7 @@ mod tests {
             indexes: Vec::new(),
             view_of: None,
             materialized: None,
+            dropped_columns: BTreeMap::new(),
         };
         let keyspace = KeyspaceMeta {
             name: "ks".into(),

@@ -50,6 +50,9 @@ pub struct TableOptions {
     pub cache: bool,
     /// Every partition held in the cache and never evicted (`in_memory`).
     pub in_memory: bool,
+    /// Dropped columns as (column id, drop time in µs): compaction purges
+    /// their cells written at or before the drop.
+    pub dropped_columns: Vec<(u32, i64)>,
 }
 
 impl Default for TableOptions {
@@ -63,6 +66,7 @@ impl Default for TableOptions {
             gc_grace_s: 864_000,
             cache: true,
             in_memory: false,
+            dropped_columns: Vec::new(),
         }
     }
 }

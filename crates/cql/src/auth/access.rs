@@ -123,6 +123,7 @@ fn required(statement: &Statement, session: Option<&str>, user: &str, out: &mut 
         }
         Statement::AlterView(s) => need("ALTER", table(s.keyspace.as_deref(), session, &s.name)),
         Statement::DropView(s) => need("ALTER", table(s.keyspace.as_deref(), session, &s.name)),
+        Statement::DropFunction(s) => need("DROP", keyspace(s.keyspace.as_deref(), session)),
         Statement::Role(role) => match role {
             RoleStatement::Create { .. } => need("CREATE", Some(Resource::AllRoles)),
             // A role may change its own password.

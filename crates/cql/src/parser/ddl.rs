@@ -1,12 +1,13 @@
 //! Schema statements: CREATE/ALTER/DROP KEYSPACE, TABLE and TYPE, CREATE
 //! and DROP INDEX (the index itself in `index`), MATERIALIZED VIEW (in
-//! `view`), TRUNCATE, and `WITH` option lists. Other schema objects
-//! (functions, roles) are refused with a clear error.
+//! `view`), TRUNCATE, DROP FUNCTION/AGGREGATE, and `WITH` option lists.
+//! Other schema objects (creating functions, roles) are refused with a
+//! clear error.
 
 use super::{PResult, Parser};
 use crate::ast::{
     AlterKeyspace, AlterTable, AlterTableOp, AlterType, AlterTypeOp, ColumnDef, CreateKeyspace, CreateTable,
-    CreateType, DropIndex, DropKeyspace, DropTable, DropType, OptionValue, Options, Statement, Truncate,
+    CreateType, DropFunction, DropIndex, DropKeyspace, DropTable, DropType, OptionValue, Options, Statement, Truncate,
 };
 use crate::lexer::{Sym, TokenKind};
 
@@ -84,6 +85,11 @@ impl Parser<'_> {
     }
 
     pub(super) fn drop(&mut self) -> PResult<Statement> {
+        if self.is_kw_at(1, "function") || self.is_kw_at(1, "aggregate") {
+            self.advance();
+            self.advance();
+            return self.drop_function();
+        }
         match self.schema_object("DROP")? {
             Object::View => self.drop_view(),
             Object::Index => {
@@ -107,6 +113,25 @@ impl Parser<'_> {
                 Ok(Statement::DropTable(DropTable { keyspace, name, if_exists }))
             }
         }
+    }
+
+    /// After `DROP FUNCTION|AGGREGATE`: `[IF EXISTS] [ks.]name [(types)]`.
+    fn drop_function(&mut self) -> PResult<Statement> {
+        let if_exists = self.if_exists()?;
+        let (keyspace, name) = self.qualified_name("function name")?;
+        let args = match self.eat_sym(Sym::LParen) {
+            false => None,
+            true if self.eat_sym(Sym::RParen) => Some(Vec::new()),
+            true => {
+                let mut types = vec![self.cql_type()?];
+                while self.eat_sym(Sym::Comma) {
+                    types.push(self.cql_type()?);
+                }
+                self.expect_sym(Sym::RParen)?;
+                Some(types)
+            }
+        };
+        Ok(Statement::DropFunction(DropFunction { keyspace, name, args, if_exists }))
     }
 
     pub(super) fn truncate(&mut self) -> PResult<Statement> {
@@ -275,6 +300,23 @@ impl Parser<'_> {
         }
     }
 
+    /// `USING TIMESTAMP n` after `ALTER TABLE ... DROP`: an integer
+    /// literal, as in Cassandra's grammar.
+    fn drop_timestamp(&mut self) -> PResult<Option<i64>> {
+        if !self.eat_kw("using") {
+            return Ok(None);
+        }
+        self.expect_kw("timestamp")?;
+        let negative = self.eat_sym(Sym::Minus);
+        let TokenKind::Integer(digits) = &self.peek().kind else {
+            return Err(self.mismatched("an integer timestamp"));
+        };
+        let text = if negative { format!("-{digits}") } else { digits.clone() };
+        let timestamp = text.parse::<i64>().map_err(|_| self.mismatched("a 64-bit integer timestamp"))?;
+        self.advance();
+        Ok(Some(timestamp))
+    }
+
     fn alter_table(&mut self) -> PResult<Statement> {
         let (keyspace, name) = self.qualified_name("table name")?;
         let word = self.word_at(0).unwrap_or("").to_string();
@@ -285,7 +327,9 @@ impl Parser<'_> {
             }
             "drop" => {
                 self.advance();
-                AlterTableOp::Drop(self.one_or_parenthesized(|p| p.ident("column name"))?)
+                let columns = self.one_or_parenthesized(|p| p.ident("column name"))?;
+                let timestamp = self.drop_timestamp()?;
+                AlterTableOp::Drop { columns, timestamp }
             }
             "rename" => {
                 self.advance();

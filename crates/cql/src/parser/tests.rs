@@ -227,8 +227,26 @@ fn alter_table_forms() {
         }
         other => panic!("{other:?}"),
     }
-    assert_eq!(alter_op("ALTER TABLE t DROP v"), AlterTableOp::Drop(vec!["v".into()]));
-    assert_eq!(alter_op("ALTER TABLE t DROP (a, b)"), AlterTableOp::Drop(vec!["a".into(), "b".into()]));
+    assert_eq!(alter_op("ALTER TABLE t DROP v"), AlterTableOp::Drop { columns: vec!["v".into()], timestamp: None });
+    assert_eq!(
+        alter_op("ALTER TABLE t DROP (a, b) USING TIMESTAMP 20000"),
+        AlterTableOp::Drop { columns: vec!["a".into(), "b".into()], timestamp: Some(20000) }
+    );
+    assert_eq!(
+        alter_op("ALTER TABLE t DROP a USING TIMESTAMP -5"),
+        AlterTableOp::Drop { columns: vec!["a".into()], timestamp: Some(-5) }
+    );
+    assert!(crate::parser::parse_statement("ALTER TABLE t DROP a USING TIMESTAMP x").is_err());
+    assert!(crate::parser::parse_statement("ALTER TABLE t DROP a USING TTL 5").is_err());
+    let drop = |text: &str| match crate::parser::parse_statement(text).expect("parses").statement {
+        Statement::DropFunction(d) => d,
+        other => panic!("{text}: {other:?}"),
+    };
+    let d = drop("DROP AGGREGATE IF EXISTS ks.a(int,text)");
+    assert_eq!((d.keyspace.as_deref(), d.name.as_str(), d.if_exists), (Some("ks"), "a", true));
+    assert_eq!(d.args, Some(vec![CqlType::Int, CqlType::Text]));
+    assert_eq!(drop("DROP FUNCTION f").args, None);
+    assert_eq!(drop("DROP FUNCTION f()").args, Some(Vec::new()));
     assert_eq!(
         alter_op("ALTER TABLE t RENAME a TO b AND c TO d"),
         AlterTableOp::Rename(vec![("a".into(), "b".into()), ("c".into(), "d".into())])

@@ -130,7 +130,8 @@ async fn merge(
     keep: &dyn Fn(i64) -> bool,
 ) -> StorageResult<CompactionReport> {
     let epoch = table.epoch();
-    let gc_grace_s = table.options().gc_grace_s;
+    let options = table.options();
+    let gc_grace_s = options.gc_grace_s;
     let ancestors: Vec<u64> = job.inputs.iter().map(|s| s.generation()).collect();
     let lineage = |last_of_run| Lineage { ancestors: ancestors.clone(), last_of_run };
     let commitlog_position = job.inputs.iter().map(|s| s.stats().commitlog_position).max().unwrap_or_default();
@@ -174,6 +175,7 @@ async fn merge(
                 now_s,
                 gc_grace_s,
                 max_purgeable_timestamp: table.max_purgeable_timestamp(&next, &job.inputs),
+                dropped_columns: &options.dropped_columns,
             };
             if !purge::purge(&mut partition, &rules) {
                 continue;

@@ -14,14 +14,17 @@
 use crate::partition::{Cell, CellValue, ColumnData, Partition, Row, Tombstone};
 
 #[derive(Debug, Clone, Copy)]
-pub struct PurgeRules {
+pub struct PurgeRules<'a> {
     pub now_s: i64,
     pub gc_grace_s: i64,
     /// Tombstones at or above this timestamp may shadow data elsewhere.
     pub max_purgeable_timestamp: i64,
+    /// Dropped columns (id, drop time): their cells at or before the drop
+    /// time are gone for good, whatever other SSTables hold.
+    pub dropped_columns: &'a [(u32, i64)],
 }
 
-impl PurgeRules {
+impl PurgeRules<'_> {
     fn purgeable(&self, t: Tombstone) -> bool {
         t.deletion_time_s.saturating_add(self.gc_grace_s) < self.now_s && t.timestamp < self.max_purgeable_timestamp
     }
@@ -75,7 +78,22 @@ fn purge_row(row: &mut Row, covering: Option<Tombstone>, rules: &PurgeRules) {
             row.marker = None;
         }
     }
-    row.columns.retain(|_, data| match data {
+    row.columns.retain(|id, data| {
+        // A dropped column's cells at or before the drop read as deleted
+        // by it, so they and the deletions among them go.
+        let covering = match rules.dropped_columns.iter().find(|(dropped, _)| dropped == id) {
+            Some(&(_, timestamp)) => max_tombstone(covering, Tombstone { timestamp, deletion_time_s: 0 }),
+            None => covering,
+        };
+        purge_column(data, covering, rules)
+    });
+}
+
+/// Purges one column's data under the deletion `covering` it; returns
+/// whether anything of it stays.
+fn purge_column(data: &mut ColumnData, covering: Option<Tombstone>, rules: &PurgeRules) -> bool {
+    let shadowed = |ts: i64| covering.is_some_and(|c| c.shadows(ts));
+    match data {
         ColumnData::Atomic(cell) => purge_cell(cell, shadowed(cell.timestamp), rules),
         ColumnData::Collection(c) => {
             let inner = match (covering, c.tombstone) {
@@ -91,7 +109,7 @@ fn purge_row(row: &mut Row, covering: Option<Tombstone>, rules: &PurgeRules) {
             });
             c.tombstone.is_some() || !c.cells.is_empty()
         }
-    });
+    }
 }
 
 /// Returns whether the cell stays.
@@ -123,8 +141,8 @@ mod tests {
     use super::*;
     use crate::partition::{ClusteredRow, Expiry};
 
-    fn rules(now_s: i64, max_purgeable_timestamp: i64) -> PurgeRules {
-        PurgeRules { now_s, gc_grace_s: 10, max_purgeable_timestamp }
+    fn rules(now_s: i64, max_purgeable_timestamp: i64) -> PurgeRules<'static> {
+        PurgeRules { now_s, gc_grace_s: 10, max_purgeable_timestamp, dropped_columns: &[] }
     }
 
     fn partition_with(cell: Cell) -> Partition {
@@ -155,5 +173,20 @@ mod tests {
         let cell = &p.rows[&Bytes::from_static(b"k")].row.columns[&1];
         assert_eq!(cell, &ColumnData::Atomic(Cell::dead(4, 50)), "below the cell, dated at its expiry");
         assert!(!purge(&mut p, &rules(61, i64::MAX)));
+    }
+
+    #[test]
+    fn cells_of_a_dropped_column_at_or_before_the_drop_go() {
+        let dropped = [(1, 5)];
+        let rules = PurgeRules { dropped_columns: &dropped, ..rules(0, i64::MAX) };
+        for (timestamp, stays) in [(4, false), (5, false), (6, true)] {
+            let mut p = partition_with(Cell::live(timestamp, Bytes::from_static(b"v"), None));
+            assert_eq!(purge(&mut p, &rules), stays, "a cell at {timestamp}");
+            let mut p = partition_with(Cell::dead(timestamp, 0));
+            assert_eq!(purge(&mut p, &rules), stays, "a deletion at {timestamp}");
+        }
+        let mut p = partition_with(Cell::live(4, Bytes::from_static(b"v"), None));
+        let other = [(2, 5)];
+        assert!(purge(&mut p, &PurgeRules { dropped_columns: &other, ..rules }), "another column's drop");
     }
 }
