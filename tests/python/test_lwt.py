@@ -126,6 +126,34 @@ def test_condition_operators(session, table, condition, applied):
     assert session.execute("SELECT v FROM %s WHERE k = 1" % t).one().v == (100 if applied else 3)
 
 
+@pytest.mark.skipif(IS_CASSANDRA, reason="NOT IN in a condition is ScyllaDB's grammar")
+@pytest.mark.parametrize(
+    "condition, applied",
+    [
+        ("v NOT IN (1, 2)", True),
+        ("v NOT IN (2, 3)", False),
+        ("v NOT IN ()", True),
+        ("v NOT IN (null, 7)", True),
+        ("w NOT IN ('x')", True),
+        ("w NOT IN ('x', null)", False),
+    ],
+)
+def test_not_in_condition(session, table, condition, applied):
+    t = kv(table)
+    session.execute("INSERT INTO %s (k, v) VALUES (1, 3)" % t)
+    assert session.execute("UPDATE %s SET v = 100 WHERE k = 1 IF %s" % (t, condition)).was_applied is applied
+
+
+@pytest.mark.skipif(IS_CASSANDRA, reason="NOT IN in a condition is ScyllaDB's grammar")
+def test_prepared_not_in_condition(session, table):
+    t = kv(table)
+    session.execute("INSERT INTO %s (k, v) VALUES (1, 3)" % t)
+    update = session.prepare("UPDATE %s SET v = ? WHERE k = 1 IF v NOT IN ?" % t)
+    assert not session.execute(update, (4, [1, 3])).was_applied
+    assert session.execute(update, (4, [1, 2])).was_applied
+    assert session.execute("SELECT v FROM %s WHERE k = 1" % t).one().v == 4
+
+
 def test_condition_on_text_compares_values(session, table):
     t = kv(table)
     session.execute("INSERT INTO %s (k, w) VALUES (1, 'b')" % t)

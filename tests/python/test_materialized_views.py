@@ -152,10 +152,30 @@ def test_create_view_checks(session, keyspace, table):
     # Writes to a view, and base DDL the view cannot follow, are refused.
     invalid(session, "INSERT INTO %s (v, p, c) VALUES (1, 1, 1)" % mv, "Cannot directly modify a materialized view")
     invalid(session, "DROP TABLE %s" % plain, "Cannot drop a table when materialized views still depend on it")
-    invalid(session, "ALTER TABLE %s DROP v" % plain, "with materialized views")
+    invalid(session, "ALTER TABLE %s DROP v" % plain,
+            "Cannot drop column v from base table %s.%s: materialized view %s needs this column" % (keyspace, plain, mv))
     invalid(session, "DROP TABLE %s" % mv, "Cannot use DROP TABLE on Materialized View")
     invalid(session, "DROP MATERIALIZED VIEW nosuch", "Materialized view '%s.nosuch' doesn't exist" % keyspace)
     session.execute("DROP MATERIALIZED VIEW IF EXISTS nosuch")
+
+
+def test_a_base_column_drops_unless_a_view_needs_it(session, keyspace, table):
+    """ScyllaDB's rule: a view needs the columns it holds, and every regular
+    column when its key has none of the base's regular columns (each such
+    cell keeps a view row alive); the others drop."""
+    t = table("(p int, c int, v int, w int, x int, PRIMARY KEY (p, c))")
+    create_view(session, t + "_by_v", t, "v, p, c", select="v, p, c, w")
+    session.execute("INSERT INTO %s (p, c, v, w, x) VALUES (1, 1, 5, 6, 7)" % t)
+    for column in ("v", "w"):
+        invalid(session, "ALTER TABLE %s DROP %s" % (t, column),
+                "Cannot drop column %s from base table %s.%s: materialized view %s_by_v needs this column"
+                % (column, keyspace, t, t))
+    session.execute("ALTER TABLE %s DROP x" % t)
+    assert list(session.execute("SELECT v, p, c, w FROM %s_by_v" % t)) == [(5, 1, 1, 6)]
+    # A view keyed by base key columns alone needs every regular column.
+    u = table("(p int, c int, v int, PRIMARY KEY (p, c))")
+    create_view(session, u + "_by_c", u, "c, p", select="c, p")
+    invalid(session, "ALTER TABLE %s DROP v" % u, "materialized view %s_by_c needs this column" % u)
 
 
 def test_a_filtered_view_holds_the_rows_its_where_clause_passes(session, keyspace, table):

@@ -78,8 +78,17 @@ def test_two_data_centers():
 
         # The driver's view of data centers and racks.
         cluster, one = dc_session(stack, dc1[0], "dc1", CL.LOCAL_QUORUM)
-        hosts = {h.address: (h.datacenter, h.rack) for h in cluster.metadata.all_hosts()}
-        assert hosts == {n.address: (n.dc, n.rack) for n in nodes}
+        expected = {n.address: (n.dc, n.rack) for n in nodes}
+        # The last node to join may reach the first one's peers a moment
+        # after the driver first read them.
+        deadline = time.monotonic() + 20
+        while True:
+            hosts = {h.address: (h.datacenter, h.rack) for h in cluster.metadata.all_hosts()}
+            if hosts == expected or time.monotonic() > deadline:
+                break
+            time.sleep(0.2)
+            cluster.refresh_nodes()
+        assert hosts == expected
         local = one.execute("SELECT data_center, rack FROM system.local").one()
         assert (local.data_center, local.rack) in {(n.dc, n.rack) for n in dc1}
 

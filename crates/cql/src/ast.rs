@@ -414,8 +414,8 @@ pub enum Condition {
     IfColumns(Vec<ColumnCondition>),
 }
 
-/// `IF c op term`. For [`Operator::In`] the value is a [`Term::List`] of the
-/// candidates, or a [`Term::Bind`] for `IN ?`.
+/// `IF c op term`. For [`Operator::In`] and [`Operator::NotIn`] the value is
+/// a [`Term::List`] of the candidates, or a [`Term::Bind`] for `IN ?`.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ColumnCondition {
     pub target: ColumnTarget,
@@ -576,6 +576,8 @@ pub enum Operator {
     Ge,
     Ne,
     In,
+    /// `NOT IN`: only in an `IF` condition, as ScyllaDB's grammar has it.
+    NotIn,
     Contains,
     ContainsKey,
     Like,
@@ -592,6 +594,7 @@ impl Operator {
             Operator::Gt => ">",
             Operator::Ge => ">=",
             Operator::In => "IN",
+            Operator::NotIn => "NOT IN",
             Operator::Contains => "CONTAINS",
             Operator::ContainsKey => "CONTAINS KEY",
             Operator::Like => "LIKE",

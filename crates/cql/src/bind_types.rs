@@ -245,8 +245,12 @@ impl Collector<'_> {
                 (_, _, ty) => ty,
             };
             match (condition.op, &condition.value) {
-                (Operator::In, Term::Bind(i)) => self.mark(*i, &format!("in({column})"), &CqlType::List(Box::new(ty))),
-                (Operator::In, Term::List(items)) => items.iter().for_each(|t| self.term(t, &column, &ty)),
+                (Operator::In | Operator::NotIn, Term::Bind(i)) => {
+                    self.mark(*i, &format!("in({column})"), &CqlType::List(Box::new(ty)))
+                }
+                (Operator::In | Operator::NotIn, Term::List(items)) => {
+                    items.iter().for_each(|t| self.term(t, &column, &ty))
+                }
                 (_, value) => self.term(value, &column, &ty),
             }
         }

@@ -115,11 +115,11 @@ pub fn apply(
             };
             match &op {
                 AlterTableOp::Drop { columns, .. } => {
-                    columns.iter().try_for_each(|n| view_ddl::check_column_change(keyspace, current, n, "drop"))?
+                    columns.iter().try_for_each(|n| view_ddl::check_column_drop(keyspace, current, n))?
                 }
-                AlterTableOp::Rename(pairs) => pairs
-                    .iter()
-                    .try_for_each(|(from, _)| view_ddl::check_column_change(keyspace, current, from, "rename"))?,
+                AlterTableOp::Rename(pairs) => {
+                    pairs.iter().try_for_each(|(from, _)| view_ddl::check_column_rename(keyspace, current, from))?
+                }
                 _ => {}
             }
             let table = alter_table(current, &op)?;

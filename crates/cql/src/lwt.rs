@@ -235,10 +235,10 @@ fn column_check(meta: &TableMeta, condition: &ColumnCondition, bindings: Binding
     let name = &receiver_name;
     let receiver = Receiver { name, ty };
     let values = match (condition.op, &condition.value) {
-        (Operator::In, Term::List(terms)) => {
+        (Operator::In | Operator::NotIn, Term::List(terms)) => {
             terms.iter().map(|t| condition_value(t, receiver, bindings)).collect::<CqlResult<_>>()?
         }
-        (Operator::In, term) => {
+        (Operator::In | Operator::NotIn, term) => {
             // Elements are checked one by one: drivers send a null element
             // of a bound list as an empty value (the Python driver does),
             // which stands for null where the type has no empty value, as
@@ -374,6 +374,7 @@ fn check_op(op: Operator) -> CqlResult<CheckOp> {
         Operator::Gt => CheckOp::Gt,
         Operator::Ge => CheckOp::Ge,
         Operator::In => CheckOp::In,
+        Operator::NotIn => CheckOp::NotIn,
         Operator::Contains => CheckOp::Contains,
         Operator::ContainsKey => CheckOp::ContainsKey,
         other => return Err(invalid(format!("Unsupported operator {} in an IF condition", other.text()))),

@@ -284,7 +284,7 @@ impl<'a> Analysis<'a> {
                 self.filters.push(filter);
                 return Ok(());
             }
-            Operator::In | Operator::Like => {
+            Operator::In | Operator::NotIn | Operator::Like => {
                 return Err(invalid(format!("Unsupported operator on column {}", column.name)))
             }
         };

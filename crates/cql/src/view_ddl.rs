@@ -109,13 +109,37 @@ pub fn check_table_drop(keyspace: &KeyspaceMeta, table: &TableMeta) -> CqlResult
     )))
 }
 
-/// Refuses a column change to a base table its views would not follow
-/// (dropping or renaming a column; Cassandra refuses the drop too).
-pub fn check_column_change(keyspace: &KeyspaceMeta, table: &TableMeta, column: &str, what: &str) -> CqlResult<()> {
+/// Refuses dropping a base table's column that one of its views needs,
+/// in ScyllaDB's words: a column the view holds, or any regular column
+/// when the view's key has none of the base's regular columns, since then
+/// every regular cell keeps a view row alive (ScyllaDB's virtual columns).
+/// A column no view needs drops as in a table without views.
+pub fn check_column_drop(keyspace: &KeyspaceMeta, table: &TableMeta, column: &str) -> CqlResult<()> {
+    let regular = table.column(column).is_some_and(|c| c.kind == ColumnKind::Regular);
+    let needs = |view: &TableMeta| {
+        let keyed_by_regular = view
+            .columns
+            .iter()
+            .filter(|c| c.kind.is_primary_key())
+            .any(|c| table.column(&c.name).is_some_and(|b| b.kind == ColumnKind::Regular));
+        view.column(column).is_some() || (regular && !keyed_by_regular)
+    };
+    match views_of(keyspace, &table.name).find(|view| needs(view)) {
+        None => Ok(()),
+        Some(view) => Err(invalid(format!(
+            "Cannot drop column {column} from base table {}.{}: materialized view {} needs this column",
+            keyspace.name, table.name, view.name
+        ))),
+    }
+}
+
+/// Refuses renaming a column of a base table with views (Cassandra's
+/// text): the views would not follow.
+pub fn check_column_rename(keyspace: &KeyspaceMeta, table: &TableMeta, column: &str) -> CqlResult<()> {
     match views_of(keyspace, &table.name).next() {
         None => Ok(()),
         Some(_) => {
-            Err(invalid(format!("Cannot {what} column {column} on base table {} with materialized views.", table.name)))
+            Err(invalid(format!("Cannot rename column {column} on base table {} with materialized views.", table.name)))
         }
     }
 }
@@ -379,7 +403,7 @@ fn comparison(op: Operator) -> CqlResult<Comparison> {
         Operator::Le => Comparison::Le,
         Operator::Gt => Comparison::Gt,
         Operator::Ge => Comparison::Ge,
-        Operator::In | Operator::Contains | Operator::ContainsKey | Operator::Like => {
+        Operator::In | Operator::NotIn | Operator::Contains | Operator::ContainsKey | Operator::Like => {
             return Err(invalid(format!(
                 "Only comparisons (=, !=, <, <=, >, >=, IN) can restrict a materialized view (got {})",
                 op.text()

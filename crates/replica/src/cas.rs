@@ -72,6 +72,7 @@ pub enum CheckOp {
     Gt,
     Ge,
     In,
+    NotIn,
     /// A collection holds the value: a set's or list's element, a map's
     /// value (Cassandra 5).
     Contains,
@@ -302,24 +303,26 @@ fn column_holds(meta: &TableMeta, check: &ColumnCheck, row: Option<&ResultRow>) 
         (Some(a), Some(b)) => compare(ty, a, b) == Ordering::Equal,
         _ => false,
     };
-    // `IF c IN ()` holds for no value.
-    if check.op == CheckOp::In {
-        return Ok(check.values.iter().any(equal));
-    }
-    let first = check.values.first().ok_or_else(|| ReplicaError::Invalid("condition without a value".into()))?;
-    let ordering = || match (&current, first) {
-        (Some(a), Some(b)) => Some(compare(ty, a, b)),
-        _ => None,
+    // `IF c IN ()` holds for no value, `IF c NOT IN ()` for every one; null
+    // is a candidate like any other (`IF c NOT IN (null)` fails on null).
+    let any_equal = || check.values.iter().any(equal);
+    let first = || check.values.first().ok_or_else(|| ReplicaError::Invalid("condition without a value".into()));
+    let ordering = || -> Result<Option<Ordering>, ReplicaError> {
+        Ok(match (&current, first()?) {
+            (Some(a), Some(b)) => Some(compare(ty, a, b)),
+            _ => None,
+        })
     };
     Ok(match check.op {
-        CheckOp::Eq => equal(first),
-        CheckOp::Ne => !equal(first),
-        CheckOp::In => check.values.iter().any(equal),
-        CheckOp::Lt => ordering() == Some(Ordering::Less),
-        CheckOp::Le => matches!(ordering(), Some(Ordering::Less | Ordering::Equal)),
-        CheckOp::Gt => ordering() == Some(Ordering::Greater),
-        CheckOp::Ge => matches!(ordering(), Some(Ordering::Greater | Ordering::Equal)),
-        CheckOp::Contains | CheckOp::ContainsKey => match (&current, first) {
+        CheckOp::In => any_equal(),
+        CheckOp::NotIn => !any_equal(),
+        CheckOp::Eq => equal(first()?),
+        CheckOp::Ne => !equal(first()?),
+        CheckOp::Lt => ordering()? == Some(Ordering::Less),
+        CheckOp::Le => matches!(ordering()?, Some(Ordering::Less | Ordering::Equal)),
+        CheckOp::Gt => ordering()? == Some(Ordering::Greater),
+        CheckOp::Ge => matches!(ordering()?, Some(Ordering::Greater | Ordering::Equal)),
+        CheckOp::Contains | CheckOp::ContainsKey => match (&current, first()?) {
             (Some(collection), Some(wanted)) => contains(ty, collection, wanted, check.op == CheckOp::ContainsKey),
             _ => false,
         },

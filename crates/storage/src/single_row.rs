@@ -160,8 +160,19 @@ impl SingleRow<'_> {
     }
 }
 
-/// The partition [`SingleRow::encode`] wrote.
+/// The partition [`SingleRow::encode`] wrote, its values copied out.
 pub(crate) fn decode(d: &mut Decoder) -> Result<Partition, DecodeError> {
+    decode_with(d, Bytes::copy_from_slice)
+}
+
+/// The partition [`SingleRow::encode`] wrote into `encoded`, its values
+/// slices of `encoded` rather than copies: a read of a large item shares
+/// its bytes, as a read of a general partition shares its `Rc`.
+pub(crate) fn decode_shared(encoded: &Bytes) -> Result<Partition, DecodeError> {
+    decode_with(&mut Decoder::new(encoded), |value| encoded.slice_ref(value))
+}
+
+fn decode_with(d: &mut Decoder, value_bytes: impl Fn(&[u8]) -> Bytes) -> Result<Partition, DecodeError> {
     let Header { has_marker, timestamp, expiry, cells } = read_header(d)?;
     let mut row =
         Row { marker: has_marker.then_some(RowMarker { timestamp, expiry }), deletion: None, columns: BTreeMap::new() };
@@ -169,7 +180,7 @@ pub(crate) fn decode(d: &mut Decoder) -> Result<Partition, DecodeError> {
         let (id, value) = read_cell(d)?;
         let value = match value {
             Value::Word(word) => Bytes::copy_from_slice(&word.to_be_bytes()),
-            Value::Bytes(bytes) => Bytes::copy_from_slice(bytes),
+            Value::Bytes(bytes) => value_bytes(bytes),
         };
         row.columns.insert(id, ColumnData::Atomic(Cell { timestamp, value: CellValue::Live { value, expiry } }));
     }

@@ -239,16 +239,21 @@ impl Parser<'_> {
         if (target.element.is_some() || target.field.is_some()) && self.is_kw("contains") {
             return Err(self.no_viable());
         }
-        if !self.eat_kw("in") {
+        let op = if self.eat_kw("in") {
+            Operator::In
+        } else if self.eat_kw("not") {
+            self.expect_kw("in")?;
+            Operator::NotIn
+        } else {
             let op = self.operator()?;
             let value = self.term()?;
             return Ok(ColumnCondition { target, op, value });
-        }
+        };
         let value = match self.in_values()? {
             InValues::Bind(index) => Term::Bind(index),
             InValues::Terms(terms) => Term::List(terms),
         };
-        Ok(ColumnCondition { target, op: Operator::In, value })
+        Ok(ColumnCondition { target, op, value })
     }
 
     pub(super) fn batch(&mut self) -> PResult<Statement> {
