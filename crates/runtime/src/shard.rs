@@ -183,27 +183,38 @@ mod tests {
     use super::*;
     use std::sync::mpsc;
 
-    #[test]
-    fn submit_to_runs_on_the_target_shard() {
+    /// Starts `nr_shards` shards, runs `work` on shard 0 and returns its
+    /// result.
+    fn on_shard_zero<T, F, Fut>(nr_shards: usize, work: F) -> T
+    where
+        F: Fn() -> Fut + Send + Sync + 'static,
+        Fut: Future<Output = T> + 'static,
+        T: Send + 'static,
+    {
         let (done, results) = mpsc::channel();
-        let shards = start_shards(3, None, move |shard| {
-            let done = done.clone();
+        let shards = start_shards(nr_shards, None, move |shard| {
+            let (done, work) = (done.clone(), (shard == 0).then(&work));
             async move {
-                if shard != 0 {
-                    return;
+                if let Some(work) = work {
+                    let _ = done.send(work.await);
                 }
-                let mut seen = Vec::new();
-                for target in 0..3 {
-                    let ran_on = submit_to(target, || async { this_shard() }).await;
-                    seen.push(ran_on.ok());
-                }
-                let missing = submit_to(7, || async {}).await;
-                let _ = done.send((seen, missing.is_err(), nr_shards()));
             }
         });
         assert!(shards.is_ok());
-        let (seen, missing_failed, n) =
-            results.recv_timeout(std::time::Duration::from_secs(10)).expect("shard 0 answers");
+        results.recv_timeout(std::time::Duration::from_secs(10)).expect("shard 0 answers")
+    }
+
+    #[test]
+    fn submit_to_runs_on_the_target_shard() {
+        let (seen, missing_failed, n) = on_shard_zero(3, || async {
+            let mut seen = Vec::new();
+            for target in 0..3 {
+                let ran_on = submit_to(target, || async { this_shard() }).await;
+                seen.push(ran_on.ok());
+            }
+            let missing = submit_to(7, || async {}).await;
+            (seen, missing.is_err(), nr_shards())
+        });
         assert_eq!(seen, vec![Some(0), Some(1), Some(2)]);
         assert!(missing_failed);
         assert_eq!(n, 3);
@@ -213,37 +224,21 @@ mod tests {
     fn work_sent_to_another_shard_runs_in_the_senders_group() {
         use crate::sched::{current_group, in_group};
         use crate::Group;
-        let (done, results) = mpsc::channel();
-        let _shards = start_shards(2, None, move |shard| {
-            let done = done.clone();
-            async move {
-                if shard != 0 {
-                    return;
-                }
-                let grouped = in_group(Group::Compaction, submit_to(1, || async { current_group() })).await;
-                let ungrouped = submit_to(1, || async { current_group() }).await;
-                let _ = done.send((grouped.ok().flatten(), ungrouped.ok().flatten()));
-            }
+        let answers = on_shard_zero(2, || async {
+            let grouped = in_group(Group::Compaction, submit_to(1, || async { current_group() })).await;
+            let ungrouped = submit_to(1, || async { current_group() }).await;
+            (grouped.ok().flatten(), ungrouped.ok().flatten())
         });
-        let answers = results.recv_timeout(std::time::Duration::from_secs(10)).expect("shard 0 answers");
         assert_eq!(answers, (Some(Group::Compaction), None));
     }
 
     #[test]
     fn a_panicking_job_fails_only_its_call() {
-        let (done, results) = mpsc::channel();
-        let _shards = start_shards(2, None, move |shard| {
-            let done = done.clone();
-            async move {
-                if shard != 0 {
-                    return;
-                }
-                let failed = submit_to(1, || async { panic!("boom") }).await;
-                let after: Result<usize, _> = submit_to(1, || async { 41 + 1 }).await;
-                let _ = done.send((failed.is_err(), after.ok()));
-            }
+        let (failed, after) = on_shard_zero(2, || async {
+            let failed = submit_to(1, || async { panic!("boom") }).await;
+            let after: Result<usize, _> = submit_to(1, || async { 41 + 1 }).await;
+            (failed.is_err(), after.ok())
         });
-        let (failed, after) = results.recv_timeout(std::time::Duration::from_secs(10)).expect("shard 0 answers");
         assert!(failed);
         assert_eq!(after, Some(42));
     }
