@@ -28,7 +28,9 @@
 # only). Under valgrind memcached cannot raise its open-file limit and
 # refuses to start, so a two-line shim (built with cc) makes setrlimit a
 # no-op for it. Its counts are every thread's: its worker, listener and LRU
-# threads; no syscall is counted on either side.
+# threads; no syscall is counted on either side. PORT_BASE=P moves the
+# server's five ports to P..P+4 (default: fixed ports), so runs beside
+# other nodes on the machine do not collide.
 set -euo pipefail
 
 bin=$(realpath "$1")
@@ -36,8 +38,12 @@ reads=${2:-20000}
 workload=${3:-read}
 protocol=${4:-cql}
 keys=10000
-cql_port=9342
-memcache_port=11412
+base=${PORT_BASE:-}
+cql_port=${base:-9342}
+shard_aware_port=$(( ${base:-19341} + 1 ))
+api_port=${base:+$((base + 2))}; api_port=${api_port:-10400}
+storage_port=${base:+$((base + 3))}; storage_port=${storage_port:-7400}
+memcache_port=${base:+$((base + 4))}; memcache_port=${memcache_port:-11412}
 tmp=$(mktemp -d /tmp/shoal-callgrind-XXXXXX)
 server=""
 cleanup() {
@@ -63,8 +69,8 @@ case "$peer" in
     "")
         valgrind --tool=callgrind --separate-threads=yes --callgrind-out-file="$tmp/callgrind.out" \
             "$bin" --smp 1 --workdir "$tmp/data" --memory 1G --native-transport-port "$cql_port" \
-            --native-shard-aware-transport-port 19342 --api-port 10400 --memcache-port "$memcache_port" \
-            --storage-port 7400 "${server_auth[@]}" >"$tmp/server.log" 2>&1 &
+            --native-shard-aware-transport-port "$shard_aware_port" --api-port "$api_port" \
+            --memcache-port "$memcache_port" --storage-port "$storage_port" "${server_auth[@]}" >"$tmp/server.log" 2>&1 &
         ;;
     memcached)
         [[ "$protocol" == memcache-* ]] || { echo "PEER=memcached needs a memcache PROTOCOL" >&2; exit 2; }
@@ -119,7 +125,7 @@ else
 fi
 # FLUSH=1: reads come from the row cache (the flush puts the rows in it)
 # instead of the memtable.
-[[ -n "${FLUSH:-}" ]] && "$bin" nodetool --api-port 10400 flush >/dev/null
+[[ -n "${FLUSH:-}" ]] && "$bin" nodetool --api-port "$api_port" flush >/dev/null
 stress --workload read --pop uniform --count 2000 "${login[@]}"     # warm-up: prepare, caches
 callgrind_control -z "$server" >/dev/null
 stress --workload "$workload" --pop uniform --count "$reads" "${login[@]}"

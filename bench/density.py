@@ -25,7 +25,8 @@ it has evicted anything yet:
              upper bound. As every key is written once and nothing is read, a cached
              partition was flushed, so at most memtable + SSTable partitions - items
              written are counted twice (shoal_sstable_partitions): the lower bound.
-             Both are shown (one figure when they agree).
+             Both are shown (one figure when they agree), and neither exceeds the items
+             written less those Shoal's `stats` says it evicted.
              Shoal's `stats` (curr_items, evictions) is recorded alongside.
 
 Writing stops at the first eviction, or at --max-items / --max-seconds per server
@@ -155,8 +156,12 @@ def read_state(kind, node, loader, args):
     sst = r["sstable_partitions"]
     both = max(0.0, mt + sst - loader.written) if sst is not None else min(c, mt)
     r["overlap_max"] = int(min(both, c, mt))
-    r["held"] = int(c + mt)
-    r["held_low"] = int(c + mt - r["overlap_max"])
+    # Right after a flush the flushed memtable's partitions are in the cache while the
+    # SSTable figure does not count them yet, so the overlap above misses them: no more
+    # items are held than were written and not evicted.
+    existing = loader.written - r["stats_evictions"]
+    r["held"] = int(min(c + mt, existing))
+    r["held_low"] = int(min(c + mt - r["overlap_max"], existing))
     return r
 
 

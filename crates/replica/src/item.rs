@@ -47,6 +47,7 @@ use uuid::Uuid;
 use crate::database::Durability;
 use crate::item_access::Access;
 use crate::item_lru::ItemLruStats;
+use crate::item_read;
 use crate::{Database, ReplicaError};
 
 /// An items table: its id and the column ids of its cells.
@@ -412,7 +413,7 @@ impl Database {
             let page = store.scan(from, Bound::Unbounded, &[ClusteringRange::all()], SCAN_PAGE_PARTITIONS).await?;
             let full = page.len() == SCAN_PAGE_PARTITIONS;
             for (position, partition) in page {
-                if let Some(item) = live_item(table, &partition, now_s) {
+                if let Some(item) = item_read::live_item(table, &partition, now_s) {
                     found.push((
                         value_timestamp_us(table, &partition),
                         item.value.len(),
@@ -446,40 +447,15 @@ impl Database {
         position: &PartitionPosition,
         now_s: i64,
     ) -> Result<Option<Item>, ReplicaError> {
-        let stored = self.table(table.id)?.read_shared(position, &[ClusteringRange::all()]).await?;
-        let Some(mut item) = stored.and_then(|partition| live_item(table, &partition, now_s)) else { return Ok(None) };
+        let stored = self.table(table.id)?.read_found(position, &[ClusteringRange::all()]).await?;
+        let Some(mut item) = stored.and_then(|found| item_read::found_item(table, &found, now_s)) else {
+            return Ok(None);
+        };
         if let Some(access) = self.item_access.get(position.token) {
             item.access = access;
         }
         Ok(Some(item))
     }
-}
-
-/// The item the partition holds at `now_s`: its value cell live and not
-/// deleted. Its hints are those of an item written and never fetched.
-fn live_item(table: ItemTable, partition: &Partition, now_s: i64) -> Option<Item> {
-    let key = Bytes::new();
-    let row = &partition.rows.get(&key)?.row;
-    let deletion = [partition.deletion_for_row(&key), row.deletion].into_iter().flatten().max_by_key(|t| t.timestamp);
-    let live = |column: u32| -> Option<(&Cell, Bytes)> {
-        let Some(ColumnData::Atomic(cell)) = row.columns.get(&column) else { return None };
-        if deletion.is_some_and(|d| d.shadows(cell.timestamp)) {
-            return None;
-        }
-        Some((cell, cell.live_value(now_s)?))
-    };
-    let (value_cell, value) = live(table.value)?;
-    let number = |column: u32| live(column).and_then(|(_, v)| <[u8; 8]>::try_from(&v[..]).ok()).map(i64::from_be_bytes);
-    let lifetime = value_cell.expiry().map_or(Lifetime::Forever, |e| Lifetime::Until(e.expires_at_s));
-    Some(Item {
-        value,
-        // flags are a u32 kept in a bigint: the low 32 bits.
-        flags: number(table.flags).map_or(0, |f| f as u32),
-        cas: number(table.cas).unwrap_or(value_cell.timestamp) as u64,
-        lifetime,
-        access: Access::written(value_cell.timestamp.div_euclid(1_000_000)),
-        won: false,
-    })
 }
 
 /// When the item's value was written (µs), for a live item's partition.

@@ -26,6 +26,7 @@ pub mod compaction;
 pub mod counter;
 pub mod error;
 mod event;
+pub mod found;
 pub mod memory;
 pub mod memtable;
 pub mod partition;
@@ -36,6 +37,7 @@ pub mod table;
 pub use counter::CounterShard;
 pub use error::{StorageError, StorageResult};
 pub use event::Event;
+pub use found::{Found, RowHeader, SharedRow, SharedValue};
 pub use partition::{
     Cell, CellValue, ClusteredRow, ClusteringRange, Collection, CollectionCell, ColumnData, Expiry, Partition,
     PartitionPosition, PartitionUpdate, RangeTombstone, Row, RowMarker, Tombstone,

@@ -9,8 +9,9 @@
 //!   expiry (every memcached item, a key-value table's INSERT) as the
 //!   bytes of [`crate::single_row`], the row cache's own layout: its key,
 //!   value and a few dozen bytes instead of a partition's maps, whose
-//!   B-tree leaves cost ~2.7 KB for a one-row partition. A read or the
-//!   flush decodes it; a write to it decodes, merges and takes whichever
+//!   B-tree leaves cost ~2.7 KB for a one-row partition. A read of the
+//!   whole partition shares the bytes ([`crate::found`]); a read of part of
+//!   it and the flush decode it; a write to it decodes, merges and takes whichever
 //!   form the result fits, so a second row, a tombstone or a cell of
 //!   another timestamp promotes it to the general form.
 //! - general: anything else, held by `Rc`, so a read of a whole partition
@@ -27,6 +28,7 @@ use bytes::Bytes;
 
 use crate::codec::Encoder;
 use crate::commitlog::Position;
+use crate::found::{Found, SharedRow};
 use crate::partition::{ClusteringRange, Partition, PartitionPosition, PartitionUpdate};
 use crate::single_row::{self, SingleRow};
 
@@ -175,10 +177,17 @@ impl Memtable {
     /// own when it holds it in the general form and the ranges take it
     /// whole, a copy of their rows otherwise.
     pub fn read(&self, position: &PartitionPosition, ranges: &[ClusteringRange]) -> Option<Rc<Partition>> {
+        self.read_found(position, ranges).map(Found::into_partition)
+    }
+
+    /// [`Memtable::read`], a compact partition read whole as its shared
+    /// bytes rather than decoded (`found` module doc).
+    pub fn read_found(&self, position: &PartitionPosition, ranges: &[ClusteringRange]) -> Option<Found> {
         let slot = self.partitions.get(position)?;
         Some(match (slot, ClusteringRange::is_whole(ranges)) {
-            (Slot::General(partition), true) => Rc::clone(partition),
-            (_, whole) => Rc::new(sliced(slot.partition(), ranges, whole)),
+            (Slot::Compact(bytes), true) => Found::Row(SharedRow::new(bytes.clone())),
+            (Slot::General(partition), true) => Found::Partition(Rc::clone(partition)),
+            (_, whole) => Found::Partition(Rc::new(sliced(slot.partition(), ranges, whole))),
         })
     }
 

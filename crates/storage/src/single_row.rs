@@ -103,14 +103,14 @@ fn atomic_value(data: &ColumnData) -> &Bytes {
 }
 
 /// The parts of an encoding every cell shares.
-struct Header {
-    has_marker: bool,
-    timestamp: i64,
-    expiry: Option<Expiry>,
-    cells: u64,
+pub(crate) struct Header {
+    pub(crate) has_marker: bool,
+    pub(crate) timestamp: i64,
+    pub(crate) expiry: Option<Expiry>,
+    pub(crate) cells: u64,
 }
 
-fn read_header(d: &mut Decoder) -> Result<Header, DecodeError> {
+pub(crate) fn read_header(d: &mut Decoder) -> Result<Header, DecodeError> {
     let flags = d.u8()?;
     let timestamp = i64::from_le_bytes(d.slice(8)?.try_into().map_err(|_| d.error("short timestamp"))?);
     let expiry = match flags & EXPIRES {
@@ -121,13 +121,13 @@ fn read_header(d: &mut Decoder) -> Result<Header, DecodeError> {
 }
 
 /// A cell's value as encoded: an 8-byte value as its word.
-enum Value<'a> {
+pub(crate) enum Value<'a> {
     Word(u64),
     Bytes(&'a [u8]),
 }
 
 /// The next cell's column id and value.
-fn read_cell<'a>(d: &mut Decoder<'a>) -> Result<(u32, Value<'a>), DecodeError> {
+pub(crate) fn read_cell<'a>(d: &mut Decoder<'a>) -> Result<(u32, Value<'a>), DecodeError> {
     let tagged = d.var_u64()?;
     let value = match tagged & 1 {
         1 => Value::Word(d.var_u64()?),

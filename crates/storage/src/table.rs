@@ -33,6 +33,7 @@ use crate::compaction::strategy::Strategy;
 use crate::compaction::task::CompactionTask;
 use crate::error::StorageResult;
 use crate::event::Event;
+use crate::found::Found;
 use crate::memtable::Memtable;
 use crate::partition::{ClusteringRange, Partition, PartitionPosition, PartitionUpdate};
 use crate::sstable::compression::Compression;
@@ -265,6 +266,17 @@ impl Table {
         position: &PartitionPosition,
         ranges: &[ClusteringRange],
     ) -> StorageResult<Option<Rc<Partition>>> {
+        Ok(self.read_found(position, ranges).await?.map(Found::into_partition))
+    }
+
+    /// [`Table::read_shared`], where one source alone (a memtable, the row
+    /// cache) holds the partition as a single row, as its shared bytes
+    /// rather than decoded (`found` module doc): a memcached hit.
+    pub async fn read_found(
+        &self,
+        position: &PartitionPosition,
+        ranges: &[ClusteringRange],
+    ) -> StorageResult<Option<Found>> {
         let use_cache = self.options.borrow().cache;
         self.read_using(position, ranges, use_cache).await
     }
@@ -276,7 +288,7 @@ impl Table {
         position: &PartitionPosition,
         ranges: &[ClusteringRange],
     ) -> StorageResult<Option<Rc<Partition>>> {
-        self.read_using(position, ranges, false).await
+        Ok(self.read_using(position, ranges, false).await?.map(Found::into_partition))
     }
 
     async fn read_using(
@@ -284,8 +296,8 @@ impl Table {
         position: &PartitionPosition,
         ranges: &[ClusteringRange],
         use_cache: bool,
-    ) -> StorageResult<Option<Rc<Partition>>> {
-        let mut result = self.active.borrow().read(position, ranges);
+    ) -> StorageResult<Option<Found>> {
+        let mut result = self.active.borrow().read_found(position, ranges);
         // Without SSTables the cache has nothing to stand in for (a table
         // still in its memtables, or truncated).
         let use_cache = use_cache && !self.sstables.borrow().is_empty();
@@ -299,12 +311,12 @@ impl Table {
                         .as_ref()
                         .is_some_and(|(m, merged_to)| Rc::ptr_eq(m, &sealed.memtable) && position <= merged_to);
                 if !in_entry {
-                    merge_shared(&mut result, sealed.memtable.read(position, ranges));
+                    merge_found(&mut result, sealed.memtable.read_found(position, ranges));
                 }
             }
         }
         match lookup {
-            Lookup::Hit(cached) => merge_shared(&mut result, cached.map(|p| Rc::new(restrict(p, ranges)))),
+            Lookup::Hit(cached) => merge_found(&mut result, cached.map(|found| restrict(found, ranges))),
             Lookup::Miss if use_cache && ClusteringRange::is_whole(ranges) => {
                 let generation = self.cache_generation.get();
                 let (stored, consulted) = self.read_sstables(position, ranges).await?;
@@ -314,9 +326,12 @@ impl Table {
                 if worth_caching && self.cache_generation.get() == generation && self.cache_merge.borrow().is_none() {
                     self.cache.insert(self.cache_id, position, stored.as_ref());
                 }
-                merge_shared(&mut result, stored.map(Rc::new));
+                merge_found(&mut result, stored.map(|p| Found::Partition(Rc::new(p))));
             }
-            Lookup::Miss => merge_shared(&mut result, self.read_sstables(position, ranges).await?.0.map(Rc::new)),
+            Lookup::Miss => {
+                let stored = self.read_sstables(position, ranges).await?.0;
+                merge_found(&mut result, stored.map(|p| Found::Partition(Rc::new(p))));
+            }
         }
         Ok(result)
     }
@@ -693,14 +708,6 @@ impl Drop for Table {
     }
 }
 
-/// `p` with only the rows in `ranges` (a cached partition is whole).
-fn restrict(mut p: Partition, ranges: &[ClusteringRange]) -> Partition {
-    if !ClusteringRange::is_whole(ranges) {
-        p.rows.retain(|key, _| ranges.iter().any(|r| r.contains(key)));
-    }
-    p
-}
-
 /// What a start finds of the compactions before it, from the SSTables'
 /// lineage: (generations compacted into others, so replaced; outputs of a
 /// compaction that did not finish, so partial). A compaction finished iff
@@ -740,12 +747,30 @@ fn merge_into(result: &mut Option<Partition>, more: Option<Partition>) {
 
 /// [`merge_into`] for partitions that may be a memtable's own: the first
 /// is kept shared; one merged into it is copied first only if shared.
-fn merge_shared(result: &mut Option<Rc<Partition>>, more: Option<Rc<Partition>>) {
-    match (result.as_mut(), more) {
-        (Some(current), Some(more)) => Rc::make_mut(current).merge(Rc::unwrap_or_clone(more)),
-        (None, Some(more)) => *result = Some(more),
-        (_, None) => {}
+/// Merges what one more source found into `result`: shared as found
+/// while only one source holds the partition, decoded and merged once two
+/// do.
+fn merge_found(result: &mut Option<Found>, more: Option<Found>) {
+    let Some(more) = more else { return };
+    *result = Some(match result.take() {
+        None => more,
+        Some(current) => {
+            let mut merged = current.into_partition();
+            Rc::make_mut(&mut merged).merge(Rc::unwrap_or_clone(more.into_partition()));
+            Found::Partition(merged)
+        }
+    });
+}
+
+/// A cache entry (a whole partition) with only the rows in `ranges`: as
+/// found when they take it whole.
+fn restrict(found: Found, ranges: &[ClusteringRange]) -> Found {
+    if ClusteringRange::is_whole(ranges) {
+        return found;
     }
+    let mut p = Rc::unwrap_or_clone(found.into_partition());
+    p.rows.retain(|key, _| ranges.iter().any(|r| r.contains(key)));
+    Found::Partition(Rc::new(p))
 }
 
 async fn quarantine(descriptor: &Descriptor) -> StorageResult<()> {

@@ -10,7 +10,12 @@
 //! The bytes are the cache's own, written by [`encode`]: a decode failure
 //! is a bug in this file, not bad input, so it panics.
 
+use std::rc::Rc;
+
+use bytes::Bytes;
+
 use crate::codec::{self, Decoder, Encoder};
+use crate::found::{Found, SharedRow};
 use crate::partition::Partition;
 use crate::single_row::{self, SingleRow};
 
@@ -59,6 +64,20 @@ pub(crate) fn holds_partition(bytes: &[u8]) -> bool {
     kind != ABSENT
 }
 
+/// What an entry holds, for a read (`crate::found`): a single row as a
+/// copy of its bytes (the segments move them), anything else decoded;
+/// `None` for a negative entry.
+pub(crate) fn found(bytes: &[u8]) -> Option<Found> {
+    let mut d = split_key(bytes).1;
+    let decoded = (|| match d.u8()? {
+        ABSENT => Ok(None),
+        GENERAL => codec::decode_partition(&mut d).map(|p| Some(Found::Partition(Rc::new(p)))),
+        SINGLE_ROW => Ok(Some(Found::Row(SharedRow::new(Bytes::copy_from_slice(&bytes[d.position()..]))))),
+        _ => Err(d.error("unknown cache entry kind")),
+    })();
+    decoded.unwrap_or_else(|e| corrupt(e))
+}
+
 /// The partition an entry holds; `None` for a negative entry.
 pub(crate) fn decode(bytes: &[u8]) -> Option<Partition> {
     let mut d = split_key(bytes).1;
@@ -68,10 +87,11 @@ pub(crate) fn decode(bytes: &[u8]) -> Option<Partition> {
         SINGLE_ROW => single_row::decode(&mut d).map(Some),
         _ => Err(d.error("unknown cache entry kind")),
     })();
-    match decoded {
-        Ok(partition) => partition,
-        Err(e) => panic!("row cache entry does not decode (a bug in cache::entry): {e}"),
-    }
+    decoded.unwrap_or_else(|e| corrupt(e))
+}
+
+fn corrupt(e: codec::DecodeError) -> ! {
+    panic!("row cache entry does not decode (a bug in cache::entry): {e}")
 }
 
 #[cfg(test)]

@@ -35,6 +35,7 @@ use std::rc::Rc;
 
 use hashbrown::HashTable;
 
+use crate::found::{Found, SharedRow};
 use crate::partition::{Partition, PartitionPosition};
 use segments::{Segments, RECORD_HEADER_BYTES, SEGMENT_BYTES};
 use slots::{Location, Slots, NIL};
@@ -61,10 +62,16 @@ pub struct CacheStats {
     pub bytes: u64,
 }
 
-/// What the cache knows of a partition.
-pub enum Lookup {
+/// An entry at least this large that a read copies out is kept, shared,
+/// for the reads after it (`Inner::shared`): a pipeline of gets of one
+/// large item holds one copy of it, not one per get.
+const SHARED_MIN_BYTES: usize = 16 * 1024;
+
+/// What the cache knows of a partition: `T` a [`Partition`], or what a
+/// read found ([`Found`]).
+pub enum Lookup<T = Partition> {
     /// Cached: the SSTables' partition, or `None` if they hold none.
-    Hit(Option<Partition>),
+    Hit(Option<T>),
     Miss,
 }
 
@@ -79,6 +86,10 @@ struct Inner {
     /// Bytes of all live records (the sum of the tables' `bytes`).
     record_bytes: usize,
     scratch: Vec<u8>,
+    /// The last large single row a read copied out (slot id and copy),
+    /// handed to the reads of the same entry after it until the entry
+    /// goes: bounded to one entry, counted in the fixed part.
+    shared: Option<(u32, SharedRow)>,
 }
 
 pub struct RowCache {
@@ -115,6 +126,9 @@ impl Inner {
     }
 
     fn remove(&mut self, id: u32) {
+        if self.shared.as_ref().is_some_and(|(shared, _)| *shared == id) {
+            self.shared = None;
+        }
         let slot = *self.slots.get(id);
         let bytes = self.segments.record_bytes(slot.location);
         if let Ok(found) = self.index.find_entry(hash(slot.table, slot.token), |i| *i == id) {
@@ -138,6 +152,7 @@ impl Inner {
             + self.segments.table_bytes()
             + index_bytes(self.index.capacity())
             + self.scratch.capacity()
+            + self.shared.as_ref().map_or(0, |(_, row)| row.len())
     }
 
     /// What the segments may take of `limit`: the rest after the fixed
@@ -214,6 +229,7 @@ impl RowCache {
                 pinned: std::collections::HashSet::new(),
                 record_bytes: 0,
                 scratch: Vec::new(),
+                shared: None,
             }),
             next_table: Cell::new(0),
         }
@@ -260,7 +276,7 @@ impl RowCache {
 
     /// The cached partition at `position`, counted as a hit or a miss; a
     /// hit becomes the most recently used.
-    pub fn get(&self, table: u32, position: &PartitionPosition) -> Lookup {
+    pub fn get(&self, table: u32, position: &PartitionPosition) -> Lookup<Found> {
         let mut inner = self.inner.borrow_mut();
         let Some(id) = inner.find(table, position) else {
             inner.tables.entry(table).or_default().misses += 1;
@@ -268,7 +284,16 @@ impl RowCache {
         };
         inner.slots.touch(id);
         inner.tables.entry(table).or_default().hits += 1;
-        Lookup::Hit(entry::decode(inner.segments.body(inner.slots.get(id).location)))
+        if let Some((_, row)) = inner.shared.as_ref().filter(|(shared, _)| *shared == id) {
+            return Lookup::Hit(Some(Found::Row(row.clone())));
+        }
+        let found = entry::found(inner.segments.body(inner.slots.get(id).location));
+        if let Some(Found::Row(row)) = &found {
+            if row.len() >= SHARED_MIN_BYTES {
+                inner.shared = Some((id, row.clone()));
+            }
+        }
+        Lookup::Hit(found)
     }
 
     /// The cached partition without counting or touching (flush merges).

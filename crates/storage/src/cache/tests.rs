@@ -23,7 +23,7 @@ fn partition(value_len: usize, ts: i64) -> Partition {
 
 fn hit(cache: &RowCache, table: u32, p: &PartitionPosition) -> Option<Option<Partition>> {
     match cache.get(table, p) {
-        Lookup::Hit(found) => Some(found),
+        Lookup::Hit(found) => Some(found.map(|f| Rc::unwrap_or_clone(f.into_partition()))),
         Lookup::Miss => None,
     }
 }
@@ -148,7 +148,7 @@ fn the_cache_shrinks_when_its_share_shrinks() {
     });
 }
 
-impl Lookup {
+impl<T> Lookup<T> {
     fn is_hit(&self) -> bool {
         matches!(self, Lookup::Hit(_))
     }

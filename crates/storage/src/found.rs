@@ -1,0 +1,110 @@
+//! What a read of one whole partition found, shared with where it lives
+//! instead of decoded into an owned [`Partition`]: a single row in the
+//! compact layout of [`crate::single_row`] (a memtable's compact slot, a
+//! row cache entry), or a partition in the general form.
+//!
+//! A memcached hit or a key-value point read wants one row's cells; the
+//! memtable and the row cache hold such a row as compact bytes. Decoding
+//! them into a `Partition` (a row map, a column map, a buffer per 8-byte
+//! value) cost more than the rest of a hit together, so a read of a single
+//! source hands the bytes on ([`SharedRow`], a `Bytes`: a reference count,
+//! no copy, for a memtable's slot; one copy of the entry for the row
+//! cache, whose segments move) and the reader takes the cells it needs
+//! from them, values as slices. Only a read that must merge two sources
+//! decodes them ([`Found::into_partition`]).
+
+use std::rc::Rc;
+
+use bytes::Bytes;
+
+use crate::codec::{DecodeError, Decoder};
+use crate::partition::{Expiry, Partition};
+use crate::single_row;
+
+/// A partition as a read found it.
+#[derive(Debug, Clone)]
+pub enum Found {
+    Row(SharedRow),
+    Partition(Rc<Partition>),
+}
+
+impl Found {
+    /// As a partition, decoding a single row (its values stay slices of
+    /// the shared bytes).
+    pub fn into_partition(self) -> Rc<Partition> {
+        match self {
+            Found::Row(row) => Rc::new(row.to_partition()),
+            Found::Partition(partition) => partition,
+        }
+    }
+}
+
+/// A single-row partition in [`single_row`]'s encoding, shared.
+#[derive(Debug, Clone)]
+pub struct SharedRow {
+    /// Written by `single_row::SingleRow::encode` (the memtable's or the
+    /// cache's own bytes): failing to read them is a bug, not bad input.
+    bytes: Bytes,
+}
+
+/// What every cell of a [`SharedRow`] shares.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct RowHeader {
+    /// Whether the row has a marker (an INSERT's, a memcached item's).
+    pub has_marker: bool,
+    pub timestamp: i64,
+    pub expiry: Option<Expiry>,
+}
+
+impl RowHeader {
+    /// Whether the row's cells are live at `now_s`.
+    pub fn is_live(&self, now_s: i64) -> bool {
+        self.expiry.is_none_or(|e| e.expires_at_s > now_s)
+    }
+}
+
+/// A cell's value: an 8-byte value (a bigint) as its big-endian word, as
+/// the layout keeps it, or a slice of the shared bytes.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum SharedValue {
+    Word(u64),
+    Bytes(Bytes),
+}
+
+impl SharedRow {
+    /// `bytes` must be an encoding `single_row` wrote.
+    pub(crate) fn new(bytes: Bytes) -> SharedRow {
+        SharedRow { bytes }
+    }
+
+    /// The encoding's length.
+    pub(crate) fn len(&self) -> usize {
+        self.bytes.len()
+    }
+
+    /// The row's header, and its cells (column id and value) in column
+    /// order.
+    pub fn read(&self) -> (RowHeader, impl Iterator<Item = (u32, SharedValue)> + '_) {
+        let mut d = Decoder::new(&self.bytes);
+        let header = single_row::read_header(&mut d).unwrap_or_else(|e| corrupt(e));
+        let row = RowHeader { has_marker: header.has_marker, timestamp: header.timestamp, expiry: header.expiry };
+        let cells = (0..header.cells).map(move |_| {
+            let (id, value) = single_row::read_cell(&mut d).unwrap_or_else(|e| corrupt(e));
+            let value = match value {
+                single_row::Value::Word(word) => SharedValue::Word(word),
+                single_row::Value::Bytes(slice) => SharedValue::Bytes(self.bytes.slice_ref(slice)),
+            };
+            (id, value)
+        });
+        (row, cells)
+    }
+
+    /// The row as a partition, its values slices of the shared bytes.
+    pub fn to_partition(&self) -> Partition {
+        single_row::decode_shared(&self.bytes).unwrap_or_else(|e| corrupt(e))
+    }
+}
+
+fn corrupt(e: DecodeError) -> ! {
+    panic!("a shared single row does not decode (its bytes are the memtable's or the row cache's own): {e}")
+}
