@@ -221,3 +221,52 @@ def test_each_pipelined_operation_is_answered_for_itself():
             assert c.call(b"get q%d\r\n" % i) == expected, i
         assert c.call(b"version\r\n").startswith(b"VERSION ")
         c.close()
+
+
+def hit_answers(c, key):
+    """(get, gets, mg with value, flags and CAS) of `key`, as answered."""
+    return (c.call(b"get %s\r\n" % key), c.call(b"gets %s\r\n" % key), c.call(b"mg %s v f c s\r\n" % key))
+
+
+@pytest.mark.skipif(skip_reason() is not None, reason=skip_reason() or "")
+def test_hits_from_a_memtable_the_row_cache_and_both_answer_alike():
+    """A hit is read straight from where the item lies (a memtable's or the
+    row cache's compact bytes): its value, flags, CAS unique and expiry
+    answer the same from a memtable, from the row cache after a flush, and
+    merged from both once a newer write lands over a cached item; expired
+    items miss in each; pipelined gets of one large cached item all get
+    all of it."""
+    with temp_node("shoal-memcache-hits-", smp=1) as node:
+        c = Conn("127.0.0.1", node.memcache_port)
+        large = os.urandom(100 * 1024)
+        assert c.call(b"set k1 5 0 5\r\nhello\r\n") == b"STORED\r\n"
+        assert c.call(b"set k2 7 2 6\r\nbrief!\r\n") == b"STORED\r\n"
+        assert c.call(b"set eight 0 0 8\r\n12345678\r\n") == b"STORED\r\n"
+        assert c.call(b"set big 3 0 %d\r\n%s\r\n" % (len(large), large)) == b"STORED\r\n"
+        from_memtable = {k: hit_answers(c, k) for k in (b"k1", b"k2", b"eight", b"big")}
+        assert from_memtable[b"k1"][0] == b"VALUE k1 5 5\r\nhello\r\nEND\r\n"
+        assert from_memtable[b"eight"][0] == b"VALUE eight 0 8\r\n12345678\r\nEND\r\n"
+        assert from_memtable[b"big"][0] == b"VALUE big 3 %d\r\n%s\r\nEND\r\n" % (len(large), large)
+        assert from_memtable[b"k1"][2].startswith(b"VA 5 f5 c")
+
+        node.api("POST", "/storage_service/keyspace_flush/memcache?cf=items")
+        for k, answers in from_memtable.items():
+            assert hit_answers(c, k) == answers, k
+
+        # A newer write over the cached item: the memtable's and the cache's
+        # versions merged, the newer winning.
+        assert c.call(b"set k1 6 0 5\r\nnewer\r\n") == b"STORED\r\n"
+        assert c.call(b"get k1\r\n") == b"VALUE k1 6 5\r\nnewer\r\nEND\r\n"
+        # Many gets of the large cached item in one pipeline share one copy
+        # and each answers all of it.
+        answers = c.calls(b"get big\r\n" * 64, 64)
+        assert answers == [from_memtable[b"big"][0]] * 64
+
+        # k2 expires (in the cache), and an item set to expire at once
+        # (in the memtable) is never seen.
+        assert c.call(b"set gone 0 -1 1\r\nx\r\n") == b"STORED\r\n"
+        time.sleep(2.2)
+        assert c.call(b"get k2\r\n") == b"END\r\n"
+        assert c.call(b"mg k2 v\r\n") == b"EN\r\n"
+        assert c.call(b"get gone\r\n") == b"END\r\n"
+        c.close()

@@ -100,8 +100,10 @@ impl Session {
         answers: &mut Vec<u8>,
         sink: &mut impl Sink,
     ) -> std::io::Result<Control> {
-        let mut ops: Vec<(PartitionPosition, ItemOp)> = Vec::new();
-        let mut pending: Vec<Pending<'_, '_>> = Vec::new();
+        // Sized for the batch at once: a pipeline of 16 gets grows neither.
+        let capacity = requests.len().min(OPS_PER_RUN_MAX);
+        let mut ops: Vec<(PartitionPosition, ItemOp)> = Vec::with_capacity(capacity);
+        let mut pending: Vec<Pending<'_, '_>> = Vec::with_capacity(capacity);
         let now_s = clock::now_s();
         for request in requests {
             match request {

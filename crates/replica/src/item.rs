@@ -40,7 +40,7 @@ use std::time::Instant;
 use bytes::Bytes;
 use shoal_runtime::clock;
 use shoal_storage::{
-    Cell, ClusteredRow, ClusteringRange, ColumnData, Expiry, Partition, PartitionPosition, Row, Tombstone,
+    Cell, ClusteredRow, ClusteringRange, ColumnData, Expiry, Found, Partition, PartitionPosition, Row, Tombstone,
 };
 use uuid::Uuid;
 
@@ -258,7 +258,10 @@ impl Database {
         for (index, (position, op)) in ops.into_iter().enumerate() {
             let op_writes = op.writes();
             wrote |= op_writes;
-            let result = self.run_item(table, position, op, for_replicas).await;
+            let result = match self.read_item_now(table, &position, op) {
+                Ok(outcome) => outcome.map(|outcome| (outcome, Durability::default(), None)),
+                Err(op) => self.run_item(table, position, op, for_replicas).await,
+            };
             let result = result.map(|(outcome, durable, written)| {
                 if let Some((position, update)) = written {
                     writes.push(ItemWrite { op: Some(index), position, update });
@@ -316,16 +319,7 @@ impl Database {
             true => self.read_item(table, &position, now_s).await?,
             false => None,
         };
-        let bumps = !matches!(op, ItemOp::Get(Fetch { no_bump: true, .. }));
-        let Decision { update, outcome, access } = decide(op, current, now_s, &self.last_item_cas);
-        let lru = match (&update, &outcome) {
-            (Some(ItemUpdate::Put { value, lifetime, .. }), _) if lifetime.is_live(now_s) => {
-                LruUpdate::Stored(value.len(), *lifetime)
-            }
-            (Some(_), _) | (None, ItemOutcome::Missing) => LruUpdate::Removed,
-            (None, ItemOutcome::Found(_)) if bumps => LruUpdate::Fetched,
-            (None, _) => LruUpdate::Keep,
-        };
+        let (Decision { update, outcome, access }, lru) = decide_noted(op, current, now_s, &self.last_item_cas);
         let (durable, written) = match update {
             Some(update) => {
                 let partition = update.into_partition(table, now_s);
@@ -334,6 +328,40 @@ impl Database {
             }
             None => (Durability::default(), None),
         };
+        self.note_item(table, &position, access, lru);
+        Ok((outcome, durable, written))
+    }
+
+    /// Runs an operation that only reads without awaiting, where memory
+    /// answers it (`Table::read_found_in_memory`: a memtable or the row
+    /// cache holds the item, or no SSTable can): a hit builds no future for
+    /// the read. `Err(op)` hands it back where it may write or the SSTables
+    /// must be read.
+    fn read_item_now(
+        &self,
+        table: ItemTable,
+        position: &PartitionPosition,
+        op: ItemOp,
+    ) -> Result<Result<ItemOutcome, ReplicaError>, ItemOp> {
+        if op.writes() {
+            return Err(op);
+        }
+        let store = match self.table(table.id) {
+            Ok(store) => store,
+            Err(e) => return Ok(Err(e)),
+        };
+        let Some(stored) = store.read_found_in_memory(position) else { return Err(op) };
+        let now_s = clock::now_s();
+        let current = self.with_hints(table, position, stored, now_s);
+        let (Decision { update, outcome, access }, lru) = decide_noted(op, current, now_s, &self.last_item_cas);
+        debug_assert!(update.is_none(), "an operation that does not write decides no update");
+        self.note_item(table, position, access, lru);
+        Ok(Ok(outcome))
+    }
+
+    /// Notes an operation's change to the item's hints and LRU entry, once
+    /// its write (if any) applied.
+    fn note_item(&self, table: ItemTable, position: &PartitionPosition, access: AccessUpdate, lru: LruUpdate) {
         match access {
             AccessUpdate::Keep => {}
             AccessUpdate::Set(access) => self.item_access.set(position.token, access),
@@ -347,7 +375,6 @@ impl Database {
             LruUpdate::Fetched => self.item_lru.fetched(table.id, position.token),
             LruUpdate::Keep => {}
         }
-        Ok((outcome, durable, written))
     }
 
     /// Deletes the least recently used items while the shard's items are
@@ -448,13 +475,22 @@ impl Database {
         now_s: i64,
     ) -> Result<Option<Item>, ReplicaError> {
         let stored = self.table(table.id)?.read_found(position, &[ClusteringRange::all()]).await?;
-        let Some(mut item) = stored.and_then(|found| item_read::found_item(table, &found, now_s)) else {
-            return Ok(None);
-        };
+        Ok(self.with_hints(table, position, stored, now_s))
+    }
+
+    /// The live item `stored` holds, if any, with its hints.
+    fn with_hints(
+        &self,
+        table: ItemTable,
+        position: &PartitionPosition,
+        stored: Option<Found>,
+        now_s: i64,
+    ) -> Option<Item> {
+        let mut item = item_read::found_item(table, &stored?, now_s)?;
         if let Some(access) = self.item_access.get(position.token) {
             item.access = access;
         }
-        Ok(Some(item))
+        Some(item)
     }
 }
 
@@ -464,6 +500,27 @@ fn value_timestamp_us(table: ItemTable, partition: &Partition) -> i64 {
         Some(ColumnData::Atomic(cell)) => cell.timestamp,
         _ => 0,
     }
+}
+
+/// [`decide`], and what the operation does to the item's place in the
+/// LRU list.
+fn decide_noted(
+    op: ItemOp,
+    current: Option<Item>,
+    now_s: i64,
+    last_cas: &std::cell::Cell<u64>,
+) -> (Decision, LruUpdate) {
+    let bumps = !matches!(op, ItemOp::Get(Fetch { no_bump: true, .. }));
+    let decision = decide(op, current, now_s, last_cas);
+    let lru = match (&decision.update, &decision.outcome) {
+        (Some(ItemUpdate::Put { value, lifetime, .. }), _) if lifetime.is_live(now_s) => {
+            LruUpdate::Stored(value.len(), *lifetime)
+        }
+        (Some(_), _) | (None, ItemOutcome::Missing) => LruUpdate::Removed,
+        (None, ItemOutcome::Found(_)) if bumps => LruUpdate::Fetched,
+        (None, _) => LruUpdate::Keep,
+    };
+    (decision, lru)
 }
 
 /// What an operation does, given the item as it is: the item's new state

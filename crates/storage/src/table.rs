@@ -297,10 +297,47 @@ impl Table {
         ranges: &[ClusteringRange],
         use_cache: bool,
     ) -> StorageResult<Option<Found>> {
+        let (mut result, cache_missed) = match self.read_in_memory(position, ranges, use_cache) {
+            InMemory::Whole(result) => return Ok(result),
+            InMemory::Partial { memtables, cache_missed } => (memtables, cache_missed),
+        };
+        if cache_missed && ClusteringRange::is_whole(ranges) {
+            let generation = self.cache_generation.get();
+            let (stored, consulted) = self.read_sstables(position, ranges).await?;
+            // A negative entry is worth its memory only where the Bloom
+            // filters could not rule the key out on their own.
+            let worth_caching = stored.is_some() || consulted;
+            if worth_caching && self.cache_generation.get() == generation && self.cache_merge.borrow().is_none() {
+                self.cache.insert(self.cache_id, position, stored.as_ref());
+            }
+            merge_found(&mut result, stored.map(|p| Found::Partition(Rc::new(p))));
+        } else {
+            let stored = self.read_sstables(position, ranges).await?.0;
+            merge_found(&mut result, stored.map(|p| Found::Partition(Rc::new(p))));
+        }
+        Ok(result)
+    }
+
+    /// [`Table::read_found`] of the whole partition where memory answers
+    /// it (the memtables, with the row cache's entry or no SSTables at
+    /// all), without awaiting; `None` where SSTables must be read. A
+    /// memcached hit is answered so, with no future built for the read.
+    pub fn read_found_in_memory(&self, position: &PartitionPosition) -> Option<Option<Found>> {
+        let use_cache = self.options.borrow().cache;
+        match self.read_in_memory(position, &[ClusteringRange::all()], use_cache) {
+            InMemory::Whole(result) => Some(result),
+            InMemory::Partial { .. } => None,
+        }
+    }
+
+    /// The memtables' part of a read, and the row cache's entry, which
+    /// stands in for the SSTables where it holds the partition.
+    fn read_in_memory(&self, position: &PartitionPosition, ranges: &[ClusteringRange], use_cache: bool) -> InMemory {
         let mut result = self.active.borrow().read_found(position, ranges);
         // Without SSTables the cache has nothing to stand in for (a table
         // still in its memtables, or truncated).
-        let use_cache = use_cache && !self.sstables.borrow().is_empty();
+        let has_sstables = !self.sstables.borrow().is_empty();
+        let use_cache = use_cache && has_sstables;
         let lookup = if use_cache { self.cache.get(self.cache_id, position) } else { Lookup::Miss };
         let hit = matches!(lookup, Lookup::Hit(_));
         {
@@ -316,24 +353,13 @@ impl Table {
             }
         }
         match lookup {
-            Lookup::Hit(cached) => merge_found(&mut result, cached.map(|found| restrict(found, ranges))),
-            Lookup::Miss if use_cache && ClusteringRange::is_whole(ranges) => {
-                let generation = self.cache_generation.get();
-                let (stored, consulted) = self.read_sstables(position, ranges).await?;
-                // A negative entry is worth its memory only where the Bloom
-                // filters could not rule the key out on their own.
-                let worth_caching = stored.is_some() || consulted;
-                if worth_caching && self.cache_generation.get() == generation && self.cache_merge.borrow().is_none() {
-                    self.cache.insert(self.cache_id, position, stored.as_ref());
-                }
-                merge_found(&mut result, stored.map(|p| Found::Partition(Rc::new(p))));
+            Lookup::Hit(cached) => {
+                merge_found(&mut result, cached.map(|found| restrict(found, ranges)));
+                InMemory::Whole(result)
             }
-            Lookup::Miss => {
-                let stored = self.read_sstables(position, ranges).await?.0;
-                merge_found(&mut result, stored.map(|p| Found::Partition(Rc::new(p))));
-            }
+            Lookup::Miss if !has_sstables => InMemory::Whole(result),
+            Lookup::Miss => InMemory::Partial { memtables: result, cache_missed: use_cache },
         }
-        Ok(result)
     }
 
     /// What the SSTables hold at `position`, and whether any had to be read
@@ -747,6 +773,15 @@ fn merge_into(result: &mut Option<Partition>, more: Option<Partition>) {
 
 /// [`merge_into`] for partitions that may be a memtable's own: the first
 /// is kept shared; one merged into it is copied first only if shared.
+/// What memory tells of a partition, for a read.
+enum InMemory {
+    /// All there is: nothing stored elsewhere can add to it.
+    Whole(Option<Found>),
+    /// What the memtables hold; the SSTables must be read too (the row
+    /// cache missed when it was asked).
+    Partial { memtables: Option<Found>, cache_missed: bool },
+}
+
 /// Merges what one more source found into `result`: shared as found
 /// while only one source holds the partition, decoded and merged once two
 /// do.
