@@ -110,6 +110,7 @@ pub(crate) struct Header {
     pub(crate) cells: u64,
 }
 
+#[inline]
 pub(crate) fn read_header(d: &mut Decoder) -> Result<Header, DecodeError> {
     let flags = d.u8()?;
     let timestamp = i64::from_le_bytes(d.slice(8)?.try_into().map_err(|_| d.error("short timestamp"))?);
@@ -127,6 +128,7 @@ pub(crate) enum Value<'a> {
 }
 
 /// The next cell's column id and value.
+#[inline]
 pub(crate) fn read_cell<'a>(d: &mut Decoder<'a>) -> Result<(u32, Value<'a>), DecodeError> {
     let tagged = d.var_u64()?;
     let value = match tagged & 1 {

@@ -65,14 +65,14 @@ pub(crate) fn holds_partition(bytes: &[u8]) -> bool {
 }
 
 /// What an entry holds, for a read (`crate::found`): a single row as a
-/// copy of its bytes (the segments move them), anything else decoded;
-/// `None` for a negative entry.
-pub(crate) fn found(bytes: &[u8]) -> Option<Found> {
+/// copy of its bytes made by `copy` (the segments move them), anything
+/// else decoded; `None` for a negative entry.
+pub(crate) fn found(bytes: &[u8], copy: impl FnOnce(&[u8]) -> Bytes) -> Option<Found> {
     let mut d = split_key(bytes).1;
     let decoded = (|| match d.u8()? {
         ABSENT => Ok(None),
         GENERAL => codec::decode_partition(&mut d).map(|p| Some(Found::Partition(Rc::new(p)))),
-        SINGLE_ROW => Ok(Some(Found::Row(SharedRow::new(Bytes::copy_from_slice(&bytes[d.position()..]))))),
+        SINGLE_ROW => Ok(Some(Found::Row(SharedRow::new(copy(&bytes[d.position()..]))))),
         _ => Err(d.error("unknown cache entry kind")),
     })();
     decoded.unwrap_or_else(|e| corrupt(e))

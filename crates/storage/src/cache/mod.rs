@@ -24,16 +24,17 @@
 //! layout of single-row partitions (`entry`) adds 10 bytes (timestamp,
 //! flags) and 1-2 per cell. docs/read-path.md has the measured figures.
 
+mod copy_out;
 mod entry;
 pub mod saved;
 pub mod segments;
 mod slots;
 
 use std::cell::{Cell, RefCell};
-use std::collections::HashMap;
 use std::rc::Rc;
 
-use hashbrown::HashTable;
+use copy_out::CopyOut;
+use hashbrown::{HashMap, HashTable};
 
 use crate::found::{Found, SharedRow};
 use crate::partition::{Partition, PartitionPosition};
@@ -88,8 +89,10 @@ struct Inner {
     scratch: Vec<u8>,
     /// The last large single row a read copied out (slot id and copy),
     /// handed to the reads of the same entry after it until the entry
-    /// goes: bounded to one entry, counted in the fixed part.
+    /// goes: bounded to one entry, counted in the fixed part (as is
+    /// `copy_out`'s chunk).
     shared: Option<(u32, SharedRow)>,
+    copy_out: CopyOut,
 }
 
 pub struct RowCache {
@@ -153,6 +156,7 @@ impl Inner {
             + index_bytes(self.index.capacity())
             + self.scratch.capacity()
             + self.shared.as_ref().map_or(0, |(_, row)| row.len())
+            + CopyOut::HELD_BYTES
     }
 
     /// What the segments may take of `limit`: the rest after the fixed
@@ -230,6 +234,7 @@ impl RowCache {
                 record_bytes: 0,
                 scratch: Vec::new(),
                 shared: None,
+                copy_out: CopyOut::default(),
             }),
             next_table: Cell::new(0),
         }
@@ -287,10 +292,12 @@ impl RowCache {
         if let Some((_, row)) = inner.shared.as_ref().filter(|(shared, _)| *shared == id) {
             return Lookup::Hit(Some(Found::Row(row.clone())));
         }
-        let found = entry::found(inner.segments.body(inner.slots.get(id).location));
+        let Inner { slots, segments, copy_out, .. } = &mut *inner;
+        let found = entry::found(segments.body(slots.get(id).location), |row| copy_out.copy(row));
         if let Some(Found::Row(row)) = &found {
             if row.len() >= SHARED_MIN_BYTES {
                 inner.shared = Some((id, row.clone()));
+                self.publish(&inner);
             }
         }
         Lookup::Hit(found)
