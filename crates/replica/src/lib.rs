@@ -48,6 +48,7 @@ pub use partition_lock::PartitionGuard;
 pub use paxos::{Ballot, Promise, Proposal};
 pub use read::{ElementStamp, PartitionSelection, ReadCommand, ReadResult, ResultCell, ResultRow, RowPosition};
 pub use recovery::RecoveryReport;
+pub use share_control::StaticShares;
 pub use top_partitions::{TopPartition, TopPartitions, CAPACITY_MAX as TOP_PARTITIONS_CAPACITY_MAX};
 pub use view_update::{View, ViewKind};
 pub use virtual_table::VirtualTable;
