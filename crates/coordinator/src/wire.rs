@@ -262,7 +262,7 @@ fn decode_list_op(d: &mut Decoder) -> Result<ListOp, DecodeError> {
 }
 
 /// By wire code: new operators go at the end.
-const FILTER_OPS: [FilterOp; 10] = [
+const FILTER_OPS: [FilterOp; 13] = [
     FilterOp::Eq,
     FilterOp::Ne,
     FilterOp::Lt,
@@ -273,6 +273,9 @@ const FILTER_OPS: [FilterOp; 10] = [
     FilterOp::Contains,
     FilterOp::ContainsKey,
     FilterOp::EntryEq,
+    FilterOp::Like,
+    FilterOp::NotIn,
+    FilterOp::ElementEq,
 ];
 
 fn encode_position_bound(e: &mut Encoder, bound: &Bound<PartitionPosition>) {
