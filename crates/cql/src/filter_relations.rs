@@ -141,6 +141,10 @@ mod tests {
         assert!(like(0, &column(CqlType::Ascii), &text("a%"), NONE).is_ok());
         let err = like(0, &column(CqlType::Int), &text("a%"), NONE).expect_err("refused");
         assert_eq!(err.to_string(), "LIKE is allowed only on string types, which c is not");
+        // A collection of strings is no string.
+        let list = column(CqlType::List(Box::new(CqlType::Text)));
+        let err = like(0, &list, &text("a%"), NONE).expect_err("refused");
+        assert_eq!(err.to_string(), "LIKE is allowed only on string types, which c is not");
         // LIKE null selects nothing.
         let filter = like(0, &column(CqlType::Text), &Term::Literal(Literal::Null), NONE).expect("accepted");
         assert_eq!((filter.op, filter.values.len()), (FilterOp::In, 0));

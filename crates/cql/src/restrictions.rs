@@ -259,8 +259,9 @@ impl<'a> Analysis<'a> {
         if op == Operator::Ne {
             return Err(invalid(format!("Unsupported \"!=\" relation: {} != {term}", column.name)));
         }
+        // Before the collection check, as ScyllaDB prepares it: a
+        // collection is no string.
         if op == Operator::Like {
-            check_not_collection(column, op.text())?;
             self.filters.push(filter_relations::like(index, column, term, self.bindings)?);
             return Ok(());
         }
