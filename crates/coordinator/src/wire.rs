@@ -790,7 +790,11 @@ mod tests {
             partitions: PartitionSelection::Range { from: Bound::Excluded(position(1, "a")), to: Bound::Unbounded },
             clustering: vec![ClusteringRange::all()],
             reversed: true,
-            filters: vec![RowFilter { column: 2, op: FilterOp::ContainsKey, values: vec![Bytes::from_static(b"z")] }],
+            // Every op travels by its code.
+            filters: FILTER_OPS
+                .iter()
+                .map(|op| RowFilter { column: 2, op: *op, values: vec![Bytes::from_static(b"z")] })
+                .collect(),
             distinct: false,
             row_limit: 100,
             per_partition_limit: usize::MAX,
