@@ -20,6 +20,7 @@ mod filter;
 mod item;
 mod item_access;
 mod item_lru;
+mod like;
 mod list_ops;
 mod metrics;
 mod mutation;
