@@ -20,7 +20,6 @@ every address. TOP=FILE keeps node 1's dump as FILE for
 """
 import os
 import shutil
-import socket
 import subprocess
 import sys
 import tempfile
@@ -30,27 +29,6 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import cluster_replication as cr  # noqa: E402
 
 START_TIMEOUT_S = 300   # valgrind starts a node in tens of seconds on a loaded machine
-
-
-def node_command(node, seeds):
-    return [node.binary, "--smp", "1", "--memory", "1G", "--workdir", node.workdir,
-            "--listen-address", node.address, "--api-address", node.address,
-            "--native-transport-port", str(node.cql), "--native-shard-aware-transport-port", str(node.aware),
-            "--api-port", str(node.api), "--memcache-port", str(node.memcache), "--storage-port", str(node.storage),
-            "--seeds", seeds]
-
-
-def start(node, command):
-    node.proc = subprocess.Popen(command, stdout=open(node.log_path, "a"), stderr=subprocess.STDOUT)
-    deadline = time.monotonic() + START_TIMEOUT_S
-    while True:
-        try:
-            socket.create_connection((node.address, node.cql), timeout=0.5).close()
-            return
-        except OSError:
-            if node.proc.poll() is not None or time.monotonic() > deadline:
-                raise RuntimeError("node %s did not start (log: %s)" % (node.address, node.log_path))
-            time.sleep(0.2)
 
 
 def total_ir(dump):
@@ -67,16 +45,18 @@ def main():
     nodes_n = int(os.environ.get("NODES", "3"))
     base = int(os.environ.get("PORT_BASE", "24000"))
     root = tempfile.mkdtemp(prefix="shoal-callgrind-cluster-")
-    nodes = [cr.Node(binary, root, address, base) for address in cr.ADDRESSES[:nodes_n]]
+    # Not pinned: valgrind is slow, and the counts do not depend on the core.
+    nodes = [cr.Node(binary, root, address, base, cpu="0-1") for address in cr.ADDRESSES[:nodes_n]]
     for n in nodes:
         n.aware, n.api, n.memcache, n.storage = base + 1, base + 2, base + 3, base + 4
     out = os.path.join(root, "callgrind.out")
     try:
         seeds = "%s:%d" % (nodes[0].address, nodes[0].storage)
         rf, consistency = (3, "QUORUM") if nodes_n > 1 else (1, "ONE")
-        start(nodes[0], ["valgrind", "--tool=callgrind", "--callgrind-out-file=" + out] + node_command(nodes[0], seeds))
+        nodes[0].start(seeds, timeout=START_TIMEOUT_S,
+                       wrapper=["valgrind", "--tool=callgrind", "--callgrind-out-file=" + out])
         for n in nodes[1:]:
-            start(n, node_command(n, seeds))
+            n.start(seeds, timeout=START_TIMEOUT_S)
         time.sleep(5)
         stress = [binary, "stress", "--host", nodes[0].address, "--port", str(base), "--threads", "1",
                   "--connections", "1", "--keys", "10000", "--value-size", "256", "--concurrency", "16",
