@@ -36,8 +36,14 @@ reads=${2:-20000}
 workload=${3:-read}
 protocol=${4:-cql}
 keys=10000
-cql_port=9342
-memcache_port=11412
+# PORT_BASE=P: the server's five ports are P..P+4 (default 9342, 19342,
+# 10400, 11412, 7400), so runs beside each other do not collide.
+if [[ -n "${PORT_BASE:-}" ]]; then
+    cql_port=$PORT_BASE aware_port=$((PORT_BASE + 1)) api_port=$((PORT_BASE + 2))
+    memcache_port=$((PORT_BASE + 3)) storage_port=$((PORT_BASE + 4))
+else
+    cql_port=9342 aware_port=19342 api_port=10400 memcache_port=11412 storage_port=7400
+fi
 tmp=$(mktemp -d /tmp/shoal-callgrind-XXXXXX)
 server=""
 cleanup() {
@@ -63,8 +69,8 @@ case "$peer" in
     "")
         valgrind --tool=callgrind --separate-threads=yes --callgrind-out-file="$tmp/callgrind.out" \
             "$bin" --smp 1 --workdir "$tmp/data" --memory 1G --native-transport-port "$cql_port" \
-            --native-shard-aware-transport-port 19342 --api-port 10400 --memcache-port "$memcache_port" \
-            --storage-port 7400 "${server_auth[@]}" >"$tmp/server.log" 2>&1 &
+            --native-shard-aware-transport-port "$aware_port" --api-port "$api_port" --memcache-port "$memcache_port" \
+            --storage-port "$storage_port" "${server_auth[@]}" >"$tmp/server.log" 2>&1 &
         ;;
     memcached)
         [[ "$protocol" == memcache-* ]] || { echo "PEER=memcached needs a memcache PROTOCOL" >&2; exit 2; }
@@ -119,7 +125,7 @@ else
 fi
 # FLUSH=1: reads come from the row cache (the flush puts the rows in it)
 # instead of the memtable.
-[[ -n "${FLUSH:-}" ]] && "$bin" nodetool --api-port 10400 flush >/dev/null
+[[ -n "${FLUSH:-}" ]] && "$bin" nodetool --api-port "$api_port" flush >/dev/null
 stress --workload read --pop uniform --count 2000 "${login[@]}"     # warm-up: prepare, caches
 callgrind_control -z "$server" >/dev/null
 stress --workload "$workload" --pop uniform --count "$reads" "${login[@]}"
