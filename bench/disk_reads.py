@@ -17,7 +17,8 @@ and the disk's completed reads from /proc. Last, fio reads 4 KiB blocks at
 random from a file as large as the data set in the same directory, with
 O_DIRECT and io_uring at --fio-iodepth, pinned to the server's core.
 Reports the bytes on disk, Shoal's reads/s, the server core's busy share,
-disk reads per Shoal read, fio's IOPS and the ratio.
+disk reads per Shoal read and their size, fio's IOPS (at 4 KiB, and at
+16 KiB, the size of the chunks Shoal reads) and the ratio to the first.
 """
 import argparse
 import json
@@ -78,9 +79,9 @@ def disk_reads(device):
     raise SystemExit("no %s in /proc/diskstats" % device)
 
 
-def fio_iops(args, directory, size_bytes):
+def fio_iops(args, directory, size_bytes, block):
     job = ["taskset", "-c", args.server_cpu, "fio", "--name=randread", "--filename=%s" % os.path.join(directory, "fio.dat"),
-           "--size=%d" % size_bytes, "--rw=randread", "--bs=4k", "--ioengine=io_uring", "--direct=1",
+           "--size=%d" % size_bytes, "--rw=randread", "--bs=%s" % block, "--ioengine=io_uring", "--direct=1",
            "--iodepth=%d" % args.fio_iodepth, "--runtime=%d" % args.duration, "--time_based", "--output-format=json"]
     out = json.loads(subprocess.run(job, check=True, capture_output=True, text=True, timeout=900).stdout)
     return round(out["jobs"][0]["read"]["iops"])
@@ -134,7 +135,10 @@ def main(argv):
                   "load_ops_per_s": round(loaded["ops_per_s"])}
         for scheduler in args.io_scheduler.split(","):
             result["io_scheduler_" + scheduler] = read_phase(args, workdir, properties, scheduler, j(scheduler))
-        result["fio_iops"] = fio = fio_iops(args, tmp, data_bytes)
+        result["fio_iops"] = fio = fio_iops(args, tmp, data_bytes, "4k")
+        # Shoal reads whole 16 KiB chunks (the table's chunk_length_in_kb):
+        # what the disk does at that size too.
+        result["fio_iops_16k"] = fio_iops(args, tmp, data_bytes, "16k")
         for scheduler in args.io_scheduler.split(","):
             phase = result["io_scheduler_" + scheduler]
             phase["shoal_vs_fio"] = round(phase["shoal_reads_per_s"] / fio, 3)
