@@ -28,9 +28,7 @@
 # only). Under valgrind memcached cannot raise its open-file limit and
 # refuses to start, so a two-line shim (built with cc) makes setrlimit a
 # no-op for it. Its counts are every thread's: its worker, listener and LRU
-# threads; no syscall is counted on either side. PORT_BASE=P moves the
-# server's five ports to P..P+4 (default: fixed ports), so runs beside
-# other nodes on the machine do not collide.
+# threads; no syscall is counted on either side.
 set -euo pipefail
 
 bin=$(realpath "$1")
@@ -38,12 +36,14 @@ reads=${2:-20000}
 workload=${3:-read}
 protocol=${4:-cql}
 keys=10000
-base=${PORT_BASE:-}
-cql_port=${base:-9342}
-shard_aware_port=$(( ${base:-19341} + 1 ))
-api_port=${base:+$((base + 2))}; api_port=${api_port:-10400}
-storage_port=${base:+$((base + 3))}; storage_port=${storage_port:-7400}
-memcache_port=${base:+$((base + 4))}; memcache_port=${memcache_port:-11412}
+# PORT_BASE=P: the server's five ports are P..P+4 (default 9342, 19342,
+# 10400, 11412, 7400), so runs beside each other do not collide.
+if [[ -n "${PORT_BASE:-}" ]]; then
+    cql_port=$PORT_BASE aware_port=$((PORT_BASE + 1)) api_port=$((PORT_BASE + 2))
+    memcache_port=$((PORT_BASE + 3)) storage_port=$((PORT_BASE + 4))
+else
+    cql_port=9342 aware_port=19342 api_port=10400 memcache_port=11412 storage_port=7400
+fi
 tmp=$(mktemp -d /tmp/shoal-callgrind-XXXXXX)
 server=""
 cleanup() {
@@ -69,8 +69,8 @@ case "$peer" in
     "")
         valgrind --tool=callgrind --separate-threads=yes --callgrind-out-file="$tmp/callgrind.out" \
             "$bin" --smp 1 --workdir "$tmp/data" --memory 1G --native-transport-port "$cql_port" \
-            --native-shard-aware-transport-port "$shard_aware_port" --api-port "$api_port" \
-            --memcache-port "$memcache_port" --storage-port "$storage_port" "${server_auth[@]}" >"$tmp/server.log" 2>&1 &
+            --native-shard-aware-transport-port "$aware_port" --api-port "$api_port" --memcache-port "$memcache_port" \
+            --storage-port "$storage_port" "${server_auth[@]}" >"$tmp/server.log" 2>&1 &
         ;;
     memcached)
         [[ "$protocol" == memcache-* ]] || { echo "PEER=memcached needs a memcache PROTOCOL" >&2; exit 2; }

@@ -78,10 +78,11 @@ class Node:
     def log_path(self):
         return os.path.join(self.workdir, "shoal.log")
 
-    def start(self, seeds, timeout=30, extra=()):
+    def start(self, seeds, timeout=30, extra=(), wrapper=()):
+        """`wrapper`: a command the node runs under (valgrind, for one)."""
         log = open(self.log_path, "a")
         self.proc = subprocess.Popen(
-            ["taskset", "-c", str(self.cpu), self.binary, "--smp", "1", "--memory", "1G",
+            ["taskset", "-c", str(self.cpu), *wrapper, self.binary, "--smp", "1", "--memory", "1G",
              "--workdir", self.workdir, "--listen-address", self.address, "--api-address", self.address,
              "--native-transport-port", str(self.cql), "--native-shard-aware-transport-port", str(self.aware),
              "--api-port", str(self.api), "--memcache-port", str(self.memcache), "--storage-port", str(self.storage),

@@ -82,7 +82,7 @@ class Server:
         self.args, self.workdir = args, workdir
         self.cql, self.aware, self.api, self.storage = free_ports(4)
         cmd = ["taskset", "-c", args.server_cpu, args.shoal, "--workdir", workdir, "--smp", "1",
-               "--memory", "2G", "--memtable-space-in-mb", str(args.memtable_mb),
+               "--memory", getattr(args, "memory", "2G"), "--memtable-space-in-mb", str(args.memtable_mb),
                "--native-transport-port", str(self.cql), "--native-shard-aware-transport-port", str(self.aware),
                "--api-port", str(self.api), "--memcache-port", "0", "--storage-port", str(self.storage),
                "--io-scheduler", scheduler, "--io-properties-file", properties, *extra]

@@ -197,6 +197,19 @@ def test_table_options_visible_in_metadata(cluster, session, keyspace, tname):
     assert (row.comment, row.default_time_to_live, row.gc_grace_seconds) == ("changed", 3600, 100)
 
 
+def test_unknown_compression_option_is_refused(session, tname):
+    # ScyllaDB's compression_parameters::validate_options; the names it and
+    # Cassandra know are accepted.
+    with pytest.raises(ConfigurationException, match="Unknown compression option 'sstable_compressor'."):
+        session.execute("CREATE TABLE %s (k int PRIMARY KEY) WITH compression = "
+                        "{'sstable_compressor': 'DeflateCompressor'}" % tname)
+    session.execute("CREATE TABLE %s (k int PRIMARY KEY) WITH compression = "
+                    "{'sstable_compression': 'LZ4Compressor', 'chunk_length_in_kb': 16, 'crc_check_chance': 1}" % tname)
+    with pytest.raises(ConfigurationException, match="Unknown compression option 'level'."):
+        session.execute("ALTER TABLE %s WITH compression = {'class': 'ZstdCompressor', 'level': 3}" % tname)
+    session.execute("ALTER TABLE %s WITH compression = {'class': 'ZstdCompressor', 'compression_level': 3}" % tname)
+
+
 def test_alter_table_add_and_drop_column(cluster, session, keyspace, tname):
     session.execute("CREATE TABLE %s (k int PRIMARY KEY, v int)" % tname)
     session.execute("INSERT INTO %s (k, v) VALUES (1, 10)" % tname)

@@ -165,6 +165,21 @@ def test_which_restrictions_need_allow_filtering(session, table):
     invalid(session, "SELECT c FROM %s WHERE w = 2" % t, "ALLOW FILTERING")
 
 
+def test_a_partition_key_index_does_not_serve_a_restricted_partition(session, table):
+    # With the whole partition key given, an index on one of its columns has
+    # nothing to narrow: the index on the clustering column serves, with no
+    # filtering (ScyllaDB's choice; cassandra_tests testIndexesOnComplexPrimaryKey).
+    t = table("(pk0 int, pk1 int, ck0 int, ck1 int, v int, PRIMARY KEY ((pk0, pk1), ck0, ck1))")
+    session.execute("CREATE INDEX ON %s (pk0)" % t)
+    session.execute("CREATE INDEX ON %s (ck1)" % t)
+    for i in range(4):
+        session.execute("INSERT INTO %s (pk0, pk1, ck0, ck1, v) VALUES (3, 4, %d, %d, %d)" % (t, i, i % 2, i))
+    session.execute("INSERT INTO %s (pk0, pk1, ck0, ck1, v) VALUES (3, 5, 0, 0, 9)" % t)
+    assert rows(session, "SELECT v FROM %s WHERE pk0 = 3 AND pk1 = 4 AND ck1 = 0" % t) == [(0,), (2,)]
+    assert rows(session, "SELECT v FROM %s WHERE pk0 = 3" % t) == [(0,), (1,), (2,), (3,), (9,)]
+    invalid(session, "SELECT v FROM %s WHERE pk0 = 3 AND pk1 = 4 AND v = 0" % t, "ALLOW FILTERING")
+
+
 def test_local_index(session, table):
     t = table("(p int, c int, v int, PRIMARY KEY (p, c))")
     session.execute("CREATE INDEX local_v ON %s ((p), v)" % t)

@@ -12,6 +12,7 @@ from cassandra import InvalidRequest
 
 from conftest import IS_CASSANDRA, make_cluster
 from node import skip_reason, temp_node
+from test_lwt import flush
 
 
 def one(session, cql, *params):
@@ -254,6 +255,28 @@ def test_alter_type_add_reads_old_rows(cluster, session, keyspace, table, addr):
     session.execute("ALTER TYPE %s RENAME city TO town" % addr)
     assert one(session, "SELECT f.town FROM %s WHERE k = 2" % t).f_town == "c"
     assert cluster.metadata.keyspaces[keyspace].tables[t].columns["f"].cql_type == "frozen<%s>" % addr
+
+
+def test_clustering_key_written_before_and_after_alter_type_add_is_one_row(session, keyspace, table, addr):
+    # The key written before ALTER TYPE ... ADD (no bytes for the new field)
+    # and the same key written after it (new field null) are one row, found
+    # by either, as in ScyllaDB (cassandra_tests
+    # tuples_with_nulls_comparison_test). A non-null new field makes another
+    # key, after it.
+    t = table("(p int, c frozen<%s>, v int, PRIMARY KEY (p, c))" % addr)
+    session.execute("INSERT INTO %s (p, c, v) VALUES (0, {street: 'a'}, 0)" % t)
+    session.execute("ALTER TYPE %s ADD city text" % addr)
+    assert one(session, "SELECT v FROM %s WHERE p = 0 AND c = {street: 'a'}" % t).v == 0
+    session.execute("INSERT INTO %s (p, c, v) VALUES (0, fromJson('{\"street\": \"a\"}'), 1)" % t)
+    session.execute("INSERT INTO %s (p, c, v) VALUES (0, {street: 'a', zip: null, city: null}, 2)" % t)
+    insert = session.prepare("INSERT INTO %s (p, c, v) VALUES (0, ?, ?)" % t)
+    session.execute(insert, (("a", None, None), 3))
+    flush(keyspace, t)
+    assert [r.v for r in session.execute("SELECT v FROM %s WHERE p = 0" % t)] == [3]
+    assert one(session, "SELECT v FROM %s WHERE p = 0 AND c = {street: 'a'}" % t).v == 3
+    assert tuple(one(session, "SELECT c FROM %s WHERE p = 0" % t).c) == ("a", None, None)
+    session.execute("INSERT INTO %s (p, c, v) VALUES (0, {street: 'a', city: 'c'}, 4)" % t)
+    assert [r.v for r in session.execute("SELECT v FROM %s WHERE p = 0" % t)] == [3, 4]
 
 
 def test_drop_type_in_use_and_drop_keyspace(admin, session, table):

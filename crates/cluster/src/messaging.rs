@@ -30,9 +30,9 @@
 //! written (a caller that does not read is held back by TCP). A connection
 //! whose write fails is closed, and the next request opens a new one.
 
+use hashbrown::HashMap;
 use std::any::Any;
 use std::cell::{Cell, RefCell};
-use std::collections::HashMap;
 use std::net::{IpAddr, SocketAddr};
 use std::panic::AssertUnwindSafe;
 use std::rc::Rc;
@@ -118,7 +118,8 @@ type Connecting = Shared<LocalBoxFuture<'static, Result<Rc<Outgoing>, MessagingE
 #[derive(Default)]
 struct Messaging {
     /// Per (peer storage address, peer shard): the connection, opened or
-    /// opening.
+    /// opening. This map, the handlers' and each connection's waiting
+    /// requests are looked up on every request: foldhash, not SipHash.
     connections: RefCell<HashMap<(SocketAddr, u16), Connecting>>,
     handlers: RefCell<HashMap<Verb, Handler>>,
 }

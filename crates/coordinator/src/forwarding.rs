@@ -7,18 +7,23 @@
 //! The DC link carries each write once rather than once per replica.
 //!
 //! The coordinating shard waits on a response id ([`send`]) until every
-//! replica of the group answered or a mutation's timeout passed: one that
-//! failed, or never answered, gets a hint as a direct write's replica
-//! does. A relayed copy that does not arrive is reported failed by the
-//! forwarder, so it is hinted without waiting for the timeout.
+//! replica of the group answered or the write's own timeout
+//! (`write_request_timeout_in_ms`) passed: one that failed, or had not
+//! answered by then, gets a hint as a direct write's replica does, so a
+//! forwarder that dies costs its group a hint once the client was told of
+//! the timeout, not after the verb's 60 s. A relayed copy that does not
+//! arrive is reported failed by the forwarder, so it is hinted without
+//! waiting for the timeout.
 //!
 //! `--cross-dc-forwarding false` sends every replica its own copy
 //! (measuring what forwarding saves).
 
 use std::cell::{Cell, RefCell};
 use std::collections::HashMap;
+use std::future::Future;
 use std::rc::Rc;
 use std::sync::OnceLock;
+use std::time::Instant;
 
 use bytes::Bytes;
 use futures_channel::mpsc;
@@ -104,12 +109,14 @@ impl Drop for Waiter {
 
 /// Sends `payload` (a mutation of `token`) to `group`'s first replica,
 /// which applies it and relays it to the others; each replica's outcome
-/// goes to `answered` as it arrives, failures hinted.
+/// goes to `answered` as it arrives, failures hinted, and the replicas
+/// still silent at the write's `deadline` hinted then.
 pub(crate) fn send(
     topology: Rc<Topology>,
     group: Vec<(Uuid, usize)>,
     token: i64,
     payload: Rc<[u8]>,
+    deadline: Instant,
     answered: mpsc::UnboundedSender<Answer>,
 ) {
     note_forwarded_write();
@@ -130,26 +137,42 @@ pub(crate) fn send(
             let outcome = target.call(Verb::MutationForward, token, &message).await.map(drop);
             let _ = done.unbounded_send((forwarder, outcome));
         });
-        let mut waiting: HashMap<Uuid, usize> = group.into_iter().collect();
-        let give_up = shoal_runtime::time::sleep(Verb::MutationForward.timeout());
-        futures_util::pin_mut!(give_up);
-        while !waiting.is_empty() {
-            let next = futures_util::future::select(answers.next(), give_up.as_mut()).await;
-            let futures_util::future::Either::Left((Some((host, outcome)), _)) = next else { break };
-            let Some(replica) = waiting.remove(&host) else { continue };
+        let give_up = shoal_runtime::time::sleep(deadline.saturating_duration_since(Instant::now()));
+        let hint = |host| hints::store(host, token, Rc::clone(&payload));
+        let silent = gather(group.into_iter().collect(), &mut answers, give_up, |host, replica, outcome| {
             let hinted = match &outcome {
-                Err(e) if !matches!(e, CoordinatorError::Invalid(_)) => hints::store(host, token, Rc::clone(&payload)),
+                Err(e) if !matches!(e, CoordinatorError::Invalid(_)) => hint(host),
                 _ => false,
             };
             let _ = answered.unbounded_send((replica, outcome, hinted));
-        }
+        })
+        .await;
         drop(waiter);
-        for (host, replica) in waiting {
-            let hinted = hints::store(host, token, Rc::clone(&payload));
+        for (host, replica) in silent {
             let unanswered = CoordinatorError::Remote(format!("node {host} did not answer a forwarded write"));
-            let _ = answered.unbounded_send((replica, Err(unanswered), hinted));
+            let _ = answered.unbounded_send((replica, Err(unanswered), hint(host)));
         }
     });
+}
+
+/// Hands each answer of a replica still in `waiting` (host to its index)
+/// to `on_answer`, until every one answered or `give_up` completes (the
+/// write's timeout); the replicas that had not answered by then.
+async fn gather(
+    mut waiting: HashMap<Uuid, usize>,
+    answers: &mut mpsc::UnboundedReceiver<Done>,
+    give_up: impl Future<Output = ()>,
+    mut on_answer: impl FnMut(Uuid, usize, Result<(), CoordinatorError>),
+) -> HashMap<Uuid, usize> {
+    futures_util::pin_mut!(give_up);
+    while !waiting.is_empty() {
+        let next = futures_util::future::select(answers.next(), give_up.as_mut()).await;
+        let futures_util::future::Either::Left((Some((host, outcome)), _)) = next else { break };
+        if let Some(replica) = waiting.remove(&host) {
+            on_answer(host, replica, outcome);
+        }
+    }
+    waiting
 }
 
 fn shard_id() -> u16 {
@@ -242,5 +265,36 @@ mod tests {
         let done = wire::encode_write_done(7, Uuid::from_u128(9), &[0]);
         assert_eq!(wire::decode_write_done(&done).expect("decodes"), (7, Uuid::from_u128(9), &[0][..]));
         assert!(wire::decode_forward(&encoded[..20]).is_err());
+    }
+
+    #[test]
+    fn replicas_silent_when_the_write_times_out_are_left_to_hint_and_answers_count_once() {
+        use futures_util::FutureExt;
+        let (a, b, c) = (Uuid::from_u128(1), Uuid::from_u128(2), Uuid::from_u128(3));
+        let (done, mut answers) = mpsc::unbounded();
+        done.unbounded_send((a, Ok(()))).expect("open");
+        done.unbounded_send((b, Err(CoordinatorError::Remote("down".into())))).expect("open");
+        // A second answer from the same replica (the forwarder's own call
+        // and its report) is not counted twice; a stranger's not at all.
+        done.unbounded_send((a, Ok(()))).expect("open");
+        done.unbounded_send((Uuid::from_u128(9), Ok(()))).expect("open");
+        let mut seen = Vec::new();
+        let waiting = HashMap::from([(a, 0), (b, 1), (c, 2)]);
+        // The write's timeout has passed once the queued answers are taken:
+        // `c` (the forwarder's group member that never answered) is left.
+        let silent = gather(waiting, &mut answers, std::future::ready(()), |host, replica, outcome| {
+            seen.push((host, replica, outcome.is_ok()))
+        })
+        .now_or_never()
+        .expect("the timeout ends the wait");
+        assert_eq!(seen, vec![(a, 0, true), (b, 1, false)]);
+        assert_eq!(silent, HashMap::from([(c, 2)]));
+        // Every replica answered: nothing is left, whatever the timeout.
+        done.unbounded_send((c, Ok(()))).expect("open");
+        let waiting = HashMap::from([(c, 2)]);
+        let silent = gather(waiting, &mut answers, std::future::pending(), |_, _, _| {})
+            .now_or_never()
+            .expect("answered without waiting");
+        assert!(silent.is_empty());
     }
 }

@@ -97,14 +97,15 @@ pub struct Topology {
     /// This node's data center.
     pub local_dc: String,
     snapshot: Snapshot,
-    endpoints: HashMap<Uuid, Endpoint>,
+    /// Looked up per replica of every request, as `up` is: foldhash.
+    endpoints: hashbrown::HashMap<Uuid, Endpoint>,
     placements: HashMap<Uuid, Placement>,
     /// The natural ring: normal and leaving members.
     ring: TokenRing,
     /// The ring once the change in progress is done (normal and joining
     /// members), while a member joins or leaves.
     next_ring: Option<TokenRing>,
-    up: HashSet<Uuid>,
+    up: hashbrown::HashSet<Uuid>,
 }
 
 /// A range of tokens `(start, end]` (wrapping when `start >= end`) whose
@@ -197,7 +198,7 @@ impl Topology {
         let node = crate::identity::node();
         let (me, local_dc) = (node.host_id, node.data_center);
         let placement = |m: &Member| Placement { data_center: m.data_center.clone(), rack: m.rack.clone() };
-        let endpoints: HashMap<Uuid, Endpoint> = snapshot
+        let endpoints: hashbrown::HashMap<Uuid, Endpoint> = snapshot
             .members
             .iter()
             .map(|(m, _)| {

@@ -262,7 +262,7 @@ fn decode_list_op(d: &mut Decoder) -> Result<ListOp, DecodeError> {
 }
 
 /// By wire code: new operators go at the end.
-const FILTER_OPS: [FilterOp; 10] = [
+const FILTER_OPS: [FilterOp; 13] = [
     FilterOp::Eq,
     FilterOp::Ne,
     FilterOp::Lt,
@@ -273,6 +273,9 @@ const FILTER_OPS: [FilterOp; 10] = [
     FilterOp::Contains,
     FilterOp::ContainsKey,
     FilterOp::EntryEq,
+    FilterOp::Like,
+    FilterOp::NotIn,
+    FilterOp::ElementEq,
 ];
 
 fn encode_position_bound(e: &mut Encoder, bound: &Bound<PartitionPosition>) {
@@ -787,7 +790,11 @@ mod tests {
             partitions: PartitionSelection::Range { from: Bound::Excluded(position(1, "a")), to: Bound::Unbounded },
             clustering: vec![ClusteringRange::all()],
             reversed: true,
-            filters: vec![RowFilter { column: 2, op: FilterOp::ContainsKey, values: vec![Bytes::from_static(b"z")] }],
+            // Every op travels by its code.
+            filters: FILTER_OPS
+                .iter()
+                .map(|op| RowFilter { column: 2, op: *op, values: vec![Bytes::from_static(b"z")] })
+                .collect(),
             distinct: false,
             row_limit: 100,
             per_partition_limit: usize::MAX,

@@ -127,7 +127,8 @@ pub(crate) async fn write(
                         (host, data_centers.len() - 1)
                     })
                     .collect();
-                forwarding::send(Rc::clone(&topology), group, token, Rc::clone(&payload), answered.clone());
+                let payload = Rc::clone(&payload);
+                forwarding::send(Rc::clone(&topology), group, token, payload, deadline, answered.clone());
             }
             Some(forwarded)
         }

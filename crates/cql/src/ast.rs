@@ -547,6 +547,8 @@ pub enum Relation {
     Simple { column: String, op: Operator, value: Term },
     /// `c IN (t1, t2)` or `c IN ?`.
     In { column: String, values: InValues },
+    /// `c NOT IN (t1, t2)` or `c NOT IN ?`: always a filter.
+    NotIn { column: String, values: InValues },
     /// `(c1, c2) op (t1, t2)` or `(c1, c2) op ?`; op is a comparison.
     MultiColumn { columns: Vec<String>, op: Operator, value: Term },
     /// `(c1, c2) IN ((t1, t2), (t3, t4))` or `(c1, c2) IN ?`.
@@ -555,7 +557,8 @@ pub enum Relation {
     Token { columns: Vec<String>, op: Operator, value: Term },
     /// `c IS NOT NULL` (materialized-view syntax, accepted for completeness).
     IsNotNull { column: String },
-    /// `m[key] op term`: a map's entry (a filter).
+    /// `m[key] op term` or `l[index] op term`: a map's entry or a list's
+    /// element (a filter).
     Element { column: String, key: Term, op: Operator, value: Term },
 }
 
@@ -576,7 +579,8 @@ pub enum Operator {
     Ge,
     Ne,
     In,
-    /// `NOT IN`: only in an `IF` condition, as ScyllaDB's grammar has it.
+    /// `NOT IN`, in an `IF` condition (a WHERE clause's is
+    /// [`Relation::NotIn`]).
     NotIn,
     Contains,
     ContainsKey,

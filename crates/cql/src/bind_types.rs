@@ -176,7 +176,7 @@ impl Collector<'_> {
                     let ty = self.column_type(column);
                     self.term(value, column, &ty);
                 }
-                Relation::In { column, values } => {
+                Relation::In { column, values } | Relation::NotIn { column, values } => {
                     let ty = self.column_type(column);
                     match values {
                         InValues::Bind(i) => self.mark(*i, &format!("in({column})"), &CqlType::List(Box::new(ty))),
@@ -209,12 +209,17 @@ impl Collector<'_> {
                     }
                 }
                 Relation::IsNotNull { .. } => {}
-                Relation::Element { column, key, value, .. } => {
-                    if let CqlType::Map(k, v) = self.column_type(column).unfrozen() {
+                Relation::Element { column, key, value, .. } => match self.column_type(column).unfrozen() {
+                    CqlType::Map(k, v) => {
                         self.term(key, &format!("key({column})"), k);
                         self.term(value, &format!("value({column})"), v);
                     }
-                }
+                    CqlType::List(elem) => {
+                        self.term(key, &format!("idx({column})"), &CqlType::Int);
+                        self.term(value, &format!("value({column})"), elem);
+                    }
+                    _ => {}
+                },
             }
         }
     }

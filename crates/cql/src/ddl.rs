@@ -611,7 +611,7 @@ pub fn table_options(options: &Options, mut base: TableOptions) -> CqlResult<(Ta
             }
             ("caching", OptionValue::Map(m)) => base.caching = m.iter().cloned().collect(),
             ("compaction", OptionValue::Map(m)) => base.compaction = compaction_options(m)?,
-            ("compression", OptionValue::Map(m)) => base.compression = m.iter().cloned().collect(),
+            ("compression", OptionValue::Map(m)) => base.compression = compression_options(m)?,
             ("id", _) => {
                 id = Some(Uuid::parse_str(&text).map_err(|_| CqlError::Syntax(format!("Invalid table id {text}")))?)
             }
@@ -636,6 +636,27 @@ pub fn table_options(options: &Options, mut base: TableOptions) -> CqlResult<(Ta
         return Err(invalid("default_time_to_live must be greater than or equal to 0"));
     }
     Ok((base, id))
+}
+
+/// The `compression` map, refusing sub-options no compressor knows, as
+/// ScyllaDB's `compression_parameters::validate_options` does (its keys,
+/// Cassandra 3+'s `class`, `enabled` and `min_compress_ratio`, and zstd's
+/// `compression_level`).
+fn compression_options(entries: &[(String, String)]) -> CqlResult<BTreeMap<String, String>> {
+    const KNOWN: [&str; 8] = [
+        "sstable_compression",
+        "class",
+        "chunk_length_in_kb",
+        "chunk_length_kb",
+        "crc_check_chance",
+        "enabled",
+        "min_compress_ratio",
+        "compression_level",
+    ];
+    match entries.iter().find(|(key, _)| !KNOWN.contains(&key.as_str())) {
+        Some((key, _)) => Err(CqlError::Config(format!("Unknown compression option '{key}'."))),
+        None => Ok(entries.iter().cloned().collect()),
+    }
 }
 
 fn compaction_options(entries: &[(String, String)]) -> CqlResult<BTreeMap<String, String>> {

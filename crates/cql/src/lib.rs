@@ -20,6 +20,7 @@ pub mod describe;
 mod dropped_columns;
 mod durations;
 pub mod error;
+mod filter_relations;
 pub mod functions;
 mod index_ddl;
 pub mod json;

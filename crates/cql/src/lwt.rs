@@ -27,7 +27,7 @@ use crate::ast::{ColumnCondition, Condition, Operator, Statement, Term};
 use crate::error::{invalid, CqlError, CqlResult};
 use crate::result::{ColumnSpec, QueryResult, Rows};
 use crate::select::column_value;
-use crate::values::{collection_items, eval, validate_value, Bindings, BoundValue, Receiver};
+use crate::values::{eval, validate_value, Bindings, BoundValue, Receiver};
 
 /// One statement of a write that may be conditional (a statement alone,
 /// or one of a batch): the row it names and its condition, if any.
@@ -239,21 +239,26 @@ fn column_check(meta: &TableMeta, condition: &ColumnCondition, bindings: Binding
             terms.iter().map(|t| condition_value(t, receiver, bindings)).collect::<CqlResult<_>>()?
         }
         (Operator::In | Operator::NotIn, term) => {
-            // Elements are checked one by one: drivers send a null element
-            // of a bound list as an empty value (the Python driver does),
-            // which stands for null where the type has no empty value, as
-            // ScyllaDB takes it.
+            // Elements are checked one by one, and a null one is a null
+            // candidate, as ScyllaDB takes it: the Rust driver sends it as
+            // null, the Python driver as an empty value (which stands for
+            // null where the type has no empty value).
             let list_ty = CqlType::List(Box::new(CqlType::Blob));
-            let list = match eval(term, Receiver { name, ty: &list_ty }, bindings)? {
-                BoundValue::Value(list) => list,
-                _ => return Err(invalid(format!("Invalid null list in IN condition on {name}"))),
+            let list = match term {
+                Term::Bind(index) => bindings.values.get(*index).cloned().unwrap_or(BoundValue::Unset),
+                _ => eval(term, Receiver { name, ty: &list_ty }, bindings)?,
             };
-            let element = |item: Bytes| match validate_value(ty, &item) {
-                Ok(()) => Ok(Some(item)),
-                Err(_) if item.is_empty() => Ok(None),
-                Err(e) => Err(invalid(format!("Exception while binding column {name}: {e}"))),
+            let BoundValue::Value(list) = list else {
+                return Err(invalid(format!("Invalid null list in IN condition on {name}")));
             };
-            collection_items(&list).into_iter().map(element).collect::<CqlResult<_>>()?
+            let binding_error = |e| invalid(format!("Exception while binding column {name}: {e}"));
+            let element = |item: Option<&[u8]>| match item.map(|i| (i, validate_value(ty, i))) {
+                Some((item, Ok(()))) => Ok(Some(list.slice_ref(item))),
+                None | Some(([], Err(_))) => Ok(None),
+                Some((_, Err(e))) => Err(binding_error(e)),
+            };
+            let items = shoal_schema::collection::list_items_with_nulls(&list, &list_ty).map_err(binding_error)?;
+            items.into_iter().map(element).collect::<CqlResult<_>>()?
         }
         (Operator::Eq | Operator::Ne | Operator::Lt | Operator::Le | Operator::Gt | Operator::Ge, term) => {
             let value = condition_value(term, receiver, bindings)?;

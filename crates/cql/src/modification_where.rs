@@ -27,10 +27,17 @@ pub fn check(meta: &TableMeta, relations: &[Relation]) -> CqlResult<()> {
                     op.text()
                 )))
             }
-            Relation::Simple { column, op, .. } => {
+            Relation::Simple { column, .. } | Relation::NotIn { column, .. } => {
                 let Some(meta_column) = meta.column(column) else { continue };
+                let op = match relation {
+                    Relation::Simple { op, .. } => op,
+                    _ => &Operator::NotIn,
+                };
                 match (meta_column.kind, op) {
-                    (ColumnKind::PartitionKey, Operator::Lt | Operator::Le | Operator::Gt | Operator::Ge) => {
+                    (
+                        ColumnKind::PartitionKey,
+                        Operator::Lt | Operator::Le | Operator::Gt | Operator::Ge | Operator::NotIn,
+                    ) => {
                         return Err(invalid(
                             "Only EQ and IN relation are supported on the partition key (unless you use the token() function)",
                         ))

@@ -362,7 +362,9 @@ async fn execute_parsed(
                 consistency: options.consistency,
                 trace: options.trace.as_ref(),
             };
-            let rows = select::execute(&compiled, Arc::clone(&schema), s, select_options).await?;
+            // Boxed: a SELECT's state is ~4 KB, and inline every request's
+            // future, writes included, was that large.
+            let rows = Box::pin(select::execute(&compiled, Arc::clone(&schema), s, select_options)).await?;
             // SELECT JSON is the plain SELECT with each row then rendered
             // as one JSON object, so it pages and aggregates alike.
             let meta = &compiled.meta;

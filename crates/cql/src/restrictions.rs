@@ -19,6 +19,7 @@ use shoal_schema::{ClusteringOrder, ColumnKind, ColumnMeta, CqlType, TableMeta};
 
 use crate::ast::{InValues, Operator, Relation, Term};
 use crate::error::{invalid, CqlError, CqlResult};
+use crate::filter_relations;
 use crate::values::{collection_items, eval, eval_required, Bindings, BoundValue, Receiver};
 
 /// Combinations of IN values above this are refused (Cassandra's
@@ -230,6 +231,11 @@ impl<'a> Analysis<'a> {
                     Ok(())
                 }
             }
+            Relation::NotIn { column, values } => {
+                let (index, meta) = self.column(column)?;
+                self.filters.push(filter_relations::not_in(index, meta, values, self.bindings)?);
+                Ok(())
+            }
             Relation::Token { columns, op, value } => self.token(columns, *op, value),
             Relation::MultiColumn { columns, op, value } => {
                 self.multi_column(columns, *op, std::slice::from_ref(value), None)
@@ -243,7 +249,8 @@ impl<'a> Analysis<'a> {
             ))),
             Relation::Element { column, key, op, value } => {
                 let (index, meta) = self.column(column)?;
-                self.map_entry(index, meta, key, *op, value)
+                self.filters.push(filter_relations::subscript(index, meta, key, *op, value, self.bindings)?);
+                Ok(())
             }
         }
     }
@@ -251,6 +258,12 @@ impl<'a> Analysis<'a> {
     fn simple(&mut self, index: usize, column: &ColumnMeta, op: Operator, term: &Term) -> CqlResult<()> {
         if op == Operator::Ne {
             return Err(invalid(format!("Unsupported \"!=\" relation: {} != {term}", column.name)));
+        }
+        // Before the collection check, as ScyllaDB prepares it: a
+        // collection is no string.
+        if op == Operator::Like {
+            self.filters.push(filter_relations::like(index, column, term, self.bindings)?);
+            return Ok(());
         }
         if op != Operator::Contains && op != Operator::ContainsKey {
             check_not_collection(column, op.text())?;
@@ -285,7 +298,9 @@ impl<'a> Analysis<'a> {
                 return Ok(());
             }
             Operator::In | Operator::NotIn | Operator::Like => {
-                return Err(invalid(format!("Unsupported operator on column {}", column.name)))
+                // IN and NOT IN parse as relations of their own; LIKE is
+                // taken above.
+                return Err(invalid(format!("Unsupported operator on column {}", column.name)));
             }
         };
         if !column.kind.is_primary_key() {
@@ -315,64 +330,15 @@ impl<'a> Analysis<'a> {
         }
     }
 
-    /// `m[key] = value`: a filter on a map's entry, as Cassandra takes it
-    /// (only `=`, only on maps).
-    fn map_entry(
-        &mut self,
-        index: usize,
-        column: &ColumnMeta,
-        key: &Term,
-        op: Operator,
-        value: &Term,
-    ) -> CqlResult<()> {
-        let (key_ty, value_ty) = match column.ty.unfrozen() {
-            CqlType::Map(..) if matches!(column.ty, CqlType::Frozen(_)) => {
-                return Err(invalid(format!(
-                    "Map-entry equality predicates on frozen map column {} are not supported",
-                    column.name
-                )))
-            }
-            CqlType::Map(key_ty, value_ty) => (key_ty, value_ty),
-            // ScyllaDB filters on list elements; Shoal not yet.
-            CqlType::List(_) => {
-                return Err(invalid(format!(
-                    "Invalid element access syntax for non-map column {} of type {}",
-                    column.name, column.ty
-                )))
-            }
-            _ => return Err(invalid(format!("Column {} of type {} cannot be subscripted", column.name, column.ty))),
-        };
-        if op != Operator::Eq {
-            return Err(invalid(format!("Only EQ relations are supported on map entries (on {})", column.name)));
-        }
-        let key_name = format!("key({})", column.name);
-        let value_name = format!("value({})", column.name);
-        let key = eval(key, Receiver { name: &key_name, ty: key_ty }, self.bindings)?;
-        let value = eval(value, Receiver { name: &value_name, ty: value_ty }, self.bindings)?;
-        // A null key or value (`m[null] = 3`) matches nothing, as ScyllaDB has it.
-        let filter = match (key, value) {
-            (BoundValue::Unset, _) => {
-                return Err(invalid(format!("Unsupported unset map key for column {}", column.name)))
-            }
-            (_, BoundValue::Unset) => {
-                return Err(invalid(format!("Unsupported unset map value for column {}", column.name)))
-            }
-            (BoundValue::Value(key), BoundValue::Value(value)) => {
-                RowFilter { column: index, op: FilterOp::EntryEq, values: vec![key, value] }
-            }
-            _ => matches_nothing(index),
-        };
-        self.filters.push(filter);
-        Ok(())
-    }
-
+    /// `=` or `IN` on a key column. Several on one column select the values
+    /// all of them name (`c = 1 AND c IN (1, 2)` is `c = 1`, `c = 1 AND c
+    /// = 2` nothing): ScyllaDB's extension, where Cassandra refuses.
     fn restrict_equal(&mut self, index: usize, column: &ColumnMeta, values: Vec<Bytes>) -> CqlResult<()> {
-        if self.equal.insert(index, values).is_some() {
-            return Err(invalid(format!(
-                "{} cannot be restricted by more than one relation if it includes an Equal",
-                column.name
-            )));
-        }
+        let ty = column.ty.unfrozen();
+        self.equal
+            .entry(index)
+            .and_modify(|held| held.retain(|v| values.iter().any(|w| compare(ty, v, w).is_eq())))
+            .or_insert(values);
         Ok(())
     }
 
@@ -591,7 +557,13 @@ impl<'a> Analysis<'a> {
         let mut used = 0;
         for index in &ck {
             match self.equal.remove(index) {
-                Some(values) => {
+                Some(mut values) => {
+                    // Slices beside `=`/`IN` on the same column narrow its
+                    // values (ScyllaDB's extension: `c = 1 AND c > 0`).
+                    if let Some(bounds) = self.slices.remove(index) {
+                        let ty = self.meta.columns[*index].ty.unfrozen();
+                        values.retain(|v| bounds.iter().all(|(op, bound)| holds(compare(ty, v, bound), *op)));
+                    }
                     prefix_values.push(values);
                     used += 1;
                 }
@@ -733,6 +705,18 @@ impl<'a> Analysis<'a> {
             }
             (None, None) => Ok((None, vec![ClusteringRange::all()], false)),
         }
+    }
+}
+
+/// Whether a value ordered `ordering` against a bound satisfies `value op
+/// bound`, for a slice operator.
+fn holds(ordering: std::cmp::Ordering, op: Operator) -> bool {
+    match op {
+        Operator::Lt => ordering.is_lt(),
+        Operator::Le => ordering.is_le(),
+        Operator::Gt => ordering.is_gt(),
+        Operator::Ge => ordering.is_ge(),
+        _ => ordering.is_eq(),
     }
 }
 
@@ -935,17 +919,17 @@ pub(crate) fn contained_type(column: &ColumnMeta, op: Operator) -> CqlResult<Cql
 
 /// A filter no row passes: equal to one of no values. What a comparison
 /// with null selects.
-fn matches_nothing(column: usize) -> RowFilter {
+pub(crate) fn matches_nothing(column: usize) -> RowFilter {
     RowFilter { column, op: FilterOp::In, values: Vec::new() }
 }
 
-fn unset_error(column: &str) -> crate::error::CqlError {
+pub(crate) fn unset_error(column: &str) -> crate::error::CqlError {
     invalid(format!("Invalid unset value for column {column}"))
 }
 
 /// A non-frozen collection is compared only by CONTAINS, CONTAINS KEY and
-/// `m[key] =` (Cassandra's and ScyllaDB's refusal).
-fn check_not_collection(column: &ColumnMeta, op: &str) -> CqlResult<()> {
+/// a subscript (Cassandra's and ScyllaDB's refusal).
+pub(crate) fn check_not_collection(column: &ColumnMeta, op: &str) -> CqlResult<()> {
     match column.ty {
         CqlType::List(_) | CqlType::Set(_) | CqlType::Map(..) => Err(invalid(format!(
             "Collection column '{}' ({}) cannot be restricted by a '{op}' relation",
@@ -1073,6 +1057,31 @@ mod tests {
             .filter(|(key, _)| restrictions.clustering_ranges.iter().any(|r| r.contains(key)))
             .map(|(_, bc)| bc)
             .collect()
+    }
+
+    #[test]
+    fn several_restrictions_on_one_key_column_intersect() {
+        let meta = table("CREATE TABLE t (a int, b int, c int, PRIMARY KEY (a, b, c))");
+        assert_eq!(selected(&meta, "a = 0 AND b = 1 AND b > 0"), [(1, 0), (1, 1), (1, 2)]);
+        assert_eq!(selected(&meta, "a = 0 AND b > 0 AND b = 1"), [(1, 0), (1, 1), (1, 2)]);
+        assert!(selected(&meta, "a = 0 AND b = 0 AND b > 0").is_empty());
+        assert!(selected(&meta, "a = 0 AND b = 1 AND b = 2").is_empty());
+        assert_eq!(selected(&meta, "a = 0 AND b IN (0, 1, 2) AND b IN (2, 0) AND b < 2"), [(0, 0), (0, 1), (0, 2)]);
+        assert_eq!(selected(&meta, "a = 0 AND b = 1 AND c > 0 AND c >= 2"), [(1, 2)]);
+        let where_clause = |text: &str| {
+            let text = format!("SELECT * FROM t WHERE {text}");
+            match crate::parser::parse_statement(&text).map(|p| p.statement) {
+                Ok(crate::ast::Statement::Select(select)) => select.where_clause,
+                _ => panic!("not a select: {text}"),
+            }
+        };
+        let none = Bindings { values: &[] };
+        let r = analyze(&meta, &where_clause("a = 0 AND b = 1 AND b >= 1"), none).expect("valid");
+        assert!(!r.needs_filtering);
+        let r = analyze(&meta, &where_clause("a = 0 AND a = 1"), none).expect("valid");
+        assert!(matches!(r.partitions, PartitionRestriction::Keys(keys) if keys.is_empty()));
+        let r = analyze(&meta, &where_clause("a IN (0, 1) AND a = 1"), none).expect("valid");
+        assert!(matches!(r.partitions, PartitionRestriction::Keys(keys) if keys.len() == 1));
     }
 
     #[test]

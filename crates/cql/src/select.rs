@@ -589,6 +589,7 @@ fn distinct_restrictable(meta: &TableMeta, relations: &[Relation]) -> bool {
     relations.iter().all(|relation| match relation {
         Relation::Simple { column, .. }
         | Relation::In { column, .. }
+        | Relation::NotIn { column, .. }
         | Relation::IsNotNull { column }
         | Relation::Element { column, .. } => allowed(column),
         Relation::MultiColumn { columns, .. } | Relation::MultiColumnIn { columns, .. } => columns.iter().all(allowed),

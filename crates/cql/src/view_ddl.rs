@@ -319,7 +319,9 @@ fn check_where_clause(base: &TableMeta, s: &CreateView, key: &[&str]) -> CqlResu
                 return Err(invalid("Cannot use token relation when defining a materialized view"));
             }
             Relation::IsNotNull { column } | Relation::Element { column, .. } => vec![column],
-            Relation::Simple { column, .. } | Relation::In { column, .. } => vec![column],
+            Relation::Simple { column, .. } | Relation::In { column, .. } | Relation::NotIn { column, .. } => {
+                vec![column]
+            }
             Relation::MultiColumn { columns, .. } | Relation::MultiColumnIn { columns, .. } => columns.iter().collect(),
         };
         for column in &columns {
@@ -388,6 +390,8 @@ fn restriction(base: &TableMeta, relation: &Relation) -> CqlResult<Option<ViewRe
             let values = in_terms(values)?.iter().map(|t| tuple(columns, t)).collect::<CqlResult<_>>()?;
             (columns.clone(), Comparison::In, values)
         }
+        // comparison() refuses NOT IN, with the text that names it.
+        Relation::NotIn { column, .. } => (vec![column.clone()], comparison(Operator::NotIn)?, Vec::new()),
         Relation::Element { .. } | Relation::Token { .. } => {
             return Err(invalid("Only comparisons (=, !=, <, <=, >, >=, IN) can restrict a materialized view"))
         }
@@ -450,6 +454,7 @@ fn render_relation(relation: &Relation) -> String {
         Relation::IsNotNull { column } => format!("{} IS NOT NULL", maybe_quote(column)),
         Relation::Simple { column, op, value } => format!("{} {} {value}", maybe_quote(column), op.text()),
         Relation::In { column, values } => format!("{} IN ({})", maybe_quote(column), list(values)),
+        Relation::NotIn { column, values } => format!("{} NOT IN ({})", maybe_quote(column), list(values)),
         Relation::MultiColumn { columns, op, value } => format!("({}) {} {value}", names(columns), op.text()),
         Relation::MultiColumnIn { columns, values } => format!("({}) IN ({})", names(columns), list(values)),
         Relation::Element { column, key, op, value } => {

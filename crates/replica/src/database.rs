@@ -44,6 +44,7 @@ use crate::mutation::Mutation;
 use crate::partition_lock::{PartitionGuard, PartitionLocks};
 use crate::paxos::{self, PAXOS_TABLE};
 use crate::read::{self, PartitionSelection, ReadCommand, ReadResult};
+use crate::share_control::StaticShares;
 use crate::top_partitions::{Sampler, TopPartitions};
 use crate::view_update::{self, View};
 use crate::write_gate::WriteGate;
@@ -93,6 +94,9 @@ pub struct StorageConfig {
     /// This shard's share of `in_memory_storage_size_mb`: what its
     /// `in_memory` tables may hold, in memtables and cache together.
     pub in_memory_limit_bytes: usize,
+    /// Fixed shares in place of the backlog controllers (contrast
+    /// benchmarks only).
+    pub static_shares: StaticShares,
 }
 
 /// What a write applied with [`Database::apply_unsynced`] waits for before
@@ -882,7 +886,7 @@ impl Database {
         );
         *self.commitlog.borrow_mut() = Some(log);
         shoal_runtime::spawn(async { local().compaction_loop().await });
-        shoal_runtime::spawn(crate::share_control::run(|| {
+        shoal_runtime::spawn(crate::share_control::run(config.static_shares, || {
             let db = local();
             let budget_bytes = db.memtable_budget_bytes().filter(|b| *b > 0)?;
             let backlog_bytes = db.tables().values().map(|t| shoal_storage::compaction::backlog_bytes(t)).sum();

@@ -10,6 +10,7 @@ use shoal_schema::value::compare;
 use shoal_schema::{ColumnKind, CqlType, TableMeta};
 
 use crate::database::ReplicaError;
+use crate::like::like;
 use crate::read::ResultRow;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -28,6 +29,14 @@ pub enum FilterOp {
     ContainsKey,
     /// A map whose entry at `values[0]` is `values[1]` (`m[k] = v`).
     EntryEq,
+    /// A string matching the `LIKE` pattern `values[0]`.
+    Like,
+    /// Equal to none of the values (`NOT IN`); a null is in no list and
+    /// out of none, so it does not match, as in ScyllaDB.
+    NotIn,
+    /// A list whose element at index `values[0]` (an int) is `values[1]`
+    /// (`l[i] = v`); an index out of the list matches nothing.
+    ElementEq,
 }
 
 /// `column op values` on the table's column at index `column`.
@@ -73,6 +82,9 @@ fn matches(meta: &TableMeta, filter: &RowFilter, row: &ResultRow) -> Result<bool
         FilterOp::Gt => ordering() == Ordering::Greater,
         FilterOp::Ge => ordering() != Ordering::Less,
         FilterOp::In => filter.values.iter().any(|v| compare(ty, value, v) == Ordering::Equal),
+        FilterOp::NotIn => filter.values.iter().all(|v| compare(ty, value, v) != Ordering::Equal),
+        FilterOp::Like => like(first, value),
+        FilterOp::ElementEq => list_element_is(ty, value, &filter.values),
         FilterOp::Contains => collection_contains(ty, value, first, false),
         FilterOp::ContainsKey => collection_contains(ty, value, first, true),
         FilterOp::EntryEq => match (ty, &filter.values[..]) {
@@ -85,6 +97,18 @@ fn matches(meta: &TableMeta, filter: &RowFilter, row: &ResultRow) -> Result<bool
             _ => false,
         },
     })
+}
+
+/// `l[index] = wanted` on a serialized list, `values` being the index (a
+/// 4-byte int) and `wanted`.
+fn list_element_is(ty: &CqlType, list: &[u8], values: &[Bytes]) -> bool {
+    let (CqlType::List(elem_ty), [index, wanted]) = (ty, values) else { return false };
+    let Ok(index) = <[u8; 4]>::try_from(&index[..]).map(i32::from_be_bytes) else { return false };
+    let Ok(index) = usize::try_from(index) else { return false };
+    Items::new(list)
+        .nth(index)
+        .flatten()
+        .is_some_and(|element| compare(elem_ty.unfrozen(), element, wanted) == Ordering::Equal)
 }
 
 /// Walks a serialized list, set or map looking for `needle` among its
@@ -102,4 +126,26 @@ fn collection_contains(ty: &CqlType, collection: &[u8], needle: &[u8], keys: boo
         .enumerate()
         .filter(|(i, _)| !is_map || i.is_multiple_of(2) == keys)
         .any(|(_, element)| compare(elem_ty.unfrozen(), element, needle) == Ordering::Equal)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use shoal_schema::collection;
+
+    #[test]
+    fn list_elements_by_index() {
+        let ty = CqlType::List(Box::new(CqlType::Text));
+        let list = collection::serialize([Some(&b"zero"[..]), Some(&b"one"[..])], 2);
+        let at = |index: i32, wanted: &'static [u8]| {
+            list_element_is(&ty, &list, &[Bytes::copy_from_slice(&index.to_be_bytes()), Bytes::from_static(wanted)])
+        };
+        assert!(at(0, b"zero"));
+        assert!(at(1, b"one"));
+        assert!(!at(1, b"zero"));
+        assert!(!at(2, b"one"));
+        assert!(!at(-1, b"one"));
+        // Not a 4-byte index: nothing.
+        assert!(!list_element_is(&ty, &list, &[Bytes::from_static(b"x"), Bytes::from_static(b"one")]));
+    }
 }

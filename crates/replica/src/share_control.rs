@@ -8,6 +8,10 @@
 //! to the I/O class, so compaction speeds up on both when it falls behind
 //! and stays out of the queries' way when it does not.
 //!
+//! ScyllaDB's `compaction_static_shares` and `memtable_flush_static_shares`
+//! ([`StaticShares`]) pin a group's shares instead, for benchmarks that
+//! show what the controller changes.
+//!
 //! Seen in `/metrics`: `scylla_scheduler_shares{group="compaction"}` and
 //! `{group="memtable"}`, `shoal_io_queue_shares{class=...}`, and the inputs
 //! `scylla_compaction_manager_backlog` (bytes) and
@@ -35,6 +39,13 @@ fn set(gauge: &Gauge, value: i64) {
     gauge.add(value - gauge.get());
 }
 
+/// Fixed shares that replace a controller; `None`: the controller.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct StaticShares {
+    pub compaction: Option<u32>,
+    pub flush: Option<u32>,
+}
+
 /// What the controllers read each period (the database's figures, passed
 /// in so this module names nothing above it).
 pub(crate) struct Readings {
@@ -46,8 +57,9 @@ pub(crate) struct Readings {
 }
 
 /// Runs the controllers on this shard, on what `read` answers (`None`:
-/// no budget yet, nothing to control). Never returns.
-pub(crate) async fn run(read: impl Fn() -> Option<Readings>) {
+/// no budget yet, nothing to control); a group with static shares keeps
+/// them. Never returns.
+pub(crate) async fn run(statics: StaticShares, read: impl Fn() -> Option<Readings>) {
     let compaction = Controller::new(&COMPACTION_POINTS);
     let flush = Controller::new(&FLUSH_POINTS);
     let inputs = Inputs {
@@ -69,8 +81,10 @@ pub(crate) async fn run(read: impl Fn() -> Option<Readings>) {
         let dirty = memtable_bytes as f64 / budget_bytes as f64;
         set(&inputs.backlog_bytes, backlog_bytes as i64);
         set(&inputs.dirty_permille, (dirty * 1000.0) as i64);
-        apply(Group::Compaction, IoClass::Compaction, compaction.shares(backlog_bytes / budget_bytes as f64));
-        apply(Group::Flush, IoClass::Flush, flush.shares(dirty));
+        let compaction_shares =
+            statics.compaction.unwrap_or_else(|| compaction.shares(backlog_bytes / budget_bytes as f64));
+        apply(Group::Compaction, IoClass::Compaction, compaction_shares);
+        apply(Group::Flush, IoClass::Flush, statics.flush.unwrap_or_else(|| flush.shares(dirty)));
     }
 }
 

@@ -199,6 +199,13 @@ impl CpuFair {
         }
     }
 
+    /// CPU time used so far by the groups other than `group`, ns (a wait
+    /// that sees it unchanged over a slice ends: the core was idle).
+    pub fn others_runtime_ns(&self, group: Group) -> u64 {
+        let others = self.groups.iter().enumerate().filter(|(i, _)| *i != group.index());
+        others.map(|(_, g)| g.runtime_ns).fold(0, u64::saturating_add)
+    }
+
     fn others_active(&self, group: Group) -> impl Iterator<Item = &GroupStats> {
         self.groups.iter().enumerate().filter(move |(i, g)| *i != group.index() && g.active > 0).map(|(_, g)| g)
     }

@@ -12,6 +12,10 @@
 //!   them by more than a task quota, they sleep on the reactor for as long
 //!   as the others need to catch up, so the core goes to the requests.
 //!   Foreground work never waits here.
+//! - The core never idles for fairness: a wait is slept in slices of
+//!   [`WAIT_SLICE`], and ends after a slice in which the other groups used
+//!   no CPU. Their work is then blocked, perhaps on this group's own (writes
+//!   waiting for memtable room wait for the flush that gave way to them).
 //! - Everything is this thread's state: no locks, no sharing between
 //!   shards but the on/off switch written once at start.
 //!
@@ -150,10 +154,28 @@ pub async fn maybe_yield() {
         return;
     };
     let started = Instant::now();
-    crate::time::sleep(Duration::from_nanos(wait_ns)).await;
+    let deadline = started + Duration::from_nanos(wait_ns);
+    let mut others_ns = with_fair(|fair| fair.others_runtime_ns(group));
+    // Bounded: each slice ends nearer the deadline, at most MAX_WAIT_NS away.
+    loop {
+        let left = deadline.saturating_duration_since(Instant::now());
+        if left.is_zero() {
+            break;
+        }
+        crate::time::sleep(left.min(WAIT_SLICE)).await;
+        let now_ns = with_fair(|fair| fair.others_runtime_ns(group));
+        if now_ns == others_ns {
+            break; // They had the core and did not use it.
+        }
+        others_ns = now_ns;
+    }
     let waited = u64::try_from(started.elapsed().as_nanos()).unwrap_or(u64::MAX);
     with_fair(|fair| fair.waited(group, waited));
 }
+
+/// The slice a wait is slept in ([`maybe_yield`]): half Seastar's task
+/// quota, so an idle core is noticed within a fraction of a task's run.
+pub const WAIT_SLICE: Duration = Duration::from_micros(250);
 
 /// Every group's figures on this shard (metrics); `None` before the
 /// scheduler was first used here.
@@ -186,6 +208,41 @@ mod tests {
             assert!(after.tasks >= before.tasks + 2, "two polls: before and after the yield");
             assert_eq!(current_group(), None);
         });
+    }
+
+    /// A compaction that ran far past its share beside `statements`, then
+    /// reached a yield point: how long it gave the core back.
+    fn wait_beside(statements: impl Future<Output = ()> + 'static) -> Duration {
+        compio::runtime::Runtime::new().expect("a runtime").block_on(async {
+            set_shares(Group::Compaction, 50);
+            let statements = compio::runtime::spawn(in_group(Group::Statements, statements));
+            let waited = in_group(Group::Compaction, async {
+                std::thread::sleep(Duration::from_millis(5));
+                let started = Instant::now();
+                maybe_yield().await;
+                started.elapsed()
+            })
+            .await;
+            drop(statements);
+            waited
+        })
+    }
+
+    #[test]
+    fn a_wait_lasts_while_the_others_use_the_core_and_ends_when_they_stop() {
+        // Requests that keep running: the compaction waits for them (its
+        // 5 ms at 50 shares is 100 ms of theirs, capped at MAX_WAIT_NS).
+        let busy = wait_beside(async {
+            loop {
+                std::thread::sleep(Duration::from_micros(200));
+                crate::task::yield_now().await;
+            }
+        });
+        assert!(busy >= Duration::from_millis(10), "waited only {busy:?} beside running requests");
+        // Requests that wait on something (the flush, the disk): the core
+        // would idle, so the wait ends after a slice.
+        let blocked = wait_beside(std::future::pending());
+        assert!(blocked < Duration::from_millis(5), "waited {blocked:?} beside blocked requests");
     }
 
     #[test]

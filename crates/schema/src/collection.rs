@@ -17,7 +17,7 @@ use std::cmp::Ordering;
 use bytes::{BufMut, Bytes, BytesMut};
 
 use crate::types::CqlType;
-use crate::value::{compare, Reader};
+use crate::value::{compare, Reader, ValueError};
 
 /// The `[bytes]` items of a serialized collection, in order: a list or
 /// set's elements, a map's keys and values alternating. `None` is null.
@@ -59,6 +59,17 @@ impl<'a> Iterator for Items<'a> {
         }
         item
     }
+}
+
+/// The elements of a serialized list, checked for layout, where an element
+/// may be null (`None`): a stored list may not hold one, but a bound list
+/// of `IF c IN ?` candidates may, and ScyllaDB takes a null candidate.
+pub fn list_items_with_nulls<'a>(value: &'a [u8], ty: &CqlType) -> Result<Vec<Option<&'a [u8]>>, ValueError> {
+    let mut reader = Reader::new(value);
+    let count = reader.read_count("list size")?;
+    let items = (0..count).map(|_| reader.read_item("list element")).collect::<Result<Vec<_>, _>>()?;
+    reader.finish(ty)?;
+    Ok(items)
 }
 
 /// A list or set of `count` items (`None`: null) in the wire layout.
@@ -195,6 +206,17 @@ mod tests {
         assert_eq!(normalize(&ty("frozen<set<int>>"), &ints(&[3, -1, 2, 3])), ints(&[-1, 2, 3]));
         // A list keeps its order and duplicates.
         assert_eq!(normalize(&ty("frozen<list<int>>"), &ints(&[3, 1, 3])), ints(&[3, 1, 3]));
+    }
+
+    #[test]
+    fn a_list_read_with_nulls_keeps_them_and_checks_its_layout() {
+        let one = 1i32.to_be_bytes();
+        let list = serialize([Some(&one[..]), None], 2);
+        assert_eq!(list_items_with_nulls(&list, &ty("list<int>")), Ok(vec![Some(&one[..]), None]));
+        assert!(list_items_with_nulls(&list[..list.len() - 1], &ty("list<int>")).is_err());
+        let mut longer = list.to_vec();
+        longer.push(0);
+        assert!(list_items_with_nulls(&longer, &ty("list<int>")).is_err());
     }
 
     fn int_map(entries: &[i32]) -> Bytes {

@@ -74,7 +74,7 @@ fn encode_ascending(ty: &CqlType, v: &[u8], out: &mut Vec<u8>) -> Option<()> {
         CqlType::List(elem) | CqlType::Set(elem) => encode_elements(&[elem], v, out)?,
         CqlType::Map(key, value) => encode_elements(&[key, value], v, out)?,
         CqlType::Tuple(fields) => encode_tuple(fields.iter(), v, out)?,
-        CqlType::Udt(udt) => encode_tuple(udt.field_types(), v, out)?,
+        CqlType::Udt(udt) => encode_user_type(udt.field_types(), v, out)?,
         CqlType::Vector(elem, dimension) => encode_vector(elem, *dimension, v, out)?,
     }
     Some(())
@@ -186,6 +186,36 @@ fn encode_tuple<'t>(fields: impl Iterator<Item = &'t CqlType>, v: &[u8], out: &m
             }
         }
     }
+    reader.is_empty().then_some(())
+}
+
+/// User types: each field up to the last one that is not null, 0x01 for
+/// null or 0x02 and the field, then 0x00. Unlike a tuple's, the encoding
+/// does not depend on how many fields the type has, so a key written before
+/// `ALTER TYPE ... ADD` (no bytes for the new field) and the same key
+/// written after it (its new field null) are one key, as ScyllaDB and
+/// Cassandra take them (cassandra_tests tuples_with_nulls_comparison_test).
+/// Missing and null fields compare equal and before any value, as in
+/// [`value::compare`](crate::value::compare).
+fn encode_user_type<'t>(fields: impl Iterator<Item = &'t CqlType>, v: &[u8], out: &mut Vec<u8>) -> Option<()> {
+    let mut reader = Reader::new(v);
+    // The encoding's end after the last field that is not null.
+    let mut end = out.len();
+    for field in fields {
+        if reader.is_empty() {
+            break;
+        }
+        match reader.read_item("field").ok()? {
+            None => out.push(0x01),
+            Some(raw) => {
+                out.push(0x02);
+                encode_ascending(field, raw, out)?;
+                end = out.len();
+            }
+        }
+    }
+    out.truncate(end);
+    out.push(0x00);
     reader.is_empty().then_some(())
 }
 
@@ -413,6 +443,33 @@ mod tests {
         let mut out = Vec::new();
         encode(ty, v, descending, &mut out);
         out
+    }
+
+    #[test]
+    fn a_user_type_key_is_the_same_before_and_after_a_field_is_added() {
+        let udt = |names: &[&str]| {
+            let fields = names.iter().map(|n| (n.to_string(), CqlType::Int)).collect();
+            CqlType::Frozen(Box::new(CqlType::Udt(std::sync::Arc::new(crate::types::UserType {
+                keyspace: "ks".into(),
+                name: "ut".into(),
+                fields,
+            }))))
+        };
+        let (before, after) = (udt(&["a"]), udt(&["a", "b", "c"]));
+        let value = |items: &[Option<i32>]| {
+            let mut out = bytes::BytesMut::new();
+            items
+                .iter()
+                .for_each(|i| crate::collection::put_item(&mut out, i.map(i32::to_be_bytes).as_ref().map(|b| &b[..])));
+            out.to_vec()
+        };
+        let old = enc(&before, &value(&[Some(1)]), false);
+        assert_eq!(enc(&after, &value(&[Some(1)]), false), old);
+        assert_eq!(enc(&after, &value(&[Some(1), None]), false), old);
+        assert_eq!(enc(&after, &value(&[Some(1), None, None]), false), old);
+        // A value in a new field is another key, after the old one.
+        assert!(enc(&after, &value(&[Some(1), None, Some(0)]), false) > old);
+        assert!(enc(&after, &value(&[None, Some(0)]), false) < old);
     }
 
     #[test]

@@ -46,6 +46,8 @@ pub enum ConfigError {
     InternodeEncryption(String),
     #[error("invalid --{0} '{1}': use on or off")]
     OnOff(&'static str, String),
+    #[error("{0} {1} must be between 0 (the controller) and 1000")]
+    StaticShares(&'static str, u32),
     #[error("io_latency_goal_ms {0} must be between 0.05 and 1000")]
     LatencyGoal(f64),
     #[error("{0}")]
@@ -202,6 +204,14 @@ pub struct ServerArgs {
     /// streaming): on, or off (only for contrast benchmarks) [default: on]
     #[arg(long, env = "SHOAL_CPU_SCHEDULER", help_heading = "Storage")]
     pub cpu_scheduler: Option<String>,
+    /// Fixed shares for compaction instead of its backlog controller, 1-1000
+    /// (ScyllaDB's option; for contrast benchmarks) [default: 0, the controller]
+    #[arg(long, env = "SHOAL_COMPACTION_STATIC_SHARES", help_heading = "Storage")]
+    pub compaction_static_shares: Option<u32>,
+    /// Fixed shares for memtable flush instead of its controller, 1-1000
+    /// (ScyllaDB's option; for contrast benchmarks) [default: 0, the controller]
+    #[arg(long, env = "SHOAL_MEMTABLE_FLUSH_STATIC_SHARES", help_heading = "Storage")]
+    pub memtable_flush_static_shares: Option<u32>,
     /// SSTable and commitlog files bypass the page cache (O_DIRECT): on, or
     /// off (only for contrast benchmarks) [default: on]
     #[arg(long, env = "SHOAL_DIRECT_IO", help_heading = "Storage")]
@@ -365,6 +375,8 @@ struct OptionsFile {
     io_properties_file: Option<PathBuf>,
     io_scheduler_enabled: Option<bool>,
     cpu_scheduler_enabled: Option<bool>,
+    compaction_static_shares: Option<u32>,
+    memtable_flush_static_shares: Option<u32>,
     direct_io: Option<bool>,
     io_latency_goal_ms: Option<f64>,
     memtable_space_in_mb: Option<u64>,
@@ -611,9 +623,24 @@ pub struct Config {
     pub io_scheduler_enabled: bool,
     /// Off only for contrast benchmarks.
     pub cpu_scheduler_enabled: bool,
+    /// Fixed compaction shares in place of its backlog controller (contrast
+    /// benchmarks); `None`: the controller.
+    pub compaction_static_shares: Option<u32>,
+    /// The same for memtable flush.
+    pub memtable_flush_static_shares: Option<u32>,
     /// Off only for contrast benchmarks.
     pub direct_io: bool,
     pub io_latency_goal_us: u64,
+}
+
+/// ScyllaDB's `*_static_shares`: 0 or unset leaves the group to its
+/// backlog controller, 1-1000 fixes its shares.
+fn static_shares(name: &'static str, shares: Option<u32>) -> Result<Option<u32>, ConfigError> {
+    match shares {
+        None | Some(0) => Ok(None),
+        Some(n) if n <= 1000 => Ok(Some(n)),
+        Some(n) => Err(ConfigError::StaticShares(name, n)),
+    }
 }
 
 /// A switch that is on unless the flag (`on`/`off`) or the file says off.
@@ -701,6 +728,12 @@ impl Config {
         }
         let io_scheduler_enabled = on_off("io-scheduler", args.io_scheduler.as_deref(), file.io_scheduler_enabled)?;
         let cpu_scheduler_enabled = on_off("cpu-scheduler", args.cpu_scheduler.as_deref(), file.cpu_scheduler_enabled)?;
+        let compaction_static_shares =
+            static_shares("compaction_static_shares", args.compaction_static_shares.or(file.compaction_static_shares))?;
+        let memtable_flush_static_shares = static_shares(
+            "memtable_flush_static_shares",
+            args.memtable_flush_static_shares.or(file.memtable_flush_static_shares),
+        )?;
         let direct_io = on_off("direct-io", args.direct_io.as_deref(), file.direct_io)?;
         let cross_dc_forwarding =
             on_off("cross-dc-forwarding", args.cross_dc_forwarding.as_deref(), file.cross_dc_forwarding)?;
@@ -713,6 +746,8 @@ impl Config {
             io_properties_file: args.io_properties_file.or(file.io_properties_file),
             io_scheduler_enabled,
             cpu_scheduler_enabled,
+            compaction_static_shares,
+            memtable_flush_static_shares,
             direct_io,
             io_latency_goal_us: (io_latency_goal_ms * 1000.0).round() as u64,
             index_cache_fraction,
@@ -989,6 +1024,22 @@ mod tests {
         for refused in ["SERIAL", "any", "most"] {
             assert!(matches!(levels(None, Some(refused)), Err(ConfigError::ItemConsistency(_))), "{refused}");
         }
+    }
+
+    #[test]
+    fn static_shares_replace_a_controller_only_when_set() {
+        let resolve = |compaction: Option<u32>, flush: Option<u32>| {
+            let args = ServerArgs {
+                smp: Some(1),
+                compaction_static_shares: compaction,
+                memtable_flush_static_shares: flush,
+                ..ServerArgs::default()
+            };
+            Config::resolve(args).map(|c| (c.compaction_static_shares, c.memtable_flush_static_shares))
+        };
+        assert_eq!(resolve(None, None).ok(), Some((None, None)));
+        assert_eq!(resolve(Some(0), Some(1000)).ok(), Some((None, Some(1000))));
+        assert!(matches!(resolve(Some(1001), None), Err(ConfigError::StaticShares("compaction_static_shares", 1001))));
     }
 
     #[test]

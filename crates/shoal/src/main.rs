@@ -232,6 +232,10 @@ async fn open_storage(config: &Config) -> Result<(), String> {
         in_memory_limit_bytes: (config.in_memory_storage_bytes / smp) as usize,
         cache_save_period: (config.row_cache_save_period_s > 0)
             .then(|| std::time::Duration::from_secs(config.row_cache_save_period_s)),
+        static_shares: shoal_replica::StaticShares {
+            compaction: config.compaction_static_shares,
+            flush: config.memtable_flush_static_shares,
+        },
     };
     let started = std::time::Instant::now();
     let reports = futures_util::future::join_all((0..config.smp).map(|shard| {

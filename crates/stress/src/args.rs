@@ -157,6 +157,11 @@ pub struct StressArgs {
     /// CQL: the keyspace's replication factor (SimpleStrategy) when created
     #[arg(long, default_value_t = 1)]
     pub replication_factor: u32,
+    /// CQL: create the table without SSTable compression. The loader's values
+    /// repeat, so compressed they shrink ~9x on disk; a disk-bound run needs
+    /// them at full size
+    #[arg(long)]
+    pub uncompressed: bool,
     /// CQL: consistency level of every operation (ONE, QUORUM, ALL, ...)
     #[arg(long, default_value = "ONE")]
     pub consistency: String,
@@ -227,6 +232,7 @@ pub struct Config {
     pub table: String,
     pub no_schema: bool,
     pub replication_factor: u32,
+    pub uncompressed: bool,
     pub consistency: String,
     pub conditional: bool,
     pub counter: bool,
@@ -326,6 +332,7 @@ impl Config {
             conditional: args.conditional,
             counter: args.counter,
             replication_factor: args.replication_factor,
+            uncompressed: args.uncompressed,
             consistency: args.consistency,
             protocol_version: args.protocol_version,
             user: args.user,

@@ -78,7 +78,8 @@ impl Target {
         let table = format!("{}.{}", config.keyspace, config.table);
         if !config.no_schema {
             let value = if config.counter { "n counter" } else { "v blob" };
-            create_schema(&session, &config.keyspace, &table, value, config.replication_factor).await?;
+            let options = if config.uncompressed { " WITH compression = {'enabled': 'false'}" } else { "" };
+            create_schema(&session, &config.keyspace, &table, value, options, config.replication_factor).await?;
         }
         let condition = if config.conditional { " IF NOT EXISTS" } else { "" };
         let (insert, select) = match config.counter {
@@ -125,12 +126,14 @@ fn consistency_of(name: &str) -> Result<Consistency, StressError> {
     })
 }
 
-/// The keyspace and `table`, its one column besides the key `value` (`v blob`).
+/// The keyspace and `table`, its one column besides the key `value` (`v blob`)
+/// and its `options` (a `WITH` clause or nothing).
 async fn create_schema(
     session: &Session,
     keyspace: &str,
     table: &str,
     value: &str,
+    options: &str,
     rf: u32,
 ) -> Result<(), StressError> {
     let statements = [
@@ -138,7 +141,7 @@ async fn create_schema(
             "CREATE KEYSPACE IF NOT EXISTS {keyspace} \
              WITH replication = {{'class': 'SimpleStrategy', 'replication_factor': {rf}}}"
         ),
-        format!("CREATE TABLE IF NOT EXISTS {table} (pk bigint, ck int, {value}, PRIMARY KEY (pk, ck))"),
+        format!("CREATE TABLE IF NOT EXISTS {table} (pk bigint, ck int, {value}, PRIMARY KEY (pk, ck)){options}"),
     ];
     for statement in statements {
         session

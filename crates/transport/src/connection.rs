@@ -208,18 +208,19 @@ async fn read_loop(
             };
             connection.in_flight.read_one();
             let connection = Rc::clone(connection);
+            let stream = frame.header.stream;
+            // The request's state (KBs) is boxed as it is made, so it is
+            // copied once, into the box; the panic guard, the answer and
+            // the task around it move a pointer. (Built inside an `async`
+            // block instead, it was made on the stack and copied again
+            // into the block's state on the first poll.)
+            let handling = Box::pin(handle(Rc::clone(&connection), frame));
             // In the statements scheduling group: its CPU time is
             // accounted there, and background groups give the core back
             // while requests are under way (`shoal_runtime::sched`).
-            // The request is boxed before it is wrapped, so its state (KBs)
-            // is copied once, into the box, and the wrapper moves a pointer.
             let mut request = shoal_runtime::sched::in_group(
                 shoal_runtime::Group::Statements,
-                Box::pin(async move {
-                    let stream = frame.header.stream;
-                    let response = contained(handle(&connection, frame)).await;
-                    connection.send(stream, response);
-                }),
+                contained(handling).map(move |response| connection.send(stream, response)),
             );
             // Most requests (a read from memtables, a write acknowledged
             // before its fsync) finish without waiting: run them here, and
@@ -304,7 +305,7 @@ fn error_response(error: ErrorBody) -> Response {
     reply(Opcode::Error, body)
 }
 
-async fn handle(connection: &Rc<Connection>, frame: crate::frame::Frame) -> Response {
+async fn handle(connection: Rc<Connection>, frame: crate::frame::Frame) -> Response {
     let compression = connection.compression.get();
     let flags = frame.header.flags;
     let opcode = frame.header.opcode;
@@ -326,7 +327,7 @@ async fn handle(connection: &Rc<Connection>, frame: crate::frame::Frame) -> Resp
         let event = format!("Executing {} on shard {}", opcode_name(opcode), shoal_runtime::this_shard());
         trace.borrow_mut().event(event);
     }
-    let mut response = match execute(connection, request, trace.clone()).await {
+    let mut response = match execute(&connection, request, trace.clone()).await {
         Ok(response) => response,
         Err(e) => error_response(to_error_body(e)),
     };

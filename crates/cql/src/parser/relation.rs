@@ -38,6 +38,12 @@ impl Parser<'_> {
             let values = self.in_values()?;
             return Ok(Relation::In { column, values });
         }
+        if self.is_kw("not") && self.is_kw_at(1, "in") {
+            self.advance();
+            self.advance();
+            let values = self.in_values()?;
+            return Ok(Relation::NotIn { column, values });
+        }
         if self.eat_kw("is") {
             self.expect_kw("not")?;
             self.expect_kw("null")?;

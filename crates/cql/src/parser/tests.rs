@@ -583,6 +583,13 @@ fn token_and_multi_column_relations() {
         .collect();
     assert_eq!(ops, vec![Operator::ContainsKey, Operator::Contains, Operator::Like, Operator::Ne, Operator::Eq]);
     assert!(s.where_clause.contains(&Relation::IsNotNull { column: "v".into() }));
+    let s = select("SELECT * FROM t WHERE v NOT IN (1, 2) AND w NOT IN ? AND l[1] = 'x' ALLOW FILTERING");
+    assert_eq!(
+        s.where_clause[0],
+        Relation::NotIn { column: "v".into(), values: InValues::Terms(vec![lit_int("1"), lit_int("2")]) }
+    );
+    assert_eq!(s.where_clause[1], Relation::NotIn { column: "w".into(), values: InValues::Bind(0) });
+    assert!(matches!(&s.where_clause[2], Relation::Element { column, op: Operator::Eq, .. } if column == "l"));
 }
 
 #[test]

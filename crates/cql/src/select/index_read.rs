@@ -109,6 +109,12 @@ pub(crate) fn choose(
         if index.local && !keyed {
             continue;
         }
+        // In a restricted partition an index on a partition key column has
+        // nothing left to narrow; one on another restricted column serves
+        // (ScyllaDB uses no partition key index once the key is restricted).
+        if keyed && column_meta.kind == ColumnKind::PartitionKey {
+            continue;
+        }
         if keyed {
             return Ok(Some(Served { column, index: index.name.clone(), scan: None }));
         }
