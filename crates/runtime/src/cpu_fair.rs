@@ -191,7 +191,13 @@ impl CpuFair {
         let own = &mut self.groups[group.index()];
         own.waiting = own.waiting.saturating_sub(1);
         own.wait_ns += waited_ns;
-        let floor = own.vruntime;
+        self.offer_unused(group);
+    }
+
+    /// The groups behind `group` were offered the core and did not take
+    /// it: they are raised to its virtual runtime (no credit kept).
+    pub fn offer_unused(&mut self, group: Group) {
+        let floor = self.groups[group.index()].vruntime;
         for (i, other) in self.groups.iter_mut().enumerate() {
             if i != group.index() && other.active > 0 {
                 other.vruntime = other.vruntime.max(floor);

@@ -12,9 +12,9 @@
 //!   them by more than a task quota, they sleep on the reactor for as long
 //!   as the others need to catch up, so the core goes to the requests.
 //!   Foreground work never waits here.
-//! - The core never idles for fairness: a wait is slept in slices of
-//!   [`WAIT_SLICE`], and ends after a slice in which the other groups used
-//!   no CPU. Their work is then blocked, perhaps on this group's own (writes
+//! - The core never idles for fairness: no wait starts when nothing else
+//!   ran during the yield, and a wait is slept in slices of [`WAIT_SLICE`]
+//!   and ends after a slice in which the other groups used no CPU. Their work is then blocked, perhaps on this group's own (writes
 //!   waiting for memtable room wait for the flush that gave way to them).
 //! - Everything is this thread's state: no locks, no sharing between
 //!   shards but the on/off switch written once at start.
@@ -139,9 +139,17 @@ impl<F: Future> Future for InGroup<F> {
 /// core while another group has work under way, gives the core back until
 /// it is fair again. Outside any group it only yields.
 pub async fn maybe_yield() {
+    let group = current_group();
+    let others_before_ns = group.map(|g| with_fair(|fair| fair.others_runtime_ns(g)));
     crate::task::yield_now().await;
-    let Some(group) = current_group() else { return };
+    let (Some(group), Some(others_before_ns)) = (group, others_before_ns) else { return };
     if !enabled() {
+        return;
+    }
+    let mut others_ns = with_fair(|fair| fair.others_runtime_ns(group));
+    if others_ns == others_before_ns {
+        // Nothing else ran while this stood aside: the core is not wanted.
+        with_fair(|fair| fair.offer_unused(group));
         return;
     }
     let Some(wait_ns) = with_fair(|fair| {
@@ -155,7 +163,6 @@ pub async fn maybe_yield() {
     };
     let started = Instant::now();
     let deadline = started + Duration::from_nanos(wait_ns);
-    let mut others_ns = with_fair(|fair| fair.others_runtime_ns(group));
     // Bounded: each slice ends nearer the deadline, at most MAX_WAIT_NS away.
     loop {
         let left = deadline.saturating_duration_since(Instant::now());
@@ -242,7 +249,7 @@ mod tests {
         // Requests that wait on something (the flush, the disk): the core
         // would idle, so the wait ends after a slice.
         let blocked = wait_beside(std::future::pending());
-        assert!(blocked < Duration::from_millis(5), "waited {blocked:?} beside blocked requests");
+        assert!(blocked < Duration::from_millis(1), "waited {blocked:?} beside blocked requests");
     }
 
     #[test]
