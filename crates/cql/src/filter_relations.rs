@@ -10,7 +10,6 @@ use shoal_schema::{ColumnMeta, CqlType};
 
 use crate::ast::{InValues, Operator, Term};
 use crate::error::{invalid, CqlResult};
-use crate::restrictions::{check_not_collection, matches_nothing, unset_error};
 use crate::values::{collection_items, eval, Bindings, BoundValue, Receiver};
 
 /// `c LIKE pattern`, on a text or ascii column of any kind.
@@ -112,6 +111,28 @@ pub(crate) fn subscript(
         }
         _ => matches_nothing(index),
     })
+}
+
+/// A filter no row passes: equal to one of no values. What a comparison
+/// with null selects.
+pub(crate) fn matches_nothing(column: usize) -> RowFilter {
+    RowFilter { column, op: FilterOp::In, values: Vec::new() }
+}
+
+pub(crate) fn unset_error(column: &str) -> crate::error::CqlError {
+    invalid(format!("Invalid unset value for column {column}"))
+}
+
+/// A non-frozen collection is compared only by CONTAINS, CONTAINS KEY and
+/// a subscript (Cassandra's and ScyllaDB's refusal).
+pub(crate) fn check_not_collection(column: &ColumnMeta, op: &str) -> CqlResult<()> {
+    match column.ty {
+        CqlType::List(_) | CqlType::Set(_) | CqlType::Map(..) => Err(invalid(format!(
+            "Collection column '{}' ({}) cannot be restricted by a '{op}' relation",
+            column.name, column.ty
+        ))),
+        _ => Ok(()),
+    }
 }
 
 #[cfg(test)]

@@ -19,7 +19,7 @@ use shoal_schema::{ClusteringOrder, ColumnKind, ColumnMeta, CqlType, TableMeta};
 
 use crate::ast::{InValues, Operator, Relation, Term};
 use crate::error::{invalid, CqlError, CqlResult};
-use crate::filter_relations;
+use crate::filter_relations::{self, check_not_collection, matches_nothing, unset_error};
 use crate::values::{collection_items, eval, eval_required, Bindings, BoundValue, Receiver};
 
 /// Combinations of IN values above this are refused (Cassandra's
@@ -914,28 +914,6 @@ pub(crate) fn contained_type(column: &ColumnMeta, op: Operator) -> CqlResult<Cql
             Err(invalid(format!("Cannot use CONTAINS KEY on non-map column {}", column.name)))
         }
         _ => Err(invalid(format!("Cannot use CONTAINS on non-collection column {}", column.name))),
-    }
-}
-
-/// A filter no row passes: equal to one of no values. What a comparison
-/// with null selects.
-pub(crate) fn matches_nothing(column: usize) -> RowFilter {
-    RowFilter { column, op: FilterOp::In, values: Vec::new() }
-}
-
-pub(crate) fn unset_error(column: &str) -> crate::error::CqlError {
-    invalid(format!("Invalid unset value for column {column}"))
-}
-
-/// A non-frozen collection is compared only by CONTAINS, CONTAINS KEY and
-/// a subscript (Cassandra's and ScyllaDB's refusal).
-pub(crate) fn check_not_collection(column: &ColumnMeta, op: &str) -> CqlResult<()> {
-    match column.ty {
-        CqlType::List(_) | CqlType::Set(_) | CqlType::Map(..) => Err(invalid(format!(
-            "Collection column '{}' ({}) cannot be restricted by a '{op}' relation",
-            column.name, column.ty
-        ))),
-        _ => Ok(()),
     }
 }
 

@@ -42,40 +42,13 @@ use shoal_runtime::clock;
 use shoal_storage::{
     Cell, ClusteredRow, ClusteringRange, ColumnData, Expiry, Found, Partition, PartitionPosition, Row, Tombstone,
 };
-use uuid::Uuid;
 
 use crate::database::Durability;
 use crate::item_access::Access;
 use crate::item_lru::ItemLruStats;
 use crate::item_read;
+pub use crate::item_read::{Item, ItemTable, Lifetime};
 use crate::{Database, ReplicaError};
-
-/// An items table: its id and the column ids of its cells.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct ItemTable {
-    pub id: Uuid,
-    pub value: u32,
-    pub flags: u32,
-    pub cas: u32,
-}
-
-/// When an item expires.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Lifetime {
-    Forever,
-    /// At this unix second; at or before now means already expired.
-    Until(i64),
-}
-
-impl Lifetime {
-    /// Whether an item with it is still there at `now_s`.
-    pub fn is_live(self, now_s: i64) -> bool {
-        match self {
-            Lifetime::Forever => true,
-            Lifetime::Until(at) => at > now_s,
-        }
-    }
-}
 
 /// What a store command does with an existing (or missing) item.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -171,19 +144,6 @@ impl ItemOp {
     pub fn reads(&self) -> bool {
         !matches!(self, ItemOp::Store(Store { mode: StoreMode::Set, compare_cas: None, stale_if_older: false, .. }))
     }
-}
-
-/// An item as read.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Item {
-    pub value: Bytes,
-    pub flags: u32,
-    pub cas: u64,
-    pub lifetime: Lifetime,
-    /// Its hints as they were before this operation.
-    pub access: Access,
-    /// This operation handed the client the token to (re)cache it (`W`).
-    pub won: bool,
 }
 
 /// How an operation ended.
@@ -773,6 +733,8 @@ fn parse_counter(value: &[u8]) -> Option<u64> {
 
 #[cfg(test)]
 mod tests {
+    use uuid::Uuid;
+
     use super::*;
 
     fn set(value: &'static [u8]) -> ItemOp {

@@ -2,13 +2,55 @@
 //! the row cache shares (`shoal_storage::found`), its cells taken straight
 //! from the compact bytes, the value a slice of them (a hit decodes no
 //! partition and copies no value); or from a partition in the general
-//! form (a row written by CQL, one merged from several sources).
+//! form (a row written by CQL, one merged from several sources). It owns
+//! what an item is as read ([`Item`], its [`Lifetime`]) and the columns it
+//! is read from ([`ItemTable`]); `item` runs the operations on them.
 
 use bytes::Bytes;
 use shoal_storage::{Cell, ColumnData, Expiry, Found, Partition, SharedRow, SharedValue};
+use uuid::Uuid;
 
-use crate::item::{Item, ItemTable, Lifetime};
 use crate::item_access::Access;
+
+/// An items table: its id and the column ids of its cells.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ItemTable {
+    pub id: Uuid,
+    pub value: u32,
+    pub flags: u32,
+    pub cas: u32,
+}
+
+/// When an item expires.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Lifetime {
+    Forever,
+    /// At this unix second; at or before now means already expired.
+    Until(i64),
+}
+
+impl Lifetime {
+    /// Whether an item with it is still there at `now_s`.
+    pub fn is_live(self, now_s: i64) -> bool {
+        match self {
+            Lifetime::Forever => true,
+            Lifetime::Until(at) => at > now_s,
+        }
+    }
+}
+
+/// An item as read.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Item {
+    pub value: Bytes,
+    pub flags: u32,
+    pub cas: u64,
+    pub lifetime: Lifetime,
+    /// Its hints as they were before this operation.
+    pub access: Access,
+    /// This operation handed the client the token to (re)cache it (`W`).
+    pub won: bool,
+}
 
 /// The item `found` holds at `now_s`, if it holds a live one.
 pub(crate) fn found_item(table: ItemTable, found: &Found, now_s: i64) -> Option<Item> {
