@@ -16,81 +16,78 @@ enum Token {
     Any,
 }
 
-/// A parsed pattern, ready to match many values (a filter checks every row
-/// a scan reads against the same pattern).
-#[derive(Debug, Clone)]
-pub struct LikePattern {
-    tokens: Vec<Token>,
+/// A pattern, read token by token where it stands: a filter matches every
+/// row a scan reads, so matching allocates nothing.
+#[derive(Debug, Clone, Copy)]
+pub struct LikePattern<'a> {
+    pattern: &'a str,
 }
 
-impl LikePattern {
-    /// Parses a pattern; `None` when it is not UTF-8 (no text matches it).
-    pub fn new(pattern: &[u8]) -> Option<LikePattern> {
-        let pattern = std::str::from_utf8(pattern).ok()?;
-        let mut tokens = Vec::with_capacity(pattern.len());
-        let mut escaping = false;
-        for c in pattern.chars() {
-            let token = match (escaping, c) {
-                (true, c) => Token::Literal(c),
-                (false, '\\') => {
-                    escaping = true;
-                    continue;
-                }
-                (false, '%') => Token::Any,
-                (false, '_') => Token::One,
-                (false, c) => Token::Literal(c),
-            };
-            escaping = false;
-            // Consecutive `%` match what one does; keeping one bounds the
-            // backtracking below.
-            if !(token == Token::Any && tokens.last() == Some(&Token::Any)) {
-                tokens.push(token);
-            }
-        }
-        if escaping {
-            tokens.push(Token::Literal('\\'));
-        }
-        Some(LikePattern { tokens })
+impl<'a> LikePattern<'a> {
+    /// The pattern; `None` when it is not UTF-8 (no text matches it).
+    pub fn new(pattern: &'a [u8]) -> Option<LikePattern<'a>> {
+        std::str::from_utf8(pattern).ok().map(|pattern| LikePattern { pattern })
+    }
+
+    /// The token at byte offset `p` of the pattern and the bytes it spans;
+    /// `None` at the end.
+    fn token_at(&self, p: usize) -> Option<(Token, usize)> {
+        let mut chars = self.pattern[p..].chars();
+        let c = chars.next()?;
+        Some(match c {
+            // A trailing unescaped backslash is itself.
+            '\\' => chars.next().map_or((Token::Literal('\\'), 1), |next| (Token::Literal(next), 1 + next.len_utf8())),
+            '%' => (Token::Any, 1),
+            '_' => (Token::One, 1),
+            c => (Token::Literal(c), c.len_utf8()),
+        })
     }
 
     /// Whether the whole of `text` matches; a value that is not UTF-8
     /// matches nothing.
     pub fn matches(&self, text: &[u8]) -> bool {
         let Ok(text) = std::str::from_utf8(text) else { return false };
-        // The classic wildcard walk, over byte offsets of `text` (no
-        // allocation per row): on a mismatch, go back to the last `%` and
-        // let it swallow one more character. Taking each `%` as short as
-        // possible first leaves the most room for what follows, so one
-        // backtrack point suffices (linear in practice, quadratic at worst).
+        // The classic wildcard walk, over byte offsets of `text` and of the
+        // pattern: on a mismatch, go back to the last `%` and let it
+        // swallow one more character. Taking each `%` as short as possible
+        // first leaves the most room for what follows, so one backtrack
+        // point suffices (linear in practice, quadratic at worst).
         let (mut t, mut p) = (0, 0);
         let mut star: Option<(usize, usize)> = None;
         while let Some(c) = text[t..].chars().next() {
-            match self.tokens.get(p) {
-                Some(Token::Any) => {
-                    star = Some((p, t));
-                    p += 1;
+            match self.token_at(p) {
+                Some((Token::Any, len)) => {
+                    star = Some((p + len, t));
+                    p += len;
                 }
-                Some(Token::One) => {
+                Some((Token::One, len)) => {
                     t += c.len_utf8();
-                    p += 1;
+                    p += len;
                 }
-                Some(Token::Literal(literal)) if *literal == c => {
+                Some((Token::Literal(literal), len)) if literal == c => {
                     t += c.len_utf8();
-                    p += 1;
+                    p += len;
                 }
                 _ => match star {
-                    Some((star_p, star_t)) => {
+                    Some((after_star, star_t)) => {
                         // star_t <= t < text.len(): a character starts there.
                         let swallowed = text[star_t..].chars().next().map_or(1, char::len_utf8);
-                        star = Some((star_p, star_t + swallowed));
-                        p = star_p + 1;
+                        star = Some((after_star, star_t + swallowed));
+                        p = after_star;
                         t = star_t + swallowed;
                     }
                     None => return false,
                 },
             }
         }
-        self.tokens[p..].iter().all(|token| *token == Token::Any)
+        // What is left of the pattern must match nothing: `%`s only.
+        while let Some((token, len)) = self.token_at(p) {
+            if token != Token::Any {
+                return false;
+            }
+            p += len;
+        }
+        true
     }
 }
 
@@ -197,8 +194,14 @@ mod tests {
             let pattern: String = (0..next(7)).map(|_| alphabet[next(alphabet.len())]).collect();
             let text: String = (0..next(8)).map(|_| alphabet[next(alphabet.len())]).collect();
             let parsed = LikePattern::new(pattern.as_bytes()).expect("UTF-8");
+            let mut tokens = Vec::new();
+            let mut p = 0;
+            while let Some((token, len)) = parsed.token_at(p) {
+                tokens.push(token);
+                p += len;
+            }
             let chars: Vec<char> = text.chars().collect();
-            assert_eq!(parsed.matches(text.as_bytes()), naive(&parsed.tokens, &chars), "{pattern:?} on {text:?}");
+            assert_eq!(parsed.matches(text.as_bytes()), naive(&tokens, &chars), "{pattern:?} on {text:?}");
         }
     }
 
