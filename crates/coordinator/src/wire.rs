@@ -115,7 +115,9 @@ fn finish<T>(d: &Decoder, value: T) -> Result<T, DecodeError> {
 }
 
 pub fn encode_mutation(m: &Mutation) -> Vec<u8> {
-    let mut out = Vec::new();
+    // The partition's in-memory estimate bounds its encoding: one
+    // allocation, not a doubling per few bytes written.
+    let mut out = Vec::with_capacity(MUTATION_HEADER_BYTES + m.position.key.len() + m.update.size_estimate_bytes());
     let e = &mut Encoder { out: &mut out };
     encode_uuid(e, m.table);
     encode_position(e, &m.position);
@@ -123,6 +125,10 @@ pub fn encode_mutation(m: &Mutation) -> Vec<u8> {
     encode_list(e, &m.list_ops, encode_list_op);
     out
 }
+
+/// A mutation's encoding beyond its key and partition: the table, the
+/// token and the lengths, room for list operations.
+const MUTATION_HEADER_BYTES: usize = 64;
 
 pub fn decode_mutation(bytes: &[u8]) -> Result<Mutation, DecodeError> {
     let d = &mut Decoder::new(bytes);
@@ -311,8 +317,12 @@ fn decode_row_position(d: &mut Decoder) -> Result<RowPosition, DecodeError> {
     Ok(RowPosition { partition: decode_position(d)?, clustering: decode_optional(d)? })
 }
 
+/// Room for a read command naming a few partitions: most are encoded
+/// with one allocation.
+const READ_COMMAND_BYTES: usize = 128;
+
 pub fn encode_read_command(c: &ReadCommand) -> Vec<u8> {
-    let mut out = Vec::new();
+    let mut out = Vec::with_capacity(READ_COMMAND_BYTES);
     let e = &mut Encoder { out: &mut out };
     encode_uuid(e, c.table);
     match &c.partitions {
