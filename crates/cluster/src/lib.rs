@@ -7,7 +7,9 @@
 //!   (`fuzz/fuzz_targets/internode_frame.rs`).
 //! - [`messaging`]: shard-to-shard connections, requests and their
 //!   answers, the storage ports' listeners; `outbox`: a connection's
-//!   frames on their way out, batched into one write per reactor turn; [`encryption`]: which of
+//!   frames on their way out, batched into one write per reactor turn;
+//!   `requests`: the requests waiting for their answers, in slots (no
+//!   channel) timed out by one sweep per shard (no timer each); [`encryption`]: which of
 //!   those connections speak TLS (`internode_encryption`).
 //! - [`failure_detector`]: direct pings from shard 0 to every known peer;
 //!   liveness changes routing, never membership.
@@ -43,6 +45,7 @@ mod outbox;
 pub mod raft_codec;
 pub mod raft_store;
 pub mod replication;
+mod requests;
 pub mod ring;
 pub mod token_allocation;
 pub mod verb;

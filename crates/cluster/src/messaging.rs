@@ -40,7 +40,6 @@ use std::sync::OnceLock;
 use std::time::Duration;
 
 use bytes::{Bytes, BytesMut};
-use futures_channel::oneshot;
 use futures_util::future::{FutureExt, LocalBoxFuture, Shared};
 use shoal_runtime::net::{BufResult, Placement, TcpListener, TcpStream};
 use shoal_runtime::time::timeout;
@@ -52,6 +51,7 @@ use crate::encryption;
 use crate::frame::{self, Frame, FrameError, Kind};
 use crate::hello::{Hello, HelloError, Welcome, PROTOCOL_VERSION};
 use crate::outbox::{write_loop, Outbox};
+use crate::requests::{Failure, Requests};
 use crate::verb::Verb;
 
 /// How long opening a TCP connection to a peer may take.
@@ -138,28 +138,52 @@ pub fn register(verb: Verb, handler: Handler) {
 }
 
 /// Sends `verb` with `payload` to shard `shard` of the node whose storage
-/// port is `peer`, and waits for the answer at most the verb's timeout.
+/// port is `peer`, and waits for the answer at most the verb's timeout
+/// (and a sweep interval: [`crate::requests`]) after sending it; opening
+/// a connection first takes at most the verb's timeout too.
 pub async fn request(peer: SocketAddr, shard: u16, verb: Verb, payload: &[u8]) -> Result<Bytes, MessagingError> {
-    let limit = verb.timeout();
-    let exchange = async {
-        let connection = connection(peer, shard).await?;
-        connection.exchange(verb, payload).await
+    let connection = match open_connection(peer, shard) {
+        Some(connection) => connection,
+        // Rare, and its future is large: boxed, so that the common path's
+        // future (held by every replica request a coordinator makes) stays
+        // small.
+        None => Box::pin(connect_within(peer, shard, verb)).await?,
     };
-    match timeout(limit, exchange).await {
-        Ok(answer) => answer,
-        Err(_) => Err(MessagingError::Timeout { verb, peer, timeout_ms: limit.as_millis() }),
-    }
+    let answer = connection.requests.start(verb.timeout(), |id| connection.queue(Kind::Request, verb, id, payload))?;
+    answer.await.map_err(|failure| match failure {
+        Failure::Failed(message) => MessagingError::Failed { peer, message },
+        Failure::Closed => MessagingError::Closed { peer },
+        Failure::TimedOut => MessagingError::Timeout { verb, peer, timeout_ms: verb.timeout().as_millis() },
+    })
 }
 
 /// Sends `verb` with `payload` to shard `shard` of the node whose storage
 /// port is `peer`, unanswered: done once the frame is queued on the
 /// connection (opened within the verb's timeout).
 pub async fn send(peer: SocketAddr, shard: u16, verb: Verb, payload: &[u8]) -> Result<(), MessagingError> {
+    let connection = match open_connection(peer, shard) {
+        Some(connection) => connection,
+        None => connect_within(peer, shard, verb).await?,
+    };
+    connection.queue(Kind::OneWay, verb, 0, payload)
+}
+
+/// This shard's connection to `(peer, shard)`, opened within `verb`'s
+/// timeout.
+async fn connect_within(peer: SocketAddr, shard: u16, verb: Verb) -> Result<Rc<Outgoing>, MessagingError> {
     let limit = verb.timeout();
     match timeout(limit, connection(peer, shard)).await {
-        Ok(connection) => connection?.queue(Kind::OneWay, verb, 0, payload),
+        Ok(connection) => connection,
         Err(_) => Err(MessagingError::Timeout { verb, peer, timeout_ms: limit.as_millis() }),
     }
+}
+
+/// This shard's open connection to `(peer, shard)`, if it has one.
+fn open_connection(peer: SocketAddr, shard: u16) -> Option<Rc<Outgoing>> {
+    LOCAL.with(|messaging| match messaging.connections.borrow().get(&(peer, shard))?.peek() {
+        Some(Ok(connection)) if !connection.outbox.is_closed() => Some(Rc::clone(connection)),
+        _ => None,
+    })
 }
 
 /// What a peer said of itself when this shard last connected to its shard
@@ -201,22 +225,11 @@ struct Outgoing {
     /// Its requests on their way out; shared with its writer, which closes
     /// it when a write fails.
     outbox: Rc<Outbox>,
-    waiting: RefCell<HashMap<u64, oneshot::Sender<Result<Bytes, MessagingError>>>>,
-    next_id: Cell<u64>,
+    /// Its requests waiting for their answers.
+    requests: Rc<Requests>,
 }
 
 impl Outgoing {
-    async fn exchange(self: &Rc<Outgoing>, verb: Verb, payload: &[u8]) -> Result<Bytes, MessagingError> {
-        let id = self.next_id.get();
-        self.next_id.set(id + 1);
-        let (answer, answered) = oneshot::channel();
-        self.waiting.borrow_mut().insert(id, answer);
-        // Forgets the request however this ends (answer, close, timeout).
-        let _waiting = Waiting { connection: Rc::clone(self), id };
-        self.queue(Kind::Request, verb, id, payload)?;
-        answered.await.unwrap_or(Err(MessagingError::Closed { peer: self.peer }))
-    }
-
     /// Queues a frame for the writer, unless too many bytes wait already.
     fn queue(&self, kind: Kind, verb: Verb, id: u64, payload: &[u8]) -> Result<(), MessagingError> {
         let queued_bytes = self.outbox.queued_bytes();
@@ -232,20 +245,7 @@ impl Outgoing {
     /// The connection is gone: every waiting request fails.
     fn close(&self) {
         self.outbox.close();
-        for (_, waiting) in self.waiting.borrow_mut().drain() {
-            let _ = waiting.send(Err(MessagingError::Closed { peer: self.peer }));
-        }
-    }
-}
-
-struct Waiting {
-    connection: Rc<Outgoing>,
-    id: u64,
-}
-
-impl Drop for Waiting {
-    fn drop(&mut self) {
-        self.connection.waiting.borrow_mut().remove(&self.id);
+        self.requests.close_all();
     }
 }
 
@@ -300,13 +300,7 @@ async fn open(peer: SocketAddr, shard: u16) -> Result<Rc<Outgoing>, MessagingErr
         _ => return Err(connect_failed("the handshake's answer is not a welcome".to_string())),
     };
     let outbox = Rc::new(Outbox::default());
-    let connection = Rc::new(Outgoing {
-        peer,
-        welcome,
-        outbox: Rc::clone(&outbox),
-        waiting: RefCell::default(),
-        next_id: Cell::new(1),
-    });
+    let connection = Rc::new(Outgoing { peer, welcome, outbox: Rc::clone(&outbox), requests: Requests::new() });
     shoal_runtime::spawn(write_loop(writer, outbox));
     shoal_runtime::spawn(answers_loop(reader, incoming, Rc::clone(&connection)));
     Ok(connection)
@@ -319,20 +313,15 @@ async fn answers_loop(mut reader: Socket, mut incoming: BytesMut, connection: Rc
     loop {
         match read_frame(&mut reader, &mut incoming).await {
             Ok(Some(answer)) => {
-                let result = match answer.kind {
+                let outcome = match answer.kind {
                     Kind::Response => Ok(answer.payload),
-                    Kind::Failure => {
-                        Err(MessagingError::Failed { peer, message: String::from_utf8_lossy(&answer.payload).into() })
-                    }
+                    Kind::Failure => Err(Failure::Failed(String::from_utf8_lossy(&answer.payload).into())),
                     Kind::Request | Kind::OneWay => {
                         tracing::warn!("internode connection to {peer}: a request came back on it; closing");
                         break;
                     }
                 };
-                // The request may have timed out and gone.
-                if let Some(waiting) = connection.waiting.borrow_mut().remove(&answer.id) {
-                    let _ = waiting.send(result);
-                }
+                connection.requests.complete(answer.id, outcome);
             }
             Ok(None) => break,
             Err(e) => {

@@ -72,10 +72,11 @@ where
     F: Fn(Bytes) -> Fut + 'static,
     Fut: std::future::Future<Output = Result<Vec<u8>, CoordinatorError>> + 'static,
 {
-    let handle = Rc::new(handle);
+    // The handler's future is boxed as it is made, and mapped in place:
+    // not moved into an `async` block's state on its first poll (a copy
+    // of a replica's whole apply or read per request).
     Rc::new(move |_caller: Caller, payload: Bytes| {
-        let handle = Rc::clone(&handle);
-        async move { Ok(encode_answer(handle(payload).await)) }.boxed_local()
+        handle(payload).map(|answer| Ok(encode_answer(answer))).boxed_local()
     })
 }
 

@@ -216,7 +216,7 @@ pub(crate) async fn row_hashes_local(
 /// A digest of a read's rows: equal rows give equal digests on every node
 /// ([`wire::digest_of`] the rows' encoding).
 pub(crate) fn digest(result: &ReadResult) -> u128 {
-    wire::digest_of(&wire::encode_read_result(result))
+    wire::read_result_digest(result)
 }
 
 /// A replica's prepare on this node, on the shard owning the partition.

@@ -40,17 +40,13 @@ pub(crate) const FAILED: u8 = 3;
 /// A handler's answer: its outcome and body, or its error's kind and
 /// message.
 pub(crate) fn encode_answer(result: Result<Vec<u8>, CoordinatorError>) -> Bytes {
-    let mut answer = Vec::new();
-    match result {
-        Ok(body) => {
-            answer.push(OK);
-            answer.extend_from_slice(&body);
-        }
-        Err(e) => {
-            answer.push(error_kind(&e));
-            answer.extend_from_slice(e.to_string().as_bytes());
-        }
-    }
+    let (kind, body) = match result {
+        Ok(body) => (OK, body),
+        Err(e) => (error_kind(&e), e.to_string().into_bytes()),
+    };
+    let mut answer = Vec::with_capacity(1 + body.len());
+    answer.push(kind);
+    answer.extend_from_slice(&body);
     Bytes::from(answer)
 }
 

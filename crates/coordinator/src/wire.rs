@@ -6,6 +6,7 @@
 //! Decoding is total — the bytes come from the network — and checks that
 //! nothing trails the message (fuzzed: `fuzz/fuzz_targets/data_messages.rs`).
 
+use std::cell::Cell;
 use std::ops::Bound;
 
 use bytes::Bytes;
@@ -114,7 +115,9 @@ fn finish<T>(d: &Decoder, value: T) -> Result<T, DecodeError> {
 }
 
 pub fn encode_mutation(m: &Mutation) -> Vec<u8> {
-    let mut out = Vec::new();
+    // The partition's in-memory estimate bounds its encoding: one
+    // allocation, not a doubling per few bytes written.
+    let mut out = Vec::with_capacity(MUTATION_HEADER_BYTES + m.position.key.len() + m.update.size_estimate_bytes());
     let e = &mut Encoder { out: &mut out };
     encode_uuid(e, m.table);
     encode_position(e, &m.position);
@@ -122,6 +125,10 @@ pub fn encode_mutation(m: &Mutation) -> Vec<u8> {
     encode_list(e, &m.list_ops, encode_list_op);
     out
 }
+
+/// A mutation's encoding beyond its key and partition: the table, the
+/// token and the lengths, room for list operations.
+const MUTATION_HEADER_BYTES: usize = 64;
 
 pub fn decode_mutation(bytes: &[u8]) -> Result<Mutation, DecodeError> {
     let d = &mut Decoder::new(bytes);
@@ -310,8 +317,12 @@ fn decode_row_position(d: &mut Decoder) -> Result<RowPosition, DecodeError> {
     Ok(RowPosition { partition: decode_position(d)?, clustering: decode_optional(d)? })
 }
 
+/// Room for a read command naming a few partitions: most are encoded
+/// with one allocation.
+const READ_COMMAND_BYTES: usize = 128;
+
 pub fn encode_read_command(c: &ReadCommand) -> Vec<u8> {
-    let mut out = Vec::new();
+    let mut out = Vec::with_capacity(READ_COMMAND_BYTES);
     let e = &mut Encoder { out: &mut out };
     encode_uuid(e, c.table);
     match &c.partitions {
@@ -380,10 +391,19 @@ pub fn decode_read_command(bytes: &[u8]) -> Result<ReadCommand, DecodeError> {
 
 pub fn encode_read_result(r: &ReadResult) -> Vec<u8> {
     let mut out = Vec::new();
-    let e = &mut Encoder { out: &mut out };
+    encode_read_result_to(&mut Encoder { out: &mut out }, r);
+    out
+}
+
+fn encode_read_result_to(e: &mut Encoder, r: &ReadResult) {
     e.u8(u8::from(r.limit_reached));
     encode_list(e, &r.rows, encode_result_row);
-    out
+}
+
+/// The digest of a read's rows that replicas compare ([`digest_of`] their
+/// encoding).
+pub fn read_result_digest(r: &ReadResult) -> u128 {
+    hash_encoded(|e| encode_read_result_to(e, r))
 }
 
 fn encode_result_row(e: &mut Encoder, row: &ResultRow) {
@@ -657,11 +677,30 @@ pub fn digest_of(bytes: &[u8]) -> u128 {
     xxhash_rust::xxh3::xxh3_128(bytes)
 }
 
+/// A buffer kept between hashes grows no bigger than this: one large
+/// read does not keep its memory for good.
+const KEPT_SCRATCH_BYTES_MAX: usize = 64 << 10;
+
+thread_local! {
+    /// The shard's buffer that what is hashed is encoded into, so that a
+    /// digest (one per digest read, on each side) allocates nothing.
+    static SCRATCH: Cell<Vec<u8>> = const { Cell::new(Vec::new()) };
+}
+
 /// The [`digest_of`] what `encode` writes.
 fn hash_encoded(encode: impl FnOnce(&mut Encoder)) -> u128 {
-    let mut out = Vec::new();
-    encode(&mut Encoder { out: &mut out });
-    digest_of(&out)
+    SCRATCH.with(|scratch| {
+        // Taken out while in use: a hash within another's encoding (none
+        // today) would start from an empty buffer of its own.
+        let mut out = scratch.take();
+        out.clear();
+        encode(&mut Encoder { out: &mut out });
+        let digest = digest_of(&out);
+        if out.capacity() <= KEPT_SCRATCH_BYTES_MAX {
+            scratch.set(out);
+        }
+        digest
+    })
 }
 
 /// A stored partition's hashes for row-level repair: one of everything

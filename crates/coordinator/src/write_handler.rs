@@ -135,27 +135,33 @@ pub(crate) async fn write(
     };
     // This node's replica applies the mutation itself (no copy); the
     // others are sent the one encoding. The replicas' requests are polled
-    // here, not spawned: each is sent on its first poll.
+    // here, not spawned: each is sent on its first poll. Another node's
+    // request is small (a message's answer slot); this node's apply is
+    // large, so it alone is boxed, and the others are not copied at its
+    // size into the set.
     let mut mine = Some(mutation);
     let direct: FuturesUnordered<_> = live
         .into_iter()
         .enumerate()
         .map(|(replica, (host, _))| {
-            let own = if host == topology.me { mine.take() } else { None };
             let (topology, payload, commit) = (Rc::clone(&topology), Rc::clone(&payload), commit.clone());
-            async move {
-                let target = Target { topology: &topology, host };
-                let outcome = match (own, commit) {
-                    (Some(own), Some((ballot, commit))) => target.paxos_commit(own, ballot, &commit).await,
-                    (Some(own), None) => target.mutate(own, &payload, write_type, deadline).await,
-                    (None, Some((_, commit))) => target.send_commit(token, &commit).await,
-                    (None, None) => target.send_mutation(token, &payload).await,
-                };
-                let hinted = match &outcome {
-                    Err(e) if !matches!(e, CoordinatorError::Invalid(_)) => hints::store(host, token, payload),
-                    _ => false,
-                };
-                (replica, outcome, hinted)
+            match mine.take_if(|_| host == topology.me) {
+                Some(own) => Either::Left(Box::pin(async move {
+                    let target = Target { topology: &topology, host };
+                    let outcome = match commit {
+                        Some((ballot, commit)) => target.paxos_commit(own, ballot, &commit).await,
+                        None => target.mutate(own, &payload, write_type, deadline).await,
+                    };
+                    hint_if_failed(replica, host, token, payload, outcome)
+                })),
+                None => Either::Right(async move {
+                    let target = Target { topology: &topology, host };
+                    let outcome = match commit {
+                        Some((_, commit)) => target.send_commit(token, &commit).await,
+                        None => target.send_mutation(token, &payload).await,
+                    };
+                    hint_if_failed(replica, host, token, payload, outcome)
+                }),
             }
         })
         .collect();
@@ -171,6 +177,23 @@ pub(crate) async fn write(
         shoal_runtime::spawn(async move { while direct.next().await.is_some() {} });
     }
     answered
+}
+
+/// A replica's answer as [`tally_answers`] counts it: its index, its
+/// outcome, and whether it was hinted (it failed for another reason than
+/// bad input).
+fn hint_if_failed(
+    replica: usize,
+    host: uuid::Uuid,
+    token: i64,
+    payload: Rc<[u8]>,
+    outcome: Result<(), CoordinatorError>,
+) -> (usize, Result<(), CoordinatorError>, bool) {
+    let hinted = match &outcome {
+        Err(e) if !matches!(e, CoordinatorError::Invalid(_)) => hints::store(host, token, payload),
+        _ => false,
+    };
+    (replica, outcome, hinted)
 }
 
 /// Counts `answers` (each its replica's index in `data_centers`, its
