@@ -2,7 +2,8 @@
 //! address, as O_DIRECT requires of the memory (and of the file offset and
 //! length) of every request.
 //!
-//! Safe Rust has no aligned allocation, so an [`AlignedBuf`] is a `Vec<u8>`
+//! Safe Rust has no aligned allocation, so an [`AlignedBuf`] (and a
+//! [`read_buffer`]) is a `Vec<u8>`
 //! one alignment longer than asked, used from its first aligned byte on.
 //! A `Vec`'s heap bytes never move while it is not grown, and this one never
 //! is: the aligned start found at allocation holds for the buffer's life,
@@ -30,7 +31,23 @@ pub fn is_aligned(n: u64) -> bool {
     n.is_multiple_of(ALIGN_BYTES as u64)
 }
 
-/// `len` bytes (zeroed at first) at an aligned address.
+/// An empty buffer for a direct read of up to `len` bytes: its length is
+/// where the aligned bytes begin (the padding before them, the only bytes
+/// initialised), and its spare capacity holds `len` bytes from there. A
+/// read fills that spare capacity in place (compio reads into a `Vec`'s
+/// uninitialised capacity and sets its length), so nothing is zeroed for
+/// the kernel to overwrite, and the filled `Vec` can be handed on as the
+/// result without a copy.
+pub fn read_buffer(len: usize) -> Vec<u8> {
+    let mut vec: Vec<u8> = Vec::with_capacity(len + ALIGN_BYTES);
+    let start = vec.as_ptr().align_offset(ALIGN_BYTES);
+    assert!(start < ALIGN_BYTES, "a byte buffer can always be aligned");
+    vec.resize(start, 0);
+    vec
+}
+
+/// `len` bytes (zeroed at first) at an aligned address: what direct
+/// writes fill and send.
 pub struct AlignedBuf {
     vec: Vec<u8>,
     /// Where the aligned bytes begin in `vec`.
@@ -114,6 +131,15 @@ mod tests {
         }
         assert_eq!((align_down(4097), align_up(4097), align_up(4096), align_up(0)), (4096, 8192, 4096, 0));
         assert!(is_aligned(8192) && !is_aligned(100));
+    }
+
+    #[test]
+    fn a_read_buffer_has_its_aligned_bytes_in_its_spare_capacity() {
+        for len in [0, 1, 4096, 20_000] {
+            let buf = read_buffer(len);
+            assert_eq!(buf[buf.len()..].as_ptr().align_offset(ALIGN_BYTES), 0);
+            assert!(buf.len() < ALIGN_BYTES && buf.capacity() >= buf.len() + len);
+        }
     }
 
     #[test]

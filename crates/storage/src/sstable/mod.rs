@@ -32,7 +32,10 @@ use crate::error::{StorageError, StorageResult};
 use crate::partition::{ClusteringRange, Partition, PartitionPosition};
 use bloom::BloomFilter;
 use compression::Compression;
-use format::{check_header, open_block, open_small, Component, Descriptor, Statistics, HEADER_BYTES, MAX_CHUNK_BYTES};
+use format::{
+    check_header, open_block, open_small, Component, Descriptor, Statistics, BLOCK_HEADER_BYTES, HEADER_BYTES,
+    MAX_CHUNK_BYTES,
+};
 
 /// Where one partition is in the data stream, with clustering samples
 /// (first key of a run of rows, offset of the run from the partition start).
@@ -103,16 +106,25 @@ impl SummaryEntry {
 }
 
 /// The last decompressed chunk, so consecutive small partitions of a scan
-/// decompress each chunk once; and the I/O class the reads are made for
-/// (a query's, or compaction's).
+/// decompress each chunk once; the I/O class the reads are made for (a
+/// query's, or compaction's); and whether uncompressed data is read in
+/// whole chunks (scans: the next partitions are in the same chunk) or
+/// only the blocks a partition lies in (a point read).
 pub struct ChunkCache {
-    chunk: Option<(usize, Rc<Vec<u8>>)>,
+    chunk: Option<(usize, Bytes)>,
     class: IoClass,
+    whole_chunks: bool,
 }
 
 impl ChunkCache {
+    /// For a scan: whole chunks, each read once.
     fn new(class: IoClass) -> ChunkCache {
-        ChunkCache { chunk: None, class }
+        ChunkCache { chunk: None, class, whole_chunks: true }
+    }
+
+    /// For a point read (a query's).
+    fn point() -> ChunkCache {
+        ChunkCache { chunk: None, class: IoClass::Query, whole_chunks: false }
     }
 }
 
@@ -304,7 +316,7 @@ impl SSTable {
         let entries = self.query_page(page - 1).await?;
         // read_page checked that a page is sorted.
         let Ok(at) = entries.binary_search_by(|e| e.position.cmp(position)) else { return Ok(None) };
-        self.read_entry(&entries[at], ranges, &mut ChunkCache::new(IoClass::Query)).await.map(Some)
+        self.read_entry(&entries[at], ranges, &mut ChunkCache::point()).await.map(Some)
     }
 
     /// Index page `page` for a point read: from the shard's index cache, or
@@ -414,24 +426,26 @@ impl SSTable {
     }
 
     /// The raw (decompressed) bytes `[offset, offset + len)` of the data
-    /// stream, checking each chunk's checksum.
-    async fn read_raw(&self, offset: u64, len: u64, cache: &mut ChunkCache) -> StorageResult<Vec<u8>> {
+    /// stream, checking each chunk's checksum. Bytes within one chunk are
+    /// a view of it, not a copy.
+    async fn read_raw(&self, offset: u64, len: u64, cache: &mut ChunkCache) -> StorageResult<Bytes> {
         if len == 0 {
-            return Ok(Vec::new());
+            return Ok(Bytes::new());
         }
         let first = (offset / self.chunk_bytes) as usize;
         let last = ((offset + len - 1) / self.chunk_bytes) as usize;
-        // `len` comes from the index: reserve no more than one chunk up
-        // front, so a damaged length fails on the chunks it names instead
-        // of allocating it.
-        let mut out = Vec::with_capacity(len.min(self.chunk_bytes) as usize);
-        let mut chunk = first;
-        while chunk <= last {
+        // At most two chunks: `len` comes from the index, and a damaged
+        // one must fail on the chunks it names, not allocate its length.
+        if self.compression == Compression::None && !cache.whole_chunks && last - first <= 1 {
+            return self.read_uncompressed(offset, len, cache.class).await;
+        }
+        let mut pieces = Vec::new();
+        for chunk in first..=last {
             let raw = match &cache.chunk {
-                Some((index, raw)) if *index == chunk => Rc::clone(raw),
+                Some((index, raw)) if *index == chunk => raw.clone(),
                 _ => {
-                    let raw = Rc::new(self.read_chunk(chunk, cache.class).await?);
-                    cache.chunk = Some((chunk, Rc::clone(&raw)));
+                    let raw = self.read_chunk(chunk, cache.class).await?;
+                    cache.chunk = Some((chunk, raw.clone()));
                     raw
                 }
             };
@@ -441,13 +455,58 @@ impl SSTable {
             if from > to {
                 return Err(StorageError::corrupt(format!("chunk {chunk} is shorter than the index says")));
             }
-            out.extend_from_slice(&raw[from..to]);
-            chunk += 1;
+            if first == last {
+                return Ok(raw.slice(from..to));
+            }
+            pieces.push(raw.slice(from..to));
         }
-        Ok(out)
+        Ok(Bytes::from(pieces.concat()))
     }
 
-    async fn read_chunk(&self, chunk: usize, class: IoClass) -> StorageResult<Vec<u8>> {
+    /// The bytes `[offset, offset + len)` of an uncompressed data stream
+    /// (within two chunks), read from the aligned blocks that hold them and
+    /// no more: a 1 KiB
+    /// row costs a 4 KiB read, not its 16 KiB chunk. The chunks' checksums
+    /// cover whole chunks, so they are not checked here (as ScyllaDB checks
+    /// an uncompressed SSTable's only when validating it); scans and
+    /// compaction, which read whole chunks, check them.
+    async fn read_uncompressed(&self, offset: u64, len: u64, class: IoClass) -> StorageResult<Bytes> {
+        let first = (offset / self.chunk_bytes) as usize;
+        let last = ((offset + len - 1) / self.chunk_bytes) as usize;
+        let chunk_raw_len = |chunk: usize| (self.raw_len - chunk as u64 * self.chunk_bytes).min(self.chunk_bytes);
+        for chunk in first..=last {
+            let stored = self.chunk_offsets[chunk + 1] - self.chunk_offsets[chunk];
+            if stored != BLOCK_HEADER_BYTES as u64 + chunk_raw_len(chunk) {
+                let path = self.descriptor.path(Component::Data);
+                return Err(StorageError::corrupt(format!("{} chunk {chunk}: {stored} bytes stored", path.display())));
+            }
+        }
+        // Where raw byte `at` of the stream is in the file, `at` in
+        // `chunk` or at its end.
+        let file_at = |chunk: usize, at: u64| {
+            self.chunk_offsets[chunk] + BLOCK_HEADER_BYTES as u64 + (at - chunk as u64 * self.chunk_bytes)
+        };
+        let from = file_at(first, offset);
+        let to = file_at(last, offset + len);
+        let bytes = self.data.read_exact_at(from, (to - from) as usize, class).await?;
+        if first == last {
+            return Ok(bytes);
+        }
+        // The chunks' headers lie between the pieces.
+        let mut raw = Vec::with_capacity(len as usize);
+        for chunk in first..=last {
+            let start = offset.max(chunk as u64 * self.chunk_bytes);
+            let end = (offset + len).min(chunk as u64 * self.chunk_bytes + chunk_raw_len(chunk));
+            raw.extend_from_slice(
+                &bytes[(file_at(chunk, start) - from) as usize..(file_at(chunk, end) - from) as usize],
+            );
+        }
+        Ok(Bytes::from(raw))
+    }
+
+    /// Chunk `chunk`'s raw bytes, its checksum checked: an uncompressed
+    /// chunk is a view of the bytes read (no copy).
+    async fn read_chunk(&self, chunk: usize, class: IoClass) -> StorageResult<Bytes> {
         let path = self.descriptor.path(Component::Data);
         let place = || format!("{} chunk {chunk} (offset {})", path.display(), self.chunk_offsets[chunk]);
         let start = self.chunk_offsets[chunk];
@@ -455,7 +514,10 @@ impl SSTable {
         let bytes = self.data.read_exact_at(start, stored as usize, class).await?;
         let body = open_block(&bytes).map_err(|e| e.at(place))?;
         let raw_len = (self.raw_len - chunk as u64 * self.chunk_bytes).min(self.chunk_bytes) as usize;
-        self.compression.decompress(body, raw_len).map_err(|e| e.at(place))
+        if self.compression == Compression::None && body.len() == raw_len {
+            return Ok(bytes.slice(bytes.len() - body.len()..));
+        }
+        self.compression.decompress(body, raw_len).map(Bytes::from).map_err(|e| e.at(place))
     }
 }
 
