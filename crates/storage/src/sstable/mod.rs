@@ -1,13 +1,19 @@
 //! SSTables: immutable sorted files of partitions, and reading them.
 //!
-//! A point read goes Bloom filter → summary (in RAM) → one index page →
-//! the data chunks holding the partition; a partition with clustering
-//! samples reads only the runs of rows a slice needs. The index page comes
-//! from the shard's [`index_cache`] when it holds it, and is put there when
-//! read. Scans and compaction walk index pages in order with a
-//! [`Scanner`], reading them from disk and never caching them. Every chunk
-//! and index page is checksummed: a damaged one fails the read that
-//! touches it, with the file and chunk named, and nothing else.
+//! A point read goes Bloom filter → summary (in RAM) → one index page
+//! (searched in place, [`index_page`]) → the data chunks holding the
+//! partition; a partition with clustering samples reads only the runs of
+//! rows a slice needs. The index page comes from the shard's
+//! [`index_cache`] when it holds it, and is put there when read. Scans and
+//! compaction walk index pages in order with a [`Scanner`], reading them
+//! from disk and never caching them. Every chunk and index page is
+//! checksummed: a damaged one fails the read that touches it, with the file
+//! and chunk named, and nothing else — except that a point read of an
+//! uncompressed table reads only the aligned blocks its partition lies in
+//! (a 1 KiB row costs a 4 KiB read, not its 16 KiB chunk), so it cannot
+//! check the chunk's checksum; scans and compaction, which read chunks
+//! whole, do (ScyllaDB checks an uncompressed SSTable's checksums only when
+//! validating it).
 //!
 //! An [`SSTable`] is shared by `Rc` between the table's current set and the
 //! reads and compactions using it; once compaction replaces it, it is
@@ -17,6 +23,7 @@ pub mod bloom;
 pub mod compression;
 pub mod format;
 pub mod index_cache;
+pub mod index_page;
 pub mod writer;
 
 use std::cell::Cell;
@@ -36,6 +43,7 @@ use format::{
     check_header, open_block, open_small, Component, Descriptor, Statistics, BLOCK_HEADER_BYTES, HEADER_BYTES,
     MAX_CHUNK_BYTES,
 };
+use index_page::IndexPage;
 
 /// Where one partition is in the data stream, with clustering samples
 /// (first key of a run of rows, offset of the run from the partition start).
@@ -58,27 +66,6 @@ impl IndexEntry {
             e.bytes(key);
             e.var_u64(*offset);
         }
-    }
-
-    fn decode(d: &mut Decoder) -> StorageResult<IndexEntry> {
-        let token = d.fixed_i64()?;
-        let key = d.bytes()?;
-        let (offset, len) = (d.var_u64()?, d.var_u64()?);
-        let n = d.var_u64()?;
-        let mut samples: Vec<(Bytes, u64)> = Vec::new();
-        for _ in 0..n {
-            let key = d.bytes()?;
-            let at = d.var_u64()?;
-            if at >= len {
-                return Err(StorageError::corrupt("clustering sample past its partition"));
-            }
-            // Runs of rows lie between samples: they must be in order.
-            if at <= samples.last().map_or(0, |(_, last)| *last) {
-                return Err(StorageError::corrupt("clustering samples out of order"));
-            }
-            samples.push((key, at));
-        }
-        Ok(IndexEntry { position: PartitionPosition { token, key }, offset, len, samples })
     }
 }
 
@@ -313,10 +300,10 @@ impl SSTable {
         if page == 0 {
             return Ok(None);
         }
-        let entries = self.query_page(page - 1).await?;
-        // read_page checked that a page is sorted.
-        let Ok(at) = entries.binary_search_by(|e| e.position.cmp(position)) else { return Ok(None) };
-        self.read_entry(&entries[at], ranges, &mut ChunkCache::point()).await.map(Some)
+        let index_page = self.query_page(page - 1).await?;
+        let place = || format!("{} page {}", self.index.path().display(), page - 1);
+        let Some(entry) = index_page.find(position).map_err(|e| e.at(place))? else { return Ok(None) };
+        self.read_entry(&entry, ranges, &mut ChunkCache::point()).await.map(Some)
     }
 
     /// Index page `page` for a point read: from the shard's index cache, or
@@ -325,38 +312,21 @@ impl SSTable {
         if let Some(entries) = index_cache::get(self.id, page) {
             return Ok(entries);
         }
-        let entries: index_cache::Page = self.read_page(page, IoClass::Query).await?.into();
+        let entries = Rc::new(self.read_page(page, IoClass::Query).await?);
         index_cache::insert(self.id, page, Rc::clone(&entries));
         Ok(entries)
     }
 
-    /// Reads and decodes index page `page`, checking that its entries are
-    /// in order (point reads binary-search it) and point into the data.
-    async fn read_page(&self, page: usize, class: IoClass) -> StorageResult<Vec<IndexEntry>> {
+    /// Reads index page `page`, checking its entries ([`IndexPage::parse`]:
+    /// in order, where the summary says, pointing into the data). Its body
+    /// is copied out of the read buffer, which is larger (aligned blocks):
+    /// the page may be cached for long.
+    async fn read_page(&self, page: usize, class: IoClass) -> StorageResult<IndexPage> {
         let s = &self.summary[page];
         let place = || format!("{} page {page} (offset {})", self.index.path().display(), s.offset);
         let bytes = self.index.read_exact_at(s.offset, s.len as usize, class).await?;
         let body = open_block(&bytes).map_err(|e| e.at(place))?;
-        let mut d = Decoder::new(body);
-        let mut entries: Vec<IndexEntry> = Vec::new();
-        while !d.is_empty() {
-            let entry = IndexEntry::decode(&mut d).map_err(|e| e.at(place))?;
-            if entry.offset.checked_add(entry.len).is_none_or(|end| end > self.raw_len) {
-                return Err(StorageError::corrupt("index entry points past the data").at(place));
-            }
-            match entries.last() {
-                // The summary names a page by its first partition.
-                None if entry.position != s.first => {
-                    return Err(StorageError::corrupt("index page does not start where the summary says").at(place));
-                }
-                Some(last) if entry.position <= last.position => {
-                    return Err(StorageError::corrupt("index entries out of order").at(place));
-                }
-                _ => {}
-            }
-            entries.push(entry);
-        }
-        Ok(entries)
+        IndexPage::parse(Bytes::copy_from_slice(body), &s.first, self.raw_len).map_err(|e| e.at(place))
     }
 
     /// Decodes the partition of `entry`, reading only the runs of rows
@@ -579,7 +549,7 @@ impl Scanner {
     async fn fill(&mut self) -> StorageResult<()> {
         while self.entries.is_empty() && self.next_page < self.sstable.summary.len() {
             // Not through the index cache: a scan reads each page once.
-            self.entries = self.sstable.read_page(self.next_page, self.cache.class).await?.into();
+            self.entries = self.sstable.read_page(self.next_page, self.cache.class).await?.entries()?.into();
             self.next_page += 1;
         }
         Ok(())
@@ -879,13 +849,13 @@ mod tests {
             let entry = IndexEntry { position: position(1), offset: 0, len: 100, samples };
             let mut out = Vec::new();
             entry.encode(&mut Encoder { out: &mut out });
-            let message = corruption(IndexEntry::decode(&mut Decoder::new(&out)));
+            let message = corruption(IndexPage::parse(Bytes::from(out), &position(1), u64::MAX));
             assert!(message.contains("out of order"), "{message}");
         }
         let entry = IndexEntry { position: position(1), offset: 0, len: 100, samples: vec![(Bytes::new(), 0)] };
         let mut out = Vec::new();
         entry.encode(&mut Encoder { out: &mut out });
-        assert!(IndexEntry::decode(&mut Decoder::new(&out)).is_err(), "a sample at the partition start");
+        assert!(IndexPage::parse(Bytes::from(out), &position(1), u64::MAX).is_err(), "a sample at the start");
         let entry = IndexEntry {
             position: position(1),
             offset: 0,
@@ -894,6 +864,7 @@ mod tests {
         };
         let mut out = Vec::new();
         entry.encode(&mut Encoder { out: &mut out });
-        assert_eq!(IndexEntry::decode(&mut Decoder::new(&out)).expect("ordered samples"), entry);
+        let page = IndexPage::parse(Bytes::from(out), &position(1), u64::MAX).expect("ordered samples");
+        assert_eq!(page.entries().expect("entries"), [entry]);
     }
 }
