@@ -18,6 +18,7 @@
 
 use bytes::Bytes;
 
+use super::format::INDEX_PAGE_ENTRIES;
 use super::IndexEntry;
 use crate::codec::Decoder;
 use crate::error::{StorageError, StorageResult};
@@ -70,7 +71,7 @@ impl IndexPage {
     /// the page's `first` position and the data stream's `raw_len`, and
     /// notes where they start.
     pub fn parse(body: Bytes, first: &PartitionPosition, raw_len: u64) -> StorageResult<IndexPage> {
-        let mut starts = Vec::new();
+        let mut starts = Vec::with_capacity(INDEX_PAGE_ENTRIES);
         let mut d = Decoder::new(&body);
         let mut previous: Option<(i64, &[u8])> = None;
         while !d.is_empty() {
