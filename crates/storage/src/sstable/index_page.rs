@@ -1,4 +1,5 @@
-//! A partition-index page as stored, searched in place.
+//! The partition index's entries ([`IndexEntry`]) and its pages as
+//! stored, searched in place.
 //!
 //! A point read wants one entry of a page of up to
 //! [`INDEX_PAGE_ENTRIES`](super::format::INDEX_PAGE_ENTRIES). Decoding every
@@ -19,10 +20,33 @@
 use bytes::Bytes;
 
 use super::format::INDEX_PAGE_ENTRIES;
-use super::IndexEntry;
-use crate::codec::Decoder;
+use crate::codec::{Decoder, Encoder};
 use crate::error::{StorageError, StorageResult};
 use crate::partition::PartitionPosition;
+
+/// Where one partition is in the data stream, with clustering samples
+/// (first key of a run of rows, offset of the run from the partition start).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct IndexEntry {
+    pub position: PartitionPosition,
+    pub offset: u64,
+    pub len: u64,
+    pub samples: Vec<(Bytes, u64)>,
+}
+
+impl IndexEntry {
+    pub(super) fn encode(&self, e: &mut Encoder) {
+        e.out.extend_from_slice(&self.position.token.to_be_bytes());
+        e.bytes(&self.position.key);
+        e.var_u64(self.offset);
+        e.var_u64(self.len);
+        e.var_u64(self.samples.len() as u64);
+        for (key, offset) in &self.samples {
+            e.bytes(key);
+            e.var_u64(*offset);
+        }
+    }
+}
 
 /// One index page: its encoded entries and where each starts.
 #[derive(Debug)]
@@ -146,7 +170,6 @@ impl IndexPage {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::codec::Encoder;
 
     fn entry(i: u32, samples: usize) -> IndexEntry {
         IndexEntry {

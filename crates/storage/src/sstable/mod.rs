@@ -43,31 +43,8 @@ use format::{
     check_header, open_block, open_small, Component, Descriptor, Statistics, BLOCK_HEADER_BYTES, HEADER_BYTES,
     MAX_CHUNK_BYTES,
 };
+pub use index_page::IndexEntry;
 use index_page::IndexPage;
-
-/// Where one partition is in the data stream, with clustering samples
-/// (first key of a run of rows, offset of the run from the partition start).
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct IndexEntry {
-    pub position: PartitionPosition,
-    pub offset: u64,
-    pub len: u64,
-    pub samples: Vec<(Bytes, u64)>,
-}
-
-impl IndexEntry {
-    fn encode(&self, e: &mut Encoder) {
-        e.out.extend_from_slice(&self.position.token.to_be_bytes());
-        e.bytes(&self.position.key);
-        e.var_u64(self.offset);
-        e.var_u64(self.len);
-        e.var_u64(self.samples.len() as u64);
-        for (key, offset) in &self.samples {
-            e.bytes(key);
-            e.var_u64(*offset);
-        }
-    }
-}
 
 /// The first partition of an index page and where the page is.
 #[derive(Debug, Clone, PartialEq, Eq)]
