@@ -29,26 +29,7 @@ SHOAL_BENCH_STAGES=7 SHOAL_BENCH_CHUNK_ROWS=$rows SHOAL_BENCH_READS=$reads \
     valgrind --tool=callgrind --callgrind-out-file="$out" --toggle-collect='*counted_reads*' "$bin" | grep '^\[7\]'
 # Ir, and calls of the allocator's entry points (the benchmark uses the
 # system allocator), over the counted reads.
-read -r total calls < <(python3 - "$out" <<'PY'
-import re, sys
-ALLOC = {"malloc", "calloc", "realloc", "posix_memalign", "aligned_alloc"}
-total, calls, names, target = 0, 0, {}, None
-for line in open(sys.argv[1], errors="replace"):
-    m = re.match(r"(c?fn)=\((\d+)\)(?: (.*))?", line)
-    if m:
-        kind, fid, name = m.groups()
-        if name:
-            names[fid] = name.strip()
-        target = names.get(fid, "") if kind == "cfn" else None
-    elif line.startswith("calls=") and target is not None:
-        if target in ALLOC:
-            calls += int(line.split("=")[1].split()[0])
-        target = None
-    elif line.startswith(("summary:", "totals:")):
-        total = max(total, int(line.split()[1]))
-print(total, calls)
-PY
-)
+read -r total calls _ < <(python3 bench/callgrind_counts.py malloc,calloc,realloc,posix_memalign,aligned_alloc "$out")
 echo "Ir per read: $((total / reads)); allocation calls per read: $(python3 -c "print(round($calls / $reads, 1))")"
 if [[ -n "${TOP:-}" ]]; then
     callgrind_annotate --threshold=100 --inclusive=yes "$out" 2>/dev/null | awk -v n="$TOP" 'NR <= n + 25'

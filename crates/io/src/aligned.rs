@@ -2,14 +2,14 @@
 //! address, as O_DIRECT requires of the memory (and of the file offset and
 //! length) of every request.
 //!
-//! Safe Rust has no aligned allocation, so an [`AlignedBuf`] (and a
-//! [`read_buffer`]) is a `Vec<u8>`
+//! Safe Rust has no aligned allocation, so an [`AlignedBuf`] is a `Vec<u8>`
 //! one alignment longer than asked, used from its first aligned byte on.
 //! A `Vec`'s heap bytes never move while it is not grown, and this one never
 //! is: the aligned start found at allocation holds for the buffer's life,
 //! also while compio owns it during a request (completion-based I/O moves
 //! the buffer into the call and hands it back with the result).
 
+use bytes::BytesMut;
 use compio::buf::{IntoInner, IoBuf, Slice};
 
 /// The alignment of direct I/O: of buffer addresses, file offsets and
@@ -31,19 +31,18 @@ pub fn is_aligned(n: u64) -> bool {
     n.is_multiple_of(ALIGN_BYTES as u64)
 }
 
-/// An empty buffer for a direct read of up to `len` bytes: its length is
-/// where the aligned bytes begin (the padding before them, the only bytes
-/// initialised), and its spare capacity holds `len` bytes from there. A
-/// read fills that spare capacity in place (compio reads into a `Vec`'s
-/// uninitialised capacity and sets its length), so nothing is zeroed for
-/// the kernel to overwrite, and the filled `Vec` can be handed on as the
-/// result without a copy.
-pub fn read_buffer(len: usize) -> Vec<u8> {
-    let mut vec: Vec<u8> = Vec::with_capacity(len + ALIGN_BYTES);
-    let start = vec.as_ptr().align_offset(ALIGN_BYTES);
+/// An empty buffer for a direct read of up to `len` bytes, at an aligned
+/// address: its capacity holds `len` bytes, none initialised. A read fills
+/// it in place (compio reads into a `BytesMut`'s uninitialised capacity
+/// and sets its length), so nothing is zeroed for the kernel to overwrite,
+/// and the filled buffer is handed on as the result (`freeze`) without a
+/// copy. The bytes before the aligned address are split off, never
+/// touched: both halves share the one allocation, freed with the last.
+pub fn read_buffer(len: usize) -> BytesMut {
+    let mut whole = BytesMut::with_capacity(len + ALIGN_BYTES);
+    let start = whole.as_ptr().align_offset(ALIGN_BYTES);
     assert!(start < ALIGN_BYTES, "a byte buffer can always be aligned");
-    vec.resize(start, 0);
-    vec
+    whole.split_off(start)
 }
 
 /// `len` bytes (zeroed at first) at an aligned address: what direct
@@ -134,11 +133,11 @@ mod tests {
     }
 
     #[test]
-    fn a_read_buffer_has_its_aligned_bytes_in_its_spare_capacity() {
+    fn a_read_buffer_is_empty_and_aligned_with_room_for_the_read() {
         for len in [0, 1, 4096, 20_000] {
             let buf = read_buffer(len);
-            assert_eq!(buf[buf.len()..].as_ptr().align_offset(ALIGN_BYTES), 0);
-            assert!(buf.len() < ALIGN_BYTES && buf.capacity() >= buf.len() + len);
+            assert_eq!(buf.as_ptr().align_offset(ALIGN_BYTES), 0);
+            assert!(buf.is_empty() && buf.capacity() >= len);
         }
     }
 

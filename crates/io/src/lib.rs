@@ -179,29 +179,26 @@ impl File {
         let first = align_down(offset);
         let wanted = (offset + len as u64 - first) as usize;
         let span = align_up(wanted as u64) as usize;
+        // `buf.len()` grows as pieces are read.
         let mut buf = aligned::read_buffer(span);
-        // The aligned bytes begin past the padding; `buf.len()` grows as
-        // pieces are read.
-        let start = buf.len();
-        while buf.len() - start < wanted {
-            let filled = buf.len() - start;
+        while buf.len() < wanted {
+            let filled = buf.len();
             let end = span.min(filled + MAX_REQUEST_BYTES);
             let _turn = io_queue::admit(class, Direction::Read, end - filled).await;
-            let piece = buf.slice(start + filled..start + end);
+            let piece = buf.slice(filled..end);
             let compio::BufResult(result, piece) = self.file.read_at(piece, first + filled as u64).await;
             buf = piece.into_inner();
             let read = at(&self.path, result)?;
-            assert_eq!(buf.len(), start + filled + read, "a read sets its buffer's length");
+            assert_eq!(buf.len(), filled + read, "a read sets its buffer's length");
             if read < end - filled {
                 break; // The end of the file.
             }
         }
-        if buf.len() - start < wanted {
+        if buf.len() < wanted {
             let short = io::Error::new(io::ErrorKind::UnexpectedEof, format!("{len} bytes at {offset}: past the end"));
             return at(&self.path, Err(short));
         }
-        let from = start + (offset - first) as usize;
-        Ok(Bytes::slice(&Bytes::from(buf), from..start + wanted))
+        Ok(Bytes::slice(&buf.freeze(), (offset - first) as usize..wanted))
     }
 
     async fn read_buffered(&self, offset: u64, len: usize, class: IoClass) -> IoResult<Vec<u8>> {

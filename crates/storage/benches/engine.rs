@@ -599,15 +599,9 @@ async fn chunk_reads(config: &Config, dir: &Path, chunk_kib: usize, values: &str
     let mut options = TableOptions::default();
     options.writer.compression = Compression::Lz4;
     options.writer.chunk_bytes = chunk_kib << 10;
-    let table = Table::new(dir.to_path_buf(), 0, options);
+    let table = one_sstable(config, dir, options, &mut rows).await;
     let n = config.chunk_rows;
-    for id in 0..n {
-        let (position, update) = rows.row(id, now_micros());
-        table.apply(position, update, None);
-    }
-    table.flush(Position::ZERO).await.expect("flush");
     let sstables = table.sstable_set();
-    assert_eq!(sstables.len(), 1, "one flush, one SSTable");
     let sstable = &sstables[0];
     let (raw, data) = (sstable.stats().raw_bytes, sstable.data_bytes());
 
@@ -646,21 +640,27 @@ async fn chunk_reads(config: &Config, dir: &Path, chunk_kib: usize, values: &str
     table.drop_data();
 }
 
+/// A table of `options` whose `config.chunk_rows` rows are flushed to one
+/// SSTable ([6] and [7]).
+async fn one_sstable(config: &Config, dir: &Path, options: TableOptions, rows: &mut Rows) -> Table {
+    let table = Table::new(dir.to_path_buf(), 0, options);
+    for id in 0..config.chunk_rows {
+        let (position, update) = rows.row(id, now_micros());
+        table.apply(position, update, None);
+    }
+    table.flush(Position::ZERO).await.expect("flush");
+    assert_eq!(table.sstable_set().len(), 1, "one flush, one SSTable");
+    table
+}
+
 /// [7] `config.chunk_rows` rows flushed to one uncompressed SSTable, then
 /// `config.reads` uniform random point reads of it.
 async fn uncompressed_reads(config: &Config, dir: &Path) {
     let mut options = TableOptions::default();
     options.writer.compression = Compression::None;
-    let table = Table::new(dir.to_path_buf(), 0, options);
+    let table = one_sstable(config, dir, options, &mut Rows::new()).await;
     let n = config.chunk_rows;
-    let mut rows = Rows::new();
-    for id in 0..n {
-        let (position, update) = rows.row(id, now_micros());
-        table.apply(position, update, None);
-    }
-    table.flush(Position::ZERO).await.expect("flush");
     let sstables = table.sstable_set();
-    assert_eq!(sstables.len(), 1, "one flush, one SSTable");
     drop_caches(config);
     index_cache::set_capacity_bytes(config.index_cache_mb << 20);
     let cpu_start = thread_cpu_ns();
