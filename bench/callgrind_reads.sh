@@ -151,30 +151,8 @@ PY
 # Per file: Ir, allocator entry points called (the Rust global allocator is
 # mimalloc; its aligned entry points are where every Rust allocation and
 # reallocation lands); then the file of the most Ir (the shard's).
-read -r total_ir calls busiest < <(python3 - "${dumps[@]}" <<'PY'
-import re, sys
-ALLOC = {"mi_malloc_aligned", "mi_zalloc_aligned", "mi_realloc_aligned", "mi_malloc", "mi_zalloc", "mi_realloc"}
-total, calls, busiest = 0, 0, (0, "")
-for path in sys.argv[1:]:
-    names, target, ir = {}, None, 0
-    for line in open(path, errors="replace"):
-        m = re.match(r"(c?fn)=\((\d+)\)(?: (.*))?", line)
-        if m:
-            kind, fid, name = m.groups()
-            if name:
-                names[fid] = name.strip()
-            target = names.get(fid, "") if kind == "cfn" else None
-        elif line.startswith("calls=") and target is not None:
-            if target in ALLOC:
-                calls += int(line.split("=")[1].split()[0])
-            target = None
-        elif line.startswith(("summary:", "totals:")):
-            ir = max(ir, int(line.split()[1]))
-    total += ir
-    busiest = max(busiest, (ir, path))
-print(total, calls, busiest[1])
-PY
-)
+read -r total_ir calls busiest < <(python3 "$(dirname "$0")/callgrind_counts.py" \
+    mi_malloc_aligned,mi_zalloc_aligned,mi_realloc_aligned,mi_malloc,mi_zalloc,mi_realloc "${dumps[@]}")
 echo "build: ${peer:-$bin}${auth:+ (AUTH=$auth)}"
 echo "requests: $reads ($workload, $protocol)"
 echo "Ir per request: $((total_ir / reads))"

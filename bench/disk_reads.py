@@ -3,7 +3,7 @@ directory (issue 29, "disk-bound reads").
 
     python3 bench/disk_reads.py [--shoal target/release/shoal] [--keys 1200000]
         [--memory 256M] [--duration 20] [--concurrency 256] [--io-scheduler on,off]
-        [--json PATH]
+        [--baseline OTHER_BUILD] [--json PATH]
 
 One `--smp 1` server pinned to --server-cpu with --memory (the row cache
 and index cache live inside it) loads --keys rows of 1 KiB into a table
@@ -12,13 +12,15 @@ without compression (the default makes 1.2 GiB on disk, almost five times
 is in memory (SSTables are read with O_DIRECT: no page cache either). Then
 `shoal stress` pinned to --loader-cpu reads uniformly at random at full
 speed for --warmup s (the index and row caches fill), then --duration s measured, once per --io-scheduler mode (a restart between
-them). Meanwhile the script samples the server's CPU time
+them; with --baseline, that build reads the same data first in each
+mode). Meanwhile the script samples the server's CPU time
 and the disk's completed reads from /proc. Last, fio reads 4 KiB blocks at
 random from a file as large as the data set in the same directory, with
 O_DIRECT and io_uring at --fio-iodepth, pinned to the server's core.
 Reports the bytes on disk, Shoal's reads/s, the server core's busy share,
 disk reads per Shoal read and their size, fio's IOPS (at 4 KiB, and at
-16 KiB, the size of the chunks Shoal reads) and the ratio to the first.
+16 KiB, a table's chunk: what a compressed table reads) and the ratio to
+the first.
 """
 import argparse
 import json
@@ -52,6 +54,8 @@ def parse_args(argv):
     p.add_argument("--loader-cpu", default="0")
     p.add_argument("--json")
     p.add_argument("--io-properties", help="use this io_properties.yaml instead of running iotune")
+    p.add_argument("--baseline", help="another build of shoal that reads the same data first, in the same modes "
+                                      "(before and after a change, on one data set)")
     return p.parse_args(argv)
 
 
@@ -134,13 +138,17 @@ def main(argv):
         result = {"args": vars(args), "io_properties": open(properties).read(), "data_bytes": data_bytes,
                   "load_ops_per_s": round(loaded["ops_per_s"])}
         for scheduler in args.io_scheduler.split(","):
+            if args.baseline:
+                baseline = argparse.Namespace(**{**vars(args), "shoal": args.baseline})
+                result["baseline_io_scheduler_" + scheduler] = read_phase(
+                    baseline, workdir, properties, scheduler, j("baseline-" + scheduler))
             result["io_scheduler_" + scheduler] = read_phase(args, workdir, properties, scheduler, j(scheduler))
         result["fio_iops"] = fio = fio_iops(args, tmp, data_bytes, "4k")
-        # Shoal reads whole 16 KiB chunks (the table's chunk_length_in_kb):
-        # what the disk does at that size too.
+        # A compressed table reads whole 16 KiB chunks (chunk_length_in_kb;
+        # an uncompressed one only the 4 KiB blocks a row lies in): what the
+        # disk does at that size too.
         result["fio_iops_16k"] = fio_iops(args, tmp, data_bytes, "16k")
-        for scheduler in args.io_scheduler.split(","):
-            phase = result["io_scheduler_" + scheduler]
+        for phase in (v for k, v in result.items() if k.startswith(("io_scheduler_", "baseline_io_scheduler_"))):
             phase["shoal_vs_fio"] = round(phase["shoal_reads_per_s"] / fio, 3)
         print(json.dumps({k: v for k, v in result.items() if k != "args"}, indent=2))
         if args.json:

@@ -53,6 +53,7 @@ impl<'a> Reader<'a> {
     }
 
     /// Takes the next `n` bytes, or fails without consuming anything.
+    #[inline]
     pub fn take(&mut self, n: usize, what: &'static str) -> Result<&'a [u8], Short> {
         let left = self.remaining();
         if n > left {
@@ -71,6 +72,9 @@ impl<'a> Reader<'a> {
         Ok(array)
     }
 
+    // Inline (here, `take` and `be_i64`): the decoders in other crates
+    // call these per byte or field, and a call cost more than the read.
+    #[inline]
     pub fn u8(&mut self, what: &'static str) -> Result<u8, Short> {
         Ok(self.array::<1>(what)?[0])
     }
@@ -83,6 +87,7 @@ impl<'a> Reader<'a> {
         Ok(i32::from_be_bytes(self.array(what)?))
     }
 
+    #[inline]
     pub fn be_i64(&mut self, what: &'static str) -> Result<i64, Short> {
         Ok(i64::from_be_bytes(self.array(what)?))
     }

@@ -9,6 +9,7 @@
 //! also while compio owns it during a request (completion-based I/O moves
 //! the buffer into the call and hands it back with the result).
 
+use bytes::BytesMut;
 use compio::buf::{IntoInner, IoBuf, Slice};
 
 /// The alignment of direct I/O: of buffer addresses, file offsets and
@@ -30,7 +31,22 @@ pub fn is_aligned(n: u64) -> bool {
     n.is_multiple_of(ALIGN_BYTES as u64)
 }
 
-/// `len` bytes (zeroed at first) at an aligned address.
+/// An empty buffer for a direct read of up to `len` bytes, at an aligned
+/// address: its capacity holds `len` bytes, none initialised. A read fills
+/// it in place (compio reads into a `BytesMut`'s uninitialised capacity
+/// and sets its length), so nothing is zeroed for the kernel to overwrite,
+/// and the filled buffer is handed on as the result (`freeze`) without a
+/// copy. The bytes before the aligned address are split off, never
+/// touched: both halves share the one allocation, freed with the last.
+pub fn read_buffer(len: usize) -> BytesMut {
+    let mut whole = BytesMut::with_capacity(len + ALIGN_BYTES);
+    let start = whole.as_ptr().align_offset(ALIGN_BYTES);
+    assert!(start < ALIGN_BYTES, "a byte buffer can always be aligned");
+    whole.split_off(start)
+}
+
+/// `len` bytes (zeroed at first) at an aligned address: what direct
+/// writes fill and send.
 pub struct AlignedBuf {
     vec: Vec<u8>,
     /// Where the aligned bytes begin in `vec`.
@@ -114,6 +130,15 @@ mod tests {
         }
         assert_eq!((align_down(4097), align_up(4097), align_up(4096), align_up(0)), (4096, 8192, 4096, 0));
         assert!(is_aligned(8192) && !is_aligned(100));
+    }
+
+    #[test]
+    fn a_read_buffer_is_empty_and_aligned_with_room_for_the_read() {
+        for len in [0, 1, 4096, 20_000] {
+            let buf = read_buffer(len);
+            assert_eq!(buf.as_ptr().align_offset(ALIGN_BYTES), 0);
+            assert!(buf.is_empty() && buf.capacity() >= len);
+        }
     }
 
     #[test]

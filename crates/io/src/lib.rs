@@ -30,6 +30,7 @@ use std::io;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
 
+use bytes::Bytes;
 use compio::buf::{IntoInner, IoBuf};
 use compio::io::{AsyncReadAt, AsyncReadAtExt, AsyncWriteAtExt};
 
@@ -164,37 +165,40 @@ impl File {
 
     /// Reads exactly `len` bytes at `offset`; a short file is an error.
     /// Each piece of at most [`MAX_REQUEST_BYTES`] waits its turn. A direct
-    /// file reads the aligned blocks holding the wanted bytes.
-    pub async fn read_exact_at(&self, offset: u64, len: usize, class: IoClass) -> IoResult<Vec<u8>> {
+    /// file reads the aligned blocks holding the wanted bytes into
+    /// uninitialised memory ([`aligned::read_buffer`]), and the result is a
+    /// view of the wanted bytes in that buffer: nothing is zeroed or copied.
+    pub async fn read_exact_at(&self, offset: u64, len: usize, class: IoClass) -> IoResult<Bytes> {
         record(class, len);
         if !self.direct {
-            return self.read_buffered(offset, len, class).await;
+            return self.read_buffered(offset, len, class).await.map(Bytes::from);
         }
         if len == 0 {
-            return Ok(Vec::new());
+            return Ok(Bytes::new());
         }
         let first = align_down(offset);
         let wanted = (offset + len as u64 - first) as usize;
         let span = align_up(wanted as u64) as usize;
-        let mut buf = AlignedBuf::zeroed(span);
-        let mut filled = 0;
-        while filled < wanted {
+        // `buf.len()` grows as pieces are read.
+        let mut buf = aligned::read_buffer(span);
+        while buf.len() < wanted {
+            let filled = buf.len();
             let end = span.min(filled + MAX_REQUEST_BYTES);
             let _turn = io_queue::admit(class, Direction::Read, end - filled).await;
-            let (piece, start, buf_len) = buf.piece(filled..end);
+            let piece = buf.slice(filled..end);
             let compio::BufResult(result, piece) = self.file.read_at(piece, first + filled as u64).await;
-            buf = AlignedBuf::back(piece, start, buf_len);
+            buf = piece.into_inner();
             let read = at(&self.path, result)?;
-            filled += read;
-            if read < end - (filled - read) {
+            assert_eq!(buf.len(), filled + read, "a read sets its buffer's length");
+            if read < end - filled {
                 break; // The end of the file.
             }
         }
-        if filled < wanted {
+        if buf.len() < wanted {
             let short = io::Error::new(io::ErrorKind::UnexpectedEof, format!("{len} bytes at {offset}: past the end"));
             return at(&self.path, Err(short));
         }
-        Ok(buf.as_slice()[(offset - first) as usize..wanted].to_vec())
+        Ok(Bytes::slice(&buf.freeze(), (offset - first) as usize..wanted))
     }
 
     async fn read_buffered(&self, offset: u64, len: usize, class: IoClass) -> IoResult<Vec<u8>> {
@@ -213,7 +217,7 @@ impl File {
     }
 
     /// Reads the whole file.
-    pub async fn read_all(&self, class: IoClass) -> IoResult<Vec<u8>> {
+    pub async fn read_all(&self, class: IoClass) -> IoResult<Bytes> {
         let len = self.len().await?;
         let len = at(&self.path, usize::try_from(len).map_err(|_| io::Error::other("file too large")))?;
         self.read_exact_at(0, len, class).await

@@ -19,7 +19,7 @@ fn with_direct_io_off_files_go_through_the_page_cache() {
 
         let reader = File::open(&appended, IoClass::Query).await.expect("open");
         assert!(!reader.is_direct());
-        assert_eq!(reader.read_exact_at(4990, 10, IoClass::Query).await.expect("read"), [7; 10]);
+        assert_eq!(reader.read_exact_at(4990, 10, IoClass::Query).await.expect("read")[..], [7; 10]);
         assert_eq!(reader.len().await.expect("len"), 5000, "truncated to what was appended");
 
         let segment = File::open_direct_rw(&dir.join("segment"), IoClass::Commitlog).await.expect("open");

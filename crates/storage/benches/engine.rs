@@ -11,7 +11,12 @@
 //! 4. point-read latency from SSTables, before and after that compaction;
 //! 5. commitlog replay (read, decode, apply), as recovery does it;
 //! 6. point reads from one SSTable per compression chunk size (4 to 64 KiB,
-//!    LZ4), with the index page cache on and off, and each file's size.
+//!    LZ4), with the index page cache on and off, and each file's size;
+//! 7. a fixed number (`SHOAL_BENCH_READS`, default 20000) of random point
+//!    reads from one uncompressed SSTable (16 KiB chunks, the default),
+//!    index cache off unless `SHOAL_BENCH_INDEX_CACHE_MB`: the disk-bound
+//!    read's path. Its reads run in `counted_reads`, so callgrind can count
+//!    them alone: `bench/callgrind_sstable_reads.sh`.
 //!
 //! Why: these are the per-core budgets the rest of the design leans on
 //! (e.g. compaction ≥ 150 MB/s per core), so regressions must be visible.
@@ -44,7 +49,9 @@
 //! shoal-storage --bench engine`.
 
 use std::cell::{Cell as StdCell, RefCell};
+use std::future::Future;
 use std::path::{Path, PathBuf};
+use std::pin::Pin;
 use std::rc::Rc;
 use std::time::{Duration, Instant};
 
@@ -79,7 +86,10 @@ struct Config {
     drop_caches: bool,
     direct_io: bool,
     chunk_rows: u64,
-    /// Figures to run (1 to 6); empty: all.
+    /// [7]'s reads and index cache.
+    reads: u64,
+    index_cache_mb: usize,
+    /// Figures to run (1 to 7); empty: all.
     stages: Vec<u32>,
 }
 
@@ -96,6 +106,8 @@ impl Config {
             drop_caches: std::env::var("SHOAL_BENCH_DROP_CACHES").is_ok_and(|v| v == "1"),
             direct_io: std::env::var("SHOAL_BENCH_DIRECT_IO").map_or(true, |v| v != "0"),
             chunk_rows: number("SHOAL_BENCH_CHUNK_ROWS", 100_000),
+            reads: number("SHOAL_BENCH_READS", 20_000),
+            index_cache_mb: std::env::var("SHOAL_BENCH_INDEX_CACHE_MB").ok().and_then(|v| v.parse().ok()).unwrap_or(0),
             stages: std::env::var("SHOAL_BENCH_STAGES")
                 .unwrap_or_default()
                 .split(',')
@@ -306,6 +318,9 @@ fn main() {
                 let _ = std::fs::remove_dir_all(&dir);
             }
         }
+    }
+    if config.runs(7) {
+        shoal_io::block_on(uncompressed_reads(&config, &scratch.stage("uncompressed")));
     }
 }
 
@@ -584,15 +599,9 @@ async fn chunk_reads(config: &Config, dir: &Path, chunk_kib: usize, values: &str
     let mut options = TableOptions::default();
     options.writer.compression = Compression::Lz4;
     options.writer.chunk_bytes = chunk_kib << 10;
-    let table = Table::new(dir.to_path_buf(), 0, options);
+    let table = one_sstable(config, dir, options, &mut rows).await;
     let n = config.chunk_rows;
-    for id in 0..n {
-        let (position, update) = rows.row(id, now_micros());
-        table.apply(position, update, None);
-    }
-    table.flush(Position::ZERO).await.expect("flush");
     let sstables = table.sstable_set();
-    assert_eq!(sstables.len(), 1, "one flush, one SSTable");
     let sstable = &sstables[0];
     let (raw, data) = (sstable.stats().raw_bytes, sstable.data_bytes());
 
@@ -629,6 +638,64 @@ async fn chunk_reads(config: &Config, dir: &Path, chunk_kib: usize, values: &str
     );
     drop(sstables);
     table.drop_data();
+}
+
+/// A table of `options` whose `config.chunk_rows` rows are flushed to one
+/// SSTable ([6] and [7]).
+async fn one_sstable(config: &Config, dir: &Path, options: TableOptions, rows: &mut Rows) -> Table {
+    let table = Table::new(dir.to_path_buf(), 0, options);
+    for id in 0..config.chunk_rows {
+        let (position, update) = rows.row(id, now_micros());
+        table.apply(position, update, None);
+    }
+    table.flush(Position::ZERO).await.expect("flush");
+    assert_eq!(table.sstable_set().len(), 1, "one flush, one SSTable");
+    table
+}
+
+/// [7] `config.chunk_rows` rows flushed to one uncompressed SSTable, then
+/// `config.reads` uniform random point reads of it.
+async fn uncompressed_reads(config: &Config, dir: &Path) {
+    let mut options = TableOptions::default();
+    options.writer.compression = Compression::None;
+    let table = one_sstable(config, dir, options, &mut Rows::new()).await;
+    let n = config.chunk_rows;
+    let sstables = table.sstable_set();
+    drop_caches(config);
+    index_cache::set_capacity_bytes(config.index_cache_mb << 20);
+    let cpu_start = thread_cpu_ns();
+    let start = Instant::now();
+    counted_reads(&sstables[0], n, config.reads).await;
+    let elapsed = start.elapsed();
+    let cpu = match (cpu_start, thread_cpu_ns()) {
+        (Some(from), Some(to)) => format!("{:.0}", (to - from) as f64 / config.reads as f64),
+        _ => "?".to_string(),
+    };
+    let cache = index_cache::stats();
+    println!(
+        "[7] point read, 1 uncompressed SSTable of {n} rows, index cache {} MB: {} reads, {:.0} ns/read \
+         ({cpu} ns CPU), index cache {} hits / {} misses",
+        config.index_cache_mb,
+        config.reads,
+        elapsed.as_nanos() as f64 / config.reads as f64,
+        cache.hits,
+        cache.misses
+    );
+    index_cache::set_capacity_bytes(0);
+    drop(sstables);
+    table.drop_data();
+}
+
+/// [7]'s reads, for callgrind's `--toggle-collect='*counted_reads*'`:
+/// boxed, so their future is polled through its own function
+/// (`counted_reads::{{closure}}`), never inlined into the caller's.
+fn counted_reads(sstable: &SSTable, keys: u64, reads: u64) -> Pin<Box<dyn Future<Output = ()> + '_>> {
+    Box::pin(async move {
+        let mut rng = 0x7_u64;
+        for _ in 0..reads {
+            read_one(sstable, splitmix64(&mut rng) % keys).await;
+        }
+    })
 }
 
 async fn read_one(sstable: &SSTable, id: u64) {

@@ -99,6 +99,9 @@ impl<'a> Decoder<'a> {
         DecodeError { offset: self.position(), what }
     }
 
+    // Inline (here, `len`, `slice`, `fixed_i64`): called per byte or
+    // field by the decoders, also in other crates.
+    #[inline]
     pub fn u8(&mut self) -> Result<u8, DecodeError> {
         Ok(self.bytes.u8("unexpected end")?)
     }
@@ -132,6 +135,7 @@ impl<'a> Decoder<'a> {
     }
 
     /// A length, checked against the bytes left.
+    #[inline]
     pub fn len(&mut self) -> Result<usize, DecodeError> {
         let len = self.var_u64()?;
         if len > self.bytes.remaining() as u64 {
@@ -140,6 +144,7 @@ impl<'a> Decoder<'a> {
         Ok(len as usize)
     }
 
+    #[inline]
     pub fn slice(&mut self, len: usize) -> Result<&'a [u8], DecodeError> {
         Ok(self.bytes.take(len, "short")?)
     }
@@ -149,6 +154,7 @@ impl<'a> Decoder<'a> {
         Ok(Bytes::copy_from_slice(self.slice(len)?))
     }
 
+    #[inline]
     pub fn fixed_i64(&mut self) -> Result<i64, DecodeError> {
         Ok(self.bytes.be_i64("short")?)
     }

@@ -131,10 +131,13 @@ pub fn check_header(bytes: &[u8], component: Component) -> StorageResult<()> {
     Ok(())
 }
 
+/// The bytes before a block's body: its length and checksum.
+pub const BLOCK_HEADER_BYTES: usize = 8;
+
 /// A checksummed block, as data chunks and index pages are stored:
 /// `[u32 body length][u32 crc32c of body][body]`.
 pub fn frame_block(body: &[u8]) -> Vec<u8> {
-    let mut out = Vec::with_capacity(body.len() + 8);
+    let mut out = Vec::with_capacity(body.len() + BLOCK_HEADER_BYTES);
     out.extend_from_slice(&(body.len() as u32).to_le_bytes());
     out.extend_from_slice(&crc32c::crc32c(body).to_le_bytes());
     out.extend_from_slice(body);
@@ -143,12 +146,12 @@ pub fn frame_block(body: &[u8]) -> Vec<u8> {
 
 /// The body of a block read whole, after checking length and checksum.
 pub fn open_block(bytes: &[u8]) -> StorageResult<&[u8]> {
-    if bytes.len() < 8 {
+    if bytes.len() < BLOCK_HEADER_BYTES {
         return Err(StorageError::corrupt("block shorter than its header"));
     }
     let len = u32::from_le_bytes([bytes[0], bytes[1], bytes[2], bytes[3]]) as usize;
     let crc = u32::from_le_bytes([bytes[4], bytes[5], bytes[6], bytes[7]]);
-    let body = &bytes[8..];
+    let body = &bytes[BLOCK_HEADER_BYTES..];
     if len != body.len() || crc32c::crc32c(body) != crc {
         return Err(StorageError::corrupt("checksum mismatch"));
     }

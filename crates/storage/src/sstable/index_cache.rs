@@ -1,18 +1,19 @@
-//! The shard's cache of decoded partition-index pages, for point reads.
+//! The shard's cache of partition-index pages, for point reads.
 //!
 //! A point read that misses memory goes Bloom filter → summary → one index
 //! page → the data chunks. The summary and the filter are in RAM; the index
-//! page is not, and reading it costs a disk request, a checksum and a
-//! decode of up to [`INDEX_PAGE_ENTRIES`](super::format::INDEX_PAGE_ENTRIES)
-//! entries, for the one entry the read wants. Hot pages are few (a page
-//! covers 128 partitions), so keeping them decoded turns that step into a
-//! lookup and a binary search.
+//! page is not, and reading it costs a disk request, a checksum and a walk
+//! of up to [`INDEX_PAGE_ENTRIES`](super::format::INDEX_PAGE_ENTRIES)
+//! entries, for the one entry the read wants. Keeping pages turns that step
+//! into a lookup and a binary search.
 //!
-//! What it owns: decoded pages, keyed by (SSTable id, page number), each an
-//! `Rc<[IndexEntry]>` so a hit hands out the page without copying it (a
-//! page of 128 partitions with 8-byte keys and no clustering samples costs
-//! about 13 KiB). The SSTable id is shard-unique (`next_sstable_id`, taken
-//! at open): generations are only unique within one table.
+//! What it owns: checked pages ([`IndexPage`]: the encoded entries and
+//! where each starts), keyed by (SSTable id, page number), each an
+//! `Rc<IndexPage>` so a hit hands out the page without copying it (a page
+//! of 128 partitions with 8-byte keys and no clustering samples costs
+//! about 3.5 KiB; decoded it cost 13). The SSTable id is shard-unique
+//! (`next_sstable_id`, taken at open): generations are only unique within
+//! one table.
 //!
 //! Invariants:
 //! - One cache per shard (thread-local: a shard is one thread), so no locks.
@@ -34,10 +35,10 @@ use std::collections::BTreeMap;
 use std::mem::size_of;
 use std::rc::Rc;
 
-use super::IndexEntry;
+use super::index_page::IndexPage;
 
-/// A decoded index page, sorted by partition position.
-pub type Page = Rc<[IndexEntry]>;
+/// A cached index page.
+pub type Page = Rc<IndexPage>;
 
 /// (shard-unique SSTable id, page number).
 type Key = (u64, usize);
@@ -66,18 +67,10 @@ const ALLOCATION_OVERHEAD_BYTES: usize = 16;
 pub const PAGE_OVERHEAD_BYTES: usize =
     2 * size_of::<usize>() + ALLOCATION_OVERHEAD_BYTES + 2 * (size_of::<(Key, Slot)>() + size_of::<(u64, Key)>());
 
-/// The estimated heap bytes of a decoded page while cached: the entries,
-/// their keys and clustering samples (each a heap allocation), and
-/// [`PAGE_OVERHEAD_BYTES`].
-pub fn page_bytes(entries: &[IndexEntry]) -> usize {
-    let allocation = |len: usize| if len == 0 { 0 } else { len + ALLOCATION_OVERHEAD_BYTES };
-    let mut bytes = PAGE_OVERHEAD_BYTES + std::mem::size_of_val(entries);
-    for entry in entries {
-        bytes += allocation(entry.position.key.len());
-        bytes += allocation(entry.samples.capacity() * size_of::<(bytes::Bytes, u64)>());
-        bytes += entry.samples.iter().map(|(key, _)| allocation(key.len())).sum::<usize>();
-    }
-    bytes
+/// The estimated heap bytes of a page while cached: its own
+/// ([`IndexPage::heap_bytes`], two allocations) and [`PAGE_OVERHEAD_BYTES`].
+pub fn page_bytes(page: &IndexPage) -> usize {
+    PAGE_OVERHEAD_BYTES + 2 * ALLOCATION_OVERHEAD_BYTES + page.heap_bytes()
 }
 
 struct Slot {
@@ -231,7 +224,7 @@ pub(super) fn get(sstable: u64, page: usize) -> Option<Page> {
     CACHE.with(|cache| cache.borrow_mut().get((sstable, page)))
 }
 
-/// Caches a page a point read decoded; a no-op when the cache is off or
+/// Caches a page a point read read; a no-op when the cache is off or
 /// the page is larger than the whole capacity.
 pub(super) fn insert(sstable: u64, page: usize, entries: Page) {
     CACHE.with(|cache| cache.borrow_mut().insert((sstable, page), entries));
@@ -249,17 +242,22 @@ mod tests {
     use bytes::Bytes;
 
     use super::*;
+    use crate::codec::Encoder;
     use crate::partition::PartitionPosition;
+    use crate::sstable::IndexEntry;
 
     fn page(first: u32, entries: u32) -> Page {
-        (first..first + entries)
+        let entries: Vec<IndexEntry> = (first..first + entries)
             .map(|i| IndexEntry {
                 position: PartitionPosition { token: i64::from(i), key: Bytes::from(i.to_be_bytes().to_vec()) },
                 offset: u64::from(i) * 100,
                 len: 100,
                 samples: Vec::new(),
             })
-            .collect()
+            .collect();
+        let mut body = Vec::new();
+        entries.iter().for_each(|e| e.encode(&mut Encoder { out: &mut body }));
+        Rc::new(IndexPage::parse(Bytes::from(body), &entries[0].position, u64::MAX).expect("a valid page"))
     }
 
     fn with_capacity(bytes: usize) -> IndexCache {
@@ -269,16 +267,13 @@ mod tests {
     }
 
     #[test]
-    fn page_bytes_counts_entries_keys_and_samples() {
-        let plain = page(0, 3);
-        let key_bytes = 3 * (4 + ALLOCATION_OVERHEAD_BYTES);
-        assert_eq!(page_bytes(&plain), PAGE_OVERHEAD_BYTES + 3 * size_of::<IndexEntry>() + key_bytes);
-        let mut sampled = plain.to_vec();
-        sampled[0].samples = vec![(Bytes::from_static(b"abc"), 10), (Bytes::new(), 20)];
-        let samples = ALLOCATION_OVERHEAD_BYTES
-            + sampled[0].samples.capacity() * size_of::<(Bytes, u64)>()
-            + (3 + ALLOCATION_OVERHEAD_BYTES);
-        assert_eq!(page_bytes(&sampled), page_bytes(&plain) + samples);
+    fn page_bytes_counts_the_body_and_the_entry_starts() {
+        let three = page(0, 3);
+        // An entry: an 8-byte token, a 4-byte key and its length, offset,
+        // length and sample count of a byte or two each.
+        assert!(three.heap_bytes() >= 3 * (8 + 5 + 3 + 4));
+        assert_eq!(page_bytes(&three), PAGE_OVERHEAD_BYTES + 2 * ALLOCATION_OVERHEAD_BYTES + three.heap_bytes());
+        assert!(page_bytes(&page(0, 6)) > page_bytes(&three));
     }
 
     #[test]

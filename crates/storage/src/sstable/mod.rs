@@ -1,13 +1,19 @@
 //! SSTables: immutable sorted files of partitions, and reading them.
 //!
-//! A point read goes Bloom filter → summary (in RAM) → one index page →
-//! the data chunks holding the partition; a partition with clustering
-//! samples reads only the runs of rows a slice needs. The index page comes
-//! from the shard's [`index_cache`] when it holds it, and is put there when
-//! read. Scans and compaction walk index pages in order with a
-//! [`Scanner`], reading them from disk and never caching them. Every chunk
-//! and index page is checksummed: a damaged one fails the read that
-//! touches it, with the file and chunk named, and nothing else.
+//! A point read goes Bloom filter → summary (in RAM) → one index page
+//! (searched in place, [`index_page`]) → the data chunks holding the
+//! partition; a partition with clustering samples reads only the runs of
+//! rows a slice needs. The index page comes from the shard's
+//! [`index_cache`] when it holds it, and is put there when read. Scans and
+//! compaction walk index pages in order with a [`Scanner`], reading them
+//! from disk and never caching them. Every chunk and index page is
+//! checksummed: a damaged one fails the read that touches it, with the file
+//! and chunk named, and nothing else — except that a point read of an
+//! uncompressed table reads only the aligned blocks its partition lies in
+//! (a 1 KiB row costs a 4 KiB read, not its 16 KiB chunk), so it cannot
+//! check the chunk's checksum; scans and compaction, which read chunks
+//! whole, do (ScyllaDB checks an uncompressed SSTable's checksums only when
+//! validating it).
 //!
 //! An [`SSTable`] is shared by `Rc` between the table's current set and the
 //! reads and compactions using it; once compaction replaces it, it is
@@ -17,6 +23,7 @@ pub mod bloom;
 pub mod compression;
 pub mod format;
 pub mod index_cache;
+pub mod index_page;
 pub mod writer;
 
 use std::cell::Cell;
@@ -32,52 +39,12 @@ use crate::error::{StorageError, StorageResult};
 use crate::partition::{ClusteringRange, Partition, PartitionPosition};
 use bloom::BloomFilter;
 use compression::Compression;
-use format::{check_header, open_block, open_small, Component, Descriptor, Statistics, HEADER_BYTES, MAX_CHUNK_BYTES};
-
-/// Where one partition is in the data stream, with clustering samples
-/// (first key of a run of rows, offset of the run from the partition start).
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct IndexEntry {
-    pub position: PartitionPosition,
-    pub offset: u64,
-    pub len: u64,
-    pub samples: Vec<(Bytes, u64)>,
-}
-
-impl IndexEntry {
-    fn encode(&self, e: &mut Encoder) {
-        e.out.extend_from_slice(&self.position.token.to_be_bytes());
-        e.bytes(&self.position.key);
-        e.var_u64(self.offset);
-        e.var_u64(self.len);
-        e.var_u64(self.samples.len() as u64);
-        for (key, offset) in &self.samples {
-            e.bytes(key);
-            e.var_u64(*offset);
-        }
-    }
-
-    fn decode(d: &mut Decoder) -> StorageResult<IndexEntry> {
-        let token = d.fixed_i64()?;
-        let key = d.bytes()?;
-        let (offset, len) = (d.var_u64()?, d.var_u64()?);
-        let n = d.var_u64()?;
-        let mut samples: Vec<(Bytes, u64)> = Vec::new();
-        for _ in 0..n {
-            let key = d.bytes()?;
-            let at = d.var_u64()?;
-            if at >= len {
-                return Err(StorageError::corrupt("clustering sample past its partition"));
-            }
-            // Runs of rows lie between samples: they must be in order.
-            if at <= samples.last().map_or(0, |(_, last)| *last) {
-                return Err(StorageError::corrupt("clustering samples out of order"));
-            }
-            samples.push((key, at));
-        }
-        Ok(IndexEntry { position: PartitionPosition { token, key }, offset, len, samples })
-    }
-}
+use format::{
+    check_header, open_block, open_small, Component, Descriptor, Statistics, BLOCK_HEADER_BYTES, HEADER_BYTES,
+    MAX_CHUNK_BYTES,
+};
+pub use index_page::IndexEntry;
+use index_page::IndexPage;
 
 /// The first partition of an index page and where the page is.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -103,16 +70,25 @@ impl SummaryEntry {
 }
 
 /// The last decompressed chunk, so consecutive small partitions of a scan
-/// decompress each chunk once; and the I/O class the reads are made for
-/// (a query's, or compaction's).
+/// decompress each chunk once; the I/O class the reads are made for (a
+/// query's, or compaction's); and whether uncompressed data is read in
+/// whole chunks (scans: the next partitions are in the same chunk) or
+/// only the blocks a partition lies in (a point read).
 pub struct ChunkCache {
-    chunk: Option<(usize, Rc<Vec<u8>>)>,
+    chunk: Option<(usize, Bytes)>,
     class: IoClass,
+    whole_chunks: bool,
 }
 
 impl ChunkCache {
+    /// For a scan: whole chunks, each read once.
     fn new(class: IoClass) -> ChunkCache {
-        ChunkCache { chunk: None, class }
+        ChunkCache { chunk: None, class, whole_chunks: true }
+    }
+
+    /// For a point read (a query's).
+    fn point() -> ChunkCache {
+        ChunkCache { chunk: None, class: IoClass::Query, whole_chunks: false }
     }
 }
 
@@ -301,10 +277,10 @@ impl SSTable {
         if page == 0 {
             return Ok(None);
         }
-        let entries = self.query_page(page - 1).await?;
-        // read_page checked that a page is sorted.
-        let Ok(at) = entries.binary_search_by(|e| e.position.cmp(position)) else { return Ok(None) };
-        self.read_entry(&entries[at], ranges, &mut ChunkCache::new(IoClass::Query)).await.map(Some)
+        let index_page = self.query_page(page - 1).await?;
+        let place = || format!("{} page {}", self.index.path().display(), page - 1);
+        let Some(entry) = index_page.find(position).map_err(|e| e.at(place))? else { return Ok(None) };
+        self.read_entry(&entry, ranges, &mut ChunkCache::point()).await.map(Some)
     }
 
     /// Index page `page` for a point read: from the shard's index cache, or
@@ -313,38 +289,21 @@ impl SSTable {
         if let Some(entries) = index_cache::get(self.id, page) {
             return Ok(entries);
         }
-        let entries: index_cache::Page = self.read_page(page, IoClass::Query).await?.into();
+        let entries = Rc::new(self.read_page(page, IoClass::Query).await?);
         index_cache::insert(self.id, page, Rc::clone(&entries));
         Ok(entries)
     }
 
-    /// Reads and decodes index page `page`, checking that its entries are
-    /// in order (point reads binary-search it) and point into the data.
-    async fn read_page(&self, page: usize, class: IoClass) -> StorageResult<Vec<IndexEntry>> {
+    /// Reads index page `page`, checking its entries ([`IndexPage::parse`]:
+    /// in order, where the summary says, pointing into the data). Its body
+    /// is copied out of the read buffer, which is larger (aligned blocks):
+    /// the page may be cached for long.
+    async fn read_page(&self, page: usize, class: IoClass) -> StorageResult<IndexPage> {
         let s = &self.summary[page];
         let place = || format!("{} page {page} (offset {})", self.index.path().display(), s.offset);
         let bytes = self.index.read_exact_at(s.offset, s.len as usize, class).await?;
         let body = open_block(&bytes).map_err(|e| e.at(place))?;
-        let mut d = Decoder::new(body);
-        let mut entries: Vec<IndexEntry> = Vec::new();
-        while !d.is_empty() {
-            let entry = IndexEntry::decode(&mut d).map_err(|e| e.at(place))?;
-            if entry.offset.checked_add(entry.len).is_none_or(|end| end > self.raw_len) {
-                return Err(StorageError::corrupt("index entry points past the data").at(place));
-            }
-            match entries.last() {
-                // The summary names a page by its first partition.
-                None if entry.position != s.first => {
-                    return Err(StorageError::corrupt("index page does not start where the summary says").at(place));
-                }
-                Some(last) if entry.position <= last.position => {
-                    return Err(StorageError::corrupt("index entries out of order").at(place));
-                }
-                _ => {}
-            }
-            entries.push(entry);
-        }
-        Ok(entries)
+        IndexPage::parse(Bytes::copy_from_slice(body), &s.first, self.raw_len).map_err(|e| e.at(place))
     }
 
     /// Decodes the partition of `entry`, reading only the runs of rows
@@ -414,24 +373,26 @@ impl SSTable {
     }
 
     /// The raw (decompressed) bytes `[offset, offset + len)` of the data
-    /// stream, checking each chunk's checksum.
-    async fn read_raw(&self, offset: u64, len: u64, cache: &mut ChunkCache) -> StorageResult<Vec<u8>> {
+    /// stream, checking each chunk's checksum. Bytes within one chunk are
+    /// a view of it, not a copy.
+    async fn read_raw(&self, offset: u64, len: u64, cache: &mut ChunkCache) -> StorageResult<Bytes> {
         if len == 0 {
-            return Ok(Vec::new());
+            return Ok(Bytes::new());
         }
         let first = (offset / self.chunk_bytes) as usize;
         let last = ((offset + len - 1) / self.chunk_bytes) as usize;
-        // `len` comes from the index: reserve no more than one chunk up
-        // front, so a damaged length fails on the chunks it names instead
-        // of allocating it.
-        let mut out = Vec::with_capacity(len.min(self.chunk_bytes) as usize);
-        let mut chunk = first;
-        while chunk <= last {
+        // At most two chunks: `len` comes from the index, and a damaged
+        // one must fail on the chunks it names, not allocate its length.
+        if self.compression == Compression::None && !cache.whole_chunks && last - first <= 1 {
+            return self.read_uncompressed(offset, len, cache.class).await;
+        }
+        let mut pieces = Vec::new();
+        for chunk in first..=last {
             let raw = match &cache.chunk {
-                Some((index, raw)) if *index == chunk => Rc::clone(raw),
+                Some((index, raw)) if *index == chunk => raw.clone(),
                 _ => {
-                    let raw = Rc::new(self.read_chunk(chunk, cache.class).await?);
-                    cache.chunk = Some((chunk, Rc::clone(&raw)));
+                    let raw = self.read_chunk(chunk, cache.class).await?;
+                    cache.chunk = Some((chunk, raw.clone()));
                     raw
                 }
             };
@@ -441,13 +402,58 @@ impl SSTable {
             if from > to {
                 return Err(StorageError::corrupt(format!("chunk {chunk} is shorter than the index says")));
             }
-            out.extend_from_slice(&raw[from..to]);
-            chunk += 1;
+            if first == last {
+                return Ok(raw.slice(from..to));
+            }
+            pieces.push(raw.slice(from..to));
         }
-        Ok(out)
+        Ok(Bytes::from(pieces.concat()))
     }
 
-    async fn read_chunk(&self, chunk: usize, class: IoClass) -> StorageResult<Vec<u8>> {
+    /// The bytes `[offset, offset + len)` of an uncompressed data stream
+    /// (within two chunks), read from the aligned blocks that hold them and
+    /// no more: a 1 KiB
+    /// row costs a 4 KiB read, not its 16 KiB chunk. The chunks' checksums
+    /// cover whole chunks, so they are not checked here (as ScyllaDB checks
+    /// an uncompressed SSTable's only when validating it); scans and
+    /// compaction, which read whole chunks, check them.
+    async fn read_uncompressed(&self, offset: u64, len: u64, class: IoClass) -> StorageResult<Bytes> {
+        let first = (offset / self.chunk_bytes) as usize;
+        let last = ((offset + len - 1) / self.chunk_bytes) as usize;
+        let chunk_raw_len = |chunk: usize| (self.raw_len - chunk as u64 * self.chunk_bytes).min(self.chunk_bytes);
+        for chunk in first..=last {
+            let stored = self.chunk_offsets[chunk + 1] - self.chunk_offsets[chunk];
+            if stored != BLOCK_HEADER_BYTES as u64 + chunk_raw_len(chunk) {
+                let path = self.descriptor.path(Component::Data);
+                return Err(StorageError::corrupt(format!("{} chunk {chunk}: {stored} bytes stored", path.display())));
+            }
+        }
+        // Where raw byte `at` of the stream is in the file, `at` in
+        // `chunk` or at its end.
+        let file_at = |chunk: usize, at: u64| {
+            self.chunk_offsets[chunk] + BLOCK_HEADER_BYTES as u64 + (at - chunk as u64 * self.chunk_bytes)
+        };
+        let from = file_at(first, offset);
+        let to = file_at(last, offset + len);
+        let bytes = self.data.read_exact_at(from, (to - from) as usize, class).await?;
+        if first == last {
+            return Ok(bytes);
+        }
+        // The chunks' headers lie between the pieces.
+        let mut raw = Vec::with_capacity(len as usize);
+        for chunk in first..=last {
+            let start = offset.max(chunk as u64 * self.chunk_bytes);
+            let end = (offset + len).min(chunk as u64 * self.chunk_bytes + chunk_raw_len(chunk));
+            raw.extend_from_slice(
+                &bytes[(file_at(chunk, start) - from) as usize..(file_at(chunk, end) - from) as usize],
+            );
+        }
+        Ok(Bytes::from(raw))
+    }
+
+    /// Chunk `chunk`'s raw bytes, its checksum checked: an uncompressed
+    /// chunk is a view of the bytes read (no copy).
+    async fn read_chunk(&self, chunk: usize, class: IoClass) -> StorageResult<Bytes> {
         let path = self.descriptor.path(Component::Data);
         let place = || format!("{} chunk {chunk} (offset {})", path.display(), self.chunk_offsets[chunk]);
         let start = self.chunk_offsets[chunk];
@@ -455,7 +461,10 @@ impl SSTable {
         let bytes = self.data.read_exact_at(start, stored as usize, class).await?;
         let body = open_block(&bytes).map_err(|e| e.at(place))?;
         let raw_len = (self.raw_len - chunk as u64 * self.chunk_bytes).min(self.chunk_bytes) as usize;
-        self.compression.decompress(body, raw_len).map_err(|e| e.at(place))
+        if self.compression == Compression::None && body.len() == raw_len {
+            return Ok(bytes.slice(bytes.len() - body.len()..));
+        }
+        self.compression.decompress(body, raw_len).map(Bytes::from).map_err(|e| e.at(place))
     }
 }
 
@@ -517,7 +526,7 @@ impl Scanner {
     async fn fill(&mut self) -> StorageResult<()> {
         while self.entries.is_empty() && self.next_page < self.sstable.summary.len() {
             // Not through the index cache: a scan reads each page once.
-            self.entries = self.sstable.read_page(self.next_page, self.cache.class).await?.into();
+            self.entries = self.sstable.read_page(self.next_page, self.cache.class).await?.entries()?.into();
             self.next_page += 1;
         }
         Ok(())
@@ -817,13 +826,13 @@ mod tests {
             let entry = IndexEntry { position: position(1), offset: 0, len: 100, samples };
             let mut out = Vec::new();
             entry.encode(&mut Encoder { out: &mut out });
-            let message = corruption(IndexEntry::decode(&mut Decoder::new(&out)));
+            let message = corruption(IndexPage::parse(Bytes::from(out), &position(1), u64::MAX));
             assert!(message.contains("out of order"), "{message}");
         }
         let entry = IndexEntry { position: position(1), offset: 0, len: 100, samples: vec![(Bytes::new(), 0)] };
         let mut out = Vec::new();
         entry.encode(&mut Encoder { out: &mut out });
-        assert!(IndexEntry::decode(&mut Decoder::new(&out)).is_err(), "a sample at the partition start");
+        assert!(IndexPage::parse(Bytes::from(out), &position(1), u64::MAX).is_err(), "a sample at the start");
         let entry = IndexEntry {
             position: position(1),
             offset: 0,
@@ -832,6 +841,7 @@ mod tests {
         };
         let mut out = Vec::new();
         entry.encode(&mut Encoder { out: &mut out });
-        assert_eq!(IndexEntry::decode(&mut Decoder::new(&out)).expect("ordered samples"), entry);
+        let page = IndexPage::parse(Bytes::from(out), &position(1), u64::MAX).expect("ordered samples");
+        assert_eq!(page.entries().expect("entries"), [entry]);
     }
 }
