@@ -173,10 +173,7 @@ async fn run_on_shards(
         // in the operations' order already, nothing to split or gather.
         return match run_on(first, table, ops, levels, deadline, for_replicas).await {
             Ok(run) => (run.outcomes.into_iter().map(shared_error).collect(), run.writes),
-            Err(e) => {
-                let e = Arc::new(e);
-                ((0..count).map(|_| Err(Arc::clone(&e))).collect(), Vec::new())
-            }
+            Err(e) => (all_failed(count, e), Vec::new()),
         };
     }
     // Per shard: the operations' places in `ops`, and the operations.
@@ -199,10 +196,7 @@ async fn run_on_shards(
                 writes.extend(run.writes.into_iter().map(|w| ItemWrite { op: w.op.map(|i| indexes[i]), ..w }));
                 run.outcomes.into_iter().map(shared_error).collect()
             }
-            Err(e) => {
-                let e = Arc::new(e);
-                indexes.iter().map(|_| Err(Arc::clone(&e))).collect()
-            }
+            Err(e) => all_failed(indexes.len(), e),
         };
         groups.push((indexes, outcomes));
     }
@@ -224,7 +218,12 @@ async fn run_on(
     for_replicas: bool,
 ) -> Result<ItemRun, CoordinatorError> {
     metrics::note_target(shard);
-    let run = move || run_here(table, ops, levels, deadline, for_replicas);
+    let run = move || async move {
+        if Instant::now() > deadline {
+            return Err(timed_out(&ops, levels));
+        }
+        Ok(shoal_replica::local().run_items(table, ops, for_replicas).await)
+    };
     if shard == this_shard() {
         run().await
     } else {
@@ -232,17 +231,10 @@ async fn run_on(
     }
 }
 
-async fn run_here(
-    table: ItemTable,
-    ops: Ops,
-    levels: ItemLevels,
-    deadline: Instant,
-    for_replicas: bool,
-) -> Result<ItemRun, CoordinatorError> {
-    if Instant::now() > deadline {
-        return Err(timed_out(&ops, levels));
-    }
-    Ok(shoal_replica::local().run_items(table, ops, for_replicas).await)
+/// Every one of `count` operations failed with `e`.
+fn all_failed(count: usize, e: CoordinatorError) -> Vec<ItemResult> {
+    let e = Arc::new(e);
+    (0..count).map(|_| Err(Arc::clone(&e))).collect()
 }
 
 /// The timeout of a run that got no answer: a write's if any of `ops`
@@ -392,8 +384,7 @@ async fn ask(
         }
         Err(_) => timeout,
     };
-    let failed = Arc::new(failed);
-    (0..count).map(|_| Err(Arc::clone(&failed))).collect()
+    all_failed(count, failed)
 }
 
 /// Serves a run of item operations another node asks this one to lead
