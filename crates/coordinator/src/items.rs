@@ -35,7 +35,9 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use futures_util::future::join_all;
-use shoal_replica::{ItemLruStats, ItemOp, ItemOutcome, ItemTable, ItemWrite, Mutation, ReadCommand};
+use shoal_replica::{
+    ItemLruStats, ItemOp, ItemOutcome, ItemRun, ItemTable, ItemWrite, Mutation, ReadCommand, ReplicaError,
+};
 use shoal_runtime::{clock, nr_shards, submit_to, this_shard};
 use shoal_schema::token::murmur3_token;
 use shoal_schema::KeyspaceMeta;
@@ -73,8 +75,7 @@ pub async fn items_stats(table: ItemTable) -> Result<ItemLruStats, CoordinatorEr
 
 /// The position of an item's partition: its key is the whole partition
 /// key (one blob column), so the key bytes are the partition key bytes.
-pub fn item_position(key: &[u8]) -> PartitionPosition {
-    let key = bytes::Bytes::copy_from_slice(key);
+pub fn item_position(key: bytes::Bytes) -> PartitionPosition {
     PartitionPosition { token: murmur3_token(&key), key }
 }
 
@@ -166,6 +167,15 @@ async fn run_on_shards(
     for_replicas: bool,
 ) -> (Vec<ItemResult>, Vec<ItemWrite>) {
     let count = ops.len();
+    let first = ops.first().map_or(this_shard(), |(position, _)| shard_of(position.token));
+    if ops.iter().all(|(position, _)| shard_of(position.token) == first) {
+        // One shard owns every key (always, on one shard): its answers are
+        // in the operations' order already, nothing to split or gather.
+        return match run_on(first, table, ops, levels, deadline, for_replicas).await {
+            Ok(run) => (run.outcomes.into_iter().map(shared_error).collect(), run.writes),
+            Err(e) => (all_failed(count, e), Vec::new()),
+        };
+    }
     // Per shard: the operations' places in `ops`, and the operations.
     let mut by_shard: Vec<(Vec<usize>, Ops)> = (0..nr_shards()).map(|_| (Vec::new(), Vec::new())).collect();
     for (index, (position, op)) in ops.into_iter().enumerate() {
@@ -173,50 +183,58 @@ async fn run_on_shards(
         indexes.push(index);
         shard_ops.push((position, op));
     }
-    let here = this_shard();
     let runs = by_shard.into_iter().enumerate().filter(|(_, (indexes, _))| !indexes.is_empty()).map(
         |(shard, (indexes, shard_ops))| async move {
-            metrics::note_target(shard);
-            let run = move || run_here(table, shard_ops, levels, deadline, for_replicas);
-            let answer =
-                if shard == here { run().await } else { submit_to(shard, run).await.unwrap_or_else(|e| Err(e.into())) };
-            (indexes, answer)
+            (indexes, run_on(shard, table, shard_ops, levels, deadline, for_replicas).await)
         },
     );
     let mut writes = Vec::new();
     let mut groups = Vec::new();
     for (indexes, answer) in join_all(runs).await {
         let outcomes = match answer {
-            Ok((outcomes, shard_writes)) => {
-                writes.extend(shard_writes.into_iter().map(|w| ItemWrite { op: w.op.map(|i| indexes[i]), ..w }));
-                outcomes.into_iter().map(|outcome| outcome.map_err(Arc::new)).collect()
+            Ok(run) => {
+                writes.extend(run.writes.into_iter().map(|w| ItemWrite { op: w.op.map(|i| indexes[i]), ..w }));
+                run.outcomes.into_iter().map(shared_error).collect()
             }
-            Err(e) => {
-                let e = Arc::new(e);
-                indexes.iter().map(|_| Err(Arc::clone(&e))).collect()
-            }
+            Err(e) => all_failed(indexes.len(), e),
         };
         groups.push((indexes, outcomes));
     }
     (gather(count, groups), writes)
 }
 
-/// What a shard answers for its operations: each one's outcome, and what
-/// they wrote (when asked for the other replicas).
-type ShardRun = (Vec<Result<ItemOutcome, CoordinatorError>>, Vec<ItemWrite>);
+/// A shard's outcome as the run answers it: its error, if any, shared.
+fn shared_error(outcome: Result<ItemOutcome, ReplicaError>) -> ItemResult {
+    outcome.map_err(|e| Arc::new(CoordinatorError::from(e)))
+}
 
-async fn run_here(
+/// Runs `ops` on `shard`, which owns their keys: here, or in a message to it.
+async fn run_on(
+    shard: usize,
     table: ItemTable,
     ops: Ops,
     levels: ItemLevels,
     deadline: Instant,
     for_replicas: bool,
-) -> Result<ShardRun, CoordinatorError> {
-    if Instant::now() > deadline {
-        return Err(timed_out(&ops, levels));
+) -> Result<ItemRun, CoordinatorError> {
+    metrics::note_target(shard);
+    let run = move || async move {
+        if Instant::now() > deadline {
+            return Err(timed_out(&ops, levels));
+        }
+        Ok(shoal_replica::local().run_items(table, ops, for_replicas).await)
+    };
+    if shard == this_shard() {
+        run().await
+    } else {
+        submit_to(shard, run).await.unwrap_or_else(|e| Err(e.into()))
     }
-    let run = shoal_replica::local().run_items(table, ops, for_replicas).await;
-    Ok((run.outcomes.into_iter().map(|outcome| outcome.map_err(CoordinatorError::from)).collect(), run.writes))
+}
+
+/// Every one of `count` operations failed with `e`.
+fn all_failed(count: usize, e: CoordinatorError) -> Vec<ItemResult> {
+    let e = Arc::new(e);
+    (0..count).map(|_| Err(Arc::clone(&e))).collect()
 }
 
 /// The timeout of a run that got no answer: a write's if any of `ops`
@@ -366,8 +384,7 @@ async fn ask(
         }
         Err(_) => timeout,
     };
-    let failed = Arc::new(failed);
-    (0..count).map(|_| Err(Arc::clone(&failed))).collect()
+    all_failed(count, failed)
 }
 
 /// Serves a run of item operations another node asks this one to lead

@@ -17,6 +17,7 @@ use crate::auth;
 use crate::execute::{Config, Control, Session, Sink};
 use crate::parse::{parse, Parsed};
 use crate::request::Request;
+use crate::scratch::recycle;
 use crate::stats::{self, OpenConnection, Stat};
 
 /// Room made in the buffer for each read, at least.
@@ -81,6 +82,9 @@ impl Connection {
         let mut answers: Vec<u8> = Vec::with_capacity(READ_BYTES);
         // Bytes of a refused data block still to arrive and be dropped.
         let mut skip = 0usize;
+        // The batches' request vector, empty between batches: one
+        // allocation for the connection, not one per batch.
+        let mut spare: Vec<Request<'static>> = Vec::new();
         loop {
             if !self.authenticated {
                 match self.authenticate(&pending, &mut answers) {
@@ -97,9 +101,9 @@ impl Connection {
                 }
                 continue;
             }
-            let batch = self.batch(&pending, &mut skip);
+            let batch = self.batch(&pending, &mut skip, recycle(std::mem::take(&mut spare)));
             if batch.requests.is_empty() && !batch.close {
-                drop(batch);
+                spare = recycle(batch.requests);
                 if !self.read(&mut pending, &mut skip).await? {
                     return Ok(());
                 }
@@ -111,7 +115,8 @@ impl Connection {
             let run = self.session.run(&batch.requests, &mut answers, &mut sink);
             let control = shoal_runtime::sched::in_group(shoal_runtime::Group::Statements, run).await?;
             Writer(&mut self.socket).write(&mut answers).await?;
-            let (consumed, close) = (batch.consumed, batch.close);
+            let Batch { requests, consumed, close } = batch;
+            spare = recycle(requests);
             pending.drain(..consumed);
             if close || control == Control::Close {
                 return Ok(());
@@ -152,9 +157,10 @@ impl Connection {
         }
     }
 
-    /// The complete requests at the front of `pending`, at most a batch.
-    fn batch<'p>(&self, pending: &'p [u8], skip: &mut usize) -> Batch<'p> {
-        let mut batch = Batch { requests: Vec::new(), consumed: 0, close: false };
+    /// The complete requests at the front of `pending`, at most a batch,
+    /// gathered in `requests` (empty).
+    fn batch<'p>(&self, pending: &'p [u8], skip: &mut usize, requests: Vec<Request<'p>>) -> Batch<'p> {
+        let mut batch = Batch { requests, consumed: 0, close: false };
         while batch.requests.len() < REQUESTS_PER_BATCH_MAX && *skip == 0 {
             match parse(&pending[batch.consumed..], &self.config.limits) {
                 Parsed::Request { request, consumed, skip: refused } => {

@@ -16,14 +16,17 @@ use bytes::Bytes;
 use shoal_coordinator::data::{
     Arith, Fetch, Item, ItemOp, ItemOutcome, ItemTable, Lifetime, PartitionPosition, Store, StoreMode,
 };
-use shoal_coordinator::{item_position, run_items, ItemLevels, ItemResult};
+use shoal_coordinator::{run_items, ItemLevels, ItemResult};
 use shoal_runtime::clock;
 
 use crate::items_table::ItemsTable;
+use crate::key_arena::KeyArena;
 use crate::parse::Limits;
 use crate::reply::Reply;
 use crate::request::{ProtocolError, Request, StoreCommand};
+use crate::scratch::recycle;
 use crate::stats::{self, Stat};
+use crate::words::Words;
 
 /// Item operations sent to the coordinator in one run, at most.
 pub const OPS_PER_RUN_MAX: usize = 256;
@@ -64,6 +67,9 @@ pub enum Control {
 pub struct Session {
     config: Arc<Config>,
     items: ItemsTable,
+    keys: KeyArena,
+    /// The batches' pending requests, empty between batches.
+    pending: Vec<Pending<'static, 'static>>,
     /// The retrieval being answered in chunks failed in an earlier chunk:
     /// its error line ended its answer, so its later chunks add nothing.
     retrieval_failed: bool,
@@ -82,14 +88,14 @@ struct Pending<'r, 'a> {
     request: &'r Request<'a>,
     /// For a retrieval run in chunks: the keys of this chunk, and whether
     /// it is the last.
-    keys: std::ops::Range<usize>,
+    keys: Words<'a>,
     last: bool,
 }
 
 impl Session {
     pub fn new(config: Arc<Config>) -> Session {
         let items = ItemsTable::new(&config.keyspace, &config.table);
-        Session { config, items, retrieval_failed: false }
+        Session { config, items, keys: KeyArena::default(), pending: Vec::new(), retrieval_failed: false }
     }
 
     /// Runs `requests` in order, appending their answers to `answers`
@@ -103,42 +109,48 @@ impl Session {
         // Sized for the batch at once: a pipeline of 16 gets grows neither.
         let capacity = requests.len().min(OPS_PER_RUN_MAX);
         let mut ops: Vec<(PartitionPosition, ItemOp)> = Vec::with_capacity(capacity);
-        let mut pending: Vec<Pending<'_, '_>> = Vec::with_capacity(capacity);
+        let mut pending: Vec<Pending<'_, '_>> = recycle(std::mem::take(&mut self.pending));
+        pending.reserve(capacity);
         let now_s = clock::now_s();
         for request in requests {
             match request {
                 Request::Quit | Request::FlushAll { .. } | Request::Stats { .. } | Request::CacheMemlimit { .. } => {
                     self.finish(&mut ops, &mut pending, now_s, answers, sink).await?;
                     if *request == Request::Quit {
+                        self.pending = recycle(pending);
                         return Ok(Control::Close);
                     }
                     self.barrier(request, answers).await;
                 }
                 Request::Retrieve { keys, .. } if keys.is_empty() => {
-                    pending.push(Pending { request, keys: 0..0, last: true });
+                    pending.push(Pending { request, keys: Words::default(), last: true });
                 }
                 Request::Retrieve { keys, touch, .. } => {
                     let touch = touch.map(|exptime| lifetime(exptime, now_s));
-                    let mut start = 0;
-                    while start < keys.len() {
-                        let end = keys.len().min(start + OPS_PER_RUN_MAX.saturating_sub(ops.len()).max(1));
+                    let mut rest = *keys;
+                    loop {
+                        let room = OPS_PER_RUN_MAX.saturating_sub(ops.len()).max(1);
+                        let (chunk, after) = rest.split_at(room);
+                        let keys = &mut self.keys;
                         ops.extend(
-                            keys[start..end]
-                                .iter()
-                                .map(|k| (item_position(k), ItemOp::Get(Fetch { touch, ..Fetch::default() }))),
+                            chunk.iter().map(|k| keys.position(k, ItemOp::Get(Fetch { touch, ..Fetch::default() }))),
                         );
-                        pending.push(Pending { request, keys: start..end, last: end == keys.len() });
-                        start = end;
+                        let last = after.is_empty();
+                        pending.push(Pending { request, keys: chunk, last });
+                        rest = after;
                         if ops.len() >= OPS_PER_RUN_MAX {
                             self.finish(&mut ops, &mut pending, now_s, answers, sink).await?;
+                        }
+                        if last {
+                            break;
                         }
                     }
                 }
                 _ => {
-                    if let Some(op) = item_op(request, now_s) {
-                        ops.push(op);
+                    if let Some((key, op)) = item_op(request, now_s) {
+                        ops.push(self.keys.position(key, op));
                     }
-                    pending.push(Pending { request, keys: 0..0, last: true });
+                    pending.push(Pending { request, keys: Words::default(), last: true });
                     if ops.len() >= OPS_PER_RUN_MAX {
                         self.finish(&mut ops, &mut pending, now_s, answers, sink).await?;
                     }
@@ -146,6 +158,7 @@ impl Session {
             }
         }
         self.finish(&mut ops, &mut pending, now_s, answers, sink).await?;
+        self.pending = recycle(pending);
         Ok(Control::Continue)
     }
 
@@ -259,8 +272,8 @@ pub fn lifetime(exptime: i64, now_s: i64) -> Lifetime {
     }
 }
 
-/// The item operation of a request that has one.
-fn item_op(request: &Request<'_>, now_s: i64) -> Option<(PartitionPosition, ItemOp)> {
+/// The item operation of a request that has one, and its key.
+fn item_op<'r>(request: &'r Request<'_>, now_s: i64) -> Option<(&'r [u8], ItemOp)> {
     Some(match request {
         Request::Store { command, key, flags, exptime, data, .. } => {
             let (mode, compare_cas) = match command {
@@ -282,7 +295,7 @@ fn item_op(request: &Request<'_>, now_s: i64) -> Option<(PartitionPosition, Item
                 vivify: None,
                 stale_if_older: false,
             };
-            (item_position(key), ItemOp::Store(store))
+            (key, ItemOp::Store(store))
         }
         Request::Arith { key, decrement, delta, .. } => {
             let arith = Arith {
@@ -293,14 +306,14 @@ fn item_op(request: &Request<'_>, now_s: i64) -> Option<(PartitionPosition, Item
                 new_cas: None,
                 touch: None,
             };
-            (item_position(key), ItemOp::Arith(arith))
+            (key, ItemOp::Arith(arith))
         }
-        Request::Delete { key, .. } => (item_position(key), ItemOp::Delete { compare_cas: None }),
+        Request::Delete { key, .. } => (key, ItemOp::Delete { compare_cas: None }),
         Request::Touch { key, exptime, .. } => {
             stats::bump(Stat::CmdTouch);
-            (item_position(key), ItemOp::Touch { lifetime: lifetime(*exptime, now_s) })
+            (key, ItemOp::Touch { lifetime: lifetime(*exptime, now_s) })
         }
-        Request::TooLarge { key: Some(key), .. } => (item_position(key), ItemOp::Delete { compare_cas: None }),
+        Request::TooLarge { key: Some(key), .. } => (key, ItemOp::Delete { compare_cas: None }),
         Request::Meta(meta) => crate::meta_exec::item_op(meta, now_s),
         _ => return None,
     })
@@ -310,7 +323,7 @@ fn item_op(request: &Request<'_>, now_s: i64) -> Option<(PartitionPosition, Item
 /// `retrieval_failed` carries a retrieval's failure from chunk to chunk.
 fn answer(
     request: &Request<'_>,
-    keys: std::ops::Range<usize>,
+    keys: Words<'_>,
     last: bool,
     now_s: i64,
     outcomes: &mut impl Iterator<Item = ItemResult>,
@@ -319,12 +332,12 @@ fn answer(
 ) {
     let mut next = || outcomes.next().expect("an outcome for each operation");
     match request {
-        Request::Retrieve { keys: all, with_cas, touch } => {
+        Request::Retrieve { with_cas, touch, .. } => {
             // Every key's outcome is taken, so the requests after get
             // theirs. A key that fails ends the answer with its error line
             // instead of `END` (memcached answers a get it cannot finish
             // with its error line; values already sent stay sent).
-            for key in &all[keys] {
+            for key in keys.iter() {
                 let outcome = next();
                 if *retrieval_failed {
                     continue;

@@ -12,7 +12,9 @@
 //! that owns it on that replica (`replica::item`), so incr, cas, append are
 //! atomic without locks.
 //!
-//! - [`parse`]: framing and the text commands; [`meta`]: the meta commands.
+//! - [`parse`]: framing and the text commands; [`meta`]: the meta commands;
+//!   [`words`]: a line's words, walked where they stand (no allocation per
+//!   request).
 //!   Every decoder is total: any bytes give a request, an error answered in
 //!   memcached's words, "incomplete" or "close" (fuzzed by
 //!   `fuzz/fuzz_targets/memcache_parser.rs`).
@@ -27,14 +29,17 @@ pub mod auth;
 pub mod connection;
 pub mod execute;
 pub mod items_table;
+mod key_arena;
 pub mod meta;
 mod meta_exec;
 pub mod parse;
 mod reply;
 pub mod request;
+mod scratch;
 pub mod server;
 pub mod stats;
 mod stats_reply;
+pub mod words;
 
 /// The memcached version Shoal answers `version` with: the protocol it
 /// speaks.

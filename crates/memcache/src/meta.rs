@@ -7,8 +7,9 @@ use std::borrow::Cow;
 
 use base64::Engine;
 
-use crate::parse::{Limits, Parsed};
+use crate::parse::{Limits, Parsed, ARGS_MAX};
 use crate::request::{parse_i32, parse_u32, parse_u64, valid_key, ProtocolError, Request, KEY_MAX_BYTES};
+use crate::words::Words;
 
 /// Flags one request may carry, at most (memcached's tokens per line).
 pub const FLAGS_MAX: usize = 24;
@@ -45,20 +46,57 @@ pub struct Meta<'a> {
     pub command: MetaCommand,
     /// The key as stored (decoded when sent in base64, flag `b`).
     pub key: Cow<'a, [u8]>,
-    /// `(letter, token)` in request order; the token is empty for a flag
-    /// without one.
-    pub flags: Vec<(u8, &'a [u8])>,
+    pub flags: Flags<'a>,
     /// `ms`'s data block.
     pub data: &'a [u8],
 }
 
+/// A meta request's flags, validated, where they stand in the line (in
+/// request order, as the answer echoes them), and which letters are
+/// present, so `has` is a bit test and an absent flag's token costs no walk.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct Flags<'a> {
+    words: Words<'a>,
+    present: u64,
+}
+
+impl<'a> Flags<'a> {
+    /// `(letter, token)` in request order. A flag without a token may
+    /// still carry bytes after its letter (memcached ignores them, and so
+    /// does every reader of a bare flag's token).
+    pub fn iter(self) -> impl Iterator<Item = (u8, &'a [u8])> {
+        // Every word is a validated flag: a letter, then its token.
+        self.words.iter().filter_map(|word| word.split_first().map(|(flag, token)| (*flag, token)))
+    }
+
+    pub fn has(self, flag: u8) -> bool {
+        letter_bit(flag).is_some_and(|bit| self.present & bit != 0)
+    }
+
+    pub fn token(self, flag: u8) -> Option<&'a [u8]> {
+        if !self.has(flag) {
+            return None;
+        }
+        self.iter().find(|(f, _)| *f == flag).map(|(_, t)| t)
+    }
+}
+
+/// A flag letter's bit in [`Flags::present`]; other bytes are no flag.
+fn letter_bit(flag: u8) -> Option<u64> {
+    match flag {
+        b'A'..=b'Z' => Some(1 << (flag - b'A')),
+        b'a'..=b'z' => Some(1 << (26 + flag - b'a')),
+        _ => None,
+    }
+}
+
 impl<'a> Meta<'a> {
     pub fn has(&self, flag: u8) -> bool {
-        self.flags.iter().any(|(f, _)| *f == flag)
+        self.flags.has(flag)
     }
 
     pub fn token(&self, flag: u8) -> Option<&'a [u8]> {
-        self.flags.iter().find(|(f, _)| *f == flag).map(|(_, t)| *t)
+        self.flags.token(flag)
     }
 
     /// A numeric token, validated when parsed.
@@ -81,9 +119,9 @@ impl<'a> Meta<'a> {
     }
 }
 
-/// Parses a meta request whose command word is `command`; `rest` follows
-/// its line (`ms`'s data block).
-pub fn parse<'a>(command: &[u8], args: &[&'a [u8]], rest: &'a [u8], line_bytes: usize, limits: &Limits) -> Parsed<'a> {
+/// Parses a meta request whose command word is `command`, `words` the
+/// rest of its line; `rest` follows its line (`ms`'s data block).
+pub fn parse<'a>(command: &[u8], words: Words<'a>, rest: &'a [u8], line_bytes: usize, limits: &Limits) -> Parsed<'a> {
     let command = match command {
         b"mg" => MetaCommand::Get,
         b"ms" => MetaCommand::Set,
@@ -92,7 +130,10 @@ pub fn parse<'a>(command: &[u8], args: &[&'a [u8]], rest: &'a [u8], line_bytes: 
         _ => MetaCommand::Debug,
     };
     let fail = |e| Parsed::Request { request: Request::Fail(e), consumed: line_bytes, skip: 0 };
-    let Some((&key, mut words)) = args.split_first() else {
+    if words.exceeds(ARGS_MAX) {
+        return fail(ProtocolError::BadFormat);
+    }
+    let Some((key, mut words)) = words.split_first() else {
         // No key: memcached 1.6.18's answers.
         return fail(if command == MetaCommand::Debug {
             ProtocolError::BadFormat
@@ -105,7 +146,7 @@ pub fn parse<'a>(command: &[u8], args: &[&'a [u8]], rest: &'a [u8], line_bytes: 
     }
     let mut length = None;
     if command == MetaCommand::Set {
-        let Some((&datalen, flags)) = words.split_first() else { return fail(ProtocolError::BadFormat) };
+        let Some((datalen, flags)) = words.split_first() else { return fail(ProtocolError::BadFormat) };
         match parse_i32(datalen).and_then(|n| usize::try_from(n).ok()) {
             Some(n) => length = Some(n),
             None => return fail(ProtocolError::BadFormat),
@@ -127,8 +168,7 @@ pub fn parse<'a>(command: &[u8], args: &[&'a [u8]], rest: &'a [u8], line_bytes: 
         Ok(flags) => flags,
         Err(e) => return refuse(e),
     };
-    let base64 = flags.iter().any(|(f, _)| *f == b'b');
-    let key = match decode_key(key, base64) {
+    let key = match decode_key(key, flags.has(b'b')) {
         Ok(key) => key,
         Err(e) => return refuse(e),
     };
@@ -148,23 +188,25 @@ pub fn parse<'a>(command: &[u8], args: &[&'a [u8]], rest: &'a [u8], line_bytes: 
     Parsed::Request { request: Request::Meta(meta(&block[..length])), consumed, skip: 0 }
 }
 
-fn parse_flags<'a>(command: MetaCommand, words: &[&'a [u8]]) -> Result<Vec<(u8, &'a [u8])>, ProtocolError> {
-    if words.len() > FLAGS_MAX {
+/// Validates `words` as `command`'s flags.
+fn parse_flags(command: MetaCommand, words: Words<'_>) -> Result<Flags<'_>, ProtocolError> {
+    if words.exceeds(FLAGS_MAX) {
         return Err(ProtocolError::BadFormat);
     }
     let (bare, with_token) = command.accepts();
-    let mut flags: Vec<(u8, &[u8])> = Vec::with_capacity(words.len());
-    for word in words {
+    let mut present = 0u64;
+    for word in words.iter() {
         let (&flag, token) = word.split_first().ok_or(ProtocolError::BadFormat)?;
-        if flags.iter().any(|(f, _)| *f == flag) {
+        let bit = letter_bit(flag);
+        if bit.is_some_and(|bit| present & bit != 0) {
             return Err(ProtocolError::DuplicateFlag);
         }
+        // Every flag a command accepts is a letter.
+        let bit =
+            bit.filter(|_| bare.contains(&flag) || with_token.contains(&flag)).ok_or(ProtocolError::InvalidFlag)?;
+        present |= bit;
         if bare.contains(&flag) {
-            flags.push((flag, b""));
             continue;
-        }
-        if !with_token.contains(&flag) {
-            return Err(ProtocolError::InvalidFlag);
         }
         let valid = match flag {
             b'O' if token.len() > OPAQUE_MAX_BYTES => return Err(ProtocolError::OpaqueTooLong),
@@ -182,9 +224,8 @@ fn parse_flags<'a>(command: MetaCommand, words: &[&'a [u8]]) -> Result<Vec<(u8, 
                 _ => ProtocolError::BadToken,
             });
         }
-        flags.push((flag, token));
     }
-    Ok(flags)
+    Ok(Flags { words, present })
 }
 
 /// The key (at most [`KEY_MAX_BYTES`], checked first), decoded under `b`.
@@ -217,7 +258,11 @@ mod tests {
         let m = meta(b"mg foo v t Oabc T30 k\r\n");
         assert_eq!(m.command, MetaCommand::Get);
         assert_eq!(&*m.key, b"foo");
-        assert_eq!(m.flags, vec![(b'v', &b""[..]), (b't', b""), (b'O', b"abc"), (b'T', b"30"), (b'k', b"")]);
+        assert_eq!(
+            m.flags.iter().collect::<Vec<_>>(),
+            vec![(b'v', &b""[..]), (b't', b""), (b'O', b"abc"), (b'T', b"30"), (b'k', b"")]
+        );
+        assert!(m.has(b'k') && !m.has(b'q') && m.token(b'q').is_none());
         assert_eq!(m.seconds(b'T'), Some(30));
     }
 

@@ -6,8 +6,8 @@
 //! hides it).
 
 use bytes::Bytes;
-use shoal_coordinator::data::{Arith, Fetch, Item, ItemOp, ItemOutcome, PartitionPosition, Store, StoreMode};
-use shoal_coordinator::{item_position, ItemResult};
+use shoal_coordinator::data::{Arith, Fetch, Item, ItemOp, ItemOutcome, Store, StoreMode};
+use shoal_coordinator::ItemResult;
 
 use crate::execute::{lifetime, ttl_s};
 use crate::meta::{Meta, MetaCommand};
@@ -15,8 +15,8 @@ use crate::reply::Reply;
 use crate::request::ProtocolError;
 use crate::stats::{self, Stat};
 
-/// The item operation of a meta request.
-pub fn item_op(meta: &Meta<'_>, now_s: i64) -> (PartitionPosition, ItemOp) {
+/// The item operation of a meta request, and its key.
+pub fn item_op<'m>(meta: &'m Meta<'_>, now_s: i64) -> (&'m [u8], ItemOp) {
     let when = |flag: u8| meta.seconds(flag).map(|s| lifetime(s, now_s));
     let op = match meta.command {
         MetaCommand::Get => ItemOp::Get(Fetch {
@@ -53,7 +53,7 @@ pub fn item_op(meta: &Meta<'_>, now_s: i64) -> (PartitionPosition, ItemOp) {
             touch: when(b'T'),
         }),
     };
-    (item_position(&meta.key), op)
+    (&meta.key, op)
 }
 
 /// `ms`'s `M` token (validated when parsed): E add, A append, P prepend,
@@ -132,7 +132,7 @@ fn with_value(meta: &Meta<'_>, item: &Item, value: bool, now_s: i64, reply: &mut
     } else {
         reply.bytes(b"HD");
     }
-    for (flag, token) in &meta.flags {
+    for (flag, token) in meta.flags.iter() {
         match flag {
             b'c' => flag_number(reply, b'c', item.cas),
             b'f' => flag_number(reply, b'f', u64::from(item.flags)),
@@ -143,7 +143,7 @@ fn with_value(meta: &Meta<'_>, item: &Item, value: bool, now_s: i64, reply: &mut
             }
             b'h' => reply.bytes(if item.access.fetched { b" h1" } else { b" h0" }),
             b'l' => flag_number(reply, b'l', (now_s - item.access.last_s).max(0) as u64),
-            _ => echo(meta, *flag, token, reply),
+            _ => echo(meta, flag, token, reply),
         }
     }
     // Z before W: a client never sees both (memcached's order).
@@ -166,10 +166,10 @@ fn with_value(meta: &Meta<'_>, item: &Item, value: bool, now_s: i64, reply: &mut
 /// the new CAS unique (`c`) of a store.
 fn code(meta: &Meta<'_>, code: &[u8], cas: Option<u64>, reply: &mut Reply<'_>) {
     reply.bytes(code);
-    for (flag, token) in &meta.flags {
+    for (flag, token) in meta.flags.iter() {
         match (flag, cas) {
             (b'c', Some(cas)) => flag_number(reply, b'c', cas),
-            _ => echo(meta, *flag, token, reply),
+            _ => echo(meta, flag, token, reply),
         }
     }
     reply.bytes(b"\r\n");

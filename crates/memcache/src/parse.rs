@@ -11,6 +11,7 @@
 
 use crate::meta;
 use crate::request::{parse_client_flags, parse_i32, parse_u64, valid_key, ProtocolError, Request, StoreCommand};
+use crate::words::Words;
 
 /// A line without a newline longer than this is not a request (memcached
 /// closes the connection), unless it is a multi-key get.
@@ -19,7 +20,7 @@ pub const LINE_MAX_BYTES: usize = 2048;
 pub const MULTIGET_LINE_MAX_BYTES: usize = 1 << 20;
 /// Words after the command, at most, of any request but a retrieval: a meta
 /// command's key, data length and flags (`meta::FLAGS_MAX`).
-const ARGS_MAX: usize = 2 + crate::meta::FLAGS_MAX;
+pub(crate) const ARGS_MAX: usize = 2 + crate::meta::FLAGS_MAX;
 
 #[derive(Debug, Clone, Copy)]
 pub struct Limits {
@@ -40,26 +41,32 @@ pub enum Parsed<'a> {
 
 /// The first request in `buf`.
 pub fn parse<'a>(buf: &'a [u8], limits: &Limits) -> Parsed<'a> {
-    let Some(newline) = buf.iter().position(|b| *b == b'\n') else {
+    let Some(newline) = memchr::memchr(b'\n', buf) else {
         let waiting = buf.len() <= LINE_MAX_BYTES || (is_multiget(buf) && buf.len() <= MULTIGET_LINE_MAX_BYTES);
         return if waiting { Parsed::Incomplete } else { Parsed::Close };
     };
     let line_bytes = newline + 1;
     let line = buf[..newline].strip_suffix(b"\r").unwrap_or(&buf[..newline]);
-    let mut words = line.split(|b| *b == b' ').filter(|w| !w.is_empty());
     let done = |request| Parsed::Request { request, consumed: line_bytes, skip: 0 };
-    let Some(command) = words.next() else { return done(Request::Fail(ProtocolError::UnknownCommand)) };
+    let Some((command, words)) = Words::new(line).split_first() else {
+        return done(Request::Fail(ProtocolError::UnknownCommand));
+    };
+    match command {
+        // Retrievals take any number of keys: kept where they stand.
+        b"get" | b"gets" | b"gat" | b"gats" => return done(retrievals(command, words)),
+        b"mg" | b"ms" | b"md" | b"ma" | b"me" => {
+            return meta::parse(command, words, &buf[line_bytes..], line_bytes, limits)
+        }
+        _ => {}
+    }
+    // (The commands above are no HTTP request line.)
     if is_http_request(command, line) {
         return Parsed::Close;
-    }
-    if let b"get" | b"gets" | b"gat" | b"gats" = command {
-        // Retrievals take any number of keys: collected once, for the request.
-        return done(retrievals(command, words.collect()));
     }
     // Other commands have a few words: kept on the stack.
     let mut buffer: [&[u8]; ARGS_MAX] = [&[]; ARGS_MAX];
     let mut count = 0;
-    for word in words {
+    for word in words.iter() {
         if count == ARGS_MAX {
             let too_many =
                 if command.first() == Some(&b'm') { ProtocolError::BadFormat } else { ProtocolError::UnknownCommand };
@@ -86,7 +93,6 @@ pub fn parse<'a>(buf: &'a [u8], limits: &Limits) -> Parsed<'a> {
         b"stats" => done(Request::Stats { group: args.first().copied().unwrap_or(b"") }),
         b"cache_memlimit" => done(cache_memlimit(args)),
         b"mn" => done(Request::MetaNoop),
-        b"mg" | b"ms" | b"md" | b"ma" | b"me" => meta::parse(command, args, &buf[line_bytes..], line_bytes, limits),
         _ => done(Request::Fail(ProtocolError::UnknownCommand)),
     }
 }
@@ -126,8 +132,8 @@ const COMMANDS: &[&[u8]] = &[
 /// whose last word starts with `HTTP/`. memcached hangs up on it, so that
 /// a web page cannot make a browser talk to the cache port.
 fn is_http_request(command: &[u8], line: &[u8]) -> bool {
-    let last = line.split(|b| *b == b' ').rfind(|w| !w.is_empty());
-    command.len() >= 2 && last.is_some_and(|w| w.starts_with(b"HTTP/")) && !COMMANDS.contains(&command)
+    let last = || line.split(|b| *b == b' ').rfind(|w| !w.is_empty());
+    command.len() >= 2 && !COMMANDS.contains(&command) && last().is_some_and(|w| w.starts_with(b"HTTP/"))
 }
 
 fn is_multiget(buf: &[u8]) -> bool {
@@ -137,29 +143,29 @@ fn is_multiget(buf: &[u8]) -> bool {
 
 /// `get|gets <key>*`, `gat|gats <exptime> <key>*`; `words` follow the
 /// command.
-fn retrievals<'a>(command: &[u8], mut words: Vec<&'a [u8]>) -> Request<'a> {
+fn retrievals<'a>(command: &[u8], words: Words<'a>) -> Request<'a> {
     let with_cas = matches!(command, b"gets" | b"gats");
-    let touch = match command {
+    let (touch, keys) = match command {
         b"gat" | b"gats" => {
-            if words.is_empty() {
+            let Some((exptime, keys)) = words.split_first() else {
                 return Request::Fail(ProtocolError::UnknownCommand);
-            }
-            match parse_i32(words.remove(0)) {
+            };
+            match parse_i32(exptime) {
                 // memcached answers a `gat` without keys with an empty END.
-                Some(_) if words.is_empty() => return Request::Retrieve { keys: words, with_cas: false, touch: None },
-                Some(exptime) => Some(i64::from(exptime)),
+                Some(_) if keys.is_empty() => return Request::Retrieve { keys, with_cas: false, touch: None },
+                Some(exptime) => (Some(i64::from(exptime)), keys),
                 None => return Request::Fail(ProtocolError::InvalidExptime),
             }
         }
-        _ => None,
+        _ => (None, words),
     };
-    if words.is_empty() {
+    if keys.is_empty() {
         return Request::Fail(ProtocolError::UnknownCommand);
     }
-    if !words.iter().all(|k| valid_key(k)) {
+    if !keys.iter().all(valid_key) {
         return Request::Fail(ProtocolError::BadFormat);
     }
-    Request::Retrieve { keys: words, with_cas, touch }
+    Request::Retrieve { keys, with_cas, touch }
 }
 
 /// `<command> <key> <flags> <exptime> <bytes> [<cas unique>] [noreply]`
@@ -295,7 +301,10 @@ mod tests {
             r,
             Request::Store { command: StoreCommand::Set, key: b"k", flags: 5, exptime: 0, data: b"abc", noreply: true }
         );
-        assert_eq!(request(&buf[consumed..]).0, Request::Retrieve { keys: vec![b"k"], with_cas: false, touch: None });
+        assert_eq!(
+            request(&buf[consumed..]).0,
+            Request::Retrieve { keys: Words::new(b"k"), with_cas: false, touch: None }
+        );
     }
 
     #[test]

@@ -4,6 +4,7 @@
 use thiserror::Error;
 
 use crate::meta::Meta;
+use crate::words::Words;
 
 /// Longest key memcached accepts.
 pub const KEY_MAX_BYTES: usize = 250;
@@ -13,7 +14,7 @@ pub const KEY_MAX_BYTES: usize = 250;
 pub enum Request<'a> {
     /// `get`, `gets` (`with_cas`), `gat`, `gats` (`touch`: the exptime).
     Retrieve {
-        keys: Vec<&'a [u8]>,
+        keys: Words<'a>,
         with_cas: bool,
         touch: Option<i64>,
     },
@@ -136,10 +137,17 @@ pub fn valid_key(key: &[u8]) -> bool {
 /// A decimal number in memcached's sense (`safe_strtoull`): digits only,
 /// no sign.
 pub fn parse_u64(word: &[u8]) -> Option<u64> {
-    if word.is_empty() || word.len() > 20 || !word.iter().all(u8::is_ascii_digit) {
+    if word.is_empty() || word.len() > 20 {
         return None;
     }
-    std::str::from_utf8(word).ok()?.parse().ok()
+    // One pass over the digits (every request has a number or more).
+    word.iter().try_fold(0u64, |n, &b| {
+        let digit = b.wrapping_sub(b'0');
+        if digit > 9 {
+            return None;
+        }
+        n.checked_mul(10)?.checked_add(u64::from(digit))
+    })
 }
 
 pub fn parse_u32(word: &[u8]) -> Option<u32> {
@@ -160,4 +168,21 @@ pub fn parse_i32(word: &[u8]) -> Option<i32> {
     };
     let magnitude = i64::try_from(parse_u64(digits)?).ok()?;
     i32::try_from(if negative { -magnitude } else { magnitude }).ok()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn numbers_are_digits_only_and_below_their_bound() {
+        for (word, n) in [(&b"0"[..], Some(0)), (b"007", Some(7)), (b"18446744073709551615", Some(u64::MAX))] {
+            assert_eq!(parse_u64(word), n);
+        }
+        for word in [&b""[..], b"-1", b"+1", b"1x", b" 1", b"18446744073709551616", b"000000000000000000001"] {
+            assert_eq!(parse_u64(word), None, "{}", String::from_utf8_lossy(word));
+        }
+        assert_eq!((parse_i32(b"-5"), parse_i32(b"2147483648"), parse_u32(b"4294967296")), (Some(-5), None, None));
+        assert_eq!(parse_client_flags(b"4294967297"), Some(1));
+    }
 }

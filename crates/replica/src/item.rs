@@ -215,12 +215,19 @@ impl Database {
         let mut evictions = Durability::default();
         let mut wrote = false;
         let mut writes = Vec::new();
+        // The clock, read again after each await: the reads between them
+        // run at once (memcached reads its clock once a second).
+        let mut now_s = clock::now_s();
         for (index, (position, op)) in ops.into_iter().enumerate() {
             let op_writes = op.writes();
             wrote |= op_writes;
-            let result = match self.read_item_now(table, &position, op) {
+            let result = match self.read_item_now(table, &position, op, now_s) {
                 Ok(outcome) => outcome.map(|outcome| (outcome, Durability::default(), None)),
-                Err(op) => self.run_item(table, position, op, for_replicas).await,
+                Err(op) => {
+                    let ran = self.run_item(table, position, op, for_replicas).await;
+                    now_s = clock::now_s();
+                    ran
+                }
             };
             let result = result.map(|(outcome, durable, written)| {
                 if let Some((position, update)) = written {
@@ -235,6 +242,7 @@ impl Database {
                     // The write stands; a later one evicts again.
                     Err(e) => tracing::warn!("memcached items: eviction stopped, items stay over their limit: {e}"),
                 }
+                now_s = clock::now_s();
             }
             ran.push(result);
         }
@@ -302,6 +310,7 @@ impl Database {
         table: ItemTable,
         position: &PartitionPosition,
         op: ItemOp,
+        now_s: i64,
     ) -> Result<Result<ItemOutcome, ReplicaError>, ItemOp> {
         if op.writes() {
             return Err(op);
@@ -311,7 +320,6 @@ impl Database {
             Err(e) => return Ok(Err(e)),
         };
         let Some(stored) = store.read_found_in_memory(position) else { return Err(op) };
-        let now_s = clock::now_s();
         let current = self.with_hints(table, position, stored, now_s);
         let (Decision { update, outcome, access }, lru) = decide_noted(op, current, now_s, &self.last_item_cas);
         debug_assert!(update.is_none(), "an operation that does not write decides no update");
