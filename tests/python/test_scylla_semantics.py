@@ -3,7 +3,10 @@ read matches nothing, ALTER KEYSPACE moves a NetworkTopologyStrategy
 keyspace's replication by one replica at a time, a timestamp literal with
 more than milliseconds is refused, cells of one timestamp reconcile with an
 expiring value winning, a view keeps a base row whose key column is the
-empty string, a bind marker name given twice is one variable, and the
+empty string and refuses IS NOT NULL on a column outside its key (rather
+than ignore it), a bind marker name given twice is one variable, a
+non-frozen user type keeps one cell per field (reconciled one by one, each
+with its own write time), and the
 texts of duration, UTF-8, date and `blobAs*` errors and the names of `IN ?`
 markers are ScyllaDB's (applications match on them). Checks Cassandra answers differently are skipped against it.
 """
@@ -198,3 +201,36 @@ def test_a_bind_marker_name_given_twice_is_one_variable(session, table):
     assert [col.name for col in prepared.column_metadata] == ["x"]
     assert prepared.routing_key_indexes == [0]
     assert rows(session, prepared, {"x": 1}) == [(1, 1)]
+
+
+# --- non-frozen user types: one cell per field ---------------------------------
+
+
+def test_udt_fields_reconcile_one_by_one_and_have_write_times(session, keyspace, table):
+    session.execute(f"CREATE TYPE IF NOT EXISTS {keyspace}.two_ints (a int, b int)")
+    t = table("(p int PRIMARY KEY, x two_ints)")
+    session.execute(f"INSERT INTO {t} (p) VALUES (1) USING TIMESTAMP 1")
+    # A field written with an older timestamp than the other one is kept.
+    session.execute(f"UPDATE {t} USING TIMESTAMP 2000 SET x.b = 17 WHERE p = 1")
+    session.execute(f"UPDATE {t} USING TIMESTAMP 1000 SET x.a = 42 WHERE p = 1")
+    [(x,)] = rows(session, f"SELECT x FROM {t} WHERE p = 1")
+    assert (x.a, x.b) == (42, 17)
+    assert rows(session, f"SELECT writetime(x.a), writetime(x.b) FROM {t} WHERE p = 1") == [(1000, 2000)]
+    session.execute(f"UPDATE {t} USING TTL 3600 SET x.a = 1 WHERE p = 1")
+    [(ttl_a, ttl_b)] = rows(session, f"SELECT ttl(x.a), ttl(x.b) FROM {t} WHERE p = 1")
+    assert 3500 < ttl_a <= 3600 and ttl_b is None
+    # Deleting every field leaves no value; a whole value replaces them all.
+    session.execute(f"DELETE x.a, x.b FROM {t} WHERE p = 1")
+    assert rows(session, f"SELECT x FROM {t} WHERE p = 1") == [(None,)]
+    session.execute(f"UPDATE {t} SET x = {{b: 5}} WHERE p = 1")
+    [(x,)] = rows(session, f"SELECT x FROM {t} WHERE p = 1")
+    assert (x.a, x.b) == (None, 5)
+    with pytest.raises(InvalidRequest, match="has no field c"):
+        session.execute(f"SELECT writetime(x.c) FROM {t}")
+
+
+def test_view_refuses_is_not_null_on_a_column_outside_its_key(session, table, keyspace):
+    t = table("(p int PRIMARY KEY, xyz int)")
+    with pytest.raises(InvalidRequest, match="Non-primary key columns cannot be restricted.*xyz"):
+        session.execute(f"CREATE MATERIALIZED VIEW {keyspace}.mv_xyz AS SELECT * FROM {t} "
+                        "WHERE p IS NOT NULL AND xyz IS NOT NULL PRIMARY KEY (p)")
