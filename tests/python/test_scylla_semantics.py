@@ -6,9 +6,10 @@ expiring value winning, a view keeps a base row whose key column is the
 empty string and refuses IS NOT NULL on a column outside its key (rather
 than ignore it), a bind marker name given twice is one variable, a
 non-frozen user type keeps one cell per field (reconciled one by one, each
-with its own write time), and the
-texts of duration, UTF-8, date and `blobAs*` errors and the names of `IN ?`
-markers are ScyllaDB's (applications match on them). Checks Cassandra answers differently are skipped against it.
+with its own write time), and the texts of duration, UTF-8, date and
+`blobAs*` errors and the names of `IN ?` markers are ScyllaDB's
+(applications match on them). Checks Cassandra answers differently are
+skipped against it.
 """
 import time
 import uuid
@@ -100,37 +101,48 @@ def test_timestamp_beyond_milliseconds_is_refused(session, table):
         (1, datetime(2011, 2, 3, 4, 5, 12, 345000)), (2, datetime(2011, 2, 3))]
 
 
+def refused(session, table, column, cases):
+    """Each (value, error class, message pattern) written to `column` is refused so."""
+    t = table(f"(k int PRIMARY KEY, {column})")
+    name = column.split()[0]
+    for value, error, pattern in cases:
+        with pytest.raises(error, match=pattern):
+            session.execute(f"INSERT INTO {t} (k, {name}) VALUES (1, {value})")
+
+
 def test_duration_unit_errors(session, table):
-    t = table("(p int PRIMARY KEY, d duration)")
-    with pytest.raises(InvalidRequest, match="The minutes are specified multiple times"):
-        session.execute(f"INSERT INTO {t} (p, d) VALUES (1, 2m3m)")
-    with pytest.raises(InvalidRequest, match="The seconds should be after minutes"):
-        session.execute(f"INSERT INTO {t} (p, d) VALUES (1, 12s3m)")
-    with pytest.raises(SyntaxException, match="-2mo"):
-        session.execute(f"INSERT INTO {t} (p, d) VALUES (1, 1y-2mo)")
+    refused(session, table, "d duration", [
+        ("2m3m", InvalidRequest, "The minutes are specified multiple times"),
+        ("12s3m", InvalidRequest, "The seconds should be after minutes"),
+        ("1y-2mo", SyntaxException, "-2mo"),
+    ])
 
 
 @scylla_only
 def test_value_validation_texts(session, table):
-    t = table("(k int PRIMARY KEY, a ascii, t text, i int, d date)")
-    with pytest.raises(InvalidRequest, match="value 0xc0 is not a valid binary representation for type text"):
-        session.execute(f"INSERT INTO {t} (k, t) VALUES (1, blobAsText(0xc0))")
-    with pytest.raises(InvalidRequest, match="value 0x0000000000 is not a valid binary representation for type int"):
-        session.execute(f"INSERT INTO {t} (k, i) VALUES (1, blobAsInt(0x0000000000))")
-    with pytest.raises(InvalidRequest, match="Invalid ASCII character"):
-        session.execute(f"INSERT INTO {t} (k, a) VALUES (1, 'שלום')")
-    with pytest.raises(InvalidRequest, match=r"Unable to make unsigned int \(for date\) from: '-123'"):
-        session.execute(f"INSERT INTO {t} (k, d) VALUES (1, -123)")
+    refused(session, table, "t text", [
+        ("blobAsText(0xc0)", InvalidRequest, "value 0xc0 is not a valid binary representation for type text")])
+    refused(session, table, "i int", [
+        ("blobAsInt(0x0000000000)", InvalidRequest,
+         "value 0x0000000000 is not a valid binary representation for type int")])
+    refused(session, table, "a ascii", [("'שלום'", InvalidRequest, "Invalid ASCII character")])
+    refused(session, table, "d date", [("-123", InvalidRequest, r"Unable to make unsigned int \(for date\) from: '-123'")])
 
 
 # --- bind marker names --------------------------------------------------------
 
 
+def two_rows(session, table):
+    """A table holding the rows (1, 1) and (1, 2)."""
+    t = table("(p int, c int, PRIMARY KEY (p, c))")
+    for c in (1, 2):
+        session.execute(f"INSERT INTO {t} (p, c) VALUES (1, {c})")
+    return t
+
+
 @scylla_only
 def test_in_markers_are_named_like_scylla(session, table):
-    t = table("(p int, c int, PRIMARY KEY (p, c))")
-    session.execute(f"INSERT INTO {t} (p, c) VALUES (1, 1)")
-    session.execute(f"INSERT INTO {t} (p, c) VALUES (1, 2)")
+    t = two_rows(session, table)
     prepared = session.prepare(f"SELECT * FROM {t} WHERE p = ? AND c IN ?")
     assert [col.name for col in prepared.column_metadata] == ["p", "IN(c)"]
     assert rows(session, prepared, {"p": 1, "IN(c)": [1, 3]}) == [(1, 1)]
@@ -194,9 +206,7 @@ def test_view_where_clause_is_optional_in_the_grammar(session, table, keyspace):
 
 @scylla_only
 def test_a_bind_marker_name_given_twice_is_one_variable(session, table):
-    t = table("(p int, c int, PRIMARY KEY (p, c))")
-    session.execute(f"INSERT INTO {t} (p, c) VALUES (1, 1)")
-    session.execute(f"INSERT INTO {t} (p, c) VALUES (1, 2)")
+    t = two_rows(session, table)
     prepared = session.prepare(f"SELECT * FROM {t} WHERE p = :x AND c = :x")
     assert [col.name for col in prepared.column_metadata] == ["x"]
     assert prepared.routing_key_indexes == [0]
