@@ -244,3 +244,13 @@ def test_view_refuses_is_not_null_on_a_column_outside_its_key(session, table, ke
     with pytest.raises(InvalidRequest, match="Non-primary key columns cannot be restricted.*xyz"):
         session.execute(f"CREATE MATERIALIZED VIEW {keyspace}.mv_xyz AS SELECT * FROM {t} "
                         "WHERE p IS NOT NULL AND xyz IS NOT NULL PRIMARY KEY (p)")
+
+
+@scylla_only
+def test_null_compaction_strategy_is_accepted(session, keyspace, table):
+    # ScyllaDB's strategy that never compacts on its own (tests use it to
+    # keep SSTables apart).
+    name = table("(p int PRIMARY KEY)", "compaction = {'class': 'NullCompactionStrategy'}")
+    [(compaction,)] = rows(
+        session, f"SELECT compaction FROM system_schema.tables WHERE keyspace_name = '{keyspace}' AND table_name = '{name}'")
+    assert compaction["class"] == "NullCompactionStrategy"

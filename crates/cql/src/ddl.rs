@@ -720,6 +720,8 @@ fn compaction_options(entries: &[(String, String)]) -> CqlResult<BTreeMap<String
         "SizeTieredCompactionStrategy" | "LeveledCompactionStrategy" | "TimeWindowCompactionStrategy" => {
             format!("org.apache.cassandra.db.compaction.{short}")
         }
+        // ScyllaDB's own, which it names short.
+        "NullCompactionStrategy" => short.to_string(),
         _ => return Err(CqlError::Config(format!("Unable to find compaction strategy class '{class}'"))),
     };
     map.insert("class".to_string(), full);
