@@ -343,7 +343,7 @@ def test_prepared_lwt(session, table):
     cas = session.prepare("UPDATE %s SET v = ? WHERE k = ? IF v = ?" % t)
     cas_in = session.prepare("UPDATE %s SET v = ? WHERE k = ? IF v IN ?" % t)
     assert [c.name for c in cas.column_metadata] == ["v", "k", "v"]
-    assert [c.name for c in cas_in.column_metadata] == ["v", "k", "in(v)"]
+    assert [c.name for c in cas_in.column_metadata] == ["v", "k", "IN(v)"]
     assert session.execute(insert, (1, 0)).was_applied
     assert not session.execute(insert, (1, 5)).was_applied
     assert session.execute(cas, (1, 1, 0)).was_applied

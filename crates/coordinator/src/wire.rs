@@ -238,11 +238,6 @@ fn encode_list_op(e: &mut Encoder, op: &ListOp) {
             e.u8(2);
             e.var_i64(i64::from(*index));
         }
-        ListOpKind::SetField { index, value } => {
-            e.u8(3);
-            e.var_u64(*index as u64);
-            encode_optional(e, value.as_deref());
-        }
     }
     e.var_i64(op.timestamp);
     e.var_i64(op.now_s);
@@ -256,10 +251,6 @@ fn decode_list_op(d: &mut Decoder) -> Result<ListOp, DecodeError> {
         0 => ListOpKind::RemoveValues(decode_list(d, |d| d.bytes())?),
         1 => ListOpKind::SetIndex { index: d.var_i32()?, value: decode_optional(d)? },
         2 => ListOpKind::DeleteIndex(d.var_i32()?),
-        3 => {
-            let index = usize::try_from(d.var_u32()?).map_err(|_| d.error("field index"))?;
-            ListOpKind::SetField { index, value: decode_optional(d)? }
-        }
         _ => return Err(d.error("bad list operation kind")),
     };
     let timestamp = d.var_i64()?;

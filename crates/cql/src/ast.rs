@@ -17,8 +17,8 @@ use shoal_schema::CqlType;
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Parsed {
     pub statement: Statement,
-    /// One entry per `?` or `:name`, in text order; a name used twice gets
-    /// two entries.
+    /// One entry per `?` or `:name`, in text order; a name used twice is
+    /// one entry, one variable (ScyllaDB's reading; Cassandra counts two).
     pub bind_markers: Vec<BindMarker>,
 }
 

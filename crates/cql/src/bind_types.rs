@@ -9,6 +9,7 @@ use crate::ast::{
 };
 use crate::ddl::qualify;
 use crate::error::{invalid, CqlError, CqlResult};
+use crate::filter_relations::in_marker_name;
 use crate::modification::{assignment_column, check_collection_operation, check_element_deletion};
 use crate::restrictions::contained_type;
 use crate::result::ColumnSpec;
@@ -178,8 +179,11 @@ impl Collector<'_> {
                 }
                 Relation::In { column, values } | Relation::NotIn { column, values } => {
                     let ty = self.column_type(column);
+                    let negated = matches!(relation, Relation::NotIn { .. });
                     match values {
-                        InValues::Bind(i) => self.mark(*i, &format!("in({column})"), &CqlType::List(Box::new(ty))),
+                        InValues::Bind(i) => {
+                            self.mark(*i, &in_marker_name(negated, column), &CqlType::List(Box::new(ty)))
+                        }
                         InValues::Terms(terms) => terms.iter().for_each(|t| self.term(t, column, &ty)),
                     }
                 }
@@ -250,8 +254,8 @@ impl Collector<'_> {
                 (_, _, ty) => ty,
             };
             match (condition.op, &condition.value) {
-                (Operator::In | Operator::NotIn, Term::Bind(i)) => {
-                    self.mark(*i, &format!("in({column})"), &CqlType::List(Box::new(ty)))
+                (op @ (Operator::In | Operator::NotIn), Term::Bind(i)) => {
+                    self.mark(*i, &in_marker_name(op == Operator::NotIn, &column), &CqlType::List(Box::new(ty)))
                 }
                 (Operator::In | Operator::NotIn, Term::List(items)) => {
                     items.iter().for_each(|t| self.term(t, &column, &ty))

@@ -49,7 +49,7 @@ pub(crate) fn not_in(
         }
         InValues::Bind(i) => {
             let list_ty = CqlType::List(Box::new(column.ty.clone()));
-            let name = format!("in({})", column.name);
+            let name = in_marker_name(true, &column.name);
             match eval(&Term::Bind(*i), Receiver { name: &name, ty: &list_ty }, bindings)? {
                 BoundValue::Value(list) => candidates = collection_items(&list),
                 BoundValue::Null => return Ok(matches_nothing(index)),
@@ -132,6 +132,15 @@ pub(crate) fn check_not_collection(column: &ColumnMeta, op: &str) -> CqlResult<(
             column.name, column.ty
         ))),
         _ => Ok(()),
+    }
+}
+
+/// The name of the bind marker of `c IN ?` (`NOT IN ?`): ScyllaDB's
+/// `IN(c)` / `NOT IN(c)`, which applications bind values by.
+pub fn in_marker_name(negated: bool, column: &str) -> String {
+    match negated {
+        true => format!("NOT IN({column})"),
+        false => format!("IN({column})"),
     }
 }
 

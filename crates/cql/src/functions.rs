@@ -51,6 +51,10 @@ pub fn call(name: &str, args: &[Term], receiver: Receiver<'_>, bindings: Binding
         // Its result type is the receiver's, so it is evaluated apart.
         "fromjson" => return crate::json::from_json_call(args, receiver, bindings),
         "tojson" => return Err(invalid("toJson() may only be used within the selection clause of SELECT statements")),
+        // A term has no rows to aggregate (ScyllaDB's text).
+        "count" | "min" | "max" | "sum" | "avg" => {
+            return Err(invalid("Aggregation functions are not supported in the where clause"))
+        }
         _ => {}
     }
     let mut values = Vec::with_capacity(args.len());
@@ -193,8 +197,13 @@ pub fn apply(name: &str, arg_types: &[CqlType], args: &[Bytes]) -> CqlResult<(Cq
         }
         _ => {
             let value = arg.cloned().unwrap_or_default();
-            validate_value(&ret, &value)
-                .map_err(|e| invalid(format!("In call to function system.{name}, value {e}")))?;
+            // Cassandra's and ScyllaDB's text, which names the bytes.
+            validate_value(&ret, &value).map_err(|_| {
+                let hex: String = value.iter().map(|b| format!("{b:02x}")).collect();
+                invalid(format!(
+                    "In call to function system.{name}, value 0x{hex} is not a valid binary representation for type {ret}"
+                ))
+            })?;
             value
         }
     };

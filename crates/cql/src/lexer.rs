@@ -228,6 +228,10 @@ impl Lexer<'_> {
             '"' => self.quoted_ident(),
             '\'' => self.quoted('\'', "string literal").map(TokenKind::Str),
             '$' if self.peek_nth(1) == Some('$') => self.dollar_string(),
+            '-' if self.peek_nth(1).is_some_and(|c| c.is_ascii_digit()) => match self.negative_duration()? {
+                Some(duration) => Ok(duration),
+                None => self.symbol(c),
+            },
             _ => self.symbol(c),
         }
     }
@@ -290,6 +294,20 @@ impl Lexer<'_> {
         self.reject_tail(start, line, column)?;
         let text = self.src[start..self.pos].to_string();
         Ok(if is_float { TokenKind::Float(text) } else { TokenKind::Integer(text) })
+    }
+
+    /// `-<digits><unit>...` is one duration token, as in Cassandra's lexer
+    /// (so `1y-2mo` is refused naming `-2mo`); anything else after the
+    /// minus leaves the cursor where it was, for the minus sign.
+    fn negative_duration(&mut self) -> Result<Option<TokenKind>, ParseError> {
+        let (start, line, column) = (self.pos, self.line, self.column);
+        self.bump();
+        self.eat_digits();
+        if self.peek().is_some_and(|c| c.is_alphabetic()) && !self.at_exponent() {
+            return self.duration_units(start, line, column).map(Some);
+        }
+        (self.pos, self.line, self.column) = (start, line, column);
+        Ok(None)
     }
 
     /// `<digits><unit>(<digits><unit>)*`, entered with the first digits eaten.
@@ -546,6 +564,9 @@ mod tests {
         assert_eq!(one("2e10"), TokenKind::Float("2e10".into()));
         assert_eq!(one("2.5E-3"), TokenKind::Float("2.5E-3".into()));
         assert_eq!(kinds("-7"), vec![TokenKind::Sym(Sym::Minus), TokenKind::Integer("7".into()), TokenKind::Eof]);
+        assert_eq!(kinds("-2e3")[..2], [TokenKind::Sym(Sym::Minus), TokenKind::Float("2e3".into())]);
+        // A negative duration is one token, as in Cassandra's lexer.
+        assert_eq!(kinds("1y-2mo")[..2], [TokenKind::Duration("1y".into()), TokenKind::Duration("-2mo".into())]);
     }
 
     #[test]

@@ -29,7 +29,8 @@ pub fn select_internal_page_size() -> usize {
 
 /// The rows of `system.config` (name, source, type, value), as text for
 /// `system` to serve. Schema changes always go through group 0 (Raft), so
-/// `consistent_cluster_management` is true and fixed.
+/// `consistent_cluster_management` is true and fixed; so is
+/// `restrict_future_timestamp`, false.
 pub(crate) fn rows() -> Vec<[String; 4]> {
     let page_size = select_internal_page_size();
     let source = if page_size == SELECT_INTERNAL_PAGE_SIZE_DEFAULT { "default" } else { "cql" };
@@ -37,6 +38,9 @@ pub(crate) fn rows() -> Vec<[String; 4]> {
     vec![
         row(["consistent_cluster_management", "default", "bool", "true"]),
         row(["select_internal_page_size", source, "unsigned", &page_size.to_string()]),
+        // ScyllaDB refuses USING TIMESTAMP more than 3 days ahead when this
+        // is true; Shoal takes any timestamp, as Cassandra does.
+        row(["restrict_future_timestamp", "default", "bool", "false"]),
     ]
 }
 
@@ -74,7 +78,9 @@ pub(crate) async fn update(statement: &Update, bindings: Bindings<'_>) -> CqlRes
                 .map_err(|e| CqlError::Server(e.to_string()))?;
             Ok(())
         }
-        "consistent_cluster_management" => Err(invalid(format!("Option {name} is not live-updatable"))),
+        "consistent_cluster_management" | "restrict_future_timestamp" => {
+            Err(invalid(format!("Option {name} is not live-updatable")))
+        }
         _ => Err(invalid(format!("Unknown configuration option {name}"))),
     }
 }

@@ -18,7 +18,7 @@ use shoal_coordinator::data::{
     Row, RowMarker, Tombstone,
 };
 use shoal_coordinator::data::{ListOp, ListOpKind, Mutation};
-use shoal_schema::comparable;
+use shoal_schema::{comparable, fields};
 use shoal_schema::{ColumnKind, ColumnMeta, CqlType, TableMeta, UserType};
 
 use crate::ast::{Assignment, ColumnTarget, Condition, Delete, Insert, Term, Update, Using};
@@ -312,19 +312,18 @@ fn delete_columns(
         if column.kind.is_primary_key() {
             return Err(invalid(format!("Invalid identifier {name} for deletion (should not be a PRIMARY KEY part)")));
         }
+        let target = if column.kind == ColumnKind::Static { &mut update.static_row } else { &mut row };
         if let Some(field) = field {
             let (_, index) = user_type_field(column, field, None)?;
-            pending.push(PendingListOp {
-                column: column.id,
-                is_static: column.kind == ColumnKind::Static,
-                kind: ListOpKind::SetField { index, value: None },
-            });
+            merge_write(target, |part| {
+                put_field(collection_of(part, column), index, Cell::dead(attrs.timestamp, attrs.now_s));
+                Ok(())
+            })?;
             continue;
         }
         if element.is_some() {
             check_element_deletion(column)?;
         }
-        let target = if column.kind == ColumnKind::Static { &mut update.static_row } else { &mut row };
         merge_write(target, |part| match element {
             None => write_value(part, column, BoundValue::Null, attrs),
             Some(key) if matches!(column.ty, CqlType::List(_)) => {
@@ -346,8 +345,7 @@ fn delete_columns(
             Some(key) => delete_element(part, column, key, attrs, bindings),
         })?;
     }
-    // A field deletion writes its cell into the row on the replica; a
-    // condition on the row's columns reads it.
+    // A condition on the row's columns reads the row.
     let names_row = conditions_name_row(meta, &statement.condition);
     if !row.columns.is_empty() || pending.iter().any(|p| !p.is_static) || names_row {
         let Some(keys) = keys else {
@@ -554,14 +552,12 @@ fn assign(
             let (udt, index) = user_type_field(column, field, Some(value))?;
             let name = format!("{}.{field}", column.name);
             let value = eval(value, Receiver { name: &name, ty: &udt.fields[index].1 }, bindings)?;
-            if value == BoundValue::Unset {
-                return Ok(());
-            }
-            pending.push(PendingListOp {
-                column: column.id,
-                is_static: column.kind == ColumnKind::Static,
-                kind: ListOpKind::SetField { index, value: value.into_option() },
-            });
+            let cell = match value {
+                BoundValue::Value(v) => Cell::live(attrs.timestamp, v, attrs.expiry),
+                BoundValue::Null => Cell::dead(attrs.timestamp, attrs.now_s),
+                BoundValue::Unset => return Ok(()),
+            };
+            put_field(collection_of(row, column), index, cell);
             Ok(())
         }
     }
@@ -666,15 +662,26 @@ fn write_value(row: &mut Row, column: &ColumnMeta, value: BoundValue, attrs: &At
             column.name
         )));
     }
-    if column.ty.is_multi_cell() {
-        // A null (or DELETE) deletes the collection at the write's own
-        // timestamp, as any deletion; a new value replaces it with a
-        // tombstone one microsecond below, so its own elements survive.
+    if column.ty.is_multi_cell() || matches!(column.ty, CqlType::Udt(_)) {
+        // A null (or DELETE) deletes the collection (or non-frozen user
+        // type, one cell per field) at the write's own timestamp, as any
+        // deletion; a new value replaces it with a tombstone one
+        // microsecond below, so its own elements survive.
         let at = |timestamp: i64| Some(Tombstone { timestamp, deletion_time_s: attrs.now_s });
         let collection = collection_of(row, column);
         match value {
             BoundValue::Unset => {}
             BoundValue::Null => collection.tombstone = at(attrs.timestamp),
+            BoundValue::Value(items) if matches!(column.ty, CqlType::Udt(_)) => {
+                collection.tombstone = at(attrs.timestamp - 1);
+                let fields = fields::split(&items).map_err(|e| invalid(format!("Invalid user type value: {e}")))?;
+                for (index, field) in fields.into_iter().enumerate() {
+                    if let Some(field) = field {
+                        let cell = Cell::live(attrs.timestamp, Bytes::copy_from_slice(field), attrs.expiry);
+                        put_field(collection, index, cell);
+                    }
+                }
+            }
             BoundValue::Value(items) => {
                 collection.tombstone = at(attrs.timestamp - 1);
                 add_elements(collection, &column.ty, &items, attrs, false);
@@ -689,6 +696,12 @@ fn write_value(row: &mut Row, column: &ColumnMeta, value: BoundValue, attrs: &At
     };
     row.columns.insert(column.id, ColumnData::Atomic(cell));
     Ok(())
+}
+
+/// Field `index`'s cell of a non-frozen user type.
+fn put_field(collection: &mut Collection, index: usize, cell: Cell) {
+    let key = fields::cell_key(index);
+    collection.cells.insert(key.clone(), CollectionCell { key, cell });
 }
 
 fn collection_of<'r>(row: &'r mut Row, column: &ColumnMeta) -> &'r mut Collection {

@@ -52,6 +52,20 @@ pub struct Restrictions {
     pub needs_filtering: bool,
 }
 
+impl Restrictions {
+    /// Restrictions no row meets (a key `= null` in a read).
+    fn nothing(clustering_restricted: bool) -> Restrictions {
+        Restrictions {
+            partitions: PartitionRestriction::Keys(Vec::new()),
+            clustering_keys: None,
+            clustering_ranges: Vec::new(),
+            clustering_restricted,
+            filters: Vec::new(),
+            needs_filtering: false,
+        }
+    }
+}
+
 struct Analysis<'a> {
     meta: &'a TableMeta,
     bindings: Bindings<'a>,
@@ -153,20 +167,29 @@ impl EqPlan {
 
     /// The restrictions for these bound values, as [`analyze`] gives them.
     pub fn restrictions(&self, meta: &TableMeta, bindings: Bindings<'_>) -> CqlResult<Restrictions> {
-        let value = |(index, term): &(usize, Term)| -> CqlResult<Bytes> {
+        // `None` for a null: a key `= null` matches nothing (see
+        // [`Analysis::simple`]).
+        let value = |(index, term): &(usize, Term)| -> CqlResult<Option<Bytes>> {
             let column = &meta.columns[*index];
-            let value = eval_required(term, Receiver { name: &column.name, ty: &column.ty }, bindings)?;
-            check_key_value(column, &value)?;
-            Ok(value)
+            match eval(term, Receiver { name: &column.name, ty: &column.ty }, bindings)? {
+                BoundValue::Value(value) => check_key_value(column, &value).map(|()| Some(value)),
+                BoundValue::Null => Ok(None),
+                BoundValue::Unset => Err(invalid(format!("Invalid unset value for {}", column.name))),
+            }
         };
-        let parts = self.partition_key.iter().map(value).collect::<CqlResult<Vec<Bytes>>>()?;
-        // A read of the empty key finds nothing (ScyllaDB's answer; a
-        // write of it is refused).
+        let parts = self.partition_key.iter().map(value).collect::<CqlResult<Vec<Option<Bytes>>>>()?;
+        let prefix = self.clustering_prefix.iter().map(value).collect::<CqlResult<Vec<Option<Bytes>>>>()?;
+        let (Some(parts), Some(prefix)) =
+            (parts.into_iter().collect::<Option<Vec<Bytes>>>(), prefix.into_iter().collect::<Option<Vec<Bytes>>>())
+        else {
+            return Ok(Restrictions::nothing(!self.clustering_prefix.is_empty()));
+        };
+        // A read of the empty key finds nothing in a table (ScyllaDB's
+        // answer; a write of it is refused); a view may hold it.
         let positions = match is_empty_key(&parts) {
-            true => Vec::new(),
+            true => empty_key_position(meta).into_iter().collect(),
             false => vec![position_of(&parts)?],
         };
-        let prefix = self.clustering_prefix.iter().map(value).collect::<CqlResult<Vec<Bytes>>>()?;
         let encoded = meta.encode_clustering(&prefix);
         let range = prefix_range(encoded.clone());
         let clustering_keys = self.full_clustering_key.then(|| vec![(encoded, prefix)]);
@@ -314,7 +337,16 @@ impl<'a> Analysis<'a> {
             self.filters.push(filter);
             return Ok(());
         }
-        let value = self.value(term, column)?;
+        // A key `= null` in a read matches nothing (ScyllaDB's answer, so
+        // `count(*)` of it is 0); a write of it is refused.
+        let value = match eval(term, Receiver { name: &column.name, ty: &column.ty }, self.bindings)? {
+            BoundValue::Value(value) => check_key_value(column, &value).map(|()| value)?,
+            BoundValue::Null if op == Operator::Eq && !self.write => {
+                return self.restrict_equal(index, column, Vec::new());
+            }
+            BoundValue::Null => return Err(invalid(format!("Invalid null value for {}", column.name))),
+            BoundValue::Unset => return Err(invalid(format!("Invalid unset value for {}", column.name))),
+        };
         match (column.kind, op) {
             (ColumnKind::PartitionKey | ColumnKind::Clustering, Operator::Eq) => {
                 self.restrict_equal(index, column, vec![value])
@@ -533,8 +565,16 @@ impl<'a> Analysis<'a> {
             values
         };
         let combos = cartesian(pk.iter().map(sorted).collect())?;
-        // A read of the empty key finds nothing; a write of it is refused.
-        combos.into_iter().filter(|parts| self.write || !is_empty_key(parts)).map(|parts| position_of(&parts)).collect()
+        // A read of the empty key finds nothing in a table, where a write
+        // of it is refused; a view may hold it.
+        let mut positions = Vec::with_capacity(combos.len());
+        for parts in combos {
+            match is_empty_key(&parts) && !self.write {
+                true => positions.extend(empty_key_position(self.meta)),
+                false => positions.push(position_of(&parts)?),
+            }
+        }
+        Ok(positions)
     }
 
     /// Clustering restrictions as (full keys if all restricted by =/IN,
@@ -858,10 +898,19 @@ pub fn position_of(parts: &[Bytes]) -> CqlResult<PartitionPosition> {
     Ok(PartitionPosition { token: murmur3_token(&key), key })
 }
 
-/// The empty value as a whole (one-column) partition key: no partition
-/// can have it.
+/// The empty value as a whole (one-column) partition key: no table's
+/// partition can have it.
 fn is_empty_key(parts: &[Bytes]) -> bool {
     matches!(parts, [part] if part.is_empty())
+}
+
+/// Where a view keeps the rows whose key column is empty (a base row's
+/// empty text, say, as ScyllaDB keeps them); `None` for a table, which
+/// refuses the empty key.
+fn empty_key_position(meta: &TableMeta) -> Option<PartitionPosition> {
+    meta.view_of.as_ref()?;
+    let key = Bytes::from(serialize_partition_key(&[&[][..]]).ok()?);
+    Some(PartitionPosition { token: murmur3_token(&key), key })
 }
 
 /// Why `relations` on `meta`'s clustering columns need ALLOW FILTERING

@@ -59,7 +59,8 @@ enum Sel {
     WriteTime(usize),
     Ttl(usize),
     /// The write time (or TTL left) of the element `key` of the non-frozen
-    /// map or set in `column`; null for a null key or an absent element.
+    /// map or set in `column`, or of a non-frozen user type's field cell;
+    /// null for a null key or an absent element.
     ElementStamp {
         column: usize,
         key: Option<Bytes>,
@@ -598,9 +599,9 @@ fn distinct_restrictable(meta: &TableMeta, relations: &[Relation]) -> bool {
 }
 
 /// `WRITETIME(c[key])` / `TTL(c[key])` of a non-frozen map's or set's
-/// element, which has a write time of its own; everything else ScyllaDB
-/// refuses, in its words. A non-frozen user type's fields are rewritten
-/// together, so they have no write time of their own here yet.
+/// element and `WRITETIME(u.f)` / `TTL(u.f)` of a non-frozen user type's
+/// field, which have write times of their own (ScyllaDB 2026's); everything
+/// else ScyllaDB refuses, in its words.
 fn write_time_of_part(
     meta: &TableMeta,
     ttl: bool,
@@ -635,8 +636,14 @@ fn write_time_of_part(
         (SelectorExpr::Field { field, .. }, CqlType::Udt(udt)) if udt.field_index(field).is_none() => {
             invalid(format!("{name} of type {} has no field {field}", udt.name))
         }
-        (SelectorExpr::Field { .. }, CqlType::Udt(_)) => {
-            invalid(format!("{what} of a field of a non-frozen user type is not supported"))
+        (SelectorExpr::Field { field, .. }, CqlType::Udt(udt)) => {
+            let key = udt.field_index(field).map(fields::cell_key);
+            let result_ty = if ttl { CqlType::Int } else { CqlType::Bigint };
+            return Ok((
+                format!("{}({part})", what.to_lowercase()),
+                result_ty,
+                Sel::ElementStamp { column: index, key, ttl },
+            ));
         }
         (SelectorExpr::Field { .. }, _) if matches!(ty.unfrozen(), CqlType::Udt(_)) => {
             invalid(format!("{what} on a field selection is only valid for non-frozen UDT columns"))

@@ -328,7 +328,9 @@ fn check_where_clause(base: &TableMeta, s: &CreateView, key: &[&str]) -> CqlResu
             let Some(meta) = base.column(column) else {
                 return Err(invalid(format!("Undefined column name {column}")));
             };
-            let filtered = !matches!(relation, Relation::IsNotNull { .. });
+            // `IS NOT NULL` on a column outside the view's key would be a
+            // filter, which ScyllaDB refuses rather than ignore (#10365).
+            let filtered = !matches!(relation, Relation::IsNotNull { .. }) || !key.contains(&column.as_str());
             if filtered && !meta.kind.is_primary_key() && !non_key.contains(&column.as_str()) {
                 non_key.push(column);
             }

@@ -1,7 +1,5 @@
-//! Operations that depend on a column's current contents: on lists, remove
-//! by value (`l = l - [x]`), set and delete by index (`l[i] = x`,
-//! `DELETE l[i]`); on non-frozen user types, which are stored whole, setting
-//! one field (`u.f = x`).
+//! Operations that depend on a list's current contents: remove by value
+//! (`l = l - [x]`), set and delete by index (`l[i] = x`, `DELETE l[i]`).
 //!
 //! They run on the shard owning the partition, as one step with the write
 //! they belong to: read the live elements, turn each operation into cells
@@ -30,16 +28,8 @@ pub struct ListOp {
 #[derive(Debug, Clone)]
 pub enum ListOpKind {
     RemoveValues(Vec<Bytes>),
-    SetIndex {
-        index: i32,
-        value: Option<Bytes>,
-    },
+    SetIndex { index: i32, value: Option<Bytes> },
     DeleteIndex(i32),
-    /// Field `index` of a user type value; `None` sets it to null.
-    SetField {
-        index: usize,
-        value: Option<Bytes>,
-    },
 }
 
 /// Adds to `update` the cells that carry out `ops` given `current`, a
@@ -57,10 +47,6 @@ pub(crate) fn resolve(
             None => &mut update.static_row,
             Some(key) => &mut update.rows.entry(key.clone()).or_default().row,
         };
-        if let ListOpKind::SetField { index, value } = &op.kind {
-            set_field(current, op, dropped, target, *index, value.as_deref())?;
-            continue;
-        }
         let live = live_elements(current, op, dropped);
         let cells = collection(target, op.column);
         let dead = || Cell::dead(op.timestamp, op.now_s);
@@ -78,52 +64,9 @@ pub(crate) fn resolve(
                 put(cells, element_key(&live, *index)?, cell);
             }
             ListOpKind::DeleteIndex(index) => put(cells, element_key(&live, *index)?, dead()),
-            ListOpKind::SetField { .. } => unreachable!("handled before the list's elements are read"),
         }
     }
     Ok(())
-}
-
-/// Writes the whole value with one field replaced, or a tombstone once no
-/// field is left. The base is what this write already sets for the column
-/// (an earlier field of the same statement), else the stored live value;
-/// none at all starts from nulls.
-fn set_field(
-    current: Option<&Partition>,
-    op: &ListOp,
-    dropped: Option<Tombstone>,
-    target: &mut Row,
-    index: usize,
-    value: Option<&[u8]>,
-) -> Result<(), ReplicaError> {
-    let base = match target.columns.get(&op.column) {
-        Some(ColumnData::Atomic(cell)) => cell.live_value(op.now_s),
-        _ => live_atomic(current, op, dropped),
-    };
-    let malformed = |e| ReplicaError::Invalid(format!("Stored user type value is malformed: {e}"));
-    let replaced = shoal_schema::fields::with_field(base.as_deref(), index, value).map_err(malformed)?;
-    // The last field set to null leaves no value: the column reads null.
-    let cell = match shoal_schema::fields::all_null(&replaced).map_err(malformed)? {
-        true => Cell::dead(op.timestamp, op.now_s),
-        false => Cell::live(op.timestamp, Bytes::from(replaced), op.expiry),
-    };
-    target.columns.insert(op.column, ColumnData::Atomic(cell));
-    Ok(())
-}
-
-/// The live value of an atomic column in the op's row.
-fn live_atomic(current: Option<&Partition>, op: &ListOp, dropped: Option<Tombstone>) -> Option<Bytes> {
-    let partition = current?;
-    let (row, covering) = match &op.row {
-        None => (Some(&partition.static_row), partition.tombstone),
-        Some(key) => (partition.rows.get(key).map(|r| &r.row), partition.deletion_for_row(key)),
-    };
-    let Some(ColumnData::Atomic(cell)) = row?.columns.get(&op.column) else { return None };
-    let deletion = [covering, row?.deletion, dropped].into_iter().flatten().max_by_key(|t: &Tombstone| t.timestamp);
-    if deletion.is_some_and(|d| d.shadows(cell.timestamp)) {
-        return None;
-    }
-    cell.live_value(op.now_s)
 }
 
 /// Writes `cell` at `key`, reconciled with what an earlier operation of the

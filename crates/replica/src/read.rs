@@ -8,8 +8,8 @@
 use std::ops::Bound;
 
 use bytes::Bytes;
-use shoal_schema::collection;
 use shoal_schema::index::LIVENESS_COLUMN;
+use shoal_schema::{collection, fields};
 use shoal_schema::{CqlType, TableMeta};
 use shoal_storage::{
     Cell, ClusteredRow, ClusteringRange, ColumnData, Partition, PartitionPosition, Row, Table, Tombstone,
@@ -410,6 +410,19 @@ fn serialize_collection(ty: &CqlType, live: &[(&Bytes, &Cell)], now_s: i64) -> O
     let value = match ty {
         CqlType::List(_) => collection::serialize(values.iter().map(|v| Some(&v[..])), live.len()),
         CqlType::Set(_) => collection::serialize(keys, live.len()),
+        // A non-frozen user type: one cell per field, the missing ones null.
+        CqlType::Udt(udt) => {
+            let mut parts: Vec<Option<&[u8]>> = vec![None; udt.fields.len()];
+            for ((key, _), value) in live.iter().zip(&values) {
+                match fields::index_of_key(key).and_then(|i| parts.get_mut(i)) {
+                    Some(field) => *field = Some(&value[..]),
+                    // A field dropped from the type since (ALTER TYPE
+                    // cannot drop one) or a malformed key: not shown.
+                    None => continue,
+                }
+            }
+            Bytes::from(fields::join(parts))
+        }
         _ => collection::serialize_map(keys.zip(&values).flat_map(|(k, v)| [k, Some(&v[..])]), live.len()),
     };
     let ttl_left = |cell: &Cell| cell.expiry().map(|e| (e.expires_at_s - now_s).max(0) as i32);

@@ -244,7 +244,8 @@ impl ViewWrites {
             }
             // A key column value outside the filter gives no row, as a null.
             let key_of = |value: &Bytes| {
-                let keyable = mapping.key_column.is_none() || (indexable(value) && mapping.value_matches(value));
+                let keyable = mapping.key_column.is_none()
+                    || (mapping.can_key(&view.view, value) && mapping.value_matches(value));
                 keyable.then(|| mapping.entry_key(&view.view, value, rows.base_pk, &row.clustering))
             };
             let old =

@@ -1,7 +1,7 @@
-//! One field of a serialized tuple or user type value (each field a
-//! `[bytes]`, in order, trailing fields possibly left out): read for field
-//! selection (`SELECT u.f`), replaced for `UPDATE ... SET u.f = v`, which the
-//! shard owning the row applies to the stored value.
+//! The fields of a serialized tuple or user type value (each field a
+//! `[bytes]`, in order, trailing fields possibly left out): one read for
+//! field selection (`SELECT u.f`), all split into the cells of a non-frozen
+//! user type (one per field, keyed by [`cell_key`]) and joined back on read.
 
 use crate::value::{Reader, ValueError};
 
@@ -22,31 +22,19 @@ pub fn field(bytes: &[u8], index: usize) -> Result<Option<&[u8]>, ValueError> {
     reader.read_item(WHAT)
 }
 
-/// Whether every field of `bytes` is null (or left out): a non-frozen
-/// user type in that state is no value at all, as in Cassandra, where its
-/// fields are cells and none is left.
-pub fn all_null(bytes: &[u8]) -> Result<bool, ValueError> {
+/// Every field of `bytes`, in order (`None` for a null one); trailing
+/// fields left out are not listed.
+pub fn split(bytes: &[u8]) -> Result<Vec<Option<&[u8]>>, ValueError> {
     let mut reader = Reader::new(bytes);
-    while !reader.is_empty() {
-        if reader.read_item(WHAT)?.is_some() {
-            return Ok(false);
-        }
-    }
-    Ok(true)
-}
-
-/// `bytes` (no value at all when `None`) with field `index` set to `value`;
-/// fields before it that the value left out become null.
-pub fn with_field(bytes: Option<&[u8]>, index: usize, value: Option<&[u8]>) -> Result<Vec<u8>, ValueError> {
-    let mut reader = Reader::new(bytes.unwrap_or_default());
     let mut fields = Vec::new();
     while !reader.is_empty() {
         fields.push(reader.read_item(WHAT)?);
     }
-    if fields.len() <= index {
-        fields.resize(index + 1, None);
-    }
-    fields[index] = value;
+    Ok(fields)
+}
+
+/// The value made of `fields`, each a `[bytes]` (null as length -1).
+pub fn join<'a>(fields: impl IntoIterator<Item = Option<&'a [u8]>>) -> Vec<u8> {
     let mut out = Vec::new();
     for field in fields {
         match field {
@@ -60,7 +48,21 @@ pub fn with_field(bytes: Option<&[u8]>, index: usize, value: Option<&[u8]>) -> R
             None => out.extend_from_slice(&(-1i32).to_be_bytes()),
         }
     }
-    Ok(out)
+    out
+}
+
+/// The cell key of field `index` of a non-frozen user type, which keeps
+/// one cell per field as ScyllaDB does: the index as a big-endian 16-bit
+/// number (so keys sort in field order).
+pub fn cell_key(index: usize) -> bytes::Bytes {
+    // A user type has at most 32767 fields (the CQL limit on tuple size).
+    let index = u16::try_from(index).unwrap_or(u16::MAX);
+    bytes::Bytes::copy_from_slice(&index.to_be_bytes())
+}
+
+/// The field index a cell key names; `None` for a malformed key.
+pub fn index_of_key(key: &[u8]) -> Option<usize> {
+    <[u8; 2]>::try_from(key).ok().map(|k| usize::from(u16::from_be_bytes(k)))
 }
 
 #[cfg(test)]
@@ -85,20 +87,19 @@ mod tests {
     }
 
     #[test]
-    fn all_null_when_no_field_has_a_value() {
-        assert_eq!(all_null(&[]), Ok(true));
-        assert_eq!(all_null(&[item(None), item(None)].concat()), Ok(true));
-        assert_eq!(all_null(&[item(None), item(Some(b""))].concat()), Ok(false));
-        assert!(all_null(&[0, 0, 0, 9]).is_err());
+    fn splits_and_joins() {
+        let value = [item(Some(b"ab")), item(None), item(Some(b""))].concat();
+        let fields = split(&value).expect("well formed");
+        assert_eq!(fields, vec![Some(&b"ab"[..]), None, Some(&b""[..])]);
+        assert_eq!(join(fields), value);
+        assert_eq!(split(&[]), Ok(Vec::new()));
+        assert!(split(&value[..5]).is_err());
     }
 
     #[test]
-    fn replaces_and_extends() {
-        let value = [item(Some(b"ab")), item(None)].concat();
-        assert_eq!(with_field(Some(&value), 0, Some(b"x")), Ok([item(Some(b"x")), item(None)].concat()));
-        let extended = [item(Some(b"ab")), item(None), item(None), item(Some(b"y"))].concat();
-        assert_eq!(with_field(Some(&value), 3, Some(b"y")), Ok(extended));
-        assert_eq!(with_field(None, 1, None), Ok([item(None), item(None)].concat()));
-        assert!(with_field(Some(&value[..5]), 0, None).is_err());
+    fn cell_keys_sort_in_field_order() {
+        assert!(cell_key(1) < cell_key(2) && cell_key(2) < cell_key(300));
+        assert_eq!(index_of_key(&cell_key(300)), Some(300));
+        assert_eq!(index_of_key(b"x"), None);
     }
 }

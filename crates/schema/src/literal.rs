@@ -65,12 +65,19 @@ pub enum LiteralError {
     OutOfRange { text: String, ty: &'static str },
     #[error("invalid {ty} number '{text}'")]
     InvalidNumber { text: String, ty: &'static str },
-    #[error("invalid ascii string '{0}': only characters 0 to 127 are allowed")]
+    #[error("Invalid ASCII character in string literal '{0}'")]
     NonAscii(String),
     #[error("invalid timestamp '{0}': expected yyyy-mm-dd[ hh:mm[:ss[.fff]]][zone] or milliseconds")]
     InvalidTimestamp(String),
+    /// More than milliseconds in a timestamp's fraction: ScyllaDB refuses
+    /// it (and words it so) where Cassandra truncates.
+    #[error("unable to parse date '{text}': Milliseconds length exceeds expected ({digits})")]
+    TimestampPrecision { text: String, digits: usize },
     #[error("invalid date '{0}': expected yyyy-mm-dd or a day number from 0 to 4294967295 (2147483648 = 1970-01-01)")]
     InvalidDate(String),
+    /// A day number that is no unsigned 32-bit integer (Cassandra's text).
+    #[error("Unable to make unsigned int (for date) from: '{0}'")]
+    DateOutOfRange(String),
     #[error("invalid time '{0}': expected hh:mm:ss[.fffffffff] or nanoseconds since midnight (0 to 86399999999999)")]
     InvalidTime(String),
     #[error("invalid inet address '{0}': expected an IPv4 or IPv6 address")]
@@ -349,20 +356,23 @@ fn read_date(c: &mut Cursor) -> Option<i64> {
 
 /// `hh:mm[:ss[.f…]]` (seconds mandatory when `need_seconds`) → nanoseconds
 /// since midnight; up to nine fraction digits, read as a fraction.
-fn read_clock(c: &mut Cursor, need_seconds: bool) -> Option<i64> {
+/// `hh:mm[:ss[.f…]]` → (nanoseconds of the day, digits of the fraction).
+fn read_clock(c: &mut Cursor, need_seconds: bool) -> Option<(i64, usize)> {
     let hours = c.field(23)?;
     c.expect(b':')?;
     let minutes = c.field(59)?;
     let mut nanos = (hours * 60 + minutes) * 60 * 1_000_000_000;
     if !c.eat(b':') {
-        return (!need_seconds).then_some(nanos);
+        return (!need_seconds).then_some((nanos, 0));
     }
     nanos += c.field(59)? * 1_000_000_000;
+    let mut digits = 0;
     if c.eat(b'.') {
         let (fraction, count) = c.digits(1, 9)?;
         nanos += fraction * 10i64.pow(9 - count as u32);
+        digits = count;
     }
-    Some(nanos)
+    Some((nanos, digits))
 }
 
 /// `Z`, `UTC`, `GMT`, `±hh`, `±hhmm` or `±hh:mm` → minutes east of UTC.
@@ -389,32 +399,42 @@ fn read_zone(c: &mut Cursor) -> Option<i64> {
 
 /// A timestamp literal: milliseconds as digits, or `yyyy-mm-dd` with an
 /// optional `T`/space and `hh:mm[:ss[.fff]]`, then an optional zone (UTC
-/// when absent). Fractions beyond milliseconds are truncated, so cqlsh's
-/// own six-digit output reads back.
+/// when absent). A fraction beyond milliseconds is refused, as by
+/// ScyllaDB (Cassandra truncates it).
 pub fn parse_timestamp(text: &str) -> Result<i64, LiteralError> {
     let invalid = || LiteralError::InvalidTimestamp(text.to_owned());
     if is_integer(text) {
         return text.parse().map_err(|_| invalid());
     }
-    timestamp_millis(text.trim()).ok_or_else(invalid)
+    let (millis, fraction_digits) = timestamp_millis(text.trim()).ok_or_else(invalid)?;
+    if fraction_digits > 3 {
+        return Err(LiteralError::TimestampPrecision { text: text.to_owned(), digits: fraction_digits });
+    }
+    Ok(millis)
 }
 
-fn timestamp_millis(text: &str) -> Option<i64> {
+/// The milliseconds, and how many fraction digits the text gave.
+fn timestamp_millis(text: &str) -> Option<(i64, usize)> {
     let mut c = Cursor::new(text);
     let days = read_date(&mut c)?;
     let date_end = c.pos;
-    let mut nanos_of_day = 0;
+    let (mut nanos_of_day, mut fraction_digits) = (0, 0);
     if (c.eat(b'T') || c.eat(b' ')) && c.peek().is_some_and(|b| b.is_ascii_digit()) {
-        nanos_of_day = read_clock(&mut c, false)?;
+        (nanos_of_day, fraction_digits) = read_clock(&mut c, false)?;
     } else {
         c.pos = date_end;
     }
-    c.eat(b' ');
+    // ScyllaDB allows spaces before the zone (Cassandra one at most).
+    while c.eat(b' ') {}
     let offset_minutes = if c.at_end() { 0 } else { read_zone(&mut c)? };
     if !c.at_end() {
         return None;
     }
-    days.checked_mul(MILLIS_PER_DAY)?.checked_add(nanos_of_day / NANOS_PER_MILLI)?.checked_sub(offset_minutes * 60_000)
+    let millis = days
+        .checked_mul(MILLIS_PER_DAY)?
+        .checked_add(nanos_of_day / NANOS_PER_MILLI)?
+        .checked_sub(offset_minutes * 60_000)?;
+    Some((millis, fraction_digits))
 }
 
 /// A date literal: `yyyy-mm-dd`, or the raw unsigned day number with
@@ -423,7 +443,7 @@ fn timestamp_millis(text: &str) -> Option<i64> {
 pub fn parse_date(text: &str) -> Result<u32, LiteralError> {
     let invalid = || LiteralError::InvalidDate(text.to_owned());
     if is_integer(text) {
-        return text.parse().map_err(|_| invalid());
+        return text.parse().map_err(|_| LiteralError::DateOutOfRange(text.to_owned()));
     }
     let mut c = Cursor::new(text.trim());
     let days = read_date(&mut c).filter(|_| c.at_end()).ok_or_else(invalid)?;
@@ -437,7 +457,7 @@ pub fn parse_time(text: &str) -> Result<i64, LiteralError> {
         text.parse().ok()
     } else {
         let mut c = Cursor::new(text.trim());
-        read_clock(&mut c, true).filter(|_| c.at_end())
+        read_clock(&mut c, true).filter(|_| c.at_end()).map(|(nanos, _)| nanos)
     };
     nanos.filter(|n| (0..=MAX_TIME_NANOS).contains(n)).ok_or_else(invalid)
 }
@@ -478,18 +498,19 @@ enum Field {
     Nanos,
 }
 
-/// Units of the `1y2mo3w…` form, in the only order Cassandra accepts.
-const UNITS: [(&[&str], Field, i64); 10] = [
-    (&["y"], Field::Months, 12),
-    (&["mo"], Field::Months, 1),
-    (&["w"], Field::Days, 7),
-    (&["d"], Field::Days, 1),
-    (&["h"], Field::Nanos, 3_600_000_000_000),
-    (&["m"], Field::Nanos, 60_000_000_000),
-    (&["s"], Field::Nanos, 1_000_000_000),
-    (&["ms"], Field::Nanos, 1_000_000),
-    (&["us", "µs"], Field::Nanos, 1_000),
-    (&["ns"], Field::Nanos, 1),
+/// Units of the `1y2mo3w…` form, in the only order Cassandra accepts, with
+/// the names its errors give them.
+const UNITS: [(&[&str], Field, i64, &str); 10] = [
+    (&["y"], Field::Months, 12, "years"),
+    (&["mo"], Field::Months, 1, "months"),
+    (&["w"], Field::Days, 7, "weeks"),
+    (&["d"], Field::Days, 1, "days"),
+    (&["h"], Field::Nanos, 3_600_000_000_000, "hours"),
+    (&["m"], Field::Nanos, 60_000_000_000, "minutes"),
+    (&["s"], Field::Nanos, 1_000_000_000, "seconds"),
+    (&["ms"], Field::Nanos, 1_000_000, "milliseconds"),
+    (&["us", "µs"], Field::Nanos, 1_000, "microseconds"),
+    (&["ns"], Field::Nanos, 1, "nanoseconds"),
 ];
 
 /// Totals while parsing, wide enough to detect overflow before narrowing.
@@ -570,15 +591,16 @@ fn unit_form(mut rest: &str) -> Result<DurationParts, String> {
         rest = &after[unit_len..];
         let rank = UNITS
             .iter()
-            .position(|(names, _, _)| names.contains(&unit.as_str()))
+            .position(|(names, ..)| names.contains(&unit.as_str()))
             .ok_or_else(|| format!("unknown unit '{unit}' (expected y, mo, w, d, h, m, s, ms, us or ns)"))?;
-        if previous.is_some_and(|p| p >= rank) {
-            return Err(format!(
-                "unit '{unit}' is repeated or out of order (expected y, mo, w, d, h, m, s, ms, us, ns)"
-            ));
+        // Cassandra's and ScyllaDB's texts.
+        match previous {
+            Some(p) if p == rank => return Err(format!("The {} are specified multiple times", UNITS[rank].3)),
+            Some(p) if p > rank => return Err(format!("The {} should be after {}", UNITS[p].3, UNITS[rank].3)),
+            _ => {}
         }
         previous = Some(rank);
-        let (_, field, factor) = UNITS[rank];
+        let (_, field, factor, _) = UNITS[rank];
         parts.add(field, number, factor)?;
     }
     Ok(parts)
@@ -812,7 +834,8 @@ mod tests {
             ("2024-01-02T03:04:05", JAN_2_2024 + 11_045_000),
             ("2024-01-02 03:04:05.123", JAN_2_2024 + 11_045_123),
             ("2024-01-02 03:04:05.1", JAN_2_2024 + 11_045_100),
-            ("2024-01-02 03:04:05.000000+0000", JAN_2_2024 + 11_045_000),
+            ("2024-01-02 03:04:05.000+0000", JAN_2_2024 + 11_045_000),
+            ("2024-01-02  Z ", JAN_2_2024),
             ("2024-01-02 03:04:05Z", JAN_2_2024 + 11_045_000),
             ("2024-01-02 03:04:05+0100", JAN_2_2024 + 11_045_000 - 3_600_000),
             ("2024-01-02 03:04:05+01:00", JAN_2_2024 + 11_045_000 - 3_600_000),
@@ -846,6 +869,11 @@ mod tests {
             "invalid timestamp 'x': expected yyyy-mm-dd[ hh:mm[:ss[.fff]]][zone] or milliseconds"
         );
         assert!(parse("timestamp", K::String, "999999999-01-01").is_err());
+        // ScyllaDB's refusal of sub-millisecond digits, in its words.
+        assert_eq!(
+            message("timestamp", K::String, "2024-01-02 03:04:05.123456+0000"),
+            "unable to parse date '2024-01-02 03:04:05.123456+0000': Milliseconds length exceeds expected (6)"
+        );
     }
 
     #[test]
@@ -857,6 +885,7 @@ mod tests {
         assert_eq!(parse("date", K::String, "4294967295"), Ok(Value::Date(u32::MAX)));
         assert!(parse("date", K::Integer, "4294967296").is_err());
         assert!(parse("date", K::Integer, "-1").is_err());
+        assert_eq!(message("date", K::Integer, "-123"), "Unable to make unsigned int (for date) from: '-123'");
         assert!(parse("date", K::String, "2024-01-02 00:00").is_err());
         assert!(parse("date", K::String, "9999999-01-01").is_err());
         assert_eq!(parse("time", K::String, "03:04:05.123456789"), Ok(Value::Time(11_045_123_456_789)));
@@ -903,7 +932,11 @@ mod tests {
         }
         assert_eq!(
             message("duration", K::Duration, "1m1h"),
-            "invalid duration '1m1h': unit 'h' is repeated or out of order (expected y, mo, w, d, h, m, s, ms, us, ns)"
+            "invalid duration '1m1h': The minutes should be after hours"
+        );
+        assert_eq!(
+            message("duration", K::Duration, "2m3m"),
+            "invalid duration '2m3m': The minutes are specified multiple times"
         );
     }
 
@@ -912,7 +945,11 @@ mod tests {
         assert_eq!(format_timestamp_ms(0), "1970-01-01 00:00:00.000000+0000");
         assert_eq!(format_timestamp_ms(JAN_2_2024 + 11_045_123), "2024-01-02 03:04:05.123000+0000");
         for ms in [0, -1, JAN_2_2024 + 11_045_123, 253_402_300_799_999, -62_135_596_800_000] {
-            assert_eq!(parse_timestamp(&format_timestamp_ms(ms)), Ok(ms), "{ms}");
+            // cqlsh's six fraction digits are refused, as by ScyllaDB; its
+            // millisecond part reads back.
+            let cqlsh = format_timestamp_ms(ms);
+            assert!(matches!(parse_timestamp(&cqlsh), Err(LiteralError::TimestampPrecision { digits: 6, .. })));
+            assert_eq!(parse_timestamp(&cqlsh.replace("000+0000", "+0000")), Ok(ms), "{ms}");
         }
         assert!(!format_timestamp_ms(i64::MIN).is_empty());
         for days in [0u32, 1 << 31, u32::MAX, (1 << 31) + 19_724, (1 << 31) - 719_528] {

@@ -77,8 +77,9 @@ pub enum ValueError {
     WrongSize { ty: &'static str, expected: usize, got: usize },
     #[error("expected 4 or 16 bytes for an inet value, got {0}")]
     InetSize(usize),
-    #[error("invalid UTF-8 in text value")]
-    InvalidUtf8,
+    /// ScyllaDB's text (users and tests match on "validat").
+    #[error("Validation failed - non-UTF8 character in a UTF8 string, at byte offset {offset}")]
+    InvalidUtf8 { offset: usize },
     #[error("non-ASCII byte 0x{byte:02x} at offset {offset} in ascii value")]
     NonAscii { offset: usize, byte: u8 },
     #[error("value for time out of range (must be 0..86399999999999 nanoseconds), got {0}")]
@@ -357,7 +358,7 @@ fn fixed<const N: usize>(bytes: &[u8], ty: &'static str) -> Result<[u8; N], Valu
 }
 
 fn check_utf8(bytes: &[u8]) -> Result<&str, ValueError> {
-    std::str::from_utf8(bytes).map_err(|_| ValueError::InvalidUtf8)
+    std::str::from_utf8(bytes).map_err(|e| ValueError::InvalidUtf8 { offset: e.valid_up_to() })
 }
 
 fn check_ascii(bytes: &[u8]) -> Result<&str, ValueError> {
@@ -1468,7 +1469,10 @@ mod tests {
         assert_eq!(error("int", &[0, 0, 1]), "expected 4 bytes for an int value, got 3");
         assert_eq!(error("bigint", &[]), "expected 8 bytes for a bigint value, got 0");
         assert_eq!(error("uuid", &[1; 15]), "expected 16 bytes for a uuid value, got 15");
-        assert_eq!(error("text", &[0xC3]), "invalid UTF-8 in text value");
+        assert_eq!(
+            error("text", &[0x41, 0xC3]),
+            "Validation failed - non-UTF8 character in a UTF8 string, at byte offset 1"
+        );
         assert_eq!(error("ascii", b"ab\xC3\xA9"), "non-ASCII byte 0xc3 at offset 2 in ascii value");
         assert_eq!(
             error("time", &86_400_000_000_000i64.to_be_bytes()),
@@ -1508,7 +1512,7 @@ mod tests {
         );
         assert_eq!(
             error("vector<text, 1>", &[1, 0xC3]),
-            "in element 0 of vector<text, 1>: invalid UTF-8 in text value"
+            "in element 0 of vector<text, 1>: Validation failed - non-UTF8 character in a UTF8 string, at byte offset 0"
         );
         assert!(error("vector<text, 1>", &[0, 0]).contains("1 unexpected bytes after the end of a vector<text, 1>"));
     }

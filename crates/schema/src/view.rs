@@ -182,6 +182,23 @@ impl ViewMapping {
     /// The view key of the base row with partition key components
     /// `base_pk` and clustering values `base_ck`, whose key column (if the
     /// view has one) holds `value`.
+    /// Whether `value` of the regular key column can key a view row: within
+    /// the 64 KiB a key component holds, and, if empty, where the view can
+    /// place it: in its partition key (ScyllaDB keeps a base row's empty
+    /// text under the empty view key) or in a clustering column whose type
+    /// orders the empty value.
+    pub fn can_key(&self, view: &TableMeta, value: &[u8]) -> bool {
+        if value.len() > usize::from(u16::MAX) {
+            return false;
+        }
+        if !value.is_empty() || self.partition.iter().any(|s| matches!(s, KeySource::Regular)) {
+            return true;
+        }
+        view.clustering_key().zip(&self.clustering).any(|(column, source)| {
+            matches!(source, KeySource::Regular) && crate::comparable::encodes_empty(&column.ty)
+        })
+    }
+
     pub fn entry_key(&self, view: &TableMeta, value: &Bytes, base_pk: &[Bytes], base_ck: &[Bytes]) -> EntryKey {
         let pick = |source: &KeySource| match source {
             KeySource::BasePartition(i) => base_pk.get(*i).cloned().unwrap_or_default(),

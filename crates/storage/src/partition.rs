@@ -2,15 +2,14 @@
 //!
 //! Merging is Cassandra's reconciliation: the higher write timestamp wins; at
 //! equal timestamps a deletion beats a live value (between two deletions the
-//! later deletion time wins), and between two live values the later expiry
-//! (no expiry counts as the latest), then the greater value bytes, then the
-//! longer TTL win. Row markers follow the same rule. Every field takes part,
-//! so the order is total: every replica and every merge order reaches the
-//! same result (merge is commutative and associative). Cassandra and
-//! ScyllaDB agree on timestamp-then-tombstone; on expiring against
-//! non-expiring values at one timestamp their versions differ, and Shoal
-//! applies this one rule everywhere. Shadowed data is kept until read or compaction; reads apply
-//! tombstones and expiry with the reader's clock.
+//! later deletion time wins), and between two live values ScyllaDB's order
+//! (Cassandra 4+ agrees up to the last two steps): an expiring value beats a
+//! non-expiring one, then the later expiry wins, then the shorter TTL (the
+//! later write of the two), then the greater value bytes. Row markers
+//! follow the same rule. Every field takes part, so the order is total:
+//! every replica and every merge order reaches the same result (merge is
+//! commutative and associative). Shadowed data is kept until read or
+//! compaction; reads apply tombstones and expiry with the reader's clock.
 //!
 //! Counter cells are the exception: each holds shards, one per replica
 //! that led increments to it, and two versions merge shard by shard
@@ -154,7 +153,7 @@ impl Cell {
             (CellValue::Counter { .. }, CellValue::Counter { .. }) => false,
             (CellValue::Dead { deletion_time_s: da }, CellValue::Dead { deletion_time_s: db }) => db > da,
             (CellValue::Live { value: va, expiry: ea }, CellValue::Live { value: vb, expiry: eb }) => {
-                (expires_at_s(*eb), vb, eb.map(|e| e.ttl_s)) > (expires_at_s(*ea), va, ea.map(|e| e.ttl_s))
+                (expiry_rank(*eb), vb) > (expiry_rank(*ea), va)
             }
         }
     }
@@ -217,17 +216,21 @@ pub struct RowMarker {
 
 impl RowMarker {
     /// Whether `b` wins over `a`: the later timestamp, then, at equal
-    /// timestamps, the later expiry (no expiry counts as the latest), as
-    /// for live cells, so the merge does not depend on arrival order.
+    /// timestamps, the expiry as for live cells, so the merge does not
+    /// depend on arrival order.
     fn beats(b: &RowMarker, a: &RowMarker) -> bool {
-        (b.timestamp, expires_at_s(b.expiry), b.expiry.map(|e| e.ttl_s))
-            > (a.timestamp, expires_at_s(a.expiry), a.expiry.map(|e| e.ttl_s))
+        (b.timestamp, expiry_rank(b.expiry)) > (a.timestamp, expiry_rank(a.expiry))
     }
 }
 
-/// When a value with `expiry` expires; never is the latest of all.
-fn expires_at_s(expiry: Option<Expiry>) -> i64 {
-    expiry.map_or(i64::MAX, |e| e.expires_at_s)
+/// How an expiry ranks between two live values of one timestamp, greater
+/// winning (ScyllaDB's order): expiring beats not expiring, then the later
+/// expiry, then the shorter TTL, i.e. the later write.
+fn expiry_rank(expiry: Option<Expiry>) -> (bool, i64, std::cmp::Reverse<i32>) {
+    match expiry {
+        Some(e) => (true, e.expires_at_s, std::cmp::Reverse(e.ttl_s)),
+        None => (false, 0, std::cmp::Reverse(0)),
+    }
 }
 
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -664,10 +667,10 @@ mod tests {
                 assert_eq!(merged(a, b), merged(b, a), "{a:?} vs {b:?}");
             }
         }
-        // No expiry is the latest expiry: the row stays.
+        // An expiring marker beats one without expiry (ScyllaDB's order).
         let mut row = Row { marker: Some(marker(Some((10, 100)))), ..Row::default() };
         row.merge(Row { marker: Some(marker(None)), ..Row::default() });
-        assert_eq!(row.marker, Some(marker(None)));
+        assert_eq!(row.marker, Some(marker(Some((10, 100)))));
     }
 
     #[test]
@@ -679,6 +682,14 @@ mod tests {
         // Equal timestamps, both live: the greater value, whatever the order.
         assert_eq!(Cell::reconcile(live(3, b"a"), live(3, b"b")), live(3, b"b"));
         assert_eq!(Cell::reconcile(live(3, b"b"), live(3, b"a")), live(3, b"b"));
+        // ScyllaDB's order at equal timestamps: expiring beats not expiring,
+        // then the later expiry, then the shorter TTL, before the value.
+        let expiring = |at: i64, ttl_s: i32, v: &'static [u8]| {
+            Cell::live(3, Bytes::from_static(v), Some(Expiry { ttl_s, expires_at_s: at }))
+        };
+        assert_eq!(Cell::reconcile(live(3, b"z"), expiring(100, 10, b"a")), expiring(100, 10, b"a"));
+        assert_eq!(Cell::reconcile(expiring(200, 20, b"a"), expiring(100, 10, b"z")), expiring(200, 20, b"a"));
+        assert_eq!(Cell::reconcile(expiring(100, 20, b"z"), expiring(100, 10, b"a")), expiring(100, 10, b"a"));
     }
 
     #[test]

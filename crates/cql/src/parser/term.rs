@@ -78,6 +78,11 @@ impl Parser<'_> {
             self.expect_sym(Sym::Colon)?;
             Some(self.any_name("bind marker name")?)
         };
+        // A name given twice (`p = :x AND c = :x`) is one variable, as in
+        // ScyllaDB (Cassandra counts two).
+        if let Some(index) = name.as_ref().and_then(|n| self.binds.iter().position(|b| b.name.as_ref() == Some(n))) {
+            return Ok(Term::Bind(index));
+        }
         self.binds.push(BindMarker { name });
         Ok(Term::Bind(self.binds.len() - 1))
     }

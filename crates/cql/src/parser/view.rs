@@ -19,8 +19,9 @@ impl Parser<'_> {
             if self.eat_sym(Sym::Star) { Vec::new() } else { self.comma_list(Self::selector)? };
         self.expect_kw("from")?;
         let (base_keyspace, base) = self.qualified_name("table name")?;
-        self.expect_kw("where")?;
-        let where_clause = self.where_clause()?;
+        // The WHERE clause is optional in the grammar (Cassandra's and
+        // ScyllaDB's); the key columns' IS NOT NULL is checked later.
+        let where_clause = if self.eat_kw("where") { self.where_clause()? } else { Vec::new() };
         self.expect_kw("primary")?;
         self.expect_kw("key")?;
         let (partition_key, clustering_key) = self.primary_key_clause()?;

@@ -41,6 +41,8 @@ impl Strategy {
                 let levels: Vec<(u32, u64)> = sstables.iter().map(|s| (s.stats().level, s.data_bytes())).collect();
                 leveled(&levels, *sstable_size_bytes, *fanout)
             }
+            // Nothing will be compacted, so nothing is owed.
+            Strategy::Null => 0.0,
         }
     }
 }

@@ -14,6 +14,8 @@
 //!   (`compaction_window_unit` × `compaction_window_size`); the newest window
 //!   compacts size-tiered, an older window with more than one SSTable is
 //!   merged into one.
+//! - ScyllaDB's `NullCompactionStrategy`: nothing is compacted on its own
+//!   (a major compaction still merges everything).
 
 use std::collections::BTreeMap;
 use std::rc::Rc;
@@ -25,6 +27,7 @@ pub enum Strategy {
     SizeTiered(SizeTiered),
     Leveled { sstable_size_bytes: u64, fanout: u64 },
     TimeWindow { window_s: i64, tiers: SizeTiered },
+    Null,
 }
 
 #[derive(Debug, Clone, PartialEq)]
@@ -69,6 +72,7 @@ impl Strategy {
                 };
                 Strategy::TimeWindow { window_s: unit_s * number("compaction_window_size", 1.0).max(1.0) as i64, tiers }
             }
+            "NullCompactionStrategy" => Strategy::Null,
             _ => Strategy::SizeTiered(tiers),
         }
     }
@@ -91,6 +95,7 @@ impl Strategy {
                 let inputs = older.or_else(|| tiers.pick(&newest))?;
                 Some(Job { inputs, output_level: 0, max_output_bytes: None })
             }
+            Strategy::Null => None,
         }
     }
 
@@ -168,4 +173,18 @@ fn pick_leveled(sstables: &[Rc<SSTable>], sstable_size_bytes: u64, fanout: u64) 
         }
     }
     None
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn null_strategy_never_picks() {
+        let options = BTreeMap::from([("class".to_string(), "NullCompactionStrategy".to_string())]);
+        let strategy = Strategy::from_options(&options);
+        assert_eq!(strategy, Strategy::Null);
+        assert!(strategy.pick(&[]).is_none());
+        assert_eq!(strategy.backlog_bytes(&[]), 0.0);
+    }
 }
