@@ -7,8 +7,8 @@ range DELETEs (ranges empty, inverted, open, on a prefix), TTLs and client
 timestamps drawn from a narrow range so that ties are common. The model
 applies them by the rules Shoal reconciles versions with (docs/
 write-path.md): the higher timestamp wins; at one timestamp a deletion
-beats a value, a value that never expires beats an expiring one, the later
-expiry beats the earlier, then the greater value; a deletion at T shadows
+beats a value, an expiring value beats one that never expires, the later
+expiry beats the earlier, then the greater value (ScyllaDB's order); a deletion at T shadows
 what was written at or before T; setting a collection writes a tombstone
 one microsecond below it, deleting one writes it at T.
 
@@ -66,9 +66,9 @@ TABLE = ("CREATE TABLE ks.t (p int, c1 int, c2 int, s int static, v int, w int, 
          "mp map<int, int>, st set<int>, PRIMARY KEY (p, c1, c2)) "
          "WITH CLUSTERING ORDER BY (c1 ASC, c2 DESC)")
 
-# Ranks of a live version at one timestamp, by its TTL (None: no TTL): a
-# value that never expires first, then the later expiry.
-EXPIRY_RANK = {None: 3, "long": 2, "short": 1}
+# Ranks of a live version at one timestamp, by its TTL (None: no TTL): an
+# expiring value over one that never expires, then the later expiry.
+EXPIRY_RANK = {"long": 3, "short": 2, None: 1}
 
 
 class Cell:

@@ -294,9 +294,6 @@ fn keyspace_options(
                         "Configuration for at least one datacenter must be present".to_string(),
                     ));
                 }
-                if let Some(current) = current {
-                    check_replication_change(&current.replication, entries, &map)?;
-                }
                 replication = Some(map)
             }
             ("storage", OptionValue::Map(entries)) => check_storage_options(entries)?,
@@ -308,41 +305,6 @@ fn keyspace_options(
     let replication =
         replication.ok_or_else(|| CqlError::Config("Missing mandatory option 'replication'".to_string()))?;
     Ok((replication, durable_writes))
-}
-
-/// ScyllaDB's rules for changing a NetworkTopologyStrategy keyspace's
-/// replication (those of its default, tablets-based keyspaces, where
-/// replicas are added or removed one at a time): the data centers named,
-/// not the `replication_factor` shorthand, and the factors moved by at most
-/// one in all. Data centers the cluster lacks are left to the later check.
-fn check_replication_change(
-    old: &BTreeMap<String, String>,
-    entries: &[(String, String)],
-    new: &BTreeMap<String, String>,
-) -> CqlResult<()> {
-    const NTS: &str = "org.apache.cassandra.locator.NetworkTopologyStrategy";
-    if old.get("class").map(String::as_str) != Some(NTS) || new.get("class").map(String::as_str) != Some(NTS) {
-        return Ok(());
-    }
-    if entries.iter().any(|(key, _)| key == "replication_factor") {
-        return Err(invalid(
-            "'replication_factor' tag is not allowed when executing ALTER KEYSPACE with tablets, please list the DCs \
-             explicitly",
-        ));
-    }
-    let local = shoal_coordinator::cluster::node().data_center;
-    let peers = shoal_coordinator::cluster::peers();
-    let known = |dc: &str| old.contains_key(dc) || dc == local || peers.iter().any(|p| p.data_center == dc);
-    let factor = |value: Option<&String>| value.and_then(|v| v.parse::<i64>().ok()).unwrap_or(0);
-    let moved: i64 = new
-        .iter()
-        .filter(|(dc, _)| *dc != "class" && known(dc))
-        .map(|(dc, rf)| (factor(Some(rf)) - factor(old.get(dc))).abs())
-        .sum();
-    if moved >= 2 {
-        return Err(invalid("Only one DC's RF can be changed at a time and not by more than 1"));
-    }
-    Ok(())
 }
 
 /// `STORAGE = {'type': 'LOCAL'}`, ScyllaDB's keyspace storage option: local

@@ -37,6 +37,7 @@ use uuid::Uuid;
 
 use crate::counter_leader;
 use crate::item_access::ItemAccessTable;
+use crate::item_cas::CasUniques;
 use crate::item_lru::ItemLru;
 use crate::list_ops::{self, ListOp};
 use crate::metrics::ReplicaMetrics;
@@ -170,8 +171,8 @@ pub struct Database {
     pub(crate) item_access: ItemAccessTable,
     /// memcached items in least-recently-used order, for eviction.
     pub(crate) item_lru: ItemLru,
-    /// The last CAS unique given to a memcached item on this shard.
-    pub(crate) last_item_cas: Cell<u64>,
+    /// The CAS uniques this shard gives memcached items.
+    pub(crate) item_cas: CasUniques,
     pub(crate) metrics: ReplicaMetrics,
     /// The sampling of nodetool toppartitions, while one runs.
     top_partitions: RefCell<Option<Sampler>>,
@@ -234,7 +235,7 @@ impl Database {
             partition_locks: Rc::default(),
             item_access: ItemAccessTable::default(),
             item_lru: ItemLru::default(),
-            last_item_cas: Cell::new(0),
+            item_cas: CasUniques::for_this_shard(),
             metrics: ReplicaMetrics::register(local),
             top_partitions: RefCell::new(None),
             view_sink: RefCell::new(None),

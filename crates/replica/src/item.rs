@@ -28,9 +28,10 @@
 //! shard's share of `memcache_max_size` deletes the least recently used
 //! before it answers ([`Database::evict_items`]).
 //!
-//! The CAS unique of an item is its `cas` cell: a per-shard counter (above
-//! the item's previous unique when the operation read it), unless the
-//! client chose one (meta `E`). A row written by CQL without `cas` reports
+//! The CAS unique of an item is its `cas` cell: the shard's next unique
+//! (`item_cas`: above the item's previous unique when the operation read
+//! it, and never one another shard gives), unless the client chose one
+//! (meta `E`). A row written by CQL without `cas` reports
 //! its value's timestamp.
 
 use std::ops::Bound;
@@ -45,6 +46,7 @@ use shoal_storage::{
 
 use crate::database::Durability;
 use crate::item_access::Access;
+use crate::item_cas::CasUniques;
 use crate::item_lru::ItemLruStats;
 use crate::item_read;
 pub use crate::item_read::{Item, ItemTable, Lifetime};
@@ -189,10 +191,6 @@ const EVICTIONS_PER_YIELD: u64 = 64;
 /// Partitions the start-up scan reads at a time.
 const SCAN_PAGE_PARTITIONS: usize = 256;
 
-/// The largest item unique the shard's CAS counter moves up to (see
-/// `decide`): far above what a counter reaches, far below a timestamp in µs.
-const ADOPTED_CAS_MAX: u64 = u32::MAX as u64;
-
 /// Digits of the largest u64: a longer value is not a counter.
 const COUNTER_DIGITS_MAX: usize = 20;
 
@@ -287,7 +285,7 @@ impl Database {
             true => self.read_item(table, &position, now_s).await?,
             false => None,
         };
-        let (Decision { update, outcome, access }, lru) = decide_noted(op, current, now_s, &self.last_item_cas);
+        let (Decision { update, outcome, access }, lru) = decide_noted(op, current, now_s, &self.item_cas);
         let (durable, written) = match update {
             Some(update) => {
                 let partition = update.into_partition(table, now_s);
@@ -321,7 +319,7 @@ impl Database {
         };
         let Some(stored) = store.read_found_in_memory(position) else { return Err(op) };
         let current = self.with_hints(table, position, stored, now_s);
-        let (Decision { update, outcome, access }, lru) = decide_noted(op, current, now_s, &self.last_item_cas);
+        let (Decision { update, outcome, access }, lru) = decide_noted(op, current, now_s, &self.item_cas);
         debug_assert!(update.is_none(), "an operation that does not write decides no update");
         self.note_item(table, position, access, lru);
         Ok(Ok(outcome))
@@ -476,10 +474,10 @@ fn decide_noted(
     op: ItemOp,
     current: Option<Item>,
     now_s: i64,
-    last_cas: &std::cell::Cell<u64>,
+    uniques: &CasUniques,
 ) -> (Decision, LruUpdate) {
     let bumps = !matches!(op, ItemOp::Get(Fetch { no_bump: true, .. }));
-    let decision = decide(op, current, now_s, last_cas);
+    let decision = decide(op, current, now_s, uniques);
     let lru = match (&decision.update, &decision.outcome) {
         (Some(ItemUpdate::Put { value, lifetime, .. }), _) if lifetime.is_live(now_s) => {
             LruUpdate::Stored(value.len(), *lifetime)
@@ -580,25 +578,15 @@ fn fetched(mut item: Item, fetch: &Fetch, now_s: i64) -> (Item, Access) {
 }
 
 /// What `op` does to the item as it is (`None` also for an operation that
-/// does not read it). A new CAS unique is the shard's counter plus one, and
-/// above the item's current one when known: unique per shard within a run,
-/// growing with every read-modify-write of a key across restarts too (the
-/// counter starts again from the uniques it meets), and small, as
-/// memcached's are (clients read it as a 32-bit number). A unique past
-/// [`ADOPTED_CAS_MAX`] is a CQL row's write timestamp: the new one goes
-/// above it, but the counter does not follow, or every later unique on the
-/// shard would be as large.
-fn decide(op: ItemOp, current: Option<Item>, now_s: i64, last_cas: &std::cell::Cell<u64>) -> Decision {
+/// does not read it). A new CAS unique is the shard's next one above the
+/// item's current one when known ([`CasUniques::next_above`]).
+fn decide(op: ItemOp, current: Option<Item>, now_s: i64, uniques: &CasUniques) -> Decision {
     // Taken only by a write: the clock's write timestamps are for writes.
     let timestamp = clock::next_write_timestamp_us;
     let current_cas = current.as_ref().map_or(0, |item| item.cas);
     let put = |value: Bytes, flags: u32, lifetime: Lifetime, new_cas: Option<u64>| {
         let timestamp = timestamp();
-        let cas = new_cas.unwrap_or_else(|| {
-            let next = last_cas.get().saturating_add(1);
-            last_cas.set(if current_cas <= ADOPTED_CAS_MAX { next.max(current_cas + 1) } else { next });
-            next.max(current_cas.saturating_add(1))
-        });
+        let cas = new_cas.unwrap_or_else(|| uniques.next_above(current_cas));
         (ItemUpdate::Put { value, flags, cas, lifetime, timestamp }, cas)
     };
     let cas_mismatch = |compare: Option<u64>, item: &Option<Item>| match (compare, item) {
@@ -772,7 +760,7 @@ mod tests {
 
     #[test]
     fn cas_uniques_grow_per_key_and_stay_small_past_a_cql_timestamp() {
-        let counter = std::cell::Cell::new(0);
+        let counter = CasUniques::new(0, 1);
         assert_eq!(stored_cas(decide(set(b"a"), None, 0, &counter)), 1);
         // Above the item's unique, and the counter follows it.
         assert_eq!(stored_cas(decide(set(b"b"), Some(item(40)), 0, &counter)), 41);

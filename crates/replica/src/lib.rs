@@ -19,6 +19,7 @@ mod database;
 mod filter;
 mod item;
 mod item_access;
+mod item_cas;
 mod item_lru;
 mod item_read;
 mod like;

@@ -157,9 +157,9 @@ impl Run {
 
     /// Two writes of one cell at one timestamp, sometimes with a flush
     /// between them: whatever the order, the winner is the one the total
-    /// order of reconciliation picks (the later expiry, no expiry being the
-    /// latest, then the greater value, then the longer TTL), computed here
-    /// without the engine's code.
+    /// order of reconciliation picks (ScyllaDB's: an expiring value over a
+    /// non-expiring one, then the later expiry, then the shorter TTL, then
+    /// the greater value), computed here without the engine's code.
     async fn tied_writes(&mut self, pk: u8) {
         let row = self.rng.gen_range(rows(pk));
         let column = self.rng.gen_range(0..COLUMNS);
@@ -172,7 +172,8 @@ impl Run {
             versions.push((value, expiry));
         }
         let rank = |(value, expiry): &(Bytes, Option<Expiry>)| {
-            (expiry.map_or(i64::MAX, |e| e.expires_at_s), value.clone(), expiry.map(|e| e.ttl_s))
+            let expiry = expiry.map(|e| (e.expires_at_s, std::cmp::Reverse(e.ttl_s)));
+            (expiry, value.clone())
         };
         let winner = versions.iter().max_by_key(|v| rank(v)).cloned().expect("two versions");
         for (i, (value, expiry)) in versions.into_iter().enumerate() {
