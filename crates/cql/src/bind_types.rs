@@ -84,7 +84,7 @@ impl Collector<'_> {
                 for (i, arg) in args.iter().enumerate() {
                     let arg_ty = match function {
                         "fromjson" => CqlType::Text,
-                        _ => crate::functions::parameter_type(function, i, &[]).unwrap_or(CqlType::Timeuuid),
+                        _ => crate::functions::parameter_type(function, i, arg, &[]).unwrap_or(CqlType::Timeuuid),
                     };
                     self.term(arg, &format!("arg{i}(system.{function})"), &arg_ty);
                 }

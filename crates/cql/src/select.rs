@@ -29,12 +29,12 @@ use uuid::Uuid;
 
 use crate::ast::{InValues, Operator, Order, Relation, Select, Selection, SelectorExpr, Term};
 use crate::error::{invalid, CqlError, CqlResult};
-use crate::functions;
 use crate::live_config;
 use crate::restrictions::{analyze, clustering_filtering_error, EqPlan, PartitionRestriction};
 use crate::result::{ColumnSpec, Rows};
 use crate::system;
 use crate::values::{collection_items, eval, eval_required, Bindings, BoundValue, Receiver};
+use crate::{format_fcts, functions};
 
 const PAGING_STATE_VERSION: u8 = 2;
 /// Row data past which a page ends early (ScyllaDB's 1 MiB).
@@ -812,7 +812,7 @@ fn arithmetic_selector(
     binds: Binds<'_>,
 ) -> CqlResult<(String, CqlType, Sel)> {
     // A constant takes the other operand's type when that is a number.
-    let other = |i: usize, types: &[Option<CqlType>]| {
+    let other = |i: usize, _: &Term, types: &[Option<CqlType>]| {
         types.get(1 - i).cloned().flatten().filter(|t| arithmetic::result_type(t, t).is_some())
     };
     let operands = function_arguments(meta, &[left.clone(), right.clone()], other, binds)?;
@@ -867,7 +867,7 @@ fn literal_selector(term: &Term, ty: CqlType, binds: Binds<'_>) -> CqlResult<(St
 fn function_arguments(
     meta: &TableMeta,
     args: &[SelectorExpr],
-    parameter_type: impl Fn(usize, &[Option<CqlType>]) -> Option<CqlType>,
+    parameter_type: impl Fn(usize, &Term, &[Option<CqlType>]) -> Option<CqlType>,
     binds: Binds<'_>,
 ) -> CqlResult<Vec<(String, CqlType, Sel)>> {
     let typed = args
@@ -884,7 +884,7 @@ fn function_arguments(
         .map(|(i, (arg, typed))| match (typed, arg) {
             (Some(typed), _) => Ok(typed),
             (None, SelectorExpr::Term(term)) => {
-                literal_selector(term, parameter_type(i, &others).unwrap_or(CqlType::Int), binds)
+                literal_selector(term, parameter_type(i, term, &others).unwrap_or(CqlType::Int), binds)
             }
             // Only constants are left untyped above.
             (None, _) => selector_expr(meta, arg, binds),
@@ -899,7 +899,8 @@ fn function_selector(
     binds: Binds<'_>,
 ) -> CqlResult<(String, CqlType, Sel)> {
     let name = name.trim_start_matches("system.").to_ascii_lowercase();
-    let compiled = function_arguments(meta, args, |i, others| functions::parameter_type(&name, i, others), binds)?;
+    let parameter_type = |i, term: &Term, others: &[Option<CqlType>]| functions::parameter_type(&name, i, term, others);
+    let compiled = function_arguments(meta, args, parameter_type, binds)?;
     let arg_names: Vec<&str> = compiled.iter().map(|(n, _, _)| n.as_str()).collect();
     let display = format!("system.{name}({})", arg_names.join(", "));
     let kind = match name.as_str() {
@@ -1021,16 +1022,20 @@ fn evaluate(meta: &TableMeta, sel: &Sel, row: &ResultRow) -> CqlResult<Option<By
         }
         Sel::Function { name, arg_types, args } => {
             let mut values = Vec::with_capacity(args.len());
-            for arg in args {
+            for (i, arg) in args.iter().enumerate() {
                 match evaluate(meta, arg, row)? {
                     Some(v) => values.push(v),
                     // toJson renders null as JSON's `null`, as Cassandra does;
-                    // every other function of a null is null.
+                    // a format function refuses a null unit (of a value that
+                    // is not null); every other function of a null is null.
                     None if name == "tojson" => return Ok(Some(Bytes::from_static(b"null"))),
+                    None if i > 0 && format_fcts::NAMES.contains(&name.as_str()) => {
+                        return Err(format_fcts::null_unit())
+                    }
                     None => return Ok(None),
                 }
             }
-            Some(functions::apply(name, arg_types, &values)?.1)
+            functions::apply(name, arg_types, &values)?.1
         }
         Sel::Aggregate { .. } => return Err(CqlError::Server("aggregate evaluated per row".to_string())),
     })
