@@ -101,3 +101,14 @@ def test_tombstone_gc_option_is_accepted(session, table):
     t = table("(k int PRIMARY KEY, v int)", options="tombstone_gc = {'mode': 'disabled'}")
     session.execute(f"INSERT INTO {t} (k, v) VALUES (1, 1)")
     assert one(session, f"SELECT v FROM {t}")[0] == 1
+
+
+def test_similarity_with_a_bound_vector(session, table):
+    t = table("(k int PRIMARY KEY, v vector<float, 2>)")
+    session.execute(f"INSERT INTO {t} (k, v) VALUES (1, [1, 2])")
+    stmt = session.prepare(f"SELECT similarity_euclidean(v, ?) FROM {t}")
+    assert session.execute(stmt, [[1.0, 2.0]]).one()[0] == 1.0
+    assert session.execute(stmt, [[1.0, 1.0]]).one()[0] == 0.5
+    # Two markers: nothing tells their type (Cassandra's refusal).
+    with pytest.raises(InvalidRequest, match=re.escape("Cannot infer type of argument ?")):
+        session.prepare(f"SELECT similarity_euclidean(?, ?) FROM {t}")

@@ -125,7 +125,10 @@ impl Collector<'_> {
                 self.selector(expr);
             }
             SelectorExpr::WriteTimeOfPart { part, .. } => self.selector(part),
-            SelectorExpr::FunctionCall { args, .. } => args.iter().for_each(|a| self.selector(a)),
+            SelectorExpr::FunctionCall { name, args } => {
+                self.function_markers(name, args);
+                args.iter().for_each(|a| self.selector(a))
+            }
             SelectorExpr::Cast { expr, .. } | SelectorExpr::Field { expr, .. } | SelectorExpr::Negation(expr) => {
                 self.selector(expr)
             }
@@ -138,6 +141,31 @@ impl Collector<'_> {
             | SelectorExpr::WriteTime(_)
             | SelectorExpr::Ttl(_)
             | SelectorExpr::Term(_) => {}
+        }
+    }
+
+    /// The markers among a selector function's arguments
+    /// (`similarity_cosine(v, ?)`), typed as the function takes them there
+    /// (a similarity function's marker as its other vector argument);
+    /// one whose type nothing tells is refused, as Cassandra refuses it.
+    fn function_markers(&mut self, name: &str, args: &[SelectorExpr]) {
+        let function = name.trim_start_matches("system.").to_ascii_lowercase();
+        let others: Vec<Option<CqlType>> = args
+            .iter()
+            .map(|a| match a {
+                SelectorExpr::Column(c) => self.meta.and_then(|m| m.column(c)).map(|c| c.ty.clone()),
+                _ => None,
+            })
+            .collect();
+        for (i, arg) in args.iter().enumerate() {
+            let SelectorExpr::Term(term @ Term::Bind(_)) = arg else { continue };
+            match crate::functions::parameter_type(&function, i, term, &others) {
+                Some(ty) => self.term(term, &format!("arg{i}(system.{function})"), &ty),
+                None => {
+                    let e = invalid(format!("Cannot infer type of argument ? in call to function system.{function}"));
+                    self.refused.get_or_insert(e);
+                }
+            }
         }
     }
 

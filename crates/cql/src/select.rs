@@ -787,11 +787,13 @@ fn has_markers(expr: &SelectorExpr) -> bool {
         SelectorExpr::Element { expr, key } => marker(key) || has_markers(expr),
         SelectorExpr::Slice { expr, from, to } => from.iter().chain(to.iter()).any(marker) || has_markers(expr),
         SelectorExpr::WriteTimeOfPart { part, .. } => has_markers(part),
-        SelectorExpr::FunctionCall { args, .. } => args.iter().any(has_markers),
+        // A function's marker argument (an operand's) is typed by the
+        // function (the other operand).
+        SelectorExpr::FunctionCall { args, .. } => args.iter().any(|a| is_marker(a) || has_markers(a)),
         SelectorExpr::Cast { expr, .. } | SelectorExpr::Field { expr, .. } | SelectorExpr::Negation(expr) => {
             has_markers(expr)
         }
-        SelectorExpr::Arithmetic { left, right, .. } => has_markers(left) || has_markers(right),
+        SelectorExpr::Arithmetic { left, right, .. } => [left, right].iter().any(|a| is_marker(a) || has_markers(a)),
         // A marker standing alone has no type to read its value by:
         // refused as before, whatever the values.
         SelectorExpr::Term(_)
@@ -800,6 +802,10 @@ fn has_markers(expr: &SelectorExpr) -> bool {
         | SelectorExpr::WriteTime(_)
         | SelectorExpr::Ttl(_) => false,
     }
+}
+
+fn is_marker(expr: &SelectorExpr) -> bool {
+    matches!(expr, SelectorExpr::Term(Term::Bind(_)))
 }
 
 /// `left op right`: a constant operand takes the other's type (`v * 2`),
@@ -884,7 +890,13 @@ fn function_arguments(
         .map(|(i, (arg, typed))| match (typed, arg) {
             (Some(typed), _) => Ok(typed),
             (None, SelectorExpr::Term(term)) => {
-                literal_selector(term, parameter_type(i, term, &others).unwrap_or(CqlType::Int), binds)
+                let ty = parameter_type(i, term, &others).unwrap_or(CqlType::Int);
+                match (term, binds) {
+                    // A marker's value comes with each execution (see
+                    // `has_markers`); a placeholder until then.
+                    (Term::Bind(_), None) => Ok((term.to_string(), ty, Sel::Literal(None))),
+                    _ => literal_selector(term, ty, binds),
+                }
             }
             // Only constants are left untyped above.
             (None, _) => selector_expr(meta, arg, binds),
