@@ -109,6 +109,16 @@ def test_similarity_with_a_bound_vector(session, table):
     stmt = session.prepare(f"SELECT similarity_euclidean(v, ?) FROM {t}")
     assert session.execute(stmt, [[1.0, 2.0]]).one()[0] == 1.0
     assert session.execute(stmt, [[1.0, 1.0]]).one()[0] == 0.5
+    # Beside a list literal, the marker takes the literal's vector type.
+    stmt = session.prepare(f"SELECT similarity_euclidean([1, 2], ?) FROM {t}")
+    assert session.execute(stmt, [[1.0, 2.0]]).one()[0] == 1.0
     # Two markers: nothing tells their type (Cassandra's refusal).
     with pytest.raises(InvalidRequest, match=re.escape("Cannot infer type of argument ?")):
         session.prepare(f"SELECT similarity_euclidean(?, ?) FROM {t}")
+
+
+def test_marker_operand_takes_the_column_type(session, table):
+    t = table("(k int PRIMARY KEY, v int)")
+    session.execute(f"INSERT INTO {t} (k, v) VALUES (1, 5)")
+    stmt = session.prepare(f"SELECT v + ?, ? * v FROM {t}")
+    assert tuple(session.execute(stmt, [3, 2]).one()) == (8, 10)

@@ -133,6 +133,8 @@ impl Collector<'_> {
                 self.selector(expr)
             }
             SelectorExpr::Arithmetic { left, right, .. } => {
+                self.operand_marker(left, right);
+                self.operand_marker(right, left);
                 self.selector(left);
                 self.selector(right);
             }
@@ -150,10 +152,15 @@ impl Collector<'_> {
     /// one whose type nothing tells is refused, as Cassandra refuses it.
     fn function_markers(&mut self, name: &str, args: &[SelectorExpr]) {
         let function = name.trim_start_matches("system.").to_ascii_lowercase();
+        // A column has its type; a literal the one it takes on its own
+        // (a list beside no vector column: a float vector of its length).
         let others: Vec<Option<CqlType>> = args
             .iter()
-            .map(|a| match a {
+            .enumerate()
+            .map(|(j, a)| match a {
                 SelectorExpr::Column(c) => self.meta.and_then(|m| m.column(c)).map(|c| c.ty.clone()),
+                SelectorExpr::Term(Term::Bind(_)) => None,
+                SelectorExpr::Term(term) => crate::functions::parameter_type(&function, j, term, &[]),
                 _ => None,
             })
             .collect();
@@ -166,6 +173,16 @@ impl Collector<'_> {
                     self.refused.get_or_insert(e);
                 }
             }
+        }
+    }
+
+    /// A marker operand beside a column (`v + ?`) has the column's type.
+    fn operand_marker(&mut self, operand: &SelectorExpr, other: &SelectorExpr) {
+        let (SelectorExpr::Term(term @ Term::Bind(_)), SelectorExpr::Column(column)) = (operand, other) else {
+            return;
+        };
+        if let Some(ty) = self.meta.and_then(|m| m.column(column)).map(|c| c.ty.clone()) {
+            self.term(term, column, &ty);
         }
     }
 

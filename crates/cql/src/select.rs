@@ -884,13 +884,25 @@ fn function_arguments(
         })
         .collect::<CqlResult<Vec<_>>>()?;
     let others: Vec<Option<CqlType>> = typed.iter().map(|t| t.as_ref().map(|(_, ty, _)| ty.clone())).collect();
+    // A marker also takes the type a literal beside it has on its own
+    // (`similarity_cosine([1, 2], ?)`); literals are typed by `others` alone.
+    let hinted: Vec<Option<CqlType>> = args
+        .iter()
+        .zip(&others)
+        .enumerate()
+        .map(|(i, (arg, known))| match (known, arg) {
+            (None, SelectorExpr::Term(term)) if !matches!(term, Term::Bind(_)) => parameter_type(i, term, &others),
+            _ => known.clone(),
+        })
+        .collect();
     args.iter()
         .zip(typed)
         .enumerate()
         .map(|(i, (arg, typed))| match (typed, arg) {
             (Some(typed), _) => Ok(typed),
             (None, SelectorExpr::Term(term)) => {
-                let ty = parameter_type(i, term, &others).unwrap_or(CqlType::Int);
+                let context = if matches!(term, Term::Bind(_)) { &hinted } else { &others };
+                let ty = parameter_type(i, term, context).unwrap_or(CqlType::Int);
                 match (term, binds) {
                     // A marker's value comes with each execution (see
                     // `has_markers`); a placeholder until then.
