@@ -314,7 +314,14 @@ fn check_vectors(name: &str, args: &[(String, CqlType)]) -> CqlResult<()> {
 /// the one type a single signature names.
 pub fn parameter_type(name: &str, index: usize, literal: &Term, others: &[Option<CqlType>]) -> Option<CqlType> {
     if name.starts_with("similarity_") {
-        let other = others.iter().enumerate().find(|(i, _)| *i != index).and_then(|(_, t)| t.clone());
+        // Only a float vector lends its type: beside anything else the
+        // literal keeps its own, and the refusal names the other argument.
+        let other = others
+            .iter()
+            .enumerate()
+            .find(|(i, _)| *i != index)
+            .and_then(|(_, t)| t.clone())
+            .filter(|t| matches!(t.unfrozen(), CqlType::Vector(e, _) if **e == CqlType::Float));
         return other.or_else(|| match literal {
             Term::List(items) => Some(CqlType::Vector(Box::new(CqlType::Float), u32::try_from(items.len()).ok()?)),
             _ => None,
