@@ -94,6 +94,8 @@ def test_similarity_of_two_list_literals(session, table):
     t = table("(k int PRIMARY KEY, v vector<float, 2>, l list<float>)")
     session.execute(f"INSERT INTO {t} (k, v) VALUES (1, [1, 2])")
     assert one(session, f"SELECT similarity_dot_product([1, 2], [1, 2]) FROM {t}")[0] == 3.0
+    with pytest.raises(InvalidRequest, match="All arguments must have the same vector dimensions"):
+        session.execute(f"SELECT similarity_cosine(v, [1]) FROM {t}")
     # Beside a list column the literal stays a vector: the refusal names the column.
     with pytest.raises(InvalidRequest, match=re.escape("requires a float vector argument, but found argument l of type list<float>")):
         session.execute(f"SELECT similarity_cosine([1, 2], l) FROM {t}")

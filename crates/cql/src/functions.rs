@@ -309,23 +309,25 @@ fn check_vectors(name: &str, args: &[(String, CqlType)]) -> CqlResult<()> {
 }
 
 /// The type a literal argument of function `name` takes at `index`, given
-/// the other arguments' types: a similarity function's other vector (or,
-/// when that is a literal too, a float vector of the list's length), or
-/// the one type a single signature names.
+/// the other arguments' types: for a similarity function a list's own
+/// float vector type, else the other float vector argument's; or the one
+/// type a single signature names.
 pub fn parameter_type(name: &str, index: usize, literal: &Term, others: &[Option<CqlType>]) -> Option<CqlType> {
     if name.starts_with("similarity_") {
-        // Only a float vector lends its type: beside anything else the
-        // literal keeps its own, and the refusal names the other argument.
+        // A list literal is a float vector of its own length (so a wrong
+        // length is told as differing dimensions); anything else (null, a
+        // marker) takes the other argument's type when that is a float
+        // vector, so a refusal names the other argument.
         let other = others
             .iter()
             .enumerate()
             .find(|(i, _)| *i != index)
             .and_then(|(_, t)| t.clone())
             .filter(|t| matches!(t.unfrozen(), CqlType::Vector(e, _) if **e == CqlType::Float));
-        return other.or_else(|| match literal {
+        return match literal {
             Term::List(items) => Some(CqlType::Vector(Box::new(CqlType::Float), u32::try_from(items.len()).ok()?)),
-            _ => None,
-        });
+            _ => other,
+        };
     }
     // A format function's units are text.
     if format_fcts::NAMES.contains(&name) {
