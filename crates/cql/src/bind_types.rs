@@ -85,7 +85,7 @@ impl Collector<'_> {
                 for (i, arg) in args.iter().enumerate() {
                     let arg_ty = match function {
                         "fromjson" => CqlType::Text,
-                        _ => crate::functions::parameter_type(function, i, &[]).unwrap_or(CqlType::Timeuuid),
+                        _ => crate::functions::parameter_type(function, i, arg, &[]).unwrap_or(CqlType::Timeuuid),
                     };
                     self.term(arg, &format!("arg{i}(system.{function})"), &arg_ty);
                 }
@@ -126,11 +126,16 @@ impl Collector<'_> {
                 self.selector(expr);
             }
             SelectorExpr::WriteTimeOfPart { part, .. } => self.selector(part),
-            SelectorExpr::FunctionCall { args, .. } => args.iter().for_each(|a| self.selector(a)),
+            SelectorExpr::FunctionCall { name, args } => {
+                self.function_markers(name, args);
+                args.iter().for_each(|a| self.selector(a))
+            }
             SelectorExpr::Cast { expr, .. } | SelectorExpr::Field { expr, .. } | SelectorExpr::Negation(expr) => {
                 self.selector(expr)
             }
             SelectorExpr::Arithmetic { left, right, .. } => {
+                self.operand_marker(left, right);
+                self.operand_marker(right, left);
                 self.selector(left);
                 self.selector(right);
             }
@@ -139,6 +144,46 @@ impl Collector<'_> {
             | SelectorExpr::WriteTime(_)
             | SelectorExpr::Ttl(_)
             | SelectorExpr::Term(_) => {}
+        }
+    }
+
+    /// The markers among a selector function's arguments
+    /// (`similarity_cosine(v, ?)`), typed as the function takes them there
+    /// (a similarity function's marker as its other vector argument);
+    /// one whose type nothing tells is refused, as Cassandra refuses it.
+    fn function_markers(&mut self, name: &str, args: &[SelectorExpr]) {
+        let function = name.trim_start_matches("system.").to_ascii_lowercase();
+        // A column has its type; a literal the one it takes on its own
+        // (a list beside no vector column: a float vector of its length).
+        let others: Vec<Option<CqlType>> = args
+            .iter()
+            .enumerate()
+            .map(|(j, a)| match a {
+                SelectorExpr::Column(c) => self.meta.and_then(|m| m.column(c)).map(|c| c.ty.clone()),
+                SelectorExpr::Term(Term::Bind(_)) => None,
+                SelectorExpr::Term(term) => crate::functions::parameter_type(&function, j, term, &[]),
+                _ => None,
+            })
+            .collect();
+        for (i, arg) in args.iter().enumerate() {
+            let SelectorExpr::Term(term @ Term::Bind(_)) = arg else { continue };
+            match crate::functions::parameter_type(&function, i, term, &others) {
+                Some(ty) => self.term(term, &format!("arg{i}(system.{function})"), &ty),
+                None => {
+                    let e = invalid(format!("Cannot infer type of argument ? in call to function system.{function}"));
+                    self.refused.get_or_insert(e);
+                }
+            }
+        }
+    }
+
+    /// A marker operand beside a column (`v + ?`) has the column's type.
+    fn operand_marker(&mut self, operand: &SelectorExpr, other: &SelectorExpr) {
+        let (SelectorExpr::Term(term @ Term::Bind(_)), SelectorExpr::Column(column)) = (operand, other) else {
+            return;
+        };
+        if let Some(ty) = self.meta.and_then(|m| m.column(column)).map(|c| c.ty.clone()) {
+            self.term(term, column, &ty);
         }
     }
 

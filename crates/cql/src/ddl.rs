@@ -627,6 +627,10 @@ pub fn table_options(options: &Options, mut base: TableOptions) -> CqlResult<(Ta
             ("id", _) => {
                 id = Some(Uuid::parse_str(&text).map_err(|_| CqlError::Syntax(format!("Invalid table id {text}")))?)
             }
+            // ScyllaDB's: accepted and ignored, as tombstones here are
+            // purged by gc_grace_seconds alone (scripts written for
+            // ScyllaDB set it; `{'mode': 'disabled'}` is common in tests).
+            ("tombstone_gc", OptionValue::Map(_)) => {}
             // Accepted and ignored, so scripts and DESCRIBE output of
             // Cassandra 3 to 5 run unchanged.
             (

@@ -4,7 +4,10 @@
 //! `toJson()` (selections only) and `fromJson()` (terms only), which
 //! `json` implements, and Cassandra 5's vector similarity functions
 //! (`similarity_cosine`, `similarity_euclidean`, `similarity_dot_product`)
-//! and math functions (`abs`, `exp`, `log`, `log10`, `round`: `schema::math`).
+//! and math functions (`abs`, `exp`, `log`, `log10`, `round`: `schema::math`),
+//! collection functions (`map_keys`, `collection_sum`, ...:
+//! `collection_fcts`), and Cassandra 6's `length` and `octet_length`
+//! (`length_fcts`) and `format_bytes` and `format_time` (`format_fcts`).
 //!
 //! One implementation serves both places a function appears: in a term
 //! (`VALUES (toTimestamp(now()))`) and in a selector (`SELECT blobAsText(b)`).
@@ -18,6 +21,7 @@ use shoal_schema::{math, CqlType, Value};
 use crate::ast::{Literal, Term};
 use crate::error::{invalid, CqlResult};
 use crate::values::{eval, validate_value, Bindings, BoundValue, Receiver};
+use crate::{collection_fcts, format_fcts, length_fcts};
 
 /// 100-ns intervals between the UUID epoch (1582-10-15) and the Unix epoch.
 const UUID_EPOCH_OFFSET_100NS: i64 = 0x01B2_1DD2_1381_4000;
@@ -77,7 +81,7 @@ pub fn call(name: &str, args: &[Term], receiver: Receiver<'_>, bindings: Binding
             receiver.name, receiver.ty
         )));
     }
-    Ok(BoundValue::Value(value))
+    Ok(value.map_or(BoundValue::Null, BoundValue::Value))
 }
 
 /// The types a function's arguments are evaluated as. For the conversions
@@ -117,6 +121,10 @@ fn arity(name: &str) -> Option<usize> {
         "totimestamp" | "todate" | "tounixtimestamp" | "dateof" | "unixtimestampof" | "mintimeuuid" | "maxtimeuuid"
         | "tojson" => Some(1),
         "similarity_cosine" | "similarity_euclidean" | "similarity_dot_product" => Some(2),
+        "length" | "octet_length" => Some(1),
+        // Or 2 or 3: `check_arguments` counts them.
+        "format_bytes" | "format_time" => Some(1),
+        _ if collection_fcts::NAMES.contains(&name) => Some(1),
         _ if math::NAMES.contains(&name) => Some(1),
         _ if conversion_type(name).is_some() => Some(1),
         _ => None,
@@ -157,6 +165,9 @@ pub fn result_type(name: &str, arg_types: &[CqlType]) -> Option<CqlType> {
         "tounixtimestamp" | "unixtimestampof" => CqlType::Bigint,
         "tojson" => CqlType::Text,
         "similarity_cosine" | "similarity_euclidean" | "similarity_dot_product" => CqlType::Float,
+        "length" | "octet_length" => CqlType::Int,
+        "format_bytes" | "format_time" => CqlType::Text,
+        _ if collection_fcts::NAMES.contains(&name) => collection_fcts::result_type(name, arg_types.first()?)?,
         _ if name.starts_with("blobas") => conversion_type(name)?,
         _ if name.ends_with("asblob") => CqlType::Blob,
         _ => return None,
@@ -164,12 +175,18 @@ pub fn result_type(name: &str, arg_types: &[CqlType]) -> Option<CqlType> {
     Some(ty)
 }
 
-/// Applies function `name` to serialized arguments of `arg_types`.
-pub fn apply(name: &str, arg_types: &[CqlType], args: &[Bytes]) -> CqlResult<(CqlType, Bytes)> {
+/// Applies function `name` to serialized arguments of `arg_types`; a
+/// `None` value is null (a collection's minimum when it has none).
+pub fn apply(name: &str, arg_types: &[CqlType], args: &[Bytes]) -> CqlResult<(CqlType, Option<Bytes>)> {
     let ret = result_type(name, arg_types).ok_or_else(|| invalid(format!("Unknown function '{name}'")))?;
     let arg = args.first();
     let arg_ty = arg_types.first();
+    if let (true, Some(ty), Some(arg)) = (collection_fcts::NAMES.contains(&name), arg_ty, arg) {
+        return Ok((ret, collection_fcts::apply(name, ty, arg)?));
+    }
     let out = match name {
+        "length" | "octet_length" => length_fcts::apply(name, arg.map_or(&[][..], |a| &a[..]))?,
+        "format_bytes" | "format_time" => format_fcts::apply(name, arg_types, args)?,
         "now" | "currenttimeuuid" => Bytes::copy_from_slice(&timeuuid_now()),
         "uuid" => Bytes::copy_from_slice(uuid::Uuid::new_v4().as_bytes()),
         "currenttimestamp" => Bytes::copy_from_slice(&now_ms().to_be_bytes()),
@@ -207,7 +224,7 @@ pub fn apply(name: &str, arg_types: &[CqlType], args: &[Bytes]) -> CqlResult<(Cq
             value
         }
     };
-    Ok((ret, out))
+    Ok((ret, Some(out)))
 }
 
 /// The argument types of function `name`'s overloads, for messages and
@@ -221,6 +238,7 @@ fn signatures(name: &str) -> Option<Vec<Vec<CqlType>>> {
         "tounixtimestamp" => one(&[CqlType::Timeuuid, CqlType::Timestamp, CqlType::Date]),
         "dateof" | "unixtimestampof" => one(&[CqlType::Timeuuid]),
         "mintimeuuid" | "maxtimeuuid" => one(&[CqlType::Timestamp]),
+        "length" => one(&length_fcts::LENGTH_TYPES),
         _ if math::NAMES.contains(&name) => one(&math::types()),
         _ if name.starts_with("blobas") => one(&[CqlType::Blob]),
         _ if name.ends_with("asblob") => one(&[conversion_type(name)?]),
@@ -233,6 +251,15 @@ fn signatures(name: &str) -> Option<Vec<Vec<CqlType>>> {
 /// Cassandra's messages: a function of one signature names the argument,
 /// an overloaded one lists its signatures.
 pub fn check_arguments(name: &str, args: &[(String, CqlType)]) -> CqlResult<()> {
+    // One overload per native type: a wrong count matches none of them.
+    if name == "octet_length" && args.len() != 1 {
+        return Err(invalid(
+            "Invalid call to function octet_length, none of its type signatures match (one per native type)",
+        ));
+    }
+    if format_fcts::NAMES.contains(&name) {
+        return format_fcts::check_count(name, args.len());
+    }
     let expected = arity(name).ok_or_else(|| invalid(format!("Unknown function '{name}'")))?;
     if args.len() != expected {
         return Err(invalid(format!(
@@ -242,6 +269,9 @@ pub fn check_arguments(name: &str, args: &[(String, CqlType)]) -> CqlResult<()> 
     }
     if name.starts_with("similarity_") {
         return check_vectors(name, args);
+    }
+    if let (true, [(arg, ty)]) = (collection_fcts::NAMES.contains(&name), args) {
+        return collection_fcts::check(name, arg, ty);
     }
     let Some(signatures) = signatures(name) else { return Ok(()) };
     let given: Vec<&CqlType> = args.iter().map(|(_, ty)| ty.unfrozen()).collect();
@@ -288,11 +318,29 @@ fn check_vectors(name: &str, args: &[(String, CqlType)]) -> CqlResult<()> {
 }
 
 /// The type a literal argument of function `name` takes at `index`, given
-/// the other arguments' types: a similarity function's other vector, or
-/// the one type a single signature names.
-pub fn parameter_type(name: &str, index: usize, others: &[Option<CqlType>]) -> Option<CqlType> {
+/// the other arguments' types: for a similarity function a list's own
+/// float vector type, else the other float vector argument's; or the one
+/// type a single signature names.
+pub fn parameter_type(name: &str, index: usize, literal: &Term, others: &[Option<CqlType>]) -> Option<CqlType> {
     if name.starts_with("similarity_") {
-        return others.iter().enumerate().find(|(i, _)| *i != index).and_then(|(_, t)| t.clone());
+        // A list literal is a float vector of its own length (so a wrong
+        // length is told as differing dimensions); anything else (null, a
+        // marker) takes the other argument's type when that is a float
+        // vector, so a refusal names the other argument.
+        let other = others
+            .iter()
+            .enumerate()
+            .find(|(i, _)| *i != index)
+            .and_then(|(_, t)| t.clone())
+            .filter(|t| matches!(t.unfrozen(), CqlType::Vector(e, _) if **e == CqlType::Float));
+        return match literal {
+            Term::List(items) => Some(CqlType::Vector(Box::new(CqlType::Float), u32::try_from(items.len()).ok()?)),
+            _ => other,
+        };
+    }
+    // A format function's units are text.
+    if format_fcts::NAMES.contains(&name) {
+        return (index > 0).then_some(CqlType::Ascii);
     }
     match signatures(name)?.as_slice() {
         [single] => single.get(index).cloned(),

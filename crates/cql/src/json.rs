@@ -403,6 +403,9 @@ pub fn insert_values(meta: &TableMeta, text: &str, default_unset: bool) -> CqlRe
 /// The serialized value of one INSERT JSON column.
 fn column_value(name: &str, ty: &CqlType, json: &Json) -> CqlResult<BoundValue> {
     let decode_error = |e: String| invalid(format!("Error decoding JSON value for {name}: {e}"));
+    if json.as_str() == Some("") && empty_string_is_empty_value(ty) {
+        return Ok(BoundValue::Value(Bytes::new()));
+    }
     let term = term_of(ty, json).map_err(decode_error)?;
     let evaluated =
         eval(&term, Receiver { name, ty }, Bindings { values: &[] }).map_err(|e| decode_error(e.to_string()))?;
@@ -410,6 +413,27 @@ fn column_value(name: &str, ty: &CqlType, json: &Json) -> CqlResult<BoundValue> 
         BoundValue::Value(v) => BoundValue::Value(v),
         BoundValue::Null | BoundValue::Unset => BoundValue::Null,
     })
+}
+
+/// Whether INSERT JSON reads `""` for a column of `ty` as the type's empty
+/// value, as Cassandra's `fromString("")` does for these types (and
+/// ScyllaDB for uuid, timeuuid, inet, timestamp and the floating point
+/// ones); SELECT JSON writes that value back as `""`.
+fn empty_string_is_empty_value(ty: &CqlType) -> bool {
+    matches!(
+        ty,
+        CqlType::Int
+            | CqlType::Bigint
+            | CqlType::Varint
+            | CqlType::Float
+            | CqlType::Double
+            | CqlType::Decimal
+            | CqlType::Uuid
+            | CqlType::Timeuuid
+            | CqlType::Inet
+            | CqlType::Timestamp
+            | CqlType::Boolean
+    )
 }
 
 /// `fromJson(text)` as a term received by `receiver`: null when the text is
@@ -560,6 +584,15 @@ mod tests {
         assert_eq!(render("ascii", "\"plain\""), "\"plain\"");
         assert!(decode_error("ascii", "\"é\"").contains("Error decoding JSON value for c"));
         assert!(decode_error("text", "5").contains("Expected a value of type text, but got a number: 5"));
+    }
+
+    #[test]
+    fn an_empty_string_is_an_empty_value_of_types_cassandra_reads_it_for() {
+        for type_text in ["int", "bigint", "uuid", "timeuuid", "inet", "timestamp", "double", "decimal"] {
+            assert_eq!(render(type_text, "\"\""), "\"\"", "{type_text}");
+        }
+        assert_eq!(render("text", "\"\""), "\"\"");
+        assert!(decode_error("date", "\"\"").contains("Error decoding JSON value for c"));
     }
 
     #[test]

@@ -15,15 +15,18 @@
 pub mod ast;
 pub mod auth;
 pub mod bind_types;
+mod collection_fcts;
 pub mod ddl;
 pub mod describe;
 mod dropped_columns;
 mod durations;
 pub mod error;
 mod filter_relations;
+pub mod format_fcts;
 pub mod functions;
 mod index_ddl;
 pub mod json;
+mod length_fcts;
 pub mod lexer;
 pub mod live_config;
 mod lwt;

@@ -29,12 +29,12 @@ use uuid::Uuid;
 
 use crate::ast::{InValues, Operator, Order, Relation, Select, Selection, SelectorExpr, Term};
 use crate::error::{invalid, CqlError, CqlResult};
-use crate::functions;
 use crate::live_config;
 use crate::restrictions::{analyze, clustering_filtering_error, EqPlan, PartitionRestriction};
 use crate::result::{ColumnSpec, Rows};
 use crate::system;
 use crate::values::{collection_items, eval, eval_required, Bindings, BoundValue, Receiver};
+use crate::{format_fcts, functions};
 
 const PAGING_STATE_VERSION: u8 = 2;
 /// Row data past which a page ends early (ScyllaDB's 1 MiB).
@@ -794,11 +794,13 @@ fn has_markers(expr: &SelectorExpr) -> bool {
         SelectorExpr::Element { expr, key } => marker(key) || has_markers(expr),
         SelectorExpr::Slice { expr, from, to } => from.iter().chain(to.iter()).any(marker) || has_markers(expr),
         SelectorExpr::WriteTimeOfPart { part, .. } => has_markers(part),
-        SelectorExpr::FunctionCall { args, .. } => args.iter().any(has_markers),
+        // A function's marker argument (an operand's) is typed by the
+        // function (the other operand).
+        SelectorExpr::FunctionCall { args, .. } => args.iter().any(|a| is_marker(a) || has_markers(a)),
         SelectorExpr::Cast { expr, .. } | SelectorExpr::Field { expr, .. } | SelectorExpr::Negation(expr) => {
             has_markers(expr)
         }
-        SelectorExpr::Arithmetic { left, right, .. } => has_markers(left) || has_markers(right),
+        SelectorExpr::Arithmetic { left, right, .. } => [left, right].iter().any(|a| is_marker(a) || has_markers(a)),
         // A marker standing alone has no type to read its value by:
         // refused as before, whatever the values.
         SelectorExpr::Term(_)
@@ -807,6 +809,10 @@ fn has_markers(expr: &SelectorExpr) -> bool {
         | SelectorExpr::WriteTime(_)
         | SelectorExpr::Ttl(_) => false,
     }
+}
+
+fn is_marker(expr: &SelectorExpr) -> bool {
+    matches!(expr, SelectorExpr::Term(Term::Bind(_)))
 }
 
 /// `left op right`: a constant operand takes the other's type (`v * 2`),
@@ -819,7 +825,7 @@ fn arithmetic_selector(
     binds: Binds<'_>,
 ) -> CqlResult<(String, CqlType, Sel)> {
     // A constant takes the other operand's type when that is a number.
-    let other = |i: usize, types: &[Option<CqlType>]| {
+    let other = |i: usize, _: &Term, types: &[Option<CqlType>]| {
         types.get(1 - i).cloned().flatten().filter(|t| arithmetic::result_type(t, t).is_some())
     };
     let operands = function_arguments(meta, &[left.clone(), right.clone()], other, binds)?;
@@ -874,7 +880,7 @@ fn literal_selector(term: &Term, ty: CqlType, binds: Binds<'_>) -> CqlResult<(St
 fn function_arguments(
     meta: &TableMeta,
     args: &[SelectorExpr],
-    parameter_type: impl Fn(usize, &[Option<CqlType>]) -> Option<CqlType>,
+    parameter_type: impl Fn(usize, &Term, &[Option<CqlType>]) -> Option<CqlType>,
     binds: Binds<'_>,
 ) -> CqlResult<Vec<(String, CqlType, Sel)>> {
     let typed = args
@@ -885,13 +891,31 @@ fn function_arguments(
         })
         .collect::<CqlResult<Vec<_>>>()?;
     let others: Vec<Option<CqlType>> = typed.iter().map(|t| t.as_ref().map(|(_, ty, _)| ty.clone())).collect();
+    // A marker also takes the type a literal beside it has on its own
+    // (`similarity_cosine([1, 2], ?)`); literals are typed by `others` alone.
+    let hinted: Vec<Option<CqlType>> = args
+        .iter()
+        .zip(&others)
+        .enumerate()
+        .map(|(i, (arg, known))| match (known, arg) {
+            (None, SelectorExpr::Term(term)) if !matches!(term, Term::Bind(_)) => parameter_type(i, term, &others),
+            _ => known.clone(),
+        })
+        .collect();
     args.iter()
         .zip(typed)
         .enumerate()
         .map(|(i, (arg, typed))| match (typed, arg) {
             (Some(typed), _) => Ok(typed),
             (None, SelectorExpr::Term(term)) => {
-                literal_selector(term, parameter_type(i, &others).unwrap_or(CqlType::Int), binds)
+                let context = if matches!(term, Term::Bind(_)) { &hinted } else { &others };
+                let ty = parameter_type(i, term, context).unwrap_or(CqlType::Int);
+                match (term, binds) {
+                    // A marker's value comes with each execution (see
+                    // `has_markers`); a placeholder until then.
+                    (Term::Bind(_), None) => Ok((term.to_string(), ty, Sel::Literal(None))),
+                    _ => literal_selector(term, ty, binds),
+                }
             }
             // Only constants are left untyped above.
             (None, _) => selector_expr(meta, arg, binds),
@@ -906,7 +930,8 @@ fn function_selector(
     binds: Binds<'_>,
 ) -> CqlResult<(String, CqlType, Sel)> {
     let name = name.trim_start_matches("system.").to_ascii_lowercase();
-    let compiled = function_arguments(meta, args, |i, others| functions::parameter_type(&name, i, others), binds)?;
+    let parameter_type = |i, term: &Term, others: &[Option<CqlType>]| functions::parameter_type(&name, i, term, others);
+    let compiled = function_arguments(meta, args, parameter_type, binds)?;
     let arg_names: Vec<&str> = compiled.iter().map(|(n, _, _)| n.as_str()).collect();
     let display = format!("system.{name}({})", arg_names.join(", "));
     let kind = match name.as_str() {
@@ -1028,16 +1053,20 @@ fn evaluate(meta: &TableMeta, sel: &Sel, row: &ResultRow) -> CqlResult<Option<By
         }
         Sel::Function { name, arg_types, args } => {
             let mut values = Vec::with_capacity(args.len());
-            for arg in args {
+            for (i, arg) in args.iter().enumerate() {
                 match evaluate(meta, arg, row)? {
                     Some(v) => values.push(v),
                     // toJson renders null as JSON's `null`, as Cassandra does;
-                    // every other function of a null is null.
+                    // a format function refuses a null unit (of a value that
+                    // is not null); every other function of a null is null.
                     None if name == "tojson" => return Ok(Some(Bytes::from_static(b"null"))),
+                    None if i > 0 && format_fcts::NAMES.contains(&name.as_str()) => {
+                        return Err(format_fcts::null_unit())
+                    }
                     None => return Ok(None),
                 }
             }
-            Some(functions::apply(name, arg_types, &values)?.1)
+            functions::apply(name, arg_types, &values)?.1
         }
         Sel::Aggregate { .. } => return Err(CqlError::Server("aggregate evaluated per row".to_string())),
     })

@@ -104,13 +104,20 @@ fn numeric(value: &Value, to: &CqlType) -> Option<Value> {
             Number::Floating(d) => bignum::minimal(&i128::from(*d as i64).to_be_bytes()).to_vec(),
             Number::Big(scale, unscaled) => integer_part(*scale, unscaled),
         }),
-        CqlType::Decimal => match &n {
-            Number::Integer(i) => Value::Decimal { scale: 0, unscaled: bignum::minimal(&i.to_be_bytes()).to_vec() },
-            Number::Floating(d) if d.is_finite() => {
+        CqlType::Decimal => match (&n, value) {
+            (Number::Integer(i), _) => {
+                Value::Decimal { scale: 0, unscaled: bignum::minimal(&i.to_be_bytes()).to_vec() }
+            }
+            // A float keeps its own shortest digits (5.2, not the double
+            // 5.199999809265137 it widens to), as ScyllaDB casts it.
+            (Number::Floating(_), Value::Float(f)) if f.is_finite() => {
+                parse_literal(&CqlType::Decimal, LiteralKind::Float, &java_float(*f)).ok()?
+            }
+            (Number::Floating(d), _) if d.is_finite() => {
                 parse_literal(&CqlType::Decimal, LiteralKind::Float, &java_double(*d)).ok()?
             }
-            Number::Floating(_) => return None,
-            Number::Big(scale, unscaled) => Value::Decimal { scale: *scale, unscaled: unscaled.clone() },
+            (Number::Floating(_), _) => return None,
+            (Number::Big(scale, unscaled), _) => Value::Decimal { scale: *scale, unscaled: unscaled.clone() },
         },
         _ => return None,
     })
@@ -276,6 +283,7 @@ mod tests {
         assert_eq!(to(decimal.clone(), CqlType::Double), Value::Double(12.34));
         assert_eq!(to(decimal, CqlType::Varint), Value::Varint(vec![12]));
         assert_eq!(to(Value::Double(2.5), CqlType::Decimal), Value::Decimal { scale: 1, unscaled: vec![25] });
+        assert_eq!(to(Value::Float(5.2), CqlType::Decimal), Value::Decimal { scale: 1, unscaled: vec![52] });
         assert_eq!(to(Value::Varint(vec![0x01, 0x00, 0x00, 0x00, 0x00, 0x05]), CqlType::Int), Value::Int(5));
     }
 

@@ -46,7 +46,8 @@ pub fn parse_statement(text: &str) -> Result<Parsed, ParseError> {
 
 /// Keywords that cannot be used as unquoted names: Cassandra's reserved list,
 /// less `token` and `set`, which Shoal can tell apart by position and which
-/// appear as column names in the wild.
+/// appear as column names in the wild, and less `desc`, `describe` and
+/// `execute`, which ScyllaDB's grammar leaves unreserved.
 const RESERVED: &[&str] = &[
     "add",
     "allow",
@@ -61,11 +62,8 @@ const RESERVED: &[&str] = &[
     "columnfamily",
     "create",
     "delete",
-    "desc",
-    "describe",
     "drop",
     "entries",
-    "execute",
     "from",
     "full",
     "grant",
@@ -75,8 +73,10 @@ const RESERVED: &[&str] = &[
     "infinity",
     "insert",
     "into",
+    "is",
     "keyspace",
     "limit",
+    "materialized",
     "modify",
     "nan",
     "norecursive",

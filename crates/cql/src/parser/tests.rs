@@ -689,6 +689,11 @@ fn error_positions_and_messages() {
     assert!(e.message.starts_with("mismatched input ';' expecting a value"), "{e}");
     let e = err("SELECT * FROM from");
     assert!(e.message.contains("reserved keyword"), "{e}");
+    // ScyllaDB's reserved words and not: `is` and `materialized` are,
+    // `desc`, `describe` and `execute` are not.
+    assert!(err("ALTER TABLE t ADD is text").message.contains("reserved keyword"));
+    assert!(err("CREATE TABLE materialized (k int PRIMARY KEY)").message.contains("reserved keyword"));
+    parse("CREATE TABLE desc (describe text, execute text PRIMARY KEY)");
     let e = err("INSERT INTO t (k) VALUES (1) garbage");
     assert_eq!((e.line, e.column), (1, 30));
 }

@@ -228,7 +228,7 @@ impl Fold<'_> {
                         None => return Ok(None),
                     }
                 }
-                Ok(Some(functions::apply(name, arg_types, &values)?.1))
+                Ok(functions::apply(name, arg_types, &values)?.1)
             }
             Fold::Field { value, index } => match value.finish()? {
                 Some(v) => Ok(fields::field(&v, index)
