@@ -470,12 +470,7 @@ fn value_timestamp_us(table: ItemTable, partition: &Partition) -> i64 {
 
 /// [`decide`], and what the operation does to the item's place in the
 /// LRU list.
-fn decide_noted(
-    op: ItemOp,
-    current: Option<Item>,
-    now_s: i64,
-    uniques: &CasUniques,
-) -> (Decision, LruUpdate) {
+fn decide_noted(op: ItemOp, current: Option<Item>, now_s: i64, uniques: &CasUniques) -> (Decision, LruUpdate) {
     let bumps = !matches!(op, ItemOp::Get(Fetch { no_bump: true, .. }));
     let decision = decide(op, current, now_s, uniques);
     let lru = match (&decision.update, &decision.outcome) {
