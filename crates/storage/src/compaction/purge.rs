@@ -1,15 +1,20 @@
 //! What compaction may throw away from a merged partition.
 //!
 //! Always: data shadowed by a deletion in the same partition (the deletion
-//! goes on to the output, so nothing can come back). Expired cells turn
-//! into tombstones dated at their expiry, written one microsecond below the
-//! cell's timestamp so reconciliation at equal timestamps stays the total
-//! order of `partition` (an expired cell never beats a same-timestamp value
-//! that beat it while it lived). A tombstone itself goes only when
+//! goes on to the output, so nothing can come back). An expired cell loses
+//! its value but keeps its timestamp and expiry, so reconciliation at equal
+//! timestamps stays the total order of `partition`: it still beats a
+//! same-timestamp value without expiry and still loses to one expiring
+//! later, as it did while it lived (a tombstone at its timestamp would beat
+//! both, one a microsecond below would lose to both); where two of them
+//! tie to the expiry, both are expired, so their values no longer matter.
+//! It goes as a tombstone dated at its expiry would. A tombstone itself goes only when
 //! both hold: it is older than `gc_grace_seconds` (so every replica has had
 //! time to see it), and no data it could shadow remains outside this
 //! compaction — its timestamp is below `max_purgeable_timestamp`, the oldest
 //! write any other SSTable or memtable holding the partition may have.
+
+use bytes::Bytes;
 
 use crate::partition::{Cell, CellValue, ColumnData, Partition, Row, Tombstone};
 
@@ -117,13 +122,10 @@ fn purge_cell(cell: &mut Cell, shadowed: bool, rules: &PurgeRules) -> bool {
     if shadowed {
         return false;
     }
-    if let CellValue::Live { expiry: Some(x), .. } = &cell.value {
+    if let CellValue::Live { expiry: Some(x), value } = &mut cell.value {
         if x.expires_at_s <= rules.now_s {
-            // One microsecond below the cell: the tombstone shadows what the
-            // expired cell shadowed (everything older), and no more — a
-            // value of the same timestamp that beat the expiring one (no
-            // expiry, a later one) must still win after this compaction.
-            *cell = Cell::dead(cell.timestamp.saturating_sub(1), x.expires_at_s);
+            *value = Bytes::new();
+            return !rules.purgeable(Tombstone { timestamp: cell.timestamp, deletion_time_s: x.expires_at_s });
         }
     }
     match cell.value {
@@ -162,7 +164,7 @@ mod tests {
     }
 
     #[test]
-    fn shadowed_data_goes_and_expired_cells_become_tombstones() {
+    fn shadowed_data_goes_and_expired_cells_lose_their_values() {
         let mut p = partition_with(Cell::live(5, Bytes::from_static(b"v"), None));
         p.tombstone = Some(Tombstone { timestamp: 6, deletion_time_s: 100 });
         assert!(purge(&mut p, &rules(101, i64::MAX)));
@@ -171,7 +173,14 @@ mod tests {
             partition_with(Cell::live(5, Bytes::from_static(b"v"), Some(Expiry { ttl_s: 10, expires_at_s: 50 })));
         assert!(purge(&mut p, &rules(55, i64::MAX)));
         let cell = &p.rows[&Bytes::from_static(b"k")].row.columns[&1];
-        assert_eq!(cell, &ColumnData::Atomic(Cell::dead(4, 50)), "below the cell, dated at its expiry");
+        let expired = Cell::live(5, Bytes::new(), Some(Expiry { ttl_s: 10, expires_at_s: 50 }));
+        assert_eq!(cell, &ColumnData::Atomic(expired.clone()), "its place in the order kept, its value gone");
+        // It still decides a tie the way the live cell did.
+        let never_expires = Cell::live(5, Bytes::from_static(b"z"), None);
+        assert_eq!(Cell::reconcile(expired.clone(), never_expires.clone()), expired);
+        assert_eq!(Cell::reconcile(never_expires, expired.clone()), expired);
+        let expires_later = Cell::live(5, Bytes::from_static(b"a"), Some(Expiry { ttl_s: 10, expires_at_s: 90 }));
+        assert_eq!(Cell::reconcile(expired, expires_later.clone()), expires_later);
         assert!(!purge(&mut p, &rules(61, i64::MAX)));
     }
 
