@@ -16,6 +16,7 @@ minutes on a 2-core machine.
 from dataclasses import dataclass
 
 VALUE_SIZE = 1024
+NUMERIC_VALUE_SIZE = 8    # the values incr / ma count up: eight digits
 KEYSPACE = "shoal_bench"
 SLO_MS = 10.0            # the stepped run stops once p99 passes this
 SHORTFALL = 0.90         # ... or once achieved < SHORTFALL * offered
@@ -57,6 +58,7 @@ class Workload:
     connections: int = 0      # memcache: TCP connections, each with one batch of `pipeline` in flight
     pipeline: int = 1         # memcache: requests written back to back per connection
     dialect: str = "text"     # memcache: "text" (get/set) | "meta" (mg/ms)
+    numeric: bool = False     # memcache: values are NUMERIC_VALUE_SIZE ASCII zeros, for incr
 
     @property
     def peer(self):
@@ -67,16 +69,17 @@ class Workload:
 
     def population(self, mode):
         """Workloads with equal populations share the data loaded into a server."""
-        return (self.protocol, self.table, self.keys(mode), self.rows_per_partition)
+        return (self.protocol, self.table, self.keys(mode), self.rows_per_partition, self.numeric)
 
     def in_flight(self, mode):
         """Operations in flight at most (memcache: every connection's pipeline full)."""
         return mode.concurrency if self.protocol == "cql" else self.connections * self.pipeline
 
     def common_args(self, mode, port):
+        value = ["--numeric-values", "--value-size", str(NUMERIC_VALUE_SIZE)] if self.numeric \
+            else ["--value-size", str(VALUE_SIZE)]
         args = ["--protocol", self.protocol, "--host", "127.0.0.1", "--port", str(port),
-                "--keys", str(self.keys(mode)), "--value-size", str(VALUE_SIZE),
-                "--concurrency", str(self.in_flight(mode))]
+                "--keys", str(self.keys(mode)), *value, "--concurrency", str(self.in_flight(mode))]
         if self.protocol == "cql":
             args += ["--keyspace", KEYSPACE, "--table", self.table,
                      "--rows-per-partition", str(self.rows_per_partition),
@@ -142,6 +145,51 @@ WORKLOADS = (
              "as memcache-get-pipelined in the meta protocol (`mg <key> v`)",
              run=("--workload", "read", "--pop", "uniform"), connections=40, pipeline=16,
              dialect="meta"),
+    # The other shapes of issue 31: every command family unpipelined or 16 deep, in both
+    # dialects. Sets write over the get population (same sizes); increments load a population
+    # of numbers over it, and deletes, last, remove those (after the first pass a delete finds
+    # nothing: the report's misses say how many did).
+    Workload("memcache-mg", "memcache", ("shoal", "memcached"),
+             "as memcache-get in the meta protocol (`mg <key> v`), 50 connections with one "
+             "request each in flight",
+             run=("--workload", "read", "--pop", "uniform"), connections=50, pipeline=1,
+             dialect="meta"),
+    Workload("memcache-get-multi", "memcache", ("shoal", "memcached"),
+             "text-protocol `get` of 16 keys in one request (one op = one request), 40 "
+             "connections with one request each in flight",
+             run=("--workload", "read", "--pop", "uniform", "--keys-per-get", "16"),
+             connections=40, pipeline=1),
+    Workload("memcache-set", "memcache", ("shoal", "memcached"),
+             "text-protocol `set` of 1 KiB values, keys uniform, 50 connections with one "
+             "request each in flight",
+             run=("--workload", "write", "--pop", "uniform"), connections=50, pipeline=1,
+             populate=False),
+    Workload("memcache-set-pipelined", "memcache", ("shoal", "memcached"),
+             "text-protocol `set` of 1 KiB values, 40 connections each writing 16 back to back",
+             run=("--workload", "write", "--pop", "uniform"), connections=40, pipeline=16,
+             populate=False),
+    Workload("memcache-ms-pipelined", "memcache", ("shoal", "memcached"),
+             "as memcache-set-pipelined in the meta protocol (`ms <key> <len>`)",
+             run=("--workload", "write", "--pop", "uniform"), connections=40, pipeline=16,
+             populate=False, dialect="meta"),
+    Workload("memcache-incr-pipelined", "memcache", ("shoal", "memcached"),
+             "text-protocol `incr <key> 1` of 8-digit numbers loaded first, keys uniform, 40 "
+             "connections each writing 16 back to back",
+             run=("--workload", "write", "--memcache-write", "incr", "--pop", "uniform"),
+             connections=40, pipeline=16, numeric=True),
+    Workload("memcache-ma-pipelined", "memcache", ("shoal", "memcached"),
+             "as memcache-incr-pipelined in the meta protocol (`ma <key>`)",
+             run=("--workload", "write", "--memcache-write", "incr", "--pop", "uniform"),
+             connections=40, pipeline=16, numeric=True, dialect="meta"),
+    Workload("memcache-delete-pipelined", "memcache", ("shoal", "memcached"),
+             "text-protocol `delete <key>`, keys uniform over the numbers loaded for incr, 40 "
+             "connections each writing 16 back to back",
+             run=("--workload", "write", "--memcache-write", "delete", "--pop", "uniform"),
+             connections=40, pipeline=16, numeric=True),
+    Workload("memcache-md-pipelined", "memcache", ("shoal", "memcached"),
+             "as memcache-delete-pipelined in the meta protocol (`md <key>`)",
+             run=("--workload", "write", "--memcache-write", "delete", "--pop", "uniform"),
+             connections=40, pipeline=16, numeric=True, dialect="meta"),
 )
 
 

@@ -54,6 +54,21 @@ pub enum MemcacheDialect {
     Meta,
 }
 
+/// memcache: what a write operation sends.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum MemcacheWrite {
+    /// `set` / `ms` of the value.
+    Set,
+    /// `incr <key> 1` / `ma <key>`: needs numeric values (`--numeric-values`) loaded first.
+    Incr,
+    /// `delete` / `md`.
+    Delete,
+}
+
+/// The most digits memcached's `incr` accepts in a stored value (a u64).
+pub const NUMERIC_VALUE_MAX_BYTES: usize = 20;
+
 /// `--ratio R:W`: reads to writes for the mixed workload.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Ratio {
@@ -133,6 +148,16 @@ pub struct StressArgs {
     /// memcache command family
     #[arg(long, value_enum, default_value_t = MemcacheDialect::Text)]
     pub memcache_protocol: MemcacheDialect,
+    /// memcache: what a write sends
+    #[arg(long, value_enum, default_value_t = MemcacheWrite::Set)]
+    pub memcache_write: MemcacheWrite,
+    /// memcache text protocol: keys asked for by one `get` (a multi-key get; the others are drawn
+    /// like the first)
+    #[arg(long, default_value_t = 1)]
+    pub keys_per_get: usize,
+    /// memcache: values are --value-size ASCII zeros (at most 20), so `incr` can count them
+    #[arg(long)]
+    pub numeric_values: bool,
     /// Measured run length in seconds (after the warm-up) [default: 10 unless --count]
     #[arg(long, conflicts_with = "count")]
     pub duration: Option<f64>,
@@ -223,6 +248,9 @@ pub struct Config {
     pub concurrency: usize,
     pub pipeline: usize,
     pub memcache_protocol: MemcacheDialect,
+    pub memcache_write: MemcacheWrite,
+    pub keys_per_get: usize,
+    pub numeric_values: bool,
     /// Seconds; `None` with `count`.
     pub duration: Option<f64>,
     pub count: Option<u64>,
@@ -261,6 +289,7 @@ fn validate(args: &StressArgs) -> Result<(), String> {
         ("--threads", args.threads > 0),
         ("--connections", args.connections != Some(0)),
         ("--count", args.count != Some(0)),
+        ("--keys-per-get", args.keys_per_get > 0),
     ];
     if let Some((name, _)) = positive.iter().find(|(_, ok)| !ok) {
         return Err(format!("{name} must be at least 1"));
@@ -282,6 +311,12 @@ fn validate(args: &StressArgs) -> Result<(), String> {
     }
     if args.value_size > VALUE_SIZE_MAX {
         return Err(format!("--value-size must be at most {VALUE_SIZE_MAX}"));
+    }
+    if args.numeric_values && !(1..=NUMERIC_VALUE_MAX_BYTES).contains(&args.value_size) {
+        return Err(format!("--numeric-values: --value-size must be 1 to {NUMERIC_VALUE_MAX_BYTES} digits"));
+    }
+    if args.keys_per_get > 1 && args.memcache_protocol != MemcacheDialect::Text {
+        return Err("--keys-per-get: a multi-key get is the text protocol's (meta `mg` takes one key)".into());
     }
     if args.protocol_version != 4 {
         return Err(format!("--protocol-version {}: only 4 is supported", args.protocol_version));
@@ -322,6 +357,9 @@ impl Config {
             concurrency: args.concurrency.unwrap_or(default_concurrency),
             pipeline: args.pipeline,
             memcache_protocol: args.memcache_protocol,
+            memcache_write: args.memcache_write,
+            keys_per_get: args.keys_per_get,
+            numeric_values: args.numeric_values,
             duration,
             count: args.count,
             warmup: args.warmup,
@@ -421,6 +459,10 @@ mod tests {
             &["--connections", "0"],
             &["--user", "alice"],
             &["--password", "secret"],
+            &["--keys-per-get", "0"],
+            &["--keys-per-get", "4", "--memcache-protocol", "meta"],
+            &["--numeric-values", "--value-size", "21"],
+            &["--numeric-values", "--value-size", "0"],
         ] {
             assert!(config(bad).is_err(), "{bad:?} accepted");
         }

@@ -113,8 +113,13 @@ enum Target {
 }
 
 async fn session(config: Config) -> Result<(), StressError> {
-    let mut value = vec![0u8; config.value_size];
-    rand::thread_rng().fill_bytes(&mut value);
+    let value = if config.numeric_values {
+        vec![b'0'; config.value_size]
+    } else {
+        let mut value = vec![0u8; config.value_size];
+        rand::thread_rng().fill_bytes(&mut value);
+        value
+    };
     let (target, rows) = match config.protocol {
         Protocol::Cql => (Target::Cql(cql::Target::connect(&config, value).await?), config.rows_per_partition),
         Protocol::Memcache => (Target::Memcache(memcache::Target::connect(&config, value).await?), 1),

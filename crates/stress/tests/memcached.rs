@@ -2,7 +2,8 @@
 //! /usr/bin/memcached; the test is skipped with a note when it is missing):
 //! seq writes of every key, then reads that must all hit, for the text and
 //! meta protocols, unpipelined and with a pipeline of 16; then a rate-limited
-//! mixed run with a warm-up; and the exit path when nothing listens.
+//! mixed run with a warm-up; increments, multi-key gets and deletes of
+//! numeric values; and the exit path when nothing listens.
 
 mod common;
 
@@ -113,6 +114,42 @@ fn a_rate_limited_mixed_run_offers_its_rate() -> TestResult {
     let writes = report["per_op"]["write"]["ops"].as_u64().unwrap_or_default();
     assert_eq!(reads + writes, ops);
     assert!(reads > 2 * writes, "reads {reads}, writes {writes} for a 3:1 ratio");
+    Ok(())
+}
+
+#[test]
+fn increments_multi_key_gets_and_deletes() -> TestResult {
+    let Some(server) = start_memcached()? else {
+        return Ok(());
+    };
+    let port = server.port.to_string();
+    let keys = KEYS.to_string();
+    let common = ["--protocol", "memcache", "--port", &port, "--keys", &keys, "--pipeline", "16", "--connections", "4"];
+    let numeric = ["--numeric-values", "--value-size", "8"];
+    let seq = ["--pop", "seq", "--count", &keys];
+    let load = stress(&server.dir, &[&common[..], &numeric, &["--workload", "write"], &seq].concat())?;
+    assert_eq!((count(&load, "ops"), count(&load, "errors")), (KEYS, 0), "numeric load");
+    for dialect in ["text", "meta"] {
+        let incr = [&common[..], &["--memcache-protocol", dialect, "--memcache-write", "incr", "--workload", "write"]];
+        let report = stress(&server.dir, &[&incr.concat()[..], &seq].concat())?;
+        assert_eq!(
+            (count(&report, "ops"), count(&report, "errors"), count(&report, "misses")),
+            (KEYS, 0, 0),
+            "{dialect} incr"
+        );
+    }
+    let multi = ["--workload", "read", "--keys-per-get", "8", "--duration", "1"];
+    let report = stress(&server.dir, &[&common[..], &multi].concat())?;
+    assert!(count(&report, "ops") > 0, "no multi-key gets");
+    assert_eq!((count(&report, "errors"), count(&report, "misses")), (0, 0), "multi-key gets");
+    // The first half of the keys deleted by text `delete`s, then every key by
+    // meta `md`s, which find only the second half.
+    let half = (KEYS / 2).to_string();
+    for (dialect, ops, misses) in [("text", &half, 0), ("meta", &keys, KEYS / 2)] {
+        let delete = ["--memcache-protocol", dialect, "--memcache-write", "delete", "--workload", "write"];
+        let report = stress(&server.dir, &[&common[..], &delete, &["--pop", "seq", "--count", ops]].concat())?;
+        assert_eq!((count(&report, "errors"), count(&report, "misses")), (0, misses), "{dialect} delete");
+    }
     Ok(())
 }
 

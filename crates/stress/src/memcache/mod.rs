@@ -33,8 +33,8 @@ use rand::SeedableRng;
 use tokio::task::JoinSet;
 
 use self::connection::Connection;
-use self::protocol::{encode_get, encode_set, Reply};
-use crate::args::{Config, MemcacheDialect};
+use self::protocol::{encode_get, encode_write, Reply};
+use crate::args::{Config, MemcacheDialect, MemcacheWrite};
 use crate::error::{OpError, StressError};
 use crate::schedule::Claim;
 use crate::stats::{Finished, Outcome};
@@ -55,6 +55,9 @@ pub struct Target {
 struct Shared {
     address: String,
     dialect: MemcacheDialect,
+    write: MemcacheWrite,
+    /// Keys asked for by one read (a multi-key text `get` when more than one).
+    keys_per_get: usize,
     value: Vec<u8>,
 }
 
@@ -79,7 +82,14 @@ impl Target {
                 .map_err(|reason| StressError::Connect { address: address.clone(), reason })?;
             connections.push((connection, share.min(config.pipeline)));
         }
-        Ok(Target { shared: Arc::new(Shared { address, dialect: config.memcache_protocol, value }), connections })
+        let shared = Shared {
+            address,
+            dialect: config.memcache_protocol,
+            write: config.memcache_write,
+            keys_per_get: config.keys_per_get,
+            value,
+        };
+        Ok(Target { shared: Arc::new(shared), connections })
     }
 
     /// Operations in flight at most.
@@ -111,6 +121,7 @@ async fn drive(id: usize, connection: Connection, cap: usize, shared: Arc<Shared
     let mut batch = Vec::with_capacity(cap);
     let mut finished = Vec::with_capacity(cap);
     let mut request = Vec::new();
+    let mut keys = Vec::with_capacity(shared.keys_per_get);
     let mut connection = Some(connection);
     loop {
         let conn = match connection.as_mut() {
@@ -126,8 +137,16 @@ async fn drive(id: usize, connection: Connection, cap: usize, shared: Arc<Shared
         request.clear();
         for p in &batch {
             match p.op.kind {
-                OpKind::Write => encode_set(&mut request, shared.dialect, p.op.pk, &shared.value),
-                OpKind::Read => encode_get(&mut request, shared.dialect, p.op.pk),
+                OpKind::Write => encode_write(&mut request, shared.dialect, shared.write, p.op.pk, &shared.value),
+                OpKind::Read => {
+                    // A multi-key get's other keys are drawn as the first was.
+                    keys.clear();
+                    keys.push(p.op.pk);
+                    keys.extend(
+                        (1..shared.keys_per_get as u64).map(|j| run.workload.op(p.claim.index + j, &mut rng).pk),
+                    );
+                    encode_get(&mut request, shared.dialect, &keys);
+                }
             }
         }
         let in_step = run_batch(conn, &request, &batch, &mut finished).await;
@@ -188,9 +207,11 @@ async fn run_batch(conn: &mut Connection, request: &[u8], batch: &[Pending], fin
 fn interpret(kind: OpKind, reply: Reply) -> Result<Outcome, OpError> {
     match (kind, reply) {
         (_, Reply::Error(line)) => Err(OpError::ServerError(line)),
-        (OpKind::Write, Reply::Stored) => Ok(Outcome::Done),
+        (OpKind::Write, Reply::Done) => Ok(Outcome::Done),
         (OpKind::Write, Reply::NotStored) => Err(OpError::NotStored),
-        (OpKind::Read, Reply::Value { .. }) => Ok(Outcome::Done),
+        // An `incr` or `delete` of a key that is not there.
+        (OpKind::Write, Reply::NotFound) => Ok(Outcome::Miss),
+        (OpKind::Read, Reply::Hits(_)) => Ok(Outcome::Done),
         (OpKind::Read, Reply::Miss) => Ok(Outcome::Miss),
         (kind, reply) => Err(OpError::Connection(format!("reply {reply:?} to a {}", kind.name()))),
     }
@@ -213,12 +234,13 @@ mod tests {
 
     #[test]
     fn replies_map_to_outcomes() {
-        assert!(matches!(interpret(OpKind::Write, Reply::Stored), Ok(Outcome::Done)));
+        assert!(matches!(interpret(OpKind::Write, Reply::Done), Ok(Outcome::Done)));
+        assert!(matches!(interpret(OpKind::Write, Reply::NotFound), Ok(Outcome::Miss)));
         assert!(matches!(interpret(OpKind::Write, Reply::NotStored), Err(OpError::NotStored)));
-        assert!(matches!(interpret(OpKind::Read, Reply::Value { len: 3 }), Ok(Outcome::Done)));
+        assert!(matches!(interpret(OpKind::Read, Reply::Hits(3)), Ok(Outcome::Done)));
         assert!(matches!(interpret(OpKind::Read, Reply::Miss), Ok(Outcome::Miss)));
         assert!(matches!(interpret(OpKind::Read, Reply::Error("ERROR".into())), Err(OpError::ServerError(_))));
-        assert!(matches!(interpret(OpKind::Read, Reply::Stored), Err(OpError::Connection(_))));
+        assert!(matches!(interpret(OpKind::Read, Reply::Done), Err(OpError::Connection(_))));
         assert!(matches!(interpret(OpKind::Write, Reply::Miss), Err(OpError::Connection(_))));
     }
 }
