@@ -324,6 +324,87 @@ def test_a_role_that_may_read_one_table_and_nothing_else():
             admin_cluster.shutdown()
 
 
+def test_a_conditional_write_needs_select_too():
+    """A write with an IF clause answers with the row it read, so Cassandra
+    asks SELECT besides MODIFY, in a BATCH too, even after an unconditional
+    write to the same table."""
+    with auth_node(authorizer=True) as node:
+        admin_cluster, admin = connect(node, "cassandra", "cassandra")
+        try:
+            reader_of_one_table(admin)
+            admin.execute("REVOKE SELECT ON ks.t FROM alice")
+            admin.execute("GRANT MODIFY ON ks.t TO alice")
+            cluster, alice = connect(node, "alice", "a")
+            try:
+                alice.execute("INSERT INTO ks.t (k, v) VALUES (2, 'two')")
+                refused = no_permission("alice", "SELECT", "<table ks.t>")
+                for statement in ["INSERT INTO ks.t (k, v) VALUES (3, 'three') IF NOT EXISTS",
+                                  "UPDATE ks.t SET v = 'x' WHERE k = 1 IF v = 'one'",
+                                  "DELETE FROM ks.t WHERE k = 1 IF EXISTS",
+                                  "BEGIN BATCH INSERT INTO ks.t (k, v) VALUES (1, 'a'); "
+                                  "UPDATE ks.t SET v = 'b' WHERE k = 1 IF v = 'one'; APPLY BATCH"]:
+                    with pytest.raises(Unauthorized, match=refused):
+                        alice.execute(statement)
+                assert [r.v for r in admin.execute("SELECT v FROM ks.t WHERE k = 1")] == ["one"]
+                admin.execute("GRANT SELECT ON ks.t TO alice")
+                assert alice.execute("UPDATE ks.t SET v = 'x' WHERE k = 1 IF v = 'one'").one()[0] is True
+            finally:
+                cluster.shutdown()
+        finally:
+            admin_cluster.shutdown()
+
+
+def test_a_view_is_read_with_its_base_tables_permission():
+    """As in ScyllaDB (scylladb#25800), a materialized view has no
+    permissions of its own: reading it asks SELECT on its base table, and
+    a grant on the view itself changes nothing."""
+    with auth_node(authorizer=True) as node:
+        admin_cluster, admin = connect(node, "cassandra", "cassandra")
+        try:
+            reader_of_one_table(admin, "u")
+            admin.execute("CREATE MATERIALIZED VIEW ks.by_v AS SELECT * FROM ks.u "
+                          "WHERE v IS NOT NULL AND k IS NOT NULL PRIMARY KEY (v, k)")
+            admin.execute("INSERT INTO ks.u (k, v) VALUES (1, 'one')")
+            admin.execute("GRANT SELECT ON ks.by_v TO alice")
+            cluster, alice = connect(node, "alice", "a")
+            try:
+                with pytest.raises(Unauthorized, match=no_permission("alice", "SELECT", "<table ks.u>")):
+                    alice.execute("SELECT * FROM ks.by_v")
+                admin.execute("GRANT SELECT ON ks.u TO alice")
+                assert [(r.v, r.k) for r in alice.execute("SELECT * FROM ks.by_v")] == [("one", 1)]
+                with pytest.raises(Unauthorized, match=no_permission("alice", "ALTER", "<table ks.u>")):
+                    alice.execute("DROP MATERIALIZED VIEW ks.by_v")
+            finally:
+                cluster.shutdown()
+        finally:
+            admin_cluster.shutdown()
+
+
+def test_alter_on_all_roles_may_change_a_superusers_password():
+    """As in Cassandra and ScyllaDB (scylladb#14277): another role's
+    password, a superuser's too, needs ALTER on that role; superuser status
+    itself stays a superuser's to change."""
+    with auth_node(authorizer=True) as node:
+        admin_cluster, admin = connect(node, "cassandra", "cassandra")
+        try:
+            admin.execute("CREATE ROLE boss WITH PASSWORD = 'b' AND LOGIN = true AND SUPERUSER = true")
+            admin.execute("CREATE ROLE alice WITH PASSWORD = 'a' AND LOGIN = true")
+            cluster, alice = connect(node, "alice", "a")
+            try:
+                with pytest.raises(Unauthorized, match=no_permission("alice", "ALTER", "<role boss>")):
+                    alice.execute("ALTER ROLE boss WITH PASSWORD = 'x'")
+                admin.execute("GRANT ALTER ON ALL ROLES TO alice")
+                alice.execute("ALTER ROLE boss WITH PASSWORD = 'x'")
+                with pytest.raises(Unauthorized, match="Only superusers are allowed to alter superuser status"):
+                    alice.execute("ALTER ROLE boss WITH SUPERUSER = false")
+            finally:
+                cluster.shutdown()
+            boss_cluster, boss = connect(node, "boss", "x")
+            boss_cluster.shutdown()
+        finally:
+            admin_cluster.shutdown()
+
+
 def test_describe_shows_a_logged_in_role_the_whole_schema_but_not_the_data():
     """As ScyllaDB, whose DESCRIBE asks only for a login (scylladb#12342:
     the schema tables are readable by every role, so hiding it in DESCRIBE

@@ -210,6 +210,39 @@ def test_unknown_compression_option_is_refused(session, tname):
     session.execute("ALTER TABLE %s WITH compression = {'class': 'ZstdCompressor', 'compression_level': 3}" % tname)
 
 
+def test_compaction_options_are_checked(session, keyspace, tname):
+    # ScyllaDB's per-strategy checks and texts: a bad value or an option
+    # the strategy does not take is refused, on tables and views alike, and
+    # the table keeps its options.
+    session.execute("CREATE TABLE %s (k int PRIMARY KEY, v int) WITH compaction = "
+                    "{'class': 'SizeTieredCompactionStrategy', 'min_threshold': 6}" % tname)
+    refused = [
+        ("{'class': 'SizeTieredCompactionStrategy', 'tombstone_threshold': -0.4}",
+         r"tombstone_threshold value \(-0.4\) must be between 0.0 and 1.0"),
+        ("{'class': 'SizeTieredCompactionStrategy', 'bucket_high': 0.7}",
+         r"bucket_high value \(0.7\) must be greater than 1.0"),
+        ("{'class': 'TimeWindowCompactionStrategy', 'compaction_window_unit': 'SECONDS'}",
+         "Invalid window unit SECONDS for compaction_window_unit"),
+        ("{'class': 'LeveledCompactionStrategy', 'compaction_window_size': 4}",
+         r'Invalid compaction strategy options \{"compaction_window_size": "4"\} for chosen strategy type'),
+    ]
+    for options, message in refused:
+        with pytest.raises(ConfigurationException, match=message):
+            session.execute("ALTER TABLE %s WITH compaction = %s" % (tname, options))
+    with pytest.raises(SyntaxException, match="Invalid integer value 2147483648 for 'sstable_size_in_mb'"):
+        session.execute("ALTER TABLE %s WITH compaction = {'class': 'LeveledCompactionStrategy', "
+                        "'sstable_size_in_mb': 2147483648}" % tname)
+    with pytest.raises(ConfigurationException, match=r"tombstone_threshold value \(5.5\)"):
+        session.execute("CREATE MATERIALIZED VIEW %s_by_v AS SELECT * FROM %s WHERE v IS NOT NULL AND "
+                        "k IS NOT NULL PRIMARY KEY (v, k) WITH compaction = "
+                        "{'class': 'SizeTieredCompactionStrategy', 'tombstone_threshold': 5.5}" % (tname, tname))
+    row = session.execute("SELECT compaction FROM system_schema.tables WHERE keyspace_name = %s "
+                          "AND table_name = %s", (keyspace, tname)).one()
+    assert row.compaction["min_threshold"] == "6"
+    session.execute("ALTER TABLE %s WITH compaction = {'class': 'TimeWindowCompactionStrategy', "
+                    "'compaction_window_unit': 'HOURS', 'compaction_window_size': 2, 'min_threshold': 2}" % tname)
+
+
 def test_alter_table_add_and_drop_column(cluster, session, keyspace, tname):
     session.execute("CREATE TABLE %s (k int PRIMARY KEY, v int)" % tname)
     session.execute("INSERT INTO %s (k, v) VALUES (1, 10)" % tname)

@@ -622,7 +622,7 @@ pub fn table_options(options: &Options, mut base: TableOptions) -> CqlResult<(Ta
                 }
             }
             ("caching", OptionValue::Map(m)) => base.caching = m.iter().cloned().collect(),
-            ("compaction", OptionValue::Map(m)) => base.compaction = compaction_options(m)?,
+            ("compaction", OptionValue::Map(m)) => base.compaction = crate::compaction_options::validated(m)?,
             ("compression", OptionValue::Map(m)) => base.compression = compression_options(m)?,
             ("id", _) => {
                 id = Some(Uuid::parse_str(&text).map_err(|_| CqlError::Syntax(format!("Invalid table id {text}")))?)
@@ -673,25 +673,6 @@ fn compression_options(entries: &[(String, String)]) -> CqlResult<BTreeMap<Strin
         Some((key, _)) => Err(CqlError::Config(format!("Unknown compression option '{key}'."))),
         None => Ok(entries.iter().cloned().collect()),
     }
-}
-
-fn compaction_options(entries: &[(String, String)]) -> CqlResult<BTreeMap<String, String>> {
-    let mut map: BTreeMap<String, String> = entries.iter().cloned().collect();
-    let class = map
-        .get("class")
-        .cloned()
-        .ok_or_else(|| CqlError::Config("Missing sub-option 'class' for the 'compaction' option.".to_string()))?;
-    let short = class.rsplit('.').next().unwrap_or(&class);
-    let full = match short {
-        "SizeTieredCompactionStrategy" | "LeveledCompactionStrategy" | "TimeWindowCompactionStrategy" => {
-            format!("org.apache.cassandra.db.compaction.{short}")
-        }
-        // ScyllaDB's own, which it names short.
-        "NullCompactionStrategy" => short.to_string(),
-        _ => return Err(CqlError::Config(format!("Unable to find compaction strategy class '{class}'"))),
-    };
-    map.insert("class".to_string(), full);
-    Ok(map)
 }
 
 fn alter_table(current: &TableMeta, op: &AlterTableOp) -> CqlResult<TableMeta> {

@@ -16,6 +16,7 @@ pub mod ast;
 pub mod auth;
 pub mod bind_types;
 mod collection_fcts;
+mod compaction_options;
 pub mod ddl;
 pub mod describe;
 mod dropped_columns;

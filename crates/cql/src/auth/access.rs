@@ -7,10 +7,12 @@
 //! needs nothing: it fails on its own, with Cassandra's InvalidRequest (as
 //! drivers expect of `system_virtual_schema`, which Shoal has not).
 
+use shoal_schema::Schema;
+
 use super::authorizer;
 use super::resource::Resource;
 use super::statement::{PermissionStatement, RoleStatement};
-use crate::ast::Statement;
+use crate::ast::{Condition, Statement};
 use crate::error::CqlResult;
 
 /// Keyspaces every role may read.
@@ -24,7 +26,10 @@ pub fn check(statement: &Statement, keyspace: Option<&str>, user: Option<&str>) 
     // Every read and write: the table's names borrowed, nothing allocated.
     if let Some(needed) = on_one_table(statement, keyspace) {
         return match needed {
-            Some((permission, keyspace, table)) => authorizer::ensure_table(&schema, user, permission, keyspace, table),
+            Some((permission, keyspace, table)) => {
+                let table = base_of(&schema, keyspace, table).unwrap_or(table);
+                authorizer::ensure_table(&schema, user, permission, keyspace, table)
+            }
             None => Ok(()),
         };
     }
@@ -35,10 +40,23 @@ pub fn check(statement: &Statement, keyspace: Option<&str>, user: Option<&str>) 
         Resource::Table(ks, t) => schema.table(ks, t).is_some(),
         _ => true,
     };
-    for (permission, resource) in needed.into_iter().filter(|(_, r)| exists(r)) {
+    for (permission, mut resource) in needed.into_iter().filter(|(_, r)| exists(r)) {
+        if let Resource::Table(ks, t) = &resource {
+            if let Some(base) = base_of(&schema, ks, t) {
+                resource = Resource::Table(ks.clone(), base.to_string());
+            }
+        }
         authorizer::ensure(&schema, user, permission, &resource)?;
     }
     Ok(())
+}
+
+/// The base table of a view (a materialized view or an index's table): a
+/// view has no permissions of its own, as in ScyllaDB, so reading,
+/// altering or dropping it asks for the permission on its base, and a
+/// grant on the view itself changes nothing.
+fn base_of<'s>(schema: &'s Schema, keyspace: &str, table: &str) -> Option<&'s str> {
+    schema.table(keyspace, table)?.view_of.as_deref()
 }
 
 /// A permission needed on a table, and the table's keyspace and name.
@@ -49,6 +67,9 @@ type OnTable<'a> = (&'static str, &'a str, &'a str);
 /// `Some(None)` when it needs nothing: a table every role reads, or no
 /// keyspace (the statement then fails on its own).
 fn on_one_table<'a>(statement: &'a Statement, session: Option<&'a str>) -> Option<Option<OnTable<'a>>> {
+    if conditional_write(statement).is_some() {
+        return None;
+    }
     let (permission, named, table) = match statement {
         Statement::Select(s) => ("SELECT", s.keyspace.as_deref(), &s.table),
         Statement::Insert(s) => ("MODIFY", s.keyspace.as_deref(), &s.table),
@@ -60,6 +81,19 @@ fn on_one_table<'a>(statement: &'a Statement, session: Option<&'a str>) -> Optio
     let keyspace = named.or(session);
     let readable = permission == "SELECT" && keyspace.is_some_and(|ks| READABLE_KEYSPACES.contains(&ks));
     Some(keyspace.filter(|_| !readable).map(|keyspace| (permission, keyspace, table.as_str())))
+}
+
+/// The keyspace (if named) and table of a write with an `IF` clause: it
+/// needs SELECT besides MODIFY, as in Cassandra, because its answer shows
+/// the row it read.
+fn conditional_write(statement: &Statement) -> Option<(Option<&str>, &str)> {
+    match statement {
+        Statement::Insert(s) if s.if_not_exists => Some((s.keyspace.as_deref(), &s.table)),
+        Statement::InsertJson(s) if s.if_not_exists => Some((s.keyspace.as_deref(), &s.table)),
+        Statement::Update(s) if s.condition != Condition::None => Some((s.keyspace.as_deref(), &s.table)),
+        Statement::Delete(s) if s.condition != Condition::None => Some((s.keyspace.as_deref(), &s.table)),
+        _ => None,
+    }
 }
 
 /// A table, its keyspace the session's when not named; `None` when there
@@ -90,6 +124,11 @@ fn required(statement: &Statement, session: Option<&str>, user: &str, out: &mut 
         if let Some((permission, keyspace, table)) = needed {
             out.push((permission, Resource::Table(keyspace.to_string(), table.to_string())));
         }
+        return;
+    }
+    if let Some((named, name)) = conditional_write(statement) {
+        need("MODIFY", table(named, session, name));
+        need("SELECT", table(named, session, name));
         return;
     }
     match statement {
@@ -185,6 +224,22 @@ mod tests {
         let batch =
             needs("BEGIN BATCH INSERT INTO ks.a (k) VALUES (1); DELETE FROM ks.b WHERE k = 1; APPLY BATCH", None);
         assert_eq!(batch, [("MODIFY", "<table ks.a>".to_string()), ("MODIFY", "<table ks.b>".to_string())]);
+        // A conditional write shows what it read: it needs SELECT too, also
+        // after an unconditional write to its table in the same batch.
+        let read_and_write = [("MODIFY", "<table ks.t>".to_string()), ("SELECT", "<table ks.t>".to_string())];
+        for conditional in [
+            "INSERT INTO t (k) VALUES (1) IF NOT EXISTS",
+            "UPDATE t SET v = 1 WHERE k = 0 IF v = 0",
+            "UPDATE t SET v = 1 WHERE k = 0 IF EXISTS",
+            "DELETE FROM t WHERE k = 0 IF EXISTS",
+        ] {
+            assert_eq!(needs(conditional, Some("ks")), read_and_write, "{conditional}");
+        }
+        let batch = needs(
+            "BEGIN BATCH INSERT INTO ks.t (k, v) VALUES (0, 0); UPDATE ks.t SET v = 1 WHERE k = 0 IF v = 0; APPLY BATCH",
+            None,
+        );
+        assert_eq!(batch[1..], read_and_write);
         assert_eq!(
             needs("CREATE KEYSPACE k2 WITH replication = {'class': 'SimpleStrategy'}", None),
             [("CREATE", "<all keyspaces>".to_string())]

@@ -143,11 +143,11 @@ fn check(roles: &Roles, statement: &RoleStatement, user: Option<&str>) -> CqlRes
                     "You aren't allowed to alter your own superuser status or that of a role granted to you",
                 );
             }
+            // Another role's password, a superuser's too, is the authorizer's
+            // to guard (ALTER on that role), as in Cassandra and ScyllaDB
+            // (scylladb#14277).
             if options.superuser.is_some() && !superuser {
                 return refuse("Only superusers are allowed to alter superuser status");
-            }
-            if name != user && !superuser && roles.is_superuser(name) {
-                return refuse("You must be a superuser to alter a role with superuser status");
             }
             Ok(())
         }

@@ -52,18 +52,18 @@ impl Parser<'_> {
                 match verb.as_str() {
                     "create" => {
                         let if_not_exists = self.if_not_exists()?;
-                        let name = self.role_name()?;
+                        let name = self.user_or_role_name(user)?;
                         let options = self.role_options(user)?;
                         RoleStatement::Create { name, if_not_exists, options, user }
                     }
                     "alter" => {
-                        let name = self.role_name()?;
+                        let name = self.user_or_role_name(user)?;
                         let options = self.role_options(user)?;
                         RoleStatement::Alter { name, options, user }
                     }
                     _ => {
                         let if_exists = self.if_exists()?;
-                        RoleStatement::Drop { name: self.role_name()?, if_exists, user }
+                        RoleStatement::Drop { name: self.user_or_role_name(user)?, if_exists, user }
                     }
                 }
             }
@@ -89,6 +89,19 @@ impl Parser<'_> {
             return Ok(name);
         }
         self.ident("role name")
+    }
+
+    /// The name after `ROLE`, or after the deprecated `USER`, which (as in
+    /// Cassandra's grammar) takes no double-quoted name.
+    fn user_or_role_name(&mut self, user: bool) -> PResult<String> {
+        if user && matches!(self.peek().kind, TokenKind::QuotedIdent(_)) {
+            let at = self.peek().clone();
+            return Err(self.error_at_token(
+                &at,
+                "Quoted strings are are not supported for user names and USER is deprecated, please use ROLE".into(),
+            ));
+        }
+        self.role_name()
     }
 
     /// The options of CREATE/ALTER ROLE (`WITH a = b AND ...`), or of the
@@ -213,6 +226,11 @@ mod tests {
             RoleStatement::Drop { name: "bob".into(), if_exists: true, user: true }
         );
         assert_eq!(role("DROP ROLE r"), RoleStatement::Drop { name: "r".into(), if_exists: false, user: false });
+        assert_eq!(role("DROP ROLE \"R\""), RoleStatement::Drop { name: "R".into(), if_exists: false, user: false });
+        for quoted_user in ["CREATE USER \"u1\"", "DROP USER \"u1\"", "ALTER USER \"u1\" WITH PASSWORD 'p'"] {
+            let error = parse_statement(quoted_user).expect_err(quoted_user);
+            assert!(error.to_string().contains("not supported for user names"), "{quoted_user}: {error}");
+        }
         assert_eq!(role("GRANT r TO bob"), RoleStatement::Grant { role: "r".into(), grantee: "bob".into() });
         assert_eq!(role("REVOKE r FROM bob"), RoleStatement::Revoke { role: "r".into(), revokee: "bob".into() });
         assert_eq!(role("LIST ROLES"), RoleStatement::ListRoles { of: None, recursive: true });
