@@ -9,7 +9,7 @@ use crate::lexer::{Sym, TokenKind};
 
 impl Parser<'_> {
     /// After `CREATE [CUSTOM] INDEX`: `[IF NOT EXISTS] [name] ON [ks.]t
-    /// (target) [USING 'class' [WITH OPTIONS = {...}]]`.
+    /// (target) [USING 'class' [WITH OPTIONS = {...}] | WITH options]`.
     pub(super) fn create_index(&mut self, custom: bool) -> PResult<Statement> {
         if custom {
             self.expect_kw("index")?;
@@ -21,6 +21,7 @@ impl Parser<'_> {
         self.expect_sym(Sym::LParen)?;
         let target = self.index_target()?;
         self.expect_sym(Sym::RParen)?;
+        let mut options = Vec::new();
         let custom_class = if self.eat_kw("using") {
             let TokenKind::Str(class) = self.peek().kind.clone() else { return Err(self.mismatched("a class name")) };
             self.advance();
@@ -31,6 +32,9 @@ impl Parser<'_> {
             }
             Some(class)
         } else {
+            if self.eat_kw("with") {
+                options = self.options()?;
+            }
             None
         };
         Ok(Statement::CreateIndex(CreateIndex {
@@ -40,6 +44,7 @@ impl Parser<'_> {
             if_not_exists,
             target,
             custom_class,
+            options,
             view_id: None,
         }))
     }
