@@ -164,16 +164,19 @@ def test_scylladb_table_options_come_back_from_describe(session, keyspace, table
 
 def test_indexes_are_described_as_scylladb_writes_them(session, keyspace, table):
     """DESCRIBE INDEX in ScyllaDB's layout (no space before the target),
-    with the options given to the index's table (ScyllaDB's CREATE INDEX
-    ... WITH), which the description recreates; WITH INTERNALS adds the
-    id. The index's own table is described commented out, as type 'view'."""
+    with the options of the index's table (ScyllaDB's CREATE INDEX ...
+    WITH), which the description recreates; WITH INTERNALS adds the id.
+    A local index may index a frozen collection whole."""
     t = table("(p int, c int, v int, w int, PRIMARY KEY (p, c))")
     session.execute("CREATE INDEX ON %s (v)" % t)
     session.execute("CREATE INDEX %s_local ON %s ((p), w)" % (t, t))
     session.execute("CREATE INDEX %s_tuned ON %s (c) WITH comment = 'tuned' AND gc_grace_seconds = 13" % (t, t))
     one = lambda statement: session.execute(statement).one().create_statement
-    assert one("DESCRIBE INDEX %s_v_idx" % t) == "CREATE INDEX %s_v_idx ON %s.%s(v);" % (t, keyspace, t)
-    assert one("DESCRIBE INDEX %s_local" % t) == "CREATE INDEX %s_local ON %s.%s((p), w);" % (t, keyspace, t)
+    # Every option of the index's table is printed, as ScyllaDB does.
+    plain = one("DESCRIBE INDEX %s_v_idx" % t)
+    assert plain.startswith("CREATE INDEX %s_v_idx ON %s.%s(v) WITH bloom_filter_fp_chance = " % (t, keyspace, t))
+    assert "\n    AND default_time_to_live = 0\n" in plain and plain.endswith(";"), plain
+    assert one("DESCRIBE INDEX %s_local" % t).startswith("CREATE INDEX %s_local ON %s.%s((p), w) WITH " % (t, keyspace, t))
     tuned = one("DESCRIBE INDEX %s_tuned" % t)
     assert tuned.startswith("CREATE INDEX %s_tuned ON %s.%s(c) WITH " % (t, keyspace, t)), tuned
     assert "\n    AND comment = 'tuned'\n" in tuned and "\n    AND gc_grace_seconds = 13\n" in tuned
@@ -183,6 +186,11 @@ def test_indexes_are_described_as_scylladb_writes_them(session, keyspace, table)
     session.execute("DROP INDEX %s_tuned" % t)
     session.execute(tuned)
     assert one("DESCRIBE INDEX %s_tuned" % t) == tuned
+    f = table("(p int PRIMARY KEY, l frozen<list<int>>)")
+    session.execute("CREATE INDEX %s_lf ON %s ((p), full(l))" % (f, f))
+    session.execute("INSERT INTO %s (p, l) VALUES (1, [1, 2])" % f)
+    assert list(session.execute("SELECT p FROM %s WHERE p = 1 AND l = [1, 2]" % f)) == [(1,)]
+    assert one("DESCRIBE INDEX %s_lf" % f).startswith("CREATE INDEX %s_lf ON %s.%s((p), full(l)) WITH " % (f, keyspace, f))
     # A bare name finds a user type too (ScyllaDB's generic DESCRIBE).
     session.execute("CREATE TYPE %s_ty (a int)" % t)
     assert list(session.execute("DESCRIBE %s_ty" % t)) == list(session.execute("DESCRIBE TYPE %s_ty" % t))

@@ -286,7 +286,7 @@ fn index_element(keyspace: &KeyspaceMeta, table: &TableMeta, index: &IndexMeta, 
     if internals {
         options.push(format!("ID = {}", index.view_id));
     }
-    options.extend(index_options(keyspace, index, internals));
+    options.extend(index_options(keyspace, index));
     if !options.is_empty() {
         statement.push_str(" WITH ");
         statement.push_str(&options.join("\n    AND "));
@@ -300,13 +300,9 @@ fn index_element(keyspace: &KeyspaceMeta, table: &TableMeta, index: &IndexMeta, 
 }
 
 /// The options of the table holding `index` (ScyllaDB's `CREATE INDEX
-/// ... WITH`): all of them with `internals`, else only when one differs
-/// from its default, so a plain index is described as it was created.
-pub(crate) fn index_options(keyspace: &KeyspaceMeta, index: &IndexMeta, internals: bool) -> Vec<String> {
-    match keyspace.tables.get(&index.view_name()) {
-        Some(view) if internals || view.options != TableOptions::default() => option_list(&view.options),
-        _ => Vec::new(),
-    }
+/// ... WITH`), every one of them, as ScyllaDB describes an index.
+pub(crate) fn index_options(keyspace: &KeyspaceMeta, index: &IndexMeta) -> Vec<String> {
+    keyspace.tables.get(&index.view_name()).map(|view| option_list(&view.options)).unwrap_or_default()
 }
 
 /// `CREATE INDEX name ON ks.table(target)`, names written by `quote`
@@ -325,17 +321,20 @@ pub(crate) fn create_index(table: &TableMeta, index: &IndexMeta, quote: fn(&str)
 /// `values(m)`, `entries(m)`, `full(l)`, or a local index's `(p), v`.
 fn index_target(table: &TableMeta, index: &IndexMeta, quote: fn(&str) -> String) -> String {
     let column = quote(&index.column);
-    if index.local {
-        let pk: Vec<String> = table.partition_key().map(|c| quote(&c.name)).collect();
-        return format!("({}), {column}", pk.join(", "));
-    }
     let multi_cell = table.column(&index.column).is_some_and(|c| c.ty.is_multi_cell());
-    match index.kind {
+    let target = match index.kind {
         IndexKind::Values if multi_cell => format!("values({column})"),
         IndexKind::Values => column,
         IndexKind::Keys => format!("keys({column})"),
         IndexKind::Entries => format!("entries({column})"),
         IndexKind::Full => format!("full({column})"),
+    };
+    match index.local {
+        true => {
+            let pk: Vec<String> = table.partition_key().map(|c| quote(&c.name)).collect();
+            format!("({}), {target}", pk.join(", "))
+        }
+        false => target,
     }
 }
 
@@ -730,12 +729,22 @@ mod tests {
              AND tombstone_gc = {'mode': 'timeout', 'propagation_delay_in_seconds': '9'}",
         ]);
         let text = |statement| texts(&describe(&schema, statement).expect("described"), 3).remove(0);
-        assert_eq!(text("DESCRIBE INDEX t_v_idx"), "CREATE INDEX t_v_idx ON ks.t(v);");
-        assert_eq!(text("DESCRIBE INDEX local_w"), "CREATE INDEX local_w ON ks.t((p), w);");
+        let plain = text("DESCRIBE INDEX t_v_idx");
+        assert!(plain.starts_with("CREATE INDEX t_v_idx ON ks.t(v) WITH bloom_filter_fp_chance = 0.01\n"), "{plain}");
+        assert!(plain.ends_with("\n    AND speculative_retry = '99PERCENTILE';"), "{plain}");
+        assert!(text("DESCRIBE INDEX local_w").starts_with("CREATE INDEX local_w ON ks.t((p), w) WITH "));
         let tuned = text("DESCRIBE INDEX tuned");
         assert!(tuned.starts_with("CREATE INDEX tuned ON ks.t(c) WITH bloom_filter_fp_chance = 0.01\n"), "{tuned}");
         assert!(tuned.contains("\n    AND comment = 'x'\n") && tuned.contains("\n    AND gc_grace_seconds = 13\n"));
         assert!(tuned.ends_with("\n    AND tombstone_gc = {'mode': 'timeout', 'propagation_delay_in_seconds': '9'};"));
+        // A local index on a frozen collection, whole (ScyllaDB's `full`).
+        let local = schema_of(&[
+            SCHEMA[0],
+            "CREATE TABLE ks.f (p int PRIMARY KEY, l frozen<list<int>>)",
+            "CREATE INDEX lf ON ks.f ((p), full(l))",
+        ]);
+        let lf = texts(&describe(&local, "DESCRIBE INDEX lf").expect("described"), 3).remove(0);
+        assert!(lf.starts_with("CREATE INDEX lf ON ks.f((p), full(l)) WITH "), "{lf}");
         // With internals, every index shows the id of the table holding it.
         let id = schema.table("ks", "t_v_idx_index").expect("index table").id;
         assert!(text("DESCRIBE INDEX t_v_idx WITH INTERNALS")

@@ -52,12 +52,14 @@ impl Parser<'_> {
     /// `v` | `keys(m)` | `values(m)` | `entries(m)` | `full(l)` |
     /// `(p1, ...), v` (a local index).
     fn index_target(&mut self) -> PResult<IndexTarget> {
-        if self.is_sym(Sym::LParen) {
-            let local_key = self.paren_idents("column name")?;
-            self.expect_sym(Sym::Comma)?;
-            let column = self.ident("column name")?;
-            return Ok(IndexTarget { column, kind: IndexKind::Values, kind_named: false, local_key: Some(local_key) });
-        }
+        let local_key = match self.is_sym(Sym::LParen) {
+            true => {
+                let key = self.paren_idents("column name")?;
+                self.expect_sym(Sym::Comma)?;
+                Some(key)
+            }
+            false => None,
+        };
         let kind = match self.word_at(0) {
             Some("keys") if self.is_sym_at(1, Sym::LParen) => Some(IndexKind::Keys),
             Some("values") if self.is_sym_at(1, Sym::LParen) => Some(IndexKind::Values),
@@ -67,12 +69,12 @@ impl Parser<'_> {
         };
         let Some(kind) = kind else {
             let column = self.ident("column name")?;
-            return Ok(IndexTarget { column, kind: IndexKind::Values, kind_named: false, local_key: None });
+            return Ok(IndexTarget { column, kind: IndexKind::Values, kind_named: false, local_key });
         };
         self.advance();
         self.expect_sym(Sym::LParen)?;
         let column = self.ident("column name")?;
         self.expect_sym(Sym::RParen)?;
-        Ok(IndexTarget { column, kind, kind_named: true, local_key: None })
+        Ok(IndexTarget { column, kind, kind_named: true, local_key })
     }
 }
