@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pytest
 from cassandra import InvalidRequest
+from cassandra.protocol import ConfigurationException
 
 from conftest import HOST, PORT, unique_name
 
@@ -144,3 +145,81 @@ def test_cqlsh_describe_output_recreates_the_keyspace(flavour, admin, tmp_path, 
         assert "Cluster:" in cqlsh("DESCRIBE CLUSTER")
     finally:
         admin.execute("DROP KEYSPACE IF EXISTS %s" % ks)
+
+
+def test_scylladb_table_options_come_back_from_describe(session, keyspace, table):
+    """ScyllaDB's paxos_grace_seconds and tombstone_gc are kept and printed,
+    so running the description makes the same table (they were refused, or
+    dropped from the description)."""
+    t = table("(k int PRIMARY KEY, v int)", options="paxos_grace_seconds = 4321 AND "
+              "tombstone_gc = {'mode': 'timeout', 'propagation_delay_in_seconds': '73'}")
+    text = session.execute("DESCRIBE TABLE %s" % t).one().create_statement
+    assert "\n    AND paxos_grace_seconds = 4321\n" in text, text
+    assert text.endswith("\n    AND tombstone_gc = {'mode': 'timeout', 'propagation_delay_in_seconds': '73'};")
+    copy = t + "_copy"
+    session.execute(text.replace("%s.%s " % (keyspace, t), "%s.%s " % (keyspace, copy)))
+    again = session.execute("DESCRIBE TABLE %s" % copy).one().create_statement
+    assert again == text.replace("%s.%s " % (keyspace, t), "%s.%s " % (keyspace, copy))
+
+
+def test_indexes_are_described_as_scylladb_writes_them(session, keyspace, table):
+    """DESCRIBE INDEX in ScyllaDB's layout (no space before the target),
+    with the options of the index's table (ScyllaDB's CREATE INDEX ...
+    WITH), which the description recreates; WITH INTERNALS adds the id.
+    A local index may index a frozen collection whole."""
+    t = table("(p int, c int, v int, w int, PRIMARY KEY (p, c))")
+    session.execute("CREATE INDEX ON %s (v)" % t)
+    session.execute("CREATE INDEX %s_local ON %s ((p), w)" % (t, t))
+    session.execute("CREATE INDEX %s_tuned ON %s (c) WITH comment = 'tuned' AND gc_grace_seconds = 13" % (t, t))
+    one = lambda statement: session.execute(statement).one().create_statement
+    # Every option of the index's table is printed, as ScyllaDB does.
+    plain = one("DESCRIBE INDEX %s_v_idx" % t)
+    assert plain.startswith("CREATE INDEX %s_v_idx ON %s.%s(v) WITH bloom_filter_fp_chance = " % (t, keyspace, t))
+    assert "\n    AND default_time_to_live = 0\n" in plain and plain.endswith(";"), plain
+    assert one("DESCRIBE INDEX %s_local" % t).startswith("CREATE INDEX %s_local ON %s.%s((p), w) WITH " % (t, keyspace, t))
+    tuned = one("DESCRIBE INDEX %s_tuned" % t)
+    assert tuned.startswith("CREATE INDEX %s_tuned ON %s.%s(c) WITH " % (t, keyspace, t)), tuned
+    assert "\n    AND comment = 'tuned'\n" in tuned and "\n    AND gc_grace_seconds = 13\n" in tuned
+    internal = one("DESCRIBE INDEX %s_v_idx WITH INTERNALS" % t)
+    assert internal.startswith("CREATE INDEX %s_v_idx ON %s.%s(v) WITH ID = " % (t, keyspace, t)), internal
+    assert "\n    AND gc_grace_seconds = 864000\n" in internal
+    session.execute("DROP INDEX %s_tuned" % t)
+    session.execute(tuned)
+    assert one("DESCRIBE INDEX %s_tuned" % t) == tuned
+    f = table("(p int PRIMARY KEY, l frozen<list<int>>)")
+    session.execute("CREATE INDEX %s_lf ON %s ((p), full(l))" % (f, f))
+    session.execute("INSERT INTO %s (p, l) VALUES (1, [1, 2])" % f)
+    assert list(session.execute("SELECT p FROM %s WHERE p = 1 AND l = [1, 2]" % f)) == [(1,)]
+    assert one("DESCRIBE INDEX %s_lf" % f).startswith("CREATE INDEX %s_lf ON %s.%s((p), full(l)) WITH " % (f, keyspace, f))
+    # A bare name finds a user type too (ScyllaDB's generic DESCRIBE).
+    session.execute("CREATE TYPE %s_ty (a int)" % t)
+    assert list(session.execute("DESCRIBE %s_ty" % t)) == list(session.execute("DESCRIBE TYPE %s_ty" % t))
+
+
+def test_type_names_and_nested_frozen(session, keyspace, request):
+    """A user type may have any quoted name, and frozen<frozen<T>> is
+    frozen<T>, as in ScyllaDB; DESCRIBE quotes the name wherever it is used."""
+    name = "ty @ %s" % unique_name(request, prefix="q")
+    session.execute('CREATE TYPE "%s" (a int)' % name)
+    session.execute('CREATE TYPE %s_outer (f frozen<frozen<list<frozen<"%s">>>>)' % (
+        unique_name(request, prefix="o"), name))
+    text = session.execute('DESCRIBE TYPE %s_outer' % unique_name(request, prefix="o")).one().create_statement
+    assert '    f frozen<list<frozen<"%s">>>\n' % name in text, text
+
+
+def test_a_keyspace_without_tablets_is_described_and_recreated(session, request):
+    """ScyllaDB's `tablets = {'enabled': false}` is accepted (token ranges
+    are all Shoal has); asking for tablets is refused."""
+    ks = unique_name(request, prefix="kt")
+    session.execute("CREATE KEYSPACE %s WITH replication = {'class': 'NetworkTopologyStrategy', "
+                    "'replication_factor': 1} AND tablets = {'enabled': false}" % ks)
+    try:
+        text = session.execute("DESCRIBE ONLY KEYSPACE %s" % ks).one().create_statement
+        session.execute("DROP KEYSPACE %s" % ks)
+        session.execute(text)
+        assert session.execute("DESCRIBE ONLY KEYSPACE %s" % ks).one().create_statement == text
+    finally:
+        session.execute("DROP KEYSPACE IF EXISTS %s" % ks)
+    with pytest.raises(ConfigurationException, match="Tablets are not supported"):
+        session.execute("CREATE KEYSPACE %s_t WITH replication = {'class': 'NetworkTopologyStrategy', "
+                        "'replication_factor': 1} AND tablets = {'enabled': true}" % ks)

@@ -10,6 +10,7 @@ import time
 
 import pytest
 from cassandra import AlreadyExists, InvalidRequest
+from cassandra.protocol import ConfigurationException
 from cassandra.query import SimpleStatement
 
 from conftest import wait_until
@@ -298,6 +299,50 @@ def test_schema_metadata_describe_and_ddl(cluster, session, keyspace, table):
     assert not list(session.execute(
         "SELECT * FROM system_schema.views WHERE keyspace_name = %s AND view_name = %s", (keyspace, mv)))
     session.execute("DROP TABLE %s" % t)
+
+
+def test_a_table_id_in_use_is_refused(session, keyspace, table):
+    """WITH ID = an id another table or view holds is refused (two tables
+    with one id would share data); an id that is no uuid is a configuration
+    error, as in ScyllaDB."""
+    t = table("(p int PRIMARY KEY, v int)")
+    mv = t + "_id"
+    create_view(session, mv, t, "v, p")
+    table_id = session.execute("SELECT id FROM system_schema.tables WHERE keyspace_name = %s AND table_name = %s",
+                               (keyspace, t)).one().id
+    view_id = session.execute("SELECT id FROM system_schema.views WHERE keyspace_name = %s AND view_name = %s",
+                              (keyspace, mv)).one().id
+    invalid(session, "CREATE TABLE %s_dup (p int PRIMARY KEY) WITH ID = %s" % (t, table_id),
+            "Table with ID %s already exists: %s.%s" % (table_id, keyspace, t))
+    invalid(session, "CREATE MATERIALIZED VIEW %s_dup AS SELECT * FROM %s WHERE v IS NOT NULL AND p IS NOT NULL "
+            "PRIMARY KEY (v, p) WITH ID = %s" % (mv, t, view_id),
+            "Table with ID %s already exists: %s.%s" % (view_id, keyspace, mv))
+    invalid(session, "CREATE INDEX ON %s (v) WITH ID = %s" % (t, table_id),
+            "Table with ID %s already exists: %s.%s" % (table_id, keyspace, t))
+    invalid(session, "CREATE TABLE %s_bad (p int PRIMARY KEY) WITH ID = 'nope'" % t, "Invalid table id",
+            error=ConfigurationException)
+
+
+def test_view_definitions_as_scylladb_takes_them(session, keyspace, table):
+    """The view's key columns are selected whether named or not; COMPACT
+    STORAGE is refused with Cassandra's text; synchronous_updates is kept
+    and shown; system_distributed.view_build_status reports the build."""
+    t = table("(p int, c int, v1 int, v2 int, v3 int, PRIMARY KEY (p, c))")
+    mv = t + "_keys"
+    session.execute("CREATE MATERIALIZED VIEW %s AS SELECT v2 FROM %s WHERE v1 IS NOT NULL AND p IS NOT NULL "
+                    "AND c IS NOT NULL PRIMARY KEY (v1, p, c) WITH synchronous_updates = true" % (mv, t))
+    session.execute("INSERT INTO %s (p, c, v1, v2, v3) VALUES (1, 2, 3, 4, 5)" % t)
+    result = session.execute("SELECT * FROM %s WHERE v1 = 3" % mv)
+    assert list(result.column_names) == ["v1", "p", "c", "v2"] and list(result.one()) == [3, 1, 2, 4]
+    described = session.execute("DESCRIBE MATERIALIZED VIEW %s" % mv).one()
+    assert described.type == "view"
+    assert "\n    AND synchronous_updates = true" in described.create_statement
+    assert wait_until(lambda: [r.status for r in session.execute(
+        "SELECT status FROM system_distributed.view_build_status WHERE keyspace_name = %s AND view_name = %s",
+        (keyspace, mv))] == ["SUCCESS"])
+    invalid(session, "CREATE MATERIALIZED VIEW %s_cs AS SELECT * FROM %s WHERE v1 IS NOT NULL AND p IS NOT NULL "
+            "AND c IS NOT NULL PRIMARY KEY (v1, p, c) WITH COMPACT STORAGE" % (mv, t),
+            "Cannot use 'COMPACT STORAGE' when defining a materialized view")
 
 
 def test_truncate_of_the_base_empties_its_views(session, table):

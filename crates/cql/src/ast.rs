@@ -213,6 +213,9 @@ pub struct CreateIndex {
     pub target: IndexTarget,
     /// `CUSTOM ... USING 'class'`: the class.
     pub custom_class: Option<String>,
+    /// ScyllaDB's `WITH` options of the table holding the index (a global
+    /// index's: `ID`, `comment`, `gc_grace_seconds`, ...).
+    pub options: Options,
     /// The id of the table holding the index: set only by the schema
     /// file's loader (the index keeps its data across restarts); a client's
     /// statement gets a fresh one.
@@ -257,6 +260,9 @@ pub struct CreateView {
     /// From `WITH CLUSTERING ORDER BY (...)`, as written.
     pub clustering_order: Vec<(String, Order)>,
     pub options: Options,
+    /// `WITH COMPACT STORAGE`: parsed so it can be refused with
+    /// Cassandra's text rather than a syntax error.
+    pub compact_storage: bool,
     /// The view table's id and column ids: set only by the schema file's
     /// loader (the view keeps its data across restarts).
     pub view_id: Option<uuid::Uuid>,

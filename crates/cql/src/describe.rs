@@ -85,7 +85,7 @@ pub fn execute(describe: &Describe, schema: &Schema, session_keyspace: Option<&s
             let (table, index) = crate::index_ddl::find(keyspace, name).ok_or_else(|| {
                 invalid(format!("Table for existing index '{name}' not found in '{}'", keyspace.name))
             })?;
-            vec![index_element(table, index)]
+            vec![index_element(keyspace, table, index, internals)]
         }
         DescribeTarget::Type(ks, name) => {
             let keyspace = keyspace(schema, ks.as_deref().or(session_keyspace))?;
@@ -109,8 +109,9 @@ pub fn execute(describe: &Describe, schema: &Schema, session_keyspace: Option<&s
     Ok(descriptions(elements))
 }
 
-/// `DESCRIBE name`: a keyspace, else a table, an index or a materialized
-/// view (of the named or the session's keyspace).
+/// `DESCRIBE name`: a keyspace, else a table, a materialized view, an
+/// index or (ScyllaDB's extension) a user type, of the named or the
+/// session's keyspace, looked for in that order.
 fn any(
     schema: &Schema,
     ks: Option<&str>,
@@ -130,8 +131,11 @@ fn any(
     if let Some(view) = keyspace.tables.get(name).filter(|t| t.materialized.is_some()) {
         return Ok(vec![view_element(view, internals)]);
     }
-    match crate::index_ddl::find(keyspace, name) {
-        Some((table, index)) => Ok(vec![index_element(table, index)]),
+    if let Some((table, index)) = crate::index_ddl::find(keyspace, name) {
+        return Ok(vec![index_element(keyspace, table, index, internals)]);
+    }
+    match keyspace.types.get(name) {
+        Some(udt) => Ok(vec![type_element(udt)]),
         None => Err(invalid(format!("'{name}' not found in keyspace '{}'", keyspace.name))),
     }
 }
@@ -173,7 +177,7 @@ fn user_tables(keyspace: &KeyspaceMeta) -> impl Iterator<Item = &Arc<TableMeta>>
 /// The table, then its indexes, then its materialized views.
 fn table_elements(keyspace: &KeyspaceMeta, table: &TableMeta, internals: bool) -> Vec<Element> {
     let mut elements = vec![table_element(table, internals)];
-    elements.extend(table.indexes.iter().map(|index| index_element(table, index)));
+    elements.extend(table.indexes.iter().map(|index| index_element(keyspace, table, index, internals)));
     elements.extend(views_of(keyspace, &table.name).map(|view| view_element(view, internals)));
     elements
 }
@@ -183,7 +187,8 @@ fn view_element(view: &TableMeta, internals: bool) -> Element {
     let layout = ViewLayout { newline: "\n    ", with: "\n WITH ", and: "\n    AND " };
     Element {
         keyspace: maybe_quote(&view.keyspace),
-        kind: "materialized_view",
+        // ScyllaDB's name for the kind (Cassandra's is "materialized_view").
+        kind: "view",
         name: maybe_quote(&view.name),
         create_statement: format!("{};", create_view(view, maybe_quote, &table_options(view, internals, &ck), &layout)),
     }
@@ -194,7 +199,8 @@ fn view_element(view: &TableMeta, internals: bool) -> Element {
 /// not null, with its options. Tombstones of an index's view are dropped
 /// after `gc_grace_seconds`, what ScyllaDB's `tombstone_gc` mode
 /// `timeout` names; ScyllaDB lists that property for the views it makes
-/// for indexes.
+/// for indexes. As in ScyllaDB, the statement comes inside a comment that
+/// says not to run it: the index recreates its view.
 fn index_view_element(keyspace: &KeyspaceMeta, view: &TableMeta, internals: bool) -> Element {
     let base_id = view.view_of.as_ref().and_then(|base| keyspace.tables.get(base)).map_or(view.id, |b| b.id);
     let value = view.partition_key().next().map_or_else(String::new, |c| maybe_quote(&c.name));
@@ -205,12 +211,21 @@ fn index_view_element(keyspace: &KeyspaceMeta, view: &TableMeta, internals: bool
         where_clause: format!("{value} IS NOT NULL"),
         filter: Vec::new(),
     });
+    described.options.tombstone_gc.get_or_insert_with(|| {
+        [("mode", "timeout"), ("propagation_delay_in_seconds", "3600")]
+            .into_iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect()
+    });
     let mut element = view_element(&described, internals);
-    let tombstone_gc = "tombstone_gc = {'mode': 'timeout', 'propagation_delay_in_seconds': '3600'}";
-    let statement = element.create_statement.trim_end_matches(';');
-    element.create_statement = format!("{statement}\n    AND {tombstone_gc};");
+    element.create_statement = format!("{INDEX_VIEW_WARNING}{}\n*/", element.create_statement);
     element
 }
+
+/// What ScyllaDB puts before the description of an index's view.
+const INDEX_VIEW_WARNING: &str = "/* Do NOT execute this statement! It's only for informational purposes.\n   \
+    This materialized view is the underlying materialized view of a secondary\n   \
+    index. It can be restored via restoring the index.\n\n";
 
 /// Where CREATE MATERIALIZED VIEW breaks its clauses.
 pub(crate) struct ViewLayout {
@@ -265,19 +280,36 @@ pub(crate) fn create_view(
     out
 }
 
-fn index_element(table: &TableMeta, index: &IndexMeta) -> Element {
+fn index_element(keyspace: &KeyspaceMeta, table: &TableMeta, index: &IndexMeta, internals: bool) -> Element {
+    let mut statement = create_index(table, index, maybe_quote);
+    let mut options = Vec::new();
+    if internals {
+        options.push(format!("ID = {}", index.view_id));
+    }
+    options.extend(index_options(keyspace, index));
+    if !options.is_empty() {
+        statement.push_str(" WITH ");
+        statement.push_str(&options.join("\n    AND "));
+    }
     Element {
         keyspace: maybe_quote(&table.keyspace),
         kind: "index",
         name: maybe_quote(&index.name),
-        create_statement: format!("{};", create_index(table, index, maybe_quote)),
+        create_statement: format!("{statement};"),
     }
 }
 
-/// `CREATE INDEX name ON ks.table (target)`, names written by `quote`.
+/// The options of the table holding `index` (ScyllaDB's `CREATE INDEX
+/// ... WITH`), every one of them, as ScyllaDB describes an index.
+pub(crate) fn index_options(keyspace: &KeyspaceMeta, index: &IndexMeta) -> Vec<String> {
+    keyspace.tables.get(&index.view_name()).map(|view| option_list(&view.options)).unwrap_or_default()
+}
+
+/// `CREATE INDEX name ON ks.table(target)`, names written by `quote`
+/// (no space before the target: ScyllaDB's layout).
 pub(crate) fn create_index(table: &TableMeta, index: &IndexMeta, quote: fn(&str) -> String) -> String {
     format!(
-        "CREATE INDEX {} ON {}.{} ({})",
+        "CREATE INDEX {} ON {}.{}({})",
         quote(&index.name),
         quote(&table.keyspace),
         quote(&table.name),
@@ -289,17 +321,20 @@ pub(crate) fn create_index(table: &TableMeta, index: &IndexMeta, quote: fn(&str)
 /// `values(m)`, `entries(m)`, `full(l)`, or a local index's `(p), v`.
 fn index_target(table: &TableMeta, index: &IndexMeta, quote: fn(&str) -> String) -> String {
     let column = quote(&index.column);
-    if index.local {
-        let pk: Vec<String> = table.partition_key().map(|c| quote(&c.name)).collect();
-        return format!("({}), {column}", pk.join(", "));
-    }
     let multi_cell = table.column(&index.column).is_some_and(|c| c.ty.is_multi_cell());
-    match index.kind {
+    let target = match index.kind {
         IndexKind::Values if multi_cell => format!("values({column})"),
         IndexKind::Values => column,
         IndexKind::Keys => format!("keys({column})"),
         IndexKind::Entries => format!("entries({column})"),
         IndexKind::Full => format!("full({column})"),
+    };
+    match index.local {
+        true => {
+            let pk: Vec<String> = table.partition_key().map(|c| quote(&c.name)).collect();
+            format!("({}), {target}", pk.join(", "))
+        }
+        false => target,
     }
 }
 
@@ -549,11 +584,14 @@ pub(crate) fn option_list(o: &TableOptions) -> Vec<String> {
         format!("max_index_interval = {}", o.max_index_interval),
         format!("memtable_flush_period_in_ms = {}", o.memtable_flush_period_in_ms),
         format!("min_index_interval = {}", o.min_index_interval),
-        format!("speculative_retry = {}", literal(&o.speculative_retry)),
     ];
+    options.extend(o.paxos_grace_seconds.map(|s| format!("paxos_grace_seconds = {s}")));
+    options.push(format!("speculative_retry = {}", literal(&o.speculative_retry)));
     if o.in_memory {
         options.push("in_memory = true".to_string());
     }
+    options.extend(o.synchronous_updates.map(|on| format!("synchronous_updates = {on}")));
+    options.extend(o.tombstone_gc.as_ref().map(|m| format!("tombstone_gc = {}", map_literal(m))));
     options
 }
 
@@ -678,6 +716,68 @@ mod tests {
         assert_eq!(message("DESCRIBE TYPE nope"), "User defined type 'nope' not found in 'ks'");
         assert_eq!(message("DESCRIBE nope"), "'nope' not found in keyspace 'ks'");
         assert_eq!(message("DESCRIBE MATERIALIZED VIEW ks.v"), "Materialized view 'v' not found in 'ks'");
+    }
+
+    #[test]
+    fn indexes_are_described_in_scylladbs_layout_with_their_options() {
+        let schema = schema_of(&[
+            SCHEMA[0],
+            "CREATE TABLE ks.t (p int, c int, v int, w int, PRIMARY KEY (p, c))",
+            "CREATE INDEX ON ks.t (v)",
+            "CREATE INDEX local_w ON ks.t ((p), w)",
+            "CREATE INDEX tuned ON ks.t (c) WITH comment = 'x' AND gc_grace_seconds = 13 \
+             AND tombstone_gc = {'mode': 'timeout', 'propagation_delay_in_seconds': '9'}",
+        ]);
+        let text = |statement| texts(&describe(&schema, statement).expect("described"), 3).remove(0);
+        let plain = text("DESCRIBE INDEX t_v_idx");
+        assert!(plain.starts_with("CREATE INDEX t_v_idx ON ks.t(v) WITH bloom_filter_fp_chance = 0.01\n"), "{plain}");
+        assert!(plain.ends_with("\n    AND speculative_retry = '99PERCENTILE';"), "{plain}");
+        assert!(text("DESCRIBE INDEX local_w").starts_with("CREATE INDEX local_w ON ks.t((p), w) WITH "));
+        let tuned = text("DESCRIBE INDEX tuned");
+        assert!(tuned.starts_with("CREATE INDEX tuned ON ks.t(c) WITH bloom_filter_fp_chance = 0.01\n"), "{tuned}");
+        assert!(tuned.contains("\n    AND comment = 'x'\n") && tuned.contains("\n    AND gc_grace_seconds = 13\n"));
+        assert!(tuned.ends_with("\n    AND tombstone_gc = {'mode': 'timeout', 'propagation_delay_in_seconds': '9'};"));
+        // A local index on a frozen collection, whole (ScyllaDB's `full`).
+        let local = schema_of(&[
+            SCHEMA[0],
+            "CREATE TABLE ks.f (p int PRIMARY KEY, l frozen<list<int>>)",
+            "CREATE INDEX lf ON ks.f ((p), full(l))",
+        ]);
+        let lf = texts(&describe(&local, "DESCRIBE INDEX lf").expect("described"), 3).remove(0);
+        assert!(lf.starts_with("CREATE INDEX lf ON ks.f((p), full(l)) WITH "), "{lf}");
+        // With internals, every index shows the id of the table holding it.
+        let id = schema.table("ks", "t_v_idx_index").expect("index table").id;
+        assert!(text("DESCRIBE INDEX t_v_idx WITH INTERNALS")
+            .starts_with(&format!("CREATE INDEX t_v_idx ON ks.t(v) WITH ID = {id}\n    AND ")));
+        // The description recreates the index with its options.
+        let again =
+            schema_of(&[SCHEMA[0], "CREATE TABLE ks.t (p int, c int, v int, w int, PRIMARY KEY (p, c))", &tuned]);
+        let options = |s: &Schema| s.table("ks", "tuned_index").expect("index table").options.clone();
+        assert_eq!(options(&again), options(&schema));
+        // The index's table is described as ScyllaDB does, commented out.
+        let rows = describe(&schema, "DESCRIBE MATERIALIZED VIEW t_v_idx_index").expect("described");
+        assert_eq!(texts(&rows, 1), ["view"]);
+        let view = &texts(&rows, 3)[0];
+        assert!(
+            view.starts_with(&format!("{INDEX_VIEW_WARNING}CREATE MATERIALIZED VIEW ks.t_v_idx_index AS")),
+            "{view}"
+        );
+        assert!(view.ends_with("'propagation_delay_in_seconds': '3600'};\n*/"), "{view}");
+    }
+
+    #[test]
+    fn scylladb_table_options_are_kept_and_described() {
+        let create = "CREATE TABLE ks.t (k int PRIMARY KEY) WITH paxos_grace_seconds = 4321 \
+                      AND tombstone_gc = {'mode': 'immediate', 'propagation_delay_in_seconds': '5'}";
+        let schema = schema_of(&[SCHEMA[0], SCHEMA[1], create]);
+        let text = &texts(&describe(&schema, "DESCRIBE TABLE t").expect("described"), 3)[0];
+        assert!(text.contains("\n    AND paxos_grace_seconds = 4321\n    AND speculative_retry = "), "{text}");
+        assert!(text.ends_with("\n    AND tombstone_gc = {'mode': 'immediate', 'propagation_delay_in_seconds': '5'};"));
+        let again = schema_of(&[SCHEMA[0], SCHEMA[1], text]);
+        let options = |s: &Schema| s.table("ks", "t").expect("table").options.clone();
+        assert_eq!(options(&again), options(&schema));
+        // A bare name finds a user type too (ScyllaDB's generic DESCRIBE).
+        assert_eq!(texts(&describe(&schema, "DESCRIBE addr").expect("described"), 1), ["type"]);
     }
 
     #[test]

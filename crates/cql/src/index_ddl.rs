@@ -6,7 +6,7 @@
 use std::sync::Arc;
 
 use shoal_schema::index::{self, view_table};
-use shoal_schema::{ColumnKind, CqlType, IndexKind, IndexMeta, KeyspaceMeta, Schema, TableMeta};
+use shoal_schema::{ColumnKind, CqlType, IndexKind, IndexMeta, KeyspaceMeta, Schema, TableMeta, TableOptions};
 use uuid::Uuid;
 
 use crate::ast::{CreateIndex, DropIndex};
@@ -67,13 +67,19 @@ pub fn create(schema: &mut Schema, keyspace: &str, s: &CreateIndex) -> CqlResult
             index::view_name(&name)
         )));
     }
+    // ScyllaDB's: options of the table holding the index, as a view's.
+    let (options, id) = crate::ddl::table_options(&s.options, TableOptions::default())?;
+    if options.default_time_to_live_s != 0 {
+        return Err(invalid("Cannot set default_time_to_live for a materialized view. Data in a materialized view always expire at the same time than the corresponding data in the parent table."));
+    }
     let meta = IndexMeta {
         name: name.clone(),
         column: s.target.column.clone(),
         kind,
         local,
-        view_id: s.view_id.unwrap_or_else(Uuid::new_v4),
+        view_id: s.view_id.or(id).unwrap_or_else(Uuid::new_v4),
     };
+    crate::ddl::check_unused_id(schema, meta.view_id)?;
     if let Some(same) = base.indexes.iter().find(|i| (&i.column, i.kind, i.local) == (&meta.column, kind, local)) {
         return match s.if_not_exists {
             true => Ok(None),
@@ -81,7 +87,8 @@ pub fn create(schema: &mut Schema, keyspace: &str, s: &CreateIndex) -> CqlResult
         };
     }
     let mut base = base.as_ref().clone();
-    let view = view_table(&base, &meta);
+    let mut view = view_table(&base, &meta);
+    view.options = options;
     base.indexes.push(meta);
     base.indexes.sort_by(|a, b| a.name.cmp(&b.name));
     let mut ks = ks.as_ref().clone();

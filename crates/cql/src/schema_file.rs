@@ -184,7 +184,9 @@ pub fn render(schema: &Schema) -> String {
             let _ = writeln!(out, "{}", create_table(table));
             for index in &table.indexes {
                 let _ = writeln!(out, "{INDEX_VIEW_ID}{}", index.view_id);
-                let _ = writeln!(out, "{}", describe::create_index(table, index, quote));
+                let options = describe::index_options(keyspace, index);
+                let with = if options.is_empty() { String::new() } else { format!(" WITH {}", options.join(" AND ")) };
+                let _ = writeln!(out, "{}{with}", describe::create_index(table, index, quote));
             }
             for view in views_of(keyspace, &table.name) {
                 let layout = ViewLayout { newline: " ", with: " WITH ", and: " AND " };

@@ -43,6 +43,9 @@ const DEFINITIONS: &[(&str, &str, &str)] = &[
     ("system", "built_indexes", "keyspace_name text, index_name text, PRIMARY KEY (keyspace_name, index_name)"),
     ("system", "index_builds_in_progress", "keyspace_name text, index_name text, shards_building int, PRIMARY KEY (keyspace_name, index_name)"),
     ("system", "built_views", "keyspace_name text, view_name text, PRIMARY KEY (keyspace_name, view_name)"),
+    // ScyllaDB's per-node view build status, which its tools and tests poll
+    // (`status` SUCCESS once built): here this node's row for each view.
+    ("system_distributed", "view_build_status", "keyspace_name text, view_name text, host_id uuid, status text, PRIMARY KEY ((keyspace_name, view_name), host_id)"),
     ("system", "views_builds_in_progress", "keyspace_name text, view_name text, cpu_id int, first_token text, generation_number int, last_token text, next_token text, PRIMARY KEY (keyspace_name, view_name, cpu_id)"),
     ("system", "peers_v2", "peer inet, peer_port int, data_center text, host_id uuid, native_address inet, native_port int, preferred_ip inet, preferred_port int, rack text, release_version text, schema_version uuid, tokens set<text>, PRIMARY KEY (peer, peer_port)"),
     ("system_schema", "keyspaces", "keyspace_name text PRIMARY KEY, durable_writes boolean, replication frozen<map<text, text>>"),
@@ -143,7 +146,9 @@ pub async fn contents(meta: &Arc<TableMeta>, schema: &Schema) -> CqlResult<Virtu
         ("system", "IndexInfo" | "built_indexes" | "index_builds_in_progress") => {
             index_build_rows(schema, &meta.name).await?
         }
-        ("system", "built_views" | "views_builds_in_progress") => view_build_rows(schema, &meta.name).await?,
+        ("system", "built_views" | "views_builds_in_progress") | ("system_distributed", "view_build_status") => {
+            view_build_rows(schema, &meta.name).await?
+        }
         ("system_schema", "types") => {
             schema.keyspaces.values().flat_map(|ks| ks.types.values()).map(|t| type_row(t)).collect()
         }
@@ -329,13 +334,22 @@ pub async fn built_indexes(schema: &Schema, keyspace: &str, table: &str) -> CqlR
 
 /// Rows of ScyllaDB's view build tables (`table`): every view (materialized
 /// views and the tables holding indexes) built on every shard of this node,
-/// or one row per shard still building it.
+/// or one row per shard still building it; `view_build_status` has this
+/// node's row for each view, SUCCESS or STARTED.
 async fn view_build_rows(schema: &Schema, table: &str) -> CqlResult<Vec<Values>> {
     let views: Vec<&Arc<TableMeta>> = schema.tables().filter(|t| t.view_of.is_some()).collect();
     let building = shards_building(views.iter().map(|v| v.id).collect()).await?;
+    let host = shoal_coordinator::cluster::node().host_id;
     let mut rows = Vec::new();
     for (view, shards) in views.iter().zip(building) {
-        match (table, shards.is_empty()) {
+        let built = shards.is_empty();
+        match (table, built) {
+            ("view_build_status", _) => rows.push(vec![
+                text(&view.keyspace),
+                text(&view.name),
+                uuid(host),
+                text(if built { "SUCCESS" } else { "STARTED" }),
+            ]),
             ("built_views", true) => rows.push(vec![text(&view.keyspace), text(&view.name)]),
             ("views_builds_in_progress", false) => {
                 rows.extend(shards.iter().map(|shard| {

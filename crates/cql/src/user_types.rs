@@ -118,7 +118,8 @@ pub fn create(keyspace: &mut KeyspaceMeta, s: &CreateType) -> CqlResult<bool> {
     if CqlType::native(&s.name).is_some() || RESERVED.contains(&s.name.as_str()) {
         return Err(invalid(format!("Type name '{}' is reserved", s.name)));
     }
-    crate::ddl::check_name(&s.name, "Type")?;
+    // Unlike table names (directory names in Cassandra), a type's name
+    // may be any quoted identifier, as in ScyllaDB.
     let mut fields: Vec<(String, CqlType)> = Vec::new();
     for (name, ty) in &s.fields {
         if fields.iter().any(|(n, _)| n == name) {

@@ -41,6 +41,9 @@ pub fn create(schema: &mut Schema, keyspace: &str, s: &CreateView) -> CqlResult<
         });
     }
     crate::ddl::check_name(&s.name, "View")?;
+    if s.compact_storage {
+        return Err(invalid("Cannot use 'COMPACT STORAGE' when defining a materialized view"));
+    }
     if crate::ddl::is_counter_table(base) {
         return Err(invalid("Materialized views are not supported on counter tables"));
     }
@@ -60,6 +63,7 @@ pub fn create(schema: &mut Schema, keyspace: &str, s: &CreateView) -> CqlResult<
     let definition =
         MaterializedView { base_id: base.id, include_all_columns: s.selectors.is_empty(), where_clause, filter };
     let view = view_table(base, s, &selected, definition, options, id.unwrap_or_else(Uuid::new_v4));
+    crate::ddl::check_unused_id(schema, view.id)?;
     let mut ks = ks.as_ref().clone();
     ks.tables.insert(view.name.clone(), Arc::new(view));
     schema.keyspaces.insert(ks.name.clone(), Arc::new(ks));
@@ -194,7 +198,9 @@ fn put(schema: &mut Schema, table: TableMeta) {
     schema.keyspaces.insert(keyspace.name.clone(), Arc::new(keyspace));
 }
 
-/// The base columns the view selects, in the base's order.
+/// The base columns the view selects, in the base's order: those named,
+/// and the view's key columns whether named or not (ScyllaDB's rule, and
+/// Cassandra 3's: "all primary key columns are automatically included").
 fn selected_columns<'b>(base: &'b TableMeta, s: &CreateView) -> CqlResult<Vec<&'b ColumnMeta>> {
     let mut names = Vec::new();
     for selector in &s.selectors {
@@ -215,8 +221,12 @@ fn selected_columns<'b>(base: &'b TableMeta, s: &CreateView) -> CqlResult<Vec<&'
         }
         names.push(name.as_str());
     }
-    let selected: Vec<&ColumnMeta> =
-        base.columns.iter().filter(|c| s.selectors.is_empty() || names.contains(&c.name.as_str())).collect();
+    let in_key = |name: &String| s.partition_key.contains(name) || s.clustering_key.contains(name);
+    let selected: Vec<&ColumnMeta> = base
+        .columns
+        .iter()
+        .filter(|c| s.selectors.is_empty() || names.contains(&c.name.as_str()) || in_key(&c.name))
+        .collect();
     if let Some(column) = selected.iter().find(|c| c.kind == ColumnKind::Static) {
         return Err(invalid(format!(
             "Cannot include static column '{}' in materialized view '{}'",

@@ -86,6 +86,13 @@ pub struct TableOptions {
     /// is "dense" (at most one regular column); without, "static compact".
     /// Set at creation only.
     pub compact_storage: bool,
+    /// ScyllaDB's `paxos_grace_seconds`, `tombstone_gc` and (for views)
+    /// `synchronous_updates` when set: kept and shown so DESCRIBE
+    /// recreates the table, not acted on (Paxos state and tombstones here
+    /// expire by `gc_grace_seconds`, view updates are always synchronous).
+    pub paxos_grace_seconds: Option<i32>,
+    pub tombstone_gc: Option<BTreeMap<String, String>>,
+    pub synchronous_updates: Option<bool>,
 }
 
 impl Default for TableOptions {
@@ -109,6 +116,9 @@ impl Default for TableOptions {
             ]),
             in_memory: false,
             compact_storage: false,
+            paxos_grace_seconds: None,
+            tombstone_gc: None,
+            synchronous_updates: None,
         }
     }
 }
@@ -229,7 +239,8 @@ impl TableMeta {
 
 /// Keyspaces that belong to the node, not to users (their tables are
 /// virtual: made from the schema and node state when read).
-pub const SYSTEM_KEYSPACES: [&str; 4] = ["system", "system_auth", "system_schema", "system_traces"];
+pub const SYSTEM_KEYSPACES: [&str; 5] =
+    ["system", "system_auth", "system_distributed", "system_schema", "system_traces"];
 
 #[derive(Debug, Clone, PartialEq)]
 pub struct KeyspaceMeta {

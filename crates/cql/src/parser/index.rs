@@ -9,7 +9,7 @@ use crate::lexer::{Sym, TokenKind};
 
 impl Parser<'_> {
     /// After `CREATE [CUSTOM] INDEX`: `[IF NOT EXISTS] [name] ON [ks.]t
-    /// (target) [USING 'class' [WITH OPTIONS = {...}]]`.
+    /// (target) [USING 'class' [WITH OPTIONS = {...}] | WITH options]`.
     pub(super) fn create_index(&mut self, custom: bool) -> PResult<Statement> {
         if custom {
             self.expect_kw("index")?;
@@ -21,6 +21,7 @@ impl Parser<'_> {
         self.expect_sym(Sym::LParen)?;
         let target = self.index_target()?;
         self.expect_sym(Sym::RParen)?;
+        let mut options = Vec::new();
         let custom_class = if self.eat_kw("using") {
             let TokenKind::Str(class) = self.peek().kind.clone() else { return Err(self.mismatched("a class name")) };
             self.advance();
@@ -31,6 +32,9 @@ impl Parser<'_> {
             }
             Some(class)
         } else {
+            if self.eat_kw("with") {
+                options = self.options()?;
+            }
             None
         };
         Ok(Statement::CreateIndex(CreateIndex {
@@ -40,6 +44,7 @@ impl Parser<'_> {
             if_not_exists,
             target,
             custom_class,
+            options,
             view_id: None,
         }))
     }
@@ -47,12 +52,14 @@ impl Parser<'_> {
     /// `v` | `keys(m)` | `values(m)` | `entries(m)` | `full(l)` |
     /// `(p1, ...), v` (a local index).
     fn index_target(&mut self) -> PResult<IndexTarget> {
-        if self.is_sym(Sym::LParen) {
-            let local_key = self.paren_idents("column name")?;
-            self.expect_sym(Sym::Comma)?;
-            let column = self.ident("column name")?;
-            return Ok(IndexTarget { column, kind: IndexKind::Values, kind_named: false, local_key: Some(local_key) });
-        }
+        let local_key = match self.is_sym(Sym::LParen) {
+            true => {
+                let key = self.paren_idents("column name")?;
+                self.expect_sym(Sym::Comma)?;
+                Some(key)
+            }
+            false => None,
+        };
         let kind = match self.word_at(0) {
             Some("keys") if self.is_sym_at(1, Sym::LParen) => Some(IndexKind::Keys),
             Some("values") if self.is_sym_at(1, Sym::LParen) => Some(IndexKind::Values),
@@ -62,12 +69,12 @@ impl Parser<'_> {
         };
         let Some(kind) = kind else {
             let column = self.ident("column name")?;
-            return Ok(IndexTarget { column, kind: IndexKind::Values, kind_named: false, local_key: None });
+            return Ok(IndexTarget { column, kind: IndexKind::Values, kind_named: false, local_key });
         };
         self.advance();
         self.expect_sym(Sym::LParen)?;
         let column = self.ident("column name")?;
         self.expect_sym(Sym::RParen)?;
-        Ok(IndexTarget { column, kind, kind_named: true, local_key: None })
+        Ok(IndexTarget { column, kind, kind_named: true, local_key })
     }
 }

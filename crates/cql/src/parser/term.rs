@@ -243,7 +243,11 @@ impl Parser<'_> {
             return Ok(native);
         }
         match name.as_str() {
-            "frozen" => Ok(CqlType::Frozen(Box::new(self.single_type_param()?))),
+            // `frozen<frozen<T>>` is `frozen<T>`, as in Cassandra and ScyllaDB.
+            "frozen" => match self.single_type_param()? {
+                frozen @ CqlType::Frozen(_) => Ok(frozen),
+                inner => Ok(CqlType::Frozen(Box::new(inner))),
+            },
             "list" => Ok(CqlType::List(Box::new(self.single_type_param()?))),
             "set" => Ok(CqlType::Set(Box::new(self.single_type_param()?))),
             "map" => {

@@ -644,6 +644,8 @@ fn collection_and_function_terms() {
     assert_eq!(term("(int) ?"), Term::Cast { ty: CqlType::Int, term: Box::new(Term::Bind(0)) });
     let frozen = CqlType::Frozen(Box::new(CqlType::List(Box::new(CqlType::Int))));
     assert_eq!(term("(frozen<list<int>>) [1]").to_string(), format!("({frozen})[1]"));
+    // frozen<frozen<T>> is frozen<T>, as Cassandra and ScyllaDB read it.
+    assert_eq!(term("(frozen<frozen<list<int>>>) [1]").to_string(), format!("({frozen})[1]"));
     assert_eq!(term("(uuid())"), Term::Tuple(vec![Term::FunctionCall { name: "uuid".into(), args: vec![] }]));
     // A name that is no native type is a user type, resolved on execution.
     let cast = Term::Cast {
@@ -894,6 +896,7 @@ fn index_statements() {
             if_not_exists: false,
             target: target("v", IndexKind::Values, None),
             custom_class: None,
+            options: Vec::new(),
             view_id: None,
         }
     );

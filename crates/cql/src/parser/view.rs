@@ -8,7 +8,7 @@ use crate::lexer::Sym;
 impl Parser<'_> {
     /// `VIEW [IF NOT EXISTS] [ks.]v AS SELECT (* | c, ...) FROM [ks.]t
     /// WHERE ... PRIMARY KEY (...) [WITH options [AND CLUSTERING ORDER BY
-    /// (...)]]`.
+    /// (...)] [AND COMPACT STORAGE]]`.
     pub(super) fn create_view(&mut self) -> PResult<Statement> {
         self.expect_kw("view")?;
         let if_not_exists = self.if_not_exists()?;
@@ -37,6 +37,7 @@ impl Parser<'_> {
             clustering_key,
             clustering_order: Vec::new(),
             options: Vec::new(),
+            compact_storage: false,
             view_id: None,
         };
         if self.eat_kw("with") {
@@ -47,6 +48,9 @@ impl Parser<'_> {
                     self.expect_sym(Sym::LParen)?;
                     view.clustering_order = self.comma_list(Self::ordering)?;
                     self.expect_sym(Sym::RParen)?;
+                } else if self.eat_kw("compact") {
+                    self.expect_kw("storage")?;
+                    view.compact_storage = true;
                 } else {
                     self.option(&mut view.options)?;
                 }
