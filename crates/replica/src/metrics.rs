@@ -149,6 +149,12 @@ fn collect(db: &Database, out: &mut Collector) {
             log.appended_bytes() as f64,
         );
         out.counter("shoal_commitlog_syncs_total", "fdatasyncs of commitlog segments.", Vec::new(), log.syncs() as f64);
+        out.counter(
+            "shoal_commitlog_writes_total",
+            "Commitlog segment writes (each writes the entries appended since the last).",
+            Vec::new(),
+            log.writes() as f64,
+        );
         out.gauge(
             "shoal_commitlog_disk_bytes",
             "Bytes of commitlog segments on disk.",

@@ -40,6 +40,8 @@ thread_local! {
     /// CPU time of nested group polls inside the running one, so the outer
     /// group is not charged for them too.
     static NESTED_NS: Cell<u64> = const { Cell::new(0) };
+    /// When the outermost group poll running now began ([`need_preempt`]).
+    static POLL_STARTED: Cell<Option<Instant>> = const { Cell::new(None) };
 }
 
 /// Turns the throttling on (the default) or off, for every shard; set once
@@ -125,13 +127,29 @@ impl<F: Future> Future for InGroup<F> {
         let outer = CURRENT.with(|c| c.replace(Some(group)));
         let outer_nested = NESTED_NS.with(|n| n.replace(0));
         let started = Instant::now();
+        if outer.is_none() {
+            POLL_STARTED.with(|s| s.set(Some(started)));
+        }
         let result = this.future.poll(cx);
+        if outer.is_none() {
+            POLL_STARTED.with(|s| s.set(None));
+        }
         let elapsed = u64::try_from(started.elapsed().as_nanos()).unwrap_or(u64::MAX);
         let nested = NESTED_NS.with(|n| n.replace(outer_nested.saturating_add(elapsed)));
         CURRENT.with(|c| c.set(outer));
         with_fair(|fair| fair.charge(group, elapsed.saturating_sub(nested)));
         result
     }
+}
+
+/// Whether the task running now, in a group, has held the core for a
+/// [`TASK_QUOTA`] in this poll (Seastar's `need_preempt`): a long loop's
+/// cue to call [`maybe_yield`]. Yielding by time rather than every so
+/// many items keeps each step within the quota whatever an item costs
+/// (flushing 1 KiB items took ~20 µs each, cache merge included: over a
+/// millisecond per 64-partition step). Outside any group: false.
+pub fn need_preempt() -> bool {
+    POLL_STARTED.with(Cell::get).is_some_and(|started| started.elapsed() >= TASK_QUOTA)
 }
 
 /// A background loop's yield point: lets the shard's other ready tasks
@@ -179,6 +197,10 @@ pub async fn maybe_yield() {
     let waited = u64::try_from(started.elapsed().as_nanos()).unwrap_or(u64::MAX);
     with_fair(|fair| fair.waited(group, waited));
 }
+
+/// How long background work may hold the shard between two polls of the
+/// reactor (Seastar's task quota).
+pub const TASK_QUOTA: Duration = Duration::from_micros(500);
 
 /// The slice a wait is slept in ([`maybe_yield`]): half Seastar's task
 /// quota, so an idle core is noticed within a fraction of a task's run.
@@ -250,6 +272,23 @@ mod tests {
         // would idle, so the wait ends after a slice.
         let blocked = wait_beside(std::future::pending());
         assert!(blocked < Duration::from_millis(1), "waited {blocked:?} beside blocked requests");
+    }
+
+    #[test]
+    fn need_preempt_once_a_poll_has_held_the_core_for_a_task_quota() {
+        compio::runtime::Runtime::new().expect("a runtime").block_on(async {
+            assert!(!need_preempt(), "outside any group");
+            in_group(Group::Flush, async {
+                assert!(!need_preempt(), "a poll that just began");
+                std::thread::sleep(TASK_QUOTA);
+                assert!(in_group(Group::Compaction, async { need_preempt() }).await, "nested: the outer poll counts");
+                assert!(need_preempt());
+                maybe_yield().await;
+                assert!(!need_preempt(), "a new poll after the yield");
+            })
+            .await;
+            assert!(!need_preempt());
+        });
     }
 
     #[test]

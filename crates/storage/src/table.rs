@@ -490,9 +490,12 @@ impl Table {
                 writer.abort().await;
                 return Err(e);
             }
-            // The flush's yield point: other tasks run, and the flush gives
-            // the core back when it has had more than its shares.
-            if i % FLUSH_STEP_PARTITIONS == FLUSH_STEP_PARTITIONS - 1 {
+            // The flush's yield point, once it has held the core for a task
+            // quota (64 partitions of 1 KiB items could take a millisecond),
+            // or every few partitions outside a group: other tasks run, and
+            // the flush gives the core back when it has had more than its
+            // shares.
+            if shoal_runtime::sched::need_preempt() || i % FLUSH_STEP_PARTITIONS == FLUSH_STEP_PARTITIONS - 1 {
                 shoal_runtime::sched::maybe_yield().await;
             }
         }
@@ -575,7 +578,9 @@ impl Table {
         self.cache_generation.set(self.cache_generation.get() + 1);
         let older = self.sstable_set();
         for (i, (position, partition)) in memtable.iter().enumerate() {
-            if i % CACHE_MERGE_STEP_PARTITIONS == CACHE_MERGE_STEP_PARTITIONS - 1 {
+            if shoal_runtime::sched::need_preempt()
+                || i % CACHE_MERGE_STEP_PARTITIONS == CACHE_MERGE_STEP_PARTITIONS - 1
+            {
                 shoal_runtime::sched::maybe_yield().await;
                 if self.epoch.get() != epoch {
                     return;

@@ -13,18 +13,21 @@ use crate::cpu::CpuUse;
 use crate::stats::{OpStats, Totals};
 use crate::workload::OpKind;
 
-/// `  <t>s  <ops/s> ops/s  p50 <us> us  p99 <us> us  errors <n>` for the
-/// second ending `t` seconds into the run; `elapsed` is the interval's real
-/// length (the tick may come late).
+/// `  <t>s  <ops/s> ops/s  p50 <us> us  p99 <us> us  errors <n>  p99.9 <us> us
+/// max <us> us` for the second ending `t` seconds into the run; `elapsed`
+/// is the interval's real length (the tick may come late). The tail
+/// percentiles come last so that parsers of the older line still match.
 pub fn progress_line(t_s: u64, interval: &OpStats, elapsed: Duration, warming_up: bool) -> String {
     let secs = elapsed.as_secs_f64().max(1e-3);
     let h = &interval.latency_us;
     let mut line = format!(
-        "{t_s:>5}s {:>10.0} ops/s  p50 {:>7} us  p99 {:>7} us  errors {}",
+        "{t_s:>5}s {:>10.0} ops/s  p50 {:>7} us  p99 {:>7} us  errors {}  p99.9 {:>7} us  max {:>7} us",
         interval.ops() as f64 / secs,
         h.value_at_quantile(0.5),
         h.value_at_quantile(0.99),
-        interval.errors
+        interval.errors,
+        h.value_at_quantile(0.999),
+        h.max(),
     );
     if warming_up {
         line.push_str("  (warm-up)");
@@ -239,7 +242,8 @@ mod tests {
         let totals = sample_totals();
         let line = progress_line(3, &totals.read, Duration::from_millis(500), false);
         let words: Vec<&str> = line.split_whitespace().collect();
-        assert_eq!(words, ["3s", "202", "ops/s", "p50", "500", "us", "p99", "990", "us", "errors", "0"]);
+        assert_eq!(words[..11], ["3s", "202", "ops/s", "p50", "500", "us", "p99", "990", "us", "errors", "0"]);
+        assert_eq!(words[11..].iter().step_by(3).collect::<Vec<_>>(), [&"p99.9", &"max"]);
         assert!(progress_line(1, &totals.read, Duration::from_secs(1), true).ends_with("(warm-up)"));
     }
 

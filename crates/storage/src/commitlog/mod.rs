@@ -11,12 +11,19 @@
 //! and gets its position at once, so the caller applies it to the memtable
 //! in the same step and memtables and positions stay in order. A writer task
 //! moves pending bytes to disk in the background; entries appended while a
-//! round is on disk share the next round (group commit). With `batch` sync,
+//! round is on disk share the next round (group commit). Woken by an
+//! append, the writer first lets the tasks that are ready in the same
+//! reactor turn run, so the appends of one turn go out in one round
+//! rather than the first alone and the rest after it. With `batch` sync,
 //! the writer fdatasyncs after each round and the appender waits for that
 //! before acknowledging. With `periodic` sync, a timer syncs and the
 //! appender waits only until its entry is written to the file
 //! ([`CommitLog::wait_durable`]): kill -9 loses nothing acknowledged, a
-//! machine crash at most the last period.
+//! machine crash at most the last period. A periodic log's writer does not
+//! wait for the fdatasync of a segment it has filled either: that
+//! segment is synced by the next periodic sync (or at close), before the
+//! current one, while writes go on into the next segment — an fdatasync
+//! behind a busy disk used to hold every write for its length.
 //!
 //! Segments are direct files (O_DIRECT, `shoal_io::File::open_direct_rw`),
 //! sized to `segment_size_bytes` when created, written in whole aligned
@@ -154,6 +161,8 @@ struct State {
     /// Set while writes fail.
     failure: Option<Failure>,
     open_file: Option<(u64, Rc<File>)>,
+    /// Filled segments of a periodic log not synced yet, oldest first.
+    unsynced: Vec<Rc<File>>,
     /// The last round's aligned buffer, used again by the next: a fresh
     /// zeroed one per round cost a sizeable part of a small write.
     spare: Option<AlignedBuf>,
@@ -182,6 +191,9 @@ pub struct CommitLog {
     /// Bytes appended since start, for metrics.
     appended_bytes: Cell<u64>,
     syncs: Cell<u64>,
+    /// Segment writes since start: appended entries over writes is how
+    /// many entries a write groups.
+    writes: Cell<u64>,
     /// An fdatasync failed: the log fails until restart.
     sync_failed: Cell<bool>,
     /// Where an entry is encoded before it joins the pending bytes: kept,
@@ -222,6 +234,7 @@ impl CommitLog {
                 segments: vec![first_segment],
                 failure: None,
                 open_file: None,
+                unsynced: Vec::new(),
                 spare: None,
             }),
             config,
@@ -231,6 +244,7 @@ impl CommitLog {
             closed: Cell::new(false),
             appended_bytes: Cell::new(0),
             syncs: Cell::new(0),
+            writes: Cell::new(0),
             sync_failed: Cell::new(false),
             scratch: RefCell::default(),
         });
@@ -373,6 +387,7 @@ impl CommitLog {
         assert!(self.closed.get(), "only a closed log is discarded whole: appends would go to deleted files");
         let doomed = std::mem::take(&mut self.state.borrow_mut().segments);
         self.state.borrow_mut().open_file = None;
+        self.state.borrow_mut().unsynced.clear();
         for segment in doomed {
             let path = segment_path(&self.config.dir, self.config.shard, segment);
             shoal_io::remove_file_if_exists(&path, IoClass::Commitlog).await?;
@@ -401,6 +416,12 @@ impl CommitLog {
         self.syncs.get()
     }
 
+    /// Segment writes since start (each of the bytes pending when it
+    /// began, within one segment).
+    pub fn writes(&self) -> u64 {
+        self.writes.get()
+    }
+
     async fn sync_file(&self, file: &File) -> StorageResult<()> {
         if let Err(e) = file.sync_data(IoClass::Commitlog).await {
             self.sync_failed.set(true);
@@ -416,9 +437,14 @@ impl CommitLog {
             if s == segment {
                 return Ok(file);
             }
-            // A segment is complete once the log moves past it: make all of
-            // it durable before writing to the next.
-            self.sync_file(&file).await?;
+            // A segment is complete once the log moves past it: under batch,
+            // make all of it durable before writing to the next; a periodic
+            // log leaves it to the next sync (which syncs it first), so no
+            // write waits for it.
+            match self.config.sync {
+                SyncMode::Batch => self.sync_file(&file).await?,
+                SyncMode::Periodic { .. } => self.state.borrow_mut().unsynced.push(file),
+            }
         }
         let path = segment_path(&self.config.dir, self.config.shard, segment);
         let file = Rc::new(File::open_direct_rw(&path, IoClass::Commitlog).await?);
@@ -452,6 +478,7 @@ impl CommitLog {
         bytes[..tail.len()].copy_from_slice(&tail);
         bytes[tail.len()..len].copy_from_slice(&chunk.bytes);
         bytes[len..].fill(0);
+        self.writes.set(self.writes.get() + 1);
         let (result, blocks) = file.write_aligned_at(block_start, blocks, IoClass::Commitlog).await;
         let mut state = self.state.borrow_mut();
         if let Err(e) = result {
@@ -487,10 +514,15 @@ impl CommitLog {
     }
 
     async fn sync(&self) -> StorageResult<()> {
-        let (written, file) = {
-            let state = self.state.borrow();
-            (state.written, state.open_file.as_ref().map(|(_, f)| Rc::clone(f)))
+        let (written, filled, file) = {
+            let mut state = self.state.borrow_mut();
+            let filled = std::mem::take(&mut state.unsynced);
+            (state.written, filled, state.open_file.as_ref().map(|(_, f)| Rc::clone(f)))
         };
+        // Oldest first: `durable` covers everything before `written`.
+        for file in filled {
+            self.sync_file(&file).await?;
+        }
         if let Some(file) = file {
             self.sync_file(&file).await?;
         }
@@ -518,6 +550,9 @@ async fn write_loop(log: Rc<CommitLog>) {
             idle.await;
             continue;
         }
+        // The tasks ready in this reactor turn run first: their appends
+        // join this round.
+        shoal_runtime::yield_now().await;
         // Charged to the commitlog's scheduling group, active only while a
         // round is under way: an idle log is no group for others to wait on.
         let round = in_group(Group::Commitlog, log.write_round()).await;
@@ -618,6 +653,52 @@ mod tests {
                 assert_eq!(report.corruption, None);
             }
             assert_eq!(read, appended, "every entry waited for (and those before it) is in the file");
+            let segments = segment_ids(&dir, 0).await.map(|s| s.len() as u64).unwrap_or_default();
+            assert!(segments > 2, "the entries fill segments: {segments}");
+            assert_eq!(log.syncs(), 0, "no write waited for a filled segment's fdatasync");
+            assert!(log.close().await.is_ok());
+            assert_eq!(log.syncs(), segments, "the sync at close syncs every segment, the filled ones too");
+        });
+        std::fs::remove_dir_all(&dir).ok();
+    }
+
+    #[test]
+    fn the_appends_of_one_reactor_turn_share_one_write() {
+        let dir = std::env::temp_dir().join(format!("shoal-commitlog-turn-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).ok();
+        shoal_io::block_on(async {
+            let config =
+                CommitLogConfig { dir: dir.clone(), shard: 0, segment_size_bytes: 1 << 20, sync: SyncMode::Batch };
+            let log = CommitLog::start(config, 1);
+            let (_, end) = log.append(|out| out.push(1)).expect("append");
+            log.wait_durable(end).await.expect("durable");
+            let writes = log.writes();
+            // Writers woken one by another in one turn (as a memcached run
+            // wakes its pipeline's waiters): the first append wakes the log
+            // writer before the others are ready.
+            let woken = Rc::new(Event::default());
+            let mut ends = Vec::new();
+            let (done_tx, done_rx) = futures_channel::oneshot::channel();
+            let waiters: Vec<_> = (0..8).map(|_| woken.wait()).collect();
+            {
+                let log = Rc::clone(&log);
+                shoal_runtime::spawn(async move {
+                    let mut ends = Vec::new();
+                    for waiter in waiters {
+                        waiter.await;
+                        ends.push(log.append(|out| out.extend_from_slice(&[2; 100])).expect("append").1);
+                    }
+                    let _ = done_tx.send(ends);
+                });
+            }
+            shoal_runtime::yield_now().await;
+            ends.push(log.append(|out| out.extend_from_slice(&[3; 100])).expect("append").1);
+            woken.notify_all();
+            ends.extend(done_rx.await.expect("the appends ran"));
+            for end in ends {
+                log.wait_durable(end).await.expect("durable");
+            }
+            assert_eq!(log.writes() - writes, 1, "nine appends of one turn, one write");
         });
         std::fs::remove_dir_all(&dir).ok();
     }
