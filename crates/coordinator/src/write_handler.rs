@@ -30,7 +30,7 @@ use crate::consistency::Tally;
 use crate::local::mutate_local;
 use crate::target::Target;
 use crate::topology::{placement, ReplicaPlan, Topology, WriteTargets};
-use crate::{forwarding, hints, wire, ConsistencyLevel, CoordinatorError, WriteType};
+use crate::{forwarding, hints, lowres, wire, ConsistencyLevel, CoordinatorError, WriteType};
 
 /// Unavailable if too few of `targets` are up to meet a write at
 /// `consistency` (ANY is met by a hint).
@@ -208,17 +208,15 @@ async fn tally_answers(
     deadline: Instant,
 ) -> Result<(), CoordinatorError> {
     let mut failure = None;
-    // One timer for the whole wait, set only if an answer must be waited
-    // for.
+    // One low-resolution deadline for the whole wait (no runtime timer),
+    // taken only if an answer must be waited for.
     let mut expiry = None;
     while !tally.is_met() {
         let next = match futures_util::poll!(answers.next()) {
             Poll::Ready(next) => Ok(next),
             Poll::Pending => {
-                let sleep = expiry.get_or_insert_with(|| {
-                    Box::pin(shoal_runtime::time::sleep(deadline.saturating_duration_since(Instant::now())))
-                });
-                match select(answers.next(), sleep.as_mut()).await {
+                let expiry = expiry.get_or_insert_with(|| lowres::expiry(deadline));
+                match select(answers.next(), expiry).await {
                     Either::Left((next, _)) => Ok(next),
                     Either::Right(((), _)) => Err(()),
                 }
