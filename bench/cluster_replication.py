@@ -29,6 +29,17 @@ Reported per phase: ops/s, p50/p99 (µs), the server core's busy share
 (from /proc: the servers' CPU time over the phase), and ops per
 server-core-second; then cluster/single ratios. The loader's own CPU is
 reported too: a phase whose loader core is saturated is loader-bound.
+Then the kernel's side per operation, summed over the nodes (from /proc,
+every thread of each server): user and system CPU µs, page faults, context switches
+(voluntary: a reactor that waited; involuntary: one preempted by a node
+sharing its core), and the read/write system calls the servers made
+(`syscr`/`syscw` of /proc/<pid>/io; io_uring's operations are not
+counted there). And what else each node did over each phase, from its
+/metrics: memtable flushes, read repair's writes, hints stored.
+
+PORT_BASE=N gives every node the ports N..N+4 (the same on each address:
+one CQL port), for runs beside others' on one machine; by default the
+ports are any free ones.
 """
 import argparse
 import json
@@ -39,6 +50,7 @@ import subprocess
 import sys
 import tempfile
 import time
+import urllib.request
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from harness.cpu import TICK_S, process_ticks  # noqa: E402
@@ -47,6 +59,62 @@ from harness.node import free_ports  # noqa: E402
 
 ADDRESSES = ("127.0.0.2", "127.0.0.3", "127.0.0.4")
 SERVER_CPU, LOADER_CPU = 1, 0
+PORT_BASE = int(os.environ["PORT_BASE"]) if os.environ.get("PORT_BASE") else None
+
+
+# Counters of each node's /metrics noted per phase: what else a phase
+# made the nodes do (memtable flushes, read repair's writes, hints).
+NODE_METRICS = ("shoal_memtable_flushes_total", "shoal_reconcile_writes_total", "shoal_hints_stored_total")
+
+
+def node_metrics(node):
+    """NODE_METRICS of `node`, summed over its shards (empty if unreadable)."""
+    try:
+        text = urllib.request.urlopen("http://%s:%d/metrics" % (node.address, node.api), timeout=5).read().decode()
+    except OSError:
+        return {}
+    counts = {}
+    for line in text.splitlines():
+        name = line.split("{")[0].split(" ")[0]
+        if name in NODE_METRICS:
+            counts[name] = counts.get(name, 0) + float(line.split()[-1])
+    return counts
+
+
+def kernel_counters(pid):
+    """A server's counters, summed over its threads: user and system clock
+    ticks, minor page faults, voluntary and involuntary context switches,
+    read and write system calls (zeros where /proc cannot be read)."""
+    counts = {"utime": 0, "stime": 0, "minflt": 0, "cs_vol": 0, "cs_invol": 0, "syscr": 0, "syscw": 0}
+    try:
+        tasks = os.listdir("/proc/%d/task" % pid)
+    except OSError:
+        return counts
+    for task in tasks:
+        try:
+            with open("/proc/%d/task/%s/stat" % (pid, task)) as f:
+                stat = f.read()
+            fields = stat[stat.rfind(")") + 2:].split()
+            counts["minflt"] += int(fields[7])
+            counts["utime"] += int(fields[11])
+            counts["stime"] += int(fields[12])
+            with open("/proc/%d/task/%s/status" % (pid, task)) as f:
+                for line in f:
+                    if line.startswith("voluntary_ctxt_switches"):
+                        counts["cs_vol"] += int(line.split()[1])
+                    elif line.startswith("nonvoluntary_ctxt_switches"):
+                        counts["cs_invol"] += int(line.split()[1])
+        except (OSError, ValueError, IndexError):
+            continue
+    try:
+        with open("/proc/%d/io" % pid) as f:
+            for line in f:
+                key, value = line.split(":")
+                if key in ("syscr", "syscw"):
+                    counts[key] = int(value)
+    except OSError:
+        pass
+    return counts
 
 
 def common_free_port(addresses):
@@ -71,7 +139,10 @@ class Node:
     def __init__(self, binary, root, address, cql_port, cpu=SERVER_CPU):
         self.binary, self.address, self.cql, self.cpu = binary, address, cql_port, cpu
         self.workdir = tempfile.mkdtemp(dir=root)
-        self.aware, self.api, self.memcache, self.storage = free_ports(4)
+        if PORT_BASE is None:
+            self.aware, self.api, self.memcache, self.storage = free_ports(4)
+        else:
+            self.aware, self.api, self.memcache, self.storage = range(cql_port + 1, cql_port + 5)
         self.proc = None
 
     @property
@@ -131,11 +202,24 @@ def stress(binary, node, phase_name, args, rf, consistency, out):
 def phase(binary, nodes, workload, args, rf, consistency, tmp):
     pids = [n.proc.pid for n in nodes]
     before = sum(process_ticks(p) or 0 for p in pids)
+    kernel_before = [kernel_counters(p) for p in pids]
+    metrics_before = [node_metrics(n) for n in nodes]
     started = time.monotonic()
     summary = stress(args.stress or binary, nodes[0], workload, args, rf, consistency,
                      os.path.join(tmp, "%s-%d.json" % (workload, len(nodes))))
     elapsed = time.monotonic() - started
     server_s = (sum(process_ticks(p) or 0 for p in pids) - before) * TICK_S
+    kernel_after = [kernel_counters(p) for p in pids]
+    node_counts = [{name.replace("shoal_", "").replace("_total", ""): after.get(name, 0) - before.get(name, 0)
+                    for name in NODE_METRICS}
+                   for before, after in zip(metrics_before, [node_metrics(n) for n in nodes])]
+    # Per operation over the whole stress run (its warm-up's operations
+    # counted at the measured rate).
+    ops = max(summary["ops_per_s"] * elapsed, 1)
+    kernel = {key: sum(a[key] - b[key] for a, b in zip(kernel_after, kernel_before)) / ops
+              for key in kernel_before[0]}
+    kernel["utime"] *= TICK_S * 1e6
+    kernel["stime"] *= TICK_S * 1e6
     # The servers' CPU over the whole stress run (warm-up included) against
     # its wall time: the share of CPU 1 they kept busy.
     busy = server_s / elapsed
@@ -147,12 +231,14 @@ def phase(binary, nodes, workload, args, rf, consistency, tmp):
         "busy": busy,
         "ops_per_core_s": summary["ops_per_s"] / max(busy, 1e-9),
         "loader_cpu": summary.get("loader_cpu"),
+        "kernel": kernel,
+        "nodes": node_counts,
     }
 
 
 def run(args, count):
     root = tempfile.mkdtemp(prefix="shoal-cluster-bench-")
-    port = common_free_port(ADDRESSES[:count])
+    port = common_free_port(ADDRESSES[:count]) if PORT_BASE is None else PORT_BASE
     nodes = [Node(args.shoal, root, a, port) for a in ADDRESSES[:count]]
     try:
         seeds = "%s:%d" % (nodes[0].address, nodes[0].storage)
@@ -199,6 +285,19 @@ def main():
         print("%s: cluster/single per core-second %.2f×, p99 %.1f×" % (
             workload, cluster[workload]["ops_per_core_s"] / single[workload]["ops_per_core_s"],
             cluster[workload]["p99_us"] / max(single[workload]["p99_us"], 1)))
+    print()
+    print("| phase | setup | user µs/op | system µs/op | page faults/op | voluntary cs/op | involuntary cs/op "
+          "| syscr/op | syscw/op |")
+    print("|---|---|---:|---:|---:|---:|---:|---:|---:|")
+    for workload in args.phases:
+        for name, r in (("1 node", single[workload]), ("3 nodes", cluster[workload])):
+            k = r["kernel"]
+            print("| %s | %s | %.1f | %.1f | %.3f | %.3f | %.3f | %.3f | %.3f |" % (
+                workload, name, k["utime"], k["stime"], k["minflt"], k["cs_vol"], k["cs_invol"], k["syscr"],
+                k["syscw"]))
+    for workload in args.phases:
+        print("%s, each node's counts over the phase: 1 node %s; 3 nodes %s" % (
+            workload, json.dumps(single[workload]["nodes"]), json.dumps(cluster[workload]["nodes"])))
     print("loader CPU:", json.dumps({w: [single[w]["loader_cpu"], cluster[w]["loader_cpu"]] for w in args.phases}))
 
 

@@ -115,7 +115,7 @@ pub(crate) fn send(
     topology: Rc<Topology>,
     group: Vec<(Uuid, usize)>,
     token: i64,
-    payload: Rc<[u8]>,
+    payload: Bytes,
     deadline: Instant,
     answered: mpsc::UnboundedSender<Answer>,
 ) {
@@ -138,7 +138,7 @@ pub(crate) fn send(
             let _ = done.unbounded_send((forwarder, outcome));
         });
         let give_up = shoal_runtime::time::sleep(deadline.saturating_duration_since(Instant::now()));
-        let hint = |host| hints::store(host, token, Rc::clone(&payload));
+        let hint = |host| hints::store(host, token, payload.clone());
         let silent = gather(group.into_iter().collect(), &mut answers, give_up, |host, replica, outcome| {
             let hinted = match &outcome {
                 Err(e) if !matches!(e, CoordinatorError::Invalid(_)) => hint(host),

@@ -24,6 +24,7 @@ use std::rc::Rc;
 use std::sync::OnceLock;
 use std::time::{Duration, Instant};
 
+use bytes::Bytes;
 use shoal_metrics::Counter;
 use shoal_storage::codec::{DecodeError, Decoder};
 use shoal_storage::commitlog::Position;
@@ -53,7 +54,7 @@ struct Hint {
     written: Instant,
     token: i64,
     /// The mutation, encoded (`wire`).
-    payload: Rc<[u8]>,
+    payload: Bytes,
     /// Its entry in the hint log, when it is on one.
     logged: Option<Position>,
 }
@@ -87,14 +88,14 @@ pub(crate) fn register_metrics() {
 
 /// Keeps a hint of `payload` (a mutation of `token`) for `target`;
 /// whether it was kept.
-pub(crate) fn store(target: Uuid, token: i64, payload: Rc<[u8]>) -> bool {
+pub(crate) fn store(target: Uuid, token: i64, payload: Bytes) -> bool {
     let written_ms = shoal_runtime::clock::now_ms();
     HINTS.with(|hints| keep(&mut hints.borrow_mut(), target, token, written_ms, payload))
 }
 
 /// Keeps a hint written at `written_ms` (wall clock) if the window and the
 /// memory bound allow, logging it when there is a log; counts it.
-fn keep(hints: &mut Hints, target: Uuid, token: i64, written_ms: i64, payload: Rc<[u8]>) -> bool {
+fn keep(hints: &mut Hints, target: Uuid, token: i64, written_ms: i64, payload: Bytes) -> bool {
     let window = hint_window();
     let age = Duration::from_millis(u64::try_from(shoal_runtime::clock::now_ms() - written_ms).unwrap_or(0));
     let expired = window.is_zero()

@@ -17,13 +17,14 @@
 //! A range is read in pieces, one per run of vnode ranges with the same
 //! replicas, in ring order, until its row limit.
 
-use std::cell::RefCell;
+use std::cell::{Cell, RefCell};
 use std::collections::BTreeMap;
+use std::pin::pin;
 use std::rc::Rc;
 use std::sync::Arc;
 use std::time::Instant;
 
-use futures_util::future::join_all;
+use futures_util::future::{join_all, select, Either};
 use shoal_replica::{Mutation, PartitionSelection, ReadCommand, ReadResult};
 use shoal_schema::KeyspaceMeta;
 use shoal_storage::{Partition, PartitionPosition};
@@ -32,7 +33,7 @@ use uuid::Uuid;
 use crate::local::{digest, merge_answers};
 use crate::target::Target;
 use crate::topology::{Replica, ReplicaPlan, Topology};
-use crate::{wire, ConsistencyLevel, CoordinatorError, WriteType};
+use crate::{lowres, wire, ConsistencyLevel, CoordinatorError, WriteType};
 
 /// A read at `consistency` of `command`, whose table is in `keyspace`.
 pub(crate) async fn read(
@@ -129,17 +130,39 @@ impl Reader<'_> {
         let block_for = chosen.len();
         let spares = RefCell::new(spares);
         let (first, rest) = chosen.split_first().expect("a level needs at least one replica");
-        let (data, digests) = futures_util::join!(
-            self.ask(*first, &spares, |target| async move { target.read_data(command, self.deadline).await }),
-            join_all(rest.iter().map(|replica| {
-                self.ask(*replica, &spares, |target| async move { target.read_digest(command, self.deadline).await })
-            }))
-        );
-        let answered_digests = digests.iter().filter(|d| d.is_ok()).count();
+        // Who answered so far, for the timeout's counts.
+        let (data_answered, digests_answered) = (Cell::new(false), Cell::new(0));
+        let asked = async {
+            futures_util::join!(
+                async {
+                    let data = self.ask(*first, &spares, |t| async move { t.read_data(command, self.deadline).await });
+                    let data = data.await;
+                    data_answered.set(data.is_ok());
+                    data
+                },
+                join_all(rest.iter().map(|replica| async {
+                    let digest =
+                        self.ask(*replica, &spares, |t| async move { t.read_digest(command, self.deadline).await });
+                    let digest = digest.await;
+                    digests_answered.set(digests_answered.get() + usize::from(digest.is_ok()));
+                    digest
+                }))
+            )
+        };
+        // One low-resolution deadline for every replica's answer, not a
+        // runtime timer per replica.
+        let (data, digests) = match select(pin!(asked), lowres::expiry(self.deadline)).await {
+            Either::Left((answers, _)) => answers,
+            Either::Right(_) => {
+                let data_present = data_answered.get();
+                let received = digests_answered.get() + usize::from(data_present);
+                return Err(self.timeout(received, block_for, data_present));
+            }
+        };
         let (data_host, data) = match data {
             Ok(answer) => answer,
             Err(e @ CoordinatorError::Invalid(_)) => return Err(e),
-            Err(_) => return Err(self.timeout(answered_digests, block_for, false)),
+            Err(_) => return Err(self.timeout(digests_answered.get(), block_for, false)),
         };
         let digests: Vec<(Uuid, u128)> = digests.into_iter().filter_map(Result::ok).collect();
         if digests.len() < rest.len() {
@@ -161,7 +184,8 @@ impl Reader<'_> {
 
     /// Asks `replica` with `ask`; when it fails (it may be down and not
     /// yet known to be), asks a spare live replica of the same data center
-    /// instead, so the answer counts the same. Returns who answered.
+    /// instead, so the answer counts the same. Returns who answered. The
+    /// caller bounds the wait by the read's deadline.
     async fn ask<'t, T, F, Fut>(
         &self,
         replica: Replica<'_>,
@@ -175,13 +199,10 @@ impl Reader<'_> {
     {
         let (mut host, dc) = replica;
         loop {
-            let wait = self.deadline.saturating_duration_since(Instant::now());
-            let failure = match shoal_runtime::time::timeout(wait, ask(Target { topology: self.topology, host })).await
-            {
-                Ok(Ok(answer)) => return Ok((host, answer)),
-                Ok(Err(e @ CoordinatorError::Invalid(_))) => return Err(e),
-                Ok(Err(e)) => e,
-                Err(_) => return Err(self.timeout(0, 0, false)),
+            let failure = match ask(Target { topology: self.topology, host }).await {
+                Ok(answer) => return Ok((host, answer)),
+                Err(e @ CoordinatorError::Invalid(_)) => return Err(e),
+                Err(e) => e,
             };
             tracing::debug!("replica {host} failed a read: {failure}");
             let mut spares = spares.borrow_mut();

@@ -38,9 +38,12 @@ const OVERLOADED: u8 = 2;
 pub(crate) const FAILED: u8 = 3;
 
 /// A handler's answer: its outcome and body, or its error's kind and
-/// message.
+/// message. An acknowledgement (success, no body: every applied
+/// mutation's) allocates nothing.
 pub(crate) fn encode_answer(result: Result<Vec<u8>, CoordinatorError>) -> Bytes {
+    static ACKNOWLEDGED: [u8; 1] = [OK];
     let (kind, body) = match result {
+        Ok(body) if body.is_empty() => return Bytes::from_static(&ACKNOWLEDGED),
         Ok(body) => (OK, body),
         Err(e) => (error_kind(&e), e.to_string().into_bytes()),
     };
@@ -311,5 +314,19 @@ mod tests {
         assert_eq!(Target::token_of(&command), start);
         let peer = shoal_schema::sharder::Sharder { nr_shards: 4, ignore_msb: crate::SHARDING_IGNORE_MSB };
         assert_eq!(peer.shard_of(Target::token_of(&command)), 3);
+    }
+
+    /// An acknowledgement, a body and an error each read back as they were
+    /// sent.
+    #[test]
+    fn answers_read_back_as_their_outcome() {
+        let peer: SocketAddr = "127.0.0.1:7000".parse().expect("an address");
+        let ack = encode_answer(Ok(Vec::new()));
+        assert_eq!(ack.as_ref(), [OK]);
+        assert_eq!(answer_body(peer, ack).expect("ok"), Bytes::new());
+        let digest = encode_answer(Ok(vec![1, 2, 3]));
+        assert_eq!(answer_body(peer, digest).expect("ok"), Bytes::from_static(&[1, 2, 3]));
+        let refused = encode_answer(Err(CoordinatorError::Invalid("bad".to_string())));
+        assert!(matches!(answer_body(peer, refused), Err(CoordinatorError::Invalid(m)) if m == "bad"));
     }
 }

@@ -193,7 +193,7 @@ async fn deliver(base_token: i64, updates: Vec<Mutation>) {
         let Some(host) = paired_view_replica(&topology, &keyspace, base_token, mutation.position.token) else {
             return;
         };
-        let payload: Rc<[u8]> = wire::encode_mutation(&mutation).into();
+        let payload = bytes::Bytes::from(wire::encode_mutation(&mutation));
         let target = Target { topology: &topology, host };
         let token = mutation.position.token;
         if let Err(e) = target.mutate(mutation, &payload, WriteType::Simple, deadline).await {

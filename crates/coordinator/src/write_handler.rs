@@ -20,6 +20,7 @@ use std::time::Instant;
 
 use std::task::Poll;
 
+use bytes::Bytes;
 use futures_channel::mpsc;
 use futures_util::future::{select, Either};
 use futures_util::stream::FuturesUnordered;
@@ -30,7 +31,7 @@ use crate::consistency::Tally;
 use crate::local::mutate_local;
 use crate::target::Target;
 use crate::topology::{placement, ReplicaPlan, Topology, WriteTargets};
-use crate::{forwarding, hints, wire, ConsistencyLevel, CoordinatorError, WriteType};
+use crate::{forwarding, hints, lowres, wire, ConsistencyLevel, CoordinatorError, WriteType};
 
 /// Unavailable if too few of `targets` are up to meet a write at
 /// `consistency` (ANY is met by a hint).
@@ -94,14 +95,15 @@ pub(crate) async fn write(
             tally.count(live.swap_remove(here).1);
         }
     }
-    let payload: Rc<[u8]> = wire::encode_mutation(&mutation).into();
+    // Shared by the requests, hints and forwarding without a copy.
+    let payload = Bytes::from(wire::encode_mutation(&mutation));
     let commit = match delivery {
         Delivery::PaxosCommit(ballot) => Some((ballot, wire::encode_paxos_proposal(ballot, &mutation))),
         Delivery::Mutation | Delivery::LedHere => None,
     };
     let token = mutation.position.token;
     for (host, dc) in down {
-        if hints::store(host, token, Rc::clone(&payload)) && consistency == ConsistencyLevel::Any {
+        if hints::store(host, token, payload.clone()) && consistency == ConsistencyLevel::Any {
             tally.count(dc);
         }
     }
@@ -127,7 +129,7 @@ pub(crate) async fn write(
                         (host, data_centers.len() - 1)
                     })
                     .collect();
-                let payload = Rc::clone(&payload);
+                let payload = payload.clone();
                 forwarding::send(Rc::clone(&topology), group, token, payload, deadline, answered.clone());
             }
             Some(forwarded)
@@ -144,7 +146,7 @@ pub(crate) async fn write(
         .into_iter()
         .enumerate()
         .map(|(replica, (host, _))| {
-            let (topology, payload, commit) = (Rc::clone(&topology), Rc::clone(&payload), commit.clone());
+            let (topology, payload, commit) = (Rc::clone(&topology), payload.clone(), commit.clone());
             match mine.take_if(|_| host == topology.me) {
                 Some(own) => Either::Left(Box::pin(async move {
                     let target = Target { topology: &topology, host };
@@ -186,7 +188,7 @@ fn hint_if_failed(
     replica: usize,
     host: uuid::Uuid,
     token: i64,
-    payload: Rc<[u8]>,
+    payload: Bytes,
     outcome: Result<(), CoordinatorError>,
 ) -> (usize, Result<(), CoordinatorError>, bool) {
     let hinted = match &outcome {
@@ -208,17 +210,15 @@ async fn tally_answers(
     deadline: Instant,
 ) -> Result<(), CoordinatorError> {
     let mut failure = None;
-    // One timer for the whole wait, set only if an answer must be waited
-    // for.
+    // One low-resolution deadline for the whole wait (no runtime timer),
+    // taken only if an answer must be waited for.
     let mut expiry = None;
     while !tally.is_met() {
         let next = match futures_util::poll!(answers.next()) {
             Poll::Ready(next) => Ok(next),
             Poll::Pending => {
-                let sleep = expiry.get_or_insert_with(|| {
-                    Box::pin(shoal_runtime::time::sleep(deadline.saturating_duration_since(Instant::now())))
-                });
-                match select(answers.next(), sleep.as_mut()).await {
+                let expiry = expiry.get_or_insert_with(|| lowres::expiry(deadline));
+                match select(answers.next(), expiry).await {
                     Either::Left((next, _)) => Ok(next),
                     Either::Right(((), _)) => Err(()),
                 }
