@@ -153,3 +153,13 @@ def test_similarity_arguments_refused_as_by_scylladb(session, table):
                 session.execute(f"SELECT {function}(v, {constant}) FROM {t}")
         with pytest.raises(InvalidRequest, match=re.escape(f"Invalid number of arguments for function system.{function}(")):
             session.execute(f"SELECT {function}(v) FROM {t}")
+
+
+def test_similarity_of_null_and_a_list_literal_is_null(session, table):
+    """A null beside a list literal takes the literal's vector type, as one
+    beside a vector column does: the similarity is null."""
+    t = table("(k int PRIMARY KEY, v vector<float, 3>)")
+    session.execute(f"INSERT INTO {t} (k, v) VALUES (1, [1, 2, 3])")
+    for function in ["similarity_cosine", "similarity_euclidean", "similarity_dot_product"]:
+        row = one(session, f"SELECT {function}(null, [1.1, 1.2, 20.25]), {function}([1.1, 1.2, 20.25], null) FROM {t}")
+        assert tuple(row) == (None, None)

@@ -278,3 +278,12 @@ def test_a_constant_selector_has_the_type_it_says(session, table):
     for constant in ["{a: 4}", "{}"]:
         with pytest.raises(InvalidRequest, match="Cannot infer type for term"):
             session.execute("SELECT %s FROM %s" % (constant, t))
+
+
+def test_a_cast_operand_keeps_its_type(session, table):
+    """`b + (tinyint) 1`: the cast's type, not the other operand's (a
+    counter here, which a tinyint is not assignable to)."""
+    t = table("(k int PRIMARY KEY, b counter)")
+    session.execute("UPDATE %s SET b = b + 2 WHERE k = 1" % t)
+    row = session.execute("SELECT b + (tinyint) 1, b * (smallint) 2, (int) 3 - b FROM %s WHERE k = 1" % t).one()
+    assert tuple(row) == (3, 4, 1)

@@ -902,14 +902,16 @@ fn function_arguments(
         })
         .collect::<CqlResult<Vec<_>>>()?;
     let others: Vec<Option<CqlType>> = typed.iter().map(|t| t.as_ref().map(|(_, ty, _)| ty.clone())).collect();
-    // A marker also takes the type a literal beside it has on its own
-    // (`similarity_cosine([1, 2], ?)`); literals are typed by `others` alone.
+    // A marker or a null also takes the type a literal beside it has on
+    // its own (`similarity_cosine([1, 2], ?)`, `similarity_cosine(null,
+    // [1, 2])`); other literals are typed by `others` alone.
+    let untyped = |term: &Term| matches!(term, Term::Bind(_) | Term::Literal(crate::ast::Literal::Null));
     let hinted: Vec<Option<CqlType>> = args
         .iter()
         .zip(&others)
         .enumerate()
         .map(|(i, (arg, known))| match (known, arg) {
-            (None, SelectorExpr::Term(term)) if !matches!(term, Term::Bind(_)) => parameter_type(i, term, &others),
+            (None, SelectorExpr::Term(term)) if !untyped(term) => parameter_type(i, term, &others),
             _ => known.clone(),
         })
         .collect();
@@ -919,8 +921,12 @@ fn function_arguments(
         .map(|(i, (arg, typed))| match (typed, arg) {
             (Some(typed), _) => Ok(typed),
             (None, SelectorExpr::Term(term)) => {
-                let context = if matches!(term, Term::Bind(_)) { &hinted } else { &others };
-                let ty = parameter_type(i, term, context).unwrap_or(CqlType::Int);
+                let context = if untyped(term) { &hinted } else { &others };
+                // A cast says its type itself (`b + (tinyint) 1`).
+                let ty = match term {
+                    Term::Cast { ty, .. } => ty.clone(),
+                    _ => parameter_type(i, term, context).unwrap_or(CqlType::Int),
+                };
                 match (term, binds) {
                     // A marker's value comes with each execution (see
                     // `has_markers`); a placeholder until then.
