@@ -127,3 +127,39 @@ def test_marker_operand_takes_the_column_type(session, table):
     session.execute(f"INSERT INTO {t} (k, v) VALUES (1, 5)")
     stmt = session.prepare(f"SELECT v + ?, ? * v FROM {t}")
     assert tuple(session.execute(stmt, [3, 2]).one()) == (8, 10)
+
+
+def test_format_bytes_prints_javas_digits_past_a_long(session, table):
+    """Cassandra formats sizes as Java's DecimalFormat does: past 10^15 an
+    integral value keeps the digits Java's old double printing gives, not
+    the shortest ones (2305843008139952000)."""
+    t = table("(k int PRIMARY KEY, n int, b bigint)")
+    session.execute(f"INSERT INTO {t} (k, n, b) VALUES (1, 2147483647, 1099511628801)")
+    row = one(session, f"SELECT format_bytes(n, 'GiB', 'B'), format_bytes(b, 'GiB', 'B') FROM {t}")
+    assert tuple(row) == ("2305843008139952130 B", "9223372036854776000 B")
+
+
+def test_similarity_arguments_refused_as_by_scylladb(session, table):
+    t = table("(k int PRIMARY KEY, v vector<float, 2>)")
+    session.execute(f"INSERT INTO {t} (k, v) VALUES (1, [1, 2])")
+    assert one(session, f"SELECT similarity_cosine(v, null) FROM {t}")[0] is None
+    for function in ["similarity_cosine", "similarity_euclidean", "similarity_dot_product"]:
+        message = f"Cannot infer type of argument null for function system.{function}(vector<float, n>"
+        with pytest.raises(InvalidRequest, match=re.escape(message)):
+            session.execute(f"SELECT {function}(null, null) FROM {t}")
+        # A constant that is no list of numbers is no float vector (ScyllaDB's text).
+        for constant in ["5", "'dog'", "[1.1, 'dog']", "{1.0, 2.0}"]:
+            with pytest.raises(InvalidRequest, match=f"Function system.{function} requires a float vector argument"):
+                session.execute(f"SELECT {function}(v, {constant}) FROM {t}")
+        with pytest.raises(InvalidRequest, match=re.escape(f"Invalid number of arguments for function system.{function}(")):
+            session.execute(f"SELECT {function}(v) FROM {t}")
+
+
+def test_similarity_of_null_and_a_list_literal_is_null(session, table):
+    """A null beside a list literal takes the literal's vector type, as one
+    beside a vector column does: the similarity is null."""
+    t = table("(k int PRIMARY KEY, v vector<float, 3>)")
+    session.execute(f"INSERT INTO {t} (k, v) VALUES (1, [1, 2, 3])")
+    for function in ["similarity_cosine", "similarity_euclidean", "similarity_dot_product"]:
+        row = one(session, f"SELECT {function}(null, [1.1, 1.2, 20.25]), {function}([1.1, 1.2, 20.25], null) FROM {t}")
+        assert tuple(row) == (None, None)

@@ -139,8 +139,9 @@ def test_not_in_bound(session, grid):
 def test_not_in_refusals(session, grid, table):
     with pytest.raises(InvalidRequest, match=NEEDS_FILTERING):
         session.execute("SELECT * FROM " + grid + " WHERE v NOT IN (1, 2)")
-    with pytest.raises(InvalidRequest, match=NEEDS_FILTERING):
-        session.execute("SELECT * FROM " + grid + " WHERE p1 = 1 AND p2 = 2 AND c NOT IN (1, 2)")
+    # Within one partition a clustering NOT IN needs none (ScyllaDB's
+    # test_prepare.py runs `p = ? AND c NOT IN ?` so).
+    assert rows(session, "SELECT c FROM " + grid + " WHERE p1 = 1 AND p2 = 2 AND c NOT IN (1, 2)") == [(3,)]
     t = table("(p int PRIMARY KEY, s set<int>)")
     with pytest.raises(InvalidRequest, match="cannot be restricted by a 'NOT IN' relation"):
         session.execute("SELECT * FROM " + t + " WHERE s NOT IN ({1}) ALLOW FILTERING")
@@ -266,3 +267,20 @@ def test_like_and_not_in_against_a_model(session, table, keyspace):
     check("memtable")
     flush(keyspace, t)
     check("flushed")
+
+
+def test_clustering_not_in_within_a_partition_needs_no_allow_filtering(session, table):
+    """`c NOT IN ...` with the partition key given is checked within that
+    partition, as a skipped clustering column is: no ALLOW FILTERING (as in
+    ScyllaDB); across partitions it still needs it, as on a regular column."""
+    t = table("(p int, c int, v int, PRIMARY KEY (p, c))")
+    for c in range(4):
+        session.execute(f"INSERT INTO {t} (p, c, v) VALUES (1, {c}, {c})")
+    assert rows(session, f"SELECT c FROM {t} WHERE p = 1 AND c NOT IN (1, 3)") == [(0,), (2,)]
+    prepared = session.prepare(f"SELECT c FROM {t} WHERE p = ? AND c NOT IN ?")
+    assert [c.name for c in prepared.column_metadata] == ["p", "NOT IN(c)"]
+    assert rows(session, prepared, {"p": 1, "NOT IN(c)": [0]}) == [(1,), (2,), (3,)]
+    with pytest.raises(InvalidRequest, match=NEEDS_FILTERING):
+        session.execute(f"SELECT c FROM {t} WHERE c NOT IN (1, 3)")
+    with pytest.raises(InvalidRequest, match=NEEDS_FILTERING):
+        session.execute(f"SELECT c FROM {t} WHERE p = 1 AND v NOT IN (1, 3)")

@@ -4,7 +4,7 @@ vector similarity functions."""
 import math
 
 import pytest
-from cassandra import InvalidRequest
+from cassandra import FunctionFailure, InvalidRequest
 
 
 @pytest.fixture
@@ -143,7 +143,9 @@ def test_arithmetic_in_the_selection(session, table):
     # With a null operand the result is null; aggregates take part.
     assert session.execute("SELECT i + b FROM %s WHERE p = 2" % t).one()[0] is None
     assert tuple(session.execute("SELECT count(*) + 1, max(i) * 2 FROM %s" % t).one()) == (3, 14)
-    with pytest.raises(InvalidRequest, match=r"the operation 'int / int' failed: / by zero"):
+    # A failed operation is a FunctionFailure (Cassandra's
+    # OperationExecutionException), not an invalid request.
+    with pytest.raises(FunctionFailure, match=r"the operation 'int / int' failed: / by zero"):
         session.execute("SELECT i / 0 FROM %s WHERE p = 1" % t)
     with pytest.raises(InvalidRequest, match=r"the '\+' operation is not supported between t and 1"):
         session.execute("SELECT t + 1 FROM %s WHERE p = 1" % t)
@@ -172,7 +174,7 @@ def test_decimal_division_and_division_by_zero_of_each_type(session, table):
                               ("v % 0", "the operation 'varint % varint' failed: BigInteger divide by zero"),
                               ("a / 0", "the operation 'decimal / decimal' failed: BigInteger divide by zero"),
                               ("a % 0", "the operation 'decimal % decimal' failed: Division by zero")]:
-        with pytest.raises(InvalidRequest) as e:
+        with pytest.raises(FunctionFailure) as e:
             session.execute("SELECT %s FROM %s WHERE p = 1" % (selector, t))
         assert message in str(e.value), (selector, str(e.value))
 
@@ -262,3 +264,26 @@ def test_writetime_and_ttl_of_a_map_or_set_element(session, table):
     session.execute("INSERT INTO %s (p) VALUES (2)" % t)
     assert tuple(session.execute("SELECT WRITETIME(m[1]), TTL(s['a']) FROM %s WHERE p = 2" % t).one()) == (None, None)
     assert list(session.execute("SELECT WRITETIME(m[1]) FROM %s WHERE p = 3" % t)) == []
+
+
+def test_a_constant_selector_has_the_type_it_says(session, table):
+    """A cast names its constant's type, and a bare literal has the type
+    ScyllaDB infers for it (text, double, a tuple of its elements' types);
+    a user type literal or `{}` tells none."""
+    t = table("(p int PRIMARY KEY)")
+    session.execute("INSERT INTO %s (p) VALUES (1)" % t)
+    result = session.execute("SELECT (text)'a const', (smallint)42, 'b', 1.5, (1, 'foo'), (list<int>)[1, 2] FROM %s" % t)
+    assert tuple(result.one()) == ("a const", 42, "b", 1.5, (1, "foo"), [1, 2])
+    assert [c.typename for c in result.column_types][:4] == ["varchar", "smallint", "varchar", "double"]
+    for constant in ["{a: 4}", "{}"]:
+        with pytest.raises(InvalidRequest, match="Cannot infer type for term"):
+            session.execute("SELECT %s FROM %s" % (constant, t))
+
+
+def test_a_cast_operand_keeps_its_type(session, table):
+    """`b + (tinyint) 1`: the cast's type, not the other operand's (a
+    counter here, which a tinyint is not assignable to)."""
+    t = table("(k int PRIMARY KEY, b counter)")
+    session.execute("UPDATE %s SET b = b + 2 WHERE k = 1" % t)
+    row = session.execute("SELECT b + (tinyint) 1, b * (smallint) 2, (int) 3 - b FROM %s WHERE k = 1" % t).one()
+    assert tuple(row) == (3, 4, 1)

@@ -189,3 +189,17 @@ def test_a_multi_column_in_takes_one_marker_for_its_tuples(session, table):
     prepared = session.prepare("SELECT v FROM %s WHERE p = 0 AND (c1, c2) IN ?" % t)
     assert [r.v for r in session.execute(prepared, [[(1, 1), (0, 1)]])] == [1, 11]
     assert list(session.execute(prepared, [None])) == []
+
+
+def test_a_column_name_as_a_value_cannot_be_resolved(session, table):
+    """`VALUES (k, a)`: a column where a value belongs parses, and is refused
+    as ScyllaDB refuses it (InvalidRequest, not a syntax error)."""
+    t = table("(k int PRIMARY KEY, t text, a text)")
+    with pytest.raises(InvalidRequest, match="Cannot resolve column a without schema"):
+        session.execute(f"INSERT INTO {t} (k, t) VALUES (1, a)")
+    with pytest.raises(InvalidRequest, match="Cannot resolve column a without schema"):
+        session.execute(f"UPDATE {t} SET t = a WHERE k = 1")
+    with pytest.raises(InvalidRequest):
+        session.execute(f"INSERT INTO {t} (k, t) VALUES (1, WRITETIME(a))")
+    with pytest.raises(InvalidRequest, match='Cannot resolve column A without schema'):
+        session.execute(f'INSERT INTO {t} (k, t) VALUES (1, "A")')

@@ -641,6 +641,9 @@ pub enum Term {
         ty: CqlType,
         term: Box<Term>,
     },
+    /// A column name where a value is expected (`VALUES (k, a)`): parsed,
+    /// as ScyllaDB's grammar does, and refused when evaluated.
+    Column(String),
 }
 
 /// A constant. Numbers and durations keep their text (sign included) because
@@ -741,6 +744,7 @@ impl fmt::Display for Term {
                 f.write_str(")")
             }
             Term::Cast { ty, term } => write!(f, "({ty}){term}"),
+            Term::Column(name) => f.write_str(name),
         }
     }
 }

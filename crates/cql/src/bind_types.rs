@@ -90,7 +90,7 @@ impl Collector<'_> {
                     self.term(arg, &format!("arg{i}(system.{function})"), &arg_ty);
                 }
             }
-            Term::Literal(_) | Term::EmptyBraces => {}
+            Term::Literal(_) | Term::EmptyBraces | Term::Column(_) => {}
         }
     }
 
@@ -170,8 +170,7 @@ impl Collector<'_> {
             match crate::functions::parameter_type(&function, i, term, &others) {
                 Some(ty) => self.term(term, &format!("arg{i}(system.{function})"), &ty),
                 None => {
-                    let e = invalid(format!("Cannot infer type of argument ? in call to function system.{function}"));
-                    self.refused.get_or_insert(e);
+                    self.refused.get_or_insert(crate::functions::cannot_infer("?", &function));
                 }
             }
         }

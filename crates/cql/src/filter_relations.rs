@@ -136,12 +136,16 @@ pub(crate) fn check_not_collection(column: &ColumnMeta, op: &str) -> CqlResult<(
 }
 
 /// The name of the bind marker of `c IN ?` (`NOT IN ?`): ScyllaDB's
-/// `IN(c)` / `NOT IN(c)`, which applications bind values by.
+/// `IN(c)` / `NOT IN(c)`, which applications bind values by, or
+/// Cassandra's `in(c)` / `not in(c)` when the node is set so.
 pub fn in_marker_name(negated: bool, column: &str) -> String {
-    match negated {
-        true => format!("NOT IN({column})"),
-        false => format!("IN({column})"),
-    }
+    let operator = match (negated, crate::live_config::uppercase_in_marker_name()) {
+        (true, true) => "NOT IN",
+        (false, true) => "IN",
+        (true, false) => "not in",
+        (false, false) => "in",
+    };
+    format!("{operator}({column})")
 }
 
 #[cfg(test)]

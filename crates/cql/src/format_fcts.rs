@@ -122,12 +122,29 @@ pub fn apply(name: &str, arg_types: &[CqlType], args: &[Bytes]) -> CqlResult<Byt
     Ok(Bytes::from(format!("{} {}", java_format(converted), target.0)))
 }
 
+/// The digits `FloatingDecimal` gives an integral double `n` below 2^63:
+/// for a binary exponent `e` over 53 it drops the low decimal digits its
+/// table names for `e - 54` (rounding half up), and pads with zeros.
+fn java_long_digits(n: u64) -> String {
+    const INSIGNIFICANT: [u32; 9] = [0, 0, 0, 0, 1, 1, 1, 2, 2];
+    let exponent = 63 - n.leading_zeros() as usize;
+    let dropped = exponent.checked_sub(54).and_then(|i| INSIGNIFICANT.get(i)).copied().unwrap_or(0);
+    let scale = 10u64.pow(dropped);
+    let kept = n / scale + u64::from(n % scale >= scale / 2 && dropped > 0);
+    format!("{kept}{}", "0".repeat(dropped as usize))
+}
+
 /// Java's `DecimalFormat("#.##")` (rounding half up) of a non-negative double.
 fn java_format(v: f64) -> String {
     if v >= 1e15 {
-        // Beyond 10^15 Java prints the shortest digits, zero padded, as
+        // Below 2^63 Java takes the value as a long and rounds away the
+        // digits its old `FloatingDecimal` deems insignificant for the
+        // exponent; above, it prints the shortest digits, zero padded, as
         // Rust's `Display` does.
-        return format!("{v}");
+        return match v < 9_223_372_036_854_775_808.0 {
+            true => java_long_digits(v as u64),
+            false => format!("{v}"),
+        };
     }
     // The exact binary value to 30 places decides the rounding.
     let exact = format!("{v:.30}");
@@ -181,6 +198,10 @@ mod tests {
         assert_eq!(call("format_bytes", 0, &[]), "0 B");
         assert_eq!(call("format_bytes", 1_563_401_650, &["KiB"]), "1526759.42 KiB");
         assert_eq!(call("format_bytes", 2_147_483_646, &["GiB", "B"]), "2305843007066210300 B");
+        // Not the shortest digits (2305843008139952000): Java's.
+        assert_eq!(call("format_bytes", 2_147_483_647, &["GiB", "B"]), "2305843008139952130 B");
+        assert_eq!(java_format(9_223_372_036_854_775_807.0), "9223372036854776000");
+        assert_eq!(java_format(35_182_224_605_184.0 * 100.0), "3518222460518400");
     }
 
     #[test]

@@ -19,7 +19,7 @@ use bytes::Bytes;
 use shoal_schema::{math, CqlType, Value};
 
 use crate::ast::{Literal, Term};
-use crate::error::{invalid, CqlResult};
+use crate::error::{invalid, CqlError, CqlResult};
 use crate::values::{eval, validate_value, Bindings, BoundValue, Receiver};
 use crate::{collection_fcts, format_fcts, length_fcts};
 
@@ -260,6 +260,12 @@ pub fn check_arguments(name: &str, args: &[(String, CqlType)]) -> CqlResult<()> 
     if format_fcts::NAMES.contains(&name) {
         return format_fcts::check_count(name, args.len());
     }
+    // ScyllaDB's text for its similarity functions.
+    if name.starts_with("similarity_") && args.len() != 2 {
+        return Err(invalid(format!(
+            "Invalid number of arguments for function system.{name}(vector<float, n>, vector<float, n>)"
+        )));
+    }
     let expected = arity(name).ok_or_else(|| invalid(format!("Unknown function '{name}'")))?;
     if args.len() != expected {
         return Err(invalid(format!(
@@ -345,6 +351,91 @@ pub fn parameter_type(name: &str, index: usize, literal: &Term, others: &[Option
     match signatures(name)?.as_slice() {
         [single] => single.get(index).cloned(),
         _ => None,
+    }
+}
+
+/// Refuses, as ScyllaDB does, a similarity function's constant arguments
+/// that are no float vectors: a literal other than a list of numbers
+/// (`similarity_cosine(v, 5)`, `(v, [1.1, 'dog'])`), and arguments that
+/// are all nulls or markers (`similarity_cosine(null, null)`), whose type
+/// nothing tells (Cassandra's text). `args` are the arguments' terms,
+/// `None` for one that is no term (a column, a function call).
+pub fn check_similarity_terms<'a>(name: &str, args: impl Iterator<Item = Option<&'a Term>> + Clone) -> CqlResult<()> {
+    if !name.starts_with("similarity_") {
+        return Ok(());
+    }
+    let untyped = |term: &Option<&Term>| matches!(term, Some(Term::Literal(Literal::Null) | Term::Bind(_)));
+    let number = |term: &Term| matches!(term, Term::Literal(Literal::Integer(_) | Literal::Float(_)));
+    for term in args.clone().flatten() {
+        let vector = match term {
+            Term::List(items) => items.iter().all(number),
+            Term::Literal(Literal::Null) | Term::Bind(_) | Term::Cast { .. } | Term::FunctionCall { .. } => true,
+            _ => false,
+        };
+        if !vector {
+            // A list literal is told as ScyllaDB tells it: frozen.
+            let ty = match constant_type(term) {
+                list @ CqlType::List(_) => CqlType::Frozen(Box::new(list)),
+                other => other,
+            };
+            return Err(invalid(format!(
+                "Function system.{name} requires a float vector argument, but found {term} of type {ty}"
+            )));
+        }
+    }
+    let mut args = args;
+    match args.next() {
+        Some(first) if untyped(&first) && args.all(|a| untyped(&a)) => {
+            let shown = match first {
+                Some(Term::Bind(_)) => "?",
+                _ => "null",
+            };
+            Err(cannot_infer(shown, name))
+        }
+        _ => Ok(()),
+    }
+}
+
+/// The refusal of an argument (`?`, `null`) of function `name` whose type
+/// nothing tells: ScyllaDB's text for its similarity functions,
+/// Cassandra's for the others.
+pub fn cannot_infer(shown: &str, name: &str) -> CqlError {
+    match name.starts_with("similarity_") {
+        true => invalid(format!(
+            "Cannot infer type of argument {shown} for function system.{name}(vector<float, n>, vector<float, n>)"
+        )),
+        false => invalid(format!("Cannot infer type of argument {shown} in call to function system.{name}")),
+    }
+}
+
+/// The type of a constant selector standing alone (`SELECT (text)'a', 4.5`):
+/// a cast's, or the one ScyllaDB infers for a literal (text for a string,
+/// double for a float, a tuple of its elements' types, ...); int for an
+/// integer and whatever else tells nothing.
+pub fn constant_type(term: &Term) -> CqlType {
+    let of_all = |items: &[Term]| items.iter().map(constant_type).collect::<Vec<_>>();
+    match term {
+        Term::Cast { ty, .. } => ty.clone(),
+        Term::Literal(Literal::String(_)) => CqlType::Text,
+        Term::Literal(Literal::Float(_)) => CqlType::Double,
+        Term::Literal(Literal::Boolean(_)) => CqlType::Boolean,
+        Term::Literal(Literal::Uuid(_)) => CqlType::Uuid,
+        Term::Literal(Literal::Blob(_)) => CqlType::Blob,
+        Term::Literal(Literal::Duration(_)) => CqlType::Duration,
+        Term::Tuple(items) => CqlType::Tuple(of_all(items)),
+        // By the first element; the parser gives set and map literals one.
+        Term::List(items) | Term::Set(items) if !items.is_empty() => {
+            let element = Box::new(constant_type(&items[0]));
+            match term {
+                Term::List(_) => CqlType::List(element),
+                _ => CqlType::Set(element),
+            }
+        }
+        Term::Map(entries) if !entries.is_empty() => {
+            let (key, value) = &entries[0];
+            CqlType::Map(Box::new(constant_type(key)), Box::new(constant_type(value)))
+        }
+        _ => CqlType::Int,
     }
 }
 

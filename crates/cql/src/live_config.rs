@@ -7,6 +7,7 @@
 //! until the node stops; no lock sits on the data path.
 
 use std::cell::Cell;
+use std::thread::LocalKey;
 
 use shoal_schema::CqlType;
 
@@ -20,12 +21,33 @@ const SELECT_INTERNAL_PAGE_SIZE_DEFAULT: usize = 10_000;
 
 thread_local! {
     static SELECT_INTERNAL_PAGE_SIZE: Cell<usize> = const { Cell::new(SELECT_INTERNAL_PAGE_SIZE_DEFAULT) };
+    static SAME_NAME_SAME_VARIABLE: Cell<bool> = const { Cell::new(true) };
+    static UPPERCASE_IN_MARKER_NAME: Cell<bool> = const { Cell::new(true) };
 }
 
 /// This shard's `select_internal_page_size`.
 pub fn select_internal_page_size() -> usize {
     SELECT_INTERNAL_PAGE_SIZE.with(Cell::get)
 }
+
+/// `cql_duplicate_bind_variable_names_refer_to_same_variable`: whether
+/// `p = :x AND c = :x` has one variable (ScyllaDB's default) or two
+/// (Cassandra's way, chosen by setting it false).
+pub fn same_name_same_variable() -> bool {
+    SAME_NAME_SAME_VARIABLE.with(Cell::get)
+}
+
+/// `cql_in_bind_variable_name_uses_uppercase_operator`: whether the marker
+/// of `c IN ?` is named `IN(c)` (ScyllaDB's default) or `in(c)` (Cassandra's).
+pub fn uppercase_in_marker_name() -> bool {
+    UPPERCASE_IN_MARKER_NAME.with(Cell::get)
+}
+
+/// The live boolean settings: name and this shard's cell.
+const BOOL_SETTINGS: [(&str, &LocalKey<Cell<bool>>); 2] = [
+    ("cql_duplicate_bind_variable_names_refer_to_same_variable", &SAME_NAME_SAME_VARIABLE),
+    ("cql_in_bind_variable_name_uses_uppercase_operator", &UPPERCASE_IN_MARKER_NAME),
+];
 
 /// The rows of `system.config` (name, source, type, value), as text for
 /// `system` to serve. Schema changes always go through group 0 (Raft), so
@@ -35,13 +57,25 @@ pub(crate) fn rows() -> Vec<[String; 4]> {
     let page_size = select_internal_page_size();
     let source = if page_size == SELECT_INTERNAL_PAGE_SIZE_DEFAULT { "default" } else { "cql" };
     let row = |cells: [&str; 4]| cells.map(str::to_string);
-    vec![
+    let bools = BOOL_SETTINGS.iter().map(|(name, cell)| {
+        // Both default to true.
+        let value = cell.with(Cell::get);
+        row([name, if value { "default" } else { "cql" }, "bool", if value { "true" } else { "false" }])
+    });
+    let mut rows = vec![
         row(["consistent_cluster_management", "default", "bool", "true"]),
         row(["select_internal_page_size", source, "unsigned", &page_size.to_string()]),
         // ScyllaDB refuses USING TIMESTAMP more than 3 days ahead when this
         // is true; Shoal takes any timestamp, as Cassandra does.
         row(["restrict_future_timestamp", "default", "bool", "false"]),
-    ]
+    ];
+    rows.extend(bools);
+    rows
+}
+
+/// The cell of live boolean setting `name`, if it is one.
+fn bool_setting(name: &str) -> Option<&'static LocalKey<Cell<bool>>> {
+    BOOL_SETTINGS.iter().find(|(known, _)| *known == name).map(|(_, cell)| *cell)
 }
 
 /// Whether `statement` writes `system.config` (`session` is the session's
@@ -65,6 +99,17 @@ pub(crate) async fn update(statement: &Update, bindings: Bindings<'_>) -> CqlRes
         }
         _ => return Err(invalid("Only UPDATE system.config SET value = ? WHERE name = ? is supported")),
     };
+    if let Some(cell) = bool_setting(&name) {
+        let on = match value.trim() {
+            "true" | "1" => true,
+            "false" | "0" => false,
+            _ => return Err(invalid(format!("Invalid value '{value}' for {name}"))),
+        };
+        return shoal_coordinator::on_every_shard(move |_| async move { cell.with(|c| c.set(on)) })
+            .await
+            .map(drop)
+            .map_err(|e| CqlError::Server(e.to_string()));
+    }
     match name.as_str() {
         "select_internal_page_size" => {
             let rows = value
@@ -82,5 +127,26 @@ pub(crate) async fn update(statement: &Update, bindings: Bindings<'_>) -> CqlRes
             Err(invalid(format!("Option {name} is not live-updatable")))
         }
         _ => Err(invalid(format!("Unknown configuration option {name}"))),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::filter_relations::in_marker_name;
+
+    #[test]
+    fn the_marker_switches_give_cassandras_readings() {
+        let listed = |name: &str| rows().into_iter().find(|r| r[0] == name).map(|r| r[3].clone());
+        assert_eq!(listed("cql_in_bind_variable_name_uses_uppercase_operator").as_deref(), Some("true"));
+        assert_eq!(in_marker_name(false, "C"), "IN(C)");
+        let parsed = |text: &str| crate::parser::parse_statement(text).expect("parses").bind_markers.len();
+        assert_eq!(parsed("SELECT * FROM t WHERE p = :x AND c = :x"), 1);
+        // This test's thread only: the cells are per thread (per shard).
+        UPPERCASE_IN_MARKER_NAME.with(|c| c.set(false));
+        SAME_NAME_SAME_VARIABLE.with(|c| c.set(false));
+        assert_eq!(in_marker_name(true, "C"), "not in(C)");
+        assert_eq!(parsed("SELECT * FROM t WHERE p = :x AND c = :x"), 2);
+        assert_eq!(listed("cql_duplicate_bind_variable_names_refer_to_same_variable").as_deref(), Some("false"));
     }
 }

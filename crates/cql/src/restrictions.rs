@@ -542,7 +542,13 @@ impl<'a> Analysis<'a> {
         let clustering_restricted =
             !self.multi.is_empty() || !self.slices.is_empty() || self.equal.keys().any(is_clustering);
         let (clustering_keys, clustering_ranges, clustering_filtered) = self.clustering()?;
-        let needs_filtering = !self.filters.is_empty() || (clustering_filtered && !single_partition);
+        // `c NOT IN ...` on a clustering column is checked row by row, but
+        // like a clustering slice it needs no ALLOW FILTERING within one
+        // partition (ScyllaDB's rule).
+        let clustering_not_in = |f: &RowFilter| f.op == FilterOp::NotIn && is_clustering(&f.column);
+        let row_filtered = self.filters.iter().any(|f| !clustering_not_in(f));
+        let clustering_filtered = clustering_filtered || self.filters.iter().any(clustering_not_in);
+        let needs_filtering = row_filtered || (clustering_filtered && !single_partition);
         Ok(Restrictions {
             partitions,
             clustering_keys,
@@ -1109,6 +1115,25 @@ mod tests {
         assert!(matches!(r.partitions, PartitionRestriction::Keys(keys) if keys.is_empty()));
         let r = analyze(&meta, &where_clause("a IN (0, 1) AND a = 1"), none).expect("valid");
         assert!(matches!(r.partitions, PartitionRestriction::Keys(keys) if keys.len() == 1));
+    }
+
+    #[test]
+    fn a_clustering_not_in_filters_one_partition_without_allow_filtering() {
+        let meta = table("CREATE TABLE t (a int, b int, c int, v int, PRIMARY KEY (a, b, c))");
+        let none = Bindings { values: &[] };
+        let needs_filtering = |text: &str| {
+            let text = format!("SELECT * FROM t WHERE {text}");
+            match crate::parser::parse_statement(&text).map(|p| p.statement) {
+                Ok(crate::ast::Statement::Select(s)) => {
+                    analyze(&meta, &s.where_clause, none).expect("valid").needs_filtering
+                }
+                _ => panic!("not a select: {text}"),
+            }
+        };
+        assert!(!needs_filtering("a = 0 AND c NOT IN (1, 2)"));
+        assert!(!needs_filtering("a = 0 AND b = 1 AND c NOT IN (1)"));
+        assert!(needs_filtering("c NOT IN (1, 2)"));
+        assert!(needs_filtering("a = 0 AND v NOT IN (1, 2)"));
     }
 
     #[test]

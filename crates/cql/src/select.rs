@@ -721,7 +721,11 @@ fn selector_expr(meta: &TableMeta, expr: &SelectorExpr, binds: Binds<'_>) -> Cql
                 .ok_or_else(|| invalid(format!("{name} of type {} has no field {field}", udt.name)))?;
             (format!("{name}.{field}"), udt.fields[index].1.clone(), Sel::Field { value: Box::new(sel), index })
         }
-        SelectorExpr::Term(term) => literal_selector(term, CqlType::Int, binds)?,
+        // A user type literal or `{}` tells no type (Cassandra's refusal).
+        SelectorExpr::Term(term @ (Term::UserType(_) | Term::EmptyBraces)) => {
+            return Err(invalid(format!("Cannot infer type for term {term} in selection clause")));
+        }
+        SelectorExpr::Term(term) => literal_selector(term, functions::constant_type(term), binds)?,
         SelectorExpr::Arithmetic { op, left, right } => arithmetic_selector(meta, *op, left, right, binds)?,
         SelectorExpr::Negation(operand) => {
             let zero = SelectorExpr::Term(crate::ast::Term::Literal(crate::ast::Literal::Integer("0".into())));
@@ -861,8 +865,15 @@ fn operate(
     let value = |bytes: &Bytes, ty: &CqlType| {
         Value::deserialize(ty, bytes).map_err(|e| CqlError::Server(format!("a stored value: {e}")))
     };
-    let result =
-        arithmetic::apply(op, ty, &value(&a, &types.0)?, &value(&b, &types.1)?).map_err(|e| invalid(e.to_string()))?;
+    // A failed operation (division by zero) is a FunctionFailure, as
+    // Cassandra's OperationExecutionException is.
+    let failure = |e: shoal_schema::ValueError| CqlError::FunctionFailure {
+        keyspace: "system".to_string(),
+        function: op.symbol().to_string(),
+        arg_types: vec![types.0.to_string(), types.1.to_string()],
+        message: e.to_string(),
+    };
+    let result = arithmetic::apply(op, ty, &value(&a, &types.0)?, &value(&b, &types.1)?).map_err(failure)?;
     Ok(Some(Bytes::from(result.to_bytes())))
 }
 
@@ -891,14 +902,16 @@ fn function_arguments(
         })
         .collect::<CqlResult<Vec<_>>>()?;
     let others: Vec<Option<CqlType>> = typed.iter().map(|t| t.as_ref().map(|(_, ty, _)| ty.clone())).collect();
-    // A marker also takes the type a literal beside it has on its own
-    // (`similarity_cosine([1, 2], ?)`); literals are typed by `others` alone.
+    // A marker or a null also takes the type a literal beside it has on
+    // its own (`similarity_cosine([1, 2], ?)`, `similarity_cosine(null,
+    // [1, 2])`); other literals are typed by `others` alone.
+    let untyped = |term: &Term| matches!(term, Term::Bind(_) | Term::Literal(crate::ast::Literal::Null));
     let hinted: Vec<Option<CqlType>> = args
         .iter()
         .zip(&others)
         .enumerate()
         .map(|(i, (arg, known))| match (known, arg) {
-            (None, SelectorExpr::Term(term)) if !matches!(term, Term::Bind(_)) => parameter_type(i, term, &others),
+            (None, SelectorExpr::Term(term)) if !untyped(term) => parameter_type(i, term, &others),
             _ => known.clone(),
         })
         .collect();
@@ -908,8 +921,12 @@ fn function_arguments(
         .map(|(i, (arg, typed))| match (typed, arg) {
             (Some(typed), _) => Ok(typed),
             (None, SelectorExpr::Term(term)) => {
-                let context = if matches!(term, Term::Bind(_)) { &hinted } else { &others };
-                let ty = parameter_type(i, term, context).unwrap_or(CqlType::Int);
+                let context = if untyped(term) { &hinted } else { &others };
+                // A cast says its type itself (`b + (tinyint) 1`).
+                let ty = match term {
+                    Term::Cast { ty, .. } => ty.clone(),
+                    _ => parameter_type(i, term, context).unwrap_or(CqlType::Int),
+                };
                 match (term, binds) {
                     // A marker's value comes with each execution (see
                     // `has_markers`); a placeholder until then.
@@ -931,6 +948,13 @@ fn function_selector(
 ) -> CqlResult<(String, CqlType, Sel)> {
     let name = name.trim_start_matches("system.").to_ascii_lowercase();
     let parameter_type = |i, term: &Term, others: &[Option<CqlType>]| functions::parameter_type(&name, i, term, others);
+    functions::check_similarity_terms(
+        &name,
+        args.iter().map(|a| match a {
+            SelectorExpr::Term(term) => Some(term),
+            _ => None,
+        }),
+    )?;
     let compiled = function_arguments(meta, args, parameter_type, binds)?;
     let arg_names: Vec<&str> = compiled.iter().map(|(n, _, _)| n.as_str()).collect();
     let display = format!("system.{name}({})", arg_names.join(", "));

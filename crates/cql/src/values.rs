@@ -108,6 +108,8 @@ fn eval_term(term: &Term, receiver: Receiver<'_>, bindings: Bindings<'_>) -> Cql
             }
             eval(term, receiver, bindings)
         }
+        // ScyllaDB's text: a value has no row to read a column from.
+        Term::Column(name) => Err(invalid(format!("Cannot resolve column {name} without schema"))),
     }
 }
 

@@ -44,10 +44,10 @@ pub fn parse_statement(text: &str) -> Result<Parsed, ParseError> {
     Ok(Parsed { statement, bind_markers: parser.binds })
 }
 
-/// Keywords that cannot be used as unquoted names: Cassandra's reserved list,
-/// less `token` and `set`, which Shoal can tell apart by position and which
-/// appear as column names in the wild, and less `desc`, `describe` and
-/// `execute`, which ScyllaDB's grammar leaves unreserved.
+/// Keywords that cannot be used as unquoted names: Cassandra's reserved list
+/// (`token` and `set` included, as in ScyllaDB: `ALTER TABLE t ADD token
+/// text` is a syntax error there), less `desc`, `describe` and `execute`,
+/// which ScyllaDB's grammar leaves unreserved.
 const RESERVED: &[&str] = &[
     "add",
     "allow",
@@ -92,8 +92,10 @@ const RESERVED: &[&str] = &[
     "revoke",
     "schema",
     "select",
+    "set",
     "table",
     "to",
+    "token",
     "truncate",
     "unlogged",
     "update",

@@ -45,6 +45,18 @@ impl Parser<'_> {
             TokenKind::Sym(Sym::LBrace) => self.braces_literal(),
             TokenKind::Sym(Sym::LParen) => self.paren_term(),
             TokenKind::Ident(_) | TokenKind::QuotedIdent(_) if self.at_function_call() => self.function_call(),
+            // A name that is no constant nor reserved word: a column,
+            // refused when evaluated (InvalidRequest, not a syntax error).
+            TokenKind::QuotedIdent(name) => {
+                let term = Term::Column(name.clone());
+                self.advance();
+                Ok(term)
+            }
+            TokenKind::Ident(word) if keyword_literal(word).is_none() && !super::is_reserved(word) => {
+                let term = Term::Column(word.clone());
+                self.advance();
+                Ok(term)
+            }
             kind => match token_literal(kind) {
                 Some(literal) => {
                     self.advance();
@@ -79,8 +91,9 @@ impl Parser<'_> {
             Some(self.any_name("bind marker name")?)
         };
         // A name given twice (`p = :x AND c = :x`) is one variable, as in
-        // ScyllaDB (Cassandra counts two).
-        if let Some(index) = name.as_ref().and_then(|n| self.binds.iter().position(|b| b.name.as_ref() == Some(n))) {
+        // ScyllaDB, unless the node is set to count two, as Cassandra does.
+        let same = name.as_ref().filter(|_| crate::live_config::same_name_same_variable());
+        if let Some(index) = same.and_then(|n| self.binds.iter().position(|b| b.name.as_ref() == Some(n))) {
             return Ok(Term::Bind(index));
         }
         self.binds.push(BindMarker { name });
@@ -119,7 +132,10 @@ impl Parser<'_> {
     fn function_call(&mut self) -> PResult<Term> {
         let name = self.function_name()?;
         self.expect_sym(Sym::LParen)?;
-        let args = if self.is_sym(Sym::RParen) { Vec::new() } else { self.comma_list(Self::term)? };
+        // `count(*)` where a value belongs parses, as in ScyllaDB's grammar,
+        // and is refused as a call no function answers.
+        let star = self.eat_sym(Sym::Star);
+        let args = if star || self.is_sym(Sym::RParen) { Vec::new() } else { self.comma_list(Self::term)? };
         self.expect_sym(Sym::RParen)?;
         Ok(Term::FunctionCall { name, args })
     }

@@ -921,3 +921,33 @@ fn index_statements() {
         Statement::DropIndex(DropIndex { keyspace: Some("ks".into()), name: "i".into(), if_exists: true })
     );
 }
+
+#[test]
+fn a_column_name_where_a_value_belongs_parses_as_a_column() {
+    let values = insert("INSERT INTO t (k, a) VALUES (1, a)").values;
+    assert_eq!(values[1], Term::Column("a".into()));
+    let values = insert(r#"INSERT INTO t (k, a) VALUES (1, "A")"#).values;
+    assert_eq!(values[1], Term::Column("A".into()));
+    // Reserved words and constants keep their meaning.
+    err("INSERT INTO t (k, a) VALUES (1, select)");
+    assert_eq!(insert("INSERT INTO t (k, a) VALUES (1, null)").values[1], Term::Literal(Literal::Null));
+    // `count(*)` where a value belongs parses (a call no function answers).
+    let values = insert("INSERT INTO t (k, a) VALUES (1, count(*))").values;
+    assert_eq!(values[1], Term::FunctionCall { name: "count".into(), args: Vec::new() });
+}
+
+#[test]
+fn token_and_set_are_reserved_but_keep_their_meaning() {
+    err("ALTER TABLE t ADD token text");
+    err("ALTER TABLE t ADD set text");
+    err("CREATE TABLE t (k int PRIMARY KEY, token int)");
+    stmt(r#"CREATE TABLE t (k int PRIMARY KEY, "token" int, "set" set<int>)"#);
+    stmt("SELECT token(k) FROM t WHERE token(k) > 0");
+    stmt("UPDATE t SET s = {1} WHERE k = 1");
+}
+
+#[test]
+fn a_name_given_twice_is_one_bind_variable() {
+    let parsed = parse("SELECT * FROM t WHERE p = :x AND c = :x");
+    assert_eq!(parsed.bind_markers.len(), 1);
+}

@@ -1,0 +1,62 @@
+"""The `system.config` switches between ScyllaDB's and Cassandra's readings of
+bind markers, changed live (`UPDATE system.config SET value = 'false' WHERE
+name = ...`) on every shard, as ScyllaDB's cqlpy test_prepare.py sets them.
+"""
+from contextlib import contextmanager
+
+import pytest
+
+from conftest import IS_CASSANDRA
+
+pytestmark = pytest.mark.skipif(IS_CASSANDRA, reason="system.config is ScyllaDB's")
+
+SAME_NAME = "cql_duplicate_bind_variable_names_refer_to_same_variable"
+UPPERCASE_IN = "cql_in_bind_variable_name_uses_uppercase_operator"
+
+
+@contextmanager
+def config(admin, name, value):
+    select = admin.prepare("SELECT value FROM system.config WHERE name = ?")
+    update = admin.prepare("UPDATE system.config SET value = ? WHERE name = ?")
+    original = admin.execute(select, (name,)).one().value
+    admin.execute(update, (value, name))
+    try:
+        yield
+    finally:
+        admin.execute(update, (original, name))
+
+
+def test_both_switches_default_to_scylladb(admin):
+    rows = {r.name: r.value for r in admin.execute("SELECT name, value FROM system.config")}
+    assert rows[SAME_NAME] == "true" and rows[UPPERCASE_IN] == "true"
+
+
+def test_a_name_given_twice_is_two_variables_in_cassandra_mode(admin, session, table):
+    t = table("(p int, c int, PRIMARY KEY (p, c))")
+    session.execute(f"INSERT INTO {t} (p, c) VALUES (1, 1)")
+    session.execute(f"INSERT INTO {t} (p, c) VALUES (1, 2)")
+    # ScyllaDB's reading: one variable.
+    one = session.prepare(f"SELECT c FROM {t} WHERE c = :x AND p = :x")
+    assert one.routing_key_indexes == [0]
+    assert [r.c for r in session.execute(one, {"x": 1})] == [1]
+    with config(admin, SAME_NAME, "false"):
+        assert admin.execute(f"SELECT value FROM system.config WHERE name = '{SAME_NAME}'").one().value == "false"
+        two = session.prepare(f"SELECT c FROM {t} WHERE c = :x AND p = :x")
+        assert two.routing_key_indexes == [1]
+        assert [r.c for r in session.execute(two, (2, 1))] == [2]
+        assert [r.c for r in session.execute(two, {"x": 1})] == [1]
+    with pytest.raises(Exception):
+        admin.execute(f"UPDATE system.config SET value = 'maybe' WHERE name = '{SAME_NAME}'")
+
+
+def test_in_markers_are_named_in_lowercase_in_cassandra_mode(admin, session, table):
+    t = table('(p int, "C" int, PRIMARY KEY (p, "C"))')
+    session.execute(f'INSERT INTO {t} (p, "C") VALUES (1, 1)')
+    query = f'SELECT * FROM {t} WHERE p = ? AND "C" IN ?'
+    assert [c.name for c in session.prepare(query).column_metadata] == ["p", "IN(C)"]
+    with config(admin, UPPERCASE_IN, "false"):
+        prepared = session.prepare(query)
+        assert [c.name for c in prepared.column_metadata] == ["p", "in(C)"]
+        assert list(session.execute(prepared, {"p": 1, "in(C)": [1, 2]})) == [(1, 1)]
+        not_in = session.prepare(f'SELECT * FROM {t} WHERE p = ? AND "C" NOT IN ?')
+        assert [c.name for c in not_in.column_metadata] == ["p", "not in(C)"]
