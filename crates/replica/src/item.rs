@@ -41,7 +41,8 @@ use std::time::Instant;
 use bytes::Bytes;
 use shoal_runtime::clock;
 use shoal_storage::{
-    Cell, ClusteredRow, ClusteringRange, ColumnData, Expiry, Found, Partition, PartitionPosition, Row, Tombstone,
+    Cell, ClusteredRow, ClusteringRange, ColumnData, Expiry, Found, Partition, PartitionPosition, Row, RowCells,
+    Tombstone,
 };
 
 use crate::database::Durability;
@@ -287,15 +288,44 @@ impl Database {
         };
         let (Decision { update, outcome, access }, lru) = decide_noted(op, current, now_s, &self.item_cas);
         let (durable, written) = match update {
+            Some(update) if !for_replicas => {
+                (self.apply_item_unsynced(table, position.clone(), update, now_s).await?, None)
+            }
             Some(update) => {
                 let partition = update.into_partition(table, now_s);
-                let written = for_replicas.then(|| (position.clone(), partition.clone()));
+                let written = Some((position.clone(), partition.clone()));
                 (self.apply_unsynced(table.id, position.clone(), partition, &[]).await?, written)
             }
             None => (Durability::default(), None),
         };
         self.note_item(table, &position, access, lru);
         Ok((outcome, durable, written))
+    }
+
+    /// Logs and applies `update`, a live item as its cells lie: the
+    /// value's bytes as the request brought them, the flags and CAS unique
+    /// as words on the stack, encoded once into the commitlog entry and
+    /// once into the memtable's compact slot, no `Partition` built
+    /// ([`Database::apply_row_unsynced`]). A deletion (or an item already
+    /// expired) is a partition tombstone, applied as a partition.
+    async fn apply_item_unsynced(
+        &self,
+        table: ItemTable,
+        position: PartitionPosition,
+        update: ItemUpdate,
+        now_s: i64,
+    ) -> Result<Durability, ReplicaError> {
+        match update {
+            ItemUpdate::Put { value, flags, cas, lifetime, timestamp } if lifetime.is_live(now_s) => {
+                let flags = i64::from(flags).to_be_bytes();
+                let cas = (cas as i64).to_be_bytes();
+                let mut cells = [(table.value, &value[..]), (table.flags, &flags[..]), (table.cas, &cas[..])];
+                cells.sort_unstable_by_key(|(id, _)| *id);
+                let row = RowCells { timestamp, expiry: expiry(lifetime, now_s), cells: &cells };
+                self.apply_row_unsynced(table.id, position, row).await
+            }
+            update => self.apply_unsynced(table.id, position, update.into_partition(table, now_s), &[]).await,
+        }
     }
 
     /// Runs an operation that only reads without awaiting, where memory
@@ -536,12 +566,7 @@ impl ItemUpdate {
                 partition.tombstone = Some(Tombstone { timestamp, deletion_time_s: now_s });
             }
             ItemUpdate::Put { value, flags, cas, lifetime, timestamp } => {
-                let expiry = match lifetime {
-                    Lifetime::Forever => None,
-                    Lifetime::Until(at) => {
-                        Some(Expiry { ttl_s: i32::try_from(at - now_s).unwrap_or(i32::MAX), expires_at_s: at })
-                    }
-                };
+                let expiry = expiry(lifetime, now_s);
                 let cell = |bytes: Bytes| ColumnData::Atomic(Cell::live(timestamp, bytes, expiry));
                 let mut row = Row::default();
                 row.columns.insert(table.value, cell(value));
@@ -551,6 +576,14 @@ impl ItemUpdate {
             }
         }
         partition
+    }
+}
+
+/// The cells' expiry for an item of `lifetime` written at `now_s`.
+fn expiry(lifetime: Lifetime, now_s: i64) -> Option<Expiry> {
+    match lifetime {
+        Lifetime::Forever => None,
+        Lifetime::Until(at) => Some(Expiry { ttl_s: i32::try_from(at - now_s).unwrap_or(i32::MAX), expires_at_s: at }),
     }
 }
 
