@@ -223,7 +223,7 @@ impl Database {
             let result = match self.read_item_now(table, &position, op, now_s) {
                 Ok(outcome) => outcome.map(|outcome| (outcome, Durability::default(), None)),
                 Err(op) => {
-                    let ran = self.run_item(table, position, op, for_replicas).await;
+                    let ran = self.run_item(table, position, op, for_replicas, now_s).await;
                     now_s = clock::now_s();
                     ran
                 }
@@ -236,12 +236,15 @@ impl Database {
             });
             if op_writes && result.is_ok() {
                 let evicted = if for_replicas { Some(&mut writes) } else { None };
-                match self.evict_items(table, evicted).await {
-                    Ok(durable) => evictions = evictions.and(durable),
-                    // The write stands; a later one evicts again.
-                    Err(e) => tracing::warn!("memcached items: eviction stopped, items stay over their limit: {e}"),
+                // Only an eviction awaits: the clock is read again after one.
+                if self.item_lru.victim(table.id, now_s).is_some() {
+                    match self.evict_items(table, evicted, now_s).await {
+                        Ok(durable) => evictions = evictions.and(durable),
+                        // The write stands; a later one evicts again.
+                        Err(e) => tracing::warn!("memcached items: eviction stopped, items stay over their limit: {e}"),
+                    }
+                    now_s = clock::now_s();
                 }
-                now_s = clock::now_s();
             }
             ran.push(result);
         }
@@ -265,7 +268,8 @@ impl Database {
         ItemRun { outcomes, writes }
     }
 
-    /// Runs one operation; its write is applied but not yet durable (and
+    /// Runs one operation at `now_s` (the caller's clock, read with no
+    /// await since); its write is applied but not yet durable (and
     /// handed back with it `for_replicas`). The item's hints and LRU entry change only
     /// once its write applied, so a failed write leaves them as they were.
     async fn run_item(
@@ -274,8 +278,8 @@ impl Database {
         position: PartitionPosition,
         op: ItemOp,
         for_replicas: bool,
+        now_s: i64,
     ) -> Result<(ItemOutcome, Durability, Option<(PartitionPosition, Partition)>), ReplicaError> {
-        let now_s = clock::now_s();
         let _guard = match op.writes() {
             true => Some(self.lock_partition(table.id, position.clone()).await?),
             // Reads take no lock: the hints they change are changed
@@ -382,9 +386,9 @@ impl Database {
         &self,
         table: ItemTable,
         mut evicted: Option<&mut Vec<ItemWrite>>,
+        now_s: i64,
     ) -> Result<Durability, ReplicaError> {
         let mut durability = Durability::default();
-        let now_s = clock::now_s();
         // Each pass removes an entry, or finds that an operation used the
         // victim while its lock was awaited: the list is finite.
         for pass in 0u64.. {

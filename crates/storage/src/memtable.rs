@@ -183,6 +183,11 @@ impl Memtable {
             }
             Some(_) => return self.apply(position, row.to_partition(), logged_at),
             None => {
+                // The key copied at its size and held unshared: the
+                // writer's `Bytes` was cloned on its way here (the
+                // partition lock), and keeping it would keep its shared
+                // header (~32 bytes) for the item's life too.
+                let position = PartitionPosition { key: Bytes::copy_from_slice(&position.key), ..position };
                 let slot = Slot::compact_from(row.encoded_len(), |e| row.encode(e));
                 let added = entry_bytes(&position, &slot);
                 self.partitions.insert(position, slot);

@@ -51,7 +51,7 @@ fn a_memcached_item_costs_its_key_value_and_little_else() {
         real as isize - (KEY_BYTES + VALUE_BYTES) as isize,
         counted as isize - (KEY_BYTES + VALUE_BYTES) as isize,
     );
-    assert!(real <= KEY_BYTES + VALUE_BYTES + 256, "{real} bytes per item");
+    assert!(real <= KEY_BYTES + VALUE_BYTES + 192, "{real} bytes per item");
     // The budget counts what the memory holds, within a fifth.
     assert!(counted * 5 >= real * 4 && counted * 5 <= real * 6, "counted {counted}, resident {real} per item");
 }
