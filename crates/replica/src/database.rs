@@ -25,12 +25,12 @@ use shoal_runtime::sched::in_group;
 use shoal_runtime::Group;
 use shoal_schema::token::murmur3_token;
 use shoal_schema::{Schema, SchemaChange, TableMeta};
-use shoal_storage::commitlog::{encode_mutation, CommitLog, CommitLogConfig, Position, SyncMode};
+use shoal_storage::commitlog::{encode_mutation, encode_row_mutation, CommitLog, CommitLogConfig, Position, SyncMode};
 use shoal_storage::compaction::strategy::Strategy;
 use shoal_storage::sstable::compression::Compression;
 use shoal_storage::sstable::writer::WriterOptions;
 use shoal_storage::{
-    ClusteringRange, Event, Partition, PartitionPosition, PartitionUpdate, StorageError, Table, TableOptions,
+    ClusteringRange, Event, Partition, PartitionPosition, PartitionUpdate, RowCells, StorageError, Table, TableOptions,
 };
 use thiserror::Error;
 use uuid::Uuid;
@@ -98,6 +98,13 @@ pub struct StorageConfig {
     /// Fixed shares in place of the backlog controllers (contrast
     /// benchmarks only).
     pub static_shares: StaticShares,
+}
+
+/// A write [`Database::log_and_apply`] logs and applies.
+enum Write<'a> {
+    Partition(PartitionUpdate),
+    /// A single row held compact as its cells lie (a memcached `set`).
+    Row(RowCells<'a>),
 }
 
 /// What a write applied with [`Database::apply_unsynced`] waits for before
@@ -540,15 +547,49 @@ impl Database {
             let meta = schema.table_by_id(table_id).ok_or(ReplicaError::NoSuchTable(table_id))?;
             list_ops::resolve(meta, current.as_ref(), list_ops, &mut update)?;
         }
+        self.log_and_apply(table_id, &table, position, Write::Partition(update)).await
+    }
+
+    /// [`Database::apply_unsynced`] of a single row given as its cells (a
+    /// memcached `set`): logged and held compact as they lie, no
+    /// `Partition` built.
+    pub(crate) async fn apply_row_unsynced(
+        &self,
+        table_id: Uuid,
+        position: PartitionPosition,
+        row: RowCells<'_>,
+    ) -> Result<Durability, ReplicaError> {
+        check_token(&position)?;
+        let table = self.table(table_id)?;
+        self.check_in_memory_room(table_id, &table)?;
+        self.log_and_apply(table_id, &table, position, Write::Row(row)).await
+    }
+
+    /// Logs `write` (unless its table is unlogged) and applies it to the
+    /// memtable, once there is room for it.
+    async fn log_and_apply(
+        &self,
+        table_id: Uuid,
+        table: &Table,
+        position: PartitionPosition,
+        write: Write<'_>,
+    ) -> Result<Durability, ReplicaError> {
         self.wait_for_memtable_space().await;
         let log = self.commitlog.borrow().clone().filter(|_| !self.unlogged.borrow().contains(&table_id));
         let logged = match &log {
-            Some(log) => Some(log.append(|out| encode_mutation(out, table_id, &position, &update))?),
+            Some(log) => Some(log.append(|out| match &write {
+                Write::Partition(update) => encode_mutation(out, table_id, &position, update),
+                Write::Row(row) => encode_row_mutation(out, table_id, &position, row),
+            })?),
             None => None,
         };
         // No await between the append and the memtable: memtables and
         // commitlog positions stay in the same order.
-        table.apply(position, update, logged.map(|(at, _)| at));
+        let at = logged.map(|(at, _)| at);
+        match write {
+            Write::Partition(update) => table.apply(position, update, at),
+            Write::Row(row) => table.apply_row(position, &row, at),
+        }
         self.maybe_flush();
         let (Some(log), Some((_, end))) = (log, logged) else { return Ok(Durability::default()) };
         if log.disk_bytes() > self.storage.borrow().as_ref().map_or(u64::MAX, |c| c.commitlog_space_bytes) {

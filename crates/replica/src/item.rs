@@ -41,7 +41,8 @@ use std::time::Instant;
 use bytes::Bytes;
 use shoal_runtime::clock;
 use shoal_storage::{
-    Cell, ClusteredRow, ClusteringRange, ColumnData, Expiry, Found, Partition, PartitionPosition, Row, Tombstone,
+    Cell, ClusteredRow, ClusteringRange, ColumnData, Expiry, Found, Partition, PartitionPosition, Row, RowCells,
+    Tombstone,
 };
 
 use crate::database::Durability;
@@ -222,7 +223,7 @@ impl Database {
             let result = match self.read_item_now(table, &position, op, now_s) {
                 Ok(outcome) => outcome.map(|outcome| (outcome, Durability::default(), None)),
                 Err(op) => {
-                    let ran = self.run_item(table, position, op, for_replicas).await;
+                    let ran = self.run_item(table, position, op, for_replicas, now_s).await;
                     now_s = clock::now_s();
                     ran
                 }
@@ -235,12 +236,15 @@ impl Database {
             });
             if op_writes && result.is_ok() {
                 let evicted = if for_replicas { Some(&mut writes) } else { None };
-                match self.evict_items(table, evicted).await {
-                    Ok(durable) => evictions = evictions.and(durable),
-                    // The write stands; a later one evicts again.
-                    Err(e) => tracing::warn!("memcached items: eviction stopped, items stay over their limit: {e}"),
+                // Only an eviction awaits: the clock is read again after one.
+                if self.item_lru.victim(table.id, now_s).is_some() {
+                    match self.evict_items(table, evicted, now_s).await {
+                        Ok(durable) => evictions = evictions.and(durable),
+                        // The write stands; a later one evicts again.
+                        Err(e) => tracing::warn!("memcached items: eviction stopped, items stay over their limit: {e}"),
+                    }
+                    now_s = clock::now_s();
                 }
-                now_s = clock::now_s();
             }
             ran.push(result);
         }
@@ -264,7 +268,8 @@ impl Database {
         ItemRun { outcomes, writes }
     }
 
-    /// Runs one operation; its write is applied but not yet durable (and
+    /// Runs one operation at `now_s` (the caller's clock, read with no
+    /// await since); its write is applied but not yet durable (and
     /// handed back with it `for_replicas`). The item's hints and LRU entry change only
     /// once its write applied, so a failed write leaves them as they were.
     async fn run_item(
@@ -273,8 +278,8 @@ impl Database {
         position: PartitionPosition,
         op: ItemOp,
         for_replicas: bool,
+        now_s: i64,
     ) -> Result<(ItemOutcome, Durability, Option<(PartitionPosition, Partition)>), ReplicaError> {
-        let now_s = clock::now_s();
         let _guard = match op.writes() {
             true => Some(self.lock_partition(table.id, position.clone()).await?),
             // Reads take no lock: the hints they change are changed
@@ -287,15 +292,44 @@ impl Database {
         };
         let (Decision { update, outcome, access }, lru) = decide_noted(op, current, now_s, &self.item_cas);
         let (durable, written) = match update {
+            Some(update) if !for_replicas => {
+                (self.apply_item_unsynced(table, position.clone(), update, now_s).await?, None)
+            }
             Some(update) => {
                 let partition = update.into_partition(table, now_s);
-                let written = for_replicas.then(|| (position.clone(), partition.clone()));
+                let written = Some((position.clone(), partition.clone()));
                 (self.apply_unsynced(table.id, position.clone(), partition, &[]).await?, written)
             }
             None => (Durability::default(), None),
         };
         self.note_item(table, &position, access, lru);
         Ok((outcome, durable, written))
+    }
+
+    /// Logs and applies `update`, a live item as its cells lie: the
+    /// value's bytes as the request brought them, the flags and CAS unique
+    /// as words on the stack, encoded once into the commitlog entry and
+    /// once into the memtable's compact slot, no `Partition` built
+    /// ([`Database::apply_row_unsynced`]). A deletion (or an item already
+    /// expired) is a partition tombstone, applied as a partition.
+    async fn apply_item_unsynced(
+        &self,
+        table: ItemTable,
+        position: PartitionPosition,
+        update: ItemUpdate,
+        now_s: i64,
+    ) -> Result<Durability, ReplicaError> {
+        match update {
+            ItemUpdate::Put { value, flags, cas, lifetime, timestamp } if lifetime.is_live(now_s) => {
+                let flags = i64::from(flags).to_be_bytes();
+                let cas = (cas as i64).to_be_bytes();
+                let mut cells = [(table.value, &value[..]), (table.flags, &flags[..]), (table.cas, &cas[..])];
+                cells.sort_unstable_by_key(|(id, _)| *id);
+                let row = RowCells { timestamp, expiry: expiry(lifetime, now_s), cells: &cells };
+                self.apply_row_unsynced(table.id, position, row).await
+            }
+            update => self.apply_unsynced(table.id, position, update.into_partition(table, now_s), &[]).await,
+        }
     }
 
     /// Runs an operation that only reads without awaiting, where memory
@@ -352,9 +386,9 @@ impl Database {
         &self,
         table: ItemTable,
         mut evicted: Option<&mut Vec<ItemWrite>>,
+        now_s: i64,
     ) -> Result<Durability, ReplicaError> {
         let mut durability = Durability::default();
-        let now_s = clock::now_s();
         // Each pass removes an entry, or finds that an operation used the
         // victim while its lock was awaited: the list is finite.
         for pass in 0u64.. {
@@ -536,12 +570,7 @@ impl ItemUpdate {
                 partition.tombstone = Some(Tombstone { timestamp, deletion_time_s: now_s });
             }
             ItemUpdate::Put { value, flags, cas, lifetime, timestamp } => {
-                let expiry = match lifetime {
-                    Lifetime::Forever => None,
-                    Lifetime::Until(at) => {
-                        Some(Expiry { ttl_s: i32::try_from(at - now_s).unwrap_or(i32::MAX), expires_at_s: at })
-                    }
-                };
+                let expiry = expiry(lifetime, now_s);
                 let cell = |bytes: Bytes| ColumnData::Atomic(Cell::live(timestamp, bytes, expiry));
                 let mut row = Row::default();
                 row.columns.insert(table.value, cell(value));
@@ -551,6 +580,14 @@ impl ItemUpdate {
             }
         }
         partition
+    }
+}
+
+/// The cells' expiry for an item of `lifetime` written at `now_s`.
+fn expiry(lifetime: Lifetime, now_s: i64) -> Option<Expiry> {
+    match lifetime {
+        Lifetime::Forever => None,
+        Lifetime::Until(at) => Some(Expiry { ttl_s: i32::try_from(at - now_s).unwrap_or(i32::MAX), expires_at_s: at }),
     }
 }
 

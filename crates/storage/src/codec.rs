@@ -226,6 +226,34 @@ pub fn encode_partition(e: &mut Encoder, p: &Partition) {
     encode_end(e);
 }
 
+/// Encodes, as [`encode_partition`] does, the partition of one row without
+/// clustering whose live cells (sorted by column id) share `timestamp`
+/// and `expiry`, from the cells as they lie: a memcached `set`'s commitlog
+/// entry, written without building the `Partition` first.
+pub fn encode_single_row_partition(e: &mut Encoder, timestamp: i64, expiry: Option<Expiry>, cells: &[(u32, &[u8])]) {
+    // The header: no tombstone, an empty static row, no range tombstones.
+    e.u8(0);
+    encode_row(e, &Row::default());
+    e.var_u64(0);
+    // The row: ROW, an empty key, no clustering values, no marker or deletion.
+    e.u8(ROW);
+    e.var_u64(0);
+    e.var_u64(0);
+    e.u8(0);
+    e.var_u64(cells.len() as u64);
+    for (id, value) in cells {
+        e.var_u64(u64::from(*id));
+        e.u8(COLUMN_ATOMIC);
+        e.u8(if expiry.is_some() { CELL_EXPIRES } else { 0 });
+        e.var_i64(timestamp);
+        e.bytes(value);
+        if let Some(x) = expiry {
+            encode_expiry(e, x);
+        }
+    }
+    encode_end(e);
+}
+
 pub fn decode_partition(d: &mut Decoder) -> Result<Partition, DecodeError> {
     let mut p = decode_header(d)?;
     while let Some((key, row)) = decode_next_row(d)? {

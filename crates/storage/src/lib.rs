@@ -42,4 +42,5 @@ pub use partition::{
     Cell, CellValue, ClusteredRow, ClusteringRange, Collection, CollectionCell, ColumnData, Expiry, Partition,
     PartitionPosition, PartitionUpdate, RangeTombstone, Row, RowMarker, Tombstone,
 };
+pub use single_row::RowCells;
 pub use table::{Table, TableOptions};

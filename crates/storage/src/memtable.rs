@@ -13,7 +13,10 @@
 //!   whole partition shares the bytes ([`crate::found`]); a read of part of
 //!   it and the flush decode it; a write to it decodes, merges and takes whichever
 //!   form the result fits, so a second row, a tombstone or a cell of
-//!   another timestamp promotes it to the general form.
+//!   another timestamp promotes it to the general form. A memcached `set`
+//!   comes as its cells ([`Memtable::apply_row`]): a new item or one that
+//!   wins every part of the held row is encoded straight into its slot,
+//!   with no `Partition` built.
 //! - general: anything else, held by `Rc`, so a read of a whole partition
 //!   shares it instead of copying its rows (a CQL point read); a write to a
 //!   partition a read still holds copies it first (`Rc::make_mut`), so a
@@ -30,7 +33,7 @@ use crate::codec::Encoder;
 use crate::commitlog::Position;
 use crate::found::{Found, SharedRow};
 use crate::partition::{ClusteringRange, Partition, PartitionPosition, PartitionUpdate};
-use crate::single_row::{self, SingleRow};
+use crate::single_row::{self, RowCells, SingleRow};
 
 /// Partitions freed between yields by [`Memtable::release`]. Freeing costs
 /// roughly a microsecond per small partition, so a step stays well under a
@@ -56,8 +59,14 @@ impl Slot {
     }
 
     fn compact(row: &SingleRow) -> Slot {
-        let mut out = Vec::with_capacity(row.encoded_len());
-        row.encode(&mut Encoder { out: &mut out });
+        Slot::compact_from(row.encoded_len(), |e| row.encode(e))
+    }
+
+    /// A compact slot of `len` bytes, as `encode` writes them: one
+    /// allocation of its exact size.
+    fn compact_from(len: usize, encode: impl FnOnce(&mut Encoder)) -> Slot {
+        let mut out = Vec::with_capacity(len);
+        encode(&mut Encoder { out: &mut out });
         debug_assert_eq!(out.len(), out.capacity(), "encoded_len is exact: no reallocation to fit");
         Slot::Compact(Bytes::from(out))
     }
@@ -76,6 +85,15 @@ impl Slot {
         let mut merged = self.partition().into_owned();
         merged.merge(update);
         *self = Slot::new(merged);
+    }
+
+    /// Whether `row` wins every part of this compact slot, so that it
+    /// replaces the slot's bytes.
+    fn superseded_by(&self, row: &RowCells) -> bool {
+        match self {
+            Slot::Compact(bytes) => row.supersedes(bytes).unwrap_or_else(|e| corrupt(e)),
+            Slot::General(_) => false,
+        }
     }
 
     fn partition(&self) -> Cow<'_, Partition> {
@@ -148,6 +166,38 @@ impl Memtable {
                 added as isize
             }
         };
+        self.size_bytes = self.size_bytes.saturating_add_signed(grown);
+        crate::memory::memtables_changed(grown);
+    }
+
+    /// Applies the single row `row` (a memcached `set`), written straight
+    /// into a compact slot where the partition is new or `row` supersedes
+    /// the compact one held: no `Partition` built, no re-encode. Anything
+    /// else merges it as [`Memtable::apply`] does.
+    pub fn apply_row(&mut self, position: PartitionPosition, row: &RowCells, logged_at: Option<Position>) {
+        let grown = match self.partitions.get_mut(&position) {
+            Some(slot @ Slot::Compact(_)) if slot.superseded_by(row) => {
+                let before = entry_bytes(&position, slot);
+                *slot = Slot::compact_from(row.encoded_len(), |e| row.encode(e));
+                entry_bytes(&position, slot) as isize - before as isize
+            }
+            Some(_) => return self.apply(position, row.to_partition(), logged_at),
+            None => {
+                // The key copied at its size and held unshared: the
+                // writer's `Bytes` was cloned on its way here (the
+                // partition lock), and keeping it would keep its shared
+                // header (~32 bytes) for the item's life too.
+                let position = PartitionPosition { key: Bytes::copy_from_slice(&position.key), ..position };
+                let slot = Slot::compact_from(row.encoded_len(), |e| row.encode(e));
+                let added = entry_bytes(&position, &slot);
+                self.partitions.insert(position, slot);
+                added as isize
+            }
+        };
+        if self.first_logged.is_none() {
+            self.first_logged = logged_at;
+        }
+        self.min_timestamp = Some(self.min_timestamp.map_or(row.timestamp, |m| m.min(row.timestamp)));
         self.size_bytes = self.size_bytes.saturating_add_signed(grown);
         crate::memory::memtables_changed(grown);
     }
@@ -380,6 +430,46 @@ mod tests {
         let row = &mut dead.rows.values_mut().next().expect("one row").row;
         row.columns.insert(1, ColumnData::Atomic(partition::Cell::dead(20, 1)));
         apply_all(&[(dead, false)]);
+    }
+
+    #[test]
+    fn a_row_written_as_its_cells_merges_as_its_partition_does() {
+        let expiry = Some(Expiry { ttl_s: 60, expires_at_s: 1_000_060 });
+        // A value of 8 bytes is held as a word.
+        let values: [&[u8]; 3] = [b"value", b"8 bytes!", b"v"];
+        let cells_of: Vec<Vec<(u32, &[u8])>> = [&[1u32][..], &[1, 2], &[2, 3], &[1, 2, 3]]
+            .iter()
+            .map(|columns| columns.iter().map(|id| (*id, values[*id as usize - 1])).collect())
+            .collect();
+        let mut rows = Vec::new();
+        for timestamp in [10, 20, 30] {
+            for expiry in [None, expiry] {
+                rows.extend(cells_of.iter().map(|cells| RowCells { timestamp, expiry, cells }));
+            }
+        }
+        let mut clustered = Partition::default();
+        clustered.rows.insert(Bytes::from_static(b"c"), ClusteredRow::default());
+        // Nothing held, each row held compact, a row with a marker, the
+        // general form.
+        let mut befores = vec![Partition::default()];
+        befores.extend(rows.iter().map(RowCells::to_partition));
+        befores.extend([item(b"marked", 20, None), clustered]);
+        let position = PartitionPosition { token: 3, key: Bytes::from_static(b"item") };
+        for before in &befores {
+            for row in &rows {
+                let mut memtable = Memtable::default();
+                if *before != Partition::default() {
+                    memtable.apply(position.clone(), before.clone(), None);
+                }
+                memtable.apply_row(position.clone(), row, None);
+                let mut expected = before.clone();
+                expected.merge(row.to_partition());
+                let read = memtable.read(&position, &[ClusteringRange::all()]).expect("written");
+                assert_eq!(*read, expected, "{before:?} then {row:?}");
+                let exact: usize = memtable.partitions.iter().map(|(p, slot)| entry_bytes(p, slot)).sum();
+                assert_eq!(memtable.size_bytes(), exact);
+            }
+        }
     }
 
     #[test]

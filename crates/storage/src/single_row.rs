@@ -55,40 +55,100 @@ impl<'a> SingleRow<'a> {
 
     /// The encoding's length, to allocate it once at its size.
     pub(crate) fn encoded_len(&self) -> usize {
-        let expiry = self.expiry.map_or(0, |e| var_len(zigzag(i64::from(e.ttl_s))) + var_len(zigzag(e.expires_at_s)));
-        let cells: usize = self
-            .row
-            .columns
-            .iter()
-            .map(|(id, data)| {
-                let value = atomic_value(data);
-                let tagged = var_len(u64::from(*id) << 1 | u64::from(value.len() == 8));
-                tagged
-                    + match <[u8; 8]>::try_from(&value[..]) {
-                        Ok(word) => var_len(u64::from_be_bytes(word)),
-                        Err(_) => var_len(value.len() as u64) + value.len(),
-                    }
-            })
-            .sum();
-        1 + 8 + expiry + var_len(self.row.columns.len() as u64) + cells
+        encoded_len(self.expiry, self.cells())
     }
 
     pub(crate) fn encode(&self, e: &mut Encoder) {
-        e.u8(if self.row.marker.is_some() { HAS_MARKER } else { 0 } | if self.expiry.is_some() { EXPIRES } else { 0 });
-        e.out.extend_from_slice(&self.timestamp.to_le_bytes());
-        if let Some(expiry) = self.expiry {
-            e.var_i64(i64::from(expiry.ttl_s));
-            e.var_i64(expiry.expires_at_s);
-        }
-        e.var_u64(self.row.columns.len() as u64);
-        for (id, data) in &self.row.columns {
-            let value = atomic_value(data);
-            let fixed8 = value.len() == 8;
-            e.var_u64(u64::from(*id) << 1 | u64::from(fixed8));
-            match <[u8; 8]>::try_from(&value[..]) {
-                Ok(word) => e.var_u64(u64::from_be_bytes(word)),
-                Err(_) => e.bytes(value),
-            }
+        encode(e, self.row.marker.is_some(), self.timestamp, self.expiry, self.cells());
+    }
+
+    fn cells(&self) -> impl ExactSizeIterator<Item = (u32, &[u8])> + '_ {
+        self.row.columns.iter().map(|(id, data)| (*id, &atomic_value(data)[..]))
+    }
+}
+
+/// A single row given as its cells, borrowed from where they are (a
+/// memcached `set`'s value, its flags' and CAS's words): what
+/// [`SingleRow`] holds, encoded for the memtable and the commitlog without
+/// building a `Partition` first. No row marker; live cells sorted by
+/// column id, all with the row's timestamp and expiry.
+#[derive(Debug, Clone, Copy)]
+pub struct RowCells<'a> {
+    pub timestamp: i64,
+    pub expiry: Option<Expiry>,
+    pub cells: &'a [(u32, &'a [u8])],
+}
+
+impl RowCells<'_> {
+    /// The compact encoding's length.
+    pub(crate) fn encoded_len(&self) -> usize {
+        encoded_len(self.expiry, self.cells.iter().copied())
+    }
+
+    /// The compact encoding, what [`SingleRow::encode`] writes for
+    /// [`RowCells::to_partition`].
+    pub(crate) fn encode(&self, e: &mut Encoder) {
+        debug_assert!(self.cells.windows(2).all(|w| w[0].0 < w[1].0), "cells sorted by column id, once each");
+        encode(e, false, self.timestamp, self.expiry, self.cells.iter().copied());
+    }
+
+    /// [`SingleRow::supersedes`] for these cells.
+    pub(crate) fn supersedes(&self, encoded: &[u8]) -> Result<bool, DecodeError> {
+        supersedes(encoded, self.timestamp, false, |id| self.cells.iter().any(|(c, _)| *c == id))
+    }
+
+    /// The partition these cells make: one row, without clustering.
+    pub fn to_partition(&self) -> Partition {
+        let columns = self
+            .cells
+            .iter()
+            .map(|(id, value)| {
+                let cell = Cell::live(self.timestamp, Bytes::copy_from_slice(value), self.expiry);
+                (*id, ColumnData::Atomic(cell))
+            })
+            .collect();
+        let row = Row { marker: None, deletion: None, columns };
+        let mut p = Partition::default();
+        p.rows.insert(Bytes::new(), ClusteredRow { clustering: Vec::new(), row });
+        p
+    }
+}
+
+fn encoded_len<'c>(expiry: Option<Expiry>, cells: impl ExactSizeIterator<Item = (u32, &'c [u8])>) -> usize {
+    let expiry = expiry.map_or(0, |e| var_len(zigzag(i64::from(e.ttl_s))) + var_len(zigzag(e.expires_at_s)));
+    let count = var_len(cells.len() as u64);
+    let cells: usize = cells
+        .map(|(id, value)| {
+            let tagged = var_len(u64::from(id) << 1 | u64::from(value.len() == 8));
+            tagged
+                + match <[u8; 8]>::try_from(value) {
+                    Ok(word) => var_len(u64::from_be_bytes(word)),
+                    Err(_) => var_len(value.len() as u64) + value.len(),
+                }
+        })
+        .sum();
+    1 + 8 + expiry + count + cells
+}
+
+fn encode<'c>(
+    e: &mut Encoder,
+    has_marker: bool,
+    timestamp: i64,
+    expiry: Option<Expiry>,
+    cells: impl ExactSizeIterator<Item = (u32, &'c [u8])>,
+) {
+    e.u8(if has_marker { HAS_MARKER } else { 0 } | if expiry.is_some() { EXPIRES } else { 0 });
+    e.out.extend_from_slice(&timestamp.to_le_bytes());
+    if let Some(expiry) = expiry {
+        e.var_i64(i64::from(expiry.ttl_s));
+        e.var_i64(expiry.expires_at_s);
+    }
+    e.var_u64(cells.len() as u64);
+    for (id, value) in cells {
+        e.var_u64(u64::from(id) << 1 | u64::from(value.len() == 8));
+        match <[u8; 8]>::try_from(value) {
+            Ok(word) => e.var_u64(u64::from_be_bytes(word)),
+            Err(_) => e.bytes(value),
         }
     }
 }
@@ -148,18 +208,29 @@ impl SingleRow<'_> {
     /// has a marker and a cell wherever the other has one (a memcached
     /// `set` over an item, an INSERT over the same row).
     pub(crate) fn supersedes(&self, encoded: &[u8]) -> Result<bool, DecodeError> {
-        let mut d = Decoder::new(encoded);
-        let header = read_header(&mut d)?;
-        if header.timestamp >= self.timestamp || (header.has_marker && self.row.marker.is_none()) {
+        supersedes(encoded, self.timestamp, self.row.marker.is_some(), |id| self.row.columns.contains_key(&id))
+    }
+}
+
+/// Whether a row of `timestamp`, with a marker or not and the cells
+/// `has_cell` names, wins every part of the single row `encoded` holds.
+fn supersedes(
+    encoded: &[u8],
+    timestamp: i64,
+    has_marker: bool,
+    has_cell: impl Fn(u32) -> bool,
+) -> Result<bool, DecodeError> {
+    let mut d = Decoder::new(encoded);
+    let header = read_header(&mut d)?;
+    if header.timestamp >= timestamp || (header.has_marker && !has_marker) {
+        return Ok(false);
+    }
+    for _ in 0..header.cells {
+        if !has_cell(read_cell(&mut d)?.0) {
             return Ok(false);
         }
-        for _ in 0..header.cells {
-            if !self.row.columns.contains_key(&read_cell(&mut d)?.0) {
-                return Ok(false);
-            }
-        }
-        Ok(true)
     }
+    Ok(true)
 }
 
 /// The partition [`SingleRow::encode`] wrote, its values copied out.

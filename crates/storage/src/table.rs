@@ -36,6 +36,7 @@ use crate::event::Event;
 use crate::found::Found;
 use crate::memtable::Memtable;
 use crate::partition::{ClusteringRange, Partition, PartitionPosition, PartitionUpdate};
+use crate::single_row::RowCells;
 use crate::sstable::compression::Compression;
 use crate::sstable::format::{Component, Descriptor};
 use crate::sstable::writer::{self, Lineage, Writer, WriterOptions};
@@ -236,6 +237,12 @@ impl Table {
     /// Applies a write (already in the commitlog at `logged_at`, if logged).
     pub fn apply(&self, position: PartitionPosition, update: PartitionUpdate, logged_at: Option<Position>) {
         self.active.borrow_mut().apply(position, update, logged_at);
+    }
+
+    /// Applies the single row `row` (a memcached `set`), written compact
+    /// ([`Memtable::apply_row`]).
+    pub fn apply_row(&self, position: PartitionPosition, row: &RowCells, logged_at: Option<Position>) {
+        self.active.borrow_mut().apply_row(position, row, logged_at);
     }
 
     /// Applies a partition streamed from another node (a node operation),

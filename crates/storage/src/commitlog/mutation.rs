@@ -6,14 +6,11 @@ use uuid::Uuid;
 
 use crate::codec::{self, DecodeError, Decoder, Encoder};
 use crate::partition::{PartitionPosition, PartitionUpdate};
+use crate::single_row::RowCells;
 
 pub fn encode_mutation(out: &mut Vec<u8>, table: Uuid, position: &PartitionPosition, update: &PartitionUpdate) {
     let start = out.len();
-    out.extend_from_slice(table.as_bytes());
-    out.extend_from_slice(&position.token.to_be_bytes());
-    let mut e = Encoder { out };
-    e.bytes(&position.key);
-    codec::encode_partition(&mut e, update);
+    codec::encode_partition(&mut encode_position(out, table, position), update);
     // Pair assertion: what replay will read back is what was appended.
     // Debug builds only (every test, the model test, fuzzing): decoding
     // every write again would double its encoding cost in production.
@@ -21,6 +18,32 @@ pub fn encode_mutation(out: &mut Vec<u8>, table: Uuid, position: &PartitionPosit
         decode_mutation(&out[start..]).is_ok_and(|(t, p, u)| t == table && &p == position && &u == update),
         "a commitlog entry must decode to the mutation appended"
     );
+}
+
+/// [`encode_mutation`] of [`RowCells::to_partition`], written from the
+/// cells as they lie (a memcached `set`): the same bytes, so replay reads
+/// it as any other entry.
+pub fn encode_row_mutation(out: &mut Vec<u8>, table: Uuid, position: &PartitionPosition, row: &RowCells) {
+    let start = out.len();
+    codec::encode_single_row_partition(
+        &mut encode_position(out, table, position),
+        row.timestamp,
+        row.expiry,
+        row.cells,
+    );
+    debug_assert!(
+        decode_mutation(&out[start..]).is_ok_and(|(t, p, u)| t == table && &p == position && u == row.to_partition()),
+        "a commitlog entry must decode to the row appended"
+    );
+}
+
+/// The entry's table id, token and key; the partition follows.
+fn encode_position<'a>(out: &'a mut Vec<u8>, table: Uuid, position: &PartitionPosition) -> Encoder<'a> {
+    out.extend_from_slice(table.as_bytes());
+    out.extend_from_slice(&position.token.to_be_bytes());
+    let mut e = Encoder { out };
+    e.bytes(&position.key);
+    e
 }
 
 pub fn decode_mutation(payload: &[u8]) -> Result<(Uuid, PartitionPosition, PartitionUpdate), DecodeError> {
@@ -33,4 +56,28 @@ pub fn decode_mutation(payload: &[u8]) -> Result<(Uuid, PartitionPosition, Parti
         return Err(d.error("trailing bytes after the mutation"));
     }
     Ok((table, PartitionPosition { token, key }, update))
+}
+
+#[cfg(test)]
+mod tests {
+    use bytes::Bytes;
+
+    use super::*;
+    use crate::partition::Expiry;
+
+    #[test]
+    fn a_row_entry_is_the_entry_of_its_partition() {
+        let table = Uuid::from_u128(7);
+        let position = PartitionPosition { token: -42, key: Bytes::from_static(b"key") };
+        let value = vec![b'x'; 1024];
+        let flags = 5i64.to_be_bytes();
+        let cells: [(u32, &[u8]); 4] = [(1, &value), (2, &flags), (3, b""), (300, b"id beyond one byte")];
+        for expiry in [None, Some(Expiry { ttl_s: 60, expires_at_s: 1_700_000_060 })] {
+            let row = RowCells { timestamp: 1_700_000_000_000_000, expiry, cells: &cells };
+            let (mut direct, mut general) = (Vec::new(), Vec::new());
+            encode_row_mutation(&mut direct, table, &position, &row);
+            encode_mutation(&mut general, table, &position, &row.to_partition());
+            assert_eq!(direct, general);
+        }
+    }
 }
