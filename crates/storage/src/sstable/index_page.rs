@@ -181,8 +181,9 @@ impl IndexPage {
         let page = IndexPage { body, entries_end, len, raw_len };
         let mut order = Order { first, previous: None };
         let mut next_start = 0;
-        for i in 0..len {
-            let start = page.start(i);
+        let table = &page.body[entries_end..entries_end + len * OFFSET_BYTES];
+        for (i, start) in table.chunks_exact(OFFSET_BYTES).enumerate() {
+            let start = u32::from_le_bytes([start[0], start[1], start[2], start[3]]) as usize;
             // Entries are laid end to end from the body's start.
             if (i == 0 && start != 0) || start < next_start || start >= entries_end {
                 return Err(StorageError::corrupt("index page offsets out of order or outside its entries"));
