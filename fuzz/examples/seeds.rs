@@ -9,6 +9,8 @@
 //! `corpus/raft_log` with a Raft log file (and a torn one), one that
 //! opens with a snapshot, and group 0's snapshot state, and
 //! `corpus/internode_frame` with a handshake frame and a Raft message frame;
+//! `corpus/index_page` with the index pages of an SSTable written now
+//! (version 2) and of the storage tests' version-1 fixture;
 //! `corpus/data_messages` with a mutation (counter cells among its rows), a
 //! counter write, a read command and partitions.
 
@@ -50,6 +52,7 @@ fn main() {
         write(&sstable, &format!("intact-{selector}"), &[selector, 20, 0, 0]);
     }
 
+    index_page_seeds(&corpus.join("index_page"));
     raft_seeds(&corpus);
     println!("seeds written under {}", corpus.display());
 }
@@ -176,4 +179,43 @@ fn raft_seeds(corpus: &Path) {
         "row-hashes",
         &[&[12u8][..], &shoal_coordinator::wire::encode_row_hashes(&[None, Some(rows)])].concat(),
     );
+}
+
+/// The `index_page` target's inputs: `[flags][raw_len][page body]` for
+/// every index page of a version-2 SSTable written here (with a few
+/// hundred partitions) and of the version-1 fixture of the storage tests;
+/// the data stream taken as unbounded (flags bit 1).
+fn index_page_seeds(dir: &Path) {
+    use shoal_storage::sstable::format::{Component, Descriptor, HEADER_BYTES};
+    use shoal_storage::sstable::writer::{Lineage, Writer, WriterOptions};
+
+    let written = std::env::temp_dir().join(format!("shoal-fuzz-seeds-{}", std::process::id()));
+    let descriptor = shoal_io::block_on(async {
+        let descriptor = Descriptor { dir: written.clone(), shard: 0, generation: 1 };
+        let options = WriterOptions {
+            compression: shoal_storage::sstable::compression::Compression::None,
+            chunk_bytes: 4096,
+            bloom_fp_chance: 0.01,
+        };
+        let mut writer = Writer::create(descriptor, options, 300, shoal_io::IoClass::Flush).await.expect("create");
+        for i in 0..300 {
+            writer.add(&position(i), &partition(i, i % 3, 12)).await.expect("add");
+        }
+        writer.finish(shoal_storage::commitlog::Position::ZERO, 0, Lineage::flushed()).await.expect("finish")
+    });
+    let v1 =
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("../crates/storage/tests/fixtures/sstable-v1/shard0-1-Index.db");
+    for (name, path, flags) in [("v2", descriptor.path(Component::Index), 3u8), ("v1", v1, 2u8)] {
+        let index = std::fs::read(&path).expect("read an index");
+        let mut at = HEADER_BYTES;
+        let mut page = 0;
+        while let Some(header) = index.get(at..at + 8) {
+            let len = u32::from_le_bytes([header[0], header[1], header[2], header[3]]) as usize;
+            let body = &index[at + 8..at + 8 + len];
+            write(dir, &format!("{name}-page-{page}"), &[&[flags, 0, 0][..], body].concat());
+            at += 8 + len;
+            page += 1;
+        }
+    }
+    let _ = std::fs::remove_dir_all(&written);
 }

@@ -12,7 +12,10 @@
 //! component (replace it, XOR into it, overwrite, truncate and append,
 //! insert), whether checksums are then repaired so the damage reaches the
 //! decoders behind them, and whether the large partition (slow to read) is
-//! read too. The component is restored after each input.
+//! read too. The component is restored after each input. The SSTables are
+//! of the format version written now: index pages end with their entries'
+//! offsets and count, which damage to `Index.db` reaches like the entries
+//! (`index_page` fuzzes a page's decoder alone, in both versions).
 #![no_main]
 
 use std::ops::Bound;

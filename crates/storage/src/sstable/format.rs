@@ -10,7 +10,8 @@
 //!   and every chunk's file offset;
 //! - `Index.db`: index entries (key → data offset, length and clustering
 //!   samples) in pages of up to [`INDEX_PAGE_ENTRIES`], each page
-//!   `[u32 length][u32 crc32c][entries]`;
+//!   `[u32 length][u32 crc32c][entries][u32 offset of each entry][u32 count]`
+//!   (version 1 had no offsets or count: see `index_page`);
 //! - `Summary.db`: the first key and place of every index page (kept in RAM);
 //! - `Filter.db`: the Bloom filter (kept in RAM);
 //! - `Statistics.db`: key range, timestamps, tombstone and TTL counts, the
@@ -21,7 +22,8 @@
 //!
 //! Every binary component starts with [`MAGIC`], the format version and the
 //! component kind, checked on open; the small ones end with a crc32c of
-//! their body.
+//! their body. Versions [`OLDEST_VERSION`] to [`VERSION`] are read; only
+//! [`VERSION`] is written.
 
 use std::path::{Path, PathBuf};
 
@@ -31,7 +33,10 @@ use crate::error::{StorageError, StorageResult};
 use crate::partition::PartitionPosition;
 
 pub const MAGIC: &[u8; 8] = b"SHOALSST";
-pub const VERSION: u16 = 1;
+/// The format version written. 2 stores each index page's entry offsets.
+pub const VERSION: u16 = 2;
+/// The oldest format version read.
+pub const OLDEST_VERSION: u16 = 1;
 pub const HEADER_BYTES: usize = MAGIC.len() + 2 + 1;
 
 /// Index entries per index page (and so per summary entry).
@@ -117,18 +122,21 @@ pub fn write_header(out: &mut Vec<u8>, component: Component) {
     out.push(component.kind());
 }
 
-pub fn check_header(bytes: &[u8], component: Component) -> StorageResult<()> {
+/// Checks a component's header; returns its format version.
+pub fn check_header(bytes: &[u8], component: Component) -> StorageResult<u16> {
     if bytes.len() < HEADER_BYTES || &bytes[..MAGIC.len()] != MAGIC {
         return Err(StorageError::corrupt("not a Shoal SSTable component (bad magic)"));
     }
     let version = u16::from_le_bytes([bytes[8], bytes[9]]);
-    if version != VERSION {
-        return Err(StorageError::corrupt(format!("SSTable format version {version}; this build reads {VERSION}")));
+    if !(OLDEST_VERSION..=VERSION).contains(&version) {
+        return Err(StorageError::corrupt(format!(
+            "SSTable format version {version}; this build reads {OLDEST_VERSION} to {VERSION}"
+        )));
     }
     if bytes[10] != component.kind() {
         return Err(StorageError::corrupt("component kind does not match the file name"));
     }
-    Ok(())
+    Ok(version)
 }
 
 /// The bytes before a block's body: its length and checksum.

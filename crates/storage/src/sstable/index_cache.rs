@@ -8,7 +8,7 @@
 //! into a lookup and a binary search.
 //!
 //! What it owns: checked pages ([`IndexPage`]: the encoded entries and
-//! where each starts), keyed by (SSTable id, page number), each an
+//! the table of where each starts, as stored), keyed by (SSTable id, page number), each an
 //! `Rc<IndexPage>` so a hit hands out the page without copying it (a page
 //! of 128 partitions with 8-byte keys and no clustering samples costs
 //! about 3.5 KiB; decoded it cost 13). The SSTable id is shard-unique
@@ -68,9 +68,9 @@ pub const PAGE_OVERHEAD_BYTES: usize =
     2 * size_of::<usize>() + ALLOCATION_OVERHEAD_BYTES + 2 * (size_of::<(Key, Slot)>() + size_of::<(u64, Key)>());
 
 /// The estimated heap bytes of a page while cached: its own
-/// ([`IndexPage::heap_bytes`], two allocations) and [`PAGE_OVERHEAD_BYTES`].
+/// ([`IndexPage::heap_bytes`], one allocation) and [`PAGE_OVERHEAD_BYTES`].
 pub fn page_bytes(page: &IndexPage) -> usize {
-    PAGE_OVERHEAD_BYTES + 2 * ALLOCATION_OVERHEAD_BYTES + page.heap_bytes()
+    PAGE_OVERHEAD_BYTES + ALLOCATION_OVERHEAD_BYTES + page.heap_bytes()
 }
 
 struct Slot {
@@ -257,7 +257,8 @@ mod tests {
             .collect();
         let mut body = Vec::new();
         entries.iter().for_each(|e| e.encode(&mut Encoder { out: &mut body }));
-        Rc::new(IndexPage::parse(Bytes::from(body), &entries[0].position, u64::MAX).expect("a valid page"))
+        // A version-1 body (entries only), given its offsets when opened.
+        Rc::new(IndexPage::open(&body, 1, &entries[0].position, u64::MAX).expect("a valid page"))
     }
 
     fn with_capacity(bytes: usize) -> IndexCache {
@@ -267,12 +268,13 @@ mod tests {
     }
 
     #[test]
-    fn page_bytes_counts_the_body_and_the_entry_starts() {
+    fn page_bytes_counts_the_body_with_its_entry_offsets() {
         let three = page(0, 3);
         // An entry: an 8-byte token, a 4-byte key and its length, offset,
-        // length and sample count of a byte or two each.
-        assert!(three.heap_bytes() >= 3 * (8 + 5 + 3 + 4));
-        assert_eq!(page_bytes(&three), PAGE_OVERHEAD_BYTES + 2 * ALLOCATION_OVERHEAD_BYTES + three.heap_bytes());
+        // length and sample count of a byte or two each, and its 4-byte
+        // offset in the page's table; then the count.
+        assert!(three.heap_bytes() >= 3 * (8 + 5 + 3 + 4) + 4);
+        assert_eq!(page_bytes(&three), PAGE_OVERHEAD_BYTES + ALLOCATION_OVERHEAD_BYTES + three.heap_bytes());
         assert!(page_bytes(&page(0, 6)) > page_bytes(&three));
     }
 

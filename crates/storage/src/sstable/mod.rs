@@ -104,6 +104,8 @@ pub struct SSTable {
     raw_len: u64,
     /// File offset of every chunk, then the end of the data file.
     chunk_offsets: Vec<u64>,
+    /// The index file's format version: how its pages are laid out.
+    index_version: u16,
     summary: Vec<SummaryEntry>,
     bloom: BloomFilter,
     stats: Statistics,
@@ -167,9 +169,11 @@ impl SSTable {
         let data = File::open(&descriptor.path(Component::Data), class).await?;
         let index = File::open(&descriptor.path(Component::Index), class).await?;
         let data_file_bytes = data.len().await?;
+        let mut index_version = 0;
         for (file, component) in [(&data, Component::Data), (&index, Component::Index)] {
             let header = file.read_exact_at(0, HEADER_BYTES, class).await?;
-            check_header(&header, component).map_err(|e| e.at(|| format!("{}", file.path().display())))?;
+            index_version =
+                check_header(&header, component).map_err(|e| e.at(|| format!("{}", file.path().display())))?;
         }
         // A page is read whole, into a buffer of its length: the summary
         // must not name one beyond the index file.
@@ -208,6 +212,7 @@ impl SSTable {
             chunk_bytes,
             raw_len,
             chunk_offsets,
+            index_version,
             summary,
             bloom,
             stats,
@@ -294,16 +299,16 @@ impl SSTable {
         Ok(entries)
     }
 
-    /// Reads index page `page`, checking its entries ([`IndexPage::parse`]:
-    /// in order, where the summary says, pointing into the data). Its body
-    /// is copied out of the read buffer, which is larger (aligned blocks):
-    /// the page may be cached for long.
+    /// Reads index page `page`, checking its checksum and its entries'
+    /// offsets and order ([`IndexPage::open`]). Its body is copied out of
+    /// the read buffer, which is larger (aligned blocks): the page may be
+    /// cached for long.
     async fn read_page(&self, page: usize, class: IoClass) -> StorageResult<IndexPage> {
         let s = &self.summary[page];
         let place = || format!("{} page {page} (offset {})", self.index.path().display(), s.offset);
         let bytes = self.index.read_exact_at(s.offset, s.len as usize, class).await?;
         let body = open_block(&bytes).map_err(|e| e.at(place))?;
-        IndexPage::parse(Bytes::copy_from_slice(body), &s.first, self.raw_len).map_err(|e| e.at(place))
+        IndexPage::open(body, self.index_version, &s.first, self.raw_len).map_err(|e| e.at(place))
     }
 
     /// Decodes the partition of `entry`, reading only the runs of rows
@@ -710,7 +715,12 @@ mod tests {
     /// its one entry.
     fn rewrite_index(descriptor: &Descriptor, entries: &[IndexEntry]) {
         let mut page = Vec::new();
-        entries.iter().for_each(|entry| entry.encode(&mut Encoder { out: &mut page }));
+        let mut starts = Vec::new();
+        for entry in entries {
+            starts.push(page.len() as u32);
+            entry.encode(&mut Encoder { out: &mut page });
+        }
+        index_page::finish_page(&mut page, &starts);
         let mut index = Vec::new();
         format::write_header(&mut index, Component::Index);
         index.extend_from_slice(&format::frame_block(&page));
@@ -826,13 +836,13 @@ mod tests {
             let entry = IndexEntry { position: position(1), offset: 0, len: 100, samples };
             let mut out = Vec::new();
             entry.encode(&mut Encoder { out: &mut out });
-            let message = corruption(IndexPage::parse(Bytes::from(out), &position(1), u64::MAX));
+            let message = corruption(IndexPage::open(&out, 1, &position(1), u64::MAX));
             assert!(message.contains("out of order"), "{message}");
         }
         let entry = IndexEntry { position: position(1), offset: 0, len: 100, samples: vec![(Bytes::new(), 0)] };
         let mut out = Vec::new();
         entry.encode(&mut Encoder { out: &mut out });
-        assert!(IndexPage::parse(Bytes::from(out), &position(1), u64::MAX).is_err(), "a sample at the start");
+        assert!(IndexPage::open(&out, 1, &position(1), u64::MAX).is_err(), "a sample at the start");
         let entry = IndexEntry {
             position: position(1),
             offset: 0,
@@ -841,7 +851,7 @@ mod tests {
         };
         let mut out = Vec::new();
         entry.encode(&mut Encoder { out: &mut out });
-        let page = IndexPage::parse(Bytes::from(out), &position(1), u64::MAX).expect("ordered samples");
+        let page = IndexPage::open(&out, 1, &position(1), u64::MAX).expect("ordered samples");
         assert_eq!(page.entries().expect("entries"), [entry]);
     }
 }

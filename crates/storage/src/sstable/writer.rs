@@ -21,6 +21,7 @@ use super::format::{
     frame_block, seal_small, write_header, Component, Descriptor, Statistics, CLUSTERING_SAMPLE_BYTES, HEADER_BYTES,
     INDEX_PAGE_ENTRIES, MAX_CHUNK_BYTES,
 };
+use super::index_page::finish_page;
 use super::{IndexEntry, SummaryEntry};
 use crate::codec::{self, Encoder};
 use crate::commitlog::Position;
@@ -63,8 +64,10 @@ pub struct Writer {
     raw_start: u64,
     data_file_offset: u64,
     chunk_offsets: Vec<u64>,
+    /// The index page being filled: its encoded entries, and where each
+    /// starts (written after them, `index_page`).
     page: Vec<u8>,
-    page_entries: usize,
+    page_starts: Vec<u32>,
     index_file_offset: u64,
     summary: Vec<SummaryEntry>,
     bloom: BloomFilter,
@@ -114,7 +117,7 @@ impl Writer {
             data_file_offset: HEADER_BYTES as u64,
             chunk_offsets: Vec::new(),
             page: Vec::new(),
-            page_entries: 0,
+            page_starts: Vec::with_capacity(INDEX_PAGE_ENTRIES),
             index_file_offset: HEADER_BYTES as u64,
             summary: Vec::new(),
             stats: Statistics::default(),
@@ -153,12 +156,13 @@ impl Writer {
         self.flush_full_chunks().await?;
 
         let entry = IndexEntry { position: position.clone(), offset: start, len, samples };
-        if self.page_entries == 0 {
+        if self.page_starts.is_empty() {
             self.summary.push(SummaryEntry { first: position.clone(), offset: self.index_file_offset, len: 0 });
         }
+        // A page is far smaller than 4 GiB: its offsets are u32s.
+        self.page_starts.push(self.page.len() as u32);
         entry.encode(&mut Encoder { out: &mut self.page });
-        self.page_entries += 1;
-        if self.page_entries == INDEX_PAGE_ENTRIES {
+        if self.page_starts.len() == INDEX_PAGE_ENTRIES {
             self.flush_page().await?;
         }
         self.bloom.insert(position.token, &position.key);
@@ -208,10 +212,12 @@ impl Writer {
     }
 
     async fn flush_page(&mut self) -> StorageResult<()> {
-        if self.page_entries == 0 {
+        if self.page_starts.is_empty() {
             return Ok(());
         }
-        let out = frame_block(&std::mem::take(&mut self.page));
+        finish_page(&mut self.page, &self.page_starts);
+        let out = frame_block(&self.page);
+        self.page.clear();
         let len = out.len() as u64;
         // Invariant: a summary entry was pushed with the page's first entry.
         #[allow(clippy::unwrap_used)]
@@ -219,7 +225,7 @@ impl Writer {
         summary.len = len as u32;
         self.index.append(&out).await?;
         self.index_file_offset += len;
-        self.page_entries = 0;
+        self.page_starts.clear();
         Ok(())
     }
 
