@@ -524,7 +524,7 @@ fn select_selectors() {
     assert_eq!(sel[0].expr, field(field(col("a"), "b"), "c"));
     assert_eq!(sel[0].alias.as_deref(), Some("x"));
     assert_eq!(sel[1].expr, field(SelectorExpr::FunctionCall { name: "ks.f".into(), args: vec![col("v")] }, "g"));
-    let sel = exprs("SELECT key, type, value, count, timestamp, date, time, text, ttl, writetime, token FROM t");
+    let sel = exprs("SELECT key, type, value, count, timestamp, date, time, text, ttl, writetime, \"token\" FROM t");
     assert_eq!(sel.len(), 11);
     assert!(sel.iter().all(|s| matches!(s.expr, SelectorExpr::Column(_))));
     let sel = exprs("SELECT 'a', 1, json, distinct FROM t");
@@ -579,7 +579,7 @@ fn token_and_multi_column_relations() {
     );
     assert!(matches!(&s.where_clause[2], Relation::MultiColumnIn { values: InValues::Terms(t), .. } if t.len() == 2));
     let s = select(
-        "SELECT * FROM t WHERE m CONTAINS KEY 'a' AND l CONTAINS 3 AND n LIKE 'a%' AND v IS NOT NULL AND x != 1 AND token = 4",
+        "SELECT * FROM t WHERE m CONTAINS KEY 'a' AND l CONTAINS 3 AND n LIKE 'a%' AND v IS NOT NULL AND x != 1 AND \"token\" = 4",
     );
     let ops: Vec<_> = s
         .where_clause
