@@ -233,7 +233,6 @@ impl Drop for Running {
 
 #[cfg(test)]
 mod tests {
-    use std::sync::mpsc;
     use std::time::Instant;
 
     use super::*;
@@ -242,16 +241,7 @@ mod tests {
     fn on_a_shard<T: Send + 'static, Fut: Future<Output = T> + 'static>(
         test: impl Fn() -> Fut + Send + Sync + 'static,
     ) -> T {
-        let (done, result) = mpsc::channel();
-        let shards = shoal_runtime::start_shards(1, None, move |_| {
-            let (test, done) = (test(), done.clone());
-            async move {
-                let _ = done.send(test.await);
-            }
-        });
-        let result = result.recv_timeout(Duration::from_secs(20)).expect("the test ends");
-        drop(shards);
-        result
+        shoal_runtime::run_on_a_shard(Duration::from_secs(20), test).expect("the test ends")
     }
 
     #[test]

@@ -169,22 +169,12 @@ async fn run_sweep() {
 mod tests {
     use super::*;
     use futures_util::future::{select, Either};
-    use std::sync::mpsc;
 
     /// Runs `test` on a shard of its own and returns what it returns.
     fn on_a_shard<T: Send + 'static, Fut: Future<Output = T> + 'static>(
         test: impl Fn() -> Fut + Send + Sync + 'static,
     ) -> T {
-        let (done, result) = mpsc::channel();
-        let shards = shoal_runtime::start_shards(1, None, move |_| {
-            let (test, done) = (test(), done.clone());
-            async move {
-                let _ = done.send(test.await);
-            }
-        });
-        let result = result.recv_timeout(Duration::from_secs(20)).expect("the test ends");
-        drop(shards);
-        result
+        shoal_runtime::run_on_a_shard(Duration::from_secs(20), test).expect("the test ends")
     }
 
     #[test]

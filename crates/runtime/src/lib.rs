@@ -26,5 +26,5 @@ pub mod time;
 
 pub use cpu_fair::{Group, GroupStats, MAX_SHARES, MIN_SHARES};
 pub use cpus::allowed_cpus;
-pub use shard::{nr_shards, spawn, start_shards, submit_to, this_shard, ShardError, Shards};
+pub use shard::{nr_shards, run_on_a_shard, spawn, start_shards, submit_to, this_shard, ShardError, Shards};
 pub use task::yield_now;

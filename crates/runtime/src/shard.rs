@@ -14,6 +14,7 @@ use std::collections::HashSet;
 use std::future::Future;
 use std::sync::Arc;
 use std::thread;
+use std::time::Duration;
 
 use futures_channel::oneshot;
 use futures_util::FutureExt;
@@ -83,6 +84,25 @@ where
         threads.push(thread);
     }
     Ok(Shards { threads })
+}
+
+/// Runs `task` on a shard of its own and gives back its output, or `None`
+/// when it has not ended within `timeout`: how a test gets onto a shard
+/// (its timers, thread-locals and I/O). The shard's thread is left behind.
+pub fn run_on_a_shard<T, Fut>(timeout: Duration, task: impl Fn() -> Fut + Send + Sync + 'static) -> Option<T>
+where
+    T: Send + 'static,
+    Fut: Future<Output = T> + 'static,
+{
+    let (done, result) = std::sync::mpsc::channel();
+    let _shards = start_shards(1, None, move |_| {
+        let (task, done) = (task(), done.clone());
+        async move {
+            let _ = done.send(task.await);
+        }
+    })
+    .ok()?;
+    result.recv_timeout(timeout).ok()
 }
 
 fn run_shard<F, Fut>(shard: usize, smp: Smp, cpus: HashSet<usize>, init: Arc<F>)
