@@ -105,6 +105,21 @@ def test_the_least_timestamp_is_out_of_bounds(session, table):
     session.execute("INSERT INTO %s (p, v) VALUES (1, 1) USING TIMESTAMP -9223372036854775807" % t)
 
 
+def test_a_timestamp_outside_every_timeuuid_is_refused_not_wrapped(session, table):
+    # ScyllaDB's test_mintimeuuid_extreme: a far timestamp has no timeuuid;
+    # giving one that names another time is a wrong answer.
+    t = table("(p int PRIMARY KEY, t timestamp)")
+    for p, ts in enumerate([-2**63 + 123, -2**62, 2**62, 2**63 - 123]):
+        session.execute("INSERT INTO %s (p, t) VALUES (%d, %d)" % (t, p, ts))
+        for function in ("mintimeuuid", "maxtimeuuid"):
+            with pytest.raises(InvalidRequest, match="outside the range of a timeuuid"):
+                session.execute("SELECT tounixtimestamp(%s(t)) FROM %s WHERE p = %d" % (function, t, p))
+    session.execute("INSERT INTO %s (p, t) VALUES (9, 1700000000123)" % t)
+    row = session.execute("SELECT tounixtimestamp(mintimeuuid(t)), tounixtimestamp(maxtimeuuid(t)) "
+                          "FROM %s WHERE p = 9" % t).one()
+    assert tuple(row) == (1700000000123, 1700000000123)
+
+
 def test_casts_between_numbers_times_and_text(session, table):
     t = table("(p int PRIMARY KEY, i int, d double, dec decimal, ts timestamp, dt date, u timeuuid)")
     session.execute("INSERT INTO %s (p, i, d, dec, ts, dt, u) VALUES (1, 300, 2.75, 12.34, "

@@ -202,7 +202,10 @@ pub fn apply(name: &str, arg_types: &[CqlType], args: &[Bytes]) -> CqlResult<(Cq
         },
         "mintimeuuid" | "maxtimeuuid" => {
             let ms = to_ms(arg_ty, arg);
-            Bytes::copy_from_slice(&timeuuid_at(ms, name == "maxtimeuuid"))
+            let uuid = timeuuid_at(ms, name == "maxtimeuuid").ok_or_else(|| {
+                invalid(format!("In call to function system.{name}, timestamp {ms} is outside the range of a timeuuid"))
+            })?;
+            Bytes::copy_from_slice(&uuid)
         }
         "similarity_cosine" | "similarity_euclidean" | "similarity_dot_product" => {
             Bytes::copy_from_slice(&similarity(name, args)?.to_be_bytes())
@@ -511,13 +514,20 @@ pub(crate) fn timeuuid_now() -> [u8; 16] {
 
 /// The smallest (or greatest) timeuuid at a millisecond, as Cassandra's
 /// minTimeuuid/maxTimeuuid.
-fn timeuuid_at(ms: i64, greatest: bool) -> [u8; 16] {
-    let base = ms * 10_000 + UUID_EPOCH_OFFSET_100NS;
-    if greatest {
-        timeuuid_from(base + 9_999, 0x3f7f & 0x3fff, 0x7f7f_7f7f_7f7f)
+/// The least (or greatest) timeuuid of millisecond `ms`; `None` outside
+/// what a timeuuid's 60 bits of 100 ns ticks from 1582-10-15 can hold
+/// (a wrapped value would name another time).
+fn timeuuid_at(ms: i64, greatest: bool) -> Option<[u8; 16]> {
+    let base = ms.checked_mul(10_000)?.checked_add(UUID_EPOCH_OFFSET_100NS)?;
+    let last = base.checked_add(9_999)?;
+    if base < 0 || last >= 1 << 60 {
+        return None;
+    }
+    Some(if greatest {
+        timeuuid_from(last, 0x3f7f & 0x3fff, 0x7f7f_7f7f_7f7f)
     } else {
         timeuuid_from(base, 0x0080, 0x8080_8080_8080)
-    }
+    })
 }
 
 fn timeuuid_from(ticks: i64, clock_seq: u16, node: u64) -> [u8; 16] {
@@ -543,8 +553,15 @@ mod tests {
         assert_eq!(a[6] >> 4, 1, "version 1");
         let ms = timeuuid_ms(&a);
         assert!(ms >= before && ms <= now_ms());
-        assert_eq!(timeuuid_ms(&timeuuid_at(1_000, false)), 1_000);
-        assert_eq!(timeuuid_ms(&timeuuid_at(1_000, true)), 1_000);
+        assert_eq!(timeuuid_at(1_000, false).map(|u| timeuuid_ms(&u)), Some(1_000));
+        assert_eq!(timeuuid_at(1_000, true).map(|u| timeuuid_ms(&u)), Some(1_000));
+        // Far past and future timestamps have no timeuuid: none is made up.
+        for ms in [i64::MIN + 123, -(1 << 62), -(1 << 58), 1 << 62, i64::MAX - 123] {
+            assert_eq!(timeuuid_at(ms, false), None, "{ms}");
+            assert_eq!(timeuuid_at(ms, true), None, "{ms}");
+        }
+        let oldest = -UUID_EPOCH_OFFSET_100NS / 10_000;
+        assert_eq!(timeuuid_at(oldest, false).map(|u| timeuuid_ms(&u)), Some(oldest));
     }
 
     #[test]
