@@ -243,6 +243,14 @@ def test_compaction_options_are_checked(session, keyspace, tname):
                     "'compaction_window_unit': 'HOURS', 'compaction_window_size': 2, 'min_threshold': 2}" % tname)
 
 
+def test_bloom_filter_fp_chance_is_kept_in_range(session, tname):
+    for chance in ("1.1", "0.0000001", "0"):
+        with pytest.raises(ConfigurationException, match="bloom_filter_fp_chance must be larger than "):
+            session.execute("CREATE TABLE %s (k int PRIMARY KEY) WITH bloom_filter_fp_chance = %s" % (tname, chance))
+    session.execute("CREATE TABLE %s (k int PRIMARY KEY) WITH bloom_filter_fp_chance = 1.0" % tname)
+    session.execute("ALTER TABLE %s WITH bloom_filter_fp_chance = 0.001" % tname)
+
+
 def test_alter_table_add_and_drop_column(cluster, session, keyspace, tname):
     session.execute("CREATE TABLE %s (k int PRIMARY KEY, v int)" % tname)
     session.execute("INSERT INTO %s (k, v) VALUES (1, 10)" % tname)

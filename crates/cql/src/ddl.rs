@@ -636,7 +636,17 @@ pub fn table_options(options: &Options, mut base: TableOptions) -> CqlResult<(Ta
             ("comment", _) => base.comment = text,
             ("default_time_to_live", _) => base.default_time_to_live_s = number("default_time_to_live")?,
             ("gc_grace_seconds", _) => base.gc_grace_seconds = number("gc_grace_seconds")?,
-            ("bloom_filter_fp_chance", _) => base.bloom_filter_fp_chance = float("bloom_filter_fp_chance")?,
+            ("bloom_filter_fp_chance", _) => {
+                let chance = float("bloom_filter_fp_chance")?;
+                // The least a Bloom filter of at most 20 hashes per key can
+                // promise (Cassandra's and ScyllaDB's bound, and their text).
+                if !(chance > 6.71e-5 && chance <= 1.0) {
+                    return Err(CqlError::Config(format!(
+                        "bloom_filter_fp_chance must be larger than 6.71e-05 and less than or equal to 1.0 (got {chance})"
+                    )));
+                }
+                base.bloom_filter_fp_chance = chance
+            }
             ("crc_check_chance", _) => base.crc_check_chance = float("crc_check_chance")?,
             ("memtable_flush_period_in_ms", _) => {
                 base.memtable_flush_period_in_ms = number("memtable_flush_period_in_ms")?
