@@ -1,6 +1,7 @@
 //! The system tables drivers read to learn the node and the schema:
 //! `system.local`, `system.peers`, `system.peers_v2` and `system_schema.*`;
-//! and `system_traces.*`, whose rows come from `traces`.
+//! `system_traces.*`, whose rows come from `traces`; and `system.clients`,
+//! from `clients`.
 //!
 //! They are virtual: their definitions are CQL (parsed at start), and their
 //! rows are generated from the node's identity and the current schema
@@ -36,6 +37,11 @@ static TABLES: OnceLock<BTreeMap<(&'static str, &'static str), Arc<TableMeta>>> 
 
 const DEFINITIONS: &[(&str, &str, &str)] = &[
     ("system", "local", "key text PRIMARY KEY, bootstrapped text, broadcast_address inet, cluster_name text, cql_version text, data_center text, gossip_generation int, host_id uuid, listen_address inet, native_protocol_version text, partitioner text, rack text, release_version text, rpc_address inet, schema_version uuid, tokens set<text>, truncated_at map<uuid, blob>"),
+    // The CQL connections of this node (ScyllaDB's), from `clients`.
+    ("system", "clients", "address inet, port int, client_type text, client_options frozen<map<text, text>>, connection_stage text, driver_name text, driver_version text, hostname text, protocol_version int, shard_id int, ssl_cipher_suite text, ssl_enabled boolean, ssl_protocol text, username text, PRIMARY KEY (address, port, client_type)"),
+    // Partitions per primary token range and table, for bulk readers
+    // (Spark's connector) that split scans by them.
+    ("system", "size_estimates", "keyspace_name text, table_name text, range_start text, range_end text, mean_partition_size bigint, partitions_count bigint, PRIMARY KEY (keyspace_name, table_name, range_start, range_end)"),
     ("system", "peers", "peer inet PRIMARY KEY, data_center text, host_id uuid, preferred_ip inet, rack text, release_version text, rpc_address inet, schema_version uuid, tokens set<text>"),
     // Cassandra's own view of built indexes ("IndexInfo": table_name is the
     // keyspace), and the indexes whose build is under way on some shard.
@@ -129,6 +135,8 @@ pub async fn contents(meta: &Arc<TableMeta>, schema: &Schema) -> CqlResult<Virtu
         ("system_traces", name) => crate::traces::rows(name).await?,
         ("system_auth", name) => crate::auth::tables::rows(name, &schema.roles),
         ("system", "local") => vec![local_row(schema)],
+        ("system", "clients") => crate::clients::rows().await?,
+        ("system", "size_estimates") => size_estimate_rows().await?,
         ("system", "config") => {
             crate::live_config::rows().iter().map(|row| row.iter().map(|cell| text(cell)).collect()).collect()
         }
@@ -177,6 +185,10 @@ pub(crate) fn uuid(id: Uuid) -> Option<Bytes> {
 }
 
 pub(crate) fn int(v: i32) -> Option<Bytes> {
+    Some(Bytes::copy_from_slice(&v.to_be_bytes()))
+}
+
+fn bigint(v: i64) -> Option<Bytes> {
     Some(Bytes::copy_from_slice(&v.to_be_bytes()))
 }
 
@@ -373,6 +385,23 @@ async fn shards_building(ids: Vec<Uuid>) -> CqlResult<Vec<Vec<usize>>> {
     .map_err(|e| CqlError::Server(e.to_string()))?;
     Ok((0..count)
         .map(|i| building.iter().enumerate().filter(|(_, b)| b[i]).map(|(shard, _)| shard).collect())
+        .collect())
+}
+
+async fn size_estimate_rows() -> CqlResult<Vec<Values>> {
+    let estimates = shoal_coordinator::size_estimates().await.map_err(|e| CqlError::Server(e.to_string()))?;
+    Ok(estimates
+        .iter()
+        .map(|e| {
+            vec![
+                text(&e.keyspace),
+                text(&e.table),
+                text(&e.start.to_string()),
+                text(&e.end.to_string()),
+                bigint(e.mean_partition_size),
+                bigint(e.partitions_count),
+            ]
+        })
         .collect())
 }
 

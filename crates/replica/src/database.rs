@@ -846,6 +846,17 @@ impl Database {
         user.map(|(_, table)| table.sstable_set().iter().map(|s| s.data_bytes()).sum::<u64>()).sum()
     }
 
+    /// Table `id`'s partitions and their bytes in this shard's SSTables
+    /// (`system.size_estimates` counts flushed data only, as Cassandra's);
+    /// zeros for a table this shard does not have.
+    pub fn flushed_partitions(&self, id: Uuid) -> (u64, u64) {
+        let Some(table) = self.tables.borrow().get(&id).cloned() else { return (0, 0) };
+        let sstables = table.sstable_set();
+        sstables
+            .iter()
+            .fold((0, 0), |(partitions, bytes), s| (partitions + s.stats().partitions, bytes + s.stats().raw_bytes))
+    }
+
     /// Drops, from `tables` (ids), the partitions whose token `keep`
     /// refuses (nodetool cleanup, after this node's share of the ring
     /// shrank): each is flushed, then compacted whole without them.
