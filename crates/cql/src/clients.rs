@@ -14,7 +14,7 @@ use std::collections::{BTreeMap, HashMap};
 use std::net::SocketAddr;
 
 use crate::error::{CqlError, CqlResult};
-use crate::system::{self, Values};
+use crate::system_cells::{self as cells, Values};
 
 /// Where a connection is in its handshake (ScyllaDB's `connection_stage`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -147,22 +147,22 @@ fn row(client: &Client) -> Values {
         (None, Stage::Ready) => Some("anonymous"),
         (None, _) => None,
     };
-    let option = |name: &str| client.options.get(name).and_then(|v| system::text(v));
+    let option = |name: &str| client.options.get(name).and_then(|v| cells::text(v));
     vec![
-        system::inet(client.address.ip()),
-        system::int(i32::from(client.address.port())),
-        system::text("cql"),
-        system::text_map(&client.options),
-        system::text(client.stage.name()),
+        cells::inet(client.address.ip()),
+        cells::int(i32::from(client.address.port())),
+        cells::text("cql"),
+        cells::text_map(&client.options),
+        cells::text(client.stage.name()),
         option("DRIVER_NAME"),
         option("DRIVER_VERSION"),
         None,
-        client.protocol_version.and_then(|v| system::int(i32::from(v))),
-        system::int(i32::try_from(client.shard).unwrap_or(i32::MAX)),
-        client.tls.as_ref().and_then(|tls| system::text(&tls.cipher_suite)),
-        system::boolean(client.tls.is_some()),
-        client.tls.as_ref().and_then(|tls| system::text(&tls.protocol)),
-        username.and_then(system::text),
+        client.protocol_version.and_then(|v| cells::int(i32::from(v))),
+        cells::int(i32::try_from(client.shard).unwrap_or(i32::MAX)),
+        client.tls.as_ref().and_then(|tls| cells::text(&tls.cipher_suite)),
+        cells::boolean(client.tls.is_some()),
+        client.tls.as_ref().and_then(|tls| cells::text(&tls.protocol)),
+        username.and_then(cells::text),
     ]
 }
 
@@ -188,9 +188,9 @@ mod tests {
             assert_eq!(row(client)[13], None, "no user before login");
             registration.logged_in("alice");
             let values = row(&listed()[0]);
-            assert_eq!(values[4], system::text("READY"));
-            assert_eq!(values[5], system::text("d"));
-            assert_eq!(values[13], system::text("alice"));
+            assert_eq!(values[4], cells::text("READY"));
+            assert_eq!(values[5], cells::text("d"));
+            assert_eq!(values[13], cells::text("alice"));
             drop(registration);
             listed().is_empty()
         });

@@ -42,6 +42,7 @@ pub mod result;
 pub mod schema_file;
 pub mod select;
 pub mod system;
+mod system_cells;
 pub mod traces;
 pub mod user_types;
 pub mod values;

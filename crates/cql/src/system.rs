@@ -10,7 +10,6 @@
 //! `docs/drivers.md` lists what each driver reads.
 
 use std::collections::BTreeMap;
-use std::net::IpAddr;
 use std::sync::{Arc, OnceLock};
 
 use bytes::Bytes;
@@ -24,6 +23,7 @@ use crate::ast::Statement;
 use crate::ddl;
 use crate::error::{CqlError, CqlResult};
 use crate::restrictions::position_of;
+use crate::system_cells::{bigint, boolean, double, inet, int, text, text_map, text_set, uuid, Values};
 use crate::values::serialize_items;
 
 /// The Cassandra release Shoal answers as. ScyllaDB reports 3.0.8, but
@@ -125,9 +125,6 @@ pub fn is_system_keyspace(keyspace: &str) -> bool {
     ddl::SYSTEM_KEYSPACES.contains(&keyspace)
 }
 
-/// One row's values, in its table's column order.
-pub(crate) type Values = Vec<Option<Bytes>>;
-
 /// A virtual table filled with the rows of system table `meta` now.
 pub async fn contents(meta: &Arc<TableMeta>, schema: &Schema) -> CqlResult<VirtualTable> {
     let table = VirtualTable::new(Arc::clone(meta));
@@ -167,48 +164,6 @@ pub async fn contents(meta: &Arc<TableMeta>, schema: &Schema) -> CqlResult<Virtu
         table.insert(position, update);
     }
     Ok(table)
-}
-
-pub(crate) fn text(s: &str) -> Option<Bytes> {
-    Some(Bytes::copy_from_slice(s.as_bytes()))
-}
-
-pub(crate) fn inet(address: IpAddr) -> Option<Bytes> {
-    Some(match address {
-        IpAddr::V4(a) => Bytes::copy_from_slice(&a.octets()),
-        IpAddr::V6(a) => Bytes::copy_from_slice(&a.octets()),
-    })
-}
-
-pub(crate) fn uuid(id: Uuid) -> Option<Bytes> {
-    Some(Bytes::copy_from_slice(id.as_bytes()))
-}
-
-pub(crate) fn int(v: i32) -> Option<Bytes> {
-    Some(Bytes::copy_from_slice(&v.to_be_bytes()))
-}
-
-fn bigint(v: i64) -> Option<Bytes> {
-    Some(Bytes::copy_from_slice(&v.to_be_bytes()))
-}
-
-fn double(v: f64) -> Option<Bytes> {
-    Some(Bytes::copy_from_slice(&v.to_be_bytes()))
-}
-
-pub(crate) fn boolean(v: bool) -> Option<Bytes> {
-    Some(Bytes::from_static(if v { &[1] } else { &[0] }))
-}
-
-pub(crate) fn text_map(map: &BTreeMap<String, String>) -> Option<Bytes> {
-    Some(shoal_schema::collection::serialize_map(
-        map.iter().flat_map(|(k, v)| [Some(k.as_bytes()), Some(v.as_bytes())]),
-        map.len(),
-    ))
-}
-
-pub(crate) fn text_set<'a>(items: impl Iterator<Item = &'a str> + Clone) -> Option<Bytes> {
-    Some(serialize_items(items.clone().map(str::as_bytes), items.count()))
 }
 
 fn local_row(schema: &Schema) -> Vec<Option<Bytes>> {
