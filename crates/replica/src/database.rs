@@ -107,6 +107,16 @@ enum Write<'a> {
     Row(RowCells<'a>),
 }
 
+impl Write<'_> {
+    /// What its commitlog entry holds twice (a memcached row: nothing).
+    fn repeated_key_bytes(&self) -> usize {
+        match self {
+            Write::Partition(update) => update.repeated_key_bytes(),
+            Write::Row(_) => 0,
+        }
+    }
+}
+
 /// What a write applied with [`Database::apply_unsynced`] waits for before
 /// it is answered: its commitlog entry on disk under `commitlog_sync:
 /// batch`, in the file under `periodic` (`CommitLog::wait_durable`);
@@ -577,7 +587,7 @@ impl Database {
         self.wait_for_memtable_space().await;
         let log = self.commitlog.borrow().clone().filter(|_| !self.unlogged.borrow().contains(&table_id));
         let logged = match &log {
-            Some(log) => Some(log.append(|out| match &write {
+            Some(log) => Some(log.append_repeating(write.repeated_key_bytes(), |out| match &write {
                 Write::Partition(update) => encode_mutation(out, table_id, &position, update),
                 Write::Row(row) => encode_row_mutation(out, table_id, &position, row),
             })?),
