@@ -644,6 +644,15 @@ pub enum Term {
     /// A column name where a value is expected (`VALUES (k, a)`): parsed,
     /// as ScyllaDB's grammar does, and refused when evaluated.
     Column(String),
+    /// `left op right` of numbers (`c = 1 + 2`, Cassandra 4's), computed
+    /// in the operand types `term_operations` chooses for the receiver.
+    Operation {
+        op: NumericOp,
+        left: Box<Term>,
+        right: Box<Term>,
+    },
+    /// `-term` of anything but a number literal (`-(1 + 2)`, `-?`).
+    Negation(Box<Term>),
 }
 
 /// A constant. Numbers and durations keep their text (sign included) because
@@ -745,6 +754,25 @@ impl fmt::Display for Term {
             }
             Term::Cast { ty, term } => write!(f, "({ty}){term}"),
             Term::Column(name) => f.write_str(name),
+            Term::Operation { op, left, right } => {
+                // Parentheses where the tree binds against the operators'
+                // precedence, so the text reads back as the same tree.
+                let binds = |op: &NumericOp| if matches!(op, NumericOp::Add | NumericOp::Sub) { 0 } else { 1 };
+                let looser = |term: &Term, than: u8| matches!(term, Term::Operation { op, .. } if binds(op) < than);
+                if looser(left, binds(op)) {
+                    write!(f, "({left})")?;
+                } else {
+                    write!(f, "{left}")?;
+                }
+                write!(f, " {} ", op.symbol())?;
+                if looser(right, binds(op) + 1) {
+                    write!(f, "({right})")
+                } else {
+                    write!(f, "{right}")
+                }
+            }
+            Term::Negation(term) if matches!(**term, Term::Operation { .. }) => write!(f, "-({term})"),
+            Term::Negation(term) => write!(f, "-{term}"),
         }
     }
 }

@@ -90,6 +90,26 @@ impl Collector<'_> {
                     self.term(arg, &format!("arg{i}(system.{function})"), &arg_ty);
                 }
             }
+            // Cassandra names an operation's markers as its function's
+            // arguments (`arg0(system._add)`).
+            Term::Operation { op, left, right } => {
+                match crate::term_operations::operand_types(*op, left, right, name, ty) {
+                    Ok((a, b)) => {
+                        let function = crate::term_operations::function_name(*op);
+                        self.term(left, &format!("arg0(system.{function})"), &a);
+                        self.term(right, &format!("arg1(system.{function})"), &b);
+                    }
+                    Err(e) => {
+                        self.refused.get_or_insert(e);
+                    }
+                }
+            }
+            Term::Negation(operand) => match crate::term_operations::negation_type(operand, name, ty) {
+                Ok(ty) => self.term(operand, "arg0(system._negate)", &ty),
+                Err(e) => {
+                    self.refused.get_or_insert(e);
+                }
+            },
             Term::Literal(_) | Term::EmptyBraces | Term::Column(_) => {}
         }
     }

@@ -43,6 +43,7 @@ pub mod schema_file;
 pub mod select;
 pub mod system;
 mod system_cells;
+mod term_operations;
 pub mod traces;
 pub mod user_types;
 pub mod values;

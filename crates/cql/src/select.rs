@@ -33,6 +33,7 @@ use crate::live_config;
 use crate::restrictions::{analyze, clustering_filtering_error, EqPlan, PartitionRestriction};
 use crate::result::{ColumnSpec, Rows};
 use crate::system;
+use crate::term_operations::operate;
 use crate::values::{collection_items, eval, eval_required, Bindings, BoundValue, Receiver};
 use crate::{format_fcts, functions};
 
@@ -851,31 +852,6 @@ fn arithmetic_selector(
         ty: ty.clone(),
     };
     Ok((display, ty, sel))
-}
-
-/// `left op right` of serialized operands of `types`, in `ty`; null when
-/// either is.
-fn operate(
-    op: NumericOp,
-    types: &(CqlType, CqlType),
-    ty: &CqlType,
-    left: Option<Bytes>,
-    right: Option<Bytes>,
-) -> CqlResult<Option<Bytes>> {
-    let (Some(a), Some(b)) = (left, right) else { return Ok(None) };
-    let value = |bytes: &Bytes, ty: &CqlType| {
-        Value::deserialize(ty, bytes).map_err(|e| CqlError::Server(format!("a stored value: {e}")))
-    };
-    // A failed operation (division by zero) is a FunctionFailure, as
-    // Cassandra's OperationExecutionException is.
-    let failure = |e: shoal_schema::ValueError| CqlError::FunctionFailure {
-        keyspace: "system".to_string(),
-        function: op.symbol().to_string(),
-        arg_types: vec![types.0.to_string(), types.1.to_string()],
-        message: e.to_string(),
-    };
-    let result = arithmetic::apply(op, ty, &value(&a, &types.0)?, &value(&b, &types.1)?).map_err(failure)?;
-    Ok(Some(Bytes::from(result.to_bytes())))
 }
 
 /// A constant selector, read as a value of `ty`.

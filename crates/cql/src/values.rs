@@ -5,6 +5,7 @@
 //! against its receiver's type, so storage never holds a malformed value.
 
 use bytes::{Bytes, BytesMut};
+use shoal_schema::arithmetic::NumericOp;
 use shoal_schema::collection;
 use shoal_schema::literal::{parse_literal, LiteralKind};
 use shoal_schema::value::{compare, validate};
@@ -13,6 +14,7 @@ use shoal_schema::{CqlType, UserType};
 use crate::ast::{Literal, Term};
 use crate::error::{invalid, CqlResult};
 use crate::functions;
+use crate::term_operations;
 
 /// A value a term stands for: as the client bound it to a marker, or
 /// as a term (literal, function call, collection) evaluated to.
@@ -110,6 +112,35 @@ fn eval_term(term: &Term, receiver: Receiver<'_>, bindings: Bindings<'_>) -> Cql
         }
         // ScyllaDB's text: a value has no row to read a column from.
         Term::Column(name) => Err(invalid(format!("Cannot resolve column {name} without schema"))),
+        Term::Operation { op, left, right } => {
+            let types = term_operations::operand_types(*op, left, right, receiver.name, receiver.ty)?;
+            let left = operand(left, receiver.name, &types.0, bindings)?;
+            let right = operand(right, receiver.name, &types.1, bindings)?;
+            let result_ty =
+                shoal_schema::arithmetic::result_type(&types.0, &types.1).expect("operand_types gives numeric types");
+            let result = term_operations::operate(*op, &types, &result_ty, left, right)?;
+            Ok(result.map_or(BoundValue::Null, BoundValue::Value))
+        }
+        Term::Negation(term) => {
+            let ty = term_operations::negation_type(term, receiver.name, receiver.ty)?;
+            let Some(value) = operand(term, receiver.name, &ty, bindings)? else {
+                return Ok(BoundValue::Null);
+            };
+            let types = (ty.clone(), ty.clone());
+            let zero = Some(term_operations::zero(&ty));
+            let result = term_operations::operate(NumericOp::Sub, &types, &ty, zero, Some(value))?;
+            Ok(result.map_or(BoundValue::Null, BoundValue::Value))
+        }
+    }
+}
+
+/// An operation's operand, evaluated in `ty`; unset is refused, as a
+/// function's argument is in Cassandra.
+fn operand(term: &Term, receiver: &str, ty: &CqlType, bindings: Bindings<'_>) -> CqlResult<Option<Bytes>> {
+    match eval(term, Receiver { name: receiver, ty }, bindings)? {
+        BoundValue::Value(v) => Ok(Some(v)),
+        BoundValue::Null => Ok(None),
+        BoundValue::Unset => Err(invalid(format!("Invalid unset value for an operand of {receiver}"))),
     }
 }
 

@@ -284,6 +284,40 @@ impl<'a> Parser<'a> {
         result
     }
 
+    /// `first (op operand)*`, grouped from the left, for the operators
+    /// `op_of` maps symbols to and while `continues` allows; `join` builds
+    /// the node. Each operator counts as a nesting level, as the tree it
+    /// builds is as deep as the chain is long.
+    fn left_associative<T, Op>(
+        &mut self,
+        op_of: fn(Sym) -> Option<Op>,
+        operand: fn(&mut Self) -> PResult<T>,
+        continues: fn(&Self, &T) -> bool,
+        join: fn(Op, T, T) -> T,
+    ) -> PResult<T> {
+        let entered = self.depth;
+        let chain = (|| {
+            let mut expr = operand(self)?;
+            loop {
+                let TokenKind::Sym(sym) = self.peek().kind else { return Ok(expr) };
+                let Some(op) = op_of(sym) else { return Ok(expr) };
+                if !continues(self, &expr) {
+                    return Ok(expr);
+                }
+                if self.depth >= MAX_DEPTH {
+                    let message = format!("expression nested too deeply (more than {MAX_DEPTH} levels)");
+                    return Err(self.error_at_token(self.peek(), message));
+                }
+                self.depth += 1;
+                self.advance();
+                let right = operand(self)?;
+                expr = join(op, expr, right);
+            }
+        })();
+        self.depth = entered;
+        chain
+    }
+
     fn error_at_token(&self, token: &Token, message: String) -> ParseError {
         ParseError { line: token.line, column: token.column, message }
     }

@@ -11,6 +11,10 @@ use super::dml::UsingRules;
 
 const SELECT: UsingRules = UsingRules { statement: "SELECT", ttl: false, timestamp: false };
 
+fn arithmetic(op: NumericOp, left: SelectorExpr, right: SelectorExpr) -> SelectorExpr {
+    SelectorExpr::Arithmetic { op, left: Box::new(left), right: Box::new(right) }
+}
+
 impl Parser<'_> {
     pub(super) fn select(&mut self) -> PResult<Statement> {
         self.advance();
@@ -132,7 +136,7 @@ impl Parser<'_> {
             Sym::Minus => Some(NumericOp::Sub),
             _ => None,
         };
-        self.left_associative(additive, Self::selector_product)
+        self.left_associative(additive, Self::selector_product, |_, _| true, arithmetic)
     }
 
     fn selector_product(&mut self) -> PResult<SelectorExpr> {
@@ -142,24 +146,7 @@ impl Parser<'_> {
             Sym::Percent => Some(NumericOp::Mod),
             _ => None,
         };
-        self.left_associative(multiplicative, Self::selector_signed)
-    }
-
-    /// `operand (op operand)*`, grouped from the left, for the operators
-    /// `op_of` maps symbols to.
-    fn left_associative(
-        &mut self,
-        op_of: fn(Sym) -> Option<NumericOp>,
-        operand: fn(&mut Self) -> PResult<SelectorExpr>,
-    ) -> PResult<SelectorExpr> {
-        let mut expr = operand(self)?;
-        loop {
-            let TokenKind::Sym(sym) = self.peek().kind else { return Ok(expr) };
-            let Some(op) = op_of(sym) else { return Ok(expr) };
-            self.advance();
-            let right = operand(self)?;
-            expr = SelectorExpr::Arithmetic { op, left: Box::new(expr), right: Box::new(right) };
-        }
+        self.left_associative(multiplicative, Self::selector_signed, |_, _| true, arithmetic)
     }
 
     /// `-x` of anything but a number literal (which the term parser reads
@@ -214,7 +201,7 @@ impl Parser<'_> {
                 Ok(SelectorExpr::Column(self.ident("column name")?))
             }
             TokenKind::QuotedIdent(_) => Ok(SelectorExpr::Column(self.ident("column name")?)),
-            _ => Ok(SelectorExpr::Term(self.term()?)),
+            _ => Ok(SelectorExpr::Term(self.primary_term()?)),
         }
     }
 

@@ -1,6 +1,8 @@
 //! Terms (literals, bind markers, collection and tuple literals, function
-//! calls, casts) and the CQL type grammar, which casts and DDL share.
+//! calls, casts, arithmetic) and the CQL type grammar, which casts and DDL
+//! share.
 
+use shoal_schema::arithmetic::NumericOp;
 use shoal_schema::{CqlType, UserType};
 
 use super::{PResult, Parser};
@@ -32,9 +34,82 @@ fn token_literal(kind: &TokenKind) -> Option<Literal> {
     })
 }
 
+fn operation(op: NumericOp, left: Term, right: Term) -> Term {
+    Term::Operation { op, left: Box::new(grouped(left)), right: Box::new(grouped(right)) }
+}
+
+/// An operand in parentheses, `(2)`: a group, not the 1-tuple it would be
+/// elsewhere (no operator takes a tuple).
+fn grouped(term: Term) -> Term {
+    match term {
+        Term::Tuple(mut items) if items.len() == 1 => items.remove(0),
+        term => term,
+    }
+}
+
 impl Parser<'_> {
+    /// A term, with arithmetic (`1 + 2 * ?`): products before sums, each
+    /// grouped from the left.
     pub(super) fn term(&mut self) -> PResult<Term> {
+        self.nested(|p| p.term_sum())
+    }
+
+    /// A term without operators: a selector's operand, where the
+    /// selector's own grammar reads `+` and `*`.
+    pub(super) fn primary_term(&mut self) -> PResult<Term> {
         self.nested(|p| p.term_inner())
+    }
+
+    fn term_sum(&mut self) -> PResult<Term> {
+        let additive = |sym| match sym {
+            Sym::Plus => Some(NumericOp::Add),
+            Sym::Minus => Some(NumericOp::Sub),
+            _ => None,
+        };
+        self.left_associative(additive, Self::term_product, Self::operation_follows, operation)
+    }
+
+    fn term_product(&mut self) -> PResult<Term> {
+        let multiplicative = |sym| match sym {
+            Sym::Star => Some(NumericOp::Mul),
+            Sym::Slash => Some(NumericOp::Div),
+            Sym::Percent => Some(NumericOp::Mod),
+            _ => None,
+        };
+        self.left_associative(multiplicative, Self::term_signed, Self::operation_follows, operation)
+    }
+
+    /// Whether the operator at the cursor joins `left` to another term.
+    /// Not after a collection literal nor before a bare column name: there
+    /// `+` and `-` are an UPDATE's (`l = [1] + l`, `c = 5 - c`).
+    fn operation_follows(&self, left: &Term) -> bool {
+        let collection = matches!(
+            left,
+            Term::List(_) | Term::Set(_) | Term::Map(_) | Term::EmptyBraces | Term::UserType(_) | Term::Column(_)
+        );
+        let called = self.is_sym_at(2, Sym::LParen) || self.is_sym_at(2, Sym::Dot);
+        let column_next = match &self.peek_nth(1).kind {
+            TokenKind::QuotedIdent(_) => !called,
+            TokenKind::Ident(word) => keyword_literal(word).is_none() && !called,
+            _ => false,
+        };
+        !collection && !column_next
+    }
+
+    /// `-x` of anything but a number literal (which is read as a negative
+    /// literal) is a negation.
+    fn term_signed(&mut self) -> PResult<Term> {
+        let number = |kind: &TokenKind| match kind {
+            TokenKind::Integer(_) | TokenKind::Float(_) | TokenKind::Duration(_) => true,
+            TokenKind::Ident(word) => word == "infinity" || word == "nan",
+            _ => false,
+        };
+        if !self.is_sym(Sym::Minus) || number(&self.peek_nth(1).kind) {
+            return self.term_inner();
+        }
+        self.advance();
+        let operand = self.nested(|p| p.term_signed())?;
+        Ok(Term::Negation(Box::new(grouped(operand))))
     }
 
     fn term_inner(&mut self) -> PResult<Term> {
@@ -211,11 +286,16 @@ impl Parser<'_> {
         if self.at_cast_type() {
             let ty = self.cql_type()?;
             self.expect_sym(Sym::RParen)?;
-            let term = Box::new(self.term()?);
+            // A cast binds tighter than any operator: `(int) ? + 1`.
+            let term = Box::new(self.primary_term()?);
             return Ok(Term::Cast { ty, term });
         }
-        let items = self.comma_list(Self::term)?;
+        let mut items = self.comma_list(Self::term)?;
         self.expect_sym(Sym::RParen)?;
+        // `(1 + 2)` groups an operation; `(a)` stays a 1-tuple.
+        if let [Term::Operation { .. } | Term::Negation(_)] = items.as_slice() {
+            return Ok(items.remove(0));
+        }
         Ok(Term::Tuple(items))
     }
 

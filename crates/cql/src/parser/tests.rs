@@ -1,6 +1,7 @@
 //! Parser tests: one or more per statement form, error positions and
 //! messages, and a no-panic sweep over prefixes of valid statements.
 
+use shoal_schema::arithmetic::NumericOp;
 use shoal_schema::{CqlType, UserType};
 
 use super::{parse_statement, ParseError};
@@ -701,6 +702,29 @@ fn error_positions_and_messages() {
 }
 
 #[test]
+fn arithmetic_terms_bind_products_first_and_leave_update_operations_alone() {
+    let op = |op, left, right| Term::Operation { op, left: Box::new(left), right: Box::new(right) };
+    assert_eq!(term("1 + 2 * 3"), op(NumericOp::Add, lit_int("1"), op(NumericOp::Mul, lit_int("2"), lit_int("3"))));
+    assert_eq!(term("4 - 1 - 1"), op(NumericOp::Sub, op(NumericOp::Sub, lit_int("4"), lit_int("1")), lit_int("1")));
+    // A parenthesized operation groups; a parenthesized value is a 1-tuple.
+    assert_eq!(term("2 * (1 + ?)"), op(NumericOp::Mul, lit_int("2"), op(NumericOp::Add, lit_int("1"), Term::Bind(0))));
+    assert_eq!(term("-?"), Term::Negation(Box::new(Term::Bind(0))));
+    assert_eq!(term("-(-2)"), Term::Negation(Box::new(lit_int("-2"))));
+    // A cast binds tighter than an operator.
+    let cast = Term::Cast { ty: CqlType::Int, term: Box::new(Term::Bind(0)) };
+    assert_eq!(term("(int) ? + 1"), op(NumericOp::Add, cast, lit_int("1")));
+    assert_eq!(term("-1"), lit_int("-1"));
+    assert_eq!(term("(1 + 1)").to_string(), "1 + 1");
+    for text in ["1 * (2 + 3)", "(1 + 2) * 3", "1 - (2 - 3)", "1 - 2 - 3", "-(1 + ?)"] {
+        assert_eq!(term(text).to_string(), text);
+    }
+    // `+` and `-` beside a column or a collection literal stay an UPDATE's.
+    assert!(matches!(&update("UPDATE t SET l = [1] + l WHERE k = 0").assignments[0], Assignment::Prepend { .. }));
+    assert!(matches!(&update("UPDATE t SET v = 1 + 2 WHERE k = 0").assignments[0], Assignment::Set { .. }));
+    assert!(err("UPDATE t SET c = 5 - c WHERE k = 0").message.contains("X = X + <value>"));
+}
+
+#[test]
 fn deep_nesting_is_an_error_not_a_crash() {
     let deep = format!("SELECT * FROM t WHERE k = {}1{}", "[".repeat(100), "]".repeat(100));
     assert!(err(&deep).message.contains("nested too deeply"));
@@ -710,6 +734,11 @@ fn deep_nesting_is_an_error_not_a_crash() {
     assert!(err(&deep_type).message.contains("nested too deeply"));
     let deep_sel = format!("SELECT {}k{} FROM t", "f(".repeat(100), ")".repeat(100));
     assert!(err(&deep_sel).message.contains("nested too deeply"));
+    // A chain of operators builds a tree as deep as it is long.
+    let long_sum = format!("SELECT * FROM t WHERE k = 1{}", " + 1".repeat(100_000));
+    assert!(err(&long_sum).message.contains("nested too deeply"));
+    let long_selector = format!("SELECT 1{} FROM t", " * k".repeat(100_000));
+    assert!(err(&long_selector).message.contains("nested too deeply"));
 }
 
 /// Valid statements covering every form; their prefixes, single-character
