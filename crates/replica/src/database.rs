@@ -547,7 +547,8 @@ impl Database {
             let meta = schema.table_by_id(table_id).ok_or(ReplicaError::NoSuchTable(table_id))?;
             list_ops::resolve(meta, current.as_ref(), list_ops, &mut update)?;
         }
-        self.log_and_apply(table_id, &table, position, Write::Partition(update)).await
+        self.wait_for_memtable_space().await;
+        self.log_and_apply(table_id, &table, position, Write::Partition(update))
     }
 
     /// [`Database::apply_unsynced`] (no list operations) at once, for a
@@ -567,24 +568,13 @@ impl Database {
         check_token(&position)?;
         let table = self.table(table_id)?;
         self.check_in_memory_room(table_id, &table)?;
-        self.log_and_apply_now(table_id, &table, position, write)
+        self.log_and_apply(table_id, &table, position, write)
     }
 
     /// Logs `write` (unless its table is unlogged) and applies it to the
-    /// memtable, once there is room for it.
-    async fn log_and_apply(
-        &self,
-        table_id: Uuid,
-        table: &Table,
-        position: PartitionPosition,
-        write: Write<'_>,
-    ) -> Result<Durability, ReplicaError> {
-        self.wait_for_memtable_space().await;
-        self.log_and_apply_now(table_id, table, position, write)
-    }
-
-    /// [`Database::log_and_apply`] once there is room.
-    fn log_and_apply_now(
+    /// memtable, for a caller that found room for it
+    /// ([`Database::wait_for_memtable_space`]).
+    fn log_and_apply(
         &self,
         table_id: Uuid,
         table: &Table,

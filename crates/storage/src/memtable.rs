@@ -613,8 +613,8 @@ mod tests {
     fn an_overwrite_of_its_size_reuses_the_bytes_unless_a_reader_holds_them() {
         let mut memtable = Memtable::default();
         let position = PartitionPosition { token: 3, key: Bytes::from_static(b"item") };
-        let (a, b, c): ([(u32, &[u8]); 1], [(u32, &[u8]); 1], [(u32, &[u8]); 1]) =
-            ([(1, b"aaaa")], [(1, b"bbbb")], [(1, b"cccc")]);
+        type Cells<'a> = [(u32, &'a [u8]); 1];
+        let (a, b, c): (Cells, Cells, Cells) = ([(1, b"aaaa")], [(1, b"bbbb")], [(1, b"cccc")]);
         let row = |timestamp, cells| RowCells { timestamp, expiry: None, cells };
         let bytes_at = |m: &Memtable| match m.partitions.get(&position) {
             Some(Slot::Compact(bytes)) => bytes.as_ptr(),
