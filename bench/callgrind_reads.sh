@@ -25,7 +25,12 @@
 # out of the counts. Needs valgrind (Debian: apt-get install valgrind).
 # PEER=memcached measures Debian's memcached (`-t 1 -m 1024`) instead of
 # BIN's server, with BIN's stress as the same loader (memcache protocols
-# only). Under valgrind memcached cannot raise its open-file limit and
+# only). MEMCACHE_WRITE=incr|delete (memcache protocols, WORKLOAD write):
+# the measured writes are `incr k 1` / `ma k` or `delete k` / `md k`, over
+# 8-digit numbers loaded instead of 1 KiB values (as bench/harness does);
+# POP=seq measures each key once (every delete finds its item) instead of
+# uniform draws (default; after the first pass a delete mostly misses).
+# Under valgrind memcached cannot raise its open-file limit and
 # refuses to start, so a two-line shim (built with cc) makes setrlimit a
 # no-op for it. Its counts are every thread's: its worker, listener and LRU
 # threads; no syscall is counted on either side.
@@ -96,8 +101,17 @@ for _ in $(seq 1 600); do
     sleep 0.1
 done
 
+value=(--value-size 1024)
+measured=()
+case "${MEMCACHE_WRITE:-}" in
+    "") ;;
+    incr|delete)
+        [[ "$protocol" == memcache-* ]] || { echo "MEMCACHE_WRITE needs a memcache PROTOCOL" >&2; exit 2; }
+        value=(--value-size 8 --numeric-values) measured=(--memcache-write "$MEMCACHE_WRITE") ;;
+    *) echo "MEMCACHE_WRITE must be incr or delete, not $MEMCACHE_WRITE" >&2; exit 2 ;;
+esac
 stress() {
-    "$bin" stress --threads 1 --quiet --port "$port" --keys "$keys" --value-size 1024 --connections 1 \
+    "$bin" stress --threads 1 --quiet --port "$port" --keys "$keys" "${value[@]}" --connections 1 \
         "${via[@]}" "$@" >/dev/null
 }
 login=()
@@ -128,7 +142,7 @@ fi
 [[ -n "${FLUSH:-}" ]] && "$bin" nodetool --api-port "$api_port" flush >/dev/null
 stress --workload read --pop uniform --count 2000 "${login[@]}"     # warm-up: prepare, caches
 callgrind_control -z "$server" >/dev/null
-stress --workload "$workload" --pop uniform --count "$reads" "${login[@]}"
+stress --workload "$workload" --pop "${POP:-uniform}" --count "$reads" "${measured[@]}" "${login[@]}"
 callgrind_control -d "$server" >/dev/null
 sleep 1
 

@@ -270,3 +270,69 @@ def test_hits_from_a_memtable_the_row_cache_and_both_answer_alike():
         assert c.call(b"mg k2 v\r\n") == b"EN\r\n"
         assert c.call(b"get gone\r\n") == b"END\r\n"
         c.close()
+
+
+@pytest.mark.skipif(skip_reason() is not None, reason=skip_reason() or "")
+def test_deletes_and_increments_of_items_only_in_sstables():
+    """An item only in an SSTable (flushed, then a restart: no memtable, no
+    row cache entry) is found by delete, md, incr and ma, which answer as
+    memcached does; a delete of a key the Bloom filters rule out misses at
+    once; a deleted item stays deleted from the memtable, after a flush and
+    after restarts, and a set brings it back; counters count on."""
+    args = ("--commitlog-sync", "batch", "--row-cache-save-period", "0", "--memory", "1G")
+    with temp_node("shoal-memcache-sstable-ops-", args=args, smp=1) as node:
+        c = wait_memcache(node.memcache_port)
+        for k in (b"a", b"b", b"c", b"m"):
+            assert c.call(b"set %s 3 0 %d\r\n%s\r\n" % (k, len(FILL), FILL)) == b"STORED\r\n"
+        assert c.call(b"set ctr 0 0 2\r\n41\r\n") == b"STORED\r\n"
+        assert c.call(b"set mctr 0 0 1\r\n7\r\n") == b"STORED\r\n"
+        node.api("POST", "/storage_service/keyspace_flush/memcache?cf=items")
+        c.close()
+        node.kill()
+        node.start()
+        c = wait_memcache(node.memcache_port)
+
+        # Each found where it lies, in an SSTable alone.
+        assert c.call(b"delete a\r\n") == b"DELETED\r\n"
+        assert c.call(b"md b\r\n") == b"HD\r\n"
+        assert c.call(b"incr ctr 1\r\n") == b"42\r\n"
+        assert c.call(b"ma mctr v\r\n") == b"VA 1\r\n8\r\n"
+        # Then from the memtable (over the SSTable's copy).
+        assert c.call(b"delete a\r\n") == b"NOT_FOUND\r\n"
+        assert c.call(b"md b q\r\nmn\r\n", 2) == b"NF\r\nMN\r\n"
+        assert c.call(b"get a b\r\n") == b"END\r\n"
+        assert c.call(b"incr ctr 1\r\n") == b"43\r\n"
+        assert c.call(b"decr mctr 10\r\n") == b"0\r\n"
+        # Keys never written: the Bloom filters rule them out.
+        assert c.calls(b"delete nothing%d\r\n" * 3 % (1, 2, 3), 3) == [b"NOT_FOUND\r\n"] * 3
+        assert c.call(b"incr nothing 1\r\n") == b"NOT_FOUND\r\n"
+        # A set over a deleted item brings it back; a delete of a memtable
+        # item over its SSTable copy deletes both.
+        assert c.call(b"set b 5 0 3\r\nnew\r\n") == b"STORED\r\n"
+        assert c.call(b"get b\r\n") == b"VALUE b 5 3\r\nnew\r\nEND\r\n"
+        assert c.call(b"set c 6 0 3\r\nnew\r\n") == b"STORED\r\n"
+        assert c.call(b"delete c\r\n") == b"DELETED\r\n"
+        assert c.call(b"get c\r\n") == b"END\r\n"
+
+        def after_restart():
+            assert c.call(b"get a c\r\n") == b"END\r\n"
+            assert c.call(b"delete a\r\n") == b"NOT_FOUND\r\n"
+            assert c.call(b"get b m\r\n") == b"VALUE b 5 3\r\nnew\r\nVALUE m 3 %d\r\n%s\r\nEND\r\n" % (len(FILL), FILL)
+            assert c.call(b"get ctr mctr\r\n") == b"VALUE ctr 0 2\r\n43\r\nVALUE mctr 0 1\r\n0\r\nEND\r\n"
+
+        # The deletes and increments come back from the commitlog, then
+        # from SSTables.
+        c.close()
+        node.kill()
+        node.start()
+        c = wait_memcache(node.memcache_port)
+        after_restart()
+        node.api("POST", "/storage_service/keyspace_flush/memcache?cf=items")
+        c.close()
+        node.kill()
+        node.start()
+        c = wait_memcache(node.memcache_port)
+        after_restart()
+        assert c.call(b"delete m\r\n") == b"DELETED\r\n"
+        assert c.call(b"delete m\r\n") == b"NOT_FOUND\r\n"
+        c.close()

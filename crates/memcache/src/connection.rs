@@ -7,8 +7,15 @@
 //! client that sends without reading its answers is throttled by TCP, not
 //! buffered: the connection holds at most one batch of requests (bounded
 //! by the parser's limits) and its answers (bounded by the executor).
+//!
+//! A batch is parsed from the read buffer frozen (`Bytes`), so its keys
+//! and values are cut from it, not copied (`batch_bytes`); once the batch
+//! is answered the buffer is taken back, in place (nothing else holds it
+//! then), less the bytes the batch took.
 
 use std::sync::Arc;
+
+use bytes::{Buf, Bytes, BytesMut};
 
 use shoal_runtime::net::{BufResult, TcpStream};
 use shoal_tls::Socket;
@@ -78,7 +85,7 @@ enum Gate {
 
 impl Connection {
     async fn serve(&mut self) -> std::io::Result<()> {
-        let mut pending: Vec<u8> = Vec::with_capacity(READ_BYTES);
+        let mut pending = BytesMut::with_capacity(READ_BYTES);
         let mut answers: Vec<u8> = Vec::with_capacity(READ_BYTES);
         // Bytes of a refused data block still to arrive and be dropped.
         let mut skip = 0usize;
@@ -90,7 +97,7 @@ impl Connection {
                 match self.authenticate(&pending, &mut answers) {
                     Gate::Answered(consumed) => {
                         Writer(&mut self.socket).write(&mut answers).await?;
-                        pending.drain(..consumed);
+                        pending.advance(consumed);
                     }
                     Gate::ReadMore => {
                         if !self.read(&mut pending, &mut skip).await? {
@@ -101,9 +108,11 @@ impl Connection {
                 }
                 continue;
             }
-            let batch = self.batch(&pending, &mut skip, recycle(std::mem::take(&mut spare)));
+            let buffer = pending.split().freeze();
+            let batch = self.batch(&buffer, &mut skip, recycle(std::mem::take(&mut spare)));
             if batch.requests.is_empty() && !batch.close {
                 spare = recycle(batch.requests);
+                pending = rejoin(buffer, 0, pending);
                 if !self.read(&mut pending, &mut skip).await? {
                     return Ok(());
                 }
@@ -112,12 +121,12 @@ impl Connection {
             // A batch runs in the statements scheduling group, as a CQL
             // request does (`shoal_runtime::sched`).
             let mut sink = Writer(&mut self.socket);
-            let run = self.session.run(&batch.requests, &mut answers, &mut sink);
+            let run = self.session.run(&batch.requests, &buffer, &mut answers, &mut sink);
             let control = shoal_runtime::sched::in_group(shoal_runtime::Group::Statements, run).await?;
             Writer(&mut self.socket).write(&mut answers).await?;
             let Batch { requests, consumed, close } = batch;
             spare = recycle(requests);
-            pending.drain(..consumed);
+            pending = rejoin(buffer, consumed, pending);
             if close || control == Control::Close {
                 return Ok(());
             }
@@ -126,7 +135,7 @@ impl Connection {
 
     /// Reads more into `pending`, dropping what `skip` says; false at the
     /// end of the stream.
-    async fn read(&mut self, pending: &mut Vec<u8>, skip: &mut usize) -> std::io::Result<bool> {
+    async fn read(&mut self, pending: &mut BytesMut, skip: &mut usize) -> std::io::Result<bool> {
         let before = pending.len();
         let BufResult(read, returned) = self.socket.read_appending(std::mem::take(pending), READ_BYTES).await;
         *pending = returned;
@@ -137,7 +146,11 @@ impl Connection {
         stats::add(Stat::BytesRead, read as u64);
         let dropped = (*skip).min(read);
         *skip -= dropped;
-        pending.drain(before..before + dropped);
+        if dropped > 0 {
+            let mut tail = pending.split_off(before);
+            tail.advance(dropped);
+            pending.unsplit(tail);
+        }
         Ok(true)
     }
 
@@ -184,6 +197,17 @@ impl Connection {
         }
         batch
     }
+}
+
+/// The read buffer again from `buffer` (a batch's bytes, frozen) and
+/// `rest` (the empty room after them, split off): in place where the batch
+/// left nothing holding `buffer`, less the `consumed` bytes it took.
+fn rejoin(buffer: Bytes, consumed: usize, rest: BytesMut) -> BytesMut {
+    debug_assert!(rest.is_empty(), "bytes are read only between batches");
+    drop(rest);
+    let mut pending = buffer.try_into_mut().unwrap_or_else(|held| BytesMut::from(&held[..]));
+    pending.advance(consumed);
+    pending
 }
 
 struct Batch<'p> {

@@ -19,8 +19,8 @@ use shoal_coordinator::data::{
 use shoal_coordinator::{run_items, ItemLevels, ItemResult};
 use shoal_runtime::clock;
 
+use crate::batch_bytes;
 use crate::items_table::ItemsTable;
-use crate::key_arena::KeyArena;
 use crate::parse::Limits;
 use crate::reply::Reply;
 use crate::request::{ProtocolError, Request, StoreCommand};
@@ -67,7 +67,6 @@ pub enum Control {
 pub struct Session {
     config: Arc<Config>,
     items: ItemsTable,
-    keys: KeyArena,
     /// The batches' pending requests, empty between batches.
     pending: Vec<Pending<'static, 'static>>,
     /// The retrieval being answered in chunks failed in an earlier chunk:
@@ -95,14 +94,16 @@ struct Pending<'r, 'a> {
 impl Session {
     pub fn new(config: Arc<Config>) -> Session {
         let items = ItemsTable::new(&config.keyspace, &config.table);
-        Session { config, items, keys: KeyArena::default(), pending: Vec::new(), retrieval_failed: false }
+        Session { config, items, pending: Vec::new(), retrieval_failed: false }
     }
 
-    /// Runs `requests` in order, appending their answers to `answers`
-    /// (written through `sink` when it grows large).
+    /// Runs `requests`, parsed from `buffer`, in order, appending their
+    /// answers to `answers` (written through `sink` when it grows large).
+    /// Their keys and values are cut from `buffer` (`batch_bytes`).
     pub async fn run(
         &mut self,
         requests: &[Request<'_>],
+        buffer: &Bytes,
         answers: &mut Vec<u8>,
         sink: &mut impl Sink,
     ) -> std::io::Result<Control> {
@@ -131,10 +132,9 @@ impl Session {
                     loop {
                         let room = OPS_PER_RUN_MAX.saturating_sub(ops.len()).max(1);
                         let (chunk, after) = rest.split_at(room);
-                        let keys = &mut self.keys;
-                        ops.extend(
-                            chunk.iter().map(|k| keys.position(k, ItemOp::Get(Fetch { touch, ..Fetch::default() }))),
-                        );
+                        ops.extend(chunk.iter().map(|k| {
+                            batch_bytes::position(buffer, k, ItemOp::Get(Fetch { touch, ..Fetch::default() }))
+                        }));
                         let last = after.is_empty();
                         pending.push(Pending { request, keys: chunk, last });
                         rest = after;
@@ -147,8 +147,8 @@ impl Session {
                     }
                 }
                 _ => {
-                    if let Some((key, op)) = item_op(request, now_s) {
-                        ops.push(self.keys.position(key, op));
+                    if let Some((key, op)) = item_op(request, buffer, now_s) {
+                        ops.push(batch_bytes::position(buffer, key, op));
                     }
                     pending.push(Pending { request, keys: Words::default(), last: true });
                     if ops.len() >= OPS_PER_RUN_MAX {
@@ -272,8 +272,9 @@ pub fn lifetime(exptime: i64, now_s: i64) -> Lifetime {
     }
 }
 
-/// The item operation of a request that has one, and its key.
-fn item_op<'r>(request: &'r Request<'_>, now_s: i64) -> Option<(&'r [u8], ItemOp)> {
+/// The item operation of a request that has one (its value cut from
+/// `buffer`), and its key.
+fn item_op<'r>(request: &'r Request<'_>, buffer: &Bytes, now_s: i64) -> Option<(&'r [u8], ItemOp)> {
     Some(match request {
         Request::Store { command, key, flags, exptime, data, .. } => {
             let (mode, compare_cas) = match command {
@@ -287,7 +288,7 @@ fn item_op<'r>(request: &'r Request<'_>, now_s: i64) -> Option<(&'r [u8], ItemOp
             stats::bump(Stat::CmdSet);
             let store = Store {
                 mode,
-                value: Bytes::copy_from_slice(data),
+                value: batch_bytes::cut(buffer, data),
                 flags: *flags,
                 lifetime: lifetime(*exptime, now_s),
                 compare_cas,
@@ -314,7 +315,7 @@ fn item_op<'r>(request: &'r Request<'_>, now_s: i64) -> Option<(&'r [u8], ItemOp
             (key, ItemOp::Touch { lifetime: lifetime(*exptime, now_s) })
         }
         Request::TooLarge { key: Some(key), .. } => (key, ItemOp::Delete { compare_cas: None }),
-        Request::Meta(meta) => crate::meta_exec::item_op(meta, now_s),
+        Request::Meta(meta) => crate::meta_exec::item_op(meta, buffer, now_s),
         _ => return None,
     })
 }

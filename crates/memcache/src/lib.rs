@@ -26,10 +26,10 @@
 //!   (`shoal_tls`).
 
 pub mod auth;
+mod batch_bytes;
 pub mod connection;
 pub mod execute;
 pub mod items_table;
-mod key_arena;
 pub mod meta;
 mod meta_exec;
 pub mod parse;

@@ -15,8 +15,9 @@ use crate::reply::Reply;
 use crate::request::ProtocolError;
 use crate::stats::{self, Stat};
 
-/// The item operation of a meta request, and its key.
-pub fn item_op<'m>(meta: &'m Meta<'_>, now_s: i64) -> (&'m [u8], ItemOp) {
+/// The item operation of a meta request (its value cut from `buffer`), and
+/// its key.
+pub fn item_op<'m>(meta: &'m Meta<'_>, buffer: &Bytes, now_s: i64) -> (&'m [u8], ItemOp) {
     let when = |flag: u8| meta.seconds(flag).map(|s| lifetime(s, now_s));
     let op = match meta.command {
         MetaCommand::Get => ItemOp::Get(Fetch {
@@ -31,7 +32,7 @@ pub fn item_op<'m>(meta: &'m Meta<'_>, now_s: i64) -> (&'m [u8], ItemOp) {
             stats::bump(Stat::CmdSet);
             ItemOp::Store(Store {
                 mode: store_mode(meta.token(b'M')),
-                value: Bytes::copy_from_slice(meta.data),
+                value: crate::batch_bytes::cut(buffer, meta.data),
                 flags: meta.number(b'F').map_or(0, |f| f as u32),
                 lifetime: when(b'T').unwrap_or(shoal_coordinator::data::Lifetime::Forever),
                 compare_cas: meta.number(b'C'),

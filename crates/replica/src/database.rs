@@ -101,7 +101,7 @@ pub struct StorageConfig {
 }
 
 /// A write [`Database::log_and_apply`] logs and applies.
-enum Write<'a> {
+pub(crate) enum Write<'a> {
     Partition(PartitionUpdate),
     /// A single row held compact as its cells lie (a memcached `set`).
     Row(RowCells<'a>),
@@ -557,34 +557,40 @@ impl Database {
             let meta = schema.table_by_id(table_id).ok_or(ReplicaError::NoSuchTable(table_id))?;
             list_ops::resolve(meta, current.as_ref(), list_ops, &mut update)?;
         }
-        self.log_and_apply(table_id, &table, position, Write::Partition(update)).await
+        self.wait_for_memtable_space().await;
+        self.log_and_apply(table_id, &table, position, Write::Partition(update))
     }
 
-    /// [`Database::apply_unsynced`] of a single row given as its cells (a
-    /// memcached `set`): logged and held compact as they lie, no
-    /// `Partition` built.
-    pub(crate) async fn apply_row_unsynced(
+    /// [`Database::apply_unsynced`] (no list operations) at once, for a
+    /// caller that found room in the memtables
+    /// ([`Database::has_memtable_room`]) with no await since: a memcached
+    /// write decided from a read of memory lands with no await between its
+    /// read and its write, so it needs no partition lock to be atomic. A
+    /// single row given as its cells (`Write::Row`, a memcached `set`) is
+    /// logged and held compact as they lie, no `Partition` built.
+    pub(crate) fn apply_now(
         &self,
         table_id: Uuid,
         position: PartitionPosition,
-        row: RowCells<'_>,
+        write: Write<'_>,
     ) -> Result<Durability, ReplicaError> {
+        debug_assert!(self.has_memtable_room(), "the caller checked for room, with no await since");
         check_token(&position)?;
         let table = self.table(table_id)?;
         self.check_in_memory_room(table_id, &table)?;
-        self.log_and_apply(table_id, &table, position, Write::Row(row)).await
+        self.log_and_apply(table_id, &table, position, write)
     }
 
     /// Logs `write` (unless its table is unlogged) and applies it to the
-    /// memtable, once there is room for it.
-    async fn log_and_apply(
+    /// memtable, for a caller that found room for it
+    /// ([`Database::wait_for_memtable_space`]).
+    fn log_and_apply(
         &self,
         table_id: Uuid,
         table: &Table,
         position: PartitionPosition,
         write: Write<'_>,
     ) -> Result<Durability, ReplicaError> {
-        self.wait_for_memtable_space().await;
         let log = self.commitlog.borrow().clone().filter(|_| !self.unlogged.borrow().contains(&table_id));
         let logged = match &log {
             Some(log) => Some(log.append_repeating(write.repeated_key_bytes(), |out| match &write {
@@ -639,6 +645,13 @@ impl Database {
         position: PartitionPosition,
     ) -> Result<PartitionGuard, ReplicaError> {
         self.partition_locks.lock(table, position).await
+    }
+
+    /// Whether a write holds (or waits for) the partition's lock: one that
+    /// would write without it must not land inside that write's
+    /// read-modify-write.
+    pub(crate) fn partition_locked(&self, table: Uuid, position: &PartitionPosition) -> bool {
+        self.partition_locks.is_held(table, position)
     }
 
     pub async fn query(&self, command: &ReadCommand) -> Result<ReadResult, ReplicaError> {
@@ -710,12 +723,18 @@ impl Database {
         self.commitlog.borrow().as_ref().map_or(Position::ZERO, |log| log.current_position())
     }
 
-    async fn wait_for_memtable_space(&self) {
-        let Some(budget) = self.memtable_budget_bytes() else { return };
-        // The cheap test first: this runs on every write.
-        while !self.flushing.borrow().is_empty() && self.memtable_bytes() >= budget {
+    pub(crate) async fn wait_for_memtable_space(&self) {
+        while !self.has_memtable_room() {
             self.memory_freed.wait().await;
         }
+    }
+
+    /// Whether a write may go to the memtables now: they are under their
+    /// budget, or no flush is under way to free any.
+    pub(crate) fn has_memtable_room(&self) -> bool {
+        let Some(budget) = self.memtable_budget_bytes() else { return true };
+        // The cheap test first: this runs on every write.
+        self.flushing.borrow().is_empty() || self.memtable_bytes() < budget
     }
 
     /// Starts a flush of the largest memtable once the active memtables

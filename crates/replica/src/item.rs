@@ -8,12 +8,16 @@
 //! (`memcache`) parses a command into an [`ItemOp`]; the coordinator sends
 //! it to the owning shard; this module reads the item, decides, and writes.
 //!
-//! Atomicity without locks across threads: one shard owns each key. A read
-//! may still await SSTable I/O, so every operation that writes holds the
+//! Atomicity without locks across threads: one shard owns each key. Where
+//! memory answers an operation's read and its write need not wait for
+//! memtable room, it reads, decides and writes with no await between them:
+//! atomic on the shard as it is, it takes no lock (unless another write
+//! holds the partition's, when it queues behind it). A read may otherwise
+//! await SSTable I/O, so such an operation that writes holds the
 //! partition's lock (shard-local, FIFO) from its read to its write, and a
-//! plain `set` holds it too, so it cannot land between another write's read
-//! and its write. Reads take no lock: they see the item before or after a
-//! write, never a half. Durability is awaited after the lock is released,
+//! plain `set` that must wait holds it too, so it cannot land between
+//! another write's read and its write. Reads take no lock: they see the
+//! item before or after a write, never a half. Durability is awaited after the lock is released,
 //! for a whole run of operations before any is answered
 //! ([`Database::run_items`]).
 //!
@@ -45,7 +49,7 @@ use shoal_storage::{
     Tombstone,
 };
 
-use crate::database::Durability;
+use crate::database::{Durability, Write};
 use crate::item_access::Access;
 use crate::item_cas::CasUniques;
 use crate::item_lru::ItemLruStats;
@@ -220,8 +224,8 @@ impl Database {
         for (index, (position, op)) in ops.into_iter().enumerate() {
             let op_writes = op.writes();
             wrote |= op_writes;
-            let result = match self.read_item_now(table, &position, op, now_s) {
-                Ok(outcome) => outcome.map(|outcome| (outcome, Durability::default(), None)),
+            let result = match self.run_item_now(table, &position, op, for_replicas, now_s) {
+                Ok(outcome) => outcome.map(|(outcome, durable)| (outcome, durable, None)),
                 Err(op) => {
                     let ran = self.run_item(table, position, op, for_replicas, now_s).await;
                     now_s = clock::now_s();
@@ -293,7 +297,9 @@ impl Database {
         let (Decision { update, outcome, access }, lru) = decide_noted(op, current, now_s, &self.item_cas);
         let (durable, written) = match update {
             Some(update) if !for_replicas => {
-                (self.apply_item_unsynced(table, position.clone(), update, now_s).await?, None)
+                // No await after the room is found: the write lands in it.
+                self.wait_for_memtable_space().await;
+                (self.apply_item_now(table, position.clone(), update, now_s)?, None)
             }
             Some(update) => {
                 let partition = update.into_partition(table, now_s);
@@ -306,13 +312,14 @@ impl Database {
         Ok((outcome, durable, written))
     }
 
-    /// Logs and applies `update`, a live item as its cells lie: the
-    /// value's bytes as the request brought them, the flags and CAS unique
-    /// as words on the stack, encoded once into the commitlog entry and
-    /// once into the memtable's compact slot, no `Partition` built
-    /// ([`Database::apply_row_unsynced`]). A deletion (or an item already
-    /// expired) is a partition tombstone, applied as a partition.
-    async fn apply_item_unsynced(
+    /// Logs and applies `update` at once, for a caller that found room in
+    /// the memtables with no await since ([`Database::apply_now`]). A live
+    /// item goes as its cells lie: the value's bytes as the request brought
+    /// them, the flags and CAS unique as words on the stack, encoded once
+    /// into the commitlog entry and once into the memtable's compact slot,
+    /// no `Partition` built. A deletion (or an item already expired) is a
+    /// bare partition tombstone, which the memtable holds as such.
+    fn apply_item_now(
         &self,
         table: ItemTable,
         position: PartitionPosition,
@@ -326,37 +333,52 @@ impl Database {
                 let mut cells = [(table.value, &value[..]), (table.flags, &flags[..]), (table.cas, &cas[..])];
                 cells.sort_unstable_by_key(|(id, _)| *id);
                 let row = RowCells { timestamp, expiry: expiry(lifetime, now_s), cells: &cells };
-                self.apply_row_unsynced(table.id, position, row).await
+                self.apply_now(table.id, position, Write::Row(row))
             }
-            update => self.apply_unsynced(table.id, position, update.into_partition(table, now_s), &[]).await,
+            update => self.apply_now(table.id, position, Write::Partition(update.into_partition(table, now_s))),
         }
     }
 
-    /// Runs an operation that only reads without awaiting, where memory
-    /// answers it (`Table::read_found_in_memory`: a memtable or the row
-    /// cache holds the item, or no SSTable can): a hit builds no future for
-    /// the read. `Err(op)` hands it back where it may write or the SSTables
-    /// must be read.
-    fn read_item_now(
+    /// Runs an operation at once, without awaiting, where memory answers
+    /// its read (`Table::read_found_in_memory`: a memtable or the row cache
+    /// holds the item, or no SSTable can) and, if it may write, no other
+    /// write holds the partition's lock and the memtables have room: its
+    /// read and its write, with no await between them, are atomic on the
+    /// shard without taking the lock, and a hit builds no future.
+    /// `Err(op)` hands it back where the SSTables must be read, its write
+    /// would wait, or it goes to other replicas too (`for_replicas`).
+    fn run_item_now(
         &self,
         table: ItemTable,
         position: &PartitionPosition,
         op: ItemOp,
+        for_replicas: bool,
         now_s: i64,
-    ) -> Result<Result<ItemOutcome, ReplicaError>, ItemOp> {
-        if op.writes() {
+    ) -> Result<Result<(ItemOutcome, Durability), ReplicaError>, ItemOp> {
+        if op.writes() && (for_replicas || !self.has_memtable_room() || self.partition_locked(table.id, position)) {
             return Err(op);
         }
-        let store = match self.table(table.id) {
-            Ok(store) => store,
-            Err(e) => return Ok(Err(e)),
+        let current = match op.reads() {
+            true => {
+                let store = match self.table(table.id) {
+                    Ok(store) => store,
+                    Err(e) => return Ok(Err(e)),
+                };
+                let Some(stored) = store.read_found_in_memory(position) else { return Err(op) };
+                self.with_hints(table, position, stored, now_s)
+            }
+            false => None,
         };
-        let Some(stored) = store.read_found_in_memory(position) else { return Err(op) };
-        let current = self.with_hints(table, position, stored, now_s);
         let (Decision { update, outcome, access }, lru) = decide_noted(op, current, now_s, &self.item_cas);
-        debug_assert!(update.is_none(), "an operation that does not write decides no update");
+        let durable = match update {
+            Some(update) => match self.apply_item_now(table, position.clone(), update, now_s) {
+                Ok(durable) => durable,
+                Err(e) => return Ok(Err(e)),
+            },
+            None => Durability::default(),
+        };
         self.note_item(table, position, access, lru);
-        Ok(Ok(outcome))
+        Ok(Ok((outcome, durable)))
     }
 
     /// Notes an operation's change to the item's hints and LRU entry, once
@@ -573,7 +595,10 @@ impl ItemUpdate {
                 let expiry = expiry(lifetime, now_s);
                 let cell = |bytes: Bytes| ColumnData::Atomic(Cell::live(timestamp, bytes, expiry));
                 let mut row = Row::default();
-                row.columns.insert(table.value, cell(value));
+                // Copied: a request's value is cut from its connection's
+                // read buffer, which this partition (held in a memtable,
+                // or kept as a hint for a replica) must not hold.
+                row.columns.insert(table.value, cell(Bytes::copy_from_slice(&value)));
                 row.columns.insert(table.flags, cell(Bytes::copy_from_slice(&i64::from(flags).to_be_bytes())));
                 row.columns.insert(table.cas, cell(Bytes::copy_from_slice(&(cas as i64).to_be_bytes())));
                 partition.rows.insert(Bytes::new(), ClusteredRow { clustering: Vec::new(), row });
@@ -731,8 +756,13 @@ fn decide(op: ItemOp, current: Option<Item>, now_s: i64, uniques: &CasUniques) -
                     (next, item.flags, arith.touch.unwrap_or(item.lifetime))
                 }
             };
-            let value = Bytes::from(number.to_string());
-            let (update, cas) = put(value.clone(), flags, lifetime, arith.new_cas);
+            // Copied twice rather than shared: a second reference to a
+            // `Bytes` made from a vector allocates its shared header, and
+            // costs more than copying 20 digits.
+            let mut digits = itoa::Buffer::new();
+            let digits = digits.format(number).as_bytes();
+            let (update, cas) = put(Bytes::copy_from_slice(digits), flags, lifetime, arith.new_cas);
+            let value = Bytes::copy_from_slice(digits);
             let item = Item { value, flags, cas, lifetime, access: Access::written(now_s), won: false };
             Decision::write(update, ItemOutcome::Found(item), now_s)
         }

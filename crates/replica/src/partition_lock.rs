@@ -118,6 +118,13 @@ impl PartitionLocks {
         Ok(PartitionGuard { locks: Rc::clone(self), key })
     }
 
+    /// Whether the partition is locked (a waiter queues only behind a
+    /// holder). Most of the time nothing is: no key is hashed then.
+    pub(crate) fn is_held(&self, table: Uuid, position: &PartitionPosition) -> bool {
+        let held = self.held.borrow();
+        !held.is_empty() && held.contains_key(&Key { table, position: position.clone() })
+    }
+
     /// Hands the lock on `key` to its first waiter, or frees it.
     fn release(&self, key: &Key) {
         let mut held = self.held.borrow_mut();

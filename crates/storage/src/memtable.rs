@@ -17,6 +17,10 @@
 //!   comes as its cells ([`Memtable::apply_row`]): a new item or one that
 //!   wins every part of the held row is encoded straight into its slot,
 //!   with no `Partition` built.
+//! - deleted: a partition tombstone alone (a memcached `delete`), as the
+//!   tombstone itself; one that shadows every part of a compact row held
+//!   replaces it, as compaction would drop what it shadows, so a deleted
+//!   item keeps no value in memory and its delete builds no `Partition`.
 //! - general: anything else, held by `Rc`, so a read of a whole partition
 //!   shares it instead of copying its rows (a CQL point read); a write to a
 //!   partition a read still holds copies it first (`Rc::make_mut`), so a
@@ -32,7 +36,7 @@ use bytes::Bytes;
 use crate::codec::Encoder;
 use crate::commitlog::Position;
 use crate::found::{Found, SharedRow};
-use crate::partition::{ClusteringRange, Partition, PartitionPosition, PartitionUpdate};
+use crate::partition::{ClusteringRange, Partition, PartitionPosition, PartitionUpdate, Tombstone};
 use crate::single_row::{self, RowCells, SingleRow};
 
 /// Partitions freed between yields by [`Memtable::release`]. Freeing costs
@@ -46,12 +50,17 @@ enum Slot {
     /// [`crate::single_row`]'s encoding; `Bytes` so that reads share its
     /// values instead of copying them.
     Compact(Bytes),
+    /// A partition tombstone and nothing else.
+    Deleted(Tombstone),
     General(Rc<Partition>),
 }
 
 impl Slot {
     /// `partition` in the most compact form that holds it.
     fn new(partition: Partition) -> Slot {
+        if let Some(tombstone) = bare_tombstone(&partition) {
+            return Slot::Deleted(tombstone);
+        }
         match SingleRow::of(&partition) {
             Some(row) => Slot::compact(&row),
             None => Slot::General(Rc::new(partition)),
@@ -73,6 +82,23 @@ impl Slot {
 
     /// Merges `update` in, in the most compact form that holds the result.
     fn merge(&mut self, update: Partition) {
+        if let Some(tombstone) = bare_tombstone(&update) {
+            // A delete: the tombstone alone, where it shadows all held.
+            let shadowed = match self {
+                Slot::Compact(bytes) => {
+                    single_row::timestamp(bytes).unwrap_or_else(|e| corrupt(e)) <= tombstone.timestamp
+                }
+                Slot::Deleted(held) => {
+                    *held = Tombstone::merge(Some(*held), Some(tombstone)).unwrap_or(tombstone);
+                    return;
+                }
+                Slot::General(_) => false,
+            };
+            if shadowed {
+                *self = Slot::Deleted(tombstone);
+                return;
+            }
+        }
         if let Slot::Compact(bytes) = self {
             // An overwrite by a newer whole row (a memcached `set` of an
             // item held): the result is the update, with no decoding.
@@ -87,12 +113,33 @@ impl Slot {
         *self = Slot::new(merged);
     }
 
+    /// A compact slot's bytes replaced by `row`'s encoding: in place where
+    /// they have its length and no reader shares them (an item overwritten
+    /// by one of its size: a `set` of a same-size value, an `incr` to as
+    /// many digits), else in an allocation of their own.
+    fn overwrite(&mut self, row: &RowCells) {
+        let len = row.encoded_len();
+        if let Slot::Compact(bytes) = self {
+            if bytes.len() == len && bytes.is_unique() {
+                // Unique: the vector takes the allocation back, no copy.
+                let mut out = Vec::from(std::mem::take(bytes));
+                out.clear();
+                row.encode(&mut Encoder { out: &mut out });
+                debug_assert_eq!(out.len(), len, "encoded_len is exact");
+                *bytes = Bytes::from(out);
+                return;
+            }
+        }
+        *self = Slot::compact_from(len, |e| row.encode(e));
+    }
+
     /// Whether `row` wins every part of this compact slot, so that it
     /// replaces the slot's bytes.
     fn superseded_by(&self, row: &RowCells) -> bool {
         match self {
             Slot::Compact(bytes) => row.supersedes(bytes).unwrap_or_else(|e| corrupt(e)),
-            Slot::General(_) => false,
+            // The tombstone stays for what other sources hold.
+            Slot::Deleted(_) | Slot::General(_) => false,
         }
     }
 
@@ -100,6 +147,7 @@ impl Slot {
         match self {
             Slot::General(partition) => Cow::Borrowed(partition),
             Slot::Compact(bytes) => Cow::Owned(single_row::decode_shared(bytes).unwrap_or_else(|e| corrupt(e))),
+            Slot::Deleted(tombstone) => Cow::Owned(Partition { tombstone: Some(*tombstone), ..Partition::default() }),
         }
     }
 
@@ -108,11 +156,18 @@ impl Slot {
     fn heap_bytes(&self) -> usize {
         match self {
             Slot::Compact(bytes) => bytes.len(),
+            Slot::Deleted(_) => 0,
             Slot::General(partition) => {
                 std::mem::size_of::<Partition>() + 2 * std::mem::size_of::<usize>() + partition.size_estimate_bytes()
             }
         }
     }
+}
+
+/// The tombstone of a partition that holds one and nothing else.
+fn bare_tombstone(p: &Partition) -> Option<Tombstone> {
+    let bare = p.static_row.is_empty() && p.rows.is_empty() && p.range_tombstones.is_empty();
+    p.tombstone.filter(|_| bare)
 }
 
 /// A compact slot's bytes are the memtable's own, written by
@@ -178,7 +233,7 @@ impl Memtable {
         let grown = match self.partitions.get_mut(&position) {
             Some(slot @ Slot::Compact(_)) if slot.superseded_by(row) => {
                 let before = entry_bytes(&position, slot);
-                *slot = Slot::compact_from(row.encoded_len(), |e| row.encode(e));
+                slot.overwrite(row);
                 entry_bytes(&position, slot) as isize - before as isize
             }
             Some(_) => return self.apply(position, row.to_partition(), logged_at),
@@ -503,6 +558,155 @@ mod tests {
                 assert_eq!(*read, expected, "{a:?} then {b:?}");
                 let exact: usize = memtable.partitions.iter().map(|(p, slot)| entry_bytes(p, slot)).sum();
                 assert_eq!(memtable.size_bytes(), exact);
+            }
+        }
+    }
+
+    /// `p` as reads see it: what a partition tombstone shadows dropped, as
+    /// compaction drops it (and nothing expired: expiries lie ahead).
+    fn as_read(mut p: Partition) -> Partition {
+        let rules = crate::compaction::purge::PurgeRules {
+            now_s: 0,
+            gc_grace_s: i64::MAX / 4,
+            max_purgeable_timestamp: i64::MIN,
+            dropped_columns: &[],
+        };
+        crate::compaction::purge::purge(&mut p, &rules);
+        p
+    }
+
+    fn deletion(timestamp: i64) -> Partition {
+        Partition { tombstone: Some(Tombstone { timestamp, deletion_time_s: 1 }), ..Partition::default() }
+    }
+
+    #[test]
+    fn a_delete_of_a_compact_item_holds_its_tombstone_alone() {
+        let mut memtable = Memtable::default();
+        let position = PartitionPosition { token: 3, key: Bytes::from_static(b"item") };
+        memtable.apply(position.clone(), item(&[b'x'; 1000], 10, None), None);
+        let held = memtable.size_bytes();
+        memtable.apply(position.clone(), deletion(20), None);
+        assert!(matches!(memtable.partitions.get(&position), Some(Slot::Deleted(_))));
+        assert!(memtable.size_bytes() < held - 1000, "the value is no longer held: {}", memtable.size_bytes());
+        let exact: usize = memtable.partitions.iter().map(|(p, slot)| entry_bytes(p, slot)).sum();
+        assert_eq!(memtable.size_bytes(), exact);
+        assert_eq!(*memtable.read(&position, &[ClusteringRange::all()]).expect("held"), deletion(20));
+        // Another delete keeps the newer tombstone; a newer item is held
+        // with it, for what other sources hold.
+        memtable.apply(position.clone(), deletion(15), None);
+        assert_eq!(*memtable.read(&position, &[ClusteringRange::all()]).expect("held"), deletion(20));
+        let newer = RowCells { timestamp: 30, expiry: None, cells: &[(1, b"new")] };
+        memtable.apply_row(position.clone(), &newer, None);
+        let mut expected = deletion(20);
+        expected.merge(newer.to_partition());
+        assert_eq!(*memtable.read(&position, &[ClusteringRange::all()]).expect("held"), expected);
+        // A delete older than the item held leaves it.
+        let other = PartitionPosition { token: 4, key: Bytes::from_static(b"other") };
+        memtable.apply(other.clone(), item(b"v", 10, None), None);
+        memtable.apply(other.clone(), deletion(5), None);
+        let mut expected = item(b"v", 10, None);
+        expected.merge(deletion(5));
+        assert_eq!(*memtable.read(&other, &[ClusteringRange::all()]).expect("held"), expected);
+    }
+
+    #[test]
+    fn an_overwrite_of_its_size_reuses_the_bytes_unless_a_reader_holds_them() {
+        let mut memtable = Memtable::default();
+        let position = PartitionPosition { token: 3, key: Bytes::from_static(b"item") };
+        type Cells<'a> = [(u32, &'a [u8]); 1];
+        let (a, b, c): (Cells, Cells, Cells) = ([(1, b"aaaa")], [(1, b"bbbb")], [(1, b"cccc")]);
+        let row = |timestamp, cells| RowCells { timestamp, expiry: None, cells };
+        let bytes_at = |m: &Memtable| match m.partitions.get(&position) {
+            Some(Slot::Compact(bytes)) => bytes.as_ptr(),
+            other => panic!("{other:?}"),
+        };
+        memtable.apply_row(position.clone(), &row(1, &a), None);
+        let first = bytes_at(&memtable);
+        memtable.apply_row(position.clone(), &row(2, &b), None);
+        assert_eq!(bytes_at(&memtable), first, "rewritten in place");
+        let read = memtable.read_found(&position, &[ClusteringRange::all()]).expect("held");
+        memtable.apply_row(position.clone(), &row(3, &c), None);
+        assert_ne!(bytes_at(&memtable), first, "a reader holds the old bytes");
+        let value = |found: Found| found.into_partition().rows[&Bytes::new()].row.columns[&1].clone();
+        assert_eq!(value(read), ColumnData::Atomic(partition::Cell::live(2, Bytes::from_static(b"bbbb"), None)));
+        let now = memtable.read_found(&position, &[ClusteringRange::all()]).expect("held");
+        assert_eq!(value(now), ColumnData::Atomic(partition::Cell::live(3, Bytes::from_static(b"cccc"), None)));
+        let exact: usize = memtable.partitions.iter().map(|(p, slot)| entry_bytes(p, slot)).sum();
+        assert_eq!(memtable.size_bytes(), exact);
+    }
+
+    /// Seeded random runs of item writes, rows written as their cells,
+    /// deletes and rows of other shapes, at random timestamps, on a few
+    /// keys: after each, every key reads as the merge of its writes (as
+    /// reads see it) and the memtable counts exactly its entries.
+    #[test]
+    fn random_writes_and_deletes_read_as_their_merge() {
+        use rand::{Rng, SeedableRng};
+        let values: [&[u8]; 4] = [b"v", b"8 bytes!", b"same", b"sane"];
+        for seed in 0..200u64 {
+            let mut rng = rand::rngs::StdRng::seed_from_u64(seed);
+            let mut memtable = Memtable::default();
+            let positions: Vec<PartitionPosition> =
+                (0..3).map(|i| PartitionPosition { token: i, key: Bytes::from(vec![b'k', i as u8]) }).collect();
+            let mut model: Vec<Partition> = vec![Partition::default(); positions.len()];
+            let mut readers = Vec::new();
+            for step in 0..40 {
+                let at = rng.gen_range(0..positions.len());
+                let ts = rng.gen_range(1..30);
+                let value = values[rng.gen_range(0..values.len())];
+                let write = match rng.gen_range(0..5) {
+                    0 => {
+                        let cells = [(1, value), (2, &b"flags..."[..]), (3, &b"cas....."[..])];
+                        let row = RowCells { timestamp: ts, expiry: None, cells: &cells };
+                        memtable.apply_row(positions[at].clone(), &row, None);
+                        row.to_partition()
+                    }
+                    1 => {
+                        let cells = [(1, value)];
+                        let row = RowCells { timestamp: ts, expiry: None, cells: &cells };
+                        memtable.apply_row(positions[at].clone(), &row, None);
+                        row.to_partition()
+                    }
+                    2 => {
+                        memtable.apply(positions[at].clone(), item(value, ts, None), None);
+                        item(value, ts, None)
+                    }
+                    3 => {
+                        memtable.apply(positions[at].clone(), deletion(ts), None);
+                        deletion(ts)
+                    }
+                    _ => {
+                        let mut clustered = one_row(b"c", value, ts);
+                        clustered.tombstone =
+                            rng.gen_bool(0.3).then_some(Tombstone { timestamp: ts, deletion_time_s: 1 });
+                        memtable.apply(positions[at].clone(), clustered.clone(), None);
+                        clustered
+                    }
+                };
+                model[at].merge(write);
+                if rng.gen_bool(0.2) {
+                    // Held across later writes: it keeps what it read.
+                    let found = memtable.read_found(&positions[at], &[ClusteringRange::all()]);
+                    readers.push((found.expect("written").into_partition(), as_read(model[at].clone())));
+                }
+                for (position, expected) in positions.iter().zip(&model) {
+                    let read = memtable.read(position, &[ClusteringRange::all()]);
+                    let read = read.map_or_else(Partition::default, |p| as_read((*p).clone()));
+                    assert_eq!(read, as_read(expected.clone()), "seed {seed} step {step} key {position:?}");
+                }
+                let exact: usize = memtable.partitions.iter().map(|(p, slot)| entry_bytes(p, slot)).sum();
+                assert_eq!(memtable.size_bytes(), exact, "seed {seed} step {step}");
+            }
+            for (read, expected) in readers {
+                assert_eq!(as_read((*read).clone()), expected, "seed {seed}: a reader's partition changed under it");
+            }
+            for (position, flushed) in memtable.iter() {
+                let at = positions.iter().position(|p| p == position).expect("a written key");
+                assert_eq!(
+                    as_read(flushed.into_owned()),
+                    as_read(model[at].clone()),
+                    "seed {seed}: what a flush writes"
+                );
             }
         }
     }

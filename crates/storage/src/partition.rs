@@ -49,7 +49,7 @@ impl Tombstone {
         timestamp <= self.timestamp
     }
 
-    fn merge(a: Option<Tombstone>, b: Option<Tombstone>) -> Option<Tombstone> {
+    pub(crate) fn merge(a: Option<Tombstone>, b: Option<Tombstone>) -> Option<Tombstone> {
         match (a, b) {
             (Some(a), Some(b)) => {
                 Some(if (b.timestamp, b.deletion_time_s) > (a.timestamp, a.deletion_time_s) { b } else { a })

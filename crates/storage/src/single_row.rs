@@ -181,6 +181,11 @@ pub(crate) fn read_header(d: &mut Decoder) -> Result<Header, DecodeError> {
     Ok(Header { has_marker: flags & HAS_MARKER != 0, timestamp, expiry, cells: d.var_u64()? })
 }
 
+/// The timestamp every part of the encoded row shares.
+pub(crate) fn timestamp(encoded: &[u8]) -> Result<i64, DecodeError> {
+    Ok(read_header(&mut Decoder::new(encoded))?.timestamp)
+}
+
 /// A cell's value as encoded: an 8-byte value as its word.
 pub(crate) enum Value<'a> {
     Word(u64),

@@ -326,13 +326,18 @@ impl Table {
     }
 
     /// [`Table::read_found`] of the whole partition where memory answers
-    /// it (the memtables, with the row cache's entry or no SSTables at
-    /// all), without awaiting; `None` where SSTables must be read. A
-    /// memcached hit is answered so, with no future built for the read.
+    /// it (the memtables, with the row cache's entry, or with no SSTable
+    /// that may hold the partition by its key range and Bloom filter),
+    /// without awaiting; `None` where SSTables must be read. A memcached
+    /// hit is answered so, with no future built for the read, and so is a
+    /// miss the Bloom filters rule out (a delete of a deleted item).
     pub fn read_found_in_memory(&self, position: &PartitionPosition) -> Option<Option<Found>> {
         let use_cache = self.options.borrow().cache;
         match self.read_in_memory(position, &[ClusteringRange::all()], use_cache) {
             InMemory::Whole(result) => Some(result),
+            InMemory::Partial { memtables, .. } if !self.sstables.borrow().iter().any(|s| s.may_contain(position)) => {
+                Some(memtables)
+            }
             InMemory::Partial { .. } => None,
         }
     }
