@@ -13,7 +13,12 @@
 # the server. PROTOCOL: cql (default; prepared statements), memcache-text
 # (`get`) or memcache-meta (`mg`), the memcache ones as one batch of 16
 # requests written at once (`--pipeline 16`). FLUSH=1 flushes after the
-# load, so reads are row-cache hits instead of memtable reads. TOP=N also prints the N
+# load, so reads are row-cache hits instead of memtable reads. DISK=1
+# loads an uncompressed table, flushes it and turns its row cache off
+# (`caching = {'enabled': 'false'}`, through PYTHON), so every read is a
+# disk read of the SSTable (O_DIRECT where the workdir's filesystem takes
+# it; the index pages cached after the warm-up): the CPU of a disk-bound
+# read, less the row cache's fill. TOP=N also prints the N
 # functions of highest inclusive and self cost; INCLUSIVE=REGEX the
 # inclusive Ir per request of the functions whose names match. AUTH=password
 # runs the node with PasswordAuthenticator and the measured requests log in
@@ -135,11 +140,23 @@ cluster.shutdown()
 PY
     login=(--user bench --password bench --no-schema)
 else
-    stress --workload write --pop seq --count "$keys"
+    stress --workload write --pop seq --count "$keys" ${DISK:+--uncompressed}
 fi
 # FLUSH=1: reads come from the row cache (the flush puts the rows in it)
 # instead of the memtable.
-[[ -n "${FLUSH:-}" ]] && "$bin" nodetool --api-port "$api_port" flush >/dev/null
+[[ -n "${FLUSH:-}${DISK:-}" ]] && "$bin" nodetool --api-port "$api_port" flush >/dev/null
+if [[ -n "${DISK:-}" ]]; then
+    [[ "$protocol" == cql ]] || { echo "DISK needs PROTOCOL cql" >&2; exit 2; }
+    "${PYTHON:-.venv/bin/python}" - "$cql_port" <<'PY'
+import sys
+from cassandra.cluster import Cluster
+cluster = Cluster(["127.0.0.1"], port=int(sys.argv[1]), connect_timeout=60, control_connection_timeout=60)
+session = cluster.connect()
+session.default_timeout = 60
+session.execute("ALTER TABLE shoal_bench.kv1k WITH caching = {'enabled': 'false'}")
+cluster.shutdown()
+PY
+fi
 stress --workload read --pop uniform --count 2000 "${login[@]}"     # warm-up: prepare, caches
 callgrind_control -z "$server" >/dev/null
 stress --workload "$workload" --pop "${POP:-uniform}" --count "$reads" "${measured[@]}" "${login[@]}"

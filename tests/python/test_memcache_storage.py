@@ -336,3 +336,37 @@ def test_deletes_and_increments_of_items_only_in_sstables():
         assert c.call(b"delete m\r\n") == b"DELETED\r\n"
         assert c.call(b"delete m\r\n") == b"NOT_FOUND\r\n"
         c.close()
+
+
+@pytest.mark.skipif(skip_reason() is not None, reason=skip_reason() or "")
+def test_hits_read_from_disk_answer_as_from_memory():
+    """After a flush and a restart with a cold row cache, a hit is read
+    from the SSTable (its stored row written straight into the compact
+    layout, then cached as it is): value, flags, CAS unique and TTL answer
+    as they did from the memtable, from disk and again from the row cache;
+    an item deleted before the flush stays deleted."""
+    with temp_node("shoal-memcache-disk-", smp=1, args=("--row-cache-save-period", "0")) as node:
+        c = Conn("127.0.0.1", node.memcache_port)
+        large = os.urandom(100 * 1024)
+        items = {b"k1": b"set k1 5 0 5\r\nhello\r\n", b"eight": b"set eight 9 0 8\r\n12345678\r\n",
+                 b"ttl": b"set ttl 3 3600 3\r\nttl\r\n", b"empty": b"set empty 0 0 0\r\n\r\n",
+                 b"big": b"set big 3 0 %d\r\n%s\r\n" % (len(large), large)}
+        for request in items.values():
+            assert c.call(request) == b"STORED\r\n"
+        assert c.call(b"set gone 0 0 1\r\nx\r\n") == b"STORED\r\n"
+        assert c.call(b"delete gone\r\n") == b"DELETED\r\n"
+        from_memtable = {k: hit_answers(c, k) for k in items}
+        assert from_memtable[b"eight"][0] == b"VALUE eight 9 8\r\n12345678\r\nEND\r\n"
+        ttl_left = lambda: int(c.call(b"mg ttl t\r\n").split()[1][1:])
+        assert 3590 <= ttl_left() <= 3600
+        node.api("POST", "/storage_service/keyspace_flush/memcache?cf=items")
+        c.close()
+        node.kill()
+        node.start()
+        c = Conn("127.0.0.1", node.memcache_port)
+        for source in ("disk", "row cache"):
+            for k, answers in from_memtable.items():
+                assert hit_answers(c, k) == answers, (source, k)
+            assert 3590 <= ttl_left() <= 3600, source
+            assert c.call(b"get gone\r\n") == b"END\r\n", source
+        c.close()

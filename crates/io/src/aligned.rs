@@ -8,6 +8,14 @@
 //! is: the aligned start found at allocation holds for the buffer's life,
 //! also while compio owns it during a request (completion-based I/O moves
 //! the buffer into the call and hands it back with the result).
+//!
+//! Reads whose bytes are used and let go before the caller goes on (an
+//! index page copied out, a row decoded: `File::read_with`) borrow their
+//! buffer from the thread's pool ([`pooled_read_buffer`], [`recycle`])
+//! instead of allocating and freeing one per read: at most
+//! [`POOL_MAX_BUFFERS`] buffers of [`POOLED_SPAN_BYTES`] each per thread.
+
+use std::cell::RefCell;
 
 use bytes::BytesMut;
 use compio::buf::{IntoInner, IoBuf, Slice};
@@ -43,6 +51,48 @@ pub fn read_buffer(len: usize) -> BytesMut {
     let start = whole.as_ptr().align_offset(ALIGN_BYTES);
     assert!(start < ALIGN_BYTES, "a byte buffer can always be aligned");
     whole.split_off(start)
+}
+
+/// The aligned span a pooled buffer holds: two blocks, what a point read
+/// of a row or an index page of a few KiB spans.
+pub const POOLED_SPAN_BYTES: usize = 2 * ALIGN_BYTES;
+/// Buffers a thread's pool keeps (12 KiB each with their alignment
+/// slack: 768 KiB at most); more in flight at once are allocated and
+/// freed as before.
+pub const POOL_MAX_BUFFERS: usize = 64;
+
+thread_local! {
+    /// Empty aligned buffers of [`POOLED_SPAN_BYTES`], ready for a read.
+    static POOL: RefCell<Vec<BytesMut>> = const { RefCell::new(Vec::new()) };
+}
+
+/// [`read_buffer`] for a read of up to `len` bytes whose buffer goes back
+/// to the pool afterwards ([`recycle`]): from the pool where `len` fits a
+/// pooled buffer and one is there.
+pub fn pooled_read_buffer(len: usize) -> BytesMut {
+    if len > POOLED_SPAN_BYTES {
+        return read_buffer(len);
+    }
+    POOL.with(|pool| pool.borrow_mut().pop()).unwrap_or_else(|| read_buffer(POOLED_SPAN_BYTES))
+}
+
+/// Gives a buffer from [`pooled_read_buffer`] back, emptied, for the next
+/// read; a larger one, or one past the pool's bound, is freed.
+pub fn recycle(mut buf: BytesMut) {
+    buf.clear();
+    // What `read_buffer(POOLED_SPAN_BYTES)` makes: the span, and up to a
+    // block's slack before the allocation's end.
+    let pooled = (POOLED_SPAN_BYTES..=POOLED_SPAN_BYTES + ALIGN_BYTES).contains(&buf.capacity());
+    if !pooled || buf.as_ptr().align_offset(ALIGN_BYTES) != 0 {
+        return;
+    }
+    // At thread exit the pool may be gone: the buffer is then just freed.
+    let _ = POOL.try_with(|pool| {
+        let mut pool = pool.borrow_mut();
+        if pool.len() < POOL_MAX_BUFFERS {
+            pool.push(buf);
+        }
+    });
 }
 
 /// `len` bytes (zeroed at first) at an aligned address: what direct
@@ -139,6 +189,29 @@ mod tests {
             assert_eq!(buf.as_ptr().align_offset(ALIGN_BYTES), 0);
             assert!(buf.is_empty() && buf.capacity() >= len);
         }
+    }
+
+    #[test]
+    fn pooled_buffers_come_back_empty_aligned_and_bounded() {
+        let first = pooled_read_buffer(100);
+        let at = first.as_ptr();
+        assert_eq!(at.align_offset(ALIGN_BYTES), 0);
+        assert!(first.capacity() >= POOLED_SPAN_BYTES);
+        let mut used = first;
+        used.extend_from_slice(&[1; 64]);
+        recycle(used);
+        let again = pooled_read_buffer(POOLED_SPAN_BYTES);
+        assert_eq!((again.as_ptr(), again.len()), (at, 0), "the same buffer, emptied");
+        // Larger reads are not pooled.
+        let large = pooled_read_buffer(3 * POOLED_SPAN_BYTES);
+        assert!(large.capacity() >= 3 * POOLED_SPAN_BYTES);
+        recycle(large);
+        assert_ne!(pooled_read_buffer(1).as_ptr(), at, "the pool was empty: a new buffer");
+        // The pool keeps at most its bound.
+        let many: Vec<BytesMut> = (0..POOL_MAX_BUFFERS + 8).map(|_| pooled_read_buffer(1)).collect();
+        many.into_iter().for_each(recycle);
+        assert_eq!(POOL.with(|pool| pool.borrow().len()), POOL_MAX_BUFFERS);
+        recycle(again);
     }
 
     #[test]

@@ -74,6 +74,8 @@ pub struct FairQueue<T> {
     in_flight_cost_ns: u64,
     in_flight_requests: usize,
     last_dispatched_accumulated: u64,
+    /// Requests waiting in all classes: none, and there is no choice to make.
+    waiting: usize,
 }
 
 impl<T> FairQueue<T> {
@@ -92,6 +94,7 @@ impl<T> FairQueue<T> {
             in_flight_cost_ns: 0,
             in_flight_requests: 0,
             last_dispatched_accumulated: 0,
+            waiting: 0,
         }
     }
 
@@ -133,7 +136,33 @@ impl<T> FairQueue<T> {
             queue.accumulated = queue.accumulated.max(floor);
         }
         self.classes[class as usize].waiting.push_back(Waiting { item, cost_ns, enqueued_ns: now_ns });
+        self.waiting += 1;
         Ok(())
+    }
+
+    /// Whether any request waits.
+    pub fn has_waiting(&self) -> bool {
+        self.waiting > 0
+    }
+
+    /// Lets a request of `class` costing `cost_ns` go at once where nothing
+    /// waits and the bucket holds its cost: what [`FairQueue::enqueue`]
+    /// then [`FairQueue::dispatch`] would do, without queueing it (the
+    /// common case of a shard whose disk keeps up). `false`: queue it.
+    pub fn dispatch_now(&mut self, class: IoClass, cost_ns: u64, now_ns: u64) -> bool {
+        assert!(cost_ns > 0, "every request costs something");
+        if self.waiting > 0 {
+            return false;
+        }
+        self.refill(now_ns);
+        if !self.fits(cost_ns) {
+            return false;
+        }
+        // Becoming active while no class is: `enqueue`'s floor.
+        let queue = &mut self.classes[class as usize];
+        queue.accumulated = queue.accumulated.max(self.last_dispatched_accumulated);
+        self.charge(class as usize, cost_ns);
+        true
     }
 
     /// The next request allowed to go now, if any.
@@ -144,20 +173,26 @@ impl<T> FairQueue<T> {
         if !self.fits(cost_ns) {
             return None;
         }
-        let queue = &mut self.classes[index];
-        let waiting = queue.waiting.pop_front()?;
-        queue.accumulated =
-            queue.accumulated.saturating_add(cost_ns.saturating_mul(SHARE_SCALE) / u64::from(queue.shares));
-        self.last_dispatched_accumulated = queue.accumulated;
-        self.tokens_ns -= cost_ns as i64;
-        self.in_flight_cost_ns += cost_ns;
-        self.in_flight_requests += 1;
+        let waiting = self.classes[index].waiting.pop_front()?;
+        self.waiting -= 1;
+        self.charge(index, cost_ns);
         Some(Dispatched {
             item: waiting.item,
             class: IoClass::ALL[index],
             cost_ns,
             waited_ns: now_ns.saturating_sub(waiting.enqueued_ns),
         })
+    }
+
+    /// Charges class `index` for a request of `cost_ns` let go.
+    fn charge(&mut self, index: usize, cost_ns: u64) {
+        let queue = &mut self.classes[index];
+        queue.accumulated =
+            queue.accumulated.saturating_add(cost_ns.saturating_mul(SHARE_SCALE) / u64::from(queue.shares));
+        self.last_dispatched_accumulated = queue.accumulated;
+        self.tokens_ns -= cost_ns as i64;
+        self.in_flight_cost_ns += cost_ns;
+        self.in_flight_requests += 1;
     }
 
     /// A dispatched request of `cost_ns` finished (or was abandoned).
@@ -197,15 +232,25 @@ impl<T> FairQueue<T> {
     /// The class whose head goes next: a head past `max_wait_ns` (the
     /// oldest), else the least accumulated cost.
     fn next_class(&self, now_ns: u64) -> Option<usize> {
-        let heads = self.classes.iter().enumerate().filter_map(|(i, c)| c.waiting.front().map(|w| (i, c, w)));
-        let overdue = heads
-            .clone()
-            .filter(|(_, _, w)| now_ns.saturating_sub(w.enqueued_ns) >= self.config.max_wait_ns)
-            .min_by_key(|(_, _, w)| w.enqueued_ns);
-        match overdue {
-            Some((i, _, _)) => Some(i),
-            None => heads.min_by_key(|(_, c, _)| c.accumulated).map(|(i, _, _)| i),
+        if self.waiting == 0 {
+            return None;
         }
+        // One pass: the oldest overdue head, and the least accumulated
+        // cost (class index and its enqueue time or accumulated cost).
+        let mut overdue: Option<(usize, u64)> = None;
+        let mut least: Option<(usize, u64)> = None;
+        for (i, c) in self.classes.iter().enumerate() {
+            let Some(w) = c.waiting.front() else { continue };
+            if now_ns.saturating_sub(w.enqueued_ns) >= self.config.max_wait_ns
+                && overdue.is_none_or(|(_, at)| w.enqueued_ns < at)
+            {
+                overdue = Some((i, w.enqueued_ns));
+            }
+            if least.is_none_or(|(_, acc)| c.accumulated < acc) {
+                least = Some((i, c.accumulated));
+            }
+        }
+        overdue.or(least).map(|(i, _)| i)
     }
 }
 
@@ -377,6 +422,31 @@ mod tests {
         // for the others to catch up with its charge (~100 ms).
         let unbounded = one_share_wait_ns(u64::MAX);
         assert!(unbounded > 10 * max_wait_ns, "fairness alone made it wait only {unbounded} ns");
+    }
+
+    #[test]
+    fn a_request_let_go_at_once_is_charged_as_a_queued_one() {
+        let mut at_once: FairQueue<()> = FairQueue::new(config(), 0);
+        let mut queued: FairQueue<()> = FairQueue::new(config(), 0);
+        for (i, class) in [IoClass::Query, IoClass::Compaction, IoClass::Query, IoClass::Flush].into_iter().enumerate()
+        {
+            let now = i as u64 * 1_000;
+            assert!(at_once.dispatch_now(class, 100_000, now), "nothing waits and the bucket holds it");
+            queued.enqueue(class, 100_000, (), now).expect("room");
+            queued.dispatch(now).expect("it goes");
+        }
+        let state = |q: &FairQueue<()>| {
+            let accumulated: Vec<u64> = q.classes.iter().map(|c| c.accumulated).collect();
+            (accumulated, q.tokens_ns, q.in_flight_cost_ns, q.in_flight_requests, q.last_dispatched_accumulated)
+        };
+        assert_eq!(state(&at_once), state(&queued));
+        // Not past a waiting request, nor beyond the bucket.
+        at_once.enqueue(IoClass::Query, 1_000, (), 4_000).expect("room");
+        assert!(!at_once.dispatch_now(IoClass::Flush, 1_000, 4_000));
+        let mut full: FairQueue<()> = FairQueue::new(config(), 0);
+        assert!(full.dispatch_now(IoClass::Query, GOAL_NS, 0));
+        assert!(!full.dispatch_now(IoClass::Query, 1, 0), "the bucket is empty");
+        assert!(full.dispatch_now(IoClass::Query, 1, 1), "refilled by a nanosecond");
     }
 
     #[test]

@@ -75,6 +75,16 @@ pub(crate) struct ClassStats {
     pub queue_delay_ns: u64,
 }
 
+impl ClassStats {
+    /// A request of `bytes` let go after waiting `waited_ns`.
+    fn dispatched(&mut self, bytes: usize, waited_ns: u64) {
+        self.in_flight += 1;
+        self.ops_dispatched += 1;
+        self.bytes_dispatched += bytes as u64;
+        self.queue_delay_ns += waited_ns;
+    }
+}
+
 struct ShardQueue {
     fair: FairQueue<(Rc<Slot>, usize)>,
     model: CostModel,
@@ -119,11 +129,7 @@ impl ShardQueue {
                 self.fair.complete(dispatched.cost_ns);
                 continue;
             }
-            let stats = &mut self.stats[dispatched.class as usize];
-            stats.in_flight += 1;
-            stats.ops_dispatched += 1;
-            stats.bytes_dispatched += bytes as u64;
-            stats.queue_delay_ns += dispatched.waited_ns;
+            self.stats[dispatched.class as usize].dispatched(bytes, dispatched.waited_ns);
             slot.dispatched.set(true);
             let waker = slot.waker.borrow_mut().take();
             wakers.extend(waker);
@@ -171,24 +177,41 @@ fn pump() {
 /// A request's place at the disk: held while it runs, released (and the
 /// next requests let go) when dropped.
 pub(crate) struct Admission {
-    slot: Option<Rc<Slot>>,
+    state: State,
     class: IoClass,
     cost_ns: u64,
 }
 
+enum State {
+    /// Not paced: the scheduler is off, or the class's queue was full.
+    Unpaced,
+    /// Let go at once: nothing waited and the bucket held its cost.
+    Running,
+    /// Queued: running once the slot says it was dispatched.
+    Queued(Rc<Slot>),
+}
+
 impl Drop for Admission {
     fn drop(&mut self) {
-        let Some(slot) = self.slot.take() else { return };
-        if !slot.dispatched.get() {
-            slot.abandoned.set(true);
-            return;
+        match &self.state {
+            State::Unpaced => return,
+            State::Queued(slot) if !slot.dispatched.get() => {
+                slot.abandoned.set(true);
+                return;
+            }
+            State::Running | State::Queued(_) => {}
         }
         let (class, cost_ns) = (self.class, self.cost_ns);
-        with_queue(|q| {
+        let waiting = with_queue(|q| {
             q.fair.complete(cost_ns);
             q.stats[class as usize].in_flight -= 1;
+            q.fair.has_waiting()
         });
-        pump();
+        // A completion releases no tokens, but time has passed: the
+        // waiting may go (nothing to do, and no clock to read, if none).
+        if waiting == Some(true) {
+            pump();
+        }
     }
 }
 
@@ -196,21 +219,29 @@ impl Drop for Admission {
 /// in `direction` go; hold the result while the request runs. Immediate
 /// when the scheduler is off, and when the class's queue is full (the
 /// bound keeps the queue's memory finite; such a request is not paced).
+/// A request that finds nothing waiting and the bucket holding its cost
+/// goes at once, never queued (no slot, no pump).
 pub(crate) async fn admit(class: IoClass, direction: Direction, bytes: usize) -> Admission {
     let class = crate::class::effective(class);
-    let slot = Rc::new(Slot::default());
     let queued = with_queue(|q| {
         let cost_ns = q.model.cost_ns(direction, bytes);
         let now_ns = q.now_ns();
-        q.fair.enqueue(class, cost_ns, (Rc::clone(&slot), bytes), now_ns).ok().map(|()| cost_ns)
+        if q.fair.dispatch_now(class, cost_ns, now_ns) {
+            q.stats[class as usize].dispatched(bytes, 0);
+            return Some((State::Running, cost_ns));
+        }
+        let slot = Rc::new(Slot::default());
+        q.fair.enqueue(class, cost_ns, (Rc::clone(&slot), bytes), now_ns).ok().map(|()| (State::Queued(slot), cost_ns))
     })
     .flatten();
-    let Some(cost_ns) = queued else {
-        return Admission { slot: None, class, cost_ns: 0 };
+    let Some((state, cost_ns)) = queued else {
+        return Admission { state: State::Unpaced, class, cost_ns: 0 };
     };
-    let admission = Admission { slot: Some(Rc::clone(&slot)), class, cost_ns };
-    pump();
-    Turn { slot: &slot }.await;
+    let admission = Admission { state, class, cost_ns };
+    if let State::Queued(slot) = &admission.state {
+        pump();
+        Turn { slot }.await;
+    }
     admission
 }
 

@@ -30,7 +30,7 @@ use std::io;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
 
-use bytes::Bytes;
+use bytes::{Bytes, BytesMut};
 use compio::buf::{IntoInner, IoBuf};
 use compio::io::{AsyncReadAt, AsyncReadAtExt, AsyncWriteAtExt};
 
@@ -92,6 +92,30 @@ pub type IoResult<T> = Result<T, IoError>;
 
 fn at<T>(path: &Path, result: io::Result<T>) -> IoResult<T> {
     result.map_err(|source| IoError { path: path.to_path_buf(), source })
+}
+
+/// The aligned blocks a direct read of `len` bytes at `offset` reads.
+struct Blocks {
+    offset: u64,
+    len: usize,
+    /// The file offset of the first block.
+    first: u64,
+    /// The blocks' length.
+    span: usize,
+}
+
+impl Blocks {
+    fn around(offset: u64, len: usize) -> Blocks {
+        let first = align_down(offset);
+        let span = align_up(offset + len as u64 - first) as usize;
+        Blocks { offset, len, first, span }
+    }
+
+    /// Where the wanted bytes are among the blocks.
+    fn wanted(&self) -> std::ops::Range<usize> {
+        let start = (self.offset - self.first) as usize;
+        start..start + self.len
+    }
 }
 
 /// An open file: direct (O_DIRECT) or through the page cache.
@@ -176,17 +200,46 @@ impl File {
         if len == 0 {
             return Ok(Bytes::new());
         }
-        let first = align_down(offset);
-        let wanted = (offset + len as u64 - first) as usize;
-        let span = align_up(wanted as u64) as usize;
+        let blocks = Blocks::around(offset, len);
+        let buf = self.read_blocks(aligned::read_buffer(blocks.span), &blocks, class).await?;
+        Ok(Bytes::slice(&buf.freeze(), blocks.wanted()))
+    }
+
+    /// Reads exactly `len` bytes at `offset` and hands them to `f`,
+    /// returning what it returns: [`File::read_exact_at`] for bytes used
+    /// before the caller goes on (an index page copied out, a row
+    /// decoded). A direct file reads into a buffer of the thread's pool
+    /// ([`aligned::pooled_read_buffer`]), given back after `f`: a point
+    /// read allocates no buffer.
+    pub async fn read_with<R>(
+        &self,
+        offset: u64,
+        len: usize,
+        class: IoClass,
+        f: impl FnOnce(&[u8]) -> R,
+    ) -> IoResult<R> {
+        if !self.direct || len == 0 {
+            return self.read_exact_at(offset, len, class).await.map(|bytes| f(&bytes));
+        }
+        record(class, len);
+        let blocks = Blocks::around(offset, len);
+        let buf = self.read_blocks(aligned::pooled_read_buffer(blocks.span), &blocks, class).await?;
+        let result = f(&buf[blocks.wanted()]);
+        aligned::recycle(buf);
+        Ok(result)
+    }
+
+    /// Reads `blocks` of a direct file into `buf` (empty, aligned, with
+    /// room for their span), in pieces that each wait their turn.
+    async fn read_blocks(&self, mut buf: BytesMut, blocks: &Blocks, class: IoClass) -> IoResult<BytesMut> {
+        let (span, wanted) = (blocks.span, blocks.wanted().end);
         // `buf.len()` grows as pieces are read.
-        let mut buf = aligned::read_buffer(span);
         while buf.len() < wanted {
             let filled = buf.len();
             let end = span.min(filled + MAX_REQUEST_BYTES);
             let _turn = io_queue::admit(class, Direction::Read, end - filled).await;
             let piece = buf.slice(filled..end);
-            let compio::BufResult(result, piece) = self.file.read_at(piece, first + filled as u64).await;
+            let compio::BufResult(result, piece) = self.file.read_at(piece, blocks.first + filled as u64).await;
             buf = piece.into_inner();
             let read = at(&self.path, result)?;
             assert_eq!(buf.len(), filled + read, "a read sets its buffer's length");
@@ -195,10 +248,11 @@ impl File {
             }
         }
         if buf.len() < wanted {
+            let (offset, len) = (blocks.offset, blocks.len);
             let short = io::Error::new(io::ErrorKind::UnexpectedEof, format!("{len} bytes at {offset}: past the end"));
             return at(&self.path, Err(short));
         }
-        Ok(Bytes::slice(&buf.freeze(), (offset - first) as usize..wanted))
+        Ok(buf)
     }
 
     async fn read_buffered(&self, offset: u64, len: usize, class: IoClass) -> IoResult<Vec<u8>> {

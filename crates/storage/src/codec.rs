@@ -254,6 +254,72 @@ pub fn encode_single_row_partition(e: &mut Encoder, timestamp: i64, expiry: Opti
     encode_end(e);
 }
 
+/// One row without clustering as a partition's encoding holds it,
+/// borrowed from the bytes: its marker and its cells (column id, value,
+/// timestamp, expiry), live and atomic, in column order.
+pub(crate) struct PlainRow<'a> {
+    pub(crate) marker: Option<RowMarker>,
+    pub(crate) cells: Vec<(u32, &'a [u8], i64, Option<Expiry>)>,
+}
+
+/// The partition encoded in `raw` (as [`encode_partition`] writes it) when
+/// it is one row without clustering, deletion, static row or range
+/// tombstones, of live atomic cells only, read without building a
+/// [`Partition`]; `None` for anything else, malformed bytes included (the
+/// general decoder then says what is wrong with them).
+pub(crate) fn plain_row(raw: &[u8]) -> Option<PlainRow<'_>> {
+    let mut d = Decoder::new(raw);
+    // No tombstone, an empty static row (no flags, no column), no range
+    // tombstones; one ROW with an empty key and no clustering values.
+    // Flags are bytes, counts and lengths varints (a varint's zero may
+    // take more than a byte: `decode_partition` reads it as zero).
+    let plain = d.u8().ok()? == 0
+        && d.u8().ok()? == 0
+        && d.var_u64().ok()? == 0
+        && d.var_u64().ok()? == 0
+        && d.u8().ok()? == ROW
+        && d.var_u64().ok()? == 0
+        && d.var_u64().ok()? == 0;
+    if !plain {
+        return None;
+    }
+    let flags = d.u8().ok()?;
+    if flags & !(ROW_MARKER | ROW_MARKER_EXPIRES) != 0 {
+        return None;
+    }
+    let marker = match flags & ROW_MARKER {
+        0 => None,
+        _ => {
+            let timestamp = d.var_i64().ok()?;
+            let expiry = if flags & ROW_MARKER_EXPIRES != 0 { Some(decode_expiry(&mut d).ok()?) } else { None };
+            Some(RowMarker { timestamp, expiry })
+        }
+    };
+    let n = d.var_u64().ok()?;
+    // Each cell takes at least 5 bytes: bounds the allocation.
+    if n > (d.remaining() / 5) as u64 {
+        return None;
+    }
+    let mut cells: Vec<(u32, &[u8], i64, Option<Expiry>)> = Vec::with_capacity(n as usize);
+    for _ in 0..n {
+        let id = d.var_u32().ok()?;
+        if d.u8().ok()? != COLUMN_ATOMIC || cells.last().is_some_and(|(last, ..)| *last >= id) {
+            return None;
+        }
+        let flags = d.u8().ok()?;
+        let timestamp = d.var_i64().ok()?;
+        let len = d.len().ok()?;
+        let value = d.slice(len).ok()?;
+        let expiry = match flags {
+            0 => None,
+            CELL_EXPIRES => Some(decode_expiry(&mut d).ok()?),
+            _ => return None,
+        };
+        cells.push((id, value, timestamp, expiry));
+    }
+    (d.u8().ok()? == END).then_some(PlainRow { marker, cells })
+}
+
 pub fn decode_partition(d: &mut Decoder) -> Result<Partition, DecodeError> {
     let mut p = decode_header(d)?;
     while let Some((key, row)) = decode_next_row(d)? {

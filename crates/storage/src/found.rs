@@ -17,7 +17,7 @@ use std::rc::Rc;
 
 use bytes::Bytes;
 
-use crate::codec::{DecodeError, Decoder};
+use crate::codec::{self, DecodeError, Decoder};
 use crate::partition::{Expiry, Partition};
 use crate::single_row;
 
@@ -29,6 +29,19 @@ pub enum Found {
 }
 
 impl Found {
+    /// What a read finds in a partition's stored encoding (an SSTable's:
+    /// `codec::encode_partition`'s): a single row as its compact bytes,
+    /// written from the stored ones without building a `Partition`
+    /// (`single_row::from_stored`), anything else decoded. Fails exactly
+    /// where `codec::decode_partition` fails, and finds the partition it
+    /// decodes.
+    pub fn decode_stored(raw: &[u8]) -> Result<Found, DecodeError> {
+        match single_row::from_stored(raw) {
+            Some(row) => Ok(Found::Row(SharedRow::new(Bytes::from(row)))),
+            None => codec::decode_partition(&mut Decoder::new(raw)).map(|p| Found::Partition(Rc::new(p))),
+        }
+    }
+
     /// As a partition, decoding a single row (its values stay slices of
     /// the shared bytes).
     pub fn into_partition(self) -> Rc<Partition> {
@@ -80,6 +93,11 @@ impl SharedRow {
     /// The encoding's length.
     pub(crate) fn len(&self) -> usize {
         self.bytes.len()
+    }
+
+    /// The encoding.
+    pub(crate) fn as_bytes(&self) -> &[u8] {
+        &self.bytes
     }
 
     /// The row's header, and its cells (column id and value) in column

@@ -14,7 +14,7 @@ use std::collections::BTreeMap;
 
 use bytes::Bytes;
 
-use crate::codec::{var_len, zigzag, DecodeError, Decoder, Encoder};
+use crate::codec::{self, var_len, zigzag, DecodeError, Decoder, Encoder};
 use crate::partition::{Cell, CellValue, ClusteredRow, ColumnData, Expiry, Partition, Row, RowMarker};
 
 const HAS_MARKER: u8 = 1;
@@ -238,6 +238,25 @@ fn supersedes(
     Ok(true)
 }
 
+/// The compact encoding of the partition an SSTable (or the commitlog)
+/// stores as `raw` ([`codec::encode_partition`]'s encoding), written from
+/// those bytes without decoding a `Partition`: what [`SingleRow::of`] and
+/// [`SingleRow::encode`] make of the decoded partition. `None` where that
+/// partition is not a single row (or the bytes are malformed).
+pub(crate) fn from_stored(raw: &[u8]) -> Option<Vec<u8>> {
+    let row = codec::plain_row(raw)?;
+    let mut parts = row.marker.iter().map(|m| (m.timestamp, m.expiry)).chain(row.cells.iter().map(|c| (c.2, c.3)));
+    let (timestamp, expiry) = parts.next()?;
+    // `SingleRow::of` takes i64::MIN for a part that is not a live cell.
+    if timestamp == i64::MIN || !parts.all(|part| part == (timestamp, expiry)) {
+        return None;
+    }
+    let cells = || row.cells.iter().map(|c| (c.0, c.1));
+    let mut out = Vec::with_capacity(encoded_len(expiry, cells()));
+    encode(&mut Encoder { out: &mut out }, row.marker.is_some(), timestamp, expiry, cells());
+    Some(out)
+}
+
 /// The partition [`SingleRow::encode`] wrote, its values copied out.
 pub(crate) fn decode(d: &mut Decoder) -> Result<Partition, DecodeError> {
     decode_with(d, Bytes::copy_from_slice)
@@ -265,4 +284,114 @@ fn decode_with(d: &mut Decoder, value_bytes: impl Fn(&[u8]) -> Bytes) -> Result<
     let mut p = Partition::default();
     p.rows.insert(Bytes::new(), ClusteredRow { clustering: Vec::new(), row });
     Ok(p)
+}
+
+#[cfg(test)]
+mod tests {
+    use rand::{Rng, SeedableRng};
+
+    use super::*;
+    use crate::codec::encode_partition;
+    use crate::found::Found;
+    use crate::partition::{Collection, RangeTombstone, Tombstone};
+
+    /// A partition near a single row: one, or one broken in one of the
+    /// ways that make it general.
+    fn near_single_row(rng: &mut impl Rng) -> Partition {
+        let timestamp = rng.gen_range(-3..3i64) * 1_000_000_000_000;
+        let expiry = rng.gen_bool(0.3).then(|| Expiry { ttl_s: rng.gen_range(1..100), expires_at_s: 1_700_000_000 });
+        let mut row = Row {
+            marker: rng.gen_bool(0.6).then_some(RowMarker { timestamp, expiry }),
+            deletion: None,
+            columns: BTreeMap::new(),
+        };
+        for _ in 0..rng.gen_range(0..4) {
+            let len = *[0usize, 1, 8, 100, 1024].get(rng.gen_range(0..5)).expect("in range");
+            let value = Bytes::from((0..len).map(|_| rng.gen()).collect::<Vec<u8>>());
+            row.columns.insert(rng.gen_range(0..200), ColumnData::Atomic(Cell::live(timestamp, value, expiry)));
+        }
+        let mut key = Bytes::new();
+        let mut p = Partition::default();
+        match rng.gen_range(0..12) {
+            0 => key = Bytes::from_static(b"ck"),
+            1 => p.tombstone = Some(Tombstone { timestamp: 1, deletion_time_s: 2 }),
+            2 => {
+                p.static_row.columns.insert(1, ColumnData::Atomic(Cell::live(timestamp, Bytes::new(), None)));
+            }
+            3 => p.range_tombstones.push(RangeTombstone {
+                range: crate::partition::ClusteringRange::all(),
+                tombstone: Tombstone { timestamp: 1, deletion_time_s: 2 },
+            }),
+            4 => row.deletion = Some(Tombstone { timestamp: 1, deletion_time_s: 2 }),
+            5 => {
+                row.columns.insert(500, ColumnData::Atomic(Cell::dead(timestamp, 3)));
+            }
+            6 => {
+                row.columns.insert(501, ColumnData::Atomic(Cell::live(timestamp + 1, Bytes::new(), expiry)));
+            }
+            7 => {
+                row.columns.insert(502, ColumnData::Collection(Collection { tombstone: None, cells: BTreeMap::new() }));
+            }
+            8 => {
+                row.columns.insert(503, ColumnData::Atomic(Cell::counter_delta(timestamp, 5)));
+            }
+            9 => {
+                let second = ClusteredRow { clustering: vec![Bytes::from_static(b"x")], row: row.clone() };
+                p.rows.insert(Bytes::from_static(b"x"), second);
+            }
+            _ => {}
+        }
+        p.rows.insert(key.clone(), ClusteredRow { clustering: if key.is_empty() { vec![] } else { vec![key] }, row });
+        p
+    }
+
+    /// The compact bytes written straight from a stored encoding are
+    /// those of the decoded partition, and a single row is found where
+    /// `SingleRow::of` sees one (seeded: `SHOAL_MODEL_SEED`).
+    #[test]
+    fn a_stored_single_row_reads_as_its_decoded_partition_would_encode() {
+        let seed = std::env::var("SHOAL_MODEL_SEED").ok().and_then(|s| s.parse().ok()).unwrap_or(29);
+        let mut rng = rand::rngs::StdRng::seed_from_u64(seed);
+        let (mut rows, mut general) = (0, 0);
+        for _ in 0..3_000 {
+            let p = near_single_row(&mut rng);
+            let mut stored = Vec::new();
+            encode_partition(&mut Encoder { out: &mut stored }, &p);
+            let expected = SingleRow::of(&p).map(|row| {
+                let mut out = Vec::new();
+                row.encode(&mut Encoder { out: &mut out });
+                out
+            });
+            assert_eq!(from_stored(&stored), expected, "seed {seed}: {p:?}");
+            let found = Found::decode_stored(&stored).expect("a partition's encoding decodes");
+            match &found {
+                Found::Row(_) => rows += 1,
+                Found::Partition(_) => general += 1,
+            }
+            assert_eq!(*found.into_partition(), p, "seed {seed}");
+        }
+        assert!(rows > 300 && general > 300, "both kinds drawn: {rows} single rows, {general} general");
+    }
+
+    #[test]
+    fn damaged_stored_bytes_fail_as_the_general_decoder_fails() {
+        let mut rng = rand::rngs::StdRng::seed_from_u64(7);
+        for _ in 0..200 {
+            let p = near_single_row(&mut rng);
+            let mut stored = Vec::new();
+            encode_partition(&mut Encoder { out: &mut stored }, &p);
+            for cut in 0..stored.len() {
+                let decoded = codec::decode_partition(&mut Decoder::new(&stored[..cut]));
+                let found = Found::decode_stored(&stored[..cut]);
+                assert_eq!(found.is_ok(), decoded.is_ok(), "cut at {cut} of {p:?}");
+            }
+            let at = rng.gen_range(0..stored.len());
+            stored[at] ^= 1 << rng.gen_range(0..8);
+            let decoded = codec::decode_partition(&mut Decoder::new(&stored));
+            match Found::decode_stored(&stored) {
+                Ok(found) => assert_eq!(Ok(&*found.into_partition()), decoded.as_ref()),
+                Err(e) => assert_eq!(Err(e), decoded),
+            }
+        }
+    }
 }

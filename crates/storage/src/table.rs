@@ -315,12 +315,12 @@ impl Table {
             // filters could not rule the key out on their own.
             let worth_caching = stored.is_some() || consulted;
             if worth_caching && self.cache_generation.get() == generation && self.cache_merge.borrow().is_none() {
-                self.cache.insert(self.cache_id, position, stored.as_ref());
+                self.cache.insert_found(self.cache_id, position, stored.as_ref());
             }
-            merge_found(&mut result, stored.map(|p| Found::Partition(Rc::new(p))));
+            merge_found(&mut result, stored);
         } else {
             let stored = self.read_sstables(position, ranges).await?.0;
-            merge_found(&mut result, stored.map(|p| Found::Partition(Rc::new(p))));
+            merge_found(&mut result, stored);
         }
         Ok(result)
     }
@@ -375,17 +375,24 @@ impl Table {
     }
 
     /// What the SSTables hold at `position`, and whether any had to be read
-    /// (one whose key range and Bloom filter may hold it).
+    /// (one whose key range and Bloom filter may hold it). A whole
+    /// partition one SSTable alone holds as a single row comes as its
+    /// compact bytes (`SSTable::read_found`), decoded only to merge.
     async fn read_sstables(
         &self,
         position: &PartitionPosition,
         ranges: &[ClusteringRange],
-    ) -> StorageResult<(Option<Partition>, bool)> {
+    ) -> StorageResult<(Option<Found>, bool)> {
         let (mut result, mut consulted) = (None, false);
+        let whole = ClusteringRange::is_whole(ranges);
         let sstables = self.sstable_set();
         for sstable in sstables.iter().filter(|s| s.may_contain(position)) {
             consulted = true;
-            merge_into(&mut result, sstable.read(position, ranges).await?);
+            let found = match whole {
+                true => sstable.read_found(position).await?,
+                false => sstable.read(position, ranges).await?.map(|p| Found::Partition(Rc::new(p))),
+            };
+            merge_found(&mut result, found);
         }
         Ok((result, consulted))
     }
@@ -562,11 +569,11 @@ impl Table {
                 // all there is.
                 let alone = sstables.len() == 1 && Rc::ptr_eq(&sstables, &self.sstable_set());
                 let stored = match alone {
-                    true => Some(scanned),
+                    true => Some(Found::Partition(Rc::new(scanned))),
                     false => self.read_sstables(&position, &[ClusteringRange::all()]).await?.0,
                 };
                 if self.cache_generation.get() == generation && self.cache_merge.borrow().is_none() {
-                    self.cache.insert(self.cache_id, &position, stored.as_ref());
+                    self.cache.insert_found(self.cache_id, &position, stored.as_ref());
                     loaded += 1;
                 }
                 if loaded % CACHE_MERGE_STEP_PARTITIONS == 0 {
@@ -780,16 +787,6 @@ fn settle_compactions(sstables: &[Rc<SSTable>]) -> (HashSet<u64>, HashSet<u64>) 
     (replaced, partial)
 }
 
-fn merge_into(result: &mut Option<Partition>, more: Option<Partition>) {
-    match (result.as_mut(), more) {
-        (Some(current), Some(more)) => current.merge(more),
-        (None, Some(more)) => *result = Some(more),
-        (_, None) => {}
-    }
-}
-
-/// [`merge_into`] for partitions that may be a memtable's own: the first
-/// is kept shared; one merged into it is copied first only if shared.
 /// What memory tells of a partition, for a read.
 enum InMemory {
     /// All there is: nothing stored elsewhere can add to it.

@@ -40,6 +40,21 @@ pub(crate) fn encode(out: &mut Vec<u8>, key: &[u8], partition: Option<&Partition
     row.encode(&mut e);
 }
 
+/// [`encode`] for what a read found: a single row's compact bytes copied
+/// as they are, no partition decoded or encoded.
+pub(crate) fn encode_found(out: &mut Vec<u8>, key: &[u8], found: Option<&Found>) {
+    match found {
+        Some(Found::Row(row)) => {
+            let mut e = Encoder { out };
+            e.bytes(key);
+            e.u8(SINGLE_ROW);
+            e.out.extend_from_slice(row.as_bytes());
+        }
+        Some(Found::Partition(p)) => encode(out, key, Some(p)),
+        None => encode(out, key, None),
+    }
+}
+
 /// An entry's key, and a decoder at its kind byte.
 fn split_key(bytes: &[u8]) -> (&[u8], Decoder<'_>) {
     let mut d = Decoder::new(bytes);

@@ -316,13 +316,24 @@ impl RowCache {
     /// what the SSTables hold at `position`, replacing any entry; a
     /// partition too large to cache only removes the old entry.
     pub fn insert(&self, table: u32, position: &PartitionPosition, partition: Option<&Partition>) {
+        self.insert_with(table, position, |out| entry::encode(out, &position.key, partition));
+    }
+
+    /// [`RowCache::insert`] of what a read found: a single row's compact
+    /// bytes are copied in as they are.
+    pub fn insert_found(&self, table: u32, position: &PartitionPosition, found: Option<&Found>) {
+        self.insert_with(table, position, |out| entry::encode_found(out, &position.key, found));
+    }
+
+    /// Caches the entry `encode` writes for `position`.
+    fn insert_with(&self, table: u32, position: &PartitionPosition, encode: impl FnOnce(&mut Vec<u8>)) {
         let mut inner = self.inner.borrow_mut();
         if let Some(old) = inner.find(table, position) {
             inner.remove(old);
         }
         let mut scratch = std::mem::take(&mut inner.scratch);
         scratch.clear();
-        entry::encode(&mut scratch, &position.key, partition);
+        encode(&mut scratch);
         let body_len = scratch.len();
         // A huge partition's encoding must not keep its buffer (counted in
         // the cache's memory) once it is refused.

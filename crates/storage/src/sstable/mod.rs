@@ -36,6 +36,7 @@ use shoal_io::{File, IoClass};
 
 use crate::codec::{self, Decoder, Encoder};
 use crate::error::{StorageError, StorageResult};
+use crate::found::Found;
 use crate::partition::{ClusteringRange, Partition, PartitionPosition};
 use bloom::BloomFilter;
 use compression::Compression;
@@ -275,6 +276,22 @@ impl SSTable {
         position: &PartitionPosition,
         ranges: &[ClusteringRange],
     ) -> StorageResult<Option<Partition>> {
+        let Some(entry) = self.find(position).await? else { return Ok(None) };
+        self.read_entry(&entry, ranges, &mut ChunkCache::point()).await.map(Some)
+    }
+
+    /// The whole partition at `position`, if stored here, as a read finds
+    /// it ([`Found::decode_stored`]): a single row in the compact layout
+    /// written straight from the stored bytes (no `Partition` built; what
+    /// the row cache keeps and a memcached hit reads), anything else
+    /// decoded.
+    pub async fn read_found(&self, position: &PartitionPosition) -> StorageResult<Option<Found>> {
+        let Some(entry) = self.find(position).await? else { return Ok(None) };
+        self.decode_whole(&entry, &mut ChunkCache::point(), Found::decode_stored).await.map(Some)
+    }
+
+    /// The index entry of the partition at `position`, if stored here.
+    async fn find(&self, position: &PartitionPosition) -> StorageResult<Option<IndexEntry>> {
         if !self.may_contain(position) {
             return Ok(None);
         }
@@ -284,8 +301,7 @@ impl SSTable {
         }
         let index_page = self.query_page(page - 1).await?;
         let place = || format!("{} page {}", self.index.path().display(), page - 1);
-        let Some(entry) = index_page.find(position).map_err(|e| e.at(place))? else { return Ok(None) };
-        self.read_entry(&entry, ranges, &mut ChunkCache::point()).await.map(Some)
+        index_page.find(position).map_err(|e| e.at(place))
     }
 
     /// Index page `page` for a point read: from the shard's index cache, or
@@ -301,14 +317,18 @@ impl SSTable {
 
     /// Reads index page `page`, checking its checksum and its entries'
     /// offsets and order ([`IndexPage::open`]). Its body is copied out of
-    /// the read buffer, which is larger (aligned blocks): the page may be
-    /// cached for long.
+    /// the read buffer, which is larger (aligned blocks) and goes back to
+    /// the thread's pool: the page may be cached for long.
     async fn read_page(&self, page: usize, class: IoClass) -> StorageResult<IndexPage> {
         let s = &self.summary[page];
         let place = || format!("{} page {page} (offset {})", self.index.path().display(), s.offset);
-        let bytes = self.index.read_exact_at(s.offset, s.len as usize, class).await?;
-        let body = open_block(&bytes).map_err(|e| e.at(place))?;
-        IndexPage::open(body, self.index_version, &s.first, self.raw_len).map_err(|e| e.at(place))
+        let opened = self
+            .index
+            .read_with(s.offset, s.len as usize, class, |bytes| {
+                IndexPage::open(open_block(bytes)?, self.index_version, &s.first, self.raw_len)
+            })
+            .await?;
+        opened.map_err(|e| e.at(place))
     }
 
     /// Decodes the partition of `entry`, reading only the runs of rows
@@ -324,9 +344,8 @@ impl SSTable {
         let whole =
             entry.samples.is_empty() || ranges.iter().any(|r| r.start == Bound::Unbounded && r.end == Bound::Unbounded);
         if whole {
-            let raw = self.read_raw(entry.offset, entry.len, cache).await?;
             let mut partition =
-                codec::decode_partition(&mut Decoder::new(&raw)).map_err(|e| StorageError::from(e).at(place))?;
+                self.decode_whole(entry, cache, |raw| codec::decode_partition(&mut Decoder::new(raw))).await?;
             partition.rows.retain(|key, _| ranges.iter().any(|r| r.contains(key)));
             return Ok(partition);
         }
@@ -377,6 +396,35 @@ impl SSTable {
         Ok(partition)
     }
 
+    /// What `decode` makes of the whole partition of `entry` (its raw
+    /// bytes, borrowed for the call: a point read of an uncompressed table
+    /// reads them into a pooled buffer).
+    async fn decode_whole<R>(
+        &self,
+        entry: &IndexEntry,
+        cache: &mut ChunkCache,
+        decode: impl FnOnce(&[u8]) -> Result<R, codec::DecodeError>,
+    ) -> StorageResult<R> {
+        let decoded = if self.reads_blocks(entry.offset, entry.len, cache) {
+            self.read_uncompressed_with(entry.offset, entry.len, cache.class, decode).await?
+        } else {
+            decode(&self.read_raw(entry.offset, entry.len, cache).await?)
+        };
+        let place =
+            || format!("{} partition at offset {}", self.descriptor.path(Component::Data).display(), entry.offset);
+        decoded.map_err(|e| StorageError::from(e).at(place))
+    }
+
+    /// Whether `[offset, offset + len)` is read as the aligned blocks it
+    /// lies in (`read_uncompressed`), not as whole chunks: a point read of
+    /// an uncompressed table, within two chunks (`len` comes from the
+    /// index, and a damaged one must fail on the chunks it names, not
+    /// allocate its length).
+    fn reads_blocks(&self, offset: u64, len: u64, cache: &ChunkCache) -> bool {
+        let chunks = || ((offset + len - 1) / self.chunk_bytes) - offset / self.chunk_bytes + 1;
+        self.compression == Compression::None && !cache.whole_chunks && len > 0 && chunks() <= 2
+    }
+
     /// The raw (decompressed) bytes `[offset, offset + len)` of the data
     /// stream, checking each chunk's checksum. Bytes within one chunk are
     /// a view of it, not a copy.
@@ -384,13 +432,11 @@ impl SSTable {
         if len == 0 {
             return Ok(Bytes::new());
         }
-        let first = (offset / self.chunk_bytes) as usize;
-        let last = ((offset + len - 1) / self.chunk_bytes) as usize;
-        // At most two chunks: `len` comes from the index, and a damaged
-        // one must fail on the chunks it names, not allocate its length.
-        if self.compression == Compression::None && !cache.whole_chunks && last - first <= 1 {
+        if self.reads_blocks(offset, len, cache) {
             return self.read_uncompressed(offset, len, cache.class).await;
         }
+        let first = (offset / self.chunk_bytes) as usize;
+        let last = ((offset + len - 1) / self.chunk_bytes) as usize;
         let mut pieces = Vec::new();
         for chunk in first..=last {
             let raw = match &cache.chunk {
@@ -423,6 +469,32 @@ impl SSTable {
     /// an uncompressed SSTable's only when validating it); scans and
     /// compaction, which read whole chunks, check them.
     async fn read_uncompressed(&self, offset: u64, len: u64, class: IoClass) -> StorageResult<Bytes> {
+        let blocks = self.uncompressed_blocks(offset, len)?;
+        let bytes = self.data.read_exact_at(blocks.from, blocks.len, class).await?;
+        Ok(if blocks.second.is_none() { bytes } else { Bytes::from(blocks.join(&bytes)) })
+    }
+
+    /// [`SSTable::read_uncompressed`] handing the bytes to `f`, read into
+    /// a buffer of the thread's pool (`shoal_io::File::read_with`).
+    async fn read_uncompressed_with<R>(
+        &self,
+        offset: u64,
+        len: u64,
+        class: IoClass,
+        f: impl FnOnce(&[u8]) -> R,
+    ) -> StorageResult<R> {
+        let blocks = self.uncompressed_blocks(offset, len)?;
+        let read = self.data.read_with(blocks.from, blocks.len, class, |bytes| match blocks.second {
+            None => f(bytes),
+            Some(_) => f(&blocks.join(bytes)),
+        });
+        Ok(read.await?)
+    }
+
+    /// Where the raw bytes `[offset, offset + len)` of an uncompressed
+    /// stream (within two chunks) lie in the data file, each chunk's
+    /// stored length checked.
+    fn uncompressed_blocks(&self, offset: u64, len: u64) -> StorageResult<RawSpan> {
         let first = (offset / self.chunk_bytes) as usize;
         let last = ((offset + len - 1) / self.chunk_bytes) as usize;
         let chunk_raw_len = |chunk: usize| (self.raw_len - chunk as u64 * self.chunk_bytes).min(self.chunk_bytes);
@@ -440,20 +512,12 @@ impl SSTable {
         };
         let from = file_at(first, offset);
         let to = file_at(last, offset + len);
-        let bytes = self.data.read_exact_at(from, (to - from) as usize, class).await?;
-        if first == last {
-            return Ok(bytes);
-        }
-        // The chunks' headers lie between the pieces.
-        let mut raw = Vec::with_capacity(len as usize);
-        for chunk in first..=last {
-            let start = offset.max(chunk as u64 * self.chunk_bytes);
-            let end = (offset + len).min(chunk as u64 * self.chunk_bytes + chunk_raw_len(chunk));
-            raw.extend_from_slice(
-                &bytes[(file_at(chunk, start) - from) as usize..(file_at(chunk, end) - from) as usize],
-            );
-        }
-        Ok(Bytes::from(raw))
+        // The raw bytes of the second chunk start after its header.
+        let second = (first != last).then(|| {
+            let boundary = last as u64 * self.chunk_bytes;
+            ((file_at(first, boundary) - from) as usize, (file_at(last, boundary) - from) as usize)
+        });
+        Ok(RawSpan { from, len: (to - from) as usize, second })
     }
 
     /// Chunk `chunk`'s raw bytes, its checksum checked: an uncompressed
@@ -483,6 +547,28 @@ impl Drop for SSTable {
             let descriptor = self.descriptor.clone();
             shoal_runtime::spawn(async move { writer::remove_files(&descriptor).await });
         }
+    }
+}
+
+/// Raw bytes of an uncompressed stream within two chunks, as they lie in
+/// the data file: `len` bytes from `from`, the second chunk's header
+/// between the pieces when they span two.
+struct RawSpan {
+    from: u64,
+    len: usize,
+    /// Where the first chunk's bytes end and the second's begin, relative
+    /// to `from`, when they span two chunks.
+    second: Option<(usize, usize)>,
+}
+
+impl RawSpan {
+    /// The raw bytes, the chunk header between them left out.
+    fn join(&self, bytes: &[u8]) -> Vec<u8> {
+        let Some((end_of_first, start_of_second)) = self.second else { return bytes.to_vec() };
+        let mut raw = Vec::with_capacity(bytes.len() - (start_of_second - end_of_first));
+        raw.extend_from_slice(&bytes[..end_of_first]);
+        raw.extend_from_slice(&bytes[start_of_second..]);
+        raw
     }
 }
 
