@@ -384,7 +384,7 @@ def test_a_replica_replays_the_writes_other_nodes_sent_it_after_a_kill():
         nodes[2].start()
         s[2] = sessions.connect(nodes[2])
         rows = {r.k: r.v for r in q(s[2], "SELECT k, v FROM rf3.t", CL.ONE)}
-        assert rows == dict({k: "v%d" % k for k in range(30) if k != 7}, **{100: "lives"})
+        assert rows == {**{k: "v%d" % k for k in range(30) if k != 7}, 100: "lives"}
         assert q(s[2], "SELECT ttl(v) FROM rf3.t WHERE k = 100", CL.ONE)[0][0] > 3000
         clustered = q(s[2], "SELECT c, st, v, m FROM rf3.c WHERE k = 1", CL.ONE)
         assert [(r.c, r.st, r.v, dict(r.m)) for r in clustered] == [
