@@ -6,20 +6,28 @@
 //! its answers, forwarded writes' headers and their replicas' answers),
 //! the hint log's entries (`coordinator::hint_log`), plus
 //! group 0's schema entries (`coordinator::schema_entry`).
-//! The first byte picks the decoder; any bytes give a message or an
+//! A mutation's partition bytes, logged as they came, replay to the
+//! partition decoded. The first byte picks the decoder; any bytes give a message or an
 //! error, never a panic, and a message decoded encodes to what decodes to
 //! it again.
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
 use shoal_coordinator::{schema_entry, wire};
+use shoal_storage::commitlog;
 
 fuzz_target!(|data: &[u8]| {
     let Some((&which, bytes)) = data.split_first() else { return };
     match which % 19 {
         0 => {
-            if let Ok(mutation) = wire::decode_mutation(bytes) {
+            if let Ok((mutation, partition)) = wire::decode_mutation_at(bytes) {
                 assert!(wire::decode_mutation(&wire::encode_mutation(&mutation)).is_ok());
+                // What a replica logs of it (the partition's bytes as they
+                // came) replays to the partition it applied.
+                let (table, position, update) = (mutation.table, &mutation.position, &mutation.update);
+                let mut entry = Vec::new();
+                commitlog::encode_received_mutation(&mut entry, table, position, update, &bytes[partition]);
+                assert_eq!(commitlog::decode_mutation(&entry).ok().map(|(_, _, u)| u).as_ref(), Some(update));
             }
         }
         1 => {

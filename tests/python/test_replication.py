@@ -25,6 +25,8 @@ cassandra-driver, one session per node so each node coordinates in turn.
   routes token-aware, and rides out a node killed under QUORUM load.
 - A logged batch whose coordinator could not finish it is applied whole
   from another node's batchlog, also after that node's kill -9 and restart.
+- A replica killed with -9 replays from its commitlog the writes other
+  coordinators sent it (logged as their encodings came).
 """
 import contextlib
 import time
@@ -355,6 +357,38 @@ def test_hints_survive_their_coordinators_restart():
                  lambda: len(q(s[2], "SELECT * FROM rf3.t", CL.ONE)) == 41, timeout=30)
         assert {r.v for r in q(s[2], "SELECT v FROM rf3.t WHERE k IN (0, 1, 39)", CL.ONE)} == {"hinted"}
         assert metric(nodes[0], "shoal_hints_replayed_total") >= 40
+
+
+def test_a_replica_replays_the_writes_other_nodes_sent_it_after_a_kill():
+    """Writes coordinated by the first node reach the third as messages,
+    which it logs as their partitions' encodings came: killed with -9
+    before any flush and restarted, it reads them all back from its
+    commitlog at ONE (rows, clustering, statics, TTLs, collections,
+    deletions)."""
+    with contextlib.ExitStack() as stack:
+        nodes, sessions, s = three_nodes(stack, "shoal-replica-replay-", 3)
+        s[0].execute("CREATE TABLE rf3.c (k int, c int, st text STATIC, v text, m map<text, int>, "
+                     "PRIMARY KEY (k, c))")
+        wait_for("every coordinator sees the table", lambda: all(
+            succeeds(lambda: q(x, "SELECT * FROM rf3.c", CL.ALL)) for x in s))
+        for k in range(30):
+            q(s[0], "INSERT INTO rf3.t (k, v) VALUES (%s, %s)", CL.ALL, (k, "v%d" % k))
+        q(s[0], "INSERT INTO rf3.t (k, v) VALUES (100, 'lives') USING TTL 3600", CL.ALL)
+        q(s[0], "DELETE FROM rf3.t WHERE k = 7", CL.ALL)
+        for c in range(5):
+            q(s[0], "INSERT INTO rf3.c (k, c, v, m) VALUES (1, %s, 'row', {'a': %s})", CL.ALL, (c, c))
+        q(s[0], "UPDATE rf3.c SET st = 'static' WHERE k = 1", CL.ALL)
+        q(s[0], "DELETE FROM rf3.c WHERE k = 1 AND c >= 3", CL.ALL)
+        time.sleep(0.5)
+        nodes[2].kill()
+        nodes[2].start()
+        s[2] = sessions.connect(nodes[2])
+        rows = {r.k: r.v for r in q(s[2], "SELECT k, v FROM rf3.t", CL.ONE)}
+        assert rows == {**{k: "v%d" % k for k in range(30) if k != 7}, 100: "lives"}
+        assert q(s[2], "SELECT ttl(v) FROM rf3.t WHERE k = 100", CL.ONE)[0][0] > 3000
+        clustered = q(s[2], "SELECT c, st, v, m FROM rf3.c WHERE k = 1", CL.ONE)
+        assert [(r.c, r.st, r.v, dict(r.m)) for r in clustered] == [
+            (c, "static", "row", {"a": c}) for c in range(3)]
 
 
 def failed_batch(stack, prefix):

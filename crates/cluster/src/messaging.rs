@@ -33,10 +33,13 @@
 use hashbrown::HashMap;
 use std::any::Any;
 use std::cell::{Cell, RefCell};
+use std::future::Future;
 use std::net::{IpAddr, SocketAddr};
 use std::panic::AssertUnwindSafe;
+use std::pin::Pin;
 use std::rc::Rc;
 use std::sync::OnceLock;
+use std::task::{Context, Poll};
 use std::time::Duration;
 
 use bytes::{Bytes, BytesMut};
@@ -51,7 +54,7 @@ use crate::encryption;
 use crate::frame::{self, Frame, FrameError, Kind};
 use crate::hello::{Hello, HelloError, Welcome, PROTOCOL_VERSION};
 use crate::outbox::{write_loop, Outbox};
-use crate::requests::{Failure, Requests};
+use crate::requests::{Answer, Failure, Requests};
 use crate::verb::Verb;
 
 /// How long opening a TCP connection to a peer may take.
@@ -139,22 +142,53 @@ pub fn register(verb: Verb, handler: Handler) {
 
 /// Sends `verb` with `payload` to shard `shard` of the node whose storage
 /// port is `peer`, and waits for the answer at most the verb's timeout
-/// (and a sweep interval: [`crate::requests`]) after sending it; opening
+/// (and up to two low-resolution ticks: [`crate::requests`]) after sending it; opening
 /// a connection first takes at most the verb's timeout too.
 pub async fn request(peer: SocketAddr, shard: u16, verb: Verb, payload: &[u8]) -> Result<Bytes, MessagingError> {
-    let connection = match open_connection(peer, shard) {
-        Some(connection) => connection,
-        // Rare, and its future is large: boxed, so that the common path's
-        // future (held by every replica request a coordinator makes) stays
-        // small.
-        None => Box::pin(connect_within(peer, shard, verb)).await?,
-    };
+    if let Some(sent) = send_request(peer, shard, verb, payload) {
+        return sent?.await;
+    }
+    // Rare, and its future is large: boxed, so that the common path's
+    // future stays small.
+    let connection = Box::pin(connect_within(peer, shard, verb)).await?;
+    start(&connection, verb, payload)?.await
+}
+
+/// [`request`] on a connection this shard has open to `(peer, shard)`:
+/// the frame is queued at once, and [`Sent`] is its answer; `None` when
+/// no connection is open ([`request`] opens one).
+pub fn send_request(peer: SocketAddr, shard: u16, verb: Verb, payload: &[u8]) -> Option<Result<Sent, MessagingError>> {
+    open_connection(peer, shard).map(|connection| start(&connection, verb, payload))
+}
+
+fn start(connection: &Outgoing, verb: Verb, payload: &[u8]) -> Result<Sent, MessagingError> {
     let answer = connection.requests.start(verb.timeout(), |id| connection.queue(Kind::Request, verb, id, payload))?;
-    answer.await.map_err(|failure| match failure {
-        Failure::Failed(message) => MessagingError::Failed { peer, message },
-        Failure::Closed => MessagingError::Closed { peer },
-        Failure::TimedOut => MessagingError::Timeout { verb, peer, timeout_ms: verb.timeout().as_millis() },
-    })
+    Ok(Sent { answer, peer: connection.peer, verb })
+}
+
+/// A request sent ([`send_request`]): its answer once it comes, within
+/// the verb's timeout. It borrows nothing and needs no pinning, so a
+/// caller can hold many in a plain list and poll them from one task.
+/// Dropping it forgets the request.
+pub struct Sent {
+    answer: Answer,
+    peer: SocketAddr,
+    verb: Verb,
+}
+
+impl Future for Sent {
+    type Output = Result<Bytes, MessagingError>;
+
+    fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
+        let (peer, verb) = (self.peer, self.verb);
+        Pin::new(&mut self.answer).poll(cx).map(|outcome| {
+            outcome.map_err(|failure| match failure {
+                Failure::Failed(message) => MessagingError::Failed { peer, message },
+                Failure::Closed => MessagingError::Closed { peer },
+                Failure::TimedOut => MessagingError::Timeout { verb, peer, timeout_ms: verb.timeout().as_millis() },
+            })
+        })
+    }
 }
 
 /// Sends `verb` with `payload` to shard `shard` of the node whose storage

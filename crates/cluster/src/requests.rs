@@ -3,30 +3,27 @@
 //!
 //! Each request has a slot in its connection's table ([`Requests`]),
 //! keyed by its id: the answer is put there and the request's [`Answer`]
-//! future takes it, so a request allocates no channel. Timeouts are not a
-//! timer per request (ScyllaDB's RPC keeps them on a low-resolution clock
-//! too): while any request of a shard waits, one sweep per shard runs
-//! every [`SWEEP_INTERVAL`], counts a tick and fails the requests whose
-//! verb's timeout has passed in ticks. A timeout so fires at most one
-//! interval late, and a request's cost is a table insert and a removal.
+//! future takes it, so a request allocates no channel. Its timeout is a
+//! low-resolution deadline of the shard's one sweep
+//! ([`shoal_runtime::lowres`]; ScyllaDB's RPC keeps its timeouts on a
+//! low-resolution clock too), not a timer per request: it fires at most a
+//! couple of ticks late, and a request's cost is a table insert, a
+//! deadline slot and their removal. The deadline's slot holds the waiting
+//! task's waker, which an answer takes to wake it: one waker per request.
 //!
-//! Shard-local: the tables, the tick and the sweep belong to the shard
-//! that owns the connections (plain cells, no locks).
+//! Shard-local: the tables and the deadlines belong to the shard that owns
+//! the connections (plain cells, no locks).
 
 use std::cell::{Cell, RefCell};
 use std::future::Future;
 use std::pin::Pin;
-use std::rc::{Rc, Weak};
+use std::rc::Rc;
 use std::task::{Context, Poll, Waker};
 use std::time::Duration;
 
 use bytes::Bytes;
-use hashbrown::hash_map::Entry;
 use hashbrown::HashMap;
-
-/// How often the sweep looks for requests past their timeout, while any
-/// wait: how late a timeout may fire.
-pub(crate) const SWEEP_INTERVAL: Duration = Duration::from_millis(100);
+use shoal_runtime::lowres::Deadline;
 
 /// Why a request got no answer.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -49,24 +46,16 @@ pub(crate) struct Requests {
 }
 
 struct Slot {
-    /// The tick at which it times out.
-    expires: u64,
-    state: State,
-}
-
-enum State {
-    /// No outcome yet; the task to wake when it comes.
-    Waiting(Option<Waker>),
-    /// The outcome, for its [`Answer`] to take.
-    Done(Outcome),
+    /// When it times out; holds the waiting task's waker.
+    deadline: Deadline,
+    /// Its outcome once it came, for its [`Answer`] to take.
+    outcome: Option<Outcome>,
 }
 
 impl Requests {
-    /// A new, empty table, swept by this shard's sweep.
+    /// A new, empty table.
     pub(crate) fn new() -> Rc<Requests> {
-        let requests = Rc::new(Requests { slots: RefCell::default(), next_id: Cell::new(1) });
-        SWEEP.with(|sweep| sweep.tables.borrow_mut().push(Rc::downgrade(&requests)));
-        requests
+        Rc::new(Requests { slots: RefCell::default(), next_id: Cell::new(1) })
     }
 
     /// Starts a request: `send` queues its frame under the id it is
@@ -82,21 +71,15 @@ impl Requests {
         send(id)?;
         // The answer comes from the connection's reader, a task that runs
         // after this one yields: the slot is there before it can.
-        let expires = expiry(timeout);
-        self.slots.borrow_mut().insert(id, Slot { expires, state: State::Waiting(None) });
+        let slot = Slot { deadline: Deadline::after(timeout), outcome: None };
+        self.slots.borrow_mut().insert(id, slot);
         Ok(Answer { requests: Rc::clone(self), id })
     }
 
     /// Hands request `id` its outcome, if it is still there (it may have
     /// been dropped by its caller).
     pub(crate) fn complete(&self, id: u64, outcome: Outcome) {
-        let waker = match self.slots.borrow_mut().get_mut(&id) {
-            Some(slot) => match std::mem::replace(&mut slot.state, State::Done(outcome)) {
-                State::Waiting(waker) => waker,
-                State::Done(_) => None,
-            },
-            None => None,
-        };
+        let waker = self.slots.borrow_mut().get_mut(&id).and_then(|slot| slot.finish(outcome));
         if let Some(waker) = waker {
             waker.wake();
         }
@@ -104,33 +87,25 @@ impl Requests {
 
     /// Fails every waiting request: the connection closed.
     pub(crate) fn close_all(&self) {
-        self.fail_where(|_| true, Failure::Closed);
-    }
-
-    /// Fails the waiting requests that expire by `tick`; whether any
-    /// still wait.
-    fn expire(&self, tick: u64) -> bool {
-        self.fail_where(|slot| slot.expires <= tick, Failure::TimedOut);
-        self.slots.borrow().values().any(|slot| matches!(slot.state, State::Waiting(_)))
-    }
-
-    fn fail_where(&self, fails: impl Fn(&Slot) -> bool, failure: Failure) {
-        let mut wakers = Vec::new();
-        for slot in self.slots.borrow_mut().values_mut() {
-            if matches!(slot.state, State::Waiting(_)) && fails(slot) {
-                if let State::Waiting(Some(waker)) =
-                    std::mem::replace(&mut slot.state, State::Done(Err(failure.clone())))
-                {
-                    wakers.push(waker);
-                }
-            }
-        }
+        let wakers: Vec<Waker> =
+            self.slots.borrow_mut().values_mut().filter_map(|slot| slot.finish(Err(Failure::Closed))).collect();
         wakers.into_iter().for_each(Waker::wake);
     }
 
     #[cfg(test)]
     fn len(&self) -> usize {
         self.slots.borrow().len()
+    }
+}
+
+impl Slot {
+    /// Sets the outcome unless one came already; the waiter's waker.
+    fn finish(&mut self, outcome: Outcome) -> Option<Waker> {
+        if self.outcome.is_some() {
+            return None;
+        }
+        self.outcome = Some(outcome);
+        self.deadline.take_waker()
     }
 }
 
@@ -146,88 +121,23 @@ impl Future for Answer {
 
     fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Outcome> {
         let mut slots = self.requests.slots.borrow_mut();
-        let Entry::Occupied(mut slot) = slots.entry(self.id) else {
+        let Some(slot) = slots.get_mut(&self.id) else {
             // Taken already: polled after it was ready.
             return Poll::Ready(Err(Failure::Closed));
         };
-        match &mut slot.get_mut().state {
-            State::Waiting(waker) => {
-                match waker {
-                    Some(waker) if waker.will_wake(cx.waker()) => {}
-                    _ => *waker = Some(cx.waker().clone()),
-                }
-                Poll::Pending
-            }
-            State::Done(_) => match slot.remove().state {
-                State::Done(outcome) => Poll::Ready(outcome),
-                State::Waiting(_) => unreachable!("matched as done above"),
-            },
-        }
+        let outcome = match slot.outcome.take() {
+            Some(outcome) => outcome,
+            None if slot.deadline.poll_passed(cx).is_ready() => Err(Failure::TimedOut),
+            None => return Poll::Pending,
+        };
+        slots.remove(&self.id);
+        Poll::Ready(outcome)
     }
 }
 
 impl Drop for Answer {
     fn drop(&mut self) {
         self.requests.slots.borrow_mut().remove(&self.id);
-    }
-}
-
-/// This shard's sweep: its tick, whether it runs, and the tables it
-/// sweeps.
-#[derive(Default)]
-struct Sweep {
-    tick: Cell<u64>,
-    running: Cell<bool>,
-    tables: RefCell<Vec<Weak<Requests>>>,
-}
-
-thread_local! {
-    static SWEEP: Sweep = Sweep::default();
-}
-
-/// The tick by which a request sent now with `timeout` has waited at
-/// least that long; starts the sweep if it is not running.
-fn expiry(timeout: Duration) -> u64 {
-    let ticks = u64::try_from(timeout.as_nanos().div_ceil(SWEEP_INTERVAL.as_nanos())).unwrap_or(u64::MAX / 2);
-    SWEEP.with(|sweep| {
-        if !sweep.running.replace(true) {
-            shoal_runtime::spawn(sweep_while_waiting());
-        }
-        // The tick under way has partly passed: one more.
-        sweep.tick.get() + ticks + 1
-    })
-}
-
-/// Ticks and fails the requests past their timeout, every interval,
-/// until none waits.
-async fn sweep_while_waiting() {
-    // However the sweep ends (none waits, or the shard's executor drops
-    // it), the next request starts another.
-    let _running = Running;
-    loop {
-        shoal_runtime::time::sleep(SWEEP_INTERVAL).await;
-        let (tick, tables) = SWEEP.with(|sweep| {
-            sweep.tick.set(sweep.tick.get() + 1);
-            let mut tables = sweep.tables.borrow_mut();
-            tables.retain(|table| table.strong_count() > 0);
-            (sweep.tick.get(), tables.iter().filter_map(Weak::upgrade).collect::<Vec<_>>())
-        });
-        let mut waiting = false;
-        for table in tables {
-            waiting |= table.expire(tick);
-        }
-        if !waiting {
-            return;
-        }
-    }
-}
-
-/// Marks the sweep stopped when dropped.
-struct Running;
-
-impl Drop for Running {
-    fn drop(&mut self) {
-        SWEEP.with(|sweep| sweep.running.set(false));
     }
 }
 
@@ -295,7 +205,7 @@ mod tests {
         });
         assert_eq!(outcome, Err(Failure::TimedOut));
         assert!(waited >= Duration::from_millis(250), "{waited:?}");
-        // A sweep late, and room for a loaded machine.
+        // A couple of ticks late, and room for a loaded machine.
         assert!(waited < Duration::from_secs(2), "{waited:?}");
         assert_eq!(left, 0);
     }

@@ -110,90 +110,119 @@ impl ConsistencyLevel {
 }
 
 /// Answers a request at one level needs: per data center (`None`: any),
-/// how many.
+/// how many, and how many came. One need but at EACH_QUORUM, held inline:
+/// a request's tally allocates nothing.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) struct Tally {
-    needs: Vec<(Option<String>, usize)>,
-    got: Vec<usize>,
+pub(crate) struct Tally<'a> {
+    needs: Needs<'a>,
 }
 
-impl Tally {
-    /// What `level` needs of `replicas`, given each one's data center
-    /// (`data_centers[i]` is `replicas[i]`'s) and the coordinator's.
-    pub(crate) fn new(level: ConsistencyLevel, data_centers: &[&str], local_dc: &str) -> Tally {
-        let total = data_centers.len();
-        let local = data_centers.iter().filter(|dc| **dc == local_dc).count();
+#[derive(Debug, Clone, PartialEq, Eq)]
+enum Needs<'a> {
+    One([Need<'a>; 1]),
+    Each(Vec<Need<'a>>),
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct Need<'a> {
+    dc: Option<&'a str>,
+    n: usize,
+    got: usize,
+}
+
+impl Need<'_> {
+    /// Whether an answer from a replica in `dc` meets this need.
+    fn counts(&self, dc: &str) -> bool {
+        self.dc.is_none_or(|want| want == dc)
+    }
+}
+
+impl<'a> Tally<'a> {
+    /// What `level` needs of replicas in `data_centers` (one item per
+    /// replica: its data center), given the coordinator's.
+    pub(crate) fn new(
+        level: ConsistencyLevel,
+        data_centers: impl Iterator<Item = &'a str> + Clone,
+        local_dc: &'a str,
+    ) -> Tally<'a> {
+        let total = data_centers.clone().count();
+        let local = data_centers.clone().filter(|dc| *dc == local_dc).count();
         let quorum = |n: usize| n / 2 + 1;
-        let any = |n: usize| vec![(None, n)];
-        let in_local = |n: usize| vec![(Some(local_dc.to_string()), n)];
+        let one = |dc, n| Needs::One([Need { dc, n, got: 0 }]);
         let needs = match level {
-            ConsistencyLevel::Any | ConsistencyLevel::One => any(1),
-            ConsistencyLevel::Two => any(2),
-            ConsistencyLevel::Three => any(3),
-            ConsistencyLevel::Quorum | ConsistencyLevel::Serial => any(quorum(total)),
-            ConsistencyLevel::All => any(total),
-            ConsistencyLevel::LocalOne => in_local(1),
-            ConsistencyLevel::LocalQuorum | ConsistencyLevel::LocalSerial => in_local(quorum(local)),
+            ConsistencyLevel::Any | ConsistencyLevel::One => one(None, 1),
+            ConsistencyLevel::Two => one(None, 2),
+            ConsistencyLevel::Three => one(None, 3),
+            ConsistencyLevel::Quorum | ConsistencyLevel::Serial => one(None, quorum(total)),
+            ConsistencyLevel::All => one(None, total),
+            ConsistencyLevel::LocalOne => one(Some(local_dc), 1),
+            ConsistencyLevel::LocalQuorum | ConsistencyLevel::LocalSerial => one(Some(local_dc), quorum(local)),
             ConsistencyLevel::EachQuorum => {
-                let mut dcs: Vec<&str> = data_centers.to_vec();
+                let mut dcs: Vec<&str> = data_centers.clone().collect();
                 dcs.sort_unstable();
                 dcs.dedup();
-                dcs.into_iter()
-                    .map(|dc| (Some(dc.to_string()), quorum(data_centers.iter().filter(|d| **d == dc).count())))
-                    .collect()
+                let in_dc = |dc: &str| data_centers.clone().filter(|d| *d == dc).count();
+                Needs::Each(dcs.into_iter().map(|dc| Need { dc: Some(dc), n: quorum(in_dc(dc)), got: 0 }).collect())
             }
         };
-        let got = vec![0; needs.len()];
-        Tally { needs, got }
+        Tally { needs }
+    }
+
+    fn needs(&self) -> &[Need<'a>] {
+        match &self.needs {
+            Needs::One(one) => one,
+            Needs::Each(each) => each,
+        }
+    }
+
+    fn needs_mut(&mut self) -> &mut [Need<'a>] {
+        match &mut self.needs {
+            Needs::One(one) => one,
+            Needs::Each(each) => each,
+        }
     }
 
     /// Needs one more answer for a pending replica in `dc` (a node that
     /// gains the range by a join or a leave in progress), where its answer
     /// would count.
     pub(crate) fn add_pending(&mut self, dc: &str) {
-        if let Some((_, n)) = self.needs.iter_mut().find(|(need_dc, _)| need_dc.as_deref().is_none_or(|d| d == dc)) {
-            *n += 1;
+        if let Some(need) = self.needs_mut().iter_mut().find(|need| need.counts(dc)) {
+            need.n += 1;
         }
     }
 
     /// Answers needed in all.
     pub(crate) fn block_for(&self) -> usize {
-        self.needs.iter().map(|(_, n)| n).sum()
+        self.needs().iter().map(|need| need.n).sum()
     }
 
     /// Answers counted so far (at most what is needed).
     pub(crate) fn received(&self) -> usize {
-        self.got.iter().sum()
+        self.needs().iter().map(|need| need.got).sum()
     }
 
     /// Whether an answer from a replica in `dc` would count.
     pub(crate) fn wants(&self, dc: &str) -> bool {
-        self.needs
-            .iter()
-            .zip(&self.got)
-            .any(|((need_dc, n), got)| got < n && need_dc.as_deref().is_none_or(|d| d == dc))
+        self.needs().iter().any(|need| need.got < need.n && need.counts(dc))
     }
 
     /// Counts an answer from a replica in `dc`.
     pub(crate) fn count(&mut self, dc: &str) {
-        for ((need_dc, n), got) in self.needs.iter().zip(self.got.iter_mut()) {
-            if *got < *n && need_dc.as_deref().is_none_or(|d| d == dc) {
-                *got += 1;
-                return;
-            }
+        if let Some(need) = self.needs_mut().iter_mut().find(|need| need.got < need.n && need.counts(dc)) {
+            need.got += 1;
         }
     }
 
     pub(crate) fn is_met(&self) -> bool {
-        self.needs.iter().zip(&self.got).all(|((_, n), got)| got >= n)
+        self.needs().iter().all(|need| need.got >= need.n)
     }
 
-    /// The first need that `live` replicas (by data center) cannot meet:
-    /// `(required, alive)`, what Unavailable reports.
-    pub(crate) fn unmet_by(&self, live: &[&str]) -> Option<(usize, usize)> {
-        self.needs.iter().find_map(|(dc, n)| {
-            let alive = live.iter().filter(|d| dc.as_deref().is_none_or(|want| want == **d)).count();
-            (alive < *n).then_some((*n, alive))
+    /// The first need that `live` replicas (one item per replica: its data
+    /// center) cannot meet: `(required, alive)`, what Unavailable reports.
+    pub(crate) fn unmet_by<'l>(&self, live: impl Iterator<Item = &'l str> + Clone) -> Option<(usize, usize)> {
+        self.needs().iter().find_map(|need| {
+            let alive = live.clone().filter(|dc| need.counts(dc)).count();
+            (alive < need.n).then_some((need.n, alive))
         })
     }
 }
@@ -221,7 +250,7 @@ mod tests {
     #[test]
     fn tallies_count_by_level_and_data_center() {
         let replicas = ["dc1", "dc1", "dc2", "dc2", "dc2"];
-        let tally = |level| Tally::new(level, &replicas, "dc1");
+        let tally = |level| Tally::new(level, replicas.into_iter(), "dc1");
         assert_eq!(tally(ConsistencyLevel::Quorum).block_for(), 3);
         assert_eq!(tally(ConsistencyLevel::All).block_for(), 5);
         assert_eq!(tally(ConsistencyLevel::LocalQuorum).block_for(), 2);
@@ -241,8 +270,8 @@ mod tests {
         each.count("dc1");
         assert!(each.is_met());
 
-        assert_eq!(tally(ConsistencyLevel::Three).unmet_by(&["dc1", "dc2"]), Some((3, 2)));
-        assert_eq!(tally(ConsistencyLevel::LocalOne).unmet_by(&["dc2"]), Some((1, 0)));
-        assert_eq!(tally(ConsistencyLevel::Quorum).unmet_by(&["dc1", "dc2", "dc2"]), None);
+        assert_eq!(tally(ConsistencyLevel::Three).unmet_by(["dc1", "dc2"].into_iter()), Some((3, 2)));
+        assert_eq!(tally(ConsistencyLevel::LocalOne).unmet_by(["dc2"].into_iter()), Some((1, 0)));
+        assert_eq!(tally(ConsistencyLevel::Quorum).unmet_by(["dc1", "dc2", "dc2"].into_iter()), None);
     }
 }

@@ -60,7 +60,7 @@ pub(crate) async fn write(
     let payload = wire::encode_counter_write(&CounterWrite { consistency, timeout_ms, mutation });
     let target = Target { topology: &topology, host: leader };
     let asked = target.lead_counter_write(token, &payload);
-    match shoal_runtime::time::timeout(deadline.saturating_duration_since(Instant::now()), asked).await {
+    match shoal_runtime::lowres::timeout_at(deadline, asked).await {
         Ok(Ok(())) => Ok(()),
         Ok(Err(e @ (CoordinatorError::Invalid(_) | CoordinatorError::Overloaded(_)))) => Err(e),
         Ok(Err(e)) => {

@@ -137,7 +137,7 @@ pub(crate) fn send(
             let outcome = target.call(Verb::MutationForward, token, &message).await.map(drop);
             let _ = done.unbounded_send((forwarder, outcome));
         });
-        let give_up = shoal_runtime::time::sleep(deadline.saturating_duration_since(Instant::now()));
+        let give_up = shoal_runtime::lowres::expiry(deadline);
         let hint = |host| hints::store(host, token, payload.clone());
         let silent = gather(group.into_iter().collect(), &mut answers, give_up, |host, replica, outcome| {
             let hinted = match &outcome {

@@ -20,12 +20,12 @@ use shoal_storage::{ClusteringRange, PartitionPosition};
 use uuid::Uuid;
 
 use crate::local::{
-    accept_local, commit_local, digest, mutate_local, prepare_local, read_local, read_raw_local, row_hashes_local,
+    accept_local, commit_local, digest, mutate_received, prepare_local, read_local, read_raw_local, row_hashes_local,
     truncate_local,
 };
 use crate::target::{encode_answer, malformed};
 use crate::timeouts::{deadline, timeouts};
-use crate::{held_batches, wire, ConsistencyLevel, CoordinatorError, WriteType};
+use crate::{held_batches, wire, ConsistencyLevel, CoordinatorError};
 
 /// Registers the data verbs' handlers on the calling shard.
 pub fn register() {
@@ -81,21 +81,20 @@ where
 }
 
 async fn handle_mutation(payload: Bytes) -> Result<Vec<u8>, CoordinatorError> {
-    let mutation = wire::decode_mutation(&payload).map_err(malformed)?;
-    let deadline = deadline(timeouts().write);
-    mutate_local(mutation, ConsistencyLevel::One, WriteType::Simple, deadline).await?;
+    let (mutation, partition) = wire::decode_mutation_at(&payload).map_err(malformed)?;
+    mutate_received(mutation, payload, partition, deadline(timeouts().write)).await?;
     Ok(Vec::new())
 }
 
 async fn handle_read_data(payload: Bytes) -> Result<Vec<u8>, CoordinatorError> {
     let command = wire::decode_read_command(&payload).map_err(malformed)?;
-    let result = read_local(command, ConsistencyLevel::One, deadline(timeouts().range)).await?;
+    let result = read_local(&command, ConsistencyLevel::One, deadline(timeouts().range)).await?;
     Ok(wire::encode_read_result(&result))
 }
 
 async fn handle_read_digest(payload: Bytes) -> Result<Vec<u8>, CoordinatorError> {
     let command = wire::decode_read_command(&payload).map_err(malformed)?;
-    let result = read_local(command, ConsistencyLevel::One, deadline(timeouts().range)).await?;
+    let result = read_local(&command, ConsistencyLevel::One, deadline(timeouts().range)).await?;
     Ok(digest(&result).to_be_bytes().to_vec())
 }
 

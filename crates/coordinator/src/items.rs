@@ -376,7 +376,7 @@ async fn ask(
             })
             .collect())
     };
-    let failed = match shoal_runtime::time::timeout(deadline.saturating_duration_since(Instant::now()), asked).await {
+    let failed = match shoal_runtime::lowres::timeout_at(deadline, asked).await {
         Ok(Ok(outcomes)) => return outcomes,
         Ok(Err(e)) => {
             tracing::debug!("item leader {host} failed a run: {e}");

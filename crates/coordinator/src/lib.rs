@@ -11,7 +11,7 @@
 //! Its modules form layers, each naming only modules beneath it
 //! (`crates/shoal/tests/module_cycles.rs` fails on a cycle), bottom up:
 //! the foundation (`topology`, `identity`, `shards`, `schema`, `wire`,
-//! `consistency`, `timeouts`, `lowres`, ...); the local halves of the data verbs
+//! `consistency`, `timeouts`, ...); the local halves of the data verbs
 //! (`local`, `held_batches`); the client of a replica (`target::Target`,
 //! this node or another); the executors (`write_handler`, `forwarding`,
 //! `read_executor`, `counter_write`, `paxos`, `hints`, `batchlog`,
@@ -39,7 +39,6 @@ mod hints;
 mod identity;
 mod items;
 mod local;
-mod lowres;
 mod metrics;
 pub mod node_ops;
 mod paxos;

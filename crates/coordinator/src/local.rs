@@ -14,13 +14,15 @@
 //! one shard and the rows of several shards merge by partition position
 //! without reordering rows inside a partition.
 
+use std::ops::Range;
 use std::time::Instant;
 
+use bytes::Bytes;
 use futures_util::future::join_all;
 use shoal_replica::{
     Ballot, CasRequest, CasResult, Mutation, PartitionSelection, Promise, Proposal, ReadCommand, ReadResult,
 };
-use shoal_runtime::{nr_shards, submit_to};
+use shoal_runtime::{nr_shards, submit_to, this_shard};
 use shoal_schema::sharder::Sharder;
 use shoal_storage::{ClusteringRange, Partition, PartitionPosition};
 use uuid::Uuid;
@@ -36,6 +38,31 @@ pub(crate) async fn mutate_local(
     write_type: WriteType,
     deadline: Instant,
 ) -> Result<(), CoordinatorError> {
+    apply_on_owner(mutation, None, consistency, write_type, deadline).await
+}
+
+/// [`mutate_local`] of a mutation another node sent as `payload`, its
+/// partition's encoding at `partition` in it: the replica logs those
+/// bytes as they came, not the partition encoded again.
+pub(crate) async fn mutate_received(
+    mutation: Mutation,
+    payload: Bytes,
+    partition: Range<usize>,
+    deadline: Instant,
+) -> Result<(), CoordinatorError> {
+    let encoded = Some(payload.slice(partition));
+    apply_on_owner(mutation, encoded, ConsistencyLevel::One, WriteType::Simple, deadline).await
+}
+
+/// Applies `mutation` on the shard that owns its partition, logging
+/// `encoded` as its partition's encoding where given.
+async fn apply_on_owner(
+    mutation: Mutation,
+    encoded: Option<Bytes>,
+    consistency: ConsistencyLevel,
+    write_type: WriteType,
+    deadline: Instant,
+) -> Result<(), CoordinatorError> {
     let shard = shard_of(mutation.position.token);
     metrics::note_target(shard);
     submit_to(shard, move || async move {
@@ -43,7 +70,11 @@ pub(crate) async fn mutate_local(
             return Err(CoordinatorError::WriteTimeout { consistency, write_type, received: 0, block_for: 1 });
         }
         let Mutation { table, position, update, list_ops } = mutation;
-        Ok(shoal_replica::local().apply(table, position, update, &list_ops).await?)
+        let replica = shoal_replica::local();
+        match encoded {
+            Some(encoded) => Ok(replica.apply_received(table, position, update, &list_ops, &encoded).await?),
+            None => Ok(replica.apply(table, position, update, &list_ops).await?),
+        }
     })
     .await?
 }
@@ -52,16 +83,21 @@ pub(crate) async fn mutate_local(
 /// shards owning its keys, or a token of its range) and merges the
 /// answers in ring order, keeping at most the command's row limit.
 pub(crate) async fn read_local(
-    command: ReadCommand,
+    command: &ReadCommand,
     consistency: ConsistencyLevel,
     deadline: Instant,
 ) -> Result<ReadResult, CoordinatorError> {
-    let mut per_shard = split_by_shard(command, sharder());
-    if let [(shard, _)] = per_shard.as_slice() {
-        metrics::note_target(*shard);
-        let (shard, command) = per_shard.remove(0);
-        return read_on(shard, command, consistency, deadline).await;
+    if let Some(shard) = keys_shard(command, sharder()) {
+        metrics::note_target(shard);
+        if shard == this_shard() {
+            // This shard's own keys: read where the command lies, not a
+            // copy of it sent.
+            check_read_deadline(consistency, deadline)?;
+            return Ok(shoal_replica::local().query(command).await?);
+        }
+        return read_on(shard, command.clone(), consistency, deadline).await;
     }
+    let per_shard = split_by_shard(command.clone(), sharder());
     let row_limit = per_shard.first().map_or(0, |(_, c)| c.row_limit);
     let answers =
         join_all(per_shard.into_iter().map(|(shard, command)| read_on(shard, command, consistency, deadline))).await;
@@ -99,13 +135,8 @@ fn split_by_shard(command: ReadCommand, sharder: Sharder) -> Vec<(usize, ReadCom
             return shards.into_iter().map(|shard| (shard, command.clone())).collect();
         }
     };
-    if let Some(first) = keys.first() {
-        let shard = sharder.shard_of(first.token);
-        // The common case, one partition (or all on one shard): the
-        // command goes as it is, without copying its keys.
-        if keys.iter().all(|key| sharder.shard_of(key.token) == shard) {
-            return vec![(shard, command)];
-        }
+    if let Some(shard) = keys_shard(&command, sharder) {
+        return vec![(shard, command)];
     }
     let mut by_shard: Vec<Vec<PartitionPosition>> = vec![Vec::new(); sharder.nr_shards];
     for key in keys {
@@ -119,6 +150,22 @@ fn split_by_shard(command: ReadCommand, sharder: Sharder) -> Vec<(usize, ReadCom
         .collect()
 }
 
+/// The one shard owning every key `command` names (the common case, one
+/// partition); `None` for a range, or keys on several shards.
+fn keys_shard(command: &ReadCommand, sharder: Sharder) -> Option<usize> {
+    let PartitionSelection::Keys(keys) = &command.partitions else { return None };
+    let shard = sharder.shard_of(keys.first()?.token);
+    keys.iter().all(|key| sharder.shard_of(key.token) == shard).then_some(shard)
+}
+
+/// A read that reaches its shard past its deadline is not run.
+fn check_read_deadline(consistency: ConsistencyLevel, deadline: Instant) -> Result<(), CoordinatorError> {
+    match Instant::now() > deadline {
+        true => Err(CoordinatorError::ReadTimeout { consistency, received: 0, block_for: 1, data_present: false }),
+        false => Ok(()),
+    }
+}
+
 async fn read_on(
     shard: usize,
     command: ReadCommand,
@@ -126,9 +173,7 @@ async fn read_on(
     deadline: Instant,
 ) -> Result<ReadResult, CoordinatorError> {
     submit_to(shard, move || async move {
-        if Instant::now() > deadline {
-            return Err(CoordinatorError::ReadTimeout { consistency, received: 0, block_for: 1, data_present: false });
-        }
+        check_read_deadline(consistency, deadline)?;
         Ok(shoal_replica::local().query(&command).await?)
     })
     .await?

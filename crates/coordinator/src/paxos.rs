@@ -36,9 +36,11 @@ use std::rc::Rc;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use futures_util::future::{select, Either};
 use futures_util::stream::FuturesUnordered;
 use futures_util::StreamExt;
 use shoal_replica::{Ballot, CasRequest, CasResult, Mutation, Proposal, ReadCommand};
+use shoal_runtime::lowres;
 use shoal_schema::KeyspaceMeta;
 use shoal_storage::{ClusteringRange, Partition, PartitionPosition};
 use uuid::Uuid;
@@ -318,9 +320,15 @@ impl Round {
         let mut yes = Vec::new();
         let mut refusal = None;
         let mut failed = 0;
+        // One low-resolution deadline for the whole round, not a timer per
+        // answer waited for.
+        let mut expiry = lowres::expiry(self.deadline);
         while !tally.is_met() {
-            let wait = self.deadline.saturating_duration_since(Instant::now());
-            match shoal_runtime::time::timeout(wait, waiting.next()).await {
+            let next = match select(waiting.next(), &mut expiry).await {
+                Either::Left((next, _)) => Ok(next),
+                Either::Right(((), _)) => Err(()),
+            };
+            match next {
                 Ok(Some((host, dc, Ok(Answer::Yes(answer))))) => {
                     tally.count(dc);
                     yes.push((host, answer));

@@ -65,7 +65,7 @@ pub async fn read(
     // Boxed too: the replica's read (memtables, row cache, SSTables) is
     // ~4 KB of state, and inline every CQL request's future carried it,
     // writes included, copied twice per request by the transport.
-    Box::pin(read_local(command, consistency, deadline)).await
+    Box::pin(read_local(&command, consistency, deadline)).await
 }
 
 /// Cassandra's refusal of a serial read of several partitions.

@@ -26,6 +26,7 @@ use std::time::Instant;
 
 use futures_util::future::{join_all, select, Either};
 use shoal_replica::{Mutation, PartitionSelection, ReadCommand, ReadResult};
+use shoal_runtime::lowres;
 use shoal_schema::KeyspaceMeta;
 use shoal_storage::{Partition, PartitionPosition};
 use uuid::Uuid;
@@ -33,7 +34,7 @@ use uuid::Uuid;
 use crate::local::{digest, merge_answers};
 use crate::target::Target;
 use crate::topology::{Replica, ReplicaPlan, Topology};
-use crate::{lowres, wire, ConsistencyLevel, CoordinatorError, WriteType};
+use crate::{wire, ConsistencyLevel, CoordinatorError, WriteType};
 
 /// A read at `consistency` of `command`, whose table is in `keyspace`.
 pub(crate) async fn read(
@@ -50,6 +51,11 @@ pub(crate) async fn read(
     match &command.partitions {
         PartitionSelection::Keys(keys) => {
             let map = topology.replica_map(&keyspace);
+            if let [key] = keys.as_slice() {
+                // One partition (nearly every read): its replicas, with no
+                // grouping of keys by replica set.
+                return reader.read_from(&map.replicas(key.token), &command).await;
+            }
             let mut groups: BTreeMap<Vec<Uuid>, Vec<PartitionPosition>> = BTreeMap::new();
             for key in keys {
                 groups.entry(map.replicas(key.token)).or_default().push(key.clone());

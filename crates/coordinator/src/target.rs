@@ -13,11 +13,14 @@
 //! Above the local halves, beneath the executors that use it (write,
 //! read, counter, Paxos, hints, batchlog, streaming, repair, views).
 
+use std::future::Future;
 use std::net::SocketAddr;
+use std::pin::Pin;
+use std::task::{Context, Poll};
 use std::time::Instant;
 
 use bytes::Bytes;
-use shoal_cluster::messaging;
+use shoal_cluster::messaging::{self, MessagingError};
 use shoal_cluster::verb::Verb;
 use shoal_replica::{Ballot, Mutation, PartitionSelection, Promise, ReadCommand, ReadResult};
 use shoal_storage::Partition;
@@ -88,6 +91,46 @@ pub(crate) fn answer_body(address: SocketAddr, answer: Bytes) -> Result<Bytes, C
     }
 }
 
+/// A data verb's request to another node ([`Target::start_call`]): its
+/// answer's body, or why there is none.
+pub(crate) enum Call {
+    Sent {
+        sent: messaging::Sent,
+        address: SocketAddr,
+    },
+    Opening(Pin<Box<dyn Future<Output = Result<Bytes, CoordinatorError>>>>),
+    /// Failed before it was sent; taken when polled.
+    Failed(Option<CoordinatorError>),
+}
+
+impl Future for Call {
+    type Output = Result<Bytes, CoordinatorError>;
+
+    fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
+        match &mut *self {
+            Call::Sent { sent, address } => {
+                let address = *address;
+                Pin::new(sent).poll(cx).map(|answer| answered(address, answer))
+            }
+            Call::Opening(opening) => opening.as_mut().poll(cx),
+            Call::Failed(failure) => {
+                Poll::Ready(Err(failure.take().unwrap_or_else(|| CoordinatorError::Remote("polled again".into()))))
+            }
+        }
+    }
+}
+
+/// `verb` with `payload` sent to `address`'s shard `shard`: the body of
+/// its answer.
+async fn request(address: SocketAddr, shard: u16, verb: Verb, payload: &[u8]) -> Result<Bytes, CoordinatorError> {
+    answered(address, messaging::request(address, shard, verb, payload).await)
+}
+
+/// The body of what `address` answered, or why there is none.
+fn answered(address: SocketAddr, answer: Result<Bytes, MessagingError>) -> Result<Bytes, CoordinatorError> {
+    answer_body(address, answer.map_err(|e| CoordinatorError::Remote(e.to_string()))?)
+}
+
 /// A replica a coordinator asks: this node (served on its own shards, no
 /// message) or another.
 pub(crate) struct Target<'a> {
@@ -109,13 +152,27 @@ impl Target<'_> {
         Ok(endpoint.address)
     }
 
+    /// Sends `verb` with `payload` to this replica, another node, at once
+    /// where a connection to it is open: its answer's body as a [`Call`],
+    /// which borrows nothing and needs no pinning, so a write holds its
+    /// replicas' answers in a plain list polled by its own task.
+    pub(crate) fn start_call(&self, verb: Verb, token: i64, payload: Bytes) -> Call {
+        let address = match self.address() {
+            Ok(address) => address,
+            Err(e) => return Call::Failed(Some(e)),
+        };
+        let shard = self.topology.shard_on(self.host, token);
+        match messaging::send_request(address, shard, verb, &payload) {
+            Some(Ok(sent)) => Call::Sent { sent, address },
+            Some(Err(e)) => Call::Failed(Some(CoordinatorError::Remote(e.to_string()))),
+            // Rare (the first request to a node's shard): boxed.
+            None => Call::Opening(Box::pin(async move { request(address, shard, verb, &payload).await })),
+        }
+    }
+
     pub(crate) async fn call(&self, verb: Verb, token: i64, payload: &[u8]) -> Result<Bytes, CoordinatorError> {
         let address = self.address()?;
-        let shard = self.topology.shard_on(self.host, token);
-        let answer = messaging::request(address, shard, verb, payload)
-            .await
-            .map_err(|e| CoordinatorError::Remote(e.to_string()))?;
-        answer_body(address, answer)
+        request(address, self.topology.shard_on(self.host, token), verb, payload).await
     }
 
     /// Applies `mutation` (`payload`: its encoding) on this replica: this
@@ -167,7 +224,7 @@ impl Target<'_> {
         deadline: Instant,
     ) -> Result<ReadResult, CoordinatorError> {
         if self.is_local() {
-            return read_local(command.clone(), ConsistencyLevel::One, deadline).await;
+            return read_local(command, ConsistencyLevel::One, deadline).await;
         }
         let answer = self.call(Verb::ReadData, Self::token_of(command), &wire::encode_read_command(command)).await?;
         wire::decode_read_result(&answer).map_err(|e| CoordinatorError::Remote(format!("a replica's rows: {e}")))
@@ -175,7 +232,7 @@ impl Target<'_> {
 
     pub(crate) async fn read_digest(&self, command: &ReadCommand, deadline: Instant) -> Result<u128, CoordinatorError> {
         if self.is_local() {
-            return Ok(digest(&read_local(command.clone(), ConsistencyLevel::One, deadline).await?));
+            return Ok(digest(&read_local(command, ConsistencyLevel::One, deadline).await?));
         }
         let answer = self.call(Verb::ReadDigest, Self::token_of(command), &wire::encode_read_command(command)).await?;
         match answer.as_ref().try_into() {

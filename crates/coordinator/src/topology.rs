@@ -360,18 +360,14 @@ impl Topology {
         consistency: ConsistencyLevel,
         hints_count: bool,
     ) -> Result<ReplicaPlan<'_>, CoordinatorError> {
-        let data_centers: Vec<&str> = replicas.iter().map(|host| self.data_center(*host)).collect();
-        let mut tally = Tally::new(consistency, &data_centers, &self.local_dc);
-        let all = replicas.iter().chain(pending).copied();
-        let all_dcs: Vec<&str> = all.clone().map(|host| self.data_center(host)).collect();
+        let mut tally = Tally::new(consistency, replicas.iter().map(|host| self.data_center(*host)), &self.local_dc);
         if consistency != ConsistencyLevel::Any {
             let live_pending = pending.iter().filter(|host| self.is_up(**host));
             live_pending.for_each(|host| tally.add_pending(self.data_center(*host)));
         }
-        let (live, down): (Vec<Replica<'_>>, Vec<Replica<'_>>) =
-            all.zip(all_dcs).partition(|(host, _)| self.is_up(*host));
-        let live_dcs: Vec<&str> = live.iter().map(|(_, dc)| *dc).collect();
-        match tally.unmet_by(&live_dcs) {
+        let all = replicas.iter().chain(pending).map(|host| (*host, self.data_center(*host)));
+        let (live, down): (Vec<Replica<'_>>, Vec<Replica<'_>>) = all.partition(|(host, _)| self.is_up(*host));
+        match tally.unmet_by(live.iter().map(|(_, dc)| *dc)) {
             Some((required, alive)) if !hints_count => {
                 Err(CoordinatorError::Unavailable { consistency, required, alive })
             }
@@ -454,7 +450,7 @@ pub type Replica<'a> = (Uuid, &'a str);
 
 /// A request's replicas by liveness, and the answers its level needs.
 pub struct ReplicaPlan<'a> {
-    pub tally: Tally,
+    pub tally: Tally<'a>,
     pub live: Vec<Replica<'a>>,
     pub down: Vec<Replica<'a>>,
 }

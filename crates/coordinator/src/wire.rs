@@ -7,7 +7,7 @@
 //! nothing trails the message (fuzzed: `fuzz/fuzz_targets/data_messages.rs`).
 
 use std::cell::Cell;
-use std::ops::Bound;
+use std::ops::{Bound, Range};
 
 use bytes::Bytes;
 pub use shoal_replica::{Ballot, Promise, Proposal};
@@ -131,12 +131,21 @@ pub fn encode_mutation(m: &Mutation) -> Vec<u8> {
 const MUTATION_HEADER_BYTES: usize = 64;
 
 pub fn decode_mutation(bytes: &[u8]) -> Result<Mutation, DecodeError> {
+    decode_mutation_at(bytes).map(|(mutation, _)| mutation)
+}
+
+/// [`decode_mutation`], and where the partition's encoding
+/// ([`codec::encode_partition`]) lies in `bytes`: a replica logs those
+/// bytes as they came rather than encode the partition again.
+pub fn decode_mutation_at(bytes: &[u8]) -> Result<(Mutation, Range<usize>), DecodeError> {
     let d = &mut Decoder::new(bytes);
     let table = decode_uuid(d)?;
     let position = decode_position(d)?;
+    let start = d.position();
     let update = codec::decode_partition(d)?;
+    let partition = start..d.position();
     let list_ops = decode_list(d, decode_list_op)?;
-    finish(d, Mutation { table, position, update, list_ops })
+    finish(d, (Mutation { table, position, update, list_ops }, partition))
 }
 
 /// The header of a write sent across a data center link
@@ -380,10 +389,13 @@ pub fn decode_read_command(bytes: &[u8]) -> Result<ReadCommand, DecodeError> {
     finish(d, command)
 }
 
+/// A read's rows, in one allocation of their encoding's size (encoded
+/// first into the shard's scratch buffer, not grown by doubling).
 pub fn encode_read_result(r: &ReadResult) -> Vec<u8> {
-    let mut out = Vec::new();
-    encode_read_result_to(&mut Encoder { out: &mut out }, r);
-    out
+    with_scratch(|out| {
+        encode_read_result_to(&mut Encoder { out }, r);
+        out.to_vec()
+    })
 }
 
 fn encode_read_result_to(e: &mut Encoder, r: &ReadResult) {
@@ -674,23 +686,31 @@ const KEPT_SCRATCH_BYTES_MAX: usize = 64 << 10;
 
 thread_local! {
     /// The shard's buffer that what is hashed is encoded into, so that a
-    /// digest (one per digest read, on each side) allocates nothing.
+    /// digest (one per digest read, on each side) allocates nothing, and
+    /// a read's answer is allocated once at its size.
     static SCRATCH: Cell<Vec<u8>> = const { Cell::new(Vec::new()) };
 }
 
 /// The [`digest_of`] what `encode` writes.
 fn hash_encoded(encode: impl FnOnce(&mut Encoder)) -> u128 {
+    with_scratch(|out| {
+        encode(&mut Encoder { out });
+        digest_of(out)
+    })
+}
+
+/// What `with` makes of the shard's scratch buffer, emptied for it.
+fn with_scratch<T>(with: impl FnOnce(&mut Vec<u8>) -> T) -> T {
     SCRATCH.with(|scratch| {
-        // Taken out while in use: a hash within another's encoding (none
-        // today) would start from an empty buffer of its own.
+        // Taken out while in use: a use within another's (none today)
+        // would start from an empty buffer of its own.
         let mut out = scratch.take();
         out.clear();
-        encode(&mut Encoder { out: &mut out });
-        let digest = digest_of(&out);
+        let made = with(&mut out);
         if out.capacity() <= KEPT_SCRATCH_BYTES_MAX {
             scratch.set(out);
         }
-        digest
+        made
     })
 }
 

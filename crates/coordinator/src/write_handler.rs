@@ -15,23 +15,26 @@
 //! one copy, which one of them forwards to the others
 //! ([`crate::forwarding`]).
 
+use std::future::Future;
+use std::pin::Pin;
 use std::rc::Rc;
+use std::task::{Context, Poll};
 use std::time::Instant;
-
-use std::task::Poll;
 
 use bytes::Bytes;
 use futures_channel::mpsc;
 use futures_util::future::{select, Either};
-use futures_util::stream::FuturesUnordered;
 use futures_util::{Stream, StreamExt};
+use shoal_cluster::verb::Verb;
 use shoal_replica::{Ballot, Mutation};
+use shoal_runtime::lowres;
+use uuid::Uuid;
 
 use crate::consistency::Tally;
 use crate::local::mutate_local;
-use crate::target::Target;
+use crate::target::{Call, Target};
 use crate::topology::{placement, ReplicaPlan, Topology, WriteTargets};
-use crate::{forwarding, hints, lowres, wire, ConsistencyLevel, CoordinatorError, WriteType};
+use crate::{forwarding, hints, wire, ConsistencyLevel, CoordinatorError, WriteType};
 
 /// Unavailable if too few of `targets` are up to meet a write at
 /// `consistency` (ANY is met by a hint).
@@ -98,7 +101,7 @@ pub(crate) async fn write(
     // Shared by the requests, hints and forwarding without a copy.
     let payload = Bytes::from(wire::encode_mutation(&mutation));
     let commit = match delivery {
-        Delivery::PaxosCommit(ballot) => Some((ballot, wire::encode_paxos_proposal(ballot, &mutation))),
+        Delivery::PaxosCommit(ballot) => Some((ballot, Bytes::from(wire::encode_paxos_proposal(ballot, &mutation)))),
         Delivery::Mutation | Delivery::LedHere => None,
     };
     let token = mutation.position.token;
@@ -135,38 +138,37 @@ pub(crate) async fn write(
             Some(forwarded)
         }
     };
-    // This node's replica applies the mutation itself (no copy); the
-    // others are sent the one encoding. The replicas' requests are polled
-    // here, not spawned: each is sent on its first poll. Another node's
-    // request is small (a message's answer slot); this node's apply is
-    // large, so it alone is boxed, and the others are not copied at its
-    // size into the set.
+    // This node's replica applies the mutation itself (no copy), boxed:
+    // its apply's state is large. The others are sent the one encoding at
+    // once, each answer a small `Call` in a plain list. This task polls
+    // them all (then the task that outlives the client's answer does): no
+    // task, waker or set node of their own each.
     let mut mine = Some(mutation);
-    let direct: FuturesUnordered<_> = live
+    let writes = live
         .into_iter()
         .enumerate()
         .map(|(replica, (host, _))| {
-            let (topology, payload, commit) = (Rc::clone(&topology), payload.clone(), commit.clone());
-            match mine.take_if(|_| host == topology.me) {
-                Some(own) => Either::Left(Box::pin(async move {
-                    let target = Target { topology: &topology, host };
-                    let outcome = match commit {
-                        Some((ballot, commit)) => target.paxos_commit(own, ballot, &commit).await,
-                        None => target.mutate(own, &payload, write_type, deadline).await,
-                    };
-                    hint_if_failed(replica, host, token, payload, outcome)
-                })),
-                None => Either::Right(async move {
-                    let target = Target { topology: &topology, host };
-                    let outcome = match commit {
-                        Some((_, commit)) => target.send_commit(token, &commit).await,
-                        None => target.send_mutation(token, &payload).await,
-                    };
-                    hint_if_failed(replica, host, token, payload, outcome)
-                }),
-            }
+            let target = Target { topology: &topology, host };
+            let write = match (mine.take_if(|_| host == topology.me), &commit) {
+                (Some(own), _) => {
+                    let (topology, payload, commit) = (Rc::clone(&topology), payload.clone(), commit.clone());
+                    ReplicaWrite::Here(Box::pin(async move {
+                        let target = Target { topology: &topology, host };
+                        match commit {
+                            Some((ballot, commit)) => target.paxos_commit(own, ballot, &commit).await,
+                            None => target.mutate(own, &payload, write_type, deadline).await,
+                        }
+                    }))
+                }
+                (None, Some((_, commit))) => {
+                    ReplicaWrite::There(target.start_call(Verb::PaxosCommit, token, commit.clone()))
+                }
+                (None, None) => ReplicaWrite::There(target.start_call(Verb::Mutation, token, payload.clone())),
+            };
+            Some((replica, host, write))
         })
         .collect();
+    let direct = Replicas { writes, token, payload: payload.clone() };
     // The forwarded replicas' answers come from their forwarding task,
     // which hints the ones that fail or stay silent itself.
     let mut answers = futures_util::stream::select(direct, futures_util::stream::iter(forwarded).flatten());
@@ -175,34 +177,81 @@ pub(crate) async fn write(
     // write, and a failure among them is still hinted: what is left runs
     // on in a task of its own.
     let (mut direct, _) = answers.into_inner();
-    if !direct.is_empty() {
+    if !direct.is_done() {
         shoal_runtime::spawn(async move { while direct.next().await.is_some() {} });
     }
     answered
 }
 
-/// A replica's answer as [`tally_answers`] counts it: its index, its
-/// outcome, and whether it was hinted (it failed for another reason than
-/// bad input).
-fn hint_if_failed(
-    replica: usize,
-    host: uuid::Uuid,
+/// One replica's write under way: this node's own apply, or another
+/// node's answer.
+enum ReplicaWrite {
+    Here(Pin<Box<dyn Future<Output = Result<(), CoordinatorError>>>>),
+    There(Call),
+}
+
+impl Future for ReplicaWrite {
+    type Output = Result<(), CoordinatorError>;
+
+    fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
+        match &mut *self {
+            ReplicaWrite::Here(apply) => apply.as_mut().poll(cx),
+            ReplicaWrite::There(call) => Pin::new(call).poll(cx).map(|answer| answer.map(drop)),
+        }
+    }
+}
+
+/// The direct replicas' writes, each with its index and host, until it
+/// ends: a stream of their answers as [`tally_answers`] counts them (its
+/// index, its outcome, and whether it was hinted: it failed for another
+/// reason than bad input). Each poll polls every write still under way;
+/// they are few, and their polls cheap.
+struct Replicas {
+    writes: Vec<Option<(usize, Uuid, ReplicaWrite)>>,
     token: i64,
     payload: Bytes,
-    outcome: Result<(), CoordinatorError>,
-) -> (usize, Result<(), CoordinatorError>, bool) {
-    let hinted = match &outcome {
-        Err(e) if !matches!(e, CoordinatorError::Invalid(_)) => hints::store(host, token, payload),
-        _ => false,
-    };
-    (replica, outcome, hinted)
+}
+
+impl Replicas {
+    fn is_done(&self) -> bool {
+        self.writes.iter().all(Option::is_none)
+    }
+}
+
+impl Stream for Replicas {
+    type Item = (usize, Result<(), CoordinatorError>, bool);
+
+    fn poll_next(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Self::Item>> {
+        let this = &mut *self;
+        let mut waiting = false;
+        for slot in &mut this.writes {
+            let Some((replica, host, write)) = slot else { continue };
+            let Poll::Ready(outcome) = Pin::new(write).poll(cx) else {
+                waiting = true;
+                continue;
+            };
+            let (replica, host) = (*replica, *host);
+            *slot = None;
+            let hinted = match &outcome {
+                Err(e) if !matches!(e, CoordinatorError::Invalid(_)) => {
+                    hints::store(host, this.token, this.payload.clone())
+                }
+                _ => false,
+            };
+            return Poll::Ready(Some((replica, outcome, hinted)));
+        }
+        match waiting {
+            true => Poll::Pending,
+            false => Poll::Ready(None),
+        }
+    }
 }
 
 /// Counts `answers` (each its replica's index in `data_centers`, its
 /// outcome, and whether it was hinted) until `tally` is met: Ok, or why
 /// the write failed.
 async fn tally_answers(
-    tally: &mut Tally,
+    tally: &mut Tally<'_>,
     data_centers: &[&str],
     answers: &mut (impl Stream<Item = (usize, Result<(), CoordinatorError>, bool)> + Unpin),
     consistency: ConsistencyLevel,

@@ -25,7 +25,9 @@ use shoal_runtime::sched::in_group;
 use shoal_runtime::Group;
 use shoal_schema::token::murmur3_token;
 use shoal_schema::{Schema, SchemaChange, TableMeta};
-use shoal_storage::commitlog::{encode_mutation, encode_row_mutation, CommitLog, CommitLogConfig, Position, SyncMode};
+use shoal_storage::commitlog::{
+    encode_mutation, encode_received_mutation, encode_row_mutation, CommitLog, CommitLogConfig, Position, SyncMode,
+};
 use shoal_storage::compaction::strategy::Strategy;
 use shoal_storage::sstable::compression::Compression;
 use shoal_storage::sstable::writer::WriterOptions;
@@ -103,6 +105,12 @@ pub struct StorageConfig {
 /// A write [`Database::log_and_apply`] logs and applies.
 pub(crate) enum Write<'a> {
     Partition(PartitionUpdate),
+    /// A partition received from its coordinator with its encoding as it
+    /// came, which the commitlog takes as it is.
+    Received {
+        update: PartitionUpdate,
+        encoded: &'a [u8],
+    },
     /// A single row held compact as its cells lie (a memcached `set`).
     Row(RowCells<'a>),
 }
@@ -375,6 +383,34 @@ impl Database {
         self.apply_holding_lock(table_id, position, update, list_ops).await
     }
 
+    /// [`Database::apply`] of a write received from its coordinator, with
+    /// `encoded`, its partition's encoding as it came (what decodes to
+    /// `update`): logged as those bytes, not encoded again. A write with
+    /// list operations, or to a table with views, is applied as any other.
+    pub async fn apply_received(
+        &self,
+        table_id: Uuid,
+        position: PartitionPosition,
+        update: PartitionUpdate,
+        list_ops: &[ListOp],
+        encoded: &[u8],
+    ) -> Result<(), ReplicaError> {
+        if !list_ops.is_empty() || self.has_views(table_id) {
+            return self.apply(table_id, position, update, list_ops).await;
+        }
+        let started = Instant::now();
+        let ticket = self.write_gate.enter();
+        self.note_top_write(table_id, position.token, &position.key);
+        check_token(&position)?;
+        let table = self.table(table_id)?;
+        self.check_in_memory_room(table_id, &table)?;
+        let durability = self.log_and_apply(table_id, &table, position, Write::Received { update, encoded }).await?;
+        drop(ticket);
+        durability.durable().await?;
+        self.metrics.record_write(table_id, started.elapsed());
+        Ok(())
+    }
+
     /// [`Database::apply`] for a caller that holds the partition's lock
     /// already when `list_ops` is not empty or the table has views (a
     /// conditional write).
@@ -408,7 +444,9 @@ impl Database {
             true => view_update::affected_ranges(&update),
             false => vec![ClusteringRange::all()],
         };
-        let before = table.read(&position, &ranges).await?;
+        // Boxed: a read's state (memtables, row cache, SSTables) is kilobytes,
+        // and inline every write's future carried it, copied at each move.
+        let before = Box::pin(table.read(&position, &ranges)).await?;
         list_ops::resolve(meta, before.as_ref(), list_ops, &mut update)?;
         let now_s = shoal_runtime::clock::now_s();
         let view_updates = view_update::compute(meta, &views, &position, before.as_ref(), &update, now_s);
@@ -552,7 +590,8 @@ impl Database {
         let table = self.table(table_id)?;
         self.check_in_memory_room(table_id, &table)?;
         if !list_ops.is_empty() {
-            let current = table.read(&position, &[ClusteringRange::all()]).await?;
+            // Boxed, as the read before a write with views.
+            let current = Box::pin(table.read(&position, &[ClusteringRange::all()])).await?;
             let schema = self.schema();
             let meta = schema.table_by_id(table_id).ok_or(ReplicaError::NoSuchTable(table_id))?;
             list_ops::resolve(meta, current.as_ref(), list_ops, &mut update)?;
@@ -595,6 +634,9 @@ impl Database {
         let logged = match &log {
             Some(log) => Some(log.append_repeating(write.repeated_key_bytes(), |out| match &write {
                 Write::Partition(update) => encode_mutation(out, table_id, &position, update),
+                Write::Received { update, encoded } => {
+                    encode_received_mutation(out, table_id, &position, update, encoded)
+                }
                 Write::Row(row) => encode_row_mutation(out, table_id, &position, row),
             })?),
             None => None,
@@ -603,7 +645,7 @@ impl Database {
         // commitlog positions stay in the same order.
         let at = logged.map(|(at, _)| at);
         match write {
-            Write::Partition(update) => table.apply(position, update, at),
+            Write::Partition(update) | Write::Received { update, .. } => table.apply(position, update, at),
             Write::Row(row) => table.apply_row(position, &row, at),
         }
         self.maybe_flush();

@@ -15,6 +15,7 @@ pub mod controller;
 mod cpu_fair;
 mod cpus;
 mod inbox;
+pub mod lowres;
 pub mod memory;
 pub mod sched;
 mod sched_metrics;

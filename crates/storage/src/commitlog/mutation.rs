@@ -20,6 +20,26 @@ pub fn encode_mutation(out: &mut Vec<u8>, table: Uuid, position: &PartitionPosit
     );
 }
 
+/// [`encode_mutation`] of `update`, given `encoded`, the partition's
+/// encoding as it came (a replica's write received from its coordinator):
+/// copied, not encoded again. `encoded` must be `update`'s encoding, or
+/// what decodes to `update`.
+pub fn encode_received_mutation(
+    out: &mut Vec<u8>,
+    table: Uuid,
+    position: &PartitionPosition,
+    update: &PartitionUpdate,
+    encoded: &[u8],
+) {
+    let start = out.len();
+    encode_position(out, table, position).out.extend_from_slice(encoded);
+    // Pair assertion, as for any entry (debug builds only).
+    debug_assert!(
+        decode_mutation(&out[start..]).is_ok_and(|(t, p, u)| t == table && &p == position && &u == update),
+        "a commitlog entry must decode to the mutation appended"
+    );
+}
+
 /// [`encode_mutation`] of [`RowCells::to_partition`], written from the
 /// cells as they lie (a memcached `set`): the same bytes, so replay reads
 /// it as any other entry.
@@ -79,5 +99,19 @@ mod tests {
             encode_mutation(&mut general, table, &position, &row.to_partition());
             assert_eq!(direct, general);
         }
+    }
+
+    #[test]
+    fn a_received_entry_is_the_entry_of_its_partition() {
+        let table = Uuid::from_u128(7);
+        let position = PartitionPosition { token: 9, key: Bytes::from_static(b"key") };
+        let cells: [(u32, &[u8]); 2] = [(1, b"value"), (4, &[0; 8])];
+        let update = RowCells { timestamp: 1_700_000_000_000_000, expiry: None, cells: &cells }.to_partition();
+        let mut encoded = Vec::new();
+        codec::encode_partition(&mut Encoder { out: &mut encoded }, &update);
+        let (mut received, mut general) = (Vec::new(), Vec::new());
+        encode_received_mutation(&mut received, table, &position, &update, &encoded);
+        encode_mutation(&mut general, table, &position, &update);
+        assert_eq!(received, general);
     }
 }
