@@ -119,7 +119,7 @@ impl Write<'_> {
     /// What its commitlog entry holds twice (a memcached row: nothing).
     fn repeated_key_bytes(&self) -> usize {
         match self {
-            Write::Partition(update) => update.repeated_key_bytes(),
+            Write::Partition(update) | Write::Received { update, .. } => update.repeated_key_bytes(),
             Write::Row(_) => 0,
         }
     }
@@ -404,7 +404,8 @@ impl Database {
         check_token(&position)?;
         let table = self.table(table_id)?;
         self.check_in_memory_room(table_id, &table)?;
-        let durability = self.log_and_apply(table_id, &table, position, Write::Received { update, encoded }).await?;
+        self.wait_for_memtable_space().await;
+        let durability = self.log_and_apply(table_id, &table, position, Write::Received { update, encoded })?;
         drop(ticket);
         durability.durable().await?;
         self.metrics.record_write(table_id, started.elapsed());
