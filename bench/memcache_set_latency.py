@@ -57,7 +57,18 @@ Where other processes keep both cores busy, --rt-priority 10 (as root)
 runs the servers and the loader SCHED_RR, ahead of them: on this
 project's 2-core machine with seven compilers running, memcached's set p99
 at 40,000/s was 182 ms at nice -20 and 0.8 ms under SCHED_RR (the
-kernel's RT throttling still leaves others 5% of each core). Exit 0 when every phase ran, 1 otherwise.
+kernel's RT throttling still leaves others 5% of each core). But SCHED_RR
+starves the kernel's per-CPU workers on the server core too, and Shoal's
+O_DIRECT writes need them: kblockd (`kworker/N:*H`) to dispatch a block
+request and a `kworker/N:*` to complete a write into a new extent (the
+commitlog's segments, sized by ftruncate, are holes). While the shard
+thread stays busy (a flush encoding its SSTable or merging the row cache)
+a commitlog write then waits 0.2-0.9 s with the disk idle, until the shard
+idles or throttling lets the worker in; the sets wait with it (seen as the
+`commitlog write` column's worst bucket). memcached writes no disk, so
+under --rt-priority Shoal's tail is overstated beside it: take Shoal's
+figures of record without --rt-priority on a quiet machine.
+Exit 0 when every phase ran, 1 otherwise.
 """
 import argparse
 import json
