@@ -251,3 +251,22 @@ def test_element_assignment_on_a_frozen_collection(session, table):
         session.execute("UPDATE %s SET m['foo'] = 'bar' WHERE k = 1" % t)
     with pytest.raises(InvalidRequest, match=r"Invalid operation \(l\[0\] = 1\) for frozen collection column l"):
         session.execute("UPDATE %s SET l[0] = 1 WHERE k = 1" % t)
+
+
+def test_a_set_element_weighs_what_a_text_does(session, table):
+    # A set element (a map key) is stored as its sort key and its value;
+    # the mutation size limit (half a 32 MiB commitlog segment) counts it
+    # once, as Cassandra does, so 9 MB fits both ways.
+    t = table("(k int PRIMARY KEY, s set<text>, m map<text, int>, v text)")
+    big = "e" * (9 << 20)
+    session.execute(session.prepare("UPDATE %s SET v = ? WHERE k = 1" % t), [big])
+    session.execute(session.prepare("UPDATE %s SET s = s + ? WHERE k = 2" % t), [{big}])
+    session.execute(session.prepare("UPDATE %s SET m[?] = 1 WHERE k = 3" % t), [big])
+    assert session.execute("SELECT v FROM %s WHERE k = 1" % t).one().v == big
+    assert set(session.execute("SELECT s FROM %s WHERE k = 2" % t).one().s) == {big}
+    assert dict(session.execute("SELECT m FROM %s WHERE k = 3" % t).one().m) == {big: 1}
+    # Past the limit, both are refused with the limit named.
+    huge = "e" * (17 << 20)
+    for cql, value in [("UPDATE %s SET v = ? WHERE k = 4", huge), ("UPDATE %s SET s = s + ? WHERE k = 4", {huge})]:
+        with pytest.raises(InvalidRequest, match=r"too large for the commitlog \(at most 16777216\)"):
+            session.execute(session.prepare(cql % t), [value])

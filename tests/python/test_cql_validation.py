@@ -4,6 +4,8 @@ Each check is one ScyllaDB (or Cassandra) refusal Shoal once let through or
 worded differently; the statements come from ScyllaDB's cqlpy suite.
 """
 
+import re
+
 import pytest
 
 from cassandra import InvalidRequest
@@ -228,3 +230,103 @@ def test_index_statements(session, table, keyspace):
     session.execute("CREATE TABLE %s_taken_index (k int PRIMARY KEY)" % t)
     with pytest.raises(InvalidRequest, match="already exists"):
         session.execute("CREATE INDEX %s_taken ON %s (v2)" % (t, t))
+
+
+# --- key length (ScyllaDB's test_key_length.py) ------------------------------
+
+KEY_TOO_LONG = "is longer than maximum of 65535"
+
+
+def test_oversized_keys_are_refused_everywhere(session, table):
+    t = table("(p text, c text, v int, PRIMARY KEY (p, c))")
+    big = "x" * (65 * 1024)
+    statements = {
+        "INSERT INTO %s (p, c, v) VALUES (?, ?, 1)": [[big, "c"], ["p", big]],
+        "UPDATE %s SET v = 1 WHERE p = ? AND c = ?": [[big, "c"], ["p", big]],
+        "DELETE FROM %s WHERE p = ? AND c = ?": [[big, "c"], ["p", big]],
+        "DELETE FROM %s WHERE p = ?": [[big]],
+        "SELECT * FROM %s WHERE p = ?": [[big]],
+        "SELECT * FROM %s WHERE p IN ?": [[[big]]],
+        "INSERT INTO %s (p, c, v) VALUES (?, ?, 1) IF NOT EXISTS": [[big, "c"], ["p", big]],
+    }
+    for cql, bindings in statements.items():
+        prepared = session.prepare(cql % t)
+        for values in bindings:
+            with pytest.raises(InvalidRequest, match="Key length of 66560 " + KEY_TOO_LONG):
+                session.execute(prepared, values)
+    # Unprepared, and in a batch.
+    with pytest.raises(InvalidRequest, match="Key length of 66560 " + KEY_TOO_LONG):
+        session.execute("INSERT INTO %s (p, c) VALUES ('%s', 'c')" % (t, big))
+    with pytest.raises(InvalidRequest, match="Key length of 66560 " + KEY_TOO_LONG):
+        session.execute("BEGIN BATCH INSERT INTO %s (p, c) VALUES ('p', 'c') "
+                        "INSERT INTO %s (p, c) VALUES ('p', '%s') APPLY BATCH" % (t, t, big))
+    # A read by an oversized clustering key is refused too (Cassandra finds
+    # nothing; ScyllaDB's test takes either).
+    with pytest.raises(InvalidRequest, match=KEY_TOO_LONG):
+        session.execute(session.prepare("SELECT * FROM %s WHERE p = ? AND c = ?" % t), ["p", big])
+    # Nothing was written.
+    assert list(session.execute("SELECT * FROM %s" % t)) == []
+
+
+def test_keys_of_exactly_65535_bytes_are_kept(session, table):
+    t = table("(p text, c text, v int, PRIMARY KEY (p, c))")
+    insert = session.prepare("INSERT INTO %s (p, c, v) VALUES (?, ?, ?)" % t)
+    read = session.prepare("SELECT p, c, v FROM %s WHERE p = ?" % t)
+    longest = "y" * 65535
+    session.execute(insert, [longest, "c", 1])
+    session.execute(insert, ["p", longest, 2])
+    assert list(session.execute(read, [longest])) == [(longest, "c", 1)]
+    assert list(session.execute(read, ["p"])) == [("p", longest, 2)]
+
+
+def test_compound_key_length_is_the_whole_key(session, table):
+    t = table("(p1 text, p2 text, c1 text, c2 text, PRIMARY KEY ((p1, p2), c1, c2))")
+    insert = session.prepare("INSERT INTO %s (p1, p2, c1, c2) VALUES (?, ?, ?, ?)" % t)
+    read = session.prepare("SELECT * FROM %s WHERE p1 = ? AND p2 = ?" % t)
+    big = "x" * (65 * 1024)
+    # Each component of a compound key too long. As literals: a driver
+    # cannot build the routing key of a bound component past 65535 bytes.
+    for values in [[big, "a", "b", "c"], ["a", big, "b", "c"], ["a", "b", big, "c"], ["a", "b", "c", big]]:
+        with pytest.raises(InvalidRequest, match=KEY_TOO_LONG):
+            session.execute("INSERT INTO %s (p1, p2, c1, c2) VALUES ('%s', '%s', '%s', '%s')" % (t, *values))
+    # The whole compound partition key: 3 bytes per component besides the
+    # values (Cassandra's CompositeType), so two reach 65535 - 6.
+    p1, p2 = "a" * 100, "b" * (65535 - 6 - 100)
+    session.execute(insert, [p1, p2, "c1", "c2"])
+    assert list(session.execute(read, [p1, p2])) == [(p1, p2, "c1", "c2")]
+    half = "h" * (65536 // 2)
+    with pytest.raises(InvalidRequest, match=KEY_TOO_LONG):
+        session.execute(insert, [half, half, "c1", "c2"])
+    # The whole composite clustering key: the values add up to 65535 at most.
+    c1, c2 = "c" * 100, "d" * (65535 - 4 - 100)
+    session.execute(insert, ["q1", "q2", c1, c2])
+    assert list(session.execute(read, ["q1", "q2"])) == [("q1", "q2", c1, c2)]
+    with pytest.raises(InvalidRequest, match="Key length of 65536 " + KEY_TOO_LONG):
+        session.execute(insert, ["r1", "r2", half, half])
+    with pytest.raises(InvalidRequest, match="Key length of 65536 " + KEY_TOO_LONG):
+        session.execute(session.prepare("DELETE FROM %s WHERE p1 = 'r1' AND p2 = 'r2' AND c1 = ? AND c2 = ?" % t), [half, half])
+    assert list(session.execute(read, ["r1", "r2"])) == []
+
+
+def test_collection_elements_are_no_keys(session, table):
+    # Set elements and map keys order like clustering keys, but are not
+    # limited to 64 KiB (CASSANDRA-10374).
+    t = table("(p int PRIMARY KEY, s set<text>, m map<text, text>)")
+    big = "z" * (65 * 1024)
+    session.execute(session.prepare("UPDATE %s SET s = s + ?, m[?] = ? WHERE p = 1" % t), [{big}, big, big])
+    row = session.execute("SELECT s, m FROM %s WHERE p = 1" % t).one()
+    assert set(row.s) == {big} and dict(row.m) == {big: big}
+
+
+# --- token() arity, refused at PREPARE ----------------------------------------
+
+def test_token_arity_is_checked_at_prepare(session, table):
+    t = table("(a int, b int, c int, PRIMARY KEY ((a, b), c))")
+    for where in ["token(a) > 0", "token(a, b) > token(1)", "token(a, b) = token(1, 2, 3)"]:
+        provided = 1 if "token(a) " in where or "token(1)" in where else 3
+        with pytest.raises(InvalidRequest, match=re.escape(
+                "Invalid number of arguments in call to function token: 2 required but %d provided" % provided)):
+            session.prepare("SELECT * FROM %s WHERE %s" % (t, where))
+    # The right number prepares and runs.
+    prepared = session.prepare("SELECT * FROM %s WHERE token(a, b) > token(?, ?)" % t)
+    assert list(session.execute(prepared, [1, 2])) == []

@@ -1,5 +1,6 @@
 """DDL through the DataStax driver: keyspaces, tables, options, metadata, errors."""
 
+import re
 import uuid
 
 import pytest
@@ -364,3 +365,71 @@ def test_drop_function_and_aggregate_find_none(session, keyspace):
             session.execute("DROP %s nosuch_ks.f(int,text)" % kind)
         session.execute("DROP %s IF EXISTS %s.f" % (kind, keyspace))
         session.execute("DROP %s IF EXISTS f(int)" % kind)
+
+
+# --- ScyllaDB's CREATE TABLE texts --------------------------------------------
+
+def test_clustering_order_directive_texts(session, tname):
+    # ScyllaDB's checks in its order: no more columns than the clustering
+    # key, then each in key order, a prefix of it.
+    base = "CREATE TABLE %s (pk int, ck1 int, ck2 int, v int, PRIMARY KEY (pk, ck1, ck2)) " % tname
+    cases = [
+        ("WITH CLUSTERING ORDER BY (ck2 ASC)", "^Missing CLUSTERING ORDER for column ck1$"),
+        ("WITH CLUSTERING ORDER BY (v ASC)", "^Missing CLUSTERING ORDER for column ck1$"),
+        ("WITH CLUSTERING ORDER BY (ck2 ASC, ck1 DESC)",
+         r"^The order of columns in the CLUSTERING ORDER directive must be the one of the clustering key "
+         r"\(ck1 must appear before ck2\)$"),
+        ("WITH CLUSTERING ORDER BY (ck1 ASC, ck2 DESC, v ASC)",
+         "^Only clustering key columns can be defined in CLUSTERING ORDER directive$"),
+    ]
+    for options, message in cases:
+        with pytest.raises(InvalidRequest) as ei:
+            session.execute(base + options)
+        assert re.search(message, server_message(ei.value)), options
+    # A prefix of the clustering key is enough; the rest stay ascending.
+    session.execute(base + "WITH CLUSTERING ORDER BY (ck1 DESC)")
+
+
+def server_message(error):
+    """The server's own text inside the driver's 'Error from server: ...'."""
+    return re.search(r'message="(.*)"$', str(error), re.S).group(1)
+
+
+NAME_MAX_LENGTH = 207  # ScyllaDB's schema::NAME_LENGTH
+
+
+def padded(prefix, length):
+    name = "%s_%s" % (prefix, uuid.uuid4().hex[:8])
+    return name + "x" * (length - len(name))
+
+
+def test_name_lengths_and_characters_are_scyllas(admin, session, keyspace):
+    # Names of 207 characters are kept; 208 are refused naming the name.
+    ks = padded("ks", NAME_MAX_LENGTH)
+    admin.execute("CREATE KEYSPACE %s WITH replication = {'class': 'SimpleStrategy', 'replication_factor': 1}" % ks)
+    admin.execute("DROP KEYSPACE %s" % ks)
+    long_ks = padded("ks", NAME_MAX_LENGTH + 1)
+    with pytest.raises(InvalidRequest, match=re.escape(
+            "Keyspace names shouldn't be more than 207 characters long (got \"%s\")" % long_ks)):
+        admin.execute("CREATE KEYSPACE %s WITH replication = {'class': 'SimpleStrategy', 'replication_factor': 1}" % long_ks)
+    t = padded("t", NAME_MAX_LENGTH)
+    session.execute("CREATE TABLE %s (p int PRIMARY KEY, x int)" % t)
+    long_t = padded("t", NAME_MAX_LENGTH + 1)
+    with pytest.raises(InvalidRequest, match=re.escape(
+            "Table names shouldn't be more than 207 characters long (got \"%s\")" % long_t)):
+        session.execute("CREATE TABLE %s (p int PRIMARY KEY, x int)" % long_t)
+    session.execute("CREATE INDEX %s ON %s (x)" % (padded("i", NAME_MAX_LENGTH), t))
+    long_i = padded("i", NAME_MAX_LENGTH + 1)
+    with pytest.raises(InvalidRequest, match=long_i):
+        session.execute("CREATE INDEX %s ON %s (x)" % (long_i, t))
+    long_v = padded("v", NAME_MAX_LENGTH + 1)
+    with pytest.raises(InvalidRequest, match=long_v):
+        session.execute("CREATE MATERIALIZED VIEW %s AS SELECT * FROM %s WHERE p IS NOT NULL AND x IS NOT NULL "
+                        "PRIMARY KEY (x, p)" % (long_v, t))
+    # A quoted name of other characters is refused in ScyllaDB's words.
+    with pytest.raises(InvalidRequest, match=re.escape(
+            '"table-name-with-dash" is not a valid table name (must be alphanumeric character only: [0-9A-Za-z]+)')):
+        session.execute('CREATE TABLE "table-name-with-dash" (p int PRIMARY KEY)')
+    with pytest.raises(InvalidRequest, match=re.escape('"keyspace-with-dash" is not a valid keyspace name')):
+        admin.execute("CREATE KEYSPACE \"keyspace-with-dash\" WITH replication = "
+                      "{'class': 'SimpleStrategy', 'replication_factor': 1}")

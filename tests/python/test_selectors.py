@@ -194,6 +194,23 @@ def test_decimal_division_and_division_by_zero_of_each_type(session, table):
         assert message in str(e.value), (selector, str(e.value))
 
 
+def test_decimal_sums_of_any_size_and_literals_past_a_32_bit_scale(session, table):
+    """Decimal + and - are exact at any size (Cassandra 5 rounds to 10,000
+    digits); a literal whose scale does not fit 32 bits is refused with
+    Cassandra's text, not wrapped."""
+    from decimal import Decimal
+    t = table("(p int PRIMARY KEY, a decimal, b decimal)")
+    big = "1" * 60
+    session.execute("INSERT INTO %s (p, a, b) VALUES (1, %s, %s.5)" % (t, big, big))
+    row = session.execute("SELECT a + b, a - b FROM %s WHERE p = 1" % t).one()
+    assert tuple(row) == (Decimal("2" * 59 + "2.5"), Decimal("-0.5"))
+    session.execute("INSERT INTO %s (p, a, b) VALUES (2, 1e1000, 1e-1000)" % t)
+    total = session.execute("SELECT a + b FROM %s WHERE p = 2" % t).one()[0]
+    assert total == Decimal("1" + "0" * 1000 + "." + "0" * 999 + "1")
+    with pytest.raises(InvalidRequest, match="BigDecimal"):
+        session.execute("INSERT INTO %s (p, a) VALUES (3, 1e2147483649)" % t)
+
+
 def test_writetime_and_ttl_of_collections_are_refused_as_by_scylladb(session, table):
     t = table("(p int PRIMARY KEY, m map<int, int>, l list<int>, fm frozen<map<int, int>>)")
     session.execute("INSERT INTO %s (p, m, l, fm) VALUES (1, {1: 2}, [3], {4: 5}) USING TIMESTAMP 1000 AND TTL 500"

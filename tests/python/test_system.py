@@ -2,11 +2,12 @@
 from collections.abc import Mapping
 
 import ipaddress
+import os
 import uuid
 
 import pytest
 
-from conftest import IS_CASSANDRA, local_row
+from conftest import IS_CASSANDRA, local_row, make_cluster, wait_until
 
 
 def test_system_local_columns(admin):
@@ -142,3 +143,71 @@ def test_scylla_tables_tell_clients_this_is_scylla(admin):
     assert "scylla_local" in names and "config" in names
     row = admin.execute("SELECT value FROM system.config WHERE name = 'consistent_cluster_management'").one()
     assert row.value == "true"
+
+
+def test_system_clients_lists_each_connection_with_its_driver_and_shard(admin):
+    """ScyllaDB's system.clients: a row per CQL connection, with the driver
+    it named in STARTUP, the shard serving it, and no TLS; a closed
+    connection leaves the table."""
+    if IS_CASSANDRA:
+        pytest.skip("system.clients is ScyllaDB's")
+
+    def listed():
+        return {(r.address, r.port): r for r in admin.execute("SELECT * FROM system.clients")}
+
+    before = listed()
+    cluster = make_cluster()
+    try:
+        session = cluster.connect()
+        rows = list(session.execute("SELECT * FROM system.clients"))
+        ours = [r for r in rows if (r.address, r.port) not in before]
+        assert ours, "the new session's connections are listed"
+        for r in ours:
+            assert r.client_type == "cql"
+            assert ipaddress.ip_address(r.address).is_loopback
+            assert 0 < r.port < 65536
+            assert r.connection_stage == "READY"
+            assert r.protocol_version == 4
+            assert r.username == "anonymous"
+            assert r.ssl_enabled is False and r.ssl_protocol is None and r.ssl_cipher_suite is None
+            assert r.shard_id is not None and r.shard_id >= 0
+            assert r.driver_name == "DataStax Python Driver" and r.driver_version
+            assert r.client_options["DRIVER_NAME"] == r.driver_name
+        # The table's key and filtering work as on any table.
+        one = ours[0]
+        same = session.execute("SELECT port, shard_id FROM system.clients WHERE address = %s AND port = %s",
+                               [one.address, one.port]).one()
+        assert (same.port, same.shard_id) == (one.port, one.shard_id)
+        assert len({r.shard_id for r in rows}) >= 1
+    finally:
+        cluster.shutdown()
+    closed = {(r.address, r.port) for r in ours}
+    assert wait_until(lambda: not (closed & set(listed()))), "closed connections are no longer listed"
+
+
+@pytest.mark.skipif(IS_CASSANDRA or not os.environ.get("SHOAL_API_PORT"), reason="flushes through Shoal's REST API")
+def test_size_estimates_count_flushed_partitions_over_primary_ranges(session, keyspace):
+    """system.size_estimates, as Cassandra and ScyllaDB fill it: per table
+    and primary token range, the flushed partitions and their mean size.
+    On one node the ranges cover the ring once and the counts add up to
+    the partitions written."""
+    from test_lwt import flush
+
+    session.execute("CREATE TABLE size_est (k int PRIMARY KEY, v text)")
+    insert = session.prepare("INSERT INTO size_est (k, v) VALUES (?, ?)")
+    for k in range(2000):
+        session.execute(insert, (k, "x" * 100))
+    query = "SELECT * FROM system.size_estimates WHERE keyspace_name = %s AND table_name = 'size_est'"
+    assert all(r.partitions_count == 0 for r in session.execute(query, [keyspace])), "memtables do not count"
+    flush(keyspace, "size_est")
+    rows = list(session.execute(query, [keyspace]))
+    assert rows
+    total = sum(r.partitions_count for r in rows)
+    assert abs(total - 2000) <= len(rows), total
+    assert all(r.mean_partition_size > 100 for r in rows if r.partitions_count), rows[:3]
+    ranges = sorted((int(r.range_start), int(r.range_end)) for r in rows)
+    minimum = -2 ** 63
+    assert all(start < end or end == minimum for start, end in ranges), ranges[:5]
+    # The ranges tile the ring: each starts where another ends.
+    width = sum(((end if end != minimum else 2 ** 63) - start) for start, end in ranges)
+    assert width == 2 ** 64, width

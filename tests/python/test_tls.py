@@ -28,6 +28,7 @@ YAML file, as a user would write them (docs/security.md):
 """
 import contextlib
 import os
+import re
 import shutil
 import socket
 import ssl
@@ -231,6 +232,26 @@ client_encryption_options:
         session.execute("CREATE ROLE alice WITH PASSWORD = 'a' AND LOGIN = true")
         assert session.execute("SELECT release_version FROM system.local").one()
         cluster.shutdown()
+        # system.clients shows each connection's TLS version, suite and role
+        # (ScyllaDB's test_system_clients_stores_tls_info, TLS 1.2 forced).
+        tls12 = client_context(pki)
+        tls12.minimum_version = tls12.maximum_version = ssl.TLSVersion.TLSv1_2
+        cluster = Cluster(["127.0.0.1"], port=node.cql_port, protocol_version=4, ssl_context=tls12,
+                          auth_provider=login)
+        tls12_session = cluster.connect()
+        expected = {normalize_cipher(c["name"]) for c in ssl.create_default_context().get_ciphers()}
+
+        def listed_as_tls12():
+            # The first cluster's connections (TLS 1.3) may take a moment to go.
+            rows = list(tls12_session.execute("SELECT * FROM system.clients"))
+            return rows and all(r.ssl_enabled and r.ssl_protocol == "TLS1.2"
+                                and normalize_cipher(r.ssl_cipher_suite) in expected
+                                and r.username == "cassandra" and r.connection_stage == "READY" for r in rows)
+        deadline = time.monotonic() + 10
+        while not listed_as_tls12():
+            assert time.monotonic() < deadline, list(tls12_session.execute("SELECT * FROM system.clients"))
+            time.sleep(0.1)
+        cluster.shutdown()
         wrong = Cluster(["127.0.0.1"], port=node.cql_port, protocol_version=4, ssl_context=client_context(pki),
                         auth_provider=PlainTextAuthProvider(username="alice", password="wrong"), connect_timeout=5)
         with pytest.raises(NoHostAvailable, match="Provided username alice and/or password are incorrect"):
@@ -244,6 +265,15 @@ client_encryption_options:
                                  capture_output=True, text=True, timeout=60, env=env)
             assert out.returncode == 0 and "alice" in out.stdout, out.stdout + out.stderr
         no_panic(node)
+
+
+def normalize_cipher(name):
+    """A suite's name as OpenSSL (Python) and IANA (rustls) both come to:
+    `TLS_ECDHE_RSA_WITH_AES_256_GCM_SHA384` and `ECDHE-RSA-AES256-GCM-SHA384`
+    alike become the latter."""
+    name = name[len("TLS_"):] if name.startswith("TLS_") else name
+    name = name.replace("_WITH_", "-").replace("_", "-")
+    return re.sub(r"([A-Z]+)-(\d+)", r"\1\2", name)
 
 
 def start_tls_node(node, timeout=30):

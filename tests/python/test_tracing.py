@@ -43,7 +43,10 @@ def test_traced_prepared_and_batch(session, table):
     t = kv_table(table)
     insert = session.prepare("INSERT INTO %s (k, v) VALUES (?, ?)" % t)
     rs = session.execute(insert, (1, "one"), trace=True)
-    assert rs.get_query_trace(max_wait_sec=10).request_type == "Execute CQL3 prepared query"
+    trace = rs.get_query_trace(max_wait_sec=10)
+    assert trace.request_type == "Execute CQL3 prepared query"
+    # As Cassandra: the prepared statement's text is the trace's query.
+    assert trace.parameters["query"] == "INSERT INTO %s (k, v) VALUES (?, ?)" % t
     batch = BatchStatement()
     batch.add(insert, (2, "two"))
     batch.add(insert, (3, "three"))

@@ -19,8 +19,10 @@ use crate::{dropped_columns, index_ddl, user_types, view_ddl};
 
 pub use shoal_schema::SYSTEM_KEYSPACES;
 
-/// Longest keyspace or table name, as in Cassandra (file names use them).
-const NAME_LENGTH_MAX: usize = 48;
+/// Longest keyspace, table, view or index name: ScyllaDB's
+/// `schema::NAME_LENGTH`, which leaves room in a 255-byte file name for a
+/// table directory's id suffix and a CDC log table's suffix.
+const NAME_LENGTH_MAX: usize = 207;
 
 /// The next schema and its change; `None` when an `IF [NOT] EXISTS` made the
 /// statement a no-op.
@@ -242,9 +244,23 @@ pub fn qualify<'a>(named: Option<&'a str>, session: Option<&'a str>) -> CqlResul
     })
 }
 
+/// A keyspace, table, view or index name: word characters, at most
+/// [`NAME_LENGTH_MAX`] of them, in ScyllaDB's texts (`what` is
+/// "Keyspace", "Table", ...; a table's text names the characters allowed).
 pub(crate) fn check_name(name: &str, what: &str) -> CqlResult<()> {
-    if name.is_empty() || name.len() > NAME_LENGTH_MAX || !name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_') {
-        return Err(invalid(format!("{what} name must not be empty, more than {NAME_LENGTH_MAX} characters long, or contain non-alphanumeric-underscore characters (got \"{name}\")")));
+    if name.is_empty() || !name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_') {
+        let lower = what.to_ascii_lowercase();
+        return Err(invalid(match what {
+            "Table" => {
+                format!("\"{name}\" is not a valid {lower} name (must be alphanumeric character only: [0-9A-Za-z]+)")
+            }
+            _ => format!("\"{name}\" is not a valid {lower} name"),
+        }));
+    }
+    if name.len() > NAME_LENGTH_MAX {
+        return Err(invalid(format!(
+            "{what} names shouldn't be more than {NAME_LENGTH_MAX} characters long (got \"{name}\")"
+        )));
     }
     Ok(())
 }
@@ -598,12 +614,16 @@ fn apply_clustering_order(
     clustering: &[String],
     order: &[(String, Order)],
 ) -> CqlResult<()> {
-    for (i, (name, direction)) in order.iter().enumerate() {
-        if clustering.get(i) != Some(name) {
-            return Err(invalid(match clustering.contains(name) {
-                true => "The order of columns in the CLUSTERING ORDER directive must be the one of the clustering key"
-                    .to_string(),
-                false => format!("Only clustering key columns can be defined in CLUSTERING ORDER directive: {name}"),
+    // ScyllaDB's checks, in its order: the directive names the clustering
+    // columns, a prefix of them, in key order.
+    if order.len() > clustering.len() {
+        return Err(invalid("Only clustering key columns can be defined in CLUSTERING ORDER directive"));
+    }
+    for ((name, direction), expected) in order.iter().zip(clustering) {
+        if name != expected {
+            return Err(invalid(match order.iter().any(|(named, _)| named == expected) {
+                true => format!("The order of columns in the CLUSTERING ORDER directive must be the one of the clustering key ({expected} must appear before {name})"),
+                false => format!("Missing CLUSTERING ORDER for column {expected}"),
             }));
         }
         if let Some(column) = columns.iter_mut().find(|c| &c.name == name) {

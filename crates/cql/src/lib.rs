@@ -15,6 +15,7 @@
 pub mod ast;
 pub mod auth;
 pub mod bind_types;
+pub mod clients;
 mod collection_fcts;
 mod compaction_options;
 pub mod ddl;
@@ -41,6 +42,7 @@ pub mod result;
 pub mod schema_file;
 pub mod select;
 pub mod system;
+mod system_cells;
 pub mod traces;
 pub mod user_types;
 pub mod values;

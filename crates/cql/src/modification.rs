@@ -24,7 +24,7 @@ use shoal_schema::{ColumnKind, ColumnMeta, CqlType, TableMeta, UserType};
 use crate::ast::{Assignment, ColumnTarget, Condition, Delete, Insert, Term, Update, Using};
 use crate::ddl::is_counter_table;
 use crate::error::{invalid, CqlResult};
-use crate::restrictions::{analyze_write, check_key_value, position_of, PartitionRestriction};
+use crate::restrictions::{analyze_write, check_clustering_length, check_key_value, position_of, PartitionRestriction};
 use crate::values::{collection_items, eval, eval_required, Bindings, BoundValue, Receiver};
 
 /// Cassandra's ceiling on TTLs: 20 years.
@@ -136,7 +136,7 @@ pub fn insert(meta: &TableMeta, statement: &Insert, ctx: WriteContext<'_>) -> Cq
     let only_static = row.columns.is_empty() && !update.static_row.columns.is_empty();
     match clustering.iter().cloned().collect::<Option<Vec<Bytes>>>() {
         Some(values) => {
-            check_dense_clustering(meta, &values)?;
+            check_written_clustering(meta, &values)?;
             update.rows.insert(meta.encode_clustering(&values), ClusteredRow { clustering: values, row });
         }
         None if only_static && clustering.iter().all(Option::is_none) => {}
@@ -155,7 +155,7 @@ pub fn insert(meta: &TableMeta, statement: &Insert, ctx: WriteContext<'_>) -> Cq
             if prefix.is_empty() {
                 return Err(invalid(format!("Missing PRIMARY KEY part {}", names[0])));
             }
-            check_dense_clustering(meta, &prefix)?;
+            check_written_clustering(meta, &prefix)?;
             update.rows.insert(meta.encode_clustering(&prefix), ClusteredRow { clustering: prefix, row });
         }
         None => {
@@ -215,7 +215,7 @@ pub fn update(meta: &TableMeta, statement: &Update, ctx: WriteContext<'_>) -> Cq
         _ if !names_row => Vec::new(),
         _ => return Err(invalid(missing_key_message(meta, "clustering key"))),
     };
-    keys.iter().try_for_each(|(_, values)| check_dense_clustering(meta, values))?;
+    keys.iter().try_for_each(|(_, values)| check_written_clustering(meta, values))?;
     Ok(positions
         .into_iter()
         .map(|position| {
@@ -772,10 +772,11 @@ fn list_key(prepend: bool) -> Bytes {
     Bytes::copy_from_slice(&key.to_be_bytes())
 }
 
-/// The index of `column` in `meta`, whose own column it is.
-/// A dense table with one clustering column takes no empty value in it
-/// (ScyllaDB: the empty prefix is no row of such a table).
-fn check_dense_clustering(meta: &TableMeta, values: &[Bytes]) -> CqlResult<()> {
+/// A written clustering key fits the key length limit, and a dense table
+/// with one clustering column takes no empty value in it (ScyllaDB: the
+/// empty prefix is no row of such a table).
+fn check_written_clustering(meta: &TableMeta, values: &[Bytes]) -> CqlResult<()> {
+    check_clustering_length(values)?;
     match values {
         [only] if only.is_empty() && meta.is_dense() => {
             let name = meta.clustering_key().next().map_or("", |c| c.name.as_str());
@@ -785,6 +786,7 @@ fn check_dense_clustering(meta: &TableMeta, values: &[Bytes]) -> CqlResult<()> {
     }
 }
 
+/// The index of `column` in `meta`, whose own column it is.
 fn column_index(meta: &TableMeta, column: &ColumnMeta) -> usize {
     let index = meta.columns.iter().position(|c| c.id == column.id);
     // Invariant: callers pass key columns taken from `meta` itself; a miss

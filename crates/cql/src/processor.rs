@@ -75,6 +75,8 @@ pub enum BatchStatement {
 
 struct Prepared {
     parsed: Arc<Parsed>,
+    /// The statement's text, which a traced EXECUTE records as its query.
+    text: Arc<str>,
     keyspace: Option<String>,
     sequence: u64,
     /// A SELECT compiled against the schema version it names; compiled
@@ -175,7 +177,8 @@ fn prepare_here(text: &str, session: &Session) -> CqlResult<PreparedInfo> {
         }
         cache.sequence += 1;
         let sequence = cache.sequence;
-        cache.entries.insert(id.clone(), Prepared { parsed: Arc::new(parsed), keyspace, sequence, compiled });
+        let prepared = Prepared { parsed: Arc::new(parsed), text: Arc::from(text), keyspace, sequence, compiled };
+        cache.entries.insert(id.clone(), prepared);
     });
     Ok(PreparedInfo { id, variables, pk_indexes, result_columns, conditional })
 }
@@ -193,6 +196,11 @@ pub async fn execute(id: &[u8], session: &Session, options: QueryOptions) -> Cql
         execute_parsed(&parsed, keyspace.as_deref(), session.user.as_deref(), Some((id, compiled)), options),
     )
     .await
+}
+
+/// The text prepared statement `id` was prepared from, if this shard has it.
+pub fn prepared_text(id: &[u8]) -> Option<Arc<str>> {
+    PREPARED.with(|cache| cache.borrow().entries.get(id).map(|prepared| Arc::clone(&prepared.text)))
 }
 
 /// A prepared statement's syntax, keyspace and compiled form.

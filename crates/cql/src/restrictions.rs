@@ -13,7 +13,7 @@ use bytes::Bytes;
 use shoal_coordinator::data::{ClusteringRange, PartitionPosition};
 use shoal_coordinator::data::{FilterOp, RowFilter};
 use shoal_schema::comparable;
-use shoal_schema::token::{murmur3_token, serialize_partition_key};
+use shoal_schema::token::{murmur3_token, serialize_partition_key, TokenError, MAX_KEY_LEN};
 use shoal_schema::value::compare;
 use shoal_schema::{ClusteringOrder, ColumnKind, ColumnMeta, CqlType, TableMeta};
 
@@ -190,6 +190,7 @@ impl EqPlan {
             true => empty_key_position(meta).into_iter().collect(),
             false => vec![position_of(&parts)?],
         };
+        check_clustering_length(&prefix)?;
         let encoded = meta.encode_clustering(&prefix);
         let range = prefix_range(encoded.clone());
         let clustering_keys = self.full_clustering_key.then(|| vec![(encoded, prefix)]);
@@ -379,13 +380,7 @@ impl<'a> Analysis<'a> {
         if op == Operator::Ne {
             return Err(invalid(format!("Unsupported \"!=\" relation: token({}) != {term}", columns.join(", "))));
         }
-        if columns.len() != key.len() {
-            return Err(invalid(format!(
-                "Invalid number of arguments in call to function token: {} required but {} provided",
-                key.len(),
-                columns.len()
-            )));
-        }
+        check_token_arity(self.meta, columns.len())?;
         if columns.iter().enumerate().any(|(i, c)| columns[..i].contains(c)) {
             return Err(invalid("The token() function contains duplicate partition key components"));
         }
@@ -421,14 +416,8 @@ impl<'a> Analysis<'a> {
     /// `token(v1, ...)` on the right of a token relation: the token of the
     /// partition key made of the values, each typed as its key column.
     fn token_of(&self, args: &[Term]) -> CqlResult<i64> {
+        check_token_arity(self.meta, args.len())?;
         let key: Vec<&ColumnMeta> = self.meta.partition_key().collect();
-        if args.len() != key.len() {
-            return Err(invalid(format!(
-                "Invalid number of arguments in call to function token: {} required but {} provided",
-                key.len(),
-                args.len()
-            )));
-        }
         let parts = args.iter().zip(key).map(|(arg, column)| self.value(arg, column)).collect::<CqlResult<Vec<_>>>()?;
         Ok(position_of(&parts)?.token)
     }
@@ -634,6 +623,7 @@ impl<'a> Analysis<'a> {
             }
         }
         let prefixes = cartesian(prefix_values)?;
+        prefixes.iter().try_for_each(|p| check_clustering_length(p))?;
         // A write to a dense COMPACT STORAGE table may name a row by a
         // clustering prefix (CASSANDRA-7990), as its INSERT may.
         let prefix_row = self.write && self.meta.is_dense() && used > 0 && slice.is_none() && !filtered;
@@ -875,12 +865,38 @@ fn prefix_range(prefix: Bytes) -> ClusteringRange {
     ClusteringRange { start: Bound::Included(prefix), end }
 }
 
+/// Refuses a `token(...)` of other than one argument per partition key
+/// column, on either side of a token relation: what a statement's text
+/// alone decides, so PREPARE refuses it as execution would.
+pub fn check_token_relations(meta: &TableMeta, relations: &[Relation]) -> CqlResult<()> {
+    for relation in relations {
+        let Relation::Token { columns, value, .. } = relation else { continue };
+        check_token_arity(meta, columns.len())?;
+        if let Term::FunctionCall { name, args } = value {
+            if name == "token" || name == "system.token" {
+                check_token_arity(meta, args.len())?;
+            }
+        }
+    }
+    Ok(())
+}
+
+fn check_token_arity(meta: &TableMeta, provided: usize) -> CqlResult<()> {
+    let required = meta.partition_key().count();
+    match provided == required {
+        true => Ok(()),
+        false => Err(invalid(format!(
+            "Invalid number of arguments in call to function token: {required} required but {provided} provided"
+        ))),
+    }
+}
+
 /// Refuses a clustering value over 64 KiB (Cassandra's limit), and an
 /// empty value of a clustering column whose type's key encoding cannot
 /// place it ([`comparable::encodes_empty`]).
 pub fn check_key_value(column: &ColumnMeta, value: &[u8]) -> CqlResult<()> {
-    if column.kind == ColumnKind::Clustering && value.len() > usize::from(u16::MAX) {
-        return Err(invalid(format!("Key length of {} is longer than maximum of {}", value.len(), u16::MAX)));
+    if column.kind == ColumnKind::Clustering {
+        check_clustering_length(std::slice::from_ref(&value))?;
     }
     if value.is_empty() && column.kind == ColumnKind::Clustering && !comparable::encodes_empty(&column.ty) {
         return Err(invalid(format!(
@@ -889,6 +905,18 @@ pub fn check_key_value(column: &ColumnMeta, value: &[u8]) -> CqlResult<()> {
         )));
     }
     Ok(())
+}
+
+/// Refuses a clustering key (or prefix) whose components add up to more
+/// than 64 KiB: Cassandra 5 and ScyllaDB limit the whole key, not each
+/// component, and Cassandra 5 counts the values alone (so one component
+/// may reach 65535 bytes), in Cassandra's text.
+pub fn check_clustering_length<V: AsRef<[u8]>>(values: &[V]) -> CqlResult<()> {
+    let length_bytes: usize = values.iter().map(|v| v.as_ref().len()).sum();
+    match length_bytes > MAX_KEY_LEN {
+        true => Err(invalid(format!("Key length of {length_bytes} is longer than maximum of {MAX_KEY_LEN}"))),
+        false => Ok(()),
+    }
 }
 
 /// Where the partition with these key components lives. A key of one empty
@@ -900,7 +928,10 @@ pub fn position_of(parts: &[Bytes]) -> CqlResult<PartitionPosition> {
         }
     }
     let refs: Vec<&[u8]> = parts.iter().map(|b| &b[..]).collect();
-    let key = Bytes::from(serialize_partition_key(&refs).map_err(|e| invalid(format!("Invalid partition key: {e}")))?);
+    let key = Bytes::from(serialize_partition_key(&refs).map_err(|e| match e {
+        TokenError::KeyTooLong(_) => invalid(e.to_string()),
+        _ => invalid(format!("Invalid partition key: {e}")),
+    })?);
     Ok(PartitionPosition { token: murmur3_token(&key), key })
 }
 

@@ -168,6 +168,7 @@ pub fn compile(schema: &Schema, meta: Arc<TableMeta>, select: &Select) -> CqlRes
             return Err(invalid("PER PARTITION LIMIT is not allowed with aggregate queries."));
         }
     }
+    crate::restrictions::check_token_relations(&meta, &select.where_clause)?;
     let plan = EqPlan::compile(&meta, &select.where_clause);
     Ok(CompiledSelect {
         schema_version: schema.version,

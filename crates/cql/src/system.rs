@@ -1,6 +1,7 @@
 //! The system tables drivers read to learn the node and the schema:
 //! `system.local`, `system.peers`, `system.peers_v2` and `system_schema.*`;
-//! and `system_traces.*`, whose rows come from `traces`.
+//! `system_traces.*`, whose rows come from `traces`; and `system.clients`,
+//! from `clients`.
 //!
 //! They are virtual: their definitions are CQL (parsed at start), and their
 //! rows are generated from the node's identity and the current schema
@@ -9,7 +10,6 @@
 //! `docs/drivers.md` lists what each driver reads.
 
 use std::collections::BTreeMap;
-use std::net::IpAddr;
 use std::sync::{Arc, OnceLock};
 
 use bytes::Bytes;
@@ -23,6 +23,7 @@ use crate::ast::Statement;
 use crate::ddl;
 use crate::error::{CqlError, CqlResult};
 use crate::restrictions::position_of;
+use crate::system_cells::{bigint, boolean, double, inet, int, text, text_map, text_set, uuid, Values};
 use crate::values::serialize_items;
 
 /// The Cassandra release Shoal answers as. ScyllaDB reports 3.0.8, but
@@ -36,6 +37,11 @@ static TABLES: OnceLock<BTreeMap<(&'static str, &'static str), Arc<TableMeta>>> 
 
 const DEFINITIONS: &[(&str, &str, &str)] = &[
     ("system", "local", "key text PRIMARY KEY, bootstrapped text, broadcast_address inet, cluster_name text, cql_version text, data_center text, gossip_generation int, host_id uuid, listen_address inet, native_protocol_version text, partitioner text, rack text, release_version text, rpc_address inet, schema_version uuid, tokens set<text>, truncated_at map<uuid, blob>"),
+    // The CQL connections of this node (ScyllaDB's), from `clients`.
+    ("system", "clients", "address inet, port int, client_type text, client_options frozen<map<text, text>>, connection_stage text, driver_name text, driver_version text, hostname text, protocol_version int, shard_id int, ssl_cipher_suite text, ssl_enabled boolean, ssl_protocol text, username text, PRIMARY KEY (address, port, client_type)"),
+    // Partitions per primary token range and table, for bulk readers
+    // (Spark's connector) that split scans by them.
+    ("system", "size_estimates", "keyspace_name text, table_name text, range_start text, range_end text, mean_partition_size bigint, partitions_count bigint, PRIMARY KEY (keyspace_name, table_name, range_start, range_end)"),
     ("system", "peers", "peer inet PRIMARY KEY, data_center text, host_id uuid, preferred_ip inet, rack text, release_version text, rpc_address inet, schema_version uuid, tokens set<text>"),
     // Cassandra's own view of built indexes ("IndexInfo": table_name is the
     // keyspace), and the indexes whose build is under way on some shard.
@@ -119,9 +125,6 @@ pub fn is_system_keyspace(keyspace: &str) -> bool {
     ddl::SYSTEM_KEYSPACES.contains(&keyspace)
 }
 
-/// One row's values, in its table's column order.
-pub(crate) type Values = Vec<Option<Bytes>>;
-
 /// A virtual table filled with the rows of system table `meta` now.
 pub async fn contents(meta: &Arc<TableMeta>, schema: &Schema) -> CqlResult<VirtualTable> {
     let table = VirtualTable::new(Arc::clone(meta));
@@ -129,6 +132,8 @@ pub async fn contents(meta: &Arc<TableMeta>, schema: &Schema) -> CqlResult<Virtu
         ("system_traces", name) => crate::traces::rows(name).await?,
         ("system_auth", name) => crate::auth::tables::rows(name, &schema.roles),
         ("system", "local") => vec![local_row(schema)],
+        ("system", "clients") => crate::clients::rows().await?,
+        ("system", "size_estimates") => size_estimate_rows().await?,
         ("system", "config") => {
             crate::live_config::rows().iter().map(|row| row.iter().map(|cell| text(cell)).collect()).collect()
         }
@@ -159,44 +164,6 @@ pub async fn contents(meta: &Arc<TableMeta>, schema: &Schema) -> CqlResult<Virtu
         table.insert(position, update);
     }
     Ok(table)
-}
-
-pub(crate) fn text(s: &str) -> Option<Bytes> {
-    Some(Bytes::copy_from_slice(s.as_bytes()))
-}
-
-pub(crate) fn inet(address: IpAddr) -> Option<Bytes> {
-    Some(match address {
-        IpAddr::V4(a) => Bytes::copy_from_slice(&a.octets()),
-        IpAddr::V6(a) => Bytes::copy_from_slice(&a.octets()),
-    })
-}
-
-pub(crate) fn uuid(id: Uuid) -> Option<Bytes> {
-    Some(Bytes::copy_from_slice(id.as_bytes()))
-}
-
-pub(crate) fn int(v: i32) -> Option<Bytes> {
-    Some(Bytes::copy_from_slice(&v.to_be_bytes()))
-}
-
-fn double(v: f64) -> Option<Bytes> {
-    Some(Bytes::copy_from_slice(&v.to_be_bytes()))
-}
-
-pub(crate) fn boolean(v: bool) -> Option<Bytes> {
-    Some(Bytes::from_static(if v { &[1] } else { &[0] }))
-}
-
-pub(crate) fn text_map(map: &BTreeMap<String, String>) -> Option<Bytes> {
-    Some(shoal_schema::collection::serialize_map(
-        map.iter().flat_map(|(k, v)| [Some(k.as_bytes()), Some(v.as_bytes())]),
-        map.len(),
-    ))
-}
-
-pub(crate) fn text_set<'a>(items: impl Iterator<Item = &'a str> + Clone) -> Option<Bytes> {
-    Some(serialize_items(items.clone().map(str::as_bytes), items.count()))
 }
 
 fn local_row(schema: &Schema) -> Vec<Option<Bytes>> {
@@ -373,6 +340,23 @@ async fn shards_building(ids: Vec<Uuid>) -> CqlResult<Vec<Vec<usize>>> {
     .map_err(|e| CqlError::Server(e.to_string()))?;
     Ok((0..count)
         .map(|i| building.iter().enumerate().filter(|(_, b)| b[i]).map(|(shard, _)| shard).collect())
+        .collect())
+}
+
+async fn size_estimate_rows() -> CqlResult<Vec<Values>> {
+    let estimates = shoal_coordinator::size_estimates().await.map_err(|e| CqlError::Server(e.to_string()))?;
+    Ok(estimates
+        .iter()
+        .map(|e| {
+            vec![
+                text(&e.keyspace),
+                text(&e.table),
+                text(&e.start.to_string()),
+                text(&e.end.to_string()),
+                bigint(e.mean_partition_size),
+                bigint(e.partitions_count),
+            ]
+        })
         .collect())
 }
 

@@ -30,7 +30,7 @@ use uuid::Uuid;
 
 use crate::error::{CqlError, CqlResult};
 use crate::functions;
-use crate::system::{self, Values};
+use crate::system_cells::{self as cells, Values};
 
 const SESSIONS_PER_SHARD_MAX: usize = 1024;
 const EVENTS_PER_SESSION_MAX: usize = 64;
@@ -173,25 +173,25 @@ pub(crate) async fn rows(table: &str) -> CqlResult<Vec<Values>> {
 fn session_row(s: &Session) -> Values {
     let node = shoal_coordinator::cluster::node();
     vec![
-        system::uuid(Uuid::from_bytes(s.id)),
-        system::inet(s.client),
-        system::text(s.command),
-        system::inet(node.address),
-        system::int(s.duration_us),
-        system::text_map(&s.parameters),
-        system::text(s.request),
+        cells::uuid(Uuid::from_bytes(s.id)),
+        cells::inet(s.client),
+        cells::text(s.command),
+        cells::inet(node.address),
+        cells::int(s.duration_us),
+        cells::text_map(&s.parameters),
+        cells::text(s.request),
         Some(Bytes::copy_from_slice(&s.started_at_ms.to_be_bytes())),
     ]
 }
 
 fn event_row(s: &Session, e: &Event) -> Values {
     vec![
-        system::uuid(Uuid::from_bytes(s.id)),
-        system::uuid(Uuid::from_bytes(e.id)),
-        system::text(&e.activity),
-        system::inet(shoal_coordinator::cluster::node().address),
-        system::int(e.elapsed_us),
-        system::text(&e.thread),
+        cells::uuid(Uuid::from_bytes(s.id)),
+        cells::uuid(Uuid::from_bytes(e.id)),
+        cells::text(&e.activity),
+        cells::inet(shoal_coordinator::cluster::node().address),
+        cells::int(e.elapsed_us),
+        cells::text(&e.thread),
     ]
 }
 

@@ -276,8 +276,15 @@ fn vector(
     }
     let mut values = Vec::with_capacity(items.len());
     for item in items {
-        let value = eval(item, Receiver { name: receiver.name, ty: elem }, bindings)?.into_option();
-        values.push(value.ok_or_else(|| invalid(format!("null is not supported inside vectors ({})", receiver.name)))?);
+        // A constant of another type is refused in Cassandra's words (a
+        // marker's or a function's own error stands).
+        let value = eval(item, Receiver { name: receiver.name, ty: elem }, bindings).map_err(|e| match item {
+            Term::Literal(_) | Term::Cast { .. } | Term::List(_) | Term::Set(_) | Term::Map(_) | Term::Tuple(_) => {
+                invalid(format!("Invalid vector literal for {}: value {item} is not of type {elem}", receiver.name))
+            }
+            _ => e,
+        })?;
+        values.push(value.into_option().ok_or_else(|| invalid("null is not supported inside vectors"))?);
     }
     let mut out = Vec::new();
     shoal_schema::vector::write(elem, values.iter().map(|v| &v[..]), &mut out);

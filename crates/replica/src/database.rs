@@ -108,6 +108,16 @@ enum Write<'a> {
     Row(RowCells<'a>),
 }
 
+impl Write<'_> {
+    /// What its commitlog entry holds twice (a memcached row: nothing).
+    fn repeated_key_bytes(&self) -> usize {
+        match self {
+            Write::Partition(update) => update.repeated_key_bytes(),
+            Write::Row(_) => 0,
+        }
+    }
+}
+
 /// What a write applied with [`Database::apply_unsynced`] waits for before
 /// it is answered: its commitlog entry on disk under `commitlog_sync:
 /// batch`, in the file under `periodic` (`CommitLog::wait_durable`);
@@ -578,7 +588,7 @@ impl Database {
         self.wait_for_memtable_space().await;
         let log = self.commitlog.borrow().clone().filter(|_| !self.unlogged.borrow().contains(&table_id));
         let logged = match &log {
-            Some(log) => Some(log.append(|out| match &write {
+            Some(log) => Some(log.append_repeating(write.repeated_key_bytes(), |out| match &write {
                 Write::Partition(update) => encode_mutation(out, table_id, &position, update),
                 Write::Row(row) => encode_row_mutation(out, table_id, &position, row),
             })?),
@@ -847,6 +857,17 @@ impl Database {
             schema.table_by_id(**id).is_some_and(|t| !shoal_schema::SYSTEM_KEYSPACES.contains(&t.keyspace.as_str()))
         });
         user.map(|(_, table)| table.sstable_set().iter().map(|s| s.data_bytes()).sum::<u64>()).sum()
+    }
+
+    /// Table `id`'s partitions and their bytes in this shard's SSTables
+    /// (`system.size_estimates` counts flushed data only, as Cassandra's);
+    /// zeros for a table this shard does not have.
+    pub fn flushed_partitions(&self, id: Uuid) -> (u64, u64) {
+        let Some(table) = self.tables.borrow().get(&id).cloned() else { return (0, 0) };
+        let sstables = table.sstable_set();
+        sstables
+            .iter()
+            .fold((0, 0), |(partitions, bytes), s| (partitions + s.stats().partitions, bytes + s.stats().raw_bytes))
     }
 
     /// Drops, from `tables` (ids), the partitions whose token `keep`

@@ -9,14 +9,16 @@
 //! remainder by zero fails with Java's message (`/ by zero`, `BigInteger
 //! divide by zero`, `Division by zero`); floating point division by zero
 //! gives an infinity or NaN, as in Java. Varint and decimal operands are
-//! exact while they fit 128 bits, and refused past that; decimal division
+//! exact while they fit 128 bits, and refused past that, but for decimal
+//! `+` and `-`, of any size and rounded half up to 10,000 digits as
+//! Cassandra 5's; decimal division
 //! is Cassandra's (a scale of at least 32, enough for 32 significant
 //! digits, rounded half up, trailing zeros stripped), decimal remainder
 //! Java's `BigDecimal.remainder`, with its scale.
 
 use crate::cast::cast;
 use crate::types::CqlType;
-use crate::value::{bignum, Value, ValueError};
+use crate::value::{self, bignum, Value, ValueError};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum NumericOp {
@@ -151,22 +153,47 @@ fn overflow_or_zero(op: NumericOp, y: i128) -> &'static str {
 
 const TOO_LARGE: &str = "the result does not fit 128 bits (not supported yet)";
 
-/// Decimal `+`, `-` (at the larger scale), `*` (scales added), `/` and
+/// Significant digits a decimal sum keeps (Cassandra's
+/// `DecimalType.MAX_PRECISION`): 1e10000 + 1 is 1e10000.
+const DECIMAL_SUM_PRECISION: usize = 10_000;
+
+/// Decimal `+` and `-` of any size (at the larger scale, then rounded half
+/// up to [`DECIMAL_SUM_PRECISION`] digits), `*` (scales added), `/` and
 /// `%`, exact while the unscaled values fit 128 bits.
 fn decimal(op: NumericOp, (sa, ua): (i32, &[u8]), (sb, ub): (i32, &[u8])) -> Result<Value, &'static str> {
-    let (x, y) = (wide(ua).ok_or(TOO_LARGE)?, wide(ub).ok_or(TOO_LARGE)?);
+    let unscaled_pair = || Ok::<_, &'static str>((wide(ua).ok_or(TOO_LARGE)?, wide(ub).ok_or(TOO_LARGE)?));
     let (scale, unscaled) = match op {
-        NumericOp::Add | NumericOp::Sub => {
-            let scale = sa.max(sb);
-            let aligned = align(x, scale - sa).zip(align(y, scale - sb));
-            let (x, y) = aligned.ok_or(TOO_LARGE)?;
-            (scale, exact(op, x, y).ok_or(TOO_LARGE)?)
+        NumericOp::Add | NumericOp::Sub => return decimal_sum(op, (sa, ua), (sb, ub)),
+        NumericOp::Mul => {
+            let (x, y) = unscaled_pair()?;
+            (sa.checked_add(sb).ok_or(TOO_LARGE)?, x.checked_mul(y).ok_or(TOO_LARGE)?)
         }
-        NumericOp::Mul => (sa.checked_add(sb).ok_or(TOO_LARGE)?, x.checked_mul(y).ok_or(TOO_LARGE)?),
-        NumericOp::Div => return decimal_divide((sa, x), (sb, y)),
-        NumericOp::Mod => decimal_remainder((sa, x), (sb, y))?,
+        NumericOp::Div => {
+            let (x, y) = unscaled_pair()?;
+            return decimal_divide((sa, x), (sb, y));
+        }
+        NumericOp::Mod => {
+            let (x, y) = unscaled_pair()?;
+            decimal_remainder((sa, x), (sb, y))?
+        }
     };
     Ok(Value::Decimal { scale, unscaled: varint(unscaled) })
+}
+
+fn decimal_sum(op: NumericOp, a: (i32, &[u8]), (sb, ub): (i32, &[u8])) -> Result<Value, &'static str> {
+    let negated;
+    let ub = match op {
+        NumericOp::Sub => {
+            negated = bignum::negate(ub);
+            &negated[..]
+        }
+        _ => ub,
+    };
+    let Ok(Value::Decimal { scale, unscaled }) = value::add_decimals(a, (sb, ub)) else {
+        return Err("the operands' scales are more than 10000 apart (not supported)");
+    };
+    let (scale, unscaled) = value::round_decimal_half_up(scale, &unscaled, DECIMAL_SUM_PRECISION).ok_or(TOO_LARGE)?;
+    Ok(Value::Decimal { scale, unscaled })
 }
 
 /// `v × 10^by`, if it fits.
@@ -329,6 +356,33 @@ mod tests {
         assert_eq!(div("123456789", "0.001"), "1.23456789E+11");
         let zero = decimal_op(NumericOp::Div, "1.5", "0").expect_err("by zero");
         assert!(zero.ends_with("failed: BigInteger divide by zero"), "{zero}");
+    }
+
+    #[test]
+    fn decimal_sums_are_exact_at_any_size_to_ten_thousand_digits() {
+        let big = |text: &str| {
+            crate::literal::parse_literal(&CqlType::Decimal, crate::literal::LiteralKind::Float, text)
+                .expect("a decimal literal")
+        };
+        let sum = |op, a: &str, b: &str| match apply(op, &CqlType::Decimal, &big(a), &big(b)).expect("sums") {
+            Value::Decimal { scale, unscaled } => crate::value::decimal_to_string(scale, &unscaled),
+            other => panic!("not a decimal: {other:?}"),
+        };
+        let ones = "1".repeat(60);
+        assert_eq!(sum(NumericOp::Add, &ones, &ones), "2".repeat(60));
+        assert_eq!(sum(NumericOp::Sub, &ones, &format!("{ones}.5")), "-0.5");
+        // Past 10,000 digits the smaller operand is rounded away, as Cassandra's.
+        assert_eq!(sum(NumericOp::Add, "1e10000", "1"), format!("1.{}E+10000", "0".repeat(9999)));
+        assert_eq!(sum(NumericOp::Sub, "1e10000", "1e10000"), "0E+10000");
+    }
+
+    #[test]
+    fn decimal_rounding_carries_through_nines() {
+        let nines = crate::value::bignum::from_magnitude(false, &crate::value::bignum::from_decimal_digits(b"9995"));
+        let (scale, unscaled) = crate::value::round_decimal_half_up(1, &nines, 3).expect("rounds");
+        assert_eq!(crate::value::decimal_to_string(scale, &unscaled), "1.00E+3");
+        let (scale, unscaled) = crate::value::round_decimal_half_up(1, &nines, 4).expect("fits");
+        assert_eq!(crate::value::decimal_to_string(scale, &unscaled), "999.5");
     }
 
     #[test]

@@ -65,6 +65,9 @@ pub enum LiteralError {
     OutOfRange { text: String, ty: &'static str },
     #[error("invalid {ty} number '{text}'")]
     InvalidNumber { text: String, ty: &'static str },
+    /// A decimal whose scale does not fit 32 bits (Cassandra's text).
+    #[error("unable to make BigDecimal from '{0}'")]
+    DecimalScaleOutOfRange(String),
     #[error("Invalid ASCII character in string literal '{0}'")]
     NonAscii(String),
     #[error("invalid timestamp '{0}': expected yyyy-mm-dd[ hh:mm[:ss[.fff]]][zone] or milliseconds")]
@@ -211,8 +214,15 @@ fn parse_decimal(text: &str) -> Result<Value, LiteralError> {
         Some(body) => (true, body),
         None => (false, text),
     };
+    let out_of_range = || LiteralError::DecimalScaleOutOfRange(text.to_owned());
     let (mantissa, exponent) = match body.split_once(['e', 'E']) {
-        Some((mantissa, exp)) => (mantissa, exp.parse::<i64>().map_err(|_| invalid())?),
+        Some((mantissa, exp)) => {
+            let digits = exp.strip_prefix(['+', '-']).unwrap_or(exp);
+            if digits.is_empty() || !digits.bytes().all(|b| b.is_ascii_digit()) {
+                return Err(invalid());
+            }
+            (mantissa, exp.parse::<i64>().map_err(|_| out_of_range())?)
+        }
         None => (body, 0),
     };
     let (int_part, frac_part) = mantissa.split_once('.').unwrap_or((mantissa, ""));
@@ -220,8 +230,7 @@ fn parse_decimal(text: &str) -> Result<Value, LiteralError> {
     if int_part.len() + frac_part.len() == 0 || !all_digits(int_part) || !all_digits(frac_part) {
         return Err(invalid());
     }
-    let scale = i32::try_from(frac_part.len() as i64 - exponent)
-        .map_err(|_| LiteralError::OutOfRange { text: text.to_owned(), ty: "decimal" })?;
+    let scale = i32::try_from(frac_part.len() as i64 - exponent).map_err(|_| out_of_range())?;
     let digits = [int_part.as_bytes(), frac_part.as_bytes()].concat();
     let unscaled = bignum::from_magnitude(negative, &bignum::from_decimal_digits(&digits));
     Ok(Value::Decimal { scale, unscaled })
@@ -791,7 +800,10 @@ mod tests {
         );
         assert_eq!(decimal_text("decimal", K::Float, "1.5E-10"), "1.5E-10");
         assert!(parse("decimal", K::Float, "NaN").is_err());
-        assert!(parse("decimal", K::Float, "1e99999999999").is_err());
+        let huge = parse("decimal", K::Float, "1e2147483649").expect_err("scale past i32").to_string();
+        assert_eq!(huge, "unable to make BigDecimal from '1e2147483649'");
+        let past_i64 = parse("decimal", K::Float, "1e99999999999999999999").expect_err("exponent past i64");
+        assert!(past_i64.to_string().contains("BigDecimal"), "{past_i64}");
         assert!(parse("decimal", K::Float, ".").is_err());
     }
 

@@ -21,7 +21,8 @@ pub const MAX_KEY_LEN: usize = u16::MAX as usize;
 pub enum TokenError {
     #[error("a partition key needs at least one component")]
     NoComponents,
-    #[error("partition key is {0} bytes long, longer than the maximum of 65535")]
+    /// Cassandra's and ScyllaDB's text (`validation::is_cql_key_invalid`).
+    #[error("Key length of {0} is longer than maximum of 65535")]
     KeyTooLong(usize),
     #[error("malformed composite partition key: {0}")]
     Malformed(&'static str),

@@ -920,7 +920,7 @@ fn mismatch(ty: &CqlType, got: &Value) -> ValueError {
 }
 
 /// Decimal addition at the larger scale (Java's `BigDecimal.add`).
-fn add_decimals(a: (i32, &[u8]), b: (i32, &[u8])) -> Result<Value, ValueError> {
+pub(crate) fn add_decimals(a: (i32, &[u8]), b: (i32, &[u8])) -> Result<Value, ValueError> {
     let ((sa, ua), (sb, ub)) = if a.0 >= b.0 { (a, b) } else { (b, a) };
     let gap = i64::from(sa) - i64::from(sb);
     if gap > MAX_SCALE_GAP {
@@ -928,6 +928,39 @@ fn add_decimals(a: (i32, &[u8]), b: (i32, &[u8])) -> Result<Value, ValueError> {
     }
     let aligned = bignum::mul_pow10(ub, gap as u32);
     Ok(Value::Decimal { scale: sa, unscaled: bignum::add(ua, &aligned) })
+}
+
+/// `unscaled × 10^-scale` rounded half up (away from zero on a tie, Java's
+/// `HALF_UP`) to at most `precision` significant digits; `None` when the
+/// scale the rounding needs does not fit an i32.
+pub(crate) fn round_decimal_half_up(scale: i32, unscaled: &[u8], precision: usize) -> Option<(i32, Vec<u8>)> {
+    assert!(precision > 0, "a precision of at least one digit");
+    let (negative, magnitude) = bignum::to_magnitude(unscaled);
+    let digits = bignum::to_decimal_digits(magnitude);
+    if digits.len() <= precision {
+        return Some((scale, unscaled.to_vec()));
+    }
+    let mut dropped = digits.len() - precision;
+    let mut kept: Vec<u8> = digits[..precision].to_vec();
+    if digits[precision] >= 5 {
+        // Carry through trailing nines; all nines become 1 and zeros.
+        let last_below_nine = kept.iter().rposition(|d| *d < 9);
+        match last_below_nine {
+            Some(at) => {
+                kept[at] += 1;
+                kept[at + 1..].iter_mut().for_each(|d| *d = 0);
+            }
+            None => {
+                kept.iter_mut().for_each(|d| *d = 0);
+                kept[0] = 1;
+                // 10^precision has one digit too many: drop a zero.
+                dropped += 1;
+            }
+        }
+    }
+    let ascii: Vec<u8> = kept.iter().map(|d| b'0' + d).collect();
+    let scale = i32::try_from(i64::from(scale) - i64::try_from(dropped).ok()?).ok()?;
+    Some((scale, bignum::from_magnitude(negative, &bignum::from_decimal_digits(&ascii))))
 }
 
 /// Widens an integer value to a varint, so `avg` can sum without the
@@ -1226,6 +1259,12 @@ pub(crate) mod bignum {
         }
         trim(limbs);
         rem as u64
+    }
+
+    /// `-twos`.
+    pub(crate) fn negate(twos: &[u8]) -> Vec<u8> {
+        let (negative, magnitude) = to_magnitude(twos);
+        from_magnitude(!negative, &magnitude)
     }
 
     /// Decimal digit values (0..=9), most significant first; `[0]` for zero.

@@ -53,6 +53,21 @@ impl Session {
         Session { connection }
     }
 
+    /// The protocol version and cipher suite the handshake settled on, as
+    /// ScyllaDB's `system.clients` names them (`TLS1.3`, and the suite's
+    /// IANA name, `TLS_AES_256_GCM_SHA384`); `None` while handshaking.
+    pub fn negotiated(&self) -> Option<(&'static str, String)> {
+        let protocol = match self.connection.protocol_version()? {
+            rustls::ProtocolVersion::TLSv1_2 => "TLS1.2",
+            rustls::ProtocolVersion::TLSv1_3 => "TLS1.3",
+            _ => "unknown",
+        };
+        let suite = self.connection.negotiated_cipher_suite()?.suite();
+        // rustls writes TLS 1.3 suites `TLS13_...`; IANA's names are `TLS_...`.
+        let name = suite.as_str().map_or_else(|| format!("{suite:?}"), |name| name.replacen("TLS13_", "TLS_", 1));
+        Some((protocol, name))
+    }
+
     /// The handshake is not complete yet.
     pub fn is_handshaking(&self) -> bool {
         self.connection.is_handshaking()

@@ -224,6 +224,15 @@ impl Socket {
         matches!(self, Socket::Tls(_))
     }
 
+    /// Over TLS, the protocol version and cipher suite in use
+    /// ([`Session::negotiated`]).
+    pub fn negotiated(&self) -> Option<(&'static str, String)> {
+        match self {
+            Socket::Plain(_) => None,
+            Socket::Tls(tls) => tls.session.borrow().negotiated(),
+        }
+    }
+
     /// A read half and a write half, to be used by two tasks of this shard.
     pub fn into_split(self) -> (Socket, Socket) {
         match self {

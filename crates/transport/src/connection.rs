@@ -11,7 +11,7 @@
 use std::cell::{Cell, RefCell};
 use std::collections::HashMap;
 use std::future::Future;
-use std::net::IpAddr;
+use std::net::{IpAddr, SocketAddr};
 use std::panic::AssertUnwindSafe;
 use std::pin::Pin;
 use std::rc::Rc;
@@ -21,6 +21,7 @@ use std::task::Poll;
 use bytes::{Bytes, BytesMut};
 use futures_channel::mpsc;
 use futures_util::{FutureExt, StreamExt};
+use shoal_cql::clients;
 use shoal_cql::processor::{self, QueryOptions, Session};
 use shoal_cql::traces::SharedTrace;
 use shoal_cql::{BatchStatement, CqlError, QueryResult};
@@ -30,7 +31,7 @@ use shoal_tls::Socket;
 
 use crate::authentication::Login;
 use crate::compression::Compression;
-use crate::frame::{begin_response, begin_response_with, finish_frame, FrameDecoder, Opcode};
+use crate::frame::{begin_response, begin_response_with, finish_frame, FrameDecoder, Opcode, PROTOCOL_VERSION};
 use crate::metrics::{InFlight, OpenConnection};
 use crate::request::{self, Request};
 use crate::request_trace;
@@ -82,6 +83,8 @@ struct Connection {
     /// Topology listener id, once the client REGISTERed for
     /// TOPOLOGY_CHANGE or STATUS_CHANGE.
     topology_listener: Cell<Option<u64>>,
+    /// This connection's row of `system.clients`, while it is open.
+    listed: clients::Registration,
 }
 
 impl Drop for Connection {
@@ -100,7 +103,8 @@ impl Drop for Connection {
 pub async fn run(stream: TcpStream, config: Arc<ServerConfig>, tls: Option<shoal_tls::Acceptor>) {
     let _open = OpenConnection::new();
     let _ = stream.set_nodelay(true);
-    let client = stream.peer_addr().map_or(IpAddr::from([0, 0, 0, 0]), |a| a.ip());
+    let address = stream.peer_addr().unwrap_or_else(|_| SocketAddr::from(([0, 0, 0, 0], 0)));
+    let client = address.ip();
     let socket = match shoal_tls::accept(tls.as_ref(), stream).await {
         Ok(socket) => socket,
         Err(e) => {
@@ -108,6 +112,10 @@ pub async fn run(stream: TcpStream, config: Arc<ServerConfig>, tls: Option<shoal
             return;
         }
     };
+    let tls = socket
+        .negotiated()
+        .map(|(protocol, cipher_suite)| clients::TlsInfo { protocol: protocol.to_string(), cipher_suite });
+    let listed = clients::Registration::open(address, tls);
     let (reader, writer) = socket.into_split();
     let (out, frames) = mpsc::unbounded();
     let (written, mut written_rx) = mpsc::unbounded();
@@ -125,6 +133,7 @@ pub async fn run(stream: TcpStream, config: Arc<ServerConfig>, tls: Option<shoal
         out,
         listener: Cell::new(None),
         topology_listener: Cell::new(None),
+        listed,
     });
     if let Err(e) = read_loop(reader, &connection, &mut written_rx).await {
         tracing::debug!("connection closed: {e}");
@@ -368,6 +377,7 @@ async fn execute(
             // as its largest branch, and QUERY's and EXECUTE's are moved
             // several times per request.
             let user = Box::pin(connection.login.authenticate(token.as_deref())).await?;
+            connection.listed.logged_in(&user);
             connection.session.borrow_mut().user = Some(user.into());
             let mut body = Vec::new();
             response::write_auth_success(&mut body, None);
@@ -442,13 +452,14 @@ fn startup(connection: &Connection, options: &HashMap<String, String>) -> Result
     }
     connection.lwt_mark.set(options.contains_key(LWT_ADD_METADATA_MARK));
     let (opcode, mut body) = (Opcode::Ready, Vec::new());
-    let opcode = match connection.login.started() {
+    let (opcode, stage) = match connection.login.started() {
         true => {
             response::write_authenticate(&mut body, shoal_cql::auth::Authenticator::PASSWORD_CLASS);
-            Opcode::Authenticate
+            (Opcode::Authenticate, clients::Stage::Authenticating)
         }
-        false => opcode,
+        false => (opcode, clients::Stage::Ready),
     };
+    connection.listed.started(PROTOCOL_VERSION, options, stage);
     // READY (or AUTHENTICATE) itself goes out uncompressed: the client switches after it.
     Ok(Response { opcode, body, compressed: false, tracing_id: None })
 }

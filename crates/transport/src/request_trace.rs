@@ -1,6 +1,7 @@
 //! What a request sent with the TRACING flag records about itself: the
 //! command and description Cassandra shows in `system_traces.sessions`, and
-//! its parameters (consistency, query text, page size).
+//! its parameters (consistency, query text - a prepared statement's too -,
+//! page size).
 
 use std::collections::BTreeMap;
 use std::net::IpAddr;
@@ -20,7 +21,12 @@ pub(crate) fn begin(client: IpAddr, request: &Request) -> Option<Trace> {
             add_params(&mut parameters, params);
             ("QUERY", "Execute CQL3 query")
         }
-        Request::Execute { params, .. } => {
+        Request::Execute { id, params } => {
+            // Cassandra records the prepared statement's text, so a trace
+            // says what ran.
+            if let Some(text) = shoal_cql::processor::prepared_text(id) {
+                parameters.insert("query".to_string(), text.to_string());
+            }
             add_params(&mut parameters, params);
             ("EXECUTE", "Execute CQL3 prepared query")
         }

@@ -32,7 +32,7 @@ use crate::ast::{Describe, DescribeTarget};
 use crate::describe::{literal, map_literal, maybe_quote};
 use crate::error::{CqlError, CqlResult};
 use crate::result::Rows;
-use crate::system::text;
+use crate::system_cells::text;
 
 /// The default superuser, created when no role exists.
 pub const DEFAULT_SUPERUSER: &str = "cassandra";

@@ -15,7 +15,7 @@ use super::statement::{PermissionStatement, RoleStatement};
 use crate::ast::Statement;
 use crate::error::{invalid, CqlError, CqlResult};
 use crate::result::{ColumnSpec, QueryResult, Rows};
-use crate::system::text;
+use crate::system_cells::text;
 
 /// Runs a permission statement for `user` in `session` (its keyspace).
 pub async fn execute(

@@ -19,7 +19,7 @@ use super::password;
 use super::statement::{RoleOptions, RoleStatement};
 use crate::error::{invalid, CqlError, CqlResult};
 use crate::result::{ColumnSpec, QueryResult, Rows};
-use crate::system::{boolean, text, text_map};
+use crate::system_cells::{boolean, text, text_map};
 
 /// The keyspace clients are told changed when roles change.
 pub const AUTH_KEYSPACE: &str = "system_auth";

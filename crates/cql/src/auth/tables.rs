@@ -3,7 +3,7 @@
 
 use shoal_schema::Roles;
 
-use crate::system::{boolean, text, text_set, Values};
+use crate::system_cells::{boolean, text, text_set, Values};
 
 /// The rows of `system_auth.<table>`, in its column order.
 pub fn rows(table: &str, roles: &Roles) -> Vec<Values> {

@@ -309,6 +309,18 @@ impl CommitLog {
     /// position just past it. Fails at once once writes have been failing
     /// for [`CommitLog::max_backlog_bytes`].
     pub fn append(&self, encode: impl FnOnce(&mut Vec<u8>)) -> StorageResult<(Position, Position)> {
+        self.append_repeating(0, encode)
+    }
+
+    /// [`CommitLog::append`] of an entry of which `repeated_bytes` repeat
+    /// others of it ([`crate::Partition::repeated_key_bytes`]): the limit
+    /// counts what the mutation holds once, and the entry as written has
+    /// still to fit in one segment.
+    pub fn append_repeating(
+        &self,
+        repeated_bytes: usize,
+        encode: impl FnOnce(&mut Vec<u8>),
+    ) -> StorageResult<(Position, Position)> {
         if self.closed.get() {
             return Err(StorageError::CommitlogClosed);
         }
@@ -317,8 +329,13 @@ impl CommitLog {
         entry.resize(ENTRY_HEADER_BYTES as usize, 0);
         encode(&mut entry);
         let payload_len = entry.len() - ENTRY_HEADER_BYTES as usize;
-        if entry.len() > self.max_entry_bytes() {
-            return Err(StorageError::TooLarge { bytes: entry.len(), max_bytes: self.max_entry_bytes() });
+        let counted_bytes = entry.len().saturating_sub(repeated_bytes);
+        if counted_bytes > self.max_entry_bytes() {
+            return Err(StorageError::TooLarge { bytes: counted_bytes, max_bytes: self.max_entry_bytes() });
+        }
+        let segment_room_bytes = (self.config.segment_size_bytes - SEGMENT_HEADER_BYTES) as usize;
+        if entry.len() > segment_room_bytes {
+            return Err(StorageError::TooLarge { bytes: entry.len(), max_bytes: segment_room_bytes });
         }
         let crc = crc32c::crc32c(&entry[ENTRY_HEADER_BYTES as usize..]);
         entry[..4].copy_from_slice(&(payload_len as u32).to_le_bytes());
@@ -851,6 +868,28 @@ mod tests {
             assert!(log.syncs() > 0, "and synced");
             assert!(log.discard_all().await.is_ok());
             assert_eq!(segment_ids(&dir, 0).await.ok(), Some(Vec::new()), "no segment left to replay");
+        });
+        std::fs::remove_dir_all(&dir).ok();
+    }
+
+    #[test]
+    fn repeated_bytes_do_not_count_toward_the_entry_limit() {
+        let dir = std::env::temp_dir().join(format!("shoal-commitlog-repeated-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).ok();
+        shoal_io::block_on(async {
+            let segment_size_bytes = 4 * 4096;
+            let config = CommitLogConfig { dir: dir.clone(), shard: 0, segment_size_bytes, sync: SyncMode::Batch };
+            let log = CommitLog::start(config, 3);
+            let half = log.max_entry_bytes();
+            // Twice the limit, half of it repeated: counted once, it fits.
+            let twice = vec![7u8; 2 * half - 64];
+            assert!(matches!(log.append(|out| out.extend_from_slice(&twice)), Err(StorageError::TooLarge { .. })));
+            assert!(log.append_repeating(half, |out| out.extend_from_slice(&twice)).is_ok());
+            // Still bounded by what a segment holds, whatever repeats.
+            let over = vec![7u8; segment_size_bytes as usize];
+            let refused = log.append_repeating(over.len(), |out| out.extend_from_slice(&over));
+            assert!(matches!(refused, Err(StorageError::TooLarge { max_bytes, .. }) if max_bytes < over.len()));
+            assert!(log.close().await.is_ok());
         });
         std::fs::remove_dir_all(&dir).ok();
     }
