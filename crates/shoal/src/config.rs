@@ -225,7 +225,7 @@ pub struct ServerArgs {
     /// Memory for the node, e.g. 2G [default: 90% of RAM, or of the cgroup's limit when lower]
     #[arg(long, env = "SHOAL_MEMORY", help_heading = "Shards and memory")]
     pub memory: Option<String>,
-    /// Memory for memtables (all shards) [default: half of --memory, ScyllaDB's dirty memory limit]
+    /// Memory for memtables (all shards) [default: a quarter of --memory]
     #[arg(long, env = "SHOAL_MEMTABLE_SPACE_IN_MB", help_heading = "Shards and memory")]
     pub memtable_space_in_mb: Option<u64>,
     /// Share of the cache's memory that partition-index pages may use [default: 0.2]
@@ -717,11 +717,7 @@ impl Config {
         }
         let memtable_space_bytes = match args.memtable_space_in_mb.or(file.memtable_space_in_mb) {
             Some(mb) => mb << 20,
-            // ScyllaDB's dirty memory limit (half the shard's memory). A
-            // quarter flushed a 200 MB working set of overwritten items every
-            // few seconds (its memtable never held every key) and compacted
-            // the SSTables that made; the cache gives memtables the room.
-            None => memory_bytes / 2,
+            None => memory_bytes / 4,
         };
         if memtable_space_bytes < (smp as u64) << 20 {
             return Err(ConfigError::TooSmall("memtable space in MiB (one per shard)", smp as u64));
@@ -988,21 +984,6 @@ mod tests {
         assert_eq!(config.map(|c| c.cluster_name.as_str()), Some("Test"));
         assert_eq!(config.map(|c| c.smp), Some(3));
         std::fs::remove_dir_all(&dir).ok();
-    }
-
-    #[test]
-    fn memtables_get_half_of_the_memory_unless_told() {
-        let space = |memtable: Option<u64>| {
-            let args = ServerArgs {
-                smp: Some(2),
-                memory: Some("1G".to_string()),
-                memtable_space_in_mb: memtable,
-                ..ServerArgs::default()
-            };
-            Config::resolve(args).ok().map(|c| c.memtable_space_bytes)
-        };
-        assert_eq!(space(None), Some(512 << 20), "ScyllaDB's dirty memory limit");
-        assert_eq!(space(Some(100)), Some(100 << 20));
     }
 
     #[test]
