@@ -25,12 +25,17 @@ def total(families, name, sample_name=None, **labels):
                if s.name == sample_name and all(s.labels.get(k) == v for k, v in labels.items()))
 
 
+def create_ks_t(session):
+    """ks.t (k int PRIMARY KEY, v text), in a keyspace of one replica."""
+    session.execute("CREATE KEYSPACE ks WITH replication = {'class': 'SimpleStrategy', 'replication_factor': 1}")
+    session.execute("CREATE TABLE ks.t (k int PRIMARY KEY, v text)")
+
+
 def test_metrics_count_requests_and_parse_as_prometheus():
     with temp_node("shoal-admin-") as node:
         cluster, session = node.session()
         try:
-            session.execute("CREATE KEYSPACE ks WITH replication = {'class': 'SimpleStrategy', 'replication_factor': 1}")
-            session.execute("CREATE TABLE ks.t (k int PRIMARY KEY, v text)")
+            create_ks_t(session)
             before = scrape(node)
             insert = session.prepare("INSERT INTO ks.t (k, v) VALUES (?, ?)")
             select = session.prepare("SELECT v FROM ks.t WHERE k = ?")
@@ -91,6 +96,44 @@ def test_metrics_count_requests_and_parse_as_prometheus():
         count = [v for le, v in values if le == "count"][0]
         assert buckets == sorted(buckets), key
         assert buckets[-1] == count, key
+
+
+def test_commitlog_writes_flush_steps_and_compactions_are_timed():
+    """shoal_commitlog_write_seconds times the data log's writes (the wait for the writer, a segment's
+    opening, each write); shoal_flush_phase_seconds each flush step; shoal_compaction_seconds each
+    compaction: where the background work of a write load goes."""
+    with temp_node("shoal-admin-timed-", smp=1) as node:
+        cluster, session = node.session()
+        try:
+            create_ks_t(session)
+            before = scrape(node)
+            insert = session.prepare("INSERT INTO ks.t (k, v) VALUES (?, ?)")
+            for flush in range(2):
+                for k in range(100):
+                    session.execute(insert, (k, "v%d-%d" % (k, flush)))
+                node.nodetool("flush", "ks", "t")
+            node.nodetool("compact", "ks", "t")
+            after = scrape(node)
+        finally:
+            cluster.shutdown()
+
+    for name in ("shoal_commitlog_write_seconds", "shoal_flush_phase_seconds", "shoal_compaction_seconds"):
+        assert after[name].type == "histogram", name
+
+    def count(families, name, **labels):
+        return total(families, name, name + "_count", **labels) if name in families else 0
+
+    def delta(name, **labels):
+        return count(after, name, **labels) - count(before, name, **labels)
+
+    # 200 writes, each waited for: write rounds, each timed from its first append and as a write.
+    assert delta("shoal_commitlog_write_seconds", stage="write") >= 1
+    assert delta("shoal_commitlog_write_seconds", stage="queued") >= 1
+    assert count(after, "shoal_commitlog_write_seconds", stage="open") >= 1, "the first segment's opening"
+    for phase in ("write", "finish", "open", "cache_merge", "discard_segments"):
+        assert delta("shoal_flush_phase_seconds", phase=phase) >= 2, phase
+    assert delta("shoal_compaction_seconds") >= 1
+    assert total(after, "shoal_flush_phase_seconds", "shoal_flush_phase_seconds_sum", phase="finish") > 0
 
 
 def test_nodetool_status_info_tablestats():

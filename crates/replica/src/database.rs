@@ -25,6 +25,7 @@ use shoal_runtime::sched::in_group;
 use shoal_runtime::Group;
 use shoal_schema::token::murmur3_token;
 use shoal_schema::{Schema, SchemaChange, TableMeta};
+use shoal_storage::background_metrics::{record_flush_step, FlushStep};
 use shoal_storage::commitlog::{
     encode_mutation, encode_received_mutation, encode_row_mutation, CommitLog, CommitLogConfig, Position, SyncMode,
 };
@@ -852,8 +853,10 @@ impl Database {
 
     async fn discard_flushed_segments(&self) {
         let Some(log) = self.commitlog.borrow().clone() else { return };
+        let started = std::time::Instant::now();
         let needed = self.tables.borrow().values().filter_map(|t| t.first_logged()).min();
         log.discard_before(needed.unwrap_or_else(|| log.current_position())).await;
+        record_flush_step(FlushStep::DiscardSegments, started.elapsed());
     }
 
     /// Flushes every table of `keyspace` (all keyspaces if `None`), or only
@@ -1009,6 +1012,7 @@ impl Database {
             },
             first_segment,
         );
+        log.report_latency(crate::metrics::commitlog_write_latency());
         *self.commitlog.borrow_mut() = Some(log);
         shoal_runtime::spawn(async { local().compaction_loop().await });
         shoal_runtime::spawn(crate::share_control::run(config.static_shares, || {

@@ -10,6 +10,7 @@ use std::time::Duration;
 use hashbrown::HashMap;
 use shoal_metrics::{Collector, Counter};
 use shoal_schema::SYSTEM_KEYSPACES;
+use shoal_storage::commitlog::WriteLatency;
 use shoal_storage::compaction::CompactionReport;
 use uuid::Uuid;
 
@@ -82,6 +83,19 @@ impl ReplicaMetrics {
         self.compaction_bytes_read.add(report.bytes_read);
         self.compaction_bytes_written.add(report.bytes_written);
     }
+}
+
+/// The histograms the shard's data commitlog reports its writes' latency
+/// into (the side logs of hints and batches do not report).
+pub(crate) fn commitlog_write_latency() -> WriteLatency {
+    let stage = |stage| {
+        shoal_metrics::histogram(
+            "shoal_commitlog_write_seconds",
+            "Commitlog writes: bytes waiting for the writer (queued), opening a segment (open), a write (write).",
+            &[("stage", stage)],
+        )
+    };
+    WriteLatency { queued: stage("queued"), open: stage("open"), write: stage("write") }
 }
 
 fn collect(db: &Database, out: &mut Collector) {

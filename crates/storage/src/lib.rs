@@ -19,6 +19,7 @@
 //! This crate never interprets values: it compares cells by timestamp and
 //! keys by bytes. Types live in the layers above.
 
+pub mod background_metrics;
 pub mod cache;
 pub mod codec;
 pub mod commitlog;

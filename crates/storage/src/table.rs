@@ -26,7 +26,9 @@ use std::collections::{BTreeMap, HashSet};
 use std::ops::Bound;
 use std::path::{Path, PathBuf};
 use std::rc::Rc;
+use std::time::Instant;
 
+use crate::background_metrics::{record_flush_step, FlushStep};
 use crate::cache::{Lookup, RowCache};
 use crate::commitlog::Position;
 use crate::compaction::strategy::Strategy;
@@ -77,6 +79,13 @@ impl Default for TableOptions {
 const CACHE_MERGE_STEP_PARTITIONS: usize = 128;
 /// Partitions a flush writes between its yield points.
 const FLUSH_STEP_PARTITIONS: usize = 64;
+
+/// Counts the time since `started` as `step`'s, and starts the next step's.
+fn record_step(step: FlushStep, started: &mut Instant) {
+    let now = Instant::now();
+    record_flush_step(step, now - *started);
+    *started = now;
+}
 
 /// A sealed memtable and the commitlog position it covers up to.
 struct Sealed {
@@ -495,7 +504,9 @@ impl Table {
             // they never hold it across an await, so this is the last handle.
             if let Ok(Sealed { memtable, .. }) = Rc::try_unwrap(sealed) {
                 if let Ok(memtable) = Rc::try_unwrap(memtable) {
+                    let started = Instant::now();
                     memtable.release().await;
+                    record_flush_step(FlushStep::Release, started.elapsed());
                 }
             }
         }
@@ -503,6 +514,7 @@ impl Table {
 
     async fn write_sealed(&self, sealed: &Rc<Sealed>) -> StorageResult<()> {
         let epoch = self.epoch.get();
+        let mut started = Instant::now();
         let mut writer = self.new_writer(sealed.memtable.len(), IoClass::Flush).await?;
         for (i, (position, partition)) in sealed.memtable.iter().enumerate() {
             if let Err(e) = writer.add(position, &partition).await {
@@ -519,6 +531,7 @@ impl Table {
             }
         }
         let target = writer.descriptor().clone();
+        record_step(FlushStep::Write, &mut started);
         let descriptor = match writer.finish(sealed.position, 0, Lineage::flushed()).await {
             Ok(d) => d,
             Err(e) => {
@@ -526,13 +539,16 @@ impl Table {
                 return Err(e);
             }
         };
+        record_step(FlushStep::Finish, &mut started);
         let sstable = Rc::new(SSTable::open(descriptor, IoClass::Flush).await?);
+        record_step(FlushStep::Open, &mut started);
         if self.epoch.get() != epoch {
             // TRUNCATE or DROP came meanwhile and discarded this memtable.
             sstable.mark_obsolete();
             return Ok(());
         }
         self.merge_into_cache(&sealed.memtable, epoch).await;
+        record_step(FlushStep::CacheMerge, &mut started);
         if self.epoch.get() != epoch {
             sstable.mark_obsolete();
             return Ok(());

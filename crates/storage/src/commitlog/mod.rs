@@ -52,7 +52,16 @@
 //!
 //! Segments are deleted when every entry in them is in an SSTable: the
 //! owner tells the log the oldest position any memtable still needs
-//! ([`CommitLog::discard_before`]).
+//! ([`CommitLog::discard_before`]). A periodic log's filled segments that
+//! are not synced yet are let go of first: a discarded segment is neither
+//! synced (its entries are in synced SSTables) nor closed after its unlink
+//! (the last close of an unlinked file frees its blocks, synchronously, on
+//! the closing thread: the shard's, where appends wait behind it), and
+//! the unlink itself runs on io_uring's workers.
+//!
+//! The log reports how long bytes wait for the writer and how long its
+//! writes take ([`CommitLog::report_latency`]: the shard's data log does,
+//! as `shoal_commitlog_write_seconds`), so a stall shows where it is.
 //!
 //! A clean stop (drain) closes the log ([`CommitLog::close`]: appends fail
 //! from then on, and what was appended is written and synced), flushes
@@ -70,10 +79,11 @@ use std::cell::{Cell, RefCell};
 use std::collections::VecDeque;
 use std::path::{Path, PathBuf};
 use std::rc::Rc;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use shoal_io::aligned::{align_down, align_up, AlignedBuf};
 use shoal_io::File;
+use shoal_metrics::Histogram;
 use shoal_runtime::sched::in_group;
 use shoal_runtime::Group;
 
@@ -142,6 +152,20 @@ struct Pending {
     segment: u64,
     offset: u32,
     bytes: Vec<u8>,
+    /// When its first bytes were appended: how long they waited for the writer.
+    since: Instant,
+}
+
+/// Where a log reports the latency of its writes (histograms the owner
+/// registered; a log without them measures nothing).
+#[derive(Debug, Clone)]
+pub struct WriteLatency {
+    /// From a chunk's first append to its write's start.
+    pub queued: Rc<Histogram>,
+    /// Opening (and sizing) a new segment.
+    pub open: Rc<Histogram>,
+    /// A chunk's write, its turn in the I/O queue included.
+    pub write: Rc<Histogram>,
 }
 
 struct State {
@@ -161,8 +185,8 @@ struct State {
     /// Set while writes fail.
     failure: Option<Failure>,
     open_file: Option<(u64, Rc<File>)>,
-    /// Filled segments of a periodic log not synced yet, oldest first.
-    unsynced: Vec<Rc<File>>,
+    /// Filled segments of a periodic log not synced yet, oldest first, by id.
+    unsynced: Vec<(u64, Rc<File>)>,
     /// The last round's aligned buffer, used again by the next: a fresh
     /// zeroed one per round cost a sizeable part of a small write.
     spare: Option<AlignedBuf>,
@@ -186,6 +210,8 @@ pub struct CommitLog {
     durable_advanced: Event,
     /// Told after each write round, done or failed.
     round_ended: Event,
+    /// Told after each sync, done or failed.
+    sync_ended: Event,
     /// Closed by [`CommitLog::close`]: appends fail.
     closed: Cell<bool>,
     /// Bytes appended since start, for metrics.
@@ -199,6 +225,7 @@ pub struct CommitLog {
     /// Where an entry is encoded before it joins the pending bytes: kept,
     /// so encoding allocates nothing once it has grown.
     scratch: RefCell<Vec<u8>>,
+    latency: RefCell<Option<WriteLatency>>,
 }
 
 /// A new pending chunk's room: entries join it without regrowing (and
@@ -210,7 +237,7 @@ impl Pending {
     fn starting_with(at: Position, first: &[u8]) -> Pending {
         let mut bytes = Vec::with_capacity(PENDING_CHUNK_BYTES.max(first.len()));
         bytes.extend_from_slice(first);
-        Pending { segment: at.segment, offset: at.offset, bytes }
+        Pending { segment: at.segment, offset: at.offset, bytes, since: Instant::now() }
     }
 }
 
@@ -241,18 +268,31 @@ impl CommitLog {
             has_pending: Event::default(),
             durable_advanced: Event::default(),
             round_ended: Event::default(),
+            sync_ended: Event::default(),
             closed: Cell::new(false),
             appended_bytes: Cell::new(0),
             syncs: Cell::new(0),
             writes: Cell::new(0),
             sync_failed: Cell::new(false),
             scratch: RefCell::default(),
+            latency: RefCell::default(),
         });
         shoal_runtime::spawn(write_loop(Rc::clone(&log)));
         if let SyncMode::Periodic { period_ms } = log.config.sync {
             shoal_runtime::spawn(periodic_sync(Rc::downgrade(&log), period_ms));
         }
         log
+    }
+
+    /// Reports the latency of the writes from now on into `latency`.
+    pub fn report_latency(&self, latency: WriteLatency) {
+        *self.latency.borrow_mut() = Some(latency);
+    }
+
+    fn record(&self, which: fn(&WriteLatency) -> &Histogram, elapsed: Duration) {
+        if let Some(latency) = self.latency.borrow().as_ref() {
+            which(latency).record(elapsed);
+        }
     }
 
     /// The largest entry the log takes (Cassandra's rule: half a segment).
@@ -363,13 +403,23 @@ impl CommitLog {
 
     /// Deletes the segments wholly before `position` (never the current one).
     pub async fn discard_before(&self, position: Position) {
-        let doomed: Vec<u64> = {
+        let (doomed, files) = {
             let mut state = self.state.borrow_mut();
             let current = state.next.segment;
-            let (doomed, kept) = state.segments.iter().partition(|s| **s < position.segment && **s < current);
+            let (doomed, kept): (Vec<u64>, _) =
+                state.segments.iter().partition(|s| **s < position.segment && **s < current);
             state.segments = kept;
-            doomed
+            let (files, unsynced): (Vec<_>, Vec<_>) =
+                std::mem::take(&mut state.unsynced).into_iter().partition(|(s, _)| doomed.contains(s));
+            state.unsynced = unsynced;
+            (doomed, files)
         };
+        // Closed before they are unlinked (see the module doc): a sync under
+        // way holds them until it ends.
+        while files.iter().any(|(_, file)| Rc::strong_count(file) > 1) {
+            self.sync_ended.wait().await;
+        }
+        drop(files);
         for segment in doomed {
             let path = segment_path(&self.config.dir, self.config.shard, segment);
             if let Err(e) = shoal_io::remove_file_if_exists(&path, IoClass::Commitlog).await {
@@ -460,12 +510,14 @@ impl CommitLog {
             // write waits for it.
             match self.config.sync {
                 SyncMode::Batch => self.sync_file(&file).await?,
-                SyncMode::Periodic { .. } => self.state.borrow_mut().unsynced.push(file),
+                SyncMode::Periodic { .. } => self.state.borrow_mut().unsynced.push((s, file)),
             }
         }
+        let started = Instant::now();
         let path = segment_path(&self.config.dir, self.config.shard, segment);
         let file = Rc::new(File::open_direct_rw(&path, IoClass::Commitlog).await?);
         file.set_len(u64::from(self.config.segment_size_bytes), IoClass::Commitlog).await?;
+        self.record(|l| &l.open, started.elapsed());
         self.state.borrow_mut().open_file = Some((segment, Rc::clone(&file)));
         Ok(file)
     }
@@ -496,7 +548,9 @@ impl CommitLog {
         bytes[tail.len()..len].copy_from_slice(&chunk.bytes);
         bytes[len..].fill(0);
         self.writes.set(self.writes.get() + 1);
+        let started = Instant::now();
         let (result, blocks) = file.write_aligned_at(block_start, blocks, IoClass::Commitlog).await;
+        self.record(|l| &l.write, started.elapsed());
         let mut state = self.state.borrow_mut();
         if let Err(e) = result {
             state.tail = tail; // For the retry.
@@ -513,6 +567,7 @@ impl CommitLog {
     async fn write_round(&self) -> StorageResult<()> {
         loop {
             let Some(chunk) = self.state.borrow_mut().pending.pop_front() else { break };
+            self.record(|l| &l.queued, chunk.since.elapsed());
             let written = match self.file_for(chunk.segment).await {
                 Ok(file) => self.write_chunk(&file, &chunk).await,
                 Err(e) => Err(e),
@@ -531,14 +586,21 @@ impl CommitLog {
     }
 
     async fn sync(&self) -> StorageResult<()> {
+        let synced = self.sync_written().await;
+        self.sync_ended.notify_all();
+        synced
+    }
+
+    async fn sync_written(&self) -> StorageResult<()> {
         let (written, filled, file) = {
-            let mut state = self.state.borrow_mut();
-            let filled = std::mem::take(&mut state.unsynced);
-            (state.written, filled, state.open_file.as_ref().map(|(_, f)| Rc::clone(f)))
+            let state = self.state.borrow();
+            (state.written, state.unsynced.clone(), state.open_file.as_ref().map(|(_, f)| Rc::clone(f)))
         };
-        // Oldest first: `durable` covers everything before `written`.
-        for file in filled {
+        // Oldest first: `durable` covers everything before `written`. Each
+        // leaves the list once synced; one discarded meanwhile is gone already.
+        for (segment, file) in filled {
             self.sync_file(&file).await?;
+            self.state.borrow_mut().unsynced.retain(|(s, _)| *s != segment);
         }
         if let Some(file) = file {
             self.sync_file(&file).await?;
@@ -675,6 +737,69 @@ mod tests {
             assert_eq!(log.syncs(), 0, "no write waited for a filled segment's fdatasync");
             assert!(log.close().await.is_ok());
             assert_eq!(log.syncs(), segments, "the sync at close syncs every segment, the filled ones too");
+        });
+        std::fs::remove_dir_all(&dir).ok();
+    }
+
+    /// This process's open files under `dir` that are unlinked already.
+    fn open_but_deleted(dir: &Path) -> Vec<String> {
+        let fds = std::fs::read_dir("/proc/self/fd").map(|d| d.flatten().collect::<Vec<_>>()).unwrap_or_default();
+        fds.iter()
+            .filter_map(|fd| std::fs::read_link(fd.path()).ok())
+            .map(|target| target.to_string_lossy().into_owned())
+            .filter(|target| target.starts_with(&*dir.to_string_lossy()) && target.ends_with("(deleted)"))
+            .collect()
+    }
+
+    #[test]
+    fn discarded_segments_are_not_synced_and_are_closed_before_their_unlink() {
+        let dir = std::env::temp_dir().join(format!("shoal-commitlog-discard-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).ok();
+        shoal_io::block_on(async {
+            let config = CommitLogConfig {
+                dir: dir.clone(),
+                shard: 0,
+                segment_size_bytes: 3 * 4096 + 100,
+                sync: SyncMode::Periodic { period_ms: 60_000 },
+            };
+            let log = CommitLog::start(config, 1);
+            let fill = |log: &CommitLog, n: u32| {
+                (0..n).map(|i| log.append(|out| out.extend_from_slice(&[i as u8; 1000])).expect("append").1).last()
+            };
+            let end = fill(&log, 40).expect("appended");
+            log.wait_durable(end).await.expect("written");
+            let filled = log.state.borrow().unsynced.len();
+            assert!(filled >= 3, "filled segments wait for the periodic sync: {filled}");
+            // Everything so far flushed: the filled segments go, unsynced.
+            log.discard_before(log.current_position()).await;
+            assert!(log.state.borrow().unsynced.is_empty(), "a discarded segment is not synced");
+            assert_eq!(open_but_deleted(&dir), Vec::<String>::new(), "closed before the unlink");
+            assert_eq!(segment_ids(&dir, 0).await.expect("list").len(), 1, "the current segment stays");
+
+            // A discard while a sync holds the filled segments waits for it:
+            // the files are closed, then unlinked.
+            let end = fill(&log, 40).expect("appended");
+            log.wait_durable(end).await.expect("written");
+            let syncs = log.syncs();
+            let filled = log.state.borrow().unsynced.len() as u64;
+            let position = log.current_position();
+            let discard = async {
+                log.discard_before(position).await;
+                open_but_deleted(&dir)
+            };
+            let (synced, deleted_but_open) = futures_util::future::join(log.sync(), discard).await;
+            assert!(synced.is_ok());
+            assert!(log.syncs() - syncs >= 1 && log.syncs() - syncs <= filled + 1, "the sync ran beside the discard");
+            assert_eq!(deleted_but_open, Vec::<String>::new(), "closed before the unlink");
+            assert_eq!(segment_ids(&dir, 0).await.expect("list").len(), 1);
+
+            // Appends go on, into the current segment.
+            let end = fill(&log, 5).expect("appended");
+            log.wait_durable(end).await.expect("written");
+            let syncs = log.syncs();
+            let filled_since = log.state.borrow().unsynced.len() as u64;
+            assert!(log.close().await.is_ok());
+            assert_eq!(log.syncs() - syncs, filled_since + 1, "only segments filled since the discard are synced");
         });
         std::fs::remove_dir_all(&dir).ok();
     }

@@ -116,7 +116,9 @@ async fn run(
     let task = Rc::new(CompactionTask::new(kind, &job));
     table.set_compacting(&job.inputs, true);
     table.add_compaction(Rc::clone(&task));
+    let started = std::time::Instant::now();
     let result = merge(table, &job, &task, now_s, keep).await;
+    crate::background_metrics::record_compaction(started.elapsed());
     table.remove_compaction(&task);
     table.set_compacting(&job.inputs, false);
     result
