@@ -196,29 +196,41 @@ mod tests {
     #[test]
     fn literals_take_the_receivers_type_or_their_own() {
         // Only tinyint + tinyint gives a tinyint.
-        assert_eq!(types(&int("1"), &int("1"), CqlType::Tinyint).unwrap(), (CqlType::Tinyint, CqlType::Tinyint));
-        assert_eq!(types(&int("1"), &Term::Bind(0), CqlType::Tinyint).unwrap(), (CqlType::Tinyint, CqlType::Tinyint));
+        assert_eq!(
+            types(&int("1"), &int("1"), CqlType::Tinyint).expect("resolves"),
+            (CqlType::Tinyint, CqlType::Tinyint)
+        );
+        assert_eq!(
+            types(&int("1"), &Term::Bind(0), CqlType::Tinyint).expect("resolves"),
+            (CqlType::Tinyint, CqlType::Tinyint)
+        );
         // int + int matches two int literals exactly.
-        assert_eq!(types(&int("1"), &int("1"), CqlType::Int).unwrap(), (CqlType::Int, CqlType::Int));
+        assert_eq!(types(&int("1"), &int("1"), CqlType::Int).expect("resolves"), (CqlType::Int, CqlType::Int));
         // Several pairs give a smallint; no marker: the receiver's own.
         let nested = Term::Operation { op: NumericOp::Add, left: Box::new(int("1")), right: Box::new(int("1")) };
-        assert_eq!(types(&int("1"), &nested, CqlType::Smallint).unwrap(), (CqlType::Smallint, CqlType::Smallint));
+        assert_eq!(
+            types(&int("1"), &nested, CqlType::Smallint).expect("resolves"),
+            (CqlType::Smallint, CqlType::Smallint)
+        );
         // A cast picks its side; a big literal is a bigint.
         let cast = Term::Cast { ty: CqlType::Int, term: Box::new(Term::Bind(0)) };
-        assert_eq!(types(&cast, &int("1"), CqlType::Int).unwrap(), (CqlType::Int, CqlType::Int));
-        assert_eq!(types(&int("1"), &int("4294967296"), CqlType::Bigint).unwrap(), (CqlType::Int, CqlType::Bigint));
+        assert_eq!(types(&cast, &int("1"), CqlType::Int).expect("resolves"), (CqlType::Int, CqlType::Int));
+        assert_eq!(
+            types(&int("1"), &int("4294967296"), CqlType::Bigint).expect("resolves"),
+            (CqlType::Int, CqlType::Bigint)
+        );
     }
 
     #[test]
     fn a_marker_among_several_pairs_is_ambiguous_and_a_text_receiver_refused() {
-        let ambiguous = types(&Term::Bind(0), &int("1"), CqlType::Int).unwrap_err().to_string();
+        let ambiguous = types(&Term::Bind(0), &int("1"), CqlType::Int).expect_err("refused").to_string();
         assert!(
             ambiguous.contains(
                 "Ambiguous '+' operation with args ? and 1: use type hint to disambiguate, example '(int) ?'"
             ),
             "{ambiguous}"
         );
-        let text = types(&int("1"), &int("1"), CqlType::Text).unwrap_err().to_string();
+        let text = types(&int("1"), &int("1"), CqlType::Text).expect_err("refused").to_string();
         assert!(text.contains("cannot assign result of operation 1 + 1 to c (type text)"), "{text}");
     }
 
@@ -227,9 +239,9 @@ mod tests {
         let two = Bytes::from(Value::Int(2).to_bytes());
         let three = Bytes::from(Value::Int(3).to_bytes());
         let pair = (CqlType::Int, CqlType::Int);
-        let sum = operate(NumericOp::Mul, &pair, &CqlType::Int, Some(two.clone()), Some(three)).unwrap();
+        let sum = operate(NumericOp::Mul, &pair, &CqlType::Int, Some(two.clone()), Some(three)).expect("resolves");
         assert_eq!(sum, Some(Bytes::from(Value::Int(6).to_bytes())));
-        assert_eq!(operate(NumericOp::Add, &pair, &CqlType::Int, Some(two), None).unwrap(), None);
+        assert_eq!(operate(NumericOp::Add, &pair, &CqlType::Int, Some(two), None).expect("resolves"), None);
         assert_eq!(zero(&CqlType::Decimal), Bytes::from(Value::Decimal { scale: 0, unscaled: vec![0] }.to_bytes()));
     }
 }
