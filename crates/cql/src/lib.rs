@@ -43,6 +43,7 @@ pub mod select;
 pub mod system;
 pub mod traces;
 pub mod user_types;
+mod using_timeout;
 pub mod values;
 mod view_ddl;
 

@@ -158,7 +158,7 @@ where
                     // The group is complete: `row` starts the next one.
                     let last = group.pop().map(|r| r.position).filter(|_| left > 0);
                     let state =
-                        last.map(|position| PagingState { position, remaining: left, in_partition: partition_groups });
+                        last.map(|position| PagingState { position, remaining: left, in_partition: partition_groups, at_key: false });
                     return Ok((out, state));
                 }
                 group.clear();
@@ -193,6 +193,7 @@ where
         position: last,
         remaining: left,
         in_partition: partition_groups,
+        at_key: false,
     });
     Ok((out, state))
 }
