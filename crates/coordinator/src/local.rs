@@ -18,8 +18,7 @@ use std::time::Instant;
 
 use futures_util::future::join_all;
 use shoal_replica::{
-    Ballot, CasRequest, CasResult, Mutation, PartitionSelection, Promise, Proposal, ReadCommand, ReadResult,
-    ShortStop,
+    Ballot, CasRequest, CasResult, Mutation, PartitionSelection, Promise, Proposal, ReadCommand, ReadResult, ShortStop,
 };
 use shoal_runtime::{nr_shards, submit_to};
 use shoal_schema::sharder::Sharder;

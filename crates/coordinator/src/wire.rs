@@ -334,12 +334,10 @@ pub fn encode_read_command(c: &ReadCommand) -> Vec<u8> {
         e.u8(FILTER_OPS.iter().position(|op| *op == filter.op).unwrap_or(0) as u8);
         encode_list(e, &filter.values, |e, v| e.bytes(v));
     });
-    e.u8(
-        u8::from(c.reversed)
-            | u8::from(c.distinct) << 1
-            | u8::from(c.bypass_cache) << 2
-            | u8::from(c.start_at_key) << 3,
-    );
+    e.u8(u8::from(c.reversed)
+        | u8::from(c.distinct) << 1
+        | u8::from(c.bypass_cache) << 2
+        | u8::from(c.start_at_key) << 3);
     e.var_u64(c.row_limit as u64);
     e.var_u64(c.per_partition_limit as u64);
     encode_option(e, c.start_after.as_ref(), encode_row_position);

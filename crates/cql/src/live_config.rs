@@ -147,9 +147,11 @@ pub(crate) async fn update(statement: &Update, bindings: Bindings<'_>) -> CqlRes
                 .trim()
                 .parse::<u64>()
                 .map_err(|_| invalid(format!("Invalid value '{value}' for query_tombstone_page_limit")))?;
-            shoal_coordinator::on_every_shard(move |_| async move { QUERY_TOMBSTONE_PAGE_LIMIT.with(|s| s.set(limit)) })
-                .await
-                .map_err(|e| CqlError::Server(e.to_string()))?;
+            shoal_coordinator::on_every_shard(
+                move |_| async move { QUERY_TOMBSTONE_PAGE_LIMIT.with(|s| s.set(limit)) },
+            )
+            .await
+            .map_err(|e| CqlError::Server(e.to_string()))?;
             Ok(())
         }
         "consistent_cluster_management" | "restrict_future_timestamp" => {

@@ -280,13 +280,13 @@ impl<'a> Reader<'a> {
 
     /// Counts a range tombstone's bound; whether the page stops on it
     /// (never while `hold`).
-    fn pass_bound(&mut self, position: &PartitionPosition, point: Point, hold: bool) -> bool {
+    fn pass_bound(&mut self, position: &PartitionPosition, point: &Point, hold: bool) -> bool {
         if !self.count_tombstone() || hold {
             return false;
         }
         match point {
             Point::Key { key, at_key } => {
-                self.stop_short(position, Some(key), at_key);
+                self.stop_short(position, Some(key.clone()), *at_key);
                 true
             }
             // A partition's edge: `end_partition` stops there.
@@ -338,14 +338,17 @@ impl<'a> Reader<'a> {
                 bounds = range_tombstone_points(partition, &self.command.clustering, reversed, resume.as_ref());
             }
         }
-        let mut bounds = bounds.into_iter().peekable();
+        // Read by index: an empty Vec (no limit, no range tombstone) costs
+        // one comparison per row.
+        let mut next_bound = 0;
         let rows: Box<dyn Iterator<Item = (&Bytes, &ClusteredRow)>> =
             if reversed { Box::new(partition.rows.iter().rev()) } else { Box::new(partition.rows.iter()) };
         for (key, clustered) in rows {
             if resume.as_ref().is_some_and(|r| r.passed_row(key, reversed)) {
                 continue;
             }
-            while let Some(point) = bounds.next_if(|p| p.before_row(key, reversed)) {
+            while let Some(point) = bounds.get(next_bound).filter(|p| p.before_row(key, reversed)) {
+                next_bound += 1;
                 if self.pass_bound(position, point, static_due && emitted == 0) {
                     return Ok(());
                 }
@@ -380,7 +383,7 @@ impl<'a> Reader<'a> {
                 return Ok(());
             }
         }
-        for point in bounds {
+        for point in &bounds[next_bound..] {
             if self.pass_bound(position, point, static_due && emitted == 0) {
                 return Ok(());
             }

@@ -194,7 +194,10 @@ mod tests {
     }
 
     fn deleted(start: Bound<Bytes>, end: Bound<Bytes>) -> RangeTombstone {
-        RangeTombstone { range: ClusteringRange { start, end }, tombstone: Tombstone { timestamp: 5, deletion_time_s: 0 } }
+        RangeTombstone {
+            range: ClusteringRange { start, end },
+            tombstone: Tombstone { timestamp: 5, deletion_time_s: 0 },
+        }
     }
 
     #[test]
@@ -203,10 +206,7 @@ mod tests {
         partition.range_tombstones.push(deleted(Bound::Included(key(b"b")), Bound::Excluded(key(b"d"))));
         let all = [ClusteringRange::all()];
         let forward = range_tombstone_points(&partition, &all, false, None);
-        assert_eq!(
-            forward,
-            [Point::Key { key: key(b"b"), at_key: true }, Point::Key { key: key(b"d"), at_key: true }]
-        );
+        assert_eq!(forward, [Point::Key { key: key(b"b"), at_key: true }, Point::Key { key: key(b"d"), at_key: true }]);
         assert!(forward[0].before_row(b"b", false) && !forward[0].before_row(b"a", false));
         assert!(forward[1].before_row(b"d", false) && !forward[1].before_row(b"c", false));
         // Reversed: the end comes first, and lies after row d in that order.
