@@ -13,29 +13,17 @@ SHOAL_TOMBSTONE_SEED replays a run (the seed is printed on failure).
 """
 import os
 import random
-from contextlib import contextmanager
 
 import pytest
 from cassandra.query import SimpleStatement
 
 from conftest import IS_CASSANDRA
 from node import skip_reason, temp_node
+from test_live_config import config as config_value
 
 pytestmark = pytest.mark.skipif(IS_CASSANDRA, reason="query_tombstone_page_limit is ScyllaDB's")
 
 LIMIT = "query_tombstone_page_limit"
-
-
-@contextmanager
-def config_value(session, name, value):
-    select = session.prepare("SELECT value FROM system.config WHERE name = ?")
-    update = session.prepare("UPDATE system.config SET value = ? WHERE name = ?")
-    original = session.execute(select, (name,)).one().value
-    session.execute(update, (value, name))
-    try:
-        yield
-    finally:
-        session.execute(update, (original, name))
 
 
 @pytest.fixture(scope="module")
@@ -148,26 +136,26 @@ def test_range_tombstone_bounds_resume_mid_partition(session, t, lowered):
             assert len(pages) >= 2
 
 
-def test_empty_row_prefix(session, t, lowered):
-    # UPDATE writes no row marker, so deleting v leaves an empty row.
+def emptied_rows(session, t, rows, emptied):
+    """A new partition of `rows` rows written by UPDATE (no row marker),
+    the `emptied` ones then left empty by deleting their only cell."""
     upsert = session.prepare(f"UPDATE {t} SET v = ? WHERE pk = ? AND ck = ?")
     delete = session.prepare(f"DELETE v FROM {t} WHERE pk = ? AND ck = ?")
     pk = unique_key()
-    for ck in range(20):
+    for ck in rows:
         session.execute(upsert, (0, pk, ck))
-    for ck in range(16):
+    for ck in emptied:
         session.execute(delete, (pk, ck))
+    return pk
+
+
+def test_empty_row_prefix(session, t, lowered):
+    pk = emptied_rows(session, t, range(20), range(16))
     check_both(session, t, pk, [[], list(range(16, 20))])
 
 
 def test_empty_row_span(session, t, lowered):
-    upsert = session.prepare(f"UPDATE {t} SET v = ? WHERE pk = ? AND ck = ?")
-    delete = session.prepare(f"DELETE v FROM {t} WHERE pk = ? AND ck = ?")
-    pk = unique_key()
-    for ck in range(30):
-        session.execute(upsert, (0, pk, ck))
-    for ck in range(5, 28):
-        session.execute(delete, (pk, ck))
+    pk = emptied_rows(session, t, range(30), range(5, 28))
     check_both(session, t, pk, [list(range(5)), [], list(range(28, 30))])
 
 
@@ -220,13 +208,7 @@ def test_empty_table(session, table, lowered):
 
 
 def test_unpaged_query(session, t, lowered):
-    upsert = session.prepare(f"UPDATE {t} SET v = ? WHERE pk = ? AND ck = ?")
-    delete = session.prepare(f"DELETE v FROM {t} WHERE pk = ? AND ck = ?")
-    pk = unique_key()
-    for ck in range(20):
-        session.execute(upsert, (0, pk, ck))
-    for ck in range(16):
-        session.execute(delete, (pk, ck))
+    pk = emptied_rows(session, t, range(20), range(16))
     rows = list(session.execute(SimpleStatement(f"SELECT * FROM {t} WHERE pk = {pk}", fetch_size=None)))
     assert len(rows) == 4
 

@@ -31,20 +31,17 @@ def t(session):
     return "ut"
 
 
-def test_zero_timeout_times_out(session, t):
-    key = unique_key()
-    with pytest.raises(ReadTimeout):
-        session.execute(f"SELECT * FROM {t} USING TIMEOUT 0ms")
-    with pytest.raises(ReadTimeout):
-        session.execute(f"SELECT * FROM {t} WHERE p = {key} USING TIMEOUT 0ms")
-    with pytest.raises(WriteTimeout):
-        session.execute(f"INSERT INTO {t} (p,c,v) VALUES ({key},1,1) USING TIMEOUT 0ms")
-    with pytest.raises(WriteTimeout):
-        session.execute(f"UPDATE {t} USING TIMEOUT 0ms SET v = 5 WHERE p = {key} AND c = 1")
-    with pytest.raises(WriteTimeout):
-        session.execute(f"DELETE FROM {t} USING TIMEOUT 0ms WHERE p = {key}")
-    with pytest.raises(WriteTimeout):
-        session.execute(f"DELETE FROM {t} USING TIMEOUT 0ms AND timestamp 42 WHERE p = {key}")
+@pytest.mark.parametrize("statement,error", [
+    ("SELECT * FROM {t} USING TIMEOUT 0ms", ReadTimeout),
+    ("SELECT * FROM {t} WHERE p = {key} USING TIMEOUT 0ms", ReadTimeout),
+    ("INSERT INTO {t} (p,c,v) VALUES ({key},1,1) USING TIMEOUT 0ms", WriteTimeout),
+    ("UPDATE {t} USING TIMEOUT 0ms SET v = 5 WHERE p = {key} AND c = 1", WriteTimeout),
+    ("DELETE FROM {t} USING TIMEOUT 0ms WHERE p = {key}", WriteTimeout),
+    ("DELETE FROM {t} USING TIMEOUT 0ms AND timestamp 42 WHERE p = {key}", WriteTimeout),
+])
+def test_zero_timeout_times_out(session, t, statement, error):
+    with pytest.raises(error):
+        session.execute(statement.format(t=t, key=unique_key()))
 
 
 def test_large_timeout_succeeds(session, t):
