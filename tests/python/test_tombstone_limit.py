@@ -72,48 +72,41 @@ def test_config_entry_defaults_and_updates(admin):
         admin.execute(f"UPDATE system.config SET value = 'x' WHERE name = '{LIMIT}'")
 
 
-def test_row_tombstone_prefix(session, t, lowered):
-    delete = session.prepare(f"DELETE FROM {t} WHERE pk = ? AND ck = ?")
-    insert = session.prepare(f"INSERT INTO {t} (pk, ck, v) VALUES (?, ?, ?)")
+def with_deletions(session, t, live, deleted, where="ck = ?"):
+    """A new partition holding rows `live` and the deletions `deleted`
+    (argument tuples of `DELETE ... WHERE pk = ? AND <where>`); the two
+    touch different rows, so their order does not matter."""
+    insert = session.prepare(f"INSERT INTO {t} (pk, ck, v) VALUES (?, ?, 0)")
+    delete = session.prepare(f"DELETE FROM {t} WHERE pk = ? AND {where}")
     pk = unique_key()
-    for ck in range(30):
-        session.execute(delete, (pk, ck))
-    session.execute(insert, (pk, 31, 0))
+    for ck in live:
+        session.execute(insert, (pk, ck))
+    for args in deleted:
+        session.execute(delete, (pk, *args))
+    return pk
+
+
+RANGE = "ck > ? AND ck < ?"
+
+
+def test_row_tombstone_prefix(session, t, lowered):
+    pk = with_deletions(session, t, [31], [(ck,) for ck in range(30)])
     check_both(session, t, pk, [[], [], [], [31]])
 
 
 def test_row_tombstone_span(session, t, lowered):
-    delete = session.prepare(f"DELETE FROM {t} WHERE pk = ? AND ck = ?")
-    insert = session.prepare(f"INSERT INTO {t} (pk, ck, v) VALUES (?, ?, ?)")
-    pk = unique_key()
-    for ck in range(11):
-        session.execute(insert, (pk, ck, 0))
-    for ck in range(30, 50):
-        session.execute(delete, (pk, ck))
-    session.execute(insert, (pk, 51, 0))
+    pk = with_deletions(session, t, [*range(11), 51], [(ck,) for ck in range(30, 50)])
     check_both(session, t, pk, [list(range(10)), [10], [], [51]])
 
 
 def test_range_tombstone_prefix(session, t, lowered):
-    delete = session.prepare(f"DELETE FROM {t} WHERE pk = ? AND ck > ? AND ck < ?")
-    insert = session.prepare(f"INSERT INTO {t} (pk, ck, v) VALUES (?, ?, ?)")
-    pk = unique_key()
     # 12 range tombstones: 24 bounds.
-    for ck in range(0, 12 * 4, 4):
-        session.execute(delete, (pk, ck, ck + 3))
-    session.execute(insert, (pk, 2000, 0))
+    pk = with_deletions(session, t, [2000], [(ck, ck + 3) for ck in range(0, 12 * 4, 4)], RANGE)
     check_both(session, t, pk, [[], [], [2000]])
 
 
 def test_range_tombstone_span(session, t, lowered):
-    delete = session.prepare(f"DELETE FROM {t} WHERE pk = ? AND ck > ? AND ck < ?")
-    insert = session.prepare(f"INSERT INTO {t} (pk, ck, v) VALUES (?, ?, ?)")
-    pk = unique_key()
-    for ck in range(12):
-        session.execute(insert, (pk, ck, 0))
-    for ck in range(32, 32 + 10 * 4, 4):
-        session.execute(delete, (pk, ck, ck + 3))
-    session.execute(insert, (pk, 2000, 0))
+    pk = with_deletions(session, t, [*range(12), 2000], [(ck, ck + 3) for ck in range(32, 32 + 10 * 4, 4)], RANGE)
     check_both(session, t, pk, [list(range(10)), [10, 11], [], [2000]])
 
 
@@ -160,13 +153,7 @@ def test_empty_row_span(session, t, lowered):
 
 
 def test_reversed_row_tombstones(session, t, lowered):
-    delete = session.prepare(f"DELETE FROM {t} WHERE pk = ? AND ck = ?")
-    insert = session.prepare(f"INSERT INTO {t} (pk, ck, v) VALUES (?, ?, ?)")
-    pk = unique_key()
-    session.execute(insert, (pk, 100, 0))
-    for ck in range(30, 55):
-        session.execute(delete, (pk, ck))
-    session.execute(insert, (pk, 3, 0))
+    pk = with_deletions(session, t, [3, 100], [(ck,) for ck in range(30, 55)])
     # 100, then 54..45 (10 tombstones), 44..35, 34..30 and 3.
     check_both(session, t, pk, [[100], [], [3]], " ORDER BY ck DESC")
 
@@ -235,13 +222,8 @@ def test_filtering_query_tombstone_suffix_last_position(session, table, lowered)
 
 
 def test_in_query_stops_on_tombstones(session, t, lowered):
-    delete = session.prepare(f"DELETE FROM {t} WHERE pk = ? AND ck = ?")
-    insert = session.prepare(f"INSERT INTO {t} (pk, ck, v) VALUES (?, ?, ?)")
-    a, b = unique_key(), unique_key()
-    for ck in range(15):
-        session.execute(delete, (a, ck))
-    session.execute(insert, (a, 20, 0))
-    session.execute(insert, (b, 1, 0))
+    a = with_deletions(session, t, [20], [(ck,) for ck in range(15)])
+    b = with_deletions(session, t, [1], [])
     pages = pages_of(session, f"SELECT * FROM {t} WHERE pk IN ({a}, {b})", "ck")
     assert [ck for page in pages for ck in page] == [20, 1]
     assert pages[0] == []
