@@ -350,10 +350,10 @@ where
     let full = limit_reached && rows.len() == page_rows;
     let cut = page_size.is_some() && cut_at_page_bytes(&mut rows);
     let left = remaining - rows.len();
-    let stop = match (rows.last(), short) {
+    let stop = match short {
         // The tombstones stopped the read at or past its last row.
-        (_, Some(short)) if !cut => Some((short.position, short.at_key)),
-        (Some(last), _) if full || cut => Some((last.position.clone(), false)),
+        Some(short) if !cut => Some((short.position, short.at_key)),
+        _ if full || cut => rows.last().map(|last| (last.position.clone(), false)),
         _ => None,
     };
     let paging_state = match stop {

@@ -296,6 +296,7 @@ impl<'a> Reader<'a> {
 
     /// After a partition has been read whole (or to its limit): the page
     /// ends here once the tombstones passed reach the limit.
+    #[inline]
     fn end_partition(&mut self, position: &PartitionPosition) {
         if self.counting() && !self.result.limit_reached && self.tombstones >= self.command.tombstone_limit {
             self.stop_short(position, None, false);
@@ -329,17 +330,22 @@ impl<'a> Reader<'a> {
         // A static-only row may still be due at the partition's end: no
         // page stops inside the partition before it has a row.
         let static_due = static_live && (whole_partition || self.command.distinct) && resume.is_none();
-        let mut bounds = Vec::new();
+        // Borrowed, not owned: with no limit or no range tombstone the
+        // Vec is never made, so there is none to drop (a call per
+        // partition on the path of every read).
+        let points;
+        let mut bounds: &[Point] = &[];
         if self.counting() {
             if partition.tombstone.is_some() && resume.is_none() {
                 self.count_tombstone();
             }
             if !partition.range_tombstones.is_empty() {
-                bounds = range_tombstone_points(partition, &self.command.clustering, reversed, resume.as_ref());
+                points = range_tombstone_points(partition, &self.command.clustering, reversed, resume.as_ref());
+                bounds = &points;
             }
         }
-        // Read by index: an empty Vec (no limit, no range tombstone) costs
-        // one comparison per row.
+        // Read by index: an empty slice (no limit, no range tombstone)
+        // costs one comparison per row.
         let mut next_bound = 0;
         let rows: Box<dyn Iterator<Item = (&Bytes, &ClusteredRow)>> =
             if reversed { Box::new(partition.rows.iter().rev()) } else { Box::new(partition.rows.iter()) };
