@@ -10,7 +10,7 @@
 pub use shoal_replica::{
     Arith, CasRequest, CasResult, CheckOp, CheckedPart, ColumnCheck, Fetch, FilterOp, Item, ItemLruStats, ItemOp,
     ItemOutcome, ItemTable, Lifetime, ListOp, ListOpKind, Mutation, PartitionSelection, ReadCommand, ReadResult,
-    ResultCell, ResultRow, RowCheck, RowCondition, RowFilter, RowPosition, Store, StoreMode, VirtualTable,
+    ResultCell, ResultRow, RowCheck, RowCondition, RowFilter, RowPosition, ShortStop, Store, StoreMode, VirtualTable,
 };
 pub use shoal_storage::{
     Cell, ClusteredRow, ClusteringRange, Collection, CollectionCell, ColumnData, Expiry, Partition, PartitionPosition,

@@ -20,7 +20,7 @@ use std::time::Instant;
 use bytes::Bytes;
 use futures_util::future::join_all;
 use shoal_replica::{
-    Ballot, CasRequest, CasResult, Mutation, PartitionSelection, Promise, Proposal, ReadCommand, ReadResult,
+    Ballot, CasRequest, CasResult, Mutation, PartitionSelection, Promise, Proposal, ReadCommand, ReadResult, ShortStop,
 };
 use shoal_runtime::{nr_shards, submit_to, this_shard};
 use shoal_schema::sharder::Sharder;
@@ -105,22 +105,43 @@ pub(crate) async fn read_local(
 }
 
 /// Merges answers for disjoint sets of partitions in ring order, keeping
-/// at most `row_limit` rows.
+/// at most `row_limit` rows. An answer that stopped before its end (at its
+/// row limit, or cut short by its tombstone limit) ends the merge at the
+/// same partition: rows of later partitions are read again by the next
+/// page. The earliest such stop wins.
 pub(crate) fn merge_answers(
     answers: Vec<Result<ReadResult, CoordinatorError>>,
     row_limit: usize,
 ) -> Result<ReadResult, CoordinatorError> {
     let mut merged = ReadResult::default();
+    let mut stop: Option<(PartitionPosition, Option<Box<ShortStop>>)> = None;
     for answer in answers {
         let answer = answer?;
+        let stopped = match (answer.short, answer.rows.last()) {
+            (Some(short), _) => Some((short.position.partition.clone(), Some(short))),
+            (None, Some(last)) if answer.limit_reached => Some((last.position.partition.clone(), None)),
+            _ => None,
+        };
+        if let Some((at, short)) = stopped {
+            if stop.as_ref().is_none_or(|(earliest, _)| at < *earliest) {
+                stop = Some((at, short));
+            }
+        }
         merged.limit_reached |= answer.limit_reached;
         merged.rows.extend(answer.rows);
     }
     // Stable: rows of one partition come from one shard, already in order.
     merged.rows.sort_by(|a, b| a.position.partition.cmp(&b.position.partition));
+    if let Some((at, short)) = stop {
+        let kept = merged.rows.partition_point(|r| r.position.partition <= at);
+        merged.rows.truncate(kept);
+        merged.short = short;
+    }
     if merged.rows.len() > row_limit {
         merged.rows.truncate(row_limit);
         merged.limit_reached = true;
+        // The last row now comes before any short stop: the page ends there.
+        merged.short = None;
     }
     Ok(merged)
 }
@@ -318,5 +339,29 @@ pub(crate) mod tests {
         assert_eq!(shards(range_read(start - 1, start)), vec![1, 2]);
         assert_eq!(shards(range_read(i64::MIN, i64::MAX)), vec![0, 1, 2, 3]);
         assert_eq!(shards(range_read(5, 4)), Vec::<usize>::new());
+    }
+
+    #[test]
+    fn the_earliest_stop_of_any_shard_ends_the_merge() {
+        use shoal_replica::{ResultRow, RowPosition};
+        let at = |token| PartitionPosition { token, key: bytes::Bytes::new() };
+        let row = |token| ResultRow {
+            position: RowPosition { partition: at(token), clustering: None },
+            clustering: Vec::new(),
+            cells: Vec::new(),
+        };
+        let short = |token| {
+            Box::new(ShortStop { position: RowPosition { partition: at(token), clustering: None }, at_key: false })
+        };
+        let full = ReadResult { rows: vec![row(1), row(5)], limit_reached: true, short: None };
+        let cut = ReadResult { rows: vec![row(2)], limit_reached: true, short: Some(short(3)) };
+        let merged = merge_answers(vec![Ok(full.clone()), Ok(cut)], 2).expect("merges");
+        let tokens = |r: &ReadResult| r.rows.iter().map(|r| r.position.partition.token).collect::<Vec<_>>();
+        // Partition 5 lies past the stop at 3: the next page reads it again.
+        assert_eq!((tokens(&merged), merged.short), (vec![1, 2], Some(short(3))));
+        // A shard that filled its rows at 5 ends a merge past a stop at 7.
+        let later = ReadResult { rows: Vec::new(), limit_reached: true, short: Some(short(7)) };
+        let merged = merge_answers(vec![Ok(full), Ok(later)], 2).expect("merges");
+        assert_eq!((tokens(&merged), merged.short, merged.limit_reached), (vec![1, 5], None, true));
     }
 }

@@ -96,6 +96,7 @@ pub(crate) async fn read(
                 piece.row_limit = command.row_limit - merged.rows.len();
                 let answer = reader.read_from(&replicas, &piece).await?;
                 merged.rows.extend(answer.rows);
+                merged.short = answer.short;
                 if answer.limit_reached || merged.rows.len() >= command.row_limit {
                     merged.limit_reached = true;
                     break;

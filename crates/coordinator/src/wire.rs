@@ -13,7 +13,7 @@ use bytes::Bytes;
 pub use shoal_replica::{Ballot, Promise, Proposal};
 use shoal_replica::{
     ElementStamp, FilterOp, ListOp, ListOpKind, Mutation, PartitionSelection, ReadCommand, ReadResult, ResultCell,
-    ResultRow, RowFilter, RowPosition,
+    ResultRow, RowFilter, RowPosition, ShortStop,
 };
 use shoal_storage::codec::{self, DecodeError, Decoder, Encoder};
 use shoal_storage::{ClusteringRange, Partition, PartitionPosition};
@@ -343,12 +343,16 @@ pub fn encode_read_command(c: &ReadCommand) -> Vec<u8> {
         e.u8(FILTER_OPS.iter().position(|op| *op == filter.op).unwrap_or(0) as u8);
         encode_list(e, &filter.values, |e, v| e.bytes(v));
     });
-    e.u8(u8::from(c.reversed) | u8::from(c.distinct) << 1 | u8::from(c.bypass_cache) << 2);
+    e.u8(u8::from(c.reversed)
+        | u8::from(c.distinct) << 1
+        | u8::from(c.bypass_cache) << 2
+        | u8::from(c.start_at_key) << 3);
     e.var_u64(c.row_limit as u64);
     e.var_u64(c.per_partition_limit as u64);
     encode_option(e, c.start_after.as_ref(), encode_row_position);
     e.var_u64(c.start_partition_rows as u64);
     e.var_i64(c.now_s);
+    e.var_u64(c.tombstone_limit as u64);
     out
 }
 
@@ -372,6 +376,7 @@ pub fn decode_read_command(bytes: &[u8]) -> Result<ReadCommand, DecodeError> {
     let start_after = decode_option(d, decode_row_position)?;
     let start_partition_rows = decode_size(d)?;
     let now_s = d.var_i64()?;
+    let tombstone_limit = decode_size(d)?;
     let command = ReadCommand {
         table,
         partitions,
@@ -385,6 +390,8 @@ pub fn decode_read_command(bytes: &[u8]) -> Result<ReadCommand, DecodeError> {
         start_partition_rows,
         now_s,
         bypass_cache: flags & 4 != 0,
+        start_at_key: flags & 8 != 0,
+        tombstone_limit,
     };
     finish(d, command)
 }
@@ -399,7 +406,11 @@ pub fn encode_read_result(r: &ReadResult) -> Vec<u8> {
 }
 
 fn encode_read_result_to(e: &mut Encoder, r: &ReadResult) {
-    e.u8(u8::from(r.limit_reached));
+    let at_key = r.short.as_ref().is_some_and(|s| s.at_key);
+    e.u8(u8::from(r.limit_reached) | u8::from(r.short.is_some()) << 1 | u8::from(at_key) << 2);
+    if let Some(short) = &r.short {
+        encode_row_position(e, &short.position);
+    }
     encode_list(e, &r.rows, encode_result_row);
 }
 
@@ -560,9 +571,16 @@ pub fn decode_paxos_proposal(bytes: &[u8]) -> Result<(Ballot, Mutation), DecodeE
 
 pub fn decode_read_result(bytes: &[u8]) -> Result<ReadResult, DecodeError> {
     let d = &mut Decoder::new(bytes);
-    let limit_reached = decode_flag(d)?;
+    let flags = d.u8()?;
+    if flags > 7 {
+        return Err(d.error("bad read result flags"));
+    }
+    let short = match flags & 2 != 0 {
+        true => Some(Box::new(ShortStop { position: decode_row_position(d)?, at_key: flags & 4 != 0 })),
+        false => None,
+    };
     let rows = decode_list(d, decode_result_row)?;
-    finish(d, ReadResult { rows, limit_reached })
+    finish(d, ReadResult { rows, limit_reached: flags & 1 != 0, short })
 }
 
 /// Raw partitions (tombstones and timestamps kept), for reconciling
@@ -852,6 +870,8 @@ mod tests {
             start_partition_rows: 3,
             now_s: 1_700_000_000,
             bypass_cache: true,
+            start_at_key: true,
+            tombstone_limit: 10,
         };
         let bytes = encode_read_command(&command);
         assert_eq!(format!("{:?}", decode_read_command(&bytes).expect("decodes")), format!("{command:?}"));
@@ -881,10 +901,14 @@ mod tests {
                 ],
             }],
             limit_reached: true,
+            short: Some(Box::new(ShortStop {
+                position: RowPosition { partition: position(2, "b"), clustering: Some(Bytes::from_static(b"d")) },
+                at_key: true,
+            })),
         };
         let bytes = encode_read_result(&result);
         let decoded = decode_read_result(&bytes).expect("decodes");
-        assert_eq!((&decoded.rows, decoded.limit_reached), (&result.rows, true));
+        assert_eq!((&decoded.rows, decoded.limit_reached, &decoded.short), (&result.rows, true, &result.short));
         truncations_fail(&bytes, decode_read_result);
 
         let partitions = vec![None, Some(partition())];

@@ -336,6 +336,8 @@ pub struct DropType {
 pub struct Truncate {
     pub keyspace: Option<String>,
     pub name: String,
+    /// `USING TIMEOUT` (the only USING option TRUNCATE takes).
+    pub timeout: Option<Term>,
 }
 
 /// `USING TTL .. AND TIMESTAMP .. AND TIMEOUT ..`, each at most once. The

@@ -226,6 +226,9 @@ impl Collector<'_> {
         if let Some(t) = &using.timestamp {
             self.term(t, "[timestamp]", &CqlType::Bigint);
         }
+        if let Some(t) = &using.timeout {
+            self.term(t, crate::using_timeout::RECEIVER, &CqlType::Duration);
+        }
     }
 
     fn relations(&mut self, relations: &[Relation]) {
@@ -475,6 +478,14 @@ fn walk<'s>(c: &mut Collector<'s>, schema: &'s Schema, statement: &Statement, se
             }
             if let Some(t) = &s.limit {
                 c.term(t, "[limit]", &CqlType::Int);
+            }
+            if let Some(t) = &s.timeout {
+                c.term(t, crate::using_timeout::RECEIVER, &CqlType::Duration);
+            }
+        }
+        Statement::Truncate(s) => {
+            if let Some(t) = &s.timeout {
+                c.term(t, crate::using_timeout::RECEIVER, &CqlType::Duration);
             }
         }
         Statement::Batch(batch) => {

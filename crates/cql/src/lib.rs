@@ -46,6 +46,7 @@ mod system_cells;
 mod term_operations;
 pub mod traces;
 pub mod user_types;
+mod using_timeout;
 pub mod values;
 mod view_ddl;
 

@@ -1,6 +1,8 @@
 //! The settings `system.config` lists, and the ones a client may change
 //! there while the node runs (`UPDATE system.config SET value = '50'
-//! WHERE name = 'select_internal_page_size'`), as in ScyllaDB.
+//! WHERE name = 'select_internal_page_size'`), as in ScyllaDB:
+//! `select_internal_page_size`, `query_tombstone_page_limit` and the
+//! switches to Cassandra's readings of named and IN bind markers.
 //!
 //! A live setting is a per-shard copy: an UPDATE sets it on every shard of
 //! the node it reaches (by message, like the trace probability), and lasts
@@ -19,8 +21,13 @@ use crate::values::{eval_required, Bindings, Receiver};
 /// (aggregates, GROUP BY), unless changed: ScyllaDB's default.
 const SELECT_INTERNAL_PAGE_SIZE_DEFAULT: usize = 10_000;
 
+/// Tombstones a replica passes before it cuts a page short, unless
+/// changed: ScyllaDB's default.
+const QUERY_TOMBSTONE_PAGE_LIMIT_DEFAULT: u64 = 10_000;
+
 thread_local! {
     static SELECT_INTERNAL_PAGE_SIZE: Cell<usize> = const { Cell::new(SELECT_INTERNAL_PAGE_SIZE_DEFAULT) };
+    static QUERY_TOMBSTONE_PAGE_LIMIT: Cell<u64> = const { Cell::new(QUERY_TOMBSTONE_PAGE_LIMIT_DEFAULT) };
     static SAME_NAME_SAME_VARIABLE: Cell<bool> = const { Cell::new(true) };
     static UPPERCASE_IN_MARKER_NAME: Cell<bool> = const { Cell::new(true) };
 }
@@ -28,6 +35,15 @@ thread_local! {
 /// This shard's `select_internal_page_size`.
 pub fn select_internal_page_size() -> usize {
     SELECT_INTERNAL_PAGE_SIZE.with(Cell::get)
+}
+
+/// This shard's `query_tombstone_page_limit`, as a read command's
+/// tombstone limit: 0 (no limit, as ScyllaDB reads it) is `usize::MAX`.
+pub fn query_tombstone_page_limit() -> usize {
+    match QUERY_TOMBSTONE_PAGE_LIMIT.with(Cell::get) {
+        0 => usize::MAX,
+        limit => usize::try_from(limit).unwrap_or(usize::MAX),
+    }
 }
 
 /// `cql_duplicate_bind_variable_names_refer_to_same_variable`: whether
@@ -62,9 +78,12 @@ pub(crate) fn rows() -> Vec<[String; 4]> {
         let value = cell.with(Cell::get);
         row([name, if value { "default" } else { "cql" }, "bool", if value { "true" } else { "false" }])
     });
+    let tombstone_limit = QUERY_TOMBSTONE_PAGE_LIMIT.with(Cell::get);
+    let tombstone_source = if tombstone_limit == QUERY_TOMBSTONE_PAGE_LIMIT_DEFAULT { "default" } else { "cql" };
     let mut rows = vec![
         row(["consistent_cluster_management", "default", "bool", "true"]),
         row(["select_internal_page_size", source, "unsigned", &page_size.to_string()]),
+        row(["query_tombstone_page_limit", tombstone_source, "integer", &tombstone_limit.to_string()]),
         // ScyllaDB refuses USING TIMESTAMP more than 3 days ahead when this
         // is true; Shoal takes any timestamp, as Cassandra does.
         row(["restrict_future_timestamp", "default", "bool", "false"]),
@@ -121,6 +140,18 @@ pub(crate) async fn update(statement: &Update, bindings: Bindings<'_>) -> CqlRes
             shoal_coordinator::on_every_shard(move |_| async move { SELECT_INTERNAL_PAGE_SIZE.with(|s| s.set(rows)) })
                 .await
                 .map_err(|e| CqlError::Server(e.to_string()))?;
+            Ok(())
+        }
+        "query_tombstone_page_limit" => {
+            let limit = value
+                .trim()
+                .parse::<u64>()
+                .map_err(|_| invalid(format!("Invalid value '{value}' for query_tombstone_page_limit")))?;
+            shoal_coordinator::on_every_shard(
+                move |_| async move { QUERY_TOMBSTONE_PAGE_LIMIT.with(|s| s.set(limit)) },
+            )
+            .await
+            .map_err(|e| CqlError::Server(e.to_string()))?;
             Ok(())
         }
         "consistent_cluster_management" | "restrict_future_timestamp" => {

@@ -14,12 +14,12 @@ use std::cell::RefCell;
 use std::collections::hash_map::Entry;
 use std::collections::HashMap;
 use std::sync::Arc;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use bytes::Bytes;
 use futures_util::future::join_all;
 use shoal_coordinator::data::{Mutation, PartitionPosition};
-use shoal_coordinator::{timeouts, ConsistencyLevel, WriteType};
+use shoal_coordinator::{timeouts, ConsistencyLevel, CoordinatorError, WriteType};
 use shoal_runtime::clock;
 use shoal_schema::{CqlType, Schema, TableMeta};
 use uuid::Uuid;
@@ -351,11 +351,16 @@ async fn execute_parsed(
             if meta.view_of.is_some() {
                 return Err(invalid("Cannot TRUNCATE materialized view directly; must truncate base table instead"));
             }
-            Box::pin(shoal_coordinator::truncate(meta.id, timeouts().truncate)).await?;
+            let timeout = crate::using_timeout::of(t.timeout.as_ref(), bindings)?.unwrap_or(timeouts().truncate);
             let views = schema.keyspace(&meta.keyspace).map(|ks| shoal_schema::view::views_of(ks, &meta.name));
             let view_ids = meta.indexes.iter().map(|i| i.view_id).chain(views.into_iter().flatten().map(|v| v.id));
-            for id in view_ids.collect::<Vec<_>>() {
-                Box::pin(shoal_coordinator::truncate(id, timeouts().truncate)).await?;
+            for id in std::iter::once(meta.id).chain(view_ids).collect::<Vec<_>>() {
+                // ScyllaDB's truncate_exception, a server error a driver
+                // may try on another node, not a write timeout.
+                Box::pin(shoal_coordinator::truncate(id, timeout)).await.map_err(|e| match e {
+                    CoordinatorError::WriteTimeout { .. } => CqlError::Server(format!("Error during truncate: {e}")),
+                    other => CqlError::from(other),
+                })?;
             }
             Ok(QueryResult::Void)
         }
@@ -369,6 +374,7 @@ async fn execute_parsed(
                 now_s: clock::now_s(),
                 consistency: options.consistency,
                 trace: options.trace.as_ref(),
+                timeout: crate::using_timeout::of(s.timeout.as_ref(), bindings)?,
             };
             // Boxed: a SELECT's state is ~4 KB, and inline every request's
             // future, writes included, was that large.
@@ -402,7 +408,8 @@ async fn execute_parsed(
                 _ => None,
             };
             check_write_consistency(&options, lwt::any_condition(&conditions))?;
-            apply_or_check(writes, conditions, &options, ctx.timestamp, ctx.now_s, batch).await
+            let timeout = crate::using_timeout::of_write(&parsed.statement, bindings)?;
+            apply_or_check(writes, conditions, &options, ctx.timestamp, ctx.now_s, batch, timeout).await
         }
     }
 }
@@ -506,9 +513,10 @@ async fn apply_or_check(
     timestamp_us: i64,
     now_s: i64,
     batch: Option<BatchKind>,
+    timeout: Option<Duration>,
 ) -> CqlResult<QueryResult> {
     if !lwt::any_condition(&conditions) {
-        apply_writes(writes, options.consistency, batch).await?;
+        apply_writes(writes, options.consistency, batch, timeout).await?;
         return Ok(QueryResult::Void);
     }
     lwt::check_single_partition(&conditions, &writes)?;
@@ -597,16 +605,23 @@ fn writable_table(
 /// one partition merge into one update, so they apply atomically (and
 /// survive a crash, or not, together), as in Cassandra. A logged batch of
 /// several partitions goes through the batchlog (`coordinator::batchlog`).
-async fn apply_writes(writes: Vec<Mutation>, consistency: ConsistencyLevel, batch: Option<BatchKind>) -> CqlResult<()> {
+/// `timeout` is the statement's own (`USING TIMEOUT`), if it has one.
+async fn apply_writes(
+    writes: Vec<Mutation>,
+    consistency: ConsistencyLevel,
+    batch: Option<BatchKind>,
+    timeout: Option<Duration>,
+) -> CqlResult<()> {
     let writes = if writes.len() > 1 { merge_by_partition(writes) } else { writes };
     let schema = shoal_coordinator::schema();
     let counter =
         writes.first().and_then(|w| schema.table_by_id(w.table)).is_some_and(|t| crate::ddl::is_counter_table(t));
-    let (write_type, timeout) = match (counter, batch.is_some()) {
+    let (write_type, timeout_default) = match (counter, batch.is_some()) {
         (true, _) => (WriteType::Counter, timeouts().counter_write),
         (false, true) => (WriteType::Batch, timeouts().write),
         (false, false) => (WriteType::Simple, timeouts().write),
     };
+    let timeout = timeout.unwrap_or(timeout_default);
     if batch == Some(BatchKind::Logged) && !counter && writes.len() > 1 {
         // Boxed: a batchlog's state machine would make every write's future larger.
         return Ok(Box::pin(shoal_coordinator::mutate_logged(writes, consistency, timeout)).await?);
@@ -679,7 +694,7 @@ async fn run_batch(
     }
     check_batch_kind(kind, &schema, &all)?;
     check_write_consistency(&options, lwt::any_condition(&conditions))?;
-    apply_or_check(all, conditions, &options, timestamp, now, Some(kind)).await
+    apply_or_check(all, conditions, &options, timestamp, now, Some(kind), None).await
 }
 
 /// Cassandra's rules on serial consistency levels for writes: SERIAL and

@@ -2,9 +2,14 @@
 //! the result clients see (selectors, aggregates, paging).
 //!
 //! Paging: a page reads at most `page_size` rows, and ends early past 1 MiB
-//! of row data; when the read stopped at either limit, the result carries a
-//! paging state naming the last row and the rows left of the statement's
-//! LIMIT, and the next page resumes after it.
+//! of row data or once its replicas passed `query_tombstone_page_limit`
+//! tombstones (then with fewer rows, maybe none); when the read stopped at
+//! a limit, the result carries a paging state naming where it stopped (the
+//! last row, or the position the tombstones reached) and the rows left of
+//! the statement's LIMIT, and the next page resumes after it. Unpaged
+//! reads, and the pages a statement reads internally (aggregates, GROUP
+//! BY, ORDER BY after the read, index reads), pass tombstones unlimited,
+//! as in ScyllaDB.
 //! GROUP BY queries page by groups (see `group_by`).
 
 mod aggregate;
@@ -51,6 +56,9 @@ struct PagingState {
     /// Rows (groups for GROUP BY) already returned from `position`'s
     /// partition, counted against PER PARTITION LIMIT.
     in_partition: usize,
+    /// `position` lies just before its clustering key, which is still to
+    /// read (a page that stopped on a range tombstone's bound).
+    at_key: bool,
 }
 
 /// One output column's computation.
@@ -129,6 +137,8 @@ pub struct SelectOptions<'a> {
     pub now_s: i64,
     pub consistency: ConsistencyLevel,
     pub trace: Option<&'a crate::traces::SharedTrace>,
+    /// `USING TIMEOUT`, in place of the node's read timeouts.
+    pub timeout: Option<std::time::Duration>,
 }
 
 /// A SELECT resolved against one schema version, once: its table, result
@@ -213,10 +223,10 @@ pub async fn execute(
         false => None,
     };
     let consistency = options.consistency;
-    let timeout = match command.partitions {
+    let timeout = options.timeout.unwrap_or(match command.partitions {
         PartitionSelection::Keys(_) => timeouts().read,
         PartitionSelection::Range { .. } => timeouts().range,
-    };
+    });
     // The rare ways (a virtual table, an index) and the rare shapes
     // (GROUP BY, ORDER BY after the read) are boxed: a future is as large
     // as its largest branch, and this one is moved several times per
@@ -247,6 +257,7 @@ pub async fn execute(
     }
     let remaining = state.as_ref().map_or(limit, |s| s.remaining);
     command.start_partition_rows = state.as_ref().map_or(0, |s| s.in_partition);
+    command.start_at_key = state.as_ref().is_some_and(|s| s.at_key);
     command.start_after = state.map(|s| s.position);
     if aggregate {
         // Folded page by page: the rows are never all in memory.
@@ -266,6 +277,9 @@ pub async fn execute(
     let (rows, paging_state) = if post_order::needed(meta, select) {
         (Box::pin(post_order::read(meta, &select.order_by, command, remaining, options.page_size, read)).await?, None)
     } else {
+        if options.page_size.is_some() && virtual_table.is_none() && index_scan.is_none() {
+            command.tombstone_limit = live_config::query_tombstone_page_limit();
+        }
         read_page(command, remaining, options.page_size, read).await?
     };
     let out = rows.iter().map(|row| sels.iter().map(|s| evaluate(meta, s, row)).collect()).collect::<CqlResult<_>>()?;
@@ -299,10 +313,16 @@ where
         };
         if i != first {
             one.start_after = None;
+            one.start_at_key = false;
             one.start_partition_rows = 0;
         }
         let page = read(one).await?;
         out.rows.extend(page.rows);
+        if page.short.is_some() {
+            out.short = page.short;
+            out.limit_reached = true;
+            break;
+        }
         if out.rows.len() >= command.row_limit {
             out.limit_reached = page.limit_reached || i + 1 < count;
             break;
@@ -328,16 +348,21 @@ where
         return Ok((Vec::new(), None));
     }
     command.row_limit = page_rows;
-    let ReadResult { mut rows, limit_reached } = read(command.clone()).await?;
+    let ReadResult { mut rows, limit_reached, short } = read(command.clone()).await?;
     let full = limit_reached && rows.len() == page_rows;
     let cut = page_size.is_some() && cut_at_page_bytes(&mut rows);
     let left = remaining - rows.len();
-    let paging_state = match rows.last() {
-        Some(last) if (full || cut) && left > 0 => Some(encode_paging_state(&PagingState {
-            position: last.position.clone(),
-            remaining: left,
-            in_partition: rows_in_last_partition(&rows, &command),
-        })),
+    let stop = match short {
+        // The tombstones stopped the read at or past its last row.
+        Some(short) if !cut => Some((short.position, short.at_key)),
+        _ if full || cut => rows.last().map(|last| (last.position.clone(), false)),
+        _ => None,
+    };
+    let paging_state = match stop {
+        Some((position, at_key)) if left > 0 => {
+            let in_partition = rows_in_partition(&rows, &command, &position);
+            Some(encode_paging_state(&PagingState { position, remaining: left, in_partition, at_key }))
+        }
         _ => None,
     };
     Ok((rows, paging_state))
@@ -369,11 +394,15 @@ fn cut_at_page_bytes(rows: &mut Vec<ResultRow>) -> bool {
 /// `rows` all lie in the partition the command resumed in.
 fn rows_in_last_partition(rows: &[ResultRow], command: &ReadCommand) -> usize {
     let Some(last) = rows.last() else { return command.start_partition_rows };
-    let here = rows.iter().rev().take_while(|r| r.position.partition == last.position.partition).count();
+    rows_in_partition(rows, command, &last.position)
+}
+
+/// How many rows of `stop`'s partition have been returned once `rows`
+/// (read by `command`, all at or before `stop`) are.
+fn rows_in_partition(rows: &[ResultRow], command: &ReadCommand, stop: &RowPosition) -> usize {
+    let here = rows.iter().rev().take_while(|r| r.position.partition == stop.partition).count();
     match &command.start_after {
-        Some(start) if here == rows.len() && start.partition == last.position.partition => {
-            command.start_partition_rows + here
-        }
+        Some(start) if here == rows.len() && start.partition == stop.partition => command.start_partition_rows + here,
         _ => here,
     }
 }
@@ -455,6 +484,8 @@ fn read_command(
         start_partition_rows: 0,
         now_s,
         bypass_cache: select.bypass_cache,
+        start_at_key: false,
+        tombstone_limit: usize::MAX,
     };
     Ok((command, index))
 }
@@ -1123,7 +1154,7 @@ fn encode_paging_state(state: &PagingState) -> Bytes {
     out.put_slice(&position.partition.key);
     match &position.clustering {
         Some(ck) => {
-            out.put_u8(1);
+            out.put_u8(if state.at_key { 2 } else { 1 });
             out.put_u32(ck.len() as u32);
             out.put_slice(ck);
         }
@@ -1145,9 +1176,10 @@ fn decode_paging_state(state: &Bytes) -> CqlResult<PagingState> {
     let token = take(&mut buf, 8)?.get_i64();
     let key_len = take(&mut buf, 4)?.get_u32() as usize;
     let key = take(&mut buf, key_len)?;
-    let clustering = match take(&mut buf, 1)?[0] {
+    let kind = take(&mut buf, 1)?[0];
+    let clustering = match kind {
         0 => None,
-        1 => {
+        1 | 2 => {
             let len = take(&mut buf, 4)?.get_u32() as usize;
             Some(take(&mut buf, len)?)
         }
@@ -1156,7 +1188,7 @@ fn decode_paging_state(state: &Bytes) -> CqlResult<PagingState> {
     let remaining = take(&mut buf, 8)?.get_u64() as usize;
     let in_partition = take(&mut buf, 8)?.get_u64() as usize;
     let position = RowPosition { partition: PartitionPosition { token, key }, clustering };
-    Ok(PagingState { position, remaining, in_partition })
+    Ok(PagingState { position, remaining, in_partition, at_key: kind == 2 })
 }
 
 #[cfg(test)]
@@ -1169,7 +1201,7 @@ mod tests {
             partition: PartitionPosition { token: -42, key: Bytes::from_static(b"key") },
             clustering: Some(Bytes::from_static(b"ck")),
         };
-        let state = PagingState { position, remaining: 17, in_partition: 3 };
+        let state = PagingState { position, remaining: 17, in_partition: 3, at_key: true };
         let encoded = encode_paging_state(&state);
         assert_eq!(decode_paging_state(&encoded).ok(), Some(state));
         let state = encoded;

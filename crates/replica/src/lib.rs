@@ -32,6 +32,7 @@ mod read;
 mod recovery;
 mod share_control;
 mod token_hash;
+mod tombstone_limit;
 mod top_partitions;
 mod view_update;
 mod virtual_table;
@@ -49,7 +50,9 @@ pub use list_ops::{ListOp, ListOpKind};
 pub use mutation::Mutation;
 pub use partition_lock::PartitionGuard;
 pub use paxos::{Ballot, Promise, Proposal};
-pub use read::{ElementStamp, PartitionSelection, ReadCommand, ReadResult, ResultCell, ResultRow, RowPosition};
+pub use read::{
+    ElementStamp, PartitionSelection, ReadCommand, ReadResult, ResultCell, ResultRow, RowPosition, ShortStop,
+};
 pub use recovery::RecoveryReport;
 pub use share_control::StaticShares;
 pub use top_partitions::{TopPartition, TopPartitions, CAPACITY_MAX as TOP_PARTITIONS_CAPACITY_MAX};

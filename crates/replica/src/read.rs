@@ -4,6 +4,16 @@
 //! columns are joined to their partition's rows, filters run, and the row and
 //! per-partition limits stop the read. A result carries where it stopped, so
 //! the coordinator can page and merge results of several shards in ring order.
+//!
+//! A paged read also stops once it has passed `tombstone_limit` tombstones
+//! (ScyllaDB's `query_tombstone_page_limit`), even with no row to return:
+//! partition tombstones, deleted or otherwise dead rows that still hold a
+//! deletion or expired data (rows a wider deletion shadows do not count,
+//! as ScyllaDB compacts them away before counting), and both bounds of each
+//! range tombstone. Such a stop is reported as a [`ShortStop`] naming the
+//! position reached, which may lie on a range tombstone's bound, before a
+//! key (`at_key`). Counting only touches tombstones: a read of live data
+//! pays one branch per partition.
 
 use std::ops::Bound;
 
@@ -18,6 +28,7 @@ use uuid::Uuid;
 
 use crate::database::ReplicaError;
 use crate::filter::{self, RowFilter};
+use crate::tombstone_limit::{dead_row_counts, range_tombstone_points, Point, Resume};
 
 /// Partitions scanned per storage call in a range read: bounds the memory of
 /// one step while rows are filtered out.
@@ -61,6 +72,12 @@ pub struct ReadCommand {
     pub now_s: i64,
     /// Neither served from nor filling the row cache (`BYPASS CACHE`).
     pub bypass_cache: bool,
+    /// `start_after`'s clustering key is itself still to read: the read
+    /// resumes at it (a page cut on a range tombstone's bound before it).
+    pub start_at_key: bool,
+    /// Tombstones past which the read stops with a [`ShortStop`];
+    /// `usize::MAX` for none (unpaged and internal reads).
+    pub tombstone_limit: usize,
 }
 
 impl ReadCommand {
@@ -86,6 +103,8 @@ impl ReadCommand {
             start_partition_rows: 0,
             now_s,
             bypass_cache: false,
+            start_at_key: false,
+            tombstone_limit: usize::MAX,
         }
     }
 }
@@ -125,6 +144,21 @@ pub struct ReadResult {
     pub rows: Vec<ResultRow>,
     /// Whether the read stopped at a limit (so more rows may follow).
     pub limit_reached: bool,
+    /// Set when the read stopped at its tombstone limit: where to resume,
+    /// at or after its last row. `limit_reached` is then set too.
+    /// Boxed: rarely set, and a result moves through several futures.
+    pub short: Option<Box<ShortStop>>,
+}
+
+/// Where a read cut short by its tombstone limit stopped.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ShortStop {
+    /// Everything up to here has been read; a clustering of `None` is the
+    /// end of the partition.
+    pub position: RowPosition,
+    /// The position lies just before its clustering key, in read order,
+    /// which is still to read.
+    pub at_key: bool,
 }
 
 pub(crate) async fn execute(
@@ -149,6 +183,7 @@ pub(crate) async fn execute(
                 };
                 if let Some(partition) = partition {
                     reader.emit_partition(&position, &partition)?;
+                    reader.end_partition(&position);
                 }
                 if reader.result.limit_reached {
                     break;
@@ -164,6 +199,7 @@ pub(crate) async fn execute(
                 let batch = table.scan(from.as_ref(), to.as_ref(), &command.clustering, SCAN_BATCH_PARTITIONS).await?;
                 for (position, partition) in &batch {
                     reader.emit_partition(position, partition)?;
+                    reader.end_partition(position);
                     if reader.result.limit_reached {
                         return Ok(reader.result);
                     }
@@ -193,6 +229,7 @@ pub fn rows_of(
     } else {
         reader.emit_partition(position, &partition.slice(&command.clustering))?;
     }
+    reader.end_partition(position);
     Ok(reader.result)
 }
 
@@ -211,49 +248,129 @@ struct Reader<'a> {
     /// row lives by it alone (`shoal_schema::view`).
     liveness: Option<usize>,
     result: ReadResult,
+    /// Tombstones passed, counted only under a tombstone limit.
+    tombstones: usize,
 }
 
 impl<'a> Reader<'a> {
     fn new(meta: &'a TableMeta, command: &'a ReadCommand) -> Reader<'a> {
         let liveness = meta.materialized.as_ref().and_then(|_| meta.column_index(LIVENESS_COLUMN));
-        Reader { meta, command, liveness, result: ReadResult::default() }
+        Reader { meta, command, liveness, result: ReadResult::default(), tombstones: 0 }
     }
 
     fn before_start(&self, position: &PartitionPosition) -> bool {
         self.command.start_after.as_ref().is_some_and(|s| position < &s.partition)
     }
 
+    fn counting(&self) -> bool {
+        self.command.tombstone_limit != usize::MAX
+    }
+
+    /// Counts one tombstone; whether the limit is reached.
+    fn count_tombstone(&mut self) -> bool {
+        self.tombstones += 1;
+        self.tombstones >= self.command.tombstone_limit
+    }
+
+    fn stop_short(&mut self, partition: &PartitionPosition, clustering: Option<Bytes>, at_key: bool) {
+        let position = RowPosition { partition: partition.clone(), clustering };
+        self.result.short = Some(Box::new(ShortStop { position, at_key }));
+        self.result.limit_reached = true;
+    }
+
+    /// Counts a range tombstone's bound; whether the page stops on it
+    /// (never while `hold`).
+    fn pass_bound(&mut self, position: &PartitionPosition, point: &Point, hold: bool) -> bool {
+        if !self.count_tombstone() || hold {
+            return false;
+        }
+        match point {
+            Point::Key { key, at_key } => {
+                self.stop_short(position, Some(key.clone()), *at_key);
+                true
+            }
+            // A partition's edge: `end_partition` stops there.
+            Point::First | Point::Last => false,
+        }
+    }
+
+    /// After a partition has been read whole (or to its limit): the page
+    /// ends here once the tombstones passed reach the limit.
+    #[inline]
+    fn end_partition(&mut self, position: &PartitionPosition) {
+        if self.counting() && !self.result.limit_reached && self.tombstones >= self.command.tombstone_limit {
+            self.stop_short(position, None, false);
+        }
+    }
+
     fn emit_partition(&mut self, position: &PartitionPosition, partition: &Partition) -> Result<(), ReplicaError> {
         if self.before_start(position) {
             return Ok(());
         }
-        let resume_in_partition = match &self.command.start_after {
+        let resume = match &self.command.start_after {
             Some(start) if &start.partition == position => match &start.clustering {
-                // Paged past this partition's only (static or distinct) row.
+                // Paged past this partition's only (static or distinct) row,
+                // or past its end.
                 None => return Ok(()),
-                Some(key) => Some(key.clone()),
+                Some(key) => Some(Resume { key: key.clone(), at_key: self.command.start_at_key }),
             },
             _ => None,
         };
-        let mut emitted = match resume_in_partition {
+        let mut emitted = match resume {
             Some(_) => self.command.start_partition_rows,
             None => 0,
         };
         if emitted >= self.command.per_partition_limit {
             return Ok(());
         }
+        let reversed = self.command.reversed;
         let statics = self.live_cells(&partition.static_row, partition.tombstone)?;
+        let static_live = statics.iter().any(Option::is_some);
+        let whole_partition = self.command.clustering.iter().any(|r| r == &ClusteringRange::all());
+        // A static-only row may still be due at the partition's end: no
+        // page stops inside the partition before it has a row.
+        let static_due = static_live && (whole_partition || self.command.distinct) && resume.is_none();
+        // Borrowed, not owned: with no limit or no range tombstone the
+        // Vec is never made, so there is none to drop (a call per
+        // partition on the path of every read).
+        let points;
+        let mut bounds: &[Point] = &[];
+        if self.counting() {
+            if partition.tombstone.is_some() && resume.is_none() {
+                self.count_tombstone();
+            }
+            if !partition.range_tombstones.is_empty() {
+                points = range_tombstone_points(partition, &self.command.clustering, reversed, resume.as_ref());
+                bounds = &points;
+            }
+        }
+        // Read by index: an empty slice (no limit, no range tombstone)
+        // costs one comparison per row.
+        let mut next_bound = 0;
         let rows: Box<dyn Iterator<Item = (&Bytes, &ClusteredRow)>> =
-            if self.command.reversed { Box::new(partition.rows.iter().rev()) } else { Box::new(partition.rows.iter()) };
+            if reversed { Box::new(partition.rows.iter().rev()) } else { Box::new(partition.rows.iter()) };
         for (key, clustered) in rows {
-            if let Some(resume) = &resume_in_partition {
-                let done = if self.command.reversed { key >= resume } else { key <= resume };
-                if done {
-                    continue;
+            if resume.as_ref().is_some_and(|r| r.passed_row(key, reversed)) {
+                continue;
+            }
+            while let Some(point) = bounds.get(next_bound).filter(|p| p.before_row(key, reversed)) {
+                next_bound += 1;
+                if self.pass_bound(position, point, static_due && emitted == 0) {
+                    return Ok(());
                 }
             }
             let deletion = partition.deletion_for_row(key);
-            let Some(mut cells) = self.live_row(&clustered.row, deletion)? else { continue };
+            let Some(mut cells) = self.live_row(&clustered.row, deletion)? else {
+                if self.counting()
+                    && dead_row_counts(&clustered.row, deletion)
+                    && self.count_tombstone()
+                    && !(static_due && emitted == 0)
+                {
+                    self.stop_short(position, Some(key.clone()), false);
+                    return Ok(());
+                }
+                continue;
+            };
             merge_statics(&mut cells, &statics);
             let row = ResultRow {
                 position: RowPosition { partition: position.clone(), clustering: Some(key.clone()) },
@@ -272,9 +389,12 @@ impl<'a> Reader<'a> {
                 return Ok(());
             }
         }
-        let static_live = statics.iter().any(Option::is_some);
-        let whole_partition = self.command.clustering.iter().any(|r| r == &ClusteringRange::all());
-        if emitted == 0 && static_live && (whole_partition || self.command.distinct) && resume_in_partition.is_none() {
+        for point in &bounds[next_bound..] {
+            if self.pass_bound(position, point, static_due && emitted == 0) {
+                return Ok(());
+            }
+        }
+        if emitted == 0 && static_due {
             let row = ResultRow {
                 position: RowPosition { partition: position.clone(), clustering: None },
                 clustering: Vec::new(),
@@ -437,4 +557,122 @@ fn serialize_collection(ty: &CqlType, live: &[(&Bytes, &Cell)], now_s: i64) -> O
             .collect(),
     };
     Some(ResultCell { value, timestamp, ttl_s, elements })
+}
+
+#[cfg(test)]
+mod tests {
+    use std::collections::BTreeMap;
+
+    use shoal_schema::TableOptions;
+    use shoal_storage::{RangeTombstone, RowMarker};
+
+    use super::*;
+
+    fn meta() -> TableMeta {
+        TableMeta {
+            id: Uuid::nil(),
+            keyspace: "ks".into(),
+            name: "t".into(),
+            columns: Vec::new(),
+            options: TableOptions::default(),
+            next_column_id: 0,
+            indexes: Vec::new(),
+            view_of: None,
+            materialized: None,
+            dropped_columns: BTreeMap::new(),
+        }
+    }
+
+    fn key(k: u8) -> Bytes {
+        Bytes::copy_from_slice(&[k])
+    }
+
+    /// Rows at `live` (a marker at 20) and `deleted` (a row tombstone at
+    /// 10), and range tombstones at 15 over `ranges`.
+    fn partition(live: &[u8], deleted: &[u8], ranges: &[(Bound<u8>, Bound<u8>)]) -> Partition {
+        let mut partition = Partition::default();
+        let mut put = |k: u8, row: Row| {
+            partition.rows.insert(key(k), ClusteredRow { clustering: vec![key(k)], row });
+        };
+        for &k in live {
+            put(k, Row { marker: Some(RowMarker { timestamp: 20, expiry: None }), ..Row::default() });
+        }
+        for &k in deleted {
+            put(k, Row { deletion: Some(Tombstone { timestamp: 10, deletion_time_s: 0 }), ..Row::default() });
+        }
+        for (start, end) in ranges {
+            let range = ClusteringRange { start: start.map(key), end: end.map(key) };
+            let tombstone = Tombstone { timestamp: 15, deletion_time_s: 0 };
+            partition.range_tombstones.push(RangeTombstone { range, tombstone });
+        }
+        partition
+    }
+
+    /// The keys of each page of `partition` read `page_rows` rows at a
+    /// time under `limit` tombstones, each page resuming where the last
+    /// stopped.
+    fn pages(partition: &Partition, limit: usize, page_rows: usize, reversed: bool) -> Vec<Vec<u8>> {
+        let position = PartitionPosition { token: 0, key: Bytes::new() };
+        let mut command =
+            ReadCommand::of_partitions(Uuid::nil(), vec![position.clone()], vec![ClusteringRange::all()], 0);
+        (command.tombstone_limit, command.row_limit, command.reversed) = (limit, page_rows, reversed);
+        let mut out = Vec::new();
+        loop {
+            let result = rows_of(&meta(), &command, &position, partition).expect("reads");
+            out.push(result.rows.iter().map(|r| r.position.clustering.as_ref().expect("a row")[0]).collect());
+            assert!(out.len() < 1000, "paging does not end");
+            (command.start_after, command.start_at_key) = match (result.short, result.rows.last()) {
+                (Some(short), _) => (Some(short.position), short.at_key),
+                (None, Some(last)) if result.limit_reached => (Some(last.position.clone()), false),
+                _ => return out,
+            };
+        }
+    }
+
+    #[test]
+    fn a_page_ends_once_its_tombstones_reach_the_limit() {
+        let deleted: Vec<u8> = (0..30).collect();
+        let rows = partition(&[31], &deleted, &[]);
+        assert_eq!(pages(&rows, 10, 10, false), [vec![], vec![], vec![], vec![31]]);
+        assert_eq!(pages(&rows, 10, 10, true), [vec![31], vec![], vec![], vec![]]);
+        // Without a limit: one page.
+        assert_eq!(pages(&rows, usize::MAX, 10, false), [vec![31]]);
+        // Twelve range tombstones, two bounds each.
+        let ranges: Vec<_> = (0..12u8).map(|i| (Bound::Excluded(4 * i), Bound::Excluded(4 * i + 3))).collect();
+        let rows = partition(&[200], &[], &ranges);
+        assert_eq!(pages(&rows, 10, 10, false), [vec![], vec![], vec![200]]);
+        let live: Vec<u8> = (0..12).collect();
+        let ranges: Vec<_> = (8..18u8).map(|i| (Bound::Excluded(4 * i), Bound::Excluded(4 * i + 3))).collect();
+        let rows = partition(&live, &[], &ranges);
+        let mut expected = vec![(0..10).collect::<Vec<u8>>(), vec![10, 11], vec![], vec![]];
+        assert_eq!(pages(&rows, 10, 10, false), expected);
+        // A row the range tombstone covers but written after it lives.
+        let rows = partition(&[5, 9, 10, 40], &[6, 7], &[(Bound::Included(3), Bound::Included(10))]);
+        expected = vec![vec![5, 9, 10, 40]];
+        assert_eq!(pages(&rows, 10, 10, false), expected);
+    }
+
+    #[test]
+    fn every_live_row_comes_back_once_whatever_the_limit() {
+        let ranges = [
+            (Bound::Included(2), Bound::Excluded(9)),
+            (Bound::Excluded(4), Bound::Included(20)),
+            (Bound::Unbounded, Bound::Excluded(1)),
+            (Bound::Included(30), Bound::Unbounded),
+        ];
+        let live = [0, 3, 4, 8, 9, 20, 21, 29, 30, 35];
+        let rows = partition(&live, &[1, 5, 6, 22, 23, 24, 25], &ranges);
+        for limit in 1..8 {
+            for page_rows in 1..5 {
+                for reversed in [false, true] {
+                    let got: Vec<u8> = pages(&rows, limit, page_rows, reversed).concat();
+                    let mut want = live.to_vec();
+                    if reversed {
+                        want.reverse();
+                    }
+                    assert_eq!(got, want, "limit {limit}, {page_rows} rows a page, reversed {reversed}");
+                }
+            }
+        }
+    }
 }

@@ -8,6 +8,7 @@ use super::{PResult, Parser};
 use crate::ast::{
     AlterKeyspace, AlterTable, AlterTableOp, AlterType, AlterTypeOp, ColumnDef, CreateKeyspace, CreateTable,
     CreateType, DropFunction, DropIndex, DropKeyspace, DropTable, DropType, OptionValue, Options, Statement, Truncate,
+    Using,
 };
 use crate::lexer::{Sym, TokenKind};
 
@@ -140,7 +141,11 @@ impl Parser<'_> {
             self.eat_kw("columnfamily");
         }
         let (keyspace, name) = self.qualified_name("table name")?;
-        Ok(Statement::Truncate(Truncate { keyspace, name }))
+        let mut using = Using::default();
+        if self.eat_kw("using") {
+            self.using_options(&mut using, super::dml::TRUNCATE)?;
+        }
+        Ok(Statement::Truncate(Truncate { keyspace, name, timeout: using.timeout }))
     }
 
     fn create_keyspace(&mut self) -> PResult<Statement> {

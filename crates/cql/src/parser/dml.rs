@@ -19,6 +19,7 @@ pub(super) struct UsingRules {
 const INSERT_UPDATE: UsingRules = UsingRules { statement: "INSERT/UPDATE", ttl: true, timestamp: true };
 const DELETE: UsingRules = UsingRules { statement: "DELETE", ttl: false, timestamp: true };
 const BATCH: UsingRules = UsingRules { statement: "BATCH", ttl: false, timestamp: true };
+pub(super) const TRUNCATE: UsingRules = UsingRules { statement: "TRUNCATE", ttl: false, timestamp: false };
 
 impl Parser<'_> {
     /// `option term (AND option term)*` after `USING`, merged into `using`.

@@ -277,9 +277,14 @@ fn drop_and_truncate() {
         stmt("DROP TABLE IF EXISTS ks.t"),
         Statement::DropTable(DropTable { keyspace: Some("ks".into()), name: "t".into(), if_exists: true })
     );
-    let expected = Statement::Truncate(Truncate { keyspace: Some("ks".into()), name: "t".into() });
+    let expected = Statement::Truncate(Truncate { keyspace: Some("ks".into()), name: "t".into(), timeout: None });
     assert_eq!(stmt("TRUNCATE ks.t"), expected);
     assert_eq!(stmt("TRUNCATE TABLE ks.t;"), expected);
+    let Statement::Truncate(t) = stmt("TRUNCATE TABLE ks.t USING TIMEOUT 1000s") else { panic!("a truncate") };
+    assert_eq!(t.timeout, Some(Term::Literal(Literal::Duration("1000s".into()))));
+    assert!(err("TRUNCATE TABLE ks.t USING TTL 1").message.contains("USING TTL is not allowed in TRUNCATE"));
+    assert!(err("TRUNCATE TABLE ks.t USING TIMESTAMP 1").message.contains("not allowed"));
+    assert!(err("TRUNCATE TABLE ks.t USING TIMEOUT 1h AND TTL 42").message.contains("not allowed"));
 }
 
 #[test]

@@ -157,8 +157,12 @@ where
                     let left = query.remaining - out.len();
                     // The group is complete: `row` starts the next one.
                     let last = group.pop().map(|r| r.position).filter(|_| left > 0);
-                    let state =
-                        last.map(|position| PagingState { position, remaining: left, in_partition: partition_groups });
+                    let state = last.map(|position| PagingState {
+                        position,
+                        remaining: left,
+                        in_partition: partition_groups,
+                        at_key: false,
+                    });
                     return Ok((out, state));
                 }
                 group.clear();
@@ -193,6 +197,7 @@ where
         position: last,
         remaining: left,
         in_partition: partition_groups,
+        at_key: false,
     });
     Ok((out, state))
 }
