@@ -153,6 +153,8 @@ fn raft_seeds(corpus: &Path) {
         start_partition_rows: 0,
         now_s: 0,
         bypass_cache: false,
+        start_at_key: false,
+        tombstone_limit: 10_000,
     };
     write(&data, "read", &[&[1u8][..], &shoal_coordinator::wire::encode_read_command(&command)].concat());
     let partitions = shoal_coordinator::wire::encode_partitions(&[None, Some(partition(2, 2, 4))]);
