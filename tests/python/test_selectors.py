@@ -211,6 +211,16 @@ def test_decimal_sums_of_any_size_and_literals_past_a_32_bit_scale(session, tabl
         session.execute("INSERT INTO %s (p, a) VALUES (3, 1e2147483649)" % t)
 
 
+def test_nan_infinity_and_cast_markers_in_selector_arithmetic(session, table):
+    t = table("(p int PRIMARY KEY, a int, d double, s text)")
+    session.execute("INSERT INTO %s (p, a, d, s) VALUES (1, 1, 1.5, 'x')" % t)
+    row = session.execute("SELECT d + NaN, d - Infinity, a + (int) 1 FROM %s WHERE p = 1" % t).one()
+    assert math.isnan(row[0]) and row[1] == float("-inf") and row[2] == 2
+    # A cast types its marker.
+    prepared = session.prepare("SELECT a + (int) ?, a * (tinyint) ? FROM %s WHERE p = 1" % t)
+    assert tuple(session.execute(prepared, [1, 3]).one()) == (2, 3)
+
+
 def test_writetime_and_ttl_of_collections_are_refused_as_by_scylladb(session, table):
     t = table("(p int PRIMARY KEY, m map<int, int>, l list<int>, fm frozen<map<int, int>>)")
     session.execute("INSERT INTO %s (p, m, l, fm) VALUES (1, {1: 2}, [3], {4: 5}) USING TIMESTAMP 1000 AND TTL 500"

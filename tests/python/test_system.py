@@ -145,6 +145,25 @@ def test_scylla_tables_tell_clients_this_is_scylla(admin):
     assert row.value == "true"
 
 
+def test_versions_and_token_ring_as_scylladb_lists_them(admin, keyspace):
+    row = admin.execute("SELECT key, build_mode, compatible_version, version FROM system.versions").one()
+    assert row.key == "local" and row.build_mode in ("release", "debug") and row.version
+    assert row.compatible_version == admin.execute("SELECT release_version FROM system.local").one()[0]
+    # One row per vnode range (a single node: its own replica), each range
+    # starting where the one before it ends, around the ring.
+    num_tokens = int(admin.execute("SELECT value FROM system.config WHERE name = 'num_tokens'").one().value)
+    rows = list(admin.execute("SELECT * FROM system.token_ring WHERE keyspace_name = %s", [keyspace]))
+    assert len(rows) == num_tokens > 0
+    local = admin.execute("SELECT data_center, rack, broadcast_address FROM system.local").one()
+    assert {(r.table_name, r.dc, r.rack, str(r.endpoint)) for r in rows} == {
+        ("<ALL>", local.data_center, local.rack, str(local.broadcast_address))}
+    by_end = sorted((int(r.end_token), int(r.start_token)) for r in rows)
+    ends = [end for end, _ in by_end]
+    assert [start for _, start in by_end] == ends[-1:] + ends[:-1]
+    # System keyspaces are local: not on the ring.
+    assert list(admin.execute("SELECT * FROM system.token_ring WHERE keyspace_name = 'system'")) == []
+
+
 def test_system_clients_lists_each_connection_with_its_driver_and_shard(admin):
     """ScyllaDB's system.clients: a row per CQL connection, with the driver
     it named in STARTUP, the shard serving it, and no TLS; a closed

@@ -711,6 +711,47 @@ impl fmt::Display for Literal {
     }
 }
 
+impl Term {
+    /// Whether a bind marker stands anywhere in the term.
+    pub fn has_bind_marker(&self) -> bool {
+        match self {
+            Term::Bind(_) => true,
+            Term::Cast { term, .. } | Term::Negation(term) => term.has_bind_marker(),
+            Term::Operation { left, right, .. } => left.has_bind_marker() || right.has_bind_marker(),
+            Term::List(items) | Term::Set(items) | Term::Tuple(items) | Term::FunctionCall { args: items, .. } => {
+                items.iter().any(Term::has_bind_marker)
+            }
+            Term::Map(entries) => entries.iter().any(|(k, v)| k.has_bind_marker() || v.has_bind_marker()),
+            Term::UserType(fields) => fields.iter().any(|(_, v)| v.has_bind_marker()),
+            Term::Literal(_) | Term::EmptyBraces | Term::Column(_) => false,
+        }
+    }
+}
+
+/// `left op right`, a side that is itself an operation (`Some` of its
+/// operator) in parentheses where it binds looser than its place allows,
+/// so the text parses back as the same tree: `(1 + 2) * 3`, `1 - (2 - 3)`.
+fn write_operation(
+    f: &mut fmt::Formatter<'_>,
+    op: NumericOp,
+    (left, left_op): (&dyn fmt::Display, Option<NumericOp>),
+    (right, right_op): (&dyn fmt::Display, Option<NumericOp>),
+) -> fmt::Result {
+    let binding = |op: NumericOp| u8::from(!matches!(op, NumericOp::Add | NumericOp::Sub));
+    let looser = |side: Option<NumericOp>, than: u8| side.is_some_and(|op| binding(op) < than);
+    if looser(left_op, binding(op)) {
+        write!(f, "({left})")?;
+    } else {
+        write!(f, "{left}")?;
+    }
+    write!(f, " {} ", op.symbol())?;
+    if looser(right_op, binding(op) + 1) {
+        write!(f, "({right})")
+    } else {
+        write!(f, "{right}")
+    }
+}
+
 /// Renders CQL text; bind markers print as `?`.
 impl fmt::Display for Term {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
@@ -757,21 +798,11 @@ impl fmt::Display for Term {
             Term::Cast { ty, term } => write!(f, "({ty}){term}"),
             Term::Column(name) => f.write_str(name),
             Term::Operation { op, left, right } => {
-                // Parentheses where the tree binds against the operators'
-                // precedence, so the text reads back as the same tree.
-                let binds = |op: &NumericOp| if matches!(op, NumericOp::Add | NumericOp::Sub) { 0 } else { 1 };
-                let looser = |term: &Term, than: u8| matches!(term, Term::Operation { op, .. } if binds(op) < than);
-                if looser(left, binds(op)) {
-                    write!(f, "({left})")?;
-                } else {
-                    write!(f, "{left}")?;
-                }
-                write!(f, " {} ", op.symbol())?;
-                if looser(right, binds(op) + 1) {
-                    write!(f, "({right})")
-                } else {
-                    write!(f, "{right}")
-                }
+                let binding = |term: &Term| match term {
+                    Term::Operation { op, .. } => Some(*op),
+                    _ => None,
+                };
+                write_operation(f, *op, (left, binding(left)), (right, binding(right)))
             }
             Term::Negation(term) if matches!(**term, Term::Operation { .. }) => write!(f, "-({term})"),
             Term::Negation(term) => write!(f, "-{term}"),
@@ -798,7 +829,13 @@ impl fmt::Display for SelectorExpr {
             SelectorExpr::Term(term) => write!(f, "{term}"),
             SelectorExpr::Field { expr, field } => write!(f, "{expr}.{field}"),
             SelectorExpr::Element { expr, key } => write!(f, "{expr}[{key}]"),
-            SelectorExpr::Arithmetic { op, left, right } => write!(f, "{left} {} {right}", op.symbol()),
+            SelectorExpr::Arithmetic { op, left, right } => {
+                let binding = |expr: &SelectorExpr| match expr {
+                    SelectorExpr::Arithmetic { op, .. } => Some(*op),
+                    _ => None,
+                };
+                write_operation(f, *op, (left, binding(left)), (right, binding(right)))
+            }
             SelectorExpr::Negation(expr) => write!(f, "-{expr}"),
             SelectorExpr::Slice { expr, from, to } => {
                 let bound = |b: &Option<Term>| b.as_ref().map(Term::to_string).unwrap_or_default();

@@ -159,6 +159,8 @@ impl Collector<'_> {
                 self.selector(left);
                 self.selector(right);
             }
+            // A cast tells its marker's type (`a + (int) ?`).
+            SelectorExpr::Term(term @ Term::Cast { ty, .. }) => self.term(term, &term.to_string(), ty),
             SelectorExpr::Column(_)
             | SelectorExpr::CountStar
             | SelectorExpr::WriteTime(_)

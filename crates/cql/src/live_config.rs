@@ -87,6 +87,8 @@ pub(crate) fn rows() -> Vec<[String; 4]> {
         // ScyllaDB refuses USING TIMESTAMP more than 3 days ahead when this
         // is true; Shoal takes any timestamp, as Cassandra does.
         row(["restrict_future_timestamp", "default", "bool", "false"]),
+        // This node's vnodes (fixed once it joined).
+        row(["num_tokens", "default", "unsigned", &shoal_coordinator::cluster::tokens().len().to_string()]),
     ];
     rows.extend(bools);
     rows
@@ -154,7 +156,7 @@ pub(crate) async fn update(statement: &Update, bindings: Bindings<'_>) -> CqlRes
             .map_err(|e| CqlError::Server(e.to_string()))?;
             Ok(())
         }
-        "consistent_cluster_management" | "restrict_future_timestamp" => {
+        "consistent_cluster_management" | "restrict_future_timestamp" | "num_tokens" => {
             Err(invalid(format!("Option {name} is not live-updatable")))
         }
         _ => Err(invalid(format!("Unknown configuration option {name}"))),

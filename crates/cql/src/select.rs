@@ -838,8 +838,9 @@ fn has_markers(expr: &SelectorExpr) -> bool {
             has_markers(expr)
         }
         SelectorExpr::Arithmetic { left, right, .. } => [left, right].iter().any(|a| is_marker(a) || has_markers(a)),
-        // A marker standing alone has no type to read its value by:
-        // refused as before, whatever the values.
+        // A marker standing alone has no type to read its value by
+        // (refused, whatever the values) unless a cast gives one.
+        SelectorExpr::Term(term @ Term::Cast { .. }) => term.has_bind_marker(),
         SelectorExpr::Term(_)
         | SelectorExpr::Column(_)
         | SelectorExpr::CountStar
@@ -848,8 +849,9 @@ fn has_markers(expr: &SelectorExpr) -> bool {
     }
 }
 
+/// Whether the selector is a constant holding a marker (`?`, `(int) ?`).
 fn is_marker(expr: &SelectorExpr) -> bool {
-    matches!(expr, SelectorExpr::Term(Term::Bind(_)))
+    matches!(expr, SelectorExpr::Term(term) if term.has_bind_marker())
 }
 
 /// `left op right`: a constant operand takes the other's type (`v * 2`),
@@ -888,6 +890,10 @@ fn arithmetic_selector(
 /// A constant selector, read as a value of `ty`.
 fn literal_selector(term: &Term, ty: CqlType, binds: Binds<'_>) -> CqlResult<(String, CqlType, Sel)> {
     let text = term.to_string();
+    // At PREPARE a marker has no value yet: only the type counts.
+    if binds.is_none() && term.has_bind_marker() {
+        return Ok((text, ty, Sel::Literal(None)));
+    }
     let value = eval(term, Receiver { name: &text, ty: &ty }, binds.unwrap_or(Bindings { values: &[] }))?;
     Ok((text, ty, Sel::Literal(value.into_option())))
 }

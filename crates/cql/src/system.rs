@@ -10,6 +10,7 @@
 //! `docs/drivers.md` lists what each driver reads.
 
 use std::collections::BTreeMap;
+use std::net::IpAddr;
 use std::sync::{Arc, OnceLock};
 
 use bytes::Bytes;
@@ -76,6 +77,12 @@ const DEFINITIONS: &[(&str, &str, &str)] = &[
     ("system", "scylla_local", "key text PRIMARY KEY, value text"),
     // ScyllaDB's configuration table: the settings clients ask about.
     ("system", "config", "name text PRIMARY KEY, source text, type text, value text"),
+    // ScyllaDB's: this node's release (`version`), the Cassandra release it
+    // answers as (`compatible_version`) and its build.
+    ("system", "versions", "key text PRIMARY KEY, build_id text, build_mode text, compatible_version text, version text"),
+    // ScyllaDB's: each keyspace's vnode ranges and their replicas, with
+    // their data centers and racks (table `<ALL>`: no tablets here).
+    ("system", "token_ring", "keyspace_name text, table_name text, start_token text, endpoint inet, dc text, end_token text, rack text, PRIMARY KEY (keyspace_name, table_name, start_token, endpoint)"),
     // ScyllaDB's own schema tables; always empty here (no CDC partitioner, no tablets).
     ("system_schema", "scylla_tables", "keyspace_name text, table_name text, cdc frozen<map<text, text>>, partitioner text, version uuid, PRIMARY KEY (keyspace_name, table_name)"),
     ("system_schema", "scylla_keyspaces", "keyspace_name text PRIMARY KEY, initial_tablets int, storage_options frozen<map<text, text>>, storage_type text"),
@@ -134,6 +141,8 @@ pub async fn contents(meta: &Arc<TableMeta>, schema: &Schema) -> CqlResult<Virtu
         ("system", "local") => vec![local_row(schema)],
         ("system", "clients") => crate::clients::rows().await?,
         ("system", "size_estimates") => size_estimate_rows().await?,
+        ("system", "versions") => vec![version_row()],
+        ("system", "token_ring") => token_ring_rows(schema)?,
         ("system", "config") => {
             crate::live_config::rows().iter().map(|row| row.iter().map(|cell| text(cell)).collect()).collect()
         }
@@ -193,6 +202,48 @@ fn local_row(schema: &Schema) -> Vec<Option<Bytes>> {
 /// A peer's schema version is reported as this node's: group 0 applies
 /// every schema change on every node in the same order, and a DDL is
 /// answered once applied here.
+fn version_row() -> Values {
+    let build_mode = if cfg!(debug_assertions) { "debug" } else { "release" };
+    vec![text("local"), None, text(build_mode), text(RELEASE_VERSION), text(env!("CARGO_PKG_VERSION"))]
+}
+
+/// `system.token_ring`: a row per vnode range and replica of every
+/// replicated keyspace, the range starting after the previous one's end
+/// (the first after the last's, around the ring).
+fn token_ring_rows(schema: &Schema) -> CqlResult<Vec<Values>> {
+    let node = shoal_coordinator::cluster::node();
+    let peers = shoal_coordinator::cluster::peers();
+    let place = |address: IpAddr| match address == node.address {
+        true => Some((node.data_center.clone(), node.rack.clone())),
+        false => peers.iter().find(|p| p.address == address).map(|p| (p.data_center.clone(), p.rack.clone())),
+    };
+    let mut rows = Vec::new();
+    let local = |ks: &KeyspaceMeta| ks.replication.get("class").is_some_and(|c| c.ends_with("LocalStrategy"));
+    let replicated = schema.keyspaces.values().filter(|ks| !local(ks));
+    for keyspace in replicated {
+        let ranges =
+            shoal_coordinator::cluster::range_ownership(&keyspace.name).map_err(|e| CqlError::Server(e.to_string()))?;
+        let Some(&(last_end, _)) = ranges.last() else { continue };
+        let mut start = last_end;
+        for (end, replicas) in &ranges {
+            for address in replicas {
+                let (dc, rack) = place(*address).unzip();
+                rows.push(vec![
+                    text(&keyspace.name),
+                    text("<ALL>"),
+                    text(&start.to_string()),
+                    inet(*address),
+                    dc.as_deref().and_then(text),
+                    text(&end.to_string()),
+                    rack.as_deref().and_then(text),
+                ]);
+            }
+            start = *end;
+        }
+    }
+    Ok(rows)
+}
+
 fn peer_row(peer: &shoal_coordinator::Peer, schema: &Schema) -> Vec<Option<Bytes>> {
     let tokens: Vec<String> = peer.tokens.iter().map(i64::to_string).collect();
     vec![

@@ -197,12 +197,34 @@ impl Parser<'_> {
             return self.selector_call();
         }
         match &self.peek().kind {
-            TokenKind::Ident(word) if !matches!(word.as_str(), "true" | "false" | "null") => {
+            TokenKind::Ident(word) if !matches!(word.as_str(), "true" | "false" | "null" | "nan" | "infinity") => {
                 Ok(SelectorExpr::Column(self.ident("column name")?))
             }
             TokenKind::QuotedIdent(_) => Ok(SelectorExpr::Column(self.ident("column name")?)),
+            TokenKind::Sym(Sym::LParen) => match self.selector_group() {
+                Some(group) => Ok(group),
+                None => Ok(SelectorExpr::Term(self.primary_term()?)),
+            },
             _ => Ok(SelectorExpr::Term(self.primary_term()?)),
         }
+    }
+
+    /// `(selector)` grouping what is no term (`(c - b) / a`); `None`, with
+    /// the cursor and markers as they were, for a cast or a tuple, which
+    /// stay terms.
+    fn selector_group(&mut self) -> Option<SelectorExpr> {
+        let (pos, markers) = (self.pos, self.binds.len());
+        self.advance();
+        let group = match self.at_cast_type() {
+            true => None,
+            false => self.selector_expr().ok().filter(|e| !matches!(e, SelectorExpr::Term(_))),
+        };
+        if group.is_some() && self.eat_sym(Sym::RParen) {
+            return group;
+        }
+        self.pos = pos;
+        self.binds.truncate(markers);
+        None
     }
 
     /// `name(...)`, with COUNT(*), WRITETIME, TTL and CAST handled apart

@@ -302,7 +302,7 @@ impl Parser<'_> {
     /// After `(`: a lone name (not a constant word) before `)`, or a
     /// parameterized type. A lone unknown name is taken as a cast too, so it
     /// is reported as an unknown type rather than a bad value.
-    fn at_cast_type(&self) -> bool {
+    pub(super) fn at_cast_type(&self) -> bool {
         let Some(word) = self.word_at(0) else {
             return false;
         };

@@ -720,6 +720,14 @@ fn arithmetic_terms_bind_products_first_and_leave_update_operations_alone() {
     assert_eq!(term("(int) ? + 1"), op(NumericOp::Add, cast, lit_int("1")));
     assert_eq!(term("-1"), lit_int("-1"));
     assert_eq!(term("(1 + 1)").to_string(), "1 + 1");
+    // Selectors group with parentheses too; a tuple stays a term.
+    let selected = |text: &str| match select(&format!("SELECT {text} FROM t")).selection {
+        Selection::Selectors(selectors) => selectors[0].expr.to_string(),
+        other => panic!("unexpected selection {other:?}"),
+    };
+    assert_eq!(selected("(c - b) / a + d"), "(c - b) / a + d");
+    assert_eq!(selected("(1, ?)"), "(1, ?)");
+    assert_eq!(selected("(int) ? + a"), "(int)? + a");
     for text in ["1 * (2 + 3)", "(1 + 2) * 3", "1 - (2 - 3)", "1 - 2 - 3", "-(1 + ?)"] {
         assert_eq!(term(text).to_string(), text);
     }
