@@ -941,12 +941,10 @@ fn function_arguments(
                     Term::Cast { ty, .. } => ty.clone(),
                     _ => parameter_type(i, term, context).unwrap_or(CqlType::Int),
                 };
-                match (term, binds) {
-                    // A marker's value comes with each execution (see
-                    // `has_markers`); a placeholder until then.
-                    (Term::Bind(_), None) => Ok((term.to_string(), ty, Sel::Literal(None))),
-                    _ => literal_selector(term, ty, binds),
-                }
+                // A marker's value comes with each execution (see
+                // `has_markers`); `literal_selector` holds a placeholder
+                // until then.
+                literal_selector(term, ty, binds)
             }
             // Only constants are left untyped above.
             (None, _) => selector_expr(meta, arg, binds),
