@@ -329,3 +329,24 @@ def test_a_cast_operand_keeps_its_type(session, table):
     session.execute("UPDATE %s SET b = b + 2 WHERE k = 1" % t)
     row = session.execute("SELECT b + (tinyint) 1, b * (smallint) 2, (int) 3 - b FROM %s WHERE k = 1" % t).one()
     assert tuple(row) == (3, 4, 1)
+
+
+def test_strings_concatenate_with_plus(session, table):
+    t = table("(a text, b ascii, c text, PRIMARY KEY (a, b, c))")
+    session.execute("INSERT INTO %s (a, b, c) VALUES ('जॉन', 'Doe', 'x')" % t)
+    row = session.execute("SELECT a + ' ' + a, a + ' ' + b, b + ' ' + a, b + ' ' + b FROM %s" % t).one()
+    assert tuple(row) == ("जॉन जॉन", "जॉन Doe", "Doe जॉन", "Doe Doe")
+    assert tuple(session.execute("SELECT a + b, b + b FROM %s" % t).one()) == ("जॉनDoe", "DoeDoe")
+
+
+def test_a_float_constant_is_a_double_beside_an_integer(session, table):
+    import math
+    t = table("(a int PRIMARY KEY, b boolean, f float)")
+    session.execute("INSERT INTO %s (a, b, f) VALUES (1, true, 0.5)" % t)
+    row = session.execute("SELECT a + 1.5, a + NaN, f + 1.5 FROM %s" % t).one()
+    assert row[0] == 2.5 and math.isnan(row[1]) and row[2] == 2.0
+    with pytest.raises(InvalidRequest, match="the '\\+' operation is not supported between b and NaN"):
+        session.execute("SELECT b + NaN FROM %s" % t)
+    # Two constants, one a bare marker: Cassandra's Ambiguous, at PREPARE.
+    with pytest.raises(InvalidRequest, match=r"Ambiguous '\+' operation with args 1 and \?: use type hint"):
+        session.prepare("SELECT 1 + ? FROM %s" % t)

@@ -230,3 +230,12 @@ def test_size_estimates_count_flushed_partitions_over_primary_ranges(session, ke
     # The ranges tile the ring: each starts where another ends.
     width = sum(((end if end != minimum else 2 ** 63) - start) for start, end in ranges)
     assert width == 2 ** 64, width
+
+
+def test_protocol_servers_list_the_cql_listeners(admin):
+    from conftest import PORT
+    rows = {r.name: r for r in admin.execute("SELECT name, listen_addresses, protocol, protocol_version "
+                                             "FROM system.protocol_servers")}
+    cql = rows["native transport"]
+    assert cql.protocol == "cql" and cql.protocol_version
+    assert any(address.endswith(":%d" % PORT) for address in cql.listen_addresses), cql.listen_addresses

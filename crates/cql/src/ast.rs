@@ -643,6 +643,12 @@ pub enum Term {
         ty: CqlType,
         term: Box<Term>,
     },
+    /// `CAST(term AS type)`: the term's value converted to `ty` as
+    /// Cassandra's `castAs` functions convert it (`term_casts`).
+    CastAs {
+        term: Box<Term>,
+        ty: CqlType,
+    },
     /// A column name where a value is expected (`VALUES (k, a)`): parsed,
     /// as ScyllaDB's grammar does, and refused when evaluated.
     Column(String),
@@ -716,7 +722,7 @@ impl Term {
     pub fn has_bind_marker(&self) -> bool {
         match self {
             Term::Bind(_) => true,
-            Term::Cast { term, .. } | Term::Negation(term) => term.has_bind_marker(),
+            Term::Cast { term, .. } | Term::CastAs { term, .. } | Term::Negation(term) => term.has_bind_marker(),
             Term::Operation { left, right, .. } => left.has_bind_marker() || right.has_bind_marker(),
             Term::List(items) | Term::Set(items) | Term::Tuple(items) | Term::FunctionCall { args: items, .. } => {
                 items.iter().any(Term::has_bind_marker)
@@ -796,6 +802,7 @@ impl fmt::Display for Term {
                 f.write_str(")")
             }
             Term::Cast { ty, term } => write!(f, "({ty}){term}"),
+            Term::CastAs { term, ty } => write!(f, "CAST({term} AS {ty})"),
             Term::Column(name) => f.write_str(name),
             Term::Operation { op, left, right } => {
                 let binding = |term: &Term| match term {

@@ -140,16 +140,19 @@ fn conversion_type(name: &str) -> Option<CqlType> {
 /// The type a term has on its own, when it says so itself.
 fn inferred_type(term: &Term) -> Option<CqlType> {
     match term {
-        Term::FunctionCall { name, args } => {
-            let name = name.trim_start_matches("system.");
-            let types = argument_types(name, args, None).ok()?;
-            result_type(name, &types)
-        }
-        Term::Cast { ty, .. } => Some(ty.clone()),
+        Term::FunctionCall { name, args } => call_result_type(name, args),
+        Term::Cast { ty, .. } | Term::CastAs { ty, .. } => Some(ty.clone()),
         Term::Literal(Literal::String(_)) => Some(CqlType::Timestamp),
         Term::Literal(Literal::Integer(_)) => Some(CqlType::Timestamp),
         _ => None,
     }
+}
+
+/// What a call of `name` on `args` returns, when its arguments tell.
+pub(crate) fn call_result_type(name: &str, args: &[Term]) -> Option<CqlType> {
+    let name = name.trim_start_matches("system.");
+    let types = argument_types(name, args, None).ok()?;
+    result_type(name, &types)
 }
 
 /// What function `name` returns given its arguments' types (only a math
@@ -418,7 +421,7 @@ pub fn cannot_infer(shown: &str, name: &str) -> CqlError {
 pub fn constant_type(term: &Term) -> CqlType {
     let of_all = |items: &[Term]| items.iter().map(constant_type).collect::<Vec<_>>();
     match term {
-        Term::Cast { ty, .. } => ty.clone(),
+        Term::Cast { ty, .. } | Term::CastAs { ty, .. } => ty.clone(),
         Term::Literal(Literal::String(_)) => CqlType::Text,
         Term::Literal(Literal::Float(_)) => CqlType::Double,
         Term::Literal(Literal::Boolean(_)) => CqlType::Boolean,

@@ -26,19 +26,20 @@ use shoal_coordinator::data::{ClusteringRange, PartitionPosition};
 use shoal_coordinator::data::{PartitionSelection, ReadCommand, ReadResult, ResultRow, RowPosition};
 use shoal_coordinator::{timeouts, ConsistencyLevel};
 use shoal_schema::arithmetic::{self, NumericOp};
+use shoal_schema::temporal_arithmetic;
 use shoal_schema::token::split_partition_key;
 use shoal_schema::value::compare;
 use shoal_schema::{cast, collection, fields, Value};
 use shoal_schema::{ClusteringOrder, ColumnKind, CqlType, Schema, TableMeta};
 use uuid::Uuid;
 
-use crate::ast::{InValues, Operator, Order, Relation, Select, Selection, SelectorExpr, Term};
+use crate::ast::{InValues, Literal, Operator, Order, Relation, Select, Selection, SelectorExpr, Term};
 use crate::error::{invalid, CqlError, CqlResult};
 use crate::live_config;
 use crate::restrictions::{analyze, clustering_filtering_error, EqPlan, PartitionRestriction};
 use crate::result::{ColumnSpec, Rows};
 use crate::system;
-use crate::term_operations::operate;
+use crate::term_operations::{self, concatenation_type, operate};
 use crate::values::{collection_items, eval, eval_required, Bindings, BoundValue, Receiver};
 use crate::{format_fcts, functions};
 
@@ -863,15 +864,41 @@ fn arithmetic_selector(
     right: &SelectorExpr,
     binds: Binds<'_>,
 ) -> CqlResult<(String, CqlType, Sel)> {
-    // A constant takes the other operand's type when that is a number.
-    let other = |i: usize, _: &Term, types: &[Option<CqlType>]| {
-        types.get(1 - i).cloned().flatten().filter(|t| arithmetic::result_type(t, t).is_some())
+    // Two constants, one a bare marker: nothing tells the marker's type.
+    if let (SelectorExpr::Term(l), SelectorExpr::Term(r)) = (left, right) {
+        if matches!(l, Term::Bind(_)) || matches!(r, Term::Bind(_)) {
+            return Err(term_operations::ambiguous(op, l, r));
+        }
+    }
+    let is_string = |ty: &CqlType| matches!(ty.unfrozen(), CqlType::Text | CqlType::Ascii);
+    // Only a string constant is added to a string (`t + 1` is refused).
+    let is_text = |term: &Term| matches!(term, Term::Literal(Literal::String(_) | Literal::Null) | Term::Bind(_));
+    // A constant takes the other operand's type when that is a number, or
+    // a string to add to.
+    let other = |i: usize, term: &Term, types: &[Option<CqlType>]| {
+        let other_type = types.get(1 - i).cloned().flatten();
+        match term {
+            Term::Literal(Literal::Duration(_)) => Some(CqlType::Duration),
+            // A float constant is a double, unless beside a floating point
+            // or decimal operand, whose type it takes.
+            Term::Literal(Literal::Float(_)) => {
+                let floating = |t: &CqlType| matches!(t, CqlType::Float | CqlType::Double | CqlType::Decimal);
+                Some(other_type.filter(floating).unwrap_or(CqlType::Double))
+            }
+            _ => other_type.filter(|t| {
+                arithmetic::result_type(t, t).is_some() || (op == NumericOp::Add && is_string(t) && is_text(term))
+            }),
+        }
     };
     let operands = function_arguments(meta, &[left.clone(), right.clone()], other, binds)?;
     let [(left_name, left_ty, left), (right_name, right_ty, right)] =
         <[_; 2]>::try_from(operands).map_err(|_| CqlError::Server("an operation without two operands".to_string()))?;
     let display = format!("{left_name} {} {right_name}", op.symbol());
-    let ty = arithmetic::result_type(&left_ty, &right_ty).ok_or_else(|| {
+    let concatenation = (op == NumericOp::Add && is_string(&left_ty) && is_string(&right_ty))
+        .then(|| concatenation_type(&left_ty, &right_ty));
+    let temporal = (right_ty == CqlType::Duration && temporal_arithmetic::supported(op, left_ty.unfrozen()))
+        .then(|| left_ty.unfrozen().clone());
+    let ty = concatenation.or(temporal).or_else(|| arithmetic::result_type(&left_ty, &right_ty)).ok_or_else(|| {
         invalid(format!(
             "the '{}' operation is not supported between {left_name} and {right_name} (types {left_ty} and {right_ty})",
             op.symbol()

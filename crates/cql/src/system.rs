@@ -83,6 +83,8 @@ const DEFINITIONS: &[(&str, &str, &str)] = &[
     // ScyllaDB's: each keyspace's vnode ranges and their replicas, with
     // their data centers and racks (table `<ALL>`: no tablets here).
     ("system", "token_ring", "keyspace_name text, table_name text, start_token text, endpoint inet, dc text, end_token text, rack text, PRIMARY KEY (keyspace_name, table_name, start_token, endpoint)"),
+    // ScyllaDB's: the client protocols this node serves and their listeners.
+    ("system", "protocol_servers", "name text PRIMARY KEY, listen_addresses frozen<list<text>>, protocol text, protocol_version text"),
     // ScyllaDB's own schema tables; always empty here (no CDC partitioner, no tablets).
     ("system_schema", "scylla_tables", "keyspace_name text, table_name text, cdc frozen<map<text, text>>, partitioner text, version uuid, PRIMARY KEY (keyspace_name, table_name)"),
     ("system_schema", "scylla_keyspaces", "keyspace_name text PRIMARY KEY, initial_tablets int, storage_options frozen<map<text, text>>, storage_type text"),
@@ -143,6 +145,7 @@ pub async fn contents(meta: &Arc<TableMeta>, schema: &Schema) -> CqlResult<Virtu
         ("system", "size_estimates") => size_estimate_rows().await?,
         ("system", "versions") => vec![version_row()],
         ("system", "token_ring") => token_ring_rows(schema)?,
+        ("system", "protocol_servers") => crate::protocol_servers::rows(),
         ("system", "config") => {
             crate::live_config::rows().iter().map(|row| row.iter().map(|cell| text(cell)).collect()).collect()
         }

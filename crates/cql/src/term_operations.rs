@@ -13,9 +13,12 @@
 //! error, which asks for a cast. An operation nested as an operand is
 //! assignable to every numeric type, so it takes the type its parent gives.
 //! Nothing here evaluates a term: `values` does, with the types chosen here.
+//! `operate` also concatenates strings, which only selections add, and
+//! moves a timestamp or a date by a duration (`t > ? - 5m`).
 
 use bytes::Bytes;
 use shoal_schema::arithmetic::{self, NumericOp};
+use shoal_schema::temporal_arithmetic;
 use shoal_schema::{CqlType, Value};
 
 use crate::ast::{Literal, Term};
@@ -52,6 +55,10 @@ pub(crate) fn operand_types(
     receiver: &str,
     receiver_ty: &CqlType,
 ) -> CqlResult<(CqlType, CqlType)> {
+    let temporal = receiver_ty.unfrozen();
+    if temporal_arithmetic::supported(op, temporal) && is_duration(right) {
+        return Ok((temporal.clone(), CqlType::Duration));
+    }
     let target = numeric_receiver(receiver_ty).ok_or_else(|| not_assignable(left, op, right, receiver, receiver_ty))?;
     let mut compatible = Vec::new();
     for a in &NUMERIC {
@@ -72,10 +79,7 @@ pub(crate) fn operand_types(
         if !has_marker && compatible.contains(&own) {
             return Ok(own);
         }
-        return Err(invalid(format!(
-            "Ambiguous '{}' operation with args {left} and {right}: use type hint to disambiguate, example '(int) ?'",
-            op.symbol()
-        )));
+        return Err(ambiguous(op, left, right));
     }
     compatible.pop().ok_or_else(|| {
         invalid(format!(
@@ -105,6 +109,9 @@ pub(crate) fn operate(
     right: Option<Bytes>,
 ) -> CqlResult<Option<Bytes>> {
     let (Some(a), Some(b)) = (left, right) else { return Ok(None) };
+    if matches!(ty.unfrozen(), CqlType::Text | CqlType::Ascii) {
+        return Ok(Some([a, b].concat().into()));
+    }
     let value = |bytes: &Bytes, ty: &CqlType| {
         Value::deserialize(ty, bytes).map_err(|e| CqlError::Server(format!("an operand's value: {e}")))
     };
@@ -114,8 +121,48 @@ pub(crate) fn operate(
         arg_types: vec![types.0.to_string(), types.1.to_string()],
         message: e.to_string(),
     };
-    let result = arithmetic::apply(op, ty, &value(&a, &types.0)?, &value(&b, &types.1)?).map_err(failure)?;
+    let (a, b) = (value(&a, &types.0)?, value(&b, &types.1)?);
+    let result = match types.1 {
+        CqlType::Duration => temporal_arithmetic::shift(op, &a, &b),
+        _ => arithmetic::apply(op, ty, &a, &b),
+    }
+    .map_err(failure)?;
     Ok(Some(Bytes::from(result.to_bytes())))
+}
+
+/// Cassandra's refusal of an operation whose operand types nothing tells.
+pub(crate) fn ambiguous(op: NumericOp, left: &Term, right: &Term) -> CqlError {
+    invalid(format!(
+        "Ambiguous '{}' operation with args {left} and {right}: use type hint to disambiguate, example '(int) ?'",
+        op.symbol()
+    ))
+}
+
+/// The type of `left op right` computed in `types` (from
+/// [`operand_types`]): a temporal operation's is its timestamp's or date's.
+pub(crate) fn result_type(types: &(CqlType, CqlType)) -> Option<CqlType> {
+    match types {
+        (temporal, CqlType::Duration) => Some(temporal.clone()),
+        (a, b) => arithmetic::result_type(a, b),
+    }
+}
+
+/// Whether a term can be a duration operand (`5m`, `?`, `(duration) ?`).
+fn is_duration(term: &Term) -> bool {
+    match term {
+        Term::Literal(Literal::Duration(_) | Literal::Null) | Term::Bind(_) => true,
+        Term::Cast { ty, .. } => *ty.unfrozen() == CqlType::Duration,
+        _ => false,
+    }
+}
+
+/// The type of `left + right` of two strings (Cassandra's concatenation):
+/// ascii only when both are, as text holds either.
+pub(crate) fn concatenation_type(left: &CqlType, right: &CqlType) -> CqlType {
+    match (left.unfrozen(), right.unfrozen()) {
+        (CqlType::Ascii, CqlType::Ascii) => CqlType::Ascii,
+        _ => CqlType::Text,
+    }
 }
 
 /// The zero `-x` is subtracted from, of `ty`.
@@ -155,7 +202,7 @@ fn fit(term: &Term, ty: &CqlType) -> Fit {
         Term::Literal(Literal::Integer(_)) if numeric => Fit::Weak,
         Term::Literal(Literal::Float(_)) if *ty == CqlType::Double => Fit::Exact,
         Term::Literal(Literal::Float(_)) if matches!(ty, CqlType::Float | CqlType::Decimal) => Fit::Weak,
-        Term::Cast { ty: cast, .. } if cast.unfrozen() == ty => Fit::Exact,
+        Term::Cast { ty: cast, .. } | Term::CastAs { ty: cast, .. } if cast.unfrozen() == ty => Fit::Exact,
         Term::Literal(Literal::Null) | Term::Bind(_) | Term::FunctionCall { .. } => Fit::Weak,
         Term::Operation { .. } | Term::Negation(_) if numeric => Fit::Weak,
         _ => Fit::No,
@@ -164,7 +211,7 @@ fn fit(term: &Term, ty: &CqlType) -> Fit {
 
 /// The smallest of int, bigint and varint that holds an integer literal
 /// (Cassandra's preferred type for it).
-fn preferred_integer_type(text: &str) -> CqlType {
+pub(crate) fn preferred_integer_type(text: &str) -> CqlType {
     if text.parse::<i32>().is_ok() {
         CqlType::Int
     } else if text.parse::<i64>().is_ok() {

@@ -110,14 +110,14 @@ fn eval_term(term: &Term, receiver: Receiver<'_>, bindings: Bindings<'_>) -> Cql
             }
             eval(term, receiver, bindings)
         }
+        Term::CastAs { term, ty: to } => crate::term_casts::eval(term, to, receiver, bindings),
         // ScyllaDB's text: a value has no row to read a column from.
         Term::Column(name) => Err(invalid(format!("Cannot resolve column {name} without schema"))),
         Term::Operation { op, left, right } => {
             let types = term_operations::operand_types(*op, left, right, receiver.name, receiver.ty)?;
             let left = operand(left, receiver.name, &types.0, bindings)?;
             let right = operand(right, receiver.name, &types.1, bindings)?;
-            let result_ty =
-                shoal_schema::arithmetic::result_type(&types.0, &types.1).expect("operand_types gives numeric types");
+            let result_ty = term_operations::result_type(&types).expect("operand_types gives types that compute");
             let result = term_operations::operate(*op, &types, &result_ty, left, right)?;
             Ok(result.map_or(BoundValue::Null, BoundValue::Value))
         }

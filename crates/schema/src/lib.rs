@@ -16,6 +16,7 @@ pub mod math;
 pub mod roles;
 pub mod schema;
 pub mod sharder;
+pub mod temporal_arithmetic;
 pub mod token;
 pub mod type_compat;
 pub mod types;

@@ -456,6 +456,7 @@ async fn listen(config: &Config, server_config: Arc<ServerConfig>, tls: TlsSetup
             Some(listener)
         }
     };
+    shoal_cql::protocol_servers::set(protocol_servers(&config, address, ssl_ports));
     shoal_runtime::spawn(server::serve(cql, Placement::RoundRobin, Arc::clone(&server_config), native_tls.clone()));
     shoal_runtime::spawn(server::serve(shard_aware, Placement::BySourcePort, Arc::clone(&server_config), native_tls));
     if let Some((regular, shard_aware)) = ssl_listeners {
@@ -489,6 +490,33 @@ const MEMCACHE_ITEM_SIZE_MAX_BYTES: usize = 1 << 20;
 
 /// Creates the memcached items table if it is missing, through the schema
 /// service, as a CQL client's `CREATE ... IF NOT EXISTS` would.
+/// What `system.protocol_servers` lists: CQL on its ports (plain and TLS),
+/// memcached on its own when it is served.
+fn protocol_servers(
+    config: &Config,
+    address: std::net::IpAddr,
+    ssl_ports: Option<(u16, u16)>,
+) -> Vec<shoal_cql::protocol_servers::ProtocolServer> {
+    let at = |port: u16| std::net::SocketAddr::new(address, port).to_string();
+    let mut cql_ports = vec![config.native_transport_port, config.native_shard_aware_transport_port];
+    cql_ports.extend(ssl_ports.map(|(port, shard_aware)| [port, shard_aware]).into_iter().flatten());
+    let mut servers = vec![shoal_cql::protocol_servers::ProtocolServer {
+        name: "native transport",
+        protocol: "cql",
+        protocol_version: shoal_cql::system::CQL_VERSION,
+        listen_addresses: cql_ports.into_iter().map(at).collect(),
+    }];
+    if config.memcache_port != 0 {
+        servers.push(shoal_cql::protocol_servers::ProtocolServer {
+            name: "memcached",
+            protocol: "memcached",
+            protocol_version: shoal_memcache::VERSION,
+            listen_addresses: vec![at(config.memcache_port)],
+        });
+    }
+    servers
+}
+
 async fn create_items_table() -> Result<(), String> {
     use shoal_memcache::items_table::{create_statements, DEFAULT_KEYSPACE, DEFAULT_TABLE};
     for text in create_statements(DEFAULT_KEYSPACE, DEFAULT_TABLE) {

@@ -119,6 +119,7 @@ impl Parser<'_> {
             TokenKind::Sym(Sym::LBracket) => self.list_literal(),
             TokenKind::Sym(Sym::LBrace) => self.braces_literal(),
             TokenKind::Sym(Sym::LParen) => self.paren_term(),
+            TokenKind::Ident(word) if word == "cast" && self.is_sym_at(1, Sym::LParen) => self.cast_as(),
             TokenKind::Ident(_) | TokenKind::QuotedIdent(_) if self.at_function_call() => self.function_call(),
             // A name that is no constant nor reserved word: a column,
             // refused when evaluated (InvalidRequest, not a syntax error).
@@ -213,6 +214,18 @@ impl Parser<'_> {
         let args = if star || self.is_sym(Sym::RParen) { Vec::new() } else { self.comma_list(Self::term)? };
         self.expect_sym(Sym::RParen)?;
         Ok(Term::FunctionCall { name, args })
+    }
+
+    /// `CAST(term AS type)` where a value is expected (Cassandra's
+    /// `castAs` functions).
+    fn cast_as(&mut self) -> PResult<Term> {
+        self.advance();
+        self.advance();
+        let term = Box::new(self.nested(|p| p.term())?);
+        self.expect_kw("as")?;
+        let ty = self.cql_type()?;
+        self.expect_sym(Sym::RParen)?;
+        Ok(Term::CastAs { term, ty })
     }
 
     /// Terms up to `close`, allowing none.

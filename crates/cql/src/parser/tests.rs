@@ -648,6 +648,12 @@ fn collection_and_function_terms() {
     assert_eq!(term("blobAsText(0xcafe)").to_string(), "blobastext(0xcafe)");
     assert_eq!(term("minTimeuuid('2013-01-01')").to_string(), "mintimeuuid('2013-01-01')");
     assert_eq!(term("(int) ?"), Term::Cast { ty: CqlType::Int, term: Box::new(Term::Bind(0)) });
+    assert_eq!(
+        term("CAST(1.3 AS int)"),
+        Term::CastAs { term: Box::new(Term::Literal(Literal::Float("1.3".into()))), ty: CqlType::Int }
+    );
+    let nested = "(int)CAST(CAST((float)? AS int) AS float)";
+    assert_eq!(term("(int) CAST(cast((float) ? as int) AS float)").to_string(), nested);
     let frozen = CqlType::Frozen(Box::new(CqlType::List(Box::new(CqlType::Int))));
     assert_eq!(term("(frozen<list<int>>) [1]").to_string(), format!("({frozen})[1]"));
     // frozen<frozen<T>> is frozen<T>, as Cassandra and ScyllaDB read it.
