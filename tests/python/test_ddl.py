@@ -244,6 +244,33 @@ def test_compaction_options_are_checked(session, keyspace, tname):
                     "'compaction_window_unit': 'HOURS', 'compaction_window_size': 2, 'min_threshold': 2}" % tname)
 
 
+def test_incremental_compaction_strategy(session, keyspace, tname):
+    # ScyllaDB's ICS (cqlpy's test_compaction_strategy_validation.py): its
+    # options with ScyllaDB's checks and texts, shown under its short name,
+    # and a table using it takes writes and flushes.
+    session.execute("CREATE TABLE %s (k int PRIMARY KEY, v int) WITH compaction = "
+                    "{'class': 'IncrementalCompactionStrategy', 'sstable_size_in_mb': 1000, "
+                    "'space_amplification_goal': 1.5}" % tname)
+    row = session.execute("SELECT compaction FROM system_schema.tables WHERE keyspace_name = %s "
+                          "AND table_name = %s", (keyspace, tname)).one()
+    assert row.compaction["class"] == "IncrementalCompactionStrategy"
+    refused = [
+        ("'min_sstable_size': -1", r"min_sstable_size value \(-1\) must be non negative"),
+        ("'bucket_low': 1.3", r"bucket_low value \(1.3\) must be between 0.0 and 1.0"),
+        ("'space_amplification_goal': 2.2",
+         r"space_amplification_goal value \(2.2\) must be greater than 1.0 and less than or equal to 2.0"),
+        ("'cold_reads_to_omit': 0.5",
+         r'Invalid compaction strategy options \{"cold_reads_to_omit": "0.5"\} for chosen strategy type'),
+    ]
+    for option, message in refused:
+        with pytest.raises(ConfigurationException, match=message):
+            session.execute("ALTER TABLE %s WITH compaction = {'class': 'IncrementalCompactionStrategy', %s}"
+                            % (tname, option))
+    for k in range(100):
+        session.execute("INSERT INTO %s (k, v) VALUES (%d, %d)" % (tname, k, k))
+    assert session.execute("SELECT count(*) FROM %s" % tname).one()[0] == 100
+
+
 def test_bloom_filter_fp_chance_is_kept_in_range(session, tname):
     for chance in ("1.1", "0.0000001", "0"):
         with pytest.raises(ConfigurationException, match="bloom_filter_fp_chance must be larger than "):

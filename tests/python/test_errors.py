@@ -253,3 +253,48 @@ def test_use_with_a_bind_marker(session, t):
     # cqlpy's testUseStatementWithBindVariable (ScyllaDB's grammar).
     with pytest.raises(SyntaxException, match="Bind variables cannot be used for keyspace names"):
         session.execute("USE ?")
+
+
+def test_unsupported_relations_refused_at_prepare(session, t):
+    # cqlpy's testInvalidNonFrozenUDTRelation: ScyllaDB refuses these when
+    # preparing, so a driver never binds values to a statement that cannot run.
+    session.execute("CREATE TABLE IF NOT EXISTS errs4 (k int PRIMARY KEY, v int)")
+    for cql, message in [("SELECT * FROM errs4 WHERE v != ? ALLOW FILTERING", 'Unsupported "!=" relation: v != ?'),
+                         ("SELECT * FROM errs4 WHERE token(k) != ?", 'Unsupported "!=" relation: token(k) != ?'),
+                         ("SELECT * FROM errs4 WHERE v IS NOT NULL ALLOW FILTERING",
+                          "restriction 'v IS NOT NULL' is only supported in materialized view creation")]:
+        with pytest.raises(InvalidRequest) as ei:
+            session.prepare(cql)
+        assert message in str(ei.value), cql
+    # A multi-column != is refused the same way, before the check that its
+    # columns are clustering columns (cqlpy's testNonEqualsRelation).
+    for cql, message in [("SELECT * FROM errs WHERE k = 0 AND (c) != (0)", 'Unsupported "!=" relation: (c) != (0)'),
+                         ("SELECT * FROM errs4 WHERE k = 0 AND (v) != (0)", 'Unsupported "!=" relation: (v) != (0)')]:
+        with pytest.raises(InvalidRequest) as ei:
+            session.execute(cql)
+        assert message in str(ei.value), cql
+    # A column the table lacks is named as such, not as an unsupported relation.
+    with pytest.raises(InvalidRequest, match="nosuchcol"):
+        session.prepare("SELECT * FROM errs4 WHERE nosuchcol != ? ALLOW FILTERING")
+
+
+def test_range_deletion_of_specific_columns(session, t):
+    # cqlpy's delete_test.py::testDeleteWithRangeAndOneClusteringColumn.
+    for cql in ["DELETE v FROM errs WHERE k = 1 AND c >= 1", "DELETE v FROM errs WHERE k = 1 AND (c) > (1)",
+                "DELETE v, s FROM errs WHERE k = 1 AND c < 5 AND c > 1"]:
+        with pytest.raises(InvalidRequest, match="^.*Range deletions are not supported for specific columns"):
+            session.execute(cql)
+    # A whole row range is fine, and so is a column of a named row.
+    session.execute("DELETE FROM errs WHERE k = 1 AND c >= 1")
+    session.execute("DELETE v FROM errs WHERE k = 1 AND c = 1")
+
+
+def test_token_markers_are_named_as_function_arguments(session, t):
+    # cqlpy's testFunctionCallWithUnset: the markers of token(?) are named
+    # arg0(system.token), not after the key, so a driver does not take them
+    # as the routing key (and refuse an unset one before sending it).
+    prepared = session.prepare("SELECT * FROM errs WHERE token(k) >= token(?)")
+    assert [c.name for c in prepared.column_metadata] == ["arg0(system.token)"]
+    assert not prepared.routing_key_indexes
+    with pytest.raises(InvalidRequest, match="unset"):
+        session.execute(prepared, [UNSET_VALUE])

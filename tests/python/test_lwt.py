@@ -554,3 +554,17 @@ def test_conditions_on_list_elements(session, table):
     assert session.execute("SELECT v FROM %s WHERE p = 1" % t).one().v == 4
     with pytest.raises(InvalidRequest, match="Invalid negative list index -1"):
         session.execute("UPDATE %s SET v = 5 WHERE p = 1 IF l[-1] = 10" % t)
+
+
+def test_slice_condition_on_a_duration_is_refused(session, table):
+    # cqlpy's testConditionalOnDurationColumns: durations have no order
+    # (ScyllaDB's text); equality and IN still compare them.
+    t = table("(k int PRIMARY KEY, v int, d duration, l frozen<list<duration>>)")
+    for op in [">", ">=", "<", "<="]:
+        with pytest.raises(InvalidRequest, match="Duration type is unordered for d"):
+            session.execute(f"UPDATE {t} SET v = 3 WHERE k = 0 IF d {op} 1s")
+    with pytest.raises(InvalidRequest, match="Duration type is unordered for l"):
+        session.execute(f"UPDATE {t} SET v = 3 WHERE k = 0 IF l > [1s]")
+    session.execute(f"INSERT INTO {t} (k, v, d) VALUES (1, 1, 2s)")
+    assert list(session.execute(f"UPDATE {t} SET v = 3 WHERE k = 1 IF d = 2s"))[0][0] is True
+    assert list(session.execute(f"UPDATE {t} SET v = 4 WHERE k = 1 IF d IN (1s, 5s)"))[0][0] is False

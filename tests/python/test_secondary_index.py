@@ -412,3 +412,22 @@ def test_plain_index_on_a_frozen_user_type(session, table):
         session.execute("UPDATE %s SET home = {street: 'Fifth', city: 'P'} WHERE id = 1%s" % (t, "" if static else " AND company = 'R'"))
         assert rows(session, query % (t, "{street: 'Centre', city: 'C'}")) == []
         assert rows(session, query % (t, "{street: 'Fifth', city: 'P'}")) == [(1, "R")]
+
+
+def test_a_clustering_prefix_in_a_restricted_partition_leaves_the_index_to_another_column(session, table):
+    # cqlpy's testMultiplePartitionKeyWithIndex: with the partition key given,
+    # clustering restrictions that form a prefix select by range, so an index
+    # on one of those columns is not used; the index on f serves, with no
+    # filtering (ScyllaDB indexes clustering restrictions only when they
+    # would need filtering).
+    t = table("(a int, b int, c int, d int, e int, f int, PRIMARY KEY ((a, b), c, d, e))")
+    session.execute("CREATE INDEX ON %s (c)" % t)
+    session.execute("CREATE INDEX ON %s (f)" % t)
+    for (c, d, e, f) in [(0, 0, 0, 0), (0, 1, 0, 1), (0, 1, 1, 2), (1, 0, 0, 3), (1, 1, 0, 4), (1, 1, 1, 5), (2, 0, 0, 5)]:
+        session.execute("INSERT INTO %s (a, b, c, d, e, f) VALUES (0, 0, %d, %d, %d, %d)" % (t, c, d, e, f))
+    assert rows(session, "SELECT c, d, e FROM %s WHERE a = 0 AND b = 0 AND c = 1 AND d >= 1 AND f = 5" % t) == [(1, 1, 1)]
+    assert rows(session, "SELECT c, d, e FROM %s WHERE a = 0 AND b = 0 AND c >= 1 AND f = 5" % t) == [(1, 1, 1), (2, 0, 0)]
+    # Without the whole partition key the index scan must check each row.
+    invalid(session, "SELECT * FROM %s WHERE a = 0 AND c = 1 AND d >= 1 AND f = 5" % t, "ALLOW FILTERING")
+    # A clustering restriction that is no prefix still takes c's index.
+    assert rows(session, "SELECT c, d, e FROM %s WHERE a = 0 AND b = 0 AND c = 1 AND e = 1 ALLOW FILTERING" % t) == [(1, 1, 1)]

@@ -262,16 +262,17 @@ impl Collector<'_> {
                         InValues::Terms(terms) => terms.iter().for_each(|t| self.term(t, column, &ty)),
                     }
                 }
-                // `token(k) > token(?)`: the markers are the key's columns.
+                // `token(k) > token(?)`: the markers have the key's types but
+                // the function's argument names (`arg0(system.token)`), as
+                // ScyllaDB names them: a driver that matched them to the key
+                // would route a range by its bound (and refuse an unset one).
                 Relation::Token { value: Term::FunctionCall { name, args }, .. }
                     if name == "token" || name == "system.token" =>
                 {
-                    let key: Vec<(String, CqlType)> = self
-                        .meta
-                        .map(|m| m.partition_key().map(|c| (c.name.clone(), c.ty.clone())).collect())
-                        .unwrap_or_default();
-                    for (arg, (name, ty)) in args.iter().zip(key) {
-                        self.term(arg, &name, &ty);
+                    let key: Vec<CqlType> =
+                        self.meta.map(|m| m.partition_key().map(|c| c.ty.clone()).collect()).unwrap_or_default();
+                    for (i, (arg, ty)) in args.iter().zip(key).enumerate() {
+                        self.term(arg, &format!("arg{i}(system.token)"), &ty);
                     }
                 }
                 Relation::Token { value, .. } => self.term(value, "partition key token", &CqlType::Bigint),

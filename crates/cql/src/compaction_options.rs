@@ -11,6 +11,10 @@
 //! ScyllaDB ignores (`log_all`, `only_purge_repaired_tombstones`,
 //! `provide_overlapping_tombstones`) are accepted, so schemas written for
 //! Cassandra load unchanged.
+//!
+//! ScyllaDB's IncrementalCompactionStrategy is accepted with its options
+//! and checks; the storage layer compacts such a table size-tiered (ICS's
+//! own tiering, without its fragmented runs).
 
 use std::collections::BTreeMap;
 
@@ -31,6 +35,10 @@ const COMMON: &[&str] = &[
 ];
 const SIZE_TIERED: &[&str] = &["min_sstable_size", "bucket_low", "bucket_high", "cold_reads_to_omit"];
 const LEVELED: &[&str] = &["sstable_size_in_mb", "fanout_size", "single_sstable_uplevel"];
+/// ICS: size tiers (without `cold_reads_to_omit`), its fragment size and
+/// its space amplification goal.
+const INCREMENTAL: &[&str] =
+    &["min_sstable_size", "bucket_low", "bucket_high", "sstable_size_in_mb", "space_amplification_goal"];
 const TIME_WINDOW: &[&str] = &[
     "compaction_window_unit",
     "compaction_window_size",
@@ -46,6 +54,7 @@ enum Strategy {
     SizeTiered,
     Leveled,
     TimeWindow,
+    Incremental,
     Null,
 }
 
@@ -57,6 +66,7 @@ impl Strategy {
             Strategy::SizeTiered => &[SIZE_TIERED],
             Strategy::Leveled => &[LEVELED],
             Strategy::TimeWindow => &[TIME_WINDOW, SIZE_TIERED],
+            Strategy::Incremental => &[INCREMENTAL],
             Strategy::Null => &[],
         }
     }
@@ -75,6 +85,7 @@ pub fn validated(entries: &[(String, String)]) -> CqlResult<BTreeMap<String, Str
         "LeveledCompactionStrategy" => (Strategy::Leveled, format!("org.apache.cassandra.db.compaction.{short}")),
         "TimeWindowCompactionStrategy" => (Strategy::TimeWindow, format!("org.apache.cassandra.db.compaction.{short}")),
         // ScyllaDB's own, which it names short.
+        "IncrementalCompactionStrategy" => (Strategy::Incremental, short.to_string()),
         "NullCompactionStrategy" => (Strategy::Null, short.to_string()),
         _ => return Err(CqlError::Config(format!("Unable to find compaction strategy class '{class}'"))),
     };
@@ -142,6 +153,14 @@ fn check_values(map: &BTreeMap<String, String>) -> CqlResult<()> {
         let value = float(name, v)?;
         if value <= 1.0 {
             return Err(config(format!("{name} value ({value}) must be greater than 1.0")));
+        }
+    }
+    if let Some((name, v)) = get("space_amplification_goal") {
+        let value = float(name, v)?;
+        if value <= 1.0 || value > 2.0 {
+            return Err(config(format!(
+                "{name} value ({value}) must be greater than 1.0 and less than or equal to 2.0"
+            )));
         }
     }
     if let Some((name, v)) = get("cold_reads_to_omit") {
@@ -238,8 +257,35 @@ mod tests {
             assert_eq!(check(class, &[option]), Err(expected.to_string()), "{class} {option:?}");
         }
         assert_eq!(
-            check("IncrementalCompactionStrategy", &[]),
-            Err("config: Unable to find compaction strategy class 'IncrementalCompactionStrategy'".to_string())
+            check("NoSuchCompactionStrategy", &[]),
+            Err("config: Unable to find compaction strategy class 'NoSuchCompactionStrategy'".to_string())
         );
+    }
+
+    #[test]
+    fn incremental_takes_its_options_with_scyllas_checks() -> Result<(), String> {
+        let stored = check(
+            "IncrementalCompactionStrategy",
+            &[("sstable_size_in_mb", "1000"), ("space_amplification_goal", "1.5")],
+        )?;
+        assert_eq!(stored["class"], "IncrementalCompactionStrategy");
+        let refused = [
+            (("min_sstable_size", "-1"), "config: min_sstable_size value (-1) must be non negative"),
+            (("bucket_low", "1.3"), "config: bucket_low value (1.3) must be between 0.0 and 1.0"),
+            (("bucket_high", "0.7"), "config: bucket_high value (0.7) must be greater than 1.0"),
+            (
+                ("space_amplification_goal", "2.2"),
+                "config: space_amplification_goal value (2.2) must be greater than 1.0 and less than or equal to 2.0",
+            ),
+            (("min_threshold", "1"), "config: min_threshold value (1) must be bigger or equal to 2"),
+            (
+                ("cold_reads_to_omit", "0.5"),
+                "config: Invalid compaction strategy options {\"cold_reads_to_omit\": \"0.5\"} for chosen strategy type",
+            ),
+        ];
+        for (option, expected) in refused {
+            assert_eq!(check("IncrementalCompactionStrategy", &[option]), Err(expected.to_string()), "{option:?}");
+        }
+        Ok(())
     }
 }

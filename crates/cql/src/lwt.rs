@@ -233,6 +233,11 @@ fn column_check(meta: &TableMeta, condition: &ColumnCondition, bindings: Binding
     // A field's values are received as `c.field`, as Cassandra names them.
     let receiver_name = condition.target.field.as_ref().map_or_else(|| name.clone(), |f| format!("{name}.{f}"));
     let name = &receiver_name;
+    // Durations have no order (ScyllaDB's text, from its binary operator).
+    let slice = matches!(condition.op, Operator::Lt | Operator::Le | Operator::Gt | Operator::Ge);
+    if slice && crate::durations::references_duration(ty) {
+        return Err(invalid(format!("Duration type is unordered for {name}")));
+    }
     let receiver = Receiver { name, ty };
     let values = match (condition.op, &condition.value) {
         (Operator::In | Operator::NotIn, Term::List(terms)) => {

@@ -21,7 +21,7 @@ use shoal_coordinator::data::{ListOp, ListOpKind, Mutation};
 use shoal_schema::{comparable, fields};
 use shoal_schema::{ColumnKind, ColumnMeta, CqlType, TableMeta, UserType};
 
-use crate::ast::{Assignment, ColumnTarget, Condition, Delete, Insert, Term, Update, Using};
+use crate::ast::{Assignment, ColumnTarget, Condition, Delete, Insert, Operator, Relation, Term, Update, Using};
 use crate::ddl::is_counter_table;
 use crate::error::{invalid, CqlResult};
 use crate::restrictions::{analyze_write, check_clustering_length, check_key_value, position_of, PartitionRestriction};
@@ -250,6 +250,9 @@ pub fn delete(meta: &TableMeta, statement: &Delete, ctx: WriteContext<'_>) -> Cq
     if !statement.columns.is_empty() {
         let written = statement.columns.iter().map(|c| c.column.as_str());
         check_static_only(meta, "DELETE", written, &statement.condition, restrictions.clustering_restricted)?;
+        if deletes_a_range(meta, &statement.where_clause) {
+            return Err(invalid("Range deletions are not supported for specific columns"));
+        }
     }
     let mut update = Partition::default();
     let mut pending = Vec::new();
@@ -295,6 +298,19 @@ pub fn delete(meta: &TableMeta, statement: &Delete, ctx: WriteContext<'_>) -> Cq
         .into_iter()
         .map(|position| Mutation { table: meta.id, position, update: update.clone(), list_ops: list_ops.clone() })
         .collect())
+}
+
+/// Whether the WHERE clause slices the clustering key (`c >= 1`,
+/// `(c1, c2) > (1, 2)`): such a DELETE removes a range of rows, which
+/// cannot name columns (ScyllaDB's `deletes_a_range`).
+fn deletes_a_range(meta: &TableMeta, relations: &[Relation]) -> bool {
+    let slice = |op: &Operator| matches!(op, Operator::Lt | Operator::Le | Operator::Gt | Operator::Ge);
+    let clustering = |name: &str| meta.column(name).is_some_and(|c| c.kind == ColumnKind::Clustering);
+    relations.iter().any(|relation| match relation {
+        Relation::Simple { column, op, .. } => slice(op) && clustering(column),
+        Relation::MultiColumn { op, .. } => slice(op),
+        _ => false,
+    })
 }
 
 fn delete_columns(
@@ -488,9 +504,10 @@ fn assign(
     match assignment {
         Assignment::Set { value, .. } => write_value(row, column, eval(value, receiver, bindings)?, attrs),
         Assignment::Add { value, .. } | Assignment::Prepend { value, .. } => {
+            // ScyllaDB prints the operation with its operand (`a = a + 1`).
             if !column.ty.is_multi_cell() {
                 return Err(invalid(format!(
-                    "Invalid operation ({0} = {0} + ?) for non counter column {0}",
+                    "Invalid operation ({0} = {0} + {value}) for non counter column {0}",
                     column.name
                 )));
             }
@@ -640,7 +657,12 @@ fn subtract(
     let (key_ty, operand_ty) = match &column.ty {
         CqlType::Set(e) => (e.as_ref().clone(), column.ty.clone()),
         CqlType::Map(k, _) => (k.as_ref().clone(), CqlType::Set(k.clone())),
-        _ => return Err(invalid(format!("Invalid operation ({0} = {0} - ?) for non counter column {0}", column.name))),
+        _ => {
+            return Err(invalid(format!(
+                "Invalid operation ({0} = {0} - {value}) for non counter column {0}",
+                column.name
+            )))
+        }
     };
     let BoundValue::Value(items) = eval(value, Receiver { name: &column.name, ty: &operand_ty }, bindings)? else {
         return Ok(());

@@ -153,6 +153,7 @@ fn prepare_here(text: &str, session: &Session) -> CqlResult<PreparedInfo> {
     let compiled = match &parsed.statement {
         Statement::Select(s) => {
             let meta = table(&schema, s.keyspace.as_deref(), keyspace.as_deref(), &s.table)?;
+            crate::restrictions::check_unbound(&meta, &s.where_clause)?;
             // Compiled for SELECT JSON too: it checks the selection.
             Some(Arc::new(select::compile(&schema, meta, s)?))
         }

@@ -91,6 +91,34 @@ pub fn analyze(meta: &TableMeta, relations: &[Relation], bindings: Bindings<'_>)
 
 /// [`analyze`] for an UPDATE or DELETE, where a key `IN ?` bound to null
 /// is an error rather than no rows.
+/// The refusals of a SELECT's WHERE clause that need no bound value, made
+/// at PREPARE as ScyllaDB makes them: a driver told a statement prepared
+/// would bind its markers and never meet the error.
+/// (A relation on a column the table lacks is left for the execution's
+/// own error.)
+pub fn check_unbound(meta: &TableMeta, relations: &[Relation]) -> CqlResult<()> {
+    let known = |column: &str| meta.column(column).is_some();
+    relations.iter().try_for_each(|relation| match relation {
+        Relation::IsNotNull { column } if known(column) => Err(is_not_null_error(column)),
+        Relation::Simple { column, op: Operator::Ne, value } if known(column) => Err(not_equal_error(column, value)),
+        Relation::MultiColumn { columns, op: Operator::Ne, value } if columns.iter().all(|c| known(c)) => {
+            Err(not_equal_error(&format!("({})", columns.join(", ")), value))
+        }
+        Relation::Token { columns, op: Operator::Ne, value } => {
+            Err(not_equal_error(&format!("token({})", columns.join(", ")), value))
+        }
+        _ => Ok(()),
+    })
+}
+
+fn is_not_null_error(column: &str) -> CqlError {
+    invalid(format!("restriction '{column} IS NOT NULL' is only supported in materialized view creation"))
+}
+
+fn not_equal_error(left: &str, term: &Term) -> CqlError {
+    invalid(format!("Unsupported \"!=\" relation: {left} != {term}"))
+}
+
 pub fn analyze_write(meta: &TableMeta, relations: &[Relation], bindings: Bindings<'_>) -> CqlResult<Restrictions> {
     analyze_for(meta, relations, bindings, true)
 }
@@ -268,9 +296,7 @@ impl<'a> Analysis<'a> {
                 InValues::Terms(terms) => self.multi_column(columns, Operator::In, terms, None),
                 InValues::Bind(i) => self.multi_column(columns, Operator::In, &[], Some(*i)),
             },
-            Relation::IsNotNull { column } => Err(invalid(format!(
-                "restriction '{column} IS NOT NULL' is only supported in materialized view creation"
-            ))),
+            Relation::IsNotNull { column } => Err(is_not_null_error(column)),
             Relation::Element { column, key, op, value } => {
                 let (index, meta) = self.column(column)?;
                 self.filters.push(filter_relations::subscript(index, meta, key, *op, value, self.bindings)?);
@@ -281,7 +307,7 @@ impl<'a> Analysis<'a> {
 
     fn simple(&mut self, index: usize, column: &ColumnMeta, op: Operator, term: &Term) -> CqlResult<()> {
         if op == Operator::Ne {
-            return Err(invalid(format!("Unsupported \"!=\" relation: {} != {term}", column.name)));
+            return Err(not_equal_error(&column.name, term));
         }
         // Before the collection check, as ScyllaDB prepares it: a
         // collection is no string.
@@ -378,7 +404,7 @@ impl<'a> Analysis<'a> {
     fn token(&mut self, columns: &[String], op: Operator, term: &Term) -> CqlResult<()> {
         let key: Vec<&str> = self.meta.partition_key().map(|c| c.name.as_str()).collect();
         if op == Operator::Ne {
-            return Err(invalid(format!("Unsupported \"!=\" relation: token({}) != {term}", columns.join(", "))));
+            return Err(not_equal_error(&format!("token({})", columns.join(", ")), term));
         }
         check_token_arity(self.meta, columns.len())?;
         if columns.iter().enumerate().any(|(i, c)| columns[..i].contains(c)) {
@@ -465,6 +491,10 @@ impl<'a> Analysis<'a> {
         terms: &[Term],
         list_marker: Option<usize>,
     ) -> CqlResult<()> {
+        if op == Operator::Ne {
+            names.iter().try_for_each(|name| self.column(name).map(drop))?;
+            return Err(not_equal_error(&format!("({})", names.join(", ")), &terms[0]));
+        }
         let mut indexes = Vec::new();
         let mut types = Vec::new();
         for (i, name) in names.iter().enumerate() {

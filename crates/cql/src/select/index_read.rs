@@ -115,6 +115,14 @@ pub(crate) fn choose(
         if keyed && column_meta.kind == ColumnKind::PartitionKey {
             continue;
         }
+        // Nor one on a clustering column whose restrictions already form
+        // a prefix the read selects by range: ScyllaDB indexes clustering
+        // restrictions only when they would otherwise need filtering.
+        let clustering_filtered =
+            || restrictions.filters.iter().any(|f| meta.columns[f.column].kind == ColumnKind::Clustering);
+        if keyed && column_meta.kind == ColumnKind::Clustering && !clustering_filtered() {
+            continue;
+        }
         if keyed {
             return Ok(Some(Served { column, index: index.name.clone(), scan: None }));
         }
