@@ -345,8 +345,20 @@ def test_a_float_constant_is_a_double_beside_an_integer(session, table):
     session.execute("INSERT INTO %s (a, b, f) VALUES (1, true, 0.5)" % t)
     row = session.execute("SELECT a + 1.5, a + NaN, f + 1.5 FROM %s" % t).one()
     assert row[0] == 2.5 and math.isnan(row[1]) and row[2] == 2.0
+    # An integer constant too big for the column's type is a bigint.
+    assert session.execute("SELECT a + 3000000000 FROM %s" % t).one()[0] == 3000000001
     with pytest.raises(InvalidRequest, match="the '\\+' operation is not supported between b and NaN"):
         session.execute("SELECT b + NaN FROM %s" % t)
     # Two constants, one a bare marker: Cassandra's Ambiguous, at PREPARE.
     with pytest.raises(InvalidRequest, match=r"Ambiguous '\+' operation with args 1 and \?: use type hint"):
         session.prepare("SELECT 1 + ? FROM %s" % t)
+
+
+def test_operation_column_names_keep_their_parentheses(session, table):
+    t = table("(a int, b int, c int, d int, PRIMARY KEY (a, b))")
+    session.execute("INSERT INTO %s (a, b, c, d) VALUES (2, 5, 25, 4)" % t)
+    for text, value in [("a - c / b + d", 1), ("(c - b) / a + d", 14), ("(c - a) %% d / a", 1),
+                        ("-(c - a) %% d / a + d", 3), ("(-c - a) %% d / a + d", 3), ("c - (a - d)", 27)]:
+        result = session.execute("SELECT %s FROM %s" % (text, t))
+        assert result.column_names == [text.replace("%%", "%")]
+        assert result.one()[0] == value

@@ -734,6 +734,23 @@ impl Term {
     }
 }
 
+/// `left op right` as text from its operands' texts, each with its
+/// operator if it is an operation (see [`write_operation`]): a selection's
+/// column name.
+pub(crate) fn operation_text(
+    op: NumericOp,
+    left: (&str, Option<NumericOp>),
+    right: (&str, Option<NumericOp>),
+) -> String {
+    struct Text<'a>(NumericOp, (&'a str, Option<NumericOp>), (&'a str, Option<NumericOp>));
+    impl fmt::Display for Text<'_> {
+        fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+            write_operation(f, self.0, (&self.1 .0, self.1 .1), (&self.2 .0, self.2 .1))
+        }
+    }
+    Text(op, left, right).to_string()
+}
+
 /// `left op right`, a side that is itself an operation (`Some` of its
 /// operator) in parentheses where it binds looser than its place allows,
 /// so the text parses back as the same tree: `(1 + 2) * 3`, `1 - (2 - 3)`.
@@ -843,6 +860,7 @@ impl fmt::Display for SelectorExpr {
                 };
                 write_operation(f, *op, (left, binding(left)), (right, binding(right)))
             }
+            SelectorExpr::Negation(expr) if matches!(**expr, SelectorExpr::Arithmetic { .. }) => write!(f, "-({expr})"),
             SelectorExpr::Negation(expr) => write!(f, "-{expr}"),
             SelectorExpr::Slice { expr, from, to } => {
                 let bound = |b: &Option<Term>| b.as_ref().map(Term::to_string).unwrap_or_default();

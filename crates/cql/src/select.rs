@@ -33,7 +33,7 @@ use shoal_schema::{cast, collection, fields, Value};
 use shoal_schema::{ClusteringOrder, ColumnKind, CqlType, Schema, TableMeta};
 use uuid::Uuid;
 
-use crate::ast::{InValues, Literal, Operator, Order, Relation, Select, Selection, SelectorExpr, Term};
+use crate::ast::{operation_text, InValues, Literal, Operator, Order, Relation, Select, Selection, SelectorExpr, Term};
 use crate::error::{invalid, CqlError, CqlResult};
 use crate::live_config;
 use crate::restrictions::{analyze, clustering_filtering_error, EqPlan, PartitionRestriction};
@@ -764,7 +764,12 @@ fn selector_expr(meta: &TableMeta, expr: &SelectorExpr, binds: Binds<'_>) -> Cql
         SelectorExpr::Negation(operand) => {
             let zero = SelectorExpr::Term(crate::ast::Term::Literal(crate::ast::Literal::Integer("0".into())));
             let (_, ty, sel) = arithmetic_selector(meta, NumericOp::Sub, &zero, operand, binds)?;
-            (format!("-{}", selector_expr(meta, operand, binds)?.0), ty, sel)
+            let name = selector_expr(meta, operand, binds)?.0;
+            let name = match operator(operand) {
+                Some(_) => format!("-({name})"),
+                None => format!("-{name}"),
+            };
+            (name, ty, sel)
         }
         SelectorExpr::Element { expr, key } => {
             let (name, ty, sel) = selector_expr(meta, expr, binds)?;
@@ -864,6 +869,7 @@ fn arithmetic_selector(
     right: &SelectorExpr,
     binds: Binds<'_>,
 ) -> CqlResult<(String, CqlType, Sel)> {
+    let (left_expr, right_expr) = (left, right);
     // Two constants, one a bare marker: nothing tells the marker's type.
     if let (SelectorExpr::Term(l), SelectorExpr::Term(r)) = (left, right) {
         if matches!(l, Term::Bind(_)) || matches!(r, Term::Bind(_)) {
@@ -880,10 +886,22 @@ fn arithmetic_selector(
         match term {
             Term::Literal(Literal::Duration(_)) => Some(CqlType::Duration),
             // A float constant is a double, unless beside a floating point
-            // or decimal operand, whose type it takes.
-            Term::Literal(Literal::Float(_)) => {
-                let floating = |t: &CqlType| matches!(t, CqlType::Float | CqlType::Double | CqlType::Decimal);
+            // or decimal operand that can hold it, whose type it takes.
+            Term::Literal(Literal::Float(text)) => {
+                let finite = text.parse::<f64>().is_ok_and(f64::is_finite);
+                let floating =
+                    |t: &CqlType| matches!(t, CqlType::Float | CqlType::Double) || (finite && *t == CqlType::Decimal);
                 Some(other_type.filter(floating).unwrap_or(CqlType::Double))
+            }
+            // An integer constant too large for the other operand's type
+            // has its own (int, bigint or varint, by its size).
+            Term::Literal(Literal::Integer(text))
+                if other_type.as_ref().is_some_and(|t| arithmetic::result_type(t, t).is_some()) =>
+            {
+                let fits = |t: &CqlType| {
+                    shoal_schema::literal::parse_literal(t, shoal_schema::literal::LiteralKind::Integer, text).is_ok()
+                };
+                Some(other_type.filter(fits).unwrap_or_else(|| term_operations::preferred_integer_type(text)))
             }
             _ => other_type.filter(|t| {
                 arithmetic::result_type(t, t).is_some() || (op == NumericOp::Add && is_string(t) && is_text(term))
@@ -893,7 +911,7 @@ fn arithmetic_selector(
     let operands = function_arguments(meta, &[left.clone(), right.clone()], other, binds)?;
     let [(left_name, left_ty, left), (right_name, right_ty, right)] =
         <[_; 2]>::try_from(operands).map_err(|_| CqlError::Server("an operation without two operands".to_string()))?;
-    let display = format!("{left_name} {} {right_name}", op.symbol());
+    let display = operation_text(op, (&left_name, operator(left_expr)), (&right_name, operator(right_expr)));
     let concatenation = (op == NumericOp::Add && is_string(&left_ty) && is_string(&right_ty))
         .then(|| concatenation_type(&left_ty, &right_ty));
     let temporal = (right_ty == CqlType::Duration && temporal_arithmetic::supported(op, left_ty.unfrozen()))
@@ -912,6 +930,15 @@ fn arithmetic_selector(
         ty: ty.clone(),
     };
     Ok((display, ty, sel))
+}
+
+/// The operator of a selector that is an operation, which its column
+/// name groups by.
+fn operator(expr: &SelectorExpr) -> Option<NumericOp> {
+    match expr {
+        SelectorExpr::Arithmetic { op, .. } => Some(*op),
+        _ => None,
+    }
 }
 
 /// A constant selector, read as a value of `ty`.
