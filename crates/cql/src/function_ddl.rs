@@ -249,3 +249,58 @@ impl AggregatesUsing for KeyspaceMeta {
         })
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use shoal_schema::Schema;
+
+    use crate::ddl;
+    use crate::error::CqlError;
+
+    fn apply(schema: &Schema, text: &str) -> Result<Schema, String> {
+        let parsed = crate::parser::parse_statement(text).map_err(|e| e.to_string())?;
+        match ddl::apply(schema, &parsed.statement, Some("ks")) {
+            Ok(Some((next, _))) => Ok(next),
+            Ok(None) => Ok(schema.clone()),
+            Err(CqlError::Invalid(message)) => Err(message),
+            Err(e) => Err(e.to_string()),
+        }
+    }
+
+    fn run(statements: &[&str]) -> Schema {
+        let keyspace = "CREATE KEYSPACE ks WITH replication = {'class': 'SimpleStrategy', 'replication_factor': 1}";
+        std::iter::once(&keyspace)
+            .chain(statements)
+            .fold(Schema::empty(), |schema, text| apply(&schema, text).expect("applies"))
+    }
+
+    const PLUS: &str = "CREATE FUNCTION plus(s int, v int) RETURNS NULL ON NULL INPUT RETURNS int LANGUAGE lua AS 'return s + v'";
+
+    #[test]
+    fn refusals_in_scyllas_texts() {
+        let schema = run(&[PLUS, "CREATE FUNCTION plus(s int) RETURNS NULL ON NULL INPUT RETURNS int LANGUAGE lua AS 'return s'"]);
+        let java = "CREATE FUNCTION j(i int) CALLED ON NULL INPUT RETURNS int LANGUAGE java AS 'return 42;'";
+        assert_eq!(apply(&schema, java).err().as_deref(), Some("Language 'java' is not supported"));
+        assert_eq!(apply(&schema, PLUS).err().as_deref(), Some("The function 'ks.plus(int, int)' already exists"));
+        assert_eq!(apply(&schema, "DROP FUNCTION plus").err().as_deref(), Some("There are multiple functions named ks.plus"));
+        assert_eq!(apply(&schema, "DROP FUNCTION nope").err().as_deref(), Some("No function named ks.nope found"));
+        assert_eq!(
+            apply(&schema, "DROP FUNCTION plus(text)").err().as_deref(),
+            Some("User function ks.plus(text) doesn't exist")
+        );
+        let bad = "CREATE FUNCTION b(i int) CALLED ON NULL INPUT RETURNS int LANGUAGE lua AS 'return ('";
+        assert!(apply(&schema, bad).err().is_some_and(|e| e.starts_with("could not compile: ")));
+        let schema = apply(&schema, "CREATE AGGREGATE total(int) SFUNC plus STYPE int INITCOND 0").expect("created");
+        assert_eq!(
+            apply(&schema, "DROP FUNCTION plus(int, int)").err().as_deref(),
+            Some("Cannot delete function ks.plus(int, int), as it is used by user-defined aggregate ks.total")
+        );
+        assert_eq!(
+            apply(&schema, "CREATE AGGREGATE t2(text) SFUNC plus STYPE int").err().as_deref(),
+            Some("State function ks.plus(int, text) does not exist")
+        );
+        let schema = apply(&schema, "DROP AGGREGATE total").expect("dropped");
+        let schema = apply(&schema, "DROP FUNCTION plus(int, int)").expect("dropped");
+        assert_eq!(schema.keyspace("ks").map(|k| k.functions.functions.len()), Some(1));
+    }
+}

@@ -464,4 +464,23 @@ mod tests {
         let frozen = |name: &str| format!("{:?}", column.ty).contains(name);
         assert!(frozen("\"a2\"") && frozen("\"c\""), "{:?}", column.ty);
     }
+
+    #[test]
+    fn functions_and_aggregates_survive_the_schema_file() {
+        let before = run(
+            &Schema::empty(),
+            &[
+                KEYSPACE,
+                "CREATE FUNCTION ks.\"Add\"(s int, \"V\" int) CALLED ON NULL INPUT RETURNS int LANGUAGE lua AS $$\n-- it's 'two' lines\nreturn s + (V or 0)$$",
+                "CREATE FUNCTION ks.fin(s int) RETURNS NULL ON NULL INPUT RETURNS text LANGUAGE lua AS 'return s'",
+                "CREATE AGGREGATE ks.agg(int) SFUNC \"Add\" STYPE int FINALFUNC fin INITCOND 7",
+            ],
+        );
+        let text = render(&before);
+        let after = reload(&text).expect("rendered schema loads");
+        let functions = |s: &Schema| s.keyspace("ks").map(|k| k.functions.clone());
+        assert_eq!(functions(&after), functions(&before), "{text}");
+        assert_eq!(before.keyspace("ks").map(|k| k.functions.functions.len()), Some(2));
+        assert_eq!(before.keyspace("ks").map(|k| k.functions.aggregates.len()), Some(1));
+    }
 }
