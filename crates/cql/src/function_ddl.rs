@@ -274,15 +274,22 @@ mod tests {
             .fold(Schema::empty(), |schema, text| apply(&schema, text).expect("applies"))
     }
 
-    const PLUS: &str = "CREATE FUNCTION plus(s int, v int) RETURNS NULL ON NULL INPUT RETURNS int LANGUAGE lua AS 'return s + v'";
+    const PLUS: &str =
+        "CREATE FUNCTION plus(s int, v int) RETURNS NULL ON NULL INPUT RETURNS int LANGUAGE lua AS 'return s + v'";
 
     #[test]
     fn refusals_in_scyllas_texts() {
-        let schema = run(&[PLUS, "CREATE FUNCTION plus(s int) RETURNS NULL ON NULL INPUT RETURNS int LANGUAGE lua AS 'return s'"]);
+        let schema = run(&[
+            PLUS,
+            "CREATE FUNCTION plus(s int) RETURNS NULL ON NULL INPUT RETURNS int LANGUAGE lua AS 'return s'",
+        ]);
         let java = "CREATE FUNCTION j(i int) CALLED ON NULL INPUT RETURNS int LANGUAGE java AS 'return 42;'";
         assert_eq!(apply(&schema, java).err().as_deref(), Some("Language 'java' is not supported"));
         assert_eq!(apply(&schema, PLUS).err().as_deref(), Some("The function 'ks.plus(int, int)' already exists"));
-        assert_eq!(apply(&schema, "DROP FUNCTION plus").err().as_deref(), Some("There are multiple functions named ks.plus"));
+        assert_eq!(
+            apply(&schema, "DROP FUNCTION plus").err().as_deref(),
+            Some("There are multiple functions named ks.plus")
+        );
         assert_eq!(apply(&schema, "DROP FUNCTION nope").err().as_deref(), Some("No function named ks.nope found"));
         assert_eq!(
             apply(&schema, "DROP FUNCTION plus(text)").err().as_deref(),

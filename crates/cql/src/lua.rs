@@ -123,7 +123,8 @@ fn message(error: &mlua::Error) -> String {
 /// Runs `function` on `args` (typed as its arguments; nulls as `nil`).
 pub fn run(function: &UserFunction, args: &[Option<Value>]) -> Result<Option<Value>, LuaFailure> {
     with_runtime(|rt| {
-        let key = format!("{}\u{0}{}\u{0}{:?}\u{0}{}", function.keyspace, function.name, function.arg_types, function.body);
+        let key =
+            format!("{}\u{0}{}\u{0}{:?}\u{0}{}", function.keyspace, function.name, function.arg_types, function.body);
         let compiled = match rt.compiled.get(&key) {
             Some(f) => f.clone(),
             None => {
@@ -283,7 +284,9 @@ fn number(value: &LuaValue) -> Result<f64, LuaFailure> {
     match value {
         LuaValue::Integer(v) => Ok(*v as f64),
         LuaValue::Number(v) => Ok(*v),
-        LuaValue::String(s) => s.to_string_lossy().trim().parse::<f64>().map_err(|_| "value is not a number".to_string()),
+        LuaValue::String(s) => {
+            s.to_string_lossy().trim().parse::<f64>().map_err(|_| "value is not a number".to_string())
+        }
         _ => Err("value is not a number".to_string()),
     }
 }
@@ -374,7 +377,10 @@ fn from_lua(ty: &CqlType, value: &LuaValue) -> Result<Value, LuaFailure> {
             let mut pairs = Vec::new();
             for pair in table(value)?.pairs::<LuaValue, LuaValue>() {
                 let (k, v) = pair.map_err(lua_error)?;
-                pairs.push((integer_text(&k)?.parse::<i64>().map_err(|_| "table is not a sequence")?, from_lua(element, &v)?));
+                pairs.push((
+                    integer_text(&k)?.parse::<i64>().map_err(|_| "table is not a sequence")?,
+                    from_lua(element, &v)?,
+                ));
             }
             pairs.sort_by_key(|(k, _)| *k);
             if pairs.iter().enumerate().any(|(i, (k, _))| *k != i as i64 + 1) {
@@ -411,7 +417,11 @@ fn from_lua(ty: &CqlType, value: &LuaValue) -> Result<Value, LuaFailure> {
                 let (k, v) = pair.map_err(lua_error)?;
                 let index = integer_text(&k)?.parse::<usize>().ok().filter(|i| (1..=types.len()).contains(i));
                 let Some(index) = index else {
-                    return Err(format!("key {} is not valid for a sequence of size {}", integer_text(&k)?, types.len()));
+                    return Err(format!(
+                        "key {} is not valid for a sequence of size {}",
+                        integer_text(&k)?,
+                        types.len()
+                    ));
                 };
                 fields[index - 1] = Some(from_lua(&types[index - 1], &v)?);
             }
@@ -443,7 +453,8 @@ fn duration(table: &Table) -> Result<Value, LuaFailure> {
             _ => return Err(format!("invalid duration field: '{field}'")),
         }
     }
-    let narrow = |n: i64, what: &str| i32::try_from(n).map_err(|_| format!("{n} {what} doesn't fit in a 32 bit integer"));
+    let narrow =
+        |n: i64, what: &str| i32::try_from(n).map_err(|_| format!("{n} {what} doesn't fit in a 32 bit integer"));
     Ok(Value::Duration { months: narrow(months, "months")?, days: narrow(days, "days")?, nanos })
 }
 
@@ -482,14 +493,24 @@ mod tests {
         let f = function(&[("s", CqlType::Text)], CqlType::Text, "return s .. '!'");
         assert_eq!(run(&f, &[Some(Value::Text("hi".into()))]), Ok(Some(Value::Text("hi!".into()))));
         let list = CqlType::List(Box::new(CqlType::Int));
-        let f = function(&[("l", list.clone())], list.clone(), "local r = {} for i, v in ipairs(l) do r[i] = v * 2 end return r");
-        assert_eq!(run(&f, &[Some(Value::List(vec![Value::Int(1), Value::Int(2)]))]), Ok(Some(Value::List(vec![Value::Int(2), Value::Int(4)]))));
+        let f = function(
+            &[("l", list.clone())],
+            list.clone(),
+            "local r = {} for i, v in ipairs(l) do r[i] = v * 2 end return r",
+        );
+        assert_eq!(
+            run(&f, &[Some(Value::List(vec![Value::Int(1), Value::Int(2)]))]),
+            Ok(Some(Value::List(vec![Value::Int(2), Value::Int(4)])))
+        );
         let set = CqlType::Set(Box::new(CqlType::Text));
         let f = function(&[], set, "return {b = true, a = true}");
         assert_eq!(run(&f, &[]), Ok(Some(Value::Set(vec![Value::Text("a".into()), Value::Text("b".into())]))));
         let f = function(&[("d", CqlType::Decimal)], CqlType::Decimal, "return d + 1");
         let half = parse_literal(&CqlType::Decimal, LiteralKind::Float, "1.5").expect("decimal");
-        assert_eq!(run(&f, &[Some(half)]), Ok(Some(parse_literal(&CqlType::Decimal, LiteralKind::Float, "2.5").expect("decimal"))));
+        assert_eq!(
+            run(&f, &[Some(half)]),
+            Ok(Some(parse_literal(&CqlType::Decimal, LiteralKind::Float, "2.5").expect("decimal")))
+        );
         let f = function(&[("a", CqlType::Int)], CqlType::Int, "return nil");
         assert_eq!(run(&f, &[None]), Ok(None));
     }

@@ -39,8 +39,8 @@ use crate::restrictions::{analyze, clustering_filtering_error, EqPlan, Partition
 use crate::result::{ColumnSpec, Rows};
 use crate::system;
 use crate::term_operations::operate;
-use crate::values::{collection_items, eval, eval_required, Bindings, BoundValue, Receiver};
 use crate::user_functions::{self, Callee};
+use crate::values::{collection_items, eval, eval_required, Bindings, BoundValue, Receiver};
 use crate::{format_fcts, functions};
 
 const PAGING_STATE_VERSION: u8 = 2;

@@ -116,7 +116,9 @@ pub fn execute(function: &UserFunction, args: &[Option<Bytes>]) -> CqlResult<Opt
     for (arg, ty) in args.iter().zip(&function.arg_types) {
         values.push(match arg {
             // An empty value of a type that has no empty form reads as null.
-            Some(bytes) if bytes.is_empty() && !matches!(ty.unfrozen(), CqlType::Text | CqlType::Ascii | CqlType::Blob) => {
+            Some(bytes)
+                if bytes.is_empty() && !matches!(ty.unfrozen(), CqlType::Text | CqlType::Ascii | CqlType::Blob) =>
+            {
                 None
             }
             Some(bytes) => Some(

@@ -133,7 +133,8 @@ mod tests {
         functions.put_function(function("f", vec![CqlType::Text], "return 2"));
         functions.put_function(function("a", vec![], "return 3"));
         functions.put_function(function("f", vec![CqlType::Int], "return 4"));
-        let listed: Vec<(&str, &str)> = functions.functions.iter().map(|f| (f.name.as_str(), f.body.as_str())).collect();
+        let listed: Vec<(&str, &str)> =
+            functions.functions.iter().map(|f| (f.name.as_str(), f.body.as_str())).collect();
         assert_eq!(listed, [("a", "return 3"), ("f", "return 4"), ("f", "return 2")]);
         assert_eq!(functions.function("f", &[CqlType::Text]).map(|f| f.body.as_str()), Some("return 2"));
         assert!(functions.function("f", &[]).is_none());

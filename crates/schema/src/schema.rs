@@ -348,11 +348,25 @@ impl SchemaChangeKind {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum SchemaChangeTarget {
     Keyspace(String),
-    Table { keyspace: String, table: String },
-    Type { keyspace: String, name: String },
+    Table {
+        keyspace: String,
+        table: String,
+    },
+    Type {
+        keyspace: String,
+        name: String,
+    },
     /// A user-defined function: its name and argument types (as CQL text).
-    Function { keyspace: String, name: String, arg_types: Vec<String> },
-    Aggregate { keyspace: String, name: String, arg_types: Vec<String> },
+    Function {
+        keyspace: String,
+        name: String,
+        arg_types: Vec<String>,
+    },
+    Aggregate {
+        keyspace: String,
+        name: String,
+        arg_types: Vec<String>,
+    },
 }
 
 #[cfg(test)]

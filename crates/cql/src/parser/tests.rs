@@ -1008,14 +1008,17 @@ fn create_function_and_aggregate() {
     assert_eq!(f.args, vec![("a".to_string(), CqlType::Int), ("B".to_string(), CqlType::Text)]);
     assert_eq!((f.called_on_null_input, &f.return_type, f.language.as_str()), (false, &CqlType::Int, "lua"));
     assert_eq!(f.body, "return a");
-    let parsed = parse_statement("CREATE FUNCTION IF NOT EXISTS g() CALLED ON NULL INPUT RETURNS text LANGUAGE lua AS $$ return 'x' $$")
-        .expect("parses")
-        .statement;
+    let parsed = parse_statement(
+        "CREATE FUNCTION IF NOT EXISTS g() CALLED ON NULL INPUT RETURNS text LANGUAGE lua AS $$ return 'x' $$",
+    )
+    .expect("parses")
+    .statement;
     let Statement::CreateFunction(g) = parsed else { panic!("{parsed:?}") };
     assert!(g.if_not_exists && g.called_on_null_input && g.args.is_empty());
-    let parsed = parse_statement("CREATE AGGREGATE ks.a(int, text) SFUNC s STYPE int REDUCEFUNC r FINALFUNC f INITCOND 0")
-        .expect("parses")
-        .statement;
+    let parsed =
+        parse_statement("CREATE AGGREGATE ks.a(int, text) SFUNC s STYPE int REDUCEFUNC r FINALFUNC f INITCOND 0")
+            .expect("parses")
+            .statement;
     let Statement::CreateAggregate(a) = parsed else { panic!("{parsed:?}") };
     assert_eq!(a.arg_types, vec![CqlType::Int, CqlType::Text]);
     assert_eq!((a.state_func.as_str(), a.reduce_func.as_deref(), a.final_func.as_deref()), ("s", Some("r"), Some("f")));

@@ -16,8 +16,8 @@ use super::{evaluate, operate, AggregateKind, Sel};
 use crate::error::{invalid, CqlError, CqlResult};
 use crate::functions;
 use crate::user_functions::{self, Aggregate};
-use shoal_schema::UserFunction;
 use shoal_schema::arithmetic::NumericOp;
+use shoal_schema::UserFunction;
 
 /// The running state of one selector.
 enum Fold<'s> {
