@@ -240,7 +240,7 @@ impl AggregatesUsing for KeyspaceMeta {
     fn aggregates_using(&self, function: &UserFunction) -> Option<(String, CqlType)> {
         self.functions.aggregates.iter().find(|a| uses(a, &function.name, &function.arg_types)).map(|a| {
             let must_return = match a.final_func.as_deref() == Some(function.name.as_str())
-                && same_types(&[a.state_type.clone()], &function.arg_types)
+                && same_types(std::slice::from_ref(&a.state_type), &function.arg_types)
             {
                 true => a.return_type.clone(),
                 false => a.state_type.clone(),
