@@ -242,7 +242,18 @@ fn function_statement(
         _ => return Err(CqlError::Server("not a function statement".to_string())),
     };
     let ks = qualify(named, session)?;
-    if next.keyspace(ks).is_none() && matches!(statement, Statement::DropFunction(s) if s.if_exists) {
+    // A keyspace that does not exist has no function to drop (ScyllaDB's
+    // "doesn't exist" texts, or nothing with IF EXISTS).
+    if let (None, Statement::DropFunction(s)) = (next.keyspace(ks), statement) {
+        let mut missing = KeyspaceMeta {
+            name: ks.to_string(),
+            replication: BTreeMap::new(),
+            durable_writes: true,
+            tables: BTreeMap::new(),
+            types: BTreeMap::new(),
+            functions: Default::default(),
+        };
+        function_ddl::drop(&mut missing, s)?;
         return Ok(None);
     }
     let mut meta = user_keyspace(&next, ks)?.as_ref().clone();

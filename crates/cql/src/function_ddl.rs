@@ -295,6 +295,11 @@ mod tests {
             apply(&schema, "DROP FUNCTION plus(text)").err().as_deref(),
             Some("User function ks.plus(text) doesn't exist")
         );
+        assert_eq!(
+            apply(&schema, "DROP AGGREGATE nosuch.f(int)").err().as_deref(),
+            Some("User function nosuch.f(int) doesn't exist")
+        );
+        assert!(apply(&schema, "DROP FUNCTION IF EXISTS nosuch.f").is_ok());
         let bad = "CREATE FUNCTION b(i int) CALLED ON NULL INPUT RETURNS int LANGUAGE lua AS 'return ('";
         assert!(apply(&schema, bad).err().is_some_and(|e| e.starts_with("could not compile: ")));
         let schema = apply(&schema, "CREATE AGGREGATE total(int) SFUNC plus STYPE int INITCOND 0").expect("created");
