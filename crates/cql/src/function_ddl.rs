@@ -11,8 +11,8 @@ use shoal_schema::{CqlType, KeyspaceMeta, SchemaChangeTarget, UserAggregate, Use
 
 use crate::ast::{CreateAggregate, CreateFunction, DropFunction};
 use crate::error::{invalid, CqlResult};
+use crate::lua;
 use crate::values::{eval, Bindings, BoundValue, Receiver};
-use crate::{lua, user_types};
 
 /// The change a function statement announces: its name and argument types.
 fn target(keyspace: &str, name: &str, arg_types: &[CqlType], aggregate: bool) -> SchemaChangeTarget {
@@ -24,13 +24,13 @@ fn target(keyspace: &str, name: &str, arg_types: &[CqlType], aggregate: bool) ->
     }
 }
 
-/// An argument or result type, resolved in `keyspace`.
-fn function_type(ty: &CqlType, keyspace: &KeyspaceMeta) -> CqlResult<CqlType> {
-    let resolved = user_types::resolve(ty, keyspace)?;
-    if !lua::supported(&resolved) {
+/// An argument or result type as given: user types (which would need
+/// resolving) and counters are refused.
+fn function_type(ty: &CqlType) -> CqlResult<CqlType> {
+    if !lua::supported(ty) {
         return Err(invalid(format!("Type {ty} is not supported in user-defined functions")));
     }
-    Ok(resolved)
+    Ok(ty.clone())
 }
 
 fn check_directives(or_replace: bool, if_not_exists: bool) -> CqlResult<()> {
@@ -43,7 +43,7 @@ fn check_directives(or_replace: bool, if_not_exists: bool) -> CqlResult<()> {
 /// Applies CREATE FUNCTION; `None` when `IF NOT EXISTS` made it a no-op.
 pub fn create_function(keyspace: &mut KeyspaceMeta, s: &CreateFunction) -> CqlResult<Option<SchemaChangeTarget>> {
     check_directives(s.or_replace, s.if_not_exists)?;
-    let arg_types = s.args.iter().map(|(_, ty)| function_type(ty, keyspace)).collect::<CqlResult<Vec<_>>>()?;
+    let arg_types = s.args.iter().map(|(_, ty)| function_type(ty)).collect::<CqlResult<Vec<_>>>()?;
     let full = format!("{}.{}", keyspace.name, signature(&s.name, &arg_types));
     if keyspace.functions.aggregate(&s.name, &arg_types).is_some() {
         return Err(invalid(format!("Cannot replace '{full}' which is not a user defined function")));
@@ -63,7 +63,7 @@ pub fn create_function(keyspace: &mut KeyspaceMeta, s: &CreateFunction) -> CqlRe
         return Err(invalid(format!("Duplicate argument name {name} in function {full}")));
     }
     lua::check(&arg_names, &s.body).map_err(invalid)?;
-    let return_type = function_type(&s.return_type, keyspace)?;
+    let return_type = function_type(&s.return_type)?;
     let function = UserFunction {
         keyspace: keyspace.name.clone(),
         name: s.name.clone(),
@@ -112,7 +112,7 @@ pub(crate) fn same_types(a: &[CqlType], b: &[CqlType]) -> bool {
 /// Applies CREATE AGGREGATE; `None` when `IF NOT EXISTS` made it a no-op.
 pub fn create_aggregate(keyspace: &mut KeyspaceMeta, s: &CreateAggregate) -> CqlResult<Option<SchemaChangeTarget>> {
     check_directives(s.or_replace, s.if_not_exists)?;
-    let arg_types = s.arg_types.iter().map(|ty| function_type(ty, keyspace)).collect::<CqlResult<Vec<_>>>()?;
+    let arg_types = s.arg_types.iter().map(function_type).collect::<CqlResult<Vec<_>>>()?;
     let full = format!("{}.{}", keyspace.name, signature(&s.name, &arg_types));
     if keyspace.functions.function(&s.name, &arg_types).is_some() {
         return Err(invalid(format!("Cannot replace '{full}' which is not a user defined aggregate")));
@@ -123,7 +123,7 @@ pub fn create_aggregate(keyspace: &mut KeyspaceMeta, s: &CreateAggregate) -> Cql
         }
         return Err(invalid(format!("The aggregate '{full}' already exists")));
     }
-    let state_type = function_type(&s.state_type, keyspace)?;
+    let state_type = function_type(&s.state_type)?;
     let state_args: Vec<CqlType> = std::iter::once(state_type.clone()).chain(arg_types.iter().cloned()).collect();
     let state_func = needed(keyspace, "State", &s.state_func, &state_args)?;
     if state_func.return_type.unfrozen() != state_type.unfrozen() {
@@ -176,10 +176,7 @@ pub fn create_aggregate(keyspace: &mut KeyspaceMeta, s: &CreateAggregate) -> Cql
 /// Applies DROP FUNCTION|AGGREGATE; `None` when `IF EXISTS` found none.
 pub fn drop(keyspace: &mut KeyspaceMeta, s: &DropFunction) -> CqlResult<Option<SchemaChangeTarget>> {
     let full = format!("{}.{}", keyspace.name, s.name);
-    let arg_types = match &s.args {
-        Some(args) => Some(args.iter().map(|ty| user_types::resolve(ty, keyspace)).collect::<CqlResult<Vec<_>>>()?),
-        None => None,
-    };
+    let arg_types = s.args.clone();
     let functions = &keyspace.functions;
     let signatures: Vec<Vec<CqlType>> = match s.aggregate {
         false => functions.functions.iter().filter(|f| f.name == s.name).map(|f| f.arg_types.clone()).collect(),
