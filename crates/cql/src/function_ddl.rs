@@ -33,26 +33,44 @@ fn function_type(ty: &CqlType) -> CqlResult<CqlType> {
     Ok(ty.clone())
 }
 
-fn check_directives(or_replace: bool, if_not_exists: bool) -> CqlResult<()> {
+/// Whether a function (or an `aggregate`) `name(arg_types)` may be
+/// created with `(or_replace, if_not_exists)`: `false` when IF NOT EXISTS
+/// finds one; an error when one exists otherwise, or the other kind has
+/// the signature.
+fn may_create(
+    keyspace: &KeyspaceMeta,
+    name: &str,
+    arg_types: &[CqlType],
+    (or_replace, if_not_exists): (bool, bool),
+    aggregate: bool,
+) -> CqlResult<bool> {
     if or_replace && if_not_exists {
         return Err(invalid("Cannot use both 'OR REPLACE' and 'IF NOT EXISTS' directives"));
     }
-    Ok(())
+    let full = format!("{}.{}", keyspace.name, signature(name, arg_types));
+    let functions = &keyspace.functions;
+    let (same, other) = match aggregate {
+        false => (functions.function(name, arg_types).is_some(), functions.aggregate(name, arg_types).is_some()),
+        true => (functions.aggregate(name, arg_types).is_some(), functions.function(name, arg_types).is_some()),
+    };
+    let what = if aggregate { "aggregate" } else { "function" };
+    if other {
+        return Err(invalid(format!("Cannot replace '{full}' which is not a user defined {what}")));
+    }
+    match (same, or_replace, if_not_exists) {
+        (true, false, true) => Ok(false),
+        (true, false, false) => Err(invalid(format!("The {what} '{full}' already exists"))),
+        _ => Ok(true),
+    }
 }
 
 /// Applies CREATE FUNCTION; `None` when `IF NOT EXISTS` made it a no-op.
 pub fn create_function(keyspace: &mut KeyspaceMeta, s: &CreateFunction) -> CqlResult<Option<SchemaChangeTarget>> {
-    check_directives(s.or_replace, s.if_not_exists)?;
     let arg_types = s.args.iter().map(|(_, ty)| function_type(ty)).collect::<CqlResult<Vec<_>>>()?;
     let full = format!("{}.{}", keyspace.name, signature(&s.name, &arg_types));
-    if keyspace.functions.aggregate(&s.name, &arg_types).is_some() {
-        return Err(invalid(format!("Cannot replace '{full}' which is not a user defined function")));
-    }
-    if keyspace.functions.function(&s.name, &arg_types).is_some() && !s.or_replace {
-        if s.if_not_exists {
-            return Ok(None);
-        }
-        return Err(invalid(format!("The function '{full}' already exists")));
+    let directives = (s.or_replace, s.if_not_exists);
+    if !may_create(keyspace, &s.name, &arg_types, directives, false)? {
+        return Ok(None);
     }
     let language = s.language.to_ascii_lowercase();
     if language != "lua" {
@@ -111,17 +129,9 @@ pub(crate) fn same_types(a: &[CqlType], b: &[CqlType]) -> bool {
 
 /// Applies CREATE AGGREGATE; `None` when `IF NOT EXISTS` made it a no-op.
 pub fn create_aggregate(keyspace: &mut KeyspaceMeta, s: &CreateAggregate) -> CqlResult<Option<SchemaChangeTarget>> {
-    check_directives(s.or_replace, s.if_not_exists)?;
     let arg_types = s.arg_types.iter().map(function_type).collect::<CqlResult<Vec<_>>>()?;
-    let full = format!("{}.{}", keyspace.name, signature(&s.name, &arg_types));
-    if keyspace.functions.function(&s.name, &arg_types).is_some() {
-        return Err(invalid(format!("Cannot replace '{full}' which is not a user defined aggregate")));
-    }
-    if keyspace.functions.aggregate(&s.name, &arg_types).is_some() && !s.or_replace {
-        if s.if_not_exists {
-            return Ok(None);
-        }
-        return Err(invalid(format!("The aggregate '{full}' already exists")));
+    if !may_create(keyspace, &s.name, &arg_types, (s.or_replace, s.if_not_exists), true)? {
+        return Ok(None);
     }
     let state_type = function_type(&s.state_type)?;
     let state_args: Vec<CqlType> = std::iter::once(state_type.clone()).chain(arg_types.iter().cloned()).collect();
