@@ -383,8 +383,8 @@ def test_create_table_skips_empty_column_definitions(session):
 
 
 def test_drop_function_and_aggregate_find_none(session, keyspace):
-    """There are no user-defined functions: DROP FUNCTION|AGGREGATE finds
-    none (ScyllaDB's texts), and IF EXISTS accepts that."""
+    """DROP FUNCTION|AGGREGATE of a function that does not exist, in a
+    keyspace that may not either (ScyllaDB's texts); IF EXISTS accepts that."""
     for kind in ("FUNCTION", "AGGREGATE"):
         with pytest.raises(InvalidRequest, match="No function named %s.f found" % keyspace):
             session.execute("DROP %s %s.f" % (kind, keyspace))

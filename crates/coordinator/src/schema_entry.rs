@@ -17,6 +17,8 @@ use shoal_schema::{SchemaChange, SchemaChangeKind, SchemaChangeTarget};
 const KEYSPACE: u8 = 1;
 const TABLE: u8 = 2;
 const TYPE: u8 = 3;
+const FUNCTION: u8 = 4;
+const AGGREGATE: u8 = 5;
 /// In the kind byte: the schema text is compressed.
 const COMPRESSED: u8 = 0x80;
 /// The longest schema text an entry may carry (a decompression bomb is
@@ -44,6 +46,14 @@ pub fn encode(change: &SchemaChange, schema_text: &str) -> Vec<u8> {
         SchemaChangeTarget::Type { keyspace, name } => {
             out.push(TYPE);
             vec![keyspace, name]
+        }
+        // The name, then each argument type.
+        SchemaChangeTarget::Function { keyspace, name, arg_types }
+        | SchemaChangeTarget::Aggregate { keyspace, name, arg_types } => {
+            let is_function = matches!(change.target, SchemaChangeTarget::Function { .. });
+            out.push(if is_function { FUNCTION } else { AGGREGATE });
+            out.extend_from_slice(&(arg_types.len() as u32).to_be_bytes());
+            [keyspace, name].into_iter().chain(arg_types).map(String::as_str).collect()
         }
     };
     for text in texts {
@@ -75,6 +85,15 @@ pub fn decode(bytes: &[u8]) -> Result<(SchemaChange, String), String> {
         KEYSPACE => SchemaChangeTarget::Keyspace(text(&mut r)?),
         TABLE => SchemaChangeTarget::Table { keyspace: text(&mut r)?, table: text(&mut r)? },
         TYPE => SchemaChangeTarget::Type { keyspace: text(&mut r)?, name: text(&mut r)? },
+        target @ (FUNCTION | AGGREGATE) => {
+            let count = length(&mut r, "argument count")?;
+            let (keyspace, name) = (text(&mut r)?, text(&mut r)?);
+            let arg_types = (0..count).map(|_| text(&mut r)).collect::<Result<Vec<_>, _>>()?;
+            match target {
+                FUNCTION => SchemaChangeTarget::Function { keyspace, name, arg_types },
+                _ => SchemaChangeTarget::Aggregate { keyspace, name, arg_types },
+            }
+        }
         other => return Err(format!("unknown schema change target {other}")),
     };
     let schema_text = if kind_byte & COMPRESSED == 0 {
@@ -132,6 +151,24 @@ mod tests {
             put_bytes(&mut plain, text.as_bytes());
         }
         assert_eq!(decode(&plain), Ok((change, "CREATE KEYSPACE ks ...".to_string())));
+    }
+
+    #[test]
+    fn function_changes_round_trip() {
+        for aggregate in [false, true] {
+            let (keyspace, name) = ("ks".to_string(), "f".to_string());
+            let arg_types = vec!["int".to_string(), "text".to_string()];
+            let target = match aggregate {
+                false => SchemaChangeTarget::Function { keyspace, name, arg_types },
+                true => SchemaChangeTarget::Aggregate { keyspace, name, arg_types },
+            };
+            let change = SchemaChange { kind: SchemaChangeKind::Dropped, target };
+            let bytes = encode(&change, "schema");
+            assert_eq!(decode(&bytes), Ok((change, "schema".to_string())));
+            for len in 0..bytes.len() {
+                assert!(decode(&bytes[..len]).is_err(), "{len}");
+            }
+        }
     }
 
     #[test]

@@ -54,8 +54,9 @@ pub enum Statement {
     CreateView(CreateView),
     AlterView(AlterView),
     DropView(DropView),
-    /// `DROP FUNCTION|AGGREGATE`: there are no user-defined functions, so
-    /// it finds none.
+    CreateFunction(CreateFunction),
+    CreateAggregate(CreateAggregate),
+    /// `DROP FUNCTION|AGGREGATE`.
     DropFunction(DropFunction),
     Truncate(Truncate),
     Insert(Insert),
@@ -292,6 +293,39 @@ pub struct DropFunction {
     /// The argument types, when given (they pick one overload).
     pub args: Option<Vec<CqlType>>,
     pub if_exists: bool,
+    /// `DROP AGGREGATE`.
+    pub aggregate: bool,
+}
+
+/// `CREATE [OR REPLACE] FUNCTION [IF NOT EXISTS] [ks.]name(arg type, ...)
+/// (CALLED | RETURNS NULL) ON NULL INPUT RETURNS type LANGUAGE lang AS 'body'`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CreateFunction {
+    pub keyspace: Option<String>,
+    pub name: String,
+    pub or_replace: bool,
+    pub if_not_exists: bool,
+    pub args: Vec<(String, CqlType)>,
+    pub called_on_null_input: bool,
+    pub return_type: CqlType,
+    pub language: String,
+    pub body: String,
+}
+
+/// `CREATE [OR REPLACE] AGGREGATE [IF NOT EXISTS] [ks.]name(type, ...)
+/// SFUNC f STYPE type [REDUCEFUNC r] [FINALFUNC g] [INITCOND term]`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CreateAggregate {
+    pub keyspace: Option<String>,
+    pub name: String,
+    pub or_replace: bool,
+    pub if_not_exists: bool,
+    pub arg_types: Vec<CqlType>,
+    pub state_func: String,
+    pub state_type: CqlType,
+    pub reduce_func: Option<String>,
+    pub final_func: Option<String>,
+    pub initcond: Option<Term>,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]

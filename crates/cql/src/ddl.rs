@@ -15,7 +15,7 @@ use uuid::Uuid;
 
 use crate::ast::{AlterTableOp, ColumnDef, CreateTable, OptionValue, Options, Order, Statement};
 use crate::error::{invalid, CqlError, CqlResult};
-use crate::{dropped_columns, index_ddl, user_types, view_ddl};
+use crate::{dropped_columns, function_ddl, index_ddl, user_types, view_ddl};
 
 pub use shoal_schema::SYSTEM_KEYSPACES;
 
@@ -52,6 +52,7 @@ pub fn apply(
                 durable_writes,
                 tables: BTreeMap::new(),
                 types: BTreeMap::new(),
+                functions: Default::default(),
             };
             next.keyspaces.insert(s.name.clone(), Arc::new(meta));
             change(SchemaChangeKind::Created, SchemaChangeTarget::Keyspace(s.name.clone()))
@@ -219,10 +220,53 @@ pub fn apply(
             next.keyspaces.insert(ks.to_string(), Arc::new(meta));
             change(SchemaChangeKind::Dropped, type_target(ks, &s.name))
         }
+        Statement::CreateFunction(_) | Statement::CreateAggregate(_) | Statement::DropFunction(_) => {
+            return function_statement(next, statement, keyspace)
+        }
         _ => return Err(CqlError::Server("not a schema statement".to_string())),
     };
     next.version = Uuid::new_v4();
     Ok(Some((next, change)))
+}
+
+/// CREATE FUNCTION|AGGREGATE and DROP FUNCTION|AGGREGATE (`function_ddl`).
+fn function_statement(
+    mut next: Schema,
+    statement: &Statement,
+    session: Option<&str>,
+) -> CqlResult<Option<(Schema, SchemaChange)>> {
+    let (named, kind) = match statement {
+        Statement::CreateFunction(s) => (s.keyspace.as_deref(), SchemaChangeKind::Created),
+        Statement::CreateAggregate(s) => (s.keyspace.as_deref(), SchemaChangeKind::Created),
+        Statement::DropFunction(s) => (s.keyspace.as_deref(), SchemaChangeKind::Dropped),
+        _ => return Err(CqlError::Server("not a function statement".to_string())),
+    };
+    let ks = qualify(named, session)?;
+    // A keyspace that does not exist has no function to drop (ScyllaDB's
+    // "doesn't exist" texts, or nothing with IF EXISTS).
+    if let (None, Statement::DropFunction(s)) = (next.keyspace(ks), statement) {
+        let mut missing = KeyspaceMeta {
+            name: ks.to_string(),
+            replication: BTreeMap::new(),
+            durable_writes: true,
+            tables: BTreeMap::new(),
+            types: BTreeMap::new(),
+            functions: Default::default(),
+        };
+        function_ddl::drop(&mut missing, s)?;
+        return Ok(None);
+    }
+    let mut meta = user_keyspace(&next, ks)?.as_ref().clone();
+    let target = match statement {
+        Statement::CreateFunction(s) => function_ddl::create_function(&mut meta, s)?,
+        Statement::CreateAggregate(s) => function_ddl::create_aggregate(&mut meta, s)?,
+        Statement::DropFunction(s) => function_ddl::drop(&mut meta, s)?,
+        _ => None,
+    };
+    let Some(target) = target else { return Ok(None) };
+    next.keyspaces.insert(ks.to_string(), Arc::new(meta));
+    next.version = Uuid::new_v4();
+    Ok(Some((next, change(kind, target))))
 }
 
 fn change(kind: SchemaChangeKind, target: SchemaChangeTarget) -> SchemaChange {

@@ -18,7 +18,7 @@ use shoal_schema::collection;
 use shoal_schema::view::{is_hidden, views_of};
 use shoal_schema::{
     ClusteringOrder, ColumnKind, ColumnMeta, CqlType, IndexKind, IndexMeta, KeyspaceMeta, Schema, TableMeta,
-    TableOptions, UserType,
+    TableOptions, UserAggregate, UserFunction, UserType,
 };
 
 use crate::ast::{Describe, DescribeTarget};
@@ -50,8 +50,14 @@ pub fn execute(describe: &Describe, schema: &Schema, session_keyspace: Option<&s
             let types = |k: &KeyspaceMeta| k.types.values().map(|t| type_element(t)).collect();
             return Ok(listing(in_keyspaces(schema, session_keyspace, types)?));
         }
-        // Shoal has no user-defined functions or aggregates yet.
-        DescribeTarget::Functions | DescribeTarget::Aggregates => return Ok(listing(Vec::new())),
+        DescribeTarget::Functions => {
+            let functions = |k: &KeyspaceMeta| function_elements(k, None);
+            return Ok(listing(in_keyspaces(schema, session_keyspace, functions)?));
+        }
+        DescribeTarget::Aggregates => {
+            let aggregates = |k: &KeyspaceMeta| aggregate_elements(k, None);
+            return Ok(listing(in_keyspaces(schema, session_keyspace, aggregates)?));
+        }
         DescribeTarget::Schema { full } => schema
             .keyspaces
             .values()
@@ -95,14 +101,17 @@ pub fn execute(describe: &Describe, schema: &Schema, session_keyspace: Option<&s
                 .ok_or_else(|| invalid(format!("User defined type '{name}' not found in '{}'", keyspace.name)))?;
             vec![type_element(udt)]
         }
-        // Shoal has none of these yet: each is missing, with Cassandra's text.
+        // Every overload of the name; none is Cassandra's text.
         DescribeTarget::Function(ks, name) | DescribeTarget::Aggregate(ks, name) => {
             let keyspace = keyspace(schema, ks.as_deref().or(session_keyspace))?;
-            let what = match &describe.target {
-                DescribeTarget::Function(..) => "User defined function",
-                _ => "User defined aggregate",
+            let (what, found) = match &describe.target {
+                DescribeTarget::Function(..) => ("User defined function", function_elements(keyspace, Some(name))),
+                _ => ("User defined aggregate", aggregate_elements(keyspace, Some(name))),
             };
-            return Err(invalid(format!("{what} '{name}' not found in '{}'", keyspace.name)));
+            if found.is_empty() {
+                return Err(invalid(format!("{what} '{name}' not found in '{}'", keyspace.name)));
+            }
+            found
         }
         DescribeTarget::Any(ks, name) => any(schema, ks.as_deref(), name, session_keyspace, internals)?,
     };
@@ -158,11 +167,14 @@ fn in_keyspaces(
     }
 }
 
-/// The keyspace, then (unless `only`) its types and its tables.
+/// The keyspace, then (unless `only`) its types, functions, aggregates
+/// and tables.
 fn keyspace_elements(keyspace: &KeyspaceMeta, only: bool, internals: bool) -> Vec<Element> {
     let mut elements = vec![keyspace_element(keyspace)];
     if !only {
         elements.extend(user_types::in_dependency_order(keyspace).into_iter().map(|t| type_element(t)));
+        elements.extend(function_elements(keyspace, None));
+        elements.extend(aggregate_elements(keyspace, None));
         elements.extend(user_tables(keyspace).flat_map(|t| table_elements(keyspace, t, internals)));
     }
     elements
@@ -373,6 +385,76 @@ fn type_element(udt: &UserType) -> Element {
         name: maybe_quote(&udt.name),
         create_statement: create_type(udt),
     }
+}
+
+/// The keyspace's functions (named `name`, if given), ScyllaDB's layout.
+fn function_elements(keyspace: &KeyspaceMeta, name: Option<&str>) -> Vec<Element> {
+    let functions = keyspace.functions.functions.iter().filter(|f| name.is_none_or(|n| f.name == n));
+    functions
+        .map(|f| Element {
+            keyspace: maybe_quote(&f.keyspace),
+            kind: "function",
+            name: maybe_quote(&f.name),
+            create_statement: format!("{};", create_function(f, maybe_quote, Some(&f.body))),
+        })
+        .collect()
+}
+
+fn aggregate_elements(keyspace: &KeyspaceMeta, name: Option<&str>) -> Vec<Element> {
+    let aggregates = keyspace.functions.aggregates.iter().filter(|a| name.is_none_or(|n| a.name == n));
+    aggregates
+        .map(|a| Element {
+            keyspace: maybe_quote(&a.keyspace),
+            kind: "aggregate",
+            name: maybe_quote(&a.name),
+            create_statement: format!("{};", create_aggregate(a, maybe_quote)),
+        })
+        .collect()
+}
+
+/// CREATE FUNCTION, a clause a line (ScyllaDB's layout), without the final
+/// `;`; the body in `$$` exactly as created (ScyllaDB adds a newline each
+/// side, which a second round trip would keep adding), in quotes if it
+/// holds `$$`; `AS ''` when `body` is `None` (the schema file keeps it apart).
+pub(crate) fn create_function(f: &UserFunction, quote: impl Fn(&str) -> String, body: Option<&str>) -> String {
+    let args: Vec<String> = f.arg_names.iter().zip(&f.arg_types).map(|(n, ty)| format!("{} {ty}", quote(n))).collect();
+    let on_null = if f.called_on_null_input { "CALLED" } else { "RETURNS NULL" };
+    let body = match body {
+        None => "''".to_string(),
+        Some(body) if body.contains("$$") => literal(body),
+        Some(body) => format!("$${body}$$"),
+    };
+    format!(
+        "CREATE FUNCTION {}.{}({})\n{on_null} ON NULL INPUT\nRETURNS {}\nLANGUAGE {}\nAS {body}",
+        quote(&f.keyspace),
+        quote(&f.name),
+        args.join(", "),
+        f.return_type,
+        f.language
+    )
+}
+
+/// CREATE AGGREGATE, a clause a line, without the final `;`.
+pub(crate) fn create_aggregate(a: &UserAggregate, quote: impl Fn(&str) -> String) -> String {
+    let args: Vec<String> = a.arg_types.iter().map(ToString::to_string).collect();
+    let mut out = format!(
+        "CREATE AGGREGATE {}.{}({})\nSFUNC {}\nSTYPE {}",
+        quote(&a.keyspace),
+        quote(&a.name),
+        args.join(", "),
+        quote(&a.state_func),
+        a.state_type
+    );
+    if let Some(reduce) = &a.reduce_func {
+        out.push_str(&format!("\nREDUCEFUNC {}", quote(reduce)));
+    }
+    if let Some(finalfunc) = &a.final_func {
+        out.push_str(&format!("\nFINALFUNC {}", quote(finalfunc)));
+    }
+    if let Some(initcond) = &a.initcond {
+        out.push_str(&format!("\nINITCOND {initcond}"));
+    }
+    out
 }
 
 fn columns(names: &[&str]) -> Arc<[ColumnSpec]> {

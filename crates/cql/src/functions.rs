@@ -29,25 +29,6 @@ const MS_PER_DAY: i64 = 86_400_000;
 /// `date` values count days with 2^31 as the Unix epoch.
 const DATE_EPOCH: i64 = 1 << 31;
 
-/// `DROP FUNCTION|AGGREGATE`: with no user-defined functions there is
-/// none to drop, which `IF EXISTS` accepts (ScyllaDB's texts).
-pub fn drop(s: &crate::ast::DropFunction, session_keyspace: Option<&str>) -> CqlResult<()> {
-    if s.if_exists {
-        return Ok(());
-    }
-    let name = match s.keyspace.as_deref().or(session_keyspace) {
-        Some(keyspace) => format!("{keyspace}.{}", s.name),
-        None => s.name.clone(),
-    };
-    Err(invalid(match &s.args {
-        Some(args) => {
-            let args: Vec<String> = args.iter().map(ToString::to_string).collect();
-            format!("User function {name}({}) doesn't exist", args.join(", "))
-        }
-        None => format!("No function named {name} found"),
-    }))
-}
-
 /// Evaluates a function call term for `receiver`.
 pub fn call(name: &str, args: &[Term], receiver: Receiver<'_>, bindings: Bindings<'_>) -> CqlResult<BoundValue> {
     let name = name.trim_start_matches("system.");

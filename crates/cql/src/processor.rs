@@ -321,7 +321,10 @@ async fn execute_parsed(
         | Statement::CreateView(_)
         | Statement::AlterView(_)
         | Statement::DropView(_)
-        | Statement::DropIndex(_) => {
+        | Statement::DropIndex(_)
+        | Statement::CreateFunction(_)
+        | Statement::CreateAggregate(_)
+        | Statement::DropFunction(_) => {
             check_data_centers(&parsed.statement)?;
             let mut statement = parsed.statement.clone();
             crate::dropped_columns::stamp(&mut statement, clock::next_write_timestamp_us);
@@ -336,7 +339,6 @@ async fn execute_parsed(
             }
             Ok(change.map_or(QueryResult::Void, QueryResult::SchemaChange))
         }
-        Statement::DropFunction(s) => crate::functions::drop(s, keyspace).map(|()| QueryResult::Void),
         Statement::Describe(d) => Ok(QueryResult::Rows(crate::auth::describe::execute(d, &schema, keyspace, user)?)),
         Statement::Role(role) => {
             let result = Box::pin(crate::auth::roles::execute(role, user)).await?;

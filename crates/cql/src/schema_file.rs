@@ -36,6 +36,10 @@ const GROUP0_INDEX: &str = "-- group0 schema entry ";
 /// index, so its data is found again after a restart.
 const INDEX_VIEW_ID: &str = "-- index view id ";
 
+/// The line before each CREATE FUNCTION: its body in hex, as the body may
+/// span lines (the CREATE FUNCTION line itself says `AS ''`).
+const FUNCTION_BODY: &str = "-- function body ";
+
 /// Reads the schema file (if any) and returns the node's starting schema,
 /// system keyspaces included. Call once at start, before shards run (so
 /// the blocking read stalls no shard).
@@ -57,6 +61,7 @@ fn parse(text: &str, path: &Path) -> CqlResult<Schema> {
     }
     let mut version = uuid::Uuid::new_v4();
     let mut view_id = None;
+    let mut function_body = None;
     for (number, line) in text.lines().enumerate().filter(|(_, l)| !l.trim().is_empty()) {
         let failed =
             |e: &dyn std::fmt::Display| CqlError::Server(format!("schema file {}:{}: {e}", path.display(), number + 1));
@@ -68,7 +73,15 @@ fn parse(text: &str, path: &Path) -> CqlResult<Schema> {
             view_id = Some(id.trim().parse::<uuid::Uuid>().map_err(|e| failed(&e))?);
             continue;
         }
+        if let Some(hex) = line.strip_prefix(FUNCTION_BODY) {
+            let bytes = shoal_schema::literal::parse_hex(hex.trim()).map_err(|e| failed(&e))?;
+            function_body = Some(String::from_utf8(bytes).map_err(|e| failed(&e))?);
+            continue;
+        }
         let mut parsed = crate::parser::parse_statement(line).map_err(|e| failed(&e))?;
+        if let Statement::CreateFunction(create) = &mut parsed.statement {
+            create.body = function_body.take().unwrap_or_default();
+        }
         if crate::auth::restore(&mut schema, &parsed.statement).map_err(|e| failed(&e))? {
             continue;
         }
@@ -179,6 +192,14 @@ pub fn render(schema: &Schema) -> String {
         let _ = writeln!(out, "{}", create_keyspace(keyspace));
         for udt in user_types::in_dependency_order(keyspace) {
             let _ = writeln!(out, "{}", create_type(udt));
+        }
+        for function in &keyspace.functions.functions {
+            let hex: String = function.body.bytes().map(|b| format!("{b:02x}")).collect();
+            let _ = writeln!(out, "{FUNCTION_BODY}{hex}");
+            let _ = writeln!(out, "{}", describe::create_function(function, quote, None).replace('\n', " "));
+        }
+        for aggregate in &keyspace.functions.aggregates {
+            let _ = writeln!(out, "{}", describe::create_aggregate(aggregate, quote).replace('\n', " "));
         }
         for table in keyspace.tables.values().filter(|t| t.view_of.is_none()) {
             let _ = writeln!(out, "{}", create_table(table));
@@ -442,5 +463,24 @@ mod tests {
         let column = before.table("ks", "t").and_then(|t| t.column("k")).expect("column k");
         let frozen = |name: &str| format!("{:?}", column.ty).contains(name);
         assert!(frozen("\"a2\"") && frozen("\"c\""), "{:?}", column.ty);
+    }
+
+    #[test]
+    fn functions_and_aggregates_survive_the_schema_file() {
+        let before = run(
+            &Schema::empty(),
+            &[
+                KEYSPACE,
+                "CREATE FUNCTION ks.\"Add\"(s int, \"V\" int) CALLED ON NULL INPUT RETURNS int LANGUAGE lua AS $$\n-- it's 'two' lines\nreturn s + (V or 0)$$",
+                "CREATE FUNCTION ks.fin(s int) RETURNS NULL ON NULL INPUT RETURNS text LANGUAGE lua AS 'return s'",
+                "CREATE AGGREGATE ks.agg(int) SFUNC \"Add\" STYPE int FINALFUNC fin INITCOND 7",
+            ],
+        );
+        let text = render(&before);
+        let after = reload(&text).expect("rendered schema loads");
+        let functions = |s: &Schema| s.keyspace("ks").map(|k| k.functions.clone());
+        assert_eq!(functions(&after), functions(&before), "{text}");
+        assert_eq!(before.keyspace("ks").map(|k| k.functions.functions.len()), Some(2));
+        assert_eq!(before.keyspace("ks").map(|k| k.functions.aggregates.len()), Some(1));
     }
 }

@@ -40,6 +40,7 @@ use crate::restrictions::{analyze, clustering_filtering_error, EqPlan, Partition
 use crate::result::{ColumnSpec, Rows};
 use crate::system;
 use crate::term_operations::{self, concatenation_type, operate};
+use crate::user_functions::{self, Callee};
 use crate::values::{collection_items, eval, eval_required, Bindings, BoundValue, Receiver};
 use crate::{format_fcts, functions};
 
@@ -119,6 +120,16 @@ enum Sel {
         kind: AggregateKind,
         arg: Option<Box<Sel>>,
         ty: CqlType,
+    },
+    /// A call of a user-defined function (`user_functions`).
+    UserFunction {
+        function: Arc<shoal_schema::UserFunction>,
+        args: Vec<Sel>,
+    },
+    /// A user-defined aggregate over `args`.
+    UserAggregate {
+        aggregate: Arc<user_functions::Aggregate>,
+        args: Vec<Sel>,
     },
 }
 
@@ -1013,6 +1024,13 @@ fn function_selector(
     binds: Binds<'_>,
 ) -> CqlResult<(String, CqlType, Sel)> {
     let name = name.trim_start_matches("system.").to_ascii_lowercase();
+    let callees = user_functions::candidates(&shoal_coordinator::schema(), &meta.keyspace, &name, args.len())?;
+    if !callees.is_empty() {
+        return user_function_selector(meta, callees, args, binds);
+    }
+    if name.contains('.') {
+        return Err(invalid(format!("Unknown function '{name}'")));
+    }
     let parameter_type = |i, term: &Term, others: &[Option<CqlType>]| functions::parameter_type(&name, i, term, others);
     functions::check_similarity_terms(
         &name,
@@ -1080,6 +1098,51 @@ fn function_selector(
     let ty = functions::result_type(&name, &arg_types).ok_or_else(|| invalid(format!("Unknown function '{name}'")))?;
     let args = compiled.into_iter().map(|(_, _, s)| s).collect();
     Ok((display, ty, Sel::Function { name, arg_types, args }))
+}
+
+/// A call of a user-defined function or aggregate, the overload picked by
+/// the arguments' types (constants take the types of the only overload).
+fn user_function_selector(
+    meta: &TableMeta,
+    callees: Vec<Callee>,
+    args: &[SelectorExpr],
+    binds: Binds<'_>,
+) -> CqlResult<(String, CqlType, Sel)> {
+    let declared: Vec<CqlType> = match callees.as_slice() {
+        [only] => only.arg_types().to_vec(),
+        _ => Vec::new(),
+    };
+    let parameter_type = |i: usize, _: &Term, _: &[Option<CqlType>]| declared.get(i).cloned();
+    let compiled = function_arguments(meta, args, parameter_type, binds)?;
+    let types: Vec<CqlType> = compiled.iter().map(|(_, ty, _)| ty.clone()).collect();
+    let name = callees[0].full_name();
+    let Some(callee) = callees.into_iter().find(|c| crate::function_ddl::same_types(c.arg_types(), &types)) else {
+        let (i, (arg, ty, _)) = compiled
+            .iter()
+            .enumerate()
+            .find(|(i, (_, ty, _))| declared.get(*i).is_some_and(|d| d.unfrozen() != ty.unfrozen()))
+            .unwrap_or((0, &compiled[0]));
+        return Err(invalid(match declared.get(i) {
+            Some(want) => {
+                format!("Type error: {arg} cannot be passed as argument {i} of function {name} of type {want}")
+            }
+            None => format!("Invalid call to function {name}: no overload takes arguments of types {ty}"),
+        }));
+    };
+    let arg_names: Vec<&str> = compiled.iter().map(|(n, _, _)| n.as_str()).collect();
+    let display = format!("{name}({})", arg_names.join(", "));
+    let ty = callee.return_type().clone();
+    let args: Vec<Sel> = compiled.into_iter().map(|(_, _, s)| s).collect();
+    let sel = match callee {
+        Callee::Function(function) => Sel::UserFunction { function, args },
+        Callee::Aggregate(aggregate) => {
+            if args.iter().any(aggregate::has_aggregate) {
+                return Err(invalid("aggregate functions cannot be used as arguments of aggregate functions"));
+            }
+            Sel::UserAggregate { aggregate, args }
+        }
+    };
+    Ok((display, ty, sel))
 }
 
 /// The value of key column `index` in `row`.
@@ -1158,7 +1221,13 @@ fn evaluate(meta: &TableMeta, sel: &Sel, row: &ResultRow) -> CqlResult<Option<By
             }
             functions::apply(name, arg_types, &values)?.1
         }
-        Sel::Aggregate { .. } => return Err(CqlError::Server("aggregate evaluated per row".to_string())),
+        Sel::UserFunction { function, args } => {
+            let values = args.iter().map(|a| evaluate(meta, a, row)).collect::<CqlResult<Vec<_>>>()?;
+            user_functions::execute(function, &values)?
+        }
+        Sel::Aggregate { .. } | Sel::UserAggregate { .. } => {
+            return Err(CqlError::Server("aggregate evaluated per row".to_string()))
+        }
     })
 }
 

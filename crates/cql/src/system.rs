@@ -121,6 +121,7 @@ pub fn system_keyspaces() -> Vec<KeyspaceMeta> {
             replication: [("class".to_string(), "org.apache.cassandra.locator.LocalStrategy".to_string())].into(),
             durable_writes: true,
             types: BTreeMap::new(),
+            functions: Default::default(),
             tables: definitions()
                 .iter()
                 .filter(|((k, _), _)| k == ks)
@@ -168,6 +169,12 @@ pub async fn contents(meta: &Arc<TableMeta>, schema: &Schema) -> CqlResult<Virtu
         }
         ("system_schema", "types") => {
             schema.keyspaces.values().flat_map(|ks| ks.types.values()).map(|t| type_row(t)).collect()
+        }
+        ("system_schema", "functions") => {
+            schema.keyspaces.values().flat_map(|ks| &ks.functions.functions).map(|f| function_row(f)).collect()
+        }
+        ("system_schema", "aggregates") => {
+            schema.keyspaces.values().flat_map(|ks| &ks.functions.aggregates).map(|a| aggregate_row(a)).collect()
         }
         _ => Vec::new(),
     };
@@ -421,6 +428,34 @@ fn type_row(t: &UserType) -> Vec<Option<Bytes>> {
         text(&t.name),
         text_set(t.fields.iter().map(|(name, _)| name.as_str())),
         text_set(types.iter().map(String::as_str)),
+    ]
+}
+
+fn function_row(f: &shoal_schema::UserFunction) -> Vec<Option<Bytes>> {
+    let types: Vec<String> = f.arg_types.iter().map(ToString::to_string).collect();
+    vec![
+        text(&f.keyspace),
+        text(&f.name),
+        text_set(types.iter().map(String::as_str)),
+        text_set(f.arg_names.iter().map(String::as_str)),
+        text(&f.body),
+        boolean(f.called_on_null_input),
+        text(&f.language),
+        text(&f.return_type.to_string()),
+    ]
+}
+
+fn aggregate_row(a: &shoal_schema::UserAggregate) -> Vec<Option<Bytes>> {
+    let types: Vec<String> = a.arg_types.iter().map(ToString::to_string).collect();
+    vec![
+        text(&a.keyspace),
+        text(&a.name),
+        text_set(types.iter().map(String::as_str)),
+        a.final_func.as_deref().and_then(text),
+        a.initcond.as_deref().and_then(text),
+        text(&a.return_type.to_string()),
+        text(&a.state_func),
+        text(&a.state_type.to_string()),
     ]
 }
 

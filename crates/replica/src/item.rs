@@ -869,6 +869,7 @@ mod tests {
             durable_writes: true,
             tables: [("items".to_string(), std::sync::Arc::new(meta))].into(),
             types: Default::default(),
+            functions: Default::default(),
         };
         let schema =
             Schema { keyspaces: [("ks".to_string(), std::sync::Arc::new(keyspace))].into(), ..Schema::empty() };

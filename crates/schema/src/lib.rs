@@ -9,6 +9,7 @@ pub mod cast;
 pub mod collection;
 pub mod comparable;
 pub mod fields;
+pub mod function;
 pub mod index;
 pub mod literal;
 pub mod marshal;
@@ -24,6 +25,7 @@ pub mod value;
 pub mod vector;
 pub mod view;
 
+pub use function::{Functions, UserAggregate, UserFunction};
 pub use index::{IndexKind, IndexMeta};
 pub use literal::{parse_literal, LiteralError, LiteralKind};
 pub use roles::{Role, Roles};

@@ -251,6 +251,8 @@ pub struct KeyspaceMeta {
     pub tables: BTreeMap<String, Arc<TableMeta>>,
     /// User-defined types, resolved: nested user types carry their fields.
     pub types: BTreeMap<String, Arc<UserType>>,
+    /// User-defined functions and aggregates.
+    pub functions: crate::Functions,
 }
 
 /// The high half of the versions of schemas agreed through group 0.
@@ -311,7 +313,8 @@ impl Schema {
             .map(|(name, ks)| {
                 let tables = ks.tables.iter().map(|(name, t)| (name.clone(), Arc::new(TableMeta::clone(t)))).collect();
                 let types = ks.types.iter().map(|(name, t)| (name.clone(), Arc::new(UserType::clone(t)))).collect();
-                (name.clone(), Arc::new(KeyspaceMeta { tables, types, ..KeyspaceMeta::clone(ks) }))
+                let functions = ks.functions.unshared();
+                (name.clone(), Arc::new(KeyspaceMeta { tables, types, functions, ..KeyspaceMeta::clone(ks) }))
             })
             .collect();
         Schema { version: self.version, keyspaces, roles: Arc::new(crate::roles::Roles::clone(&self.roles)) }
@@ -345,8 +348,25 @@ impl SchemaChangeKind {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum SchemaChangeTarget {
     Keyspace(String),
-    Table { keyspace: String, table: String },
-    Type { keyspace: String, name: String },
+    Table {
+        keyspace: String,
+        table: String,
+    },
+    Type {
+        keyspace: String,
+        name: String,
+    },
+    /// A user-defined function: its name and argument types (as CQL text).
+    Function {
+        keyspace: String,
+        name: String,
+        arg_types: Vec<String>,
+    },
+    Aggregate {
+        keyspace: String,
+        name: String,
+        arg_types: Vec<String>,
+    },
 }
 
 #[cfg(test)]
@@ -373,6 +393,7 @@ mod tests {
             durable_writes: true,
             tables: BTreeMap::from([("t".to_string(), Arc::new(table))]),
             types: BTreeMap::new(),
+            functions: Default::default(),
         };
         let schema = Schema {
             version: Uuid::from_u128(1),

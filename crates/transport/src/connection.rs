@@ -550,6 +550,16 @@ fn schema_change(change: &SchemaEvent) -> response::SchemaChange {
         EventTarget::Type { keyspace, name } => {
             response::SchemaChangeTarget::Type { keyspace: keyspace.clone(), name: name.clone() }
         }
+        EventTarget::Function { keyspace, name, arg_types } => response::SchemaChangeTarget::Function {
+            keyspace: keyspace.clone(),
+            name: name.clone(),
+            arg_types: arg_types.clone(),
+        },
+        EventTarget::Aggregate { keyspace, name, arg_types } => response::SchemaChangeTarget::Aggregate {
+            keyspace: keyspace.clone(),
+            name: name.clone(),
+            arg_types: arg_types.clone(),
+        },
     };
     response::SchemaChange { change: kind, target }
 }

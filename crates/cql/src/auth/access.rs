@@ -106,6 +106,12 @@ fn keyspace(named: Option<&str>, session: Option<&str>) -> Option<Resource> {
     Some(Resource::Keyspace(named.or(session)?.to_string()))
 }
 
+/// `ALL FUNCTIONS IN KEYSPACE ks`, whose permissions cover each function
+/// of it (ScyllaDB checks CREATE there, and DROP on the function itself).
+fn functions_in(named: Option<&str>, session: Option<&str>) -> Option<Resource> {
+    Some(Resource::FunctionsIn(named.or(session)?.to_string()))
+}
+
 /// Resolves a permission statement's table named without keyspace.
 pub fn qualified(resource: &Resource, session: Option<&str>) -> Resource {
     match resource {
@@ -162,7 +168,9 @@ fn required(statement: &Statement, session: Option<&str>, user: &str, out: &mut 
         }
         Statement::AlterView(s) => need("ALTER", table(s.keyspace.as_deref(), session, &s.name)),
         Statement::DropView(s) => need("ALTER", table(s.keyspace.as_deref(), session, &s.name)),
-        Statement::DropFunction(s) => need("DROP", keyspace(s.keyspace.as_deref(), session)),
+        Statement::CreateFunction(s) => need("CREATE", functions_in(s.keyspace.as_deref(), session)),
+        Statement::CreateAggregate(s) => need("CREATE", functions_in(s.keyspace.as_deref(), session)),
+        Statement::DropFunction(s) => need("DROP", functions_in(s.keyspace.as_deref(), session)),
         Statement::Role(role) => match role {
             RoleStatement::Create { .. } => need("CREATE", Some(Resource::AllRoles)),
             // A role may change its own password.

@@ -1,8 +1,8 @@
 //! Schema statements: CREATE/ALTER/DROP KEYSPACE, TABLE and TYPE, CREATE
 //! and DROP INDEX (the index itself in `index`), MATERIALIZED VIEW (in
-//! `view`), TRUNCATE, DROP FUNCTION/AGGREGATE, and `WITH` option lists.
-//! Other schema objects (creating functions, roles) are refused with a
-//! clear error.
+//! `view`), TRUNCATE, DROP FUNCTION/AGGREGATE (CREATE in `function`), and
+//! `WITH` option lists. Other schema objects (roles, triggers) are refused
+//! with a clear error.
 
 use super::{PResult, Parser};
 use crate::ast::{
@@ -59,6 +59,9 @@ impl Parser<'_> {
     }
 
     pub(super) fn create(&mut self) -> PResult<Statement> {
+        if self.creates_function() {
+            return self.create_function();
+        }
         let custom = self.is_kw_at(1, "custom");
         match self.schema_object("CREATE")? {
             Object::Keyspace => self.create_keyspace(),
@@ -87,9 +90,10 @@ impl Parser<'_> {
 
     pub(super) fn drop(&mut self) -> PResult<Statement> {
         if self.is_kw_at(1, "function") || self.is_kw_at(1, "aggregate") {
+            let aggregate = self.is_kw_at(1, "aggregate");
             self.advance();
             self.advance();
-            return self.drop_function();
+            return self.drop_function(aggregate);
         }
         match self.schema_object("DROP")? {
             Object::View => self.drop_view(),
@@ -117,7 +121,7 @@ impl Parser<'_> {
     }
 
     /// After `DROP FUNCTION|AGGREGATE`: `[IF EXISTS] [ks.]name [(types)]`.
-    fn drop_function(&mut self) -> PResult<Statement> {
+    fn drop_function(&mut self, aggregate: bool) -> PResult<Statement> {
         let if_exists = self.if_exists()?;
         let (keyspace, name) = self.qualified_name("function name")?;
         let args = match self.eat_sym(Sym::LParen) {
@@ -132,7 +136,7 @@ impl Parser<'_> {
                 Some(types)
             }
         };
-        Ok(Statement::DropFunction(DropFunction { keyspace, name, args, if_exists }))
+        Ok(Statement::DropFunction(DropFunction { keyspace, name, args, if_exists, aggregate }))
     }
 
     pub(super) fn truncate(&mut self) -> PResult<Statement> {

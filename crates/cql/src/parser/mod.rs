@@ -12,6 +12,7 @@
 mod ddl;
 mod describe;
 mod dml;
+mod function;
 mod index;
 mod permission;
 mod relation;
@@ -42,6 +43,17 @@ pub fn parse_statement(text: &str) -> Result<Parsed, ParseError> {
         return Err(parser.mismatched("<EOF>"));
     }
     Ok(Parsed { statement, bind_markers: parser.binds })
+}
+
+/// Parses one term alone (an aggregate's stored `INITCOND`).
+pub fn parse_term(text: &str) -> Result<crate::ast::Term, ParseError> {
+    let tokens = tokenize(text)?;
+    let mut parser = Parser::new(text, tokens);
+    let term = parser.term()?;
+    if !matches!(parser.peek().kind, TokenKind::Eof) {
+        return Err(parser.mismatched("<EOF>"));
+    }
+    Ok(term)
 }
 
 /// Keywords that cannot be used as unquoted names: Cassandra's reserved list

@@ -15,7 +15,9 @@ use shoal_schema::{fields, CqlType, TableMeta};
 use super::{evaluate, operate, AggregateKind, Sel};
 use crate::error::{invalid, CqlError, CqlResult};
 use crate::functions;
+use crate::user_functions::{self, Aggregate};
 use shoal_schema::arithmetic::NumericOp;
+use shoal_schema::UserFunction;
 
 /// The running state of one selector.
 enum Fold<'s> {
@@ -29,6 +31,17 @@ enum Fold<'s> {
         name: &'s str,
         arg_types: &'s [CqlType],
         args: Vec<Fold<'s>>,
+    },
+    /// A user function of aggregates (`f(max(v))`).
+    UserFunction {
+        function: &'s UserFunction,
+        args: Vec<Fold<'s>>,
+    },
+    /// A user-defined aggregate: its state so far.
+    UserAggregate {
+        aggregate: &'s Aggregate,
+        args: &'s [Sel],
+        state: Option<Bytes>,
     },
     Field {
         value: Box<Fold<'s>>,
@@ -138,8 +151,8 @@ pub(super) fn aggregate_row(meta: &TableMeta, sels: &[Sel], rows: &[ResultRow]) 
 /// Whether `sel` aggregates, itself or in an argument.
 pub(super) fn has_aggregate(sel: &Sel) -> bool {
     match sel {
-        Sel::Aggregate { .. } => true,
-        Sel::Function { args, .. } => args.iter().any(has_aggregate),
+        Sel::Aggregate { .. } | Sel::UserAggregate { .. } => true,
+        Sel::Function { args, .. } | Sel::UserFunction { args, .. } => args.iter().any(has_aggregate),
         Sel::Field { value, .. } | Sel::Cast { value, .. } | Sel::Element { value, .. } | Sel::Slice { value, .. } => {
             has_aggregate(value)
         }
@@ -178,6 +191,12 @@ fn fold_of(sel: &Sel) -> CqlResult<Fold<'_>> {
         Sel::Function { name, arg_types, args } if args.iter().any(has_aggregate) => {
             Fold::Function { name, arg_types, args: args.iter().map(fold_of).collect::<CqlResult<_>>()? }
         }
+        Sel::UserFunction { function, args } if args.iter().any(has_aggregate) => {
+            Fold::UserFunction { function, args: args.iter().map(fold_of).collect::<CqlResult<_>>()? }
+        }
+        Sel::UserAggregate { aggregate, args } => {
+            Fold::UserAggregate { aggregate, args, state: aggregate.initial.clone() }
+        }
         Sel::Field { value, index } if has_aggregate(value) => {
             Fold::Field { value: Box::new(fold_of(value)?), index: *index }
         }
@@ -202,7 +221,14 @@ impl Fold<'_> {
                 };
                 state.add(*kind, ty.unfrozen(), value)
             }
-            Fold::Function { args, .. } => args.iter_mut().try_for_each(|a| a.add(meta, row)),
+            Fold::Function { args, .. } | Fold::UserFunction { args, .. } => {
+                args.iter_mut().try_for_each(|a| a.add(meta, row))
+            }
+            Fold::UserAggregate { aggregate, args, state } => {
+                let values = args.iter().map(|a| evaluate(meta, a, row)).collect::<CqlResult<Vec<_>>>()?;
+                *state = user_functions::step(aggregate, state.take(), values)?;
+                Ok(())
+            }
             Fold::Field { value, .. } => value.add(meta, row),
             Fold::Arithmetic { left, right, .. } => {
                 left.add(meta, row)?;
@@ -230,6 +256,11 @@ impl Fold<'_> {
                 }
                 Ok(functions::apply(name, arg_types, &values)?.1)
             }
+            Fold::UserFunction { function, args } => {
+                let values = args.into_iter().map(Fold::finish).collect::<CqlResult<Vec<_>>>()?;
+                user_functions::execute(function, &values)
+            }
+            Fold::UserAggregate { aggregate, state, .. } => user_functions::finish(aggregate, state),
             Fold::Field { value, index } => match value.finish()? {
                 Some(v) => Ok(fields::field(&v, index)
                     .map_err(|e| CqlError::Server(format!("corrupt user type value: {e}")))?
