@@ -202,7 +202,7 @@ mod tests {
 
     #[test]
     fn a_vector_is_sent_in_place_only_from_an_aligned_byte() {
-        let mut vec = Vec::with_capacity(3 * ALIGN_BYTES);
+        let mut vec: Vec<u8> = Vec::with_capacity(3 * ALIGN_BYTES);
         let start = vec.as_ptr().align_offset(ALIGN_BYTES);
         vec.resize(start + ALIGN_BYTES, 5);
         let at = vec[start..].as_ptr();

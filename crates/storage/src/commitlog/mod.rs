@@ -623,8 +623,7 @@ impl CommitLog {
 
     /// Writes what is pending; in batch mode, syncs. One round.
     async fn write_round(&self) -> StorageResult<()> {
-        loop {
-            let Some(mut chunk) = self.take_chunk() else { break };
+        while let Some(mut chunk) = self.take_chunk() {
             self.record(|l| &l.queued, chunk.since.elapsed());
             let written = match self.file_for(chunk.segment).await {
                 Ok(file) => self.write_chunk(&file, &mut chunk).await,
@@ -812,7 +811,6 @@ mod tests {
         std::fs::remove_dir_all(&dir).ok();
     }
 
-    /// This process's open files under `dir` that are unlinked already.
     #[test]
     fn entries_past_a_chunk_s_room_and_refused_ones_leave_the_log_as_appended() {
         let dir = std::env::temp_dir().join(format!("shoal-commitlog-room-{}", std::process::id()));
@@ -856,6 +854,7 @@ mod tests {
         std::fs::remove_dir_all(&dir).ok();
     }
 
+    /// This process's open files under `dir` that are unlinked already.
     fn open_but_deleted(dir: &Path) -> Vec<String> {
         let fds = std::fs::read_dir("/proc/self/fd").map(|d| d.flatten().collect::<Vec<_>>()).unwrap_or_default();
         fds.iter()
