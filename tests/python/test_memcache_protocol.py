@@ -461,6 +461,44 @@ def test_pipelined_text(conn, key):
     assert replies[-1].startswith(b"VERSION ")
 
 
+def test_pipelined_writes_keep_their_keys_after_the_buffer_is_read_into_again(conn, key):
+    # A batch's keys are cut from the connection's read buffer, which the
+    # next batch is read into: items written (new, overwritten, deleted,
+    # set again) keep their keys and values, and counters their digits as
+    # they grow (9 -> 10, 99 -> 100) and wrap past 2^64 - 1.
+    k = key.encode()
+    n = 64
+    first = b"".join(b"set %s_%d 0 0 3\r\nv%02d\r\n" % (k, i, i) for i in range(n))
+    first += b"set %s_c1 0 0 1\r\n9\r\nset %s_c2 0 0 2\r\n99\r\n" % (k, k)
+    first += b"set %s_max 0 0 20\r\n18446744073709551615\r\n" % k
+    first += b"".join(b"set %s_%d 0 0 3\r\nw%02d\r\n" % (k, i, i) for i in range(0, n, 2))
+    first += b"".join(b"delete %s_%d\r\n" % (k, i) for i in range(0, n, 4))
+    first += b"incr %s_c1 1\r\nincr %s_c2 1\r\nincr %s_max 1\r\n" % (k, k, k)
+    replies = conn.calls(first, n + 3 + n // 2 + n // 4 + 3)
+    assert replies[-3:] == [b"10\r\n", b"100\r\n", b"0\r\n"]
+    assert set(replies[n + 3 + n // 2:-3]) == {b"DELETED\r\n"}
+    # Other keys and lengths in the next batches, over the same buffer.
+    second = b"".join(b"set %s_x%d 0 0 4\r\nx%03d\r\n" % (k, i, i) for i in range(n))
+    second += b"".join(b"set %s_%d 0 0 5\r\nagain\r\n" % (k, i) for i in range(0, n, 8))
+    assert set(conn.calls(second, n + n // 8)) == {b"STORED\r\n"}
+    for i in range(n):
+        name = b"%s_%d" % (k, i)
+        if i % 8 == 0:
+            want = b"again"
+        elif i % 4 == 0:
+            want = None
+        else:
+            want = b"w%02d" % i if i % 2 == 0 else b"v%02d" % i
+        got = conn.call(b"get %s\r\n" % name)
+        assert got == (b"VALUE %s 0 %d\r\n%s\r\nEND\r\n" % (name, len(want), want) if want else b"END\r\n"), name
+        assert conn.call(b"get %s_x%d\r\n" % (k, i)) == b"VALUE %s_x%d 0 4\r\nx%03d\r\nEND\r\n" % (k, i, i)
+    got = conn.call(b"get %s_c1 %s_c2\r\n" % (k, k))
+    assert got == b"VALUE %s_c1 0 2\r\n10\r\nVALUE %s_c2 0 3\r\n100\r\nEND\r\n" % (k, k)
+    # A value that lost digits MAY be space-padded (memcached pads in place).
+    header, value, end = conn.call(b"get %s_max\r\n" % k).split(b"\r\n", 2)
+    assert header.startswith(b"VALUE %s_max 0 " % k) and value.rstrip(b" ") == b"0" and end == b"END\r\n"
+
+
 def test_pipelined_byte_by_byte(conn, key):
     # requests split at every byte are still parsed
     req = b"set %s 3 0 5\r\nhello\r\nget %s\r\n" % (key.encode(), key.encode())

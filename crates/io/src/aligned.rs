@@ -112,6 +112,24 @@ impl AlignedBuf {
         AlignedBuf { vec, start, len }
     }
 
+    /// The bytes of `vec` from `start` on, sent as they are where they
+    /// begin at an aligned address: a buffer filled in place (the
+    /// commitlog's pending bytes) is written without a copy. `Err(vec)`
+    /// where they do not (the vector grew, so its bytes moved).
+    pub fn from_vec(vec: Vec<u8>, start: usize) -> Result<AlignedBuf, Vec<u8>> {
+        if start > vec.len() || vec[start..].as_ptr().align_offset(ALIGN_BYTES) != 0 {
+            return Err(vec);
+        }
+        let len = vec.len() - start;
+        Ok(AlignedBuf { vec, start, len })
+    }
+
+    /// The vector it was made of, its bytes before the aligned start and
+    /// past the length included.
+    pub fn into_vec(self) -> Vec<u8> {
+        self.vec
+    }
+
     pub fn len(&self) -> usize {
         self.len
     }
@@ -180,6 +198,20 @@ mod tests {
         }
         assert_eq!((align_down(4097), align_up(4097), align_up(4096), align_up(0)), (4096, 8192, 4096, 0));
         assert!(is_aligned(8192) && !is_aligned(100));
+    }
+
+    #[test]
+    fn a_vector_is_sent_in_place_only_from_an_aligned_byte() {
+        let mut vec: Vec<u8> = Vec::with_capacity(3 * ALIGN_BYTES);
+        let start = vec.as_ptr().align_offset(ALIGN_BYTES);
+        vec.resize(start + ALIGN_BYTES, 5);
+        let at = vec[start..].as_ptr();
+        let buf = AlignedBuf::from_vec(vec, start).expect("aligned");
+        assert_eq!((buf.as_slice().as_ptr(), buf.len()), (at, ALIGN_BYTES));
+        let vec = buf.into_vec();
+        assert_eq!(vec.len(), start + ALIGN_BYTES);
+        assert!(AlignedBuf::from_vec(vec, start + 1).is_err());
+        assert!(AlignedBuf::from_vec(Vec::new(), 1).is_err());
     }
 
     #[test]

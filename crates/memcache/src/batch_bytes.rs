@@ -5,11 +5,12 @@
 //!
 //! What an operation cuts lives as long as its run: the memtable and the
 //! commitlog copy a value into their own bytes, and a replica's copy goes
-//! out encoded. Once the run is over nothing holds the buffer but the
-//! connection, which takes it back to read into again. An operation that
-//! writes still copies its key: the memtable and the LRU list keep the key
-//! as long as the item, and one cut from the buffer would keep the whole
-//! buffer alive with it.
+//! out encoded. A written key is copied where it is kept (a new memtable
+//! slot, the LRU list, a general partition, a write that waits for the
+//! partition's lock or goes to other replicas: `replica::item`), not
+//! before: an overwrite of an item in memory, the common `set`, copies
+//! nothing. Once the run is over nothing holds the buffer but the
+//! connection, which takes it back to read into again.
 
 use bytes::Bytes;
 use shoal_coordinator::data::{ItemOp, PartitionPosition};
@@ -26,13 +27,9 @@ pub fn cut(buffer: &Bytes, part: &[u8]) -> Bytes {
     }
 }
 
-/// `op`'s position, on `key` (cut from `buffer` where only read).
+/// `op`'s position, on `key` cut from `buffer`.
 pub fn position(buffer: &Bytes, key: &[u8], op: ItemOp) -> (PartitionPosition, ItemOp) {
-    let key = match op.writes() {
-        true => Bytes::copy_from_slice(key),
-        false => cut(buffer, key),
-    };
-    (item_position(key), op)
+    (item_position(cut(buffer, key)), op)
 }
 
 #[cfg(test)]
@@ -41,7 +38,7 @@ mod tests {
     use shoal_coordinator::data::Fetch;
 
     #[test]
-    fn read_keys_and_values_share_the_buffer_and_written_keys_own_theirs() {
+    fn keys_and_values_share_the_buffer() {
         let buffer = Bytes::from_static(b"get alpha beta\r\n");
         let (alpha, beta) = (&buffer[4..9], &buffer[10..14]);
         let (a, _) = position(&buffer, alpha, ItemOp::Get(Fetch::default()));
@@ -49,7 +46,7 @@ mod tests {
         assert_eq!(a.token, item_position(Bytes::from_static(b"alpha")).token);
         let (w, _) = position(&buffer, beta, ItemOp::Delete { compare_cas: None });
         assert_eq!(&w.key[..], b"beta");
-        assert_ne!(w.key.as_ptr(), beta.as_ptr(), "a written key is its own copy");
+        assert_eq!(w.key.as_ptr(), beta.as_ptr(), "a written key is cut too (copied where kept)");
         assert_eq!(cut(&buffer, beta).as_ptr(), beta.as_ptr());
         // Bytes from elsewhere (a decoded key), and none at all, are copied.
         let elsewhere = b"beta".to_vec();

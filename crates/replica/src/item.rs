@@ -227,6 +227,13 @@ impl Database {
             let result = match self.run_item_now(table, &position, op, for_replicas, now_s) {
                 Ok(outcome) => outcome.map(|(outcome, durable)| (outcome, durable, None)),
                 Err(op) => {
+                    // What it writes may be kept (a lock's entry, a general
+                    // partition, a replica's copy): its key is its own, not
+                    // a cut of the request's buffer.
+                    let position = match op_writes {
+                        true => owned(position),
+                        false => position,
+                    };
                     let ran = self.run_item(table, position, op, for_replicas, now_s).await;
                     now_s = clock::now_s();
                     ran
@@ -317,8 +324,10 @@ impl Database {
     /// item goes as its cells lie: the value's bytes as the request brought
     /// them, the flags and CAS unique as words on the stack, encoded once
     /// into the commitlog entry and once into the memtable's compact slot,
-    /// no `Partition` built. A deletion (or an item already expired) is a
-    /// bare partition tombstone, which the memtable holds as such.
+    /// no `Partition` built (its key, which may be a cut of the request's
+    /// buffer, copied only where a new slot keeps it). A deletion (or an
+    /// item already expired) is a bare partition tombstone, which the
+    /// memtable holds as such, under a key of its own.
     fn apply_item_now(
         &self,
         table: ItemTable,
@@ -335,7 +344,7 @@ impl Database {
                 let row = RowCells { timestamp, expiry: expiry(lifetime, now_s), cells: &cells };
                 self.apply_now(table.id, position, Write::Row(row))
             }
-            update => self.apply_now(table.id, position, Write::Partition(update.into_partition(table, now_s))),
+            update => self.apply_now(table.id, owned(position), Write::Partition(update.into_partition(table, now_s))),
         }
     }
 
@@ -514,6 +523,12 @@ impl Database {
         }
         Some(item)
     }
+}
+
+/// `position` with a key of its own: a key cut from a request's buffer
+/// would keep the whole buffer for as long as it is kept.
+fn owned(position: PartitionPosition) -> PartitionPosition {
+    PartitionPosition { key: Bytes::copy_from_slice(&position.key), ..position }
 }
 
 /// When the item's value was written (µs), for a live item's partition.
@@ -756,16 +771,31 @@ fn decide(op: ItemOp, current: Option<Item>, now_s: i64, uniques: &CasUniques) -
                     (next, item.flags, arith.touch.unwrap_or(item.lifetime))
                 }
             };
-            // Copied twice rather than shared: a second reference to a
-            // `Bytes` made from a vector allocates its shared header, and
-            // costs more than copying 20 digits.
-            let mut digits = itoa::Buffer::new();
-            let digits = digits.format(number).as_bytes();
-            let (update, cas) = put(Bytes::copy_from_slice(digits), flags, lifetime, arith.new_cas);
-            let value = Bytes::copy_from_slice(digits);
+            let value = decimal(number);
+            let (update, cas) = put(value.clone(), flags, lifetime, arith.new_cas);
             let item = Item { value, flags, cas, lifetime, access: Access::written(now_s), won: false };
             Decision::write(update, ItemOutcome::Found(item), now_s)
         }
+    }
+}
+
+/// A number's decimal digits, as bytes the written item and the answer
+/// share: one allocation, its second reference a count (a `Bytes` made
+/// from a vector allocates a shared header for its second).
+fn decimal(number: u64) -> Bytes {
+    let mut buffer = itoa::Buffer::new();
+    let text = buffer.format(number).as_bytes();
+    let mut digits = Digits([0; COUNTER_DIGITS_MAX], text.len());
+    digits.0[..text.len()].copy_from_slice(text);
+    Bytes::from_owner(digits)
+}
+
+/// Up to [`COUNTER_DIGITS_MAX`] digits, the first `.1` of them used.
+struct Digits([u8; COUNTER_DIGITS_MAX], usize);
+
+impl AsRef<[u8]> for Digits {
+    fn as_ref(&self) -> &[u8] {
+        &self.0[..self.1]
     }
 }
 
@@ -817,6 +847,16 @@ mod tests {
         match decision.outcome {
             ItemOutcome::Stored { cas } => cas,
             other => panic!("{other:?}"),
+        }
+    }
+
+    #[test]
+    fn a_counter_is_its_decimal_digits_shared_by_the_write_and_the_answer() {
+        for (number, text) in [(0, "0"), (9, "9"), (10, "10"), (u64::MAX, "18446744073709551615")] {
+            let value = decimal(number);
+            assert_eq!(&value[..], text.as_bytes());
+            assert_eq!(value.clone().as_ptr(), value.as_ptr(), "a clone is the same bytes");
+            assert_eq!(parse_counter(&value), Some(number));
         }
     }
 

@@ -236,12 +236,12 @@ impl Memtable {
                 slot.overwrite(row);
                 entry_bytes(&position, slot) as isize - before as isize
             }
+            // A slot held keeps its own key: `position`'s is dropped.
             Some(_) => return self.apply(position, row.to_partition(), logged_at),
             None => {
-                // The key copied at its size and held unshared: the
-                // writer's `Bytes` was cloned on its way here (the
-                // partition lock), and keeping it would keep its shared
-                // header (~32 bytes) for the item's life too.
+                // The key copied at its size and held unshared: a memcached
+                // write's key is a cut of its request's buffer, which it
+                // would keep whole for the item's life.
                 let position = PartitionPosition { key: Bytes::copy_from_slice(&position.key), ..position };
                 let slot = Slot::compact_from(row.encoded_len(), |e| row.encode(e));
                 let added = entry_bytes(&position, &slot);
@@ -633,6 +633,32 @@ mod tests {
         assert_eq!(value(now), ColumnData::Atomic(partition::Cell::live(3, Bytes::from_static(b"cccc"), None)));
         let exact: usize = memtable.partitions.iter().map(|(p, slot)| entry_bytes(p, slot)).sum();
         assert_eq!(memtable.size_bytes(), exact);
+    }
+
+    #[test]
+    fn a_row_s_key_cut_from_a_larger_buffer_is_kept_as_a_copy() {
+        let mut memtable = Memtable::default();
+        let buffer = Bytes::from(b"set item 0 0 4\r\nvvvv\r\nset deleted 0 0 1\r\n".to_vec());
+        let cut = |word: &[u8]| {
+            let at = buffer.windows(word.len()).position(|w| w == word).expect("in the buffer");
+            buffer.slice(at..at + word.len())
+        };
+        let kept_key = |m: &Memtable, key: &[u8]| {
+            let (position, _) = m.partitions.iter().find(|(p, _)| &p.key[..] == key).expect("held");
+            position.key.as_ptr()
+        };
+        let row = RowCells { timestamp: 5, expiry: None, cells: &[(1, b"vvvv")] };
+        // A new slot, an overwrite and a merge over a tombstone: the
+        // buffer is never what the memtable keeps.
+        memtable.apply_row(PartitionPosition { token: 1, key: cut(b"item") }, &row, None);
+        memtable.apply_row(PartitionPosition { token: 1, key: cut(b"item") }, &row, None);
+        memtable.apply(PartitionPosition { token: 2, key: Bytes::from_static(b"deleted") }, deletion(3), None);
+        memtable.apply_row(PartitionPosition { token: 2, key: cut(b"deleted") }, &row, None);
+        for key in [&b"item"[..], b"deleted"] {
+            let buffer_range = buffer.as_ptr_range();
+            assert!(!buffer_range.contains(&kept_key(&memtable, key)), "{key:?} is the memtable's own");
+        }
+        assert!(buffer.is_unique(), "nothing else holds the request's buffer");
     }
 
     /// Seeded random runs of item writes, rows written as their cells,

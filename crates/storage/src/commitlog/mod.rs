@@ -28,8 +28,12 @@
 //! Segments are direct files (O_DIRECT, `shoal_io::File::open_direct_rw`),
 //! sized to `segment_size_bytes` when created, written in whole aligned
 //! blocks: each round writes its bytes after the segment's last partial
-//! block (`State::tail`), that block included, padded with zeros to the
-//! block's end. The next round writes that block again, longer. Zeros after
+//! block, that block included, padded with zeros to the block's end. The
+//! next round writes that block again, longer. An entry is encoded in
+//! place, once, into the buffer its round sends: a pending chunk begins at
+//! an aligned address with the bytes of its first block that earlier
+//! rounds took (`State::tail`, kept when the writer takes a chunk), so the
+//! writer sends it as it is, with no copy. Zeros after
 //! the last entry are where replay stops. (Rewriting the tail block is safe
 //! against kill -9, whose writes the kernel finishes; a machine crash
 //! tearing that block's write could lose its earlier, synced entries on a
@@ -81,7 +85,7 @@ use std::path::{Path, PathBuf};
 use std::rc::Rc;
 use std::time::{Duration, Instant};
 
-use shoal_io::aligned::{align_down, align_up, AlignedBuf};
+use shoal_io::aligned::{align_down, align_up, AlignedBuf, ALIGN_BYTES};
 use shoal_io::File;
 use shoal_metrics::Histogram;
 use shoal_runtime::sched::in_group;
@@ -147,11 +151,18 @@ pub fn segment_header(shard: usize, segment: u64) -> Vec<u8> {
     out
 }
 
-/// Bytes waiting to be written at `offset` of `segment`.
+/// Bytes waiting to be written at `offset` of `segment`, in the buffer
+/// their write sends.
 struct Pending {
     segment: u64,
+    /// Where its entries begin in the segment.
     offset: u32,
-    bytes: Vec<u8>,
+    /// `pad` bytes (up to the first aligned address), then the segment's
+    /// bytes from the start of the block holding `offset`: `lead` bytes
+    /// earlier rounds took, then its entries.
+    buf: Vec<u8>,
+    pad: usize,
+    lead: usize,
     /// When its first bytes were appended: how long they waited for the writer.
     since: Instant,
 }
@@ -174,10 +185,11 @@ struct State {
     pending: VecDeque<Pending>,
     /// Everything before it is written (not necessarily synced).
     written: Position,
-    /// The bytes of `written`'s segment from the aligned block holding
-    /// `written` up to it: written again, followed by the next bytes, in
-    /// the next round (a direct file is written in whole blocks).
+    /// The bytes of the last chunk the writer took from the aligned block
+    /// holding its end up to `tail_end`: the lead of the chunk after it
+    /// (a direct file is written in whole blocks).
     tail: Vec<u8>,
+    tail_end: Position,
     /// Everything before it is on disk.
     durable: Position,
     /// Segment files that exist (or are about to), oldest first.
@@ -187,9 +199,9 @@ struct State {
     open_file: Option<(u64, Rc<File>)>,
     /// Filled segments of a periodic log not synced yet, oldest first, by id.
     unsynced: Vec<(u64, Rc<File>)>,
-    /// The last round's aligned buffer, used again by the next: a fresh
-    /// zeroed one per round cost a sizeable part of a small write.
-    spare: Option<AlignedBuf>,
+    /// The last round's buffer, used again by the next chunk: a fresh one
+    /// per round cost a sizeable part of a small write.
+    spare: Option<Vec<u8>>,
 }
 
 /// A write round failed and none has succeeded since.
@@ -222,9 +234,6 @@ pub struct CommitLog {
     writes: Cell<u64>,
     /// An fdatasync failed: the log fails until restart.
     sync_failed: Cell<bool>,
-    /// Where an entry is encoded before it joins the pending bytes: kept,
-    /// so encoding allocates nothing once it has grown.
-    scratch: RefCell<Vec<u8>>,
     latency: RefCell<Option<WriteLatency>>,
 }
 
@@ -233,11 +242,36 @@ pub struct CommitLog {
 const PENDING_CHUNK_BYTES: usize = 64 * 1024;
 
 impl Pending {
-    /// A chunk at `at` beginning with `first`.
-    fn starting_with(at: Position, first: &[u8]) -> Pending {
-        let mut bytes = Vec::with_capacity(PENDING_CHUNK_BYTES.max(first.len()));
-        bytes.extend_from_slice(first);
-        Pending { segment: at.segment, offset: at.offset, bytes, since: Instant::now() }
+    /// An empty chunk at `at`, after `lead` (the bytes of `at`'s block
+    /// before it), in `spare` if given.
+    fn new(at: Position, lead: &[u8], spare: Option<Vec<u8>>) -> Pending {
+        assert_eq!(lead.len() as u64, u64::from(at.offset) - align_down(u64::from(at.offset)), "a lead is its block's");
+        let mut buf = spare.unwrap_or_default();
+        buf.clear();
+        // Room for the alignment, the lead and the padding of the last
+        // block too: entries join it without regrowing (and moving) it
+        // until the writer takes it.
+        buf.reserve(PENDING_CHUNK_BYTES + 3 * ALIGN_BYTES);
+        let pad = buf.as_ptr().align_offset(ALIGN_BYTES);
+        buf.resize(pad, 0);
+        buf.extend_from_slice(lead);
+        Pending { segment: at.segment, offset: at.offset, buf, pad, lead: lead.len(), since: Instant::now() }
+    }
+
+    /// The chunk that opens `segment`: its header.
+    fn opening(segment: u64, shard: usize) -> Pending {
+        let mut chunk = Pending::new(Position { segment, offset: 0 }, &[], None);
+        chunk.buf.extend_from_slice(&segment_header(shard, segment));
+        chunk
+    }
+
+    fn entries_len(&self) -> usize {
+        self.buf.len() - self.pad - self.lead
+    }
+
+    /// Where its last entry ends.
+    fn end(&self) -> u32 {
+        self.offset + self.entries_len() as u32
     }
 }
 
@@ -251,12 +285,10 @@ impl CommitLog {
         let log = Rc::new(CommitLog {
             state: RefCell::new(State {
                 next: start,
-                pending: VecDeque::from([Pending::starting_with(
-                    Position { segment: first_segment, offset: 0 },
-                    &segment_header(config.shard, first_segment),
-                )]),
+                pending: VecDeque::from([Pending::opening(first_segment, config.shard)]),
                 written: Position { segment: first_segment, offset: 0 },
                 tail: Vec::new(),
+                tail_end: Position { segment: first_segment, offset: 0 },
                 durable: Position { segment: first_segment, offset: 0 },
                 segments: vec![first_segment],
                 failure: None,
@@ -274,7 +306,6 @@ impl CommitLog {
             syncs: Cell::new(0),
             writes: Cell::new(0),
             sync_failed: Cell::new(false),
-            scratch: RefCell::default(),
             latency: RefCell::default(),
         });
         shoal_runtime::spawn(write_loop(Rc::clone(&log)));
@@ -324,52 +355,78 @@ impl CommitLog {
         if self.closed.get() {
             return Err(StorageError::CommitlogClosed);
         }
-        let mut entry = self.scratch.borrow_mut();
-        entry.clear();
-        entry.resize(ENTRY_HEADER_BYTES as usize, 0);
-        encode(&mut entry);
-        let payload_len = entry.len() - ENTRY_HEADER_BYTES as usize;
-        let counted_bytes = entry.len().saturating_sub(repeated_bytes);
-        if counted_bytes > self.max_entry_bytes() {
-            return Err(StorageError::TooLarge { bytes: counted_bytes, max_bytes: self.max_entry_bytes() });
-        }
-        let segment_room_bytes = (self.config.segment_size_bytes - SEGMENT_HEADER_BYTES) as usize;
-        if entry.len() > segment_room_bytes {
-            return Err(StorageError::TooLarge { bytes: entry.len(), max_bytes: segment_room_bytes });
-        }
-        let crc = crc32c::crc32c(&entry[ENTRY_HEADER_BYTES as usize..]);
-        entry[..4].copy_from_slice(&(payload_len as u32).to_le_bytes());
-        entry[4..8].copy_from_slice(&crc.to_le_bytes());
-
         let mut state = self.state.borrow_mut();
-        let max_backlog_bytes = self.max_backlog_bytes();
-        if let Some(failure) = &mut state.failure {
-            if self.sync_failed.get() || failure.appended_bytes + entry.len() > max_backlog_bytes {
-                return Err(StorageError::WriteFailing(failure.message.clone()));
-            }
-            failure.appended_bytes += entry.len();
+        let state = &mut *state;
+        let mut at = state.next;
+        // Encoded in place, at the end of the chunk it joins.
+        if !matches!(state.pending.back(), Some(p) if p.segment == at.segment && p.end() == at.offset) {
+            assert_eq!(state.tail_end, at, "a new chunk continues the bytes the writer took");
+            state.pending.push_back(Pending::new(at, &state.tail, state.spare.take()));
         }
-        if state.next.offset as usize + entry.len() > self.config.segment_size_bytes as usize {
-            let segment = state.next.segment + 1;
+        // Invariant: a chunk ending at `at` is last, or was just pushed.
+        let chunk = state.pending.back_mut().expect("a chunk ends where the next entry goes");
+        let entry_start = chunk.buf.len();
+        chunk.buf.resize(entry_start + ENTRY_HEADER_BYTES as usize, 0);
+        encode(&mut chunk.buf);
+        let entry_len = chunk.buf.len() - entry_start;
+        let refused = self.refusal(entry_len, repeated_bytes, state.failure.as_mut());
+        let chunk = state.pending.back_mut().expect("the entry's chunk");
+        if let Some(refused) = refused {
+            chunk.buf.truncate(entry_start);
+            if chunk.entries_len() == 0 {
+                let empty = state.pending.pop_back().expect("the entry's chunk");
+                state.spare = Some(empty.buf);
+            }
+            return Err(refused);
+        }
+        let entry = &mut chunk.buf[entry_start..];
+        let crc = crc32c::crc32c(&entry[ENTRY_HEADER_BYTES as usize..]);
+        entry[..4].copy_from_slice(&((entry_len - ENTRY_HEADER_BYTES as usize) as u32).to_le_bytes());
+        entry[4..8].copy_from_slice(&crc.to_le_bytes());
+        if at.offset as usize + entry_len > self.config.segment_size_bytes as usize {
+            // The entry opens the next segment: moved there (once a segment).
+            let entry = chunk.buf.split_off(entry_start);
+            if chunk.entries_len() == 0 {
+                state.pending.pop_back();
+            }
+            let segment = at.segment + 1;
             state.segments.push(segment);
-            let header = segment_header(self.config.shard, segment);
-            state.pending.push_back(Pending::starting_with(Position { segment, offset: 0 }, &header));
-            state.next = Position { segment, offset: SEGMENT_HEADER_BYTES };
+            let mut opening = Pending::opening(segment, self.config.shard);
+            opening.buf.extend_from_slice(&entry);
+            state.pending.push_back(opening);
+            at = Position { segment, offset: SEGMENT_HEADER_BYTES };
         }
-        let at = state.next;
-        let len = entry.len() as u32;
-        match state.pending.back_mut() {
-            Some(p) if p.segment == at.segment && p.offset + p.bytes.len() as u32 == at.offset => {
-                p.bytes.extend_from_slice(&entry)
-            }
-            _ => state.pending.push_back(Pending::starting_with(at, &entry)),
-        }
-        state.next.offset += len;
+        let len = entry_len as u32;
+        state.next = Position { segment: at.segment, offset: at.offset + len };
         let end = state.next;
-        drop(state);
         self.appended_bytes.set(self.appended_bytes.get() + u64::from(len));
         self.has_pending.notify_all();
         Ok((at, end))
+    }
+
+    /// Why an entry of `entry_bytes` (of which `repeated_bytes` repeat
+    /// others of it) is refused, if it is; counts it toward the backlog of
+    /// a log whose writes fail.
+    fn refusal(
+        &self,
+        entry_bytes: usize,
+        repeated_bytes: usize,
+        failure: Option<&mut Failure>,
+    ) -> Option<StorageError> {
+        let counted_bytes = entry_bytes.saturating_sub(repeated_bytes);
+        if counted_bytes > self.max_entry_bytes() {
+            return Some(StorageError::TooLarge { bytes: counted_bytes, max_bytes: self.max_entry_bytes() });
+        }
+        let segment_room_bytes = (self.config.segment_size_bytes - SEGMENT_HEADER_BYTES) as usize;
+        if entry_bytes > segment_room_bytes {
+            return Some(StorageError::TooLarge { bytes: entry_bytes, max_bytes: segment_room_bytes });
+        }
+        let failure = failure?;
+        if self.sync_failed.get() || failure.appended_bytes + entry_bytes > self.max_backlog_bytes() {
+            return Some(StorageError::WriteFailing(failure.message.clone()));
+        }
+        failure.appended_bytes += entry_bytes;
+        None
     }
 
     /// Waits until everything before `end` is as safe as the sync mode
@@ -522,54 +579,54 @@ impl CommitLog {
         Ok(file)
     }
 
-    /// Writes `chunk` after its segment's tail block's bytes, in whole
-    /// aligned blocks, the last padded with zeros; then advances `written`
-    /// and keeps the new tail.
-    async fn write_chunk(&self, file: &File, chunk: &Pending) -> StorageResult<()> {
-        let tail = {
-            let mut state = self.state.borrow_mut();
+    /// Writes `chunk` (its lead included) in whole aligned blocks, the
+    /// last padded with zeros; then advances `written`. Its buffer is sent
+    /// as it is unless it grew past its room (and moved off its alignment).
+    async fn write_chunk(&self, file: &File, chunk: &mut Pending) -> StorageResult<()> {
+        {
+            let state = self.state.borrow();
             if state.written.segment == chunk.segment {
                 assert_eq!(state.written.offset, chunk.offset, "chunks are written in order, without a hole");
-                std::mem::take(&mut state.tail)
             } else {
                 assert_eq!(chunk.offset, 0, "a segment is written from its start");
-                Vec::new()
+            }
+        }
+        let block_start = align_down(u64::from(chunk.offset));
+        let (len, end) = (chunk.buf.len(), chunk.end());
+        let blocks_len = align_up((len - chunk.pad) as u64) as usize;
+        let mut buf = std::mem::take(&mut chunk.buf);
+        buf.resize(chunk.pad + blocks_len, 0);
+        let (blocks, moved) = match AlignedBuf::from_vec(buf, chunk.pad) {
+            Ok(blocks) => (blocks, None),
+            Err(buf) => {
+                let mut blocks = AlignedBuf::zeroed(blocks_len);
+                blocks.as_mut_slice().copy_from_slice(&buf[chunk.pad..]);
+                (blocks, Some(buf))
             }
         };
-        let block_start = align_down(u64::from(chunk.offset));
-        assert_eq!(tail.len() as u64, u64::from(chunk.offset) - block_start, "the tail is the block's written part");
-        let len = tail.len() + chunk.bytes.len();
-        let blocks_len = align_up(len as u64) as usize;
-        let spare = self.state.borrow_mut().spare.take().filter(|b| b.capacity() >= blocks_len);
-        let mut blocks = spare.unwrap_or_else(|| AlignedBuf::zeroed(blocks_len.max(SPARE_MIN_BYTES)));
-        blocks.resize_within(blocks_len);
-        let bytes = blocks.as_mut_slice();
-        bytes[..tail.len()].copy_from_slice(&tail);
-        bytes[tail.len()..len].copy_from_slice(&chunk.bytes);
-        bytes[len..].fill(0);
         self.writes.set(self.writes.get() + 1);
         let started = Instant::now();
         let (result, blocks) = file.write_aligned_at(block_start, blocks, IoClass::Commitlog).await;
         self.record(|l| &l.write, started.elapsed());
         let mut state = self.state.borrow_mut();
         if let Err(e) = result {
-            state.tail = tail; // For the retry.
+            // For the retry: the chunk's bytes as they were.
+            let mut buf = moved.unwrap_or_else(|| blocks.into_vec());
+            buf.truncate(len);
+            chunk.buf = buf;
             return Err(e.into());
         }
-        let new_tail_start = (align_down(block_start + len as u64) - block_start) as usize;
-        state.tail = blocks.as_slice()[new_tail_start..len].to_vec();
-        state.spare = Some(blocks);
-        state.written = Position { segment: chunk.segment, offset: chunk.offset + chunk.bytes.len() as u32 };
+        state.spare = Some(moved.unwrap_or_else(|| blocks.into_vec()));
+        state.written = Position { segment: chunk.segment, offset: end };
         Ok(())
     }
 
     /// Writes what is pending; in batch mode, syncs. One round.
     async fn write_round(&self) -> StorageResult<()> {
-        loop {
-            let Some(chunk) = self.state.borrow_mut().pending.pop_front() else { break };
+        while let Some(mut chunk) = self.take_chunk() {
             self.record(|l| &l.queued, chunk.since.elapsed());
             let written = match self.file_for(chunk.segment).await {
-                Ok(file) => self.write_chunk(&file, &chunk).await,
+                Ok(file) => self.write_chunk(&file, &mut chunk).await,
                 Err(e) => Err(e),
             };
             if let Err(e) = written {
@@ -583,6 +640,23 @@ impl CommitLog {
             self.sync().await?;
         }
         Ok(())
+    }
+
+    /// The oldest pending chunk, its last block's bytes kept as the lead
+    /// of the next chunk appended.
+    fn take_chunk(&self) -> Option<Pending> {
+        let mut state = self.state.borrow_mut();
+        let chunk = state.pending.pop_front()?;
+        let end = chunk.end();
+        // Where the chunk's last (partial) block starts in its buffer.
+        let last_block = chunk.pad + (align_down(u64::from(end)) - align_down(u64::from(chunk.offset))) as usize;
+        let state = &mut *state;
+        if state.pending.is_empty() {
+            state.tail.clear();
+            state.tail.extend_from_slice(&chunk.buf[last_block..]);
+            state.tail_end = Position { segment: chunk.segment, offset: end };
+        }
+        Some(chunk)
     }
 
     async fn sync(&self) -> StorageResult<()> {
@@ -614,10 +688,6 @@ impl CommitLog {
         Ok(())
     }
 }
-
-/// The smallest buffer a write round allocates, so that the rounds of a
-/// steady load of small writes all use the one buffer.
-const SPARE_MIN_BYTES: usize = 64 << 10;
 
 async fn write_loop(log: Rc<CommitLog>) {
     loop {
@@ -737,6 +807,49 @@ mod tests {
             assert_eq!(log.syncs(), 0, "no write waited for a filled segment's fdatasync");
             assert!(log.close().await.is_ok());
             assert_eq!(log.syncs(), segments, "the sync at close syncs every segment, the filled ones too");
+        });
+        std::fs::remove_dir_all(&dir).ok();
+    }
+
+    #[test]
+    fn entries_past_a_chunk_s_room_and_refused_ones_leave_the_log_as_appended() {
+        let dir = std::env::temp_dir().join(format!("shoal-commitlog-room-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).ok();
+        shoal_io::block_on(async {
+            let config =
+                CommitLogConfig { dir: dir.clone(), shard: 0, segment_size_bytes: 1 << 20, sync: SyncMode::Batch };
+            let log = CommitLog::start(config, 1);
+            let mut appended = Vec::new();
+            for i in 0..60u32 {
+                // Small entries, a few larger than a chunk's room (the
+                // chunk grows and moves: written from a copy), and entries
+                // too large for the log, refused between them.
+                let len = match i % 10 {
+                    3 => PENDING_CHUNK_BYTES + 5000,
+                    7 => (1 << 19) + 1,
+                    _ => 1 + 311 * i as usize,
+                };
+                let payload = vec![i as u8; len];
+                match log.append(|out| out.extend_from_slice(&payload)) {
+                    Ok((_, end)) => {
+                        appended.push(payload);
+                        if i % 4 == 0 {
+                            log.wait_durable(end).await.expect("durable");
+                        }
+                    }
+                    Err(StorageError::TooLarge { .. }) if i % 10 == 7 => {}
+                    Err(e) => panic!("entry {i}: {e}"),
+                }
+            }
+            assert!(log.close().await.is_ok());
+            let mut read = Vec::new();
+            for segment in segment_ids(&dir, 0).await.expect("list") {
+                let report =
+                    replay_segment(&dir, 0, segment, &mut |e| read.push(e.payload.to_vec())).await.expect("replay");
+                assert_eq!(report.corruption, None);
+            }
+            assert_eq!(read.len(), appended.len());
+            assert!(read == appended, "every entry, in order, none of the refused ones");
         });
         std::fs::remove_dir_all(&dir).ok();
     }
