@@ -456,7 +456,7 @@ async fn listen(config: &Config, server_config: Arc<ServerConfig>, tls: TlsSetup
             Some(listener)
         }
     };
-    shoal_cql::protocol_servers::set(protocol_servers(&config, address, ssl_ports));
+    shoal_cql::protocol_servers::set(protocol_servers(config, address, ssl_ports));
     shoal_runtime::spawn(server::serve(cql, Placement::RoundRobin, Arc::clone(&server_config), native_tls.clone()));
     shoal_runtime::spawn(server::serve(shard_aware, Placement::BySourcePort, Arc::clone(&server_config), native_tls));
     if let Some((regular, shard_aware)) = ssl_listeners {
