@@ -297,14 +297,14 @@ impl Table {
         self.read_using(position, ranges, use_cache).await
     }
 
-    /// [`Table::read`] without the row cache: neither served from it nor
-    /// filling it (`SELECT ... BYPASS CACHE`).
+    /// [`Table::read_found`] without the row cache: neither served from it
+    /// nor filling it (`SELECT ... BYPASS CACHE`).
     pub async fn read_bypassing_cache(
         &self,
         position: &PartitionPosition,
         ranges: &[ClusteringRange],
-    ) -> StorageResult<Option<Rc<Partition>>> {
-        Ok(self.read_using(position, ranges, false).await?.map(Found::into_partition))
+    ) -> StorageResult<Option<Found>> {
+        self.read_using(position, ranges, false).await
     }
 
     async fn read_using(
@@ -398,8 +398,8 @@ impl Table {
         for sstable in sstables.iter().filter(|s| s.may_contain(position)) {
             consulted = true;
             let found = match whole {
-                true => sstable.read_found(position).await?,
-                false => sstable.read(position, ranges).await?.map(|p| Found::Partition(Rc::new(p))),
+                true => sstable.read_found_admitted(position).await?,
+                false => sstable.read_admitted(position, ranges).await?.map(|p| Found::Partition(Rc::new(p))),
             };
             merge_found(&mut result, found);
         }
