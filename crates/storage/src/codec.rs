@@ -115,24 +115,6 @@ impl<'a> Decoder<'a> {
     // them (a memcached hit reads a few per item).
     #[inline]
     pub fn var_u64(&mut self) -> Result<u64, DecodeError> {
-        // The bytes up to the varint's last one, found in the slice
-        // without a bounds check and `Result` per byte (a timestamp takes
-        // eight); a malformed varint is read again by the loop below, for
-        // its error.
-        let rest = self.bytes.rest();
-        let mut v = 0u64;
-        for (i, &b) in rest.iter().take(10).enumerate() {
-            v |= u64::from(b & 0x7f) << (7 * i);
-            if b & 0x80 == 0 {
-                self.slice(i + 1)?;
-                return Ok(v);
-            }
-        }
-        self.var_u64_malformed()
-    }
-
-    #[cold]
-    fn var_u64_malformed(&mut self) -> Result<u64, DecodeError> {
         let mut v = 0u64;
         for shift in (0..64).step_by(7) {
             let b = self.u8()?;
@@ -144,7 +126,6 @@ impl<'a> Decoder<'a> {
         Err(self.error("varint longer than 10 bytes"))
     }
 
-    #[inline]
     pub fn var_i64(&mut self) -> Result<i64, DecodeError> {
         let v = self.var_u64()?;
         Ok(((v >> 1) as i64) ^ -((v & 1) as i64))
@@ -301,42 +282,22 @@ pub(crate) fn skip_clustering<'a>(d: &mut Decoder<'a>) -> Result<&'a [u8], Decod
     Ok(&rest[..d.position() - start])
 }
 
-/// The one row of a partition's encoding whose parts share one timestamp
-/// and expiry, borrowed from the bytes: its clustering key as stored
-/// ([`skip_clustering`]; none for a table without clustering columns),
-/// whether it has a marker, what its parts share, and its cells (column id
-/// and value), live and atomic, in column order, read from the bytes as
-/// they are asked for ([`StoredRow::cells`]).
-pub(crate) struct StoredRow<'a> {
+/// The one row of a partition's encoding, borrowed from the bytes: its
+/// clustering key as stored ([`skip_clustering`]; none for a table without
+/// clustering columns), its marker and its cells (column id, value,
+/// timestamp, expiry), live and atomic, in column order.
+pub(crate) struct PlainRow<'a> {
     pub(crate) clustering: &'a [u8],
-    pub(crate) has_marker: bool,
-    pub(crate) timestamp: i64,
-    pub(crate) expiry: Option<Expiry>,
-    count: usize,
-    /// The cells' encoding, checked by [`stored_row`].
-    cells: &'a [u8],
-}
-
-impl<'a> StoredRow<'a> {
-    /// The cells: column id and value.
-    pub(crate) fn cells(&self) -> impl ExactSizeIterator<Item = (u32, &'a [u8])> {
-        let mut d = Decoder::new(self.cells);
-        (0..self.count).map(move |_| {
-            // Invariant: `stored_row` read these cells without error.
-            #[allow(clippy::unwrap_used)]
-            let (id, value, ..) = next_plain_cell(&mut d).unwrap();
-            (id, value)
-        })
-    }
+    pub(crate) marker: Option<RowMarker>,
+    pub(crate) cells: Vec<(u32, &'a [u8], i64, Option<Expiry>)>,
 }
 
 /// The partition encoded in `raw` (as [`encode_partition`] writes it) when
 /// it is one row without deletion, static row or range tombstones, of
-/// live atomic cells only, sharing one timestamp and expiry with its
-/// marker, read without building a [`Partition`] or allocating; `None`
-/// for anything else, malformed bytes included (the general decoder then
-/// says what is wrong with them).
-pub(crate) fn stored_row(raw: &[u8]) -> Option<StoredRow<'_>> {
+/// live atomic cells only, read without building a
+/// [`Partition`]; `None` for anything else, malformed bytes included (the
+/// general decoder then says what is wrong with them).
+pub(crate) fn plain_row(raw: &[u8]) -> Option<PlainRow<'_>> {
     let mut d = Decoder::new(raw);
     // No tombstone, an empty static row (no flags, no column), no range
     // tombstones; one ROW. Flags are bytes, counts and lengths varints (a
@@ -355,52 +316,37 @@ pub(crate) fn stored_row(raw: &[u8]) -> Option<StoredRow<'_>> {
     if flags & !(ROW_MARKER | ROW_MARKER_EXPIRES) != 0 {
         return None;
     }
-    let mut shared = match flags & ROW_MARKER {
+    let marker = match flags & ROW_MARKER {
         0 => None,
         _ => {
             let timestamp = d.var_i64().ok()?;
             let expiry = if flags & ROW_MARKER_EXPIRES != 0 { Some(decode_expiry(&mut d).ok()?) } else { None };
-            Some((timestamp, expiry))
+            Some(RowMarker { timestamp, expiry })
         }
     };
     let n = d.var_u64().ok()?;
-    let (cells, mut last) = (d.rest(), None);
-    for _ in 0..n {
-        let (id, _, timestamp, expiry) = next_plain_cell(&mut d)?;
-        if last.is_some_and(|last| last >= id) || *shared.get_or_insert((timestamp, expiry)) != (timestamp, expiry) {
-            return None;
-        }
-        last = Some(id);
-    }
-    let cells = &cells[..cells.len() - d.remaining()];
-    let (timestamp, expiry) = shared?;
-    (d.u8().ok()? == END).then_some(StoredRow {
-        clustering,
-        has_marker: flags & ROW_MARKER != 0,
-        timestamp,
-        expiry,
-        count: n as usize,
-        cells,
-    })
-}
-
-/// The next cell of a row's encoding if it is a live atomic one: its
-/// column id, value, timestamp and expiry.
-fn next_plain_cell<'a>(d: &mut Decoder<'a>) -> Option<(u32, &'a [u8], i64, Option<Expiry>)> {
-    let id = d.var_u32().ok()?;
-    if d.u8().ok()? != COLUMN_ATOMIC {
+    // Each cell takes at least 5 bytes: bounds the allocation.
+    if n > (d.remaining() / 5) as u64 {
         return None;
     }
-    let flags = d.u8().ok()?;
-    let timestamp = d.var_i64().ok()?;
-    let len = d.len().ok()?;
-    let value = d.slice(len).ok()?;
-    let expiry = match flags {
-        0 => None,
-        CELL_EXPIRES => Some(decode_expiry(d).ok()?),
-        _ => return None,
-    };
-    Some((id, value, timestamp, expiry))
+    let mut cells: Vec<(u32, &[u8], i64, Option<Expiry>)> = Vec::with_capacity(n as usize);
+    for _ in 0..n {
+        let id = d.var_u32().ok()?;
+        if d.u8().ok()? != COLUMN_ATOMIC || cells.last().is_some_and(|(last, ..)| *last >= id) {
+            return None;
+        }
+        let flags = d.u8().ok()?;
+        let timestamp = d.var_i64().ok()?;
+        let len = d.len().ok()?;
+        let value = d.slice(len).ok()?;
+        let expiry = match flags {
+            0 => None,
+            CELL_EXPIRES => Some(decode_expiry(&mut d).ok()?),
+            _ => return None,
+        };
+        cells.push((id, value, timestamp, expiry));
+    }
+    (d.u8().ok()? == END).then_some(PlainRow { clustering, marker, cells })
 }
 
 pub fn decode_partition(d: &mut Decoder) -> Result<Partition, DecodeError> {

@@ -355,17 +355,17 @@ fn supersedes(
 /// [`SingleRow::encode`] make of the decoded partition. `None` where that
 /// partition is not a single row (or the bytes are malformed).
 pub(crate) fn from_stored(raw: &[u8]) -> Option<Vec<u8>> {
-    let row = codec::stored_row(raw)?;
+    let row = codec::plain_row(raw)?;
+    let mut parts = row.marker.iter().map(|m| (m.timestamp, m.expiry)).chain(row.cells.iter().map(|c| (c.2, c.3)));
+    let (timestamp, expiry) = parts.next()?;
     // `SingleRow::of` takes i64::MIN for a part that is not a live cell.
-    if row.timestamp == i64::MIN {
+    if timestamp == i64::MIN || !parts.all(|part| part == (timestamp, expiry)) {
         return None;
     }
-    // The compact encoding is never much longer than the stored one (it
-    // keeps one timestamp, where each cell stores its own): one
-    // allocation, not a pass over the cells to size it.
-    let mut out = Vec::with_capacity(raw.len() + 16);
+    let cells = || row.cells.iter().map(|c| (c.0, c.1));
     let clustering = Clustering::Encoded(row.clustering);
-    encode(&mut Encoder { out: &mut out }, row.has_marker, row.timestamp, row.expiry, clustering, row.cells());
+    let mut out = Vec::with_capacity(encoded_len(expiry, clustering, cells()));
+    encode(&mut Encoder { out: &mut out }, row.marker.is_some(), timestamp, expiry, clustering, cells());
     Some(out)
 }
 
