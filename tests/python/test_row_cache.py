@@ -10,6 +10,7 @@ import socket
 import time
 
 import pytest
+from cassandra.query import SimpleStatement
 
 from node import skip_reason, temp_node
 
@@ -102,6 +103,57 @@ def test_flushed_rows_are_served_from_the_cache_and_stay_right(node, session):
     assert session.execute(read, (8,)).one() is None
     assert session.execute(read, (9,)).one().v == "v9"
     assert cache_counts(node) == (hits0 + 3, misses0)
+
+
+def test_one_clustered_row_per_partition_reads_the_same_from_every_source(node, session):
+    """A partition of one clustered row is held in the compact layout by
+    the memtable and the cache and read into result rows from its bytes:
+    every column, write time, TTL, paging, DISTINCT, a dropped column, a
+    second row joining it and expiry read as from the general form."""
+    session.execute("DROP TABLE IF EXISTS ks.one_row")
+    session.execute("CREATE TABLE ks.one_row (k int, c int, v text, n bigint, b blob, PRIMARY KEY (k, c))")
+    insert = session.prepare("INSERT INTO ks.one_row (k, c, v, n, b) VALUES (?, ?, ?, ?, ?) USING TIMESTAMP ?")
+    for k in range(10):
+        session.execute(insert, (k, 10 * k, "v%d" % k, k - 5, b"x" * (k * 300), 1000 + k))
+    session.execute("INSERT INTO ks.one_row (k, c, v) VALUES (10, 100, 'ttl') USING TTL 1000")
+    select = session.prepare("SELECT k, c, v, n, b, WRITETIME(v), TTL(v) FROM ks.one_row WHERE k = ?")
+
+    def rows():
+        return [tuple(r) for k in range(11) for r in session.execute(select, (k,))]
+
+    expected = [(k, 10 * k, "v%d" % k, k - 5, b"x" * (k * 300), 1000 + k, None) for k in range(10)]
+    memtable = rows()
+    assert memtable[:10] == expected
+    assert memtable[10][:5] == (10, 100, "ttl", None, None) and 990 <= memtable[10][6] <= 1000
+    node.nodetool("flush", "ks", "one_row")
+    hits0, _ = cache_counts(node)
+    for _ in range(2):
+        assert rows()[:10] == expected
+    assert cache_counts(node)[0] - hits0 == 22, "read from the cache"
+    bypass = session.execute("SELECT k, c, v FROM ks.one_row WHERE k = 3 BYPASS CACHE").one()
+    assert tuple(bypass) == (3, 30, "v3")
+    # Paged one row at a time across the partitions of an IN.
+    paged = session.execute(
+        SimpleStatement("SELECT k, c FROM ks.one_row WHERE k IN (0, 1, 2, 3, 4, 5)", fetch_size=1))
+    assert [tuple(r) for r in paged] == [(k, 10 * k) for k in range(6)]
+    distinct = session.execute("SELECT DISTINCT k FROM ks.one_row WHERE k IN (1, 2, 99)")
+    assert sorted(r.k for r in distinct) == [1, 2]
+    # A second row joins the partition (memtable over the cached row).
+    session.execute("INSERT INTO ks.one_row (k, c, v) VALUES (3, 31, 'second')")
+    assert [(r.c, r.v) for r in session.execute(select, (3,))] == [(30, "v3"), (31, "second")]
+    node.nodetool("flush", "ks", "one_row")
+    assert [(r.c, r.v) for r in session.execute(select, (3,))] == [(30, "v3"), (31, "second")]
+    # A dropped column's cells stay dropped when a column of its name is
+    # added back.
+    session.execute("ALTER TABLE ks.one_row DROP n")
+    session.execute("ALTER TABLE ks.one_row ADD n bigint")
+    assert [tuple(r) for r in session.execute("SELECT c, v, n FROM ks.one_row WHERE k = 4")] == [(40, "v4", None)]
+    # An expired row is gone, from the memtable and flushed.
+    session.execute("INSERT INTO ks.one_row (k, c, v) VALUES (11, 110, 'brief') USING TTL 1")
+    time.sleep(2.1)
+    assert session.execute(select, (11,)).one() is None
+    node.nodetool("flush", "ks", "one_row")
+    assert session.execute(select, (11,)).one() is None
 
 
 def test_reads_after_a_restart_fill_the_cache():

@@ -31,6 +31,7 @@ mod paxos;
 mod read;
 mod recovery;
 mod share_control;
+mod shared_row;
 mod token_hash;
 mod tombstone_limit;
 mod top_partitions;

@@ -22,12 +22,14 @@ use shoal_schema::index::LIVENESS_COLUMN;
 use shoal_schema::{collection, fields};
 use shoal_schema::{CqlType, TableMeta};
 use shoal_storage::{
-    Cell, ClusteredRow, ClusteringRange, ColumnData, Partition, PartitionPosition, Row, Table, Tombstone,
+    Cell, ClusteredRow, ClusteringRange, ColumnData, Found, Partition, PartitionPosition, Row, SharedRow, Table,
+    Tombstone,
 };
 use uuid::Uuid;
 
 use crate::database::ReplicaError;
 use crate::filter::{self, RowFilter};
+use crate::shared_row;
 use crate::tombstone_limit::{dead_row_counts, range_tombstone_points, Point, Resume};
 
 /// Partitions scanned per storage call in a range read: bounds the memory of
@@ -177,12 +179,12 @@ pub(crate) async fn execute(
                 if reader.before_start(&position) {
                     continue;
                 }
-                let partition = match command.bypass_cache {
+                let found = match command.bypass_cache {
                     true => table.read_bypassing_cache(&position, &command.clustering).await?,
-                    false => table.read_shared(&position, &command.clustering).await?,
+                    false => table.read_found(&position, &command.clustering).await?,
                 };
-                if let Some(partition) = partition {
-                    reader.emit_partition(&position, &partition)?;
+                if let Some(found) = found {
+                    reader.emit_found(&position, found)?;
                     reader.end_partition(&position);
                 }
                 if reader.result.limit_reached {
@@ -303,6 +305,65 @@ impl<'a> Reader<'a> {
         }
     }
 
+    /// [`Reader::emit_partition`] of what a read found: a single row's
+    /// cells taken from its shared bytes ([`shared_row`]), unless the
+    /// read resumes inside its partition or counts it as a tombstone (a
+    /// dead row under a tombstone limit), which the decoded partition
+    /// serves.
+    fn emit_found(&mut self, position: &PartitionPosition, found: Found) -> Result<(), ReplicaError> {
+        let row = match found {
+            Found::Row(row) if self.command.start_after.as_ref().is_none_or(|s| s.partition < *position) => row,
+            found => return self.emit_partition(position, &found.into_partition()),
+        };
+        match self.live_shared_row(&row) {
+            Some(cells) => {
+                if self.command.per_partition_limit == 0 {
+                    return Ok(());
+                }
+                let (key, clustering) = row.clustering();
+                let row = ResultRow {
+                    position: RowPosition { partition: position.clone(), clustering: Some(key) },
+                    clustering,
+                    cells,
+                };
+                self.take_row(position, row, &mut 0)?;
+                Ok(())
+            }
+            None if self.counting() => self.emit_partition(position, &Found::Row(row).into_partition()),
+            None => Ok(()),
+        }
+    }
+
+    /// A single row's live cells, or `None` when the row is dead.
+    fn live_shared_row(&self, row: &SharedRow) -> Option<Vec<Option<ResultCell>>> {
+        let (cells, marker) = shared_row::live_cells(self.meta, row, self.command.now_s)?;
+        let live = match self.liveness {
+            Some(liveness) => cells[liveness].is_some(),
+            None => marker || cells.iter().any(Option::is_some),
+        };
+        live.then_some(cells)
+    }
+
+    /// Takes a live row into the result (a DISTINCT read takes its cells as
+    /// its partition's one row); whether the partition's rows stop here.
+    fn take_row(
+        &mut self,
+        position: &PartitionPosition,
+        row: ResultRow,
+        emitted: &mut usize,
+    ) -> Result<bool, ReplicaError> {
+        if self.command.distinct {
+            self.push_distinct(position, row.cells)?;
+            return Ok(true);
+        }
+        if !self.accept(&row)? {
+            return Ok(false);
+        }
+        self.result.rows.push(row);
+        *emitted += 1;
+        Ok(self.limits_reached(*emitted))
+    }
+
     fn emit_partition(&mut self, position: &PartitionPosition, partition: &Partition) -> Result<(), ReplicaError> {
         if self.before_start(position) {
             return Ok(());
@@ -377,15 +438,7 @@ impl<'a> Reader<'a> {
                 clustering: clustered.clustering.clone(),
                 cells,
             };
-            if self.command.distinct {
-                return self.push_distinct(position, row.cells);
-            }
-            if !self.accept(&row)? {
-                continue;
-            }
-            self.result.rows.push(row);
-            emitted += 1;
-            if self.limits_reached(emitted) {
+            if self.take_row(position, row, &mut emitted)? {
                 return Ok(());
             }
         }

@@ -15,7 +15,7 @@
 //! 7. a fixed number (`SHOAL_BENCH_READS`, default 20000) of random point
 //!    reads from one uncompressed SSTable (16 KiB chunks, the default),
 //!    index cache off unless `SHOAL_BENCH_INDEX_CACHE_MB`: the disk-bound
-//!    read's path. Its reads run in `counted_reads`, so callgrind can count
+//!    read's path (`SSTable::read_found`, a table's whole-partition read). Its reads run in `counted_reads`, so callgrind can count
 //!    them alone: `bench/callgrind_sstable_reads.sh`.
 //!
 //! Why: these are the per-core budgets the rest of the design leans on
@@ -687,13 +687,17 @@ async fn uncompressed_reads(config: &Config, dir: &Path) {
 }
 
 /// [7]'s reads, for callgrind's `--toggle-collect='*counted_reads*'`:
+/// whole partitions as a table's point read finds them
+/// (`SSTable::read_found`, what the row cache and the replica take);
 /// boxed, so their future is polled through its own function
 /// (`counted_reads::{{closure}}`), never inlined into the caller's.
 fn counted_reads(sstable: &SSTable, keys: u64, reads: u64) -> Pin<Box<dyn Future<Output = ()> + '_>> {
     Box::pin(async move {
         let mut rng = 0x7_u64;
         for _ in 0..reads {
-            read_one(sstable, splitmix64(&mut rng) % keys).await;
+            let id = splitmix64(&mut rng) % keys;
+            let found = sstable.read_found(&position(id)).await.expect("read");
+            assert!(found.is_some(), "a written key reads back");
         }
     })
 }

@@ -95,6 +95,11 @@ impl<'a> Decoder<'a> {
         self.bytes.remaining()
     }
 
+    /// The bytes not read yet.
+    pub fn rest(&self) -> &'a [u8] {
+        self.bytes.rest()
+    }
+
     pub fn error(&self, what: &'static str) -> DecodeError {
         DecodeError { offset: self.position(), what }
     }
@@ -254,35 +259,59 @@ pub fn encode_single_row_partition(e: &mut Encoder, timestamp: i64, expiry: Opti
     encode_end(e);
 }
 
-/// One row without clustering as a partition's encoding holds it,
-/// borrowed from the bytes: its marker and its cells (column id, value,
+/// Passes over a row's clustering key, its encoding and values (as
+/// [`encode_clustered_row`] writes them after ROW, and the compact layout
+/// of `single_row` stores them), checking their lengths: the bytes passed,
+/// or none for an empty key without values (a row without clustering).
+pub(crate) fn skip_clustering<'a>(d: &mut Decoder<'a>) -> Result<&'a [u8], DecodeError> {
+    let (rest, start) = (d.rest(), d.position());
+    let len = d.len()?;
+    d.slice(len)?;
+    // Each value takes a byte at least: bounds the count.
+    let count = d.var_u64()?;
+    if count > d.remaining() as u64 {
+        return Err(d.error("more clustering values than bytes"));
+    }
+    for _ in 0..count {
+        let len = d.len()?;
+        d.slice(len)?;
+    }
+    if len == 0 && count == 0 {
+        return Ok(&[]);
+    }
+    Ok(&rest[..d.position() - start])
+}
+
+/// The one row of a partition's encoding, borrowed from the bytes: its
+/// clustering key as stored ([`skip_clustering`]; none for a table without
+/// clustering columns), its marker and its cells (column id, value,
 /// timestamp, expiry), live and atomic, in column order.
 pub(crate) struct PlainRow<'a> {
+    pub(crate) clustering: &'a [u8],
     pub(crate) marker: Option<RowMarker>,
     pub(crate) cells: Vec<(u32, &'a [u8], i64, Option<Expiry>)>,
 }
 
 /// The partition encoded in `raw` (as [`encode_partition`] writes it) when
-/// it is one row without clustering, deletion, static row or range
-/// tombstones, of live atomic cells only, read without building a
+/// it is one row without deletion, static row or range tombstones, of
+/// live atomic cells only, read without building a
 /// [`Partition`]; `None` for anything else, malformed bytes included (the
 /// general decoder then says what is wrong with them).
 pub(crate) fn plain_row(raw: &[u8]) -> Option<PlainRow<'_>> {
     let mut d = Decoder::new(raw);
     // No tombstone, an empty static row (no flags, no column), no range
-    // tombstones; one ROW with an empty key and no clustering values.
-    // Flags are bytes, counts and lengths varints (a varint's zero may
-    // take more than a byte: `decode_partition` reads it as zero).
+    // tombstones; one ROW. Flags are bytes, counts and lengths varints (a
+    // varint's zero may take more than a byte: `decode_partition` reads
+    // it as zero).
     let plain = d.u8().ok()? == 0
         && d.u8().ok()? == 0
         && d.var_u64().ok()? == 0
         && d.var_u64().ok()? == 0
-        && d.u8().ok()? == ROW
-        && d.var_u64().ok()? == 0
-        && d.var_u64().ok()? == 0;
+        && d.u8().ok()? == ROW;
     if !plain {
         return None;
     }
+    let clustering = skip_clustering(&mut d).ok()?;
     let flags = d.u8().ok()?;
     if flags & !(ROW_MARKER | ROW_MARKER_EXPIRES) != 0 {
         return None;
@@ -317,7 +346,7 @@ pub(crate) fn plain_row(raw: &[u8]) -> Option<PlainRow<'_>> {
         };
         cells.push((id, value, timestamp, expiry));
     }
-    (d.u8().ok()? == END).then_some(PlainRow { marker, cells })
+    (d.u8().ok()? == END).then_some(PlainRow { clustering, marker, cells })
 }
 
 pub fn decode_partition(d: &mut Decoder) -> Result<Partition, DecodeError> {

@@ -395,10 +395,26 @@ mod tests {
     }
 
     #[test]
+    fn a_newer_row_at_another_clustering_key_joins_a_compact_one() {
+        let mut memtable = Memtable::default();
+        let position = PartitionPosition { token: 7, key: Bytes::from_static(b"k") };
+        memtable.apply(position.clone(), one_row(b"r", b"first", 1), None);
+        assert!(matches!(memtable.partitions[&position], Slot::Compact(_)), "one clustered row is held compactly");
+        memtable.apply(position.clone(), one_row(b"s", b"second", 2), None);
+        let read = memtable.read(&position, &[ClusteringRange::all()]).expect("written");
+        assert_eq!(read.rows.keys().collect::<Vec<_>>(), [&Bytes::from_static(b"r"), &Bytes::from_static(b"s")]);
+        memtable.apply(position.clone(), one_row(b"s", b"third", 3), None);
+        let read = memtable.read(&position, &[ClusteringRange::all()]).expect("written");
+        assert_eq!(read.rows.len(), 2);
+    }
+
+    #[test]
     fn a_whole_read_shares_the_partition_and_a_later_write_leaves_it_be() {
         let mut memtable = Memtable::default();
         let position = PartitionPosition { token: 7, key: Bytes::from_static(b"k") };
         memtable.apply(position.clone(), one_row(b"r", b"old", 1), None);
+        // Two rows: held in the general form (one is held compactly).
+        memtable.apply(position.clone(), one_row(b"s", b"other", 1), None);
         let whole = memtable.read(&position, &[ClusteringRange::all()]).expect("written");
         let again = memtable.read(&position, &[ClusteringRange::all()]).expect("written");
         assert!(Rc::ptr_eq(&whole, &again), "a whole read copies nothing");

@@ -1,14 +1,18 @@
 //! The compact encoding of a single-row partition, shared by the row cache
-//! (`cache::entry`) and the memtable: a partition that is one row of a
-//! table without clustering columns (key-value tables, memcached items)
-//! whose cells share one timestamp and expiry, as a single INSERT or
-//! memcached `set` writes them. One timestamp and expiry for all, then
-//! each cell as column id and value, no row or clustering machinery. An
-//! 8-byte value (bigint, memcached's flags and CAS) is stored as a varint.
+//! (`cache::entry`) and the memtable: a partition that is one row (of a
+//! table without clustering columns, as key-value tables and memcached
+//! items have, or one clustered row, as a table read by key holds per
+//! partition) whose cells share one timestamp and expiry, as a single
+//! INSERT or memcached `set` writes them. One timestamp and expiry for
+//! all, the row's clustering key where it has one, then each cell as
+//! column id and value, no row or map machinery. An 8-byte value (bigint,
+//! memcached's flags and CAS) is stored as a varint.
 //!
-//! Layout: flags (marker, expiry), timestamp (8 bytes), then with an expiry
-//! its TTL and expiry time as varints, the cell count, and per cell the
-//! column id (shifted, low bit: 8-byte value) and the value.
+//! Layout: flags (marker, expiry, clustered), timestamp (8 bytes), then
+//! with an expiry its TTL and expiry time as varints, with a clustering
+//! key its encoding and its values (each length-prefixed, the count
+//! before the values, as an SSTable's row holds them), the cell count, and
+//! per cell the column id (shifted, low bit: 8-byte value) and the value.
 
 use std::collections::BTreeMap;
 
@@ -19,10 +23,14 @@ use crate::partition::{Cell, CellValue, ClusteredRow, ColumnData, Expiry, Partit
 
 const HAS_MARKER: u8 = 1;
 const EXPIRES: u8 = 2;
+/// The row has a clustering key (an empty key and no values: none).
+const CLUSTERED: u8 = 4;
 
 /// A partition the compact encoding can hold: its one row and the
 /// timestamp and expiry all of the row's parts share.
 pub(crate) struct SingleRow<'a> {
+    key: &'a [u8],
+    clustering: &'a [Bytes],
     row: &'a Row,
     timestamp: i64,
     expiry: Option<Expiry>,
@@ -36,7 +44,7 @@ impl<'a> SingleRow<'a> {
         }
         let (key, clustered) = p.rows.iter().next()?;
         let row = &clustered.row;
-        if !key.is_empty() || !clustered.clustering.is_empty() || row.deletion.is_some() {
+        if row.deletion.is_some() {
             return None;
         }
         let mut parts =
@@ -47,6 +55,8 @@ impl<'a> SingleRow<'a> {
             }));
         let (timestamp, expiry) = parts.next()?;
         (timestamp != i64::MIN && parts.all(|part| part == (timestamp, expiry))).then_some(SingleRow {
+            key,
+            clustering: &clustered.clustering,
             row,
             timestamp,
             expiry,
@@ -55,11 +65,15 @@ impl<'a> SingleRow<'a> {
 
     /// The encoding's length, to allocate it once at its size.
     pub(crate) fn encoded_len(&self) -> usize {
-        encoded_len(self.expiry, self.cells())
+        encoded_len(self.expiry, self.clustering(), self.cells())
     }
 
     pub(crate) fn encode(&self, e: &mut Encoder) {
-        encode(e, self.row.marker.is_some(), self.timestamp, self.expiry, self.cells());
+        encode(e, self.row.marker.is_some(), self.timestamp, self.expiry, self.clustering(), self.cells());
+    }
+
+    fn clustering(&self) -> Clustering<'_> {
+        Clustering::Values { key: self.key, values: self.clustering }
     }
 
     fn cells(&self) -> impl ExactSizeIterator<Item = (u32, &[u8])> + '_ {
@@ -82,19 +96,19 @@ pub struct RowCells<'a> {
 impl RowCells<'_> {
     /// The compact encoding's length.
     pub(crate) fn encoded_len(&self) -> usize {
-        encoded_len(self.expiry, self.cells.iter().copied())
+        encoded_len(self.expiry, Clustering::NONE, self.cells.iter().copied())
     }
 
     /// The compact encoding, what [`SingleRow::encode`] writes for
     /// [`RowCells::to_partition`].
     pub(crate) fn encode(&self, e: &mut Encoder) {
         debug_assert!(self.cells.windows(2).all(|w| w[0].0 < w[1].0), "cells sorted by column id, once each");
-        encode(e, false, self.timestamp, self.expiry, self.cells.iter().copied());
+        encode(e, false, self.timestamp, self.expiry, Clustering::NONE, self.cells.iter().copied());
     }
 
     /// [`SingleRow::supersedes`] for these cells.
     pub(crate) fn supersedes(&self, encoded: &[u8]) -> Result<bool, DecodeError> {
-        supersedes(encoded, self.timestamp, false, |id| self.cells.iter().any(|(c, _)| *c == id))
+        supersedes(encoded, self.timestamp, false, &[], |id| self.cells.iter().any(|(c, _)| *c == id))
     }
 
     /// The partition these cells make: one row, without clustering.
@@ -114,7 +128,57 @@ impl RowCells<'_> {
     }
 }
 
-fn encoded_len<'c>(expiry: Option<Expiry>, cells: impl ExactSizeIterator<Item = (u32, &'c [u8])>) -> usize {
+/// A row's clustering as the layout stores it.
+#[derive(Clone, Copy)]
+pub(crate) enum Clustering<'a> {
+    /// The key's encoding and values (none: an empty key and no values).
+    Values { key: &'a [u8], values: &'a [Bytes] },
+    /// Already encoded as the layout stores it, taken from an SSTable's
+    /// row (`codec::PlainRow::clustering`); empty for none.
+    Encoded(&'a [u8]),
+}
+
+impl Clustering<'_> {
+    const NONE: Clustering<'static> = Clustering::Encoded(&[]);
+
+    fn is_none(&self) -> bool {
+        match self {
+            Clustering::Values { key, values } => key.is_empty() && values.is_empty(),
+            Clustering::Encoded(encoded) => encoded.is_empty(),
+        }
+    }
+
+    fn encoded_len(&self) -> usize {
+        match self {
+            _ if self.is_none() => 0,
+            Clustering::Values { key, values } => {
+                let bytes = |len: usize| var_len(len as u64) + len;
+                bytes(key.len()) + var_len(values.len() as u64) + values.iter().map(|v| bytes(v.len())).sum::<usize>()
+            }
+            Clustering::Encoded(encoded) => encoded.len(),
+        }
+    }
+
+    fn encode(&self, e: &mut Encoder) {
+        match self {
+            _ if self.is_none() => {}
+            Clustering::Values { key, values } => {
+                e.bytes(key);
+                e.var_u64(values.len() as u64);
+                for value in values.iter() {
+                    e.bytes(value);
+                }
+            }
+            Clustering::Encoded(encoded) => e.out.extend_from_slice(encoded),
+        }
+    }
+}
+
+fn encoded_len<'c>(
+    expiry: Option<Expiry>,
+    clustering: Clustering,
+    cells: impl ExactSizeIterator<Item = (u32, &'c [u8])>,
+) -> usize {
     let expiry = expiry.map_or(0, |e| var_len(zigzag(i64::from(e.ttl_s))) + var_len(zigzag(e.expires_at_s)));
     let count = var_len(cells.len() as u64);
     let cells: usize = cells
@@ -127,7 +191,7 @@ fn encoded_len<'c>(expiry: Option<Expiry>, cells: impl ExactSizeIterator<Item = 
                 }
         })
         .sum();
-    1 + 8 + expiry + count + cells
+    1 + 8 + expiry + clustering.encoded_len() + count + cells
 }
 
 fn encode<'c>(
@@ -135,14 +199,17 @@ fn encode<'c>(
     has_marker: bool,
     timestamp: i64,
     expiry: Option<Expiry>,
+    clustering: Clustering,
     cells: impl ExactSizeIterator<Item = (u32, &'c [u8])>,
 ) {
-    e.u8(if has_marker { HAS_MARKER } else { 0 } | if expiry.is_some() { EXPIRES } else { 0 });
+    let flag = |set: bool, flag: u8| if set { flag } else { 0 };
+    e.u8(flag(has_marker, HAS_MARKER) | flag(expiry.is_some(), EXPIRES) | flag(!clustering.is_none(), CLUSTERED));
     e.out.extend_from_slice(&timestamp.to_le_bytes());
     if let Some(expiry) = expiry {
         e.var_i64(i64::from(expiry.ttl_s));
         e.var_i64(expiry.expires_at_s);
     }
+    clustering.encode(e);
     e.var_u64(cells.len() as u64);
     for (id, value) in cells {
         e.var_u64(u64::from(id) << 1 | u64::from(value.len() == 8));
@@ -163,22 +230,60 @@ fn atomic_value(data: &ColumnData) -> &Bytes {
 }
 
 /// The parts of an encoding every cell shares.
-pub(crate) struct Header {
+pub(crate) struct Header<'a> {
     pub(crate) has_marker: bool,
     pub(crate) timestamp: i64,
     pub(crate) expiry: Option<Expiry>,
+    /// The clustering key's encoding and values as stored (empty: none),
+    /// read by [`read_clustering`].
+    pub(crate) clustering: &'a [u8],
     pub(crate) cells: u64,
 }
 
 #[inline]
-pub(crate) fn read_header(d: &mut Decoder) -> Result<Header, DecodeError> {
+pub(crate) fn read_header<'a>(d: &mut Decoder<'a>) -> Result<Header<'a>, DecodeError> {
     let flags = d.u8()?;
     let timestamp = i64::from_le_bytes(d.slice(8)?.try_into().map_err(|_| d.error("short timestamp"))?);
     let expiry = match flags & EXPIRES {
         0 => None,
         _ => Some(Expiry { ttl_s: d.var_i32()?, expires_at_s: d.var_i64()? }),
     };
-    Ok(Header { has_marker: flags & HAS_MARKER != 0, timestamp, expiry, cells: d.var_u64()? })
+    let clustering = match flags & CLUSTERED {
+        0 => &[][..],
+        _ => codec::skip_clustering(d)?,
+    };
+    Ok(Header { has_marker: flags & HAS_MARKER != 0, timestamp, expiry, clustering, cells: d.var_u64()? })
+}
+
+/// The key's encoding in a clustering section (empty for none).
+fn clustering_key(section: &[u8]) -> Result<&[u8], DecodeError> {
+    if section.is_empty() {
+        return Ok(&[]);
+    }
+    let mut d = Decoder::new(section);
+    let len = d.len()?;
+    d.slice(len)
+}
+
+/// A clustering section [`codec::skip_clustering`] passed: the key's encoding
+/// and the values, each as `bytes` makes it of its slice.
+pub(crate) fn read_clustering<'a, T>(
+    section: &'a [u8],
+    bytes: impl Fn(&'a [u8]) -> T,
+) -> Result<(T, Vec<T>), DecodeError> {
+    if section.is_empty() {
+        return Ok((bytes(&[]), Vec::new()));
+    }
+    let mut d = Decoder::new(section);
+    let len = d.len()?;
+    let key = bytes(d.slice(len)?);
+    let count = d.var_u64()?;
+    let mut values = Vec::with_capacity(count.min(d.remaining() as u64) as usize);
+    for _ in 0..count {
+        let len = d.len()?;
+        values.push(bytes(d.slice(len)?));
+    }
+    Ok((key, values))
 }
 
 /// The timestamp every part of the encoded row shares.
@@ -213,21 +318,27 @@ impl SingleRow<'_> {
     /// has a marker and a cell wherever the other has one (a memcached
     /// `set` over an item, an INSERT over the same row).
     pub(crate) fn supersedes(&self, encoded: &[u8]) -> Result<bool, DecodeError> {
-        supersedes(encoded, self.timestamp, self.row.marker.is_some(), |id| self.row.columns.contains_key(&id))
+        let has_cell = |id| self.row.columns.contains_key(&id);
+        supersedes(encoded, self.timestamp, self.row.marker.is_some(), self.key, has_cell)
     }
 }
 
-/// Whether a row of `timestamp`, with a marker or not and the cells
-/// `has_cell` names, wins every part of the single row `encoded` holds.
+/// Whether a row of `timestamp` at clustering key `key`, with a marker or
+/// not and the cells `has_cell` names, wins every part of the single row
+/// `encoded` holds (which must be at the same key).
 fn supersedes(
     encoded: &[u8],
     timestamp: i64,
     has_marker: bool,
+    key: &[u8],
     has_cell: impl Fn(u32) -> bool,
 ) -> Result<bool, DecodeError> {
     let mut d = Decoder::new(encoded);
     let header = read_header(&mut d)?;
     if header.timestamp >= timestamp || (header.has_marker && !has_marker) {
+        return Ok(false);
+    }
+    if clustering_key(header.clustering)? != key {
         return Ok(false);
     }
     for _ in 0..header.cells {
@@ -252,8 +363,9 @@ pub(crate) fn from_stored(raw: &[u8]) -> Option<Vec<u8>> {
         return None;
     }
     let cells = || row.cells.iter().map(|c| (c.0, c.1));
-    let mut out = Vec::with_capacity(encoded_len(expiry, cells()));
-    encode(&mut Encoder { out: &mut out }, row.marker.is_some(), timestamp, expiry, cells());
+    let clustering = Clustering::Encoded(row.clustering);
+    let mut out = Vec::with_capacity(encoded_len(expiry, clustering, cells()));
+    encode(&mut Encoder { out: &mut out }, row.marker.is_some(), timestamp, expiry, clustering, cells());
     Some(out)
 }
 
@@ -270,7 +382,8 @@ pub(crate) fn decode_shared(encoded: &Bytes) -> Result<Partition, DecodeError> {
 }
 
 fn decode_with(d: &mut Decoder, value_bytes: impl Fn(&[u8]) -> Bytes) -> Result<Partition, DecodeError> {
-    let Header { has_marker, timestamp, expiry, cells } = read_header(d)?;
+    let Header { has_marker, timestamp, expiry, clustering, cells } = read_header(d)?;
+    let (key, clustering) = read_clustering(clustering, &value_bytes)?;
     let mut row =
         Row { marker: has_marker.then_some(RowMarker { timestamp, expiry }), deletion: None, columns: BTreeMap::new() };
     for _ in 0..cells {
@@ -282,7 +395,7 @@ fn decode_with(d: &mut Decoder, value_bytes: impl Fn(&[u8]) -> Bytes) -> Result<
         row.columns.insert(id, ColumnData::Atomic(Cell { timestamp, value: CellValue::Live { value, expiry } }));
     }
     let mut p = Partition::default();
-    p.rows.insert(Bytes::new(), ClusteredRow { clustering: Vec::new(), row });
+    p.rows.insert(key, ClusteredRow { clustering, row });
     Ok(p)
 }
 

@@ -297,16 +297,21 @@ impl Table {
         self.read_using(position, ranges, use_cache).await
     }
 
-    /// [`Table::read`] without the row cache: neither served from it nor
-    /// filling it (`SELECT ... BYPASS CACHE`).
+    /// [`Table::read_found`] without the row cache: neither served from it
+    /// nor filling it (`SELECT ... BYPASS CACHE`).
     pub async fn read_bypassing_cache(
         &self,
         position: &PartitionPosition,
         ranges: &[ClusteringRange],
-    ) -> StorageResult<Option<Rc<Partition>>> {
-        Ok(self.read_using(position, ranges, false).await?.map(Found::into_partition))
+    ) -> StorageResult<Option<Found>> {
+        self.read_using(position, ranges, false).await
     }
 
+    /// The SSTables' part is boxed where it is awaited: its state (the
+    /// index lookup's and the data read's, over a KiB) would otherwise
+    /// make this future, and every one above it that holds it, that much
+    /// larger, copied as it moves up to a box, for reads memory answers
+    /// too. A read that goes to disk pays one allocation for it.
     async fn read_using(
         &self,
         position: &PartitionPosition,
@@ -319,7 +324,7 @@ impl Table {
         };
         if cache_missed && ClusteringRange::is_whole(ranges) {
             let generation = self.cache_generation.get();
-            let (stored, consulted) = self.read_sstables(position, ranges).await?;
+            let (stored, consulted) = Box::pin(self.read_sstables(position, ranges)).await?;
             // A negative entry is worth its memory only where the Bloom
             // filters could not rule the key out on their own.
             let worth_caching = stored.is_some() || consulted;
@@ -328,7 +333,7 @@ impl Table {
             }
             merge_found(&mut result, stored);
         } else {
-            let stored = self.read_sstables(position, ranges).await?.0;
+            let stored = Box::pin(self.read_sstables(position, ranges)).await?.0;
             merge_found(&mut result, stored);
         }
         Ok(result)
@@ -398,8 +403,8 @@ impl Table {
         for sstable in sstables.iter().filter(|s| s.may_contain(position)) {
             consulted = true;
             let found = match whole {
-                true => sstable.read_found(position).await?,
-                false => sstable.read(position, ranges).await?.map(|p| Found::Partition(Rc::new(p))),
+                true => sstable.read_found_admitted(position).await?,
+                false => sstable.read_admitted(position, ranges).await?.map(|p| Found::Partition(Rc::new(p))),
             };
             merge_found(&mut result, found);
         }

@@ -276,6 +276,20 @@ impl SSTable {
         position: &PartitionPosition,
         ranges: &[ClusteringRange],
     ) -> StorageResult<Option<Partition>> {
+        if !self.may_contain(position) {
+            return Ok(None);
+        }
+        self.read_admitted(position, ranges).await
+    }
+
+    /// [`SSTable::read`] for a caller that has asked
+    /// [`SSTable::may_contain`] already (a table's read, which asks it to
+    /// choose the SSTables): the Bloom filter is not asked twice.
+    pub(crate) async fn read_admitted(
+        &self,
+        position: &PartitionPosition,
+        ranges: &[ClusteringRange],
+    ) -> StorageResult<Option<Partition>> {
         let Some(entry) = self.find(position).await? else { return Ok(None) };
         self.read_entry(&entry, ranges, &mut ChunkCache::point()).await.map(Some)
     }
@@ -286,15 +300,22 @@ impl SSTable {
     /// the row cache keeps and a memcached hit reads), anything else
     /// decoded.
     pub async fn read_found(&self, position: &PartitionPosition) -> StorageResult<Option<Found>> {
+        if !self.may_contain(position) {
+            return Ok(None);
+        }
+        self.read_found_admitted(position).await
+    }
+
+    /// [`SSTable::read_found`] for a caller that has asked
+    /// [`SSTable::may_contain`] already ([`SSTable::read_admitted`]).
+    pub(crate) async fn read_found_admitted(&self, position: &PartitionPosition) -> StorageResult<Option<Found>> {
         let Some(entry) = self.find(position).await? else { return Ok(None) };
         self.decode_whole(&entry, &mut ChunkCache::point(), Found::decode_stored).await.map(Some)
     }
 
-    /// The index entry of the partition at `position`, if stored here.
+    /// The index entry of the partition at `position`, if stored here (its
+    /// key range and Bloom filter admitted it).
     async fn find(&self, position: &PartitionPosition) -> StorageResult<Option<IndexEntry>> {
-        if !self.may_contain(position) {
-            return Ok(None);
-        }
         let page = self.summary.partition_point(|s| s.first <= *position);
         if page == 0 {
             return Ok(None);
