@@ -131,8 +131,11 @@ thread_local! {
     /// strategy they name, parsed once (a few hundred instructions each
     /// time, for every request). Found by the options' contents, so a
     /// changed keyspace finds its own; at most [`STRATEGIES_KEPT_MAX`].
-    static STRATEGIES: RefCell<Vec<(BTreeMap<String, String>, Rc<Strategy>)>> = const { RefCell::new(Vec::new()) };
+    static STRATEGIES: RefCell<Vec<KeptStrategy>> = const { RefCell::new(Vec::new()) };
 }
+
+/// Replication options and the strategy they name.
+type KeptStrategy = (BTreeMap<String, String>, Rc<Strategy>);
 
 /// The distinct replication options whose strategies a shard keeps
 /// parsed; past it, the kept ones are forgotten and parsed again as used.
