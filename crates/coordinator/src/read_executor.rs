@@ -149,24 +149,13 @@ impl Reader<'_> {
                     data_answered.set(data.is_ok());
                     data
                 },
-                async {
-                    let (spares, answered) = (&spares, &digests_answered);
-                    let ask_digest = |replica| {
-                        let digest =
-                            self.ask(replica, spares, |t| async move { t.read_digest(command, self.deadline).await });
-                        async move {
-                            let digest = digest.await;
-                            answered.set(answered.get() + usize::from(digest.is_ok()));
-                            digest
-                        }
-                    };
-                    match rest {
-                        // One digest (QUORUM of three): awaited as it is,
-                        // not through a joined list of futures.
-                        [only] => vec![ask_digest(*only).await],
-                        _ => join_all(rest.iter().map(|replica| ask_digest(*replica))).await,
-                    }
-                }
+                join_all(rest.iter().map(|replica| async {
+                    let digest =
+                        self.ask(*replica, &spares, |t| async move { t.read_digest(command, self.deadline).await });
+                    let digest = digest.await;
+                    digests_answered.set(digests_answered.get() + usize::from(digest.is_ok()));
+                    digest
+                }))
             )
         };
         // One low-resolution deadline for every replica's answer, not a
