@@ -20,13 +20,16 @@ fuzz_target!(|data: &[u8]| {
     let Some((&which, bytes)) = data.split_first() else { return };
     match which % 19 {
         0 => {
-            if let Ok((mutation, partition)) = wire::decode_mutation_at(bytes) {
+            if let Ok((mutation, partition)) = wire::decode_received_mutation(bytes) {
+                // Decoded alike, into one copy or not.
+                let copied = wire::decode_mutation(bytes).expect("it decodes without the copy too");
+                assert_eq!((&copied.position, &copied.update), (&mutation.position, &mutation.update));
                 assert!(wire::decode_mutation(&wire::encode_mutation(&mutation)).is_ok());
                 // What a replica logs of it (the partition's bytes as they
                 // came) replays to the partition it applied.
                 let (table, position, update) = (mutation.table, &mutation.position, &mutation.update);
                 let mut entry = Vec::new();
-                commitlog::encode_received_mutation(&mut entry, table, position, update, &bytes[partition]);
+                commitlog::encode_received_mutation(&mut entry, table, position, update, &partition);
                 assert_eq!(commitlog::decode_mutation(&entry).ok().map(|(_, _, u)| u).as_ref(), Some(update));
             }
         }

@@ -48,6 +48,7 @@ impl<'a> Reader<'a> {
     }
 
     /// The unread bytes; looking at them does not advance the cursor.
+    #[inline]
     pub fn rest(&self) -> &'a [u8] {
         &self.buf[self.pos..]
     }

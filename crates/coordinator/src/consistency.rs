@@ -146,7 +146,8 @@ impl<'a> Tally<'a> {
         local_dc: &'a str,
     ) -> Tally<'a> {
         let total = data_centers.clone().count();
-        let local = data_centers.clone().filter(|dc| *dc == local_dc).count();
+        // Only the LOCAL_ levels count their data center's replicas.
+        let local = || data_centers.clone().filter(|dc| *dc == local_dc).count();
         let quorum = |n: usize| n / 2 + 1;
         let one = |dc, n| Needs::One([Need { dc, n, got: 0 }]);
         let needs = match level {
@@ -156,7 +157,7 @@ impl<'a> Tally<'a> {
             ConsistencyLevel::Quorum | ConsistencyLevel::Serial => one(None, quorum(total)),
             ConsistencyLevel::All => one(None, total),
             ConsistencyLevel::LocalOne => one(Some(local_dc), 1),
-            ConsistencyLevel::LocalQuorum | ConsistencyLevel::LocalSerial => one(Some(local_dc), quorum(local)),
+            ConsistencyLevel::LocalQuorum | ConsistencyLevel::LocalSerial => one(Some(local_dc), quorum(local())),
             ConsistencyLevel::EachQuorum => {
                 let mut dcs: Vec<&str> = data_centers.clone().collect();
                 dcs.sort_unstable();

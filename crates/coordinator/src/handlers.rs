@@ -9,10 +9,13 @@
 //! The top of the coordinator's module graph: nothing in the crate calls
 //! into it but `start_shard`.
 
+use std::future::{ready, Future};
 use std::rc::Rc;
 
 use bytes::Bytes;
-use futures_util::FutureExt;
+
+use futures_util::future::Either;
+use futures_util::{FutureExt, TryFutureExt};
 use shoal_cluster::messaging::{self, Caller};
 use shoal_cluster::verb::Verb;
 use shoal_replica::PartitionSelection;
@@ -80,10 +83,17 @@ where
     })
 }
 
-async fn handle_mutation(payload: Bytes) -> Result<Vec<u8>, CoordinatorError> {
-    let (mutation, partition) = wire::decode_mutation_at(&payload).map_err(malformed)?;
-    mutate_received(mutation, payload, partition, deadline(timeouts().write)).await?;
-    Ok(Vec::new())
+/// A plain function, not an `async` one: its future is the apply's own
+/// (see [`crate::local`]), not one holding the decoded mutation beside it.
+/// The frame's bytes (and the read buffer they lie in) are let go once
+/// decoded into a copy, before the write waits.
+fn handle_mutation(payload: Bytes) -> impl Future<Output = Result<Vec<u8>, CoordinatorError>> {
+    match wire::decode_received_mutation(&payload).map_err(malformed) {
+        Ok((mutation, partition)) => {
+            Either::Left(mutate_received(mutation, partition, deadline(timeouts().write)).map_ok(|()| Vec::new()))
+        }
+        Err(e) => Either::Right(ready(Err(e))),
+    }
 }
 
 async fn handle_read_data(payload: Bytes) -> Result<Vec<u8>, CoordinatorError> {

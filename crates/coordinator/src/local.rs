@@ -14,11 +14,12 @@
 //! one shard and the rows of several shards merge by partition position
 //! without reordering rows inside a partition.
 
-use std::ops::Range;
+use std::future::Future;
 use std::time::Instant;
 
 use bytes::Bytes;
-use futures_util::future::join_all;
+use futures_util::future::{join_all, Either, LocalBoxFuture};
+use futures_util::FutureExt;
 use shoal_replica::{
     Ballot, CasRequest, CasResult, Mutation, PartitionSelection, Promise, Proposal, ReadCommand, ReadResult, ShortStop,
 };
@@ -32,51 +33,78 @@ use crate::wire::PaxosPrepare;
 use crate::{metrics, wire, ConsistencyLevel, CoordinatorError, WriteType};
 
 /// Applies `mutation` on this node, on the shard that owns its partition.
-pub(crate) async fn mutate_local(
+pub(crate) fn mutate_local(
     mutation: Mutation,
     consistency: ConsistencyLevel,
     write_type: WriteType,
     deadline: Instant,
-) -> Result<(), CoordinatorError> {
-    apply_on_owner(mutation, None, consistency, write_type, deadline).await
+) -> impl Future<Output = Result<(), CoordinatorError>> {
+    apply_on_owner(mutation, None, consistency, write_type, deadline)
 }
 
-/// [`mutate_local`] of a mutation another node sent as `payload`, its
-/// partition's encoding at `partition` in it: the replica logs those
-/// bytes as they came, not the partition encoded again.
-pub(crate) async fn mutate_received(
+/// [`mutate_local`] of a mutation another node sent, `partition` its
+/// partition's encoding as it came: the replica logs those bytes, not the
+/// partition encoded again.
+pub(crate) fn mutate_received(
     mutation: Mutation,
-    payload: Bytes,
-    partition: Range<usize>,
+    partition: Bytes,
     deadline: Instant,
-) -> Result<(), CoordinatorError> {
-    let encoded = Some(payload.slice(partition));
-    apply_on_owner(mutation, encoded, ConsistencyLevel::One, WriteType::Simple, deadline).await
+) -> impl Future<Output = Result<(), CoordinatorError>> {
+    apply_on_owner(mutation, Some(partition), ConsistencyLevel::One, WriteType::Simple, deadline)
 }
 
 /// Applies `mutation` on the shard that owns its partition, logging
 /// `encoded` as its partition's encoding where given.
-async fn apply_on_owner(
+///
+/// Plain functions down to the apply on this shard, not `async` ones: an
+/// `async fn` keeps its arguments in its future beside the future it
+/// awaits, so every layer would carry the mutation again, and a
+/// replica's handler boxes (copies) the whole future per write. Another
+/// shard's apply, rare where drivers and peers send each request to its
+/// owning shard, is boxed.
+fn apply_on_owner(
+    mutation: Mutation,
+    encoded: Option<Bytes>,
+    consistency: ConsistencyLevel,
+    write_type: WriteType,
+    deadline: Instant,
+) -> Either<impl Future<Output = Result<(), CoordinatorError>>, LocalBoxFuture<'static, Result<(), CoordinatorError>>> {
+    let shard = shard_of(mutation.position.token);
+    metrics::note_target(shard);
+    if shard == this_shard() {
+        return Either::Left(apply_here(mutation, encoded, consistency, write_type, deadline));
+    }
+    let apply = move || apply_here(mutation, encoded, consistency, write_type, deadline);
+    Either::Right(
+        async move {
+            match submit_to(shard, apply).await {
+                Ok(applied) => applied,
+                Err(e) => Err(e.into()),
+            }
+        }
+        .boxed_local(),
+    )
+}
+
+/// [`apply_on_owner`] on this shard, the owner.
+async fn apply_here(
     mutation: Mutation,
     encoded: Option<Bytes>,
     consistency: ConsistencyLevel,
     write_type: WriteType,
     deadline: Instant,
 ) -> Result<(), CoordinatorError> {
-    let shard = shard_of(mutation.position.token);
-    metrics::note_target(shard);
-    submit_to(shard, move || async move {
-        if Instant::now() > deadline {
-            return Err(CoordinatorError::WriteTimeout { consistency, write_type, received: 0, block_for: 1 });
+    if Instant::now() > deadline {
+        return Err(CoordinatorError::WriteTimeout { consistency, write_type, received: 0, block_for: 1 });
+    }
+    let replica = shoal_replica::local();
+    let (table, list_ops) = (mutation.table, &mutation.list_ops);
+    match &encoded {
+        Some(encoded) => {
+            Ok(replica.apply_received(table, mutation.position, mutation.update, list_ops, encoded).await?)
         }
-        let Mutation { table, position, update, list_ops } = mutation;
-        let replica = shoal_replica::local();
-        match encoded {
-            Some(encoded) => Ok(replica.apply_received(table, position, update, &list_ops, &encoded).await?),
-            None => Ok(replica.apply(table, position, update, &list_ops).await?),
-        }
-    })
-    .await?
+        None => Ok(replica.apply(table, mutation.position, mutation.update, list_ops).await?),
+    }
 }
 
 /// Runs a read on every shard of this node that may hold its rows (the

@@ -121,19 +121,21 @@ impl Reader<'_> {
     /// Reads `command` from `replicas`, as many as the level needs.
     async fn read_from(&self, replicas: &[Uuid], command: &ReadCommand) -> Result<ReadResult, CoordinatorError> {
         let topology = self.topology;
-        let ReplicaPlan { tally: mut plan, mut live, .. } = topology.plan(replicas, &[], self.consistency, false)?;
+        let ReplicaPlan { tally: mut plan, live: mut chosen, .. } =
+            topology.plan(replicas, &[], self.consistency, false)?;
         // This node first, then its data center: the cheapest answers.
-        live.sort_by_key(|(host, dc)| (*host != topology.me, *dc != topology.local_dc));
-        let mut chosen = Vec::new();
+        chosen.sort_by_key(|(host, dc)| (*host != topology.me, *dc != topology.local_dc));
+        // The live replicas' list keeps those chosen, in order; the rest
+        // are spares (none, most often: no allocation).
         let mut spares = Vec::new();
-        for (host, dc) in live {
-            if plan.wants(dc) {
-                plan.count(dc);
-                chosen.push((host, dc));
-            } else {
-                spares.push((host, dc));
+        chosen.retain(|&(host, dc)| {
+            let wanted = plan.wants(dc);
+            match wanted {
+                true => plan.count(dc),
+                false => spares.push((host, dc)),
             }
-        }
+            wanted
+        });
         let block_for = chosen.len();
         let spares = RefCell::new(spares);
         let (first, rest) = chosen.split_first().expect("a level needs at least one replica");

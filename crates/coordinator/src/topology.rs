@@ -10,9 +10,10 @@
 //! takes the single-node path.
 //!
 //! A request asks it for a keyspace's replicas of a token (the
-//! replication options read once per request, [`Topology::replica_map`])
-//! and splits them by liveness against its consistency level
-//! ([`Topology::plan`]: Unavailable here, once, for reads and writes alike).
+//! replication options parsed once per distinct options and kept,
+//! [`Topology::replica_map`]) and splits them by liveness against its
+//! consistency level ([`Topology::plan`]: Unavailable here, once, for
+//! reads and writes alike).
 //!
 //! While a member joins or leaves, two rings are kept: the natural one
 //! (normal and leaving members), whose replicas serve reads and count for
@@ -126,6 +127,39 @@ thread_local! {
     static TOPOLOGY: RefCell<Option<Rc<Topology>>> = const { RefCell::new(None) };
     static LISTENERS: RefCell<BTreeMap<u64, TopologyListener>> = const { RefCell::new(BTreeMap::new()) };
     static NEXT_LISTENER: Cell<u64> = const { Cell::new(0) };
+    /// Replication options this shard's requests used, each with the
+    /// strategy they name, parsed once (a few hundred instructions each
+    /// time, for every request). Found by the options' contents, so a
+    /// changed keyspace finds its own; at most [`STRATEGIES_KEPT_MAX`].
+    static STRATEGIES: RefCell<Vec<KeptStrategy>> = const { RefCell::new(Vec::new()) };
+}
+
+/// Replication options and the strategy they name.
+type KeptStrategy = (BTreeMap<String, String>, Rc<Strategy>);
+
+/// The distinct replication options whose strategies a shard keeps
+/// parsed; past it, the kept ones are forgotten and parsed again as used.
+const STRATEGIES_KEPT_MAX: usize = 64;
+
+/// The strategy `replication` (a keyspace's options) names, parsed once.
+fn strategy_of(replication: &BTreeMap<String, String>) -> Rc<Strategy> {
+    STRATEGIES.with(|kept| {
+        let mut kept = kept.borrow_mut();
+        if let Some((_, strategy)) = kept.iter().find(|(options, _)| options == replication) {
+            return Rc::clone(strategy);
+        }
+        let strategy = Rc::new(match Strategy::from_options(replication) {
+            Ok(strategy) => strategy,
+            // Checked when the keyspace was made: only system keyspaces
+            // (LocalStrategy, or none) get here.
+            Err(_) => Strategy::Local,
+        });
+        if kept.len() == STRATEGIES_KEPT_MAX {
+            kept.clear();
+        }
+        kept.push((replication.clone(), Rc::clone(&strategy)));
+        strategy
+    })
 }
 
 /// Subscribes `listener` to this shard's topology changes; the id
@@ -337,13 +371,7 @@ impl Topology {
     /// Where `keyspace`'s tokens live: its replication options read once,
     /// for a request that looks up many tokens.
     pub fn replica_map(&self, keyspace: &KeyspaceMeta) -> KeyspaceReplicas<'_> {
-        let strategy = match Strategy::from_options(&keyspace.replication) {
-            Ok(strategy) => strategy,
-            // Checked when the keyspace was made: only system keyspaces
-            // (LocalStrategy, or none) get here.
-            Err(_) => Strategy::Local,
-        };
-        KeyspaceReplicas { topology: self, strategy }
+        KeyspaceReplicas { topology: self, strategy: strategy_of(&keyspace.replication) }
     }
 
     /// `replicas` and `pending` ones split by liveness, with what
@@ -360,13 +388,18 @@ impl Topology {
         consistency: ConsistencyLevel,
         hints_count: bool,
     ) -> Result<ReplicaPlan<'_>, CoordinatorError> {
-        let mut tally = Tally::new(consistency, replicas.iter().map(|host| self.data_center(*host)), &self.local_dc);
+        // Each replica's data center looked up once, for the tally and
+        // the plan alike.
+        let mut live: Vec<Replica<'_>> =
+            replicas.iter().chain(pending).map(|host| (*host, self.data_center(*host))).collect();
+        let (natural, pending) = live.split_at(replicas.len());
+        let mut tally = Tally::new(consistency, natural.iter().map(|(_, dc)| *dc), &self.local_dc);
         if consistency != ConsistencyLevel::Any {
-            let live_pending = pending.iter().filter(|host| self.is_up(**host));
-            live_pending.for_each(|host| tally.add_pending(self.data_center(*host)));
+            let live_pending = pending.iter().filter(|(host, _)| self.is_up(*host));
+            live_pending.for_each(|(_, dc)| tally.add_pending(dc));
         }
-        let all = replicas.iter().chain(pending).map(|host| (*host, self.data_center(*host)));
-        let (live, down): (Vec<Replica<'_>>, Vec<Replica<'_>>) = all.partition(|(host, _)| self.is_up(*host));
+        // In order, both: the caller prefers the first of each.
+        let down: Vec<Replica<'_>> = live.extract_if(.., |(host, _)| !self.is_up(*host)).collect();
         match tally.unmet_by(live.iter().map(|(_, dc)| *dc)) {
             Some((required, alive)) if !hints_count => {
                 Err(CoordinatorError::Unavailable { consistency, required, alive })
@@ -458,7 +491,7 @@ pub struct ReplicaPlan<'a> {
 /// One keyspace's replica placement ([`Topology::replica_map`]).
 pub struct KeyspaceReplicas<'a> {
     topology: &'a Topology,
-    strategy: Strategy,
+    strategy: Rc<Strategy>,
 }
 
 impl KeyspaceReplicas<'_> {

@@ -7,7 +7,7 @@
 //! nothing trails the message (fuzzed: `fuzz/fuzz_targets/data_messages.rs`).
 
 use std::cell::Cell;
-use std::ops::{Bound, Range};
+use std::ops::Bound;
 
 use bytes::Bytes;
 pub use shoal_replica::{Ballot, Promise, Proposal};
@@ -131,21 +131,34 @@ pub fn encode_mutation(m: &Mutation) -> Vec<u8> {
 const MUTATION_HEADER_BYTES: usize = 64;
 
 pub fn decode_mutation(bytes: &[u8]) -> Result<Mutation, DecodeError> {
-    decode_mutation_at(bytes).map(|(mutation, _)| mutation)
+    let d = &mut Decoder::new(bytes);
+    let table = decode_uuid(d)?;
+    let position = decode_position(d)?;
+    let update = codec::decode_partition(d)?;
+    let list_ops = decode_list(d, decode_list_op)?;
+    finish(d, Mutation { table, position, update, list_ops })
 }
 
-/// [`decode_mutation`], and where the partition's encoding
-/// ([`codec::encode_partition`]) lies in `bytes`: a replica logs those
-/// bytes as they came rather than encode the partition again.
-pub fn decode_mutation_at(bytes: &[u8]) -> Result<(Mutation, Range<usize>), DecodeError> {
+/// [`decode_mutation`] of a mutation a replica received, with one copy of
+/// its bytes, and its partition's encoding ([`codec::encode_partition`]):
+/// a replica logs those bytes as they came rather than encode the
+/// partition again. The partition key is copied apart (a memtable keeps
+/// it as long as it holds the partition); the rest is copied once, at its
+/// size, and the partition's keys and values are slices of that copy,
+/// not an allocation each, nor slices of the buffer the message was read
+/// into (which holds other messages too).
+pub fn decode_received_mutation(bytes: &[u8]) -> Result<(Mutation, Bytes), DecodeError> {
     let d = &mut Decoder::new(bytes);
     let table = decode_uuid(d)?;
     let position = decode_position(d)?;
     let start = d.position();
-    let update = codec::decode_partition(d)?;
-    let partition = start..d.position();
-    let list_ops = decode_list(d, decode_list_op)?;
-    finish(d, (Mutation { table, position, update, list_ops }, partition))
+    let rest = Bytes::copy_from_slice(&bytes[start..]);
+    let at_message_offset = |e: DecodeError| DecodeError { offset: start + e.offset, ..e };
+    let d = &mut Decoder::shared(&rest);
+    let update = codec::decode_partition(d).map_err(at_message_offset)?;
+    let partition = rest.slice(..d.position());
+    let list_ops = decode_list(d, decode_list_op).map_err(at_message_offset)?;
+    finish(d, (Mutation { table, position, update, list_ops }, partition)).map_err(at_message_offset)
 }
 
 /// The header of a write sent across a data center link
@@ -849,6 +862,30 @@ mod tests {
         );
         assert_eq!(format!("{:?}", decoded.list_ops), format!("{:?}", mutation.list_ops));
         truncations_fail(&bytes, decode_mutation);
+
+        // As a replica receives it: the same mutation, its partition's
+        // bytes as they came, its values in one copy apart from the
+        // message's bytes and its key in one of its own.
+        let (received, partition) = decode_received_mutation(&bytes).expect("decodes");
+        assert_eq!((&received.position, &received.update), (&mutation.position, &mutation.update));
+        assert_eq!(format!("{:?}", received.list_ops), format!("{:?}", mutation.list_ops));
+        assert_eq!(codec::decode_partition(&mut Decoder::new(&partition)).as_ref(), Ok(&mutation.update));
+        let (row_key, row) = received.update.rows.first_key_value().expect("a row");
+        let shoal_storage::ColumnData::Atomic(Cell { value: shoal_storage::CellValue::Live { value, .. }, .. }) =
+            &row.row.columns[&1]
+        else {
+            panic!("a live cell")
+        };
+        let within = |b: &Bytes| partition.as_ptr_range().contains(&b.as_ptr());
+        assert!(within(row_key) && within(value), "the values are slices of the partition's copy");
+        assert!(!bytes.as_ptr_range().contains(&value.as_ptr()), "not of the message's bytes");
+        assert!(!within(&received.position.key), "the key is a copy of its own");
+        truncations_fail(&bytes, |b| decode_received_mutation(b).map(drop));
+        let mut bad = bytes.clone();
+        let partition_start = bytes.windows(partition.len()).position(|w| *w == partition[..]).expect("in the message");
+        bad[partition_start] = 9;
+        let error = decode_received_mutation(&bad).map(drop).expect_err("a bad tombstone flag");
+        assert_eq!(error, decode_mutation(&bad).map(drop).expect_err("the same error"), "at the message's offset");
     }
 
     #[test]

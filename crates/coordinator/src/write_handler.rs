@@ -150,14 +150,15 @@ pub(crate) async fn write(
         .map(|(replica, (host, _))| {
             let target = Target { topology: &topology, host };
             let write = match (mine.take_if(|_| host == topology.me), &commit) {
-                (Some(own), _) => {
-                    let (topology, payload, commit) = (Rc::clone(&topology), payload.clone(), commit.clone());
+                // Straight to this node's apply: no future around it that
+                // holds the mutation again.
+                (Some(own), None) => {
+                    ReplicaWrite::Here(Box::pin(mutate_local(own, ConsistencyLevel::One, write_type, deadline)))
+                }
+                (Some(own), Some((ballot, commit))) => {
+                    let (topology, ballot, commit) = (Rc::clone(&topology), *ballot, commit.clone());
                     ReplicaWrite::Here(Box::pin(async move {
-                        let target = Target { topology: &topology, host };
-                        match commit {
-                            Some((ballot, commit)) => target.paxos_commit(own, ballot, &commit).await,
-                            None => target.mutate(own, &payload, write_type, deadline).await,
-                        }
+                        Target { topology: &topology, host }.paxos_commit(own, ballot, &commit).await
                     }))
                 }
                 (None, Some((_, commit))) => {

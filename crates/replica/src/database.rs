@@ -380,8 +380,14 @@ impl Database {
         if list_ops.is_empty() && !self.has_views(table_id) {
             return self.apply_holding_lock(table_id, position, update, list_ops).await;
         }
-        let _guard = self.lock_partition(table_id, position.clone()).await?;
-        self.apply_holding_lock(table_id, position, update, list_ops).await
+        // Boxed, as every path with a read before the write: inline, its
+        // state (the lock's wait, the read, the views' updates) would size
+        // every write's future, which callers box and move whole.
+        Box::pin(async move {
+            let _guard = self.lock_partition(table_id, position.clone()).await?;
+            self.apply_holding_lock(table_id, position, update, list_ops).await
+        })
+        .await
     }
 
     /// [`Database::apply`] of a write received from its coordinator, with
@@ -397,7 +403,9 @@ impl Database {
         encoded: &[u8],
     ) -> Result<(), ReplicaError> {
         if !list_ops.is_empty() || self.has_views(table_id) {
-            return self.apply(table_id, position, update, list_ops).await;
+            // Boxed (see `apply`): this future is what a replica's handler
+            // boxes for every write it receives.
+            return Box::pin(self.apply(table_id, position, update, list_ops)).await;
         }
         let started = Instant::now();
         let ticket = self.write_gate.enter();
@@ -420,20 +428,36 @@ impl Database {
         &self,
         table_id: Uuid,
         position: PartitionPosition,
+        update: PartitionUpdate,
+        list_ops: &[ListOp],
+    ) -> Result<(), ReplicaError> {
+        if self.has_views(table_id) {
+            // Boxed (see `apply`).
+            return Box::pin(self.apply_with_views(table_id, position, update, list_ops)).await;
+        }
+        let started = Instant::now();
+        let ticket = self.write_gate.enter();
+        self.note_top_write(table_id, position.token, &position.key);
+        let durability = self.apply_unsynced(table_id, position, update, list_ops).await?;
+        // Landed: a view build or a view write waits no longer for it.
+        drop(ticket);
+        durability.durable().await?;
+        self.metrics.record_write(table_id, started.elapsed());
+        Ok(())
+    }
+
+    /// [`Database::apply_holding_lock`] of a write to a table with views:
+    /// read before the write, and the views' updates delivered.
+    async fn apply_with_views(
+        &self,
+        table_id: Uuid,
+        position: PartitionPosition,
         mut update: PartitionUpdate,
         list_ops: &[ListOp],
     ) -> Result<(), ReplicaError> {
         let started = Instant::now();
         let ticket = self.write_gate.enter();
         self.note_top_write(table_id, position.token, &position.key);
-        if !self.has_views(table_id) {
-            let durability = self.apply_unsynced(table_id, position, update, list_ops).await?;
-            // Landed: a view build or a view write waits no longer for it.
-            drop(ticket);
-            durability.durable().await?;
-            self.metrics.record_write(table_id, started.elapsed());
-            return Ok(());
-        }
         let schema = self.schema();
         let meta = schema.table_by_id(table_id).ok_or(ReplicaError::NoSuchTable(table_id))?;
         let views = view_update::base_views(&schema, meta);
