@@ -74,12 +74,14 @@ impl Collector<'_> {
                 }
             }
             Term::Cast { ty, term } => self.term(term, name, ty),
-            Term::CastAs { term, ty } => match crate::term_casts::source_type(term, ty) {
-                Ok(from) => self.term(term, &crate::term_casts::argument_name(ty), &from),
-                Err(e) => {
-                    self.refused.get_or_insert(e);
+            Term::CastAs { term, ty } => {
+                match crate::term_casts::source_type(term, ty, crate::functions::call_result_type) {
+                    Ok(from) => self.term(term, &crate::term_casts::argument_name(ty), &from),
+                    Err(e) => {
+                        self.refused.get_or_insert(e);
+                    }
                 }
-            },
+            }
             Term::FunctionCall { name: function, args } => {
                 // fromJson takes JSON text; a function of one signature
                 // its parameters' types (blobAsInt(?) a blob); the time

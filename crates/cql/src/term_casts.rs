@@ -8,13 +8,14 @@
 //! marker or null tells none, and is refused as Cassandra refuses a call
 //! that several `castAs` overloads match. The conversion is the one
 //! selections use (`shoal_schema::cast`); its result must be of the
-//! receiver's type, as a function's result must.
+//! receiver's type, as a function's result must. `values` evaluates a
+//! cast with these pieces; this module evaluates nothing itself.
 
+use bytes::Bytes;
 use shoal_schema::{cast, CqlType, Value};
 
 use crate::ast::{Literal, Term};
 use crate::error::{invalid, CqlError, CqlResult};
-use crate::values::{self, Bindings, BoundValue, Receiver};
 
 /// The types a `castAs` function is declared for, in Cassandra's order.
 const SOURCES: [CqlType; 17] = [
@@ -51,8 +52,13 @@ pub(crate) fn argument_name(to: &CqlType) -> String {
     format!("arg0(system.{})", function_name(to))
 }
 
-/// The type `term` is cast from when cast to `to`.
-pub(crate) fn source_type(term: &Term, to: &CqlType) -> CqlResult<CqlType> {
+/// The type `term` is cast from when cast to `to`; `call_type` is what a
+/// function call returns (the caller's: this module names no evaluator).
+pub(crate) fn source_type(
+    term: &Term,
+    to: &CqlType,
+    call_type: impl Fn(&str, &[Term]) -> Option<CqlType>,
+) -> CqlResult<CqlType> {
     let from = match term {
         Term::Cast { ty, .. } | Term::CastAs { ty, .. } => Some(ty.unfrozen().clone()),
         Term::Literal(Literal::Integer(text)) => Some(crate::term_operations::preferred_integer_type(text)),
@@ -62,7 +68,7 @@ pub(crate) fn source_type(term: &Term, to: &CqlType) -> CqlResult<CqlType> {
         Term::Literal(Literal::Uuid(_)) => Some(CqlType::Uuid),
         Term::Literal(Literal::Blob(_)) => Some(CqlType::Blob),
         Term::Literal(Literal::Duration(_)) => Some(CqlType::Duration),
-        Term::FunctionCall { name, args } => crate::functions::call_result_type(name, args),
+        Term::FunctionCall { name, args } => call_type(name, args),
         _ => None,
     };
     let from = from.ok_or_else(|| ambiguous(to))?;
@@ -76,34 +82,31 @@ pub(crate) fn source_type(term: &Term, to: &CqlType) -> CqlResult<CqlType> {
     Ok(from)
 }
 
-/// The value of `CAST(term AS to)` for `receiver`.
-pub(crate) fn eval(term: &Term, to: &CqlType, receiver: Receiver<'_>, bindings: Bindings<'_>) -> CqlResult<BoundValue> {
-    let from = source_type(term, to)?;
-    let assignable = to.unfrozen() == receiver.ty.unfrozen()
-        || (matches!(to.unfrozen(), CqlType::Ascii) && matches!(receiver.ty.unfrozen(), CqlType::Text));
-    if !assignable {
-        return Err(invalid(format!(
-            "Type error: cannot assign result of function system.{} (type {to}) to {} (type {})",
-            function_name(to),
-            receiver.name,
-            receiver.ty
-        )));
+/// Refuses a cast's result for a receiver of another type, as a
+/// function's result is refused.
+pub(crate) fn check_assignable(to: &CqlType, receiver: &str, receiver_ty: &CqlType) -> CqlResult<()> {
+    let assignable = to.unfrozen() == receiver_ty.unfrozen()
+        || (matches!(to.unfrozen(), CqlType::Ascii) && matches!(receiver_ty.unfrozen(), CqlType::Text));
+    if assignable {
+        return Ok(());
     }
-    let argument = argument_name(to);
-    let bytes = match values::eval(term, Receiver { name: &argument, ty: &from }, bindings)? {
-        BoundValue::Value(bytes) => bytes,
-        BoundValue::Null => return Ok(BoundValue::Null),
-        BoundValue::Unset => {
-            return Err(invalid(format!(
-                "Invalid unset value for argument in call to function system.{}",
-                function_name(to)
-            )))
-        }
-    };
+    Err(invalid(format!(
+        "Type error: cannot assign result of function system.{} (type {to}) to {receiver} (type {receiver_ty})",
+        function_name(to)
+    )))
+}
+
+/// The serialized value `bytes` of `from` cast to `to`.
+pub(crate) fn convert(from: &CqlType, to: &CqlType, bytes: &[u8]) -> CqlResult<Bytes> {
     let failed =
         |e: shoal_schema::ValueError| invalid(format!("In call to function system.{}, {e}", function_name(to)));
-    let value = Value::deserialize(&from, &bytes).map_err(failed)?;
-    Ok(BoundValue::Value(cast::cast(&value, to).map_err(failed)?.to_bytes().into()))
+    let value = Value::deserialize(from, bytes).map_err(failed)?;
+    Ok(cast::cast(&value, to).map_err(failed)?.to_bytes().into())
+}
+
+/// Cassandra's refusal of an unset value as a cast's argument.
+pub(crate) fn unset(to: &CqlType) -> CqlError {
+    invalid(format!("Invalid unset value for argument in call to function system.{}", function_name(to)))
 }
 
 /// Cassandra's refusal of a cast whose argument tells no type.
@@ -134,12 +137,13 @@ mod tests {
     #[test]
     fn a_literal_casts_from_its_preferred_type_and_a_marker_is_ambiguous() {
         let float = Term::Literal(Literal::Float("1.3".into()));
-        assert_eq!(source_type(&float, &CqlType::Int).expect("a double"), CqlType::Double);
+        let no_call = |_: &str, _: &[Term]| None;
+        assert_eq!(source_type(&float, &CqlType::Int, no_call).expect("a double"), CqlType::Double);
         let big = Term::Literal(Literal::Integer("9999999999".into()));
-        assert_eq!(source_type(&big, &CqlType::Int).expect("a bigint"), CqlType::Bigint);
-        let error = source_type(&Term::Bind(0), &CqlType::Int).expect_err("ambiguous").to_string();
+        assert_eq!(source_type(&big, &CqlType::Int, no_call).expect("a bigint"), CqlType::Bigint);
+        let error = source_type(&Term::Bind(0), &CqlType::Int, no_call).expect_err("ambiguous").to_string();
         assert!(error.contains("Ambiguous call to function system.castAsInt"), "{error}");
         let text = Term::Literal(Literal::String("a".into()));
-        assert!(source_type(&text, &CqlType::Int).is_err());
+        assert!(source_type(&text, &CqlType::Int, no_call).is_err());
     }
 }

@@ -14,6 +14,7 @@ use shoal_schema::{CqlType, UserType};
 use crate::ast::{Literal, Term};
 use crate::error::{invalid, CqlResult};
 use crate::functions;
+use crate::term_casts;
 use crate::term_operations;
 
 /// A value a term stands for: as the client bound it to a marker, or
@@ -110,7 +111,16 @@ fn eval_term(term: &Term, receiver: Receiver<'_>, bindings: Bindings<'_>) -> Cql
             }
             eval(term, receiver, bindings)
         }
-        Term::CastAs { term, ty: to } => crate::term_casts::eval(term, to, receiver, bindings),
+        Term::CastAs { term, ty: to } => {
+            let from = term_casts::source_type(term, to, functions::call_result_type)?;
+            term_casts::check_assignable(to, receiver.name, receiver.ty)?;
+            let argument = term_casts::argument_name(to);
+            match eval(term, Receiver { name: &argument, ty: &from }, bindings)? {
+                BoundValue::Value(bytes) => Ok(BoundValue::Value(term_casts::convert(&from, to, &bytes)?)),
+                BoundValue::Null => Ok(BoundValue::Null),
+                BoundValue::Unset => Err(term_casts::unset(to)),
+            }
+        }
         // ScyllaDB's text: a value has no row to read a column from.
         Term::Column(name) => Err(invalid(format!("Cannot resolve column {name} without schema"))),
         Term::Operation { op, left, right } => {

@@ -336,7 +336,9 @@ impl<'a> Reader<'a> {
 
     /// A single row's live cells, or `None` when the row is dead.
     fn live_shared_row(&self, row: &SharedRow) -> Option<Vec<Option<ResultCell>>> {
-        let (cells, marker) = shared_row::live_cells(self.meta, row, self.command.now_s)?;
+        let dropped = |id| dropped_tombstone(self.meta, id);
+        let cell = |value, timestamp, ttl_s| ResultCell { value, timestamp, ttl_s, elements: Vec::new() };
+        let (cells, marker) = shared_row::live_cells(self.meta, row, self.command.now_s, dropped, cell)?;
         let live = match self.liveness {
             Some(liveness) => cells[liveness].is_some(),
             None => marker || cells.iter().any(Option::is_some),

@@ -13,12 +13,21 @@ use bytes::Bytes;
 use shoal_schema::TableMeta;
 use shoal_storage::{SharedRow, SharedValue};
 
-use crate::read::{dropped_tombstone, ResultCell};
+use shoal_storage::Tombstone;
 
 /// The row's cells by the table's column index, those live at `now_s`
-/// (`None` for key columns, null and dead cells), and whether its row
-/// marker is live; `None` when every part of the row has expired.
-pub(crate) fn live_cells(meta: &TableMeta, row: &SharedRow, now_s: i64) -> Option<(Vec<Option<ResultCell>>, bool)> {
+/// (`None` for key columns, null and dead cells), each made by `cell` from
+/// its value, the row's timestamp and TTL left, and whether its row marker
+/// is live; `None` when every part of the row has expired. `dropped` is a
+/// dropped column's deletion, by column id. (The reader passes both, so
+/// this module names nothing of `read`, which names it.)
+pub(crate) fn live_cells<T: Clone>(
+    meta: &TableMeta,
+    row: &SharedRow,
+    now_s: i64,
+    dropped: impl Fn(u32) -> Option<Tombstone>,
+    cell: impl Fn(Bytes, i64, Option<i32>) -> T,
+) -> Option<(Vec<Option<T>>, bool)> {
     let (header, cells) = row.read();
     if !header.is_live(now_s) {
         return None;
@@ -31,14 +40,14 @@ pub(crate) fn live_cells(meta: &TableMeta, row: &SharedRow, now_s: i64) -> Optio
     for (id, value) in cells {
         let Some(index) = column_of(meta, id, hint) else { continue };
         hint = index + 1;
-        if dropped_tombstone(meta, id).is_some_and(|d| d.shadows(header.timestamp)) {
+        if dropped(id).is_some_and(|d| d.shadows(header.timestamp)) {
             continue;
         }
         let value = match value {
             SharedValue::Word(word) => Bytes::copy_from_slice(&word.to_be_bytes()),
             SharedValue::Bytes(bytes) => bytes,
         };
-        out[index] = Some(ResultCell { value, timestamp: header.timestamp, ttl_s, elements: Vec::new() });
+        out[index] = Some(cell(value, header.timestamp, ttl_s));
     }
     Some((out, header.has_marker))
 }
