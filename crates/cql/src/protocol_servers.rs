@@ -35,7 +35,7 @@ pub(crate) fn rows() -> Vec<Values> {
         .map(|server| {
             vec![
                 text(server.name),
-                // A list of text is encoded as a set of it is.
+                // A list of text has the bytes a set of it has.
                 text_set(server.listen_addresses.iter().map(String::as_str)),
                 text(server.protocol),
                 text(server.protocol_version),
