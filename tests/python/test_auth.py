@@ -26,6 +26,7 @@ PasswordAuthenticator` in a YAML file, as a user would write it:
 """
 import contextlib
 import os
+import re
 import signal
 import socket
 import struct
@@ -318,6 +319,47 @@ def test_a_role_that_may_read_one_table_and_nothing_else():
                 alice.execute("DROP KEYSPACE k2")
                 left = [r.resource for r in admin.execute("LIST ALL PERMISSIONS OF alice NORECURSIVE")]
                 assert left == ["<all keyspaces>"], left
+            finally:
+                cluster.shutdown()
+        finally:
+            admin_cluster.shutdown()
+
+
+def test_calling_a_user_function_needs_execute_on_it():
+    """Cassandra's EXECUTE: checked on every execution of a SELECT that
+    calls a user function or aggregate (its state function too); the
+    creator of a function gets ALL on it; a dropped function's grants go."""
+    with auth_node("shoal-auth-udf-", smp=1, authorizer=True) as node:
+        admin_cluster, admin = connect(node, "cassandra", "cassandra")
+        try:
+            reader_of_one_table(admin)
+            admin.execute("CREATE FUNCTION ks.shout(s text) RETURNS NULL ON NULL INPUT RETURNS text "
+                          "LANGUAGE lua AS 'return string.upper(s)'")
+            cluster, alice = connect(node, "alice", "a")
+            try:
+                function = "<function ks.shout(text)>"
+                with pytest.raises(Unauthorized, match=re.escape(no_permission("alice", "EXECUTE", function))):
+                    alice.execute("SELECT ks.shout(v) FROM ks.t WHERE k = 1")
+                admin.execute("GRANT EXECUTE ON FUNCTION ks.shout(text) TO alice")
+                read = alice.prepare("SELECT ks.shout(v) AS v FROM ks.t WHERE k = ?")
+                assert [r.v for r in alice.execute(read, [1])] == ["ONE"]
+                admin.execute("REVOKE EXECUTE ON FUNCTION ks.shout(text) FROM alice")
+                with pytest.raises(Unauthorized, match=re.escape(no_permission("alice", "EXECUTE", function))):
+                    alice.execute(read, [1])
+                # Inherited from ALL FUNCTIONS IN KEYSPACE.
+                admin.execute("GRANT EXECUTE ON ALL FUNCTIONS IN KEYSPACE ks TO alice")
+                assert [r.v for r in alice.execute(read, [1])] == ["ONE"]
+                admin.execute("REVOKE EXECUTE ON ALL FUNCTIONS IN KEYSPACE ks FROM alice")
+                # The creator gets ALL on its function, which goes with it.
+                admin.execute("GRANT CREATE ON ALL FUNCTIONS IN KEYSPACE ks TO alice")
+                alice.execute("CREATE FUNCTION ks.twice(s text) RETURNS NULL ON NULL INPUT RETURNS text "
+                              "LANGUAGE lua AS 'return s .. s'")
+                assert alice.execute("SELECT ks.twice(v) AS v FROM ks.t WHERE k = 1").one().v == "oneone"
+                mine = [r.resource for r in admin.execute("LIST ALL PERMISSIONS OF alice NORECURSIVE")]
+                assert "<function ks.twice(text)>" in mine
+                admin.execute("DROP FUNCTION ks.twice")
+                mine = [r.resource for r in admin.execute("LIST ALL PERMISSIONS OF alice NORECURSIVE")]
+                assert "<function ks.twice(text)>" not in mine
             finally:
                 cluster.shutdown()
         finally:

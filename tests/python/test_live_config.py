@@ -60,3 +60,15 @@ def test_in_markers_are_named_in_lowercase_in_cassandra_mode(admin, session, tab
         assert list(session.execute(prepared, {"p": 1, "in(C)": [1, 2]})) == [(1, 1)]
         not_in = session.prepare(f'SELECT * FROM {t} WHERE p = ? AND "C" NOT IN ?')
         assert [c.name for c in not_in.column_metadata] == ["p", "not in(C)"]
+
+
+def test_fixed_settings_are_listed_as_scylladb_encodes_them(admin):
+    """Values are JSON, as ScyllaDB's: the experimental features Shoal
+    runs (Lua functions: ScyllaDB's `udf`) and `restrict_dtcs`
+    (DateTieredCompactionStrategy is refused); neither changes live."""
+    import json
+    rows = {r.name: r.value for r in admin.execute("SELECT name, value FROM system.config")}
+    assert json.loads(rows["experimental_features"]) == ["udf"]
+    assert json.loads(rows["restrict_dtcs"]) == "true"
+    with pytest.raises(Exception, match="not live-updatable"):
+        admin.execute("UPDATE system.config SET value = 'false' WHERE name = 'restrict_dtcs'")

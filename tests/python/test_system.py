@@ -239,3 +239,10 @@ def test_protocol_servers_list_the_cql_listeners(admin):
     cql = rows["native transport"]
     assert cql.protocol == "cql" and cql.protocol_version
     assert any(address.endswith(":%d" % PORT) for address in cql.listen_addresses), cql.listen_addresses
+
+
+def test_one_row_has_one_row(admin):
+    """ScyllaDB's `system.one_row`, to select constants from."""
+    row = admin.execute("SELECT * FROM system.one_row").one()
+    assert row.system_dummy == ""
+    assert admin.execute("SELECT count(*) FROM system.one_row").one()[0] == 1

@@ -70,6 +70,8 @@ pub enum Statement {
     Role(crate::auth::statement::RoleStatement),
     /// `GRANT|REVOKE perm ON resource`, `LIST PERMISSIONS`.
     Permission(crate::auth::statement::PermissionStatement),
+    /// ScyllaDB's `CREATE SERVICE LEVEL`, `ATTACH SERVICE LEVEL`, ...
+    ServiceLevel(crate::auth::statement::ServiceLevelStatement),
 }
 
 /// `DESCRIBE ...` (or `DESC`), answered by the server as Cassandra 4+

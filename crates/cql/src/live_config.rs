@@ -89,6 +89,11 @@ pub(crate) fn rows() -> Vec<[String; 4]> {
         row(["restrict_future_timestamp", "default", "bool", "false"]),
         // This node's vnodes (fixed once it joined).
         row(["num_tokens", "default", "unsigned", &shoal_coordinator::cluster::tokens().len().to_string()]),
+        // JSON, as ScyllaDB's values: Shoal runs Lua functions, which
+        // ScyllaDB gates behind its experimental `udf` feature, and refuses
+        // DateTieredCompactionStrategy (`restrict_dtcs: true`).
+        row(["experimental_features", "default", "experimental features", "[\"udf\"]"]),
+        row(["restrict_dtcs", "default", "tri_mode_restriction", "\"true\""]),
     ];
     rows.extend(bools);
     rows
@@ -156,9 +161,11 @@ pub(crate) async fn update(statement: &Update, bindings: Bindings<'_>) -> CqlRes
             .map_err(|e| CqlError::Server(e.to_string()))?;
             Ok(())
         }
-        "consistent_cluster_management" | "restrict_future_timestamp" | "num_tokens" => {
-            Err(invalid(format!("Option {name} is not live-updatable")))
-        }
+        "consistent_cluster_management"
+        | "restrict_future_timestamp"
+        | "num_tokens"
+        | "experimental_features"
+        | "restrict_dtcs" => Err(invalid(format!("Option {name} is not live-updatable"))),
         _ => Err(invalid(format!("Unknown configuration option {name}"))),
     }
 }

@@ -346,6 +346,7 @@ async fn execute_parsed(
             Ok(result)
         }
         Statement::Permission(p) => Box::pin(crate::auth::permissions::execute(p, keyspace, user)).await,
+        Statement::ServiceLevel(s) => Box::pin(crate::auth::service_levels::execute(s)).await,
         Statement::Truncate(t) => {
             let meta = table(&schema, t.keyspace.as_deref(), keyspace, &t.name)?;
             if crate::system::is_system_keyspace(&meta.keyspace) {
@@ -369,6 +370,7 @@ async fn execute_parsed(
         }
         Statement::Select(s) => {
             let compiled = compiled_select(&schema, s, keyspace, prepared)?;
+            crate::auth::access::check_execute(&compiled.user_functions(), user)?;
             let page_size = options.page_size.filter(|p| *p > 0).map(|p| p as usize);
             let select_options = SelectOptions {
                 bindings,
@@ -377,7 +379,8 @@ async fn execute_parsed(
                 now_s: clock::now_s(),
                 consistency: options.consistency,
                 trace: options.trace.as_ref(),
-                timeout: crate::using_timeout::of(s.timeout.as_ref(), bindings)?,
+                timeout: crate::using_timeout::of(s.timeout.as_ref(), bindings)?
+                    .or_else(|| crate::auth::service_levels::timeout_of(&schema.roles, user)),
             };
             // Boxed: a SELECT's state is ~4 KB, and inline every request's
             // future, writes included, was that large.
@@ -411,7 +414,8 @@ async fn execute_parsed(
                 _ => None,
             };
             check_write_consistency(&options, lwt::any_condition(&conditions))?;
-            let timeout = crate::using_timeout::of_write(&parsed.statement, bindings)?;
+            let timeout = crate::using_timeout::of_write(&parsed.statement, bindings)?
+                .or_else(|| crate::auth::service_levels::timeout_of(&schema.roles, user));
             apply_or_check(writes, conditions, &options, ctx.timestamp, ctx.now_s, batch, timeout).await
         }
     }

@@ -957,6 +957,12 @@ pub fn position_of(parts: &[Bytes]) -> CqlResult<PartitionPosition> {
             return Err(invalid("Key may not be empty"));
         }
     }
+    position_of_any(parts)
+}
+
+/// [`position_of`] without the refusal of an empty key, for the rows a
+/// node makes itself (ScyllaDB's `system.one_row` has one).
+pub fn position_of_any(parts: &[Bytes]) -> CqlResult<PartitionPosition> {
     let refs: Vec<&[u8]> = parts.iter().map(|b| &b[..]).collect();
     let key = Bytes::from(serialize_partition_key(&refs).map_err(|e| match e {
         TokenError::KeyTooLong(_) => invalid(e.to_string()),

@@ -840,6 +840,50 @@ fn subscript(term: &Term, receiver: Receiver<'_>, binds: Binds<'_>) -> CqlResult
     }
 }
 
+impl CompiledSelect {
+    /// The user-defined functions and aggregates its selectors call, an
+    /// aggregate's state and final functions too, as `(keyspace, name,
+    /// argument types)`: what the caller needs EXECUTE on (Cassandra's
+    /// `getFunctions`).
+    pub fn user_functions(&self) -> Vec<(&str, &str, &[CqlType])> {
+        let mut out = Vec::new();
+        for sel in &self.sels {
+            called_functions(sel, &mut out);
+        }
+        out
+    }
+}
+
+fn called_functions<'s>(sel: &'s Sel, out: &mut Vec<(&'s str, &'s str, &'s [CqlType])>) {
+    let function = |f: &'s shoal_schema::UserFunction| (f.keyspace.as_str(), f.name.as_str(), f.arg_types.as_slice());
+    let args: &[Sel] = match sel {
+        Sel::UserFunction { function: f, args } => {
+            out.push(function(f));
+            args
+        }
+        Sel::UserAggregate { aggregate, args } => {
+            let definition = &aggregate.definition;
+            out.push((&definition.keyspace, &definition.name, &definition.arg_types));
+            out.push(function(&aggregate.state_func));
+            out.extend(aggregate.final_func.as_deref().map(function));
+            args
+        }
+        Sel::Function { args, .. } => args,
+        Sel::Aggregate { arg, .. } => return arg.iter().for_each(|a| called_functions(a, out)),
+        Sel::Field { value, .. } | Sel::Cast { value, .. } | Sel::Element { value, .. } | Sel::Slice { value, .. } => {
+            return called_functions(value, out)
+        }
+        Sel::Arithmetic { left, right, .. } => {
+            called_functions(left, out);
+            return called_functions(right, out);
+        }
+        Sel::Column(_) | Sel::WriteTime(_) | Sel::Ttl(_) | Sel::ElementStamp { .. } | Sel::Literal(_) => return,
+    };
+    for arg in args {
+        called_functions(arg, out);
+    }
+}
+
 /// Whether a selector holds bind markers as subscripts, whose values each
 /// execution gives.
 fn has_markers(expr: &SelectorExpr) -> bool {

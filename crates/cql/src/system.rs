@@ -23,7 +23,7 @@ use uuid::Uuid;
 use crate::ast::Statement;
 use crate::ddl;
 use crate::error::{CqlError, CqlResult};
-use crate::restrictions::position_of;
+use crate::restrictions::position_of_any;
 use crate::system_cells::{bigint, boolean, double, inet, int, text, text_map, text_set, uuid, Values};
 use crate::values::serialize_items;
 
@@ -83,6 +83,9 @@ const DEFINITIONS: &[(&str, &str, &str)] = &[
     // ScyllaDB's: each keyspace's vnode ranges and their replicas, with
     // their data centers and racks (table `<ALL>`: no tablets here).
     ("system", "token_ring", "keyspace_name text, table_name text, start_token text, endpoint inet, dc text, end_token text, rack text, PRIMARY KEY (keyspace_name, table_name, start_token, endpoint)"),
+    // ScyllaDB's table of one row, for statements that need a table to
+    // select constants from.
+    ("system", "one_row", "\"system$dummy\" text PRIMARY KEY"),
     // ScyllaDB's: the client protocols this node serves and their listeners.
     ("system", "protocol_servers", "name text PRIMARY KEY, listen_addresses frozen<list<text>>, protocol text, protocol_version text"),
     // ScyllaDB's own schema tables; always empty here (no CDC partitioner, no tablets).
@@ -147,6 +150,7 @@ pub async fn contents(meta: &Arc<TableMeta>, schema: &Schema) -> CqlResult<Virtu
         ("system", "versions") => vec![version_row()],
         ("system", "token_ring") => token_ring_rows(schema)?,
         ("system", "protocol_servers") => crate::protocol_servers::rows(),
+        ("system", "one_row") => vec![vec![text("")]],
         ("system", "config") => {
             crate::live_config::rows().iter().map(|row| row.iter().map(|cell| text(cell)).collect()).collect()
         }
@@ -591,7 +595,7 @@ fn to_update(meta: &TableMeta, values: Vec<Option<Bytes>>) -> CqlResult<(Partiti
             }
         }
     }
-    let position = position_of(&pk)?;
+    let position = position_of_any(&pk)?;
     let mut update = Partition::default();
     update.rows.insert(meta.encode_clustering(&ck), ClusteredRow { clustering: ck, row });
     Ok((position, update))

@@ -2,7 +2,9 @@
 //! `read_request_timeout_in_ms`, `range_request_timeout_in_ms`,
 //! `write_request_timeout_in_ms` or `truncate_request_timeout_in_ms`
 //! (a ScyllaDB extension). Its value is a `duration` of whole
-//! milliseconds, refused otherwise with ScyllaDB's texts.
+//! milliseconds, refused otherwise with ScyllaDB's texts. Without one, a
+//! statement runs under its role's service level timeout, if any
+//! (`auth::service_levels::timeout_of`).
 
 use std::time::Duration;
 

@@ -16,6 +16,7 @@ pub mod marshal;
 pub mod math;
 pub mod roles;
 pub mod schema;
+pub mod service_level;
 pub mod sharder;
 pub mod temporal_arithmetic;
 pub mod token;
@@ -33,6 +34,7 @@ pub use schema::{
     ClusteringOrder, ColumnKind, ColumnMeta, DroppedColumn, KeyspaceMeta, Schema, SchemaChange, SchemaChangeKind,
     SchemaChangeTarget, TableMeta, TableOptions, SYSTEM_KEYSPACES,
 };
+pub use service_level::{EffectiveServiceLevel, ServiceLevel, Workload};
 pub use sharder::Sharder;
 pub use token::{murmur3_token, TokenError};
 pub use types::{CqlType, TypeError, UserType, MAX_VECTOR_DIMENSION};

@@ -1,6 +1,7 @@
 //! Roles and their permissions, as the cluster agrees on them: what
 //! Cassandra keeps in `system_auth.roles`, `role_members` and
-//! `role_permissions`.
+//! `role_permissions`, and the service levels attached to roles
+//! ([`crate::service_level`]).
 //!
 //! They ride in the [`Schema`](crate::Schema) snapshot, so they change the
 //! way the schema does — one writer, agreed through group 0, persisted in
@@ -9,6 +10,8 @@
 //! them in group 0). Plain data: hashing and checks live in the CQL layer.
 
 use std::collections::{BTreeMap, BTreeSet};
+
+use crate::service_level::{EffectiveServiceLevel, ServiceLevel};
 
 /// How deep role grants may nest when resolving them (a grant cycle is
 /// refused when granted; this bounds the walk all the same).
@@ -26,6 +29,9 @@ pub struct Role {
     pub options: BTreeMap<String, String>,
     /// The roles granted to this one (directly).
     pub member_of: BTreeSet<String>,
+    /// The service level attached to it (ScyllaDB's `service_level`
+    /// role attribute).
+    pub service_level: Option<String>,
 }
 
 /// Every role, and every permission granted to one.
@@ -35,6 +41,8 @@ pub struct Roles {
     /// Role name → resource name (Cassandra's, `data/ks/t`) → permission
     /// names (`SELECT`, ...), as granted directly.
     pub permissions: BTreeMap<String, BTreeMap<String, BTreeSet<String>>>,
+    /// Every service level, by name.
+    pub service_levels: BTreeMap<String, ServiceLevel>,
 }
 
 impl Roles {
@@ -61,6 +69,35 @@ impl Roles {
     /// Whether `name` is a superuser, itself or through a granted role.
     pub fn is_superuser(&self, name: &str) -> bool {
         self.granted(name).iter().any(|r| self.roles.get(r).is_some_and(|r| r.is_superuser))
+    }
+
+    /// The merge of the service levels attached to `name` and to every
+    /// role granted to it; `None` when none is.
+    pub fn effective_service_level(&self, name: &str) -> Option<EffectiveServiceLevel> {
+        let mut effective: Option<EffectiveServiceLevel> = None;
+        // The role itself first, so a tie keeps its own level's name.
+        let own = std::iter::once(name.to_string());
+        let granted = self.granted(name).into_iter().filter(|r| r != name);
+        for role in own.chain(granted) {
+            let Some(attached) = self.roles.get(&role).and_then(|r| r.service_level.as_deref()) else { continue };
+            let Some(level) = self.service_levels.get(attached) else { continue };
+            let level = EffectiveServiceLevel::of(attached, level);
+            match &mut effective {
+                Some(merged) => merged.merge(&level),
+                None => effective = Some(level),
+            }
+        }
+        effective
+    }
+
+    /// Removes service level `name` and detaches it from every role.
+    pub fn drop_service_level(&mut self, name: &str) {
+        self.service_levels.remove(name);
+        for role in self.roles.values_mut() {
+            if role.service_level.as_deref() == Some(name) {
+                role.service_level = None;
+            }
+        }
     }
 
     /// Removes `name`, its grants to others, others' grants to it, and

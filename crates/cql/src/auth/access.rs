@@ -11,7 +11,7 @@ use shoal_schema::Schema;
 
 use super::authorizer;
 use super::resource::Resource;
-use super::statement::{PermissionStatement, RoleStatement};
+use super::statement::{PermissionStatement, RoleStatement, ServiceLevelStatement};
 use crate::ast::{Condition, Statement};
 use crate::error::CqlResult;
 
@@ -47,6 +47,20 @@ pub fn check(statement: &Statement, keyspace: Option<&str>, user: Option<&str>) 
             }
         }
         authorizer::ensure(&schema, user, permission, &resource)?;
+    }
+    Ok(())
+}
+
+/// Refuses a SELECT that calls user functions `user` may not EXECUTE
+/// (`functions`: keyspace, name and argument types of each), as Cassandra
+/// checks them on every execution.
+pub fn check_execute(functions: &[(&str, &str, &[shoal_schema::CqlType])], user: Option<&str>) -> CqlResult<()> {
+    let Some(user) = user.filter(|_| authorizer::enabled() && !functions.is_empty()) else { return Ok(()) };
+    let schema = shoal_coordinator::schema();
+    for (keyspace, name, arg_types) in functions {
+        let args = arg_types.iter().map(ToString::to_string).collect();
+        let resource = Resource::Function(keyspace.to_string(), name.to_string(), args);
+        authorizer::ensure(&schema, user, "EXECUTE", &resource)?;
     }
     Ok(())
 }
@@ -182,6 +196,19 @@ fn required(statement: &Statement, session: Option<&str>, user: &str, out: &mut 
             }
             RoleStatement::ListRoles { .. } | RoleStatement::ListUsers => {}
         },
+        // ScyllaDB's: on the root of service levels.
+        Statement::ServiceLevel(statement) => {
+            let permission = match statement {
+                ServiceLevelStatement::Create { .. } => "CREATE",
+                ServiceLevelStatement::Alter { .. } => "ALTER",
+                ServiceLevelStatement::Drop { .. } => "DROP",
+                ServiceLevelStatement::Attach { .. } | ServiceLevelStatement::Detach { .. } => "AUTHORIZE",
+                ServiceLevelStatement::List { .. }
+                | ServiceLevelStatement::ListAttached { .. }
+                | ServiceLevelStatement::ListEffective { .. } => "DESCRIBE",
+            };
+            need(permission, Some(Resource::AllServiceLevels))
+        }
         Statement::Permission(
             PermissionStatement::Grant { permission, resource, .. }
             | PermissionStatement::Revoke { permission, resource, .. },
@@ -254,6 +281,7 @@ mod tests {
         );
         assert_eq!(needs("DROP TABLE ks.t", None), [("DROP", "<table ks.t>".to_string())]);
         assert_eq!(needs("CREATE ROLE r", None), [("CREATE", "<all roles>".to_string())]);
+        assert_eq!(needs("ATTACH SERVICE LEVEL s TO r", None), [("AUTHORIZE", "<all service levels>".to_string())]);
         assert!(needs("ALTER ROLE alice WITH PASSWORD = 'x'", None).is_empty());
         assert_eq!(
             needs("GRANT SELECT ON ks.t TO bob", None),

@@ -18,6 +18,9 @@
 //! - `grant_role`: `GRANT r TO grantee;`, named by the granted role.
 //! - `grant_permission`: `GRANT SELECT ON ks.t TO r;`, one permission per
 //!   statement, named by the grantee.
+//! - `service_level` and `service_level_attachment`: `CREATE SERVICE LEVEL
+//!   sl WITH ...;` and `ATTACH SERVICE LEVEL sl TO r;`, before the
+//!   permissions.
 //!
 //! Roles come in name order, grants in (name, statement) order; names are
 //! quoted where CQL needs it.
@@ -72,6 +75,7 @@ pub fn elements(roles: &Roles, include: Include) -> Vec<AuthElement> {
         .collect();
     grants.sort_by(|a, b| (&a.name, &a.create_statement).cmp(&(&b.name, &b.create_statement)));
     out.extend(grants);
+    out.extend(service_levels(roles));
     if include.permissions {
         let mut permissions: Vec<AuthElement> = roles
             .permissions
@@ -92,6 +96,35 @@ pub fn elements(roles: &Roles, include: Include) -> Vec<AuthElement> {
         out.extend(permissions);
     }
     out
+}
+
+/// Service levels, then their attachments to roles, as ScyllaDB describes
+/// them (`service_level_controller.cc`): a timeout in milliseconds.
+fn service_levels(roles: &Roles) -> Vec<AuthElement> {
+    let levels = roles.service_levels.iter().map(|(name, level)| {
+        let mut options = Vec::new();
+        if let Some(ms) = level.timeout_ms {
+            options.push(format!("TIMEOUT = {ms}ms"));
+        }
+        if let Some(workload) = level.workload {
+            options.push(format!("WORKLOAD_TYPE = '{}'", workload.name()));
+        }
+        options.push(format!("SHARES = {}", level.shares));
+        AuthElement {
+            kind: "service_level",
+            name: name.clone(),
+            create_statement: format!("CREATE SERVICE LEVEL {} WITH {};", maybe_quote(name), options.join(" AND ")),
+        }
+    });
+    let attachments = roles.roles.values().filter_map(|role| {
+        let level = role.service_level.as_ref()?;
+        Some(AuthElement {
+            kind: "service_level_attachment",
+            name: role.name.clone(),
+            create_statement: format!("ATTACH SERVICE LEVEL {} TO {};", maybe_quote(level), maybe_quote(&role.name)),
+        })
+    });
+    levels.chain(attachments).collect()
 }
 
 /// The auth part of `DESCRIBE [FULL] SCHEMA WITH INTERNALS [AND
@@ -126,6 +159,7 @@ fn cql(resource: &Resource) -> String {
         Resource::AllFunctions => "ALL FUNCTIONS".to_string(),
         Resource::FunctionsIn(ks) => format!("ALL FUNCTIONS IN KEYSPACE {}", quote(ks)),
         Resource::Function(ks, f, args) => format!("FUNCTION {}.{}({})", quote(ks), quote(f), args.join(", ")),
+        Resource::AllServiceLevels => "ALL SERVICE_LEVELS".to_string(),
     }
 }
 

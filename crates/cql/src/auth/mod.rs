@@ -14,6 +14,8 @@
 //!   (CassandraAuthorizer) with a per-shard cache that a schema change (a
 //!   REVOKE) invalidates at once;
 //! - [`permissions`]: GRANT / REVOKE / LIST PERMISSIONS;
+//! - [`service_levels`]: ScyllaDB's service levels, attached to roles and
+//!   kept with them;
 //! - [`tables`]: the rows of `system_auth.roles`, `role_members` and
 //!   `role_permissions`;
 //! - [`describe`]: roles, grants and permissions as the CQL that recreates
@@ -29,6 +31,7 @@ pub mod permissions;
 pub mod resource;
 pub mod roles;
 pub mod sasl;
+pub mod service_levels;
 pub mod statement;
 pub mod tables;
 
@@ -47,6 +50,7 @@ pub fn restore(schema: &mut shoal_schema::Schema, statement: &crate::ast::Statem
     match statement {
         crate::ast::Statement::Role(role) => roles::restore(schema, role)?,
         crate::ast::Statement::Permission(permission) => permissions::restore(schema, permission),
+        crate::ast::Statement::ServiceLevel(level) => service_levels::restore(schema, level)?,
         _ => return Ok(false),
     }
     Ok(true)

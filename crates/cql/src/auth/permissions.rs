@@ -130,22 +130,45 @@ pub fn restore(schema: &mut Schema, statement: &PermissionStatement) {
 }
 
 /// After a schema statement by `user` succeeded: ALL on what it created,
-/// and no permission left on what it dropped.
+/// and no permission left on what it dropped (a dropped keyspace's
+/// functions too; every overload of a function dropped by name).
 pub async fn after_schema_change(statement: &Statement, session: Option<&str>, user: Option<&str>) -> CqlResult<()> {
     if !authorizer::enabled() {
         return Ok(());
     }
-    let (created, dropped) = match statement {
-        Statement::CreateKeyspace(s) => (Some(Resource::Keyspace(s.name.clone())), None),
+    let in_keyspace = |named: &Option<String>| named.as_deref().or(session).map(str::to_string);
+    let function = |keyspace: Option<String>, name: &str, types: &mut dyn Iterator<Item = &CqlType>| {
+        keyspace.map(|ks| Resource::Function(ks, name.to_string(), types.map(ToString::to_string).collect()))
+    };
+    let (created, dropped): (Option<Resource>, Vec<String>) = match statement {
+        Statement::CreateKeyspace(s) => (Some(Resource::Keyspace(s.name.clone())), Vec::new()),
         Statement::CreateTable(s) => {
-            (s.keyspace.as_deref().or(session).map(|ks| Resource::Table(ks.into(), s.name.clone())), None)
+            (in_keyspace(&s.keyspace).map(|ks| Resource::Table(ks, s.name.clone())), Vec::new())
         }
-        Statement::Role(RoleStatement::Create { name, .. }) => (Some(Resource::Role(name.clone())), None),
-        Statement::DropKeyspace(s) => (None, Some(Resource::Keyspace(s.name.clone()))),
+        Statement::CreateFunction(s) => {
+            (function(in_keyspace(&s.keyspace), &s.name, &mut s.args.iter().map(|(_, t)| t)), Vec::new())
+        }
+        Statement::CreateAggregate(s) => {
+            (function(in_keyspace(&s.keyspace), &s.name, &mut s.arg_types.iter()), Vec::new())
+        }
+        Statement::Role(RoleStatement::Create { name, .. }) => (Some(Resource::Role(name.clone())), Vec::new()),
+        Statement::DropKeyspace(s) => {
+            let dropped = [Resource::Keyspace(s.name.clone()), Resource::FunctionsIn(s.name.clone())];
+            (None, dropped.iter().map(Resource::name).collect())
+        }
         Statement::DropTable(s) => {
-            (None, s.keyspace.as_deref().or(session).map(|ks| Resource::Table(ks.into(), s.name.clone())))
+            (None, in_keyspace(&s.keyspace).map(|ks| Resource::Table(ks, s.name.clone()).name()).into_iter().collect())
         }
-        Statement::Role(RoleStatement::Drop { name, .. }) => (None, Some(Resource::Role(name.clone()))),
+        Statement::DropFunction(s) => {
+            let Some(ks) = in_keyspace(&s.keyspace) else { return Ok(()) };
+            let dropped = match &s.args {
+                Some(types) => function(Some(ks), &s.name, &mut types.iter()).map(|f| f.name()),
+                // Every overload: `functions/ks/f[...]`.
+                None => Some(format!("functions/{ks}/{}[", s.name)),
+            };
+            (None, dropped.into_iter().collect())
+        }
+        Statement::Role(RoleStatement::Drop { name, .. }) => (None, vec![Resource::Role(name.clone()).name()]),
         _ => return Ok(()),
     };
     let user = user.map(str::to_string);
@@ -155,8 +178,8 @@ pub async fn after_schema_change(statement: &Statement, session: Option<&str>, u
         if let (Some(resource), Some(user)) = (&created, &user) {
             changed |= roles.get(user).is_some() && add(&mut roles, user, resource, resource.applicable());
         }
-        if let Some(resource) = &dropped {
-            changed |= forget(&mut roles, resource);
+        for name in &dropped {
+            changed |= forget(&mut roles, name);
         }
         Ok::<_, CqlError>(changed.then(|| next_schema(current, roles)))
     };
@@ -164,14 +187,18 @@ pub async fn after_schema_change(statement: &Statement, session: Option<&str>, u
     Ok(())
 }
 
-/// Removes every permission on `resource` and on what it holds.
-fn forget(roles: &mut Roles, resource: &Resource) -> bool {
-    let name = resource.name();
+/// Removes every permission on the resource named `name` and on what it
+/// holds; a name ending in `[` is a prefix (a function's overloads).
+fn forget(roles: &mut Roles, name: &str) -> bool {
     let inside = format!("{name}/");
+    let gone = |r: &String| match name.strip_suffix('[') {
+        Some(_) => r.starts_with(name),
+        None => r == name || r.starts_with(&inside),
+    };
     let mut changed = false;
     for resources in roles.permissions.values_mut() {
         let before = resources.len();
-        resources.retain(|r, _| *r != name && !r.starts_with(&inside));
+        resources.retain(|r, _| !gone(r));
         changed |= resources.len() != before;
     }
     roles.permissions.retain(|_, resources| !resources.is_empty());
@@ -241,9 +268,16 @@ mod tests {
         assert!(!remove(&mut roles, "r", &t, &["MODIFY"]));
         add(&mut roles, "r", &Resource::Keyspace("ks".into()), &["ALTER"]);
         add(&mut roles, "r", &Resource::Keyspace("ks2".into()), &["ALTER"]);
-        assert!(forget(&mut roles, &Resource::Keyspace("ks".into())));
+        assert!(forget(&mut roles, &Resource::Keyspace("ks".into()).name()));
         let left: Vec<&String> = roles.permissions["r"].keys().collect();
         assert_eq!(left, ["data/ks2"]);
+        for args in [vec!["int".to_string()], vec!["int".into(), "text".into()]] {
+            add(&mut roles, "r", &Resource::Function("ks".into(), "f".into(), args), &["EXECUTE"]);
+        }
+        add(&mut roles, "r", &Resource::Function("ks".into(), "g".into(), Vec::new()), &["EXECUTE"]);
+        assert!(forget(&mut roles, "functions/ks/f["), "every overload of f");
+        let left: Vec<&String> = roles.permissions["r"].keys().collect();
+        assert_eq!(left, ["data/ks2", "functions/ks/g[]"]);
         assert_eq!(requested(&t, None).expect("all"), ["ALTER", "DROP", "SELECT", "MODIFY", "AUTHORIZE"]);
         assert!(requested(&t, Some("EXECUTE")).is_err());
         add(&mut roles, "o'dd", &Resource::Function("ks".into(), "f".into(), vec!["int".into()]), &["EXECUTE"]);

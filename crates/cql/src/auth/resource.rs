@@ -20,6 +20,9 @@ pub enum Resource {
     FunctionsIn(String),
     /// `FUNCTION ks.f(types)`: the keyspace, the name and the argument types.
     Function(String, String, Vec<String>),
+    /// ScyllaDB's root of service levels, which their statements need
+    /// permissions on.
+    AllServiceLevels,
 }
 
 impl Resource {
@@ -34,6 +37,7 @@ impl Resource {
             Resource::AllFunctions => "functions".to_string(),
             Resource::FunctionsIn(ks) => format!("functions/{ks}"),
             Resource::Function(ks, f, args) => format!("functions/{ks}/{f}[{}]", args.join("^")),
+            Resource::AllServiceLevels => "service_levels".to_string(),
         }
     }
 
@@ -47,6 +51,7 @@ impl Resource {
             ["roles"] => Resource::AllRoles,
             ["roles", r] => Resource::Role(r.to_string()),
             ["functions"] => Resource::AllFunctions,
+            ["service_levels"] => Resource::AllServiceLevels,
             ["functions", ks] => Resource::FunctionsIn(ks.to_string()),
             ["functions", ks, f] => {
                 let (name, args) = f.strip_suffix(']')?.split_once('[')?;
@@ -65,7 +70,7 @@ impl Resource {
             Resource::Role(_) => Some(Resource::AllRoles),
             Resource::Function(ks, _, _) => Some(Resource::FunctionsIn(ks.clone())),
             Resource::FunctionsIn(_) => Some(Resource::AllFunctions),
-            Resource::AllKeyspaces | Resource::AllRoles | Resource::AllFunctions => None,
+            Resource::AllKeyspaces | Resource::AllRoles | Resource::AllFunctions | Resource::AllServiceLevels => None,
         }
     }
 
@@ -89,6 +94,7 @@ impl Resource {
             Resource::Role(_) => &["ALTER", "DROP", "AUTHORIZE"],
             Resource::AllFunctions | Resource::FunctionsIn(_) => &["CREATE", "ALTER", "DROP", "AUTHORIZE", "EXECUTE"],
             Resource::Function(..) => &["ALTER", "DROP", "AUTHORIZE", "EXECUTE"],
+            Resource::AllServiceLevels => &["CREATE", "ALTER", "DROP", "AUTHORIZE", "DESCRIBE"],
         }
     }
 }
@@ -105,6 +111,7 @@ impl fmt::Display for Resource {
             Resource::AllFunctions => write!(f, "<all functions>"),
             Resource::FunctionsIn(ks) => write!(f, "<all functions in {ks}>"),
             Resource::Function(ks, name, args) => write!(f, "<function {ks}.{name}({})>", args.join(", ")),
+            Resource::AllServiceLevels => write!(f, "<all service levels>"),
         }
     }
 }
@@ -125,6 +132,7 @@ mod tests {
             Resource::FunctionsIn("ks".into()),
             Resource::Function("ks".into(), "f".into(), vec!["int".into(), "text".into()]),
             Resource::Function("ks".into(), "g".into(), Vec::new()),
+            Resource::AllServiceLevels,
         ];
         for resource in all {
             assert_eq!(Resource::from_name(&resource.name()), Some(resource.clone()), "{resource}");

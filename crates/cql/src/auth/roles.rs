@@ -342,9 +342,20 @@ mod tests {
             .expect("created");
         run(&mut schema, "CREATE ROLE r", None).expect("created");
         run(&mut schema, "GRANT r TO 'Odd''name'", None).expect("granted");
+        let mut roles = Roles::clone(&schema.roles);
+        let level = shoal_schema::ServiceLevel {
+            timeout_ms: Some(7_200_000),
+            workload: Some(shoal_schema::Workload::Interactive),
+            shares: 300,
+        };
+        roles.service_levels.insert("Gold".into(), level);
+        roles.service_levels.insert("plain".into(), shoal_schema::ServiceLevel::default());
+        roles.roles.get_mut("r").expect("r").service_level = Some("Gold".into());
+        schema.roles = Arc::new(roles);
         let mut restored = Schema::empty();
         for line in crate::auth::render(&schema.roles).lines() {
-            restore(&mut restored, &statement(line)).expect("restored");
+            let parsed = crate::parser::parse_statement(line).expect(line);
+            assert!(crate::auth::restore(&mut restored, &parsed.statement).expect(line), "{line}");
         }
         assert_eq!(restored.roles, schema.roles);
     }

@@ -77,3 +77,57 @@ pub enum PermissionStatement {
         recursive: bool,
     },
 }
+
+/// A service level option's value as written: `timeout = 10s`,
+/// `workload_type = 'batch'`, `shares = 500`; `null` (or `'unspecified'`
+/// for a workload type) resets it. Checked when the statement runs, with
+/// ScyllaDB's texts.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct ServiceLevelOptions {
+    /// The duration literal as written, `None` for `null`.
+    pub timeout: Option<Option<String>>,
+    /// The workload type as written, `None` for `null`.
+    pub workload_type: Option<Option<String>>,
+    pub shares: Option<i64>,
+}
+
+/// ScyllaDB's service level statements (`SERVICE_LEVEL` may be written
+/// for `SERVICE LEVEL`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ServiceLevelStatement {
+    Create {
+        name: String,
+        if_not_exists: bool,
+        options: ServiceLevelOptions,
+    },
+    Alter {
+        name: String,
+        options: ServiceLevelOptions,
+    },
+    Drop {
+        name: String,
+        if_exists: bool,
+    },
+    /// `ATTACH SERVICE LEVEL name TO role`.
+    Attach {
+        name: String,
+        role: String,
+    },
+    /// `DETACH SERVICE LEVEL FROM role`.
+    Detach {
+        role: String,
+    },
+    /// `LIST SERVICE LEVEL name`, or `LIST ALL SERVICE LEVELS` (`None`).
+    List {
+        name: Option<String>,
+    },
+    /// `LIST ATTACHED SERVICE LEVEL OF role`, or `LIST ALL ATTACHED
+    /// SERVICE LEVELS` (`None`).
+    ListAttached {
+        role: Option<String>,
+    },
+    /// `LIST EFFECTIVE SERVICE LEVEL OF role`.
+    ListEffective {
+        role: String,
+    },
+}

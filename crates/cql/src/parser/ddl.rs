@@ -37,7 +37,6 @@ fn classify(word: &str) -> Object {
         "role" => Object::Unsupported("ROLE"),
         "user" => Object::Unsupported("USER"),
         "trigger" => Object::Unsupported("TRIGGER"),
-        "service_level" => Object::Unsupported("SERVICE LEVEL"),
         _ => Object::Unknown,
     }
 }

@@ -2,8 +2,8 @@
 //! the [`ast`](crate::ast) tree. This file owns the entry point, the token
 //! cursor, error construction and statement dispatch; the grammar itself is
 //! split by family: `ddl` (keyspaces, tables, options), `dml` (INSERT,
-//! UPDATE, DELETE, BATCH, USING, IF), `select`, `relation` (WHERE) and
-//! `term` (values and types).
+//! UPDATE, DELETE, BATCH, USING, IF), `select`, `relation` (WHERE),
+//! `term` (values and types), `role`, `permission` and `service_level`.
 //!
 //! Every input either parses or yields a [`ParseError`]; nothing panics.
 //! Nesting (collections, tuples, function calls, casts, types) is limited to
@@ -18,6 +18,7 @@ mod permission;
 mod relation;
 mod role;
 mod select;
+mod service_level;
 mod term;
 #[cfg(test)]
 mod tests;
@@ -367,6 +368,9 @@ impl<'a> Parser<'a> {
     }
 
     fn statement(&mut self) -> PResult<Statement> {
+        if self.at_service_level_statement() {
+            return self.service_level_statement();
+        }
         if self.at_role_statement() {
             return self.role_statement();
         }

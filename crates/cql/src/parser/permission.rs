@@ -70,6 +70,9 @@ impl Parser<'_> {
             if self.eat_kw("roles") {
                 return Ok(Resource::AllRoles);
             }
+            if self.eat_kw("service_levels") || (self.eat_kw("service") && self.eat_kw("levels")) {
+                return Ok(Resource::AllServiceLevels);
+            }
             self.expect_kw("functions")?;
             if self.eat_kw("in") {
                 self.expect_kw("keyspace")?;
@@ -140,6 +143,8 @@ mod tests {
             ("ROLE bob", Resource::Role("bob".into())),
             ("ALL FUNCTIONS", Resource::AllFunctions),
             ("ALL FUNCTIONS IN KEYSPACE ks", Resource::FunctionsIn("ks".into())),
+            ("ALL SERVICE_LEVELS", Resource::AllServiceLevels),
+            ("ALL SERVICE LEVELS", Resource::AllServiceLevels),
             (
                 "FUNCTION ks.f(int, text)",
                 Resource::Function("ks".into(), "f".into(), vec!["int".into(), "text".into()]),
