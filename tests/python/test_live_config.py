@@ -60,3 +60,17 @@ def test_in_markers_are_named_in_lowercase_in_cassandra_mode(admin, session, tab
         assert list(session.execute(prepared, {"p": 1, "in(C)": [1, 2]})) == [(1, 1)]
         not_in = session.prepare(f'SELECT * FROM {t} WHERE p = ? AND "C" NOT IN ?')
         assert [c.name for c in not_in.column_metadata] == ["p", "not in(C)"]
+
+
+def test_the_compact_storage_guardrail(admin, session, keyspace):
+    # ScyllaDB's enable_create_table_with_compact_storage (cqlpy
+    # test_guardrail_compact_storage.py): allowed unless set false.
+    from cassandra import InvalidRequest
+    name = "enable_create_table_with_compact_storage"
+    rows = {r.name: r.value for r in admin.execute("SELECT name, value FROM system.config")}
+    assert rows[name] == "true"
+    with config(admin, name, "false"):
+        with pytest.raises(InvalidRequest, match="'CREATE TABLE WITH COMPACT STORAGE' is disabled"):
+            session.execute(f"CREATE TABLE {keyspace}.guarded (p int PRIMARY KEY, v int) WITH COMPACT STORAGE")
+    session.execute(f"CREATE TABLE {keyspace}.guarded (p int PRIMARY KEY, v int) WITH COMPACT STORAGE")
+    session.execute(f"DROP TABLE {keyspace}.guarded")
