@@ -279,6 +279,23 @@ def test_bloom_filter_fp_chance_is_kept_in_range(session, tname):
     session.execute("ALTER TABLE %s WITH bloom_filter_fp_chance = 0.001" % tname)
 
 
+def test_index_intervals_are_checked_and_at_prepare(session, tname):
+    # ScyllaDB's checks and texts (cqlpy test_create_table.py); PREPARE
+    # checks CREATE TABLE's options as execution does.
+    with pytest.raises(ConfigurationException, match="min_index_interval must be greater than 0"):
+        session.prepare("CREATE TABLE %s (k int PRIMARY KEY) WITH compaction = "
+                        "{'class': 'LeveledCompactionStrategy'} AND min_index_interval = 0" % tname)
+    with pytest.raises(ConfigurationException, match="min_index_interval must be greater than 0"):
+        session.execute("CREATE TABLE %s (k int PRIMARY KEY) WITH min_index_interval = -1" % tname)
+    with pytest.raises(ConfigurationException, match="max_index_interval must be greater than min_index_interval"):
+        session.execute("CREATE TABLE %s (k int PRIMARY KEY) WITH min_index_interval = 100 "
+                        "AND max_index_interval = 10" % tname)
+    session.execute("CREATE TABLE %s (k int PRIMARY KEY) WITH min_index_interval = 64" % tname)
+    with pytest.raises(ConfigurationException, match="max_index_interval must be greater than min_index_interval"):
+        session.execute("ALTER TABLE %s WITH max_index_interval = 32" % tname)
+    session.execute("ALTER TABLE %s WITH max_index_interval = 64" % tname)
+
+
 def test_alter_table_add_and_drop_column(cluster, session, keyspace, tname):
     session.execute("CREATE TABLE %s (k int PRIMARY KEY, v int)" % tname)
     session.execute("INSERT INTO %s (k, v) VALUES (1, 10)" % tname)

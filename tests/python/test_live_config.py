@@ -72,3 +72,17 @@ def test_fixed_settings_are_listed_as_scylladb_encodes_them(admin):
     assert json.loads(rows["restrict_dtcs"]) == "true"
     with pytest.raises(Exception, match="not live-updatable"):
         admin.execute("UPDATE system.config SET value = 'false' WHERE name = 'restrict_dtcs'")
+
+
+def test_the_compact_storage_guardrail(admin, session, keyspace):
+    # ScyllaDB's enable_create_table_with_compact_storage (cqlpy
+    # test_guardrail_compact_storage.py): allowed unless set false.
+    from cassandra import InvalidRequest
+    name = "enable_create_table_with_compact_storage"
+    rows = {r.name: r.value for r in admin.execute("SELECT name, value FROM system.config")}
+    assert rows[name] == "true"
+    with config(admin, name, "false"):
+        with pytest.raises(InvalidRequest, match="'CREATE TABLE WITH COMPACT STORAGE' is disabled"):
+            session.execute(f"CREATE TABLE {keyspace}.guarded (p int PRIMARY KEY, v int) WITH COMPACT STORAGE")
+    session.execute(f"CREATE TABLE {keyspace}.guarded (p int PRIMARY KEY, v int) WITH COMPACT STORAGE")
+    session.execute(f"DROP TABLE {keyspace}.guarded")

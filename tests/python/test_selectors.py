@@ -362,3 +362,38 @@ def test_operation_column_names_keep_their_parentheses(session, table):
         result = session.execute("SELECT %s FROM %s" % (text, t))
         assert result.column_names == [text]
         assert result.one()[0] == value
+
+
+def test_literal_arguments_of_aggregates_have_their_own_types(session):
+    # ScyllaDB infers a literal's type (cqlpy test_selector_literals.py).
+    row = session.execute("SELECT count('abc') AS c, min('hello') AS mn, max('hello') AS mx, sum(5) AS s, "
+                          "avg(5) AS a FROM system.local").one()
+    assert (row.c, row.mn, row.mx, row.s, row.a) == (1, 'hello', 'hello', 5, 5)
+    # A marker standing alone tells no type, prepared or not.
+    for query in ("SELECT ? AS qm FROM system.local", "SELECT :bindvar AS bv FROM system.local"):
+        with pytest.raises(InvalidRequest, match="infer type"):
+            session.execute(query)
+
+
+def test_a_marker_in_count_min_or_max_is_refused_as_untyped(session):
+    for function in ("count", "min", "max"):
+        message = f"{function}\\(\\) function is only valid when argument types are known"
+        with pytest.raises(InvalidRequest, match=message):
+            session.prepare(f"SELECT {function}(?) FROM system.local")
+        # Unprepared too: the statement is typed before values are counted.
+        with pytest.raises(InvalidRequest, match=message):
+            session.execute(f"SELECT {function}(?) FROM system.local")
+
+
+def test_set_intersection(session, table):
+    t = table("(p int PRIMARY KEY, s1 set<int>, s2 set<int>, s3 set<tinyint>, s4 frozen<set<int>>)")
+    session.execute(f"INSERT INTO {t} (p, s1, s2, s3, s4) VALUES (1, {{1, 2, 3}}, {{2, 3, 4}}, {{1}}, {{-1, 2}})")
+    session.execute(f"INSERT INTO {t} (p, s1) VALUES (2, {{1}})")
+    assert session.execute(f"SELECT set_intersection(s1, s2) FROM {t} WHERE p = 1").one()[0] == {2, 3}
+    assert session.execute(f"SELECT set_intersection(s1, set_intersection(s2, s4)) FROM {t} WHERE p = 1").one()[0] == {2}
+    assert session.execute(f"SELECT set_intersection(s1, {{3, 5}}) FROM {t} WHERE p = 1").one()[0] == {3}
+    assert session.execute(f"SELECT set_intersection(s1, s2) FROM {t} WHERE p = 2").one()[0] is None
+    for call, message in (("s1, s2, s3", "accepts 2 arguments"), ("s1, p", "both arguments are of set type"),
+                          ("s1, s3", "both arguments are of the same set type")):
+        with pytest.raises(InvalidRequest, match=message):
+            session.execute(f"SELECT set_intersection({call}) FROM {t} WHERE p = 1")

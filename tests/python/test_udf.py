@@ -136,6 +136,18 @@ def test_result_of_the_wrong_kind_and_runtime_errors_are_function_failures(sessi
         session.execute(f"SELECT {fname}_str(v) FROM {t}")
 
 
+def test_markers_and_constants_take_the_parameter_types(session, keyspace, fname):
+    # cqlpy test_selector_literals.py: a marker of a user function has its
+    # parameter's type; a constant it cannot hold is a type error.
+    session.execute(f"CREATE FUNCTION {keyspace}.{fname}(i int, j int) RETURNS NULL ON NULL INPUT RETURNS int "
+                    "LANGUAGE lua AS 'return i + j;'")
+    prepared = session.prepare(f"SELECT {keyspace}.{fname}(?, ?) AS s FROM system.local")
+    assert [c.type.typename for c in prepared.column_metadata] == ["int", "int"]
+    assert session.execute(prepared, (10, 20)).one().s == 30
+    with pytest.raises(InvalidRequest, match="Type error: 'asf' cannot be passed as argument 1"):
+        session.execute(f"SELECT {keyspace}.{fname}(1, 'asf') FROM system.local")
+
+
 def test_an_endless_loop_is_cut_off(session, table, fname):
     t = table("(k int PRIMARY KEY, v int)")
     session.execute(f"INSERT INTO {t} (k, v) VALUES (1, 1)")

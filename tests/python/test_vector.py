@@ -210,3 +210,12 @@ def test_vectors_survive_restart():
             assert cols["v"].cql_type == "vector<frozen<set<text>>, 2>"
         finally:
             cluster.shutdown()
+
+
+def test_a_hex_constant_for_a_vector_is_refused_naming_the_constant(session, table):
+    # ScyllaDB's text names the constant (cqlpy cql_vector_test.py::test_emptyValues).
+    t = table("(k int PRIMARY KEY, v vector<int, 2>)")
+    with pytest.raises(InvalidRequest, match=re.escape('Invalid HEX constant (0x) for "v" of type vector<int, 2>')):
+        session.execute(f"INSERT INTO {t} (k, v) VALUES (0, 0x)")
+    with pytest.raises(InvalidRequest, match=re.escape('Invalid HEX constant (0x01ab) for "v"')):
+        session.execute(f"INSERT INTO {t} (k, v) VALUES (0, 0x01AB)")

@@ -16,6 +16,8 @@ use crate::result::ColumnSpec;
 
 struct Collector<'a> {
     specs: Vec<Option<ColumnSpec>>,
+    /// Where a user function a selector calls is looked up.
+    schema: &'a Schema,
     meta: Option<&'a TableMeta>,
     keyspace: String,
     table: String,
@@ -183,6 +185,38 @@ impl Collector<'_> {
     /// one whose type nothing tells is refused, as Cassandra refuses it.
     fn function_markers(&mut self, name: &str, args: &[SelectorExpr]) {
         let function = name.trim_start_matches("system.").to_ascii_lowercase();
+        let marker = |a: &SelectorExpr| matches!(a, SelectorExpr::Term(Term::Bind(_)));
+        if !args.iter().any(marker) {
+            return;
+        }
+        // A user function's markers take the types of its only overload of
+        // this arity, named as Cassandra names them (`arg0(ks.f)`); with
+        // several overloads nothing tells which, and execution tells.
+        let keyspace = self.keyspace.clone();
+        match crate::user_functions::candidates(self.schema, &keyspace, &function, args.len()) {
+            Ok(callees) if !callees.is_empty() => {
+                let [callee] = callees.as_slice() else { return };
+                let full_name = callee.full_name();
+                for (i, (arg, ty)) in args.iter().zip(callee.arg_types()).enumerate() {
+                    if let SelectorExpr::Term(term @ Term::Bind(_)) = arg {
+                        self.term(term, &format!("arg{i}({full_name})"), ty);
+                    }
+                }
+                return;
+            }
+            Ok(_) => {}
+            Err(e) => {
+                self.refused.get_or_insert(e);
+                return;
+            }
+        }
+        // ScyllaDB picks count's, min's and max's overload by the argument's
+        // type, which a marker has none of (its text).
+        if matches!(function.as_str(), "count" | "min" | "max") {
+            self.refused
+                .get_or_insert(invalid(format!("{function}() function is only valid when argument types are known")));
+            return;
+        }
         // A column has its type; a literal the one it takes on its own
         // (a list beside no vector column: a float vector of its length).
         let others: Vec<Option<CqlType>> = args
@@ -413,6 +447,7 @@ pub fn bind_specs(schema: &Schema, parsed: &Parsed, session: Option<&str>) -> Cq
     let meta = resolve(schema, &parsed.statement, session)?;
     let mut c = Collector {
         specs: vec![None; parsed.bind_markers.len()],
+        schema,
         meta,
         keyspace: meta.map_or_else(|| session.unwrap_or_default().to_string(), |m| m.keyspace.clone()),
         table: meta.map_or_else(String::new, |m| m.name.clone()),
@@ -481,7 +516,15 @@ fn walk<'s>(c: &mut Collector<'s>, schema: &'s Schema, statement: &Statement, se
         }
         Statement::Select(s) => {
             if let Selection::Selectors(list) = &s.selection {
-                list.iter().for_each(|selector| c.selector(&selector.expr));
+                for selector in list {
+                    // A marker standing alone as a selector has nothing to
+                    // take a type from (Cassandra's text).
+                    if let SelectorExpr::Term(term @ Term::Bind(_)) = &selector.expr {
+                        c.refused
+                            .get_or_insert(invalid(format!("Cannot infer type for term {term} in selection clause")));
+                    }
+                    c.selector(&selector.expr);
+                }
             }
             c.relations(&s.where_clause);
             if let Some(t) = &s.per_partition_limit {

@@ -8,6 +8,9 @@
 //! averages are `sum()`'s and `avg()`'s arithmetic on the elements
 //! (integers wrap in a sum and average exactly, decimals average at the
 //! sum's scale, half to even).
+//!
+//! Also ScyllaDB's `set_intersection(a, b)` of two sets of one element
+//! type (frozen or not): the elements of `a` that `b` holds, in order.
 
 use bytes::Bytes;
 use shoal_schema::value::{add, compare, divide_for_avg, to_varint, zero_of};
@@ -108,9 +111,61 @@ pub fn apply(name: &str, ty: &CqlType, arg: &[u8]) -> CqlResult<Option<Bytes>> {
     Ok(Some(Bytes::from(out.to_bytes())))
 }
 
+/// ScyllaDB's set function, of two arguments.
+pub const SET_INTERSECTION: &str = "set_intersection";
+
+/// Refuses `set_intersection` arguments other than two sets of one
+/// element type (the stored ScyllaDB tests' texts).
+pub fn check_set_intersection(args: &[(String, CqlType)]) -> CqlResult<()> {
+    let [(_, a), (_, b)] = args else {
+        return Err(invalid("set_intersection() accepts 2 arguments only"));
+    };
+    match (a.unfrozen(), b.unfrozen()) {
+        (CqlType::Set(x), CqlType::Set(y)) if x == y => Ok(()),
+        (CqlType::Set(_), CqlType::Set(_)) => {
+            Err(invalid("set_intersection() requires that both arguments are of the same set type"))
+        }
+        _ => Err(invalid("set_intersection() requires that both arguments are of set type")),
+    }
+}
+
+/// The elements of serialized set `a` that serialized set `b` holds.
+pub fn set_intersection(ty: &CqlType, a: &[u8], b: &[u8]) -> CqlResult<Bytes> {
+    let corrupt =
+        |e: shoal_schema::ValueError| invalid(format!("In call to function system.set_intersection, value {e}"));
+    let (Value::Set(a), Value::Set(b)) = (
+        Value::deserialize(ty.unfrozen(), a).map_err(corrupt)?,
+        Value::deserialize(ty.unfrozen(), b).map_err(corrupt)?,
+    ) else {
+        return Err(invalid("set_intersection() requires that both arguments are of set type"));
+    };
+    Ok(Bytes::from(Value::Set(a.into_iter().filter(|v| b.contains(v)).collect()).to_bytes()))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn set_intersection_keeps_common_elements_of_one_type() {
+        let ty = CqlType::Set(Box::new(CqlType::Int));
+        let set = |items: &[i32]| Value::Set(items.iter().map(|i| Value::Int(*i)).collect()).to_bytes();
+        let out = set_intersection(&ty, &set(&[1, 2, 3]), &set(&[-1, 2, 3, 4])).expect("intersection");
+        assert_eq!(Value::deserialize(&ty, &out).expect("set"), Value::Set(vec![Value::Int(2), Value::Int(3)]));
+        let frozen = CqlType::Frozen(Box::new(ty.clone()));
+        let args = |b: CqlType| vec![("a".to_string(), ty.clone()), ("b".to_string(), b)];
+        assert!(check_set_intersection(&args(frozen)).is_ok());
+        let refusal = |b: Option<CqlType>| {
+            let given = match b {
+                Some(b) => args(b),
+                None => args(ty.clone())[..1].to_vec(),
+            };
+            check_set_intersection(&given).expect_err("refused").to_string()
+        };
+        assert!(refusal(Some(CqlType::Set(Box::new(CqlType::Tinyint)))).contains("of the same set type"));
+        assert!(refusal(Some(CqlType::Int)).contains("of set type"));
+        assert!(refusal(None).contains("accepts 2 arguments"));
+    }
 
     fn run(name: &str, ty: &CqlType, value: Value) -> Option<Value> {
         let out = apply(name, ty, &value.to_bytes()).expect("apply")?;

@@ -440,6 +440,14 @@ pub fn create_table(keyspace: &str, s: &CreateTable) -> CqlResult<TableMeta> {
         }
     }
     if s.compact_storage {
+        if !crate::live_config::compact_storage_allowed() {
+            // ScyllaDB's text.
+            return Err(invalid(
+                "Support for the deprecated feature of 'CREATE TABLE WITH COMPACT STORAGE' is disabled and will \
+                 eventually be removed in a future version.  To enable, set the \
+                 'enable_create_table_with_compact_storage' config option to 'true'.",
+            ));
+        }
         check_compact_storage(&columns)?;
     }
     if s.clustering_key.is_empty() && columns.iter().any(|c| c.kind == ColumnKind::Static) {
@@ -751,6 +759,14 @@ pub fn table_options(options: &Options, mut base: TableOptions) -> CqlResult<(Ta
     }
     if base.default_time_to_live_s < 0 {
         return Err(invalid("default_time_to_live must be greater than or equal to 0"));
+    }
+    // ScyllaDB's checks and texts (cf_prop_defs::validate), on the result,
+    // so an ALTER that moves one bound is checked against the other.
+    if base.min_index_interval < 1 {
+        return Err(CqlError::Config("min_index_interval must be greater than 0".into()));
+    }
+    if base.max_index_interval < base.min_index_interval {
+        return Err(CqlError::Config("max_index_interval must be greater than min_index_interval".into()));
     }
     Ok((base, id))
 }

@@ -69,7 +69,7 @@ pub(crate) fn invalid(message: impl Into<String>) -> CqlError {
     CqlError::Invalid(message.into())
 }
 
-fn hex(bytes: &[u8]) -> String {
+pub(crate) fn hex(bytes: &[u8]) -> String {
     bytes.iter().map(|b| format!("{b:02x}")).collect()
 }
 

@@ -102,6 +102,7 @@ fn arity(name: &str) -> Option<usize> {
         "totimestamp" | "todate" | "tounixtimestamp" | "dateof" | "unixtimestampof" | "mintimeuuid" | "maxtimeuuid"
         | "tojson" => Some(1),
         "similarity_cosine" | "similarity_euclidean" | "similarity_dot_product" => Some(2),
+        collection_fcts::SET_INTERSECTION => Some(2),
         "length" | "octet_length" => Some(1),
         // Or 2 or 3: `check_arguments` counts them.
         "format_bytes" | "format_time" => Some(1),
@@ -151,6 +152,7 @@ pub fn result_type(name: &str, arg_types: &[CqlType]) -> Option<CqlType> {
         "similarity_cosine" | "similarity_euclidean" | "similarity_dot_product" => CqlType::Float,
         "length" | "octet_length" => CqlType::Int,
         "format_bytes" | "format_time" => CqlType::Text,
+        collection_fcts::SET_INTERSECTION => arg_types.first()?.unfrozen().clone(),
         _ if collection_fcts::NAMES.contains(&name) => collection_fcts::result_type(name, arg_types.first()?)?,
         _ if name.starts_with("blobas") => conversion_type(name)?,
         _ if name.ends_with("asblob") => CqlType::Blob,
@@ -168,7 +170,18 @@ pub fn apply(name: &str, arg_types: &[CqlType], args: &[Bytes]) -> CqlResult<(Cq
     if let (true, Some(ty), Some(arg)) = (collection_fcts::NAMES.contains(&name), arg_ty, arg) {
         return Ok((ret, collection_fcts::apply(name, ty, arg)?));
     }
-    let out = match name {
+    let out = match (name, arg_ty, args) {
+        (collection_fcts::SET_INTERSECTION, Some(ty), [a, b]) => collection_fcts::set_intersection(ty, a, b)?,
+        _ => apply_one(name, &ret, arg_types, args)?,
+    };
+    Ok((ret, Some(out)))
+}
+
+/// A function of at most one argument (or a format function's units).
+fn apply_one(name: &str, ret: &CqlType, arg_types: &[CqlType], args: &[Bytes]) -> CqlResult<Bytes> {
+    let arg = args.first();
+    let arg_ty = arg_types.first();
+    Ok(match name {
         "length" | "octet_length" => length_fcts::apply(name, arg.map_or(&[][..], |a| &a[..]))?,
         "format_bytes" | "format_time" => format_fcts::apply(name, arg_types, args)?,
         "now" | "currenttimeuuid" => Bytes::copy_from_slice(&timeuuid_now()),
@@ -195,14 +208,14 @@ pub fn apply(name: &str, arg_types: &[CqlType], args: &[Bytes]) -> CqlResult<(Cq
             Bytes::copy_from_slice(&similarity(name, args)?.to_be_bytes())
         }
         _ if math::NAMES.contains(&name) => {
-            let value = Value::deserialize(&ret, arg.map_or(&[][..], |a| &a[..]))
+            let value = Value::deserialize(ret, arg.map_or(&[][..], |a| &a[..]))
                 .map_err(|e| invalid(format!("In call to function system.{name}, value {e}")))?;
             Bytes::from(math::apply(name, &value).map_err(|e| invalid(e.to_string()))?.to_bytes())
         }
         _ => {
             let value = arg.cloned().unwrap_or_default();
             // Cassandra's and ScyllaDB's text, which names the bytes.
-            validate_value(&ret, &value).map_err(|_| {
+            validate_value(ret, &value).map_err(|_| {
                 let hex: String = value.iter().map(|b| format!("{b:02x}")).collect();
                 invalid(format!(
                     "In call to function system.{name}, value 0x{hex} is not a valid binary representation for type {ret}"
@@ -210,8 +223,7 @@ pub fn apply(name: &str, arg_types: &[CqlType], args: &[Bytes]) -> CqlResult<(Cq
             })?;
             value
         }
-    };
-    Ok((ret, Some(out)))
+    })
 }
 
 /// The argument types of function `name`'s overloads, for messages and
@@ -246,6 +258,9 @@ pub fn check_arguments(name: &str, args: &[(String, CqlType)]) -> CqlResult<()> 
     }
     if format_fcts::NAMES.contains(&name) {
         return format_fcts::check_count(name, args.len());
+    }
+    if name == collection_fcts::SET_INTERSECTION {
+        return collection_fcts::check_set_intersection(args);
     }
     // ScyllaDB's text for its similarity functions.
     if name.starts_with("similarity_") && args.len() != 2 {
@@ -330,6 +345,10 @@ pub fn parameter_type(name: &str, index: usize, literal: &Term, others: &[Option
             Term::List(items) => Some(CqlType::Vector(Box::new(CqlType::Float), u32::try_from(items.len()).ok()?)),
             _ => other,
         };
+    }
+    // A set beside a set takes its type (`set_intersection(s, {1, 2})`).
+    if name == collection_fcts::SET_INTERSECTION {
+        return others.iter().enumerate().find(|(i, _)| *i != index).and_then(|(_, t)| t.clone());
     }
     // A format function's units are text.
     if format_fcts::NAMES.contains(&name) {

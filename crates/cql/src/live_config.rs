@@ -1,8 +1,9 @@
 //! The settings `system.config` lists, and the ones a client may change
 //! there while the node runs (`UPDATE system.config SET value = '50'
 //! WHERE name = 'select_internal_page_size'`), as in ScyllaDB:
-//! `select_internal_page_size`, `query_tombstone_page_limit` and the
-//! switches to Cassandra's readings of named and IN bind markers.
+//! `select_internal_page_size`, `query_tombstone_page_limit`, the
+//! switches to Cassandra's readings of named and IN bind markers, and the
+//! compact storage guardrail.
 //!
 //! A live setting is a per-shard copy: an UPDATE sets it on every shard of
 //! the node it reaches (by message, like the trace probability), and lasts
@@ -30,6 +31,7 @@ thread_local! {
     static QUERY_TOMBSTONE_PAGE_LIMIT: Cell<u64> = const { Cell::new(QUERY_TOMBSTONE_PAGE_LIMIT_DEFAULT) };
     static SAME_NAME_SAME_VARIABLE: Cell<bool> = const { Cell::new(true) };
     static UPPERCASE_IN_MARKER_NAME: Cell<bool> = const { Cell::new(true) };
+    static COMPACT_STORAGE_ALLOWED: Cell<bool> = const { Cell::new(true) };
 }
 
 /// This shard's `select_internal_page_size`.
@@ -59,10 +61,18 @@ pub fn uppercase_in_marker_name() -> bool {
     UPPERCASE_IN_MARKER_NAME.with(Cell::get)
 }
 
+/// `enable_create_table_with_compact_storage`: whether CREATE TABLE may
+/// say WITH COMPACT STORAGE (ScyllaDB's guardrail; true, Cassandra's way,
+/// unless changed).
+pub fn compact_storage_allowed() -> bool {
+    COMPACT_STORAGE_ALLOWED.with(Cell::get)
+}
+
 /// The live boolean settings: name and this shard's cell.
-const BOOL_SETTINGS: [(&str, &LocalKey<Cell<bool>>); 2] = [
+const BOOL_SETTINGS: [(&str, &LocalKey<Cell<bool>>); 3] = [
     ("cql_duplicate_bind_variable_names_refer_to_same_variable", &SAME_NAME_SAME_VARIABLE),
     ("cql_in_bind_variable_name_uses_uppercase_operator", &UPPERCASE_IN_MARKER_NAME),
+    ("enable_create_table_with_compact_storage", &COMPACT_STORAGE_ALLOWED),
 ];
 
 /// The rows of `system.config` (name, source, type, value), as text for
@@ -74,7 +84,7 @@ pub(crate) fn rows() -> Vec<[String; 4]> {
     let source = if page_size == SELECT_INTERNAL_PAGE_SIZE_DEFAULT { "default" } else { "cql" };
     let row = |cells: [&str; 4]| cells.map(str::to_string);
     let bools = BOOL_SETTINGS.iter().map(|(name, cell)| {
-        // Both default to true.
+        // All default to true.
         let value = cell.with(Cell::get);
         row([name, if value { "default" } else { "cql" }, "bool", if value { "true" } else { "false" }])
     });

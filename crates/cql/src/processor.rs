@@ -109,6 +109,13 @@ fn parse(text: &str) -> CqlResult<Parsed> {
 pub async fn query(text: &str, session: &Session, options: QueryOptions) -> CqlResult<QueryResult> {
     let started = Instant::now();
     let parsed = parse(text).inspect_err(|_| metrics::record(Op::Other, started, false))?;
+    // ScyllaDB prepares a query before it counts the values: a marker
+    // nothing gives a type is refused first (`SELECT count(?)` unbound).
+    if options.values.len() != parsed.bind_markers.len() {
+        let keyspace = session.keyspace.as_deref();
+        bind_specs(&shoal_coordinator::schema(), &parsed, keyspace)
+            .inspect_err(|_| metrics::record(Op::Other, started, false))?;
+    }
     metrics::timed(
         Op::of(&parsed.statement),
         started,
@@ -148,6 +155,11 @@ fn prepare_here(text: &str, session: &Session) -> CqlResult<PreparedInfo> {
     if let Some((named, name, relations)) = write_where {
         let meta = table(&schema, named, keyspace.as_deref(), name)?;
         crate::modification_where::check(&meta, relations)?;
+    }
+    // CREATE TABLE's options are checked at PREPARE, as ScyllaDB checks
+    // them, so nothing is cached that an execution would refuse.
+    if let Statement::CreateTable(create) = &parsed.statement {
+        crate::ddl::table_options(&create.options, shoal_schema::TableOptions::default())?;
     }
     let pk_indexes = partition_key_indexes(&schema, &parsed, keyspace.as_deref());
     let compiled = match &parsed.statement {

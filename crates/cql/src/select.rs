@@ -1048,7 +1048,9 @@ fn function_arguments(
                 // A cast says its type itself (`b + (tinyint) 1`).
                 let ty = match term {
                     Term::Cast { ty, .. } => ty.clone(),
-                    _ => parameter_type(i, term, context).unwrap_or(CqlType::Int),
+                    // Else the type the literal has on its own (ScyllaDB's
+                    // inference: `count('abc')` counts a text).
+                    _ => parameter_type(i, term, context).unwrap_or_else(|| functions::constant_type(term)),
                 };
                 // A marker's value comes with each execution (see
                 // `has_markers`); `literal_selector` holds a placeholder
@@ -1156,10 +1158,26 @@ fn user_function_selector(
         [only] => only.arg_types().to_vec(),
         _ => Vec::new(),
     };
+    let name = callees[0].full_name();
+    // A constant the declared parameter cannot hold is ScyllaDB's type
+    // error, not a refused constant.
+    for (i, (arg, want)) in args.iter().zip(&declared).enumerate() {
+        // A plain constant only: a collection may hold calls only the
+        // selector evaluates.
+        let SelectorExpr::Term(term @ Term::Literal(literal)) = arg else { continue };
+        if matches!(literal, Literal::Null) {
+            continue;
+        }
+        let text = term.to_string();
+        if eval(term, Receiver { name: &text, ty: want }, Bindings { values: &[] }).is_err() {
+            return Err(invalid(format!(
+                "Type error: {text} cannot be passed as argument {i} of function {name} of type {want}"
+            )));
+        }
+    }
     let parameter_type = |i: usize, _: &Term, _: &[Option<CqlType>]| declared.get(i).cloned();
     let compiled = function_arguments(meta, args, parameter_type, binds)?;
     let types: Vec<CqlType> = compiled.iter().map(|(_, ty, _)| ty.clone()).collect();
-    let name = callees[0].full_name();
     let Some(callee) = callees.into_iter().find(|c| crate::function_ddl::same_types(c.arg_types(), &types)) else {
         let (i, (arg, ty, _)) = compiled
             .iter()

@@ -178,8 +178,14 @@ fn eval_literal(literal: &Literal, receiver: Receiver<'_>) -> CqlResult<Bytes> {
         Literal::Blob(bytes) => {
             return match receiver.ty.unfrozen() {
                 CqlType::Blob => Ok(Bytes::copy_from_slice(bytes)),
-                _ => Err(invalid(format!("Invalid HEX constant for \"{}\" of type {}", receiver.name, receiver.ty))),
-            }
+                // ScyllaDB's text names the constant as written.
+                _ => Err(invalid(format!(
+                    "Invalid HEX constant (0x{}) for \"{}\" of type {}",
+                    crate::error::hex(bytes),
+                    receiver.name,
+                    receiver.ty
+                ))),
+            };
         }
         Literal::Null => return Err(invalid("null is not a value here")),
     };
