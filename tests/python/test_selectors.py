@@ -5,6 +5,7 @@ import math
 
 import pytest
 from cassandra import FunctionFailure, InvalidRequest
+from cassandra.protocol import SyntaxException
 
 
 @pytest.fixture
@@ -397,3 +398,14 @@ def test_set_intersection(session, table):
                           ("s1, s3", "both arguments are of the same set type")):
         with pytest.raises(InvalidRequest, match=message):
             session.execute(f"SELECT set_intersection({call}) FROM {t} WHERE p = 1")
+
+
+def test_select_without_from_reads_one_row(session):
+    """ScyllaDB's SELECT without FROM: constants, functions and aggregates
+    over `system.one_row`."""
+    assert session.execute("SELECT 1 AS one, 'hi' AS greeting").one() == (1, "hi")
+    assert session.execute("SELECT toTimestamp(now()) AS ts").one().ts is not None
+    assert session.execute("SELECT count(*) AS cnt, max(5) AS mx").one() == (1, 5)
+    assert session.execute("SELECT JSON 1 AS one").one()[0] == '{"one": 1}'
+    with pytest.raises(SyntaxException):
+        session.execute("SELECT *")

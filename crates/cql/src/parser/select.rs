@@ -1,5 +1,5 @@
 //! SELECT: the selection list and its selector expressions, and the clauses
-//! after FROM (WHERE, GROUP BY, ORDER BY, limits, ALLOW FILTERING, BYPASS
+//! after FROM (a SELECT without FROM reads ScyllaDB's `system.one_row`) (WHERE, GROUP BY, ORDER BY, limits, ALLOW FILTERING, BYPASS
 //! CACHE, USING TIMEOUT).
 
 use super::{PResult, Parser};
@@ -25,8 +25,15 @@ impl Parser<'_> {
         } else {
             Selection::Selectors(self.comma_list(Self::selector)?)
         };
-        self.expect_kw("from")?;
-        let (keyspace, table) = self.qualified_name("table name")?;
+        // ScyllaDB's SELECT without FROM (`SELECT 1 AS one`, `SELECT
+        // now()`): selectors over its table of one row.
+        let (keyspace, table) = match selection {
+            Selection::Selectors(_) if !self.is_kw("from") => (Some("system".to_string()), "one_row".to_string()),
+            _ => {
+                self.expect_kw("from")?;
+                self.qualified_name("table name")?
+            }
+        };
         let mut select = Select {
             keyspace,
             table,
