@@ -15,6 +15,7 @@
 pub mod ast;
 pub mod auth;
 pub mod bind_types;
+pub mod cdc;
 pub mod clients;
 mod collection_fcts;
 mod compaction_options;
