@@ -208,7 +208,8 @@ impl PendingImages {
                 let cells = partition_key_cells(logged.base, &image.position.key);
                 rows.push(LogRow { operation: operation::POST_IMAGE, clustering: None, cells, ttl_s: None });
             }
-            let log = log_mutation(&logged, image.stream, &image.time, image.next_seq, &rows, true, image.timestamp, now_s)?;
+            let log =
+                log_mutation(&logged, image.stream, &image.time, image.next_seq, &rows, true, image.timestamp, now_s)?;
             shoal_coordinator::mutate(log, consistency, WriteType::Simple, timeout).await?;
         }
         Ok(())
@@ -299,7 +300,12 @@ pub fn delta_rows(logged: &Logged<'_>, write: &Mutation) -> Vec<LogRow> {
     };
     let mut deltas = Vec::new();
     if update.tombstone.is_some() {
-        deltas.push(LogRow { operation: operation::PARTITION_DELETE, clustering: None, cells: keys.clone(), ttl_s: None });
+        deltas.push(LogRow {
+            operation: operation::PARTITION_DELETE,
+            clustering: None,
+            cells: keys.clone(),
+            ttl_s: None,
+        });
     }
     for range in &update.range_tombstones {
         let start = match range.range.start {
@@ -324,7 +330,12 @@ pub fn delta_rows(logged: &Logged<'_>, write: &Mutation) -> Vec<LogRow> {
         let clustering = Some(row.clustering.clone());
         if row.row.deletion.is_some() {
             let cells = row_keys(&row.clustering);
-            deltas.push(LogRow { operation: operation::ROW_DELETE, clustering: clustering.clone(), cells, ttl_s: None });
+            deltas.push(LogRow {
+                operation: operation::ROW_DELETE,
+                clustering: clustering.clone(),
+                cells,
+                ttl_s: None,
+            });
         }
         if row.row.marker.is_some() || !row.row.columns.is_empty() {
             let (cells, mut ttl_s) = delta_cells(base, &row.row, logged.options.delta_full);
@@ -529,7 +540,8 @@ fn log_mutation(
     let mut update = Partition::default();
     let id_of = |name: &str| log.columns.iter().find(|c| c.name == name && c.kind == ColumnKind::Regular).map(|c| c.id);
     for (seq, row) in rows.iter().enumerate() {
-        let mut cells: Vec<(&str, Bytes)> = vec![("cdc$operation", Bytes::copy_from_slice(&row.operation.to_be_bytes()))];
+        let mut cells: Vec<(&str, Bytes)> =
+            vec![("cdc$operation", Bytes::copy_from_slice(&row.operation.to_be_bytes()))];
         if let Some(ttl_s) = row.ttl_s {
             cells.push(("cdc$ttl", Bytes::copy_from_slice(&ttl_s.to_be_bytes())));
         }
@@ -548,4 +560,95 @@ fn log_mutation(
         update.rows.insert(log.encode_clustering(&clustering), ClusteredRow { clustering, row: log_row });
     }
     Ok(Mutation { table: log.id, position, update, list_ops: Vec::new() })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::ast::Statement;
+    use crate::modification::{self, WriteContext};
+    use crate::values::Bindings;
+
+    fn schema_of(statements: &[&str]) -> Schema {
+        statements.iter().fold(Schema::empty(), |schema, text| {
+            let parsed = crate::parser::parse_statement(text).expect("parses");
+            crate::ddl::apply(&schema, &parsed.statement, None).expect("applies").expect("not a no-op").0
+        })
+    }
+
+    fn mutations(schema: &Schema, text: &str) -> Vec<Mutation> {
+        let parsed = crate::parser::parse_statement(text).expect("parses");
+        let ctx = WriteContext { bindings: Bindings { values: &[] }, timestamp: 5_000, now_s: 100 };
+        let table = schema.table("ks", "t").expect("table");
+        match &parsed.statement {
+            Statement::Insert(s) => vec![modification::insert(table, s, ctx).expect("insert")],
+            Statement::Update(s) => modification::update(table, s, ctx).expect("update"),
+            Statement::Delete(s) => modification::delete(table, s, ctx).expect("delete"),
+            _ => panic!("not a write: {text}"),
+        }
+    }
+
+    fn ops(schema: &Schema, text: &str) -> Vec<(i8, Vec<String>)> {
+        let writes = mutations(schema, text);
+        let logged = Logged::of(schema, writes[0].table).expect("logged");
+        delta_rows(&logged, &writes[0])
+            .into_iter()
+            .map(|row| (row.operation, row.cells.into_iter().map(|(name, _)| name).collect()))
+            .collect()
+    }
+
+    const SCHEMA: [&str; 2] = [
+        "CREATE KEYSPACE ks WITH replication = {'class': 'SimpleStrategy', 'replication_factor': 1}",
+        "CREATE TABLE ks.t (p int, c int, v int, s int static, st set<int>, PRIMARY KEY (p, c)) \
+         WITH cdc = {'enabled': true}",
+    ];
+
+    #[test]
+    fn each_kind_of_write_gets_scylladbs_operation() {
+        let schema = schema_of(&SCHEMA);
+        let names = |names: &[&str]| names.iter().map(|n| n.to_string()).collect::<Vec<_>>();
+        assert_eq!(ops(&schema, "INSERT INTO ks.t (p, c, v) VALUES (1, 2, 3)"), [(2, names(&["p", "c", "v"]))]);
+        assert_eq!(
+            ops(&schema, "UPDATE ks.t SET v = null WHERE p = 1 AND c = 2"),
+            [(1, names(&["p", "c", "cdc$deleted_v"]))]
+        );
+        assert_eq!(ops(&schema, "UPDATE ks.t SET s = 1 WHERE p = 1"), [(1, names(&["p", "s"]))]);
+        assert_eq!(
+            ops(&schema, "UPDATE ks.t SET st = st - {4} WHERE p = 1 AND c = 2"),
+            [(1, names(&["p", "c", "cdc$deleted_elements_st"]))]
+        );
+        assert_eq!(
+            ops(&schema, "UPDATE ks.t SET st = {4} WHERE p = 1 AND c = 2"),
+            [(1, names(&["p", "c", "cdc$deleted_st", "st"]))]
+        );
+        assert_eq!(ops(&schema, "DELETE FROM ks.t WHERE p = 1 AND c = 2"), [(3, names(&["p", "c"]))]);
+        assert_eq!(ops(&schema, "DELETE FROM ks.t WHERE p = 1"), [(4, names(&["p"]))]);
+        assert_eq!(ops(&schema, "DELETE FROM ks.t WHERE p = 1 AND c >= 2"), [(5, names(&["p"])), (7, names(&["p"]))]);
+        // `c > 2` is stored as from the key after 2, inclusive.
+        assert_eq!(
+            ops(&schema, "DELETE FROM ks.t WHERE p = 1 AND c > 2 AND c < 4"),
+            [(5, names(&["p"])), (8, names(&["p"]))]
+        );
+    }
+
+    #[test]
+    fn log_rows_are_numbered_and_the_last_ends_the_batch() {
+        let schema = schema_of(&SCHEMA);
+        let writes = mutations(&schema, "DELETE FROM ks.t WHERE p = 1 AND c >= 2");
+        let logged = Logged::of(&schema, writes[0].table).expect("logged");
+        let rows = delta_rows(&logged, &writes[0]);
+        let time = log_time(5_000);
+        let log = log_mutation(&logged, Bytes::from_static(&[7; 16]), &time, 0, &rows, true, 5_000, 100).expect("log");
+        assert_eq!(log.table, logged.log.id);
+        let end = logged.log.column("cdc$end_of_batch").expect("column").id;
+        let seqs: Vec<(Bytes, bool)> =
+            log.update.rows.values().map(|r| (r.clustering[1].clone(), r.row.columns.contains_key(&end))).collect();
+        assert_eq!(seqs, [(Bytes::from_static(&[0, 0, 0, 0]), false), (Bytes::from_static(&[0, 0, 0, 1]), true)]);
+        let expiry = log.update.rows.values().next().and_then(|r| r.row.marker).and_then(|m| m.expiry).expect("ttl");
+        assert_eq!((expiry.ttl_s, expiry.expires_at_s), (86_400, 86_500));
+        // The time is the write's timestamp (µs) in 100 ns ticks from 1582.
+        let ticks = u64::from_be_bytes([time[6] & 0x0f, time[7], time[4], time[5], time[0], time[1], time[2], time[3]]);
+        assert_eq!(ticks, 5_000 * 10 + 0x01B2_1DD2_1381_4000);
+        assert_eq!(time[6] >> 4, 1, "version 1");
+    }
 }

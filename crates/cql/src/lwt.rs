@@ -361,7 +361,8 @@ pub(crate) async fn execute(
         writes.for_each(|write| merged.absorb(write));
         merged
     });
-    let logged = mutation.clone().filter(|m| crate::cdc_log::any_logged(&shoal_coordinator::schema(), std::slice::from_ref(m)));
+    let logged =
+        mutation.clone().filter(|m| crate::cdc_log::any_logged(&shoal_coordinator::schema(), std::slice::from_ref(m)));
     let request = CasRequest {
         table: meta.id,
         position,
