@@ -341,18 +341,18 @@ mod tests {
 
     #[test]
     fn options_are_normalized_as_scylladb_shows_them() {
-        let map = options(&entries(&[("enabled", "TRUE"), ("preimage", "full"), ("ttl", "60")])).unwrap().unwrap();
+        let map = options(&entries(&[("enabled", "TRUE"), ("preimage", "full"), ("ttl", "60")])).expect("test value").expect("test value");
         let shown: Vec<(&str, &str)> = map.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect();
         assert_eq!(
             shown,
             [("delta", "full"), ("enabled", "true"), ("postimage", "false"), ("preimage", "full"), ("ttl", "60")]
         );
-        assert_eq!(options(&entries(&[("preimage", "true")])).unwrap(), None);
-        let bad = options(&entries(&[("enabled", "yes")])).unwrap_err();
+        assert_eq!(options(&entries(&[("preimage", "true")])).expect("test value"), None);
+        let bad = options(&entries(&[("enabled", "yes")])).expect_err("refused");
         assert!(bad.to_string().contains("Invalid value for CDC option \"enabled\": yes"), "{bad}");
-        let bad = options(&entries(&[("enabled", "true"), ("colour", "red")])).unwrap_err();
+        let bad = options(&entries(&[("enabled", "true"), ("colour", "red")])).expect_err("refused");
         assert!(bad.to_string().contains("Invalid CDC option: colour"), "{bad}");
-        let bad = options(&entries(&[("enabled", "true"), ("ttl", "-1")])).unwrap_err();
+        let bad = options(&entries(&[("enabled", "true"), ("ttl", "-1")])).expect_err("refused");
         assert!(bad.to_string().contains("ttl must be >= 0"), "{bad}");
     }
 
@@ -416,9 +416,9 @@ mod tests {
         let schema =
             schema_of(&[KS, "CREATE TABLE ks.t (p int PRIMARY KEY, v int, u int) WITH cdc = {'enabled': true}"]);
         let id = schema.table("ks", "t_scylla_cdc_log").expect("log").id;
-        let refused = apply(&schema, "ALTER TABLE ks.t_scylla_cdc_log ADD c int").unwrap_err();
+        let refused = apply(&schema, "ALTER TABLE ks.t_scylla_cdc_log ADD c int").expect_err("refused");
         assert!(refused.to_string().contains("Modify the base table instead."), "{refused}");
-        let refused = apply(&schema, "ALTER TABLE ks.t_scylla_cdc_log RENAME p TO q").unwrap_err();
+        let refused = apply(&schema, "ALTER TABLE ks.t_scylla_cdc_log RENAME p TO q").expect_err("refused");
         assert!(refused.to_string().contains("Cannot rename a column of a CDC log table."), "{refused}");
         let schema = apply(&schema, "ALTER TABLE ks.t DROP u").expect("drop");
         let log = schema.table("ks", "t_scylla_cdc_log").expect("log");
@@ -426,7 +426,7 @@ mod tests {
         assert!(log.dropped_columns.contains_key("cdc$deleted_u"));
         let schema = apply(&schema, "ALTER TABLE ks.t WITH cdc = {'enabled': false}").expect("disable");
         let log = schema.table("ks", "t_scylla_cdc_log").expect("inactive log kept");
-        let refused = apply(&schema, "ALTER TABLE ks.t_scylla_cdc_log DROP v").unwrap_err();
+        let refused = apply(&schema, "ALTER TABLE ks.t_scylla_cdc_log DROP v").expect_err("refused");
         assert!(refused.to_string().contains("Although the base table has deactivated CDC"), "{refused}");
         let schema = apply(&schema, "ALTER TABLE ks.t_scylla_cdc_log WITH comment = 'mine'").expect("options");
         let schema = apply(&schema, "ALTER TABLE ks.t WITH cdc = {'enabled': true}").expect("reattach");
@@ -440,7 +440,7 @@ mod tests {
     #[test]
     fn a_taken_log_name_is_refused() {
         let schema = schema_of(&[KS, "CREATE TABLE ks.t_scylla_cdc_log (p int PRIMARY KEY, v int)"]);
-        let refused = apply(&schema, "CREATE TABLE ks.t (p int PRIMARY KEY) WITH cdc = {'enabled': true}").unwrap_err();
+        let refused = apply(&schema, "CREATE TABLE ks.t (p int PRIMARY KEY) WITH cdc = {'enabled': true}").expect_err("refused");
         assert!(
             refused.to_string().contains(
                 "Cannot create CDC log table for table ks.t because a table of name ks.t_scylla_cdc_log already exists"
@@ -462,13 +462,13 @@ mod tests {
         let text = crate::schema_file::render(&schema);
         let back = crate::schema_file::parse_text(&text).expect("reloads");
         let (before, after) =
-            (schema.table("ks", "t_scylla_cdc_log").unwrap(), back.table("ks", "t_scylla_cdc_log").unwrap());
+            (schema.table("ks", "t_scylla_cdc_log").expect("test value"), back.table("ks", "t_scylla_cdc_log").expect("test value"));
         assert_eq!(after.id, before.id);
         assert!(after.options.cdc_log);
         assert_eq!(after.options.comment, "kept");
         assert_eq!(column_list(after), column_list(before));
         let ids = |t: &TableMeta| t.columns.iter().map(|c| c.id).collect::<Vec<_>>();
         assert_eq!(ids(after), ids(before));
-        assert_eq!(back.table("ks", "t").unwrap().options.cdc, schema.table("ks", "t").unwrap().options.cdc);
+        assert_eq!(back.table("ks", "t").expect("test value").options.cdc, schema.table("ks", "t").expect("test value").options.cdc);
     }
 }

@@ -490,7 +490,6 @@ fn write_timestamp(update: &Partition) -> i64 {
     };
     row(&update.static_row);
     update.rows.values().for_each(|r| row(&r.row));
-    let mut most = most;
     most = most.max(update.tombstone.map_or(i64::MIN, |t| t.timestamp));
     update.range_tombstones.iter().for_each(|r| most = most.max(r.tombstone.timestamp));
     if most == i64::MIN {
