@@ -342,7 +342,9 @@ mod tests {
 
     #[test]
     fn options_are_normalized_as_scylladb_shows_them() {
-        let map = options(&entries(&[("enabled", "TRUE"), ("preimage", "full"), ("ttl", "60")])).expect("test value").expect("test value");
+        let map = options(&entries(&[("enabled", "TRUE"), ("preimage", "full"), ("ttl", "60")]))
+            .expect("test value")
+            .expect("test value");
         let shown: Vec<(&str, &str)> = map.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect();
         assert_eq!(
             shown,
@@ -441,7 +443,8 @@ mod tests {
     #[test]
     fn a_taken_log_name_is_refused() {
         let schema = schema_of(&[KS, "CREATE TABLE ks.t_scylla_cdc_log (p int PRIMARY KEY, v int)"]);
-        let refused = apply(&schema, "CREATE TABLE ks.t (p int PRIMARY KEY) WITH cdc = {'enabled': true}").expect_err("refused");
+        let refused =
+            apply(&schema, "CREATE TABLE ks.t (p int PRIMARY KEY) WITH cdc = {'enabled': true}").expect_err("refused");
         assert!(
             refused.to_string().contains(
                 "Cannot create CDC log table for table ks.t because a table of name ks.t_scylla_cdc_log already exists"
@@ -462,14 +465,19 @@ mod tests {
         let schema = apply(&schema, "ALTER TABLE ks.t_scylla_cdc_log WITH comment = 'kept'").expect("options");
         let text = crate::schema_file::render(&schema);
         let back = crate::schema_file::parse_text(&text).expect("reloads");
-        let (before, after) =
-            (schema.table("ks", "t_scylla_cdc_log").expect("test value"), back.table("ks", "t_scylla_cdc_log").expect("test value"));
+        let (before, after) = (
+            schema.table("ks", "t_scylla_cdc_log").expect("test value"),
+            back.table("ks", "t_scylla_cdc_log").expect("test value"),
+        );
         assert_eq!(after.id, before.id);
         assert!(after.options.cdc_log);
         assert_eq!(after.options.comment, "kept");
         assert_eq!(column_list(after), column_list(before));
         let ids = |t: &TableMeta| t.columns.iter().map(|c| c.id).collect::<Vec<_>>();
         assert_eq!(ids(after), ids(before));
-        assert_eq!(back.table("ks", "t").expect("test value").options.cdc, schema.table("ks", "t").expect("test value").options.cdc);
+        assert_eq!(
+            back.table("ks", "t").expect("test value").options.cdc,
+            schema.table("ks", "t").expect("test value").options.cdc
+        );
     }
 }

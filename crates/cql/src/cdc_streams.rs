@@ -217,7 +217,11 @@ mod tests {
             let low = u64::from_be_bytes(stream[8..].try_into().expect("test value"));
             assert_eq!(low & 0xf, 1, "version 1");
             assert_eq!((low >> 4) & ((1 << 22) - 1), index as u64);
-            let start = if index == 0 { generation.vnodes.last().expect("test value").0 } else { generation.vnodes[index - 1].0 };
+            let start = if index == 0 {
+                generation.vnodes.last().expect("test value").0
+            } else {
+                generation.vnodes[index - 1].0
+            };
             let inside = |t: i64| if start < *end { t > start && t <= *end } else { t > start || t <= *end };
             assert!(inside(token), "token {token} logs to its own vnode");
             let stream_token = i64::from_be_bytes(stream[..8].try_into().expect("test value"));

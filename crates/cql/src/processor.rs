@@ -617,15 +617,21 @@ async fn apply_writes(
 ) -> CqlResult<()> {
     let writes = if writes.len() > 1 { merge_by_partition(writes) } else { writes };
     let schema = shoal_coordinator::schema();
-    let counter =
-        writes.first().and_then(|w| schema.table_by_id(w.table)).is_some_and(|t| crate::ddl::is_counter_table(t));
+    let first = writes.first().and_then(|w| schema.table_by_id(w.table));
+    let counter = first.is_some_and(|t| crate::ddl::is_counter_table(t));
+    // One table lookup for a single write (the one just made); a batch of
+    // several looks each up.
+    let logged = match writes.len() {
+        1 => first.is_some_and(|t| crate::cdc::enabled(t)),
+        _ => crate::cdc_log::any_logged(&schema, &writes),
+    };
     let (write_type, timeout_default) = match (counter, batch.is_some()) {
         (true, _) => (WriteType::Counter, timeouts().counter_write),
         (false, true) => (WriteType::Batch, timeouts().write),
         (false, false) => (WriteType::Simple, timeouts().write),
     };
     let timeout = timeout.unwrap_or(timeout_default);
-    if !counter && crate::cdc_log::any_logged(&schema, &writes) {
+    if !counter && logged {
         // Boxed: only writes to CDC-enabled tables carry the log's state.
         return Box::pin(apply_logged_writes(writes, &schema, consistency, batch, write_type, timeout)).await;
     }
