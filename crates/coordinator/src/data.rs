@@ -13,6 +13,6 @@ pub use shoal_replica::{
     ResultCell, ResultRow, RowCheck, RowCondition, RowFilter, RowPosition, ShortStop, Store, StoreMode, VirtualTable,
 };
 pub use shoal_storage::{
-    Cell, ClusteredRow, ClusteringRange, Collection, CollectionCell, ColumnData, Expiry, Partition, PartitionPosition,
-    PartitionUpdate, RangeTombstone, Row, RowMarker, Tombstone,
+    Cell, CellValue, ClusteredRow, ClusteringRange, Collection, CollectionCell, ColumnData, Expiry, Partition,
+    PartitionPosition, PartitionUpdate, RangeTombstone, Row, RowMarker, Tombstone,
 };

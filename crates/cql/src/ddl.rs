@@ -15,7 +15,7 @@ use uuid::Uuid;
 
 use crate::ast::{AlterTableOp, ColumnDef, CreateTable, OptionValue, Options, Order, Statement};
 use crate::error::{invalid, CqlError, CqlResult};
-use crate::{dropped_columns, function_ddl, index_ddl, user_types, view_ddl};
+use crate::{cdc, dropped_columns, function_ddl, index_ddl, user_types, view_ddl};
 
 pub use shoal_schema::SYSTEM_KEYSPACES;
 
@@ -95,6 +95,9 @@ pub fn apply(
             }
             let table = create_table(ks, &s)?;
             check_unused_id(&next, table.id)?;
+            let mut meta = next.keyspaces[ks].as_ref().clone();
+            cdc::follow_base(&mut meta, &table)?;
+            next.keyspaces.insert(ks.to_string(), Arc::new(meta));
             put_table(&mut next, table);
             change(SchemaChangeKind::Created, table_target(ks, &s.name))
         }
@@ -106,6 +109,7 @@ pub fn apply(
             }
             // user_table found the keyspace just above.
             let keyspace = &next.keyspaces[ks];
+            cdc::check_log_alter(keyspace, current, &s.op)?;
             let op = match &s.op {
                 AlterTableOp::Add(defs) => {
                     let resolve =
@@ -133,6 +137,13 @@ pub fn apply(
                 let added: Vec<String> = defs.iter().map(|d| d.name.clone()).collect();
                 view_ddl::follow_added_columns(&mut meta, &table, &added);
             }
+            if table.options.cdc_log && cdc::enabled(&table) {
+                return Err(invalid(format!(
+                    "Cannot create a CDC log for a table {ks}.{}, because creating nested CDC logs is not allowed",
+                    s.name
+                )));
+            }
+            cdc::follow_base(&mut meta, &table)?;
             meta.tables.insert(table.name.clone(), Arc::new(table));
             next.keyspaces.insert(ks.to_string(), Arc::new(meta));
             change(SchemaChangeKind::Updated, table_target(ks, &s.name))
@@ -150,6 +161,7 @@ pub fn apply(
             let mut meta = next.keyspaces[ks].as_ref().clone();
             meta.tables.remove(&s.name);
             index_ddl::drop_views_of(&mut meta, &table);
+            cdc::drop_log_of(&mut meta, &s.name);
             next.keyspaces.insert(ks.to_string(), Arc::new(meta));
             change(SchemaChangeKind::Dropped, table_target(ks, &s.name))
         }
@@ -740,12 +752,12 @@ pub fn table_options(options: &Options, mut base: TableOptions) -> CqlResult<(Ta
             ("tombstone_gc", OptionValue::Map(m)) => base.tombstone_gc = Some(m.iter().cloned().collect()),
             ("paxos_grace_seconds", _) => base.paxos_grace_seconds = Some(number("paxos_grace_seconds")?),
             ("synchronous_updates", _) => base.synchronous_updates = Some(boolean("synchronous_updates")?),
+            ("cdc", OptionValue::Map(m)) => base.cdc = cdc::options(m)?,
             // Accepted and ignored, so scripts and DESCRIBE output of
             // Cassandra 3 to 5 run unchanged.
             (
                 "read_repair_chance"
                 | "dclocal_read_repair_chance"
-                | "cdc"
                 | "additional_write_policy"
                 | "extensions"
                 | "read_repair"

@@ -183,14 +183,17 @@ fn keyspace_elements(keyspace: &KeyspaceMeta, only: bool, internals: bool) -> Ve
 /// The keyspace's tables as users see them: not views (those holding
 /// indexes, materialized views).
 fn user_tables(keyspace: &KeyspaceMeta) -> impl Iterator<Item = &Arc<TableMeta>> {
-    keyspace.tables.values().filter(|t| t.view_of.is_none())
+    keyspace.tables.values().filter(|t| t.view_of.is_none() && !t.options.cdc_log)
 }
 
-/// The table, then its indexes, then its materialized views.
+/// The table, then its indexes, then its materialized views, then its CDC
+/// log table.
 fn table_elements(keyspace: &KeyspaceMeta, table: &TableMeta, internals: bool) -> Vec<Element> {
     let mut elements = vec![table_element(table, internals)];
     elements.extend(table.indexes.iter().map(|index| index_element(keyspace, table, index, internals)));
     elements.extend(views_of(keyspace, &table.name).map(|view| view_element(view, internals)));
+    let log = keyspace.tables.get(&crate::cdc::log_name(&table.name)).filter(|t| t.options.cdc_log);
+    elements.extend(log.map(|log| table_element(log, internals)));
     elements
 }
 
@@ -369,13 +372,19 @@ fn keyspace_element(keyspace: &KeyspaceMeta) -> Element {
     }
 }
 
+/// A table; a CDC log table as ScyllaDB describes it, by its options
+/// alone (`ALTER TABLE ... WITH`): its columns come from its base.
 fn table_element(table: &TableMeta, internals: bool) -> Element {
-    Element {
-        keyspace: maybe_quote(&table.keyspace),
-        kind: "table",
-        name: maybe_quote(&table.name),
-        create_statement: create_table(table, internals),
-    }
+    let create_statement = match table.options.cdc_log {
+        true => format!(
+            "ALTER TABLE {}.{} WITH {};",
+            maybe_quote(&table.keyspace),
+            maybe_quote(&table.name),
+            option_list(&table.options).join("\n    AND ")
+        ),
+        false => create_table(table, internals),
+    };
+    Element { keyspace: maybe_quote(&table.keyspace), kind: "table", name: maybe_quote(&table.name), create_statement }
 }
 
 fn type_element(udt: &UserType) -> Element {
@@ -674,6 +683,7 @@ pub(crate) fn option_list(o: &TableOptions) -> Vec<String> {
     }
     options.extend(o.synchronous_updates.map(|on| format!("synchronous_updates = {on}")));
     options.extend(o.tombstone_gc.as_ref().map(|m| format!("tombstone_gc = {}", map_literal(m))));
+    options.extend(o.cdc.as_ref().map(|m| format!("cdc = {}", map_literal(m))));
     options
 }
 

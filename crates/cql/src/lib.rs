@@ -15,6 +15,9 @@
 pub mod ast;
 pub mod auth;
 pub mod bind_types;
+pub mod cdc;
+mod cdc_log;
+mod cdc_streams;
 pub mod clients;
 mod collection_fcts;
 mod compaction_options;

@@ -361,6 +361,8 @@ pub(crate) async fn execute(
         writes.for_each(|write| merged.absorb(write));
         merged
     });
+    let logged =
+        mutation.clone().filter(|m| crate::cdc_log::any_logged(&shoal_coordinator::schema(), std::slice::from_ref(m)));
     let request = CasRequest {
         table: meta.id,
         position,
@@ -371,6 +373,9 @@ pub(crate) async fn execute(
     };
     let serial = serial.unwrap_or(ConsistencyLevel::Serial);
     let answer = shoal_coordinator::cas(request, consistency, serial, timeouts().cas).await?;
+    if let (Some(write), true) = (logged, answer.applied) {
+        Box::pin(crate::cdc_log::log_applied(write, consistency, now_s)).await?;
+    }
     result(&meta, &statements, &answer.rows, answer.applied, is_batch)
 }
 

@@ -633,14 +633,24 @@ async fn apply_writes(
 ) -> CqlResult<()> {
     let writes = if writes.len() > 1 { merge_by_partition(writes) } else { writes };
     let schema = shoal_coordinator::schema();
-    let counter =
-        writes.first().and_then(|w| schema.table_by_id(w.table)).is_some_and(|t| crate::ddl::is_counter_table(t));
+    let first = writes.first().and_then(|w| schema.table_by_id(w.table));
+    let counter = first.is_some_and(|t| crate::ddl::is_counter_table(t));
+    // One table lookup for a single write (the one just made); a batch of
+    // several looks each up.
+    let logged = match writes.len() {
+        1 => first.is_some_and(|t| crate::cdc::enabled(t)),
+        _ => crate::cdc_log::any_logged(&schema, &writes),
+    };
     let (write_type, timeout_default) = match (counter, batch.is_some()) {
         (true, _) => (WriteType::Counter, timeouts().counter_write),
         (false, true) => (WriteType::Batch, timeouts().write),
         (false, false) => (WriteType::Simple, timeouts().write),
     };
     let timeout = timeout.unwrap_or(timeout_default);
+    if !counter && logged {
+        // Boxed: only writes to CDC-enabled tables carry the log's state.
+        return Box::pin(apply_logged_writes(writes, &schema, consistency, batch, write_type, timeout)).await;
+    }
     if batch == Some(BatchKind::Logged) && !counter && writes.len() > 1 {
         // Boxed: a batchlog's state machine would make every write's future larger.
         return Ok(Box::pin(shoal_coordinator::mutate_logged(writes, consistency, timeout)).await?);
@@ -651,6 +661,29 @@ async fn apply_writes(
         result?;
     }
     Ok(())
+}
+
+/// Writes to CDC-enabled tables: each with its log rows (`cdc_log`), sent
+/// together (through the batchlog when the batch is logged), then the
+/// post-images the log wants.
+async fn apply_logged_writes(
+    writes: Vec<Mutation>,
+    schema: &Schema,
+    consistency: ConsistencyLevel,
+    batch: Option<BatchKind>,
+    write_type: WriteType,
+    timeout: Duration,
+) -> CqlResult<()> {
+    let now_s = clock::now_s();
+    let (writes, images) = crate::cdc_log::with_log_rows(schema, writes, consistency, timeout, now_s).await?;
+    if batch == Some(BatchKind::Logged) && writes.len() > 1 {
+        shoal_coordinator::mutate_logged(writes, consistency, timeout).await?;
+    } else {
+        let results =
+            join_all(writes.into_iter().map(|w| shoal_coordinator::mutate(w, consistency, write_type, timeout))).await;
+        results.into_iter().try_for_each(|r| r.map(|_| ()))?;
+    }
+    images.write(consistency, timeout, now_s).await
 }
 
 /// The writes of several statements, one per partition, in first-seen order.

@@ -28,6 +28,11 @@ const COLUMN_IDS: &str = "shoal_column_ids";
 /// above every dropped column's id, so none is reused after a restart.
 const NEXT_COLUMN_ID: &str = "shoal_next_column_id";
 
+/// Schema-file-only table option: the table is a CDC log table. Its base's
+/// CREATE TABLE, read first, made a new log table of that name; this
+/// line replaces it with the saved one (id, column ids, options).
+const CDC_LOG: &str = "shoal_cdc_log";
+
 /// The first line of a schema agreed through group 0: the index of its
 /// schema entry, which gives its version (`Schema::version_at`).
 const GROUP0_INDEX: &str = "-- group0 schema entry ";
@@ -62,6 +67,7 @@ fn parse(text: &str, path: &Path) -> CqlResult<Schema> {
     let mut version = uuid::Uuid::new_v4();
     let mut view_id = None;
     let mut function_body = None;
+    let mut cdc_logs = Vec::new();
     for (number, line) in text.lines().enumerate().filter(|(_, l)| !l.trim().is_empty()) {
         let failed =
             |e: &dyn std::fmt::Display| CqlError::Server(format!("schema file {}:{}: {e}", path.display(), number + 1));
@@ -89,6 +95,12 @@ fn parse(text: &str, path: &Path) -> CqlResult<Schema> {
             create.view_id = view_id.take();
         }
         // Taken out before `ddl::apply`, which (as for clients) rejects them.
+        if let Some(log) = take_cdc_log_mark(&mut parsed.statement) {
+            let mut meta = schema.keyspaces.get(&log.0).ok_or_else(|| failed(&"no keyspace"))?.as_ref().clone();
+            meta.tables.remove(&log.1);
+            schema.keyspaces.insert(log.0.clone(), Arc::new(meta));
+            cdc_logs.push(log);
+        }
         let ids = take_column_ids(&mut parsed.statement).map_err(|e| failed(&e))?;
         if let Some((next, _)) = ddl::apply(&schema, &parsed.statement, None).map_err(|e| failed(&e))? {
             schema = next;
@@ -103,8 +115,28 @@ fn parse(text: &str, path: &Path) -> CqlResult<Schema> {
             restore_column_ids(&mut schema, keyspace, name, ids).map_err(|e| failed(&e))?;
         }
     }
+    // Marked last: the log's saved column drops replay as ALTER TABLEs,
+    // which a log table refuses.
+    for (keyspace, name) in cdc_logs {
+        let Some(table) = schema.table(&keyspace, &name) else { continue };
+        let mut table = table.as_ref().clone();
+        table.options.cdc_log = true;
+        let mut meta = schema.keyspaces[&keyspace].as_ref().clone();
+        meta.tables.insert(name, Arc::new(table));
+        schema.keyspaces.insert(keyspace, Arc::new(meta));
+    }
     schema.version = version;
     Ok(schema)
+}
+
+/// Removes the CDC log mark from a CREATE TABLE; the table's keyspace and
+/// name when it was there.
+fn take_cdc_log_mark(statement: &mut Statement) -> Option<(String, String)> {
+    let Statement::CreateTable(create) = statement else { return None };
+    let before = create.options.len();
+    create.options.retain(|(name, _)| !name.eq_ignore_ascii_case(CDC_LOG));
+    let keyspace = create.keyspace.clone()?;
+    (create.options.len() != before).then(|| (keyspace, create.name.clone()))
 }
 
 /// The schema `text` (what [`render`] wrote) describes; for schemas that
@@ -275,6 +307,9 @@ fn internal_options<'t>(table: &TableMeta, ids: impl Iterator<Item = (&'t str, u
         format!("{COLUMN_IDS} = {{{}}}", ids.join(", ")),
         format!("{NEXT_COLUMN_ID} = {}", table.next_column_id),
     ];
+    if table.options.cdc_log {
+        with.push(format!("{CDC_LOG} = true"));
+    }
     if table.options.compact_storage {
         with.push("COMPACT STORAGE".to_string());
     }

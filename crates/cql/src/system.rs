@@ -52,6 +52,9 @@ const DEFINITIONS: &[(&str, &str, &str)] = &[
     ("system", "built_views", "keyspace_name text, view_name text, PRIMARY KEY (keyspace_name, view_name)"),
     // ScyllaDB's per-node view build status, which its tools and tests poll
     // (`status` SUCCESS once built): here this node's row for each view.
+    // ScyllaDB's CDC generation tables (`cdc_streams`).
+    ("system_distributed", "cdc_generation_timestamps", "key text, time timestamp, expired timestamp, PRIMARY KEY (key, time)"),
+    ("system_distributed", "cdc_streams_descriptions_v2", "time timestamp, range_end bigint, streams frozen<set<blob>>, PRIMARY KEY (time, range_end)"),
     ("system_distributed", "view_build_status", "keyspace_name text, view_name text, host_id uuid, status text, PRIMARY KEY ((keyspace_name, view_name), host_id)"),
     ("system", "views_builds_in_progress", "keyspace_name text, view_name text, cpu_id int, first_token text, generation_number int, last_token text, next_token text, PRIMARY KEY (keyspace_name, view_name, cpu_id)"),
     ("system", "peers_v2", "peer inet, peer_port int, data_center text, host_id uuid, native_address inet, native_port int, preferred_ip inet, preferred_port int, rack text, release_version text, schema_version uuid, tokens set<text>, PRIMARY KEY (peer, peer_port)"),
@@ -149,6 +152,8 @@ pub async fn contents(meta: &Arc<TableMeta>, schema: &Schema) -> CqlResult<Virtu
         ("system", "size_estimates") => size_estimate_rows().await?,
         ("system", "versions") => vec![version_row()],
         ("system", "token_ring") => token_ring_rows(schema)?,
+        ("system_distributed", "cdc_generation_timestamps") => crate::cdc_streams::generation_timestamp_rows(),
+        ("system_distributed", "cdc_streams_descriptions_v2") => crate::cdc_streams::stream_description_rows(),
         ("system", "protocol_servers") => crate::protocol_servers::rows(),
         ("system", "one_row") => vec![vec![text("")]],
         ("system", "config") => {

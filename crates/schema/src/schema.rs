@@ -93,6 +93,14 @@ pub struct TableOptions {
     pub paxos_grace_seconds: Option<i32>,
     pub tombstone_gc: Option<BTreeMap<String, String>>,
     pub synchronous_updates: Option<bool>,
+    /// ScyllaDB's `cdc` options when set (`enabled`, `preimage`,
+    /// `postimage`, `delta`, `ttl`, normalized as ScyllaDB shows them); a
+    /// table with `enabled` true has a CDC log table beside it.
+    pub cdc: Option<BTreeMap<String, String>>,
+    /// The table is a CDC log table (ScyllaDB marks one by its CDC
+    /// partitioner): it stays one, even after its base disables CDC,
+    /// until it is dropped.
+    pub cdc_log: bool,
 }
 
 impl Default for TableOptions {
@@ -119,6 +127,8 @@ impl Default for TableOptions {
             paxos_grace_seconds: None,
             tombstone_gc: None,
             synchronous_updates: None,
+            cdc: None,
+            cdc_log: false,
         }
     }
 }
