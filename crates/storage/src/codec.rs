@@ -135,20 +135,28 @@ impl<'a> Decoder<'a> {
     // Inlined into the readers of compact rows, in the crates that read
     // them (a memcached hit reads a few per item).
     //
-    // A one-byte varint (lengths, counts, column ids) is a compare and a
-    // step; a longer one of up to 8 bytes (timestamps, offsets) is read as
-    // one little-endian word, its end found by the first byte without the
-    // continuation bit and its 7-bit groups packed by three shifts, with no
-    // loop. Longer ones, and the last bytes of the input, take the byte
-    // loop (`var_u64_bytes`): the same value or error either way.
-    #[inline]
+    // A one-byte varint (lengths, counts, column ids, flags' zeros) is a
+    // compare and a step, inlined everywhere (a call cost several times
+    // that); a longer one is read by `var_u64_word`.
+    #[inline(always)]
     pub fn var_u64(&mut self) -> Result<u64, DecodeError> {
-        let rest = self.bytes.rest();
-        if let Some(&b) = rest.first().filter(|b| **b < 0x80) {
-            self.bytes.take(1, "unexpected end")?;
-            return Ok(u64::from(b));
+        match self.bytes.rest().first() {
+            Some(&b) if b < 0x80 => {
+                self.bytes.take(1, "unexpected end")?;
+                Ok(u64::from(b))
+            }
+            _ => self.var_u64_word(),
         }
-        let Some(word) = rest.first_chunk::<8>() else { return self.var_u64_bytes() };
+    }
+
+    /// A varint of up to 8 bytes (timestamps, offsets) read as one
+    /// little-endian word: its end found by the first byte without the
+    /// continuation bit and its 7-bit groups packed by three shifts, with
+    /// no loop. Longer ones, and those in the input's last 7 bytes, take
+    /// the byte loop (`var_u64_bytes`): the same value or error either way.
+    #[inline(never)]
+    fn var_u64_word(&mut self) -> Result<u64, DecodeError> {
+        let Some(word) = self.bytes.rest().first_chunk::<8>() else { return self.var_u64_bytes() };
         let word = u64::from_le_bytes(*word);
         let ends = !word & 0x8080_8080_8080_8080;
         if ends == 0 {
@@ -167,7 +175,6 @@ impl<'a> Decoder<'a> {
     /// [`Decoder::var_u64`] a byte at a time: varints of 9 or 10 bytes and
     /// those within the input's last 7 bytes.
     #[cold]
-    #[inline(never)]
     fn var_u64_bytes(&mut self) -> Result<u64, DecodeError> {
         let rest = self.bytes.rest();
         let mut v = 0u64;

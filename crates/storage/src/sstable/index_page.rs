@@ -125,8 +125,18 @@ fn position_at(bytes: &[u8]) -> StorageResult<((i64, &[u8]), usize)> {
 
 /// Reads the entry at `d`, handing each clustering sample to `sample`;
 /// checks that the samples are in order and inside the partition.
-fn decode_entry<'a>(d: &mut Decoder<'a>, mut sample: impl FnMut(&'a [u8], u64)) -> StorageResult<Head<'a>> {
+fn decode_entry<'a>(d: &mut Decoder<'a>, sample: impl FnMut(&'a [u8], u64)) -> StorageResult<Head<'a>> {
     let (token, key) = decode_position(d)?;
+    decode_place(d, token, key, sample)
+}
+
+/// [`decode_entry`] after the entry's token and key, read already.
+fn decode_place<'a>(
+    d: &mut Decoder<'a>,
+    token: i64,
+    key: &'a [u8],
+    mut sample: impl FnMut(&'a [u8], u64),
+) -> StorageResult<Head<'a>> {
     let (offset, len) = (d.var_u64()?, d.var_u64()?);
     let n = d.var_u64()?;
     let mut last = 0;
@@ -251,9 +261,17 @@ impl IndexPage {
 
     /// Entry `i`, decoded and checked: its keys are views of the page's body.
     fn entry(&self, i: usize) -> StorageResult<IndexEntry> {
-        let mut d = Decoder::new(self.from_entry(i)?);
+        let from = self.from_entry(i)?;
+        let ((token, key), read) = position_at(from)?;
+        self.entry_after(&from[read..], token, key)
+    }
+
+    /// The entry of `token` and `key` (read by [`position_at`]), the rest of
+    /// it at the start of `rest`.
+    fn entry_after(&self, rest: &[u8], token: i64, key: &[u8]) -> StorageResult<IndexEntry> {
         let mut samples = Vec::new();
-        let head = decode_entry(&mut d, |key, at| samples.push((self.body.slice_ref(key), at)))?;
+        let mut d = Decoder::new(rest);
+        let head = decode_place(&mut d, token, key, |key, at| samples.push((self.body.slice_ref(key), at)))?;
         if head.offset.checked_add(head.len).is_none_or(|end| end > self.raw_len) {
             return Err(StorageError::corrupt("index entry points past the data"));
         }
@@ -268,10 +286,13 @@ impl IndexPage {
         let (mut low, mut high) = (0, self.len);
         while low < high {
             let mid = low + (high - low) / 2;
-            match position_at(self.from_entry(mid)?)?.0.cmp(&wanted) {
+            let from = self.from_entry(mid)?;
+            let (position, read) = position_at(from)?;
+            match position.cmp(&wanted) {
                 std::cmp::Ordering::Less => low = mid + 1,
                 std::cmp::Ordering::Greater => high = mid,
-                std::cmp::Ordering::Equal => return self.entry(mid).map(Some),
+                // The rest of the entry follows what the search read.
+                std::cmp::Ordering::Equal => return self.entry_after(&from[read..], position.0, position.1).map(Some),
             }
         }
         Ok(None)
