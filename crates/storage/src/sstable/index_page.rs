@@ -250,7 +250,7 @@ impl IndexPage {
 
     /// The bytes from where entry `i` starts to the end of the entries
     /// (its start checked here too: a reopened page's were not walked).
-    fn from_entry(&self, i: usize) -> StorageResult<&[u8]> {
+    fn entry_bytes(&self, i: usize) -> StorageResult<&[u8]> {
         let at = self.entries_end + i * OFFSET_BYTES;
         let b = &self.body[at..at + OFFSET_BYTES];
         let start = u32::from_le_bytes([b[0], b[1], b[2], b[3]]) as usize;
@@ -261,7 +261,7 @@ impl IndexPage {
 
     /// Entry `i`, decoded and checked: its keys are views of the page's body.
     fn entry(&self, i: usize) -> StorageResult<IndexEntry> {
-        let from = self.from_entry(i)?;
+        let from = self.entry_bytes(i)?;
         let ((token, key), read) = position_at(from)?;
         self.entry_after(&from[read..], token, key)
     }
@@ -286,7 +286,7 @@ impl IndexPage {
         let (mut low, mut high) = (0, self.len);
         while low < high {
             let mid = low + (high - low) / 2;
-            let from = self.from_entry(mid)?;
+            let from = self.entry_bytes(mid)?;
             let (position, read) = position_at(from)?;
             match position.cmp(&wanted) {
                 std::cmp::Ordering::Less => low = mid + 1,
