@@ -4,7 +4,9 @@
 //! page or fail with an error, never panic or allocate by a length read
 //! from them; a page that opens must answer every search without a panic,
 //! and when its entries all decode, each must be found where it is and be
-//! in strictly increasing order.
+//! in strictly increasing order. Any bytes reopened as a page read before
+//! (`IndexPage::reopen`, which does not walk the entries) must answer
+//! searches without a panic too.
 //!
 //! An input is `[flags][raw_len: u16 LE][page body]`: bit 0 of the flags
 //! picks version 2 over 1, bit 1 an unbounded data stream over `raw_len`.
@@ -24,6 +26,11 @@ fuzz_target!(|data: &[u8]| {
     let version = if flags & 1 == 0 { 1 } else { 2 };
     let raw_len = if flags & 2 == 0 { u64::from(u16::from_le_bytes([*lo, *hi])) } else { u64::MAX };
     let first = first_position(body).unwrap_or(PartitionPosition { token: 0, key: Bytes::new() });
+    if let Ok(page) = IndexPage::reopen(body, version, raw_len) {
+        let _ = page.find(&first);
+        let _ = page.find(&PartitionPosition { token: i64::MAX, key: Bytes::from_static(&[0xff; 3]) });
+        let _ = page.entries();
+    }
     let Ok(page) = IndexPage::open(body, version, &first, raw_len) else { return };
     assert!(!page.is_empty(), "a page that opens has entries");
     assert!(page.heap_bytes() <= body.len() + 4 * (page.len() + 1), "a page holds no more than its body and offsets");

@@ -121,8 +121,7 @@ impl SharedRow {
     /// values, slices of the shared bytes: empty for a table without
     /// clustering columns.
     pub fn clustering(&self) -> (Bytes, Vec<Bytes>) {
-        let header = single_row::read_header(&mut Decoder::new(&self.bytes)).unwrap_or_else(|e| corrupt(e));
-        single_row::read_clustering(header.clustering, |b| self.bytes.slice_ref(b)).unwrap_or_else(|e| corrupt(e))
+        single_row::clustering(&self.bytes, |b| self.bytes.slice_ref(b)).unwrap_or_else(|e| corrupt(e))
     }
 
     /// The row as a partition, its values slices of the shared bytes.

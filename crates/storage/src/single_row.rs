@@ -274,7 +274,27 @@ pub(crate) fn read_clustering<'a, T>(
     if section.is_empty() {
         return Ok((bytes(&[]), Vec::new()));
     }
-    let mut d = Decoder::new(section);
+    read_clustering_at(&mut Decoder::new(section), bytes)
+}
+
+/// The clustering of the row `encoded` holds, read from where it lies in
+/// one pass ([`read_header`] then [`read_clustering`] walk it twice).
+pub(crate) fn clustering<'a, T>(encoded: &'a [u8], bytes: impl Fn(&'a [u8]) -> T) -> Result<(T, Vec<T>), DecodeError> {
+    let mut d = Decoder::new(encoded);
+    let flags = d.u8()?;
+    d.slice(8)?;
+    if flags & EXPIRES != 0 {
+        d.var_i64()?;
+        d.var_i64()?;
+    }
+    match flags & CLUSTERED {
+        0 => Ok((bytes(&[]), Vec::new())),
+        _ => read_clustering_at(&mut d, bytes),
+    }
+}
+
+/// The key's encoding and values of a clustering at `d`.
+fn read_clustering_at<'a, T>(d: &mut Decoder<'a>, bytes: impl Fn(&'a [u8]) -> T) -> Result<(T, Vec<T>), DecodeError> {
     let len = d.len()?;
     let key = bytes(d.slice(len)?);
     let count = d.var_u64()?;
@@ -478,7 +498,12 @@ mod tests {
             assert_eq!(from_stored(&stored), expected, "seed {seed}: {p:?}");
             let found = Found::decode_stored(&stored).expect("a partition's encoding decodes");
             match &found {
-                Found::Row(_) => rows += 1,
+                Found::Row(row) => {
+                    rows += 1;
+                    // Read in one pass from the compact bytes.
+                    let (key, clustered) = p.rows.iter().next().expect("a single row");
+                    assert_eq!(row.clustering(), (key.clone(), clustered.clustering.clone()), "seed {seed}");
+                }
                 Found::Partition(_) => general += 1,
             }
             assert_eq!(*found.into_partition(), p, "seed {seed}");

@@ -18,10 +18,17 @@
 //! caches several times the pages. A version-1 page (entries only) is
 //! walked once when read and given the same layout in memory.
 //!
-//! Invariants, checked once when a page is read ([`IndexPage::open`]):
+//! Invariants, checked when a page is first read ([`IndexPage::open`]):
 //! its offsets start at 0, increase and lie inside the entries; every
 //! entry's token and key decode there, in strictly increasing order, and
-//! the first is the one the summary names. The rest of an entry (its
+//! the first is the one the summary names. Walking every entry for this
+//! cost three times the page's checksum, so an SSTable remembers which of
+//! its pages passed, and reads one again (an index-cache miss on a page
+//! read before) with [`IndexPage::reopen`], which checks only the page's
+//! length and count: its file is immutable, so bytes that match the
+//! page's checksum again are the bytes checked before. A reopened page is
+//! searched with its offsets checked where they are read, so even bytes
+//! never checked cannot make it panic or read outside the page. The rest of an entry (its
 //! place in the data, its clustering samples) is checked when the entry is
 //! decoded ([`IndexPage::find`], [`IndexPage::entries`]): in the data
 //! stream, samples in order and inside the partition. A page's checksum
@@ -118,8 +125,18 @@ fn position_at(bytes: &[u8]) -> StorageResult<((i64, &[u8]), usize)> {
 
 /// Reads the entry at `d`, handing each clustering sample to `sample`;
 /// checks that the samples are in order and inside the partition.
-fn decode_entry<'a>(d: &mut Decoder<'a>, mut sample: impl FnMut(&'a [u8], u64)) -> StorageResult<Head<'a>> {
+fn decode_entry<'a>(d: &mut Decoder<'a>, sample: impl FnMut(&'a [u8], u64)) -> StorageResult<Head<'a>> {
     let (token, key) = decode_position(d)?;
+    decode_place(d, token, key, sample)
+}
+
+/// [`decode_entry`] after the entry's token and key, read already.
+fn decode_place<'a>(
+    d: &mut Decoder<'a>,
+    token: i64,
+    key: &'a [u8],
+    mut sample: impl FnMut(&'a [u8], u64),
+) -> StorageResult<Head<'a>> {
     let (offset, len) = (d.var_u64()?, d.var_u64()?);
     let n = d.var_u64()?;
     let mut last = 0;
@@ -167,6 +184,27 @@ impl IndexPage {
     /// invariants), `first` the position the summary names for it and
     /// `raw_len` the data stream's length.
     pub fn open(body: &[u8], version: u16, first: &PartitionPosition, raw_len: u64) -> StorageResult<IndexPage> {
+        let page = Self::reopen(body, version, raw_len)?;
+        let mut order = Order { first, previous: None };
+        let mut next_start = 0;
+        let table = &page.body[page.entries_end..page.entries_end + page.len * OFFSET_BYTES];
+        for (i, start) in table.chunks_exact(OFFSET_BYTES).enumerate() {
+            let start = u32::from_le_bytes([start[0], start[1], start[2], start[3]]) as usize;
+            // Entries are laid end to end from the body's start.
+            if (i == 0 && start != 0) || start < next_start || start >= page.entries_end {
+                return Err(StorageError::corrupt("index page offsets out of order or outside its entries"));
+            }
+            let (position, bytes) = position_at(&page.body[start..page.entries_end])?;
+            order.next(position)?;
+            next_start = start + bytes;
+        }
+        Ok(page)
+    }
+
+    /// A page body [`IndexPage::open`] accepted before (the same bytes,
+    /// read again), opened without walking its entries: only its length
+    /// and entry count are checked.
+    pub fn reopen(body: &[u8], version: u16, raw_len: u64) -> StorageResult<IndexPage> {
         let body = if version == 1 { Self::with_offsets(body)? } else { Bytes::copy_from_slice(body) };
         let [a, b, c, d] = body.len().checked_sub(OFFSET_BYTES).map(|at| &body[at..]).unwrap_or_default() else {
             return Err(StorageError::corrupt("index page shorter than its entry count"));
@@ -178,21 +216,7 @@ impl IndexPage {
         if len == 0 {
             return Err(StorageError::corrupt("index page without entries"));
         }
-        let page = IndexPage { body, entries_end, len, raw_len };
-        let mut order = Order { first, previous: None };
-        let mut next_start = 0;
-        let table = &page.body[entries_end..entries_end + len * OFFSET_BYTES];
-        for (i, start) in table.chunks_exact(OFFSET_BYTES).enumerate() {
-            let start = u32::from_le_bytes([start[0], start[1], start[2], start[3]]) as usize;
-            // Entries are laid end to end from the body's start.
-            if (i == 0 && start != 0) || start < next_start || start >= entries_end {
-                return Err(StorageError::corrupt("index page offsets out of order or outside its entries"));
-            }
-            let (position, bytes) = position_at(&page.body[start..entries_end])?;
-            order.next(position)?;
-            next_start = start + bytes;
-        }
-        Ok(page)
+        Ok(IndexPage { body, entries_end, len, raw_len })
     }
 
     /// A version-1 body (entries only) walked once, with its offset table
@@ -224,18 +248,30 @@ impl IndexPage {
         self.body.len()
     }
 
-    /// Where entry `i` starts (checked by `open` to lie inside the entries).
-    fn start(&self, i: usize) -> usize {
+    /// The bytes from where entry `i` starts to the end of the entries
+    /// (its start checked here too: a reopened page's were not walked).
+    fn entry_bytes(&self, i: usize) -> StorageResult<&[u8]> {
         let at = self.entries_end + i * OFFSET_BYTES;
         let b = &self.body[at..at + OFFSET_BYTES];
-        u32::from_le_bytes([b[0], b[1], b[2], b[3]]) as usize
+        let start = u32::from_le_bytes([b[0], b[1], b[2], b[3]]) as usize;
+        self.body
+            .get(start..self.entries_end)
+            .ok_or_else(|| StorageError::corrupt("index page offset outside its entries"))
     }
 
     /// Entry `i`, decoded and checked: its keys are views of the page's body.
     fn entry(&self, i: usize) -> StorageResult<IndexEntry> {
-        let mut d = Decoder::new(&self.body[self.start(i)..self.entries_end]);
+        let from = self.entry_bytes(i)?;
+        let ((token, key), read) = position_at(from)?;
+        self.entry_after(&from[read..], token, key)
+    }
+
+    /// The entry of `token` and `key` (read by [`position_at`]), the rest of
+    /// it at the start of `rest`.
+    fn entry_after(&self, rest: &[u8], token: i64, key: &[u8]) -> StorageResult<IndexEntry> {
         let mut samples = Vec::new();
-        let head = decode_entry(&mut d, |key, at| samples.push((self.body.slice_ref(key), at)))?;
+        let mut d = Decoder::new(rest);
+        let head = decode_place(&mut d, token, key, |key, at| samples.push((self.body.slice_ref(key), at)))?;
         if head.offset.checked_add(head.len).is_none_or(|end| end > self.raw_len) {
             return Err(StorageError::corrupt("index entry points past the data"));
         }
@@ -250,10 +286,13 @@ impl IndexPage {
         let (mut low, mut high) = (0, self.len);
         while low < high {
             let mid = low + (high - low) / 2;
-            match position_at(&self.body[self.start(mid)..self.entries_end])?.0.cmp(&wanted) {
+            let from = self.entry_bytes(mid)?;
+            let (position, read) = position_at(from)?;
+            match position.cmp(&wanted) {
                 std::cmp::Ordering::Less => low = mid + 1,
                 std::cmp::Ordering::Greater => high = mid,
-                std::cmp::Ordering::Equal => return self.entry(mid).map(Some),
+                // The rest of the entry follows what the search read.
+                std::cmp::Ordering::Equal => return self.entry_after(&from[read..], position.0, position.1).map(Some),
             }
         }
         Ok(None)
@@ -391,5 +430,27 @@ mod tests {
         assert!(with(table + 12, table as u32).contains("offsets"));
         // A count one short reads the table from its second offset.
         assert!(with(count, 3).contains("offsets"));
+        // Reopened (not walked), such offsets fail the searches that read
+        // them, without a panic.
+        let mut outside = body.clone();
+        outside[table + 12..table + 16].copy_from_slice(&u32::MAX.to_le_bytes());
+        let page = IndexPage::reopen(&outside, 2, u64::MAX).expect("length and count fit");
+        assert!(page.find(&entries[3].position).expect_err("refused").to_string().contains("outside its entries"));
+        assert!(page.entries().is_err());
+    }
+
+    #[test]
+    fn a_reopened_page_finds_what_the_opened_one_finds() {
+        let entries: Vec<IndexEntry> = (0..40).map(|i| entry(i * 2, (i % 3) as usize)).collect();
+        for version in [1, 2] {
+            let body = encode(&entries, version);
+            let page = IndexPage::reopen(&body, version, u64::MAX).expect("valid");
+            assert_eq!(page.len(), entries.len());
+            for (i, e) in entries.iter().enumerate() {
+                assert_eq!(page.find(&e.position).expect("find").as_ref(), Some(e), "entry {i}");
+                assert_eq!(page.find(&entry(i as u32 * 2 + 1, 0).position).expect("find"), None);
+            }
+            assert_eq!(page.entries().expect("entries"), entries);
+        }
     }
 }

@@ -108,6 +108,11 @@ pub struct SSTable {
     /// The index file's format version: how its pages are laid out.
     index_version: u16,
     summary: Vec<SummaryEntry>,
+    /// Per index page: whether [`IndexPage::open`] has walked and accepted
+    /// it since the SSTable was opened, so a later read of it (an index
+    /// cache miss) reopens it unwalked when its checksum matches
+    /// ([`IndexPage::reopen`]; see `index_page`).
+    pages_checked: Box<[Cell<bool>]>,
     bloom: BloomFilter,
     stats: Statistics,
     data_file_bytes: u64,
@@ -201,7 +206,8 @@ impl SSTable {
         // What the SSTable keeps in RAM while open, in the shard's budget.
         let metadata_bytes = bloom.memory_bytes()
             + summary.iter().map(|s| std::mem::size_of::<SummaryEntry>() + s.first.key.len()).sum::<usize>()
-            + chunk_offsets.capacity() * std::mem::size_of::<u64>();
+            + chunk_offsets.capacity() * std::mem::size_of::<u64>()
+            + summary.len();
         crate::memory::metadata_changed(metadata_bytes as isize);
         Ok(SSTable {
             metadata_bytes,
@@ -214,6 +220,7 @@ impl SSTable {
             raw_len,
             chunk_offsets,
             index_version,
+            pages_checked: summary.iter().map(|_| Cell::new(false)).collect(),
             summary,
             bloom,
             stats,
@@ -336,20 +343,28 @@ impl SSTable {
         Ok(entries)
     }
 
-    /// Reads index page `page`, checking its checksum and its entries'
-    /// offsets and order ([`IndexPage::open`]). Its body is copied out of
+    /// Reads index page `page`, checking its checksum and, the first time,
+    /// its entries' offsets and order ([`IndexPage::open`]; a page read
+    /// again is reopened, [`IndexPage::reopen`]). Its body is copied out of
     /// the read buffer, which is larger (aligned blocks) and goes back to
     /// the thread's pool: the page may be cached for long.
     async fn read_page(&self, page: usize, class: IoClass) -> StorageResult<IndexPage> {
         let s = &self.summary[page];
         let place = || format!("{} page {page} (offset {})", self.index.path().display(), s.offset);
+        let checked = &self.pages_checked[page];
         let opened = self
             .index
             .read_with(s.offset, s.len as usize, class, |bytes| {
-                IndexPage::open(open_block(bytes)?, self.index_version, &s.first, self.raw_len)
+                let body = open_block(bytes)?;
+                match checked.get() {
+                    true => IndexPage::reopen(body, self.index_version, self.raw_len),
+                    false => IndexPage::open(body, self.index_version, &s.first, self.raw_len),
+                }
             })
             .await?;
-        opened.map_err(|e| e.at(place))
+        let opened = opened.map_err(|e| e.at(place))?;
+        checked.set(true);
+        Ok(opened)
     }
 
     /// Decodes the partition of `entry`, reading only the runs of rows
@@ -877,6 +892,35 @@ mod tests {
             // Dropping the SSTable forgets its pages.
             drop(sstable);
             assert_eq!((index_cache::stats().pages, index_cache::stats().bytes), (0, 0));
+        });
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    #[test]
+    fn a_page_read_again_is_reopened_and_still_checksummed() {
+        let dir = temp_dir("index-reopen");
+        shoal_io::block_on(async {
+            // No index cache: every read reads its page.
+            index_cache::set_capacity_bytes(0);
+            let descriptor = write_sstable(&dir).await;
+            let sstable = SSTable::open(descriptor.clone(), IoClass::Query).await.expect("open");
+            let all: &[ClusteringRange] = &[ClusteringRange::all()];
+            for round in 0..2 {
+                for i in 0..PARTITIONS {
+                    let read_back = sstable.read(&position(i), all).await.expect("read");
+                    assert_eq!(read_back, Some(partition(i)), "partition {i}, round {round}");
+                }
+                let absent = PartitionPosition { token: 3_500, key: Bytes::from_static(b"none") };
+                assert_eq!(sstable.read(&absent, all).await.expect("read"), None);
+            }
+            assert!(sstable.pages_checked.iter().all(std::cell::Cell::get));
+            // Damage to a page walked before is still caught by its checksum.
+            let path = descriptor.path(Component::Index);
+            let mut index = std::fs::read(&path).expect("read index");
+            index[HEADER_BYTES + BLOCK_HEADER_BYTES + 3] ^= 1;
+            std::fs::write(&path, &index).expect("write index");
+            let message = corruption(sstable.read(&position(0), all).await);
+            assert!(message.contains("checksum") && message.contains("Index.db"), "{message}");
         });
         let _ = std::fs::remove_dir_all(&dir);
     }
