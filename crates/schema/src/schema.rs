@@ -300,7 +300,12 @@ impl std::fmt::Debug for TableIndex {
 
 impl Schema {
     pub fn empty() -> Schema {
-        Schema { version: Uuid::nil(), keyspaces: BTreeMap::new(), roles: Arc::default(), table_index: TableIndex(None) }
+        Schema {
+            version: Uuid::nil(),
+            keyspaces: BTreeMap::new(),
+            roles: Arc::default(),
+            table_index: TableIndex(None),
+        }
     }
 
     /// The version of the schema that group 0's schema entry `index`
