@@ -98,12 +98,14 @@ fn handle_mutation(payload: Bytes) -> impl Future<Output = Result<Vec<u8>, Coord
 
 async fn handle_read_data(payload: Bytes) -> Result<Vec<u8>, CoordinatorError> {
     let command = wire::decode_read_command(&payload).map_err(malformed)?;
+    drop(payload);
     let result = read_local(&command, ConsistencyLevel::One, deadline(timeouts().range)).await?;
     Ok(wire::encode_read_result(&result))
 }
 
 async fn handle_read_digest(payload: Bytes) -> Result<Vec<u8>, CoordinatorError> {
     let command = wire::decode_read_command(&payload).map_err(malformed)?;
+    drop(payload);
     let result = read_local(&command, ConsistencyLevel::One, deadline(timeouts().range)).await?;
     Ok(digest(&result).to_be_bytes().to_vec())
 }

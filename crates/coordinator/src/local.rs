@@ -123,7 +123,10 @@ pub(crate) async fn read_local(
             check_read_deadline(consistency, deadline)?;
             return Ok(shoal_replica::local().query(command).await?);
         }
-        return read_on(shard, command.clone(), consistency, deadline).await;
+        // Boxed, as the split below: another shard's read holds a copy of
+        // the command and its own read's state, and inline they would make
+        // every read's future (boxed by a replica's handler) that much larger.
+        return Box::pin(read_on(shard, command.clone(), consistency, deadline)).await;
     }
     let per_shard = split_by_shard(command.clone(), sharder());
     let row_limit = per_shard.first().map_or(0, |(_, c)| c.row_limit);

@@ -224,7 +224,11 @@ impl Target<'_> {
         deadline: Instant,
     ) -> Result<ReadResult, CoordinatorError> {
         if self.is_local() {
-            return read_local(command, ConsistencyLevel::One, deadline).await;
+            // Boxed: this node's read's state (the replica's) is what a
+            // read's future is mostly made of, and inline it was copied
+            // whole where the read's replicas are joined and where the
+            // read is boxed; a remote read's is small.
+            return Box::pin(read_local(command, ConsistencyLevel::One, deadline)).await;
         }
         let answer = self.call(Verb::ReadData, Self::token_of(command), &wire::encode_read_command(command)).await?;
         wire::decode_read_result(&answer).map_err(|e| CoordinatorError::Remote(format!("a replica's rows: {e}")))
@@ -232,7 +236,8 @@ impl Target<'_> {
 
     pub(crate) async fn read_digest(&self, command: &ReadCommand, deadline: Instant) -> Result<u128, CoordinatorError> {
         if self.is_local() {
-            return Ok(digest(&read_local(command, ConsistencyLevel::One, deadline).await?));
+            // Boxed, as in `read_data`.
+            return Ok(digest(&Box::pin(read_local(command, ConsistencyLevel::One, deadline)).await?));
         }
         let answer = self.call(Verb::ReadDigest, Self::token_of(command), &wire::encode_read_command(command)).await?;
         match answer.as_ref().try_into() {

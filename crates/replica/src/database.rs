@@ -292,7 +292,7 @@ impl Database {
     /// Installs a new schema snapshot: creates storage for new tables, drops
     /// it for removed ones, then tells the listeners about `change`.
     pub fn set_schema(&self, schema: Arc<Schema>, change: Option<&SchemaChange>) {
-        let schema = Arc::new(schema.unshared());
+        let schema = Arc::new(schema.unshared().indexed());
         {
             let mut tables = self.tables.borrow_mut();
             tables.retain(|id, table| {

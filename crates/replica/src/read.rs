@@ -198,7 +198,11 @@ pub(crate) async fn execute(
                 _ => from.clone(),
             };
             loop {
-                let batch = table.scan(from.as_ref(), to.as_ref(), &command.clustering, SCAN_BATCH_PARTITIONS).await?;
+                // Boxed: a scan's state (an SSTable scanner's reads) is
+                // kilobytes, and inline every read's future carried it,
+                // a point read's too, copied whole where a handler boxes it.
+                let scan = table.scan(from.as_ref(), to.as_ref(), &command.clustering, SCAN_BATCH_PARTITIONS);
+                let batch = Box::pin(scan).await?;
                 for (position, partition) in &batch {
                     reader.emit_partition(position, partition)?;
                     reader.end_partition(position);

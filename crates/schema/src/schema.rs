@@ -9,7 +9,10 @@
 //!   table; a column added again under a dropped column's name takes the
 //!   dropped column's id, and its cells written at or before the drop
 //!   (`TableMeta::dropped_columns`) are never read again (Cassandra's and
-//!   ScyllaDB's rule: cells written after the drop time come back).
+//!   ScyllaDB's rule: cells written after the drop time come back);
+//! - a schema's table index ([`Schema::indexed`]) is built once its
+//!   keyspaces are final: a clone drops it, so a schema being changed
+//!   (built from a clone) finds tables by walking them.
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -275,11 +278,44 @@ pub struct Schema {
     pub keyspaces: BTreeMap<String, Arc<KeyspaceMeta>>,
     /// Roles and permissions (`system_auth`), agreed with the schema.
     pub roles: Arc<crate::roles::Roles>,
+    /// The tables by id, in the snapshot a shard installs; empty elsewhere.
+    pub table_index: TableIndex,
+}
+
+/// The tables of a [`Schema`] by id: every request a peer sends names
+/// its table by id, and a walk of all keyspaces' tables (the system ones
+/// included) per request costs more than the request's own work. Neither
+/// compared nor cloned: it is derived from the keyspaces, and a clone may
+/// be changed.
+#[derive(Default)]
+pub struct TableIndex(Option<hashbrown::HashMap<Uuid, Arc<TableMeta>>>);
+
+impl Clone for TableIndex {
+    fn clone(&self) -> Self {
+        TableIndex(None)
+    }
+}
+
+impl PartialEq for TableIndex {
+    fn eq(&self, _: &Self) -> bool {
+        true
+    }
+}
+
+impl std::fmt::Debug for TableIndex {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(if self.0.is_some() { "TableIndex" } else { "TableIndex(none)" })
+    }
 }
 
 impl Schema {
     pub fn empty() -> Schema {
-        Schema { version: Uuid::nil(), keyspaces: BTreeMap::new(), roles: Arc::default() }
+        Schema {
+            version: Uuid::nil(),
+            keyspaces: BTreeMap::new(),
+            roles: Arc::default(),
+            table_index: TableIndex(None),
+        }
     }
 
     /// The version of the schema that group 0's schema entry `index`
@@ -308,7 +344,18 @@ impl Schema {
     }
 
     pub fn table_by_id(&self, id: Uuid) -> Option<&Arc<TableMeta>> {
-        self.tables().find(|t| t.id == id)
+        match &self.table_index.0 {
+            Some(index) => index.get(&id),
+            None => self.tables().find(|t| t.id == id),
+        }
+    }
+
+    /// This schema with its tables indexed by id, for
+    /// [`Schema::table_by_id`]: the snapshot a shard installs, whose
+    /// keyspaces no longer change.
+    pub fn indexed(mut self) -> Schema {
+        self.table_index = TableIndex(Some(self.tables().map(|t| (t.id, Arc::clone(t))).collect()));
+        self
     }
 
     /// A copy whose keyspaces, tables and types share no reference count
@@ -327,7 +374,8 @@ impl Schema {
                 (name.clone(), Arc::new(KeyspaceMeta { tables, types, functions, ..KeyspaceMeta::clone(ks) }))
             })
             .collect();
-        Schema { version: self.version, keyspaces, roles: Arc::new(crate::roles::Roles::clone(&self.roles)) }
+        let roles = Arc::new(crate::roles::Roles::clone(&self.roles));
+        Schema { version: self.version, keyspaces, roles, table_index: TableIndex(None) }
     }
 }
 
@@ -409,6 +457,7 @@ mod tests {
             version: Uuid::from_u128(1),
             keyspaces: BTreeMap::from([("ks".to_string(), Arc::new(keyspace))]),
             roles: Arc::default(),
+            table_index: TableIndex::default(),
         };
 
         let copy = schema.unshared();
@@ -417,5 +466,17 @@ mod tests {
         let (copied, original) = (&copy.keyspaces["ks"].tables["t"], &schema.keyspaces["ks"].tables["t"]);
         assert!(!Arc::ptr_eq(copied, original));
         assert_eq!(Arc::strong_count(original), 1);
+
+        // Indexed, a table is found by id as by a walk; a clone (a schema
+        // about to change) drops the index and still finds it.
+        let indexed = copy.indexed();
+        let id = Uuid::from_u128(7);
+        assert!(Arc::ptr_eq(indexed.table_by_id(id).expect("indexed"), &indexed.keyspaces["ks"].tables["t"]));
+        assert!(indexed.table_by_id(Uuid::from_u128(8)).is_none());
+        let mut next = indexed.clone();
+        assert_eq!(next, indexed);
+        next.keyspaces.clear();
+        assert!(next.table_by_id(id).is_none());
+        assert!(indexed.table_by_id(id).is_some());
     }
 }
