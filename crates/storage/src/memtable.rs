@@ -241,23 +241,9 @@ impl Memtable {
             }
             // A slot held keeps its own key: `position`'s is dropped.
             Some(_) => return self.apply(position, row.to_partition(), logged_at),
-            None => {
-                // The key copied at its size and held unshared: a memcached
-                // write's key is a cut of its request's buffer, which it
-                // would keep whole for the item's life.
-                let position = PartitionPosition { key: Bytes::copy_from_slice(&position.key), ..position };
-                let slot = Slot::compact_from(row.encoded_len(), |e| row.encode(e));
-                let added = entry_bytes(&position, &slot);
-                self.partitions.insert(position, slot);
-                added as isize
-            }
+            None => self.insert_copying_key(position, Slot::compact_from(row.encoded_len(), |e| row.encode(e))),
         };
-        if self.first_logged.is_none() {
-            self.first_logged = logged_at;
-        }
-        self.min_timestamp = Some(self.min_timestamp.map_or(row.timestamp, |m| m.min(row.timestamp)));
-        self.size_bytes = self.size_bytes.saturating_add_signed(grown);
-        crate::memory::memtables_changed(grown);
+        self.note_applied(grown, row.timestamp, logged_at);
     }
 
     /// Applies a partition tombstone alone (a memcached `delete`), held as
@@ -276,18 +262,29 @@ impl Memtable {
                 }
                 entry_bytes(&position, slot) as isize - before as isize
             }
-            None => {
-                let position = PartitionPosition { key: Bytes::copy_from_slice(&position.key), ..position };
-                let slot = Slot::Deleted(tombstone);
-                let added = entry_bytes(&position, &slot);
-                self.partitions.insert(position, slot);
-                added as isize
-            }
+            None => self.insert_copying_key(position, Slot::Deleted(tombstone)),
         };
+        self.note_applied(grown, tombstone.timestamp, logged_at);
+    }
+
+    /// Holds `slot` at `position`, new here, under a copy of its key made
+    /// at its size and held unshared: a memcached write's key is a cut of
+    /// its request's buffer, which it would keep whole for the item's
+    /// life. What it adds to the memtable's size.
+    fn insert_copying_key(&mut self, position: PartitionPosition, slot: Slot) -> isize {
+        let position = PartitionPosition { key: Bytes::copy_from_slice(&position.key), ..position };
+        let added = entry_bytes(&position, &slot);
+        self.partitions.insert(position, slot);
+        added as isize
+    }
+
+    /// Notes a write of `timestamp` applied that grew the memtable by
+    /// `grown` bytes.
+    fn note_applied(&mut self, grown: isize, timestamp: i64, logged_at: Option<Position>) {
         if self.first_logged.is_none() {
             self.first_logged = logged_at;
         }
-        self.min_timestamp = Some(self.min_timestamp.map_or(tombstone.timestamp, |m| m.min(tombstone.timestamp)));
+        self.min_timestamp = Some(self.min_timestamp.map_or(timestamp, |m| m.min(timestamp)));
         self.size_bytes = self.size_bytes.saturating_add_signed(grown);
         crate::memory::memtables_changed(grown);
     }
