@@ -35,6 +35,9 @@
 # 8-digit numbers loaded instead of 1 KiB values (as bench/harness does);
 # POP=seq measures each key once (every delete finds its item) instead of
 # uniform draws (default; after the first pass a delete mostly misses).
+# MISS=1 (WORKLOAD read): the measured reads draw from 1,000,000 keys, of
+# which the 10,000 loaded are 1%, so 99% of them miss. GET_KEYS=N (text
+# protocol): each `get` asks for N keys (a request is one such `get`).
 # Under valgrind memcached cannot raise its open-file limit and
 # refuses to start, so a two-line shim (built with cc) makes setrlimit a
 # no-op for it. Its counts are every thread's: its worker, listener and LRU
@@ -116,7 +119,7 @@ case "${MEMCACHE_WRITE:-}" in
     *) echo "MEMCACHE_WRITE must be incr or delete, not $MEMCACHE_WRITE" >&2; exit 2 ;;
 esac
 stress() {
-    "$bin" stress --threads 1 --quiet --port "$port" --keys "$keys" "${value[@]}" --connections 1 \
+    "$bin" stress --threads 1 --quiet --port "$port" --keys "${population:-$keys}" "${value[@]}" --connections 1 \
         "${via[@]}" "$@" >/dev/null
 }
 login=()
@@ -159,7 +162,8 @@ PY
 fi
 stress --workload read --pop uniform --count 2000 "${login[@]}"     # warm-up: prepare, caches
 callgrind_control -z "$server" >/dev/null
-stress --workload "$workload" --pop "${POP:-uniform}" --count "$reads" "${measured[@]}" "${login[@]}"
+[[ -n "${GET_KEYS:-}" ]] && measured+=(--keys-per-get "$GET_KEYS")
+population=${MISS:+1000000} stress --workload "$workload" --pop "${POP:-uniform}" --count "$reads" "${measured[@]}" "${login[@]}"
 callgrind_control -d "$server" >/dev/null
 sleep 1
 

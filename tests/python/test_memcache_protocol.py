@@ -499,6 +499,25 @@ def test_pipelined_writes_keep_their_keys_after_the_buffer_is_read_into_again(co
     assert header.startswith(b"VALUE %s_max 0 " % k) and value.rstrip(b" ") == b"0" and end == b"END\r\n"
 
 
+def test_deletes_of_counters_compare_their_cas_and_leave_them_gone(conn, key):
+    # An 8-byte value (a counter's digits) is held as a word: a delete
+    # reads no value, yet compares the item's CAS unique as before; the
+    # deleted item stays gone until set again, in one pipeline or apart.
+    k = key.encode()
+    assert conn.call(b"ms %s 8\r\n12345678\r\n" % k) == b"HD\r\n"
+    cas = int(conn.call(b"mg %s c\r\n" % k).split()[1][1:])
+    assert conn.call(b"md %s C%d\r\n" % (k, cas + 1)) == b"EX\r\n"
+    assert conn.call(b"incr %s 1\r\n" % k) == b"12345679\r\n"
+    cas = int(conn.call(b"mg %s c\r\n" % k).split()[1][1:])
+    assert conn.call(b"md %s C%d\r\n" % (k, cas)) == b"HD\r\n"
+    assert conn.call(b"md %s\r\n" % k) == b"NF\r\n"
+    assert conn.call(b"incr %s 1\r\n" % k) == b"NOT_FOUND\r\n"
+    pipeline = b"set %s 0 0 8\r\n87654321\r\ndelete %s\r\nget %s\r\ndelete %s\r\n" % (k, k, k, k)
+    pipeline += b"set %s 0 0 2\r\n10\r\nincr %s 5\r\n" % (k, k)
+    assert conn.calls(pipeline, 6) == [b"STORED\r\n", b"DELETED\r\n", b"END\r\n", b"NOT_FOUND\r\n",
+                                       b"STORED\r\n", b"15\r\n"]
+
+
 def test_pipelined_byte_by_byte(conn, key):
     # requests split at every byte are still parsed
     req = b"set %s 3 0 5\r\nhello\r\nget %s\r\n" % (key.encode(), key.encode())

@@ -27,13 +27,15 @@ use shoal_schema::token::murmur3_token;
 use shoal_schema::{Schema, SchemaChange, TableMeta};
 use shoal_storage::background_metrics::{record_flush_step, FlushStep};
 use shoal_storage::commitlog::{
-    encode_mutation, encode_received_mutation, encode_row_mutation, CommitLog, CommitLogConfig, Position, SyncMode,
+    encode_mutation, encode_received_mutation, encode_row_mutation, encode_tombstone_mutation, CommitLog,
+    CommitLogConfig, Position, SyncMode,
 };
 use shoal_storage::compaction::strategy::Strategy;
 use shoal_storage::sstable::compression::Compression;
 use shoal_storage::sstable::writer::WriterOptions;
 use shoal_storage::{
     ClusteringRange, Event, Partition, PartitionPosition, PartitionUpdate, RowCells, StorageError, Table, TableOptions,
+    Tombstone,
 };
 use thiserror::Error;
 use uuid::Uuid;
@@ -114,6 +116,9 @@ pub(crate) enum Write<'a> {
     },
     /// A single row held compact as its cells lie (a memcached `set`).
     Row(RowCells<'a>),
+    /// A partition tombstone alone (a memcached `delete`), held as such;
+    /// its key copied only where a new memtable slot keeps it.
+    Tombstone(Tombstone),
 }
 
 impl Write<'_> {
@@ -121,7 +126,7 @@ impl Write<'_> {
     fn repeated_key_bytes(&self) -> usize {
         match self {
             Write::Partition(update) | Write::Received { update, .. } => update.repeated_key_bytes(),
-            Write::Row(_) => 0,
+            Write::Row(_) | Write::Tombstone(_) => 0,
         }
     }
 }
@@ -664,6 +669,7 @@ impl Database {
                     encode_received_mutation(out, table_id, &position, update, encoded)
                 }
                 Write::Row(row) => encode_row_mutation(out, table_id, &position, row),
+                Write::Tombstone(tombstone) => encode_tombstone_mutation(out, table_id, &position, *tombstone),
             })?),
             None => None,
         };
@@ -673,6 +679,7 @@ impl Database {
         match write {
             Write::Partition(update) | Write::Received { update, .. } => table.apply(position, update, at),
             Write::Row(row) => table.apply_row(position, &row, at),
+            Write::Tombstone(tombstone) => table.apply_tombstone(position, tombstone, at),
         }
         self.maybe_flush();
         let (Some(log), Some((_, end))) = (log, logged) else { return Ok(Durability::default()) };

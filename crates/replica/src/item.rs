@@ -151,6 +151,12 @@ impl ItemOp {
     pub fn reads(&self) -> bool {
         !matches!(self, ItemOp::Store(Store { mode: StoreMode::Set, compare_cas: None, stale_if_older: false, .. }))
     }
+
+    /// Whether its outcome depends on the item's value (a delete looks
+    /// only at whether the item is there and its CAS unique).
+    fn reads_value(&self) -> bool {
+        !matches!(self, ItemOp::Delete { .. })
+    }
 }
 
 /// How an operation ended.
@@ -298,7 +304,7 @@ impl Database {
             false => None,
         };
         let current = match op.reads() {
-            true => self.read_item(table, &position, now_s).await?,
+            true => self.read_item(table, &position, now_s, op.reads_value()).await?,
             false => None,
         };
         let (Decision { update, outcome, access }, lru) = decide_noted(op, current, now_s, &self.item_cas);
@@ -327,7 +333,7 @@ impl Database {
     /// no `Partition` built (its key, which may be a cut of the request's
     /// buffer, copied only where a new slot keeps it). A deletion (or an
     /// item already expired) is a bare partition tombstone, which the
-    /// memtable holds as such, under a key of its own.
+    /// memtable holds as such, its key copied likewise.
     fn apply_item_now(
         &self,
         table: ItemTable,
@@ -344,7 +350,10 @@ impl Database {
                 let row = RowCells { timestamp, expiry: expiry(lifetime, now_s), cells: &cells };
                 self.apply_now(table.id, position, Write::Row(row))
             }
-            update => self.apply_now(table.id, owned(position), Write::Partition(update.into_partition(table, now_s))),
+            ItemUpdate::Put { timestamp, .. } | ItemUpdate::Delete { timestamp } => {
+                let tombstone = Tombstone { timestamp, deletion_time_s: now_s };
+                self.apply_now(table.id, position, Write::Tombstone(tombstone))
+            }
         }
     }
 
@@ -374,7 +383,7 @@ impl Database {
                     Err(e) => return Ok(Err(e)),
                 };
                 let Some(stored) = store.read_found_in_memory(position) else { return Err(op) };
-                self.with_hints(table, position, stored, now_s)
+                self.with_hints(table, position, stored, now_s, op.reads_value())
             }
             false => None,
         };
@@ -504,20 +513,23 @@ impl Database {
         table: ItemTable,
         position: &PartitionPosition,
         now_s: i64,
+        with_value: bool,
     ) -> Result<Option<Item>, ReplicaError> {
         let stored = self.table(table.id)?.read_found(position, &[ClusteringRange::all()]).await?;
-        Ok(self.with_hints(table, position, stored, now_s))
+        Ok(self.with_hints(table, position, stored, now_s, with_value))
     }
 
-    /// The live item `stored` holds, if any, with its hints.
+    /// The live item `stored` holds, if any, with its hints (its value
+    /// only `with_value`: [`item_read::found_item`]).
     fn with_hints(
         &self,
         table: ItemTable,
         position: &PartitionPosition,
         stored: Option<Found>,
         now_s: i64,
+        with_value: bool,
     ) -> Option<Item> {
-        let mut item = item_read::found_item(table, &stored?, now_s)?;
+        let mut item = item_read::found_item(table, &stored?, now_s, with_value)?;
         if let Some(access) = self.item_access.get(position.token) {
             item.access = access;
         }

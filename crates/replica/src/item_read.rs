@@ -52,17 +52,20 @@ pub struct Item {
     pub won: bool,
 }
 
-/// The item `found` holds at `now_s`, if it holds a live one.
-pub(crate) fn found_item(table: ItemTable, found: &Found, now_s: i64) -> Option<Item> {
+/// The item `found` holds at `now_s`, if it holds a live one. Without
+/// `with_value` (an operation that looks only at whether the item is there
+/// and its CAS unique: a delete) its value may be left empty, where taking
+/// it would copy it (an 8-byte value, held as a word).
+pub(crate) fn found_item(table: ItemTable, found: &Found, now_s: i64, with_value: bool) -> Option<Item> {
     match found {
-        Found::Row(row) => row_item(table, row, now_s),
+        Found::Row(row) => row_item(table, row, now_s, with_value),
         Found::Partition(partition) => live_item(table, partition, now_s),
     }
 }
 
 /// The item a shared single row holds: its cells share one timestamp and
 /// expiry, and it has no deletions.
-fn row_item(table: ItemTable, row: &SharedRow, now_s: i64) -> Option<Item> {
+fn row_item(table: ItemTable, row: &SharedRow, now_s: i64, with_value: bool) -> Option<Item> {
     let (header, cells) = row.read();
     if !header.is_live(now_s) {
         return None;
@@ -71,6 +74,7 @@ fn row_item(table: ItemTable, row: &SharedRow, now_s: i64) -> Option<Item> {
     for (id, cell) in cells {
         if id == table.value {
             value = Some(match cell {
+                _ if !with_value => Bytes::new(),
                 SharedValue::Bytes(bytes) => bytes,
                 SharedValue::Word(word) => Bytes::copy_from_slice(&word.to_be_bytes()),
             });
@@ -176,10 +180,16 @@ mod tests {
         for p in cases {
             let found = found_in_memtable(p.clone());
             assert!(matches!(found, Found::Row(_)), "not held compactly: {p:?}");
-            assert_eq!(found_item(TABLE, &found, NOW_S), live_item(TABLE, &p, NOW_S), "{p:?}");
+            assert_eq!(found_item(TABLE, &found, NOW_S, true), live_item(TABLE, &p, NOW_S), "{p:?}");
+            // Without its value: the same item (present or not, its CAS
+            // unique, flags and lifetime), its value left empty.
+            let bare = live_item(TABLE, &p, NOW_S).map(|item| Item { value: Bytes::new(), ..item });
+            assert_eq!(found_item(TABLE, &found, NOW_S, false), bare, "{p:?}");
         }
-        assert!(found_item(TABLE, &found_in_memtable(partition(b"gone", 0, None, Some(NOW_S - 1))), NOW_S).is_none());
-        let item = found_item(TABLE, &found_in_memtable(partition(b"v", 5, Some(11), None)), NOW_S);
+        let gone = found_in_memtable(partition(b"gone", 0, None, Some(NOW_S - 1)));
+        assert!(found_item(TABLE, &gone, NOW_S, true).is_none());
+        assert!(found_item(TABLE, &gone, NOW_S, false).is_none());
+        let item = found_item(TABLE, &found_in_memtable(partition(b"v", 5, Some(11), None)), NOW_S, true);
         assert_eq!(item.map(|i| (i.value, i.flags, i.cas)), Some((Bytes::from_static(b"v"), 5, 11)));
     }
 }

@@ -44,36 +44,52 @@ pub struct Encoder<'a> {
 }
 
 impl Encoder<'_> {
+    #[inline]
     pub fn u8(&mut self, v: u8) {
         self.out.push(v);
     }
 
-    pub fn var_u64(&mut self, mut v: u64) {
+    // Inlined where a one-byte varint (a length, a count, a column id) is
+    // most of what is written: the call cost more than the byte.
+    #[inline]
+    pub fn var_u64(&mut self, v: u64) {
         if v < 0x80 {
             self.out.push(v as u8);
             return;
         }
+        self.long_var_u64(v);
+    }
+
+    fn long_var_u64(&mut self, v: u64) {
         // Gathered, then appended at once: one capacity check, not one
         // per byte (a timestamp takes 8, a limit of "none" 10).
         let mut gathered = [0u8; 10];
-        let mut n = 0;
-        while v >= 0x80 {
-            gathered[n] = (v as u8) | 0x80;
-            v >>= 7;
-            n += 1;
-        }
-        gathered[n] = v as u8;
-        self.out.extend_from_slice(&gathered[..=n]);
+        let n = var_u64_into(&mut gathered, v);
+        self.out.extend_from_slice(&gathered[..n]);
     }
 
+    #[inline]
     pub fn var_i64(&mut self, v: i64) {
         self.var_u64(zigzag(v));
     }
 
+    #[inline]
     pub fn bytes(&mut self, b: &[u8]) {
         self.var_u64(b.len() as u64);
         self.out.extend_from_slice(b);
     }
+}
+
+/// Writes `v`'s varint at the start of `out`; its length.
+fn var_u64_into(out: &mut [u8], mut v: u64) -> usize {
+    let mut n = 0;
+    while v >= 0x80 {
+        out[n] = (v as u8) | 0x80;
+        v >>= 7;
+        n += 1;
+    }
+    out[n] = v as u8;
+    n + 1
 }
 
 /// Reads encodings from a byte slice: varints and length-prefixed bytes on
@@ -308,27 +324,51 @@ pub fn encode_partition(e: &mut Encoder, p: &Partition) {
 /// and `expiry`, from the cells as they lie: a memcached `set`'s commitlog
 /// entry, written without building the `Partition` first.
 pub fn encode_single_row_partition(e: &mut Encoder, timestamp: i64, expiry: Option<Expiry>, cells: &[(u32, &[u8])]) {
-    // The header: no tombstone, an empty static row, no range tombstones.
-    e.u8(0);
-    encode_row(e, &Row::default());
-    e.var_u64(0);
-    // The row: ROW, an empty key, no clustering values, no marker or deletion.
-    e.u8(ROW);
-    e.var_u64(0);
-    e.var_u64(0);
-    e.u8(0);
+    // Constant: the header (no tombstone, an empty static row, no range
+    // tombstones), then ROW, an empty key, no clustering values, no
+    // marker or deletion.
+    e.out.extend_from_slice(&[0, 0, 0, 0, ROW, 0, 0, 0]);
     e.var_u64(cells.len() as u64);
+    // What comes before and after each cell's value is the same for
+    // every cell: encoded once.
+    let mut head = [0u8; 12];
+    head[0] = COLUMN_ATOMIC;
+    head[1] = if expiry.is_some() { CELL_EXPIRES } else { 0 };
+    let head_len = 2 + var_u64_into(&mut head[2..], zigzag(timestamp));
+    let head = &head[..head_len];
+    let mut tail = [0u8; 20];
+    let tail_len = match expiry {
+        Some(x) => {
+            let n = var_u64_into(&mut tail, zigzag(i64::from(x.ttl_s)));
+            n + var_u64_into(&mut tail[n..], zigzag(x.expires_at_s))
+        }
+        None => 0,
+    };
+    let tail = &tail[..tail_len];
     for (id, value) in cells {
         e.var_u64(u64::from(*id));
-        e.u8(COLUMN_ATOMIC);
-        e.u8(if expiry.is_some() { CELL_EXPIRES } else { 0 });
-        e.var_i64(timestamp);
+        e.out.extend_from_slice(head);
         e.bytes(value);
-        if let Some(x) = expiry {
-            encode_expiry(e, x);
-        }
+        e.out.extend_from_slice(tail);
     }
     encode_end(e);
+}
+
+/// Encodes, as [`encode_partition`] does, a partition holding `tombstone`
+/// and nothing else (a memcached `delete`'s commitlog entry).
+pub fn encode_tombstone_partition(e: &mut Encoder, tombstone: Tombstone) {
+    encode_bare_header(e, Some(tombstone));
+    encode_end(e);
+}
+
+/// [`encode_header`] of a partition with no static row and no range
+/// tombstones, written as constants rather than from an empty `Row`.
+fn encode_bare_header(e: &mut Encoder, tombstone: Option<Tombstone>) {
+    encode_tombstone(e, tombstone);
+    // The static row: no flags, no columns; then no range tombstones.
+    e.u8(0);
+    e.var_u64(0);
+    e.var_u64(0);
 }
 
 /// Passes over a row's clustering key, its encoding and values (as

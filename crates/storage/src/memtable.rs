@@ -82,22 +82,8 @@ impl Slot {
 
     /// Merges `update` in, in the most compact form that holds the result.
     fn merge(&mut self, update: Partition) {
-        if let Some(tombstone) = bare_tombstone(&update) {
-            // A delete: the tombstone alone, where it shadows all held.
-            let shadowed = match self {
-                Slot::Compact(bytes) => {
-                    single_row::timestamp(bytes).unwrap_or_else(|e| corrupt(e)) <= tombstone.timestamp
-                }
-                Slot::Deleted(held) => {
-                    *held = Tombstone::merge(Some(*held), Some(tombstone)).unwrap_or(tombstone);
-                    return;
-                }
-                Slot::General(_) => false,
-            };
-            if shadowed {
-                *self = Slot::Deleted(tombstone);
-                return;
-            }
+        if bare_tombstone(&update).is_some_and(|tombstone| self.delete(tombstone)) {
+            return;
         }
         if let Slot::Compact(bytes) = self {
             // An overwrite by a newer whole row (a memcached `set` of an
@@ -111,6 +97,23 @@ impl Slot {
         let mut merged = self.partition().into_owned();
         merged.merge(update);
         *self = Slot::new(merged);
+    }
+
+    /// Merges in a partition tombstone alone (a delete) where the result
+    /// is the tombstone alone: it shadows all a compact slot holds, or a
+    /// tombstone is held. False, and the slot unchanged, where it must
+    /// merge as a partition (a general slot, a compact row newer than it).
+    fn delete(&mut self, tombstone: Tombstone) -> bool {
+        match self {
+            Slot::Compact(bytes)
+                if single_row::timestamp(bytes).unwrap_or_else(|e| corrupt(e)) <= tombstone.timestamp =>
+            {
+                *self = Slot::Deleted(tombstone)
+            }
+            Slot::Deleted(held) => *held = Tombstone::merge(Some(*held), Some(tombstone)).unwrap_or(tombstone),
+            Slot::Compact(_) | Slot::General(_) => return false,
+        }
+        true
     }
 
     /// A compact slot's bytes replaced by `row`'s encoding: in place where
@@ -238,21 +241,50 @@ impl Memtable {
             }
             // A slot held keeps its own key: `position`'s is dropped.
             Some(_) => return self.apply(position, row.to_partition(), logged_at),
-            None => {
-                // The key copied at its size and held unshared: a memcached
-                // write's key is a cut of its request's buffer, which it
-                // would keep whole for the item's life.
-                let position = PartitionPosition { key: Bytes::copy_from_slice(&position.key), ..position };
-                let slot = Slot::compact_from(row.encoded_len(), |e| row.encode(e));
-                let added = entry_bytes(&position, &slot);
-                self.partitions.insert(position, slot);
-                added as isize
-            }
+            None => self.insert_copying_key(position, Slot::compact_from(row.encoded_len(), |e| row.encode(e))),
         };
+        self.note_applied(grown, row.timestamp, logged_at);
+    }
+
+    /// Applies a partition tombstone alone (a memcached `delete`), held as
+    /// the tombstone where it takes the place of what is held or nothing
+    /// is: no `Partition` built, and `position`'s key copied only where a
+    /// new slot keeps it (it may be a cut of a request's buffer). Anything
+    /// else merges it as [`Memtable::apply`] does.
+    pub fn apply_tombstone(&mut self, position: PartitionPosition, tombstone: Tombstone, logged_at: Option<Position>) {
+        let grown = match self.partitions.get_mut(&position) {
+            Some(slot) => {
+                let before = entry_bytes(&position, slot);
+                if !slot.delete(tombstone) {
+                    // A slot held keeps its own key: `position`'s is dropped.
+                    let update = Partition { tombstone: Some(tombstone), ..Partition::default() };
+                    return self.apply(position, update, logged_at);
+                }
+                entry_bytes(&position, slot) as isize - before as isize
+            }
+            None => self.insert_copying_key(position, Slot::Deleted(tombstone)),
+        };
+        self.note_applied(grown, tombstone.timestamp, logged_at);
+    }
+
+    /// Holds `slot` at `position`, new here, under a copy of its key made
+    /// at its size and held unshared: a memcached write's key is a cut of
+    /// its request's buffer, which it would keep whole for the item's
+    /// life. What it adds to the memtable's size.
+    fn insert_copying_key(&mut self, position: PartitionPosition, slot: Slot) -> isize {
+        let position = PartitionPosition { key: Bytes::copy_from_slice(&position.key), ..position };
+        let added = entry_bytes(&position, &slot);
+        self.partitions.insert(position, slot);
+        added as isize
+    }
+
+    /// Notes a write of `timestamp` applied that grew the memtable by
+    /// `grown` bytes.
+    fn note_applied(&mut self, grown: isize, timestamp: i64, logged_at: Option<Position>) {
         if self.first_logged.is_none() {
             self.first_logged = logged_at;
         }
-        self.min_timestamp = Some(self.min_timestamp.map_or(row.timestamp, |m| m.min(row.timestamp)));
+        self.min_timestamp = Some(self.min_timestamp.map_or(timestamp, |m| m.min(timestamp)));
         self.size_bytes = self.size_bytes.saturating_add_signed(grown);
         crate::memory::memtables_changed(grown);
     }
@@ -654,7 +686,7 @@ mod tests {
     #[test]
     fn a_row_s_key_cut_from_a_larger_buffer_is_kept_as_a_copy() {
         let mut memtable = Memtable::default();
-        let buffer = Bytes::from(b"set item 0 0 4\r\nvvvv\r\nset deleted 0 0 1\r\n".to_vec());
+        let buffer = Bytes::from(b"set item 0 0 4\r\nvvvv\r\nset deleted 0 0 1\r\ndelete gone\r\n".to_vec());
         let cut = |word: &[u8]| {
             let at = buffer.windows(word.len()).position(|w| w == word).expect("in the buffer");
             buffer.slice(at..at + word.len())
@@ -670,7 +702,14 @@ mod tests {
         memtable.apply_row(PartitionPosition { token: 1, key: cut(b"item") }, &row, None);
         memtable.apply(PartitionPosition { token: 2, key: Bytes::from_static(b"deleted") }, deletion(3), None);
         memtable.apply_row(PartitionPosition { token: 2, key: cut(b"deleted") }, &row, None);
-        for key in [&b"item"[..], b"deleted"] {
+        // A delete given as its tombstone: of a key not held (a new slot),
+        // again over it, and over the compact row held.
+        let tombstone = |timestamp| Tombstone { timestamp, deletion_time_s: 1 };
+        memtable.apply_tombstone(PartitionPosition { token: 3, key: cut(b"gone") }, tombstone(4), None);
+        memtable.apply_tombstone(PartitionPosition { token: 3, key: cut(b"gone") }, tombstone(6), None);
+        memtable.apply_tombstone(PartitionPosition { token: 1, key: cut(b"item") }, tombstone(6), None);
+        assert!(matches!(memtable.partitions.values().next(), Some(Slot::Deleted(t)) if t.timestamp == 6));
+        for key in [&b"item"[..], b"deleted", b"gone"] {
             let buffer_range = buffer.as_ptr_range();
             assert!(!buffer_range.contains(&kept_key(&memtable, key)), "{key:?} is the memtable's own");
         }
@@ -696,7 +735,7 @@ mod tests {
                 let at = rng.gen_range(0..positions.len());
                 let ts = rng.gen_range(1..30);
                 let value = values[rng.gen_range(0..values.len())];
-                let write = match rng.gen_range(0..5) {
+                let write = match rng.gen_range(0..6) {
                     0 => {
                         let cells = [(1, value), (2, &b"flags..."[..]), (3, &b"cas....."[..])];
                         let row = RowCells { timestamp: ts, expiry: None, cells: &cells };
@@ -715,6 +754,11 @@ mod tests {
                     }
                     3 => {
                         memtable.apply(positions[at].clone(), deletion(ts), None);
+                        deletion(ts)
+                    }
+                    4 => {
+                        let tombstone = Tombstone { timestamp: ts, deletion_time_s: 1 };
+                        memtable.apply_tombstone(positions[at].clone(), tombstone, None);
                         deletion(ts)
                     }
                     _ => {

@@ -37,7 +37,7 @@ use crate::error::StorageResult;
 use crate::event::Event;
 use crate::found::Found;
 use crate::memtable::Memtable;
-use crate::partition::{ClusteringRange, Partition, PartitionPosition, PartitionUpdate};
+use crate::partition::{ClusteringRange, Partition, PartitionPosition, PartitionUpdate, Tombstone};
 use crate::single_row::RowCells;
 use crate::sstable::compression::Compression;
 use crate::sstable::format::{Component, Descriptor};
@@ -252,6 +252,12 @@ impl Table {
     /// ([`Memtable::apply_row`]).
     pub fn apply_row(&self, position: PartitionPosition, row: &RowCells, logged_at: Option<Position>) {
         self.active.borrow_mut().apply_row(position, row, logged_at);
+    }
+
+    /// Applies a partition tombstone alone (a memcached `delete`), held as
+    /// such ([`Memtable::apply_tombstone`]).
+    pub fn apply_tombstone(&self, position: PartitionPosition, tombstone: Tombstone, logged_at: Option<Position>) {
+        self.active.borrow_mut().apply_tombstone(position, tombstone, logged_at);
     }
 
     /// Applies a partition streamed from another node (a node operation),

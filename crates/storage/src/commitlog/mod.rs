@@ -75,7 +75,9 @@
 mod mutation;
 mod replay;
 
-pub use mutation::{decode_mutation, encode_mutation, encode_received_mutation, encode_row_mutation};
+pub use mutation::{
+    decode_mutation, encode_mutation, encode_received_mutation, encode_row_mutation, encode_tombstone_mutation,
+};
 pub use replay::{read_segment, replay_segment, segment_ids, ReplayEntry, SegmentReport};
 
 use shoal_io::IoClass;

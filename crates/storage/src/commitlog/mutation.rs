@@ -5,7 +5,7 @@
 use uuid::Uuid;
 
 use crate::codec::{self, DecodeError, Decoder, Encoder};
-use crate::partition::{PartitionPosition, PartitionUpdate};
+use crate::partition::{Partition, PartitionPosition, PartitionUpdate, Tombstone};
 use crate::single_row::RowCells;
 
 pub fn encode_mutation(out: &mut Vec<u8>, table: Uuid, position: &PartitionPosition, update: &PartitionUpdate) {
@@ -57,6 +57,19 @@ pub fn encode_row_mutation(out: &mut Vec<u8>, table: Uuid, position: &PartitionP
     );
 }
 
+/// [`encode_mutation`] of a partition holding `tombstone` alone (a
+/// memcached `delete`), written without building the `Partition`.
+pub fn encode_tombstone_mutation(out: &mut Vec<u8>, table: Uuid, position: &PartitionPosition, tombstone: Tombstone) {
+    let start = out.len();
+    codec::encode_tombstone_partition(&mut encode_position(out, table, position), tombstone);
+    debug_assert!(
+        decode_mutation(&out[start..]).is_ok_and(|(t, p, u)| t == table
+            && &p == position
+            && u == Partition { tombstone: Some(tombstone), ..Partition::default() }),
+        "a commitlog entry must decode to the tombstone appended"
+    );
+}
+
 /// The entry's table id, token and key; the partition follows.
 fn encode_position<'a>(out: &'a mut Vec<u8>, table: Uuid, position: &PartitionPosition) -> Encoder<'a> {
     out.extend_from_slice(table.as_bytes());
@@ -97,6 +110,20 @@ mod tests {
             let (mut direct, mut general) = (Vec::new(), Vec::new());
             encode_row_mutation(&mut direct, table, &position, &row);
             encode_mutation(&mut general, table, &position, &row.to_partition());
+            assert_eq!(direct, general);
+        }
+    }
+
+    #[test]
+    fn a_tombstone_entry_is_the_entry_of_its_partition() {
+        let table = Uuid::from_u128(7);
+        let position = PartitionPosition { token: 3, key: Bytes::from_static(b"key") };
+        for timestamp in [0, 1_700_000_000_000_000, -5] {
+            let tombstone = Tombstone { timestamp, deletion_time_s: 1_700_000_000 };
+            let (mut direct, mut general) = (Vec::new(), Vec::new());
+            encode_tombstone_mutation(&mut direct, table, &position, tombstone);
+            let partition = Partition { tombstone: Some(tombstone), ..Partition::default() };
+            encode_mutation(&mut general, table, &position, &partition);
             assert_eq!(direct, general);
         }
     }
