@@ -509,6 +509,8 @@ pub struct Select {
     pub bypass_cache: bool,
     /// `USING TIMEOUT`, written after the table name or at the very end.
     pub timeout: Option<Term>,
+    /// ScyllaDB's SELECT without FROM: `table` is then `system.one_row`.
+    pub without_from: bool,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -175,6 +175,9 @@ pub struct CompiledSelect {
 
 /// Resolves `select` (on table `meta` of `schema`) for execution.
 pub fn compile(schema: &Schema, meta: Arc<TableMeta>, select: &Select) -> CqlResult<CompiledSelect> {
+    if select.without_from && select.selection == Selection::Wildcard {
+        return Err(invalid("SELECT * needs a FROM clause: without one, only constants and functions are selected"));
+    }
     let selected = selectors(&meta, select, None)?;
     let rebind = match &select.selection {
         Selection::Selectors(list) => list.iter().any(|s| has_markers(&s.expr)),

@@ -26,10 +26,14 @@ impl Parser<'_> {
             Selection::Selectors(self.comma_list(Self::selector)?)
         };
         // ScyllaDB's SELECT without FROM (`SELECT 1 AS one`, `SELECT
-        // now()`): selectors over its table of one row.
-        let (keyspace, table) = match selection {
-            Selection::Selectors(_) if !self.is_kw("from") => (Some("system".to_string()), "one_row".to_string()),
-            _ => {
+        // now()`): selectors over its table of one row (not DISTINCT ones).
+        // Anything else where FROM belongs is a typo of it (`FORM t`).
+        let clause = ["where", "group", "order", "per", "limit", "allow", "bypass", "using"];
+        let ends = matches!(self.peek().kind, TokenKind::Eof) || self.is_sym(Sym::Semicolon);
+        let without_from = !distinct && (ends || clause.iter().any(|word| self.is_kw(word)));
+        let (keyspace, table) = match without_from {
+            true => (Some("system".to_string()), "one_row".to_string()),
+            false => {
                 self.expect_kw("from")?;
                 self.qualified_name("table name")?
             }
@@ -48,6 +52,7 @@ impl Parser<'_> {
             allow_filtering: false,
             bypass_cache: false,
             timeout: None,
+            without_from,
         };
         self.select_timeout(&mut select)?;
         self.select_clauses(&mut select)?;
