@@ -27,6 +27,7 @@ import pytest
 from cassandra import ConsistencyLevel as CL
 from cassandra import Unavailable
 from cassandra.cluster import Cluster, ExecutionProfile, EXEC_PROFILE_DEFAULT
+from cassandra.policies import RetryPolicy
 from cassandra.query import SimpleStatement
 
 from node import skip_reason, start_cluster
@@ -114,9 +115,19 @@ def test_the_checker_finds_a_stale_read_and_accepts_an_overlap():
     assert not linearizable(both, 0), "two CAS from one value cannot both apply"
 
 
+class NoResendAfterConnectionLoss(RetryPolicy):
+    """The driver's default sends a request again to the next node when its
+    connection drops (its coordinator killed): a CAS that was applied
+    would then answer 'not applied' from the next node, and be recorded as
+    refused. Here it fails instead, and is recorded as indeterminate."""
+
+    def on_request_error(self, *args, **kwargs):
+        return self.RETHROW, None
+
+
 def client(nodes, seed, history, lock, stop, unavailable):
     rng = random.Random(seed)
-    profile = ExecutionProfile(request_timeout=5)
+    profile = ExecutionProfile(request_timeout=5, retry_policy=NoResendAfterConnectionLoss())
     # Given the first node, the driver finds the others in system.peers_v2.
     cluster = Cluster([nodes[0].address], port=nodes[0].cql_port, protocol_version=4,
                       execution_profiles={EXEC_PROFILE_DEFAULT: profile})
