@@ -382,7 +382,7 @@ async fn execute_parsed(
         }
         Statement::Select(s) => {
             let compiled = compiled_select(&schema, s, keyspace, prepared)?;
-            crate::auth::access::check_execute(&compiled.user_functions(), user)?;
+            crate::auth::access::check_execute(|| compiled.user_functions(), user)?;
             let page_size = options.page_size.filter(|p| *p > 0).map(|p| p as usize);
             let select_options = SelectOptions {
                 bindings,
@@ -392,7 +392,7 @@ async fn execute_parsed(
                 consistency: options.consistency,
                 trace: options.trace.as_ref(),
                 timeout: crate::using_timeout::of(s.timeout.as_ref(), bindings)?
-                    .or_else(|| crate::auth::service_levels::timeout_of(&schema.roles, user)),
+                    .or_else(|| crate::auth::service_levels::timeout_of(&schema, user)),
             };
             // Boxed: a SELECT's state is ~4 KB, and inline every request's
             // future, writes included, was that large.
@@ -427,7 +427,7 @@ async fn execute_parsed(
             };
             check_write_consistency(&options, lwt::any_condition(&conditions))?;
             let timeout = crate::using_timeout::of_write(&parsed.statement, bindings)?
-                .or_else(|| crate::auth::service_levels::timeout_of(&schema.roles, user));
+                .or_else(|| crate::auth::service_levels::timeout_of(&schema, user));
             apply_or_check(writes, conditions, &options, ctx.timestamp, ctx.now_s, batch, timeout).await
         }
     }

@@ -52,10 +52,18 @@ pub fn check(statement: &Statement, keyspace: Option<&str>, user: Option<&str>) 
 }
 
 /// Refuses a SELECT that calls user functions `user` may not EXECUTE
-/// (`functions`: keyspace, name and argument types of each), as Cassandra
-/// checks them on every execution.
-pub fn check_execute(functions: &[(&str, &str, &[shoal_schema::CqlType])], user: Option<&str>) -> CqlResult<()> {
-    let Some(user) = user.filter(|_| authorizer::enabled() && !functions.is_empty()) else { return Ok(()) };
+/// (`functions()`: keyspace, name and argument types of each, asked for
+/// only when the authorizer checks), as Cassandra checks them on every
+/// execution.
+pub fn check_execute<'f>(
+    functions: impl FnOnce() -> Vec<(&'f str, &'f str, &'f [shoal_schema::CqlType])>,
+    user: Option<&str>,
+) -> CqlResult<()> {
+    let Some(user) = user.filter(|_| authorizer::enabled()) else { return Ok(()) };
+    let functions = functions();
+    if functions.is_empty() {
+        return Ok(());
+    }
     let schema = shoal_coordinator::schema();
     for (keyspace, name, arg_types) in functions {
         let args = arg_types.iter().map(ToString::to_string).collect();

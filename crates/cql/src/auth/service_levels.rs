@@ -12,6 +12,10 @@
 //! beside its `default` and `driver` levels, so an application that
 //! handles that refusal meets it at the same point.
 
+use std::cell::RefCell;
+use std::collections::HashMap;
+use std::time::Duration;
+
 use shoal_schema::service_level::{ServiceLevel, Workload};
 use shoal_schema::{CqlType, Roles, Schema, SchemaChange, Value};
 
@@ -20,6 +24,7 @@ use super::statement::{ServiceLevelOptions, ServiceLevelStatement};
 use crate::error::{invalid, CqlError, CqlResult};
 use crate::result::{ColumnSpec, QueryResult, Rows};
 use crate::system_cells::{int, text};
+use uuid::Uuid;
 
 /// Service levels a cluster holds at most (ScyllaDB's scheduling groups
 /// left for them).
@@ -178,15 +183,17 @@ fn rows(columns: Vec<ColumnSpec>, rows: Vec<Vec<Option<bytes::Bytes>>>) -> Query
     QueryResult::Rows(Rows { columns: columns.into(), rows, paging_state: None })
 }
 
+fn nanos(timeout_ms: u64) -> i64 {
+    i64::try_from(timeout_ms.saturating_mul(1_000_000)).unwrap_or(i64::MAX)
+}
+
 /// A timeout as a `duration` cell.
 fn duration_cell(timeout_ms: u64) -> Option<bytes::Bytes> {
-    let nanos = i64::try_from(timeout_ms.saturating_mul(1_000_000)).unwrap_or(i64::MAX);
-    Some(Value::Duration { months: 0, days: 0, nanos }.to_bytes().into())
+    Some(Value::Duration { months: 0, days: 0, nanos: nanos(timeout_ms) }.to_bytes().into())
 }
 
 fn duration_text(timeout_ms: u64) -> String {
-    let nanos = i64::try_from(timeout_ms.saturating_mul(1_000_000)).unwrap_or(i64::MAX);
-    shoal_schema::literal::format_duration(0, 0, nanos)
+    shoal_schema::literal::format_duration(0, 0, nanos(timeout_ms))
 }
 
 /// `LIST SERVICE LEVEL name` (no row when it does not exist), or `LIST
@@ -264,14 +271,38 @@ fn list_effective(roles: &Roles, role: &str) -> CqlResult<QueryResult> {
     Ok(rows(columns, rows_out))
 }
 
+thread_local! {
+    /// Each role's service level timeout, resolved once per schema version
+    /// on this shard: resolving walks the roles granted to it, which a
+    /// request should not.
+    static TIMEOUTS: RefCell<(Uuid, HashMap<String, Option<Duration>>)> = RefCell::new((Uuid::nil(), HashMap::new()));
+}
+
 /// The timeout of `user`'s requests set by its effective service level,
 /// if any: what a statement without `USING TIMEOUT` runs under.
-pub fn timeout_of(roles: &Roles, user: Option<&str>) -> Option<std::time::Duration> {
-    if roles.service_levels.is_empty() {
+pub fn timeout_of(schema: &Schema, user: Option<&str>) -> Option<Duration> {
+    if schema.roles.service_levels.is_empty() {
         return None;
     }
-    let timeout_ms = roles.effective_service_level(user?)?.timeout_ms.value?;
-    Some(std::time::Duration::from_millis(timeout_ms))
+    let user = user?;
+    TIMEOUTS.with(|cache| {
+        let mut cache = cache.borrow_mut();
+        let (version, timeouts) = &mut *cache;
+        if *version != schema.version {
+            *version = schema.version;
+            timeouts.clear();
+        }
+        if let Some(timeout) = timeouts.get(user) {
+            return *timeout;
+        }
+        let timeout = resolved_timeout(&schema.roles, user);
+        timeouts.insert(user.to_string(), timeout);
+        timeout
+    })
+}
+
+fn resolved_timeout(roles: &Roles, user: &str) -> Option<Duration> {
+    Some(Duration::from_millis(roles.effective_service_level(user)?.timeout_ms.value?))
 }
 
 #[cfg(test)]
@@ -310,11 +341,11 @@ mod tests {
         let level = ServiceLevel { timeout_ms: Some(10_000), workload: Some(Workload::Batch), shares: 500 };
         assert_eq!(schema.roles.service_levels.get("sl"), Some(&level));
         assert_eq!(schema.roles.get("r").and_then(|r| r.service_level.as_deref()), Some("sl"));
-        assert_eq!(timeout_of(&schema.roles, Some("r")), Some(std::time::Duration::from_secs(10)));
+        assert_eq!(timeout_of(&schema, Some("r")), Some(Duration::from_secs(10)));
         assert_eq!(run(&mut schema, "CREATE SERVICE LEVEL sl"), Err(invalid("The service level 'sl' already exists.")));
         run(&mut schema, "CREATE SERVICE LEVEL IF NOT EXISTS sl").expect("a no-op");
         run(&mut schema, "ALTER SERVICE LEVEL sl WITH timeout = null").expect("reset");
-        assert_eq!(timeout_of(&schema.roles, Some("r")), None);
+        assert_eq!(timeout_of(&schema, Some("r")), None);
         run(&mut schema, "DROP SERVICE LEVEL sl").expect("dropped");
         assert!(schema.roles.get("r").is_some_and(|r| r.service_level.is_none()), "detached by the drop");
         assert_eq!(run(&mut schema, "DROP SERVICE LEVEL sl"), Err(invalid("Service Level sl doesn't exists.")));
