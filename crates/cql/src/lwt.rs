@@ -361,8 +361,11 @@ pub(crate) async fn execute(
         writes.for_each(|write| merged.absorb(write));
         merged
     });
-    let logged =
-        mutation.clone().filter(|m| crate::cdc_log::any_logged(&shoal_coordinator::schema(), std::slice::from_ref(m)));
+    // Copied only for a CDC-enabled table, whose log rows are made from it.
+    let logged = mutation
+        .as_ref()
+        .filter(|m| crate::cdc_log::any_logged(&shoal_coordinator::schema(), std::slice::from_ref(*m)))
+        .cloned();
     let request = CasRequest {
         table: meta.id,
         position,
