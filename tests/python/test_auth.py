@@ -346,6 +346,15 @@ def test_calling_a_user_function_needs_execute_on_it():
                 admin.execute("REVOKE EXECUTE ON FUNCTION ks.shout(text) FROM alice")
                 with pytest.raises(Unauthorized, match=re.escape(no_permission("alice", "EXECUTE", function))):
                     alice.execute(read, [1])
+                # A call in a term (here a key's value) is checked alike.
+                admin.execute("CREATE FUNCTION ks.first(s text) RETURNS NULL ON NULL INPUT RETURNS int "
+                              "LANGUAGE lua AS 'return 1'")
+                by_call = "SELECT v FROM ks.t WHERE k = ks.first('x')"
+                first = "<function ks.first(text)>"
+                with pytest.raises(Unauthorized, match=re.escape(no_permission("alice", "EXECUTE", first))):
+                    alice.execute(by_call)
+                admin.execute("GRANT EXECUTE ON FUNCTION ks.first(text) TO alice")
+                assert [r.v for r in alice.execute(by_call)] == ["one"]
                 # Inherited from ALL FUNCTIONS IN KEYSPACE.
                 admin.execute("GRANT EXECUTE ON ALL FUNCTIONS IN KEYSPACE ks TO alice")
                 assert [r.v for r in alice.execute(read, [1])] == ["ONE"]

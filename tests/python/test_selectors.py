@@ -407,6 +407,9 @@ def test_select_without_from_reads_one_row(session):
     assert session.execute("SELECT toTimestamp(now()) AS ts").one().ts is not None
     assert session.execute("SELECT count(*) AS cnt, max(5) AS mx").one() == (1, 5)
     assert session.execute("SELECT JSON 1 AS one").one()[0] == '{"one": 1}'
+    # Its one row has the empty key, which a restriction finds.
+    assert session.execute("SELECT 1 WHERE \"system$dummy\" = ''").one()[0] == 1
+    assert list(session.execute("SELECT 1 WHERE \"system$dummy\" = 'no'")) == []
     with pytest.raises(InvalidRequest, match="FROM"):
         session.execute("SELECT *")
     with pytest.raises(SyntaxException):

@@ -246,3 +246,29 @@ def test_one_row_has_one_row(admin):
     row = admin.execute("SELECT * FROM system.one_row").one()
     assert row.system_dummy == ""
     assert admin.execute("SELECT count(*) FROM system.one_row").one()[0] == 1
+
+
+@pytest.mark.skipif(IS_CASSANDRA or not os.environ.get("SHOAL_API_PORT"), reason="flushes through Shoal's REST API")
+def test_runtime_info_sums_the_shards_memtables_and_load(session, keyspace):
+    """ScyllaDB's `system.runtime_info`: text items in groups; memtable
+    entries and memory grow with writes, the load once they are flushed."""
+    from test_lwt import flush
+
+    def info():
+        out = {}
+        for row in session.execute('SELECT "group", item, value FROM system.runtime_info'):
+            out.setdefault(row.group, {})[row.item] = row.value
+        return out
+
+    session.execute("CREATE TABLE runtime (k int PRIMARY KEY, v text)")
+    insert = session.prepare("INSERT INTO runtime (k, v) VALUES (?, ?)")
+    for k in range(10):
+        session.execute(insert, (k, "x" * 100))
+    groups = info()
+    assert int(groups["memtable"]["entries"]) >= 10
+    assert int(groups["memtable"]["memory_used"]) > 0
+    assert int(groups["memtable"]["memory_total"]) > 0
+    assert groups["generic"]["uptime"].endswith(" seconds")
+    assert set(groups) >= {"generic", "memory", "memtable", "cache"}
+    flush(keyspace, "runtime")
+    assert int(info()["generic"]["load"]) > 0

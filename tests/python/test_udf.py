@@ -148,6 +148,37 @@ def test_markers_and_constants_take_the_parameter_types(session, keyspace, fname
         session.execute(f"SELECT {keyspace}.{fname}(1, 'asf') FROM system.local")
 
 
+def test_calls_in_terms(session, keyspace, table, fname):
+    """A user function called where a value belongs: a column's value, a
+    key, a map key in an UPDATE, a subscript, an element of a collection
+    literal; qualified or in the table's keyspace. Its result must fit the
+    receiver, as a system function's must."""
+    t = table("(k int PRIMARY KEY, v int, m map<int, int>, l list<int>)")
+    session.execute(f"CREATE FUNCTION {keyspace}.{fname}(a int) RETURNS NULL ON NULL INPUT RETURNS int "
+                    "LANGUAGE lua AS 'return a + 1'")
+    session.execute(f"INSERT INTO {t} (k, v, m) VALUES ({keyspace}.{fname}(0), {fname}(41), {{1: 10, 2: 20}})")
+    assert session.execute(f"SELECT v FROM {t} WHERE k = 1").one().v == 42
+    session.execute(f"UPDATE {t} SET m = m + {{{fname}(2): 30}}, l = [{fname}(5), 7] WHERE k = {fname}(0)")
+    row = session.execute(f"SELECT m[{fname}(1)] AS two, m[3] AS three, l FROM {t} WHERE k = {fname}(0)").one()
+    assert (row.two, row.three, row.l) == (20, 30, [6, 7])
+    # A marker argument takes the parameter's type.
+    insert = session.prepare(f"INSERT INTO {t} (k, v) VALUES (?, {fname}(?))")
+    session.execute(insert, (2, 99))
+    assert session.execute(f"SELECT v FROM {t} WHERE k = 2").one().v == 100
+    # A function of another function's result, in a selector's list.
+    session.execute(f"CREATE FUNCTION {keyspace}.{fname}_head(l list<int>) RETURNS NULL ON NULL INPUT "
+                    "RETURNS int LANGUAGE lua AS 'return l[1]'")
+    assert session.execute(f"SELECT {fname}_head([{fname}(9), 2]) FROM {t} WHERE k = 1").one()[0] == 10
+    # Without FROM, an unqualified call names a function of the session's keyspace.
+    assert session.execute(f"SELECT {fname}(1) AS r").one().r == 2
+    session.execute(f"CREATE FUNCTION {keyspace}.{fname}_text(a int) RETURNS NULL ON NULL INPUT RETURNS text "
+                    "LANGUAGE lua AS 'return \"x\"'")
+    with pytest.raises(InvalidRequest, match="Type error: cannot assign result of function"):
+        session.execute(f"INSERT INTO {t} (k, v) VALUES (5, {fname}_text(1))")
+    with pytest.raises(InvalidRequest, match="Unknown function"):
+        session.execute(f"INSERT INTO {t} (k, v) VALUES (5, {keyspace}.no_such_{fname}(1))")
+
+
 def test_an_endless_loop_is_cut_off(session, table, fname):
     t = table("(k int PRIMARY KEY, v int)")
     session.execute(f"INSERT INTO {t} (k, v) VALUES (1, 1)")

@@ -73,7 +73,7 @@ pub use schema_service::{
     announce_schema_change, announce_schema_change_everywhere, schema_applier, set_schema_file, Transition,
 };
 pub use shards::{on_every_shard, shard_of, sharder, SHARDING_IGNORE_MSB};
-pub use size_estimates::{size_estimates, SizeEstimate};
+pub use size_estimates::{runtime_stats, size_estimates, SizeEstimate};
 pub use storage_ops::{storage_op, StorageOp};
 pub use timeouts::{set_timeouts, timeouts, Timeouts};
 pub use topology::{

@@ -9,6 +9,9 @@
 //! range's share is its width over theirs; the mean size is the SSTables'
 //! bytes over their partitions. A wrapping range is split at the ring's
 //! end, as Cassandra writes it, so every row's start is below its end.
+//!
+//! Also the figures of ScyllaDB's `system.runtime_info` (memtables, row
+//! cache, SSTable bytes, memory), likewise gathered from every shard.
 
 use shoal_cluster::ring::range_width;
 use shoal_schema::SYSTEM_KEYSPACES;
@@ -90,6 +93,13 @@ fn unwrapped(start: i64, end: i64) -> Vec<(i64, i64)> {
         false if start == i64::MIN => vec![(i64::MIN, end)],
         false => vec![(start, i64::MIN), (i64::MIN, end)],
     }
+}
+
+/// ScyllaDB's `system.runtime_info` figures of this node: every shard's
+/// summed.
+pub async fn runtime_stats() -> Result<shoal_replica::RuntimeStats, CoordinatorError> {
+    let per_shard = on_every_shard(|_| async { shoal_replica::local().runtime_stats() }).await?;
+    Ok(per_shard.into_iter().fold(shoal_replica::RuntimeStats::default(), std::ops::Add::add))
 }
 
 #[cfg(test)]

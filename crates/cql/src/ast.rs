@@ -758,16 +758,47 @@ impl fmt::Display for Literal {
 impl Term {
     /// Whether a bind marker stands anywhere in the term.
     pub fn has_bind_marker(&self) -> bool {
+        self.any(&|t| matches!(t, Term::Bind(_)))
+    }
+
+    /// Gives `f` the name of every function the term calls.
+    pub fn function_names_mut(&mut self, f: &mut dyn FnMut(&mut String)) {
         match self {
-            Term::Bind(_) => true,
-            Term::Cast { term, .. } | Term::CastAs { term, .. } | Term::Negation(term) => term.has_bind_marker(),
-            Term::Operation { left, right, .. } => left.has_bind_marker() || right.has_bind_marker(),
-            Term::List(items) | Term::Set(items) | Term::Tuple(items) | Term::FunctionCall { args: items, .. } => {
-                items.iter().any(Term::has_bind_marker)
+            Term::FunctionCall { name, args } => {
+                f(name);
+                args.iter_mut().for_each(|t| t.function_names_mut(f));
             }
-            Term::Map(entries) => entries.iter().any(|(k, v)| k.has_bind_marker() || v.has_bind_marker()),
-            Term::UserType(fields) => fields.iter().any(|(_, v)| v.has_bind_marker()),
-            Term::Literal(_) | Term::EmptyBraces | Term::Column(_) => false,
+            Term::Cast { term, .. } | Term::CastAs { term, .. } | Term::Negation(term) => term.function_names_mut(f),
+            Term::Operation { left, right, .. } => {
+                left.function_names_mut(f);
+                right.function_names_mut(f);
+            }
+            Term::List(items) | Term::Set(items) | Term::Tuple(items) => {
+                items.iter_mut().for_each(|t| t.function_names_mut(f));
+            }
+            Term::Map(entries) => entries.iter_mut().for_each(|(k, v)| {
+                k.function_names_mut(f);
+                v.function_names_mut(f);
+            }),
+            Term::UserType(fields) => fields.iter_mut().for_each(|(_, v)| v.function_names_mut(f)),
+            Term::Literal(_) | Term::Bind(_) | Term::EmptyBraces | Term::Column(_) => {}
+        }
+    }
+
+    /// Whether `found` holds for the term or any term inside it.
+    pub fn any(&self, found: &impl Fn(&Term) -> bool) -> bool {
+        if found(self) {
+            return true;
+        }
+        match self {
+            Term::Cast { term, .. } | Term::CastAs { term, .. } | Term::Negation(term) => term.any(found),
+            Term::Operation { left, right, .. } => left.any(found) || right.any(found),
+            Term::List(items) | Term::Set(items) | Term::Tuple(items) | Term::FunctionCall { args: items, .. } => {
+                items.iter().any(|t| t.any(found))
+            }
+            Term::Map(entries) => entries.iter().any(|(k, v)| k.any(found) || v.any(found)),
+            Term::UserType(fields) => fields.iter().any(|(_, v)| v.any(found)),
+            Term::Literal(_) | Term::Bind(_) | Term::EmptyBraces | Term::Column(_) => false,
         }
     }
 }
@@ -868,6 +899,37 @@ impl fmt::Display for Term {
             }
             Term::Negation(term) if matches!(**term, Term::Operation { .. }) => write!(f, "-({term})"),
             Term::Negation(term) => write!(f, "-{term}"),
+        }
+    }
+}
+
+impl SelectorExpr {
+    /// Gives `f` the name of every function the selector calls, in its
+    /// terms too.
+    pub fn function_names_mut(&mut self, f: &mut dyn FnMut(&mut String)) {
+        match self {
+            SelectorExpr::FunctionCall { name, args } => {
+                f(name);
+                args.iter_mut().for_each(|a| a.function_names_mut(f));
+            }
+            SelectorExpr::Term(term) => term.function_names_mut(f),
+            SelectorExpr::Element { expr, key } => {
+                expr.function_names_mut(f);
+                key.function_names_mut(f);
+            }
+            SelectorExpr::Slice { expr, from, to } => {
+                expr.function_names_mut(f);
+                from.iter_mut().chain(to.iter_mut()).for_each(|t| t.function_names_mut(f));
+            }
+            SelectorExpr::Arithmetic { left, right, .. } => {
+                left.function_names_mut(f);
+                right.function_names_mut(f);
+            }
+            SelectorExpr::WriteTimeOfPart { part: expr, .. }
+            | SelectorExpr::Cast { expr, .. }
+            | SelectorExpr::Field { expr, .. }
+            | SelectorExpr::Negation(expr) => expr.function_names_mut(f),
+            SelectorExpr::Column(_) | SelectorExpr::CountStar | SelectorExpr::WriteTime(_) | SelectorExpr::Ttl(_) => {}
         }
     }
 }

@@ -91,6 +91,19 @@ impl Collector<'_> {
                 // Each marker is named as Cassandra names a function's
                 // argument, `arg0(system.blobasint)`: not the column, so a
                 // driver does not take it for a key column to route by.
+                // A user function's markers take its parameters' types
+                // (of its one overload of that arity).
+                let callees = crate::functions::may_name_user_function(function)
+                    .then(|| crate::user_functions::candidates(self.schema, &self.keyspace, function, args.len()));
+                if let Some(Ok(callees)) = callees {
+                    if let [crate::user_functions::Callee::Function(f)] = callees.as_slice() {
+                        let full_name = format!("{}.{}", f.keyspace, f.name);
+                        for (i, (arg, ty)) in args.iter().zip(&f.arg_types).enumerate() {
+                            self.term(arg, &format!("arg{i}({full_name})"), ty);
+                        }
+                        return;
+                    }
+                }
                 let function = function.trim_start_matches("system.");
                 for (i, arg) in args.iter().enumerate() {
                     let arg_ty = match function {

@@ -577,7 +577,7 @@ mod tests {
 
     fn mutations(schema: &Schema, text: &str) -> Vec<Mutation> {
         let parsed = crate::parser::parse_statement(text).expect("parses");
-        let ctx = WriteContext { bindings: Bindings { values: &[] }, timestamp: 5_000, now_s: 100 };
+        let ctx = WriteContext { bindings: Bindings::NONE, timestamp: 5_000, now_s: 100 };
         let table = schema.table("ks", "t").expect("table");
         match &parsed.statement {
             Statement::Insert(s) => vec![modification::insert(table, s, ctx).expect("insert")],

@@ -166,7 +166,7 @@ mod tests {
         Term::Literal(Literal::Integer(s.into()))
     }
 
-    const NONE: Bindings<'static> = Bindings { values: &[] };
+    const NONE: Bindings<'static> = Bindings::NONE;
 
     #[test]
     fn like_needs_a_string_column() {

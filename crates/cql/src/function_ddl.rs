@@ -161,7 +161,7 @@ pub fn create_aggregate(keyspace: &mut KeyspaceMeta, s: &CreateAggregate) -> Cql
     let initcond = match &s.initcond {
         Some(term) => {
             let receiver = Receiver { name: "initcond", ty: &state_type };
-            match eval(term, receiver, Bindings { values: &[] })? {
+            match eval(term, receiver, Bindings::NONE)? {
                 BoundValue::Value(_) => Some(term.to_string()),
                 _ => None,
             }

@@ -31,6 +31,9 @@ const DATE_EPOCH: i64 = 1 << 31;
 
 /// Evaluates a function call term for `receiver`.
 pub fn call(name: &str, args: &[Term], receiver: Receiver<'_>, bindings: Bindings<'_>) -> CqlResult<BoundValue> {
+    if let Some(function) = crate::user_functions::term_callee(name, args, bindings)? {
+        return crate::user_functions::call_in_term(&function, args, receiver, bindings);
+    }
     let name = name.trim_start_matches("system.");
     match name {
         // Its result type is the receiver's, so it is evaluated apart.
@@ -94,6 +97,29 @@ fn argument_types(name: &str, args: &[Term], receiver: Option<&CqlType>) -> CqlR
         inferred_type(arg).unwrap_or(CqlType::Timeuuid)
     };
     Ok(vec![ty])
+}
+
+/// Whether a call of `name` (unqualified) is one of the system's: a
+/// scalar function, an aggregate, `token` or the JSON functions. Those
+/// are found before a user function of the same name, as in Cassandra.
+pub(crate) fn is_native(name: &str) -> bool {
+    arity(name).is_some() || matches!(name, "fromjson" | "count" | "min" | "max" | "sum" | "avg" | "token")
+}
+
+/// Whether `term` calls a function that is not the system's (a user
+/// function, or a name that will be refused as unknown): such a term is
+/// evaluated at each execution, where its EXECUTE permission is checked.
+pub(crate) fn calls_user_function(term: &Term) -> bool {
+    term.any(&|t| matches!(t, Term::FunctionCall { name, .. } if may_name_user_function(name)))
+}
+
+/// Whether a call of `name` may mean a user function: qualified with
+/// another keyspace than `system`, or unqualified and not the system's.
+pub(crate) fn may_name_user_function(name: &str) -> bool {
+    match name.split_once('.') {
+        Some((keyspace, _)) => keyspace != "system",
+        None => !is_native(name),
+    }
 }
 
 fn arity(name: &str) -> Option<usize> {

@@ -407,8 +407,7 @@ fn column_value(name: &str, ty: &CqlType, json: &Json) -> CqlResult<BoundValue> 
         return Ok(BoundValue::Value(Bytes::new()));
     }
     let term = term_of(ty, json).map_err(decode_error)?;
-    let evaluated =
-        eval(&term, Receiver { name, ty }, Bindings { values: &[] }).map_err(|e| decode_error(e.to_string()))?;
+    let evaluated = eval(&term, Receiver { name, ty }, Bindings::NONE).map_err(|e| decode_error(e.to_string()))?;
     Ok(match evaluated {
         BoundValue::Value(v) => BoundValue::Value(v),
         BoundValue::Null | BoundValue::Unset => BoundValue::Null,
@@ -453,8 +452,7 @@ pub fn from_json_call(args: &[Term], receiver: Receiver<'_>, bindings: Bindings<
     let text = String::from_utf8_lossy(&text);
     let json = parse(&text)
         .map_err(|e| function_failure("fromJson", receiver.ty, &format!("Failed parsing fromJson parameter: {e}")))?;
-    let converted =
-        term_of(receiver.ty, &json).map_err(invalid).and_then(|term| eval(&term, receiver, Bindings { values: &[] }));
+    let converted = term_of(receiver.ty, &json).map_err(invalid).and_then(|term| eval(&term, receiver, Bindings::NONE));
     converted.map_err(|e| {
         function_failure("fromjson", &CqlType::Text, &format!("Failed execution of function system.fromjson: {e}"))
     })
@@ -676,11 +674,10 @@ mod tests {
     fn from_json_failures_are_function_failures() {
         let ty = CqlType::Int;
         let receiver = Receiver { name: "v", ty: &ty };
-        let unparsable =
-            from_json_call(&[Term::Literal(Literal::String("dog".into()))], receiver, Bindings { values: &[] });
+        let unparsable = from_json_call(&[Term::Literal(Literal::String("dog".into()))], receiver, Bindings::NONE);
         let message = unparsable.map_err(|e| e.to_string()).err().unwrap_or_default();
         assert!(message.starts_with("execution of fromJson failed: Failed parsing fromJson parameter: "), "{message}");
-        let wrong = from_json_call(&[Term::Literal(Literal::String("1.2".into()))], receiver, Bindings { values: &[] });
+        let wrong = from_json_call(&[Term::Literal(Literal::String("1.2".into()))], receiver, Bindings::NONE);
         let message = wrong.map_err(|e| e.to_string()).err().unwrap_or_default();
         assert!(
             message.starts_with("execution of fromjson failed: Failed execution of function system.fromjson: "),
@@ -688,7 +685,7 @@ mod tests {
         );
         for text in ["dog", "\"dog\"", "1.2", "2147483648", "\"\"", "{17: 3}"] {
             let arg = Term::Literal(Literal::String(text.to_string()));
-            let result = from_json_call(&[arg], receiver, Bindings { values: &[] });
+            let result = from_json_call(&[arg], receiver, Bindings::NONE);
             let function = match &result {
                 Err(CqlError::FunctionFailure { function, .. }) => function.to_lowercase(),
                 _ => String::new(),

@@ -528,7 +528,7 @@ mod tests {
             panic!("not an update: {text}")
         };
         let Condition::IfColumns(conditions) = &update.condition else { panic!("no column conditions") };
-        conditions.iter().map(|c| column_check(meta, c, Bindings { values: &[] })).collect()
+        conditions.iter().map(|c| column_check(meta, c, Bindings::NONE)).collect()
     }
 
     /// A row whose `u` is `{x: x, tag: tag}` (a value cut short after `x`

@@ -59,6 +59,17 @@ pub struct WriteContext<'a> {
     pub now_s: i64,
 }
 
+impl<'a> WriteContext<'a> {
+    /// The same context, user functions in its terms looked up in
+    /// `keyspace` (the written table's).
+    pub fn in_keyspace<'b>(self, keyspace: &'b str) -> WriteContext<'b>
+    where
+        'a: 'b,
+    {
+        WriteContext { bindings: self.bindings.in_keyspace(keyspace), ..self }
+    }
+}
+
 /// Write attributes resolved from USING.
 struct Attributes {
     timestamp: i64,

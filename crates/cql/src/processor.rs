@@ -94,8 +94,14 @@ thread_local! {
     static PREPARED: RefCell<PreparedCache> = RefCell::new(PreparedCache::default());
 }
 
-fn parse(text: &str) -> CqlResult<Parsed> {
-    let parsed = crate::parser::parse_statement(text).map_err(|e| CqlError::Syntax(e.to_string()))?;
+/// Parses `text` sent in a session using `keyspace`.
+fn parse(text: &str, keyspace: Option<&str>) -> CqlResult<Parsed> {
+    let mut parsed = crate::parser::parse_statement(text).map_err(|e| CqlError::Syntax(e.to_string()))?;
+    if let (Statement::Select(select), Some(keyspace)) = (&mut parsed.statement, keyspace) {
+        if select.without_from {
+            crate::user_functions::qualify_calls(select, &shoal_coordinator::schema(), keyspace);
+        }
+    }
     // ScyllaDB refuses markers in a view's definition, prepared or not.
     if matches!(parsed.statement, Statement::CreateView(_)) && !parsed.bind_markers.is_empty() {
         return Err(invalid("Cannot use query parameters in CREATE MATERIALIZED VIEW statements"));
@@ -108,7 +114,8 @@ fn parse(text: &str) -> CqlResult<Parsed> {
 /// never overwrites a USE that finished while it ran.
 pub async fn query(text: &str, session: &Session, options: QueryOptions) -> CqlResult<QueryResult> {
     let started = Instant::now();
-    let parsed = parse(text).inspect_err(|_| metrics::record(Op::Other, started, false))?;
+    let parsed =
+        parse(text, session.keyspace.as_deref()).inspect_err(|_| metrics::record(Op::Other, started, false))?;
     // ScyllaDB prepares a query before it counts the values: a marker
     // nothing gives a type is refused first (`SELECT count(?)` unbound).
     if options.values.len() != parsed.bind_markers.len() {
@@ -141,7 +148,7 @@ pub async fn prepare(text: &str, session: &Session) -> CqlResult<PreparedInfo> {
 
 /// Prepares `text` in this shard's cache.
 fn prepare_here(text: &str, session: &Session) -> CqlResult<PreparedInfo> {
-    let parsed = parse(text)?;
+    let parsed = parse(text, session.keyspace.as_deref())?;
     let keyspace = session.keyspace.clone();
     let schema = shoal_coordinator::schema();
     let variables = bind_specs(&schema, &parsed, keyspace.as_deref())?;
@@ -311,7 +318,7 @@ async fn execute_parsed(
 ) -> CqlResult<QueryResult> {
     crate::auth::access::check(&parsed.statement, keyspace, user)?;
     let values = ordered_values(parsed, &mut options)?;
-    let bindings = Bindings { values: &values };
+    let bindings = Bindings::of(&values, user);
     let schema = shoal_coordinator::schema();
     match &parsed.statement {
         Statement::Use(name) => {
@@ -385,7 +392,7 @@ async fn execute_parsed(
             crate::auth::access::check_execute(|| compiled.user_functions(), user)?;
             let page_size = options.page_size.filter(|p| *p > 0).map(|p| p as usize);
             let select_options = SelectOptions {
-                bindings,
+                bindings: bindings.in_keyspace(&compiled.meta.keyspace),
                 page_size,
                 paging_state: options.paging_state.clone(),
                 now_s: clock::now_s(),
@@ -445,18 +452,18 @@ fn writes(
     let (meta, writes) = match statement {
         Statement::Insert(s) => {
             let meta = writable_table(schema, s.keyspace.as_deref(), keyspace, &s.table)?;
-            let writes = vec![modification::insert(&meta, s, ctx)?];
+            let writes = vec![modification::insert(&meta, s, ctx.in_keyspace(&meta.keyspace))?];
             (meta, writes)
         }
         Statement::InsertJson(s) => return insert_json_writes(schema, s, keyspace, ctx, conditions),
         Statement::Update(s) => {
             let meta = writable_table(schema, s.keyspace.as_deref(), keyspace, &s.table)?;
-            let writes = modification::update(&meta, s, ctx)?;
+            let writes = modification::update(&meta, s, ctx.in_keyspace(&meta.keyspace))?;
             (meta, writes)
         }
         Statement::Delete(s) => {
             let meta = writable_table(schema, s.keyspace.as_deref(), keyspace, &s.table)?;
-            let writes = modification::delete(&meta, s, ctx)?;
+            let writes = modification::delete(&meta, s, ctx.in_keyspace(&meta.keyspace))?;
             (meta, writes)
         }
         Statement::Batch(batch) => {
@@ -519,7 +526,7 @@ fn insert_json_writes(
         if_not_exists: statement.if_not_exists,
         using: statement.using.clone(),
     });
-    let ctx = WriteContext { bindings: Bindings { values: &values }, ..ctx };
+    let ctx = WriteContext { bindings: Bindings { values: &values, ..ctx.bindings }, ..ctx };
     writes(schema, &insert, keyspace, ctx, conditions)
 }
 
@@ -725,7 +732,9 @@ async fn run_batch(
     let mut conditions = Vec::new();
     for (statement, values) in statements {
         let (parsed, keyspace) = match statement {
-            BatchStatement::Query(text) => (Arc::new(parse(&text)?), session.keyspace.clone()),
+            BatchStatement::Query(text) => {
+                (Arc::new(parse(&text, session.keyspace.as_deref())?), session.keyspace.clone())
+            }
             BatchStatement::Prepared(id) => {
                 let (parsed, keyspace, _) = lookup(&id)?;
                 (parsed, keyspace)
@@ -741,7 +750,7 @@ async fn run_batch(
         }
         let mut statement_options = QueryOptions { values, ..QueryOptions::default() };
         let values = ordered_values(&parsed, &mut statement_options)?;
-        let ctx = WriteContext { bindings: Bindings { values: &values }, timestamp, now_s: now };
+        let ctx = WriteContext { bindings: Bindings::of(&values, session.user.as_deref()), timestamp, now_s: now };
         all.extend(writes(&schema, &parsed.statement, keyspace.as_deref(), ctx, &mut conditions)?);
     }
     check_batch_kind(kind, &schema, &all)?;

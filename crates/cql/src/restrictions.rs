@@ -978,10 +978,13 @@ fn is_empty_key(parts: &[Bytes]) -> bool {
 }
 
 /// Where a view keeps the rows whose key column is empty (a base row's
-/// empty text, say, as ScyllaDB keeps them); `None` for a table, which
-/// refuses the empty key.
+/// empty text, say, as ScyllaDB keeps them), and `system.one_row` its one
+/// row; `None` for a table, which refuses the empty key.
 fn empty_key_position(meta: &TableMeta) -> Option<PartitionPosition> {
-    meta.view_of.as_ref()?;
+    let one_row = meta.keyspace == "system" && meta.name == "one_row";
+    if meta.view_of.is_none() && !one_row {
+        return None;
+    }
     let key = Bytes::from(serialize_partition_key(&[&[][..]]).ok()?);
     Some(PartitionPosition { token: murmur3_token(&key), key })
 }
@@ -1146,7 +1149,7 @@ mod tests {
         else {
             panic!("not a select: {text}")
         };
-        let restrictions = analyze(meta, &select.where_clause, Bindings { values: &[] }).expect("valid restrictions");
+        let restrictions = analyze(meta, &select.where_clause, Bindings::NONE).expect("valid restrictions");
         let int = |v: i32| Bytes::copy_from_slice(&v.to_be_bytes());
         let mut keys: Vec<(Bytes, (i32, i32))> = (0..3)
             .flat_map(|b| (0..3).map(move |c| (b, c)))
@@ -1175,7 +1178,7 @@ mod tests {
                 _ => panic!("not a select: {text}"),
             }
         };
-        let none = Bindings { values: &[] };
+        let none = Bindings::NONE;
         let r = analyze(&meta, &where_clause("a = 0 AND b = 1 AND b >= 1"), none).expect("valid");
         assert!(!r.needs_filtering);
         let r = analyze(&meta, &where_clause("a = 0 AND a = 1"), none).expect("valid");
@@ -1187,7 +1190,7 @@ mod tests {
     #[test]
     fn a_clustering_not_in_filters_one_partition_without_allow_filtering() {
         let meta = table("CREATE TABLE t (a int, b int, c int, v int, PRIMARY KEY (a, b, c))");
-        let none = Bindings { values: &[] };
+        let none = Bindings::NONE;
         let needs_filtering = |text: &str| {
             let text = format!("SELECT * FROM t WHERE {text}");
             match crate::parser::parse_statement(&text).map(|p| p.statement) {

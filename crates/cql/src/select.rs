@@ -677,7 +677,7 @@ fn write_time_of_part(
     Err(match (part, ty) {
         (SelectorExpr::Element { key, .. }, CqlType::Map(key_ty, _) | CqlType::Set(key_ty)) => {
             let display = format!("{}({part})", what.to_lowercase());
-            let key = subscript(key, Receiver { name: &display, ty: key_ty }, binds)?;
+            let key = subscript(meta, key, Receiver { name: &display, ty: key_ty }, binds)?;
             let result_ty = if ttl { CqlType::Int } else { CqlType::Bigint };
             return Ok((display, result_ty, Sel::ElementStamp { column: index, key, ttl }));
         }
@@ -773,7 +773,7 @@ fn selector_expr(meta: &TableMeta, expr: &SelectorExpr, binds: Binds<'_>) -> Cql
         SelectorExpr::Term(term @ (Term::UserType(_) | Term::EmptyBraces)) => {
             return Err(invalid(format!("Cannot infer type for term {term} in selection clause")));
         }
-        SelectorExpr::Term(term) => literal_selector(term, functions::constant_type(term), binds)?,
+        SelectorExpr::Term(term) => literal_selector(meta, term, functions::constant_type(term), binds)?,
         SelectorExpr::Arithmetic { op, left, right } => arithmetic_selector(meta, *op, left, right, binds)?,
         SelectorExpr::Negation(operand) => {
             let zero = SelectorExpr::Term(crate::ast::Term::Literal(crate::ast::Literal::Integer("0".into())));
@@ -800,7 +800,7 @@ fn selector_expr(meta: &TableMeta, expr: &SelectorExpr, binds: Binds<'_>) -> Cql
             };
             let display = format!("{name}[{key}]");
             // `m[null]` is null, as in ScyllaDB (Cassandra refuses it).
-            let key = subscript(key, Receiver { name: &display, ty: &key_ty }, binds)?;
+            let key = subscript(meta, key, Receiver { name: &display, ty: &key_ty }, binds)?;
             (display, result_ty, Sel::Element { value: Box::new(sel), collection, key })
         }
         SelectorExpr::Slice { expr, from, to } => {
@@ -818,9 +818,10 @@ fn selector_expr(meta: &TableMeta, expr: &SelectorExpr, binds: Binds<'_>) -> Cql
             let display = format!("{name}[{}..{}]", text(from), text(to));
             let bound = |b: &Option<Term>| match (b, binds) {
                 (None, _) | (Some(Term::Bind(_)), None) => Ok(None),
+                (Some(t), None) if functions::calls_user_function(t) => Ok(None),
                 (Some(t), binds) => {
                     let receiver = Receiver { name: &display, ty: &key_ty };
-                    eval_required(t, receiver, binds.unwrap_or(Bindings { values: &[] })).map(Some)
+                    eval_required(t, receiver, constant_bindings(meta, binds)).map(Some)
                 }
             };
             let (from, to) = (bound(from)?, bound(to)?);
@@ -836,11 +837,19 @@ type Binds<'a> = Option<Bindings<'a>>;
 
 /// A constant in a selector (a subscript's key): a marker's value once
 /// bound, a placeholder null while compiling.
-fn subscript(term: &Term, receiver: Receiver<'_>, binds: Binds<'_>) -> CqlResult<Option<Bytes>> {
+fn subscript(meta: &TableMeta, term: &Term, receiver: Receiver<'_>, binds: Binds<'_>) -> CqlResult<Option<Bytes>> {
     match (term, binds) {
         (Term::Bind(_), None) => Ok(None),
-        (_, binds) => Ok(eval(term, receiver, binds.unwrap_or(Bindings { values: &[] }))?.into_option()),
+        (term, None) if functions::calls_user_function(term) => Ok(None),
+        (_, binds) => Ok(eval(term, receiver, constant_bindings(meta, binds))?.into_option()),
     }
+}
+
+/// What a constant in a selector is evaluated with: the execution's
+/// values (none while compiling), user functions looked up in the table's
+/// keyspace.
+fn constant_bindings<'a>(meta: &'a TableMeta, binds: Binds<'a>) -> Bindings<'a> {
+    binds.unwrap_or(Bindings::NONE).in_keyspace(&meta.keyspace)
 }
 
 impl CompiledSelect {
@@ -888,9 +897,10 @@ fn called_functions<'s>(sel: &'s Sel, out: &mut Vec<(&'s str, &'s str, &'s [CqlT
 }
 
 /// Whether a selector holds bind markers as subscripts, whose values each
-/// execution gives.
+/// execution gives, or calls of user functions in constants, which each
+/// execution runs.
 fn has_markers(expr: &SelectorExpr) -> bool {
-    let marker = |term: &Term| matches!(term, Term::Bind(_));
+    let marker = |term: &Term| matches!(term, Term::Bind(_)) || functions::calls_user_function(term);
     match expr {
         SelectorExpr::Element { expr, key } => marker(key) || has_markers(expr),
         SelectorExpr::Slice { expr, from, to } => from.iter().chain(to.iter()).any(marker) || has_markers(expr),
@@ -904,6 +914,7 @@ fn has_markers(expr: &SelectorExpr) -> bool {
         SelectorExpr::Arithmetic { left, right, .. } => [left, right].iter().any(|a| is_marker(a) || has_markers(a)),
         // A marker standing alone has no type to read its value by
         // (refused, whatever the values) unless a cast gives one.
+        SelectorExpr::Term(term) if functions::calls_user_function(term) => true,
         SelectorExpr::Term(term @ Term::Cast { .. }) => term.has_bind_marker(),
         SelectorExpr::Term(_)
         | SelectorExpr::Column(_)
@@ -1000,13 +1011,14 @@ fn operator(expr: &SelectorExpr) -> Option<NumericOp> {
 }
 
 /// A constant selector, read as a value of `ty`.
-fn literal_selector(term: &Term, ty: CqlType, binds: Binds<'_>) -> CqlResult<(String, CqlType, Sel)> {
+fn literal_selector(meta: &TableMeta, term: &Term, ty: CqlType, binds: Binds<'_>) -> CqlResult<(String, CqlType, Sel)> {
     let text = term.to_string();
-    // At PREPARE a marker has no value yet: only the type counts.
-    if binds.is_none() && term.has_bind_marker() {
+    // At PREPARE a marker has no value yet: only the type counts. A user
+    // function's call is run at each execution, which checks EXECUTE.
+    if binds.is_none() && (term.has_bind_marker() || functions::calls_user_function(term)) {
         return Ok((text, ty, Sel::Literal(None)));
     }
-    let value = eval(term, Receiver { name: &text, ty: &ty }, binds.unwrap_or(Bindings { values: &[] }))?;
+    let value = eval(term, Receiver { name: &text, ty: &ty }, constant_bindings(meta, binds))?;
     Ok((text, ty, Sel::Literal(value.into_option())))
 }
 
@@ -1058,7 +1070,7 @@ fn function_arguments(
                 // A marker's value comes with each execution (see
                 // `has_markers`); `literal_selector` holds a placeholder
                 // until then.
-                literal_selector(term, ty, binds)
+                literal_selector(meta, term, ty, binds)
             }
             // Only constants are left untyped above.
             (None, _) => selector_expr(meta, arg, binds),
@@ -1172,7 +1184,7 @@ fn user_function_selector(
             continue;
         }
         let text = term.to_string();
-        if eval(term, Receiver { name: &text, ty: want }, Bindings { values: &[] }).is_err() {
+        if eval(term, Receiver { name: &text, ty: want }, Bindings::NONE).is_err() {
             return Err(invalid(format!(
                 "Type error: {text} cannot be passed as argument {i} of function {name} of type {want}"
             )));

@@ -12,6 +12,7 @@
 use std::collections::BTreeMap;
 use std::net::IpAddr;
 use std::sync::{Arc, OnceLock};
+use std::time::Instant;
 
 use bytes::Bytes;
 use shoal_coordinator::data::{
@@ -86,6 +87,9 @@ const DEFINITIONS: &[(&str, &str, &str)] = &[
     // ScyllaDB's: each keyspace's vnode ranges and their replicas, with
     // their data centers and racks (table `<ALL>`: no tablets here).
     ("system", "token_ring", "keyspace_name text, table_name text, start_token text, endpoint inet, dc text, end_token text, rack text, PRIMARY KEY (keyspace_name, table_name, start_token, endpoint)"),
+    // ScyllaDB's: this node's load, memory, memtables and row cache, as
+    // text items in groups.
+    ("system", "runtime_info", "\"group\" text, item text, value text, PRIMARY KEY (\"group\", item)"),
     // ScyllaDB's table of one row, for statements that need a table to
     // select constants from.
     ("system", "one_row", "\"system$dummy\" text PRIMARY KEY"),
@@ -98,6 +102,7 @@ const DEFINITIONS: &[(&str, &str, &str)] = &[
 
 fn definitions() -> &'static BTreeMap<(&'static str, &'static str), Arc<TableMeta>> {
     TABLES.get_or_init(|| {
+        STARTED.get_or_init(Instant::now);
         DEFINITIONS
             .iter()
             .map(|(ks, name, columns)| {
@@ -156,6 +161,7 @@ pub async fn contents(meta: &Arc<TableMeta>, schema: &Schema) -> CqlResult<Virtu
         ("system_distributed", "cdc_streams_descriptions_v2") => crate::cdc_streams::stream_description_rows(),
         ("system", "protocol_servers") => crate::protocol_servers::rows(),
         ("system", "one_row") => vec![vec![text("")]],
+        ("system", "runtime_info") => runtime_info_rows().await?,
         ("system", "config") => {
             crate::live_config::rows().iter().map(|row| row.iter().map(|cell| text(cell)).collect()).collect()
         }
@@ -428,6 +434,44 @@ async fn size_estimate_rows() -> CqlResult<Vec<Values>> {
             ]
         })
         .collect())
+}
+
+/// When this process started (set as the system tables are first defined,
+/// at start), for `runtime_info`'s uptime.
+static STARTED: OnceLock<Instant> = OnceLock::new();
+
+/// ScyllaDB's groups and items, every value text: `generic` (load,
+/// uptime, trace probability, ...), `memory`, `memtable` and `cache`.
+async fn runtime_info_rows() -> CqlResult<Vec<Values>> {
+    let stats = shoal_coordinator::runtime_stats().await.map_err(|e| CqlError::Server(e.to_string()))?;
+    let uptime_s = STARTED.get().map_or(0, |s| s.elapsed().as_secs());
+    let requests = stats.cache_hits + stats.cache_misses;
+    let hit_rate = if requests == 0 { 0.0 } else { stats.cache_hits as f64 / requests as f64 };
+    let memory_total = stats.memory_budget_bytes.unwrap_or(stats.memory_used_bytes);
+    let items: Vec<(&str, &str, String)> = vec![
+        ("generic", "gossip_active", "true".to_string()),
+        ("generic", "load", stats.disk_bytes.to_string()),
+        ("generic", "uptime", format!("{uptime_s} seconds")),
+        ("generic", "trace_probability", format!("{:.2}", crate::traces::probability())),
+        ("generic", "incremental_backup_enabled", "false".to_string()),
+        ("memory", "total", memory_total.to_string()),
+        ("memory", "used", stats.memory_used_bytes.to_string()),
+        ("memory", "free", memory_total.saturating_sub(stats.memory_used_bytes).to_string()),
+        // A memtable's memory is all in use: it grows by what it holds.
+        ("memtable", "memory_total", stats.memtable_bytes.to_string()),
+        ("memtable", "memory_used", stats.memtable_bytes.to_string()),
+        ("memtable", "memory_free", "0".to_string()),
+        ("memtable", "entries", stats.memtable_partitions.to_string()),
+        ("cache", "memory_total", stats.cache_bytes.to_string()),
+        ("cache", "memory_used", stats.cache_bytes.to_string()),
+        ("cache", "memory_free", "0".to_string()),
+        ("cache", "entries", stats.cache_partitions.to_string()),
+        ("cache", "hits", stats.cache_hits.to_string()),
+        ("cache", "misses", stats.cache_misses.to_string()),
+        ("cache", "hit_rate_total", format!("{hit_rate:.2}")),
+        ("cache", "requests_total", requests.to_string()),
+    ];
+    Ok(items.into_iter().map(|(group, item, value)| vec![text(group), text(item), text(&value)]).collect())
 }
 
 fn type_row(t: &UserType) -> Vec<Option<Bytes>> {

@@ -36,10 +36,32 @@ impl BoundValue {
     }
 }
 
-/// The bound values of one execution, by marker index.
+/// The bound values of one execution, by marker index, and what a user
+/// function called in a term needs: the keyspace an unqualified name is
+/// looked up in (the statement's table's) and the role that must be
+/// allowed to EXECUTE it.
 #[derive(Debug, Clone, Copy)]
 pub struct Bindings<'a> {
     pub values: &'a [BoundValue],
+    pub keyspace: Option<&'a str>,
+    pub user: Option<&'a str>,
+}
+
+impl<'a> Bindings<'a> {
+    /// No values and no keyspace: constants alone.
+    pub const NONE: Bindings<'static> = Bindings { values: &[], keyspace: None, user: None };
+
+    pub fn of(values: &'a [BoundValue], user: Option<&'a str>) -> Self {
+        Bindings { values, keyspace: None, user }
+    }
+
+    /// The same values, user functions looked up in `keyspace`.
+    pub fn in_keyspace<'b>(self, keyspace: &'b str) -> Bindings<'b>
+    where
+        'a: 'b,
+    {
+        Bindings { keyspace: Some(keyspace), ..self }
+    }
 }
 
 /// Who receives a value: named in error messages as Cassandra does.

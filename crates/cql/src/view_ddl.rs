@@ -452,7 +452,7 @@ fn filter_value(base: &TableMeta, column: &str, term: &Term) -> CqlResult<Bytes>
     // check_where_clause found the column.
     let ty = base.column(column).map_or(CqlType::Blob, |c| c.ty.clone());
     let receiver = Receiver { name: column, ty: &ty };
-    crate::values::eval_required(term, receiver, Bindings { values: &[] })
+    crate::values::eval_required(term, receiver, Bindings::NONE)
 }
 
 /// `relation` as CQL, for `system_schema.views.where_clause` and DESCRIBE.

@@ -30,6 +30,7 @@ mod partition_lock;
 mod paxos;
 mod read;
 mod recovery;
+mod runtime_stats;
 mod share_control;
 mod shared_row;
 mod token_hash;
@@ -55,6 +56,7 @@ pub use read::{
     ElementStamp, PartitionSelection, ReadCommand, ReadResult, ResultCell, ResultRow, RowPosition, ShortStop,
 };
 pub use recovery::RecoveryReport;
+pub use runtime_stats::RuntimeStats;
 pub use share_control::StaticShares;
 pub use top_partitions::{TopPartition, TopPartitions, CAPACITY_MAX as TOP_PARTITIONS_CAPACITY_MAX};
 pub use view_update::{View, ViewKind};
