@@ -45,7 +45,7 @@ use std::time::Instant;
 use bytes::Bytes;
 use shoal_runtime::clock;
 use shoal_storage::{
-    Cell, ClusteredRow, ClusteringRange, ColumnData, Expiry, Found, Partition, PartitionPosition, Row, RowCells,
+    Cell, ClusteredRow, ClusteringRange, ColumnData, Expiry, FoundRef, Partition, PartitionPosition, Row, RowCells,
     Tombstone,
 };
 
@@ -53,7 +53,7 @@ use crate::database::{Durability, Write};
 use crate::item_access::Access;
 use crate::item_cas::CasUniques;
 use crate::item_lru::ItemLruStats;
-use crate::item_read;
+use crate::item_read::{self, Held};
 pub use crate::item_read::{Item, ItemTable, Lifetime};
 use crate::{Database, ReplicaError};
 
@@ -150,12 +150,6 @@ impl ItemOp {
     /// shard's counter alone — unique within a run, as memcached's are.
     pub fn reads(&self) -> bool {
         !matches!(self, ItemOp::Store(Store { mode: StoreMode::Set, compare_cas: None, stale_if_older: false, .. }))
-    }
-
-    /// Whether its outcome depends on the item's value (a delete looks
-    /// only at whether the item is there and its CAS unique).
-    fn reads_value(&self) -> bool {
-        !matches!(self, ItemOp::Delete { .. })
     }
 }
 
@@ -303,11 +297,15 @@ impl Database {
             // synchronously below, after the read's last await.
             false => None,
         };
-        let current = match op.reads() {
-            true => self.read_item(table, &position, now_s, op.reads_value()).await?,
+        let stored = match op.reads() {
+            true => self.table(table.id)?.read_found(&position, &[ClusteringRange::all()]).await?,
             false => None,
         };
+        let current = stored.as_ref().and_then(|found| self.with_hints(table, &position, found.as_found_ref(), now_s));
         let (Decision { update, outcome, access }, lru) = decide_noted(op, current, now_s, &self.item_cas);
+        // The read's share of the slot goes before the write, which may
+        // then overwrite it in place.
+        drop(stored);
         let (durable, written) = match update {
             Some(update) if !for_replicas => {
                 // No await after the room is found: the write lands in it.
@@ -358,7 +356,7 @@ impl Database {
     }
 
     /// Runs an operation at once, without awaiting, where memory answers
-    /// its read (`Table::read_found_in_memory`: a memtable or the row cache
+    /// its read (`Table::with_found_in_memory`: a memtable or the row cache
     /// holds the item, or no SSTable can) and, if it may write, no other
     /// write holds the partition's lock and the memtables have room: its
     /// read and its write, with no await between them, are atomic on the
@@ -376,18 +374,21 @@ impl Database {
         if op.writes() && (for_replicas || !self.has_memtable_room() || self.partition_locked(table.id, position)) {
             return Err(op);
         }
-        let current = match op.reads() {
+        let (Decision { update, outcome, access }, lru) = match op.reads() {
             true => {
                 let store = match self.table(table.id) {
                     Ok(store) => store,
                     Err(e) => return Ok(Err(e)),
                 };
-                let Some(stored) = store.read_found_in_memory(position) else { return Err(op) };
-                self.with_hints(table, position, stored, now_s, op.reads_value())
+                // Decided on the item where it lies: nothing kept from it
+                // but what the decision keeps.
+                store.with_found_in_memory(position, op, |op, found| {
+                    let current = found.and_then(|found| self.with_hints(table, position, found, now_s));
+                    decide_noted(op, current, now_s, &self.item_cas)
+                })?
             }
-            false => None,
+            false => decide_noted(op, None, now_s, &self.item_cas),
         };
-        let (Decision { update, outcome, access }, lru) = decide_noted(op, current, now_s, &self.item_cas);
         let durable = match update {
             Some(update) => match self.apply_item_now(table, position.clone(), update, now_s) {
                 Ok(durable) => durable,
@@ -507,29 +508,15 @@ impl Database {
         self.item_lru.stats(table.id)
     }
 
-    /// The live item at `position`, if any, with its hints.
-    async fn read_item(
+    /// The live item `found` holds, if any, with its hints.
+    fn with_hints<'a>(
         &self,
         table: ItemTable,
         position: &PartitionPosition,
+        found: FoundRef<'a>,
         now_s: i64,
-        with_value: bool,
-    ) -> Result<Option<Item>, ReplicaError> {
-        let stored = self.table(table.id)?.read_found(position, &[ClusteringRange::all()]).await?;
-        Ok(self.with_hints(table, position, stored, now_s, with_value))
-    }
-
-    /// The live item `stored` holds, if any, with its hints (its value
-    /// only `with_value`: [`item_read::found_item`]).
-    fn with_hints(
-        &self,
-        table: ItemTable,
-        position: &PartitionPosition,
-        stored: Option<Found>,
-        now_s: i64,
-        with_value: bool,
-    ) -> Option<Item> {
-        let mut item = item_read::found_item(table, &stored?, now_s, with_value)?;
+    ) -> Option<Held<'a>> {
+        let mut item = item_read::found_item(table, found, now_s)?;
         if let Some(access) = self.item_access.get(position.token) {
             item.access = access;
         }
@@ -553,7 +540,7 @@ fn value_timestamp_us(table: ItemTable, partition: &Partition) -> i64 {
 
 /// [`decide`], and what the operation does to the item's place in the
 /// LRU list.
-fn decide_noted(op: ItemOp, current: Option<Item>, now_s: i64, uniques: &CasUniques) -> (Decision, LruUpdate) {
+fn decide_noted(op: ItemOp, current: Option<Held<'_>>, now_s: i64, uniques: &CasUniques) -> (Decision, LruUpdate) {
     let bumps = !matches!(op, ItemOp::Get(Fetch { no_bump: true, .. }));
     let decision = decide(op, current, now_s, uniques);
     let lru = match (&decision.update, &decision.outcome) {
@@ -664,7 +651,7 @@ fn fetched(mut item: Item, fetch: &Fetch, now_s: i64) -> (Item, Access) {
 /// What `op` does to the item as it is (`None` also for an operation that
 /// does not read it). A new CAS unique is the shard's next one above the
 /// item's current one when known ([`CasUniques::next_above`]).
-fn decide(op: ItemOp, current: Option<Item>, now_s: i64, uniques: &CasUniques) -> Decision {
+fn decide(op: ItemOp, current: Option<Held<'_>>, now_s: i64, uniques: &CasUniques) -> Decision {
     // Taken only by a write: the clock's write timestamps are for writes.
     let timestamp = clock::next_write_timestamp_us;
     let current_cas = current.as_ref().map_or(0, |item| item.cas);
@@ -673,7 +660,7 @@ fn decide(op: ItemOp, current: Option<Item>, now_s: i64, uniques: &CasUniques) -
         let cas = new_cas.unwrap_or_else(|| uniques.next_above(current_cas));
         (ItemUpdate::Put { value, flags, cas, lifetime, timestamp }, cas)
     };
-    let cas_mismatch = |compare: Option<u64>, item: &Option<Item>| match (compare, item) {
+    let cas_mismatch = |compare: Option<u64>, item: &Option<Held>| match (compare, item) {
         (Some(expected), Some(item)) => item.cas != expected,
         _ => false,
     };
@@ -689,7 +676,7 @@ fn decide(op: ItemOp, current: Option<Item>, now_s: i64, uniques: &CasUniques) -
                 Decision { update: Some(update), outcome: ItemOutcome::Found(item), access }
             }
             (Some(item), _) => {
-                let (item, after) = fetched(item, &fetch, now_s);
+                let (item, after) = fetched(item.into_item(), &fetch, now_s);
                 let access = if after == item.access { AccessUpdate::Keep } else { AccessUpdate::Set(after) };
                 let Some(lifetime) = fetch.touch else {
                     return Decision { update: None, outcome: ItemOutcome::Found(item), access };
@@ -701,7 +688,7 @@ fn decide(op: ItemOp, current: Option<Item>, now_s: i64, uniques: &CasUniques) -
         ItemOp::Touch { lifetime } => match current {
             None => missing(),
             Some(item) => {
-                let (item, after) = fetched(item, &Fetch::default(), now_s);
+                let (item, after) = fetched(item.into_item(), &Fetch::default(), now_s);
                 let (update, _) = put(item.value.clone(), item.flags, lifetime, Some(item.cas));
                 let outcome = ItemOutcome::Found(Item { lifetime, ..item });
                 Decision { update: Some(update), outcome, access: AccessUpdate::Set(after) }
@@ -720,6 +707,7 @@ fn decide(op: ItemOp, current: Option<Item>, now_s: i64, uniques: &CasUniques) -
             None => missing(),
             Some(item) if compare_cas.is_some_and(|c| c != item.cas) => Decision::answer(ItemOutcome::Exists),
             Some(item) => {
+                let item = item.into_item();
                 let (update, _) = put(item.value, item.flags, lifetime.unwrap_or(item.lifetime), new_cas);
                 let access = Access { stale: true, token_sent: false, ..item.access };
                 Decision { update: Some(update), outcome: ItemOutcome::Deleted, access: AccessUpdate::Set(access) }
@@ -753,8 +741,8 @@ fn decide(op: ItemOp, current: Option<Item>, now_s: i64, uniques: &CasUniques) -
             }
             let (value, flags, lifetime) = match store.mode {
                 StoreMode::Add => return Decision::answer(ItemOutcome::NotStored),
-                StoreMode::Append => (concat(&item.value, &store.value), item.flags, item.lifetime),
-                StoreMode::Prepend => (concat(&store.value, &item.value), item.flags, item.lifetime),
+                StoreMode::Append => (item.with_value(|held| concat(held, &store.value)), item.flags, item.lifetime),
+                StoreMode::Prepend => (item.with_value(|held| concat(&store.value, held)), item.flags, item.lifetime),
                 StoreMode::Set | StoreMode::Replace => (store.value, store.flags, store.lifetime),
             };
             let (update, cas) = put(value, flags, lifetime, store.new_cas);
@@ -772,7 +760,7 @@ fn decide(op: ItemOp, current: Option<Item>, now_s: i64, uniques: &CasUniques) -
                     None => return missing(),
                 },
                 Some(item) => {
-                    let Some(number) = parse_counter(&item.value) else {
+                    let Some(number) = item.with_value(parse_counter) else {
                         return Decision::answer(ItemOutcome::NotANumber);
                     };
                     let next = if arith.decrement {
@@ -850,9 +838,16 @@ mod tests {
         })
     }
 
-    fn item(cas: u64) -> Item {
+    fn item(cas: u64) -> Held<'static> {
         let access = Access::written(0);
-        Item { value: Bytes::from_static(b"v"), flags: 0, cas, lifetime: Lifetime::Forever, access, won: false }
+        Held::of(Item {
+            value: Bytes::from_static(b"v"),
+            flags: 0,
+            cas,
+            lifetime: Lifetime::Forever,
+            access,
+            won: false,
+        })
     }
 
     fn stored_cas(decision: Decision) -> u64 {
