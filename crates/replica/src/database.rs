@@ -637,18 +637,19 @@ impl Database {
     /// write decided from a read of memory lands with no await between its
     /// read and its write, so it needs no partition lock to be atomic. A
     /// single row given as its cells (`Write::Row`, a memcached `set`) is
-    /// logged and held compact as they lie, no `Partition` built.
+    /// logged and held compact as they lie, no `Partition` built. `table`
+    /// is `table_id`'s, which the caller looked up to read it.
     pub(crate) fn apply_now(
         &self,
+        table: &Table,
         table_id: Uuid,
         position: PartitionPosition,
         write: Write<'_>,
     ) -> Result<Durability, ReplicaError> {
         debug_assert!(self.has_memtable_room(), "the caller checked for room, with no await since");
         check_token(&position)?;
-        let table = self.table(table_id)?;
-        self.check_in_memory_room(table_id, &table)?;
-        self.log_and_apply(table_id, &table, position, write)
+        self.check_in_memory_room(table_id, table)?;
+        self.log_and_apply(table_id, table, position, write)
     }
 
     /// Logs `write` (unless its table is unlogged) and applies it to the

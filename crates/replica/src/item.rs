@@ -46,7 +46,7 @@ use bytes::Bytes;
 use shoal_runtime::clock;
 use shoal_storage::{
     Cell, ClusteredRow, ClusteringRange, ColumnData, Expiry, FoundRef, Partition, PartitionPosition, Row, RowCells,
-    Tombstone,
+    Table, Tombstone,
 };
 
 use crate::database::{Durability, Write};
@@ -310,7 +310,8 @@ impl Database {
             Some(update) if !for_replicas => {
                 // No await after the room is found: the write lands in it.
                 self.wait_for_memtable_space().await;
-                (self.apply_item_now(table, position.clone(), update, now_s)?, None)
+                let store = self.table(table.id)?;
+                (self.apply_item_now(&store, table, position.clone(), update, now_s)?, None)
             }
             Some(update) => {
                 let partition = update.into_partition(table, now_s);
@@ -334,6 +335,7 @@ impl Database {
     /// memtable holds as such, its key copied likewise.
     fn apply_item_now(
         &self,
+        store: &Table,
         table: ItemTable,
         position: PartitionPosition,
         update: ItemUpdate,
@@ -346,11 +348,11 @@ impl Database {
                 let mut cells = [(table.value, &value[..]), (table.flags, &flags[..]), (table.cas, &cas[..])];
                 cells.sort_unstable_by_key(|(id, _)| *id);
                 let row = RowCells { timestamp, expiry: expiry(lifetime, now_s), cells: &cells };
-                self.apply_now(table.id, position, Write::Row(row))
+                self.apply_now(store, table.id, position, Write::Row(row))
             }
             ItemUpdate::Put { timestamp, .. } | ItemUpdate::Delete { timestamp } => {
                 let tombstone = Tombstone { timestamp, deletion_time_s: now_s };
-                self.apply_now(table.id, position, Write::Tombstone(tombstone))
+                self.apply_now(store, table.id, position, Write::Tombstone(tombstone))
             }
         }
     }
@@ -374,12 +376,12 @@ impl Database {
         if op.writes() && (for_replicas || !self.has_memtable_room() || self.partition_locked(table.id, position)) {
             return Err(op);
         }
+        let store = match self.table(table.id) {
+            Ok(store) => store,
+            Err(e) => return Ok(Err(e)),
+        };
         let (Decision { update, outcome, access }, lru) = match op.reads() {
             true => {
-                let store = match self.table(table.id) {
-                    Ok(store) => store,
-                    Err(e) => return Ok(Err(e)),
-                };
                 // Decided on the item where it lies: nothing kept from it
                 // but what the decision keeps.
                 store.with_found_in_memory(position, op, |op, found| {
@@ -390,7 +392,7 @@ impl Database {
             false => decide_noted(op, None, now_s, &self.item_cas),
         };
         let durable = match update {
-            Some(update) => match self.apply_item_now(table, position.clone(), update, now_s) {
+            Some(update) => match self.apply_item_now(&store, table, position.clone(), update, now_s) {
                 Ok(durable) => durable,
                 Err(e) => return Ok(Err(e)),
             },
