@@ -217,10 +217,12 @@ mod tests {
         (memtable, position)
     }
 
-    /// The item read borrowed from the memtable holding `p`, kept, and its
-    /// value's bytes as it lay; and the same read from what an owned read
-    /// of the memtable finds.
-    fn read_both(p: &Partition) -> (Option<(Item, Vec<u8>)>, Option<(Item, Vec<u8>)>) {
+    /// An item as kept, and its value's bytes as it lay.
+    type Read = Option<(Item, Vec<u8>)>;
+
+    /// The item read borrowed from the memtable holding `p`; and the same
+    /// read from what an owned read of the memtable finds.
+    fn read_both(p: &Partition) -> (Read, Read) {
         let (memtable, position) = memtable_of(p.clone());
         let kept = |held: Held| (held.with_value(<[u8]>::to_vec), held.into_item());
         let borrowed = memtable.found_ref(&position).expect("the memtable holds it");
