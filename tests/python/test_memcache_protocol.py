@@ -518,6 +518,31 @@ def test_deletes_of_counters_compare_their_cas_and_leave_them_gone(conn, key):
                                        b"STORED\r\n", b"15\r\n"]
 
 
+def test_counters_and_8_byte_values_read_in_place(conn, key):
+    # A read-modify-write looks at the item where the memtable holds it:
+    # an 8-byte value (kept as its word, its top bits set by any byte from
+    # 0x80) reads back, appends and counts as it was written; many
+    # counters in one pipeline each answer their own digits (cut one
+    # after another from a shard's chunk), and read back so afterwards.
+    k = key.encode()
+    high = bytes([0xff, 0x80, 0x7f, 0x00, 0x01, 0xfe, 0x30, 0x39])
+    assert conn.call(b"set %s 0 0 8\r\n%s\r\n" % (k, high)) == b"STORED\r\n"
+    assert conn.call(b"get %s\r\n" % k) == b"VALUE %s 0 8\r\n%s\r\nEND\r\n" % (k, high)
+    assert conn.call(b"incr %s 1\r\n" % k).startswith(b"CLIENT_ERROR")
+    assert conn.call(b"append %s 0 0 1\r\n!\r\n" % k) == b"STORED\r\n"
+    assert conn.call(b"get %s\r\n" % k) == b"VALUE %s 0 9\r\n%s!\r\nEND\r\n" % (k, high)
+    assert conn.call(b"set %s 0 0 8\r\n99999999\r\n" % k) == b"STORED\r\n"
+    assert conn.call(b"incr %s 1\r\n" % k) == b"100000000\r\n"
+    keys = [b"%s_%d" % (k, i) for i in range(600)]
+    # Eight digits before and after, so that memcached keeps the length.
+    counted = [10_000_000 + i * 1001 for i in range(len(keys))]
+    conn.calls(b"".join(b"set %s 0 0 8\r\n%d\r\n" % (c, 10_000_000 + i * 1000) for i, c in enumerate(keys)), len(keys))
+    answers = conn.calls(b"".join(b"incr %s %d\r\n" % (c, i) for i, c in enumerate(keys)), len(keys))
+    assert answers == [b"%d\r\n" % n for n in counted]
+    for c, n in list(zip(keys, counted))[::37]:
+        assert conn.call(b"get %s\r\n" % c) == b"VALUE %s 0 8\r\n%d\r\nEND\r\n" % (c, n)
+
+
 def test_pipelined_byte_by_byte(conn, key):
     # requests split at every byte are still parsed
     req = b"set %s 3 0 5\r\nhello\r\nget %s\r\n" % (key.encode(), key.encode())

@@ -36,7 +36,7 @@ use std::time::{Duration, Instant};
 
 use futures_util::future::join_all;
 use shoal_replica::{
-    ItemLruStats, ItemOp, ItemOutcome, ItemRun, ItemTable, ItemWrite, Mutation, ReadCommand, ReplicaError,
+    ItemLruStats, ItemOp, ItemOutcome, ItemRun, ItemTable, ItemWrite, Mutation, ReadCommand, ReplicaError, Tokens,
 };
 use shoal_runtime::{clock, nr_shards, submit_to, this_shard};
 use shoal_schema::token::murmur3_token;
@@ -102,7 +102,7 @@ enum Leader {
 pub async fn run_items(table: ItemTable, ops: Ops, levels: ItemLevels, timeout: Duration) -> Vec<ItemResult> {
     let deadline = deadline(timeout);
     let Some((topology, keyspace)) = placement(table.id) else {
-        return run_on_shards(table, ops, levels, deadline, false).await.0;
+        return run_on_shards(table, ops, levels, deadline, false, Tokens::Hashed).await.0;
     };
     let count = ops.len();
     let map = topology.replica_map(&keyspace);
@@ -133,8 +133,8 @@ pub async fn run_items(table: ItemTable, ops: Ops, levels: ItemLevels, timeout: 
     let keyspace = &keyspace;
     let runs = groups.into_iter().map(|(leader, indexes, ops)| async move {
         let outcomes = match leader {
-            Leader::Alone => run_on_shards(table, ops, levels, deadline, false).await.0,
-            Leader::Here => lead(topology, keyspace, table, ops, levels, deadline).await,
+            Leader::Alone => run_on_shards(table, ops, levels, deadline, false, Tokens::Hashed).await.0,
+            Leader::Here => lead(topology, keyspace, table, ops, levels, deadline, Tokens::Hashed).await,
             Leader::Peer(host) => ask(topology, host, table, ops, levels, deadline).await,
         };
         (indexes, outcomes)
@@ -158,20 +158,22 @@ fn gather(count: usize, groups: impl IntoIterator<Item = (Vec<usize>, Vec<ItemRe
 
 /// Runs `ops` on this node's shards that own their keys: one message per
 /// shard, none for the calling shard's. With `for_replicas`, also what
-/// they wrote, each write naming its operation's index in `ops`.
+/// they wrote, each write naming its operation's index in `ops`. `tokens`:
+/// whether this node hashed their tokens ([`item_position`]).
 async fn run_on_shards(
     table: ItemTable,
     ops: Ops,
     levels: ItemLevels,
     deadline: Instant,
     for_replicas: bool,
+    tokens: Tokens,
 ) -> (Vec<ItemResult>, Vec<ItemWrite>) {
     let count = ops.len();
     let first = ops.first().map_or(this_shard(), |(position, _)| shard_of(position.token));
     if ops.iter().all(|(position, _)| shard_of(position.token) == first) {
         // One shard owns every key (always, on one shard): its answers are
         // in the operations' order already, nothing to split or gather.
-        return match run_on(first, table, ops, levels, deadline, for_replicas).await {
+        return match run_on(first, table, ops, levels, deadline, for_replicas, tokens).await {
             Ok(run) => (run.outcomes.into_iter().map(shared_error).collect(), run.writes),
             Err(e) => (all_failed(count, e), Vec::new()),
         };
@@ -185,7 +187,7 @@ async fn run_on_shards(
     }
     let runs = by_shard.into_iter().enumerate().filter(|(_, (indexes, _))| !indexes.is_empty()).map(
         |(shard, (indexes, shard_ops))| async move {
-            (indexes, run_on(shard, table, shard_ops, levels, deadline, for_replicas).await)
+            (indexes, run_on(shard, table, shard_ops, levels, deadline, for_replicas, tokens).await)
         },
     );
     let mut writes = Vec::new();
@@ -208,7 +210,8 @@ fn shared_error(outcome: Result<ItemOutcome, ReplicaError>) -> ItemResult {
     outcome.map_err(|e| Arc::new(CoordinatorError::from(e)))
 }
 
-/// Runs `ops` on `shard`, which owns their keys: here, or in a message to it.
+/// Runs `ops` on `shard`, which owns their keys: here, or in a message to
+/// it (`for_replicas`, `tokens`: [`run_on_shards`]'s).
 async fn run_on(
     shard: usize,
     table: ItemTable,
@@ -216,13 +219,14 @@ async fn run_on(
     levels: ItemLevels,
     deadline: Instant,
     for_replicas: bool,
+    tokens: Tokens,
 ) -> Result<ItemRun, CoordinatorError> {
     metrics::note_target(shard);
     let run = move || async move {
         if Instant::now() > deadline {
             return Err(timed_out(&ops, levels));
         }
-        Ok(shoal_replica::local().run_items(table, ops, for_replicas).await)
+        Ok(shoal_replica::local().run_items(table, ops, for_replicas, tokens).await)
     };
     if shard == this_shard() {
         run().await
@@ -257,6 +261,7 @@ fn timed_out(ops: &[(PartitionPosition, ItemOp)], levels: ItemLevels) -> Coordin
 /// runs them here, then has the other replicas apply what they wrote,
 /// each operation answered once its write meets `levels.write`.
 /// Evictions go to the other replicas without holding up any answer.
+/// `tokens`: whether this node hashed their tokens ([`item_position`]).
 async fn lead(
     topology: &Rc<Topology>,
     keyspace: &Arc<KeyspaceMeta>,
@@ -264,6 +269,7 @@ async fn lead(
     ops: Ops,
     levels: ItemLevels,
     deadline: Instant,
+    tokens: Tokens,
 ) -> Vec<ItemResult> {
     // Unavailable before anything is written.
     let map = topology.replica_map(keyspace);
@@ -282,7 +288,7 @@ async fn lead(
         }
     }
     let count = indexes.len() + unavailable.len();
-    let outcomes = lead_available(topology, keyspace, table, available, levels, deadline).await;
+    let outcomes = lead_available(topology, keyspace, table, available, levels, deadline, tokens).await;
     gather(count, std::iter::once((indexes, outcomes)).chain(unavailable))
 }
 
@@ -294,6 +300,7 @@ async fn lead_available(
     ops: Ops,
     levels: ItemLevels,
     deadline: Instant,
+    tokens: Tokens,
 ) -> Vec<ItemResult> {
     if levels.read != ConsistencyLevel::One {
         let keys: Vec<PartitionPosition> = ops.iter().filter(|(_, op)| op.reads()).map(|(p, _)| p.clone()).collect();
@@ -307,7 +314,7 @@ async fn lead_available(
             }
         }
     }
-    let (mut outcomes, writes) = run_on_shards(table, ops, levels, deadline, true).await;
+    let (mut outcomes, writes) = run_on_shards(table, ops, levels, deadline, true, tokens).await;
     let map = topology.replica_map(keyspace);
     let mut sends = Vec::new();
     for ItemWrite { op, position, update } in writes {
@@ -408,7 +415,8 @@ pub(crate) async fn serve(payload: bytes::Bytes) -> Result<Vec<u8>, CoordinatorE
             refused.push((vec![index], vec![Err(Arc::new(e))]));
         }
     }
-    let outcomes = lead(&topology, &keyspace, table, led, levels, deadline).await;
+    // The sender's tokens: each write checks its own.
+    let outcomes = lead(&topology, &keyspace, table, led, levels, deadline, Tokens::Received).await;
     let answers: Vec<ItemAnswer> = gather(count, std::iter::once((indexes, outcomes)).chain(refused))
         .into_iter()
         .map(|outcome| match outcome {

@@ -41,6 +41,7 @@ use thiserror::Error;
 use uuid::Uuid;
 
 use crate::counter_leader;
+use crate::item::Tokens;
 use crate::item_access::ItemAccessTable;
 use crate::item_cas::CasUniques;
 use crate::item_lru::ItemLru;
@@ -637,18 +638,24 @@ impl Database {
     /// write decided from a read of memory lands with no await between its
     /// read and its write, so it needs no partition lock to be atomic. A
     /// single row given as its cells (`Write::Row`, a memcached `set`) is
-    /// logged and held compact as they lie, no `Partition` built.
+    /// logged and held compact as they lie, no `Partition` built. `table`
+    /// is `table_id`'s, which the caller looked up to read it; `position`'s
+    /// token is checked unless this node hashed it ([`Tokens::Hashed`]).
     pub(crate) fn apply_now(
         &self,
+        table: &Table,
         table_id: Uuid,
         position: PartitionPosition,
         write: Write<'_>,
+        tokens: Tokens,
     ) -> Result<Durability, ReplicaError> {
         debug_assert!(self.has_memtable_room(), "the caller checked for room, with no await since");
-        check_token(&position)?;
-        let table = self.table(table_id)?;
-        self.check_in_memory_room(table_id, &table)?;
-        self.log_and_apply(table_id, &table, position, write)
+        match tokens {
+            Tokens::Received => check_token(&position)?,
+            Tokens::Hashed => debug_assert!(check_token(&position).is_ok(), "a token hashed here is its key's"),
+        }
+        self.check_in_memory_room(table_id, table)?;
+        self.log_and_apply(table_id, table, position, write)
     }
 
     /// Logs `write` (unless its table is unlogged) and applies it to the

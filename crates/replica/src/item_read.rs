@@ -7,7 +7,7 @@
 //! is read from ([`ItemTable`]); `item` runs the operations on them.
 
 use bytes::Bytes;
-use shoal_storage::{Cell, ColumnData, Expiry, Found, Partition, SharedRow, SharedValue};
+use shoal_storage::{Cell, ColumnData, Expiry, FoundRef, Partition, RowRef, RowValue};
 use uuid::Uuid;
 
 use crate::item_access::Access;
@@ -52,20 +52,68 @@ pub struct Item {
     pub won: bool,
 }
 
-/// The item `found` holds at `now_s`, if it holds a live one. Without
-/// `with_value` (an operation that looks only at whether the item is there
-/// and its CAS unique: a delete) its value may be left empty, where taking
-/// it would copy it (an 8-byte value, held as a word).
-pub(crate) fn found_item(table: ItemTable, found: &Found, now_s: i64, with_value: bool) -> Option<Item> {
-    match found {
-        Found::Row(row) => row_item(table, row, now_s, with_value),
-        Found::Partition(partition) => live_item(table, partition, now_s),
+/// An item as a read found it, its value left where it lies until an
+/// operation keeps it ([`Held::into_item`]) or looks at it
+/// ([`Held::with_value`]): a delete, an `incr` or a `cas` check on a
+/// memtable slot copies and shares nothing.
+#[derive(Debug, Clone)]
+pub(crate) struct Held<'a> {
+    value: HeldValue<'a>,
+    pub flags: u32,
+    pub cas: u64,
+    pub lifetime: Lifetime,
+    /// As [`Item::access`].
+    pub access: Access,
+}
+
+#[derive(Debug, Clone)]
+enum HeldValue<'a> {
+    /// A cell of a borrowed compact row.
+    Row(RowRef<'a>, RowValue<'a>),
+    Owned(Bytes),
+}
+
+impl Held<'_> {
+    /// An item read elsewhere, held.
+    #[cfg(test)]
+    pub(crate) fn of(item: Item) -> Held<'static> {
+        let Item { value, flags, cas, lifetime, access, won: _ } = item;
+        Held { value: HeldValue::Owned(value), flags, cas, lifetime, access }
+    }
+
+    /// The item, its value shared (a slice of the row's bytes) or, held
+    /// as a word, copied.
+    pub(crate) fn into_item(self) -> Item {
+        let value = match self.value {
+            HeldValue::Row(row, RowValue::Bytes(slice)) => row.share(slice),
+            HeldValue::Row(_, RowValue::Word(word)) => Bytes::copy_from_slice(&word.to_be_bytes()),
+            HeldValue::Owned(bytes) => bytes,
+        };
+        Item { value, flags: self.flags, cas: self.cas, lifetime: self.lifetime, access: self.access, won: false }
+    }
+
+    /// `f` of the value's bytes, where they lie (a word on the stack).
+    pub(crate) fn with_value<R>(&self, f: impl FnOnce(&[u8]) -> R) -> R {
+        match &self.value {
+            HeldValue::Row(_, RowValue::Bytes(slice)) => f(slice),
+            HeldValue::Row(_, RowValue::Word(word)) => f(&word.to_be_bytes()),
+            HeldValue::Owned(bytes) => f(bytes),
+        }
     }
 }
 
-/// The item a shared single row holds: its cells share one timestamp and
+/// The item `found` holds at `now_s`, if it holds a live one.
+pub(crate) fn found_item(table: ItemTable, found: FoundRef<'_>, now_s: i64) -> Option<Held<'_>> {
+    match found {
+        FoundRef::Row(row) => row_item(table, row, now_s),
+        FoundRef::Partition(partition) => held_item(table, partition, now_s),
+        FoundRef::Deleted(_) => None,
+    }
+}
+
+/// The item a compact single row holds: its cells share one timestamp and
 /// expiry, and it has no deletions.
-fn row_item(table: ItemTable, row: &SharedRow, now_s: i64, with_value: bool) -> Option<Item> {
+fn row_item(table: ItemTable, row: RowRef<'_>, now_s: i64) -> Option<Held<'_>> {
     let (header, cells) = row.read();
     if !header.is_live(now_s) {
         return None;
@@ -73,31 +121,31 @@ fn row_item(table: ItemTable, row: &SharedRow, now_s: i64, with_value: bool) -> 
     let (mut value, mut flags, mut cas) = (None, None, None);
     for (id, cell) in cells {
         if id == table.value {
-            value = Some(match cell {
-                _ if !with_value => Bytes::new(),
-                SharedValue::Bytes(bytes) => bytes,
-                SharedValue::Word(word) => Bytes::copy_from_slice(&word.to_be_bytes()),
-            });
+            value = Some(HeldValue::Row(row, cell));
         } else if id == table.flags {
             flags = number(cell);
         } else if id == table.cas {
             cas = number(cell);
         }
     }
-    Some(item(value?, flags, cas, header.timestamp, header.expiry))
+    Some(held(value?, flags, cas, header.timestamp, header.expiry))
 }
 
 /// A bigint cell's number (an 8-byte value is kept as its word).
-fn number(value: SharedValue) -> Option<i64> {
+fn number(value: RowValue) -> Option<i64> {
     match value {
-        SharedValue::Word(word) => Some(word as i64),
-        SharedValue::Bytes(bytes) => <[u8; 8]>::try_from(&bytes[..]).ok().map(i64::from_be_bytes),
+        RowValue::Word(word) => Some(word as i64),
+        RowValue::Bytes(bytes) => <[u8; 8]>::try_from(bytes).ok().map(i64::from_be_bytes),
     }
 }
 
 /// The item the partition holds at `now_s`: its value cell live and not
 /// deleted.
 pub(crate) fn live_item(table: ItemTable, partition: &Partition, now_s: i64) -> Option<Item> {
+    held_item(table, partition, now_s).map(Held::into_item)
+}
+
+fn held_item(table: ItemTable, partition: &Partition, now_s: i64) -> Option<Held<'static>> {
     let key = Bytes::new();
     let row = &partition.rows.get(&key)?.row;
     let deletion = [partition.deletion_for_row(&key), row.deletion].into_iter().flatten().max_by_key(|t| t.timestamp);
@@ -110,21 +158,27 @@ pub(crate) fn live_item(table: ItemTable, partition: &Partition, now_s: i64) -> 
     };
     let (value_cell, value) = live(table.value)?;
     let number = |column: u32| live(column).and_then(|(_, v)| <[u8; 8]>::try_from(&v[..]).ok()).map(i64::from_be_bytes);
-    Some(item(value, number(table.flags), number(table.cas), value_cell.timestamp, value_cell.expiry()))
+    let value = HeldValue::Owned(value);
+    Some(held(value, number(table.flags), number(table.cas), value_cell.timestamp, value_cell.expiry()))
 }
 
 /// An item of these cells (the value's timestamp and expiry): a row
 /// without `cas` (written by CQL) reports its value's timestamp. Its hints
 /// are those of an item written and never fetched.
-fn item(value: Bytes, flags: Option<i64>, cas: Option<i64>, timestamp_us: i64, expiry: Option<Expiry>) -> Item {
-    Item {
+fn held<'a>(
+    value: HeldValue<'a>,
+    flags: Option<i64>,
+    cas: Option<i64>,
+    timestamp_us: i64,
+    expiry: Option<Expiry>,
+) -> Held<'a> {
+    Held {
         value,
         // flags are a u32 kept in a bigint: the low 32 bits.
         flags: flags.map_or(0, |f| f as u32),
         cas: cas.unwrap_or(timestamp_us) as u64,
         lifetime: expiry.map_or(Lifetime::Forever, |e| Lifetime::Until(e.expires_at_s)),
         access: Access::written(timestamp_us.div_euclid(1_000_000)),
-        won: false,
     }
 }
 
@@ -155,16 +209,32 @@ mod tests {
         p
     }
 
-    /// What a read of `p` from a memtable finds.
-    fn found_in_memtable(p: Partition) -> Found {
+    /// A memtable holding `p`.
+    fn memtable_of(p: Partition) -> (Memtable, PartitionPosition) {
         let position = PartitionPosition { token: 1, key: Bytes::from_static(b"k") };
         let mut memtable = Memtable::default();
         memtable.apply(position.clone(), p, None);
-        memtable.read_found(&position, &[ClusteringRange::all()]).expect("the memtable holds it")
+        (memtable, position)
+    }
+
+    /// An item as kept, and its value's bytes as it lay.
+    type Read = Option<(Item, Vec<u8>)>;
+
+    /// The item read borrowed from the memtable holding `p`; and the same
+    /// read from what an owned read of the memtable finds.
+    fn read_both(p: &Partition) -> (Read, Read) {
+        let (memtable, position) = memtable_of(p.clone());
+        let kept = |held: Held| (held.with_value(<[u8]>::to_vec), held.into_item());
+        let borrowed = memtable.found_ref(&position).expect("the memtable holds it");
+        assert!(matches!(borrowed, FoundRef::Row(_)), "not held compactly: {p:?}");
+        let borrowed = found_item(TABLE, borrowed, NOW_S).map(kept).map(|(v, i)| (i, v));
+        let owned = memtable.read_found(&position, &[ClusteringRange::all()]).expect("the memtable holds it");
+        let owned = found_item(TABLE, owned.as_found_ref(), NOW_S).map(kept).map(|(v, i)| (i, v));
+        (borrowed, owned)
     }
 
     #[test]
-    fn an_item_read_shared_is_the_item_its_partition_holds() {
+    fn an_item_read_in_place_is_the_item_its_partition_holds() {
         let cases = [
             partition(b"value", 7, Some(42), None),
             partition(b"", i64::from(u32::MAX), Some(1), None),
@@ -174,22 +244,31 @@ mod tests {
             partition(b"gone", 0, Some(3), Some(NOW_S - 10)),
             // Written by CQL: no cas, which is then the write timestamp.
             partition(b"cql", 1, None, None),
-            // An 8-byte value is held as a word.
+            // An 8-byte value is held as a word: looked at on the stack,
+            // copied only when kept.
             partition(b"12345678", 0, Some(9), None),
         ];
         for p in cases {
-            let found = found_in_memtable(p.clone());
-            assert!(matches!(found, Found::Row(_)), "not held compactly: {p:?}");
-            assert_eq!(found_item(TABLE, &found, NOW_S, true), live_item(TABLE, &p, NOW_S), "{p:?}");
-            // Without its value: the same item (present or not, its CAS
-            // unique, flags and lifetime), its value left empty.
-            let bare = live_item(TABLE, &p, NOW_S).map(|item| Item { value: Bytes::new(), ..item });
-            assert_eq!(found_item(TABLE, &found, NOW_S, false), bare, "{p:?}");
+            let expected = live_item(TABLE, &p, NOW_S).map(|item| {
+                let value = item.value.to_vec();
+                (item, value)
+            });
+            let (borrowed, owned) = read_both(&p);
+            assert_eq!(borrowed, expected, "{p:?}");
+            assert_eq!(owned, expected, "{p:?}");
         }
-        let gone = found_in_memtable(partition(b"gone", 0, None, Some(NOW_S - 1)));
-        assert!(found_item(TABLE, &gone, NOW_S, true).is_none());
-        assert!(found_item(TABLE, &gone, NOW_S, false).is_none());
-        let item = found_item(TABLE, &found_in_memtable(partition(b"v", 5, Some(11), None)), NOW_S, true);
-        assert_eq!(item.map(|i| (i.value, i.flags, i.cas)), Some((Bytes::from_static(b"v"), 5, 11)));
+        let (borrowed, _) = read_both(&partition(b"v", 5, Some(11), None));
+        let item = borrowed.map(|(i, _)| (i.value, i.flags, i.cas));
+        assert_eq!(item, Some((Bytes::from_static(b"v"), 5, 11)));
+    }
+
+    #[test]
+    fn a_deleted_item_reads_as_none() {
+        let (mut memtable, position) = memtable_of(partition(b"v", 0, Some(1), None));
+        let tombstone = shoal_storage::Tombstone { timestamp: 1_800_000_000_000_000, deletion_time_s: NOW_S };
+        memtable.apply_tombstone(position.clone(), tombstone, None);
+        let found = memtable.found_ref(&position).expect("the memtable holds its tombstone");
+        assert!(matches!(found, FoundRef::Deleted(_)), "{found:?}");
+        assert!(found_item(TABLE, found, NOW_S).is_none());
     }
 }

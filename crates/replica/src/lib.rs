@@ -45,7 +45,9 @@ pub use cas::{CasRequest, CasResult, CheckOp, CheckedPart, ColumnCheck, RowCheck
 pub use compaction_control::{CompactionStatus, CompactionsReport};
 pub use database::{local, Database, ReplicaError, SchemaListener, StorageConfig, ViewSink};
 pub use filter::{FilterOp, RowFilter};
-pub use item::{Arith, Fetch, Item, ItemOp, ItemOutcome, ItemRun, ItemTable, ItemWrite, Lifetime, Store, StoreMode};
+pub use item::{
+    Arith, Fetch, Item, ItemOp, ItemOutcome, ItemRun, ItemTable, ItemWrite, Lifetime, Store, StoreMode, Tokens,
+};
 pub use item_access::Access;
 pub use item_lru::{ItemLruStats, ITEM_HEADER_BYTES};
 pub use list_ops::{ListOp, ListOpKind};

@@ -165,31 +165,38 @@ impl<'a> Decoder<'a> {
         }
     }
 
-    /// A varint of up to 8 bytes (timestamps, offsets) read as one
+    /// A varint of up to 9 bytes (timestamps, offsets; an 8-byte value
+    /// held as its word, whose top bits make it 9) read as one
     /// little-endian word: its end found by the first byte without the
     /// continuation bit and its 7-bit groups packed by three shifts, with
-    /// no loop. Longer ones, and those in the input's last 7 bytes, take
-    /// the byte loop (`var_u64_bytes`): the same value or error either way.
+    /// no loop, a ninth byte's 7 bits put above them. Longer ones, and
+    /// those in the input's last 8 bytes, take the byte loop
+    /// (`var_u64_bytes`): the same value or error either way.
     #[inline(never)]
     fn var_u64_word(&mut self) -> Result<u64, DecodeError> {
-        let Some(word) = self.bytes.rest().first_chunk::<8>() else { return self.var_u64_bytes() };
+        let rest = self.bytes.rest();
+        let Some(word) = rest.first_chunk::<8>() else { return self.var_u64_bytes() };
         let word = u64::from_le_bytes(*word);
         let ends = !word & 0x8080_8080_8080_8080;
-        if ends == 0 {
-            return self.var_u64_bytes();
-        }
-        // The varint's bytes: up to and including the first that ends it.
-        let n = (ends.trailing_zeros() / 8 + 1) as usize;
-        let mut v = word & (u64::MAX >> (64 - 8 * n)) & 0x7f7f_7f7f_7f7f_7f7f;
+        // The varint's bytes (up to and including the first that ends it)
+        // and its ninth byte, if it has one.
+        let (n, ninth) = match ends {
+            0 => match rest.get(8) {
+                Some(&last) if last < 0x80 => (9, u64::from(last)),
+                _ => return self.var_u64_bytes(),
+            },
+            _ => ((ends.trailing_zeros() / 8 + 1) as usize, 0),
+        };
+        let mut v = word & (u64::MAX >> (64 - 8 * n.min(8))) & 0x7f7f_7f7f_7f7f_7f7f;
         v = (v & 0x007f_007f_007f_007f) | ((v & 0x7f00_7f00_7f00_7f00) >> 1);
         v = (v & 0x0000_3fff_0000_3fff) | ((v & 0x3fff_0000_3fff_0000) >> 2);
         v = (v & 0x0000_0000_0fff_ffff) | ((v & 0x0fff_ffff_0000_0000) >> 4);
         self.bytes.take(n, "unexpected end")?;
-        Ok(v)
+        Ok(v | ninth << 56)
     }
 
-    /// [`Decoder::var_u64`] a byte at a time: varints of 9 or 10 bytes and
-    /// those within the input's last 7 bytes.
+    /// [`Decoder::var_u64`] a byte at a time: varints of 10 bytes and
+    /// those within the input's last 8 bytes.
     #[cold]
     fn var_u64_bytes(&mut self) -> Result<u64, DecodeError> {
         let rest = self.bytes.rest();
@@ -357,18 +364,17 @@ pub fn encode_single_row_partition(e: &mut Encoder, timestamp: i64, expiry: Opti
 /// Encodes, as [`encode_partition`] does, a partition holding `tombstone`
 /// and nothing else (a memcached `delete`'s commitlog entry).
 pub fn encode_tombstone_partition(e: &mut Encoder, tombstone: Tombstone) {
-    encode_bare_header(e, Some(tombstone));
-    encode_end(e);
-}
-
-/// [`encode_header`] of a partition with no static row and no range
-/// tombstones, written as constants rather than from an empty `Row`.
-fn encode_bare_header(e: &mut Encoder, tombstone: Option<Tombstone>) {
-    encode_tombstone(e, tombstone);
-    // The static row: no flags, no columns; then no range tombstones.
-    e.u8(0);
-    e.var_u64(0);
-    e.var_u64(0);
+    // [`encode_header`] of a partition with no static row and no range
+    // tombstones, then [`encode_end`]: written as constants, gathered on
+    // the stack and appended at once (one capacity check, not seven).
+    let mut gathered = [0u8; 25];
+    gathered[0] = HAS_TOMBSTONE;
+    let mut n = 1;
+    n += var_u64_into(&mut gathered[n..], zigzag(tombstone.timestamp));
+    n += var_u64_into(&mut gathered[n..], zigzag(tombstone.deletion_time_s));
+    // No static row flags or columns, no range tombstones, the end.
+    gathered[n..n + 4].copy_from_slice(&[0, 0, 0, END]);
+    e.out.extend_from_slice(&gathered[..n + 4]);
 }
 
 /// Passes over a row's clustering key, its encoding and values (as

@@ -12,14 +12,20 @@
 //! cache, whose segments move) and the reader takes the cells it needs
 //! from them, values as slices. Only a read that must merge two sources
 //! decodes them ([`Found::into_partition`]).
+//!
+//! A read that decides at once and keeps nothing (a memcached
+//! read-modify-write) borrows instead ([`FoundRef`], [`RowRef`]): not even
+//! a reference count, whose first increment on a memtable slot allocates
+//! (a `Bytes` made from a vector allocates its shared header then); it
+//! shares a value only where it keeps it ([`RowRef::share`]).
 
 use std::rc::Rc;
 
 use bytes::Bytes;
 
 use crate::codec::{self, DecodeError, Decoder};
-use crate::partition::{Expiry, Partition};
-use crate::single_row;
+use crate::partition::{Expiry, Partition, Tombstone};
+use crate::single_row::{self, Value};
 
 /// A partition as a read found it.
 #[derive(Debug, Clone)]
@@ -42,6 +48,14 @@ impl Found {
         }
     }
 
+    /// Borrowed, as [`FoundRef`].
+    pub fn as_found_ref(&self) -> FoundRef<'_> {
+        match self {
+            Found::Row(row) => FoundRef::Row(RowRef { bytes: &row.bytes }),
+            Found::Partition(partition) => FoundRef::Partition(partition),
+        }
+    }
+
     /// As a partition, decoding a single row (its values stay slices of
     /// the shared bytes).
     pub fn into_partition(self) -> Rc<Partition> {
@@ -49,6 +63,46 @@ impl Found {
             Found::Row(row) => Rc::new(row.to_partition()),
             Found::Partition(partition) => partition,
         }
+    }
+}
+
+/// A partition as memory holds it, borrowed (module doc).
+#[derive(Debug, Clone, Copy)]
+pub enum FoundRef<'a> {
+    Row(RowRef<'a>),
+    Partition(&'a Partition),
+    /// A partition tombstone and nothing else (a deleted memcached item).
+    Deleted(Tombstone),
+}
+
+/// A single-row partition in [`single_row`]'s encoding, borrowed.
+#[derive(Debug, Clone, Copy)]
+pub struct RowRef<'a> {
+    /// As [`SharedRow`]'s.
+    bytes: &'a Bytes,
+}
+
+impl<'a> RowRef<'a> {
+    /// `bytes` must be an encoding `single_row` wrote.
+    pub(crate) fn new(bytes: &'a Bytes) -> RowRef<'a> {
+        RowRef { bytes }
+    }
+
+    /// The row's header, and its cells (column id and value, borrowed) in
+    /// column order.
+    pub fn read(self) -> (RowHeader, impl Iterator<Item = (u32, Value<'a>)>) {
+        let mut d = Decoder::new(self.bytes);
+        let header = single_row::read_header(&mut d).unwrap_or_else(|e| corrupt(e));
+        let row = RowHeader { has_marker: header.has_marker, timestamp: header.timestamp, expiry: header.expiry };
+        let cells = (0..header.cells).map(move |_| single_row::read_cell(&mut d).unwrap_or_else(|e| corrupt(e)));
+        (row, cells)
+    }
+
+    /// `value`, a value [`RowRef::read`] gave, as shared bytes: the
+    /// row's reference count, allocating its shared header on the first
+    /// share of a memtable slot.
+    pub fn share(self, value: &[u8]) -> Bytes {
+        self.bytes.slice_ref(value)
     }
 }
 
@@ -103,18 +157,16 @@ impl SharedRow {
     /// The row's header, and its cells (column id and value) in column
     /// order.
     pub fn read(&self) -> (RowHeader, impl Iterator<Item = (u32, SharedValue)> + '_) {
-        let mut d = Decoder::new(&self.bytes);
-        let header = single_row::read_header(&mut d).unwrap_or_else(|e| corrupt(e));
-        let row = RowHeader { has_marker: header.has_marker, timestamp: header.timestamp, expiry: header.expiry };
-        let cells = (0..header.cells).map(move |_| {
-            let (id, value) = single_row::read_cell(&mut d).unwrap_or_else(|e| corrupt(e));
+        let row = RowRef { bytes: &self.bytes };
+        let (header, cells) = row.read();
+        let cells = cells.map(move |(id, value)| {
             let value = match value {
-                single_row::Value::Word(word) => SharedValue::Word(word),
-                single_row::Value::Bytes(slice) => SharedValue::Bytes(self.bytes.slice_ref(slice)),
+                Value::Word(word) => SharedValue::Word(word),
+                Value::Bytes(slice) => SharedValue::Bytes(row.share(slice)),
             };
             (id, value)
         });
-        (row, cells)
+        (header, cells)
     }
 
     /// The row's clustering key (its order-preserving encoding) and its

@@ -38,10 +38,10 @@ pub mod table;
 pub use counter::CounterShard;
 pub use error::{StorageError, StorageResult};
 pub use event::Event;
-pub use found::{Found, RowHeader, SharedRow, SharedValue};
+pub use found::{Found, FoundRef, RowHeader, RowRef, SharedRow, SharedValue};
 pub use partition::{
     Cell, CellValue, ClusteredRow, ClusteringRange, Collection, CollectionCell, ColumnData, Expiry, Partition,
     PartitionPosition, PartitionUpdate, RangeTombstone, Row, RowMarker, Tombstone,
 };
-pub use single_row::RowCells;
+pub use single_row::{RowCells, Value as RowValue};
 pub use table::{Table, TableOptions};

@@ -35,7 +35,7 @@ use bytes::Bytes;
 
 use crate::codec::Encoder;
 use crate::commitlog::Position;
-use crate::found::{Found, SharedRow};
+use crate::found::{Found, FoundRef, RowRef, SharedRow};
 use crate::partition::{ClusteringRange, Partition, PartitionPosition, PartitionUpdate, Tombstone};
 use crate::single_row::{self, RowCells, SingleRow};
 
@@ -325,6 +325,16 @@ impl Memtable {
             (Slot::Compact(bytes), true) => Found::Row(SharedRow::new(bytes.clone())),
             (Slot::General(partition), true) => Found::Partition(Rc::clone(partition)),
             (_, whole) => Found::Partition(Rc::new(sliced(slot.partition(), ranges, whole))),
+        })
+    }
+
+    /// The whole partition at `position`, borrowed: nothing shared or
+    /// copied, for a reader that keeps none of it past the borrow.
+    pub fn found_ref(&self, position: &PartitionPosition) -> Option<FoundRef<'_>> {
+        Some(match self.partitions.get(position)? {
+            Slot::Compact(bytes) => FoundRef::Row(RowRef::new(bytes)),
+            Slot::General(partition) => FoundRef::Partition(partition),
+            Slot::Deleted(tombstone) => FoundRef::Deleted(*tombstone),
         })
     }
 

@@ -311,8 +311,9 @@ pub(crate) fn timestamp(encoded: &[u8]) -> Result<i64, DecodeError> {
     Ok(read_header(&mut Decoder::new(encoded))?.timestamp)
 }
 
-/// A cell's value as encoded: an 8-byte value as its word.
-pub(crate) enum Value<'a> {
+/// A cell's value as encoded: an 8-byte value as its (big-endian) word.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Value<'a> {
     Word(u64),
     Bytes(&'a [u8]),
 }

@@ -35,7 +35,7 @@ use crate::compaction::strategy::Strategy;
 use crate::compaction::task::CompactionTask;
 use crate::error::StorageResult;
 use crate::event::Event;
-use crate::found::Found;
+use crate::found::{Found, FoundRef};
 use crate::memtable::Memtable;
 use crate::partition::{ClusteringRange, Partition, PartitionPosition, PartitionUpdate, Tombstone};
 use crate::single_row::RowCells;
@@ -359,6 +359,27 @@ impl Table {
                 Some(memtables)
             }
             InMemory::Partial { .. } => None,
+        }
+    }
+
+    /// Runs `decide` on the whole partition at `position` where memory
+    /// answers it ([`Table::read_found_in_memory`]), with `state`, handed
+    /// back where SSTables must be read. Where the active memtable is all
+    /// there is (no sealed memtable, no SSTable, so no row cache entry
+    /// either) `decide` borrows its slot: nothing shared, nothing copied.
+    /// `decide` must not write to the table (its memtable is borrowed).
+    pub fn with_found_in_memory<S, R>(
+        &self,
+        position: &PartitionPosition,
+        state: S,
+        decide: impl FnOnce(S, Option<FoundRef<'_>>) -> R,
+    ) -> Result<R, S> {
+        if self.sealed.borrow().is_empty() && self.sstables.borrow().is_empty() {
+            return Ok(decide(state, self.active.borrow().found_ref(position)));
+        }
+        match self.read_found_in_memory(position) {
+            Some(found) => Ok(decide(state, found.as_ref().map(Found::as_found_ref))),
+            None => Err(state),
         }
     }
 

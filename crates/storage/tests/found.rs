@@ -91,3 +91,50 @@ fn single_rows_are_found_shared_and_merged_where_two_sources_hold_one() {
     });
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// What `Table::with_found_in_memory` finds at `i`, as `Found` would
+/// give it: the row's timestamp and column 1's value, or "merged" for a
+/// partition; `None` where memory does not answer.
+fn in_memory(table: &Table, i: u8) -> Option<Option<String>> {
+    use shoal_storage::{FoundRef, RowValue};
+    let read = table.with_found_in_memory(&position(i), (), |(), found| {
+        found.map(|found| match found {
+            FoundRef::Row(row) => {
+                let (header, cells) = row.read();
+                let cells: Vec<(u32, RowValue)> = cells.collect();
+                let [(1, RowValue::Bytes(value))] = cells[..] else { panic!("cells {cells:?}") };
+                // A share of the row's value is the bytes read in place.
+                assert_eq!(row.share(value), Bytes::copy_from_slice(value));
+                format!("{} {}", header.timestamp, String::from_utf8_lossy(value))
+            }
+            FoundRef::Partition(_) => "merged".to_string(),
+            FoundRef::Deleted(tombstone) => format!("deleted at {}", tombstone.timestamp),
+        })
+    });
+    read.ok()
+}
+
+#[test]
+fn a_read_in_place_finds_what_a_shared_read_finds() {
+    let dir = std::env::temp_dir().join(format!("shoal-found-in-place-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    shoal_io::block_on(async {
+        let table = Table::new(dir.clone(), 0, Default::default());
+        assert_eq!(in_memory(&table, 1), Some(None), "nothing anywhere: memory answers none");
+        write(&table, 1, b"first", 5);
+        // The active memtable alone: borrowed from its slot.
+        assert_eq!(in_memory(&table, 1), Some(Some("5 first".into())));
+        table.apply_tombstone(position(3), shoal_storage::Tombstone { timestamp: 9, deletion_time_s: 1 }, None);
+        assert_eq!(in_memory(&table, 3), Some(Some("deleted at 9".into())));
+        // Flushed: the row cache answers (through a shared read).
+        table.flush(Position::ZERO).await.expect("flush");
+        assert_eq!(in_memory(&table, 1), Some(Some("5 first".into())));
+        // A newer write over the cached row: the two merged.
+        write(&table, 1, b"second", 6);
+        assert_eq!(in_memory(&table, 1), Some(Some("merged".into())));
+        assert!(matches!(found(&table, 1).await, Found::Partition(_)));
+        // A key the SSTable's range and Bloom filter rule out: none.
+        assert_eq!(in_memory(&table, 200), Some(None));
+    });
+    let _ = std::fs::remove_dir_all(&dir);
+}

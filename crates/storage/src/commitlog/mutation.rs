@@ -118,8 +118,10 @@ mod tests {
     fn a_tombstone_entry_is_the_entry_of_its_partition() {
         let table = Uuid::from_u128(7);
         let position = PartitionPosition { token: 3, key: Bytes::from_static(b"key") };
-        for timestamp in [0, 1_700_000_000_000_000, -5] {
-            let tombstone = Tombstone { timestamp, deletion_time_s: 1_700_000_000 };
+        // The longest varints too: the entry is gathered on the stack.
+        let times = [(0, 1_700_000_000), (1_700_000_000_000_000, 1_700_000_000), (-5, 0), (i64::MIN, i64::MAX)];
+        for (timestamp, deletion_time_s) in times {
+            let tombstone = Tombstone { timestamp, deletion_time_s };
             let (mut direct, mut general) = (Vec::new(), Vec::new());
             encode_tombstone_mutation(&mut direct, table, &position, tombstone);
             let partition = Partition { tombstone: Some(tombstone), ..Partition::default() };
