@@ -325,7 +325,7 @@ def test_token_arity_is_checked_at_prepare(session, table):
     for where in ["token(a) > 0", "token(a, b) > token(1)", "token(a, b) = token(1, 2, 3)"]:
         provided = 1 if "token(a) " in where or "token(1)" in where else 3
         with pytest.raises(InvalidRequest, match=re.escape(
-                "Invalid number of arguments in call to function token: 2 required but %d provided" % provided)):
+                "Invalid number of arguments in call to function system.token: 2 required but %d provided" % provided)):
             session.prepare("SELECT * FROM %s WHERE %s" % (t, where))
     # The right number prepares and runs.
     prepared = session.prepare("SELECT * FROM %s WHERE token(a, b) > token(?, ?)" % t)

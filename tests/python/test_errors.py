@@ -200,7 +200,7 @@ def test_restrictions_refused_as_scylla_refuses_them(session, t):
         ("SELECT * FROM errs3 WHERE v != 5 ALLOW FILTERING", 'Unsupported "!=" relation: v != 5'),
         ("SELECT * FROM errs3 WHERE token(k, k2) != 0", 'Unsupported "!=" relation: token(k, k2) != 0'),
         ("SELECT * FROM errs3 WHERE v IS NOT NULL ALLOW FILTERING", "IS NOT NULL' is only supported in materialized view creation"),
-        ("SELECT * FROM errs3 WHERE token(k) = 0", "Invalid number of arguments in call to function token"),
+        ("SELECT * FROM errs3 WHERE token(k) = 0", "Invalid number of arguments in call to function system.token"),
         ("SELECT * FROM errs3 WHERE token(k, k) = 0", "duplicate partition key"),
         ("SELECT * FROM errs3 WHERE token(k2, k) = 0", "partition key order"),
         ("SELECT * FROM errs3 WHERE k = 0 AND k2 = 0 AND (c, d) IN ((1, 2), (null, 1))",

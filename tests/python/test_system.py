@@ -127,7 +127,7 @@ def test_system_schema_tables_and_columns(admin, keyspace):
     assert "sys_cols" in names
 
 
-@pytest.mark.parametrize("schema_table", ["types", "functions", "aggregates", "indexes", "views", "triggers",
+@pytest.mark.parametrize("schema_table", ["types", "functions", "aggregates", "scylla_aggregates", "indexes", "views", "triggers",
                                           "scylla_tables", "scylla_keyspaces"])
 def test_other_system_schema_tables_queryable(admin, keyspace, schema_table):
     rows = list(admin.execute(

@@ -204,6 +204,111 @@ def test_creation_errors_use_scyllas_texts(session, keyspace, fname):
         session.execute(f"DROP FUNCTION {fname}(int)")
 
 
+def test_drop_and_aggregate_creation_errors_in_scyllas_texts(session, keyspace, fname):
+    """DROP looks a name up among functions and aggregates both (an
+    overloaded scalar makes DROP AGGREGATE ambiguous; the other kind is
+    refused once found); CREATE AGGREGATE names a missing state or final
+    function by its short name and signature ("... not found")."""
+    session.execute(f"CREATE FUNCTION {fname}(s int, v int) CALLED ON NULL INPUT RETURNS int "
+                    "LANGUAGE lua AS 'return v'")
+    session.execute(f"CREATE FUNCTION {fname}(s double, v double) CALLED ON NULL INPUT RETURNS text "
+                    "LANGUAGE lua AS 'return v'")
+    with pytest.raises(InvalidRequest, match=f"There are multiple functions named {keyspace}.{fname}"):
+        session.execute(f"DROP AGGREGATE {fname}")
+    with pytest.raises(InvalidRequest, match=re.escape(f"'{keyspace}.{fname} : (int, int) -> int' is not a user defined aggregate")):
+        session.execute(f"DROP AGGREGATE {fname}(int, int)")
+    with pytest.raises(InvalidRequest, match=re.escape(f"State function {fname}(int, text) not found")):
+        session.execute(f"CREATE AGGREGATE {fname}_a(text) SFUNC {fname} STYPE int")
+    with pytest.raises(InvalidRequest, match=re.escape(f"State function '{fname}' doesn't return state (double)")):
+        session.execute(f"CREATE AGGREGATE {fname}_a(double) SFUNC {fname} STYPE double")
+    with pytest.raises(InvalidRequest, match=re.escape("Final function nosuch(int) not found")):
+        session.execute(f"CREATE AGGREGATE {fname}_a(int) SFUNC {fname} STYPE int FINALFUNC nosuch")
+    session.execute(f"CREATE AGGREGATE {fname}_a(int) SFUNC {fname} STYPE int")
+    with pytest.raises(InvalidRequest, match=re.escape(f"'{keyspace}.{fname}_a : (int) -> int' is not a user defined function")):
+        session.execute(f"DROP FUNCTION {fname}_a")
+    session.execute(f"DROP AGGREGATE {fname}_a")
+    session.execute(f"DROP FUNCTION {fname}(int, int)")
+    session.execute(f"DROP FUNCTION {fname}")
+
+
+def test_user_types_as_arguments_results_and_state(session, keyspace, table, fname):
+    """A user type (named bare, taken frozen) crosses into Lua as a table
+    keyed by field names and comes back from one; it can be an
+    aggregate's state. frozen<> around it, a type of another keyspace, a
+    field the type lacks or one left out are refused in ScyllaDB's texts."""
+    session.execute(f"CREATE TYPE {keyspace}.{fname}_t (f int, g text)")
+    t = table(f"(k int PRIMARY KEY, u frozen<{fname}_t>)")
+    for k in range(1, 4):
+        session.execute(f"INSERT INTO {t} (k, u) VALUES ({k}, {{f: {k}, g: 'x{k}'}})")
+    session.execute(f"CREATE FUNCTION {fname}(u {fname}_t) CALLED ON NULL INPUT RETURNS {fname}_t "
+                    "LANGUAGE lua AS 'return {f = u.f * 10, g = u.g .. \"!\"}'")
+    row = session.execute(f"SELECT {fname}(u) AS r FROM {t} WHERE k = 2").one()
+    assert (row.r.f, row.r.g) == (20, "x2!")
+    rows = list(session.execute("SELECT argument_types, return_type FROM system_schema.functions "
+                                "WHERE keyspace_name = %s AND function_name = %s", [keyspace, fname]))
+    assert rows[0].argument_types == [f"frozen<{fname}_t>"]
+    session.execute(f"CREATE FUNCTION {fname}_acc(s {fname}_t, u {fname}_t) CALLED ON NULL INPUT RETURNS {fname}_t "
+                    "LANGUAGE lua AS 'if s == nil then return u end return {f = s.f + u.f, g = s.g .. u.g}'")
+    session.execute(f"CREATE AGGREGATE {fname}_agg({fname}_t) SFUNC {fname}_acc STYPE {fname}_t")
+    total = session.execute(f"SELECT {fname}_agg(u) AS a FROM {t} WHERE k IN (1, 2, 3)").one().a
+    assert (total.f, sorted(total.g)) == (6, sorted("x1x2x3"))
+    with pytest.raises(InvalidRequest, match="User defined argument and return types should not be frozen"):
+        session.execute(f"CREATE FUNCTION {fname}_z(u frozen<{fname}_t>) CALLED ON NULL INPUT RETURNS int "
+                        "LANGUAGE lua AS 'return 1'")
+    with pytest.raises(InvalidRequest, match="should not be frozen"):
+        session.execute(f"CREATE AGGREGATE {fname}_z({fname}_t) SFUNC {fname}_acc STYPE frozen<{fname}_t>")
+    with pytest.raises(InvalidRequest, match=f"cannot refer to a user type in keyspace system_auth"):
+        session.execute(f"CREATE FUNCTION {fname}_z(u system_auth.{fname}_t) CALLED ON NULL INPUT RETURNS int "
+                        "LANGUAGE lua AS 'return 1'")
+    session.execute(f"CREATE FUNCTION {fname}_bad(u {fname}_t) CALLED ON NULL INPUT RETURNS {fname}_t "
+                    "LANGUAGE lua AS 'return {f = 1, h = 2}'")
+    with pytest.raises(FunctionFailure, match="invalid UDT field 'h'"):
+        session.execute(f"SELECT {fname}_bad(u) FROM {t} WHERE k = 1")
+    session.execute(f"CREATE FUNCTION {fname}_short(u {fname}_t) CALLED ON NULL INPUT RETURNS {fname}_t "
+                    "LANGUAGE lua AS 'return {f = 1}'")
+    with pytest.raises(FunctionFailure, match=f"key g missing in udt {fname}_t"):
+        session.execute(f"SELECT {fname}_short(u) FROM {t} WHERE k = 1")
+    session.execute(f"DROP AGGREGATE {fname}_agg")
+    for f in (fname, f"{fname}_acc", f"{fname}_bad", f"{fname}_short"):
+        session.execute(f"DROP FUNCTION {f}")
+
+
+def test_counter_arguments_and_collections_inside_a_frozen_tuple(session, keyspace, table, fname):
+    """A counter is passed as an integer; a frozen tuple column (whose
+    collections are frozen inside) matches a function that names them bare."""
+    t = table("(k int PRIMARY KEY, c counter)")
+    session.execute(f"UPDATE {t} SET c = c + 4 WHERE k = 1")
+    session.execute(f"CREATE FUNCTION {fname}(c counter) CALLED ON NULL INPUT RETURNS bigint "
+                    "LANGUAGE lua AS 'return c + 1'")
+    assert session.execute(f"SELECT {fname}(c) FROM {t} WHERE k = 1").one()[0] == 5
+    t2 = table("(k int PRIMARY KEY, tup frozen<tuple<double, list<double>, map<int, boolean>>>)")
+    session.execute(f"INSERT INTO {t2} (k, tup) VALUES (1, (1.5, [2.5], {{3: true}}))")
+    session.execute(f"CREATE FUNCTION {fname}_t(tup tuple<double, list<double>, map<int, boolean>>) "
+                    "CALLED ON NULL INPUT RETURNS list<double> LANGUAGE lua AS 'return tup[2]'")
+    assert session.execute(f"SELECT {fname}_t(tup) FROM {t2} WHERE k = 1").one()[0] == [2.5]
+    session.execute(f"DROP FUNCTION {fname}")
+    session.execute(f"DROP FUNCTION {fname}_t")
+
+
+def test_reduce_functions_listed_in_scylla_aggregates(session, keyspace, fname):
+    """ScyllaDB's system_schema.scylla_aggregates has a row for each
+    aggregate with a REDUCEFUNC (and none for one without)."""
+    session.execute(f"CREATE FUNCTION {fname}(acc bigint, v int) RETURNS NULL ON NULL INPUT RETURNS bigint "
+                    "LANGUAGE lua AS 'return acc + v'")
+    session.execute(f"CREATE FUNCTION {fname}_r(a bigint, b bigint) RETURNS NULL ON NULL INPUT RETURNS bigint "
+                    "LANGUAGE lua AS 'return a + b'")
+    session.execute(f"CREATE AGGREGATE {fname}_a(int) SFUNC {fname} STYPE bigint REDUCEFUNC {fname}_r INITCOND 0")
+    session.execute(f"CREATE AGGREGATE {fname}_b(int) SFUNC {fname} STYPE bigint INITCOND 0")
+    rows = list(session.execute("SELECT aggregate_name, argument_types, reduce_func, state_type "
+                                "FROM system_schema.scylla_aggregates WHERE keyspace_name = %s", [keyspace]))
+    mine = [tuple(r) for r in rows if r.aggregate_name.startswith(fname)]
+    assert mine == [(f"{fname}_a", ["int"], f"{fname}_r", "bigint")]
+    for a in ("_a", "_b"):
+        session.execute(f"DROP AGGREGATE {fname}{a}")
+    session.execute(f"DROP FUNCTION {fname}_r")
+    session.execute(f"DROP FUNCTION {fname}")
+
+
 def test_aggregates(session, keyspace, table, fname):
     t = table("(k int, c int, v int, PRIMARY KEY (k, c))")
     for c in range(1, 5):
@@ -236,7 +341,7 @@ def test_aggregates(session, keyspace, table, fname):
     assert (mean.return_type, mean.initcond) == ("double", "(0, 0)")
     with pytest.raises(InvalidRequest, match="used by user-defined aggregate"):
         session.execute(f"DROP FUNCTION {fname}_acc")
-    with pytest.raises(InvalidRequest, match="State function .* does not exist"):
+    with pytest.raises(InvalidRequest, match="State function .* not found"):
         session.execute(f"CREATE AGGREGATE {fname}_bad(text) SFUNC {fname}_acc STYPE int")
     session.execute(f"DROP AGGREGATE {fname}_sum")
     session.execute(f"DROP AGGREGATE {fname}_nosum(int)")

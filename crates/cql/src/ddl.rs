@@ -241,6 +241,22 @@ pub fn apply(
     Ok(Some((next, change)))
 }
 
+/// A function's argument, result or state type with its user types
+/// resolved in `keyspace` (here, as `function_ddl` sits beneath
+/// `user_types`). As in ScyllaDB, a user type is named bare: it is always
+/// taken frozen, and `frozen<>` around one is refused.
+fn function_type(ty: &CqlType, keyspace: &KeyspaceMeta) -> CqlResult<CqlType> {
+    if let CqlType::Frozen(inner) = ty {
+        if matches!(**inner, CqlType::Udt(_)) {
+            return Err(invalid("User defined argument and return types should not be frozen"));
+        }
+    }
+    Ok(match user_types::resolve(ty, keyspace)? {
+        udt @ CqlType::Udt(_) => CqlType::Frozen(Box::new(udt)),
+        resolved => resolved,
+    })
+}
+
 /// CREATE FUNCTION|AGGREGATE and DROP FUNCTION|AGGREGATE (`function_ddl`).
 fn function_statement(
     mut next: Schema,
@@ -270,9 +286,27 @@ fn function_statement(
     }
     let mut meta = user_keyspace(&next, ks)?.as_ref().clone();
     let target = match statement {
-        Statement::CreateFunction(s) => function_ddl::create_function(&mut meta, s)?,
-        Statement::CreateAggregate(s) => function_ddl::create_aggregate(&mut meta, s)?,
-        Statement::DropFunction(s) => function_ddl::drop(&mut meta, s)?,
+        Statement::CreateFunction(s) => {
+            let mut s = s.clone();
+            for (_, ty) in &mut s.args {
+                *ty = function_type(ty, &meta)?;
+            }
+            s.return_type = function_type(&s.return_type, &meta)?;
+            function_ddl::create_function(&mut meta, &s)?
+        }
+        Statement::CreateAggregate(s) => {
+            let mut s = s.clone();
+            s.arg_types = s.arg_types.iter().map(|ty| function_type(ty, &meta)).collect::<CqlResult<_>>()?;
+            s.state_type = function_type(&s.state_type, &meta)?;
+            function_ddl::create_aggregate(&mut meta, &s)?
+        }
+        Statement::DropFunction(s) => {
+            let mut s = s.clone();
+            if let Some(args) = &mut s.args {
+                *args = args.iter().map(|ty| function_type(ty, &meta)).collect::<CqlResult<_>>()?;
+            }
+            function_ddl::drop(&mut meta, &s)?
+        }
         _ => None,
     };
     let Some(target) = target else { return Ok(None) };

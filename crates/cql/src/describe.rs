@@ -426,7 +426,8 @@ fn aggregate_elements(keyspace: &KeyspaceMeta, name: Option<&str>) -> Vec<Elemen
 /// side, which a second round trip would keep adding), in quotes if it
 /// holds `$$`; `AS ''` when `body` is `None` (the schema file keeps it apart).
 pub(crate) fn create_function(f: &UserFunction, quote: impl Fn(&str) -> String, body: Option<&str>) -> String {
-    let args: Vec<String> = f.arg_names.iter().zip(&f.arg_types).map(|(n, ty)| format!("{} {ty}", quote(n))).collect();
+    let args: Vec<String> =
+        f.arg_names.iter().zip(&f.arg_types).map(|(n, ty)| format!("{} {}", quote(n), function_type(ty))).collect();
     let on_null = if f.called_on_null_input { "CALLED" } else { "RETURNS NULL" };
     let body = match body {
         None => "''".to_string(),
@@ -438,21 +439,30 @@ pub(crate) fn create_function(f: &UserFunction, quote: impl Fn(&str) -> String, 
         quote(&f.keyspace),
         quote(&f.name),
         args.join(", "),
-        f.return_type,
+        function_type(&f.return_type),
         f.language
     )
 }
 
+/// A function's argument, result or state type as CREATE FUNCTION takes
+/// it: a user type bare (it is frozen implicitly, and `frozen<>` is refused).
+fn function_type(ty: &CqlType) -> String {
+    match ty {
+        CqlType::Frozen(inner) if matches!(**inner, CqlType::Udt(_)) => inner.to_string(),
+        other => other.to_string(),
+    }
+}
+
 /// CREATE AGGREGATE, a clause a line, without the final `;`.
 pub(crate) fn create_aggregate(a: &UserAggregate, quote: impl Fn(&str) -> String) -> String {
-    let args: Vec<String> = a.arg_types.iter().map(ToString::to_string).collect();
+    let args: Vec<String> = a.arg_types.iter().map(function_type).collect();
     let mut out = format!(
         "CREATE AGGREGATE {}.{}({})\nSFUNC {}\nSTYPE {}",
         quote(&a.keyspace),
         quote(&a.name),
         args.join(", "),
         quote(&a.state_func),
-        a.state_type
+        function_type(&a.state_type)
     );
     if let Some(reduce) = &a.reduce_func {
         out.push_str(&format!("\nREDUCEFUNC {}", quote(reduce)));

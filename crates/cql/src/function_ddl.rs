@@ -24,15 +24,6 @@ fn target(keyspace: &str, name: &str, arg_types: &[CqlType], aggregate: bool) ->
     }
 }
 
-/// An argument or result type as given: user types (which would need
-/// resolving) and counters are refused.
-fn function_type(ty: &CqlType) -> CqlResult<CqlType> {
-    if !lua::supported(ty) {
-        return Err(invalid(format!("Type {ty} is not supported in user-defined functions")));
-    }
-    Ok(ty.clone())
-}
-
 /// Whether a function (or an `aggregate`) `name(arg_types)` may be
 /// created with `(or_replace, if_not_exists)`: `false` when IF NOT EXISTS
 /// finds one; an error when one exists otherwise, or the other kind has
@@ -47,26 +38,34 @@ fn may_create(
     if or_replace && if_not_exists {
         return Err(invalid("Cannot use both 'OR REPLACE' and 'IF NOT EXISTS' directives"));
     }
-    let full = format!("{}.{}", keyspace.name, signature(name, arg_types));
     let functions = &keyspace.functions;
-    let (same, other) = match aggregate {
-        false => (functions.function(name, arg_types).is_some(), functions.aggregate(name, arg_types).is_some()),
-        true => (functions.aggregate(name, arg_types).is_some(), functions.function(name, arg_types).is_some()),
-    };
+    let scalar = functions.function(name, arg_types).map(|f| f.return_type.clone());
+    let aggregated = functions.aggregate(name, arg_types).map(|a| a.return_type.clone());
+    let (same, other) = if aggregate { (aggregated, scalar) } else { (scalar, aggregated) };
     let what = if aggregate { "aggregate" } else { "function" };
-    if other {
-        return Err(invalid(format!("Cannot replace '{full}' which is not a user defined {what}")));
+    if let Some(returns) = other {
+        let old = described(&keyspace.name, name, arg_types, &returns);
+        return Err(invalid(format!("Cannot replace '{old}' which is not a user defined {what}")));
     }
     match (same, or_replace, if_not_exists) {
-        (true, false, true) => Ok(false),
-        (true, false, false) => Err(invalid(format!("The {what} '{full}' already exists"))),
+        (Some(_), false, true) => Ok(false),
+        (Some(returns), false, false) => {
+            let old = described(&keyspace.name, name, arg_types, &returns);
+            Err(invalid(format!("The function '{old}' already exists")))
+        }
         _ => Ok(true),
     }
 }
 
+/// A function as ScyllaDB's errors name one: `ks.f : (int, text) -> int`.
+fn described(keyspace: &str, name: &str, arg_types: &[CqlType], returns: &CqlType) -> String {
+    let args: Vec<String> = arg_types.iter().map(ToString::to_string).collect();
+    format!("{keyspace}.{name} : ({}) -> {returns}", args.join(", "))
+}
+
 /// Applies CREATE FUNCTION; `None` when `IF NOT EXISTS` made it a no-op.
 pub fn create_function(keyspace: &mut KeyspaceMeta, s: &CreateFunction) -> CqlResult<Option<SchemaChangeTarget>> {
-    let arg_types = s.args.iter().map(|(_, ty)| function_type(ty)).collect::<CqlResult<Vec<_>>>()?;
+    let arg_types: Vec<CqlType> = s.args.iter().map(|(_, ty)| ty.clone()).collect();
     let full = format!("{}.{}", keyspace.name, signature(&s.name, &arg_types));
     let directives = (s.or_replace, s.if_not_exists);
     if !may_create(keyspace, &s.name, &arg_types, directives, false)? {
@@ -81,7 +80,7 @@ pub fn create_function(keyspace: &mut KeyspaceMeta, s: &CreateFunction) -> CqlRe
         return Err(invalid(format!("Duplicate argument name {name} in function {full}")));
     }
     lua::check(&arg_names, &s.body).map_err(invalid)?;
-    let return_type = function_type(&s.return_type)?;
+    let return_type = s.return_type.clone();
     let function = UserFunction {
         keyspace: keyspace.name.clone(),
         name: s.name.clone(),
@@ -104,7 +103,9 @@ pub fn create_function(keyspace: &mut KeyspaceMeta, s: &CreateFunction) -> CqlRe
     Ok(Some(target(&keyspace.name, &s.name, &arg_types, false)))
 }
 
-/// The function `name(arg_types)` of `keyspace`, or `what`'s error.
+/// The scalar function `name(arg_types)` of `keyspace` an aggregate calls,
+/// or ScyllaDB's error (`what` is "State" or "Final"; an aggregate of that
+/// signature is not found either).
 fn needed<'k>(
     keyspace: &'k KeyspaceMeta,
     what: &str,
@@ -117,35 +118,50 @@ fn needed<'k>(
         .iter()
         .find(|f| f.name == name && same_types(&f.arg_types, arg_types))
         .map(AsRef::as_ref);
-    found.ok_or_else(|| {
-        invalid(format!("{what} function {}.{} does not exist", keyspace.name, signature(name, arg_types)))
-    })
+    found.ok_or_else(|| invalid(format!("{what} function {} not found", signature(name, arg_types))))
 }
 
-/// Argument types that match, frozen or not.
+/// Argument types that match, frozen or not, at any depth (a frozen
+/// tuple column holds frozen collections; the function names them bare).
 pub(crate) fn same_types(a: &[CqlType], b: &[CqlType]) -> bool {
-    a.len() == b.len() && a.iter().zip(b).all(|(a, b)| a.unfrozen() == b.unfrozen())
+    a.len() == b.len() && a.iter().zip(b).all(|(a, b)| thawed(a) == thawed(b))
+}
+
+/// `ty` without any `frozen<>`.
+fn thawed(ty: &CqlType) -> CqlType {
+    let inner = |t: &CqlType| Box::new(thawed(t));
+    match ty.unfrozen() {
+        CqlType::List(e) => CqlType::List(inner(e)),
+        CqlType::Set(e) => CqlType::Set(inner(e)),
+        CqlType::Map(k, v) => CqlType::Map(inner(k), inner(v)),
+        CqlType::Vector(e, dimension) => CqlType::Vector(inner(e), *dimension),
+        CqlType::Tuple(types) => CqlType::Tuple(types.iter().map(thawed).collect()),
+        other => other.clone(),
+    }
 }
 
 /// Applies CREATE AGGREGATE; `None` when `IF NOT EXISTS` made it a no-op.
 pub fn create_aggregate(keyspace: &mut KeyspaceMeta, s: &CreateAggregate) -> CqlResult<Option<SchemaChangeTarget>> {
-    let arg_types = s.arg_types.iter().map(function_type).collect::<CqlResult<Vec<_>>>()?;
+    let arg_types = s.arg_types.clone();
     if !may_create(keyspace, &s.name, &arg_types, (s.or_replace, s.if_not_exists), true)? {
         return Ok(None);
     }
-    let state_type = function_type(&s.state_type)?;
+    let state_type = s.state_type.clone();
     let state_args: Vec<CqlType> = std::iter::once(state_type.clone()).chain(arg_types.iter().cloned()).collect();
     let state_func = needed(keyspace, "State", &s.state_func, &state_args)?;
     if state_func.return_type.unfrozen() != state_type.unfrozen() {
-        return Err(invalid(format!(
-            "State function {}.{} return type must be the same as the first argument type - check STYPE, argument and return types",
-            keyspace.name,
-            signature(&s.state_func, &state_args)
-        )));
+        return Err(invalid(format!("State function '{}' doesn't return state ({state_type})", s.state_func)));
     }
     let pair = [state_type.clone(), state_type.clone()];
     if let Some(reduce) = &s.reduce_func {
-        let reduce_func = needed(keyspace, "Reduce", reduce, &pair)?;
+        let reduce_func = keyspace
+            .functions
+            .functions
+            .iter()
+            .find(|f| f.name == *reduce && same_types(&f.arg_types, &pair))
+            .ok_or_else(|| {
+                invalid(format!("Scalar reduce function {reduce} for state type {state_type} not found."))
+            })?;
         if reduce_func.return_type.unfrozen() != state_type.unfrozen() {
             return Err(invalid(format!(
                 "Reduce function {}.{} return type must be the same as the state type",
@@ -184,20 +200,23 @@ pub fn create_aggregate(keyspace: &mut KeyspaceMeta, s: &CreateAggregate) -> Cql
 }
 
 /// Applies DROP FUNCTION|AGGREGATE; `None` when `IF EXISTS` found none.
+/// As in ScyllaDB, the name is looked up among functions and aggregates
+/// both; the kind is checked only once one is found.
 pub fn drop(keyspace: &mut KeyspaceMeta, s: &DropFunction) -> CqlResult<Option<SchemaChangeTarget>> {
     let full = format!("{}.{}", keyspace.name, s.name);
     let arg_types = s.args.clone();
     let functions = &keyspace.functions;
-    let signatures: Vec<Vec<CqlType>> = match s.aggregate {
-        false => functions.functions.iter().filter(|f| f.name == s.name).map(|f| f.arg_types.clone()).collect(),
-        true => functions.aggregates.iter().filter(|a| a.name == s.name).map(|a| a.arg_types.clone()).collect(),
-    };
+    let scalars =
+        functions.functions.iter().filter(|f| f.name == s.name).map(|f| (false, &f.arg_types, &f.return_type));
+    let aggregates =
+        functions.aggregates.iter().filter(|a| a.name == s.name).map(|a| (true, &a.arg_types, &a.return_type));
+    let candidates: Vec<(bool, &Vec<CqlType>, &CqlType)> = scalars.chain(aggregates).collect();
     let found = match &arg_types {
-        Some(args) => signatures.into_iter().find(|types| same_types(types, args)),
-        None if signatures.len() > 1 => return Err(invalid(format!("There are multiple functions named {full}"))),
-        None => signatures.into_iter().next(),
+        Some(args) => candidates.into_iter().find(|(_, types, _)| same_types(types, args)),
+        None if candidates.len() > 1 => return Err(invalid(format!("There are multiple functions named {full}"))),
+        None => candidates.into_iter().next(),
     };
-    let Some(found) = found else {
+    let Some((is_aggregate, found, returns)) = found else {
         if s.if_exists {
             return Ok(None);
         }
@@ -209,6 +228,12 @@ pub fn drop(keyspace: &mut KeyspaceMeta, s: &DropFunction) -> CqlResult<Option<S
             None => format!("No function named {full} found"),
         }));
     };
+    if is_aggregate != s.aggregate {
+        let what = if s.aggregate { "aggregate" } else { "function" };
+        let found = described(&keyspace.name, &s.name, found, returns);
+        return Err(invalid(format!("'{found}' is not a user defined {what}")));
+    }
+    let found = found.clone();
     if s.aggregate {
         keyspace.functions.aggregates.retain(|a| !(a.name == s.name && a.arg_types == found));
     } else {
@@ -281,6 +306,15 @@ mod tests {
             .fold(Schema::empty(), |schema, text| apply(&schema, text).expect("applies"))
     }
 
+    #[test]
+    fn argument_types_match_frozen_or_not_at_any_depth() {
+        let parse = |t: &str| shoal_schema::CqlType::parse(t).expect("type");
+        let declared = [parse("tuple<double, list<double>, map<int, boolean>>")];
+        let column = [parse("frozen<tuple<double, frozen<list<double>>, frozen<map<int, boolean>>>>")];
+        assert!(super::same_types(&declared, &column));
+        assert!(!super::same_types(&declared, &[parse("frozen<tuple<double, list<int>, map<int, boolean>>>")]));
+    }
+
     const PLUS: &str =
         "CREATE FUNCTION plus(s int, v int) RETURNS NULL ON NULL INPUT RETURNS int LANGUAGE lua AS 'return s + v'";
 
@@ -292,7 +326,10 @@ mod tests {
         ]);
         let java = "CREATE FUNCTION j(i int) CALLED ON NULL INPUT RETURNS int LANGUAGE java AS 'return 42;'";
         assert_eq!(apply(&schema, java).err().as_deref(), Some("Language 'java' is not supported"));
-        assert_eq!(apply(&schema, PLUS).err().as_deref(), Some("The function 'ks.plus(int, int)' already exists"));
+        assert_eq!(
+            apply(&schema, PLUS).err().as_deref(),
+            Some("The function 'ks.plus : (int, int) -> int' already exists")
+        );
         assert_eq!(
             apply(&schema, "DROP FUNCTION plus").err().as_deref(),
             Some("There are multiple functions named ks.plus")
@@ -316,10 +353,33 @@ mod tests {
         );
         assert_eq!(
             apply(&schema, "CREATE AGGREGATE t2(text) SFUNC plus STYPE int").err().as_deref(),
-            Some("State function ks.plus(int, text) does not exist")
+            Some("State function plus(int, text) not found")
+        );
+        assert_eq!(
+            apply(&schema, "CREATE AGGREGATE t3(int) SFUNC plus STYPE int FINALFUNC total").err().as_deref(),
+            Some("Final function total(int) not found")
+        );
+        let text =
+            "CREATE FUNCTION half(s int, v int) RETURNS NULL ON NULL INPUT RETURNS text LANGUAGE lua AS 'return s'";
+        let schema = apply(&schema, text).expect("created");
+        assert_eq!(
+            apply(&schema, "CREATE AGGREGATE t4(int) SFUNC half STYPE int").err().as_deref(),
+            Some("State function 'half' doesn't return state (int)")
+        );
+        assert_eq!(
+            apply(&schema, "DROP FUNCTION total").err().as_deref(),
+            Some("'ks.total : (int) -> int' is not a user defined function")
+        );
+        assert_eq!(
+            apply(&schema, "DROP AGGREGATE plus(int, int)").err().as_deref(),
+            Some("'ks.plus : (int, int) -> int' is not a user defined aggregate")
+        );
+        assert_eq!(
+            apply(&schema, "DROP AGGREGATE plus").err().as_deref(),
+            Some("There are multiple functions named ks.plus")
         );
         let schema = apply(&schema, "DROP AGGREGATE total").expect("dropped");
         let schema = apply(&schema, "DROP FUNCTION plus(int, int)").expect("dropped");
-        assert_eq!(schema.keyspace("ks").map(|k| k.functions.functions.len()), Some(1));
+        assert_eq!(schema.keyspace("ks").map(|k| k.functions.functions.len()), Some(2));
     }
 }

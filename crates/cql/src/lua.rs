@@ -15,7 +15,8 @@
 //! and doubles as numbers, text, ascii and blobs as strings, booleans,
 //! timestamps (ms), dates (days + 2^31) and times (ns) as integers, uuids
 //! and inets as strings, durations as `{months, days, nanoseconds}`,
-//! lists and tuples as sequences, sets as `{v = true}`, maps as `{k = v}`.
+//! lists and tuples as sequences, sets as `{v = true}`, maps as `{k = v}`,
+//! user types as `{field = v}` (every field must be given back).
 //! Varints beyond 64 bits and decimals go in as strings (Lua's arithmetic
 //! takes numeric strings), where ScyllaDB has a decimal userdata.
 
@@ -224,14 +225,22 @@ fn to_lua(lua: &Lua, ty: &CqlType, value: &Value) -> mlua::Result<LuaValue> {
         }
         Value::Tuple(fields) => {
             let table = lua.create_table()?;
-            let types = match ty.unfrozen() {
-                CqlType::Tuple(types) => types.clone(),
-                _ => Vec::new(),
-            };
-            for (i, (field, ty)) in fields.iter().zip(types.iter()).enumerate() {
-                if let Some(field) = field {
-                    table.raw_set(i + 1, to_lua(lua, ty, field)?)?;
+            match ty.unfrozen() {
+                CqlType::Udt(udt) => {
+                    for (field, (name, ty)) in fields.iter().zip(&udt.fields) {
+                        if let Some(field) = field {
+                            table.raw_set(name.as_str(), to_lua(lua, ty, field)?)?;
+                        }
+                    }
                 }
+                CqlType::Tuple(types) => {
+                    for (i, (field, ty)) in fields.iter().zip(types).enumerate() {
+                        if let Some(field) = field {
+                            table.raw_set(i + 1, to_lua(lua, ty, field)?)?;
+                        }
+                    }
+                }
+                _ => {}
             }
             LuaValue::Table(table)
         }
@@ -430,7 +439,23 @@ fn from_lua(ty: &CqlType, value: &LuaValue) -> Result<Value, LuaFailure> {
             }
             Value::Tuple(fields)
         }
-        T::Udt(_) | T::Frozen(_) => return Err(format!("values of type {ty} are not supported")),
+        T::Udt(udt) => {
+            let mut fields = vec![None; udt.fields.len()];
+            for pair in table(value)?.pairs::<LuaValue, LuaValue>() {
+                let (k, v) = pair.map_err(lua_error)?;
+                let LuaValue::String(name) = k else { return Err("unexpected value".to_string()) };
+                let name = name.to_string_lossy();
+                let Some(index) = udt.field_index(&name) else {
+                    return Err(format!("invalid UDT field '{name}'"));
+                };
+                fields[index] = Some(from_lua(&udt.fields[index].1, &v)?);
+            }
+            if let Some(missing) = fields.iter().position(Option::is_none) {
+                return Err(format!("key {} missing in udt {}", udt.fields[missing].0, udt.name));
+            }
+            Value::Tuple(fields)
+        }
+        T::Frozen(_) => return Err(format!("values of type {ty} are not supported")),
     })
 }
 
@@ -456,17 +481,6 @@ fn duration(table: &Table) -> Result<Value, LuaFailure> {
     let narrow =
         |n: i64, what: &str| i32::try_from(n).map_err(|_| format!("{n} {what} doesn't fit in a 32 bit integer"));
     Ok(Value::Duration { months: narrow(months, "months")?, days: narrow(days, "days")?, nanos })
-}
-
-/// Whether `ty` can be a function's argument or result here.
-pub fn supported(ty: &CqlType) -> bool {
-    match ty.unfrozen() {
-        CqlType::Udt(_) | CqlType::Counter => false,
-        CqlType::List(e) | CqlType::Set(e) | CqlType::Vector(e, _) => supported(e),
-        CqlType::Map(k, v) => supported(k) && supported(v),
-        CqlType::Tuple(types) => types.iter().all(supported),
-        _ => true,
-    }
 }
 
 #[cfg(test)]
@@ -513,6 +527,27 @@ mod tests {
         );
         let f = function(&[("a", CqlType::Int)], CqlType::Int, "return nil");
         assert_eq!(run(&f, &[None]), Ok(None));
+    }
+
+    #[test]
+    fn user_types_cross_as_tables_keyed_by_field() {
+        let udt = CqlType::Frozen(Box::new(CqlType::Udt(std::sync::Arc::new(shoal_schema::UserType {
+            keyspace: "ks".into(),
+            name: "t".into(),
+            fields: vec![("f".into(), CqlType::Int), ("g".into(), CqlType::Text)],
+        }))));
+        let value = Value::Tuple(vec![Some(Value::Int(2)), Some(Value::Text("x".into()))]);
+        let f = function(&[("u", udt.clone())], udt.clone(), "return {f = u.f * 10, g = u.g .. '!'}");
+        let doubled = Value::Tuple(vec![Some(Value::Int(20)), Some(Value::Text("x!".into()))]);
+        assert_eq!(run(&f, &[Some(value.clone())]), Ok(Some(doubled)));
+        let f = function(&[("u", udt.clone())], udt.clone(), "return {f = 1, h = 2}");
+        assert_eq!(run(&f, &[Some(value.clone())]), Err("invalid UDT field 'h'".to_string()));
+        let f = function(&[("u", udt.clone())], udt.clone(), "return {f = 1}");
+        assert_eq!(run(&f, &[Some(value.clone())]), Err("key g missing in udt t".to_string()));
+        let f = function(&[("u", udt.clone())], udt, "return {[true] = 1}");
+        assert_eq!(run(&f, &[Some(value)]), Err("unexpected value".to_string()));
+        let f = function(&[("c", CqlType::Counter)], CqlType::Bigint, "return c + 1");
+        assert_eq!(run(&f, &[Some(Value::Counter(4))]), Ok(Some(Value::Bigint(5))));
     }
 
     #[test]

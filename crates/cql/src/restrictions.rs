@@ -916,7 +916,7 @@ fn check_token_arity(meta: &TableMeta, provided: usize) -> CqlResult<()> {
     match provided == required {
         true => Ok(()),
         false => Err(invalid(format!(
-            "Invalid number of arguments in call to function token: {required} required but {provided} provided"
+            "Invalid number of arguments in call to function system.token: {required} required but {provided} provided"
         ))),
     }
 }

@@ -1197,7 +1197,11 @@ fn user_function_selector(
         let (i, (arg, ty, _)) = compiled
             .iter()
             .enumerate()
-            .find(|(i, (_, ty, _))| declared.get(*i).is_some_and(|d| d.unfrozen() != ty.unfrozen()))
+            .find(|(i, (_, ty, _))| {
+                declared.get(*i).is_some_and(|d| {
+                    !crate::function_ddl::same_types(std::slice::from_ref(d), std::slice::from_ref(ty))
+                })
+            })
             .unwrap_or((0, &compiled[0]));
         return Err(invalid(match declared.get(i) {
             Some(want) => {

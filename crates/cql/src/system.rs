@@ -66,6 +66,8 @@ const DEFINITIONS: &[(&str, &str, &str)] = &[
     ("system_schema", "types", "keyspace_name text, type_name text, field_names frozen<list<text>>, field_types frozen<list<text>>, PRIMARY KEY (keyspace_name, type_name)"),
     ("system_schema", "functions", "keyspace_name text, function_name text, argument_types frozen<list<text>>, argument_names frozen<list<text>>, body text, called_on_null_input boolean, language text, return_type text, PRIMARY KEY (keyspace_name, function_name, argument_types)"),
     ("system_schema", "aggregates", "keyspace_name text, aggregate_name text, argument_types frozen<list<text>>, final_func text, initcond text, return_type text, state_func text, state_type text, PRIMARY KEY (keyspace_name, aggregate_name, argument_types)"),
+    // ScyllaDB's: an aggregate's REDUCEFUNC (one row per aggregate that has one).
+    ("system_schema", "scylla_aggregates", "keyspace_name text, aggregate_name text, argument_types frozen<list<text>>, reduce_func text, state_type text, PRIMARY KEY (keyspace_name, aggregate_name, argument_types)"),
     ("system_schema", "indexes", "keyspace_name text, table_name text, index_name text, kind text, options frozen<map<text, text>>, PRIMARY KEY (keyspace_name, table_name, index_name)"),
     ("system_schema", "views", "keyspace_name text, view_name text, base_table_id uuid, base_table_name text, bloom_filter_fp_chance double, caching frozen<map<text, text>>, comment text, compaction frozen<map<text, text>>, compression frozen<map<text, text>>, crc_check_chance double, dclocal_read_repair_chance double, default_time_to_live int, extensions frozen<map<text, blob>>, gc_grace_seconds int, id uuid, include_all_columns boolean, max_index_interval int, memtable_flush_period_in_ms int, min_index_interval int, read_repair_chance double, speculative_retry text, where_clause text, PRIMARY KEY (keyspace_name, view_name)"),
     // Roles and permissions (Cassandra's tables), made from `Schema::roles`.
@@ -191,6 +193,12 @@ pub async fn contents(meta: &Arc<TableMeta>, schema: &Schema) -> CqlResult<Virtu
         ("system_schema", "aggregates") => {
             schema.keyspaces.values().flat_map(|ks| &ks.functions.aggregates).map(|a| aggregate_row(a)).collect()
         }
+        ("system_schema", "scylla_aggregates") => schema
+            .keyspaces
+            .values()
+            .flat_map(|ks| &ks.functions.aggregates)
+            .filter_map(|a| scylla_aggregate_row(a))
+            .collect(),
         _ => Vec::new(),
     };
     for row in rows {
@@ -510,6 +518,20 @@ fn aggregate_row(a: &shoal_schema::UserAggregate) -> Vec<Option<Bytes>> {
         text(&a.state_func),
         text(&a.state_type.to_string()),
     ]
+}
+
+/// An aggregate's row of `system_schema.scylla_aggregates`; `None` without
+/// a REDUCEFUNC.
+fn scylla_aggregate_row(a: &shoal_schema::UserAggregate) -> Option<Vec<Option<Bytes>>> {
+    let reduce = a.reduce_func.as_deref()?;
+    let types: Vec<String> = a.arg_types.iter().map(ToString::to_string).collect();
+    Some(vec![
+        text(&a.keyspace),
+        text(&a.name),
+        text_set(types.iter().map(String::as_str)),
+        text(reduce),
+        text(&a.state_type.to_string()),
+    ])
 }
 
 /// A materialized view's row of `system_schema.views`; `None` for tables.

@@ -7,6 +7,7 @@ use crate::ast::Statement;
 use crate::auth::resource::{Resource, PERMISSIONS};
 use crate::auth::statement::PermissionStatement;
 use crate::lexer::Sym;
+use shoal_schema::CqlType;
 
 impl Parser<'_> {
     /// Whether the statement at the cursor is a permission statement.
@@ -91,7 +92,14 @@ impl Parser<'_> {
             self.expect_sym(Sym::LParen)?;
             let mut args = Vec::new();
             if !self.eat_sym(Sym::RParen) {
-                args = self.comma_list(|p| p.cql_type().map(|t| t.to_string()))?;
+                // A user type argument is frozen, as the function's own
+                // signature has it (ScyllaDB's encoded signature).
+                args = self.comma_list(|p| {
+                    p.cql_type().map(|t| match t {
+                        udt @ CqlType::Udt(_) => CqlType::Frozen(Box::new(udt)).to_string(),
+                        other => other.to_string(),
+                    })
+                })?;
                 self.expect_sym(Sym::RParen)?;
             }
             return Ok(Resource::Function(keyspace.unwrap_or_default(), name, args));
@@ -149,6 +157,7 @@ mod tests {
                 "FUNCTION ks.f(int, text)",
                 Resource::Function("ks".into(), "f".into(), vec!["int".into(), "text".into()]),
             ),
+            ("FUNCTION ks.g(u)", Resource::Function("ks".into(), "g".into(), vec!["frozen<u>".into()])),
             ("t", Resource::Table(String::new(), "t".into())),
         ];
         for (text, resource) in resources {
