@@ -228,10 +228,17 @@ fn alter_table_forms() {
         }
         other => panic!("{other:?}"),
     }
-    assert_eq!(alter_op("ALTER TABLE t DROP v"), AlterTableOp::Drop { columns: vec!["v".into()], timestamp: None });
+    assert_eq!(
+        alter_op("ALTER TABLE t DROP v"),
+        AlterTableOp::Drop { columns: vec!["v".into()], timestamp: None, timestamp_marker: None }
+    );
     assert_eq!(
         alter_op("ALTER TABLE t DROP (a, b) USING TIMESTAMP 20000"),
-        AlterTableOp::Drop { columns: vec!["a".into(), "b".into()], timestamp: Some(20000) }
+        AlterTableOp::Drop { columns: vec!["a".into(), "b".into()], timestamp: Some(20000), timestamp_marker: None }
+    );
+    assert_eq!(
+        alter_op("ALTER TABLE t DROP a USING TIMESTAMP ?"),
+        AlterTableOp::Drop { columns: vec!["a".into()], timestamp: None, timestamp_marker: Some(0) }
     );
     assert_eq!(
         alter_op("ALTER TABLE t DROP a USING TIMESTAMP -5"),
