@@ -242,7 +242,7 @@ fn alter_table_forms() {
     );
     assert_eq!(
         alter_op("ALTER TABLE t DROP a USING TIMESTAMP -5"),
-        AlterTableOp::Drop { columns: vec!["a".into()], timestamp: Some(-5) }
+        AlterTableOp::Drop { columns: vec!["a".into()], timestamp: Some(-5), timestamp_marker: None }
     );
     assert!(crate::parser::parse_statement("ALTER TABLE t DROP a USING TIMESTAMP x").is_err());
     assert!(crate::parser::parse_statement("ALTER TABLE t DROP a USING TTL 5").is_err());
