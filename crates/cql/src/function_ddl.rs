@@ -183,20 +183,31 @@ pub fn create_aggregate(keyspace: &mut KeyspaceMeta, s: &CreateAggregate) -> Cql
     Ok(Some(target(&keyspace.name, &s.name, &arg_types, true)))
 }
 
-/// Applies DROP FUNCTION|AGGREGATE; `None` when `IF EXISTS` found none.
-pub fn drop(keyspace: &mut KeyspaceMeta, s: &DropFunction) -> CqlResult<Option<SchemaChangeTarget>> {
-    let full = format!("{}.{}", keyspace.name, s.name);
-    let arg_types = s.args.clone();
+/// The argument types of the overloads a DROP FUNCTION|AGGREGATE names:
+/// those of its name and kind, narrowed to the one of the argument types
+/// it gives, if it gives them.
+pub fn named_overloads(keyspace: &KeyspaceMeta, s: &DropFunction) -> Vec<Vec<CqlType>> {
     let functions = &keyspace.functions;
     let signatures: Vec<Vec<CqlType>> = match s.aggregate {
         false => functions.functions.iter().filter(|f| f.name == s.name).map(|f| f.arg_types.clone()).collect(),
         true => functions.aggregates.iter().filter(|a| a.name == s.name).map(|a| a.arg_types.clone()).collect(),
     };
-    let found = match &arg_types {
-        Some(args) => signatures.into_iter().find(|types| same_types(types, args)),
-        None if signatures.len() > 1 => return Err(invalid(format!("There are multiple functions named {full}"))),
-        None => signatures.into_iter().next(),
-    };
+    match &s.args {
+        Some(args) => signatures.into_iter().filter(|types| same_types(types, args)).take(1).collect(),
+        None => signatures,
+    }
+}
+
+/// Applies DROP FUNCTION|AGGREGATE; `None` when `IF EXISTS` found none.
+pub fn drop(keyspace: &mut KeyspaceMeta, s: &DropFunction) -> CqlResult<Option<SchemaChangeTarget>> {
+    let full = format!("{}.{}", keyspace.name, s.name);
+    let arg_types = s.args.clone();
+    let functions = &keyspace.functions;
+    let overloads = named_overloads(keyspace, s);
+    if arg_types.is_none() && overloads.len() > 1 {
+        return Err(invalid(format!("There are multiple functions named {full}")));
+    }
+    let found = overloads.into_iter().next();
     let Some(found) = found else {
         if s.if_exists {
             return Ok(None);

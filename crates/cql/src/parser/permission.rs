@@ -31,18 +31,29 @@ impl Parser<'_> {
             }
             "grant" => {
                 self.expect_kw("on")?;
-                let resource = self.resource()?;
+                let resource = self.applicable_resource(permission.as_deref())?;
                 self.expect_kw("to")?;
                 PermissionStatement::Grant { permission, resource, role: self.role_name()? }
             }
             _ => {
                 self.expect_kw("on")?;
-                let resource = self.resource()?;
+                let resource = self.applicable_resource(permission.as_deref())?;
                 self.expect_kw("from")?;
                 PermissionStatement::Revoke { permission, resource, role: self.role_name()? }
             }
         };
         Ok(Statement::Permission(statement))
+    }
+
+    /// The resource of a GRANT or REVOKE, refused if it does not take
+    /// `permission`.
+    fn applicable_resource(&mut self, permission: Option<&str>) -> PResult<Resource> {
+        let token = self.peek().clone();
+        let resource = self.resource()?;
+        match permission.and_then(|p| crate::auth::permissions::unsupported(&resource, p)) {
+            Some(message) => Err(self.error_at_token(&token, message)),
+            None => Ok(resource),
+        }
     }
 
     /// `ALL [PERMISSIONS]` (`None`) or one permission `[PERMISSION]`.
