@@ -211,11 +211,11 @@ mod tests {
         assert_eq!(checked(simple), Ok(()));
         parse("replication_strategy_fail_list", "[\"SimpleStrategy\"]").expect("known").expect("valid").set();
         assert!(checked(simple)
-            .unwrap_err()
+            .expect_err("refused")
             .contains("SimpleStrategy replication class is not recommended, and forbidden"));
         parse("replication_strategy_fail_list", "[]").expect("known").expect("valid").set();
         parse("minimum_replication_factor_fail_threshold", "3").expect("known").expect("valid").set();
-        assert!(checked(simple).unwrap_err().contains("Replication Factor replication_factor=1 is forbidden"));
+        assert!(checked(simple).expect_err("refused").contains("Replication Factor replication_factor=1 is forbidden"));
         parse("minimum_replication_factor_fail_threshold", "-1").expect("known").expect("valid").set();
         parse("restrict_replication_simplestrategy", "\"true\"").expect("known").expect("valid").set();
         assert!(checked(simple).is_err());
