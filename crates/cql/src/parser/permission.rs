@@ -163,10 +163,15 @@ mod tests {
             ("t", Resource::Table(String::new(), "t".into())),
         ];
         for (text, resource) in resources {
-            let parsed = permission(&format!("GRANT EXECUTE ON {text} TO r"));
+            let parsed = permission(&format!("GRANT ALL ON {text} TO r"));
             let PermissionStatement::Grant { resource: got, .. } = parsed else { panic!("{parsed:?}") };
             assert_eq!(got, resource, "{text}");
         }
+        // A permission the resource does not take: Cassandra's grammar
+        // refuses it.
+        let refused = parse_statement("GRANT EXECUTE ON ALL KEYSPACES TO r").expect_err("refused");
+        assert_eq!(refused.message, "Resource type DataResource does not support the requested permissions: EXECUTE");
+        assert!(parse_statement("REVOKE CREATE ON FUNCTION ks.f(int) FROM r").is_err());
         assert_eq!(
             permission("LIST ALL PERMISSIONS ON ks.t OF alice NORECURSIVE"),
             PermissionStatement::List {
