@@ -37,6 +37,7 @@ import pytest
 from cassandra import AuthenticationFailed, InvalidRequest, Unauthorized
 from cassandra.auth import PlainTextAuthProvider
 from cassandra.cluster import NoHostAvailable
+from cassandra.protocol import SyntaxException
 from cassandra.policies import WhiteListRoundRobinPolicy
 
 from node import free_port, skip_reason, start_cluster, temp_node
@@ -359,16 +360,70 @@ def test_calling_a_user_function_needs_execute_on_it():
                 admin.execute("GRANT EXECUTE ON ALL FUNCTIONS IN KEYSPACE ks TO alice")
                 assert [r.v for r in alice.execute(read, [1])] == ["ONE"]
                 admin.execute("REVOKE EXECUTE ON ALL FUNCTIONS IN KEYSPACE ks FROM alice")
-                # The creator gets ALL on its function, which goes with it.
+                # As in ScyllaDB, the creator gets nothing on its function
+                # (Cassandra grants ALL); grants on it go with it.
                 admin.execute("GRANT CREATE ON ALL FUNCTIONS IN KEYSPACE ks TO alice")
                 alice.execute("CREATE FUNCTION ks.twice(s text) RETURNS NULL ON NULL INPUT RETURNS text "
                               "LANGUAGE lua AS 'return s .. s'")
+                twice = "<function ks.twice(text)>"
+                with pytest.raises(Unauthorized, match=re.escape(no_permission("alice", "EXECUTE", twice))):
+                    alice.execute("SELECT ks.twice(v) AS v FROM ks.t WHERE k = 1")
+                admin.execute("GRANT EXECUTE ON FUNCTION ks.twice(text) TO alice")
                 assert alice.execute("SELECT ks.twice(v) AS v FROM ks.t WHERE k = 1").one().v == "oneone"
                 mine = [r.resource for r in admin.execute("LIST ALL PERMISSIONS OF alice NORECURSIVE")]
-                assert "<function ks.twice(text)>" in mine
+                assert twice in mine
                 admin.execute("DROP FUNCTION ks.twice")
                 mine = [r.resource for r in admin.execute("LIST ALL PERMISSIONS OF alice NORECURSIVE")]
                 assert "<function ks.twice(text)>" not in mine
+            finally:
+                cluster.shutdown()
+        finally:
+            admin_cluster.shutdown()
+
+
+def test_function_ddl_needs_scylladbs_permissions():
+    """ScyllaDB's checks (cqlpy test_permissions.py): DROP on the function
+    a DROP FUNCTION names (none when it names several overloads: that
+    fails on its own); CREATE OR REPLACE needs ALTER on the function too;
+    a grant on a function that does not exist is refused."""
+    with auth_node("shoal-auth-udfddl-", smp=1, authorizer=True) as node:
+        admin_cluster, admin = connect(node, "cassandra", "cassandra")
+        try:
+            reader_of_one_table(admin)
+            body = "CALLED ON NULL INPUT RETURNS int LANGUAGE lua AS 'return 42;'"
+            admin.execute("CREATE FUNCTION ks.f(i int) " + body)
+            admin.execute("CREATE FUNCTION ks.f(i int, j int) " + body)
+            with pytest.raises(InvalidRequest, match="Resource <function ks.nope\\(int\\)> doesn't exist"):
+                admin.execute("GRANT EXECUTE ON FUNCTION ks.nope(int) TO alice")
+            with pytest.raises(InvalidRequest, match="doesn't exist"):
+                admin.execute("GRANT EXECUTE ON FUNCTION nosuchks.f(int) TO alice")
+            admin.execute("GRANT DROP ON FUNCTION ks.f(int) TO alice")
+            # A permission the resource does not take: Cassandra's grammar
+            # refuses it, before anything is authorized.
+            with pytest.raises(SyntaxException, match="Resource type FunctionResource does not support the "
+                               "requested permissions: CREATE"):
+                admin.execute("GRANT CREATE ON FUNCTION ks.f(int, int) TO alice")
+            cluster, alice = connect(node, "alice", "a")
+            try:
+                with pytest.raises(InvalidRequest, match="There are multiple functions named ks.f"):
+                    alice.execute("DROP FUNCTION ks.f")
+                with pytest.raises(SyntaxException, match="does not support the requested permissions: SELECT"):
+                    alice.execute("GRANT SELECT ON FUNCTION ks.nope() TO cassandra")
+                with pytest.raises(Unauthorized, match=re.escape(
+                        no_permission("alice", "DROP", "<function ks.f(int, int)>"))):
+                    alice.execute("DROP FUNCTION ks.f(int, int)")
+                alice.execute("DROP FUNCTION ks.f(int)")
+                admin.execute("GRANT CREATE ON ALL FUNCTIONS IN KEYSPACE ks TO alice")
+                replace = "CREATE OR REPLACE FUNCTION ks.f(i int, j int) " + body
+                with pytest.raises(Unauthorized, match=re.escape(
+                        no_permission("alice", "ALTER", "<function ks.f(int, int)>"))):
+                    alice.execute(replace)
+                admin.execute("GRANT ALTER ON FUNCTION ks.f(int, int) TO alice")
+                alice.execute(replace)
+                # One overload left: DROP FUNCTION without arguments names it.
+                with pytest.raises(Unauthorized, match=re.escape(
+                        no_permission("alice", "DROP", "<function ks.f(int, int)>"))):
+                    alice.execute("DROP FUNCTION ks.f")
             finally:
                 cluster.shutdown()
         finally:
@@ -425,6 +480,31 @@ def test_a_view_is_read_with_its_base_tables_permission():
                 assert [(r.v, r.k) for r in alice.execute("SELECT * FROM ks.by_v")] == [("one", 1)]
                 with pytest.raises(Unauthorized, match=no_permission("alice", "ALTER", "<table ks.u>")):
                     alice.execute("DROP MATERIALIZED VIEW ks.by_v")
+            finally:
+                cluster.shutdown()
+        finally:
+            admin_cluster.shutdown()
+
+
+def test_the_creator_of_a_cdc_table_may_read_its_log():
+    """ScyllaDB's auto-grant (scylladb#19798): the log CREATE TABLE ... WITH
+    cdc, or a later ALTER TABLE ... WITH cdc, leaves is its creator's."""
+    with auth_node(authorizer=True) as node:
+        admin_cluster, admin = connect(node, "cassandra", "cassandra")
+        try:
+            reader_of_one_table(admin)
+            admin.execute("GRANT CREATE ON KEYSPACE ks TO alice")
+            cluster, alice = connect(node, "alice", "a")
+            try:
+                alice.execute("CREATE TABLE ks.c1 (p int PRIMARY KEY) WITH cdc = {'enabled': true}")
+                assert list(alice.execute("SELECT * FROM ks.c1_scylla_cdc_log")) == []
+                alice.execute("CREATE TABLE ks.c2 (p int PRIMARY KEY)")
+                alice.execute("ALTER TABLE ks.c2 WITH cdc = {'enabled': true}")
+                assert list(alice.execute("SELECT * FROM ks.c2_scylla_cdc_log")) == []
+                alice.execute("DROP TABLE ks.c1")
+                mine = [r.resource for r in admin.execute("LIST ALL PERMISSIONS OF alice NORECURSIVE")]
+                assert "<table ks.c1_scylla_cdc_log>" not in mine
+                assert "<table ks.c2_scylla_cdc_log>" in mine
             finally:
                 cluster.shutdown()
         finally:

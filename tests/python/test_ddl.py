@@ -296,6 +296,58 @@ def test_index_intervals_are_checked_and_at_prepare(session, tname):
     session.execute("ALTER TABLE %s WITH max_index_interval = 64" % tname)
 
 
+def test_speculative_retry_is_checked(session, tname):
+    # ScyllaDB's speculative_retry::from_sstring (cqlpy test_alter_table.py):
+    # a percentile in [0, 100], any case, the value named upper-cased.
+    session.execute("CREATE TABLE %s (k int PRIMARY KEY)" % tname)
+    for good in ["-0", "+0", "0.001", "99.9", "100", "+100"]:
+        session.execute("ALTER TABLE %s WITH speculative_retry = '%spercentile'" % (tname, good))
+    for good in ["NONE", "always", "50ms", "99PERCENTILE"]:
+        session.execute("ALTER TABLE %s WITH speculative_retry = '%s'" % (tname, good))
+    for bad in ["-0.1", "100.001", "+101"]:
+        with pytest.raises(ConfigurationException, match=re.escape(
+                "Invalid value %sPERCENTILE for PERCENTILE option 'speculative_retry': "
+                "must be between (0.0 and 100.0)" % bad)):
+            session.execute("ALTER TABLE %s WITH speculative_retry = '%spercentile'" % (tname, bad))
+    for bad in ["dogPERCENTILE", "fast", "xms"]:
+        with pytest.raises(ConfigurationException,
+                           match=re.escape("cannot convert %s to speculative_retry" % bad.upper())):
+            session.execute("CREATE TABLE %s_2 (k int PRIMARY KEY) WITH speculative_retry = '%s'" % (tname, bad))
+
+
+def test_a_system_table_takes_only_memtable_flush_period(session):
+    # ScyllaDB's (cqlpy test_system_tables.py, its #21223).
+    from cassandra import Unauthorized
+    for options in ["comment = ''", "memtable_flush_period_in_ms = 80000 AND comment = ''"]:
+        with pytest.raises(Unauthorized, match=re.escape("system keyspace is not user-modifiable.")):
+            session.execute("ALTER TABLE system.compaction_history WITH " + options)
+    with pytest.raises(Unauthorized, match="not user-modifiable"):
+        session.execute("ALTER TABLE system.local ADD x int")
+    session.execute("ALTER TABLE system.compaction_history WITH memtable_flush_period_in_ms = 80000")
+
+
+def test_compression_chunk_length_is_checked(session, tname):
+    # ScyllaDB's compression_parameters (cqlpy test_sstable_compression.py).
+    def create(options):
+        session.execute("CREATE TABLE %s (k int PRIMARY KEY) WITH compression = {%s}" % (tname, options))
+    lz4 = "'sstable_compression': 'LZ4Compressor', "
+    with pytest.raises(ConfigurationException, match=re.escape("chunk_length_in_kb/chunk_length_kb must be a power of 2.")):
+        create(lz4 + "'chunk_length_in_kb': 100")
+    for bad in ["0", "-1"]:
+        with pytest.raises(ConfigurationException,
+                           match="Invalid negative or null for chunk_length_in_kb/chunk_length_kb"):
+            create(lz4 + "'chunk_length_in_kb': " + bad)
+    with pytest.raises(SyntaxException, match="Invalid integer value dog for chunk_length_in_kb"):
+        create(lz4 + "'chunk_length_in_kb': 'dog'")
+    with pytest.raises(ConfigurationException, match=re.escape("chunk_length_in_kb/chunk_length_kb must be 128 or less.")):
+        create(lz4 + "'chunk_length_in_kb': 1048576")
+    with pytest.raises(ConfigurationException, match=re.escape("crc_check_chance must be between 0.0 and 1.0.")):
+        create(lz4 + "'crc_check_chance': 2")
+    create(lz4 + "'chunk_length_in_kb': 128")
+    with pytest.raises(ConfigurationException, match="must be 128 or less"):
+        session.execute("ALTER TABLE %s WITH compression = {%s'chunk_length_in_kb': 256}" % (tname, lz4))
+
+
 def test_alter_table_add_and_drop_column(cluster, session, keyspace, tname):
     session.execute("CREATE TABLE %s (k int PRIMARY KEY, v int)" % tname)
     session.execute("INSERT INTO %s (k, v) VALUES (1, 10)" % tname)

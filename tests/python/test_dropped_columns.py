@@ -77,6 +77,21 @@ def test_readded_column_returns_only_cells_newer_than_the_drop(node, session, fl
     assert rows(session, query) == EXPECTED
 
 
+def test_drop_time_from_a_bind_marker(node, session):
+    # ScyllaDB takes `USING TIMESTAMP ?` in ALTER TABLE ... DROP (cqlpy
+    # test_alter_table.py), and prepares it before the table exists.
+    drop = session.prepare("ALTER TABLE tm DROP todrop USING TIMESTAMP ?")
+    assert [v.type.typename for v in drop.column_metadata] == ["bigint"]
+    session.execute("CREATE TABLE tm (id int, c1 int, v1 int, todrop int, PRIMARY KEY (id, c1))")
+    fill(session, "tm")
+    session.execute(drop, [20000])
+    session.execute("ALTER TABLE tm ADD todrop int")
+    session.execute("INSERT INTO tm (id, c1, v1, todrop) VALUES (1, 100, 100, 100) USING TIMESTAMP 30000")
+    assert rows(session, "SELECT id, c1, v1, todrop FROM tm") == EXPECTED
+    with pytest.raises(InvalidRequest, match=r"Invalid null value for \[timestamp\]"):
+        session.execute(drop, [None])
+
+
 def test_static_and_multiple_columns(node, session):
     session.execute("CREATE TABLE st (id int, c1 int, v1 int, todrop int static, PRIMARY KEY (id, c1))")
     fill(session, "st")

@@ -86,3 +86,35 @@ def test_the_compact_storage_guardrail(admin, session, keyspace):
             session.execute(f"CREATE TABLE {keyspace}.guarded (p int PRIMARY KEY, v int) WITH COMPACT STORAGE")
     session.execute(f"CREATE TABLE {keyspace}.guarded (p int PRIMARY KEY, v int) WITH COMPACT STORAGE")
     session.execute(f"DROP TABLE {keyspace}.guarded")
+
+
+def test_the_replication_guardrails_refuse_what_their_fail_settings_forbid(admin, session):
+    # ScyllaDB's replication guardrails (cqlpy
+    # test_guardrail_replication_strategy.py): its defaults listed as it
+    # lists them, lists read with or without brackets and quotes, and
+    # CREATE/ALTER KEYSPACE refused past a fail setting, with its texts.
+    from cassandra.protocol import ConfigurationException
+    rows = {r.name: r.value for r in admin.execute("SELECT name, value FROM system.config")}
+    assert rows["replication_strategy_warn_list"] == '["SimpleStrategy"]'
+    assert rows["replication_strategy_fail_list"] == "[]"
+    assert rows["minimum_replication_factor_warn_threshold"] == "3"
+    assert rows["minimum_replication_factor_fail_threshold"] == "-1"
+    assert rows["restrict_replication_simplestrategy"] == '"false"'
+    simple = "WITH replication = {'class': 'SimpleStrategy', 'replication_factor': %d}"
+    with config(admin, "replication_strategy_fail_list", "SimpleStrategy, LocalStrategy"):
+        with pytest.raises(ConfigurationException, match="SimpleStrategy replication class is not recommended, "
+                           "and forbidden by the current configuration, but was used for keyspace guarded"):
+            session.execute("CREATE KEYSPACE guarded " + simple % 3)
+    with config(admin, "minimum_replication_factor_fail_threshold", "3"):
+        with pytest.raises(ConfigurationException, match="Replication Factor replication_factor=1 is forbidden"):
+            session.execute("CREATE KEYSPACE guarded " + simple % 1)
+        session.execute("CREATE KEYSPACE guarded " + simple % 3)
+        with pytest.raises(ConfigurationException, match="minimum_replication_factor_fail_threshold=3"):
+            session.execute("ALTER KEYSPACE guarded " + simple % 2)
+    with config(admin, "restrict_replication_simplestrategy", "true"):
+        with pytest.raises(ConfigurationException, match="replication_strategy_fail_list"):
+            session.execute("ALTER KEYSPACE guarded " + simple % 1)
+    session.execute("ALTER KEYSPACE guarded " + simple % 1)
+    session.execute("DROP KEYSPACE guarded")
+    admin.execute("UPDATE system.config SET value = '[SimpleStrategy]' WHERE name = 'replication_strategy_warn_list'")
+    admin.execute("UPDATE system.config SET value = '[\"SimpleStrategy\"]' WHERE name = 'replication_strategy_warn_list'")

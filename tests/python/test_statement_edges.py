@@ -178,6 +178,25 @@ def test_ascii_casts_into_text_but_not_back(session, table):
         session.execute("UPDATE %s SET a = (text)'foo' WHERE k = 0" % t)
 
 
+def test_a_cast_value_goes_to_a_blob_as_its_bytes(session, table):
+    """ScyllaDB's casts (cqlpy test_cast.py): a blob reads any single-cell
+    value, so `(int)1234` is assignable to a blob, as `(blob)(int)1234` is;
+    an untyped constant is not, nor a blob where an int belongs."""
+    t = table("(k int PRIMARY KEY, b blob, i int)")
+    session.execute("INSERT INTO %s (k, b) VALUES (1, (int)1234)" % t)
+    assert session.execute("SELECT b FROM %s WHERE k = 1" % t).one().b == (1234).to_bytes(4, "big")
+    session.execute("INSERT INTO %s (k, b) VALUES (2, (blob)(blob)(tinyint)42)" % t)
+    assert session.execute("SELECT b FROM %s WHERE k = 2" % t).one().b == bytes([42])
+    session.execute("INSERT INTO %s (k, b) VALUES (3, blobasint((int)123432))" % t)
+    assert session.execute("SELECT b FROM %s WHERE k = 3" % t).one().b == (123432).to_bytes(4, "big")
+    assert [r.k for r in session.execute(
+        "SELECT k FROM %s WHERE k = 1 AND b = (blob)(int)1234 ALLOW FILTERING" % t)] == [1]
+    with pytest.raises(InvalidRequest, match="blob"):
+        session.execute("INSERT INTO %s (k, b) VALUES (4, (blob)123)" % t)
+    with pytest.raises(InvalidRequest, match="Cannot assign a value of type blob to i of type int"):
+        session.execute("INSERT INTO %s (k, i) VALUES (4, (int)(blob)0xBAAAAAAD)" % t)
+
+
 def test_deleting_a_list_element_at_an_unset_index_deletes_nothing(session, table):
     t = table("(k int PRIMARY KEY, l list<text>)")
     session.execute("INSERT INTO %s (k, l) VALUES (1, ['a', 'b'])" % t)

@@ -195,8 +195,10 @@ pub enum AlterTableOp {
     Add(Vec<ColumnDef>),
     /// `DROP c` or `DROP (c1, c2)`, `[USING TIMESTAMP t]`: the drop's
     /// time (µs); the processor stamps a drop without one with the clock
-    /// of write timestamps, before the schema change runs.
-    Drop { columns: Vec<String>, timestamp: Option<i64> },
+    /// of write timestamps, before the schema change runs. A bind marker
+    /// for `t` (ScyllaDB's extension) is `timestamp_marker`, the value the
+    /// processor puts into `timestamp` when it executes.
+    Drop { columns: Vec<String>, timestamp: Option<i64>, timestamp_marker: Option<usize> },
     /// `RENAME a TO b [AND c TO d]`, as (from, to) pairs.
     Rename(Vec<(String, String)>),
     /// `WITH name = value AND ...`.

@@ -5,7 +5,8 @@
 use shoal_schema::{ColumnMeta, CqlType, Schema, TableMeta};
 
 use crate::ast::{
-    Assignment, Condition, InValues, Operator, Parsed, Relation, Selection, SelectorExpr, Statement, Term, Using,
+    AlterTableOp, Assignment, Condition, InValues, Operator, Parsed, Relation, Selection, SelectorExpr, Statement,
+    Term, Using,
 };
 use crate::ddl::qualify;
 use crate::error::{invalid, CqlError, CqlResult};
@@ -553,6 +554,11 @@ fn walk<'s>(c: &mut Collector<'s>, schema: &'s Schema, statement: &Statement, se
         Statement::Truncate(s) => {
             if let Some(t) = &s.timeout {
                 c.term(t, crate::using_timeout::RECEIVER, &CqlType::Duration);
+            }
+        }
+        Statement::AlterTable(alter) => {
+            if let AlterTableOp::Drop { timestamp_marker: Some(index), .. } = &alter.op {
+                c.term(&Term::Bind(*index), "[timestamp]", &CqlType::Bigint);
             }
         }
         Statement::Batch(batch) => {

@@ -103,6 +103,9 @@ pub fn apply(
         }
         Statement::AlterTable(s) => {
             let ks = qualify(s.keyspace.as_deref(), keyspace)?;
+            if ks == "system" {
+                return system_table_alter(&s.op);
+            }
             let current = user_table(&next, ks, &s.name)?;
             if current.view_of.is_some() {
                 return Err(invalid("Cannot use ALTER TABLE on Materialized View"));
@@ -361,6 +364,22 @@ pub(crate) fn check_unused_id(schema: &Schema, id: Uuid) -> CqlResult<()> {
     match schema.keyspaces.values().flat_map(|k| k.tables.values()).find(|t| t.id == id) {
         Some(t) => Err(invalid(format!("Table with ID {id} already exists: {}.{}", t.keyspace, t.name))),
         None => Ok(()),
+    }
+}
+
+/// ALTER TABLE of a table of keyspace `system`, as ScyllaDB answers it:
+/// `memtable_flush_period_in_ms` alone may be set (its #21223; Shoal's
+/// system tables flush by their own rules, so it changes nothing), any
+/// other change is Unauthorized with its text.
+fn system_table_alter(op: &AlterTableOp) -> CqlResult<Option<(Schema, SchemaChange)>> {
+    match op {
+        AlterTableOp::With(options)
+            if !options.is_empty()
+                && options.iter().all(|(name, _)| name.eq_ignore_ascii_case("memtable_flush_period_in_ms")) =>
+        {
+            Ok(None)
+        }
+        _ => Err(CqlError::Unauthorized("system keyspace is not user-modifiable.".into())),
     }
 }
 
@@ -771,7 +790,10 @@ pub fn table_options(options: &Options, mut base: TableOptions) -> CqlResult<(Ta
             }
             ("min_index_interval", _) => base.min_index_interval = number("min_index_interval")?,
             ("max_index_interval", _) => base.max_index_interval = number("max_index_interval")?,
-            ("speculative_retry", _) => base.speculative_retry = text,
+            ("speculative_retry", _) => {
+                speculative_retry(&text)?;
+                base.speculative_retry = text
+            }
             ("in_memory", _) => base.in_memory = boolean("in_memory")?,
             ("caching", OptionValue::Map(m)) => base.caching = m.iter().cloned().collect(),
             ("compaction", OptionValue::Map(m)) => base.compaction = crate::compaction_options::validated(m)?,
@@ -832,10 +854,56 @@ fn compression_options(entries: &[(String, String)]) -> CqlResult<BTreeMap<Strin
         "min_compress_ratio",
         "compression_level",
     ];
-    match entries.iter().find(|(key, _)| !KNOWN.contains(&key.as_str())) {
-        Some((key, _)) => Err(CqlError::Config(format!("Unknown compression option '{key}'."))),
-        None => Ok(entries.iter().cloned().collect()),
+    if let Some((key, _)) = entries.iter().find(|(key, _)| !KNOWN.contains(&key.as_str())) {
+        return Err(CqlError::Config(format!("Unknown compression option '{key}'.")));
     }
+    // ScyllaDB's `compression_parameters` parsing (a syntax error) then
+    // `validate` (configuration errors), with its texts; a chunk of more
+    // than 128 KiB would make every read allocate that much (its #9933).
+    let chunk = entries.iter().find(|(key, _)| key == "chunk_length_in_kb" || key == "chunk_length_kb");
+    if let Some((key, value)) = chunk {
+        let kb: i64 =
+            value.parse().map_err(|_| CqlError::Syntax(format!("Invalid integer value {value} for {key}")))?;
+        if kb <= 0 {
+            return Err(CqlError::Config("Invalid negative or null for chunk_length_in_kb/chunk_length_kb".into()));
+        }
+        if kb & (kb - 1) != 0 {
+            return Err(CqlError::Config("chunk_length_in_kb/chunk_length_kb must be a power of 2.".into()));
+        }
+        if kb > 128 {
+            return Err(CqlError::Config("chunk_length_in_kb/chunk_length_kb must be 128 or less.".into()));
+        }
+    }
+    if let Some((_, value)) = entries.iter().find(|(key, _)| key == "crc_check_chance") {
+        let chance: f64 =
+            value.parse().map_err(|_| CqlError::Syntax(format!("Invalid double value {value}for crc_check_chance")))?;
+        if !(0.0..=1.0).contains(&chance) {
+            return Err(CqlError::Config("crc_check_chance must be between 0.0 and 1.0.".into()));
+        }
+    }
+    Ok(entries.iter().cloned().collect())
+}
+
+/// Checks a `speculative_retry` value as ScyllaDB's
+/// `speculative_retry::from_sstring` does: `NONE`, `ALWAYS`, `<x>MS` or
+/// `<p>PERCENTILE` with `p` in [0, 100], in any case; its texts, quoting the
+/// value upper-cased as it does.
+fn speculative_retry(text: &str) -> CqlResult<()> {
+    let upper = text.to_ascii_uppercase();
+    let cannot = || CqlError::Config(format!("cannot convert {upper} to speculative_retry"));
+    if upper == "NONE" || upper == "ALWAYS" {
+        return Ok(());
+    }
+    if let Some(ms) = upper.strip_suffix("MS") {
+        return ms.parse::<f64>().map(|_| ()).map_err(|_| cannot());
+    }
+    let percentile = upper.strip_suffix("PERCENTILE").ok_or_else(cannot)?.parse::<f64>().map_err(|_| cannot())?;
+    if !(0.0..=100.0).contains(&percentile) {
+        return Err(CqlError::Config(format!(
+            "Invalid value {upper} for PERCENTILE option 'speculative_retry': must be between (0.0 and 100.0)"
+        )));
+    }
+    Ok(())
 }
 
 fn alter_table(current: &TableMeta, op: &AlterTableOp) -> CqlResult<TableMeta> {
@@ -879,7 +947,7 @@ fn alter_table(current: &TableMeta, op: &AlterTableOp) -> CqlResult<TableMeta> {
                 table.columns.push(new_column(id, &def, kind, -1));
             }
         }
-        AlterTableOp::Drop { columns, timestamp } => {
+        AlterTableOp::Drop { columns, timestamp, .. } => {
             if table.options.compact_storage {
                 return Err(invalid("Cannot drop columns from a non-CQL3 table"));
             }

@@ -10,8 +10,20 @@
 
 use shoal_schema::{ColumnKind, ColumnMeta, CqlType, DroppedColumn, TableMeta};
 
-use crate::ast::{AlterTableOp, Statement};
+use crate::ast::{AlterTableOp, Statement, Term};
 use crate::error::{invalid, CqlResult};
+use crate::values::{eval_required, Bindings, Receiver};
+
+/// Gives a `DROP ... USING TIMESTAMP ?` its bound time, refusing a null or
+/// unset one as a write's `USING TIMESTAMP` is refused.
+pub fn bind(statement: &mut Statement, bindings: Bindings<'_>) -> CqlResult<()> {
+    let Statement::AlterTable(alter) = statement else { return Ok(()) };
+    let AlterTableOp::Drop { timestamp, timestamp_marker: Some(index), .. } = &mut alter.op else { return Ok(()) };
+    let receiver = Receiver { name: "[timestamp]", ty: &CqlType::Bigint };
+    let bytes = eval_required(&Term::Bind(*index), receiver, bindings)?;
+    *timestamp = Some(i64::from_be_bytes(bytes[..].try_into().map_err(|_| invalid("Invalid timestamp"))?));
+    Ok(())
+}
 
 /// Gives a `DROP` without `USING TIMESTAMP` the time `now_us()` (the clock
 /// of write timestamps, µs), so the pure schema transition has it.

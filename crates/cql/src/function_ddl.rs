@@ -199,6 +199,21 @@ pub fn create_aggregate(keyspace: &mut KeyspaceMeta, s: &CreateAggregate) -> Cql
     Ok(Some(target(&keyspace.name, &s.name, &arg_types, true)))
 }
 
+/// The argument types of the overloads a DROP FUNCTION|AGGREGATE names:
+/// those of its name and kind, narrowed to the one of the argument types
+/// it gives, if it gives them.
+pub fn named_overloads(keyspace: &KeyspaceMeta, s: &DropFunction) -> Vec<Vec<CqlType>> {
+    let functions = &keyspace.functions;
+    let signatures: Vec<Vec<CqlType>> = match s.aggregate {
+        false => functions.functions.iter().filter(|f| f.name == s.name).map(|f| f.arg_types.clone()).collect(),
+        true => functions.aggregates.iter().filter(|a| a.name == s.name).map(|a| a.arg_types.clone()).collect(),
+    };
+    match &s.args {
+        Some(args) => signatures.into_iter().filter(|types| same_types(types, args)).take(1).collect(),
+        None => signatures,
+    }
+}
+
 /// Applies DROP FUNCTION|AGGREGATE; `None` when `IF EXISTS` found none.
 /// As in ScyllaDB, the name is looked up among functions and aggregates
 /// both; the kind is checked only once one is found.

@@ -43,6 +43,7 @@ mod modification_where;
 pub mod parser;
 pub mod processor;
 pub mod protocol_servers;
+mod replication_guardrails;
 pub mod restrictions;
 pub mod result;
 pub mod schema_file;

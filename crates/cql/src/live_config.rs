@@ -2,8 +2,9 @@
 //! there while the node runs (`UPDATE system.config SET value = '50'
 //! WHERE name = 'select_internal_page_size'`), as in ScyllaDB:
 //! `select_internal_page_size`, `query_tombstone_page_limit`, the
-//! switches to Cassandra's readings of named and IN bind markers, and the
-//! compact storage guardrail.
+//! switches to Cassandra's readings of named and IN bind markers, the
+//! compact storage guardrail, and the replication guardrails (kept in
+//! `replication_guardrails`).
 //!
 //! A live setting is a per-shard copy: an UPDATE sets it on every shard of
 //! the node it reaches (by message, like the trace probability), and lasts
@@ -106,6 +107,7 @@ pub(crate) fn rows() -> Vec<[String; 4]> {
         row(["restrict_dtcs", "default", "tri_mode_restriction", "\"true\""]),
     ];
     rows.extend(bools);
+    rows.extend(crate::replication_guardrails::rows());
     rows
 }
 
@@ -145,6 +147,16 @@ pub(crate) async fn update(statement: &Update, bindings: Bindings<'_>) -> CqlRes
             .await
             .map(drop)
             .map_err(|e| CqlError::Server(e.to_string()));
+    }
+    if let Some(parsed) = crate::replication_guardrails::parse(&name, &value) {
+        let parsed = parsed?;
+        return shoal_coordinator::on_every_shard(move |_| {
+            let parsed = parsed.clone();
+            async move { parsed.set() }
+        })
+        .await
+        .map(drop)
+        .map_err(|e| CqlError::Server(e.to_string()));
     }
     match name.as_str() {
         "select_internal_page_size" => {

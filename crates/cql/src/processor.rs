@@ -345,7 +345,9 @@ async fn execute_parsed(
         | Statement::CreateAggregate(_)
         | Statement::DropFunction(_) => {
             check_data_centers(&parsed.statement)?;
+            crate::replication_guardrails::check(&parsed.statement)?;
             let mut statement = parsed.statement.clone();
+            crate::dropped_columns::bind(&mut statement, bindings)?;
             crate::dropped_columns::stamp(&mut statement, clock::next_write_timestamp_us);
             let session = keyspace.map(str::to_string);
             let transition = move |current: &Schema| crate::ddl::apply(current, &statement, session.as_deref());

@@ -121,17 +121,20 @@ fn eval_term(term: &Term, receiver: Receiver<'_>, bindings: Bindings<'_>) -> Cql
         Term::FunctionCall { name, args } => functions::call(name, args, receiver, bindings),
         Term::Cast { ty: cast, term } => {
             // Compared as text: a user type in a cast is a bare reference.
-            // ascii is text too (Cassandra's value compatibility): a text
-            // column takes `(ascii)'foo'`, an ascii column not `(text)'foo'`.
-            let compatible = cast.unfrozen().to_string() == ty.to_string()
-                || (matches!(cast.unfrozen(), CqlType::Ascii) && matches!(ty, CqlType::Text));
-            if !compatible {
+            if cast.unfrozen().to_string() == ty.to_string() {
+                return eval(term, receiver, bindings);
+            }
+            // Otherwise the cast types the term, whose bytes the receiver
+            // must read as they are (ScyllaDB's cast assignment test: value
+            // compatibility), so a text column takes `(ascii)'foo'` and a
+            // blob any single-cell value: `(blob)(int)1`.
+            if !ty.is_value_compatible_with(cast.unfrozen()) {
                 return Err(invalid(format!(
                     "Cannot assign a value of type {cast} to {} of type {}",
                     receiver.name, receiver.ty
                 )));
             }
-            eval(term, receiver, bindings)
+            eval(term, Receiver { name: receiver.name, ty: cast }, bindings)
         }
         Term::CastAs { term, ty: to } => {
             let from = term_casts::source_type(term, to, functions::call_result_type)?;

@@ -7,7 +7,7 @@
 //! needs nothing: it fails on its own, with Cassandra's InvalidRequest (as
 //! drivers expect of `system_virtual_schema`, which Shoal has not).
 
-use shoal_schema::Schema;
+use shoal_schema::{CqlType, Schema};
 
 use super::authorizer;
 use super::resource::Resource;
@@ -34,7 +34,7 @@ pub fn check(statement: &Statement, keyspace: Option<&str>, user: Option<&str>) 
         };
     }
     let mut needed = Vec::new();
-    required(statement, keyspace, user, &mut needed);
+    required(&schema, statement, keyspace, user, &mut needed);
     let exists = |resource: &Resource| match resource {
         Resource::Keyspace(ks) => schema.keyspace(ks).is_some(),
         Resource::Table(ks, t) => schema.table(ks, t).is_some(),
@@ -134,6 +134,13 @@ fn functions_in(named: Option<&str>, session: Option<&str>) -> Option<Resource> 
     Some(Resource::FunctionsIn(named.or(session)?.to_string()))
 }
 
+/// Function `name` of these argument types, its keyspace the session's
+/// when not named.
+fn function(named: Option<&str>, session: Option<&str>, name: &str, args: &[&CqlType]) -> Option<Resource> {
+    let args = args.iter().map(ToString::to_string).collect();
+    Some(Resource::Function(named.or(session)?.to_string(), name.to_string(), args))
+}
+
 /// Resolves a permission statement's table named without keyspace.
 pub fn qualified(resource: &Resource, session: Option<&str>) -> Resource {
     match resource {
@@ -142,7 +149,13 @@ pub fn qualified(resource: &Resource, session: Option<&str>) -> Resource {
     }
 }
 
-fn required(statement: &Statement, session: Option<&str>, user: &str, out: &mut Vec<(&'static str, Resource)>) {
+fn required(
+    schema: &Schema,
+    statement: &Statement,
+    session: Option<&str>,
+    user: &str,
+    out: &mut Vec<(&'static str, Resource)>,
+) {
     let mut need = |permission: &'static str, resource: Option<Resource>| {
         if let Some(resource) = resource {
             out.push((permission, resource));
@@ -169,7 +182,7 @@ fn required(statement: &Statement, session: Option<&str>, user: &str, out: &mut 
         Statement::Truncate(s) => need("MODIFY", table(s.keyspace.as_deref(), session, &s.name)),
         Statement::Batch(b) => {
             for statement in &b.statements {
-                required(statement, session, user, out);
+                required(schema, statement, session, user, out);
             }
         }
         Statement::CreateKeyspace(_) => need("CREATE", Some(Resource::AllKeyspaces)),
@@ -190,9 +203,31 @@ fn required(statement: &Statement, session: Option<&str>, user: &str, out: &mut 
         }
         Statement::AlterView(s) => need("ALTER", table(s.keyspace.as_deref(), session, &s.name)),
         Statement::DropView(s) => need("ALTER", table(s.keyspace.as_deref(), session, &s.name)),
-        Statement::CreateFunction(s) => need("CREATE", functions_in(s.keyspace.as_deref(), session)),
-        Statement::CreateAggregate(s) => need("CREATE", functions_in(s.keyspace.as_deref(), session)),
-        Statement::DropFunction(s) => need("DROP", functions_in(s.keyspace.as_deref(), session)),
+        // ScyllaDB's: CREATE on the keyspace's functions, and ALTER on the
+        // function itself when it may replace one.
+        Statement::CreateFunction(s) => {
+            need("CREATE", functions_in(s.keyspace.as_deref(), session));
+            if s.or_replace {
+                let args: Vec<_> = s.args.iter().map(|(_, ty)| ty).collect();
+                need("ALTER", function(s.keyspace.as_deref(), session, &s.name, &args));
+            }
+        }
+        Statement::CreateAggregate(s) => {
+            need("CREATE", functions_in(s.keyspace.as_deref(), session));
+            if s.or_replace {
+                let args: Vec<_> = s.arg_types.iter().collect();
+                need("ALTER", function(s.keyspace.as_deref(), session, &s.name, &args));
+            }
+        }
+        // ScyllaDB's: DROP on the one function the statement names; none
+        // when it names none or several (it then fails on its own).
+        Statement::DropFunction(s) => {
+            let Some(ks) = s.keyspace.as_deref().or(session) else { return };
+            let overloads = schema.keyspace(ks).map(|k| crate::function_ddl::named_overloads(k, s)).unwrap_or_default();
+            if let [args] = overloads.as_slice() {
+                need("DROP", function(Some(ks), session, &s.name, &args.iter().collect::<Vec<_>>()));
+            }
+        }
         Statement::Role(role) => match role {
             RoleStatement::Create { .. } => need("CREATE", Some(Resource::AllRoles)),
             // A role may change its own password.
@@ -249,7 +284,7 @@ mod tests {
     fn needs(text: &str, session: Option<&str>) -> Vec<(&'static str, String)> {
         let parsed = parse_statement(text).expect(text);
         let mut out = Vec::new();
-        required(&parsed.statement, session, "alice", &mut out);
+        required(&Schema::empty(), &parsed.statement, session, "alice", &mut out);
         out.into_iter().map(|(p, r)| (p, r.to_string())).collect()
     }
 

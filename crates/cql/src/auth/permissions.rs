@@ -12,7 +12,7 @@ use super::authorizer;
 use super::resource::{Resource, PERMISSIONS};
 use super::roles::next_schema;
 use super::statement::{PermissionStatement, RoleStatement};
-use crate::ast::Statement;
+use crate::ast::{AlterTableOp, Statement};
 use crate::error::{invalid, CqlError, CqlResult};
 use crate::result::{ColumnSpec, QueryResult, Rows};
 use crate::system_cells::text;
@@ -42,7 +42,7 @@ pub async fn execute(
             let resource = qualified(resource, session);
             let (permission, role) = (permission.clone(), role.clone());
             let change = move |current: &Schema| {
-                let permissions = requested(&resource, permission.as_deref())?;
+                let permissions = requested(&resource, permission.as_deref());
                 check_exists(current, &resource, &role)?;
                 let mut roles = Roles::clone(&current.roles);
                 let changed = match grant {
@@ -59,19 +59,18 @@ pub async fn execute(
     }
 }
 
-/// The permissions a statement names on `resource` (ALL: those it supports).
-fn requested(resource: &Resource, permission: Option<&str>) -> CqlResult<Vec<&'static str>> {
-    let applicable = resource.applicable();
-    match permission {
-        None => Ok(applicable.to_vec()),
-        Some(p) => match applicable.iter().find(|a| **a == p) {
-            Some(p) => Ok(vec![*p]),
-            None => Err(invalid(format!(
-                "Resource type {} does not support the requested permissions: {p}",
-                kind(resource)
-            ))),
-        },
-    }
+/// The permissions a statement names on `resource` (ALL: those it
+/// supports; the parser refused one it does not, see [`unsupported`]).
+fn requested(resource: &Resource, permission: Option<&str>) -> Vec<&'static str> {
+    resource.applicable().iter().filter(|a| permission.is_none_or(|p| **a == p)).copied().collect()
+}
+
+/// Cassandra's refusal of a GRANT or REVOKE of a permission `resource`
+/// does not take; its grammar reports it, so it is a syntax error, before
+/// anything is authorized (ScyllaDB's #13822: CREATE on one function).
+pub(crate) fn unsupported(resource: &Resource, permission: &str) -> Option<String> {
+    (!resource.applicable().contains(&permission))
+        .then(|| format!("Resource type {} does not support the requested permissions: {permission}", kind(resource)))
 }
 
 fn kind(resource: &Resource) -> &'static str {
@@ -90,6 +89,19 @@ fn check_exists(schema: &Schema, resource: &Resource, role: &str) -> CqlResult<(
         Resource::Keyspace(ks) | Resource::FunctionsIn(ks) => schema.keyspace(ks).is_some(),
         Resource::Table(ks, t) => schema.table(ks, t).is_some(),
         Resource::Role(r) => schema.roles.get(r).is_some(),
+        // A function or aggregate of that signature; a user type argument
+        // is named with or without its (implied) frozen<>.
+        Resource::Function(ks, name, args) => schema.keyspace(ks).is_some_and(|k| {
+            let (mut functions, mut aggregates) = k.functions.named(name);
+            let same = |types: &[CqlType]| {
+                types.len() == args.len()
+                    && types
+                        .iter()
+                        .zip(args)
+                        .all(|(ty, arg)| *arg == ty.to_string() || *arg == ty.unfrozen().to_string())
+            };
+            functions.any(|f| same(&f.arg_types)) || aggregates.any(|a| same(&a.arg_types))
+        }),
         _ => true,
     };
     if !exists {
@@ -140,24 +152,33 @@ pub async fn after_schema_change(statement: &Statement, session: Option<&str>, u
     let function = |keyspace: Option<String>, name: &str, types: &mut dyn Iterator<Item = &CqlType>| {
         keyspace.map(|ks| Resource::Function(ks, name.to_string(), types.map(ToString::to_string).collect()))
     };
+    // The CDC log a CREATE TABLE or an ALTER TABLE WITH cdc leaves is its
+    // creator's too (ScyllaDB's #19798), granted if the log exists then.
+    let cdc_log = match statement {
+        Statement::CreateTable(s) => in_keyspace(&s.keyspace).map(|ks| (ks, s.name.clone())),
+        Statement::AlterTable(s) if sets_cdc(&s.op) => in_keyspace(&s.keyspace).map(|ks| (ks, s.name.clone())),
+        _ => None,
+    }
+    .map(|(ks, table)| (ks, crate::cdc::log_name(&table)));
     let (created, dropped): (Option<Resource>, Vec<String>) = match statement {
         Statement::CreateKeyspace(s) => (Some(Resource::Keyspace(s.name.clone())), Vec::new()),
         Statement::CreateTable(s) => {
             (in_keyspace(&s.keyspace).map(|ks| Resource::Table(ks, s.name.clone())), Vec::new())
         }
-        Statement::CreateFunction(s) => {
-            (function(in_keyspace(&s.keyspace), &s.name, &mut s.args.iter().map(|(_, t)| t)), Vec::new())
-        }
-        Statement::CreateAggregate(s) => {
-            (function(in_keyspace(&s.keyspace), &s.name, &mut s.arg_types.iter()), Vec::new())
-        }
+        // A function's or aggregate's creator gets nothing on it, as in
+        // ScyllaDB (Cassandra grants it ALL): CREATE OR REPLACE of it later
+        // still needs ALTER.
         Statement::Role(RoleStatement::Create { name, .. }) => (Some(Resource::Role(name.clone())), Vec::new()),
         Statement::DropKeyspace(s) => {
             let dropped = [Resource::Keyspace(s.name.clone()), Resource::FunctionsIn(s.name.clone())];
             (None, dropped.iter().map(Resource::name).collect())
         }
+        Statement::AlterTable(_) if cdc_log.is_some() => (None, Vec::new()),
         Statement::DropTable(s) => {
-            (None, in_keyspace(&s.keyspace).map(|ks| Resource::Table(ks, s.name.clone()).name()).into_iter().collect())
+            let tables = [s.name.clone(), crate::cdc::log_name(&s.name)];
+            let dropped = in_keyspace(&s.keyspace)
+                .map(|ks| tables.into_iter().map(|t| Resource::Table(ks.clone(), t).name()).collect());
+            (None, dropped.unwrap_or_default())
         }
         Statement::DropFunction(s) => {
             let Some(ks) = in_keyspace(&s.keyspace) else { return Ok(()) };
@@ -175,8 +196,12 @@ pub async fn after_schema_change(statement: &Statement, session: Option<&str>, u
     let change = move |current: &Schema| {
         let mut roles = Roles::clone(&current.roles);
         let mut changed = false;
-        if let (Some(resource), Some(user)) = (&created, &user) {
-            changed |= roles.get(user).is_some() && add(&mut roles, user, resource, resource.applicable());
+        let log = cdc_log.as_ref().filter(|(ks, log)| current.table(ks, log).is_some());
+        let log = log.map(|(ks, log)| Resource::Table(ks.clone(), log.clone()));
+        for resource in created.iter().chain(&log) {
+            if let Some(user) = &user {
+                changed |= roles.get(user).is_some() && add(&mut roles, user, resource, resource.applicable());
+            }
         }
         for name in &dropped {
             changed |= forget(&mut roles, name);
@@ -185,6 +210,11 @@ pub async fn after_schema_change(statement: &Statement, session: Option<&str>, u
     };
     shoal_coordinator::announce_schema_change(change).await??;
     Ok(())
+}
+
+/// Whether an ALTER TABLE sets the `cdc` option.
+fn sets_cdc(op: &AlterTableOp) -> bool {
+    matches!(op, AlterTableOp::With(options) if options.iter().any(|(name, _)| name.eq_ignore_ascii_case("cdc")))
 }
 
 /// Removes every permission on the resource named `name` and on what it
@@ -278,8 +308,13 @@ mod tests {
         assert!(forget(&mut roles, "functions/ks/f["), "every overload of f");
         let left: Vec<&String> = roles.permissions["r"].keys().collect();
         assert_eq!(left, ["data/ks2", "functions/ks/g[]"]);
-        assert_eq!(requested(&t, None).expect("all"), ["ALTER", "DROP", "SELECT", "MODIFY", "AUTHORIZE"]);
-        assert!(requested(&t, Some("EXECUTE")).is_err());
+        assert_eq!(requested(&t, None), ["ALTER", "DROP", "SELECT", "MODIFY", "AUTHORIZE"]);
+        assert_eq!(requested(&t, Some("DROP")), ["DROP"]);
+        assert_eq!(
+            unsupported(&t, "EXECUTE").as_deref(),
+            Some("Resource type DataResource does not support the requested permissions: EXECUTE")
+        );
+        assert_eq!(unsupported(&t, "SELECT"), None);
         add(&mut roles, "o'dd", &Resource::Function("ks".into(), "f".into(), vec!["int".into()]), &["EXECUTE"]);
         add(&mut roles, "o'dd", &Resource::Role("x".into()), &["ALTER"]);
         add(&mut roles, "o'dd", &Resource::AllKeyspaces, &["CREATE"]);

@@ -7,8 +7,8 @@
 use super::{PResult, Parser};
 use crate::ast::{
     AlterKeyspace, AlterTable, AlterTableOp, AlterType, AlterTypeOp, ColumnDef, CreateKeyspace, CreateTable,
-    CreateType, DropFunction, DropIndex, DropKeyspace, DropTable, DropType, OptionValue, Options, Statement, Truncate,
-    Using,
+    CreateType, DropFunction, DropIndex, DropKeyspace, DropTable, DropType, OptionValue, Options, Statement, Term,
+    Truncate, Using,
 };
 use crate::lexer::{Sym, TokenKind};
 
@@ -309,12 +309,17 @@ impl Parser<'_> {
     }
 
     /// `USING TIMESTAMP n` after `ALTER TABLE ... DROP`: an integer
-    /// literal, as in Cassandra's grammar.
-    fn drop_timestamp(&mut self) -> PResult<Option<i64>> {
+    /// literal, as in Cassandra's grammar, or a bind marker, as ScyllaDB
+    /// also takes (its index is the second part).
+    fn drop_timestamp(&mut self) -> PResult<(Option<i64>, Option<usize>)> {
         if !self.eat_kw("using") {
-            return Ok(None);
+            return Ok((None, None));
         }
         self.expect_kw("timestamp")?;
+        if matches!(self.peek().kind, TokenKind::Sym(Sym::Question | Sym::Colon)) {
+            let Term::Bind(index) = self.bind_marker()? else { unreachable!("bind_marker gives a Term::Bind") };
+            return Ok((None, Some(index)));
+        }
         let negative = self.eat_sym(Sym::Minus);
         let TokenKind::Integer(digits) = &self.peek().kind else {
             return Err(self.mismatched("an integer timestamp"));
@@ -322,7 +327,7 @@ impl Parser<'_> {
         let text = if negative { format!("-{digits}") } else { digits.clone() };
         let timestamp = text.parse::<i64>().map_err(|_| self.mismatched("a 64-bit integer timestamp"))?;
         self.advance();
-        Ok(Some(timestamp))
+        Ok((Some(timestamp), None))
     }
 
     fn alter_table(&mut self) -> PResult<Statement> {
@@ -336,8 +341,8 @@ impl Parser<'_> {
             "drop" => {
                 self.advance();
                 let columns = self.one_or_parenthesized(|p| p.ident("column name"))?;
-                let timestamp = self.drop_timestamp()?;
-                AlterTableOp::Drop { columns, timestamp }
+                let (timestamp, timestamp_marker) = self.drop_timestamp()?;
+                AlterTableOp::Drop { columns, timestamp, timestamp_marker }
             }
             "rename" => {
                 self.advance();

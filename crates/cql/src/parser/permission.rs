@@ -32,18 +32,29 @@ impl Parser<'_> {
             }
             "grant" => {
                 self.expect_kw("on")?;
-                let resource = self.resource()?;
+                let resource = self.applicable_resource(permission.as_deref())?;
                 self.expect_kw("to")?;
                 PermissionStatement::Grant { permission, resource, role: self.role_name()? }
             }
             _ => {
                 self.expect_kw("on")?;
-                let resource = self.resource()?;
+                let resource = self.applicable_resource(permission.as_deref())?;
                 self.expect_kw("from")?;
                 PermissionStatement::Revoke { permission, resource, role: self.role_name()? }
             }
         };
         Ok(Statement::Permission(statement))
+    }
+
+    /// The resource of a GRANT or REVOKE, refused if it does not take
+    /// `permission`.
+    fn applicable_resource(&mut self, permission: Option<&str>) -> PResult<Resource> {
+        let token = self.peek().clone();
+        let resource = self.resource()?;
+        match permission.and_then(|p| crate::auth::permissions::unsupported(&resource, p)) {
+            Some(message) => Err(self.error_at_token(&token, message)),
+            None => Ok(resource),
+        }
     }
 
     /// `ALL [PERMISSIONS]` (`None`) or one permission `[PERMISSION]`.
@@ -161,10 +172,15 @@ mod tests {
             ("t", Resource::Table(String::new(), "t".into())),
         ];
         for (text, resource) in resources {
-            let parsed = permission(&format!("GRANT EXECUTE ON {text} TO r"));
+            let parsed = permission(&format!("GRANT ALL ON {text} TO r"));
             let PermissionStatement::Grant { resource: got, .. } = parsed else { panic!("{parsed:?}") };
             assert_eq!(got, resource, "{text}");
         }
+        // A permission the resource does not take: Cassandra's grammar
+        // refuses it.
+        let refused = parse_statement("GRANT EXECUTE ON ALL KEYSPACES TO r").expect_err("refused");
+        assert_eq!(refused.message, "Resource type DataResource does not support the requested permissions: EXECUTE");
+        assert!(parse_statement("REVOKE CREATE ON FUNCTION ks.f(int) FROM r").is_err());
         assert_eq!(
             permission("LIST ALL PERMISSIONS ON ks.t OF alice NORECURSIVE"),
             PermissionStatement::List {

@@ -228,14 +228,21 @@ fn alter_table_forms() {
         }
         other => panic!("{other:?}"),
     }
-    assert_eq!(alter_op("ALTER TABLE t DROP v"), AlterTableOp::Drop { columns: vec!["v".into()], timestamp: None });
+    assert_eq!(
+        alter_op("ALTER TABLE t DROP v"),
+        AlterTableOp::Drop { columns: vec!["v".into()], timestamp: None, timestamp_marker: None }
+    );
     assert_eq!(
         alter_op("ALTER TABLE t DROP (a, b) USING TIMESTAMP 20000"),
-        AlterTableOp::Drop { columns: vec!["a".into(), "b".into()], timestamp: Some(20000) }
+        AlterTableOp::Drop { columns: vec!["a".into(), "b".into()], timestamp: Some(20000), timestamp_marker: None }
+    );
+    assert_eq!(
+        alter_op("ALTER TABLE t DROP a USING TIMESTAMP ?"),
+        AlterTableOp::Drop { columns: vec!["a".into()], timestamp: None, timestamp_marker: Some(0) }
     );
     assert_eq!(
         alter_op("ALTER TABLE t DROP a USING TIMESTAMP -5"),
-        AlterTableOp::Drop { columns: vec!["a".into()], timestamp: Some(-5) }
+        AlterTableOp::Drop { columns: vec!["a".into()], timestamp: Some(-5), timestamp_marker: None }
     );
     assert!(crate::parser::parse_statement("ALTER TABLE t DROP a USING TIMESTAMP x").is_err());
     assert!(crate::parser::parse_statement("ALTER TABLE t DROP a USING TTL 5").is_err());
