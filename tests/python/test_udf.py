@@ -179,6 +179,22 @@ def test_calls_in_terms(session, keyspace, table, fname):
         session.execute(f"INSERT INTO {t} (k, v) VALUES (5, {keyspace}.no_such_{fname}(1))")
 
 
+def test_text_results_are_validated_as_values(session, table, fname):
+    """A result that is no value of the return type (bytes that are not
+    UTF-8 for text, not ASCII for ascii) is ScyllaDB's InvalidRequest, not
+    a failed run."""
+    t = table("(k int PRIMARY KEY)")
+    session.execute(f"INSERT INTO {t} (k) VALUES (1)")
+    session.execute(f"CREATE FUNCTION {fname}_t(k int) CALLED ON NULL INPUT RETURNS text "
+                    "LANGUAGE lua AS 'return \"\\xff\"'")
+    with pytest.raises(InvalidRequest, match="value is not valid utf8"):
+        session.execute(f"SELECT {fname}_t(k) FROM {t}")
+    session.execute(f"CREATE FUNCTION {fname}_a(k int) CALLED ON NULL INPUT RETURNS ascii "
+                    "LANGUAGE lua AS 'return \"\u05e9\"'")
+    with pytest.raises(InvalidRequest, match="value is not valid ascii"):
+        session.execute(f"SELECT {fname}_a(k) FROM {t}")
+
+
 def test_an_endless_loop_is_cut_off(session, table, fname):
     t = table("(k int PRIMARY KEY, v int)")
     session.execute(f"INSERT INTO {t} (k, v) VALUES (1, 1)")

@@ -43,6 +43,17 @@ const REMOVED_GLOBALS: [&str; 6] = ["dofile", "loadfile", "pcall", "xpcall", "co
 /// failed: " or "could not compile: " prefix).
 pub type LuaFailure = String;
 
+/// The starts of the failures that are a result no value of the return
+/// type (text that is not UTF-8, ascii that is not ASCII): ScyllaDB
+/// validates a result as a value and answers InvalidRequest for these.
+const INVALID_UTF8: &str = "value is not valid utf8";
+const INVALID_ASCII: &str = "value is not valid ascii";
+
+/// Whether `failure` is an invalid result rather than a failed run.
+pub fn is_invalid_result(failure: &LuaFailure) -> bool {
+    failure.starts_with(INVALID_UTF8) || failure.starts_with(INVALID_ASCII)
+}
+
 struct Runtime {
     lua: Lua,
     /// The libraries, behind each run's fresh globals.
@@ -347,12 +358,12 @@ fn from_lua(ty: &CqlType, value: &LuaValue) -> Result<Value, LuaFailure> {
             Ok(s) => Value::Text(s),
             Err(e) => {
                 let offset = e.utf8_error().valid_up_to();
-                return Err(format!("value is not valid utf8, invalid character at byte offset {offset}"));
+                return Err(format!("{INVALID_UTF8}, invalid character at byte offset {offset}"));
             }
         },
         T::Ascii => match String::from_utf8(text(value)?) {
             Ok(s) if s.is_ascii() => Value::Ascii(s),
-            _ => return Err("value is not valid ascii".to_string()),
+            _ => return Err(INVALID_ASCII.to_string()),
         },
         T::Timestamp => match value {
             LuaValue::String(s) => Value::Timestamp(parse_timestamp(&s.to_string_lossy()).map_err(|e| e.to_string())?),

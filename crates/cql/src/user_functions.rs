@@ -241,6 +241,7 @@ pub fn execute(function: &UserFunction, args: &[Option<Bytes>]) -> CqlResult<Opt
     }
     match lua::run(function, &values) {
         Ok(result) => Ok(result.map(|v| Bytes::from(v.to_bytes()))),
+        Err(message) if lua::is_invalid_result(&message) => Err(CqlError::Invalid(message)),
         Err(message) => Err(CqlError::FunctionFailure {
             keyspace: function.keyspace.clone(),
             function: function.name.clone(),

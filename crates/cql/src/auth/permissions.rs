@@ -185,7 +185,7 @@ pub async fn after_schema_change(statement: &Statement, session: Option<&str>, u
             let dropped = match &s.args {
                 Some(types) => function(Some(ks), &s.name, &mut types.iter()).map(|f| f.name()),
                 // Every overload: `functions/ks/f[...]`.
-                None => Some(format!("functions/{ks}/{}[", s.name)),
+                None => Some(Resource::overloads_prefix(&ks, &s.name)),
             };
             (None, dropped.into_iter().collect())
         }

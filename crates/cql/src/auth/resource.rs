@@ -36,7 +36,10 @@ impl Resource {
             Resource::Role(r) => format!("roles/{r}"),
             Resource::AllFunctions => "functions".to_string(),
             Resource::FunctionsIn(ks) => format!("functions/{ks}"),
-            Resource::Function(ks, f, args) => format!("functions/{ks}/{f}[{}]", args.join("^")),
+            Resource::Function(ks, f, args) => {
+                let args: Vec<String> = args.iter().map(|a| escape(a)).collect();
+                format!("functions/{ks}/{}[{}]", escape(f), args.join("^"))
+            }
             Resource::AllServiceLevels => "service_levels".to_string(),
         }
     }
@@ -54,12 +57,16 @@ impl Resource {
             ["service_levels"] => Resource::AllServiceLevels,
             ["functions", ks] => Resource::FunctionsIn(ks.to_string()),
             ["functions", ks, f] => {
-                let (name, args) = f.strip_suffix(']')?.split_once('[')?;
-                let args = if args.is_empty() { Vec::new() } else { args.split('^').map(str::to_string).collect() };
-                Resource::Function(ks.to_string(), name.to_string(), args)
+                let (name, args) = split_signature(f)?;
+                Resource::Function(ks.to_string(), name, args)
             }
             _ => return None,
         })
+    }
+
+    /// The start of the names of every overload of function `ks.name`.
+    pub fn overloads_prefix(keyspace: &str, name: &str) -> String {
+        format!("functions/{keyspace}/{}[", escape(name))
     }
 
     /// The resource one level up, whose permissions this one inherits.
@@ -116,6 +123,51 @@ impl fmt::Display for Resource {
     }
 }
 
+/// The characters that delimit a function's name and argument types in its
+/// resource name (`f[int^text]`), escaped with `\\` where a quoted name or
+/// a user type holds them.
+const SIGNATURE_DELIMITERS: [char; 4] = ['\\', '[', ']', '^'];
+
+fn escape(part: &str) -> String {
+    let mut out = String::with_capacity(part.len());
+    for c in part.chars() {
+        if SIGNATURE_DELIMITERS.contains(&c) {
+            out.push('\\');
+        }
+        out.push(c);
+    }
+    out
+}
+
+/// `name[type^type]` back into the name and the types, escapes undone;
+/// `None` when malformed.
+fn split_signature(text: &str) -> Option<(String, Vec<String>)> {
+    let mut parts = vec![String::new()];
+    let mut chars = text.chars();
+    let (mut in_args, mut closed) = (false, false);
+    while let Some(c) = chars.next() {
+        if closed {
+            return None;
+        }
+        match c {
+            '\\' => parts.last_mut()?.push(chars.next()?),
+            '[' if !in_args => {
+                in_args = true;
+                parts.push(String::new());
+            }
+            '^' if in_args => parts.push(String::new()),
+            ']' if in_args => closed = true,
+            _ => parts.last_mut()?.push(c),
+        }
+    }
+    if !closed {
+        return None;
+    }
+    let name = parts.remove(0);
+    let args = if parts == [""] { Vec::new() } else { parts };
+    Some((name, args))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -142,5 +194,23 @@ mod tests {
         let chain: Vec<String> = table.chain().iter().map(Resource::name).collect();
         assert_eq!(chain, ["data/ks/t", "data/ks", "data"]);
         assert_eq!(Resource::from_name("nonsense/x"), None);
+    }
+
+    #[test]
+    fn function_names_with_delimiters_round_trip() {
+        let weird = Resource::Function(
+            "ks".into(),
+            "f[a^b]x^y\\".into(),
+            vec!["frozen<\"t[t^t]a^b^[]\">".into(), "int".into()],
+        );
+        assert_eq!(Resource::from_name(&weird.name()), Some(weird.clone()));
+        assert!(weird.name().starts_with(&Resource::overloads_prefix("ks", "f[a^b]x^y\\")));
+        let plain = Resource::Function("ks".into(), "f".into(), Vec::new());
+        assert_eq!(plain.name(), "functions/ks/f[]");
+        assert_eq!(
+            Resource::from_name("functions/ks/f[int^text]"),
+            Some(Resource::Function("ks".into(), "f".into(), vec!["int".into(), "text".into()]))
+        );
+        assert_eq!(Resource::from_name("functions/ks/f[int]x"), None);
     }
 }
