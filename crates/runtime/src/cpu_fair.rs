@@ -54,8 +54,11 @@ pub const STATEMENT_SLACK_VNS: u64 = 5_000_000;
 /// the core may idle for a level beside one whose clients want little.
 pub const STATEMENT_WAIT_SLICE_NS: u64 = 100_000;
 /// A statement group that has not run while the shard ran this much CPU
-/// has stopped competing (its clients are idle or elsewhere).
-pub const RECENT_CPU_NS: u64 = 5_000_000;
+/// has stopped competing (its clients are idle or elsewhere). Several
+/// requests' worth, and more than the OS may take the thread away in one
+/// poll on a busy machine (that time is charged to the poll too). Cheap
+/// to overstate: a wait for a level that stopped ends after one slice.
+pub const RECENT_CPU_NS: u64 = 20_000_000;
 /// The longest a group gives the core back at once.
 pub const MAX_WAIT_NS: u64 = 20_000_000;
 /// Shares are kept within these (a controller's output included).
@@ -638,9 +641,9 @@ mod tests {
     /// requests of `request_ns` (then, for a light client, thinks for
     /// `think_ns`), and before each request asks whether its group is
     /// ahead; if so it waits in [`SLICE_NS`] slices, as `sched::give_way`
-    /// does, until the wait is over or a slice passes in which the other
-    /// statement groups used no CPU. Connections are served in turn (the
-    /// executor's FIFO run queue).
+    /// does, until its group's lead is within the slack, a slice passes
+    /// in which the other statement groups used no CPU, or `MAX_WAIT_NS`.
+    /// Connections are served in turn (the executor's FIFO run queue).
     struct Shard {
         fair: CpuFair,
         now_ns: u64,

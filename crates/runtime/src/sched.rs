@@ -454,4 +454,58 @@ mod tests {
             assert!(stats(Group::Streaming).runtime_ns < streaming + 2_000_000);
         });
     }
+
+    #[test]
+    fn a_level_ahead_of_another_waits_for_it_once_per_group() {
+        compio::runtime::Runtime::new().expect("a runtime").block_on(async {
+            assert!(!service_levels_defined());
+            assert!(!statement_ahead(Group::Statements), "no level: the check is a flag");
+            set_service_levels([("high", 1000), ("low", 200)]);
+            let (high, low) = (service_level_group("high").expect("high"), service_level_group("low").expect("low"));
+            // The high level's clients keep sending requests.
+            let busy = compio::runtime::spawn(async move {
+                loop {
+                    in_group(high, async { std::thread::sleep(Duration::from_micros(100)) }).await;
+                    crate::task::yield_now().await;
+                }
+            });
+            crate::task::yield_now().await;
+            // A low request takes 4 ms: 20 ms of its virtual time; then a
+            // high one runs.
+            in_group(low, async { std::thread::sleep(Duration::from_millis(4)) }).await;
+            crate::task::yield_now().await;
+            assert!(statement_ahead(low), "{:?} {:?}", stats(low), stats(high));
+            assert!(!statement_ahead(high), "the level behind never waits");
+            // Two connections of the low level: one sleeps the wait, the
+            // other waits for it at the gate; both go on once high caught up.
+            let started = Instant::now();
+            let sleeper = give_way(low);
+            let follower = give_way(low);
+            futures_util::future::join(sleeper, follower).await;
+            let waited = started.elapsed();
+            assert!(waited >= Duration::from_millis(4), "waited only {waited:?}");
+            assert!(!statement_ahead(low));
+            let stats = stats(low);
+            assert_eq!(stats.waiting, 0);
+            assert!(stats.wait_ns >= 4_000_000 && stats.wait_ns < 2 * waited.as_nanos() as u64, "{stats:?}");
+            drop(busy);
+            set_service_levels(std::iter::empty());
+            assert!(!service_levels_defined());
+            assert_eq!(service_level_group("low"), None);
+        });
+    }
+
+    #[test]
+    fn service_levels_show_in_the_metrics_by_name() {
+        compio::runtime::Runtime::new().expect("a runtime").block_on(async {
+            set_service_levels([("gold", 700)]);
+            let gold = service_level_group("gold").expect("gold");
+            in_group(gold, async {}).await;
+            let families = shoal_metrics::gather();
+            let shares = families.iter().find(|f| f.name == "scylla_scheduler_shares").expect("shares");
+            assert_eq!(shares.samples.len(), Group::ALL.len() + 1);
+            let gold_sample = shares.samples.iter().find(|s| s.labels.iter().any(|(_, v)| v.as_str() == "sl:gold"));
+            assert!(gold_sample.is_some(), "{:?}", shares.samples.iter().map(|s| &s.labels).collect::<Vec<_>>());
+        });
+    }
 }
