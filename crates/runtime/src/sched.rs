@@ -312,29 +312,50 @@ fn start_wait(group: Group) -> Option<(u64, Wait)> {
 /// `MAX_WAIT_NS`. Either ends after a slice in which they used no CPU.
 async fn wait_for_others(group: Group, (wait_ns, wait): (u64, Wait), mut others_ns: u64) {
     let until_caught_up = group.is_statement();
-    let started = Instant::now();
-    let deadline = started + Duration::from_nanos(if until_caught_up { MAX_WAIT_NS } else { wait_ns });
+    let mut counted = Counted { wait: Some(wait), started: Instant::now(), end: None };
+    let deadline = counted.started + Duration::from_nanos(if until_caught_up { MAX_WAIT_NS } else { wait_ns });
     let slice = if until_caught_up { Duration::from_nanos(STATEMENT_WAIT_SLICE_NS) } else { WAIT_SLICE };
-    let mut end = WaitEnd::Served;
     // Bounded: each slice ends nearer the deadline, at most MAX_WAIT_NS away.
-    loop {
+    counted.end = Some(loop {
         let left = deadline.saturating_duration_since(Instant::now());
         if left.is_zero() {
-            break;
+            break WaitEnd::Served;
         }
         crate::time::sleep(left.min(slice)).await;
         let now_ns = with_fair(|fair| fair.others_runtime_ns(group));
         if now_ns == others_ns {
-            break; // They had the core and did not use it.
+            break WaitEnd::Served; // They had the core and did not use it.
         }
         others_ns = now_ns;
         if until_caught_up && with_fair(|fair| fair.lag_behind(group).is_none()) {
-            end = WaitEnd::CaughtUp;
-            break;
+            break WaitEnd::CaughtUp;
         }
+    });
+}
+
+/// Counts a wait as it ends, however it ends: a waiting task may be
+/// dropped (its connection closed, its compaction stopped), and its wait
+/// must not stay counted as under way. One that was dropped counts as
+/// caught up: it raises nobody.
+struct Counted {
+    wait: Option<Wait>,
+    started: Instant,
+    /// How it ended; `None` while under way.
+    end: Option<WaitEnd>,
+}
+
+impl Drop for Counted {
+    fn drop(&mut self) {
+        let Some(wait) = self.wait.take() else { return };
+        let end = self.end.unwrap_or(WaitEnd::CaughtUp);
+        let waited = u64::try_from(self.started.elapsed().as_nanos()).unwrap_or(u64::MAX);
+        // At thread exit the scheduler may be gone; nothing to count then.
+        let _ = FAIR.try_with(|fair| {
+            if let Some(fair) = fair.try_borrow_mut().ok().as_mut().and_then(|f| f.as_mut()) {
+                fair.waited(wait, waited, end);
+            }
+        });
     }
-    let waited = u64::try_from(started.elapsed().as_nanos()).unwrap_or(u64::MAX);
-    with_fair(|fair| fair.waited(wait, waited, end));
 }
 
 /// How long background work may hold the shard between two polls of the

@@ -314,7 +314,12 @@ fn resolved(schema: &Schema, user: &str) -> Resolved {
             *version = schema.version;
             by_user.clear();
         }
-        *by_user.entry(user.to_string()).or_insert_with(|| resolve(&schema.roles, user))
+        if let Some(resolved) = by_user.get(user) {
+            return *resolved;
+        }
+        let resolved = resolve(&schema.roles, user);
+        by_user.insert(user.to_string(), resolved);
+        resolved
     })
 }
 
