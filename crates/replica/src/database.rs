@@ -332,7 +332,8 @@ impl Database {
             .collect();
         // Each service level's CPU scheduling group on this shard, before
         // a request can resolve its role's level in the new schema.
-        let levels = schema.roles.service_levels.iter().map(|(name, level)| (name.as_str(), level.shares.unsigned_abs()));
+        let levels =
+            schema.roles.service_levels.iter().map(|(name, level)| (name.as_str(), level.shares.unsigned_abs()));
         shoal_runtime::sched::set_service_levels(levels);
         *self.schema.borrow_mut() = schema;
         self.write_gate.schema_changed();

@@ -694,7 +694,8 @@ mod tests {
                             self.fair.waited(wait, waited_ns, WaitEnd::CaughtUp);
                         } else {
                             let slice_end_ns = (self.now_ns + SLICE_NS).min(deadline_ns);
-                            c.state = State::Waiting { wait, started_ns, deadline_ns, slice_end_ns, others_ns: now_others };
+                            c.state =
+                                State::Waiting { wait, started_ns, deadline_ns, slice_end_ns, others_ns: now_others };
                         }
                     }
                     _ => {}

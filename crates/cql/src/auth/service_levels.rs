@@ -16,8 +16,8 @@ use std::cell::RefCell;
 use std::collections::HashMap;
 use std::time::Duration;
 
-use shoal_schema::service_level::{ServiceLevel, Workload};
 use shoal_runtime::Group;
+use shoal_schema::service_level::{ServiceLevel, Workload};
 use shoal_schema::{CqlType, Roles, Schema, SchemaChange, Value};
 
 use super::roles::next_schema;
