@@ -215,6 +215,8 @@ pub struct CpuFair {
     /// CPU charged to every group so far: the clock by which a statement
     /// group's last run is recent ([`RECENT_CPU_NS`]).
     cpu_clock_ns: u64,
+    /// Whether any slot runs a level.
+    has_levels: bool,
 }
 
 impl Default for CpuFair {
@@ -223,6 +225,7 @@ impl Default for CpuFair {
             groups: std::array::from_fn(|i| GroupStats::new(Group::of_index(i).default_shares())),
             levels: Default::default(),
             cpu_clock_ns: 0,
+            has_levels: false,
         }
     }
 }
@@ -266,6 +269,7 @@ impl CpuFair {
             };
             self.set_shares(group, shares);
         }
+        self.has_levels = self.levels.iter().any(Option::is_some);
     }
 
     /// The group of service level `name`, if it has one.
@@ -407,11 +411,15 @@ impl CpuFair {
         })
     }
 
-    /// Active, or a statement group that ran recently.
+    /// Active, or, while service levels have groups, a statement group
+    /// that ran recently. With no level there is one statement group and
+    /// nothing to balance it against: the rules are then those from
+    /// before levels had groups, to the letter.
     fn contending(&self, index: usize) -> bool {
         let g = &self.groups[index];
         g.active > 0
-            || (Group::of_index(index).is_statement()
+            || (self.has_levels
+                && Group::of_index(index).is_statement()
                 && g.tasks > 0
                 && self.cpu_clock_ns - g.last_ran_ns <= RECENT_CPU_NS)
     }
