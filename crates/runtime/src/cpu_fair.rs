@@ -43,16 +43,21 @@ pub const SHARE_SCALE: u64 = 1_000;
 /// Seastar's task quota, 0.5 ms.
 pub const SLACK_VNS: u64 = 500_000;
 /// How far ahead (in virtual ns) a statement group may run before its
-/// connections wait to start requests: 5 ms of virtual time, 1 ms of CPU
-/// at 200 shares. Larger than a task quota because a connection's wait
-/// ends only after a slice in which the others used no CPU: a burst per
-/// wait keeps a level beside a lightly loaded one from idling the core
-/// much, and a request in progress is never stopped anyway.
-pub const STATEMENT_SLACK_VNS: u64 = 5_000_000;
+/// connections wait to start requests: 10 ms of virtual time, 2 ms of CPU
+/// at 200 shares. Larger than a task quota because a wait ends only a
+/// slice after the groups behind stop using the core: a burst per wait
+/// keeps a level beside a lightly loaded one from idling the core much,
+/// and a request in progress is never stopped anyway.
+pub const STATEMENT_SLACK_VNS: u64 = 10_000_000;
 /// The slice a statement group's wait is slept in: a wait ends after a
 /// slice in which the groups behind used no CPU, so this bounds how long
 /// the core may idle for a level beside one whose clients want little.
-pub const STATEMENT_WAIT_SLICE_NS: u64 = 100_000;
+pub const STATEMENT_WAIT_SLICE_NS: u64 = 250_000;
+/// The longest a statement group's connections wait at once: longer than
+/// a background group's, since the lead of a level (the slack and a
+/// request's virtual cost) is larger, and a wait cut short forgives the
+/// rest of it.
+pub const STATEMENT_MAX_WAIT_NS: u64 = 50_000_000;
 /// A statement group that has not run while the shard ran this much CPU
 /// has stopped competing (its clients are idle or elsewhere). Several
 /// requests' worth, and more than the OS may take the thread away in one
@@ -342,7 +347,8 @@ impl CpuFair {
             any = true;
             wait_ns += (own - other.vruntime).saturating_mul(u64::from(other.shares)) / SHARE_SCALE;
         }
-        any.then(|| wait_ns.clamp(1, MAX_WAIT_NS))
+        let max = if group.is_statement() { STATEMENT_MAX_WAIT_NS } else { MAX_WAIT_NS };
+        any.then(|| wait_ns.clamp(1, max))
     }
 
     /// A task of `group` starts giving the core back.
@@ -733,10 +739,11 @@ mod tests {
                 next = i + 1;
                 let (group, request_ns, think_ns) =
                     (self.connections[i].group, self.connections[i].request_ns, self.connections[i].think_ns);
-                if self.fair.lag_behind(group).is_some() {
+                if let Some(wait_ns) = self.fair.lag_behind(group) {
+                    assert!(wait_ns <= STATEMENT_MAX_WAIT_NS);
                     let wait = self.fair.wait_started(group);
                     let others_ns = self.fair.others_runtime_ns(group);
-                    let deadline_ns = self.now_ns + MAX_WAIT_NS;
+                    let deadline_ns = self.now_ns + STATEMENT_MAX_WAIT_NS;
                     let slice_end_ns = (self.now_ns + SLICE_NS).min(deadline_ns);
                     self.connections[i].state =
                         State::Waiting { wait, started_ns: self.now_ns, deadline_ns, slice_end_ns, others_ns };
