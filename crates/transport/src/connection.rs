@@ -6,7 +6,10 @@
 //! has queued up in a single write. A request counts as in flight until its
 //! response is written to the socket, and in-flight requests per connection
 //! are bounded: past the bound the reader stops reading, so a client that
-//! sends without reading cannot grow the server's memory.
+//! sends without reading cannot grow the server's memory. Requests run in
+//! the CPU scheduling group of the role's service level; while that group
+//! is ahead of other levels' by more than its share, the reader waits
+//! before it starts the next request (docs/scheduling.md).
 
 use std::cell::{Cell, RefCell};
 use std::collections::HashMap;
