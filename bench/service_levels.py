@@ -54,7 +54,7 @@ def main(argv):
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--rounds", type=int, default=3)
     p.add_argument("--seconds", type=float, default=5.0)
-    p.add_argument("--threads", type=int, default=6)
+    p.add_argument("--threads", type=int, default=8)
     p.add_argument("--shares", default="1000,200")
     args = p.parse_args(argv)
     shares = tuple(int(s) for s in args.shares.split(","))

@@ -195,7 +195,7 @@ def prepare_competition(session, rows=4000):
     execute_concurrent_with_args(session, insert, [(c, c) for c in range(rows)], concurrency=64)
 
 
-def compete(node, roles, seconds, threads=6):
+def compete(node, roles, seconds, threads=8):
     """Each of `roles` ((name, password)) runs `threads` synchronous loaders
     of the count(*) for `seconds`, all at once; their completed requests."""
     sessions = []
