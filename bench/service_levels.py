@@ -6,8 +6,8 @@ and the CPU each group used, with the CPU scheduler on and off
         [--rounds 3] [--seconds 5] [--threads 6] [--shares 1000,200]
 
 For each round and mode (`on`, `off`; the order alternates between rounds)
-a fresh `--smp 1` node with password authentication, a partition of 4,000
-rows, and roles `high` and `low` attached to levels of --shares; then each
+a fresh `--smp 1` node with password authentication, a partition of --rows
+(8,000) rows, and roles `high` and `low` attached to levels of --shares; then each
 role runs --threads synchronous loaders of `SELECT count(*)` over that
 partition (the server's work far exceeds the client's, so the loaders
 saturate the server) for --seconds, all at once. Prints per run the
@@ -37,7 +37,7 @@ def run(mode, args, shares):
         node.start()
         cluster, session = connect(node, "cassandra", "cassandra")
         try:
-            prepare_competition(session)
+            prepare_competition(session, args.rows)
             roles = create_competitors(session, shares)
         finally:
             cluster.shutdown()
@@ -56,6 +56,7 @@ def main(argv):
     p.add_argument("--seconds", type=float, default=5.0)
     p.add_argument("--threads", type=int, default=8)
     p.add_argument("--shares", default="1000,200")
+    p.add_argument("--rows", type=int, default=8000)
     args = p.parse_args(argv)
     shares = tuple(int(s) for s in args.shares.split(","))
     ratios = {"on": [], "off": []}

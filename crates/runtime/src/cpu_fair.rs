@@ -55,15 +55,16 @@ pub const STATEMENT_SLACK_VNS: u64 = 10_000_000;
 pub const STATEMENT_WAIT_SLICE_NS: u64 = 250_000;
 /// The longest a statement group's connections wait at once: longer than
 /// a background group's, since the lead of a level (the slack and a
-/// request's virtual cost) is larger, and a wait cut short forgives the
-/// rest of it.
+/// request's virtual cost) is larger. A wait cut short here forgives
+/// nothing: the level runs one request per wait until the others catch
+/// up, so its requests are delayed, never starved.
 pub const STATEMENT_MAX_WAIT_NS: u64 = 50_000_000;
 /// A statement group that has not run while the shard ran this much CPU
 /// has stopped competing (its clients are idle or elsewhere). Several
 /// requests' worth, and more than the OS may take the thread away in one
 /// poll on a busy machine (that time is charged to the poll too). Cheap
 /// to overstate: a wait for a level that stopped ends after one slice.
-pub const RECENT_CPU_NS: u64 = 20_000_000;
+pub const RECENT_CPU_NS: u64 = 100_000_000;
 /// The longest a group gives the core back at once.
 pub const MAX_WAIT_NS: u64 = 20_000_000;
 /// Shares are kept within these (a controller's output included).
@@ -182,7 +183,8 @@ pub enum WaitEnd {
     /// the core offered: whatever they left is not kept as credit.
     Served,
     /// The groups behind came within the slack (a statement group's wait
-    /// lasts until then, as the level's other connections may run on).
+    /// lasts until then, as the level's other connections may run on), or
+    /// a statement group's wait reached its cap: nothing is forgiven.
     CaughtUp,
 }
 
@@ -702,9 +704,9 @@ mod tests {
                         let waited_ns = self.now_ns - started_ns;
                         if slice_end_ns > self.now_ns {
                             c.state = State::Waiting { wait, started_ns, deadline_ns, slice_end_ns, others_ns };
-                        } else if deadline_ns <= self.now_ns || now_others == others_ns {
+                        } else if now_others == others_ns {
                             self.fair.waited(wait, waited_ns, WaitEnd::Served);
-                        } else if self.fair.lag_behind(c.group).is_none() {
+                        } else if deadline_ns <= self.now_ns || self.fair.lag_behind(c.group).is_none() {
                             self.fair.waited(wait, waited_ns, WaitEnd::CaughtUp);
                         } else {
                             let slice_end_ns = (self.now_ns + SLICE_NS).min(deadline_ns);

@@ -324,7 +324,9 @@ async fn wait_for_others(group: Group, (wait_ns, wait): (u64, Wait), mut others_
     counted.end = Some(loop {
         let left = deadline.saturating_duration_since(Instant::now());
         if left.is_zero() {
-            break WaitEnd::Served;
+            // A background wait lasted what the others needed; a statement
+            // wait at its cap keeps the lead (the next request waits again).
+            break if until_caught_up { WaitEnd::CaughtUp } else { WaitEnd::Served };
         }
         let asleep = Instant::now();
         crate::time::sleep(left.min(slice)).await;
