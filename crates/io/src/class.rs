@@ -82,7 +82,7 @@ pub(crate) fn effective(named: IoClass) -> IoClass {
         Some(Group::Compaction) => IoClass::Compaction,
         Some(Group::Flush) => IoClass::Flush,
         Some(Group::Maintenance) => IoClass::Maintenance,
-        Some(Group::Statements | Group::Commitlog) | None => named,
+        Some(Group::Statements | Group::ServiceLevel(_) | Group::Commitlog) | None => named,
     }
 }
 

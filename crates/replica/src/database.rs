@@ -331,6 +331,11 @@ impl Database {
             .values()
             .flat_map(|k| k.tables.values().filter(|t| !view_update::base_views(&schema, t).is_empty()).map(|t| t.id))
             .collect();
+        // Each service level's CPU scheduling group on this shard, before
+        // a request can resolve its role's level in the new schema.
+        let levels =
+            schema.roles.service_levels.iter().map(|(name, level)| (name.as_str(), level.shares.unsigned_abs()));
+        shoal_runtime::sched::set_service_levels(levels);
         *self.schema.borrow_mut() = schema;
         self.write_gate.schema_changed();
         if let Some(change) = change {

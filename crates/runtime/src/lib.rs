@@ -25,7 +25,7 @@ mod task;
 pub mod net;
 pub mod time;
 
-pub use cpu_fair::{Group, GroupStats, MAX_SHARES, MIN_SHARES};
+pub use cpu_fair::{Group, GroupStats, Slot, MAX_SHARES, MIN_SHARES, SERVICE_LEVEL_GROUPS_MAX};
 pub use cpus::allowed_cpus;
 pub use shard::{nr_shards, run_on_a_shard, spawn, start_shards, submit_to, this_shard, ShardError, Shards};
 pub use task::yield_now;

@@ -12,6 +12,13 @@
 //!   them by more than a task quota, they sleep on the reactor for as long
 //!   as the others need to catch up, so the core goes to the requests.
 //!   Foreground work never waits here.
+//! - Service levels get statement groups of their own
+//!   ([`set_service_levels`], on every schema change). A connection
+//!   whose role has one runs its requests there and, before it starts
+//!   the next, asks [`statement_ahead`] (a thread-local flag read when no
+//!   level exists) and, when its group is ahead of the other statement
+//!   groups, [`give_way`]s as a background loop does: the one place a
+//!   request waits, and only for other requests.
 //! - The core never idles for fairness: no wait starts when nothing else
 //!   ran during the yield, and a wait is slept in slices of [`WAIT_SLICE`]
 //!   and ends after a slice in which the other groups used no CPU. Their work is then blocked, perhaps on this group's own (writes
@@ -29,7 +36,9 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::task::{Context, Poll};
 use std::time::{Duration, Instant};
 
-use crate::cpu_fair::{CpuFair, Group, GroupStats};
+use crate::cpu_fair::{
+    CpuFair, Group, GroupStats, Wait, WaitEnd, GROUPS, STATEMENT_MAX_WAIT_NS, STATEMENT_WAIT_SLICE_NS,
+};
 
 static ENABLED: AtomicBool = AtomicBool::new(true);
 
@@ -42,6 +51,11 @@ thread_local! {
     static NESTED_NS: Cell<u64> = const { Cell::new(0) };
     /// When the outermost group poll running now began ([`need_preempt`]).
     static POLL_STARTED: Cell<Option<Instant>> = const { Cell::new(None) };
+    /// Whether a service level has a group on this shard: the check a
+    /// connection makes before each request when none has.
+    static LEVELS: Cell<bool> = const { Cell::new(false) };
+    /// Per group, where its connections wait while one sleeps ([`give_way`]).
+    static GATES: RefCell<[Gate; GROUPS]> = RefCell::new(Default::default());
 }
 
 /// Turns the throttling on (the default) or off, for every shard; set once
@@ -78,6 +92,116 @@ pub fn set_shares(group: Group, shares: u32) {
 /// `group`'s figures on this shard.
 pub fn stats(group: Group) -> GroupStats {
     with_fair(|fair| fair.stats(group))
+}
+
+/// The service levels (name, shares) this shard gives statement groups,
+/// all of them each time (the schema's, as it changes): groups of levels
+/// gone are freed, new levels get one ([`CpuFair::set_service_levels`]).
+pub fn set_service_levels<'a>(levels: impl IntoIterator<Item = (&'a str, u32)> + Clone) {
+    let any = levels.clone().into_iter().next().is_some();
+    if !any && !LEVELS.with(Cell::get) {
+        // Nothing was defined and nothing is: the scheduler stays as it was
+        // (a shard that never had a level never sets one up for it).
+        return;
+    }
+    with_fair(|fair| fair.set_service_levels(levels));
+    LEVELS.with(|l| l.set(any));
+}
+
+/// The group of service level `name` on this shard, if it has one.
+pub fn service_level_group(name: &str) -> Option<Group> {
+    if !LEVELS.with(Cell::get) {
+        return None;
+    }
+    with_fair(|fair| fair.service_level(name))
+}
+
+/// Whether any service level has a group on this shard (a thread-local
+/// flag: the whole cost of service levels for a node that defines none).
+pub fn service_levels_defined() -> bool {
+    LEVELS.with(Cell::get)
+}
+
+/// Whether a connection of statement group `group` should [`give_way`]
+/// before it starts its next request: its group is ahead of another
+/// contending statement group by more than the slack. False at once when
+/// no service level exists or the scheduler is off.
+pub fn statement_ahead(group: Group) -> bool {
+    debug_assert!(group.is_statement(), "{group} runs no requests");
+    LEVELS.with(Cell::get) && enabled() && with_fair(|fair| fair.lag_behind(group).is_some())
+}
+
+/// A connection of statement group `group` holds its next request back
+/// until the statement groups behind it have caught up at their shares,
+/// as a background loop gives way at [`maybe_yield`]: bounded by
+/// `STATEMENT_MAX_WAIT_NS`, ended early by a slice in which they used no
+/// CPU.
+/// Requests already under way go on. One connection of the group sleeps
+/// the wait; the group's others that arrive meanwhile wait for it to end
+/// (a level with a thousand connections sets one timer, not a thousand).
+pub async fn give_way(group: Group) {
+    if GATES.with(|gates| gates.borrow()[group.index()].closed) {
+        return behind_gate(group).await;
+    }
+    let others_ns = with_fair(|fair| fair.others_runtime_ns(group));
+    let Some(wait) = start_wait(group) else { return };
+    let _open = Gate::close(group);
+    wait_for_others(group, wait, others_ns).await;
+}
+
+/// Where a statement group's connections wait while one of them sleeps
+/// the group's wait ([`give_way`]). Bounded: a connection waits at one
+/// gate at a time, so the wakers are at most the group's connections.
+#[derive(Default)]
+struct Gate {
+    closed: bool,
+    /// Counts the waits that ended, so a woken follower knows its own did.
+    opened: u64,
+    wakers: Vec<std::task::Waker>,
+}
+
+impl Gate {
+    /// Closes `group`'s gate until the returned guard drops (the wait
+    /// ended, or the connection that slept it went away).
+    fn close(group: Group) -> impl Drop {
+        GATES.with(|gates| gates.borrow_mut()[group.index()].closed = true);
+        OpenOnDrop(group)
+    }
+}
+
+struct OpenOnDrop(Group);
+
+impl Drop for OpenOnDrop {
+    fn drop(&mut self) {
+        // At thread exit the gates may be gone; nobody waits then.
+        let wakers = GATES.try_with(|gates| {
+            let mut gates = gates.borrow_mut();
+            let gate = &mut gates[self.0.index()];
+            gate.closed = false;
+            gate.opened += 1;
+            std::mem::take(&mut gate.wakers)
+        });
+        wakers.into_iter().flatten().for_each(std::task::Waker::wake);
+    }
+}
+
+/// Waits until `group`'s gate opens.
+async fn behind_gate(group: Group) {
+    let opened = GATES.with(|gates| gates.borrow()[group.index()].opened);
+    std::future::poll_fn(|cx| {
+        GATES.with(|gates| {
+            let mut gates = gates.borrow_mut();
+            let gate = &mut gates[group.index()];
+            if gate.opened != opened {
+                return Poll::Ready(());
+            }
+            if !gate.wakers.iter().any(|w| w.will_wake(cx.waker())) {
+                gate.wakers.push(cx.waker().clone());
+            }
+            Poll::Pending
+        })
+    })
+    .await;
 }
 
 /// Runs `future` in `group`: its CPU time is charged to the group, and the
@@ -164,38 +288,85 @@ pub async fn maybe_yield() {
     if !enabled() {
         return;
     }
-    let mut others_ns = with_fair(|fair| fair.others_runtime_ns(group));
+    let others_ns = with_fair(|fair| fair.others_runtime_ns(group));
     if others_ns == others_before_ns {
         // Nothing else ran while this stood aside: the core is not wanted.
         with_fair(|fair| fair.offer_unused(group));
         return;
     }
-    let Some(wait_ns) = with_fair(|fair| {
-        let wait = fair.lag_behind(group);
-        if wait.is_some() {
-            fair.wait_started(group);
-        }
-        wait
-    }) else {
-        return;
-    };
-    let started = Instant::now();
-    let deadline = started + Duration::from_nanos(wait_ns);
-    // Bounded: each slice ends nearer the deadline, at most MAX_WAIT_NS away.
-    loop {
+    let Some(wait) = start_wait(group) else { return };
+    wait_for_others(group, wait, others_ns).await;
+}
+
+/// How long `group` is to give the core back, its wait counted as begun;
+/// `None` when it may go on.
+fn start_wait(group: Group) -> Option<(u64, Wait)> {
+    with_fair(|fair| {
+        let wait_ns = fair.lag_behind(group)?;
+        Some((wait_ns, fair.wait_started(group)))
+    })
+}
+
+/// Sleeps in slices while the groups `group` gives way to use the core
+/// (`others_ns`: their CPU time when the wait began), then counts the
+/// wait. A background group sleeps `wait_ns` (the time they need at their
+/// shares); a statement group until they have caught up (its other
+/// connections' requests under way may run meanwhile), at most
+/// `STATEMENT_MAX_WAIT_NS`. Either ends after a slice in which they used
+/// no CPU.
+async fn wait_for_others(group: Group, (wait_ns, wait): (u64, Wait), mut others_ns: u64) {
+    let until_caught_up = group.is_statement();
+    let mut counted = Counted { wait: Some(wait), started: Instant::now(), end: None };
+    let deadline =
+        counted.started + Duration::from_nanos(if until_caught_up { STATEMENT_MAX_WAIT_NS } else { wait_ns });
+    let slice = if until_caught_up { Duration::from_nanos(STATEMENT_WAIT_SLICE_NS) } else { WAIT_SLICE };
+    // Bounded: each slice ends nearer the deadline, at most a cap away.
+    counted.end = Some(loop {
         let left = deadline.saturating_duration_since(Instant::now());
         if left.is_zero() {
-            break;
+            // A background wait lasted what the others needed; a statement
+            // wait at its cap keeps the lead (the next request waits again).
+            break if until_caught_up { WaitEnd::CaughtUp } else { WaitEnd::Served };
         }
-        crate::time::sleep(left.min(WAIT_SLICE)).await;
+        let asleep = Instant::now();
+        crate::time::sleep(left.min(slice)).await;
         let now_ns = with_fair(|fair| fair.others_runtime_ns(group));
-        if now_ns == others_ns {
-            break; // They had the core and did not use it.
+        // A statement group's slice that ended late says nothing: the OS
+        // had the thread (a busy machine), and the others had no chance.
+        let on_time = !until_caught_up || asleep.elapsed() <= slice + slice / 2;
+        if now_ns == others_ns && on_time {
+            break WaitEnd::Served; // They had the core and did not use it.
         }
         others_ns = now_ns;
+        if until_caught_up && with_fair(|fair| fair.lag_behind(group).is_none()) {
+            break WaitEnd::CaughtUp;
+        }
+    });
+}
+
+/// Counts a wait as it ends, however it ends: a waiting task may be
+/// dropped (its connection closed, its compaction stopped), and its wait
+/// must not stay counted as under way. One that was dropped counts as
+/// caught up: it raises nobody.
+struct Counted {
+    wait: Option<Wait>,
+    started: Instant,
+    /// How it ended; `None` while under way.
+    end: Option<WaitEnd>,
+}
+
+impl Drop for Counted {
+    fn drop(&mut self) {
+        let Some(wait) = self.wait.take() else { return };
+        let end = self.end.unwrap_or(WaitEnd::CaughtUp);
+        let waited = u64::try_from(self.started.elapsed().as_nanos()).unwrap_or(u64::MAX);
+        // At thread exit the scheduler may be gone; nothing to count then.
+        let _ = FAIR.try_with(|fair| {
+            if let Some(fair) = fair.try_borrow_mut().ok().as_mut().and_then(|f| f.as_mut()) {
+                fair.waited(wait, waited, end);
+            }
+        });
     }
-    let waited = u64::try_from(started.elapsed().as_nanos()).unwrap_or(u64::MAX);
-    with_fair(|fair| fair.waited(group, waited));
 }
 
 /// How long background work may hold the shard between two polls of the
@@ -208,11 +379,11 @@ pub const WAIT_SLICE: Duration = Duration::from_micros(250);
 
 /// Every group's figures on this shard (metrics); `None` before the
 /// scheduler was first used here.
-pub(crate) fn snapshot() -> Option<Vec<(Group, GroupStats)>> {
+pub(crate) fn snapshot() -> Option<Vec<(String, GroupStats)>> {
     FAIR.with(|fair| {
         let fair = fair.borrow();
         let fair = fair.as_ref()?;
-        Some(Group::ALL.iter().map(|&g| (g, fair.stats(g))).collect())
+        Some(fair.groups().filter_map(|g| Some((fair.label(g)?, fair.stats(g)))).collect())
     })
 }
 
@@ -313,6 +484,60 @@ mod tests {
             .await;
             assert!(stats(Group::Flush).runtime_ns >= flush + 5_000_000);
             assert!(stats(Group::Streaming).runtime_ns < streaming + 2_000_000);
+        });
+    }
+
+    #[test]
+    fn a_level_ahead_of_another_waits_for_it_once_per_group() {
+        compio::runtime::Runtime::new().expect("a runtime").block_on(async {
+            assert!(!service_levels_defined());
+            assert!(!statement_ahead(Group::Statements), "no level: the check is a flag");
+            set_service_levels([("high", 1000), ("low", 200)]);
+            let (high, low) = (service_level_group("high").expect("high"), service_level_group("low").expect("low"));
+            // The high level's clients keep sending requests.
+            let busy = compio::runtime::spawn(async move {
+                loop {
+                    in_group(high, async { std::thread::sleep(Duration::from_micros(100)) }).await;
+                    crate::task::yield_now().await;
+                }
+            });
+            crate::task::yield_now().await;
+            // A low request takes 4 ms: 20 ms of its virtual time; then a
+            // high one runs.
+            in_group(low, async { std::thread::sleep(Duration::from_millis(4)) }).await;
+            crate::task::yield_now().await;
+            assert!(statement_ahead(low), "{:?} {:?}", stats(low), stats(high));
+            assert!(!statement_ahead(high), "the level behind never waits");
+            // Two connections of the low level: one sleeps the wait, the
+            // other waits for it at the gate; both go on once high caught up.
+            let started = Instant::now();
+            let sleeper = give_way(low);
+            let follower = give_way(low);
+            futures_util::future::join(sleeper, follower).await;
+            let waited = started.elapsed();
+            assert!(waited >= Duration::from_millis(4), "waited only {waited:?}");
+            assert!(!statement_ahead(low));
+            let stats = stats(low);
+            assert_eq!(stats.waiting, 0);
+            assert!(stats.wait_ns >= 4_000_000 && stats.wait_ns < 2 * waited.as_nanos() as u64, "{stats:?}");
+            drop(busy);
+            set_service_levels(std::iter::empty());
+            assert!(!service_levels_defined());
+            assert_eq!(service_level_group("low"), None);
+        });
+    }
+
+    #[test]
+    fn service_levels_show_in_the_metrics_by_name() {
+        compio::runtime::Runtime::new().expect("a runtime").block_on(async {
+            set_service_levels([("gold", 700)]);
+            let gold = service_level_group("gold").expect("gold");
+            in_group(gold, async {}).await;
+            let families = shoal_metrics::gather();
+            let shares = families.iter().find(|f| f.name == "scylla_scheduler_shares").expect("shares");
+            assert_eq!(shares.samples.len(), Group::ALL.len() + 1);
+            let gold_sample = shares.samples.iter().find(|s| s.labels.iter().any(|(_, v)| v.as_str() == "sl:gold"));
+            assert!(gold_sample.is_some(), "{:?}", shares.samples.iter().map(|s| &s.labels).collect::<Vec<_>>());
         });
     }
 }

@@ -5,16 +5,17 @@
 //! `_total` (OpenMetrics), so under ScyllaDB's names they are gauges that
 //! only grow.
 
-use crate::cpu_fair::{Group, GroupStats};
+use crate::cpu_fair::GroupStats;
 
 /// Registers the collector on the calling shard (once, with its
 /// scheduler), reading the groups through `snapshot` (the scheduler's, so
-/// this module names nothing above it).
-pub(crate) fn register(snapshot: fn() -> Option<Vec<(Group, GroupStats)>>) {
+/// this module names nothing above it): each group's label (`sl:NAME` for
+/// a service level's) and figures.
+pub(crate) fn register(snapshot: fn() -> Option<Vec<(String, GroupStats)>>) {
     shoal_metrics::register_collector(move |collector| {
         let Some(groups) = snapshot() else { return };
         for (group, stats) in groups {
-            let labels = || vec![("group", group.name().to_string())];
+            let labels = || vec![("group", group.clone())];
             collector.gauge(
                 "scylla_scheduler_runtime_ms",
                 "Accumulated runtime of this task queue; an increment rate of 1000ms per second indicates full utilization",

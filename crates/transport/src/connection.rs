@@ -6,7 +6,10 @@
 //! has queued up in a single write. A request counts as in flight until its
 //! response is written to the socket, and in-flight requests per connection
 //! are bounded: past the bound the reader stops reading, so a client that
-//! sends without reading cannot grow the server's memory.
+//! sends without reading cannot grow the server's memory. Requests run in
+//! the CPU scheduling group of the role's service level; while that group
+//! is ahead of other levels' by more than its share, the reader waits
+//! before it starts the next request (docs/scheduling.md).
 
 use std::cell::{Cell, RefCell};
 use std::collections::HashMap;
@@ -216,6 +219,14 @@ async fn read_loop(
                 }
             };
             connection.in_flight.read_one();
+            // The role's service level's group; when that group has had
+            // more than its share beside other levels' requests, the next
+            // request waits for them (the one place a request waits for
+            // the CPU scheduler; a flag read when no level exists).
+            let group = connection.statement_group();
+            if shoal_runtime::sched::statement_ahead(group) {
+                shoal_runtime::sched::give_way(group).await;
+            }
             let connection = Rc::clone(connection);
             let stream = frame.header.stream;
             // The request's state (KBs) is boxed as it is made, so it is
@@ -224,11 +235,11 @@ async fn read_loop(
             // block instead, it was made on the stack and copied again
             // into the block's state on the first poll.)
             let handling = Box::pin(handle(Rc::clone(&connection), frame));
-            // In the statements scheduling group: its CPU time is
+            // In its statement scheduling group: its CPU time is
             // accounted there, and background groups give the core back
             // while requests are under way (`shoal_runtime::sched`).
             let mut request = shoal_runtime::sched::in_group(
-                shoal_runtime::Group::Statements,
+                group,
                 contained(handling).map(move |response| connection.send(stream, response)),
             );
             // Most requests (a read from memtables, a write acknowledged
@@ -279,6 +290,17 @@ struct Response {
 }
 
 impl Connection {
+    /// The scheduling group of the logged-in role's requests: its
+    /// effective service level's (ScyllaDB's per-level statement groups),
+    /// `Statements` when it has none or no level exists.
+    fn statement_group(&self) -> shoal_runtime::Group {
+        if !shoal_runtime::sched::service_levels_defined() {
+            return shoal_runtime::Group::Statements;
+        }
+        let session = self.session.borrow();
+        shoal_cql::auth::service_levels::group_of(&shoal_coordinator::schema(), session.user.as_deref())
+    }
+
     /// A USE that succeeded becomes the connection's keyspace.
     fn apply_use(&self, result: &QueryResult) {
         if let QueryResult::SetKeyspace(keyspace) = result {

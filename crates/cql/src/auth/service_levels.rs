@@ -16,6 +16,7 @@ use std::cell::RefCell;
 use std::collections::HashMap;
 use std::time::Duration;
 
+use shoal_runtime::Group;
 use shoal_schema::service_level::{ServiceLevel, Workload};
 use shoal_schema::{CqlType, Roles, Schema, SchemaChange, Value};
 
@@ -271,11 +272,19 @@ fn list_effective(roles: &Roles, role: &str) -> CqlResult<QueryResult> {
     Ok(rows(columns, rows_out))
 }
 
+/// What a role's effective service level sets for its requests on this
+/// shard.
+#[derive(Debug, Clone, Copy)]
+struct Resolved {
+    timeout: Option<Duration>,
+    group: Group,
+}
+
 thread_local! {
-    /// Each role's service level timeout, resolved once per schema version
-    /// on this shard: resolving walks the roles granted to it, which a
-    /// request should not.
-    static TIMEOUTS: RefCell<(Uuid, HashMap<String, Option<Duration>>)> = RefCell::new((Uuid::nil(), HashMap::new()));
+    /// Each role's service level timeout and scheduling group, resolved
+    /// once per schema version on this shard: resolving walks the roles
+    /// granted to it, which a request should not.
+    static RESOLVED: RefCell<(Uuid, HashMap<String, Resolved>)> = RefCell::new((Uuid::nil(), HashMap::new()));
 }
 
 /// The timeout of `user`'s requests set by its effective service level,
@@ -284,25 +293,44 @@ pub fn timeout_of(schema: &Schema, user: Option<&str>) -> Option<Duration> {
     if schema.roles.service_levels.is_empty() {
         return None;
     }
-    let user = user?;
-    TIMEOUTS.with(|cache| {
+    resolved(schema, user?).timeout
+}
+
+/// The CPU scheduling group `user`'s requests run in: that of the service
+/// level its effective shares come from (ScyllaDB's
+/// `get_user_scheduling_group`), or the default `Statements`.
+pub fn group_of(schema: &Schema, user: Option<&str>) -> Group {
+    match user {
+        Some(user) if !schema.roles.service_levels.is_empty() => resolved(schema, user).group,
+        _ => Group::Statements,
+    }
+}
+
+fn resolved(schema: &Schema, user: &str) -> Resolved {
+    RESOLVED.with(|cache| {
         let mut cache = cache.borrow_mut();
-        let (version, timeouts) = &mut *cache;
+        let (version, by_user) = &mut *cache;
         if *version != schema.version {
             *version = schema.version;
-            timeouts.clear();
+            by_user.clear();
         }
-        if let Some(timeout) = timeouts.get(user) {
-            return *timeout;
+        if let Some(resolved) = by_user.get(user) {
+            return *resolved;
         }
-        let timeout = resolved_timeout(&schema.roles, user);
-        timeouts.insert(user.to_string(), timeout);
-        timeout
+        let resolved = resolve(&schema.roles, user);
+        by_user.insert(user.to_string(), resolved);
+        resolved
     })
 }
 
-fn resolved_timeout(roles: &Roles, user: &str) -> Option<Duration> {
-    Some(Duration::from_millis(roles.effective_service_level(user)?.timeout_ms.value?))
+fn resolve(roles: &Roles, user: &str) -> Resolved {
+    let Some(effective) = roles.effective_service_level(user) else {
+        return Resolved { timeout: None, group: Group::Statements };
+    };
+    Resolved {
+        timeout: effective.timeout_ms.value.map(Duration::from_millis),
+        group: shoal_runtime::sched::service_level_group(&effective.shares.service_level).unwrap_or(Group::Statements),
+    }
 }
 
 #[cfg(test)]
@@ -369,6 +397,34 @@ mod tests {
         assert_eq!(refused, Err(CqlError::Syntax("'SHARES' can only take values of 1-1000 (given 1001)".into())));
         let refused = run(&mut schema, "ALTER SERVICE LEVEL sl WITH workload_type = 'unspecified'");
         assert_eq!(refused, Err(invalid("Invalid workload type: unspecified")));
+    }
+
+    #[test]
+    fn a_role_runs_in_the_group_of_the_level_its_shares_come_from() {
+        let mut schema = Schema::empty();
+        for text in [
+            "CREATE ROLE r1",
+            "CREATE ROLE r2",
+            "CREATE ROLE r3",
+            "CREATE SERVICE LEVEL sl1 WITH shares = 500",
+            "CREATE SERVICE LEVEL sl2 WITH shares = 200",
+            "ATTACH SERVICE LEVEL sl1 TO r1",
+            "ATTACH SERVICE LEVEL sl2 TO r2",
+            "GRANT r2 TO r1",
+        ] {
+            run(&mut schema, text).expect(text);
+        }
+        assert_eq!(group_of(&schema, Some("r1")), Group::Statements, "no group before the shard makes them");
+        // What the shard does as it installs the schema.
+        let levels = schema.roles.service_levels.iter().map(|(n, l)| (n.as_str(), l.shares.unsigned_abs()));
+        shoal_runtime::sched::set_service_levels(levels);
+        run(&mut schema, "CREATE ROLE r4").expect("a new schema version");
+        let sl2 = shoal_runtime::sched::service_level_group("sl2").expect("sl2 has a group");
+        assert_eq!(shoal_runtime::sched::stats(sl2).shares, 200);
+        assert_eq!(group_of(&schema, Some("r1")), sl2, "the smaller shares, granted through r2");
+        assert_eq!(group_of(&schema, Some("r2")), sl2);
+        assert_eq!(group_of(&schema, Some("r3")), Group::Statements);
+        assert_eq!(group_of(&schema, None), Group::Statements);
     }
 
     #[test]
