@@ -440,9 +440,10 @@ mod tests {
         });
         assert!(busy >= Duration::from_millis(10), "waited only {busy:?} beside running requests");
         // Requests that wait on something (the flush, the disk): the core
-        // would idle, so the wait ends after a slice.
+        // would idle, so the wait ends after a slice (bounded loosely: on a
+        // loaded machine the reactor's wake-up itself can take a while).
         let blocked = wait_beside(std::future::pending());
-        assert!(blocked < Duration::from_millis(1), "waited {blocked:?} beside blocked requests");
+        assert!(blocked < Duration::from_millis(5), "waited {blocked:?} beside blocked requests");
     }
 
     #[test]
