@@ -49,7 +49,7 @@ fuzz_target!(|data: &[u8]| {
     let Ok(parsed) = json::parse(&text) else { return };
     let Ok(term) = json::term_of(&ty, &parsed) else { return };
     let receiver = Receiver { name: "v", ty: &ty };
-    if let Ok(BoundValue::Value(bytes)) = eval(&term, receiver, Bindings { values: &[] }) {
+    if let Ok(BoundValue::Value(bytes)) = eval(&term, receiver, Bindings::NONE) {
         json::to_json(&ty, &bytes).expect("a value read from JSON renders back to JSON");
     }
 });
