@@ -11,12 +11,18 @@
 //!
 //! One implementation serves both places a function appears: in a term
 //! (`VALUES (toTimestamp(now()))`) and in a selector (`SELECT blobAsText(b)`).
+//!
+//! A call in a term may also name a user function (`VALUES (ks.f(1))`,
+//! `m[f(1)]`): it is found here, by name and the keyspace the bindings
+//! carry, run by `lua`, and its EXECUTE permission checked at each call.
+//! (Selectors' user function calls are compiled by `select`.)
 
 use shoal_runtime::clock::{now_ms, now_us};
 use std::cell::Cell;
+use std::sync::Arc;
 
 use bytes::Bytes;
-use shoal_schema::{math, CqlType, Value};
+use shoal_schema::{math, CqlType, Schema, UserFunction, Value};
 
 use crate::ast::{Literal, Term};
 use crate::error::{invalid, CqlError, CqlResult};
@@ -31,8 +37,8 @@ const DATE_EPOCH: i64 = 1 << 31;
 
 /// Evaluates a function call term for `receiver`.
 pub fn call(name: &str, args: &[Term], receiver: Receiver<'_>, bindings: Bindings<'_>) -> CqlResult<BoundValue> {
-    if let Some(function) = crate::user_functions::term_callee(name, args, bindings)? {
-        return crate::user_functions::call_in_term(&function, args, receiver, bindings);
+    if let Some(function) = term_callee(name, args, bindings)? {
+        return call_in_term(&function, args, receiver, bindings);
     }
     let name = name.trim_start_matches("system.");
     match name {
@@ -66,6 +72,114 @@ pub fn call(name: &str, args: &[Term], receiver: Receiver<'_>, bindings: Binding
         )));
     }
     Ok(value.map_or(BoundValue::Null, BoundValue::Value))
+}
+
+/// The user function a call in a term names: `None` for a system
+/// function or a name no user function has (the caller then reports it
+/// unknown). Of overloads, the one whose parameters take every argument.
+fn term_callee(name: &str, args: &[Term], bindings: Bindings<'_>) -> CqlResult<Option<Arc<UserFunction>>> {
+    if !may_name_user_function(name) {
+        return Ok(None);
+    }
+    let schema = shoal_coordinator::schema();
+    let keyspace = bindings.keyspace.unwrap_or_default();
+    let Some((ks, f)) = split_call(name, keyspace) else { return Ok(None) };
+    let Some(meta) = schema.keyspace(ks) else { return Ok(None) };
+    let (functions, mut aggregates) = meta.functions.named(f);
+    if aggregates.any(|a| a.arg_types.len() == args.len()) {
+        return Err(invalid("Aggregation functions are not supported in the where clause"));
+    }
+    let mut functions: Vec<Arc<UserFunction>> =
+        functions.filter(|f| f.arg_types.len() == args.len()).cloned().collect();
+    if functions.len() <= 1 {
+        return Ok(functions.pop());
+    }
+    let takes = |f: &UserFunction| {
+        args.iter().zip(&f.arg_types).all(|(arg, ty)| eval(arg, Receiver { name: "", ty }, bindings).is_ok())
+    };
+    let mut fitting = functions.iter().filter(|f| takes(f));
+    match (fitting.next(), fitting.next()) {
+        (Some(only), None) => Ok(Some(Arc::clone(only))),
+        (first, _) => {
+            let signatures: Vec<String> = functions.iter().map(|f| signature(f)).collect();
+            let f = &functions[0];
+            Err(invalid(if first.is_some() {
+                format!(
+                    "Ambiguous call to function {}.{} (can be matched by following signatures: {}): use type casts to disambiguate",
+                    f.keyspace,
+                    f.name,
+                    signatures.join(", ")
+                )
+            } else {
+                format!(
+                    "Invalid call to function {}.{}, none of its type signatures match (known type signatures: {})",
+                    f.keyspace,
+                    f.name,
+                    signatures.join(", ")
+                )
+            }))
+        }
+    }
+}
+
+fn signature(f: &UserFunction) -> String {
+    let types: Vec<String> = f.arg_types.iter().map(ToString::to_string).collect();
+    format!("{}.{} : ({}) -> {}", f.keyspace, f.name, types.join(", "), f.return_type)
+}
+
+/// Runs `function`, called in a term, for `receiver`: each argument
+/// evaluated as its parameter's type, the result checked against the
+/// receiver's, EXECUTE on the function checked first.
+fn call_in_term(
+    function: &UserFunction,
+    args: &[Term],
+    receiver: Receiver<'_>,
+    bindings: Bindings<'_>,
+) -> CqlResult<BoundValue> {
+    crate::auth::authorizer::check_execute(
+        || vec![(function.keyspace.as_str(), function.name.as_str(), function.arg_types.as_slice())],
+        bindings.user,
+    )?;
+    let full_name = format!("{}.{}", function.keyspace, function.name);
+    if !receiver.ty.unfrozen().is_value_compatible_with(&function.return_type) {
+        return Err(invalid(format!(
+            "Type error: cannot assign result of function {full_name} (type {}) to {} (type {})",
+            function.return_type, receiver.name, receiver.ty
+        )));
+    }
+    let mut values = Vec::with_capacity(args.len());
+    for (i, (arg, ty)) in args.iter().zip(&function.arg_types).enumerate() {
+        let name = format!("arg{i}({full_name})");
+        values.push(match eval(arg, Receiver { name: &name, ty }, bindings)? {
+            BoundValue::Value(v) => Some(v),
+            BoundValue::Null => None,
+            BoundValue::Unset => {
+                return Err(invalid(format!("Invalid unset value for argument in call to function {full_name}")))
+            }
+        });
+    }
+    Ok(crate::lua::call(function, &values)?.map_or(BoundValue::Null, BoundValue::Value))
+}
+
+/// A SELECT without FROM reads `system.one_row`, but an unqualified call
+/// in it names a function of the session's keyspace (ScyllaDB's `USE ks;
+/// SELECT f(1)`): such names are qualified with `keyspace` when it has a
+/// function or aggregate by that name.
+pub(crate) fn qualify_calls(select: &mut crate::ast::Select, schema: &Schema, keyspace: &str) {
+    let Some(meta) = schema.keyspace(keyspace) else { return };
+    let crate::ast::Selection::Selectors(selectors) = &mut select.selection else { return };
+    let mut qualify = |name: &mut String| {
+        let known = |name: &str| {
+            let (mut functions, mut aggregates) = meta.functions.named(name);
+            functions.next().is_some() || aggregates.next().is_some()
+        };
+        if !name.contains('.') && may_name_user_function(name) && known(name) {
+            *name = format!("{keyspace}.{name}");
+        }
+    };
+    for selector in selectors {
+        selector.expr.function_names_mut(&mut qualify);
+    }
 }
 
 /// The types a function's arguments are evaluated as. For the conversions
@@ -111,6 +225,16 @@ pub(crate) fn is_native(name: &str) -> bool {
 /// evaluated at each execution, where its EXECUTE permission is checked.
 pub(crate) fn calls_user_function(term: &Term) -> bool {
     term.any(&|t| matches!(t, Term::FunctionCall { name, .. } if may_name_user_function(name)))
+}
+
+/// The keyspace and function name of a call named `name` in a table of
+/// `keyspace`; `None` for system functions.
+pub(crate) fn split_call<'n>(name: &'n str, keyspace: &'n str) -> Option<(&'n str, &'n str)> {
+    match name.split_once('.') {
+        Some(("system", _)) => None,
+        Some((ks, f)) => Some((ks, f)),
+        None => Some((keyspace, name)),
+    }
 }
 
 /// Whether a call of `name` may mean a user function: qualified with

@@ -19,15 +19,25 @@
 //! user types as `{field = v}` (every field must be given back).
 //! Varints beyond 64 bits and decimals go in as strings (Lua's arithmetic
 //! takes numeric strings), where ScyllaDB has a decimal userdata.
+//!
+//! [`call`] runs a function on serialized values: a failure while running
+//! (a Lua error, a result of the wrong kind, the instruction bound) is a
+//! FunctionFailure naming the function, as in Cassandra, a text result
+//! that is not UTF-8 (or ASCII) an InvalidRequest, as ScyllaDB validates
+//! results; a function `RETURNS NULL ON NULL INPUT` is not run on a null
+//! argument.
 
 use std::cell::{Cell, RefCell};
 use std::collections::HashMap;
 
+use bytes::Bytes;
 use mlua::{Function, HookTriggers, Lua, LuaOptions, MultiValue, StdLib, Table, Value as LuaValue, VmState};
 use shoal_schema::collection::normalize;
 use shoal_schema::literal::{parse_date, parse_duration, parse_time, parse_timestamp};
 use shoal_schema::value::decimal_to_string;
 use shoal_schema::{parse_literal, CqlType, LiteralKind, UserFunction, Value};
+
+use crate::error::{CqlError, CqlResult};
 
 /// Instructions one run may execute (checked every [`HOOK_EVERY`]).
 const INSTRUCTIONS_MAX: u32 = 10_000_000;
@@ -50,7 +60,7 @@ const INVALID_UTF8: &str = "value is not valid utf8";
 const INVALID_ASCII: &str = "value is not valid ascii";
 
 /// Whether `failure` is an invalid result rather than a failed run.
-pub fn is_invalid_result(failure: &LuaFailure) -> bool {
+fn is_invalid_result(failure: &LuaFailure) -> bool {
     failure.starts_with(INVALID_UTF8) || failure.starts_with(INVALID_ASCII)
 }
 
@@ -129,6 +139,40 @@ fn message(error: &mlua::Error) -> String {
         mlua::Error::RuntimeError(m) | mlua::Error::SyntaxError { message: m, .. } => m.clone(),
         mlua::Error::MemoryError(m) => format!("not enough memory: {m}"),
         other => other.to_string(),
+    }
+}
+
+/// Runs `function` on serialized `args` (null: `None`), its failures
+/// mapped to the protocol's errors.
+pub fn call(function: &UserFunction, args: &[Option<Bytes>]) -> CqlResult<Option<Bytes>> {
+    if !function.called_on_null_input && args.iter().any(Option::is_none) {
+        return Ok(None);
+    }
+    let mut values = Vec::with_capacity(args.len());
+    for (arg, ty) in args.iter().zip(&function.arg_types) {
+        values.push(match arg {
+            // An empty value of a type that has no empty form reads as null.
+            Some(bytes)
+                if bytes.is_empty() && !matches!(ty.unfrozen(), CqlType::Text | CqlType::Ascii | CqlType::Blob) =>
+            {
+                None
+            }
+            Some(bytes) => Some(
+                Value::deserialize(ty, bytes)
+                    .map_err(|e| CqlError::Server(format!("argument of {}: {e}", function.name)))?,
+            ),
+            None => None,
+        });
+    }
+    match run(function, &values) {
+        Ok(result) => Ok(result.map(|v| Bytes::from(v.to_bytes()))),
+        Err(message) if is_invalid_result(&message) => Err(CqlError::Invalid(message)),
+        Err(message) => Err(CqlError::FunctionFailure {
+            keyspace: function.keyspace.clone(),
+            function: function.name.clone(),
+            arg_types: function.arg_types.iter().map(ToString::to_string).collect(),
+            message: format!("execution of '{}.{}' failed: {message}", function.keyspace, function.name),
+        }),
     }
 }
 

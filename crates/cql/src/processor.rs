@@ -99,7 +99,7 @@ fn parse(text: &str, keyspace: Option<&str>) -> CqlResult<Parsed> {
     let mut parsed = crate::parser::parse_statement(text).map_err(|e| CqlError::Syntax(e.to_string()))?;
     if let (Statement::Select(select), Some(keyspace)) = (&mut parsed.statement, keyspace) {
         if select.without_from {
-            crate::user_functions::qualify_calls(select, &shoal_coordinator::schema(), keyspace);
+            crate::functions::qualify_calls(select, &shoal_coordinator::schema(), keyspace);
         }
     }
     // ScyllaDB refuses markers in a view's definition, prepared or not.
@@ -391,7 +391,7 @@ async fn execute_parsed(
         }
         Statement::Select(s) => {
             let compiled = compiled_select(&schema, s, keyspace, prepared)?;
-            crate::auth::access::check_execute(|| compiled.user_functions(), user)?;
+            crate::auth::authorizer::check_execute(|| compiled.user_functions(), user)?;
             let page_size = options.page_size.filter(|p| *p > 0).map(|p| p as usize);
             let select_options = SelectOptions {
                 bindings: bindings.in_keyspace(&compiled.meta.keyspace),

@@ -1304,7 +1304,7 @@ fn evaluate(meta: &TableMeta, sel: &Sel, row: &ResultRow) -> CqlResult<Option<By
         }
         Sel::UserFunction { function, args } => {
             let values = args.iter().map(|a| evaluate(meta, a, row)).collect::<CqlResult<Vec<_>>>()?;
-            user_functions::execute(function, &values)?
+            crate::lua::call(function, &values)?
         }
         Sel::Aggregate { .. } | Sel::UserAggregate { .. } => {
             return Err(CqlError::Server("aggregate evaluated per row".to_string()))

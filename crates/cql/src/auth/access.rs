@@ -51,28 +51,6 @@ pub fn check(statement: &Statement, keyspace: Option<&str>, user: Option<&str>) 
     Ok(())
 }
 
-/// Refuses a SELECT that calls user functions `user` may not EXECUTE
-/// (`functions()`: keyspace, name and argument types of each, asked for
-/// only when the authorizer checks), as Cassandra checks them on every
-/// execution.
-pub fn check_execute<'f>(
-    functions: impl FnOnce() -> Vec<(&'f str, &'f str, &'f [shoal_schema::CqlType])>,
-    user: Option<&str>,
-) -> CqlResult<()> {
-    let Some(user) = user.filter(|_| authorizer::enabled()) else { return Ok(()) };
-    let functions = functions();
-    if functions.is_empty() {
-        return Ok(());
-    }
-    let schema = shoal_coordinator::schema();
-    for (keyspace, name, arg_types) in functions {
-        let args = arg_types.iter().map(ToString::to_string).collect();
-        let resource = Resource::Function(keyspace.to_string(), name.to_string(), args);
-        authorizer::ensure(&schema, user, "EXECUTE", &resource)?;
-    }
-    Ok(())
-}
-
 /// The base table of a view (a materialized view or an index's table): a
 /// view has no permissions of its own, as in ScyllaDB, so reading,
 /// altering or dropping it asks for the permission on its base, and a

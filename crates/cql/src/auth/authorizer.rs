@@ -191,6 +191,28 @@ fn unauthorized(user: &str, permission: &str, resource: &Resource) -> CqlError {
     CqlError::Unauthorized(format!("User {user} has no {permission} permission on {resource} or any of its parents"))
 }
 
+/// Refuses a SELECT that calls user functions `user` may not EXECUTE
+/// (`functions()`: keyspace, name and argument types of each, asked for
+/// only when the authorizer checks), as Cassandra checks them on every
+/// execution.
+pub fn check_execute<'f>(
+    functions: impl FnOnce() -> Vec<(&'f str, &'f str, &'f [shoal_schema::CqlType])>,
+    user: Option<&str>,
+) -> CqlResult<()> {
+    let Some(user) = user.filter(|_| enabled()) else { return Ok(()) };
+    let functions = functions();
+    if functions.is_empty() {
+        return Ok(());
+    }
+    let schema = shoal_coordinator::schema();
+    for (keyspace, name, arg_types) in functions {
+        let args = arg_types.iter().map(ToString::to_string).collect();
+        let resource = Resource::Function(keyspace.to_string(), name.to_string(), args);
+        ensure(&schema, user, "EXECUTE", &resource)?;
+    }
+    Ok(())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

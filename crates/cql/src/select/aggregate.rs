@@ -258,7 +258,7 @@ impl Fold<'_> {
             }
             Fold::UserFunction { function, args } => {
                 let values = args.into_iter().map(Fold::finish).collect::<CqlResult<Vec<_>>>()?;
-                user_functions::execute(function, &values)
+                crate::lua::call(function, &values)
             }
             Fold::UserAggregate { aggregate, state, .. } => user_functions::finish(aggregate, state),
             Fold::Field { value, index } => match value.finish()? {
