@@ -534,18 +534,7 @@ fn cluster(session_keyspace: Option<&str>) -> CqlResult<Rows> {
     Ok(Rows { columns: specs.into(), rows: vec![row], paging_state: None })
 }
 
-/// A name as CQL must write it: bare when it is lower case letters, digits
-/// and `_` starting with a letter and not a reserved word, else quoted.
-pub fn maybe_quote(name: &str) -> String {
-    let bare = name.starts_with(|c: char| c.is_ascii_lowercase())
-        && name.chars().all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '_')
-        && !crate::parser::is_reserved(name);
-    if bare {
-        name.to_string()
-    } else {
-        format!("\"{}\"", name.replace('"', "\"\""))
-    }
-}
+pub use crate::parser::maybe_quote;
 
 pub(crate) fn literal(text: &str) -> String {
     format!("'{}'", text.replace('\'', "''"))

@@ -117,7 +117,9 @@ impl fmt::Display for Resource {
             Resource::Role(r) => write!(f, "<role {r}>"),
             Resource::AllFunctions => write!(f, "<all functions>"),
             Resource::FunctionsIn(ks) => write!(f, "<all functions in {ks}>"),
-            Resource::Function(ks, name, args) => write!(f, "<function {ks}.{name}({})>", args.join(", ")),
+            Resource::Function(ks, name, args) => {
+                write!(f, "<function {ks}.{}({})>", crate::parser::maybe_quote(name), args.join(", "))
+            }
             Resource::AllServiceLevels => write!(f, "<all service levels>"),
         }
     }

@@ -119,6 +119,19 @@ const RESERVED: &[&str] = &[
     "with",
 ];
 
+/// A name as CQL must write it: bare when it is lower case letters, digits
+/// and `_` starting with a letter and not a reserved word, else quoted.
+pub fn maybe_quote(name: &str) -> String {
+    let bare = name.starts_with(|c: char| c.is_ascii_lowercase())
+        && name.chars().all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '_')
+        && !crate::parser::is_reserved(name);
+    if bare {
+        name.to_string()
+    } else {
+        format!("\"{}\"", name.replace('"', "\"\""))
+    }
+}
+
 pub(crate) fn is_reserved(word: &str) -> bool {
     RESERVED.contains(&word)
 }
