@@ -534,7 +534,7 @@ fn cluster(session_keyspace: Option<&str>) -> CqlResult<Rows> {
     Ok(Rows { columns: specs.into(), rows: vec![row], paging_state: None })
 }
 
-pub use crate::parser::maybe_quote;
+pub use crate::lexer::maybe_quote;
 
 pub(crate) fn literal(text: &str) -> String {
     format!("'{}'", text.replace('\'', "''"))

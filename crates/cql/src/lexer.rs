@@ -7,8 +7,89 @@
 //! whether it is a keyword, because CQL lets most keywords be names.
 //! A `-` is always its own token; the parser folds `- 5` into the literal
 //! `-5` where a term is expected, so `c = c -1` still reads as a subtraction.
+//! Which words are reserved (never names unquoted) is here too, with
+//! [`maybe_quote`], which writes a name as CQL must.
 
 use thiserror::Error;
+
+/// Keywords that cannot be used as unquoted names: Cassandra's reserved list
+/// (`token` and `set` included, as in ScyllaDB: `ALTER TABLE t ADD token
+/// text` is a syntax error there), less `desc`, `describe` and `execute`,
+/// which ScyllaDB's grammar leaves unreserved.
+const RESERVED: &[&str] = &[
+    "add",
+    "allow",
+    "alter",
+    "and",
+    "apply",
+    "asc",
+    "authorize",
+    "batch",
+    "begin",
+    "by",
+    "columnfamily",
+    "create",
+    "delete",
+    "drop",
+    "entries",
+    "from",
+    "full",
+    "grant",
+    "if",
+    "in",
+    "index",
+    "infinity",
+    "insert",
+    "into",
+    "is",
+    "keyspace",
+    "limit",
+    "materialized",
+    "modify",
+    "nan",
+    "norecursive",
+    "not",
+    "null",
+    "of",
+    "on",
+    "or",
+    "order",
+    "primary",
+    "rename",
+    "replace",
+    "revoke",
+    "schema",
+    "select",
+    "set",
+    "table",
+    "to",
+    "token",
+    "truncate",
+    "unlogged",
+    "update",
+    "use",
+    "using",
+    "view",
+    "where",
+    "with",
+];
+
+/// A name as CQL must write it: bare when it is lower case letters, digits
+/// and `_` starting with a letter and not a reserved word, else quoted.
+pub fn maybe_quote(name: &str) -> String {
+    let bare = name.starts_with(|c: char| c.is_ascii_lowercase())
+        && name.chars().all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '_')
+        && !crate::parser::is_reserved(name);
+    if bare {
+        name.to_string()
+    } else {
+        format!("\"{}\"", name.replace('"', "\"\""))
+    }
+}
+
+pub(crate) fn is_reserved(word: &str) -> bool {
+    RESERVED.contains(&word)
+}
 
 /// A syntax error at a place in the statement text. Displays the way
 /// Cassandra's `SyntaxException` messages do: `line 1:14 mismatched input ...`.

@@ -118,7 +118,7 @@ impl fmt::Display for Resource {
             Resource::AllFunctions => write!(f, "<all functions>"),
             Resource::FunctionsIn(ks) => write!(f, "<all functions in {ks}>"),
             Resource::Function(ks, name, args) => {
-                write!(f, "<function {ks}.{}({})>", crate::parser::maybe_quote(name), args.join(", "))
+                write!(f, "<function {ks}.{}({})>", crate::lexer::maybe_quote(name), args.join(", "))
             }
             Resource::AllServiceLevels => write!(f, "<all service levels>"),
         }

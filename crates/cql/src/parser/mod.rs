@@ -25,6 +25,7 @@ mod tests;
 mod view;
 
 use crate::ast::{BindMarker, Parsed, Statement};
+pub(crate) use crate::lexer::is_reserved;
 use crate::lexer::{tokenize, Sym, Token, TokenKind};
 
 pub use crate::lexer::ParseError;
@@ -55,85 +56,6 @@ pub fn parse_term(text: &str) -> Result<crate::ast::Term, ParseError> {
         return Err(parser.mismatched("<EOF>"));
     }
     Ok(term)
-}
-
-/// Keywords that cannot be used as unquoted names: Cassandra's reserved list
-/// (`token` and `set` included, as in ScyllaDB: `ALTER TABLE t ADD token
-/// text` is a syntax error there), less `desc`, `describe` and `execute`,
-/// which ScyllaDB's grammar leaves unreserved.
-const RESERVED: &[&str] = &[
-    "add",
-    "allow",
-    "alter",
-    "and",
-    "apply",
-    "asc",
-    "authorize",
-    "batch",
-    "begin",
-    "by",
-    "columnfamily",
-    "create",
-    "delete",
-    "drop",
-    "entries",
-    "from",
-    "full",
-    "grant",
-    "if",
-    "in",
-    "index",
-    "infinity",
-    "insert",
-    "into",
-    "is",
-    "keyspace",
-    "limit",
-    "materialized",
-    "modify",
-    "nan",
-    "norecursive",
-    "not",
-    "null",
-    "of",
-    "on",
-    "or",
-    "order",
-    "primary",
-    "rename",
-    "replace",
-    "revoke",
-    "schema",
-    "select",
-    "set",
-    "table",
-    "to",
-    "token",
-    "truncate",
-    "unlogged",
-    "update",
-    "use",
-    "using",
-    "view",
-    "where",
-    "with",
-];
-
-/// A name as CQL must write it: bare when it is lower case letters, digits
-/// and `_` starting with a letter and not a reserved word, else quoted.
-pub fn maybe_quote(name: &str) -> String {
-    let bare = name.starts_with(|c: char| c.is_ascii_lowercase())
-        && name.chars().all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '_')
-        && !crate::parser::is_reserved(name);
-    if bare {
-        name.to_string()
-    } else {
-        format!("\"{}\"", name.replace('"', "\"\""))
-    }
-}
-
-pub(crate) fn is_reserved(word: &str) -> bool {
-    RESERVED.contains(&word)
 }
 
 /// Cursor over the token list plus the bind markers seen so far.
