@@ -190,6 +190,16 @@ def test_timestamp_and_date_functions(session, fn_table):
     assert abs(ts.replace(tzinfo=datetime.timezone.utc).timestamp() - before) < 60
 
 
+def test_a_bare_marker_of_an_overloaded_time_conversion_is_ambiguous(session, fn_table):
+    """toDate(?) could take a timestamp or a timeuuid: PREPARE refuses it,
+    as Cassandra and ScyllaDB do, and a cast says which."""
+    with pytest.raises(InvalidRequest, match=r"Ambiguous call to function system.todate .*use type casts"):
+        session.prepare("INSERT INTO %s (k, d) VALUES (6, toDate(?))" % fn_table)
+    by_timestamp = session.prepare("INSERT INTO %s (k, d) VALUES (6, toDate((timestamp)?))" % fn_table)
+    session.execute(by_timestamp, [2 * 86400000])
+    assert session.execute("SELECT d FROM %s WHERE k = 6" % fn_table).one().d == Date(2)
+
+
 def test_blob_conversion_functions(session, fn_table):
     session.execute("INSERT INTO %s (k, b, i, s) VALUES (5, textAsBlob('abc'), blobAsInt(0x00000002), "
                     "blobAsText(0x78797a))" % fn_table)

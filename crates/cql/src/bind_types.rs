@@ -87,8 +87,9 @@ impl Collector<'_> {
             }
             Term::FunctionCall { name: function, args } => {
                 // fromJson takes JSON text; a function of one signature
-                // its parameters' types (blobAsInt(?) a blob); the time
-                // functions of several take times (toTimestamp(?)).
+                // its parameters' types (blobAsInt(?) a blob); a bare
+                // marker given to a time conversion of several signatures
+                // is ambiguous (`toDate(?)`, Cassandra's refusal).
                 // Each marker is named as Cassandra names a function's
                 // argument, `arg0(system.blobasint)`: not the column, so a
                 // driver does not take it for a key column to route by.
@@ -106,6 +107,10 @@ impl Collector<'_> {
                     }
                 }
                 let function = function.trim_start_matches("system.");
+                if let (Some(refusal), [Term::Bind(_)]) = (crate::functions::ambiguous_marker(function), &args[..]) {
+                    self.refused.get_or_insert(refusal);
+                    return;
+                }
                 for (i, arg) in args.iter().enumerate() {
                     let arg_ty = match function {
                         "fromjson" => CqlType::Text,

@@ -396,6 +396,26 @@ fn signatures(name: &str) -> Option<Vec<Vec<CqlType>>> {
     })
 }
 
+/// Cassandra's refusal of a bare marker as the argument of a time
+/// conversion that takes several types (`toDate(?)`): nothing tells which
+/// overload is meant. `None` for every other function.
+pub(crate) fn ambiguous_marker(name: &str) -> Option<CqlError> {
+    if !matches!(name, "totimestamp" | "todate" | "tounixtimestamp") {
+        return None;
+    }
+    let signatures: Vec<String> = signatures(name)?
+        .iter()
+        .filter_map(|types| {
+            let ret = result_type(name, types)?;
+            Some(format!("system.{name} : ({}) -> {ret}", types.first()?))
+        })
+        .collect();
+    Some(invalid(format!(
+        "Ambiguous call to function system.{name} (can be matched by following signatures: {}): use type casts to disambiguate",
+        signatures.join(", ")
+    )))
+}
+
 /// Refuses arguments of types function `name` does not take, with
 /// Cassandra's messages: a function of one signature names the argument,
 /// an overloaded one lists its signatures.
